@@ -1,0 +1,51 @@
+"""Result objects shared by every solver of the toolkit.
+
+They follow :class:`scipy.optimize.OptimizeResult` in spirit: a dictionary whose keys
+are also attributes, printed as an aligned table.  Solvers that iterate or call an
+external solver add ``success``, ``status`` and ``message``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Result(dict):
+    """A dictionary with attribute access, returned by the toolkit's solvers.
+
+    Examples
+    --------
+    >>> r = Result(value=1.0, success=True)
+    >>> r.value
+    1.0
+    """
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError as exc:  # pragma: no cover - message only
+            raise AttributeError(
+                f"result has no field {name!r}; available fields: {sorted(self)}"
+            ) from exc
+
+    def __setattr__(self, name, value):
+        self[name] = value
+
+    def __delattr__(self, name):
+        del self[name]
+
+    def __dir__(self):
+        return list(self.keys())
+
+    def __repr__(self) -> str:
+        if not self:
+            return f"{type(self).__name__}()"
+        width = max(len(k) for k in self) + 1
+        lines = []
+        for key, val in self.items():
+            if isinstance(val, np.ndarray) and val.size > 8:
+                text = f"array(shape={val.shape}, dtype={val.dtype})"
+            else:
+                text = repr(val).replace("\n", "\n" + " " * (width + 2))
+            lines.append(f"{key.rjust(width)}: {text}")
+        return "\n".join(lines)
