@@ -1,0 +1,25 @@
+"""Bridges to other libraries.
+
+* :mod:`rcmdp_exact.interop.gym`: a Gymnasium environment for any
+  :class:`~rcmdp_exact.TabularCMDP` (:class:`TabularCMDPEnv`, :func:`paper_env`,
+  :func:`register_envs`); needs the optional extra ``pip install rcmdp_exact[gym]``.
+
+The names are loaded on first use, so importing this package does not import
+Gymnasium.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["TabularCMDPEnv", "paper_env", "register_envs"]
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        return getattr(importlib.import_module(".gym", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *__all__])
