@@ -44,8 +44,8 @@ from .navigation import (
 )
 
 __all__ = [
-    "INVENTORY_MU_FACTORS",
-    "INVENTORY_SIGMA_FACTORS",
+    "INVENTORY_MU_DIVISORS",
+    "INVENTORY_SIGMA_DIVISORS",
     "N_DRAWS",
     "P_SUCCESS_VALUES",
     "SIZES_1B",
@@ -67,9 +67,11 @@ SIZES_1B = (5, 10, 20, 50, 100)
 SIZES_2B = (5, 10, 15, 20, 25)
 #: Draws per N in tests 1B and 2B.
 N_DRAWS = 50
-#: Demand settings of the inventory test, as fractions of S (with their labels).
-INVENTORY_MU_FACTORS = ((1 / 6, "S/6"), (1 / 4, "S/4"), (1 / 3, "S/3"))
-INVENTORY_SIGMA_FACTORS = ((1 / 8, "S/8"), (1 / 6, "S/6"), (1 / 4, "S/4"))
+#: Demand settings of the inventory test: mu = S / k and sigma = S / k for these k
+#: (S / k rather than S * (1/k), so that the setting S/4, S/6 is the training model
+#: bit for bit).
+INVENTORY_MU_DIVISORS = (6, 4, 3)
+INVENTORY_SIGMA_DIVISORS = (8, 6, 4)
 P_SUCCESS_1B = 0.8
 P_SUCCESS_2B = 0.5
 OFFSET_ON = ("failure", "success")
@@ -263,11 +265,11 @@ def perturbations(
     out: list[Setting] = []
     if name == "inventory":
         S = 10
-        for fm, lm in INVENTORY_MU_FACTORS:
-            for fs, ls in INVENTORY_SIGMA_FACTORS:
-                mu, sigma = fm * S, fs * S
+        for km in INVENTORY_MU_DIVISORS:
+            for ks in INVENTORY_SIGMA_DIVISORS:
+                mu, sigma = S / km, S / ks
                 model = inventory(mu, sigma, revenue=revenue, demand=demand, gamma=gamma)
-                label = f"mu={lm}, sigma={ls}"
+                label = f"mu=S/{km}, sigma=S/{ks}"
                 out.append(Setting(label, model, label, {
                     "suite": "inventory", "mu": mu, "sigma": sigma, "revenue": revenue,
                     "demand": demand,
