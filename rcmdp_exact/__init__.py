@@ -6,6 +6,7 @@ and the conventions.
 
 __version__ = "0.1.0"
 
+from . import domains, interop
 from ._result import Result
 from .evaluation import (
     evaluate,
@@ -22,8 +23,10 @@ __all__ = [
     "TabularCMDP",
     "__version__",
     "check_policy",
+    "domains",
     "evaluate",
     "evaluate_finite_horizon",
+    "interop",
     "penalised_return",
     "policy_transition_matrix",
     "rescaled_budget",
