@@ -549,6 +549,15 @@ def test_suite_errors():
         D.perturbations("1B", offset_on="always")
     with pytest.raises(ModelError, match=re.escape("seed must be a non-negative integer")):
         D.perturbations("2B", seed=-1)
+    with pytest.raises(ModelError, match=re.escape(
+            "n_draws must be an integer number of draws per N in 0..1000000, got -1")):
+        D.perturbations("1B", n_draws=-1)
+    with pytest.raises(ModelError, match=re.escape(
+            "N must be an integer number of state-action pairs in 0..100, got 101")):
+        D.draw_1b(101, 0)
+    with pytest.raises(ModelError, match=re.escape(
+            "N must be an integer number of states in 0..25, got 26")):
+        D.draw_2b(26, 0)
 
 
 def test_paper_domain_and_constants():

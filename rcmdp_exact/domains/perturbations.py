@@ -101,18 +101,6 @@ class Setting:
 
 
 # --------------------------------------------------------------------------- 2B arrows
-def _arrow_offset(x: int, y: int) -> tuple[int, int]:
-    if y == 0:
-        return (1, 0) if x < 3 else (0, 0)
-    if y == 1:
-        return (0, -1)
-    if y == 2:
-        return (-1, 0)
-    if y == 3:
-        return (0, 1) if x < 2 else (-1, 0)
-    return (0, 0) if x < 2 else (-1, 0)
-
-
 def arrow_offsets() -> np.ndarray:
     """The worst-case arrows of test 2B as offsets (S, 2), row s for cell grid_xy(s).
 
@@ -120,9 +108,21 @@ def arrow_offsets() -> np.ndarray:
     y=2: (-1,0); y=3: (0,+1) if x<2 else (-1,0); y=4: (0,0) if x<2 else (-1,0).
     A move into a wall (x=0 at y=2) stays in place.
     """
-    xs, ys = grid_xy(np.arange(N_STATES))
-    return np.array([_arrow_offset(int(x), int(y)) for x, y in zip(xs, ys, strict=True)],
-                    dtype=np.int64)
+    x, y = grid_xy(np.arange(N_STATES))
+    cases = [  # (condition, offset), first match wins
+        ((y == 0) & (x < 3), (1, 0)),
+        (y == 0, (0, 0)),
+        (y == 1, (0, -1)),
+        (y == 2, (-1, 0)),
+        ((y == 3) & (x < 2), (0, 1)),
+        (y == 3, (-1, 0)),
+        ((y == 4) & (x < 2), (0, 0)),
+        (y == 4, (-1, 0)),
+    ]
+    conds = [c for c, _ in cases]
+    dx = np.select(conds, [o[0] for _, o in cases])
+    dy = np.select(conds, [o[1] for _, o in cases])
+    return np.stack([dx, dy], axis=1).astype(np.int64)
 
 
 def _offset_to_outcome(offsets: np.ndarray) -> np.ndarray:
@@ -141,9 +141,11 @@ def _check_seed(seed) -> int:
     return int(seed)
 
 
-def _check_size(n, sizes_max: int, what: str) -> int:
+def _check_size(n, sizes_max: int, what: str, name: str = "N") -> int:
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or not 0 <= n <= sizes_max:
-        raise ModelError(f"N must be an integer number of {what} in 0..{sizes_max}, got {n!r}")
+        raise ModelError(
+            f"{name} must be an integer number of {what} in 0..{sizes_max}, got {n!r}"
+        )
     return int(n)
 
 
@@ -260,7 +262,7 @@ def perturbations(
     """
     if name not in SUITES:
         raise ModelError(f"unknown test suite {name!r}; use one of {list(SUITES)}")
-    nd = _check_size(n_draws, 10**9, "draws")
+    nd = _check_size(n_draws, 10**6, "draws per N", name="n_draws")
     _check_seed(seed)
     out: list[Setting] = []
     if name == "inventory":
