@@ -167,6 +167,33 @@ def test_monte_carlo_matches_exact_finite_horizon(name, n):
     assert abs(C[:, 0].mean() - exact.cost[0]) <= Z99 * C[:, 0].std(ddof=1) / np.sqrt(n)
 
 
+def test_monte_carlo_garnet_next_state_dependent():
+    """Rewards and both costs depend on s' here, so charging C(s, a, s) would show."""
+    model = D.garnet(8, 3, 3, n_constraints=2, seed=11)
+    T, n = 15, 3000
+    pol = np.random.default_rng(0).dirichlet(np.ones(3), size=8)
+    exact = evaluate_finite_horizon(model, pol, horizon=T)
+    env = TabularCMDPEnv(model, max_episode_steps=T)
+    G, C = rollouts(env, pol, n, seed=7)
+    assert abs(G.mean() - exact.value) <= Z99 * G.std(ddof=1) / np.sqrt(n)
+    for k in range(2):
+        assert abs(C[:, k].mean() - exact.cost[k]) <= Z99 * C[:, k].std(ddof=1) / np.sqrt(n)
+
+
+def test_step_returns_the_transition_reward_and_cost():
+    model = D.garnet(5, 2, 3, n_constraints=2, seed=4)
+    env = TabularCMDPEnv(model, max_episode_steps=50)
+    s, _ = env.reset(seed=0)
+    for t in range(50):
+        a = t % 2
+        s2, r, _, trunc, info = env.step(a)
+        assert r == model.R[s, a, s2]
+        np.testing.assert_array_equal(info["cost"], model.C[s, a, s2])
+        assert model.P[s, a, s2] > 0
+        s = s2
+    assert trunc
+
+
 def test_next_state_frequencies_dense_and_sparse():
     """One-step sampling of a Garnet row and of a sparse model against P (4.5 sigma)."""
     m = D.garnet(6, 2, 4, seed=3)
