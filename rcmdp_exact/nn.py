@@ -404,7 +404,7 @@ class Adam:
             )
         if not np.isfinite(g).all():
             i = int(np.flatnonzero(~np.isfinite(g))[0])
-            raise ModelError(f"gradient entry {i} is {g[i]!r}; Adam needs finite gradients")
+            raise ModelError(f"gradient entry {i} is {float(g[i])!r}; Adam needs finite gradients")
         self.t += 1
         self.m = self.beta1 * self.m + (1.0 - self.beta1) * g
         self.v = self.beta2 * self.v + (1.0 - self.beta2) * g * g

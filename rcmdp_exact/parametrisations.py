@@ -105,7 +105,7 @@ class SoftmaxTable:
         if not np.isfinite(arr).all():
             r, c = (int(i) for i in np.argwhere(~np.isfinite(arr))[0])
             raise ModelError(
-                f"logit [{r}, {c}] is {arr[r, c]!r}; logits must be finite (floor "
+                f"logit [{r}, {c}] is {float(arr[r, c])!r}; logits must be finite (floor "
                 f"probabilities before taking logs, e.g. np.log(np.maximum(p, 1e-6)))"
             )
         return arr
@@ -186,7 +186,7 @@ class SoftmaxMLP:
             )
         if not np.isfinite(arr).all():
             i = int(np.flatnonzero(~np.isfinite(arr))[0])
-            raise ModelError(f"MLP parameter {i} is {arr[i]!r}; parameters must be finite")
+            raise ModelError(f"MLP parameter {i} is {float(arr[i])!r}; parameters must be finite")
         return arr
 
     def init(self, seed=None, bias_scale: float = 0.1) -> np.ndarray:

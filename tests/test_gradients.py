@@ -1,0 +1,477 @@
+"""Exact gradients against finite differences, brute-force enumeration and Monte Carlo.
+
+* Theorem 1 and the corrected Theorem 2 match central finite differences of the
+  Lagrangian (relative error <= 1e-6) on random RCMDPs, tabular and MLP.
+* The exact expectations of the sampled estimators match a brute-force sum over every
+  trajectory of tiny models, and Monte Carlo confidence intervals.
+* The printed estimators are biased where the docs say, and exact where they say.
+"""
+
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import norm
+
+from rcmdp_exact import TabularCMDP, evaluate
+from rcmdp_exact.gradients import (
+    ESTIMATORS,
+    adversary_gradient,
+    central_difference,
+    cosine_similarity,
+    estimator_expectation,
+    finite_difference,
+    lagrangian,
+    monte_carlo_estimator,
+    policy_gradient,
+    relative_error,
+)
+from rcmdp_exact.model import ModelError
+from rcmdp_exact.parametrisations import (
+    MLPAdversary,
+    MLPPolicy,
+    TabularAdversary,
+    TabularPolicy,
+    make_adversary,
+    make_policy,
+)
+
+
+# --------------------------------------------------------------------------- models
+def random_rcmdp(rng, S, A, K, gamma, n_outcomes=None, terminal=False,
+                 next_state_dependent=True, horizon=None):
+    """A random RCMDP; with ``n_outcomes`` an outcome map with repeated next states."""
+    features = rng.normal(size=(S, int(rng.integers(1, 4))))
+    kwargs = dict(d=rng.random(K) * 3, gamma=gamma, p0=rng.dirichlet(np.ones(S)),
+                  horizon=horizon, state_features=features)
+    if terminal:
+        kwargs["terminal"] = [S - 1]
+    if next_state_dependent:
+        R = rng.normal(size=(S, A, S))
+        C = rng.random(size=(S, A, S, K))
+    else:
+        R = rng.normal(size=(S, A))
+        C = rng.random(size=(S, A, K))
+    if n_outcomes is None:
+        P = rng.dirichlet(0.7 * np.ones(S), size=(S, A))
+        if terminal:
+            P[:S - 1, :, S - 1] += 0.3
+            P[S - 1] = 0.0
+            P[S - 1, :, S - 1] = 1.0
+            P /= P.sum(axis=2, keepdims=True)
+        return TabularCMDP(P, R, C, **kwargs)
+    out = rng.integers(0, S, size=(S, A, n_outcomes))
+    prob = rng.dirichlet(np.ones(n_outcomes), size=(S, A))
+    if terminal:
+        out[:S - 1, :, 0] = S - 1  # every pair can end the episode
+        out[S - 1] = S - 1
+    return TabularCMDP.from_outcomes(out, prob, R, C, **kwargs)
+
+
+@st.composite
+def rcmdps(draw, max_states=8, gamma=(0.5, 0.99), allow_terminal=True):
+    S = draw(st.integers(2, max_states))
+    A = draw(st.integers(2, 3))
+    K = draw(st.integers(0, 2))
+    O = draw(st.one_of(st.none(), st.integers(2, 4)))
+    g = draw(st.floats(*gamma))
+    terminal = allow_terminal and draw(st.booleans())
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    model = random_rcmdp(rng, S, A, K, g, O, terminal)
+    lam = rng.random(K) * 3
+    return model, lam, rng
+
+
+def _close(g, fd, tol=1e-6, floor=1e-9):
+    """Relative error <= tol, unless both are zero to within the noise floor.
+
+    The floor (absolute, per unit of gradient norm) only matters for gradients that
+    vanish identically, e.g. when every action leads to the terminal state.
+    """
+    err = relative_error(g, fd)
+    assert err <= tol or np.linalg.norm(np.ravel(g) - np.ravel(fd)) <= floor, (
+        f"relative error {err:.3e} > {tol:.0e}")
+
+
+# --------------------------------------------------------------------------- values
+@given(rcmdps())
+def test_dense_lagrangian_matches_sparse_evaluation(case):
+    model, lam, rng = case
+    pol = TabularPolicy(model)
+    theta = pol.init(rng)
+    ref = evaluate(model, pol.probs(theta), lam).lagrangian_p0
+    assert np.isclose(lagrangian(model, theta, lam), ref, rtol=1e-10, atol=1e-10)
+    adv = TabularAdversary(model)
+    phi = adv.init(rng)
+    P = adv.kernel(phi)
+    assert np.allclose(P.sum(axis=2), 1.0)
+    ref_adv = evaluate(model.with_transitions(P), pol.probs(theta), lam).lagrangian_p0
+    got = lagrangian(model, theta, lam, adversary_params=phi)
+    assert np.isclose(got, ref_adv, rtol=1e-10, atol=1e-10)
+
+
+def test_kernel_from_logits_reproduces_the_model():
+    rng = np.random.default_rng(3)
+    model = random_rcmdp(rng, 5, 2, 1, 0.9, n_outcomes=3)
+    adv = TabularAdversary(model)
+    phi = adv.logits_from_kernel(model.P, floor=1e-300)
+    assert np.allclose(adv.kernel(phi), model.P, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- Jacobians
+@given(rcmdps(max_states=5), st.sampled_from(["softmax", "mlp"]),
+       st.sampled_from(["policy", "adversary"]))
+@settings(max_examples=25)
+def test_vjp_equals_jacobian_contraction_and_finite_differences(case, kind, side):
+    model, _, rng = case
+    par = (make_policy if side == "policy" else make_adversary)(model, kind, hidden=4)
+    params = par.init(rng)
+    jac = par.jacobian(params)
+    G = rng.normal(size=jac.shape[:2])
+    vjp = par.vjp(params, G).ravel()
+    assert np.allclose(np.einsum("rc,rcp->p", G, jac), vjp, atol=1e-12)
+    # each column of the Jacobian against a central difference of the probabilities
+    flat = np.asarray(params, dtype=float).ravel()
+    i = int(rng.integers(0, flat.size))
+
+    def prob_dir(t):
+        p = flat.copy()
+        p[i] = t
+        return float((G * par.probs(p.reshape(np.shape(params)))).sum())
+
+    fd = central_difference(lambda t: prob_dir(float(t[0])), np.array([flat[i]]),
+                            max_step=None if kind == "softmax" else
+                            par.kink_free_step(params)[i][None, :])[0]
+    assert np.isclose(vjp[i], fd, rtol=1e-6, atol=1e-9)
+
+
+# --------------------------------------------------------------------------- theorems vs FD
+@given(rcmdps())
+def test_theorem1_tabular_matches_finite_differences(case):
+    model, lam, rng = case
+    theta = TabularPolicy(model).init(rng)
+    g = policy_gradient(model, theta, lam)
+    assert g.shape == theta.shape
+    _close(g, finite_difference(model, theta, lam))
+
+
+@given(rcmdps())
+@settings(max_examples=30)
+def test_theorem1_mlp_matches_finite_differences(case):
+    model, lam, rng = case
+    pol = MLPPolicy(model, hidden=int(rng.integers(2, 7)), feature_scale=1.0)
+    theta = pol.init(rng)
+    _close(policy_gradient(model, theta, lam, pol), finite_difference(model, theta, lam, pol))
+
+
+@given(rcmdps())
+def test_theorem2_tabular_matches_finite_differences(case):
+    model, lam, rng = case
+    theta = TabularPolicy(model).init(rng)
+    phi = TabularAdversary(model).init(rng)
+    g = adversary_gradient(model, theta, phi, lam)
+    assert g.shape == phi.shape
+    fd = finite_difference(model, theta, lam, adversary_params=phi, wrt="adversary")
+    _close(g, fd)
+    # the policy gradient under the adversary's dynamics as well
+    _close(policy_gradient(model, theta, lam, adversary_params=phi),
+           finite_difference(model, theta, lam, adversary_params=phi))
+
+
+@given(rcmdps())
+@settings(max_examples=30)
+def test_theorem2_mlp_matches_finite_differences(case):
+    model, lam, rng = case
+    pol = MLPPolicy(model, hidden=3, feature_scale=1.0)
+    adv = MLPAdversary(model, hidden=int(rng.integers(2, 7)), feature_scale=1.0,
+                       action_scale=0.5)
+    theta, phi = pol.init(rng), adv.init(rng)
+    g = adversary_gradient(model, theta, phi, lam, pol, adv)
+    fd = finite_difference(model, theta, lam, pol, phi, adv, wrt="adversary")
+    _close(g, fd)
+
+
+def test_mlp_string_parametrisation_infers_the_hidden_width():
+    rng = np.random.default_rng(0)
+    model = random_rcmdp(rng, 4, 2, 1, 0.9, n_outcomes=3)
+    pol = MLPPolicy(model, hidden=5)
+    theta = pol.init(1)
+    assert np.array_equal(policy_gradient(model, theta, 1.0, "mlp"),
+                          policy_gradient(model, theta, 1.0, pol))
+    adv = MLPAdversary(model, hidden=6)
+    phi = adv.init(2)
+    assert np.array_equal(adversary_gradient(model, theta, phi, 1.0, pol, "mlp"),
+                          adversary_gradient(model, theta, phi, 1.0, pol, adv))
+
+
+def test_finite_difference_near_a_relu_kink_uses_a_safe_stencil():
+    """A hidden unit 1e-9 from its kink: a blind stencil would straddle it."""
+    rng = np.random.default_rng(5)
+    model = random_rcmdp(rng, 4, 2, 1, 0.9)
+    pol = MLPPolicy(model, hidden=3, feature_scale=1.0)
+    theta = pol.init(0)
+    w = pol.net.unflatten(theta)
+    z = pol.inputs @ w["W1"] + w["b1"]
+    w["b1"][0] -= z[0, 0] - 1e-9  # state 0, unit 0 now sits 1e-9 above the kink
+    assert 0 < pol.relu_margin(theta) <= 1.1e-9
+    g = policy_gradient(model, theta, 1.0, pol)
+    _close(g, finite_difference(model, theta, 1.0, pol))
+    blind = central_difference(lambda th: lagrangian(model, th, 1.0, pol), theta)
+    assert relative_error(blind, g) > 1e-6  # what the kink-aware stencil avoids
+
+
+# ------------------------------------------------------------------ estimators, brute force
+def _brute_force(model, pol, theta, adv, phi, lam, name, T):
+    """E[estimator] by summing over every trajectory of at most T steps."""
+    est = ESTIMATORS[name]
+    S, A = model.n_states, model.n_actions
+    lam = np.asarray(lam, dtype=float)
+    pi = pol.probs(theta)
+    R_lam = np.asarray(model.R) - np.asarray(model.C) @ lam
+    if adv is None:
+        out = np.broadcast_to(np.arange(S), (S, A, S))
+        q = np.asarray(model.P)
+        dyn = model
+    else:
+        out = adv.outcomes
+        q = adv.outcome_probs(phi)
+        dyn = model.with_transitions(adv.kernel(phi))
+    V = evaluate(dyn, pi, lam).lagrangian
+    if est.side == "policy":
+        score = pol.score(theta).reshape(S, A, -1)
+    else:
+        score = adv.score(phi).reshape(S, A, out.shape[2], -1)
+    total = np.zeros(score.shape[-1])
+
+    def finish(path, prob):
+        nonlocal total
+        x = np.zeros(score.shape[-1])
+        G = 0.0
+        for t in range(len(path) - 1, -1, -1):
+            s, a, o, s2, r = path[t]
+            G = r + model.gamma * G
+            w = model.gamma**t if est.weight == "gamma^t" else 1.0
+            if est.side == "policy":
+                x += w * G * score[s, a]
+            else:
+                U = {"V_lam(s')": V[s2], "gamma V_lam(s')": model.gamma * V[s2]}.get(
+                    est.signal, r + model.gamma * V[s2])
+                x += w * U * score[s, a, o]
+        total += prob * x
+
+    def walk(t, s, prob, path):
+        if t == T or model.terminal[s]:
+            finish(path, prob)
+            return
+        for a in range(A):
+            for o in range(out.shape[2]):
+                p = prob * pi[s, a] * q[s, a, o]
+                if p == 0.0:
+                    continue
+                s2 = int(out[s, a, o])
+                walk(t + 1, s2, p, [*path, (s, a, o, s2, R_lam[s, a, s2])])
+
+    for s0 in np.flatnonzero(model.p0 > 0):
+        walk(0, int(s0), model.p0[s0], [])
+    return total
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(1, 3), st.booleans(), st.booleans(),
+       st.sampled_from(["softmax", "mlp"]))
+@settings(max_examples=30)
+def test_estimator_expectations_match_brute_force(seed, T, terminal, with_adversary, kind):
+    rng = np.random.default_rng(seed)
+    S = int(rng.integers(2, 4))
+    model = random_rcmdp(rng, S, 2, int(rng.integers(0, 3)), float(rng.uniform(0.5, 1.0)),
+                         n_outcomes=int(rng.integers(1, 4)), terminal=terminal)
+    lam = rng.random(model.n_constraints) * 2
+    pol = make_policy(model, kind, hidden=3)
+    adv = make_adversary(model, kind, hidden=3)
+    theta, phi = pol.init(rng), adv.init(rng)
+    for name, est in ESTIMATORS.items():
+        if est.exact:
+            continue
+        use_adv = with_adversary or est.side == "adversary"
+        got = estimator_expectation(model, theta, name, lam, pol,
+                                    phi if use_adv else None, adv, horizon=T)
+        ref = _brute_force(model, pol, theta, adv if use_adv else None, phi, lam, name, T)
+        assert np.allclose(np.ravel(got), ref, rtol=1e-9, atol=1e-10), name
+
+
+# ------------------------------------------------------- where the printed forms are exact
+@given(rcmdps(), st.sampled_from(["algorithm1_corrected", "theorem2_corrected"]))
+@settings(max_examples=30)
+def test_corrected_estimators_are_the_theorems_for_unbounded_episodes(case, name):
+    model, lam, rng = case
+    theta = TabularPolicy(model).init(rng)
+    phi = TabularAdversary(model).init(rng)
+    exact = "theorem1" if name.startswith("algorithm1") else "theorem2"
+    ref = estimator_expectation(model, theta, exact, lam, adversary_params=phi)
+    _close(estimator_expectation(model, theta, name, lam, adversary_params=phi, horizon=None),
+           ref, 1e-9)
+    # truncation at T costs at most a gamma^T fraction
+    T = int(np.ceil(np.log(1e-13) / np.log(model.gamma)))
+    _close(estimator_expectation(model, theta, name, lam, adversary_params=phi, horizon=T),
+           ref, 1e-9)
+
+
+@given(rcmdps(gamma=(1.0, 1.0), allow_terminal=False), st.booleans())
+@settings(max_examples=30)
+def test_printed_estimators_are_exact_for_undiscounted_episodes(case, nsd):
+    """gamma = 1, episodes end at a terminal state: undiscounted visits are the occupancy.
+
+    Algorithm 1 is then exact; the printed Theorem 2 is exact if and only if the
+    Lagrangian reward does not depend on the next state.
+    """
+    _, lam, rng = case
+    S = int(rng.integers(3, 7))
+    model = random_rcmdp(rng, S, int(rng.integers(2, 4)), len(lam), 1.0,
+                         n_outcomes=3, terminal=True, next_state_dependent=nsd)
+    theta = TabularPolicy(model).init(rng)
+    phi = TabularAdversary(model).init(rng)
+    fd_pol = finite_difference(model, theta, lam, adversary_params=phi)
+    fd_adv = finite_difference(model, theta, lam, adversary_params=phi, wrt="adversary")
+    _close(estimator_expectation(model, theta, "algorithm1", lam, adversary_params=phi,
+                                 horizon=None), fd_pol)
+    printed = estimator_expectation(model, theta, "theorem2_printed", lam,
+                                    adversary_params=phi, horizon=None)
+    if nsd:
+        assert relative_error(printed, fd_adv) > 1e-3
+    else:
+        _close(printed, fd_adv)
+
+
+@given(rcmdps(), st.booleans())
+@settings(max_examples=30)
+def test_discounted_printed_adversary_form_is_exact_iff_rewards_ignore_next_state(case, nsd):
+    model, lam, rng = case
+    model = random_rcmdp(rng, model.n_states, model.n_actions, model.n_constraints,
+                         model.gamma, n_outcomes=3, next_state_dependent=nsd)
+    theta = TabularPolicy(model).init(rng)
+    phi = TabularAdversary(model).init(rng)
+    exact = adversary_gradient(model, theta, phi, lam)
+    disc = estimator_expectation(model, theta, "theorem2_discounted", lam,
+                                 adversary_params=phi, horizon=None)
+    if nsd:
+        assert relative_error(disc, exact) > 1e-3
+    else:
+        _close(disc, exact, 1e-9)
+
+
+def test_printed_estimators_are_biased_with_discounting():
+    rng = np.random.default_rng(11)
+    model = random_rcmdp(rng, 6, 3, 1, 0.9, n_outcomes=3, next_state_dependent=False,
+                         horizon=50)
+    theta = TabularPolicy(model).init(rng)
+    phi = TabularAdversary(model).init(rng)
+    g = policy_gradient(model, theta, 1.0)
+    ga = adversary_gradient(model, theta, phi, 1.0)
+    a1 = estimator_expectation(model, theta, "algorithm1", 1.0)
+    t2 = estimator_expectation(model, theta, "theorem2_printed", 1.0, adversary_params=phi)
+    assert relative_error(a1, g) > 0.1
+    assert relative_error(t2, ga) > 0.1
+    assert cosine_similarity(g, g) == pytest.approx(1.0)
+
+
+# --------------------------------------------------------------------------- Monte Carlo
+def _bonferroni_z(m, level=0.99):
+    return norm.ppf(1 - (1 - level) / (2 * m))
+
+
+MC_CASES = [(0, "softmax"), (1, "softmax"), (2, "mlp")]
+
+
+@pytest.mark.parametrize("seed,kind", MC_CASES)
+def test_monte_carlo_of_corrected_estimators_covers_the_exact_gradients(seed, kind):
+    """gamma = 0.8 and T = 150: the truncation (0.8^150 ~ 3e-15) is far below the CI."""
+    rng = np.random.default_rng(100 + seed)
+    model = random_rcmdp(rng, 5, 2, 1, 0.8, n_outcomes=3, terminal=(seed == 1))
+    lam = [1.5]
+    pol = make_policy(model, kind, hidden=4)
+    adv = make_adversary(model, kind, hidden=4)
+    theta, phi = pol.init(rng), adv.init(rng)
+    for name, exact in (("algorithm1_corrected", policy_gradient(model, theta, lam, pol, phi, adv)),
+                        ("theorem2_corrected",
+                         adversary_gradient(model, theta, phi, lam, pol, adv))):
+        exact = np.ravel(exact)
+        D = None
+        if kind == "mlp":  # a few fixed directions instead of every coordinate
+            D = np.random.default_rng(7).normal(size=(4, exact.size))
+        mc = monte_carlo_estimator(model, theta, name, 20000, seed=1000 + seed, lam=lam,
+                                   parametrisation=pol, adversary_params=phi,
+                                   adversary_parametrisation=adv, horizon=150, directions=D)
+        if D is None:
+            mean, sem, ref = np.ravel(mc.mean), np.ravel(mc.sem), exact
+        else:
+            mean, sem, ref = mc.projection_mean, mc.projection_sem, D @ exact
+        z = _bonferroni_z(ref.size)
+        assert np.all(np.abs(mean - ref) <= z * sem + 1e-12), name
+        assert sem.max() > 0
+
+
+def test_monte_carlo_confirms_the_printed_expectations_and_detects_their_bias():
+    rng = np.random.default_rng(42)
+    model = random_rcmdp(rng, 4, 2, 1, 0.8, n_outcomes=3, horizon=40)
+    lam = [1.0]
+    theta = TabularPolicy(model).init(rng)
+    phi = TabularAdversary(model).init(rng)
+    for name, exact in (("algorithm1", policy_gradient(model, theta, lam, adversary_params=phi)),
+                        ("theorem2_printed", adversary_gradient(model, theta, phi, lam))):
+        expected = estimator_expectation(model, theta, name, lam, adversary_params=phi)
+        mc = monte_carlo_estimator(model, theta, name, 20000, seed=3, lam=lam,
+                                   adversary_params=phi)
+        z = _bonferroni_z(expected.size)
+        assert np.all(np.abs(mc.mean - expected) <= z * mc.sem), name
+        # the sampled printed estimator is far from the true gradient
+        assert np.any(np.abs(mc.mean - exact) > 10 * mc.sem), name
+
+
+def test_monte_carlo_is_reproducible():
+    rng = np.random.default_rng(0)
+    model = random_rcmdp(rng, 4, 2, 1, 0.9, horizon=20)
+    theta = TabularPolicy(model).init(0)
+    a = monte_carlo_estimator(model, theta, "algorithm1", 300, seed=9, lam=1.0, batch_size=128)
+    b = monte_carlo_estimator(model, theta, "algorithm1", 300, seed=9, lam=1.0, batch_size=128)
+    assert np.array_equal(a.mean, b.mean) and np.array_equal(a.sem, b.sem)
+
+
+# --------------------------------------------------------------------------- messages
+def test_error_messages():
+    rng = np.random.default_rng(0)
+    model = random_rcmdp(rng, 4, 2, 1, 0.9)
+    theta = TabularPolicy(model).init(0)
+    with pytest.raises(ModelError, match=re.escape(
+            "unknown policy parametrisation 'linear'; use 'softmax' (tabular logits (S, A)), "
+            "'mlp', or an object such as MLPPolicy(model, hidden=16)")):
+        policy_gradient(model, theta, 1.0, "linear")
+    with pytest.raises(ModelError, match=re.escape(
+            "TabularPolicy parameters must be logits of shape (4, 2) (or flat (8,)), got (3, 2)")):
+        policy_gradient(model, theta[:3], 1.0)
+    with pytest.raises(ModelError, match=re.escape(
+            "policy MLP parameters have length 10, which fits no hidden width")):
+        policy_gradient(model, np.zeros(10), 1.0, "mlp")
+    with pytest.raises(ModelError, match=re.escape(
+            "this gradient is taken with respect to the adversary: pass adversary_params")):
+        finite_difference(model, theta, 1.0, wrt="adversary")
+    with pytest.raises(ModelError, match=re.escape(
+            "unknown estimator 'reinforce'; choose one of theorem1, algorithm1")):
+        estimator_expectation(model, theta, "reinforce", 1.0)
+    with pytest.raises(ModelError, match=re.escape(
+            "the estimator 'algorithm1' sums undiscounted visits over an unbounded episode, "
+            "but state 0 is reachable from p0 and never reaches a terminal state")):
+        estimator_expectation(model, theta, "algorithm1", 1.0, horizon=None)
+    with pytest.raises(ModelError, match=re.escape(
+            "Monte Carlo needs a finite episode length: pass horizon=T")):
+        monte_carlo_estimator(model, theta, "algorithm1", 10, horizon=None)
+    with pytest.raises(ModelError, match=re.escape(
+            "'theorem1' is an exact formula, not a sampled estimator")):
+        monte_carlo_estimator(model, theta, "theorem1", 10, horizon=5)
+    with pytest.raises(ModelError, match=re.escape(
+            "wrt must be 'policy' or 'adversary', got 'lam'")):
+        finite_difference(model, theta, 1.0, wrt="lam")
+    with pytest.raises(ModelError, match=re.escape(
+            "finite-difference order must be 2 or 4, got 3")):
+        finite_difference(model, theta, 1.0, order=3)
