@@ -1,0 +1,593 @@
+r"""The inner problem of an L1 uncertainty set: the worst-case distribution.
+
+For a nominal distribution :math:`\hat p` on :math:`n` outcomes, a radius
+:math:`\alpha \ge 0`, a support :math:`\Sigma \subseteq \{0..n-1\}` (with
+:math:`\hat p` zero outside it) and a vector :math:`z` (the quantity the adversary
+minimises, e.g. :math:`z(s') = R(s, a, s') + \gamma V(s')`), the inner problem is the
+paper's Eq. "robustvalue" / "robustlagrangian":
+
+.. math::
+
+    \min_p\; p^\top z \quad\text{s.t.}\quad \|p - \hat p\|_1 \le \alpha,\quad
+    \mathbf 1^\top p = 1,\quad p \ge 0,\quad p_i = 0 \;(i \notin \Sigma).
+
+Exact algorithm (``method="sort"``)
+-----------------------------------
+Let :math:`k = \arg\min_{i \in \Sigma} z_i` and :math:`\epsilon = \min(\alpha/2,
+1 - \hat p_k)`.  The optimum adds :math:`\epsilon` to :math:`\hat p_k` and removes the
+same mass from the other outcomes in decreasing order of :math:`z` (largest first),
+each outcome losing at most what it has.  Its value is
+
+.. math::
+
+    \hat p^\top z + \epsilon z_k - \sum_i \rho_i z_i, \qquad
+    \rho_i = \min\bigl(\hat p_i,\; \max(0, \epsilon - M_i)\bigr),
+
+with :math:`M_i` the nominal mass (outside :math:`k`) of the outcomes before :math:`i`
+in that order.  *Proof sketch.*  Write :math:`p = \hat p + u - w` with :math:`u, w \ge
+0` the mass moved in and out; :math:`\mathbf 1^\top u = \mathbf 1^\top w = m` and
+:math:`\|p - \hat p\|_1 = 2m` when :math:`u, w` have disjoint supports, so
+:math:`m \le \alpha/2`.  For a fixed :math:`m` the cheapest way to add mass is to put all
+of it on :math:`k` (no :math:`z_i` on the support is smaller) and the most profitable
+way to remove it is from the largest :math:`z_i` first (a fractional knapsack with unit
+weights, solved greedily), so the value is :math:`\hat p^\top z + m z_k - g(m)` with
+:math:`g` the concave piecewise-linear "remove from the top" gain, whose slopes
+:math:`z_i \ge z_k`.  Hence the value is non-increasing in :math:`m` and the optimum
+takes :math:`m` as large as allowed: :math:`\alpha/2`, or all the mass outside :math:`k`,
+:math:`1 - \hat p_k`.  Ties in :math:`z` may be broken arbitrarily (the value does not
+change); :math:`\alpha = 0` returns :math:`\hat p`; :math:`\alpha \ge 2(1-\hat p_k)`
+returns the point mass on :math:`k`; zero entries of :math:`\hat p` simply cannot lose
+mass; outcomes outside the support never receive any.
+
+Implementation.  Every leading axis is a batch axis (one call solves all (s, a) of a
+model).  Rows are processed in cache-sized blocks: the outcomes of a block are ordered
+by one ``np.sort`` of 64-bit integer keys that hold the order-preserving integer image of
+:math:`-z` in their high bits and the outcome index in their low
+:math:`b = \lceil\log_2 n\rceil` bits (cheaper than ``np.argsort``); two neighbours whose
+keys agree in the high bits are compared on the exact :math:`z`, and a row whose order
+the truncation may have changed is re-sorted exactly with ``np.argsort``, so the result
+is exactly the algorithm above.  The crossing point of the cumulative removed mass is
+found from block sums (``np.add.reduceat``) and a cumulative sum inside one block, and
+the solution is written in the original order by comparing keys with the crossing key,
+without a scatter.  When ``z`` is shared by all rows (shape ``(n,)``) it is sorted once.
+
+LP (``method="lp"``)
+--------------------
+The same problem through cvxpy, one problem per row over the supported outcomes,
+
+.. math::
+
+    \min_{p, t}\; z^\top p \quad\text{s.t.}\quad -t \le p - \hat p \le t,\quad
+    \mathbf 1^\top t \le \alpha,\quad \mathbf 1^\top p = 1,\quad p \ge 0,
+
+with parameters so that cvxpy compiles one problem per support size.  The solver is
+HiGHS (dual simplex: a basic, i.e. vertex, solution with feasibility tolerances set to
+1e-10); Clarabel (interior point) is accepted through ``solver="CLARABEL"``.  The
+status is checked (``OPTIMAL_INACCURATE`` gives a :class:`RuntimeWarning` and
+``success=False`` for that row; anything else raises), and the answer is re-checked in
+numpy (:func:`l1_violation`).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ._result import Result
+from .model import ModelError, row_tolerance
+
+__all__ = [
+    "INNER_METHODS",
+    "LP_SOLVERS",
+    "l1_violation",
+    "worst_case_l1",
+]
+
+#: Methods of :func:`worst_case_l1`.
+INNER_METHODS = ("sort", "lp")
+#: cvxpy solvers accepted by the LP method (the first is the default).
+LP_SOLVERS = ("HIGHS", "CLARABEL")
+
+#: Largest number of outcomes for which the packed integer keys are used.
+_PACK_LIMIT = 1 << 16
+#: Target number of float64 entries of one block of rows (about 256 KiB).
+_BLOCK_ENTRIES = 1 << 15
+#: Width of the mass blocks used to find the crossing point.
+_SEG = 32
+
+
+# --------------------------------------------------------------------------- validation
+def _where(idx: tuple) -> str:
+    return "[" + ", ".join(str(int(i)) for i in idx) + "]"
+
+
+def _validate(p, zz, a, sup, n) -> None:
+    """Raise a ModelError naming the first bad entry; a cheap screen runs first."""
+    sums = p.sum(axis=-1)
+    tol = row_tolerance(n)
+    fine = (
+        bool(p.min() >= 0.0)
+        and bool((np.abs(sums - 1.0) <= tol).all())
+        and bool(np.isfinite(zz.sum()))
+        and bool(np.isfinite(a).all())
+        and bool((a >= 0).all())
+        and (sup is None or not bool(np.max(p, where=~sup, initial=0.0) > 0.0))
+    )
+    if fine:
+        return
+    for name, arr in (("p_hat", p), ("z", zz), ("alpha", a)):
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            idx = tuple(np.argwhere(bad)[0])
+            raise ModelError(
+                f"{name}{_where(idx)} = {arr[idx]!r} is not finite; replace NaN and "
+                f"inf by finite numbers"
+            )
+    if (a < 0).any():
+        idx = tuple(np.argwhere(a < 0)[0]) if a.ndim else ()
+        raise ModelError(
+            f"alpha{_where(idx)} = {float(a[idx])!r} is negative; the radius of an L1 "
+            f"ball must be >= 0 (alpha = 0 gives the nominal distribution)"
+        )
+    if (p < 0).any():
+        idx = tuple(np.argwhere(p < 0)[0])
+        raise ModelError(
+            f"p_hat{_where(idx)} = {p[idx]!r} is negative; p_hat must be a probability "
+            f"distribution (entries >= 0 summing to 1 on its support)"
+        )
+    if sup is not None:
+        off = (p > 0) & ~sup
+        if off.any():
+            idx = tuple(np.argwhere(off)[0])
+            raise ModelError(
+                f"p_hat{_where(idx)} = {p[idx]!r} lies outside the support "
+                f"(support{_where(idx)} is False); p_hat must be a probability "
+                f"distribution on its support: move that mass onto the support or "
+                f"enlarge the support"
+            )
+    bad = np.abs(sums - 1.0) > tol
+    if bad.any():
+        idx = tuple(np.argwhere(bad)[0]) if bad.ndim else ()
+        raise ModelError(
+            f"p_hat{_where(idx)} sums to {float(sums[idx])!r}, not 1 (tolerance "
+            f"{tol:.1e}); p_hat must be a probability distribution on its support: "
+            f"normalise it (p_hat / p_hat.sum(axis=-1, keepdims=True))"
+        )
+
+
+def _prepare(p_hat, z, alpha, support, check: bool):
+    """Validate and broadcast; return p (N, n), z (n,) or (N, n), alpha (N,), support."""
+    p = np.asarray(p_hat, dtype=np.float64)
+    if p.ndim == 0 or p.shape[-1] == 0:
+        raise ModelError(
+            f"p_hat must have at least one axis with at least one outcome, got shape "
+            f"{p.shape}; give distributions along the last axis, shape (..., n)"
+        )
+    lead, n = p.shape[:-1], p.shape[-1]
+    zz = np.asarray(z, dtype=np.float64)
+    try:
+        zb = np.broadcast_shapes(zz.shape, p.shape)
+    except ValueError:
+        zb = None
+    if zz.ndim == 0 or zz.shape[-1] != n or zb != p.shape:
+        raise ModelError(
+            f"z has shape {zz.shape}, which does not broadcast to p_hat's shape {p.shape}; "
+            f"give z with a last axis of n = {n} outcomes, either shared (shape ({n},)) "
+            f"or one row per distribution"
+        )
+    a = np.asarray(alpha, dtype=np.float64)
+    try:
+        ab = np.broadcast_shapes(a.shape, lead)
+    except ValueError:
+        ab = None
+    if ab != lead:
+        raise ModelError(
+            f"alpha has shape {a.shape}, which does not broadcast to p_hat's leading shape "
+            f"{lead}; give one radius per distribution or a scalar"
+        )
+    sup = None
+    if support is not None:
+        sup = np.asarray(support)
+        if sup.dtype != bool:
+            raise ModelError(
+                f"support must be a boolean mask (True where an outcome may receive "
+                f"mass), got dtype {sup.dtype}"
+            )
+        try:
+            sb = np.broadcast_shapes(sup.shape, p.shape)
+        except ValueError:
+            sb = None
+        if sb != p.shape:
+            raise ModelError(
+                f"support has shape {sup.shape}, which does not broadcast to p_hat's shape "
+                f"{p.shape}; give one boolean per outcome (shape (..., {n}))"
+            )
+    if check:
+        _validate(p, zz, a, sup, n)
+    N = int(np.prod(lead, dtype=np.int64))
+    P = np.ascontiguousarray(p.reshape(N, n))
+    shared = zz.ndim == 1 or all(d == 1 for d in zz.shape[:-1])
+    if shared:
+        Z = zz.reshape(n)
+    else:
+        Z = np.ascontiguousarray(np.broadcast_to(zz, p.shape).reshape(N, n))
+    A = np.ascontiguousarray(np.broadcast_to(a, lead).reshape(N))
+    if sup is not None:
+        if sup.all():
+            sup = None
+        else:
+            sup = np.ascontiguousarray(np.broadcast_to(sup, p.shape).reshape(N, n))
+    return P, Z, A, sup, lead, n
+
+
+# --------------------------------------------------------------------------- sort method
+def _crossing(ps: np.ndarray, eps: np.ndarray):
+    """Crossing point of the removal in sorted order.
+
+    ``ps`` (B, n): nominal masses in decreasing order of z, zero at the argmin.
+    Returns ``j`` (B,): the first position whose cumulative mass exceeds ``eps`` (the
+    positions before it lose all their mass; clipped to n - 1), and ``part`` (B,): the
+    mass removed at ``j``.
+    """
+    B, n = ps.shape
+    rows = np.arange(B)
+    if n <= 2 * _SEG:
+        cs = np.cumsum(ps, axis=1)
+        j = np.count_nonzero(cs <= eps[:, None], axis=1)
+        j = np.minimum(j, n - 1)
+        before = cs[rows, j] - ps[rows, j]
+    else:
+        starts = np.arange(0, n, _SEG)
+        bsum = np.add.reduceat(ps, starts, axis=1)  # (B, nb)
+        bcs = np.cumsum(bsum, axis=1)
+        # first block whose cumulative mass exceeds eps
+        blk = np.minimum(np.count_nonzero(bcs <= eps[:, None], axis=1), starts.size - 1)
+        base = bcs[rows, blk] - bsum[rows, blk]  # mass of the blocks before
+        cols = starts[blk][:, None] + np.arange(_SEG)[None, :]
+        inside = cols < n
+        seg = np.where(inside, ps[rows[:, None], np.minimum(cols, n - 1)], 0.0)
+        scs = np.empty((B, _SEG + 1))
+        scs[:, 0] = base
+        np.cumsum(seg, axis=1, out=scs[:, 1:])
+        scs[:, 1:] += base[:, None]
+        # scs[:, i] is the mass before column start + i
+        jj = np.count_nonzero((scs[:, 1:] <= eps[:, None]) & inside, axis=1)
+        j = np.minimum(starts[blk] + jj, n - 1)
+        before = scs[rows, jj]
+        # jj = number of fully removed columns of the block; if every column up to the
+        # end is removed, j is clipped to n - 1 (the argmin, with no mass: part = 0)
+    part = np.clip(eps - before, 0.0, ps[rows, j])
+    return j, part
+
+
+def _exact_rows(pc, zc, A, supc, out, val):
+    """Sort-based solution with an exact ``np.argsort`` (the reference path)."""
+    B, n = pc.shape
+    rows = np.arange(B)
+    o = np.argsort(-zc, axis=1, kind="stable")  # decreasing z, ties by index
+    if supc is None:
+        k = o[:, -1]
+        pos_k = np.full(B, n - 1)
+    else:
+        k = np.argmin(np.where(supc, zc, np.inf), axis=1)
+        pos_k = np.argmax(o == k[:, None], axis=1)
+    ps = np.take_along_axis(pc, o, axis=1)
+    ps[rows, pos_k] = 0.0  # the argmin keeps its mass
+    eps = np.minimum(0.5 * A, 1.0 - pc[rows, k])
+    j, part = _crossing(ps, eps)
+    rank = np.empty((B, n), dtype=np.int64)
+    np.put_along_axis(rank, o, np.arange(n, dtype=np.int64)[None, :], axis=1)
+    np.multiply(pc, rank >= j[:, None], out=out)
+    jt = o[rows, j]
+    out[rows, jt] -= part
+    out[rows, k] = pc[rows, k] + eps
+    val[:] = np.einsum("ij,ij->i", out, zc)
+
+
+def _packed_rows(pc, zc, A, supc, out, val, bits, wbuf):
+    """Sort-based solution ordered by packed float keys; returns rows to redo exactly.
+
+    The key of outcome i is :math:`-z_i` with the low ``bits`` bits of its float64
+    pattern replaced by i: distinct keys whose order is that of :math:`-z` except
+    between values that agree in all other bits (checked afterwards).
+    """
+    B, n = pc.shape
+    rows = np.arange(B)
+    mask = np.int64((1 << bits) - 1)
+    w = np.negative(zc, out=wbuf[:B])
+    wi = w.view(np.int64)
+    np.bitwise_and(wi, ~mask, out=wi)
+    np.bitwise_or(wi, np.arange(n, dtype=np.int64), out=wi)
+    skey = np.sort(w, axis=1)
+    si = skey.view(np.int64)
+    flat = si & mask  # outcome index in sorted (decreasing z) order
+    redo = None
+    if n > 1:
+        same = (si[:, 1:] ^ si[:, :-1]) <= mask  # neighbours equal in the high bits
+        if same.any():
+            r, c = np.nonzero(same)
+            i1, i2 = flat[r, c], flat[r, c + 1]
+            wrong = zc[r, i1] < zc[r, i2]
+            if supc is not None:
+                wrong &= supc[r, i1] & supc[r, i2]
+            if wrong.any():
+                redo = np.unique(r[wrong])
+    if supc is None:
+        k = flat[:, -1].copy()
+        pos_k = np.full(B, n - 1)
+    else:
+        k = np.argmin(np.where(supc, zc, np.inf), axis=1)
+        pos_k = np.argmax(flat == k[:, None], axis=1)
+    flat += (rows * n)[:, None]
+    ps = np.take(pc, flat, mode="wrap")  # indices are in range by construction
+    ps[rows, pos_k] = 0.0  # the argmin keeps its mass
+    eps = np.minimum(0.5 * A, 1.0 - pc[rows, k])
+    j, part = _crossing(ps, eps)
+    np.multiply(pc, w >= skey[rows, j][:, None], out=out)
+    jt = flat[rows, j] - rows * n
+    out[rows, jt] -= part
+    out[rows, k] = pc[rows, k] + eps
+    val[:] = np.einsum("ij,ij->i", out, zc)
+    return redo
+
+
+def _solve_shared(P, z, A, sup, p_out, val, n, block):
+    """Sort-based solution when every row shares the same z (one sort)."""
+    order = np.argsort(-z, kind="stable")  # decreasing z, ties by index
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    N = P.shape[0]
+    for lo in range(0, N, block):
+        hi = min(N, lo + block)
+        B = hi - lo
+        rows = np.arange(B)
+        pc = P[lo:hi]
+        if sup is None:
+            kpos = np.full(B, n - 1)
+        else:
+            ss = sup[lo:hi][:, order]
+            kpos = n - 1 - np.argmax(ss[:, ::-1], axis=1)  # last supported position
+        k = order[kpos]
+        eps = np.minimum(0.5 * A[lo:hi], 1.0 - pc[rows, k])
+        ps = pc[:, order]
+        ps[rows, kpos] = 0.0
+        j, part = _crossing(ps, eps)
+        out = p_out[lo:hi]
+        np.multiply(pc, rank[None, :] >= j[:, None], out=out)
+        jt = order[j]
+        out[rows, jt] -= part
+        out[rows, k] = pc[rows, k] + eps  # k never loses mass (part = 0 if jt == k)
+        val[lo:hi] = out @ z
+
+
+def _sort_method(P, Z, A, sup, n):
+    N = P.shape[0]
+    p_out = np.empty_like(P)
+    val = np.empty(N)
+    if N == 0:
+        return p_out, val
+    block = max(1, _BLOCK_ENTRIES // n)
+    if Z.ndim == 1:
+        _solve_shared(P, Z, A, sup, p_out, val, n, block)
+        return p_out, val
+    bits = max(1, int(n - 1).bit_length())
+    wbuf = np.empty((min(block, N), n))
+    for lo in range(0, N, block):
+        hi = min(N, lo + block)
+        supc = None if sup is None else sup[lo:hi]
+        args = (P[lo:hi], Z[lo:hi], A[lo:hi], supc, p_out[lo:hi], val[lo:hi])
+        if n <= _PACK_LIMIT:
+            redo = _packed_rows(*args, bits, wbuf)
+        else:
+            redo = np.arange(hi - lo)
+        if redo is not None and redo.size:
+            r = redo + lo
+            o_p, o_v = np.empty((r.size, n)), np.empty(r.size)
+            _exact_rows(P[r], Z[r], A[r], None if sup is None else sup[r], o_p, o_v)
+            p_out[r], val[r] = o_p, o_v
+    return p_out, val
+
+
+# --------------------------------------------------------------------------- LP method
+_LP_CACHE: dict = {}
+
+
+def _lp_problem(m: int):
+    """The parametrised LP over m supported outcomes (compiled once per m by cvxpy)."""
+    prob = _LP_CACHE.get(m)
+    if prob is None:
+        import cvxpy as cp
+
+        p = cp.Variable(m, nonneg=True)
+        t = cp.Variable(m)
+        ph = cp.Parameter(m, nonneg=True)
+        zz = cp.Parameter(m)
+        al = cp.Parameter(nonneg=True)
+        cons = [t >= p - ph, t >= ph - p, cp.sum(t) <= al, cp.sum(p) == 1]
+        prob = (cp.Problem(cp.Minimize(zz @ p), cons), p, ph, zz, al)
+        _LP_CACHE[m] = prob
+    return prob
+
+
+def _solver_options(solver: str) -> dict:
+    if solver == "HIGHS":
+        return {
+            "solver": "HIGHS",
+            "primal_feasibility_tolerance": 1e-10,
+            "dual_feasibility_tolerance": 1e-10,
+        }
+    return {"solver": "CLARABEL", "tol_gap_abs": 1e-11, "tol_gap_rel": 1e-11,
+            "tol_feas": 1e-11}
+
+
+def _lp_method(P, Z, A, sup, n, solver: str, progress: bool):
+    import cvxpy as cp
+    from tqdm.auto import tqdm
+
+    N = P.shape[0]
+    p_out = np.zeros_like(P)
+    val = np.empty(N)
+    ok = np.ones(N, dtype=bool)
+    statuses = []
+    opts = _solver_options(solver)
+    for i in tqdm(range(N), desc="inner LP", disable=not progress, leave=False):
+        on = np.flatnonzero(sup[i]) if sup is not None else np.arange(n)
+        z_i = Z[on] if Z.ndim == 1 else Z[i, on]
+        prob, p, ph, zz, al = _lp_problem(on.size)
+        ph.value = np.clip(P[i, on], 0.0, None)
+        zz.value = z_i
+        al.value = float(A[i])
+        try:
+            prob.solve(**opts)
+        except cp.error.SolverError as exc:
+            raise ModelError(
+                f"the LP of row {i} failed in solver {solver} ({exc}); try "
+                f"method='sort' (exact) or the other solver of {LP_SOLVERS}"
+            ) from None
+        status = prob.status
+        statuses.append(status)
+        if status == cp.OPTIMAL_INACCURATE:
+            warnings.warn(
+                f"inner LP of row {i}: solver {solver} returned OPTIMAL_INACCURATE; the "
+                f"answer is kept but marked success=False",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            ok[i] = False
+        elif status != cp.OPTIMAL:
+            raise ModelError(
+                f"the LP of row {i} ended with status {status!r} in solver {solver}; the "
+                f"inner problem is always feasible (p = p_hat), so the input is likely "
+                f"badly scaled: check z and alpha, or use method='sort'"
+            )
+        p_out[i, on] = p.value
+        val[i] = float(z_i @ p.value)
+    return p_out, val, ok, statuses
+
+
+# --------------------------------------------------------------------------- public API
+def l1_violation(p, p_hat, alpha, support=None) -> np.ndarray:
+    r"""Largest violation of the constraints of the inner problem, per distribution.
+
+    .. math::
+
+        \max\bigl(\max_i(-p_i),\; |\mathbf 1^\top p - 1|,\;
+        \|p - \hat p\|_1 - \alpha,\; \max_{i \notin \Sigma} |p_i|\bigr)
+
+    A feasible ``p`` gives a value :math:`\le 0` up to rounding.  Shapes as in
+    :func:`worst_case_l1`; returns an array of the leading shape.
+    """
+    p = np.asarray(p, dtype=np.float64)
+    ph = np.asarray(p_hat, dtype=np.float64)
+    a = np.asarray(alpha, dtype=np.float64)
+    viol = np.maximum(-p.min(axis=-1), np.abs(p.sum(axis=-1) - 1.0))
+    viol = np.maximum(viol, np.abs(p - ph).sum(axis=-1) - a)
+    if support is not None:
+        off = np.where(np.asarray(support, dtype=bool), 0.0, np.abs(p))
+        viol = np.maximum(viol, off.max(axis=-1))
+    return viol
+
+
+def worst_case_l1(p_hat, z, alpha, support=None, method: str = "sort", *,
+                  check: bool = True, solver: str = "HIGHS",
+                  progress: bool = False) -> Result:
+    r"""Solve the L1 inner problem :math:`\min_p p^\top z` over the ball around ``p_hat``.
+
+    Solves the paper's Eq. "robustvalue" (or "robustlagrangian", depending on ``z``)
+    for every distribution of a batch at once; see the module docstring for the
+    algorithm and its proof.
+
+    Parameters
+    ----------
+    p_hat : array (..., n)
+        Nominal distributions along the last axis; every leading axis is a batch axis
+        (for a model: shape (S, A, S), one distribution per (s, a)).
+    z : array (n,) or (..., n)
+        The quantity minimised, e.g. :math:`z(s, a, s') = R(s, a, s') + \gamma V(s')`;
+        shape (n,) (shared by all rows: sorted once) or broadcastable to ``p_hat``.
+    alpha : float or array (...)
+        Radius of each ball, >= 0 (values >= 2 allow the whole simplex on the support).
+    support : bool array broadcastable to ``p_hat``, optional
+        Outcomes that may receive mass (default: all).  ``p_hat`` must be zero outside.
+    method : {"sort", "lp"}
+        ``"sort"``: the exact :math:`O(n \log n)` algorithm, batched.  ``"lp"``: one
+        cvxpy LP per row (slow; a cross-check).
+    check : bool
+        Validate the input (default).  Internal callers whose input is already valid
+        pass ``False``.
+    solver : {"HIGHS", "CLARABEL"}
+        cvxpy solver of the LP method.
+    progress : bool
+        Show a progress bar over the rows of the LP method.
+
+    Returns
+    -------
+    Result
+        ``p`` (..., n) worst-case distributions, ``value`` (...) the minimal
+        :math:`p^\top z`, ``method``, ``success`` (False only for rows an LP solver
+        marked inaccurate), ``status``, ``message``; the LP method adds
+        ``lp_status`` (the cvxpy status of every row) and ``violation`` (the numpy
+        re-check of :func:`l1_violation`).
+
+    Raises
+    ------
+    ModelError
+        On negative or non-finite alpha, p_hat that is not a distribution on its
+        support, non-finite z, or shapes that do not broadcast.
+
+    Examples
+    --------
+    The hand-checked case of the protocol:
+
+    >>> res = worst_case_l1([0.4, 0.3, 0.1, 0.2], [1.0, 2.0, 5.0, 4.0], alpha=1.0)
+    >>> round(float(res.value), 12)
+    1.1
+    """
+    if method not in INNER_METHODS:
+        raise ModelError(
+            f"unknown method {method!r}; use 'sort' (exact, batched) or 'lp' (cvxpy LP per "
+            f"row, a cross-check)"
+        )
+    if method == "lp" and solver not in LP_SOLVERS:
+        raise ModelError(f"unknown LP solver {solver!r}; use one of {list(LP_SOLVERS)}")
+    P, Z, A, sup, lead, n = _prepare(p_hat, z, alpha, support, check)
+    if method == "sort":
+        p_out, val = _sort_method(P, Z, A, sup, n)
+        return Result(
+            p=p_out.reshape(*lead, n),
+            value=val.reshape(lead) if lead else float(val[0]),
+            method="sort",
+            success=True,
+            status=0,
+            message="exact sort-based solution",
+        )
+    p_out, val, ok, statuses = _lp_method(P, Z, A, sup, n, solver, progress)
+    viol = l1_violation(p_out, P, A, sup)
+    tol = 1e-8
+    bad = viol > tol
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        warnings.warn(
+            f"inner LP of row {i}: the solver's answer violates the constraints by "
+            f"{viol[i]:.2e} (> {tol:.0e}) when re-checked in numpy; marked success=False",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        ok &= ~bad
+    success = bool(ok.all())
+    return Result(
+        p=p_out.reshape(*lead, n),
+        value=val.reshape(lead) if lead else float(val[0]),
+        method="lp",
+        solver=solver,
+        success=success,
+        status=0 if success else 1,
+        message=(
+            f"{solver} solved every LP; the answers were re-checked feasible"
+            if success
+            else f"{int((~ok).sum())} of {ok.size} LPs inaccurate or infeasible on re-check"
+        ),
+        lp_status=np.array(statuses, dtype=object).reshape(lead) if lead else statuses[0],
+        violation=viol.reshape(lead) if lead else float(viol[0]),
+    )

@@ -1,0 +1,620 @@
+r"""Robust evaluation and robust value iteration under an sa-rectangular L1 set.
+
+What the adversary minimises
+----------------------------
+A :class:`WorstCaseObjective` names the quantity robustified, as a reward per
+transition :math:`g(s, a, s')` whose discounted sum :math:`W` the adversary minimises
+(rewards and costs may depend on the next state):
+
+=============== =========================================== ==============================
+objective       :math:`g(s, a, s')`                          :math:`W` from (V, C)
+=============== =========================================== ==============================
+``value``       :math:`R(s, a, s')`                          :math:`V`
+``constraint``  :math:`-\sum_k C_k(s, a, s')`                :math:`-\sum_k C_k`
+``lagrangian``  :math:`R(s, a, s') - \lambda^\top C(s, a, s')` :math:`V - \lambda^\top C`
+=============== =========================================== ==============================
+
+("constraint": the worst case is the *most* cost, the paper's RCPG (robust
+constraint); with K > 1 constraints it maximises their sum.  "lagrangian": the paper's
+Eq. "robustlagrangian".)  The quantity each inner problem minimises is the
+:math:`z` of the protocol,
+
+.. math::
+
+    z(s, a, s') = g(s, a, s') + \gamma W(s').
+
+The learners reuse :func:`worst_case_objective` and :func:`worst_case_kernel` to turn a
+critic's V and C into the worst-case kernel.
+
+Robust policy evaluation
+------------------------
+For a fixed stochastic policy :math:`\pi` the robust policy Bellman operator
+
+.. math::
+
+    (T_\pi W)(s) = \sum_a \pi(a|s) \min_{p \in \mathcal P_{s,a}} p^\top z_W(s, a, \cdot)
+
+is a :math:`\gamma`-contraction in the sup norm (:math:`\gamma < 1`), so it has one
+fixed point :math:`W^+`, the worst case of the objective over the set (rectangularity
+lets the adversary choose each row independently).  The worst-case kernel :math:`P^+`
+is the minimiser at :math:`W^+`; :math:`W^+` is then the plain evaluation of
+:math:`\pi` under :math:`P^+`.  Two iterations are offered:
+
+* ``"policy_iteration"`` (default): the adversary's policy iteration (Howard):
+  :math:`P_{k+1} = \arg\min` at :math:`W_k`, :math:`W_{k+1}` = exact evaluation of
+  :math:`\pi` under :math:`P_{k+1}` (a linear solve).  :math:`W_k` decreases
+  monotonically and reaches the fixed point after finitely many kernels (the minimisers
+  are vertices of the sets), typically in a handful of iterations.
+* ``"value_iteration"``: :math:`W_{k+1} = T_\pi W_k` from the nominal evaluation.
+
+Both stop when the residual :math:`\|T_\pi W - W\|_\infty \le \mathrm{tol} \cdot
+\max(1, \|W\|_\infty)` (``converged``); the distance to the fixed point is then at most
+:math:`\mathrm{residual} / (1 - \gamma)`.  The reported ``v``, ``c`` and
+``lagrangian`` are the exact evaluation of :math:`\pi` under :math:`P^+` by
+:func:`rcmdp_exact.evaluation.evaluate` (one sparse LU).
+
+Per-constraint worst cases: each cost :math:`C_k` is also maximised by its own kernel
+(``c_worst``, ``cost_worst``, ``P_worst_cost``), the pessimistic cost that a robust
+constraint :math:`\max_{P} C_k \le d_k` refers to.
+
+Robust value iteration
+----------------------
+The optimal robust policy of the Lagrangian reward :math:`r - \lambda^\top c`:
+
+.. math::
+
+    V(s) = \max_a \min_{p \in \mathcal P_{s,a}} p^\top
+    \bigl(R(s, a, \cdot) - \lambda^\top C(s, a, \cdot) + \gamma V\bigr)
+
+by value iteration (stop at residual :math:`\le \mathrm{tol} \cdot \max(1,
+\|V\|_\infty)`; the greedy policy is then :math:`2\gamma\,\mathrm{residual}/(1-\gamma)`
+optimal) or by robust policy iteration (each policy evaluated robustly as above,
+improved greedily, stopped when the policy is stable and the residual is below the
+tolerance).
+
+Terminal states earn nothing and stay absorbing: their rows keep the model's
+self-loop whatever the set allows, and :math:`W = 0` there.  All of this needs
+:math:`\gamma < 1`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from ._result import Result
+from .evaluation import evaluate
+from .inner import INNER_METHODS, worst_case_l1
+from .model import ModelError, TabularCMDP, check_policy
+from .uncertainty import L1Ball
+
+__all__ = [
+    "OBJECTIVES",
+    "WorstCaseObjective",
+    "robust_bellman",
+    "robust_evaluate",
+    "robust_value_iteration",
+    "worst_case_kernel",
+    "worst_case_objective",
+]
+
+#: Names of the quantities an adversary can robustify.
+OBJECTIVES = ("value", "constraint", "lagrangian")
+#: Largest S for which the linear solves use a dense LU.
+_DENSE_SOLVE_LIMIT = 2000
+
+
+# --------------------------------------------------------------------------- objective
+class WorstCaseObjective:
+    r"""The quantity an adversary minimises: ``value``, ``constraint`` or ``lagrangian``.
+
+    Built by :func:`worst_case_objective`.  ``name`` and ``lam`` (K,) are read-only.
+    """
+
+    __slots__ = ("_lam", "_name")
+
+    def __init__(self, name: str, lam: np.ndarray):
+        self._name = name
+        self._lam = lam
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def lam(self) -> np.ndarray:
+        return self._lam
+
+    def __repr__(self) -> str:
+        lam = "" if self._name != "lagrangian" else f", lam={self._lam.tolist()}"
+        return f"WorstCaseObjective({self._name!r}{lam})"
+
+    def _lam_for(self, model: TabularCMDP) -> np.ndarray:
+        if self._lam.shape != (model.n_constraints,):
+            raise ModelError(
+                f"the objective has {self._lam.size} multipliers but the model has "
+                f"K={model.n_constraints} constraints"
+            )
+        return self._lam
+
+    def transition_reward(self, model: TabularCMDP) -> np.ndarray:
+        r"""The reward :math:`g(s, a, s')` (S, A, S) whose discounted sum is minimised."""
+        if self._name == "value":
+            return np.asarray(model.R)
+        if self._name == "constraint":
+            if model.n_constraints == 0:
+                raise ModelError(
+                    "objective 'constraint' needs a model with at least one constraint"
+                )
+            return -np.asarray(model.C).sum(axis=3)
+        lam = self._lam_for(model)
+        return np.asarray(model.R) - np.asarray(model.C) @ lam
+
+    def scalarise(self, v, c) -> np.ndarray:
+        r""":math:`W` from a value V (...,) and costs C (..., K)."""
+        v = np.asarray(v, dtype=np.float64)
+        if self._name == "value":
+            return v
+        c = np.asarray(c, dtype=np.float64)
+        if self._name == "constraint":
+            return -c.sum(axis=-1)
+        return v - c @ self._lam
+
+
+def worst_case_objective(objective="value", lam=None, model: TabularCMDP | None = None
+                         ) -> WorstCaseObjective:
+    r"""Validate an objective name (or pass a :class:`WorstCaseObjective` through).
+
+    Parameters
+    ----------
+    objective : {"value", "constraint", "lagrangian"} or WorstCaseObjective
+    lam : float or array (K,), optional
+        Multipliers of the Lagrangian (default 0); ignored by the other objectives.
+    model : TabularCMDP, optional
+        Checks ``lam`` against the number of constraints.
+    """
+    if isinstance(objective, WorstCaseObjective):
+        if model is not None:
+            objective._lam_for(model)
+        return objective
+    if objective not in OBJECTIVES:
+        raise ModelError(
+            f"unknown objective {objective!r}; use one of {list(OBJECTIVES)} (worst value, "
+            f"worst constraint cost, or worst Lagrangian r - lam.c)"
+        )
+    if model is not None:
+        lam_arr = model.check_multipliers(lam)
+    else:
+        lam_arr = np.atleast_1d(np.asarray(0.0 if lam is None else lam, dtype=np.float64))
+    if objective == "lagrangian" and (lam_arr < 0).any():
+        raise ModelError(f"Lagrange multipliers must be >= 0, got lam={lam_arr.tolist()}")
+    lam_arr = lam_arr.copy()
+    lam_arr.flags.writeable = False
+    return WorstCaseObjective(objective, lam_arr)
+
+
+# --------------------------------------------------------------------------- adversary
+def _check_inputs(model, ball) -> None:
+    if not isinstance(model, TabularCMDP):
+        raise ModelError(f"model must be a TabularCMDP, got {type(model).__name__}")
+    if not isinstance(ball, L1Ball):
+        raise ModelError(
+            f"ball must be an L1Ball (see rcmdp_exact.uncertainty), got {type(ball).__name__}"
+        )
+    S, A = model.n_states, model.n_actions
+    if ball.nominal.shape != (S, A, S):
+        raise ModelError(
+            f"the ball has shape {ball.nominal.shape} but the model has (S, A, S) = "
+            f"({S}, {A}, {S}); build the ball for this model"
+        )
+    if not model.gamma < 1.0:
+        raise ModelError(
+            f"robust evaluation needs gamma < 1 (the robust Bellman operator is then a "
+            f"gamma-contraction), got gamma={model.gamma!r}; use a discounted model"
+        )
+
+
+class _Adversary:
+    """Solves all inner problems of a ball for z = g + gamma W, W given per state."""
+
+    def __init__(self, model: TabularCMDP, ball: L1Ball, g: np.ndarray, inner: str):
+        if inner not in INNER_METHODS:
+            raise ModelError(f"unknown inner method {inner!r}; use one of {list(INNER_METHODS)}")
+        self.model = model
+        self.gamma = model.gamma
+        self.inner = inner
+        self.nominal = ball.nominal
+        self.alpha = ball.alpha
+        self.support = None if ball.full_support else ball.support
+        self.term = np.flatnonzero(model.terminal)
+        self.P_term = model.P[self.term] if self.term.size else None
+        g = np.asarray(g, dtype=np.float64)
+        # g(s, a, s') = f(s, a) + h(s') on the non-terminal rows: one shared sort order
+        live = ~model.terminal
+        D = g[live] - g[live][:, :, :1]
+        h = D[0, 0] if D.size else np.zeros(model.n_states)
+        self.shared = bool(D.size) and bool((D == h).all())
+        if self.shared:
+            self.f = g[:, :, 0]
+            self.h = h
+            self.g = None
+        else:
+            self.g = g
+
+    def step(self, w: np.ndarray):
+        """Worst-case Q (S, A) and kernel (S, A, S) at the state quantity ``w``."""
+        gw = self.gamma * w
+        if self.shared:
+            res = worst_case_l1(self.nominal, self.h + gw, self.alpha, self.support,
+                                method=self.inner, check=False)
+            q = res.value + self.f
+        else:
+            res = worst_case_l1(self.nominal, self.g + gw, self.alpha, self.support,
+                                method=self.inner, check=False)
+            q = np.array(res.value)
+        P = res.p
+        if self.term.size:
+            P[self.term] = self.P_term
+            q[self.term] = 0.0
+        return q, P
+
+
+def _policy_eval(P: np.ndarray, g: np.ndarray, pi: np.ndarray, gamma: float,
+                 term: np.ndarray) -> np.ndarray:
+    r"""Solve :math:`(I - \gamma P_\pi) W = g_\pi` for a kernel P (S, A, S)."""
+    S = P.shape[0]
+    r_sa = np.einsum("sat,sat->sa", P, g)
+    if term.size:
+        r_sa[term] = 0.0
+    r_pi = np.einsum("sa,sa->s", pi, r_sa)
+    P_pi = np.einsum("sa,sat->st", pi, P)
+    if S <= _DENSE_SOLVE_LIMIT:
+        M = np.eye(S) - gamma * P_pi
+        return sla.solve(M, r_pi, check_finite=False)
+    M = sp.identity(S, format="csc") - gamma * sp.csc_array(P_pi)
+    return spla.spsolve(sp.csc_matrix(M), r_pi)
+
+
+def _scale(w: np.ndarray) -> float:
+    return max(1.0, float(np.abs(w).max())) if w.size else 1.0
+
+
+def _fixed_point(adv: _Adversary, pi: np.ndarray, g: np.ndarray, method: str, tol: float,
+                 max_iter: int, progress: bool, desc: str):
+    """The robust policy fixed point W+ of T_pi (minimising adversary)."""
+    from tqdm.auto import tqdm
+
+    gamma = adv.gamma
+    term = adv.term
+    P0 = np.array(adv.nominal)
+    if term.size:
+        P0[term] = adv.P_term
+    w = _policy_eval(P0, g, pi, gamma, term)
+    residual = np.inf
+    converged = False
+    it = 0
+    P = P0
+    bar = tqdm(total=max_iter, desc=desc, disable=not progress, leave=False)
+    try:
+        while it < max_iter:
+            it += 1
+            q, P = adv.step(w)
+            tw = np.einsum("sa,sa->s", pi, q)
+            residual = float(np.abs(tw - w).max())
+            bar.update(1)
+            if residual <= tol * _scale(w):
+                converged = True
+                break
+            if method == "value_iteration":
+                w = tw
+            else:
+                w = _policy_eval(P, g, pi, gamma, term)
+    finally:
+        bar.close()
+    return w, q, P, it, residual, converged
+
+
+def _check_method(method: str) -> None:
+    if method not in ("policy_iteration", "value_iteration"):
+        raise ModelError(
+            f"unknown method {method!r}; use 'policy_iteration' (exact, a few linear "
+            f"solves) or 'value_iteration'"
+        )
+
+
+def _check_tol(tol, max_iter) -> None:
+    if not (isinstance(tol, float | int) and np.isfinite(tol) and tol > 0):
+        raise ModelError(f"tol must be a positive number, got {tol!r}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
+        raise ModelError(f"max_iter must be a positive integer, got {max_iter!r}")
+
+
+# --------------------------------------------------------------------------- public API
+def worst_case_kernel(model: TabularCMDP, ball: L1Ball, w=None, *, v=None, c=None,
+                      objective="value", lam=None, inner: str = "sort") -> Result:
+    r"""The worst-case kernel of every (s, a) for given state values.
+
+    Solves :math:`\min_{p \in \mathcal P_{s,a}} p^\top (g(s, a, \cdot) + \gamma W)` for
+    all pairs at once, with :math:`W` given directly (``w``, shape (S,)) or built from
+    a value ``v`` (S,) and costs ``c`` (S, K) (e.g. a critic's estimates) by the
+    objective.  This is the worst-case step of RCPG.
+
+    Returns
+    -------
+    Result
+        ``P_worst`` (S, A, S), ``q`` (S, A) the worst-case Q of the objective,
+        ``w`` (S,) the W used, ``objective``.
+    """
+    _check_inputs(model, ball)
+    obj = worst_case_objective(objective, lam, model)
+    S = model.n_states
+    if w is None:
+        if v is None and obj.name != "constraint":
+            raise ModelError("give w, or v (and c for 'constraint' and 'lagrangian')")
+        if c is None and obj.name != "value":
+            raise ModelError(f"objective {obj.name!r} needs the costs c (S, K)")
+        w = obj.scalarise(v if v is not None else np.zeros(S), c)
+    w = np.asarray(w, dtype=np.float64)
+    if w.shape != (S,) or not np.isfinite(w).all():
+        raise ModelError(f"w must be a finite array of shape (S,) = ({S},), got {w.shape}")
+    adv = _Adversary(model, ball, obj.transition_reward(model), inner)
+    q, P = adv.step(w)
+    return Result(P_worst=P, q=q, w=w, objective=obj.name)
+
+
+def robust_bellman(model: TabularCMDP, ball: L1Ball, w, policy=None, *,
+                   objective="value", lam=None, inner: str = "sort") -> Result:
+    r"""One application of the robust Bellman operator to ``w`` (S,).
+
+    With a ``policy``: :math:`(T_\pi W)(s) = \sum_a \pi(a|s) Q^+(s, a)`; without:
+    the optimality operator :math:`\max_a Q^+(s, a)`, with
+    :math:`Q^+(s, a) = \min_{p \in \mathcal P_{s,a}} p^\top (g + \gamma W)`.
+
+    Returns
+    -------
+    Result
+        ``w`` (S,) the image, ``q`` (S, A), ``P_worst`` (S, A, S); ``actions`` (S,)
+        the greedy actions when no policy is given.
+    """
+    res = worst_case_kernel(model, ball, w, objective=objective, lam=lam, inner=inner)
+    if policy is None:
+        return Result(w=res.q.max(axis=1), q=res.q, P_worst=res.P_worst,
+                      actions=res.q.argmax(axis=1))
+    pi = check_policy(policy, model.n_states, model.n_actions)
+    return Result(w=np.einsum("sa,sa->s", pi, res.q), q=res.q, P_worst=res.P_worst)
+
+
+def robust_evaluate(model: TabularCMDP, policy, ball: L1Ball, objective="value", lam=None,
+                    *, method: str = "policy_iteration", tol: float = 1e-12,
+                    max_iter: int = 100_000, per_constraint: bool = True,
+                    inner: str = "sort", progress: bool = False) -> Result:
+    r"""Worst-case evaluation of a fixed stochastic policy over an L1 set.
+
+    Parameters
+    ----------
+    model : TabularCMDP
+        Rewards, costs, budgets, discount (< 1), start and terminal states; its own
+        transitions are not used (the ball's nominal is the centre).
+    policy : array (S, A) or int array (S,)
+    ball : L1Ball
+        The sa-rectangular uncertainty set.
+    objective : {"value", "constraint", "lagrangian"} or WorstCaseObjective
+        What the adversary minimises (see the module docstring).
+    lam : float or array (K,), optional
+        Multipliers (Lagrangian objective and the reported ``lagrangian``).
+    method : {"policy_iteration", "value_iteration"}
+        How the fixed point is found.
+    tol : float
+        Stop when :math:`\|T_\pi W - W\|_\infty \le` tol * max(1, max|W|).
+    max_iter : int
+        Iteration limit (``converged`` is False if reached).
+    per_constraint : bool
+        Also compute each constraint's own worst case (K more fixed points).
+    inner : {"sort", "lp"}
+        Inner solver (:func:`~rcmdp_exact.inner.worst_case_l1`).
+    progress : bool
+        Progress bar over the iterations.
+
+    Returns
+    -------
+    Result
+        ``w`` (S,) the robust fixed point of the objective, ``q`` (S, A) its
+        worst-case Q, ``P_worst`` (S, A, S) the worst-case kernel :math:`P^+`;
+        the exact evaluation under :math:`P^+`: ``v`` (S,), ``c`` (S, K),
+        ``lagrangian`` (S,) = v - c @ lam, ``value`` = p0.v, ``cost`` (K,) = p0.c,
+        ``lagrangian_p0`` = value - lam.(cost - d), ``evaluation`` (the full
+        :func:`~rcmdp_exact.evaluation.evaluate` result: Q, occupancy, ...);
+        ``converged``, ``success``, ``status`` (0 converged, 1 iteration limit),
+        ``message``, ``iterations``, ``residual``, ``method``, ``objective``, ``lam``;
+        with ``per_constraint``: ``c_worst`` (S, K) each cost under its own
+        maximising kernel, ``cost_worst`` (K,) = p0.c_worst and ``P_worst_cost``
+        (K, S, A, S).
+    """
+    _check_inputs(model, ball)
+    _check_method(method)
+    _check_tol(tol, max_iter)
+    obj = worst_case_objective(objective, lam, model)
+    lam_arr = model.check_multipliers(lam)
+    S, A, K = model.n_states, model.n_actions, model.n_constraints
+    pi = check_policy(policy, S, A)
+    g = obj.transition_reward(model)
+    adv = _Adversary(model, ball, g, inner)
+    w, q, P, it, residual, conv = _fixed_point(
+        adv, pi, g, method, tol, max_iter, progress, f"robust {obj.name}"
+    )
+    ev = evaluate(model.with_transitions(P), pi, lam_arr)
+    out = Result(
+        w=w,
+        q=q,
+        P_worst=P,
+        v=ev.v,
+        c=ev.c,
+        lagrangian=ev.lagrangian,
+        value=ev.value,
+        cost=ev.cost,
+        lagrangian_p0=ev.lagrangian_p0,
+        evaluation=ev,
+        converged=conv,
+        success=conv,
+        status=0 if conv else 1,
+        message=(
+            f"robust fixed point found by {method} in {it} iterations (residual "
+            f"{residual:.2e})"
+            if conv
+            else f"iteration limit {max_iter} reached (residual {residual:.2e}); raise "
+            f"max_iter or use method='policy_iteration'"
+        ),
+        iterations=it,
+        residual=residual,
+        method=method,
+        objective=obj.name,
+        lam=lam_arr,
+    )
+    if per_constraint:
+        c_worst = np.empty((S, K))
+        P_k = np.empty((K, S, A, S))
+        all_conv = conv
+        for k in range(K):
+            if obj.name == "constraint" and K == 1:
+                Pk = P
+            else:
+                gk = -np.asarray(model.C[..., k])
+                adv_k = _Adversary(model, ball, gk, inner)
+                _, _, Pk, _, _, ck = _fixed_point(
+                    adv_k, pi, gk, method, tol, max_iter, progress, f"robust cost {k}"
+                )
+                all_conv &= ck
+            P_k[k] = Pk
+            c_worst[:, k] = evaluate(model.with_transitions(Pk), pi).c[:, k]
+        out.update(c_worst=c_worst, cost_worst=model.p0 @ c_worst, P_worst_cost=P_k)
+        if not all_conv:
+            out.update(converged=False, success=False, status=1,
+                       message=out.message + "; a per-constraint fixed point did not converge")
+    return out
+
+
+def robust_value_iteration(model: TabularCMDP, ball: L1Ball, lam=None, *,
+                           method: str = "value_iteration", tol: float = 1e-12,
+                           max_iter: int = 100_000, v0=None, inner: str = "sort",
+                           progress: bool = True) -> Result:
+    r"""Optimal robust policy of the Lagrangian reward :math:`r - \lambda^\top c`.
+
+    Parameters
+    ----------
+    model : TabularCMDP
+        Discount < 1.
+    ball : L1Ball
+    lam : float or array (K,), optional
+        Multipliers (default 0: the robust value).
+    method : {"value_iteration", "policy_iteration"}
+        Robust value iteration (default) or robust policy iteration.
+    tol : float
+        Stop when :math:`\|T V - V\|_\infty \le` tol * max(1, max|V|).
+    max_iter : int
+    v0 : array (S,), optional
+        Start of value iteration (default 0).
+    inner : {"sort", "lp"}
+    progress : bool
+
+    Returns
+    -------
+    Result
+        ``policy`` (S, A) deterministic greedy policy, ``actions`` (S,), ``v`` (S,)
+        robust values (:math:`\max_a Q^+` at the last iterate), ``q`` (S, A),
+        ``P_worst`` (S, A, S) the adversary's kernel at ``v``, ``value`` = p0.v,
+        ``converged``, ``success``, ``status``, ``message``, ``iterations``,
+        ``residual``, ``suboptimality_bound`` (value iteration:
+        :math:`2\gamma\,\mathrm{residual}/(1-\gamma)`), ``lam``, ``method``.
+    """
+    from tqdm.auto import tqdm
+
+    _check_inputs(model, ball)
+    _check_tol(tol, max_iter)
+    if method not in ("value_iteration", "policy_iteration"):
+        raise ModelError(
+            f"unknown method {method!r}; use 'value_iteration' or 'policy_iteration'"
+        )
+    obj = worst_case_objective("lagrangian", lam, model)
+    lam_arr = obj.lam
+    S, A = model.n_states, model.n_actions
+    gamma = model.gamma
+    g = obj.transition_reward(model)
+    adv = _Adversary(model, ball, g, inner)
+    residual = np.inf
+    converged = False
+    it = 0
+    if method == "value_iteration":
+        w = np.zeros(S) if v0 is None else np.array(v0, dtype=np.float64)
+        if w.shape != (S,) or not np.isfinite(w).all():
+            raise ModelError(f"v0 must be a finite array of shape (S,) = ({S},)")
+        bar = tqdm(total=max_iter, desc="robust value iteration", disable=not progress,
+                   leave=False)
+        try:
+            while it < max_iter:
+                it += 1
+                q, P = adv.step(w)
+                tw = q.max(axis=1)
+                residual = float(np.abs(tw - w).max())
+                w = tw
+                bar.update(1)
+                if residual <= tol * _scale(w):
+                    converged = True
+                    break
+        finally:
+            bar.close()
+        q, P = adv.step(w)
+        actions = q.argmax(axis=1)
+        v = q.max(axis=1)
+    else:
+        q, _ = adv.step(np.zeros(S))
+        actions = q.argmax(axis=1)
+        bar = tqdm(total=max_iter, desc="robust policy iteration", disable=not progress,
+                   leave=False)
+        try:
+            while it < max_iter:
+                it += 1
+                pi = np.zeros((S, A))
+                pi[np.arange(S), actions] = 1.0
+                w, _, _, _, _, ok = _fixed_point(adv, pi, g, "policy_iteration", tol,
+                                                 max_iter, False, "")
+                q, P = adv.step(w)
+                best = q.max(axis=1)
+                residual = float(np.abs(best - w).max())
+                bar.update(1)
+                # keep the current action unless another is strictly better
+                cur = q[np.arange(S), actions]
+                improve = best > cur + tol * _scale(w)
+                if not improve.any():
+                    converged = bool(ok)
+                    break
+                actions = np.where(improve, q.argmax(axis=1), actions)
+        finally:
+            bar.close()
+        v = w
+    policy = np.zeros((S, A))
+    policy[np.arange(S), actions] = 1.0
+    value = float(model.p0 @ v)
+    bound = 2.0 * gamma * residual / (1.0 - gamma)
+    return Result(
+        policy=policy,
+        actions=actions,
+        v=v,
+        q=q,
+        P_worst=P,
+        value=value,
+        converged=converged,
+        success=converged,
+        status=0 if converged else 1,
+        message=(
+            f"{method} converged in {it} iterations (residual {residual:.2e})"
+            if converged
+            else f"iteration limit {max_iter} reached (residual {residual:.2e})"
+        ),
+        iterations=it,
+        residual=residual,
+        suboptimality_bound=bound,
+        lam=lam_arr,
+        method=method,
+    )

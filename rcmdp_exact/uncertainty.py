@@ -1,0 +1,766 @@
+r"""L1 uncertainty sets: the ball, its estimation from counts, and the data collection.
+
+The set (sa-rectangular, the paper's Sec. "Uncertainty Set and Uncertainty Budget")
+is, for every state-action pair,
+
+.. math::
+
+    \mathcal P_{s,a} = \{ p \in \Delta(\Sigma_{s,a}) :
+    \|p - \hat P(\cdot \mid s, a)\|_1 \le \alpha(s, a) \},
+
+with :math:`\hat P` the nominal model and :math:`\Sigma_{s,a}` the support: the next
+states that may receive mass (all states by default; the five neighbours of a
+navigation cell).  :class:`L1Ball` holds ``nominal`` (S, A, S), ``alpha`` (S, A) and
+``support`` (S, A, S) and solves the inner problem of every pair at once
+(:meth:`L1Ball.worst_case`, by :func:`rcmdp_exact.inner.worst_case_l1`).
+
+Outcome form and state form
+---------------------------
+When a model is built from *outcomes* (``model.outcomes`` (S, A, O), e.g. the five
+offsets of a navigation cell, clipped at walls so that two outcomes may reach the same
+cell), counts and the nominal distribution live on outcomes.  Merging outcomes into
+next states is the linear map :math:`M` with :math:`(Mq)(s') = \sum_{o: s'(o) = s'}
+q(o)`, and the image of the outcome ball is the state ball around :math:`M\hat q` with
+the same radius, supported on the reachable states:
+
+.. math::
+
+    M\{q : \|q - \hat q\|_1 \le \alpha\} = \{p \in \Delta(\Sigma) :
+    \|p - M\hat q\|_1 \le \alpha\}.
+
+(:math:`\subseteq`: :math:`\|Mq - M\hat q\|_1 \le \|q - \hat q\|_1` by the triangle
+inequality.  :math:`\supseteq`: given :math:`p`, put the excess
+:math:`p(s') - (M\hat q)(s') > 0` of a state on one of its outcomes and take a deficit
+from its outcomes in proportion to :math:`\hat q`; the outcome distance is then exactly
+:math:`\|p - M\hat q\|_1`.)  So both forms have the same worst case for any
+:math:`z` on next states; :class:`L1Ball` stores the state form and keeps the outcome
+form (``outcomes``, ``outcome_nominal``) for learners whose adversary outputs outcome
+probabilities.  ``L1Ball.worst_case(z, form="outcome")`` solves over outcomes.
+
+Estimation (the paper's phase 1)
+--------------------------------
+Counts :math:`n(s, a, o)` of the observed outcomes of the uniform random policy
+(:func:`collect_counts`) get a pseudo-count of 1 on every outcome (the paper's Table
+"Parameter settings": a uniform prior), :math:`n(s, a) = \sum_o n(s, a, o)`, and
+
+.. math::
+
+    \hat P(o \mid s, a) = \frac{n(s, a, o)}{n(s, a)}, \qquad
+    \alpha(s, a) = \sqrt{\frac{2}{n(s, a)}
+    \ln\frac{2^{S'} S A}{\delta}},
+
+with :math:`S'` the number of outcomes (5 for navigation, S for inventory) and
+:math:`\delta = 0.1` (the paper's Hoeffding set; with probability :math:`1-\delta` it
+holds the true model).  :math:`n(s, a)` includes the pseudo-counts.
+
+An observed next state is attributed to the *first* outcome that reaches it (for
+navigation, a move blocked by a wall is counted as the outcome "stay").  The state-form
+ball does not depend on this choice (only the merged counts enter it), and therefore
+neither does any worst case.
+
+Terminal states are absorbing in every model of the sets built here from a model
+(:func:`estimate`, :func:`l1_ball`): their row is the self-loop with radius 0 (nothing
+is earned there, so this changes no value; it keeps every kernel of the set a valid
+model).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._result import Result
+from .inner import worst_case_l1
+from .model import ModelError, TabularCMDP, row_tolerance
+
+__all__ = [
+    "L1Ball",
+    "collect_counts",
+    "estimate",
+    "estimate_l1_ball",
+    "hoeffding_radius",
+    "l1_ball",
+    "merge_outcomes",
+]
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+def merge_outcomes(q, outcomes, n_states: int | None = None) -> np.ndarray:
+    r"""Merge outcome distributions into next-state distributions: :math:`p = Mq`.
+
+    Parameters
+    ----------
+    q : array (S, A, O)
+        Mass of each outcome.
+    outcomes : int array (S, A, O)
+        Next state reached by each outcome.
+    n_states : int, optional
+        Number of next states (default S = ``q.shape[0]``).
+
+    Returns
+    -------
+    array (S, A, n_states)
+        :math:`p(s, a, s') = \sum_{o : \mathrm{outcomes}(s, a, o) = s'} q(s, a, o)`.
+    """
+    q = np.asarray(q, dtype=np.float64)
+    out = np.asarray(outcomes)
+    if q.ndim != 3 or out.shape != q.shape:
+        raise ModelError(
+            f"q and outcomes must both have shape (S, A, O), got {q.shape} and {out.shape}"
+        )
+    S, A, O = q.shape
+    n = S if n_states is None else int(n_states)
+    rows = np.arange(S * A, dtype=np.int64).repeat(O)
+    flat = rows * n + out.reshape(-1).astype(np.int64)
+    p = np.bincount(flat, weights=q.reshape(-1), minlength=S * A * n)
+    return p.reshape(S, A, n)
+
+
+def _first_outcome_split(P: np.ndarray, outcomes: np.ndarray) -> np.ndarray:
+    """Outcome distribution putting each state's mass on the first outcome reaching it."""
+    S, A, O = outcomes.shape
+    first = np.ones((S, A, O), dtype=bool)
+    for o in range(1, O):  # O is small (the outcomes of one pair)
+        first[:, :, o] = ~(outcomes[:, :, :o] == outcomes[:, :, o : o + 1]).any(axis=2)
+    vals = np.take_along_axis(P, outcomes, axis=2)
+    return np.where(first, vals, 0.0)
+
+
+class L1Ball:
+    r"""An sa-rectangular L1 uncertainty set around a nominal model.
+
+    Parameters
+    ----------
+    nominal : array (S, A, S)
+        Nominal transition probabilities :math:`\hat P(s' \mid s, a)`.
+    alpha : float or array (S, A)
+        Radius of each ball, >= 0.  Values >= 2 allow every distribution on the
+        support.
+    support : bool array (S, A, S), optional
+        Next states that may receive mass (default: all).  ``nominal`` must be zero
+        outside the support.
+    outcomes : int array (S, A, O), optional
+        The outcome map this ball came from (see :meth:`from_outcomes`); stored with
+        ``outcome_nominal`` for adversaries that act on outcomes.
+    outcome_nominal : array (S, A, O), optional
+        Nominal outcome probabilities; must merge to ``nominal``.
+
+    Attributes
+    ----------
+    nominal, alpha, support, outcomes, outcome_nominal
+        Read-only arrays (``outcomes`` and ``outcome_nominal`` may be None).
+
+    Notes
+    -----
+    Immutable; :meth:`with_alpha` makes a new ball.  Validation errors are
+    :class:`~rcmdp_exact.model.ModelError` naming the culprit (s, a).
+    """
+
+    __slots__ = ("_alpha", "_frozen", "_nominal", "_out_nominal", "_outcomes", "_support")
+
+    def __init__(self, nominal, alpha, support=None, *, outcomes=None, outcome_nominal=None):
+        object.__setattr__(self, "_frozen", False)
+        P = np.array(nominal, dtype=np.float64)
+        if P.ndim != 3 or P.shape[0] != P.shape[2] or P.shape[0] == 0 or P.shape[1] == 0:
+            raise ModelError(
+                f"nominal must have shape (S, A, S) with nominal[s, a, s'] the probability "
+                f"of s' after a in s, got shape {P.shape}"
+            )
+        S, A, _ = P.shape
+        if not np.isfinite(P).all():
+            s, a, t = (int(i) for i in np.argwhere(~np.isfinite(P))[0])
+            raise ModelError(f"nominal[{s}, {a}, {t}] = {P[s, a, t]!r} is not finite")
+        if (P < 0).any():
+            s, a, t = (int(i) for i in np.argwhere(P < 0)[0])
+            raise ModelError(
+                f"nominal[{s}, {a}, {t}] = {P[s, a, t]!r} is negative; transition "
+                f"probabilities must be >= 0"
+            )
+        sums = P.sum(axis=2)
+        bad = np.abs(sums - 1.0) > row_tolerance(S)
+        if bad.any():
+            s, a = (int(i) for i in np.argwhere(bad)[0])
+            raise ModelError(
+                f"nominal row [{s}, {a}, :] sums to {sums[s, a]!r}, not 1; normalise it "
+                f"(nominal / nominal.sum(axis=2, keepdims=True))"
+            )
+        al = np.asarray(alpha, dtype=np.float64)
+        try:
+            al = np.array(np.broadcast_to(al, (S, A)))
+        except ValueError:
+            raise ModelError(
+                f"alpha must be a number or an array (S, A) = ({S}, {A}), got shape "
+                f"{al.shape}"
+            ) from None
+        if not np.isfinite(al).all():
+            s, a = (int(i) for i in np.argwhere(~np.isfinite(al))[0])
+            raise ModelError(f"alpha[{s}, {a}] = {al[s, a]!r} is not finite")
+        if (al < 0).any():
+            s, a = (int(i) for i in np.argwhere(al < 0)[0])
+            raise ModelError(
+                f"alpha[{s}, {a}] = {al[s, a]!r} is negative; the radius of an L1 ball "
+                f"must be >= 0 (alpha = 0 gives the nominal distribution)"
+            )
+        if support is None:
+            sup = np.ones((S, A, S), dtype=bool)
+        else:
+            sup = np.asarray(support)
+            if sup.dtype != bool or sup.shape != (S, A, S):
+                raise ModelError(
+                    f"support must be a boolean array (S, A, S) = ({S}, {A}, {S}), got "
+                    f"{sup.dtype} {sup.shape}"
+                )
+            sup = sup.copy()
+            off = (P > 0) & ~sup
+            if off.any():
+                s, a, t = (int(i) for i in np.argwhere(off)[0])
+                raise ModelError(
+                    f"nominal[{s}, {a}, {t}] = {P[s, a, t]!r} lies outside the support "
+                    f"(support[{s}, {a}, {t}] is False); put the nominal mass on the "
+                    f"support or enlarge it"
+                )
+        if (outcomes is None) != (outcome_nominal is None):
+            raise ModelError("give both outcomes and outcome_nominal, or neither")
+        if outcomes is not None:
+            out = np.asarray(outcomes)
+            q = np.array(outcome_nominal, dtype=np.float64)
+            if (
+                out.ndim != 3
+                or out.shape[:2] != (S, A)
+                or not np.issubdtype(out.dtype, np.integer)
+                or q.shape != out.shape
+            ):
+                raise ModelError(
+                    f"outcomes must be an integer array (S, A, O) with S={S}, A={A} and "
+                    f"outcome_nominal of the same shape, got {out.dtype} {out.shape} and "
+                    f"{q.shape}"
+                )
+            if out.min() < 0 or out.max() >= S:
+                raise ModelError(f"outcomes must hold state indices in 0..{S - 1}")
+            merged = merge_outcomes(q, out, S)
+            gap = np.abs(merged - P).max(axis=2)
+            if (gap > row_tolerance(S)).any():
+                s, a = (int(i) for i in np.argwhere(gap > row_tolerance(S))[0])
+                raise ModelError(
+                    f"outcome_nominal of ({s}, {a}) does not merge to nominal[{s}, {a}] "
+                    f"(largest gap {gap[s, a]:.3e}); build the ball with "
+                    f"L1Ball.from_outcomes"
+                )
+            reach = merge_outcomes(np.ones(out.shape), out, S) > 0
+            if (reach != sup).any():
+                s, a, t = (int(i) for i in np.argwhere(reach != sup)[0])
+                raise ModelError(
+                    f"the support of ({s}, {a}) must be the set of states its outcomes "
+                    f"reach; state {t} disagrees"
+                )
+            self._outcomes = _readonly(out.astype(np.int64))
+            self._out_nominal = _readonly(q)
+        else:
+            self._outcomes = None
+            self._out_nominal = None
+        self._nominal = _readonly(P)
+        self._alpha = _readonly(al)
+        self._support = _readonly(sup)
+        self._frozen = True
+
+    def __setattr__(self, name, value):
+        if getattr(self, "_frozen", False):
+            raise AttributeError("L1Ball is immutable; use with_alpha or build a new ball")
+        object.__setattr__(self, name, value)
+
+    # ----------------------------------------------------------------- constructors
+    @classmethod
+    def from_outcomes(cls, outcome_nominal, alpha, outcomes) -> L1Ball:
+        r"""The state-form ball of an outcome-form ball (see the module docstring).
+
+        ``nominal`` is :math:`M\hat q` and ``support`` the states reached by the
+        outcomes; the outcome form is kept.
+        """
+        q = np.asarray(outcome_nominal, dtype=np.float64)
+        out = np.asarray(outcomes)
+        if q.ndim != 3 or out.shape != q.shape:
+            raise ModelError(
+                f"outcome_nominal and outcomes must both have shape (S, A, O), got "
+                f"{q.shape} and {out.shape}"
+            )
+        S = q.shape[0]
+        nominal = merge_outcomes(q, out, S)
+        support = merge_outcomes(np.ones(q.shape), out, S) > 0
+        return cls(nominal, alpha, support, outcomes=out, outcome_nominal=q)
+
+    # ----------------------------------------------------------------- attributes
+    @property
+    def nominal(self) -> np.ndarray:
+        """Nominal transitions (S, A, S)."""
+        return self._nominal
+
+    @property
+    def alpha(self) -> np.ndarray:
+        """Radii (S, A)."""
+        return self._alpha
+
+    @property
+    def support(self) -> np.ndarray:
+        """Support mask (S, A, S)."""
+        return self._support
+
+    @property
+    def outcomes(self) -> np.ndarray | None:
+        """Outcome map (S, A, O) of the outcome form, or None."""
+        return self._outcomes
+
+    @property
+    def outcome_nominal(self) -> np.ndarray | None:
+        """Nominal outcome probabilities (S, A, O), or None."""
+        return self._out_nominal
+
+    @property
+    def n_states(self) -> int:
+        return self._nominal.shape[0]
+
+    @property
+    def n_actions(self) -> int:
+        return self._nominal.shape[1]
+
+    @property
+    def full_support(self) -> bool:
+        """True when every next state may receive mass."""
+        return bool(self._support.all())
+
+    def __repr__(self) -> str:
+        form = "" if self._outcomes is None else f", O={self._outcomes.shape[2]} outcomes"
+        return (
+            f"<L1Ball S={self.n_states}, A={self.n_actions}{form}, alpha in "
+            f"[{self._alpha.min():.4g}, {self._alpha.max():.4g}]>"
+        )
+
+    # ----------------------------------------------------------------- operations
+    def with_alpha(self, alpha) -> L1Ball:
+        """The same ball with new radii."""
+        return L1Ball(
+            self._nominal, alpha, self._support,
+            outcomes=self._outcomes, outcome_nominal=self._out_nominal,
+        )
+
+    def distance(self, P) -> np.ndarray:
+        r""":math:`\|P(\cdot|s,a) - \hat P(\cdot|s,a)\|_1` for every pair, shape (S, A)."""
+        P = np.asarray(P, dtype=np.float64)
+        if P.shape != self._nominal.shape:
+            raise ModelError(
+                f"P must have the ball's shape {self._nominal.shape}, got {P.shape}"
+            )
+        return np.abs(P - self._nominal).sum(axis=2)
+
+    def contains(self, P, tol: float = 1e-9) -> np.ndarray:
+        """Whether each row of ``P`` (S, A, S) lies in the set (up to ``tol``), (S, A)."""
+        P = np.asarray(P, dtype=np.float64)
+        d = self.distance(P)
+        ok = d <= self._alpha + tol
+        ok &= P.min(axis=2) >= -tol
+        ok &= np.abs(P.sum(axis=2) - 1.0) <= tol
+        ok &= np.where(self._support, 0.0, np.abs(P)).max(axis=2) <= tol
+        return ok
+
+    def worst_case(self, z, method: str = "sort", form: str = "state") -> Result:
+        r"""Solve the inner problem of every (s, a): :math:`\min_{p} p^\top z(s, a, \cdot)`.
+
+        Parameters
+        ----------
+        z : array (S,) or (S, A, S)
+            The quantity minimised over next states (shared by all pairs, or per
+            transition).
+        method : {"sort", "lp"}
+            See :func:`rcmdp_exact.inner.worst_case_l1`.
+        form : {"state", "outcome"}
+            Solve on next states (default) or on outcomes (needs the outcome form);
+            both give the same value (see the module docstring).
+
+        Returns
+        -------
+        Result
+            ``p`` (S, A, S) worst-case kernel, ``value`` (S, A); the outcome form adds
+            ``q`` (S, A, O), the worst-case outcome distributions.
+        """
+        S, A = self.n_states, self.n_actions
+        zz = np.asarray(z, dtype=np.float64)
+        if zz.shape not in ((S,), (S, A, S)):
+            raise ModelError(
+                f"z must have shape (S,) = ({S},) or (S, A, S) = ({S}, {A}, {S}), got "
+                f"{zz.shape}"
+            )
+        if form == "state":
+            sup = None if self.full_support else self._support
+            res = worst_case_l1(self._nominal, zz, self._alpha, sup, method=method)
+            return Result(p=res.p, value=res.value, method=method, success=res.success)
+        if form != "outcome":
+            raise ModelError(f"unknown form {form!r}; use 'state' or 'outcome'")
+        if self._outcomes is None:
+            raise ModelError(
+                "this ball has no outcome form; build it with L1Ball.from_outcomes, "
+                "estimate_l1_ball(..., outcomes=...) or from a model with outcomes"
+            )
+        out = self._outcomes
+        if zz.ndim == 1:
+            zo = zz[out]
+        else:
+            zo = np.take_along_axis(zz, out, axis=2)
+        res = worst_case_l1(self._out_nominal, zo, self._alpha, method=method)
+        return Result(
+            p=merge_outcomes(res.p, out, S), value=res.value, q=res.p, method=method,
+            success=res.success,
+        )
+
+    # ----------------------------------------------------------------- persistence
+    def save(self, path) -> None:
+        """Save to ``.npz`` (no pickle)."""
+        arrays = {"nominal": self._nominal, "alpha": self._alpha, "support": self._support}
+        if self._outcomes is not None:
+            arrays["outcomes"] = self._outcomes
+            arrays["outcome_nominal"] = self._out_nominal
+        np.savez_compressed(path, **arrays)
+
+    @classmethod
+    def load(cls, path) -> L1Ball:
+        """Load a ball saved by :meth:`save`."""
+        with np.load(path, allow_pickle=False) as f:
+            kw = {}
+            if "outcomes" in f:
+                kw = {"outcomes": f["outcomes"], "outcome_nominal": f["outcome_nominal"]}
+            return cls(f["nominal"], f["alpha"], f["support"], **kw)
+
+
+# --------------------------------------------------------------------------- estimation
+def hoeffding_radius(n, n_outcomes: int, n_states: int, n_actions: int,
+                     delta: float = 0.1) -> np.ndarray:
+    r"""The paper's Hoeffding radius :math:`\sqrt{\frac{2}{n} \ln \frac{2^{S'} S A}{\delta}}`.
+
+    Computed as :math:`\sqrt{2 (S' \ln 2 + \ln(S A / \delta)) / n}` (no overflow of
+    :math:`2^{S'}`).
+
+    >>> round(float(hoeffding_radius(100, 5, 25, 4, 0.1)), 6)  # a navigation pair
+    0.455475
+    """
+    d = float(delta)
+    if not 0.0 < d < 1.0:
+        raise ModelError(f"delta must lie in (0, 1) (the error probability), got {delta!r}")
+    n = np.asarray(n, dtype=np.float64)
+    if (n <= 0).any():
+        raise ModelError(
+            "every count n(s, a) must be > 0 to define a radius; use a pseudo-count"
+        )
+    log_term = n_outcomes * np.log(2.0) + np.log(n_states * n_actions / d)
+    return np.sqrt(2.0 * log_term / n)
+
+
+def estimate_l1_ball(counts, delta: float = 0.1, n_outcomes: int | None = None, *,
+                     outcomes=None, pseudo_count: float = 1.0, support=None) -> L1Ball:
+    r"""The Hoeffding L1 ball of observed counts (the paper's phase 1).
+
+    Parameters
+    ----------
+    counts : array (S, A, O)
+        Observed transitions, without pseudo-counts: over outcomes when ``outcomes``
+        is given, else over next states (O = S).
+    delta : float in (0, 1)
+        Error probability (0.1: a 90% set).
+    n_outcomes : int, optional
+        :math:`S'` of the radius; default O (the number of outcomes, or S).
+    outcomes : int array (S, A, O), optional
+        Next state of each outcome; the ball is merged into the state form and keeps
+        the outcome form.
+    pseudo_count : float >= 0
+        Added to every outcome (every supported next state in the state form) before
+        normalising; 1 in the paper.
+    support : bool array (S, A, S), optional
+        State form only: the next states that get the pseudo-count and may receive
+        mass (default: all); counts outside it are an error.
+
+    Returns
+    -------
+    L1Ball
+        nominal :math:`\hat P = (n + \text{pseudo}) / n(s, a)`, alpha from
+        :func:`hoeffding_radius` with :math:`n(s, a)` including the pseudo-counts.
+    """
+    c = np.asarray(counts, dtype=np.float64)
+    if c.ndim != 3 or c.shape[0] == 0 or c.shape[1] == 0 or c.shape[2] == 0:
+        raise ModelError(f"counts must have shape (S, A, O), got {c.shape}")
+    S, A, O = c.shape
+    if not np.isfinite(c).all() or (c < 0).any():
+        s, a, o = (int(i) for i in np.argwhere(~(np.isfinite(c) & (c >= 0)))[0])
+        raise ModelError(
+            f"counts[{s}, {a}, {o}] = {c[s, a, o]!r} is not a non-negative count"
+        )
+    pc = float(pseudo_count)
+    if not (np.isfinite(pc) and pc >= 0):
+        raise ModelError(f"pseudo_count must be a finite number >= 0, got {pseudo_count!r}")
+    if outcomes is None:
+        if O != S:
+            raise ModelError(
+                f"counts over next states must have shape (S, A, S), got {c.shape}; pass "
+                f"outcomes=model.outcomes for counts over outcomes"
+            )
+        if support is None:
+            mask = np.ones((S, A, S), dtype=bool)
+        else:
+            mask = np.asarray(support)
+            if mask.dtype != bool or mask.shape != (S, A, S):
+                raise ModelError(
+                    f"support must be a boolean array (S, A, S), got {mask.dtype} "
+                    f"{mask.shape}"
+                )
+            off = (c > 0) & ~mask
+            if off.any():
+                s, a, t = (int(i) for i in np.argwhere(off)[0])
+                raise ModelError(
+                    f"counts[{s}, {a}, {t}] = {c[s, a, t]!r} lies outside the support; "
+                    f"enlarge the support"
+                )
+    else:
+        if support is not None:
+            raise ModelError("give either outcomes or support, not both")
+        mask = np.ones((S, A, O), dtype=bool)
+    total = c + pc * mask
+    n = total.sum(axis=2)
+    if (n <= 0).any():
+        s, a = (int(i) for i in np.argwhere(n <= 0)[0])
+        raise ModelError(
+            f"state-action pair ({s}, {a}) has no counts and pseudo_count=0, so its "
+            f"nominal distribution is undefined; use pseudo_count > 0 or collect more data"
+        )
+    q = total / n[:, :, None]
+    Sp = O if n_outcomes is None else int(n_outcomes)
+    if Sp < 1:
+        raise ModelError(f"n_outcomes must be >= 1, got {n_outcomes!r}")
+    alpha = hoeffding_radius(n, Sp, S, A, delta)
+    if outcomes is None:
+        return L1Ball(q, alpha, None if support is None else mask)
+    out = np.asarray(outcomes)
+    if out.shape != c.shape or not np.issubdtype(out.dtype, np.integer):
+        raise ModelError(
+            f"outcomes must be an integer array of the counts' shape {c.shape}, got "
+            f"{out.dtype} {out.shape}"
+        )
+    return L1Ball.from_outcomes(q, alpha, out)
+
+
+def _check_model(model) -> None:
+    if not isinstance(model, TabularCMDP):
+        raise ModelError(f"model must be a TabularCMDP, got {type(model).__name__}")
+
+
+def _resolve_form(model: TabularCMDP, form: str) -> bool:
+    """True when counts are over outcomes."""
+    if form == "auto":
+        return model.outcomes is not None
+    if form == "outcomes":
+        if model.outcomes is None:
+            raise ModelError(
+                "form='outcomes' needs a model with outcomes (built by "
+                "TabularCMDP.from_outcomes); use form='states'"
+            )
+        return True
+    if form == "states":
+        return False
+    raise ModelError(f"unknown form {form!r}; use 'auto', 'outcomes' or 'states'")
+
+
+def collect_counts(model: TabularCMDP, n_episodes: int, seed=None, *,
+                   horizon: int | None = None, form: str = "auto",
+                   progress: bool = True) -> np.ndarray:
+    r"""Roll out the uniform random policy and count transitions.
+
+    All episodes run together, one vectorised step at a time: each starts in a state
+    drawn from :math:`p_0`, picks actions uniformly at random, draws next states from
+    ``model.P`` and stops after ``horizon`` steps or on entering a terminal state (the
+    transition into it is counted).
+
+    Parameters
+    ----------
+    model : TabularCMDP
+    n_episodes : int >= 1
+    seed : int, numpy.random.Generator or None
+        Same seed, same counts.
+    horizon : int, optional
+        Episode length; default ``model.horizon``.
+    form : {"auto", "outcomes", "states"}
+        Count outcomes (``model.outcomes``; "auto" does when the model has them) or
+        next states.  An observed next state goes to the first outcome reaching it.
+    progress : bool
+        Show a progress bar over the steps.
+
+    Returns
+    -------
+    int array (S, A, O) or (S, A, S)
+        The counts, without pseudo-counts.
+    """
+    from tqdm.auto import tqdm
+
+    _check_model(model)
+    if isinstance(n_episodes, bool) or not isinstance(n_episodes, int | np.integer) \
+            or n_episodes < 1:
+        raise ModelError(f"n_episodes must be a positive integer, got {n_episodes!r}")
+    T = model.horizon if horizon is None else horizon
+    if T is None or isinstance(T, bool) or not isinstance(T, int | np.integer) or T < 1:
+        raise ModelError(
+            f"collect_counts needs a positive episode length: pass horizon=T or use a "
+            f"model with a horizon (got {T!r})"
+        )
+    use_out = _resolve_form(model, form)
+    rng = np.random.default_rng(seed)
+    S, A = model.n_states, model.n_actions
+    E = int(n_episodes)
+    cum = np.cumsum(model.P, axis=2)
+    term = model.terminal
+    outcomes = model.outcomes if use_out else None
+    O = outcomes.shape[2] if use_out else S
+    counts = np.zeros(S * A * O, dtype=np.int64)
+    s = rng.choice(S, size=E, p=model.p0)
+    active = ~term[s]
+    for _ in tqdm(range(int(T)), desc="collect counts", disable=not progress, leave=False):
+        if not active.any():
+            break
+        a = rng.integers(A, size=E)
+        u = rng.random(E)
+        nxt = np.minimum((cum[s, a] <= u[:, None]).sum(axis=1), S - 1)
+        if use_out:
+            hit = outcomes[s, a] == nxt[:, None]
+            o = hit.argmax(axis=1)
+            miss = active & ~hit.any(axis=1)
+            if miss.any():
+                i = int(np.flatnonzero(miss)[0])
+                raise ModelError(
+                    f"the model moves from state {s[i]} with action {a[i]} to state "
+                    f"{nxt[i]}, which none of its outcomes reaches; use form='states'"
+                )
+        else:
+            o = nxt
+        idx = (s * A + a) * O + o
+        counts += np.bincount(idx[active], minlength=S * A * O)
+        s = np.where(active, nxt, s)
+        active &= ~term[s]
+    return counts.reshape(S, A, O)
+
+
+def _absorb_terminal(ball: L1Ball, model: TabularCMDP) -> L1Ball:
+    """Terminal rows become the model's self-loop with radius 0."""
+    term = model.terminal
+    if not term.any():
+        return ball
+    ts = np.flatnonzero(term)
+    nominal = np.array(ball.nominal)
+    alpha = np.array(ball.alpha)
+    support = np.array(ball.support)
+    nominal[ts] = 0.0
+    nominal[ts, :, ts] = 1.0
+    alpha[ts] = 0.0
+    support[ts] = False
+    support[ts, :, ts] = True
+    if ball.outcomes is None:
+        return L1Ball(nominal, alpha, support)
+    out = np.array(ball.outcomes)
+    q = np.array(ball.outcome_nominal)
+    out[ts] = ts[:, None, None]
+    q[ts] = 1.0 / out.shape[2]
+    return L1Ball(nominal, alpha, support, outcomes=out, outcome_nominal=q)
+
+
+def estimate(model: TabularCMDP, n_episodes: int, seed=None, delta: float = 0.1, *,
+             pseudo_count: float = 1.0, horizon: int | None = None, form: str = "auto",
+             n_outcomes: int | None = None, progress: bool = True) -> Result:
+    r"""Phase 1 of the paper: estimate a nominal model and its Hoeffding L1 ball.
+
+    Runs :func:`collect_counts` and :func:`estimate_l1_ball` (with the model's
+    outcomes when it has them: :math:`S'` = the number of outcomes, 5 for navigation).
+
+    Returns
+    -------
+    Result
+        ``ball`` (:class:`L1Ball`), ``nominal`` (the model with the estimated
+        transitions, :meth:`TabularCMDP.with_transitions`), ``counts``, ``visits``
+        (S, A) observed visits (no pseudo-counts), ``alpha_range`` (min, max) of the
+        radius over the non-terminal pairs, ``n_episodes``, ``delta``, ``form``.
+    """
+    _check_model(model)
+    counts = collect_counts(model, n_episodes, seed, horizon=horizon, form=form,
+                            progress=progress)
+    use_out = _resolve_form(model, form)
+    ball = estimate_l1_ball(
+        counts, delta, n_outcomes,
+        outcomes=model.outcomes if use_out else None, pseudo_count=pseudo_count,
+    )
+    ball = _absorb_terminal(ball, model)
+    live = ~model.terminal
+    al = ball.alpha[live]
+    return Result(
+        ball=ball,
+        nominal=model.with_transitions(ball.nominal, outcomes=ball.outcomes),
+        counts=counts,
+        visits=counts.sum(axis=2),
+        alpha_range=(float(al.min()), float(al.max())) if al.size else (0.0, 0.0),
+        n_episodes=int(n_episodes),
+        delta=float(delta),
+        form="outcomes" if use_out else "states",
+    )
+
+
+def l1_ball(model: TabularCMDP, alpha, support="auto") -> L1Ball:
+    r"""An L1 ball around a model's own transitions with the given radius.
+
+    Parameters
+    ----------
+    model : TabularCMDP
+    alpha : float or array (S, A)
+        Radii.
+    support : {"auto", "all", "nominal", "outcomes"} or bool array (S, A, S)
+        ``"outcomes"``: the states the model's outcomes reach (the ball keeps the
+        outcome form, each state's mass on the first outcome reaching it);
+        ``"all"``: every state; ``"nominal"``: the support of ``model.P`` (no new
+        next states); ``"auto"`` (default): ``"outcomes"`` when the model has
+        outcomes, else ``"all"``.
+
+    Terminal rows are the model's self-loop with radius 0.
+    """
+    _check_model(model)
+    P = model.P
+    S, A = model.n_states, model.n_actions
+    al = np.asarray(alpha, dtype=np.float64)
+    if isinstance(support, str):
+        if support == "auto":
+            support = "outcomes" if model.outcomes is not None else "all"
+        if support == "outcomes":
+            if model.outcomes is None:
+                raise ModelError(
+                    "support='outcomes' needs a model with outcomes; use 'all' or 'nominal'"
+                )
+            q = _first_outcome_split(P, model.outcomes)
+            merged = merge_outcomes(q, model.outcomes, S)
+            if np.abs(merged - P).max() > row_tolerance(S):
+                raise ModelError(
+                    "the model puts mass on next states that none of its outcomes reach; "
+                    "use support='all' or 'nominal'"
+                )
+            try:
+                al = np.array(np.broadcast_to(al, (S, A)))
+            except ValueError:
+                raise ModelError(
+                    f"alpha must be a number or an array (S, A) = ({S}, {A}), got shape "
+                    f"{al.shape}"
+                ) from None
+            reach = merge_outcomes(np.ones(q.shape), model.outcomes, S) > 0
+            ball = L1Ball(P, al, reach, outcomes=model.outcomes, outcome_nominal=q)
+            return _absorb_terminal(ball, model)
+        if support == "all":
+            sup = None
+        elif support == "nominal":
+            sup = P > 0
+        else:
+            raise ModelError(
+                f"unknown support {support!r}; use 'auto', 'all', 'nominal', 'outcomes' or "
+                f"a boolean array (S, A, S)"
+            )
+    else:
+        sup = support
+    return _absorb_terminal(L1Ball(P, al, sup), model)
