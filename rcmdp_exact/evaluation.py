@@ -1,38 +1,60 @@
 r"""Exact evaluation of a fixed stochastic policy.
 
-Discounted (infinite horizon)
------------------------------
-For a policy :math:`\pi` (S, A) let :math:`P_\pi(s, s') = \sum_a \pi(a|s) P(s'|s, a)`,
-:math:`r_\pi(s) = \sum_a \pi(a|s) r(s, a)` and likewise :math:`c_{\pi,k}`.  Then
+Notation
+--------
+For a policy :math:`\pi` (S, A) let
+
+.. math::
+
+    P_\pi(s, s') = \sum_a \pi(a|s) P(s'|s, a), \qquad
+    r_\pi(s) = \sum_a \pi(a|s) r(s, a), \qquad
+    c_{\pi,k}(s) = \sum_a \pi(a|s) c_k(s, a),
+
+with :math:`r, c` the expected one-step reward and costs of the model (zero in
+terminal states).
+
+Discounted (infinite horizon), :func:`evaluate`
+-----------------------------------------------
+The value and the constraint costs of the paper's Section 2 are the solutions of the
+policy Bellman equations :math:`V = r_\pi + \gamma P_\pi V`:
 
 .. math::
 
     V = (I - \gamma P_\pi)^{-1} r_\pi, \qquad C_k = (I - \gamma P_\pi)^{-1} c_{\pi,k},
 
-    Q(s, a) = r(s, a) + \gamma \sum_{s'} P(s'|s, a) V(s'),
+    Q(s, a) = r(s, a) + \gamma \sum_{s'} P(s'|s, a) V(s'), \qquad
+    V(s) = \sum_a \pi(a|s) Q(s, a),
 
-    d_\gamma^\top = p_0^\top (I - \gamma P_\pi)^{-1}
-    \quad (\textstyle\sum_s d_\gamma(s) = 1/(1-\gamma)),
+    d_\gamma^\top = p_0^\top (I - \gamma P_\pi)^{-1}, \qquad
+    \textstyle\sum_s d_\gamma(s) = 1/(1-\gamma), \qquad
+    p_0^\top V = \sum_s d_\gamma(s) r_\pi(s),
 
-and the Lagrangian of the paper (Eq. "Lagrange") at the start distribution is
-:math:`L = p_0^\top V - \lambda^\top (p_0^\top C - d)`.  One sparse LU factorisation of
-:math:`I - \gamma P_\pi` serves every right-hand side (V, all C_k) and, transposed, the
-occupancy.  Terminal states earn nothing (their r and c are zero), so their value is 0.
+and the Lagrangian of the paper's Eq. (Lagrange) at the start distribution is
+:math:`L = p_0^\top V - \lambda^\top (p_0^\top C - d)`.  One sparse LU factorisation
+of :math:`I - \gamma P_\pi` (SuperLU, minimum-degree ordering on
+:math:`M^\top + M`) serves every right-hand side (V and all C_k at once) and,
+transposed, the occupancy.  Terminal states earn nothing, so their value is 0.
 
-With :math:`\gamma = 1` the system is solved on the non-terminal states, which needs
-every state reachable under the policy to reach a terminal state; otherwise a
-:class:`~rcmdp_exact.model.ModelError` names a state that never does.
+With :math:`\gamma = 1` (stochastic shortest path) the system is solved on the
+*proper* non-terminal states, those from which every path under the policy reaches a
+terminal state.  Every state reachable from :math:`p_0` must be proper, otherwise the
+sums diverge and a :class:`~rcmdp_exact.model.ModelError` names a reachable state that
+never reaches a terminal state (networkx on the policy's transition graph,
+:func:`check_proper`).  Improper states that :math:`p_0` never reaches get ``nan``.
 
-Finite horizon, undiscounted (the paper's test metric)
-------------------------------------------------------
-:math:`V_T = 0`, :math:`V_t = r_\pi + P_\pi V_{t+1}` by backward induction;
-the value and cost of the T-step episode are :math:`p_0^\top V_0` and
-:math:`p_0^\top C_0`.  The budget is rescaled to :math:`d\,T / \sum_{i<T}\gamma^i`
-(:func:`rescaled_budget`) and the penalised return is
-:math:`R_{pen} = V - 500 \max(0, C - d')` (:func:`penalised_return`).
+Finite horizon, undiscounted (the paper's test metric), :func:`evaluate_finite_horizon`
+------------------------------------------------------------------------------------
+:math:`V_T = 0`, :math:`V_t = r_\pi + \beta P_\pi V_{t+1}` by backward induction
+(:math:`\beta = 1` by default); the value and cost of the T-step episode are
+:math:`p_0^\top V_0` and :math:`p_0^\top C_0`.  The budget is rescaled to
+:math:`d' = d\,T / \sum_{i<T}\gamma^i` (:func:`rescaled_budget`) and the penalised
+return is :math:`R_{pen} = V - 500 \sum_k \max(0, C_k - d'_k)`
+(:func:`penalised_return`, the paper's Table 1).
 """
 
 from __future__ import annotations
+
+import numbers
 
 import numpy as np
 import scipy.sparse as sp
@@ -43,69 +65,139 @@ from .model import ModelError, TabularCMDP, check_policy
 
 __all__ = [
     "PENALTY_WEIGHT",
+    "check_proper",
     "evaluate",
     "evaluate_finite_horizon",
     "penalised_return",
     "policy_transition_matrix",
     "rescaled_budget",
-    "check_proper",
 ]
 
 #: The evaluation weight of the penalised return (the paper's maximal multiplier).
 PENALTY_WEIGHT = 500.0
 
+#: Column ordering of SuperLU: minimum degree on the structure of M^T + M, which suits
+#: the nearly symmetric sparsity of P_pi on grids (half the fill-in of COLAMD there)
+#: and is no worse on random models.
+_PERMC_SPEC = "MMD_AT_PLUS_A"
+
 
 def policy_transition_matrix(model: TabularCMDP, policy) -> sp.csr_array:
     """Sparse :math:`P_\\pi` (S, S) with :math:`P_\\pi(s, s') = \\sum_a \\pi(a|s) P(s'|s,a)`."""
-    S, A = model.n_states, model.n_actions
-    pi = check_policy(policy, S, A)
+    _check_model(model)
+    pi = check_policy(policy, model.n_states, model.n_actions)
     return _p_pi(model, pi)
 
 
+def _check_model(model) -> None:
+    if not isinstance(model, TabularCMDP):
+        raise ModelError(
+            f"model must be a TabularCMDP, got {type(model).__name__}; build one with "
+            f"TabularCMDP(P, R, C, d, ...) or a constructor of rcmdp_exact.domains"
+        )
+
+
 def _p_pi(model: TabularCMDP, pi: np.ndarray) -> sp.csr_array:
+    """:math:`P_\\pi = \\Pi P` with :math:`\\Pi` (S, S*A) the sparse policy matrix.
+
+    Only the actions with :math:`\\pi(a|s) > 0` enter, so a deterministic policy
+    costs one row of P per state.
+    """
     S, A = model.n_states, model.n_actions
-    rows = np.repeat(np.arange(S), A)
-    cols = np.arange(S * A)
-    Pi = sp.csr_array((pi.ravel(), (rows, cols)), shape=(S, S * A))
+    flat = pi.ravel()
+    cols = np.flatnonzero(flat)
+    Pi = sp.csr_array((flat[cols], (cols // A, cols)), shape=(S, S * A))
     return sp.csr_array(Pi @ model.P_sparse)
 
 
-def check_proper(model: TabularCMDP, P_pi: sp.sparray, what: str) -> None:
-    """Raise if a state reachable from p0 under ``P_pi`` never reaches a terminal state.
+def _rhs(model: TabularCMDP, pi: np.ndarray) -> np.ndarray:
+    """(S, 1 + K): column 0 is :math:`r_\\pi`, columns 1.. are :math:`c_{\\pi,k}`."""
+    S, K = model.n_states, model.n_constraints
+    rhs = np.empty((S, 1 + K))
+    rhs[:, 0] = np.einsum("sa,sa->s", pi, model.r)
+    rhs[:, 1:] = np.einsum("sa,sak->sk", pi, model.c)
+    return rhs
 
-    Uses networkx on the support graph of ``P_pi``.
+
+def check_proper(model: TabularCMDP, P_pi: sp.sparray, what: str) -> np.ndarray:
+    """Check an undiscounted evaluation and return the mask of proper states.
+
+    A state is *proper* under the policy when every path from it reaches a terminal
+    state (then it is absorbed with probability 1 and the undiscounted sums converge).
+    With the support graph :math:`G` of :math:`P_\\pi` (networkx ``DiGraph``, edge
+    :math:`s \\to s'` when :math:`P_\\pi(s, s') > 0`):
+
+    * ``good`` = terminal states and their ancestors (they *can* reach a terminal);
+    * ``bad`` = the other states (they never reach one);
+    * proper = neither bad nor an ancestor of a bad state.
+
+    Parameters
+    ----------
+    model : TabularCMDP
+    P_pi : sparse (S, S)
+        The policy's transition matrix (:func:`policy_transition_matrix`).
+    what : str
+        Name of the calling evaluation, used in the message.
+
+    Returns
+    -------
+    ndarray of bool (S,)
+        Proper states (terminal states included).
+
+    Raises
+    ------
+    ModelError
+        If a state reachable from ``p0`` is not proper; the message names a state
+        reachable from ``p0`` that never reaches a terminal state.
     """
     import networkx as nx
 
     S = model.n_states
-    coo = sp.coo_array(P_pi)
-    keep = coo.data > 0
+    csr = sp.csr_array(P_pi)
+    csr.sum_duplicates()
+    nz = csr.data > 0
+    rows = np.repeat(np.arange(S), np.diff(csr.indptr))[nz]
+    cols = csr.indices[nz]
+    keep = rows != cols  # self-loops do not change reachability
     G = nx.DiGraph()
     G.add_nodes_from(range(S))
-    G.add_edges_from(zip(coo.row[keep].tolist(), coo.col[keep].tolist(), strict=True))
-    starts = np.flatnonzero(model.p0 > 0)
-    reach = set(starts.tolist())
-    for s in starts:
-        reach |= nx.descendants(G, int(s))
-    terms = np.flatnonzero(model.terminal)
-    good = set(terms.tolist())
-    for t in terms:
-        good |= nx.ancestors(G, int(t))
-    bad = sorted(reach - good)
-    if bad:
-        s = bad[0]
+    G.add_edges_from(zip(rows[keep].tolist(), cols[keep].tolist(), strict=True))
+    source, sink = -1, -2  # virtual nodes: source -> start states, terminals -> sink
+    G.add_edges_from((source, int(s)) for s in np.flatnonzero(model.p0 > 0))
+    G.add_edges_from((int(t), sink) for t in np.flatnonzero(model.terminal))
+    good = np.zeros(S, dtype=bool)
+    good[[s for s in nx.ancestors(G, sink) if s >= 0]] = True
+    if good.all():
+        return good
+    reach = np.zeros(S, dtype=bool)
+    reach[[s for s in nx.descendants(G, source) if s >= 0]] = True
+    bad_reached = np.flatnonzero(reach & ~good)
+    if bad_reached.size:
+        s = int(bad_reached[0])
         lab = model.state_labels
         name = f"{s}" if lab is None else f"{s} ({lab[s]})"
         raise ModelError(
             f"{what} has no discount and no horizon, but state {name} is reachable from "
             f"p0 under the policy and never reaches a terminal state, so the undiscounted "
-            f"sums diverge ({len(bad)} such states); give a horizon "
+            f"sums diverge ({bad_reached.size} such states); give a horizon "
             f"(evaluate_finite_horizon), use gamma < 1, or change the policy"
         )
+    G.add_edges_from((int(b), sink) for b in np.flatnonzero(~good))
+    G.remove_edges_from([(int(t), sink) for t in np.flatnonzero(model.terminal)])
+    improper = np.zeros(S, dtype=bool)
+    improper[[s for s in nx.ancestors(G, sink) if s >= 0]] = True
+    improper[~good] = True
+    return ~improper
 
 
 def evaluate(model: TabularCMDP, policy, lam=None) -> Result:
-    """Exact discounted evaluation of a stochastic policy.
+    r"""Exact discounted evaluation of a stochastic policy (one sparse LU).
+
+    Solves :math:`(I - \gamma P_\pi)\,[V, C_1, \dots, C_K] = [r_\pi, c_{\pi,1}, \dots,
+    c_{\pi,K}]` with one factorisation, then
+    :math:`Q = r + \gamma P V`, :math:`Q^c_k = c_k + \gamma P C_k` and the occupancy
+    :math:`d_\gamma = (I - \gamma P_\pi)^{-\top} p_0` from the same factors.  The dense
+    ``model.P`` is never formed.
 
     Parameters
     ----------
@@ -118,53 +210,69 @@ def evaluate(model: TabularCMDP, policy, lam=None) -> Result:
     -------
     Result
         ``v`` (S,), ``c`` (S, K), ``lagrangian`` (S,) = v - c @ lam, ``q`` (S, A),
-        ``qc`` (S, A, K), ``q_lagrangian`` (S, A), ``occupancy`` (S,) (discounted,
-        from p0; with gamma = 1 the expected visits before absorption, 0 on terminal
-        states), ``value`` = p0.v, ``cost`` (K,) = p0.c, ``lagrangian_p0`` =
-        value - lam.(cost - d), ``policy`` and ``lam``.
+        ``qc`` (S, A, K), ``q_lagrangian`` (S, A) = q - qc @ lam, ``occupancy`` (S,)
+        (discounted visits from p0, summing to 1/(1-gamma); with gamma = 1 the expected
+        visits before absorption, 0 on terminal states), ``value`` = p0.v, ``cost``
+        (K,) = p0.c, ``lagrangian_p0`` = value - lam.(cost - d) (the paper's
+        Eq. (Lagrange)), ``policy`` (S, A) and ``lam`` (K,).  With gamma = 1, states
+        that p0 never reaches and that do not surely reach a terminal state have
+        ``nan`` values (and so have the Q-values of actions that may lead to them).
+
+    Raises
+    ------
+    ModelError
+        On an invalid policy or multipliers, or with gamma = 1 when a state reachable
+        from p0 never reaches a terminal state (see :func:`check_proper`).
+
+    Examples
+    --------
+    A single state that earns 1 per step and loops: :math:`V = 1/(1-\gamma)`.
+
+    >>> import numpy as np
+    >>> m = TabularCMDP(np.ones((1, 1, 1)), R=np.ones((1, 1)), gamma=0.9)
+    >>> round(evaluate(m, [[1.0]]).value, 12)
+    10.0
     """
-    if not isinstance(model, TabularCMDP):
-        raise ModelError(f"model must be a TabularCMDP, got {type(model).__name__}")
+    _check_model(model)
     S, A, K = model.n_states, model.n_actions, model.n_constraints
     pi = check_policy(policy, S, A)
     lam = model.check_multipliers(lam)
     gamma = model.gamma
     P_pi = _p_pi(model, pi)
-    r, c = model.r, model.c
-    rhs = np.empty((S, 1 + K))
-    rhs[:, 0] = np.einsum("sa,sa->s", pi, r)
-    rhs[:, 1:] = np.einsum("sa,sak->sk", pi, c)
+    rhs = _rhs(model, pi)
+    p0 = model.p0
 
-    if gamma < 1.0:
-        idx = None
-        M = sp.identity(S, format="csc") - gamma * sp.csc_array(P_pi)
-    else:
-        check_proper(model, P_pi, "evaluate with gamma = 1")
-        idx = np.flatnonzero(~model.terminal)
-        sub = sp.csc_array(P_pi)[idx][:, idx]
-        M = sp.identity(idx.size, format="csc") - sub
-    lu = spla.splu(sp.csc_matrix(M))
     sol = np.zeros((S, 1 + K))
     occ = np.zeros(S)
-    if idx is None:
+    if gamma < 1.0:
+        M = sp.csc_matrix(sp.eye_array(S, format="csr") - gamma * P_pi)
+        lu = spla.splu(M, permc_spec=_PERMC_SPEC)
         sol[:] = lu.solve(rhs)
-        occ[:] = lu.solve(model.p0, trans="T")
+        occ[:] = lu.solve(p0, trans="T")
+        value = float(p0 @ sol[:, 0])
+        cost = p0 @ sol[:, 1:]
     else:
-        sol[idx] = lu.solve(rhs[idx])
-        # with gamma = 1: expected visits to each non-terminal state before
-        # absorption; terminal states are given 0 (nothing is earned there)
-        occ[idx] = lu.solve(model.p0[idx], trans="T")
+        proper = check_proper(model, P_pi, "evaluate with gamma = 1")
+        idx = np.flatnonzero(proper & ~model.terminal)
+        sol[~proper] = np.nan
+        if idx.size:
+            sub = P_pi[idx][:, idx]
+            M = sp.csc_matrix(sp.eye_array(idx.size, format="csr") - sub)
+            lu = spla.splu(M, permc_spec=_PERMC_SPEC)
+            sol[idx] = lu.solve(rhs[idx])
+            # expected visits to each proper non-terminal state before absorption
+            occ[idx] = lu.solve(p0[idx], trans="T")
+        # p0 is zero outside the proper states (check_proper), so skip their nan
+        value = float(p0[proper] @ sol[proper, 0])
+        cost = p0[proper] @ sol[proper, 1:]
     v = sol[:, 0]
     cc = sol[:, 1:]
     nxt = (model.P_sparse @ sol).reshape(S, A, 1 + K)
-    cont = gamma * nxt
-    q = r + cont[:, :, 0]
-    qc = c + cont[:, :, 1:]
+    q = model.r + gamma * nxt[:, :, 0]
+    qc = model.c + gamma * nxt[:, :, 1:]
     if model.terminal.any():
         q[model.terminal] = 0.0
         qc[model.terminal] = 0.0
-    value = float(model.p0 @ v)
-    cost = model.p0 @ cc
     return Result(
         v=v,
         c=cc,
@@ -181,9 +289,25 @@ def evaluate(model: TabularCMDP, policy, lam=None) -> Result:
     )
 
 
+def _check_horizon(T, what: str, minimum: int) -> int:
+    if isinstance(T, bool) or not (isinstance(T, numbers.Integral) and T >= minimum):
+        kind = "positive" if minimum >= 1 else "non-negative"
+        raise ModelError(f"{what} must be a {kind} integer number of steps, got {T!r}")
+    return int(T)
+
+
 def evaluate_finite_horizon(model: TabularCMDP, policy, horizon: int | None = None,
                             discount: float = 1.0) -> Result:
-    """Exact T-step evaluation by backward induction (the paper's test metric).
+    r"""Exact T-step evaluation by backward induction (the paper's test metric).
+
+    .. math::
+
+        W_T = 0, \qquad W_t = [r_\pi, c_\pi] + \beta P_\pi W_{t+1}, \qquad
+        \text{value} = p_0^\top W_0[:, 0], \quad \text{cost} = p_0^\top W_0[:, 1:],
+
+    i.e. :math:`\mathbb{E}[\sum_{t<T} \beta^t r(s_t, a_t)]` with :math:`\beta` =
+    ``discount``.  Terminal states earn nothing, so an episode that reaches the goal
+    early simply stops earning.
 
     Parameters
     ----------
@@ -191,47 +315,47 @@ def evaluate_finite_horizon(model: TabularCMDP, policy, horizon: int | None = No
     policy : array (S, A) or int array (S,)
         A stationary policy (the greedy policy of a learner, for instance).
     horizon : int, optional
-        Number of steps T; defaults to ``model.horizon``.
-    discount : float
-        Per-step discount (1.0, the default, gives the undiscounted test metric).
+        Number of steps T >= 0; defaults to ``model.horizon``.
+    discount : float in [0, 1]
+        Per-step discount :math:`\beta` (1.0, the default, gives the undiscounted
+        test metric).
 
     Returns
     -------
     Result
         ``value`` and ``cost`` (K,) from p0, per-state ``v`` (S,) and ``c`` (S, K) at
-        t = 0, ``horizon``; ``budget`` (K,) rescaled by :func:`rescaled_budget` (with
-        the model's gamma), ``overshoot`` = cost - budget and ``penalised_return``.
+        t = 0, ``horizon``; ``budget`` (K,) = :func:`rescaled_budget` (d, model.gamma,
+        T) (``d`` itself when T = 0), ``overshoot`` = cost - budget and
+        ``penalised_return`` = :func:`penalised_return` (value, cost, budget).
     """
-    if not isinstance(model, TabularCMDP):
-        raise ModelError(f"model must be a TabularCMDP, got {type(model).__name__}")
+    _check_model(model)
     T = model.horizon if horizon is None else horizon
     if T is None:
         raise ModelError(
             "evaluate_finite_horizon needs a horizon: pass horizon=T or build the model "
             "with horizon=T"
         )
-    if not (isinstance(T, int | np.integer) and T >= 0):
-        raise ModelError(f"horizon must be a non-negative integer, got {T!r}")
-    if not 0.0 <= discount <= 1.0:
-        raise ModelError(f"discount must lie in [0, 1], got {discount!r}")
-    S, A, K = model.n_states, model.n_actions, model.n_constraints
+    T = _check_horizon(T, "horizon", 0)
+    if isinstance(discount, str | bytes | bool) or not isinstance(discount, numbers.Real) \
+            or not 0.0 <= discount <= 1.0:
+        raise ModelError(f"discount must be a number in [0, 1], got {discount!r}")
+    S, A = model.n_states, model.n_actions
     pi = check_policy(policy, S, A)
     P_pi = _p_pi(model, pi)
-    rhs = np.empty((S, 1 + K))
-    rhs[:, 0] = np.einsum("sa,sa->s", pi, model.r)
-    rhs[:, 1:] = np.einsum("sa,sak->sk", pi, model.c)
-    W = np.zeros((S, 1 + K))
-    for _ in range(int(T)):
-        W = rhs + discount * (P_pi @ W)
+    rhs = _rhs(model, pi)
+    W = np.zeros_like(rhs)
+    beta = float(discount)
+    for _ in range(T):
+        W = rhs + beta * (P_pi @ W)
     value = float(model.p0 @ W[:, 0])
     cost = model.p0 @ W[:, 1:]
-    budget = rescaled_budget(model.d, model.gamma, int(T)) if T else model.d.copy()
+    budget = rescaled_budget(model.d, model.gamma, T) if T else model.d.copy()
     return Result(
         value=value,
         cost=cost,
         v=W[:, 0],
         c=W[:, 1:],
-        horizon=int(T),
+        horizon=T,
         budget=budget,
         overshoot=cost - budget,
         penalised_return=penalised_return(value, cost, budget),
@@ -239,20 +363,40 @@ def evaluate_finite_horizon(model: TabularCMDP, policy, horizon: int | None = No
 
 
 def rescaled_budget(d, gamma: float, horizon: int) -> np.ndarray:
-    """The budget of the T-step undiscounted metric: :math:`d\\,T/\\sum_{i<T}\\gamma^i`.
+    r"""The budget of the T-step undiscounted metric: :math:`d\,T/\sum_{i<T}\gamma^i`.
 
-    >>> float(rescaled_budget([3.0], 0.99, 200)[0])  # Safe Navigation 1
-    6.92...
+    The discounted budget d bounds :math:`\sum_t \gamma^t c_t`; spread evenly over T
+    steps, the same per-step cost gives the undiscounted total :math:`d' = d\,T /
+    \sum_{i<T}\gamma^i = d\,T (1-\gamma)/(1-\gamma^T)` (:math:`d' = d` when
+    :math:`\gamma = 1`).
+
+    >>> round(float(rescaled_budget([3.0], 0.99, 200)[0]), 3)  # Safe Navigation 1
+    6.928
     """
-    d = np.asarray(d, dtype=np.float64)
-    T = int(horizon)
-    if T < 1:
-        raise ModelError(f"horizon must be >= 1 to rescale a budget, got {horizon!r}")
-    norm = float(T) if gamma == 1.0 else (1.0 - gamma**T) / (1.0 - gamma)
+    d = np.atleast_1d(np.asarray(d, dtype=np.float64))
+    if not np.isfinite(d).all():
+        raise ModelError(f"budgets d must be finite, got {d.tolist()}")
+    if isinstance(gamma, str | bytes | bool) or not isinstance(gamma, numbers.Real) \
+            or not 0.0 <= gamma <= 1.0:
+        raise ModelError(f"gamma must be a number in [0, 1], got {gamma!r}")
+    T = _check_horizon(horizon, "horizon of a rescaled budget", 1)
+    g = float(gamma)
+    norm = float(T) if g == 1.0 else (1.0 - g**T) / (1.0 - g)
     return d * T / norm
 
 
 def penalised_return(value, cost, budget, weight: float = PENALTY_WEIGHT) -> float:
-    """:math:`R_{pen} = V - w \\sum_k \\max(0, C_k - d_k)` with w = 500 by default."""
-    over = np.maximum(0.0, np.asarray(cost, dtype=np.float64) - np.asarray(budget))
+    r""":math:`R_{pen} = V - w \sum_k \max(0, C_k - d_k)` with w = 500 by default.
+
+    The paper's Table 1 metric, with ``budget`` the rescaled budget d' of the T-step
+    metric (:func:`rescaled_budget`).
+    """
+    c = np.atleast_1d(np.asarray(cost, dtype=np.float64))
+    b = np.atleast_1d(np.asarray(budget, dtype=np.float64))
+    if c.shape != b.shape:
+        raise ModelError(
+            f"cost and budget must have the same shape (one entry per constraint), got "
+            f"{c.shape} and {b.shape}"
+        )
+    over = np.maximum(0.0, c - b)
     return float(value - weight * over.sum())

@@ -63,15 +63,25 @@ def row_tolerance(n: int) -> float:
 
 # --------------------------------------------------------------------------- helpers
 def _as_float_array(x, name: str, fix: str) -> np.ndarray:
+    """``x`` as a float64 array, or a :class:`ModelError` naming ``name``."""
+    if sp.issparse(x):
+        raise ModelError(
+            f"{name} must be a dense array here, got a scipy.sparse {type(x).__name__}; "
+            f"{fix}"
+        )
+    try:
+        raw = np.asarray(x)
+    except (TypeError, ValueError):
+        raw = None
+    if raw is not None and np.iscomplexobj(raw):
+        raise ModelError(f"{name} must be real, got complex values; {fix}")
     try:
         arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError):
         raise ModelError(
-            f"{name} must be an array of real numbers, got {type(x).__name__} that "
-            f"cannot be converted to float64 ({exc}); {fix}"
+            f"{name} must be an array of real numbers, got a {type(x).__name__} whose "
+            f"entries cannot be converted to float64; {fix}"
         ) from None
-    if np.iscomplexobj(np.asarray(x)):
-        raise ModelError(f"{name} must be real, got complex values; {fix}")
     return arr
 
 
@@ -92,6 +102,86 @@ def _check_shape(arr: np.ndarray, shape: tuple, name: str, axes: str) -> None:
             f"{name} must have shape {axes} = {shape}, got {arr.shape}; reshape it or "
             f"check the numbers of states S, actions A and constraints K"
         )
+
+
+def _check_gamma(gamma) -> float:
+    """``gamma`` as a float in [0, 1], or a :class:`ModelError`."""
+    if isinstance(gamma, str | bytes | bool) or np.ndim(gamma) != 0:
+        raise ModelError(f"gamma must be a number in [0, 1], got {gamma!r}")
+    try:
+        g = float(gamma)
+    except (TypeError, ValueError):
+        raise ModelError(f"gamma must be a number in [0, 1], got {gamma!r}") from None
+    if not 0.0 <= g <= 1.0:
+        raise ModelError(
+            f"gamma must lie in [0, 1], got {g!r}; use e.g. 0.99 (discounted) or 1.0 "
+            f"with terminal states or a horizon"
+        )
+    return g
+
+
+def _check_p0(p0, S: int) -> np.ndarray:
+    """The start distribution (S,) from a distribution or a start state index."""
+    if np.ndim(p0) == 0 and np.issubdtype(np.asarray(p0).dtype, np.integer):
+        s0 = int(p0)
+        if not 0 <= s0 < S:
+            raise ModelError(
+                f"start state p0={s0} is out of range 0..{S - 1}; give a state index or "
+                f"an (S,) distribution"
+            )
+        out = np.zeros(S)
+        out[s0] = 1.0
+        return out
+    arr = _as_float_array(p0, "p0", "give an (S,) distribution or a start state index")
+    if arr.shape != (S,):
+        raise ModelError(
+            f"p0 must be a start state index or a distribution of shape (S,) = ({S},), "
+            f"got shape {arr.shape}"
+        )
+    _check_finite(arr, "p0", ("s",))
+    if (arr < 0).any():
+        s = int(np.flatnonzero(arr < 0)[0])
+        raise ModelError(
+            f"p0 must be a distribution over the {S} states, but p0[{s}] = {arr[s]!r} is "
+            f"negative; give entries >= 0 summing to 1, or a start state index"
+        )
+    total = float(arr.sum())
+    if abs(total - 1.0) > row_tolerance(S):
+        raise ModelError(
+            f"p0 must be a distribution over the {S} states, but it sums to {total!r}; "
+            f"normalise it (p0 / p0.sum()) or give a start state index"
+        )
+    return arr.copy()
+
+
+def _check_terminal(terminal, S: int) -> np.ndarray:
+    """The terminal mask (S,) from a boolean mask or a list of state indices."""
+    if terminal is None:
+        return np.zeros(S, dtype=bool)
+    term = np.asarray(terminal)
+    if term.dtype == bool:
+        if term.shape != (S,):
+            raise ModelError(
+                f"terminal must be a boolean mask of shape ({S},) or a list of state "
+                f"indices, got a boolean array of shape {term.shape}"
+            )
+        return term.copy()
+    if term.size == 0:
+        return np.zeros(S, dtype=bool)
+    if np.issubdtype(term.dtype, np.integer) and term.ndim == 1 and term.shape != (S,):
+        if term.min() < 0 or term.max() >= S:
+            i = int(np.flatnonzero((term < 0) | (term >= S))[0])
+            raise ModelError(
+                f"terminal state index {int(term[i])} is out of range 0..{S - 1}; give "
+                f"state indices or a boolean mask of shape ({S},)"
+            )
+        mask = np.zeros(S, dtype=bool)
+        mask[term] = True
+        return mask
+    raise ModelError(
+        f"terminal must be a boolean mask of shape ({S},) or a list of state indices, "
+        f"got dtype {term.dtype} and shape {term.shape}; for a mask use a bool array"
+    )
 
 
 def _readonly(arr: np.ndarray) -> np.ndarray:
@@ -190,25 +280,25 @@ class TabularCMDP:
     """
 
     __slots__ = (
+        "_C",
+        "_C_sa",
         "_P",
         "_P_sparse",
         "_R",
-        "_C",
         "_R_sa",
-        "_C_sa",
-        "_d",
-        "_gamma",
-        "_p0",
-        "_horizon",
-        "_terminal",
-        "_state_labels",
         "_action_labels",
+        "_cache",
         "_cost_labels",
+        "_d",
+        "_features",
+        "_frozen",
+        "_gamma",
+        "_horizon",
         "_name",
         "_outcomes",
-        "_features",
-        "_cache",
-        "_frozen",
+        "_p0",
+        "_state_labels",
+        "_terminal",
     )
 
     def __init__(
@@ -232,65 +322,13 @@ class TabularCMDP:
         self._cache = {}
         # -- transitions
         if sp.issparse(P):
-            Ps = sp.csr_array(P, dtype=np.float64)
-            n_rows, S = Ps.shape
-            R_arr = np.asarray(R)
-            if R_arr.ndim < 2:
-                raise ModelError(
-                    "R must have shape (S, A) or (S, A, S); got shape "
-                    f"{R_arr.shape}; give one reward per state-action pair"
-                )
-            A = R_arr.shape[1]
-            if n_rows != S * A:
-                raise ModelError(
-                    f"a sparse P must have shape (S*A, S) = ({S * A}, {S}) for S={S}, "
-                    f"A={A} (A read from R), got {Ps.shape}"
-                )
-            Ps.sum_duplicates()
-            _check_finite(Ps.data, "P (sparse data)", ("entry",))
-            if (Ps.data < 0).any():
-                k = int(np.flatnonzero(Ps.data < 0)[0])
-                row = int(np.searchsorted(Ps.indptr, k, side="right") - 1)
-                s, a = divmod(row, A)
-                raise ModelError(
-                    f"P[{s}, {a}, {int(Ps.indices[k])}] = {Ps.data[k]!r} is negative; "
-                    f"transition probabilities must be >= 0"
-                )
-            sums = np.asarray(Ps.sum(axis=1)).ravel()
-            self._P = None
-            self._P_sparse = Ps
+            S, A = self._init_sparse_transitions(P, R)
         else:
-            Pd = _as_float_array(P, "P", "give an (S, A, S) array of probabilities")
-            if Pd.ndim != 3 or Pd.shape[0] != Pd.shape[2]:
-                raise ModelError(
-                    f"P must have shape (S, A, S) with P[s, a, s'] the probability of "
-                    f"s' after action a in s, got shape {Pd.shape}"
-                )
-            S, A, _ = Pd.shape
-            if S == 0 or A == 0:
-                raise ModelError(f"P must have at least one state and one action, got {Pd.shape}")
-            _check_finite(Pd, "P", ("s", "a", "s'"))
-            if (Pd < 0).any():
-                s, a, t = (int(i) for i in np.argwhere(Pd < 0)[0])
-                raise ModelError(
-                    f"P[{s}, {a}, {t}] = {Pd[s, a, t]!r} is negative; transition "
-                    f"probabilities must be >= 0"
-                )
-            sums = Pd.sum(axis=2).ravel()
-            self._P = _readonly(Pd.copy())
-            self._P_sparse = None
-        bad = np.abs(sums - 1.0) > row_tolerance(S)
-        if bad.any():
-            s, a = divmod(int(np.flatnonzero(bad)[0]), A)
-            raise ModelError(
-                f"transition row P[{s}, {a}, :] sums to {sums[s * A + a]!r}, not 1 "
-                f"(tolerance {row_tolerance(S):.1e}); normalise it "
-                f"(P / P.sum(axis=2, keepdims=True))"
-            )
+            S, A = self._init_dense_transitions(P)
         sparse = self._P is None
 
         # -- rewards
-        R_arr = _as_float_array(R, "R", "give an (S, A) or (S, A, S) array")
+        R_arr = _as_float_array(R, "R", "give an (S, A) or (S, A, S) array of rewards")
         if R_arr.shape == (S, A):
             _check_finite(R_arr, "R", ("s", "a"))
             self._R_sa = _readonly(R_arr.copy())
@@ -301,7 +339,12 @@ class TabularCMDP:
                     f"a model with sparse P takes R of shape (S, A) = ({S}, {A}), got "
                     f"{R_arr.shape}; give the expected reward of each state-action pair"
                 )
-            _check_shape(R_arr, (S, A, S), "R", "(S, A, S) or (S, A)")
+            if R_arr.shape != (S, A, S):
+                raise ModelError(
+                    f"R must have shape (S, A) = ({S}, {A}) or (S, A, S) = ({S}, {A}, {S}), "
+                    f"got {R_arr.shape}; give one reward per state-action pair or per "
+                    f"transition"
+                )
             _check_finite(R_arr, "R", ("s", "a", "s'"))
             self._R = _readonly(R_arr.copy())
             self._R_sa = None
@@ -310,9 +353,8 @@ class TabularCMDP:
         if C is None:
             C_arr = np.zeros((S, A, 0))
         else:
-            C_arr = _as_float_array(C, "C", "give an (S, A, S, K) or (S, A, K) array")
-        if C_arr.ndim == 3:
-            _check_shape(C_arr, (S, A, C_arr.shape[2]), "C", "(S, A, K)")
+            C_arr = _as_float_array(C, "C", "give an (S, A, S, K) or (S, A, K) array of costs")
+        if C_arr.ndim == 3 and C_arr.shape[:2] == (S, A):
             K = C_arr.shape[2]
             _check_finite(C_arr, "C", ("s", "a", "k"))
             self._C_sa = _readonly(C_arr.copy())
@@ -320,8 +362,8 @@ class TabularCMDP:
         else:
             if sparse:
                 raise ModelError(
-                    f"a model with sparse P takes C of shape (S, A, K); got "
-                    f"{C_arr.shape}; give the expected cost of each state-action pair"
+                    f"a model with sparse P takes C of shape (S, A, K) with S={S}, A={A}, "
+                    f"got {C_arr.shape}; give the expected cost of each state-action pair"
                 )
             if C_arr.ndim != 4 or C_arr.shape[:3] != (S, A, S):
                 raise ModelError(
@@ -350,87 +392,164 @@ class TabularCMDP:
         self._d = _readonly(d_arr.copy())
 
         # -- discount, start, horizon, terminal
-        try:
-            g = float(gamma)
-        except (TypeError, ValueError):
-            raise ModelError(f"gamma must be a number in [0, 1], got {gamma!r}") from None
-        if not (0.0 <= g <= 1.0):
-            raise ModelError(
-                f"gamma must lie in [0, 1], got {g!r}; use e.g. 0.99 (discounted) or 1.0 "
-                f"with terminal states or a horizon"
-            )
-        self._gamma = g
-        if np.ndim(p0) == 0 and np.issubdtype(np.asarray(p0).dtype, np.integer):
-            s0 = int(p0)
-            if not 0 <= s0 < S:
-                raise ModelError(f"start state p0={s0} is out of range 0..{S - 1}")
-            p0_arr = np.zeros(S)
-            p0_arr[s0] = 1.0
-        else:
-            p0_arr = _as_float_array(p0, "p0", "give an (S,) distribution or a state index")
-            _check_shape(p0_arr, (S,), "p0", "(S,)")
-            _check_finite(p0_arr, "p0", ("s",))
-            if (p0_arr < 0).any() or abs(p0_arr.sum() - 1.0) > row_tolerance(S):
-                raise ModelError(
-                    f"p0 must be a distribution over the {S} states (entries >= 0 "
-                    f"summing to 1), got sum {p0_arr.sum()!r} and minimum "
-                    f"{p0_arr.min()!r}; normalise it or give a start state index"
-                )
-        self._p0 = _readonly(p0_arr.copy())
+        self._gamma = _check_gamma(gamma)
+        self._p0 = _readonly(_check_p0(p0, S))
         if horizon is not None:
-            if not (isinstance(horizon, int | np.integer) and horizon >= 1):
+            if isinstance(horizon, bool) or not (
+                isinstance(horizon, int | np.integer) and horizon >= 1
+            ):
                 raise ModelError(
                     f"horizon must be a positive integer number of steps or None, got "
                     f"{horizon!r}"
                 )
             horizon = int(horizon)
         self._horizon = horizon
-        if terminal is None:
-            term = np.zeros(S, dtype=bool)
-        else:
-            term = np.asarray(terminal)
-            if term.dtype != bool:
-                if np.issubdtype(term.dtype, np.integer) and term.ndim == 1 and term.shape != (S,):
-                    idx = term
-                    term = np.zeros(S, dtype=bool)
-                    if idx.size and (idx.min() < 0 or idx.max() >= S):
-                        raise ModelError(
-                            f"terminal state indices must lie in 0..{S - 1}, got {idx.tolist()}"
-                        )
-                    term[idx] = True
-                else:
-                    raise ModelError(
-                        f"terminal must be a boolean mask of shape ({S},) or a list of "
-                        f"state indices, got dtype {term.dtype} and shape {term.shape}"
-                    )
-            _check_shape(term, (S,), "terminal", "(S,)")
-        self._terminal = _readonly(term.copy())
+        self._terminal = _readonly(_check_terminal(terminal, S))
         self._state_labels = _labels(state_labels, S, "state_labels")
         self._action_labels = _labels(action_labels, A, "action_labels")
         self._cost_labels = _labels(cost_labels, K, "cost_labels")
-        self._name = name
-        if outcomes is not None:
-            out = np.asarray(outcomes)
-            if out.ndim != 3 or out.shape[:2] != (S, A) or not np.issubdtype(out.dtype, np.integer):
-                raise ModelError(
-                    f"outcomes must be an integer array (S, A, O) of next states, got "
-                    f"{out.dtype} {out.shape}"
-                )
-            if out.min() < 0 or out.max() >= S:
-                raise ModelError(f"outcomes must hold state indices in 0..{S - 1}")
-            out = _readonly(out.astype(np.int64))
-        self._outcomes = outcomes if outcomes is None else out
+        self._name = None if name is None else str(name)
+        self._outcomes = None if outcomes is None else self._check_outcomes(outcomes)
         if state_features is not None:
             feat = _as_float_array(state_features, "state_features", "give an (S, F) array")
             if feat.ndim != 2 or feat.shape[0] != S:
                 raise ModelError(
-                    f"state_features must have shape (S, F) with S={S}, got {feat.shape}"
+                    f"state_features must have shape (S, F) with S={S}, got {feat.shape}; "
+                    f"give one row of features per state"
                 )
             _check_finite(feat, "state_features", ("s", "f"))
             feat = _readonly(feat.copy())
         self._features = state_features if state_features is None else feat
         self._check_terminal_absorbing()
         self._frozen = True
+
+    # ----------------------------------------------------------------- validation
+    def _init_sparse_transitions(self, P, R) -> tuple[int, int]:
+        if P.ndim != 2:
+            raise ModelError(
+                f"a sparse P must be a 2-D matrix of shape (S*A, S), got {P.ndim} "
+                f"dimensions; row s*A + a holds P(. | s, a)"
+            )
+        if np.iscomplexobj(P.data) or P.dtype.kind not in "biuf":
+            raise ModelError(
+                f"P must hold real probabilities, got a sparse matrix of dtype {P.dtype}; "
+                f"give a float64 scipy.sparse matrix of shape (S*A, S)"
+            )
+        Ps = sp.csr_array(P, dtype=np.float64, copy=True)
+        n_rows, S = Ps.shape
+        R_shape = np.shape(R) if not sp.issparse(R) else R.shape
+        if len(R_shape) < 2:
+            raise ModelError(
+                f"R must have shape (S, A) when P is sparse, got shape {R_shape}; give "
+                f"one expected reward per state-action pair"
+            )
+        A = int(R_shape[1])
+        if S == 0 or A == 0 or n_rows != S * A:
+            raise ModelError(
+                f"a sparse P must have shape (S*A, S) = ({S * A}, {S}) for S={S}, "
+                f"A={A} (A read from R), got {Ps.shape}; stack the rows P(. | s, a) "
+                f"in the order s*A + a"
+            )
+        Ps.sum_duplicates()
+        Ps.sort_indices()
+        nz_row = np.repeat(np.arange(n_rows), np.diff(Ps.indptr))
+        bad = ~np.isfinite(Ps.data)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            s, a = divmod(int(nz_row[k]), A)
+            raise ModelError(
+                f"P has a non-finite entry {Ps.data[k]!r} at (s={s}, a={a}, "
+                f"s'={int(Ps.indices[k])}); replace NaN and inf by finite numbers"
+            )
+        if (Ps.data < 0).any():
+            k = int(np.flatnonzero(Ps.data < 0)[0])
+            s, a = divmod(int(nz_row[k]), A)
+            raise ModelError(
+                f"P[{s}, {a}, {int(Ps.indices[k])}] = {Ps.data[k]!r} is negative; "
+                f"transition probabilities must be >= 0"
+            )
+        Ps.eliminate_zeros()
+        sums = np.add.reduceat(Ps.data, Ps.indptr[:-1]) if Ps.nnz else np.zeros(n_rows)
+        sums[np.diff(Ps.indptr) == 0] = 0.0  # reduceat repeats an entry for empty rows
+        self._check_row_sums(sums, S, A)
+        for arr in (Ps.data, Ps.indices, Ps.indptr):
+            arr.flags.writeable = False
+        self._P = None
+        self._P_sparse = Ps
+        return S, A
+
+    def _init_dense_transitions(self, P) -> tuple[int, int]:
+        Pd = _as_float_array(P, "P", "give an (S, A, S) array of probabilities")
+        if Pd.ndim != 3 or Pd.shape[0] != Pd.shape[2]:
+            raise ModelError(
+                f"P must have shape (S, A, S) with P[s, a, s'] the probability of "
+                f"s' after action a in s, got shape {Pd.shape}; for a sparse model give "
+                f"a scipy.sparse matrix of shape (S*A, S)"
+            )
+        S, A, _ = Pd.shape
+        if S == 0 or A == 0:
+            raise ModelError(
+                f"P must have at least one state and one action, got shape {Pd.shape}"
+            )
+        _check_finite(Pd, "P", ("s", "a", "s'"))
+        if (Pd < 0).any():
+            s, a, t = (int(i) for i in np.argwhere(Pd < 0)[0])
+            raise ModelError(
+                f"P[{s}, {a}, {t}] = {Pd[s, a, t]!r} is negative; transition "
+                f"probabilities must be >= 0"
+            )
+        self._check_row_sums(Pd.sum(axis=2).ravel(), S, A)
+        self._P = _readonly(Pd.copy())
+        self._P_sparse = None
+        return S, A
+
+    @staticmethod
+    def _check_row_sums(sums: np.ndarray, S: int, A: int) -> None:
+        tol = row_tolerance(S)
+        bad = np.abs(sums - 1.0) > tol
+        if bad.any():
+            s, a = divmod(int(np.flatnonzero(bad)[0]), A)
+            raise ModelError(
+                f"transition row P[{s}, {a}, :] sums to {sums[s * A + a]!r}, not 1 "
+                f"(tolerance {tol:.1e}); normalise every row so that "
+                f"P.sum(axis=-1) == 1"
+            )
+
+    def _check_outcomes(self, outcomes) -> np.ndarray:
+        S, A = self.n_states, self.n_actions
+        out = np.asarray(outcomes)
+        if (
+            out.ndim != 3
+            or out.shape[:2] != (S, A)
+            or out.shape[2] == 0
+            or not np.issubdtype(out.dtype, np.integer)
+        ):
+            raise ModelError(
+                f"outcomes must be an integer array (S, A, O) = ({S}, {A}, O) of next "
+                f"states with O >= 1, got dtype {out.dtype} and shape {out.shape}"
+            )
+        if out.min() < 0 or out.max() >= S:
+            s, a, o = (int(i) for i in np.argwhere((out < 0) | (out >= S))[0])
+            raise ModelError(
+                f"outcomes[{s}, {a}, {o}] = {int(out[s, a, o])} is not a state index in "
+                f"0..{S - 1}"
+            )
+        out = out.astype(np.int64)
+        # the support of P must lie inside the outcomes of each (s, a)
+        Ps = self.P_sparse
+        O = out.shape[2]
+        rows = np.repeat(np.arange(S * A), np.diff(Ps.indptr))
+        ok = (out.reshape(S * A, O)[rows] == Ps.indices[:, None]).any(axis=1)
+        if not ok.all():
+            k = int(np.flatnonzero(~ok)[0])
+            s, a = divmod(int(rows[k]), A)
+            t = int(Ps.indices[k])
+            raise ModelError(
+                f"P[{s}, {a}, {t}] = {Ps.data[k]!r} > 0 but state {t} is none of the "
+                f"outcomes of (s={s}, a={a}), which are {out[s, a].tolist()}; add it "
+                f"to the outcomes or build the model with outcomes=None"
+            )
+        return _readonly(out)
 
     # ----------------------------------------------------------------- immutability
     def __setattr__(self, name, value):
@@ -505,11 +624,18 @@ class TabularCMDP:
 
     @property
     def P_sparse(self) -> sp.csr_array:
-        """Transitions as a CSR matrix (S*A, S): row ``s*A + a`` is P(.|s, a)."""
+        """Transitions as a CSR matrix (S*A, S): row ``s*A + a`` is P(.|s, a).
+
+        Canonical (sorted indices, no duplicates, no stored zeros) and read-only.
+        """
         if self._P_sparse is None:
             if "P_sparse" not in self._cache:
                 S, A = self.n_states, self.n_actions
-                self._cache["P_sparse"] = sp.csr_array(self._P.reshape(S * A, S))
+                Ps = sp.csr_array(self._P.reshape(S * A, S))
+                Ps.sort_indices()
+                for arr in (Ps.data, Ps.indices, Ps.indptr):
+                    arr.flags.writeable = False
+                self._cache["P_sparse"] = Ps
             return self._cache["P_sparse"]
         return self._P_sparse
 
@@ -623,7 +749,16 @@ class TabularCMDP:
     # ----------------------------------------------------------------- constructors
     @classmethod
     def from_outcomes(cls, next_state, prob, R, C=None, **kwargs) -> TabularCMDP:
-        """Build a model from the outcome form.
+        r"""Build a model from the outcome form.
+
+        Outcome ``o`` of ``(s, a)`` leads to state ``next_state[s, a, o]`` with
+        probability ``prob[s, a, o]``; outcomes that reach the same state (moves
+        clipped at a wall) are merged:
+
+        .. math::
+
+            P(s' \mid s, a) = \sum_{o:\ \mathrm{next\_state}[s, a, o] = s'}
+            \mathrm{prob}[s, a, o].
 
         Parameters
         ----------
@@ -631,38 +766,53 @@ class TabularCMDP:
             The next state reached by each of O outcomes of ``(s, a)`` (several outcomes
             may reach the same state, e.g. moves clipped at a wall).
         prob : array (S, A, O)
-            Outcome probabilities; each (s, a) row must sum to 1.
+            Outcome probabilities: >= 0, each (s, a) row summing to 1.
         R : array (S, A), (S, A, S) or (S,)
-            Reward; an (S,) array is the reward of *entering* each state.
-        C : array (S, A, K), (S, A, S, K) or (S, K), optional
-            Costs; an (S, K) array is the cost of *entering* each state.
+            Reward; an (S,) array is the reward of *entering* each state.  An
+            (S, A, S) array is indexed by the next *state*, not by the outcome.
+        C : array (S, A, K), (S, A, S, K), (S, K) or (S,), optional
+            Costs; an (S, K) or (S,) array is the cost of *entering* each state.
         **kwargs
             Passed to :class:`TabularCMDP` (``d``, ``gamma``, ``p0``, ...).
 
         The outcome map is kept as :attr:`outcomes`.
         """
         ns = np.asarray(next_state)
-        if ns.ndim != 3 or not np.issubdtype(ns.dtype, np.integer):
+        if ns.ndim != 3 or not np.issubdtype(ns.dtype, np.integer) or 0 in ns.shape:
             raise ModelError(
-                f"next_state must be an integer array (S, A, O), got {ns.dtype} {ns.shape}"
+                f"next_state must be an integer array (S, A, O) with S, A, O >= 1, got "
+                f"dtype {ns.dtype} and shape {ns.shape}"
             )
         S, A, O = ns.shape
+        if ns.min() < 0 or ns.max() >= S:
+            s, a, o = (int(i) for i in np.argwhere((ns < 0) | (ns >= S))[0])
+            raise ModelError(
+                f"next_state[{s}, {a}, {o}] = {int(ns[s, a, o])} is not a state index in "
+                f"0..{S - 1}"
+            )
         pr = _as_float_array(prob, "prob", "give (S, A, O) outcome probabilities")
         _check_shape(pr, (S, A, O), "prob", "(S, A, O)")
-        if ns.min() < 0 or ns.max() >= S:
-            raise ModelError(f"next_state entries must be state indices in 0..{S - 1}")
+        _check_finite(pr, "prob", ("s", "a", "o"))
+        if (pr < 0).any():
+            s, a, o = (int(i) for i in np.argwhere(pr < 0)[0])
+            raise ModelError(
+                f"prob[{s}, {a}, {o}] = {pr[s, a, o]!r} is negative; outcome "
+                f"probabilities must be >= 0"
+            )
         P = np.zeros((S, A, S))
         ii, jj, _ = np.indices((S, A, O))
         np.add.at(P, (ii, jj, ns), pr)
-        R_arr = np.asarray(R, dtype=np.float64)
+        R_arr = _as_float_array(R, "R", "give an (S,), (S, A) or (S, A, S) array of rewards")
         if R_arr.shape == (S,):
             R_arr = np.broadcast_to(R_arr[None, None, :], (S, A, S))
         if C is not None:
-            C_arr = np.asarray(C, dtype=np.float64)
-            if C_arr.ndim == 2 and C_arr.shape[0] == S:
-                C_arr = np.broadcast_to(C_arr[None, None, :, :], (S, A, S, C_arr.shape[1]))
-            elif C_arr.shape == (S,):
+            C_arr = _as_float_array(
+                C, "C", "give an (S,), (S, K), (S, A, K) or (S, A, S, K) array of costs"
+            )
+            if C_arr.shape == (S,):
                 C_arr = np.broadcast_to(C_arr[None, None, :, None], (S, A, S, 1))
+            elif C_arr.ndim == 2 and C_arr.shape[0] == S:
+                C_arr = np.broadcast_to(C_arr[None, None, :, :], (S, A, S, C_arr.shape[1]))
             C = C_arr
         return cls(P, R_arr, C, outcomes=ns, **kwargs)
 
@@ -718,16 +868,54 @@ class TabularCMDP:
         _check_finite(arr, "lam", ("k",))
         return arr
 
-    def to_mdptoolbox(self, lam=None):
+    def to_mdptoolbox(self, lam=None, sparse: bool = False):
         """Arrays in pymdptoolbox's convention: ``(P[a, s, s'], R[s, a])``.
 
-        The reward is the Lagrangian reward r - lam.c (plain r when ``lam`` is None).
-        """
-        return np.ascontiguousarray(self.P.transpose(1, 0, 2)), self.scalarised_reward(lam)
+        Parameters
+        ----------
+        lam : array (K,) or float, optional
+            The reward is the Lagrangian reward :math:`r - \\lambda^\\top c`
+            (:meth:`scalarised_reward`; plain ``r`` when ``lam`` is None), zero in
+            terminal states.
+        sparse : bool
+            If True, ``P`` is a tuple of A ``scipy.sparse.csr_matrix`` of shape (S, S)
+            (pymdptoolbox's list form), which never builds the dense tensor.
 
-    def to_quantecon(self, lam=None):
-        """Arrays in QuantEcon DiscreteDP's convention: ``(R[s, a], Q[s, a, s'], beta)``."""
-        return self.scalarised_reward(lam), np.array(self.P), self.gamma
+        Returns
+        -------
+        P : ndarray (A, S, S) or tuple of A sparse (S, S)
+        R : ndarray (S, A)
+
+        Notes
+        -----
+        pymdptoolbox takes the discount separately (``model.gamma``) and needs it in
+        (0, 1] (and < 1 for most of its solvers).
+        """
+        R = np.array(self.scalarised_reward(lam))
+        if sparse:
+            A = self.n_actions
+            Ps = self.P_sparse
+            P = tuple(sp.csr_matrix(Ps[a::A]) for a in range(A))
+            return P, R
+        return np.ascontiguousarray(self.P.transpose(1, 0, 2)), R
+
+    def to_quantecon(self, lam=None, sparse: bool = False):
+        """Arrays in QuantEcon ``DiscreteDP``'s convention.
+
+        Dense (default): ``(R[s, a], Q[s, a, s'], beta)`` for
+        ``DiscreteDP(R, Q, beta)``.  With ``sparse=True`` the state-action-pair form
+        ``(R[l], Q[l, s'], beta, s_indices, a_indices)`` with ``l = s*A + a`` and ``Q``
+        a ``scipy.sparse.csr_matrix`` (S*A, S), for
+        ``DiscreteDP(R, Q, beta, s_indices, a_indices)``; it never builds the dense
+        tensor.  The reward is :meth:`scalarised_reward` (plain ``r`` when ``lam`` is
+        None).  QuantEcon's policy evaluation needs ``beta < 1``.
+        """
+        R = np.array(self.scalarised_reward(lam))
+        if sparse:
+            S, A = self.n_states, self.n_actions
+            s_idx, a_idx = np.divmod(np.arange(S * A), A)
+            return R.ravel(), sp.csr_matrix(self.P_sparse), self.gamma, s_idx, a_idx
+        return R, np.array(self.P), self.gamma
 
     def __repr__(self) -> str:
         nm = f" {self._name!r}" if self._name else ""
