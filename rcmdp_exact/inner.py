@@ -121,7 +121,7 @@ def _validate(p, zz, a, sup, n) -> None:
         if bad.any():
             idx = tuple(np.argwhere(bad)[0])
             raise ModelError(
-                f"{name}{_where(idx)} = {arr[idx]!r} is not finite; replace NaN and "
+                f"{name}{_where(idx)} = {float(arr[idx])!r} is not finite; replace NaN and "
                 f"inf by finite numbers"
             )
     if (a < 0).any():
@@ -133,7 +133,7 @@ def _validate(p, zz, a, sup, n) -> None:
     if (p < 0).any():
         idx = tuple(np.argwhere(p < 0)[0])
         raise ModelError(
-            f"p_hat{_where(idx)} = {p[idx]!r} is negative; p_hat must be a probability "
+            f"p_hat{_where(idx)} = {float(p[idx])!r} is negative; p_hat must be a probability "
             f"distribution (entries >= 0 summing to 1 on its support)"
         )
     if sup is not None:
@@ -141,7 +141,7 @@ def _validate(p, zz, a, sup, n) -> None:
         if off.any():
             idx = tuple(np.argwhere(off)[0])
             raise ModelError(
-                f"p_hat{_where(idx)} = {p[idx]!r} lies outside the support "
+                f"p_hat{_where(idx)} = {float(p[idx])!r} lies outside the support "
                 f"(support{_where(idx)} is False); p_hat must be a probability "
                 f"distribution on its support: move that mass onto the support or "
                 f"enlarge the support"

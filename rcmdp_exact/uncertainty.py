@@ -172,11 +172,11 @@ class L1Ball:
         S, A, _ = P.shape
         if not np.isfinite(P).all():
             s, a, t = (int(i) for i in np.argwhere(~np.isfinite(P))[0])
-            raise ModelError(f"nominal[{s}, {a}, {t}] = {P[s, a, t]!r} is not finite")
+            raise ModelError(f"nominal[{s}, {a}, {t}] = {float(P[s, a, t])!r} is not finite")
         if (P < 0).any():
             s, a, t = (int(i) for i in np.argwhere(P < 0)[0])
             raise ModelError(
-                f"nominal[{s}, {a}, {t}] = {P[s, a, t]!r} is negative; transition "
+                f"nominal[{s}, {a}, {t}] = {float(P[s, a, t])!r} is negative; transition "
                 f"probabilities must be >= 0"
             )
         sums = P.sum(axis=2)
@@ -184,7 +184,7 @@ class L1Ball:
         if bad.any():
             s, a = (int(i) for i in np.argwhere(bad)[0])
             raise ModelError(
-                f"nominal row [{s}, {a}, :] sums to {sums[s, a]!r}, not 1; normalise it "
+                f"nominal row [{s}, {a}, :] sums to {float(sums[s, a])!r}, not 1; normalise it "
                 f"(nominal / nominal.sum(axis=2, keepdims=True))"
             )
         al = np.asarray(alpha, dtype=np.float64)
@@ -197,11 +197,11 @@ class L1Ball:
             ) from None
         if not np.isfinite(al).all():
             s, a = (int(i) for i in np.argwhere(~np.isfinite(al))[0])
-            raise ModelError(f"alpha[{s}, {a}] = {al[s, a]!r} is not finite")
+            raise ModelError(f"alpha[{s}, {a}] = {float(al[s, a])!r} is not finite")
         if (al < 0).any():
             s, a = (int(i) for i in np.argwhere(al < 0)[0])
             raise ModelError(
-                f"alpha[{s}, {a}] = {al[s, a]!r} is negative; the radius of an L1 ball "
+                f"alpha[{s}, {a}] = {float(al[s, a])!r} is negative; the radius of an L1 ball "
                 f"must be >= 0 (alpha = 0 gives the nominal distribution)"
             )
         if support is None:
@@ -218,7 +218,7 @@ class L1Ball:
             if off.any():
                 s, a, t = (int(i) for i in np.argwhere(off)[0])
                 raise ModelError(
-                    f"nominal[{s}, {a}, {t}] = {P[s, a, t]!r} lies outside the support "
+                    f"nominal[{s}, {a}, {t}] = {float(P[s, a, t])!r} lies outside the support "
                     f"(support[{s}, {a}, {t}] is False); put the nominal mass on the "
                     f"support or enlarge it"
                 )
@@ -491,7 +491,7 @@ def estimate_l1_ball(counts, delta: float = 0.1, n_outcomes: int | None = None, 
     if not np.isfinite(c).all() or (c < 0).any():
         s, a, o = (int(i) for i in np.argwhere(~(np.isfinite(c) & (c >= 0)))[0])
         raise ModelError(
-            f"counts[{s}, {a}, {o}] = {c[s, a, o]!r} is not a non-negative count"
+            f"counts[{s}, {a}, {o}] = {float(c[s, a, o])!r} is not a non-negative count"
         )
     pc = float(pseudo_count)
     if not (np.isfinite(pc) and pc >= 0):
@@ -515,7 +515,7 @@ def estimate_l1_ball(counts, delta: float = 0.1, n_outcomes: int | None = None, 
             if off.any():
                 s, a, t = (int(i) for i in np.argwhere(off)[0])
                 raise ModelError(
-                    f"counts[{s}, {a}, {t}] = {c[s, a, t]!r} lies outside the support; "
+                    f"counts[{s}, {a}, {t}] = {float(c[s, a, t])!r} lies outside the support; "
                     f"enlarge the support"
                 )
     else:

@@ -1,0 +1,334 @@
+"""The L1 inner problem: exact sort-based algorithm vs cvxpy LP vs brute force."""
+
+import itertools
+import re
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rcmdp_exact.inner as inner_mod
+from rcmdp_exact.inner import l1_violation, worst_case_l1
+from rcmdp_exact.model import ModelError
+
+FEAS_TOL = 1e-9
+
+
+# --------------------------------------------------------------------------- helpers
+def brute_force(p_hat, z, alpha, support=None):
+    """Minimum of z.p over the vertices of the lifted polytope, by enumeration.
+
+    Variables x = (p, t) on the m supported outcomes; constraints
+    p - t <= p_hat, -p - t <= -p_hat, -p <= 0, sum t <= alpha and sum p = 1.  A vertex
+    has 2m - 1 active inequalities that, with the equality, have full rank 2m; every
+    such subset is solved and the feasible points are kept.  Independent of the
+    structure the sort-based algorithm exploits.
+    """
+    p_hat = np.asarray(p_hat, float)
+    z = np.asarray(z, float)
+    on = np.arange(p_hat.size) if support is None else np.flatnonzero(support)
+    ph, zz = p_hat[on], z[on]
+    m = on.size
+    eye = np.eye(m)
+    G = np.block([
+        [eye, -eye],
+        [-eye, -eye],
+        [-eye, np.zeros((m, m))],
+        [np.zeros((1, m)), np.ones((1, m))],
+    ])
+    h = np.concatenate([ph, -ph, np.zeros(m), [alpha]])
+    eq = np.concatenate([np.ones(m), np.zeros(m)])
+    combos = np.array(list(itertools.combinations(range(G.shape[0]), 2 * m - 1)))
+    M = np.concatenate([G[combos], np.broadcast_to(eq, (len(combos), 1, 2 * m))], axis=1)
+    rhs = np.concatenate([h[combos], np.ones((len(combos), 1))], axis=1)
+    det = np.linalg.det(M)
+    keep = np.abs(det) > 1e-10
+    x = np.linalg.solve(M[keep], rhs[keep][..., None])[..., 0]
+    feas = (x @ G.T <= h + 1e-9).all(axis=1)
+    assert feas.any(), "the nominal point is always a feasible vertex candidate"
+    vals = x[feas, :m] @ zz
+    return float(vals.min())
+
+
+def random_row(rng, n, support_frac=0.7, degenerate=False):
+    sup = rng.random(n) < support_frac
+    sup[rng.integers(n)] = True
+    if degenerate:
+        p = np.zeros(n)
+        p[rng.choice(np.flatnonzero(sup))] = 1.0
+    else:
+        p = rng.random(n) * sup * (rng.random(n) < 0.7)
+        if p.sum() == 0:
+            p = sup.astype(float)
+        p /= p.sum()
+    return p, sup
+
+
+@st.composite
+def inner_cases(draw, max_n=60):
+    """Batches of inner problems with random supports, ties and degenerate p_hat."""
+    n = draw(st.integers(1, max_n))
+    rows = draw(st.integers(1, 3))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    full = draw(st.booleans())
+    degenerate = draw(st.booleans())
+    ps, sups = [], []
+    for _ in range(rows):
+        p, sup = random_row(rng, n, 1.0 if full else rng.uniform(0.1, 1.0),
+                            degenerate and rng.random() < 0.7)
+        ps.append(p)
+        sups.append(sup)
+    p_hat, support = np.array(ps), np.array(sups)
+    tie_kind = draw(st.sampled_from(["ties", "continuous", "constant"]))
+    if tie_kind == "ties":
+        z = rng.integers(-2, 3, size=(rows, n)).astype(float)
+    elif tie_kind == "continuous":
+        z = rng.normal(scale=5.0, size=(rows, n))
+    else:
+        z = np.full((rows, n), 1.5)
+    if draw(st.booleans()):
+        z = z[0]  # shared by all rows
+    alpha = np.array([draw(st.floats(0.0, 3.0)) for _ in range(rows)])
+    if draw(st.booleans()):
+        alpha[rng.integers(rows)] = draw(st.sampled_from([0.0, 2.0, 3.0]))
+    return p_hat, z, alpha, (None if full else support)
+
+
+# --------------------------------------------------------------------------- hand case
+@pytest.mark.parametrize("method", ["sort", "lp"])
+@pytest.mark.parametrize(
+    ("alpha", "value", "p"),
+    [
+        (0.0, 2.3, [0.4, 0.3, 0.1, 0.2]),
+        # eps = min(1/2, 0.6) = 0.5 moves to z=1; removed: 0.1 (z=5), 0.2 (z=4), 0.2 (z=2)
+        (1.0, 1.1, [0.9, 0.1, 0.0, 0.0]),
+        # eps = min(1, 0.6) = 0.6: everything moves to z=1
+        (2.0, 1.0, [1.0, 0.0, 0.0, 0.0]),
+    ],
+)
+def test_protocol_hand_checked_case(method, alpha, value, p):
+    res = worst_case_l1([0.4, 0.3, 0.1, 0.2], [1.0, 2.0, 5.0, 4.0], alpha, method=method)
+    assert res.value == pytest.approx(value, abs=1e-12)
+    np.testing.assert_allclose(res.p, p, atol=1e-12)
+    assert res.success
+
+
+# --------------------------------------------------------------------------- sort vs LP
+@settings(max_examples=60)
+@given(inner_cases())
+def test_sort_matches_lp_and_both_feasible(case):
+    p_hat, z, alpha, support = case
+    s = worst_case_l1(p_hat, z, alpha, support, method="sort")
+    lp = worst_case_l1(p_hat, z, alpha, support, method="lp")
+    assert lp.success
+    np.testing.assert_allclose(s.value, lp.value, atol=1e-8, rtol=0)
+    assert (l1_violation(s.p, p_hat, alpha, support) <= FEAS_TOL).all()
+    assert (l1_violation(lp.p, p_hat, alpha, support) <= FEAS_TOL).all()
+    zz = np.broadcast_to(z, p_hat.shape)
+    # the reported value is the objective of the reported distribution
+    np.testing.assert_allclose((s.p * zz).sum(axis=1), s.value, atol=1e-12)
+
+
+@settings(max_examples=40)
+@given(inner_cases(max_n=6))
+def test_sort_matches_vertex_enumeration(case):
+    p_hat, z, alpha, support = case
+    s = worst_case_l1(p_hat, z, alpha, support)
+    zz = np.broadcast_to(z, p_hat.shape)
+    for i in range(p_hat.shape[0]):
+        ref = brute_force(p_hat[i], zz[i], alpha[i], None if support is None else support[i])
+        assert s.value[i] == pytest.approx(ref, abs=1e-9)
+
+
+@settings(max_examples=60)
+@given(inner_cases())
+def test_value_is_monotone_in_alpha_and_bounded(case):
+    p_hat, z, alpha, support = case
+    zz = np.broadcast_to(z, p_hat.shape)
+    v0 = worst_case_l1(p_hat, z, 0.0, support)
+    np.testing.assert_array_equal(v0.p, p_hat)  # alpha = 0: the nominal itself
+    np.testing.assert_allclose(v0.value, (p_hat * zz).sum(axis=1), atol=1e-12)
+    v1 = worst_case_l1(p_hat, z, alpha, support).value
+    v2 = worst_case_l1(p_hat, z, alpha + 0.25, support).value
+    assert (v2 <= v1 + 1e-12).all() and (v1 <= v0.value + 1e-12).all()
+    # alpha >= 2: the whole simplex on the support, the minimum of z there
+    zmin = np.where(support if support is not None else True, zz, np.inf).min(axis=1)
+    np.testing.assert_allclose(worst_case_l1(p_hat, z, 2.0, support).value, zmin, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- batching
+def test_batched_equals_row_by_row_and_shared_z():
+    rng = np.random.default_rng(3)
+    S, A, n = 7, 3, 50
+    p_hat = rng.dirichlet(np.ones(n), size=(S, A))
+    z = rng.normal(size=(S, A, n))
+    alpha = rng.uniform(0, 2.5, size=(S, A))
+    res = worst_case_l1(p_hat, z, alpha)
+    assert res.p.shape == (S, A, n) and res.value.shape == (S, A)
+    for s in range(S):
+        for a in range(A):
+            one = worst_case_l1(p_hat[s, a], z[s, a], alpha[s, a])
+            assert one.value == pytest.approx(res.value[s, a], abs=1e-13)
+    shared = worst_case_l1(p_hat, z[0, 0], alpha)
+    full = worst_case_l1(p_hat, np.broadcast_to(z[0, 0], (S, A, n)).copy(), alpha)
+    np.testing.assert_allclose(shared.value, full.value, atol=1e-13)
+    np.testing.assert_allclose(shared.p, full.p, atol=1e-15)
+
+
+@pytest.mark.parametrize("n", [3, 40, 200])
+def test_exact_fallback_path_matches(monkeypatch, n):
+    """Near-ties (z differing in the last bits) and the exact argsort path."""
+    rng = np.random.default_rng(n)
+    N = 30
+    p_hat = rng.dirichlet(np.full(n, 0.5), size=N)
+    base = rng.normal(size=(N, 1)) * 3
+    ulps = rng.integers(-2000, 2000, size=(N, n))
+    z = base + ulps * np.spacing(np.abs(base))  # values a few thousand ulps apart
+    z[:, : n // 3] = rng.normal(size=(N, n // 3))
+    alpha = rng.uniform(0, 2, N)
+    packed = worst_case_l1(p_hat, z, alpha)
+    monkeypatch.setattr(inner_mod, "_PACK_LIMIT", 0)  # force np.argsort everywhere
+    exact = worst_case_l1(p_hat, z, alpha)
+    np.testing.assert_allclose(packed.value, exact.value, atol=1e-14, rtol=0)
+    assert (l1_violation(packed.p, p_hat, alpha) <= FEAS_TOL).all()
+    for i in range(0, N, 7):
+        order = np.argsort(-z[i], kind="stable")
+        # exact reference by the formula in sorted order
+        k = order[-1]
+        eps = min(alpha[i] / 2, 1 - p_hat[i, k])
+        removed, left = np.zeros(n), eps
+        for j in order[:-1]:
+            take = min(p_hat[i, j], left)
+            removed[j], left = take, left - take
+        ref = p_hat[i] @ z[i] + eps * z[i, k] - removed @ z[i]
+        assert packed.value[i] == pytest.approx(ref, abs=1e-12)
+
+
+def test_large_block_path_with_support():
+    rng = np.random.default_rng(11)
+    N, n = 25, 300
+    sup = rng.random((N, n)) < 0.5
+    sup[:, 0] = True
+    p_hat = rng.random((N, n)) * sup
+    p_hat /= p_hat.sum(axis=1, keepdims=True)
+    z = rng.integers(0, 20, size=(N, n)).astype(float)
+    alpha = rng.uniform(0, 2.2, N)
+    s = worst_case_l1(p_hat, z, alpha, sup)
+    lp = worst_case_l1(p_hat, z, alpha, sup, method="lp")
+    np.testing.assert_allclose(s.value, lp.value, atol=1e-8)
+    assert (l1_violation(s.p, p_hat, alpha, sup) <= FEAS_TOL).all()
+
+
+def test_single_outcome_and_scalar_input():
+    res = worst_case_l1([1.0], [4.0], 1.5)
+    assert res.value == 4.0 and res.p.tolist() == [1.0]
+
+
+# --------------------------------------------------------------------------- LP status
+def test_lp_optimal_inaccurate_is_a_warning(monkeypatch):
+    import cvxpy as cp
+
+    original = cp.Problem.solve
+
+    def inaccurate(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        self._status = cp.OPTIMAL_INACCURATE
+        return out
+
+    monkeypatch.setattr(cp.Problem, "solve", inaccurate)
+    with pytest.warns(RuntimeWarning, match="OPTIMAL_INACCURATE"):
+        res = worst_case_l1([0.5, 0.5], [1.0, 0.0], 0.4, method="lp")
+    assert not res.success and res.status == 1
+    assert res.value == pytest.approx(0.3, abs=1e-9)
+
+
+def test_lp_bad_status_raises(monkeypatch):
+    import cvxpy as cp
+
+    original = cp.Problem.solve
+
+    def infeasible(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        self._status = cp.INFEASIBLE
+        return out
+
+    monkeypatch.setattr(cp.Problem, "solve", infeasible)
+    with pytest.raises(ModelError, match="ended with status 'infeasible'"):
+        worst_case_l1([0.5, 0.5], [1.0, 0.0], 0.4, method="lp")
+
+
+def test_lp_with_clarabel_agrees():
+    rng = np.random.default_rng(0)
+    p_hat = rng.dirichlet(np.ones(8), size=4)
+    z = rng.normal(size=(4, 8))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        c = worst_case_l1(p_hat, z, 0.7, method="lp", solver="CLARABEL")
+    s = worst_case_l1(p_hat, z, 0.7)
+    np.testing.assert_allclose(c.value, s.value, atol=1e-7)
+
+
+# --------------------------------------------------------------------------- input errors
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            dict(alpha=-0.1),
+            "alpha[] = -0.1 is negative; the radius of an L1 ball must be >= 0 (alpha = 0 "
+            "gives the nominal distribution)",
+        ),
+        (
+            dict(p_hat=[0.5, 0.6, 0.1]),
+            "p_hat[] sums to 1.2000000000000002, not 1 (tolerance 3.0e-12); p_hat must be a "
+            "probability distribution on its support: normalise it (p_hat / "
+            "p_hat.sum(axis=-1, keepdims=True))",
+        ),
+        (
+            dict(p_hat=[1.2, -0.2, 0.0]),
+            "p_hat[1] = -0.2 is negative; p_hat must be a probability distribution "
+            "(entries >= 0 summing to 1 on its support)",
+        ),
+        (
+            dict(support=[True, False, True]),
+            "p_hat[1] = 0.3 lies outside the support (support[1] is False); p_hat must be "
+            "a probability distribution on its support: move that mass onto the support "
+            "or enlarge the support",
+        ),
+        (
+            dict(z=[1.0, 2.0]),
+            "z has shape (2,), which does not broadcast to p_hat's shape (3,); give z with "
+            "a last axis of n = 3 outcomes, either shared (shape (3,)) or one row per "
+            "distribution",
+        ),
+        (
+            dict(alpha=[0.1, 0.2]),
+            "alpha has shape (2,), which does not broadcast to p_hat's leading shape (); "
+            "give one radius per distribution or a scalar",
+        ),
+        (
+            dict(z=[1.0, np.nan, 0.0]),
+            "z[1] = nan is not finite; replace NaN and inf by finite numbers",
+        ),
+        (
+            dict(method="simplex"),
+            "unknown method 'simplex'; use 'sort' (exact, batched) or 'lp' (cvxpy LP per "
+            "row, a cross-check)",
+        ),
+    ],
+)
+def test_input_errors(kwargs, message):
+    args = dict(p_hat=[0.2, 0.3, 0.5], z=[1.0, 2.0, 3.0], alpha=0.5)
+    args.update(kwargs)
+    with pytest.raises(ModelError, match=re.escape(message)):
+        worst_case_l1(**args)
+
+
+def test_batched_error_names_the_row():
+    p_hat = np.array([[0.5, 0.5], [0.7, 0.2]])
+    with pytest.raises(ModelError, match=re.escape("p_hat[1] sums to 0.8999999999999999")):
+        worst_case_l1(p_hat, [0.0, 1.0], 0.3)
+    with pytest.raises(ModelError, match=re.escape("alpha[1] = -1.0 is negative")):
+        worst_case_l1(np.eye(2), [0.0, 1.0], [0.2, -1.0])
