@@ -61,7 +61,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ._result import Result
-from .model import ModelError, TabularCMDP, check_policy
+from .model import ModelError, TabularCMDP, _plain, check_policy
 
 __all__ = [
     "PENALTY_WEIGHT",
@@ -163,6 +163,7 @@ def check_proper(model: TabularCMDP, P_pi: sp.sparray, what: str) -> np.ndarray:
     G.add_nodes_from(range(S))
     G.add_edges_from(zip(rows[keep].tolist(), cols[keep].tolist(), strict=True))
     source, sink = -1, -2  # virtual nodes: source -> start states, terminals -> sink
+    G.add_nodes_from((source, sink))
     G.add_edges_from((source, int(s)) for s in np.flatnonzero(model.p0 > 0))
     G.add_edges_from((int(t), sink) for t in np.flatnonzero(model.terminal))
     good = np.zeros(S, dtype=bool)
@@ -292,7 +293,7 @@ def evaluate(model: TabularCMDP, policy, lam=None) -> Result:
 def _check_horizon(T, what: str, minimum: int) -> int:
     if isinstance(T, bool) or not (isinstance(T, numbers.Integral) and T >= minimum):
         kind = "positive" if minimum >= 1 else "non-negative"
-        raise ModelError(f"{what} must be a {kind} integer number of steps, got {T!r}")
+        raise ModelError(f"{what} must be a {kind} integer number of steps, got {_plain(T)!r}")
     return int(T)
 
 
@@ -338,7 +339,7 @@ def evaluate_finite_horizon(model: TabularCMDP, policy, horizon: int | None = No
     T = _check_horizon(T, "horizon", 0)
     if isinstance(discount, str | bytes | bool) or not isinstance(discount, numbers.Real) \
             or not 0.0 <= discount <= 1.0:
-        raise ModelError(f"discount must be a number in [0, 1], got {discount!r}")
+        raise ModelError(f"discount must be a number in [0, 1], got {_plain(discount)!r}")
     S, A = model.n_states, model.n_actions
     pi = check_policy(policy, S, A)
     P_pi = _p_pi(model, pi)
@@ -378,7 +379,7 @@ def rescaled_budget(d, gamma: float, horizon: int) -> np.ndarray:
         raise ModelError(f"budgets d must be finite, got {d.tolist()}")
     if isinstance(gamma, str | bytes | bool) or not isinstance(gamma, numbers.Real) \
             or not 0.0 <= gamma <= 1.0:
-        raise ModelError(f"gamma must be a number in [0, 1], got {gamma!r}")
+        raise ModelError(f"gamma must be a number in [0, 1], got {_plain(gamma)!r}")
     T = _check_horizon(horizon, "horizon of a rescaled budget", 1)
     g = float(gamma)
     norm = float(T) if g == 1.0 else (1.0 - g**T) / (1.0 - g)

@@ -30,6 +30,7 @@ Every check made when a model is built raises :class:`ModelError` (a
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
@@ -62,6 +63,22 @@ def row_tolerance(n: int) -> float:
 
 
 # --------------------------------------------------------------------------- helpers
+def _asarray(x, name: str, fix: str) -> np.ndarray:
+    """``np.asarray(x)`` or a :class:`ModelError` (ragged nesting, unconvertible)."""
+    if sp.issparse(x):
+        raise ModelError(
+            f"{name} must be a dense array here, got a scipy.sparse {type(x).__name__}; "
+            f"{fix}"
+        )
+    try:
+        return np.asarray(x)
+    except (TypeError, ValueError):
+        raise ModelError(
+            f"{name} must be an array, got a {type(x).__name__} that numpy cannot turn "
+            f"into one (ragged nesting?); {fix}"
+        ) from None
+
+
 def _as_float_array(x, name: str, fix: str) -> np.ndarray:
     """``x`` as a float64 array, or a :class:`ModelError` naming ``name``."""
     if sp.issparse(x):
@@ -91,7 +108,7 @@ def _check_finite(arr: np.ndarray, name: str, axes: Sequence[str]) -> None:
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
         where = ", ".join(f"{a}={i}" for a, i in zip(axes, idx, strict=False))
         raise ModelError(
-            f"{name} has a non-finite entry {arr[idx]!r} at ({where}); replace NaN and "
+            f"{name} has a non-finite entry {float(arr[idx])!r} at ({where}); replace NaN and "
             f"inf by finite numbers"
         )
 
@@ -106,12 +123,15 @@ def _check_shape(arr: np.ndarray, shape: tuple, name: str, axes: str) -> None:
 
 def _check_gamma(gamma) -> float:
     """``gamma`` as a float in [0, 1], or a :class:`ModelError`."""
-    if isinstance(gamma, str | bytes | bool) or np.ndim(gamma) != 0:
-        raise ModelError(f"gamma must be a number in [0, 1], got {gamma!r}")
+    scalar = isinstance(gamma, numbers.Real) or (
+        isinstance(gamma, np.ndarray) and gamma.ndim == 0 and gamma.dtype.kind in "iuf"
+    )
+    if isinstance(gamma, bool) or not scalar:
+        raise ModelError(f"gamma must be a number in [0, 1], got {_plain(gamma)!r}")
     try:
         g = float(gamma)
     except (TypeError, ValueError):
-        raise ModelError(f"gamma must be a number in [0, 1], got {gamma!r}") from None
+        raise ModelError(f"gamma must be a number in [0, 1], got {_plain(gamma)!r}") from None
     if not 0.0 <= g <= 1.0:
         raise ModelError(
             f"gamma must lie in [0, 1], got {g!r}; use e.g. 0.99 (discounted) or 1.0 "
@@ -122,7 +142,8 @@ def _check_gamma(gamma) -> float:
 
 def _check_p0(p0, S: int) -> np.ndarray:
     """The start distribution (S,) from a distribution or a start state index."""
-    if np.ndim(p0) == 0 and np.issubdtype(np.asarray(p0).dtype, np.integer):
+    raw = _asarray(p0, "p0", "give an (S,) distribution or a start state index")
+    if raw.ndim == 0 and np.issubdtype(raw.dtype, np.integer):
         s0 = int(p0)
         if not 0 <= s0 < S:
             raise ModelError(
@@ -142,7 +163,7 @@ def _check_p0(p0, S: int) -> np.ndarray:
     if (arr < 0).any():
         s = int(np.flatnonzero(arr < 0)[0])
         raise ModelError(
-            f"p0 must be a distribution over the {S} states, but p0[{s}] = {arr[s]!r} is "
+            f"p0 must be a distribution over the {S} states, but p0[{s}] = {float(arr[s])!r} is "
             f"negative; give entries >= 0 summing to 1, or a start state index"
         )
     total = float(arr.sum())
@@ -158,7 +179,9 @@ def _check_terminal(terminal, S: int) -> np.ndarray:
     """The terminal mask (S,) from a boolean mask or a list of state indices."""
     if terminal is None:
         return np.zeros(S, dtype=bool)
-    term = np.asarray(terminal)
+    term = _asarray(
+        terminal, "terminal", f"give a boolean mask of shape ({S},) or a list of state indices"
+    )
     if term.dtype == bool:
         if term.shape != (S,):
             raise ModelError(
@@ -184,6 +207,11 @@ def _check_terminal(terminal, S: int) -> np.ndarray:
     )
 
 
+def _plain(x):
+    """A numpy scalar as the Python number it holds (for messages)."""
+    return x.item() if isinstance(x, np.generic) else x
+
+
 def _readonly(arr: np.ndarray) -> np.ndarray:
     arr.flags.writeable = False
     return arr
@@ -201,7 +229,7 @@ def check_policy(policy, n_states: int, n_actions: int, name: str = "policy") ->
         On a wrong shape, non-finite or negative entries, or a row that does not
         sum to 1; the message names the first bad state.
     """
-    arr = np.asarray(policy)
+    arr = _asarray(policy, name, "give an (S, A) array of action probabilities")
     if arr.ndim == 1 and arr.shape == (n_states,) and np.issubdtype(arr.dtype, np.integer):
         if (arr < 0).any() or (arr >= n_actions).any():
             s = int(np.flatnonzero((arr < 0) | (arr >= n_actions))[0])
@@ -223,7 +251,7 @@ def check_policy(policy, n_states: int, n_actions: int, name: str = "policy") ->
     if (arr < 0).any():
         s, a = (int(i) for i in np.argwhere(arr < 0)[0])
         raise ModelError(
-            f"{name}[{s}, {a}] = {arr[s, a]!r} is negative; action probabilities must "
+            f"{name}[{s}, {a}] = {float(arr[s, a])!r} is negative; action probabilities must "
             f"be >= 0"
         )
     sums = arr.sum(axis=1)
@@ -231,7 +259,7 @@ def check_policy(policy, n_states: int, n_actions: int, name: str = "policy") ->
     if bad.any():
         s = int(np.flatnonzero(bad)[0])
         raise ModelError(
-            f"{name} row of state {s} sums to {sums[s]!r}, not 1; normalise each row "
+            f"{name} row of state {s} sums to {float(sums[s])!r}, not 1; normalise each row "
             f"(policy / policy.sum(axis=1, keepdims=True))"
         )
     return arr
@@ -377,8 +405,8 @@ class TabularCMDP:
         if d is None:
             if K:
                 raise ModelError(
-                    f"the model has K={K} cost functions but no budgets d; give d with "
-                    f"{K} entries"
+                    f"the model has K={K} cost functions but no budgets d; give d of "
+                    f"shape ({K},), one budget per constraint"
                 )
             d_arr = np.zeros(0)
         else:
@@ -400,14 +428,14 @@ class TabularCMDP:
             ):
                 raise ModelError(
                     f"horizon must be a positive integer number of steps or None, got "
-                    f"{horizon!r}"
+                    f"{_plain(horizon)!r}"
                 )
             horizon = int(horizon)
         self._horizon = horizon
         self._terminal = _readonly(_check_terminal(terminal, S))
-        self._state_labels = _labels(state_labels, S, "state_labels")
-        self._action_labels = _labels(action_labels, A, "action_labels")
-        self._cost_labels = _labels(cost_labels, K, "cost_labels")
+        self._state_labels = _labels(state_labels, S, "state_labels", "state")
+        self._action_labels = _labels(action_labels, A, "action_labels", "action")
+        self._cost_labels = _labels(cost_labels, K, "cost_labels", "constraint")
         self._name = None if name is None else str(name)
         self._outcomes = None if outcomes is None else self._check_outcomes(outcomes)
         if state_features is not None:
@@ -437,7 +465,7 @@ class TabularCMDP:
             )
         Ps = sp.csr_array(P, dtype=np.float64, copy=True)
         n_rows, S = Ps.shape
-        R_shape = np.shape(R) if not sp.issparse(R) else R.shape
+        R_shape = _asarray(R, "R", "give an (S, A) array of rewards").shape
         if len(R_shape) < 2:
             raise ModelError(
                 f"R must have shape (S, A) when P is sparse, got shape {R_shape}; give "
@@ -458,14 +486,14 @@ class TabularCMDP:
             k = int(np.flatnonzero(bad)[0])
             s, a = divmod(int(nz_row[k]), A)
             raise ModelError(
-                f"P has a non-finite entry {Ps.data[k]!r} at (s={s}, a={a}, "
+                f"P has a non-finite entry {float(Ps.data[k])!r} at (s={s}, a={a}, "
                 f"s'={int(Ps.indices[k])}); replace NaN and inf by finite numbers"
             )
         if (Ps.data < 0).any():
             k = int(np.flatnonzero(Ps.data < 0)[0])
             s, a = divmod(int(nz_row[k]), A)
             raise ModelError(
-                f"P[{s}, {a}, {int(Ps.indices[k])}] = {Ps.data[k]!r} is negative; "
+                f"P[{s}, {a}, {int(Ps.indices[k])}] = {float(Ps.data[k])!r} is negative; "
                 f"transition probabilities must be >= 0"
             )
         Ps.eliminate_zeros()
@@ -495,7 +523,7 @@ class TabularCMDP:
         if (Pd < 0).any():
             s, a, t = (int(i) for i in np.argwhere(Pd < 0)[0])
             raise ModelError(
-                f"P[{s}, {a}, {t}] = {Pd[s, a, t]!r} is negative; transition "
+                f"P[{s}, {a}, {t}] = {float(Pd[s, a, t])!r} is negative; transition "
                 f"probabilities must be >= 0"
             )
         self._check_row_sums(Pd.sum(axis=2).ravel(), S, A)
@@ -510,14 +538,14 @@ class TabularCMDP:
         if bad.any():
             s, a = divmod(int(np.flatnonzero(bad)[0]), A)
             raise ModelError(
-                f"transition row P[{s}, {a}, :] sums to {sums[s * A + a]!r}, not 1 "
+                f"transition row P[{s}, {a}, :] sums to {float(sums[s * A + a])!r}, not 1 "
                 f"(tolerance {tol:.1e}); normalise every row so that "
                 f"P.sum(axis=-1) == 1"
             )
 
     def _check_outcomes(self, outcomes) -> np.ndarray:
         S, A = self.n_states, self.n_actions
-        out = np.asarray(outcomes)
+        out = _asarray(outcomes, "outcomes", "give an integer array (S, A, O) of next states")
         if (
             out.ndim != 3
             or out.shape[:2] != (S, A)
@@ -545,7 +573,7 @@ class TabularCMDP:
             s, a = divmod(int(rows[k]), A)
             t = int(Ps.indices[k])
             raise ModelError(
-                f"P[{s}, {a}, {t}] = {Ps.data[k]!r} > 0 but state {t} is none of the "
+                f"P[{s}, {a}, {t}] = {float(Ps.data[k])!r} > 0 but state {t} is none of the "
                 f"outcomes of (s={s}, a={a}), which are {out[s, a].tolist()}; add it "
                 f"to the outcomes or build the model with outcomes=None"
             )
@@ -578,7 +606,7 @@ class TabularCMDP:
             s = int(ts[i])
             raise ModelError(
                 f"terminal state {self._state_name(s)} is not absorbing: "
-                f"P[{s}, {a}, {s}] = {stay[i, a]!r}, it must be 1 for every action; "
+                f"P[{s}, {a}, {s}] = {float(stay[i, a])!r}, it must be 1 for every action; "
                 f"make terminal states self-loops or drop them from `terminal`"
             )
 
@@ -777,7 +805,7 @@ class TabularCMDP:
 
         The outcome map is kept as :attr:`outcomes`.
         """
-        ns = np.asarray(next_state)
+        ns = _asarray(next_state, "next_state", "give an integer array (S, A, O)")
         if ns.ndim != 3 or not np.issubdtype(ns.dtype, np.integer) or 0 in ns.shape:
             raise ModelError(
                 f"next_state must be an integer array (S, A, O) with S, A, O >= 1, got "
@@ -796,7 +824,7 @@ class TabularCMDP:
         if (pr < 0).any():
             s, a, o = (int(i) for i in np.argwhere(pr < 0)[0])
             raise ModelError(
-                f"prob[{s}, {a}, {o}] = {pr[s, a, o]!r} is negative; outcome "
+                f"prob[{s}, {a}, {o}] = {float(pr[s, a, o])!r} is negative; outcome "
                 f"probabilities must be >= 0"
             )
         P = np.zeros((S, A, S))
@@ -816,9 +844,8 @@ class TabularCMDP:
             C = C_arr
         return cls(P, R_arr, C, outcomes=ns, **kwargs)
 
-    def replace(self, **changes) -> TabularCMDP:
-        """A new model equal to this one except for the given constructor arguments."""
-        args = dict(
+    def _constructor_args(self) -> dict:
+        return dict(
             P=self._P if self._P is not None else self._P_sparse,
             R=self._R if self._R is not None else self._R_sa,
             C=self._C if self._C is not None else self._C_sa,
@@ -834,11 +861,28 @@ class TabularCMDP:
             outcomes=self._outcomes,
             state_features=self._features,
         )
+
+    def replace(self, **changes) -> TabularCMDP:
+        """A new model equal to this one except for the given constructor arguments.
+
+        The new model is validated like any other (``ModelError`` on bad input).
+        """
+        args = self._constructor_args()
         unknown = set(changes) - set(args)
         if unknown:
             raise TypeError(f"unknown model fields {sorted(unknown)}; valid: {sorted(args)}")
         args.update(changes)
         return TabularCMDP(**args)
+
+    # immutable: copies are the object itself; pickling rebuilds (and re-validates)
+    def __copy__(self) -> TabularCMDP:
+        return self
+
+    def __deepcopy__(self, memo) -> TabularCMDP:
+        return self
+
+    def __reduce__(self):
+        return (_rebuild, (self._constructor_args(),))
 
     def with_transitions(self, P, outcomes=None) -> TabularCMDP:
         """A new model with transitions ``P`` and everything else unchanged.
@@ -863,7 +907,8 @@ class TabularCMDP:
             arr = np.full(K, float(arr[0]))
         if arr.shape != (K,):
             raise ModelError(
-                f"lam must have one multiplier per constraint (K={K}), got {arr.size}"
+                f"lam must have one multiplier per constraint (K={K}), got {arr.size}; "
+                f"give lam of shape ({K},) or one number for all constraints"
             )
         _check_finite(arr, "lam", ("k",))
         return arr
@@ -926,10 +971,20 @@ class TabularCMDP:
         )
 
 
-def _labels(labels, n: int, name: str):
+def _rebuild(args: dict) -> TabularCMDP:
+    return TabularCMDP(**args)
+
+
+def _labels(labels, n: int, name: str, what: str):
     if labels is None:
         return None
+    if isinstance(labels, str | bytes) or _asarray(labels, name, "give strings").ndim != 1:
+        raise ModelError(
+            f"{name} must be a sequence of {n} strings, got {type(labels).__name__}"
+        )
     out = tuple(str(x) for x in labels)
     if len(out) != n:
-        raise ModelError(f"{name} must have {n} entries, got {len(out)}")
+        raise ModelError(
+            f"{name} must have {n} entries, got {len(out)}; give one label per {what}"
+        )
     return out

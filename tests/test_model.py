@@ -1,0 +1,841 @@
+"""TabularCMDP: validation messages, immutability, transitions, conversions, outcomes."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import re
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rcmdp_exact import (
+    ModelError,
+    TabularCMDP,
+    evaluate,
+    evaluate_finite_horizon,
+    penalised_return,
+    rescaled_budget,
+)
+from rcmdp_exact.model import DENSE_LIMIT, check_policy, row_tolerance
+
+
+# --------------------------------------------------------------------------- fixtures
+def base_args(**changes) -> dict:
+    """A 3-state, 2-action, 1-constraint model; state 2 is absorbing."""
+    P = np.zeros((3, 2, 3))
+    P[0, 0] = [0.5, 0.5, 0.0]
+    P[0, 1] = [0.0, 1.0, 0.0]
+    P[1, 0] = [0.0, 0.0, 1.0]
+    P[1, 1] = [1.0, 0.0, 0.0]
+    P[2, :, 2] = 1.0
+    R = np.array([[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]])
+    C = np.zeros((3, 2, 1))
+    C[1, :, 0] = 1.0
+    args = dict(P=P, R=R, C=C, d=[1.0], gamma=0.9)
+    args.update(changes)
+    return args
+
+
+def make(**changes) -> TabularCMDP:
+    return TabularCMDP(**base_args(**changes))
+
+
+def with_entry(arr, index, value):
+    out = np.array(arr, dtype=np.float64)
+    out[index] = value
+    return out
+
+
+BASE = base_args()
+P0 = BASE["P"]
+SPARSE_P = sp.csr_array(P0.reshape(6, 3))
+
+
+def raises(message: str):
+    return pytest.raises(ModelError, match="^" + re.escape(message) + "$")
+
+
+# --------------------------------------------------------------------------- messages
+BAD_MODELS = [
+    # -- shapes and dtypes of P
+    (
+        dict(P=np.ones((3, 2)) / 2),
+        "P must have shape (S, A, S) with P[s, a, s'] the probability of s' after action "
+        "a in s, got shape (3, 2); for a sparse model give a scipy.sparse matrix of shape "
+        "(S*A, S)",
+    ),
+    (
+        dict(P=np.zeros((0, 2, 0))),
+        "P must have at least one state and one action, got shape (0, 2, 0)",
+    ),
+    (
+        dict(P=[["a", "b"]]),
+        "P must be an array of real numbers, got a list whose entries cannot be converted "
+        "to float64; give an (S, A, S) array of probabilities",
+    ),
+    (
+        dict(P=[[[1.0]], [[0.5, 0.5]]]),
+        "P must be an array of real numbers, got a list whose entries cannot be converted "
+        "to float64; give an (S, A, S) array of probabilities",
+    ),
+    (
+        dict(P=P0 * (1 + 0j)),
+        "P must be real, got complex values; give an (S, A, S) array of probabilities",
+    ),
+    # -- NaN / inf
+    (
+        dict(P=with_entry(P0, (1, 0, 2), np.nan)),
+        "P has a non-finite entry nan at (s=1, a=0, s'=2); replace NaN and inf by finite "
+        "numbers",
+    ),
+    (
+        dict(P=with_entry(P0, (0, 1, 0), np.inf)),
+        "P has a non-finite entry inf at (s=0, a=1, s'=0); replace NaN and inf by finite "
+        "numbers",
+    ),
+    (
+        dict(R=with_entry(BASE["R"], (0, 1), np.nan)),
+        "R has a non-finite entry nan at (s=0, a=1); replace NaN and inf by finite numbers",
+    ),
+    (
+        dict(C=with_entry(BASE["C"], (2, 0, 0), -np.inf)),
+        "C has a non-finite entry -inf at (s=2, a=0, k=0); replace NaN and inf by finite "
+        "numbers",
+    ),
+    (
+        dict(d=[np.nan]),
+        "d has a non-finite entry nan at (k=0); replace NaN and inf by finite numbers",
+    ),
+    # -- negative probabilities
+    (
+        dict(P=with_entry(with_entry(P0, (0, 1, 0), -0.25), (0, 1, 1), 1.25)),
+        "P[0, 1, 0] = -0.25 is negative; transition probabilities must be >= 0",
+    ),
+    # -- rows not summing to 1: the first bad (s, a) and its sum
+    (
+        dict(P=with_entry(with_entry(P0, (2, 1), [0.5, 0.25, 0.125]), (0, 0), [0.5, 0.5, 0])),
+        "transition row P[2, 1, :] sums to 0.875, not 1 (tolerance 3.0e-12); normalise "
+        "every row so that P.sum(axis=-1) == 1",
+    ),
+    (
+        dict(P=with_entry(P0, (1, 0, 2), 0.0)),
+        "transition row P[1, 0, :] sums to 0.0, not 1 (tolerance 3.0e-12); normalise "
+        "every row so that P.sum(axis=-1) == 1",
+    ),
+    # -- rewards and costs
+    (
+        dict(R=np.zeros((3, 3))),
+        "R must have shape (S, A) = (3, 2) or (S, A, S) = (3, 2, 3), got (3, 3); give one "
+        "reward per state-action pair or per transition",
+    ),
+    (
+        dict(R="abc"),
+        "R must be an array of real numbers, got a str whose entries cannot be converted "
+        "to float64; give an (S, A) or (S, A, S) array of rewards",
+    ),
+    (
+        dict(C=np.zeros((3, 2, 2, 1))),
+        "C must have shape (S, A, S, K) or (S, A, K) with S=3, A=2, got (3, 2, 2, 1); add "
+        "a last axis of length K, one per constraint",
+    ),
+    (
+        dict(C=np.zeros(3)),
+        "C must have shape (S, A, S, K) or (S, A, K) with S=3, A=2, got (3,); add a last "
+        "axis of length K, one per constraint",
+    ),
+    # -- budgets of the wrong length
+    (
+        dict(d=[1.0, 2.0]),
+        "budgets d must have one entry per constraint: K=1 (from C), got 2; give d of "
+        "shape (1,)",
+    ),
+    (
+        dict(C=np.zeros((3, 2, 2)), d=[1.0]),
+        "budgets d must have one entry per constraint: K=2 (from C), got 1; give d of "
+        "shape (2,)",
+    ),
+    (
+        dict(d=None),
+        "the model has K=1 cost functions but no budgets d; give d of shape (1,), one "
+        "budget per constraint",
+    ),
+    (
+        dict(C=None, d=[3.0]),
+        "budgets d must have one entry per constraint: K=0 (from C), got 1; give d of "
+        "shape (0,)",
+    ),
+    # -- gamma outside [0, 1]
+    (
+        dict(gamma=1.5),
+        "gamma must lie in [0, 1], got 1.5; use e.g. 0.99 (discounted) or 1.0 with "
+        "terminal states or a horizon",
+    ),
+    (
+        dict(gamma=-0.1),
+        "gamma must lie in [0, 1], got -0.1; use e.g. 0.99 (discounted) or 1.0 with "
+        "terminal states or a horizon",
+    ),
+    (
+        dict(gamma=np.nan),
+        "gamma must lie in [0, 1], got nan; use e.g. 0.99 (discounted) or 1.0 with "
+        "terminal states or a horizon",
+    ),
+    (dict(gamma="0.9"), "gamma must be a number in [0, 1], got '0.9'"),
+    (dict(gamma=[0.9]), "gamma must be a number in [0, 1], got [0.9]"),
+    # -- p0 not a distribution
+    (
+        dict(p0=[0.5, 0.25, 0.0]),
+        "p0 must be a distribution over the 3 states, but it sums to 0.75; normalise it "
+        "(p0 / p0.sum()) or give a start state index",
+    ),
+    (
+        dict(p0=[1.5, -0.5, 0.0]),
+        "p0 must be a distribution over the 3 states, but p0[1] = -0.5 is negative; give "
+        "entries >= 0 summing to 1, or a start state index",
+    ),
+    (
+        dict(p0=[0.5, 0.5]),
+        "p0 must be a start state index or a distribution of shape (S,) = (3,), got "
+        "shape (2,)",
+    ),
+    (
+        dict(p0=[np.nan, 0.5, 0.5]),
+        "p0 has a non-finite entry nan at (s=0); replace NaN and inf by finite numbers",
+    ),
+    (
+        dict(p0=3),
+        "start state p0=3 is out of range 0..2; give a state index or an (S,) "
+        "distribution",
+    ),
+    # -- horizon
+    (dict(horizon=0), "horizon must be a positive integer number of steps or None, got 0"),
+    (dict(horizon=2.5), "horizon must be a positive integer number of steps or None, got 2.5"),
+    (dict(horizon=True), "horizon must be a positive integer number of steps or None, got True"),
+    # -- terminal states
+    (
+        dict(terminal=[1]),
+        "terminal state 1 is not absorbing: P[1, 0, 1] = 0.0, it must be 1 for every "
+        "action; make terminal states self-loops or drop them from `terminal`",
+    ),
+    (
+        dict(terminal=[0, 2], state_labels=["start", "middle", "goal"]),
+        "terminal state 0 (start) is not absorbing: P[0, 0, 0] = 0.5, it must be 1 for "
+        "every action; make terminal states self-loops or drop them from `terminal`",
+    ),
+    (
+        dict(terminal=[5]),
+        "terminal state index 5 is out of range 0..2; give state indices or a boolean mask "
+        "of shape (3,)",
+    ),
+    (
+        dict(terminal=np.array([True, False])),
+        "terminal must be a boolean mask of shape (3,) or a list of state indices, got a "
+        "boolean array of shape (2,)",
+    ),
+    (
+        dict(terminal=[0.0, 0.0, 1.0]),
+        "terminal must be a boolean mask of shape (3,) or a list of state indices, got "
+        "dtype float64 and shape (3,); for a mask use a bool array",
+    ),
+    # -- labels, outcomes, features
+    (
+        dict(state_labels=["a", "b"]),
+        "state_labels must have 3 entries, got 2; give one label per state",
+    ),
+    (
+        dict(action_labels="lr"),
+        "action_labels must be a sequence of 2 strings, got str",
+    ),
+    (
+        dict(outcomes=np.zeros((3, 2))),
+        "outcomes must be an integer array (S, A, O) = (3, 2, O) of next states with "
+        "O >= 1, got dtype float64 and shape (3, 2)",
+    ),
+    (
+        dict(outcomes=np.full((3, 2, 1), 7)),
+        "outcomes[0, 0, 0] = 7 is not a state index in 0..2",
+    ),
+    (
+        dict(outcomes=np.array([[[0, 1], [1, 1]], [[2, 2], [0, 0]], [[2, 2], [1, 1]]])),
+        "P[2, 1, 2] = 1.0 > 0 but state 2 is none of the outcomes of (s=2, a=1), which "
+        "are [1, 1]; add it to the outcomes or build the model with outcomes=None",
+    ),
+    (
+        dict(state_features=np.zeros((2, 1))),
+        "state_features must have shape (S, F) with S=3, got (2, 1); give one row of "
+        "features per state",
+    ),
+]
+
+
+@pytest.mark.parametrize(("changes", "message"), BAD_MODELS)
+def test_bad_model_message(changes, message):
+    with raises(message):
+        make(**changes)
+
+
+SPARSE_BAD = [
+    (
+        dict(P=sp.csr_array(np.ones((7, 3)) / 3)),
+        "a sparse P must have shape (S*A, S) = (6, 3) for S=3, A=2 (A read from R), got "
+        "(7, 3); stack the rows P(. | s, a) in the order s*A + a",
+    ),
+    (
+        dict(P=SPARSE_P, R=np.zeros(3)),
+        "R must have shape (S, A) when P is sparse, got shape (3,); give one expected "
+        "reward per state-action pair",
+    ),
+    (
+        dict(P=SPARSE_P, R=np.zeros((3, 2, 3))),
+        "a model with sparse P takes R of shape (S, A) = (3, 2), got (3, 2, 3); give the "
+        "expected reward of each state-action pair",
+    ),
+    (
+        dict(P=SPARSE_P, C=np.zeros((3, 2, 3, 1))),
+        "a model with sparse P takes C of shape (S, A, K) with S=3, A=2, got (3, 2, 3, 1); "
+        "give the expected cost of each state-action pair",
+    ),
+    (
+        dict(P=sp.csr_array(with_entry(P0, (1, 1, 0), np.nan).reshape(6, 3))),
+        "P has a non-finite entry nan at (s=1, a=1, s'=0); replace NaN and inf by finite "
+        "numbers",
+    ),
+    (
+        dict(
+            P=sp.csr_array(
+                with_entry(with_entry(P0, (1, 1, 0), 1.5), (1, 1, 2), -0.5).reshape(6, 3)
+            )
+        ),
+        "P[1, 1, 2] = -0.5 is negative; transition probabilities must be >= 0",
+    ),
+    (
+        dict(P=sp.csr_array(with_entry(P0, (0, 1, 2), 0.5).reshape(6, 3))),
+        "transition row P[0, 1, :] sums to 1.5, not 1 (tolerance 3.0e-12); normalise every "
+        "row so that P.sum(axis=-1) == 1",
+    ),
+    (
+        dict(P=sp.csr_array(np.zeros((6, 3)))),
+        "transition row P[0, 0, :] sums to 0.0, not 1 (tolerance 3.0e-12); normalise every "
+        "row so that P.sum(axis=-1) == 1",
+    ),
+    (
+        dict(P=sp.csr_array(P0.reshape(6, 3) * (1 + 1j))),
+        "P must hold real probabilities, got a sparse matrix of dtype complex128; give a "
+        "float64 scipy.sparse matrix of shape (S*A, S)",
+    ),
+    (
+        dict(P=sp.csr_array(P0.reshape(6, 3)), terminal=[0]),
+        "terminal state 0 is not absorbing: P[0, 0, 0] = 0.5, it must be 1 for every "
+        "action; make terminal states self-loops or drop them from `terminal`",
+    ),
+]
+
+
+@pytest.mark.parametrize(("changes", "message"), SPARSE_BAD)
+def test_bad_sparse_model_message(changes, message):
+    with raises(message):
+        make(**changes)
+
+
+def test_rows_tolerance_scales_with_number_of_states():
+    assert row_tolerance(3) == pytest.approx(3e-12)
+    assert row_tolerance(1000) == pytest.approx(1e-9)
+    make(P=with_entry(P0, (0, 1, 1), 1.0 + 1e-12))  # within 3e-12: accepted
+    with pytest.raises(ModelError, match=r"^transition row P\[0, 1, :\] sums to 1\.00000000001"):
+        make(P=with_entry(P0, (0, 1, 1), 1.0 + 1e-11))
+    # a 1000-state model accepts a deviation of 5e-10 that a 3-state model refuses
+    S = 1000
+    P = sp.csr_array(np.eye(S))
+    P.data[0] = 1.0 + 5e-10
+    TabularCMDP(P, np.zeros((S, 1)))
+    with pytest.raises(ModelError, match="sums to 1.0000000005"):
+        make(P=with_entry(P0, (0, 1, 1), 1.0 + 5e-10))
+
+
+# --------------------------------------------------------------------------- policies
+BAD_POLICIES = [
+    (
+        np.ones((3, 3)) / 3,
+        "policy must have shape (S, A) = (3, 2) with one row of action probabilities per "
+        "state (or an integer array of shape (3,) with one action per state), got shape "
+        "(3, 3)",
+    ),
+    (
+        [[0.5, 0.5], [0.25, 0.5], [1.0, 0.0]],
+        "policy row of state 1 sums to 0.75, not 1; normalise each row "
+        "(policy / policy.sum(axis=1, keepdims=True))",
+    ),
+    (
+        [[0.5, 0.5], [1.5, -0.5], [1.0, 0.0]],
+        "policy[1, 1] = -0.5 is negative; action probabilities must be >= 0",
+    ),
+    (
+        [[0.5, 0.5], [np.nan, 0.5], [1.0, 0.0]],
+        "policy has a non-finite entry nan at (s=1, a=0); replace NaN and inf by finite "
+        "numbers",
+    ),
+    (
+        np.array([0, 2, 1]),
+        "deterministic policy picks action 2 in state 1, but actions are 0..1; give one "
+        "valid action index per state",
+    ),
+    (
+        "left",
+        "policy must be an array of real numbers, got a str whose entries cannot be "
+        "converted to float64; give an (S, A) array of action probabilities",
+    ),
+]
+
+
+@pytest.mark.parametrize(("policy", "message"), BAD_POLICIES)
+def test_bad_policy_message(policy, message):
+    model = make()
+    with raises(message):
+        check_policy(policy, 3, 2)
+    for fn in (evaluate, lambda m, p: evaluate_finite_horizon(m, p, 5)):
+        with raises(message):
+            fn(model, policy)
+
+
+def test_deterministic_policy_is_one_hot():
+    pi = check_policy(np.array([1, 0, 1]), 3, 2)
+    np.testing.assert_array_equal(pi, [[0, 1], [1, 0], [0, 1]])
+
+
+# --------------------------------------------------------------------------- evaluation inputs
+def improper_model(**changes):
+    """gamma = 1; state 2 is terminal, action 1 in state 1 loops back to state 0."""
+    return make(gamma=1.0, terminal=[2], **changes)
+
+
+def test_undiscounted_without_horizon_names_a_reachable_improper_state():
+    model = improper_model(state_labels=["s0", "s1", "goal"])
+    # action 1 in state 0 goes to 1, action 1 in state 1 goes to 0: never absorbed
+    with raises(
+        "evaluate with gamma = 1 has no discount and no horizon, but state 0 (s0) is "
+        "reachable from p0 under the policy and never reaches a terminal state, so the "
+        "undiscounted sums diverge (2 such states); give a horizon "
+        "(evaluate_finite_horizon), use gamma < 1, or change the policy"
+    ):
+        evaluate(model, np.array([1, 1, 0]))
+    # the same policy is fine with a horizon
+    res = evaluate_finite_horizon(model, np.array([1, 1, 0]), 4)
+    assert res.value == pytest.approx(0.0 + 2.0 + 0.0 + 2.0)  # r(0,1)=0, r(1,1)=2
+
+
+def test_undiscounted_improper_state_found_from_a_later_state():
+    # from state 0 the policy moves to 1 (a=1), state 1 (a=0) to the goal with prob 1;
+    # a start in state 1 only; then state 0 is not reachable: evaluation succeeds
+    model = improper_model(p0=1)
+    res = evaluate(model, np.array([1, 0, 0]))
+    assert res.value == pytest.approx(0.0)
+    assert res.cost == pytest.approx([1.0])
+    # an unreachable state that loops forever is reported as nan, never as a number
+    P = P0.copy()
+    P[0, 1] = [1.0, 0.0, 0.0]
+    loop = TabularCMDP(P, BASE["R"], BASE["C"], d=[1.0], gamma=1.0, terminal=[2], p0=1)
+    res = evaluate(loop, np.array([1, 0, 0]))
+    assert np.isnan(res.v[0]) and res.v[1] == 0.0 and res.v[2] == 0.0
+    assert res.value == 0.0 and res.cost[0] == pytest.approx(1.0)
+    with raises(
+        "evaluate with gamma = 1 has no discount and no horizon, but state 0 is reachable "
+        "from p0 under the policy and never reaches a terminal state, so the undiscounted "
+        "sums diverge (1 such states); give a horizon (evaluate_finite_horizon), use "
+        "gamma < 1, or change the policy"
+    ):
+        evaluate(loop.replace(p0=[0.5, 0.5, 0.0]), np.array([1, 0, 0]))
+
+
+def test_undiscounted_without_terminal_states():
+    model = make(gamma=1.0)
+    with raises(
+        "evaluate with gamma = 1 has no discount and no horizon, but state 0 is reachable "
+        "from p0 under the policy and never reaches a terminal state, so the undiscounted "
+        "sums diverge (3 such states); give a horizon (evaluate_finite_horizon), use "
+        "gamma < 1, or change the policy"
+    ):
+        evaluate(model, np.array([0, 0, 0]))
+
+
+OTHER_BAD_CALLS = [
+    (
+        lambda m: evaluate("model", [[1, 0]] * 3),
+        "model must be a TabularCMDP, got str; build one with TabularCMDP(P, R, C, d, ...) "
+        "or a constructor of rcmdp_exact.domains",
+    ),
+    (
+        lambda m: evaluate(m, [[1, 0]] * 3, lam=[1.0, 2.0]),
+        "lam must have one multiplier per constraint (K=1), got 2; give lam of shape (1,) "
+        "or one number for all constraints",
+    ),
+    (
+        lambda m: evaluate(m, [[1, 0]] * 3, lam=[np.inf]),
+        "lam has a non-finite entry inf at (k=0); replace NaN and inf by finite numbers",
+    ),
+    (
+        lambda m: evaluate_finite_horizon(m, [[1, 0]] * 3),
+        "evaluate_finite_horizon needs a horizon: pass horizon=T or build the model with "
+        "horizon=T",
+    ),
+    (
+        lambda m: evaluate_finite_horizon(m, [[1, 0]] * 3, horizon=-1),
+        "horizon must be a non-negative integer number of steps, got -1",
+    ),
+    (
+        lambda m: evaluate_finite_horizon(m, [[1, 0]] * 3, horizon=3, discount=1.5),
+        "discount must be a number in [0, 1], got 1.5",
+    ),
+    (
+        lambda m: rescaled_budget([3.0], 0.99, 0),
+        "horizon of a rescaled budget must be a positive integer number of steps, got 0",
+    ),
+    (
+        lambda m: rescaled_budget([3.0], 1.01, 10),
+        "gamma must be a number in [0, 1], got 1.01",
+    ),
+    (
+        lambda m: rescaled_budget([np.nan], 0.9, 10),
+        "budgets d must be finite, got [nan]",
+    ),
+    (
+        lambda m: penalised_return(1.0, [1.0, 2.0], [1.0]),
+        "cost and budget must have the same shape (one entry per constraint), got (2,) and "
+        "(1,)",
+    ),
+    (
+        lambda m: m.to_mdptoolbox(lam=[1.0, 1.0]),
+        "lam must have one multiplier per constraint (K=1), got 2; give lam of shape (1,) "
+        "or one number for all constraints",
+    ),
+]
+
+
+@pytest.mark.parametrize(("call", "message"), OTHER_BAD_CALLS)
+def test_other_bad_calls(call, message):
+    with raises(message):
+        call(make())
+
+
+# --------------------------------------------------------------------------- no deep tracebacks
+GARBAGE = [
+    "abc",
+    None,
+    object(),
+    [[1.0, 2.0], [3.0]],
+    np.array([1 + 2j]),
+    np.array([[["x"]]]),
+    1e400,
+    np.zeros((0,)),
+    np.ones((3, 2, 3, 1, 1)),
+    {"a": 1},
+]
+OPTIONAL = {"C", "d", "p0", "horizon", "terminal", "state_labels", "action_labels",
+            "cost_labels", "name", "outcomes", "state_features"}
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["P", "R", "C", "d", "gamma", "p0", "horizon", "terminal", "outcomes",
+     "state_features", "state_labels"],
+)
+@pytest.mark.parametrize("value", GARBAGE, ids=lambda v: type(v).__name__)
+def test_garbage_raises_model_error_only(field, value):
+    """Every bad input is a ModelError, never a TypeError/IndexError from numpy."""
+    empty = isinstance(value, np.ndarray) and value.size == 0
+    if field in OPTIONAL and (value is None or empty):
+        # None (and an empty list) means "not given": a valid model, or a ModelError
+        # when the default clashes with the rest (no budgets for costs, ...)
+        try:
+            make(**{field: value})
+        except ModelError:
+            pass
+        return
+    with pytest.raises(ModelError):
+        make(**{field: value})
+
+
+@pytest.mark.parametrize("value", GARBAGE, ids=lambda v: type(v).__name__)
+def test_garbage_policy_and_lam(value):
+    model = make()
+    with pytest.raises(ModelError):
+        evaluate(model, value)
+    if value is not None:
+        with pytest.raises(ModelError):
+            evaluate(model, [[1.0, 0.0]] * 3, lam=value)
+
+
+def test_garbage_sparse_model_inputs():
+    for R in GARBAGE:
+        with pytest.raises(ModelError):
+            make(P=SPARSE_P, R=R)
+    # integer sparse matrices are probabilities too
+    model = make(P=sp.csr_array(np.eye(3, dtype=int)[[0, 0, 1, 1, 2, 2]]))
+    assert model.P_sparse.dtype == np.float64
+
+
+# --------------------------------------------------------------------------- immutability
+def test_model_is_immutable():
+    P = P0.copy()
+    model = TabularCMDP(P, BASE["R"], BASE["C"], d=[1.0], gamma=0.9)
+    with pytest.raises(AttributeError, match="TabularCMDP is immutable"):
+        model.gamma = 0.5
+    with pytest.raises(AttributeError, match="TabularCMDP is immutable"):
+        model.new_field = 1
+    arrays = [model.P, model.R, model.C, model.d, model.p0, model.terminal, model.r,
+              model.c, model.P_sparse.data, model.P_sparse.indices]
+    for arr in arrays:
+        with pytest.raises(ValueError, match="read-only"):
+            arr[(0,) * arr.ndim] = 7.0
+    # the model copied its inputs: changing them afterwards changes nothing
+    P[0, 0] = [0.0, 0.0, 1.0]
+    assert model.P[0, 0, 0] == 0.5
+    assert copy.copy(model) is model and copy.deepcopy(model) is model
+
+
+def test_sparse_model_is_immutable_and_copies_its_input():
+    Ps = sp.csr_array(P0.reshape(6, 3))
+    model = TabularCMDP(Ps, BASE["R"], BASE["C"], d=[1.0])
+    Ps.data[:] = 0.0
+    assert model.P_sparse.sum() == pytest.approx(6.0)
+    with pytest.raises(ValueError, match="read-only"):
+        model.P_sparse.data[0] = 1.0
+
+
+def test_pickle_round_trip_revalidates():
+    model = make(terminal=[2], state_labels=["a", "b", "c"], horizon=7)
+    back = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(back.P, model.P)
+    assert back.state_labels == ("a", "b", "c") and back.horizon == 7
+    assert back.terminal.tolist() == [False, False, True]
+    assert not back.P.flags.writeable
+
+
+# --------------------------------------------------------------------------- with_transitions
+def test_with_transitions_builds_a_new_validated_model():
+    model = make(terminal=[2], horizon=10, name="base")
+    P = P0.copy()
+    P[0, 0] = [0.0, 0.0, 1.0]
+    new = model.with_transitions(P)
+    assert new is not model
+    assert model.P[0, 0, 0] == 0.5 and new.P[0, 0, 2] == 1.0
+    for field in ("R", "C", "d", "p0", "terminal"):
+        np.testing.assert_array_equal(getattr(new, field), getattr(model, field))
+    assert (new.gamma, new.horizon, new.name) == (0.9, 10, "base")
+    # a next-state-dependent reward is re-averaged under the new dynamics
+    R = np.zeros((3, 2, 3))
+    R[:, :, 2] = 1.0
+    m2 = make(R=R)
+    assert m2.r[0, 0] == 0.0 and m2.with_transitions(P).r[0, 0] == 1.0
+    # the new dynamics are validated like any model
+    bad = P.copy()
+    bad[2, 0] = [1.0, 0.0, 0.0]
+    with raises(
+        "terminal state 2 is not absorbing: P[2, 0, 2] = 0.0, it must be 1 for every "
+        "action; make terminal states self-loops or drop them from `terminal`"
+    ):
+        model.with_transitions(bad)
+    with pytest.raises(TypeError, match="unknown model fields"):
+        model.replace(transitions=P)
+
+
+def test_with_transitions_drops_outcomes_unless_given():
+    model = corridor()
+    assert model.outcomes is not None
+    assert model.with_transitions(model.P).outcomes is None
+    kept = model.with_transitions(model.P, outcomes=model.outcomes)
+    np.testing.assert_array_equal(kept.outcomes, model.outcomes)
+
+
+# --------------------------------------------------------------------------- from_outcomes
+def corridor(p=0.75):
+    """4 cells in a row, actions left/right; outcome 0 = stay, 1 = the move, clipped."""
+    S, A = 4, 2
+    x = np.arange(S)
+    ns = np.empty((S, A, 2), dtype=int)
+    ns[:, :, 0] = x[:, None]
+    ns[:, 0, 1] = np.clip(x - 1, 0, S - 1)
+    ns[:, 1, 1] = np.clip(x + 1, 0, S - 1)
+    prob = np.broadcast_to([1 - p, p], (S, A, 2))
+    return TabularCMDP.from_outcomes(
+        ns, prob, R=-np.arange(S, dtype=float), C=np.array([0.0, 1.0, 0.0, 2.0]),
+        d=[1.0], gamma=0.9,
+    )
+
+
+def test_from_outcomes_merges_clipped_outcomes():
+    model = corridor(0.75)
+    P = model.P
+    # cell 0, action left: both outcomes land in cell 0 and are merged
+    np.testing.assert_array_equal(P[0, 0], [1.0, 0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(P[3, 1], [0.0, 0.0, 0.0, 1.0])
+    np.testing.assert_array_equal(P[1, 1], [0.0, 0.25, 0.75, 0.0])
+    np.testing.assert_array_equal(P[2, 0], [0.0, 0.75, 0.25, 0.0])
+    # reward of entering a cell: r(1, right) = 0.25 * (-1) + 0.75 * (-2)
+    assert model.r[1, 1] == pytest.approx(-1.75)
+    assert model.c[1, 1, 0] == pytest.approx(0.25 * 1.0 + 0.0)
+    assert model.c[2, 1, 0] == pytest.approx(0.25 * 0.0 + 0.75 * 2.0)
+    assert model.outcomes.shape == (4, 2, 2)
+
+
+@given(st.data())
+def test_from_outcomes_equals_the_merge_by_hand(data):
+    S = data.draw(st.integers(1, 5))
+    A = data.draw(st.integers(1, 3))
+    O = data.draw(st.integers(1, 4))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    ns = rng.integers(0, S, (S, A, O))
+    prob = rng.random((S, A, O)) + 0.01
+    prob /= prob.sum(axis=2, keepdims=True)
+    model = TabularCMDP.from_outcomes(ns, prob, R=np.zeros((S, A)))
+    expected = np.zeros((S, A, S))
+    for s in range(S):
+        for a in range(A):
+            for o in range(O):
+                expected[s, a, ns[s, a, o]] += prob[s, a, o]
+    np.testing.assert_allclose(model.P, expected, rtol=0, atol=1e-15)
+
+
+FROM_OUTCOMES_BAD = [
+    (
+        dict(next_state=np.zeros((2, 1, 2))),
+        "next_state must be an integer array (S, A, O) with S, A, O >= 1, got dtype "
+        "float64 and shape (2, 1, 2)",
+    ),
+    (
+        dict(next_state=np.array([[[0, 2]], [[1, 1]]])),
+        "next_state[0, 0, 1] = 2 is not a state index in 0..1",
+    ),
+    (
+        # the negative outcome would cancel in the merged row: caught before merging
+        dict(prob=np.array([[[1.25, -0.25]], [[0.5, 0.5]]]), next_state=np.zeros((2, 1, 2), int)),
+        "prob[0, 0, 1] = -0.25 is negative; outcome probabilities must be >= 0",
+    ),
+    (
+        dict(prob=np.ones((2, 1, 3)) / 3),
+        "prob must have shape (S, A, O) = (2, 1, 2), got (2, 1, 3); reshape it or check the "
+        "numbers of states S, actions A and constraints K",
+    ),
+    (
+        dict(prob=np.array([[[np.nan, 1.0]], [[0.5, 0.5]]])),
+        "prob has a non-finite entry nan at (s=0, a=0, o=0); replace NaN and inf by finite "
+        "numbers",
+    ),
+]
+
+
+@pytest.mark.parametrize(("changes", "message"), FROM_OUTCOMES_BAD)
+def test_from_outcomes_messages(changes, message):
+    args = dict(
+        next_state=np.array([[[0, 1]], [[1, 1]]]),
+        prob=np.full((2, 1, 2), 0.5),
+        R=np.zeros(2),
+    )
+    args.update(changes)
+    with raises(message):
+        TabularCMDP.from_outcomes(**args)
+
+
+# --------------------------------------------------------------------------- conversions
+def random_model(S=6, A=3, K=2, seed=0, **kwargs):
+    rng = np.random.default_rng(seed)
+    P = rng.random((S, A, S)) ** 3
+    P /= P.sum(axis=2, keepdims=True)
+    return TabularCMDP(P, rng.normal(size=(S, A, S)), rng.random((S, A, S, K)),
+                       d=np.ones(K), **kwargs)
+
+
+@pytest.mark.filterwarnings("ignore::scipy.sparse.SparseEfficiencyWarning")
+def test_to_mdptoolbox_convention():
+    import mdptoolbox.util
+
+    model = random_model()
+    lam = np.array([0.5, 2.0])
+    P, R = model.to_mdptoolbox(lam)
+    S, A = model.n_states, model.n_actions
+    for a in range(A):
+        for s in range(S):
+            np.testing.assert_array_equal(P[a, s], model.P[s, a])
+            expected = sum(model.P[s, a, t] * (model.R[s, a, t] - lam @ model.C[s, a, t])
+                           for t in range(S))
+            assert R[s, a] == pytest.approx(expected, abs=1e-12)
+    mdptoolbox.util.check(P, R)  # pymdptoolbox's own validation accepts the arrays
+    Psp, Rsp = model.to_mdptoolbox(lam, sparse=True)
+    assert len(Psp) == A and all(sp.issparse(m) for m in Psp)
+    np.testing.assert_array_equal(np.stack([m.toarray() for m in Psp]), P)
+    np.testing.assert_array_equal(Rsp, R)
+    mdptoolbox.util.check(np.array(Psp, dtype=object), Rsp)
+
+
+def test_to_quantecon_convention():
+    from quantecon.markov import DiscreteDP
+
+    model = random_model(K=1)
+    R, Q, beta = model.to_quantecon()
+    np.testing.assert_array_equal(Q, model.P)
+    np.testing.assert_allclose(R, np.einsum("ijk,ijk->ij", model.P, model.R), atol=1e-13)
+    assert beta == model.gamma
+    DiscreteDP(R, Q, beta)  # QuantEcon's validation accepts them
+    Rf, Qs, beta, s_idx, a_idx = model.to_quantecon(lam=1.0, sparse=True)
+    assert Qs.shape == (18, 6) and sp.issparse(Qs)
+    np.testing.assert_array_equal(Qs.toarray()[s_idx * 3 + a_idx], model.P.reshape(18, 6))
+    np.testing.assert_allclose(Rf, (model.r - model.c[:, :, 0]).ravel(), atol=1e-13)
+    DiscreteDP(Rf, Qs, beta, s_idx, a_idx)
+
+
+def test_conversions_zero_the_reward_of_terminal_states():
+    model = make(terminal=[2], R=np.ones((3, 2)))
+    assert model.to_mdptoolbox()[1][2].tolist() == [0.0, 0.0]
+    assert model.to_quantecon()[0][2].tolist() == [0.0, 0.0]
+
+
+# --------------------------------------------------------------------------- sparse models
+def test_sparse_and_dense_models_give_the_same_evaluation():
+    dense = random_model(S=8, A=3, K=2, seed=3, p0=np.full(8, 1 / 8))
+    sparse = TabularCMDP(
+        sp.csr_array(dense.P.reshape(24, 8)), dense.r, dense.c, d=dense.d,
+        gamma=dense.gamma, p0=dense.p0,
+    )
+    assert sparse.is_sparse and not dense.is_sparse
+    np.testing.assert_array_equal(sparse.P, dense.P)
+    rng = np.random.default_rng(1)
+    pi = rng.dirichlet(np.ones(3), size=8)
+    a, b = evaluate(dense, pi, lam=[1.0, 0.5]), evaluate(sparse, pi, lam=[1.0, 0.5])
+    for key in ("v", "c", "q", "qc", "occupancy", "lagrangian", "q_lagrangian"):
+        np.testing.assert_allclose(a[key], b[key], rtol=1e-12, atol=1e-12)
+    fa = evaluate_finite_horizon(dense, pi, 30)
+    fb = evaluate_finite_horizon(sparse, pi, 30)
+    assert fa.value == pytest.approx(fb.value, rel=1e-13)
+
+
+def test_huge_sparse_model_refuses_dense_view_but_evaluates():
+    S, A = 4000, 4
+    assert S * A * S > DENSE_LIMIT
+    nxt = (np.arange(S)[:, None] + np.arange(A)[None, :]) % S  # action a: move by a
+    P = sp.csr_array((np.ones(S * A), (np.arange(S * A), nxt.ravel())), shape=(S * A, S))
+    R = np.zeros((S, A))
+    R[0] = 1.0
+    model = TabularCMDP(P, R, gamma=0.5)
+    with raises(
+        "this sparse model has S*A*S = 64,000,000 entries, above the dense limit "
+        "50,000,000; use model.P_sparse (shape (S*A, S))"
+    ):
+        model.P  # noqa: B018
+    # action 0 stays in place: V(0) = 1 / (1 - gamma), every other state earns nothing
+    res = evaluate(model, np.zeros(S, dtype=int))
+    assert res.v[0] == pytest.approx(2.0) and np.abs(res.v[1:]).max() == 0.0
+    assert res.occupancy.sum() == pytest.approx(2.0)
+    Psp, _ = model.to_mdptoolbox(sparse=True)
+    assert Psp[1][5, 6] == 1.0
+    assert model.R.shape == (S, A, S)  # a broadcast view, not a copy
+    assert model.R.base is not None
+
+
+def test_repr_and_labels():
+    model = make(name="toy", terminal=[2])
+    assert repr(model) == "<TabularCMDP 'toy': S=3, A=2, K=1, gamma=0.9, horizon=None, terminal=1>"
+    assert (model.S, model.A, model.K) == (3, 2, 1)
+    np.testing.assert_array_equal(model.state_features, [[0.0], [1.0], [2.0]])
