@@ -1,0 +1,303 @@
+"""Robust evaluation and robust value iteration under sa-rectangular L1 sets."""
+
+import itertools
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rcmdp_exact.domains import garnet, grid_state, safe_navigation_1, safe_navigation_2
+from rcmdp_exact.evaluation import evaluate
+from rcmdp_exact.model import ModelError
+from rcmdp_exact.robust import (
+    robust_bellman,
+    robust_evaluate,
+    robust_value_iteration,
+    worst_case_kernel,
+    worst_case_objective,
+)
+from rcmdp_exact.uncertainty import L1Ball, estimate, l1_ball
+
+OBJECTIVES = ["value", "constraint", "lagrangian"]
+
+
+# --------------------------------------------------------------------------- strategies
+@st.composite
+def robust_cases(draw, max_states=6):
+    S = draw(st.integers(2, max_states))
+    A = draw(st.integers(1, 3))
+    b = draw(st.integers(1, S))
+    K = draw(st.integers(1, 2))
+    seed = draw(st.integers(0, 2**31 - 1))
+    gamma = draw(st.sampled_from([0.5, 0.9, 0.95]))
+    nsd = draw(st.booleans())
+    model = garnet(S, A, b, n_constraints=K, seed=seed, gamma=gamma, next_state_dependent=nsd)
+    rng = np.random.default_rng(seed + 1)
+    alpha = rng.uniform(0, 2.5, size=(S, A)) * (rng.random((S, A)) < 0.8)
+    support = draw(st.sampled_from(["auto", "all"]))
+    ball = l1_ball(model, alpha, support=support)
+    policy = rng.dirichlet(np.ones(A), size=S)
+    lam = rng.uniform(0, 3, size=K)
+    return model, ball, policy, lam
+
+
+def objective_of(res, obj, lam):
+    """The robustified quantity W of an evaluation result."""
+    if obj == "value":
+        return res.v
+    if obj == "constraint":
+        return -res.c.sum(axis=1)
+    return res.v - res.c @ lam
+
+
+# --------------------------------------------------------------------------- alpha = 0
+@settings(max_examples=40)
+@given(robust_cases())
+def test_alpha_zero_equals_nominal_evaluation(case):
+    model, ball, policy, lam = case
+    ball0 = ball.with_alpha(0.0)
+    nominal = evaluate(model, policy, lam)
+    for obj in OBJECTIVES:
+        res = robust_evaluate(model, policy, ball0, obj, lam)
+        assert res.converged
+        np.testing.assert_array_equal(res.P_worst, model.P)
+        np.testing.assert_allclose(res.v, nominal.v, atol=1e-10)
+        np.testing.assert_allclose(res.c, nominal.c, atol=1e-10)
+        np.testing.assert_allclose(res.lagrangian, nominal.lagrangian, atol=1e-10)
+        np.testing.assert_allclose(res.c_worst, nominal.c, atol=1e-10)
+
+
+# --------------------------------------------------------------------------- ordering
+@settings(max_examples=40)
+@given(robust_cases())
+def test_robust_is_at_most_nominal_and_monotone_in_alpha(case):
+    model, ball, policy, lam = case
+    nominal = evaluate(model, policy, lam)
+    tol = 1e-9
+    v = robust_evaluate(model, policy, ball, "value", lam)
+    assert (v.v <= nominal.v + tol).all()
+    c = robust_evaluate(model, policy, ball, "constraint", lam)
+    assert (c.c.sum(axis=1) >= nominal.c.sum(axis=1) - tol).all()
+    assert (c.c_worst >= nominal.c - tol).all()
+    lg = robust_evaluate(model, policy, ball, "lagrangian", lam)
+    assert (lg.lagrangian <= nominal.lagrangian + tol).all()
+    # each robust quantity is the worst over the kernels found for the other objectives
+    for other in (v, c, lg):
+        assert (v.v <= other.v + tol).all()
+        assert (lg.lagrangian <= other.lagrangian + tol).all()
+        assert (c.c_worst >= other.c - tol).all()
+    wider = robust_evaluate(model, policy, ball.with_alpha(ball.alpha + 0.3), "value", lam)
+    assert (wider.v <= v.v + tol).all()
+
+
+# --------------------------------------------------------------------------- fixed point
+@settings(max_examples=40)
+@given(robust_cases(), st.sampled_from(OBJECTIVES),
+       st.sampled_from(["policy_iteration", "value_iteration"]))
+def test_fixed_point_satisfies_the_robust_bellman_equation(case, obj, method):
+    model, ball, policy, lam = case
+    res = robust_evaluate(model, policy, ball, obj, lam, method=method)
+    assert res.converged and res.status == 0
+    tw = robust_bellman(model, ball, res.w, policy, objective=obj, lam=lam)
+    assert np.abs(tw.w - res.w).max() <= 1e-10
+    # the fixed point is the exact evaluation of the policy under P+
+    np.testing.assert_allclose(objective_of(res, obj, lam), res.w, atol=1e-9, rtol=0)
+    assert ball.contains(res.P_worst).all()
+
+
+# --------------------------------------------------------------------------- sort vs LP
+@settings(max_examples=15)
+@given(robust_cases(max_states=4), st.sampled_from(OBJECTIVES))
+def test_sort_operator_equals_lp_operator(case, obj):
+    model, ball, policy, lam = case
+    s = robust_evaluate(model, policy, ball, obj, lam, per_constraint=False)
+    lp = robust_evaluate(model, policy, ball, obj, lam, per_constraint=False, inner="lp")
+    np.testing.assert_allclose(lp.w, s.w, atol=1e-8)
+    w = np.random.default_rng(0).normal(size=model.n_states) * 3
+    qs = robust_bellman(model, ball, w, objective=obj, lam=lam).q
+    ql = robust_bellman(model, ball, w, objective=obj, lam=lam, inner="lp").q
+    np.testing.assert_allclose(ql, qs, atol=1e-8)
+
+
+def test_sort_operator_equals_lp_operator_on_navigation():
+    model = safe_navigation_1()
+    ball = estimate(model, 100, seed=0, progress=False).ball
+    policy = np.full((25, 4), 0.25)
+    for obj in OBJECTIVES:
+        res = robust_evaluate(model, policy, ball, obj, lam=2.0, per_constraint=False)
+        s = robust_bellman(model, ball, res.w, policy, objective=obj, lam=2.0)
+        lp = robust_bellman(model, ball, res.w, policy, objective=obj, lam=2.0, inner="lp")
+        np.testing.assert_allclose(lp.q, s.q, atol=1e-8)
+        np.testing.assert_allclose(lp.w, res.w, atol=1e-8)
+
+
+# --------------------------------------------------------------------------- brute force
+def row_vertices(p_hat, alpha, support):
+    """Vertices of {p in simplex(support) : ||p - p_hat||_1 <= alpha} by enumeration."""
+    on = np.flatnonzero(support)
+    m = on.size
+    eye = np.eye(m)
+    G = np.block([[eye, -eye], [-eye, -eye], [-eye, np.zeros((m, m))],
+                  [np.zeros((1, m)), np.ones((1, m))]])
+    ph = p_hat[on]
+    h = np.concatenate([ph, -ph, np.zeros(m), [alpha]])
+    eq = np.concatenate([np.ones(m), np.zeros(m)])
+    verts = []
+    for rows in itertools.combinations(range(G.shape[0]), 2 * m - 1):
+        M = np.vstack([G[list(rows)], eq])
+        if abs(np.linalg.det(M)) < 1e-10:
+            continue
+        x = np.linalg.solve(M, np.concatenate([h[list(rows)], [1.0]]))
+        if (G @ x <= h + 1e-10).all():
+            p = np.zeros(p_hat.size)
+            p[on] = x[:m]
+            verts.append(p)
+    return np.unique(np.round(np.array(verts), 12), axis=0)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_worst_case_equals_enumeration_of_vertex_kernels(seed):
+    """The adversary's MDP attains its optimum at vertices: enumerate them all."""
+    model = garnet(3, 2, 3, seed=seed, gamma=0.9)
+    rng = np.random.default_rng(seed)
+    ball = l1_ball(model, rng.uniform(0.2, 1.2, size=(3, 2)))
+    policy = rng.dirichlet(np.ones(2), size=3)
+    lam = np.array([1.5])
+    S, A = 3, 2
+    verts = [row_vertices(ball.nominal[s, a], ball.alpha[s, a], ball.support[s, a])
+             for s in range(S) for a in range(A)]
+    combos = np.array(list(itertools.product(*[range(len(v)) for v in verts])))
+    P = np.stack([verts[i][combos[:, i]] for i in range(S * A)], axis=1)
+    P = P.reshape(len(combos), S, A, S)
+    P_pi = np.einsum("sa,nsat->nst", policy, P)
+    M = np.eye(S) - model.gamma * P_pi
+    for obj in OBJECTIVES:
+        res = robust_evaluate(model, policy, ball, obj, lam)
+        g = worst_case_objective(obj, lam, model).transition_reward(model)
+        r_pi = np.einsum("sa,nsat,sat->ns", policy, P, g)
+        W = np.linalg.solve(M, r_pi[..., None])[..., 0]
+        np.testing.assert_allclose(W.min(axis=0), res.w, atol=1e-10)
+        # one vertex kernel attains the minimum in every state at once (rectangularity)
+        assert np.abs(W - res.w).max(axis=1).min() <= 1e-10
+
+
+# --------------------------------------------------------------------------- robust VI
+@pytest.mark.parametrize("seed", [3, 4])
+def test_robust_value_iteration_is_optimal_among_deterministic_policies(seed):
+    model = garnet(4, 2, 3, n_constraints=1, seed=seed, gamma=0.9)
+    ball = l1_ball(model, 0.6)
+    lam = 0.7
+    vi = robust_value_iteration(model, ball, lam, progress=False)
+    pi_ = robust_value_iteration(model, ball, lam, method="policy_iteration", progress=False)
+    assert vi.converged and pi_.converged
+    np.testing.assert_allclose(vi.v, pi_.v, atol=1e-9)
+    best = np.full(4, -np.inf)
+    for actions in itertools.product(range(2), repeat=4):
+        w = robust_evaluate(model, np.array(actions), ball, "lagrangian", lam,
+                            per_constraint=False).w
+        best = np.maximum(best, w)
+    np.testing.assert_allclose(vi.v, best, atol=1e-9)
+    # the greedy policy attains it, and the returned kernel is the adversary's at v
+    ev = robust_evaluate(model, vi.policy, ball, "lagrangian", lam, per_constraint=False)
+    np.testing.assert_allclose(ev.w, vi.v, atol=1e-9)
+    tb = robust_bellman(model, ball, vi.v, objective="lagrangian", lam=lam)
+    assert np.abs(tb.w - vi.v).max() <= 1e-10
+    assert vi.suboptimality_bound == pytest.approx(2 * 0.9 * vi.residual / 0.1)
+
+
+def test_robust_value_iteration_on_navigation():
+    model = safe_navigation_2()
+    ball = estimate(model, 2000, seed=0, progress=False).ball
+    vi = robust_value_iteration(model, ball, lam=5.0, progress=False)
+    pi_ = robust_value_iteration(model, ball, lam=5.0, method="policy_iteration",
+                                 progress=False)
+    np.testing.assert_allclose(vi.v, pi_.v, atol=1e-8)
+    goal = grid_state(4, 4)
+    assert vi.v[goal] == 0.0 and (vi.P_worst[goal, :, goal] == 1.0).all()
+    # the robust optimum is below the nominal optimum of the same Lagrangian reward
+    nominal = robust_value_iteration(model, ball.with_alpha(0.0), lam=5.0, progress=False)
+    assert (vi.v <= nominal.v + 1e-9).all() and vi.value < nominal.value
+
+
+# --------------------------------------------------------------------------- details
+def test_navigation_terminal_state_stays_absorbing():
+    model = safe_navigation_1()
+    ball = estimate(model, 100, seed=1, progress=False).ball
+    policy = np.full((25, 4), 0.25)
+    res = robust_evaluate(model, policy, ball, "lagrangian", lam=1.0)
+    goal = grid_state(4, 4)
+    assert res.w[goal] == 0.0
+    np.testing.assert_array_equal(res.P_worst[goal, :, goal], 1.0)
+    nominal = evaluate(model.with_transitions(ball.nominal), policy, 1.0)
+    assert res.value < nominal.value and res.cost_worst[0] > nominal.cost[0]
+
+
+def test_per_constraint_worst_costs():
+    model = garnet(5, 2, 4, n_constraints=2, seed=9, gamma=0.9)
+    ball = l1_ball(model, 0.8)
+    policy = np.full((5, 2), 0.5)
+    res = robust_evaluate(model, policy, ball, "constraint")
+    assert res.P_worst_cost.shape == (2, 5, 2, 5) and res.c_worst.shape == (5, 2)
+    for k in range(2):
+        # C_k under its own kernel, and that kernel is worse for C_k than any other
+        ev = evaluate(model.with_transitions(res.P_worst_cost[k]), policy)
+        np.testing.assert_allclose(ev.c[:, k], res.c_worst[:, k], atol=1e-12)
+        assert (res.c_worst[:, k] >= res.c[:, k] - 1e-10).all()
+    np.testing.assert_allclose(res.cost_worst, model.p0 @ res.c_worst)
+    one = garnet(5, 2, 4, n_constraints=1, seed=9, gamma=0.9)
+    r1 = robust_evaluate(one, policy, l1_ball(one, 0.8), "constraint")
+    np.testing.assert_allclose(r1.cost_worst, r1.cost, atol=1e-12)
+
+
+def test_worst_case_kernel_from_a_critic():
+    model = garnet(6, 3, 4, seed=2, gamma=0.95)
+    ball = l1_ball(model, 0.5)
+    rng = np.random.default_rng(0)
+    v, c = rng.normal(size=6), rng.normal(size=(6, 1))
+    wk = worst_case_kernel(model, ball, v=v, c=c, objective="lagrangian", lam=2.0)
+    ref = robust_bellman(model, ball, v - 2.0 * c[:, 0], objective="lagrangian", lam=2.0)
+    np.testing.assert_allclose(wk.q, ref.q, atol=1e-14)
+    np.testing.assert_array_equal(wk.P_worst, ref.P_worst)
+    z = model.R - 2.0 * model.C[..., 0] + model.gamma * (v - 2.0 * c[:, 0])
+    np.testing.assert_allclose(np.einsum("sat,sat->sa", wk.P_worst, z), wk.q, atol=1e-12)
+
+
+def test_iteration_limit_is_reported():
+    model = garnet(4, 2, 3, seed=0, gamma=0.95)
+    ball = l1_ball(model, 0.5)
+    res = robust_evaluate(model, np.full((4, 2), 0.5), ball, method="value_iteration",
+                          max_iter=3)
+    assert not res.converged and res.status == 1 and res.iterations == 3
+    assert res.message.startswith("iteration limit 3 reached")
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda m, b: robust_evaluate(m.replace(gamma=1.0), np.full((3, 2), 0.5), b),
+         "robust evaluation needs gamma < 1 (the robust Bellman operator is then a "
+         "gamma-contraction), got gamma=1.0; use a discounted model"),
+        (lambda m, b: robust_evaluate(m, np.full((3, 2), 0.5), b, "worst"),
+         "unknown objective 'worst'; use one of ['value', 'constraint', 'lagrangian'] "
+         "(worst value, worst constraint cost, or worst Lagrangian r - lam.c)"),
+        (lambda m, b: robust_evaluate(m, np.full((3, 2), 0.5),
+                                      L1Ball(np.full((2, 2, 2), 0.5), 0.1)),
+         "the ball has shape (2, 2, 2) but the model has (S, A, S) = (3, 2, 3); build the "
+         "ball for this model"),
+        (lambda m, b: robust_evaluate(m, np.full((3, 2), 0.5), b, method="newton"),
+         "unknown method 'newton'; use 'policy_iteration' (exact, a few linear solves) "
+         "or 'value_iteration'"),
+        (lambda m, b: robust_evaluate(m, np.full((3, 2), 0.5), b, "lagrangian", lam=-1.0),
+         "Lagrange multipliers must be >= 0, got lam=[-1.0]"),
+        (lambda m, b: robust_evaluate(garnet(3, 2, 2, n_constraints=0, seed=0),
+                                      np.full((3, 2), 0.5), b, "constraint"),
+         "objective 'constraint' needs a model with at least one constraint"),
+    ],
+)
+def test_errors(call, message):
+    model = garnet(3, 2, 2, seed=0)
+    ball = l1_ball(model, 0.2)
+    with pytest.raises(ModelError, match=re.escape(message)):
+        call(model, ball)
