@@ -190,15 +190,23 @@ def _check_terminates(model: TabularCMDP, P_pi: np.ndarray, what: str) -> None:
     """Raise unless every state reachable from p0 under ``P_pi`` reaches a terminal state."""
     S = model.n_states
     term = np.asarray(model.terminal, dtype=bool)
-    G = sp.csr_array(P_pi > 0)
-    reach = np.zeros(S, dtype=bool)
-    for s in np.flatnonzero(model.p0 > 0):
-        reach[breadth_first_order(G, int(s), directed=True, return_predecessors=False)] = True
-    good = np.zeros(S, dtype=bool)
-    GT = sp.csr_array(G.T)
-    for t in np.flatnonzero(term):
-        good[breadth_first_order(GT, int(t), directed=True, return_predecessors=False)] = True
-    bad = np.flatnonzero(reach & ~good)
+    # one breadth-first search from a virtual node S linked to every start state, and
+    # one on the reversed graph from a virtual node linked to every terminal state
+    edges = sp.csr_array(P_pi > 0)
+    src = sp.csr_array((np.ones(int((model.p0 > 0).sum())),
+                        (np.zeros(int((model.p0 > 0).sum()), dtype=int),
+                         np.flatnonzero(model.p0 > 0))), shape=(1, S))
+    col = sp.csr_array((S, 1))
+    corner = sp.csr_array((1, 1))
+    fwd = sp.block_array([[edges, col], [src, corner]], format="csr")
+    reach = np.zeros(S + 1, dtype=bool)
+    reach[breadth_first_order(fwd, S, directed=True, return_predecessors=False)] = True
+    sink = sp.csr_array((np.ones(int(term.sum())), (np.zeros(int(term.sum()), dtype=int),
+                                                    np.flatnonzero(term))), shape=(1, S))
+    bwd = sp.block_array([[sp.csr_array(edges.T), col], [sink, corner]], format="csr")
+    good = np.zeros(S + 1, dtype=bool)
+    good[breadth_first_order(bwd, S, directed=True, return_predecessors=False)] = True
+    bad = np.flatnonzero(reach[:S] & ~good[:S])
     if bad.size:
         s = int(bad[0])
         lab = model.state_labels
