@@ -249,6 +249,7 @@ def evaluate(model: TabularCMDP, policy, lam=None) -> Result:
         M = sp.csc_matrix(sp.eye_array(S, format="csr") - gamma * P_pi)
         lu = spla.splu(M, permc_spec=_PERMC_SPEC)
         sol[:] = lu.solve(rhs)
+        sol[model.terminal] = 0.0  # exactly: absorbing and earning nothing
         occ[:] = lu.solve(p0, trans="T")
         value = float(p0 @ sol[:, 0])
         cost = p0 @ sol[:, 1:]

@@ -201,6 +201,12 @@ def _check_terminal(terminal, S: int) -> np.ndarray:
         mask = np.zeros(S, dtype=bool)
         mask[term] = True
         return mask
+    if np.issubdtype(term.dtype, np.integer) and term.shape == (S,):
+        raise ModelError(
+            f"terminal is an integer array of shape ({S},), which could be a mask or "
+            f"{S} state indices; give a bool mask (e.g. np.isin(np.arange({S}), "
+            f"indices))"
+        )
     raise ModelError(
         f"terminal must be a boolean mask of shape ({S},) or a list of state indices, "
         f"got dtype {term.dtype} and shape {term.shape}; for a mask use a bool array"

@@ -237,6 +237,11 @@ BAD_MODELS = [
         "boolean array of shape (2,)",
     ),
     (
+        dict(terminal=np.array([0, 0, 1])),
+        "terminal is an integer array of shape (3,), which could be a mask or 3 state "
+        "indices; give a bool mask (e.g. np.isin(np.arange(3), indices))",
+    ),
+    (
         dict(terminal=[0.0, 0.0, 1.0]),
         "terminal must be a boolean mask of shape (3,) or a list of state indices, got "
         "dtype float64 and shape (3,); for a mask use a bool array",
