@@ -407,7 +407,7 @@ def central_difference(f, x, step: float | None = None, order: int = 4,
             )
         reach = max(_STENCILS[order][0])
         tight = 2.0 * reach * h > bound.min(axis=1)
-        h2 = fd_step(x, step if step is not None else None, 2).ravel()
+        h2 = fd_step(x, step, 2).ravel()
         room_up, room_down = bound[:, 0], bound[:, 1]
         side = np.where(room_up >= room_down, 1, -1).astype(np.int8)
         room = np.maximum(room_up, room_down)
