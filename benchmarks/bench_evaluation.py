@@ -7,19 +7,21 @@ corner terminal, gamma = 0.99.  They are built directly as sparse ``TabularCMDP`
 (P a CSR matrix (S*A, S), R (S, A), C (S, A, 1)), so the dense (S, A, S) tensor never
 exists.
 
-Policy: the deterministic "go right, then down" policy, which reaches the goal from
-every cell (so the undiscounted evaluation is defined too).  Columns:
+Policies: the deterministic "go right, then down" policy, which reaches the goal
+from every cell (so the undiscounted evaluation is defined too), and a random
+stochastic policy (Dirichlet(1, 1, 1, 1) rows, seed 0).  Columns:
 
-* ``ours det``   :func:`rcmdp_exact.evaluate` of that policy (V, the cost, Q for
-  reward and cost, and the occupancy measure; one sparse LU);
-* ``ours stoch`` the same for a random stochastic policy (every action has mass);
-* ``ours g=1``   the undiscounted evaluation of the deterministic policy (gamma = 1,
-  including the networkx check that every reachable state reaches the goal);
-* ``mdptoolbox`` ``PolicyIteration._evalPolicyMatrix`` of pymdptoolbox for the same
-  deterministic policy on the same model (given in its sparse list form; its
-  evaluation builds a dense P_pi and calls ``numpy.linalg.solve``);
-* ``ratio``      mdptoolbox / ours det, and ``max|dV|`` the largest difference of the
-  two value vectors.
+* ``ours det`` / ``ours sto``: :func:`rcmdp_exact.evaluate` of each policy (V, the
+  cost, Q for reward and cost, and the occupancy measure, from one sparse LU);
+* ``g=1 det`` / ``g=1 sto``: the undiscounted evaluation (gamma = 1) of each policy,
+  including the networkx check that every reachable state reaches the goal;
+* ``mdp det``: ``PolicyIteration._evalPolicyMatrix`` of pymdptoolbox for the same
+  deterministic policy on the same model (its dense ``P[a, s, s']`` form; it builds a
+  dense P_pi and calls ``numpy.linalg.solve``);
+* ``mdp sto``: the same evaluation of the stochastic policy, given to pymdptoolbox as
+  the single-action MDP (P_pi, r_pi) (pymdptoolbox takes deterministic policies only);
+* ``x det`` / ``x sto``: the speed-up mdptoolbox time / our time, and ``max|dV|`` the
+  largest difference between the value vectors of the two libraries.
 
 Times are medians over repeats.  Run with
 
@@ -40,7 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm import tqdm
 
-from rcmdp_exact import TabularCMDP, evaluate
+from rcmdp_exact import TabularCMDP, evaluate, policy_transition_matrix
 
 MOVES = np.array([(-1, 0), (1, 0), (0, 1), (0, -1)])
 SIZES = ((10, 10), (20, 50), (40, 50), (50, 60), (80, 100), (150, 200), (250, 400))
@@ -88,14 +90,13 @@ def median_time(fn, repeats: int) -> tuple[float, object]:
     return float(np.median(times)), out
 
 
-def mdptoolbox_evaluation(model: TabularCMDP, policy: np.ndarray):
-    """A function running pymdptoolbox's matrix evaluation of ``policy``."""
+def mdptoolbox_evaluation(P, R, gamma: float, policy: np.ndarray):
+    """A function running pymdptoolbox's matrix evaluation of a deterministic policy."""
     import mdptoolbox.mdp
 
-    P, R = model.to_mdptoolbox(sparse=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        solver = mdptoolbox.mdp.PolicyIteration(P, R, model.gamma, policy0=policy,
+        solver = mdptoolbox.mdp.PolicyIteration(P, R, gamma, policy0=policy,
                                                 eval_type="matrix")
 
     def run():
@@ -105,17 +106,24 @@ def mdptoolbox_evaluation(model: TabularCMDP, policy: np.ndarray):
     return run
 
 
+def fmt_ms(t: float | None) -> str:
+    return "-" if t is None else f"{1e3 * t:.1f}ms"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--max-mdptoolbox", type=int, default=5000,
                         help="largest S given to pymdptoolbox (dense S x S solve)")
-    parser.add_argument("--repeats", type=int, default=5, help="timed repeats per size")
+    parser.add_argument("--repeats", type=int, default=11,
+                        help="timed repeats per size (3 above S = 10^4)")
     parser.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = parser.parse_args(argv)
 
-    header = (f"{'S':>7} {'ours det':>10} {'ours stoch':>11} {'ours g=1':>10} "
-              f"{'mdptoolbox':>11} {'ratio':>8} {'max|dV|':>9}")
+    cols = ("S", "ours det", "ours sto", "g=1 det", "g=1 sto", "mdp det", "mdp sto",
+            "x det", "x sto", "max|dV|")
+    widths = (7, 9, 9, 9, 9, 9, 9, 7, 7, 8)
+    header = " ".join(c.rjust(w) for c, w in zip(cols, widths, strict=True))
     print(header)
     print("-" * len(header))
     results = []
@@ -123,25 +131,37 @@ def main(argv=None) -> int:
         S = n_rows * n_cols
         model = grid_model(n_rows, n_cols)
         undiscounted = model.replace(gamma=1.0)
-        policy = right_then_down(n_rows, n_cols)
-        stochastic = np.random.default_rng(0).dirichlet(np.ones(4), size=S)
-        repeats = args.repeats if S <= 10_000 else max(3, args.repeats // 2)
-        t_det, res = median_time(lambda: evaluate(model, policy), repeats)  # noqa: B023
-        t_sto, _ = median_time(lambda: evaluate(model, stochastic), repeats)  # noqa: B023
-        t_g1, _ = median_time(lambda: evaluate(undiscounted, policy), repeats)  # noqa: B023
-        row = dict(S=S, ours_det=t_det, ours_stochastic=t_sto, ours_gamma1=t_g1,
-                   mdptoolbox=None, ratio=None, max_abs_diff=None)
-        text_mdp, text_ratio, text_diff = "-", "-", "-"
+        det = right_then_down(n_rows, n_cols)
+        sto = np.random.default_rng(0).dirichlet(np.ones(4), size=S)
+        repeats = args.repeats if S <= 10_000 else min(3, args.repeats)
+        row = dict(S=S)
+        res = {}
+        for key, mdl, pol in (("ours_det", model, det), ("ours_sto", model, sto),
+                              ("g1_det", undiscounted, det), ("g1_sto", undiscounted, sto)):
+            row[key], res[key] = median_time(lambda m=mdl, p=pol: evaluate(m, p), repeats)
+        row.update(mdp_det=None, mdp_sto=None, ratio_det=None, ratio_sto=None,
+                   max_abs_diff=None)
         if S <= args.max_mdptoolbox:
-            run = mdptoolbox_evaluation(model, policy)
-            t_mdp, v_mdp = median_time(run, repeats)
-            diff = float(np.abs(v_mdp - res.v).max())
-            row.update(mdptoolbox=t_mdp, ratio=t_mdp / t_det, max_abs_diff=diff)
-            text_mdp = f"{1e3 * t_mdp:9.1f}ms"
-            text_ratio = f"{t_mdp / t_det:7.1f}x"
-            text_diff = f"{diff:9.1e}"
-        tqdm.write(f"{S:>7} {1e3 * t_det:8.1f}ms {1e3 * t_sto:9.1f}ms {1e3 * t_g1:8.1f}ms "
-                   f"{text_mdp:>11} {text_ratio:>8} {text_diff:>9}")
+            P, R = model.to_mdptoolbox()
+            row["mdp_det"], v_det = median_time(
+                mdptoolbox_evaluation(P, R, model.gamma, det), repeats)
+            P_pi = policy_transition_matrix(model, sto).toarray()[None]
+            r_pi = np.einsum("sa,sa->s", sto, model.r)[:, None]
+            row["mdp_sto"], v_sto = median_time(
+                mdptoolbox_evaluation(P_pi, r_pi, model.gamma, np.zeros(S, dtype=int)),
+                repeats)
+            row["ratio_det"] = row["mdp_det"] / row["ours_det"]
+            row["ratio_sto"] = row["mdp_sto"] / row["ours_sto"]
+            row["max_abs_diff"] = float(max(np.abs(v_det - res["ours_det"].v).max(),
+                                            np.abs(v_sto - res["ours_sto"].v).max()))
+        cells = (
+            str(S), fmt_ms(row["ours_det"]), fmt_ms(row["ours_sto"]), fmt_ms(row["g1_det"]),
+            fmt_ms(row["g1_sto"]), fmt_ms(row["mdp_det"]), fmt_ms(row["mdp_sto"]),
+            "-" if row["ratio_det"] is None else f"{row['ratio_det']:.0f}x",
+            "-" if row["ratio_sto"] is None else f"{row['ratio_sto']:.0f}x",
+            "-" if row["max_abs_diff"] is None else f"{row['max_abs_diff']:.1e}",
+        )
+        tqdm.write(" ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True)))
         results.append(row)
     if args.json:
         with open(args.json, "w") as fh:
