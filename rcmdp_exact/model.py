@@ -25,7 +25,16 @@ Large sparse models (for example a grid of :math:`10^5` cells) are built from a
 entries and the solvers use :attr:`TabularCMDP.P_sparse`.
 
 Every check made when a model is built raises :class:`ModelError` (a
-:class:`ValueError`) whose message names the culprit and says how to fix it.
+:class:`ValueError`) whose message names the culprit and says how to fix it: shapes
+and dtypes, NaN/inf, negative probabilities, rows of ``P`` that do not sum to 1 within
+:func:`row_tolerance` (S) (the first bad ``(s, a)`` and its sum), ``p0`` not a
+distribution, ``gamma`` outside [0, 1], budgets of the wrong length, terminal states
+that are not absorbing, outcomes that do not cover the support of ``P``; policies are
+checked by :func:`check_policy`.
+
+Conversions: :meth:`TabularCMDP.to_mdptoolbox` (``P[a, s, s']``, ``R[s, a]``) and
+:meth:`TabularCMDP.to_quantecon` (``R[s, a]``, ``Q[s, a, s']``, or the sparse
+state-action-pair form).
 """
 
 from __future__ import annotations
@@ -55,9 +64,10 @@ class ModelError(ValueError):
 def row_tolerance(n: int) -> float:
     """Tolerance on ``|sum(row) - 1|`` for a distribution over ``n`` entries.
 
-    Summing ``n`` float64 numbers loses about ``n * eps`` in the worst case; the
-    tolerance is ``1e-12 * max(n, 1)``, a thousand times that bound and far below any
-    difference that matters at the toolkit's 1e-8 accuracy.
+    Summing ``n`` float64 numbers loses about ``n * eps`` (eps = 2.2e-16) in the worst
+    case; the tolerance is ``1e-12 * max(n, 1)``, a few thousand times that bound, so
+    it scales with the size of the row as the rounding error does, and stays far below
+    any difference that matters at the toolkit's 1e-8 accuracy.
     """
     return 1e-12 * max(int(n), 1)
 
@@ -268,7 +278,7 @@ def check_policy(policy, n_states: int, n_actions: int, name: str = "policy") ->
             f"{name} row of state {s} sums to {float(sums[s])!r}, not 1; normalise each row "
             f"(policy / policy.sum(axis=1, keepdims=True))"
         )
-    return arr
+    return arr.copy() if arr is policy else arr
 
 
 # --------------------------------------------------------------------------- the model
@@ -294,8 +304,9 @@ class TabularCMDP:
         Start distribution, or a start state index (default state 0).
     horizon : int, optional
         Episode length T used by the undiscounted test metric.
-    terminal : array_like (S,) of bool, optional
-        Absorbing states; rewards and costs earned in them are ignored.
+    terminal : array_like (S,) of bool, or a list of state indices, optional
+        Absorbing states (``P[t, a, t] = 1`` for every action); rewards and costs
+        earned in them are ignored.
     state_labels, action_labels, cost_labels : sequences of str, optional
         Names used in messages and reports.
     name : str, optional
@@ -307,10 +318,17 @@ class TabularCMDP:
         Input features of each state for function approximators (the MLP policy and
         adversary); the learners scale them as documented there.  Default: the index.
 
+    Raises
+    ------
+    ModelError
+        On any invalid input; the message names the culprit and how to fix it.
+
     Notes
     -----
-    New dynamics make a new model: :meth:`with_transitions`.  Attributes cannot be
-    reassigned and the arrays are read-only.
+    New dynamics make a new model: :meth:`with_transitions` (or :meth:`replace` for
+    any other field).  The inputs are copied, attributes cannot be reassigned and
+    every array returned is read-only; copies are the model itself and pickling
+    rebuilds it through the constructor.
     """
 
     __slots__ = (
@@ -715,19 +733,23 @@ class TabularCMDP:
         return self._terminal
 
     @property
-    def state_labels(self):
+    def state_labels(self) -> tuple[str, ...] | None:
+        """Names of the states (S,), or None."""
         return self._state_labels
 
     @property
-    def action_labels(self):
+    def action_labels(self) -> tuple[str, ...] | None:
+        """Names of the actions (A,), or None."""
         return self._action_labels
 
     @property
-    def cost_labels(self):
+    def cost_labels(self) -> tuple[str, ...] | None:
+        """Names of the constraints (K,), or None."""
         return self._cost_labels
 
     @property
     def name(self) -> str | None:
+        """A short name of the model, or None."""
         return self._name
 
     @property
@@ -749,10 +771,12 @@ class TabularCMDP:
 
     @property
     def reward_depends_on_next_state(self) -> bool:
+        """True when R was given per transition (S, A, S) rather than per pair."""
         return self._R is not None
 
     @property
     def cost_depends_on_next_state(self) -> bool:
+        """True when C was given per transition (S, A, S, K) rather than per pair."""
         return self._C is not None
 
     # ----------------------------------------------------------------- derived
