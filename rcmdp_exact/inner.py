@@ -70,6 +70,7 @@ numpy (:func:`l1_violation`).
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -95,6 +96,8 @@ _PACK_LIMIT = 1 << 16
 _BLOCK_ENTRIES = 1 << 15
 #: Width of the mass blocks used to find the crossing point.
 _SEG = 32
+#: Up to this many outcomes the crossing point comes from a plain cumulative sum.
+_CUMSUM_LIMIT = 256
 
 
 # --------------------------------------------------------------------------- validation
@@ -156,8 +159,11 @@ def _validate(p, zz, a, sup, n) -> None:
         )
 
 
-def _prepare(p_hat, z, alpha, support, check: bool):
-    """Validate and broadcast; return p (N, n), z (n,) or (N, n), alpha (N,), support."""
+def _prepare(p_hat, z, alpha, support):
+    """Check shapes and flatten: p (N, n), z (n,) or (N, n), alpha (N,), support.
+
+    Also returns a function that validates the values (see :func:`_validate`).
+    """
     p = np.asarray(p_hat, dtype=np.float64)
     if p.ndim == 0 or p.shape[-1] == 0:
         raise ModelError(
@@ -203,8 +209,11 @@ def _prepare(p_hat, z, alpha, support, check: bool):
                 f"support has shape {sup.shape}, which does not broadcast to p_hat's shape "
                 f"{p.shape}; give one boolean per outcome (shape (..., {n}))"
             )
-    if check:
-        _validate(p, zz, a, sup, n)
+    sup_orig = sup
+
+    def validate():
+        _validate(p, zz, a, sup_orig, n)
+
     N = int(np.prod(lead, dtype=np.int64))
     P = np.ascontiguousarray(p.reshape(N, n))
     shared = zz.ndim == 1 or all(d == 1 for d in zz.shape[:-1])
@@ -218,47 +227,75 @@ def _prepare(p_hat, z, alpha, support, check: bool):
             sup = None
         else:
             sup = np.ascontiguousarray(np.broadcast_to(sup, p.shape).reshape(N, n))
-    return P, Z, A, sup, lead, n
+    return P, Z, A, sup, lead, n, validate
 
 
 # --------------------------------------------------------------------------- sort method
+@functools.lru_cache(maxsize=64)
+def _segment(n: int):
+    """Column blocks of :func:`_crossing` for rows of n entries (cached).
+
+    Returns the width d (a divisor of n near ``_SEG`` when there is one), the number
+    of blocks, ``ones(d)``, ``arange(d)`` and the upper-triangular matrices of ones
+    that turn row vectors of length nb and d into their cumulative sums.
+    """
+    d = _SEG
+    for c in sorted(range(_SEG // 2, 2 * _SEG + 1), key=lambda c: abs(c - _SEG)):
+        if n % c == 0:
+            d = c
+            break
+    nb = -(-n // d)
+    consts = (np.ones(d), np.arange(d), np.triu(np.ones((nb, nb))), np.triu(np.ones((d, d))))
+    for c in consts:
+        c.flags.writeable = False
+    return (d, nb, *consts)
+
+
 def _crossing(ps: np.ndarray, eps: np.ndarray):
     """Crossing point of the removal in sorted order.
 
-    ``ps`` (B, n): nominal masses in decreasing order of z, zero at the argmin.
-    Returns ``j`` (B,): the first position whose cumulative mass exceeds ``eps`` (the
-    positions before it lose all their mass; clipped to n - 1), and ``part`` (B,): the
-    mass removed at ``j``.
+    ``ps`` (B, n) C-contiguous: nominal masses in decreasing order of z, zero at the
+    argmin.  Returns ``j`` (B,): the first position whose cumulative mass exceeds
+    ``eps`` (the positions before it lose all their mass; clipped to n - 1), ``part``
+    (B,): the mass removed at ``j``, and ``total`` (B,): the mass of each row.
+    Large rows are summed in blocks of about ``_SEG`` columns first (a BLAS product
+    when the width divides n), so that only one block per row needs a cumulative sum.
     """
     B, n = ps.shape
     rows = np.arange(B)
-    if n <= 2 * _SEG:
+    if n <= _CUMSUM_LIMIT:
         cs = np.cumsum(ps, axis=1)
         j = np.count_nonzero(cs <= eps[:, None], axis=1)
-        j = np.minimum(j, n - 1)
+        np.minimum(j, n - 1, out=j)
         before = cs[rows, j] - ps[rows, j]
+        total = cs[:, -1]
     else:
-        starts = np.arange(0, n, _SEG)
-        bsum = np.add.reduceat(ps, starts, axis=1)  # (B, nb)
-        bcs = np.cumsum(bsum, axis=1)
-        # first block whose cumulative mass exceeds eps
-        blk = np.minimum(np.count_nonzero(bcs <= eps[:, None], axis=1), starts.size - 1)
-        base = bcs[rows, blk] - bsum[rows, blk]  # mass of the blocks before
-        cols = starts[blk][:, None] + np.arange(_SEG)[None, :]
-        inside = cols < n
-        seg = np.where(inside, ps[rows[:, None], np.minimum(cols, n - 1)], 0.0)
-        scs = np.empty((B, _SEG + 1))
-        scs[:, 0] = base
-        np.cumsum(seg, axis=1, out=scs[:, 1:])
-        scs[:, 1:] += base[:, None]
-        # scs[:, i] is the mass before column start + i
-        jj = np.count_nonzero((scs[:, 1:] <= eps[:, None]) & inside, axis=1)
-        j = np.minimum(starts[blk] + jj, n - 1)
-        before = scs[rows, jj]
-        # jj = number of fully removed columns of the block; if every column up to the
-        # end is removed, j is clipped to n - 1 (the argmin, with no mass: part = 0)
+        d, nb, ones_d, ar_d, tri_b, tri_d = _segment(n)
+        if n % d == 0:
+            bsum = (ps.reshape(B * nb, d) @ ones_d).reshape(B, nb)  # BLAS
+        else:
+            bsum = np.add.reduceat(ps, np.arange(0, n, d), axis=1)
+        bcs = bsum @ tri_b  # cumulative sums along the row
+        total = bcs[:, -1]
+        # the first block whose cumulative mass exceeds eps
+        blk = (bcs <= eps[:, None]).sum(axis=1)
+        np.minimum(blk, nb - 1, out=blk)
+        c0 = blk * d
+        cols = (c0 + rows * n)[:, None] + ar_d
+        if n % d:  # the last block is short: clip its columns and zero their mass
+            inside = cols < (rows * n + n)[:, None]
+            np.minimum(cols, (rows * n + n - 1)[:, None], out=cols)
+            seg = np.take(ps, cols) * inside
+        else:
+            seg = np.take(ps, cols)
+        ext = np.zeros((B, d + 1))  # ext[:, i]: mass before column c0 + i
+        np.matmul(seg, tri_d, out=ext[:, 1:])
+        ext += (bcs[rows, blk] - bsum[rows, blk])[:, None]
+        jj = (ext[:, 1:] <= eps[:, None]).sum(axis=1)
+        j = np.minimum(c0 + jj, n - 1)
+        before = ext[rows, j - c0]
     part = np.clip(eps - before, 0.0, ps[rows, j])
-    return j, part
+    return j, part, total
 
 
 def _exact_rows(pc, zc, A, supc, out, val):
@@ -275,7 +312,7 @@ def _exact_rows(pc, zc, A, supc, out, val):
     ps = np.take_along_axis(pc, o, axis=1)
     ps[rows, pos_k] = 0.0  # the argmin keeps its mass
     eps = np.minimum(0.5 * A, 1.0 - pc[rows, k])
-    j, part = _crossing(ps, eps)
+    j, part, _ = _crossing(ps, eps)
     rank = np.empty((B, n), dtype=np.int64)
     np.put_along_axis(rank, o, np.arange(n, dtype=np.int64)[None, :], axis=1)
     np.multiply(pc, rank >= j[:, None], out=out)
@@ -285,54 +322,116 @@ def _exact_rows(pc, zc, A, supc, out, val):
     val[:] = np.einsum("ij,ij->i", out, zc)
 
 
-def _packed_rows(pc, zc, A, supc, out, val, bits, wbuf):
+class _Work:
+    """Work buffers and constants of one block of B rows, allocated once per call."""
+
+    def __init__(self, B: int, n: int):
+        self.bits = max(1, int(B * n - 1).bit_length())
+        self.mask = np.int64((1 << self.bits) - 1)
+        self.w = np.empty((B, n))
+        self.skey = np.empty((B, n))
+        self.ps = np.empty((B, n))
+        self.cond = np.empty((B, n), dtype=bool)
+        self.off = np.arange(B, dtype=np.int64) * n
+        # key = (bits of z, low bits cleared) ^ (sign bit | flat index): the sign flip
+        # makes the keys decrease with z, the flat index r * n + i fills the low bits
+        self.flip = (self.off[:, None] + np.arange(n, dtype=np.int64)) | np.int64(
+            np.iinfo(np.int64).min
+        )
+        self.rows = np.arange(B)
+        self.last = np.full(B, n - 1)
+        self.tol = row_tolerance(n)
+        self.ones = np.ones(n)
+
+
+def _misordered(keys, zc, off, mask, supc) -> np.ndarray:
+    """Rows whose packed-key order differs from the order of z (bool per row).
+
+    ``keys`` (m, n): sorted packed keys of the rows (flat index r * n + i in the low
+    bits, ``off`` (m,) the r * n of each row).  Two neighbours can be out of order
+    only if their keys agree in all but the low bits; those pairs are compared on the
+    exact z (outcomes outside ``supc`` carry no mass and are ignored).
+    """
+    m = keys.shape[0]
+    x = (keys[:, 1:] ^ keys[:, :-1]).view(np.uint64) <= np.uint64(mask)
+    bad = np.zeros(m, dtype=bool)
+    if x.any():
+        r, c = np.nonzero(x)
+        i1 = (keys[r, c] & mask) - off[r]
+        i2 = (keys[r, c + 1] & mask) - off[r]
+        wrong = zc[r, i1] < zc[r, i2]
+        if supc is not None:
+            wrong &= supc[r, i1] & supc[r, i2]
+        bad[r[wrong]] = True
+    return bad
+
+
+def _packed_rows(pc, zc, A, supc, out, val, wk: _Work, validate=None):
     """Sort-based solution ordered by packed float keys; returns rows to redo exactly.
 
-    The key of outcome i is :math:`-z_i` with the low ``bits`` bits of its float64
-    pattern replaced by i: distinct keys whose order is that of :math:`-z` except
-    between values that agree in all other bits (checked afterwards).
+    The key of outcome i of row r is :math:`-z_{r,i}` with the low ``wk.bits`` bits of
+    its float64 pattern replaced by :math:`r n + i`: distinct keys whose order within a
+    row is that of :math:`-z` except between values that agree in all other bits
+    (checked on the exact z).  Few, large array operations per block: the per-call
+    cost of small numpy operations dominates otherwise.
     """
     B, n = pc.shape
-    rows = np.arange(B)
-    mask = np.int64((1 << bits) - 1)
-    w = np.negative(zc, out=wbuf[:B])
+    rows = wk.rows[:B]
+    off = wk.off[:B]
+    mask = wk.mask
+    w = wk.w[:B]
     wi = w.view(np.int64)
-    np.bitwise_and(wi, ~mask, out=wi)
-    np.bitwise_or(wi, np.arange(n, dtype=np.int64), out=wi)
-    skey = np.sort(w, axis=1)
+    np.bitwise_and(zc.view(np.int64), ~mask, out=wi)
+    np.bitwise_xor(wi, wk.flip[:B], out=wi)
+    skey = wk.skey[:B]
+    np.copyto(skey, w)
+    skey.sort(axis=1)  # decreasing z
     si = skey.view(np.int64)
-    flat = si & mask  # outcome index in sorted (decreasing z) order
+    ps = wk.ps[:B]
     redo = None
+    if validate is not None:
+        # a non-finite z has a non-finite key, sorted to an end of its row; the row
+        # sums also bring the block of p_hat into the cache for the gather below
+        sums = pc @ wk.ones
+        if not (
+            np.isfinite(skey[:, :: max(n - 1, 1)]).all()
+            and pc.min() >= 0.0
+            and (np.abs(sums - 1.0) <= wk.tol).all()
+            and (supc is None or _chunk_ok(pc, None, supc, wk.tol))
+        ):
+            validate()
     if n > 1:
-        same = (si[:, 1:] ^ si[:, :-1]) <= mask  # neighbours equal in the high bits
-        if same.any():
-            r, c = np.nonzero(same)
-            i1, i2 = flat[r, c], flat[r, c + 1]
-            wrong = zc[r, i1] < zc[r, i2]
-            if supc is not None:
-                wrong &= supc[r, i1] & supc[r, i2]
-            if wrong.any():
-                redo = np.unique(r[wrong])
+        # neighbours equal in all but the low bits (unsigned: the sign bit may differ)
+        x = ps.reshape(-1)[: B * n - 1].view(np.int64)  # scratch
+        flat_keys = si.reshape(-1)
+        np.bitwise_xor(flat_keys[1:], flat_keys[:-1], out=x)
+        if x.view(np.uint64).min() <= np.uint64(mask):
+            bad = _misordered(si, zc, off, mask, supc)
+            redo = np.flatnonzero(bad) if bad.any() else None
+    flat = si
+    np.bitwise_and(si, mask, out=flat)  # r * n + (outcome index), decreasing z
     if supc is None:
-        k = flat[:, -1].copy()
-        pos_k = np.full(B, n - 1)
+        k = flat[:, -1] - off
+        pos_k = wk.last[:B]
     else:
         k = np.argmin(np.where(supc, zc, np.inf), axis=1)
-        pos_k = np.argmax(flat == k[:, None], axis=1)
-    flat += (rows * n)[:, None]
-    ps = np.take(pc, flat, mode="wrap")  # indices are in range by construction
+        pos_k = np.argmax(flat == (k + off)[:, None], axis=1)
+    np.take(pc, flat, mode="wrap", out=ps)  # masses in decreasing order of z
+    pk = ps[rows, pos_k]
     ps[rows, pos_k] = 0.0  # the argmin keeps its mass
-    eps = np.minimum(0.5 * A, 1.0 - pc[rows, k])
-    j, part = _crossing(ps, eps)
-    np.multiply(pc, w >= skey[rows, j][:, None], out=out)
-    jt = flat[rows, j] - rows * n
+    eps = np.minimum(0.5 * A, 1.0 - pk)
+    j, part, _ = _crossing(ps, eps)
+    jt = flat[rows, j] - off
+    cond = wk.cond[:B]
+    np.greater_equal(w, w[rows, jt][:, None], out=cond)
+    np.multiply(pc, cond, out=out)
     out[rows, jt] -= part
-    out[rows, k] = pc[rows, k] + eps
+    out[rows, k] = pk + eps
     val[:] = np.einsum("ij,ij->i", out, zc)
     return redo
 
 
-def _solve_shared(P, z, A, sup, p_out, val, n, block):
+def _solve_shared(P, z, A, sup, p_out, val, n, block, validate, tol):
     """Sort-based solution when every row shares the same z (one sort)."""
     order = np.argsort(-z, kind="stable")  # decreasing z, ties by index
     rank = np.empty(n, dtype=np.int64)
@@ -343,6 +442,9 @@ def _solve_shared(P, z, A, sup, p_out, val, n, block):
         B = hi - lo
         rows = np.arange(B)
         pc = P[lo:hi]
+        supc = None if sup is None else sup[lo:hi]
+        if validate is not None and not _chunk_ok(pc, None, supc, tol):
+            validate()
         if sup is None:
             kpos = np.full(B, n - 1)
         else:
@@ -352,7 +454,7 @@ def _solve_shared(P, z, A, sup, p_out, val, n, block):
         eps = np.minimum(0.5 * A[lo:hi], 1.0 - pc[rows, k])
         ps = pc[:, order]
         ps[rows, kpos] = 0.0
-        j, part = _crossing(ps, eps)
+        j, part, _ = _crossing(ps, eps)
         out = p_out[lo:hi]
         np.multiply(pc, rank[None, :] >= j[:, None], out=out)
         jt = order[j]
@@ -361,25 +463,43 @@ def _solve_shared(P, z, A, sup, p_out, val, n, block):
         val[lo:hi] = out @ z
 
 
-def _sort_method(P, Z, A, sup, n):
+def _chunk_ok(pc, zc, supc, tol: float) -> bool:
+    """Cheap screen of one block (it also brings the block into the cache)."""
+    if not pc.min() >= 0.0:
+        return False
+    if not (np.abs(pc.sum(axis=1) - 1.0) <= tol).all():
+        return False
+    if zc is not None and not np.isfinite(zc.sum()):
+        return False
+    return supc is None or not np.max(pc, where=~supc, initial=0.0) > 0.0
+
+
+def _sort_method(P, Z, A, sup, n, validate=None):
+    """Exact sort-based solution of every row; ``validate`` raises on bad input.
+
+    With ``validate``, each block is screened just before it is solved (while it is
+    read anyway) and ``validate()`` is called, to raise with the culprit, on a failure.
+    """
     N = P.shape[0]
     p_out = np.empty_like(P)
     val = np.empty(N)
     if N == 0:
         return p_out, val
     block = max(1, _BLOCK_ENTRIES // n)
+    tol = row_tolerance(n)
     if Z.ndim == 1:
-        _solve_shared(P, Z, A, sup, p_out, val, n, block)
+        _solve_shared(P, Z, A, sup, p_out, val, n, block, validate, tol)
         return p_out, val
-    bits = max(1, int(n - 1).bit_length())
-    wbuf = np.empty((min(block, N), n))
+    wk = _Work(min(block, N), n) if n <= _PACK_LIMIT else None
     for lo in range(0, N, block):
         hi = min(N, lo + block)
         supc = None if sup is None else sup[lo:hi]
         args = (P[lo:hi], Z[lo:hi], A[lo:hi], supc, p_out[lo:hi], val[lo:hi])
-        if n <= _PACK_LIMIT:
-            redo = _packed_rows(*args, bits, wbuf)
+        if wk is not None:
+            redo = _packed_rows(*args, wk, validate)  # screens the block as it reads it
         else:
+            if validate is not None and not _chunk_ok(P[lo:hi], Z[lo:hi], supc, tol):
+                validate()
             redo = np.arange(hi - lo)
         if redo is not None and redo.size:
             r = redo + lo
@@ -551,9 +671,16 @@ def worst_case_l1(p_hat, z, alpha, support=None, method: str = "sort", *,
         )
     if method == "lp" and solver not in LP_SOLVERS:
         raise ModelError(f"unknown LP solver {solver!r}; use one of {list(LP_SOLVERS)}")
-    P, Z, A, sup, lead, n = _prepare(p_hat, z, alpha, support, check)
+    P, Z, A, sup, lead, n, validate = _prepare(p_hat, z, alpha, support)
+    if check and (
+        method == "lp"
+        or not (np.isfinite(A).all() and (A >= 0).all())
+        or (Z.ndim == 1 and not np.isfinite(Z).all())
+    ):
+        validate()  # the LP checks everything first; a bad alpha or z raises here
     if method == "sort":
-        p_out, val = _sort_method(P, Z, A, sup, n)
+        # the sort method screens each block of rows as it reads it
+        p_out, val = _sort_method(P, Z, A, sup, n, validate if check else None)
         return Result(
             p=p_out.reshape(*lead, n),
             value=val.reshape(lead) if lead else float(val[0]),
