@@ -92,8 +92,10 @@ LP_SOLVERS = ("HIGHS", "CLARABEL")
 
 #: Largest number of outcomes for which the packed integer keys are used.
 _PACK_LIMIT = 1 << 16
-#: Target number of float64 entries of one block of rows (about 256 KiB).
+#: Target number of float64 entries of one block of rows (about 512 KiB).
 _BLOCK_ENTRIES = 1 << 15
+#: Blocks per group (the per-row bookkeeping of the packed path runs once per group).
+_GROUP = 4
 #: Width of the mass blocks used to find the crossing point.
 _SEG = 32
 #: Up to this many outcomes the crossing point comes from a plain cumulative sum.
@@ -233,11 +235,12 @@ def _prepare(p_hat, z, alpha, support):
 # --------------------------------------------------------------------------- sort method
 @functools.lru_cache(maxsize=64)
 def _segment(n: int):
-    """Column blocks of :func:`_crossing` for rows of n entries (cached).
+    """Column blocks of :func:`_crossing` for rows of n entries (cached constants).
 
     Returns the width d (a divisor of n near ``_SEG`` when there is one), the number
-    of blocks, ``ones(d)``, ``arange(d)`` and the upper-triangular matrices of ones
-    that turn row vectors of length nb and d into their cumulative sums.
+    nb of blocks, ``ones(d)``, ``arange(d)``, the strictly upper-triangular (nb, nb)
+    matrix of ones (exclusive prefix sums of a row vector) and the upper-triangular
+    (d, d) one (inclusive prefix sums).
     """
     d = _SEG
     for c in sorted(range(_SEG // 2, 2 * _SEG + 1), key=lambda c: abs(c - _SEG)):
@@ -245,7 +248,12 @@ def _segment(n: int):
             d = c
             break
     nb = -(-n // d)
-    consts = (np.ones(d), np.arange(d), np.triu(np.ones((nb, nb))), np.triu(np.ones((d, d))))
+    consts = (
+        np.ones(d),
+        np.arange(d),
+        np.triu(np.ones((nb, nb)), 1),
+        np.triu(np.ones((d, d))),
+    )
     for c in consts:
         c.flags.writeable = False
     return (d, nb, *consts)
@@ -256,10 +264,12 @@ def _crossing(ps: np.ndarray, eps: np.ndarray):
 
     ``ps`` (B, n) C-contiguous: nominal masses in decreasing order of z, zero at the
     argmin.  Returns ``j`` (B,): the first position whose cumulative mass exceeds
-    ``eps`` (the positions before it lose all their mass; clipped to n - 1), ``part``
-    (B,): the mass removed at ``j``, and ``total`` (B,): the mass of each row.
-    Large rows are summed in blocks of about ``_SEG`` columns first (a BLAS product
-    when the width divides n), so that only one block per row needs a cumulative sum.
+    ``eps`` (the positions before it lose all their mass; clipped to n - 1) and
+    ``part`` (B,): the mass removed at ``j``.
+
+    Long rows are cut into blocks of d columns: the block totals (a BLAS product when
+    d divides n) and their exclusive prefix sums locate the block of the crossing,
+    and only that block gets a cumulative sum.
     """
     B, n = ps.shape
     rows = np.arange(B)
@@ -267,35 +277,34 @@ def _crossing(ps: np.ndarray, eps: np.ndarray):
         cs = np.cumsum(ps, axis=1)
         j = np.count_nonzero(cs <= eps[:, None], axis=1)
         np.minimum(j, n - 1, out=j)
-        before = cs[rows, j] - ps[rows, j]
-        total = cs[:, -1]
+        pj = ps[rows, j]
+        part = np.clip(eps - (cs[rows, j] - pj), 0.0, pj)
+        return j, part
+    d, nb, ones_d, ar_d, excl_b, incl_d = _segment(n)
+    if n % d == 0:
+        bsum = (ps.reshape(B * nb, d) @ ones_d).reshape(B, nb)
     else:
-        d, nb, ones_d, ar_d, tri_b, tri_d = _segment(n)
-        if n % d == 0:
-            bsum = (ps.reshape(B * nb, d) @ ones_d).reshape(B, nb)  # BLAS
-        else:
-            bsum = np.add.reduceat(ps, np.arange(0, n, d), axis=1)
-        bcs = bsum @ tri_b  # cumulative sums along the row
-        total = bcs[:, -1]
-        # the first block whose cumulative mass exceeds eps
-        blk = (bcs <= eps[:, None]).sum(axis=1)
-        np.minimum(blk, nb - 1, out=blk)
-        c0 = blk * d
-        cols = (c0 + rows * n)[:, None] + ar_d
-        if n % d:  # the last block is short: clip its columns and zero their mass
-            inside = cols < (rows * n + n)[:, None]
-            np.minimum(cols, (rows * n + n - 1)[:, None], out=cols)
-            seg = np.take(ps, cols) * inside
-        else:
-            seg = np.take(ps, cols)
-        ext = np.zeros((B, d + 1))  # ext[:, i]: mass before column c0 + i
-        np.matmul(seg, tri_d, out=ext[:, 1:])
-        ext += (bcs[rows, blk] - bsum[rows, blk])[:, None]
-        jj = (ext[:, 1:] <= eps[:, None]).sum(axis=1)
-        j = np.minimum(c0 + jj, n - 1)
-        before = ext[rows, j - c0]
-    part = np.clip(eps - before, 0.0, ps[rows, j])
-    return j, part, total
+        bsum = np.add.reduceat(ps, np.arange(0, n, d), axis=1)
+    bex = bsum @ excl_b  # mass before each block
+    # the crossing block: the last one whose preceding mass is <= eps (bex[:, 0] = 0)
+    blk = (bex <= eps[:, None]).sum(axis=1) - 1
+    rest = eps - bex[rows, blk]  # what remains to remove inside that block
+    c0 = blk * d
+    cols = (c0 + rows * n)[:, None] + ar_d
+    if n % d:  # the last block is short: clip its columns and zero their mass
+        inside = cols < (rows * n + n)[:, None]
+        np.minimum(cols, (rows * n + n - 1)[:, None], out=cols)
+        seg = np.take(ps, cols) * inside
+    else:
+        seg = np.take(ps, cols)
+    cum = seg @ incl_d  # cumulative mass inside the block
+    # fully removed columns of the block; at most d - 1 so that j stays in the block
+    jj = np.minimum((cum <= rest[:, None]).sum(axis=1), d - 1)
+    j = np.minimum(c0 + jj, n - 1)
+    jj = j - c0
+    pj = seg[rows, jj]
+    part = np.clip(rest - (cum[rows, jj] - pj), 0.0, pj)
+    return j, part
 
 
 def _exact_rows(pc, zc, A, supc, out, val):
@@ -312,7 +321,7 @@ def _exact_rows(pc, zc, A, supc, out, val):
     ps = np.take_along_axis(pc, o, axis=1)
     ps[rows, pos_k] = 0.0  # the argmin keeps its mass
     eps = np.minimum(0.5 * A, 1.0 - pc[rows, k])
-    j, part, _ = _crossing(ps, eps)
+    j, part = _crossing(ps, eps)
     rank = np.empty((B, n), dtype=np.int64)
     np.put_along_axis(rank, o, np.arange(n, dtype=np.int64)[None, :], axis=1)
     np.multiply(pc, rank >= j[:, None], out=out)
@@ -323,111 +332,110 @@ def _exact_rows(pc, zc, A, supc, out, val):
 
 
 class _Work:
-    """Work buffers and constants of one block of B rows, allocated once per call."""
+    """Work buffers and constants of one group of G blocks of B rows (R = G B rows)."""
 
-    def __init__(self, B: int, n: int):
-        self.bits = max(1, int(B * n - 1).bit_length())
+    def __init__(self, R: int, B: int, n: int):
+        self.B = B
+        self.bits = max(1, int(R * n - 1).bit_length())
         self.mask = np.int64((1 << self.bits) - 1)
-        self.w = np.empty((B, n))
-        self.skey = np.empty((B, n))
-        self.ps = np.empty((B, n))
-        self.cond = np.empty((B, n), dtype=bool)
-        self.off = np.arange(B, dtype=np.int64) * n
+        self.skey = np.empty((R, n))
+        self.flat = np.empty((R, n), dtype=np.int64)
+        self.ps = np.empty((R, n))
+        self.cond = np.empty((R, n), dtype=bool)
+        self.sums = np.empty(R)
+        self.off = np.arange(R, dtype=np.int64) * n
         # key = (bits of z, low bits cleared) ^ (sign bit | flat index): the sign flip
         # makes the keys decrease with z, the flat index r * n + i fills the low bits
         self.flip = (self.off[:, None] + np.arange(n, dtype=np.int64)) | np.int64(
             np.iinfo(np.int64).min
         )
-        self.rows = np.arange(B)
-        self.last = np.full(B, n - 1)
+        self.rows = np.arange(R)
+        self.last = np.full(R, n - 1)
         self.tol = row_tolerance(n)
         self.ones = np.ones(n)
 
 
-def _misordered(keys, zc, off, mask, supc) -> np.ndarray:
-    """Rows whose packed-key order differs from the order of z (bool per row).
-
-    ``keys`` (m, n): sorted packed keys of the rows (flat index r * n + i in the low
-    bits, ``off`` (m,) the r * n of each row).  Two neighbours can be out of order
-    only if their keys agree in all but the low bits; those pairs are compared on the
-    exact z (outcomes outside ``supc`` carry no mass and are ignored).
-    """
-    m = keys.shape[0]
-    x = (keys[:, 1:] ^ keys[:, :-1]).view(np.uint64) <= np.uint64(mask)
-    bad = np.zeros(m, dtype=bool)
-    if x.any():
-        r, c = np.nonzero(x)
-        i1 = (keys[r, c] & mask) - off[r]
-        i2 = (keys[r, c + 1] & mask) - off[r]
-        wrong = zc[r, i1] < zc[r, i2]
-        if supc is not None:
-            wrong &= supc[r, i1] & supc[r, i2]
-        bad[r[wrong]] = True
-    return bad
-
-
 def _packed_rows(pc, zc, A, supc, out, val, wk: _Work, validate=None):
-    """Sort-based solution ordered by packed float keys; returns rows to redo exactly.
+    r"""Sort-based solution ordered by packed float keys; returns rows to redo exactly.
 
     The key of outcome i of row r is :math:`-z_{r,i}` with the low ``wk.bits`` bits of
     its float64 pattern replaced by :math:`r n + i`: distinct keys whose order within a
-    row is that of :math:`-z` except between values that agree in all other bits
-    (checked on the exact z).  Few, large array operations per block: the per-call
-    cost of small numpy operations dominates otherwise.
+    row is that of :math:`-z`, except between values that agree in all the other bits
+    (the *bucket* of a key).  Only two places of the order matter: the crossing
+    position j (the first j positions lose all their mass) and the argmin (the last
+    position).  A row whose key at j, or at the end, shares its bucket with a
+    neighbour (a near-tie or an exact tie there) is returned to be solved by the
+    exact path; in every other row the removed set is exactly
+    :math:`\{i : z_i > z_{(j)}\}`, so the solution is written by comparing z itself.
+
+    The passes over the data run block by block (B rows, cache-sized); the per-row
+    bookkeeping runs once for the whole group, to keep the number of small numpy
+    calls low.
     """
-    B, n = pc.shape
-    rows = wk.rows[:B]
-    off = wk.off[:B]
+    R, n = pc.shape
+    rows = wk.rows[:R]
+    off = wk.off[:R]
     mask = wk.mask
-    w = wk.w[:B]
-    wi = w.view(np.int64)
-    np.bitwise_and(zc.view(np.int64), ~mask, out=wi)
-    np.bitwise_xor(wi, wk.flip[:B], out=wi)
-    skey = wk.skey[:B]
-    np.copyto(skey, w)
-    skey.sort(axis=1)  # decreasing z
+    umask = np.uint64(mask)
+    skey = wk.skey[:R]
     si = skey.view(np.int64)
-    ps = wk.ps[:B]
-    redo = None
-    if validate is not None:
-        # a non-finite z has a non-finite key, sorted to an end of its row; the row
-        # sums also bring the block of p_hat into the cache for the gather below
-        sums = pc @ wk.ones
-        if not (
-            np.isfinite(skey[:, :: max(n - 1, 1)]).all()
-            and pc.min() >= 0.0
-            and (np.abs(sums - 1.0) <= wk.tol).all()
-            and (supc is None or _chunk_ok(pc, None, supc, wk.tol))
-        ):
-            validate()
-    if n > 1:
-        # neighbours equal in all but the low bits (unsigned: the sign bit may differ)
-        x = ps.reshape(-1)[: B * n - 1].view(np.int64)  # scratch
-        flat_keys = si.reshape(-1)
-        np.bitwise_xor(flat_keys[1:], flat_keys[:-1], out=x)
-        if x.view(np.uint64).min() <= np.uint64(mask):
-            bad = _misordered(si, zc, off, mask, supc)
-            redo = np.flatnonzero(bad) if bad.any() else None
-    flat = si
-    np.bitwise_and(si, mask, out=flat)  # r * n + (outcome index), decreasing z
+    flat = wk.flat[:R]
+    ps = wk.ps[:R]
+    sums = wk.sums[:R]
+    ok = True
+    for s in range(0, R, wk.B):
+        e = min(R, s + wk.B)
+        np.bitwise_and(zc[s:e].view(np.int64), ~mask, out=si[s:e])
+        np.bitwise_xor(si[s:e], wk.flip[s:e], out=si[s:e])
+        skey[s:e].sort(axis=1)  # decreasing z
+        if validate is not None:
+            # row sums and signs of p_hat; this also brings the block into the cache
+            np.matmul(pc[s:e], wk.ones, out=sums[s:e])
+            ok = ok and pc[s:e].min() >= 0.0
+        np.bitwise_and(si[s:e], mask, out=flat[s:e])  # r * n + i, decreasing z
+        np.take(pc, flat[s:e], mode="wrap", out=ps[s:e])  # masses, decreasing z
+    if validate is not None and not (
+        ok
+        # a non-finite z has a non-finite key, sorted to an end of its row
+        and np.isfinite(skey[:, :: max(n - 1, 1)]).all()
+        and (np.abs(sums - 1.0) <= wk.tol).all()
+        and (supc is None or _chunk_ok(pc, None, supc, wk.tol))
+    ):
+        validate()
     if supc is None:
         k = flat[:, -1] - off
-        pos_k = wk.last[:B]
+        pos_k = wk.last[:R]
     else:
         k = np.argmin(np.where(supc, zc, np.inf), axis=1)
         pos_k = np.argmax(flat == (k + off)[:, None], axis=1)
-    np.take(pc, flat, mode="wrap", out=ps)  # masses in decreasing order of z
     pk = ps[rows, pos_k]
     ps[rows, pos_k] = 0.0  # the argmin keeps its mass
     eps = np.minimum(0.5 * A, 1.0 - pk)
-    j, part, _ = _crossing(ps, eps)
+    j, part = _crossing(ps, eps)
+    redo = None
+    if n > 1:
+        sj = si[rows, j]
+        near = ((si[rows, np.maximum(j - 1, 0)] ^ sj).view(np.uint64) <= umask) & (j >= 1)
+        near |= ((si[rows, np.minimum(j + 1, n - 1)] ^ sj).view(np.uint64) <= umask) & (
+            j <= n - 2
+        )
+        if supc is None:
+            near |= (si[:, -1] ^ si[:, -2]).view(np.uint64) <= umask
+        if near.any():
+            redo = np.flatnonzero(near)
     jt = flat[rows, j] - off
-    cond = wk.cond[:B]
-    np.greater_equal(w, w[rows, jt][:, None], out=cond)
-    np.multiply(pc, cond, out=out)
+    zt = zc[rows, jt]
+    cond = wk.cond[:R]
+    for s in range(0, R, wk.B):
+        e = min(R, s + wk.B)
+        np.less_equal(zc[s:e], zt[s:e, None], out=cond[s:e])
+        np.multiply(pc[s:e], cond[s:e], out=out[s:e])
+        val[s:e] = np.einsum("ij,ij->i", out[s:e], zc[s:e])
+    # the partial removal at jt and the mass moved to k (k never loses mass)
+    zk = zc[rows, k]
+    val += (pk + eps - out[rows, k]) * zk - part * zt
     out[rows, jt] -= part
     out[rows, k] = pk + eps
-    val[:] = np.einsum("ij,ij->i", out, zc)
     return redo
 
 
@@ -454,7 +462,7 @@ def _solve_shared(P, z, A, sup, p_out, val, n, block, validate, tol):
         eps = np.minimum(0.5 * A[lo:hi], 1.0 - pc[rows, k])
         ps = pc[:, order]
         ps[rows, kpos] = 0.0
-        j, part, _ = _crossing(ps, eps)
+        j, part = _crossing(ps, eps)
         out = p_out[lo:hi]
         np.multiply(pc, rank[None, :] >= j[:, None], out=out)
         jt = order[j]
@@ -490,9 +498,11 @@ def _sort_method(P, Z, A, sup, n, validate=None):
     if Z.ndim == 1:
         _solve_shared(P, Z, A, sup, p_out, val, n, block, validate, tol)
         return p_out, val
-    wk = _Work(min(block, N), n) if n <= _PACK_LIMIT else None
-    for lo in range(0, N, block):
-        hi = min(N, lo + block)
+    group = block * _GROUP
+    wk = _Work(min(group, N), block, n) if n <= _PACK_LIMIT else None
+    step = group if wk is not None else block
+    for lo in range(0, N, step):
+        hi = min(N, lo + step)
         supc = None if sup is None else sup[lo:hi]
         args = (P[lo:hi], Z[lo:hi], A[lo:hi], supc, p_out[lo:hi], val[lo:hi])
         if wk is not None:
