@@ -49,6 +49,7 @@ def test_notebooks_are_found():
     names = [p.name for p in NOTEBOOKS]
     assert "01_model_and_exact_evaluation.ipynb" in names, names
     assert "02_policy_gradient_theorems.ipynb" in names, names
+    assert "03_robust_inner_problem.ipynb" in names, names
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
