@@ -858,9 +858,46 @@ def _mix_to_boundary(oracle: _RobustOracle, safe: np.ndarray, risky: np.ndarray,
     return lo, best
 
 
+def _cutting_planes(oracle: _RobustOracle, g_of, n_cuts: int, box: float) -> None:
+    r"""Kelley's cutting-plane steps on g: minimise the model :math:`\max_i [g_i +
+    s_i^\top (\lambda - \lambda_i)]` over :math:`0 \le \lambda \le` box (an LP),
+    evaluate g there, repeat.
+
+    The slopes :math:`s_i = d - C_{\pi_i, P_i}` are gradients of g where it is
+    differentiable.  Without robustness g is convex and piecewise linear, the cuts are
+    valid and the steps reach its minimum in finitely many steps; with robustness the
+    model is only a guide (every evaluated g is still an upper bound).
+    """
+    from scipy.optimize import linprog
+
+    K = oracle.d.size
+    for _ in range(n_cuts):
+        pts = list(oracle.g_cache.values())
+        G = np.array([p.g_estimate for p in pts])
+        Ls = np.array([p.lam for p in pts]).reshape(len(pts), K)
+        Sl = np.array([p.slope for p in pts]).reshape(len(pts), K)
+        # variables (lam, t): min t s.t. s_i.lam - t <= s_i.lam_i - g_i
+        c = np.zeros(K + 1)
+        c[-1] = 1.0
+        A_ub = np.hstack([Sl, -np.ones((len(pts), 1))])
+        b_ub = np.einsum("ik,ik->i", Sl, Ls) - G
+        bounds = [(0.0, box)] * K + [(None, None)]
+        sol = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs")
+        if sol.status != 0:
+            return
+        lam = np.maximum(sol.x[:K], 0.0)
+        best = float(G.min())
+        if best - sol.x[-1] <= 1e-12 * max(1.0, abs(best)):
+            return
+        key = tuple(np.round(lam, 15).tolist())
+        if key in oracle.g_cache:
+            return
+        g_of(lam)
+
+
 def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
                   lam_range: tuple[float, float] | None = None, n_refine: int = 40,
-                  n_sweeps: int = 2, mix_steps: int = 30, tol: float = 1e-12,
+                  n_sweeps: int = 2, n_cuts: int = 30, mix_steps: int = 30, tol: float = 1e-12,
                   feas_tol: float = 1e-9, rvi_method: str = "policy_iteration",
                   variants=VARIANTS, progress: bool = True) -> Result:
     r"""A certified bracket [lower, upper] on the RCMDP optimum over an L1 ball.
@@ -894,23 +931,30 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
     :math:`[10^{-3}, 10^{4}] \cdot \max|r| / \max|c|`), the same value for every
     constraint; the grid is extended by factors of 10 while its last point is the best;
     (2) ``n_refine`` golden-section steps on each coordinate in the bracket formed by
-    the neighbours of the best point (``n_sweeps`` cyclic sweeps when K > 1); (3) one
-    step to the intersection of the supporting lines :math:`g + (\lambda' - \lambda)
-    g'(\lambda)` on both sides of the best point (K = 1; exact at the kink of the
-    piecewise-linear non-robust dual), with slope
-    :math:`g'(\lambda) = d - C_{\pi_\lambda, P_\lambda}` (envelope theorem).  The best
+    the neighbours of the best point (``n_sweeps`` cyclic sweeps when K > 1); (3) up to
+    ``n_cuts`` cutting-plane (Kelley) steps: the next lam minimises
+    :math:`\max_i [g_i + s_i^\top (\lambda - \lambda_i)]` over the evaluated points,
+    with slope :math:`s_i = d - C_{\pi_i, P_i}` (envelope theorem; :math:`P_i` the
+    Lagrangian worst case).  Without robustness g is convex and piecewise linear and
+    these steps land on its minimum (its kink) exactly; with robustness they are a
+    guide only.  Every evaluated g is an upper bound; the best
     (smallest) value met is ``upper``.
 
     **Lower bound (exact worst-case evaluation).**  Candidates: every robust-Lagrangian
-    policy met during the search, the CMDP optimum of the ball's nominal model
-    (:func:`solve_cmdp`) and, per constraint, the policy minimising its worst-case cost.
+    policy met during the search, the policies of the ``variants``, the CMDP optimum of
+    the ball's nominal model (:func:`solve_cmdp`) and, per constraint, the policy
+    minimising its worst-case cost.
     Each is evaluated exactly by :func:`rcmdp_exact.robust.robust_evaluate` (robust
     value, and each constraint under its own maximising kernel).  Then the best
     feasible candidate is mixed state-wise with an infeasible one (the one met at the
     largest lam below the best and the one with the best robust value),
     :math:`(1-\theta)\pi_f + \theta\pi_i`, with :math:`\theta` bisected to the
-    largest value verified feasible.  ``lower`` is the best robust value of a policy
-    whose worst-case costs are :math:`\le d_k +` ``feas_tol``.
+    largest value verified feasible with no tolerance (worst-case costs
+    :math:`\le d_k`).  ``lower`` is the best robust value of a policy whose worst-case
+    costs are :math:`\le d_k +` ``feas_tol`` (a candidate such as the nominal LP policy
+    may sit on the budget up to rounding); such a policy can exceed the optimum at
+    budget d by at most :math:`\lambda^\top` ``feas_tol`` (sensitivity), so
+    ``lower <= upper + multiplier.sum() * feas_tol``.
 
     If the smallest achievable worst-case cost of a constraint (robust VI on
     :math:`-c_k`) exceeds its budget, the RCMDP is infeasible: ``upper = lower = -inf``.
@@ -921,7 +965,7 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
         Rewards, costs, budgets, gamma < 1, p0, terminal states (its transitions are not
         used: the ball's nominal is the centre).
     ball : rcmdp_exact.uncertainty.L1Ball
-    n_grid, lam_range, n_refine, n_sweeps : search settings (see above).
+    n_grid, lam_range, n_refine, n_sweeps, n_cuts : search settings (see above).
     mix_steps : int
         Bisection steps of the mixing refinement.
     tol : float
@@ -964,7 +1008,7 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
     if not (isinstance(n_grid, int) and n_grid >= 2):
         raise ModelError(f"n_grid must be an integer >= 2, got {n_grid!r}")
     for name, val in (("n_refine", n_refine), ("n_sweeps", n_sweeps),
-                      ("mix_steps", mix_steps)):
+                      ("n_cuts", n_cuts), ("mix_steps", mix_steps)):
         if not (isinstance(val, int) and val >= 0):
             raise ModelError(f"{name} must be a non-negative integer, got {val!r}")
     bad = [v for v in variants if v not in VARIANTS]
@@ -1048,21 +1092,8 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
 
                     _golden(f, lo, hi, n_refine)
                     lam_best = min(oracle.g_cache.values(), key=lambda r: r.g).lam.copy()
-            # -- (3) kink step (K = 1)
-            if K == 1:
-                pts = sorted(oracle.g_cache.values(), key=lambda r: float(r.lam[0]))
-                best = min(pts, key=lambda r: r.g)
-                lb = float(best.lam[0])
-                left = [p for p in pts if float(p.lam[0]) <= lb and p.slope[0] < 0]
-                right = [p for p in pts if float(p.lam[0]) >= lb and p.slope[0] > 0]
-                if left and right:
-                    p1, p2 = left[-1], right[0]
-                    s1, s2 = float(p1.slope[0]), float(p2.slope[0])
-                    l1, l2 = float(p1.lam[0]), float(p2.lam[0])
-                    # g1 + s1 (x - l1) = g2 + s2 (x - l2)
-                    x = (p2.g_estimate - p1.g_estimate + s1 * l1 - s2 * l2) / (s1 - s2)
-                    if l1 <= x <= l2:
-                        g_of(np.array([x]))
+            # -- (3) cutting-plane steps
+            _cutting_planes(oracle, g_of, n_cuts, box=float(grid[-1]) * step)
     finally:
         bar.close()
     evals = list(oracle.g_cache.values())
@@ -1108,7 +1139,7 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
             partners.append(max(risky, key=lambda t: t[2].value)[1])
         base_pol = lower_pol
         for partner in partners:
-            theta, pol = _mix_to_boundary(oracle, base_pol, partner, d, feas_tol, mix_steps)
+            theta, pol = _mix_to_boundary(oracle, base_pol, partner, d, 0.0, mix_steps)
             if theta > 0.0:
                 e = oracle.robust(pol)
                 if np.all(e.cost <= d + feas_tol) and e.value > lower:
