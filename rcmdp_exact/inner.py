@@ -71,6 +71,7 @@ numpy (:func:`l1_violation`).
 from __future__ import annotations
 
 import functools
+import threading
 import warnings
 
 import numpy as np
@@ -99,7 +100,15 @@ _GROUP = 4
 #: Width of the mass blocks used to find the crossing point.
 _SEG = 32
 #: Up to this many outcomes the crossing point comes from a plain cumulative sum.
-_CUMSUM_LIMIT = 256
+_CUMSUM_LIMIT = 48
+
+
+def _einsum_rowdot(a, b):
+    return np.einsum("ij,ij->i", a, b)
+
+
+#: Row-wise dot products (``np.vecdot`` of numpy >= 2, else einsum).
+_rowdot = getattr(np, "vecdot", _einsum_rowdot)
 
 
 # --------------------------------------------------------------------------- validation
@@ -328,7 +337,7 @@ def _exact_rows(pc, zc, A, supc, out, val):
     jt = o[rows, j]
     out[rows, jt] -= part
     out[rows, k] = pc[rows, k] + eps
-    val[:] = np.einsum("ij,ij->i", out, zc)
+    val[:] = _rowdot(out, zc)
 
 
 class _Work:
@@ -353,6 +362,23 @@ class _Work:
         self.last = np.full(R, n - 1)
         self.tol = row_tolerance(n)
         self.ones = np.ones(n)
+
+
+_WORK_CACHE = threading.local()
+
+
+def _work(R: int, B: int, n: int) -> _Work:
+    """A :class:`_Work` for this shape, reused across calls of the same thread."""
+    cache = getattr(_WORK_CACHE, "items", None)
+    if cache is None:
+        cache = _WORK_CACHE.items = {}
+    key = (R, B, n)
+    wk = cache.get(key)
+    if wk is None:
+        if len(cache) >= 4:  # keep a few shapes (a model's S and the inner loops')
+            cache.pop(next(iter(cache)))
+        wk = cache[key] = _Work(R, B, n)
+    return wk
 
 
 def _packed_rows(pc, zc, A, supc, out, val, wk: _Work, validate=None):
@@ -426,11 +452,11 @@ def _packed_rows(pc, zc, A, supc, out, val, wk: _Work, validate=None):
     jt = flat[rows, j] - off
     zt = zc[rows, jt]
     cond = wk.cond[:R]
-    for s in range(0, R, wk.B):
+    for s in reversed(range(0, R, wk.B)):  # the last blocks read are still cached
         e = min(R, s + wk.B)
         np.less_equal(zc[s:e], zt[s:e, None], out=cond[s:e])
         np.multiply(pc[s:e], cond[s:e], out=out[s:e])
-        val[s:e] = np.einsum("ij,ij->i", out[s:e], zc[s:e])
+        val[s:e] = _rowdot(out[s:e], zc[s:e])
     # the partial removal at jt and the mass moved to k (k never loses mass)
     zk = zc[rows, k]
     val += (pk + eps - out[rows, k]) * zk - part * zt
@@ -499,7 +525,7 @@ def _sort_method(P, Z, A, sup, n, validate=None):
         _solve_shared(P, Z, A, sup, p_out, val, n, block, validate, tol)
         return p_out, val
     group = block * _GROUP
-    wk = _Work(min(group, N), block, n) if n <= _PACK_LIMIT else None
+    wk = _work(min(group, N), block, n) if n <= _PACK_LIMIT else None
     step = group if wk is not None else block
     for lo in range(0, N, step):
         hi = min(N, lo + step)

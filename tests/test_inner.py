@@ -194,32 +194,60 @@ def test_exact_fallback_path_matches(monkeypatch, n):
     exact = worst_case_l1(p_hat, z, alpha)
     np.testing.assert_allclose(packed.value, exact.value, atol=1e-14, rtol=0)
     assert (l1_violation(packed.p, p_hat, alpha) <= FEAS_TOL).all()
-    for i in range(0, N, 7):
-        order = np.argsort(-z[i], kind="stable")
-        # exact reference by the formula in sorted order
-        k = order[-1]
-        eps = min(alpha[i] / 2, 1 - p_hat[i, k])
-        removed, left = np.zeros(n), eps
-        for j in order[:-1]:
-            take = min(p_hat[i, j], left)
-            removed[j], left = take, left - take
-        ref = p_hat[i] @ z[i] + eps * z[i, k] - removed @ z[i]
-        assert packed.value[i] == pytest.approx(ref, abs=1e-12)
+    for i in range(N):
+        assert packed.value[i] == pytest.approx(naive_row(p_hat[i], z[i], alpha[i]), abs=1e-12)
 
 
-def test_large_block_path_with_support():
-    rng = np.random.default_rng(11)
-    N, n = 25, 300
-    sup = rng.random((N, n)) < 0.5
-    sup[:, 0] = True
-    p_hat = rng.random((N, n)) * sup
-    p_hat /= p_hat.sum(axis=1, keepdims=True)
-    z = rng.integers(0, 20, size=(N, n)).astype(float)
+def naive_row(p_hat, z, alpha, support=None):
+    """The algorithm of the module docstring written as a plain loop over one row."""
+    on = np.arange(p_hat.size) if support is None else np.flatnonzero(support)
+    k = on[np.argmin(z[on])]
+    eps = min(alpha / 2, 1 - p_hat[k])
+    p, left = p_hat.astype(float).copy(), eps
+    for i in np.argsort(-z, kind="stable"):
+        if i == k or left <= 0:
+            continue
+        take = min(p[i], left)
+        p[i] -= take
+        left -= take
+    p[k] += eps
+    return p @ z
+
+
+@pytest.mark.parametrize("n", [49, 67, 257, 300, 1000])
+@pytest.mark.parametrize("kind", ["continuous", "ties", "support", "shared"])
+def test_long_rows_block_crossing(monkeypatch, n, kind):
+    """Rows longer than the cumulative-sum limit: blocks of d | n columns or a short
+    last block (n prime), dense or partial supports, ties, shared z, exact path."""
+    rng = np.random.default_rng(n)
+    N = 24
+    sup = None
+    p_hat = rng.dirichlet(np.full(n, 0.3), size=N)
+    if kind == "support":
+        sup = rng.random((N, n)) < 0.4
+        sup[:, 0] = True
+        p_hat = p_hat * sup
+        p_hat /= p_hat.sum(axis=1, keepdims=True)
+    z = rng.normal(size=(N, n))
+    if kind == "ties":
+        z = rng.integers(0, 6, size=(N, n)).astype(float)
+    if kind == "shared":
+        z = z[0]
     alpha = rng.uniform(0, 2.2, N)
-    s = worst_case_l1(p_hat, z, alpha, sup)
-    lp = worst_case_l1(p_hat, z, alpha, sup, method="lp")
-    np.testing.assert_allclose(s.value, lp.value, atol=1e-8)
-    assert (l1_violation(s.p, p_hat, alpha, sup) <= FEAS_TOL).all()
+    alpha[:3] = [0.0, 2.0, 1e-3]
+    res = worst_case_l1(p_hat, z, alpha, sup)
+    zz = np.broadcast_to(z, p_hat.shape)
+    ref = [naive_row(p_hat[i], zz[i], alpha[i], None if sup is None else sup[i])
+           for i in range(N)]
+    np.testing.assert_allclose(res.value, ref, atol=1e-12)
+    assert (l1_violation(res.p, p_hat, alpha, sup) <= FEAS_TOL).all()
+    np.testing.assert_allclose((res.p * zz).sum(axis=1), res.value, atol=1e-12)
+    lp = worst_case_l1(p_hat[:4], zz[:4], alpha[:4], None if sup is None else sup[:4],
+                       method="lp")
+    np.testing.assert_allclose(res.value[:4], lp.value, atol=1e-8)
+    monkeypatch.setattr(inner_mod, "_PACK_LIMIT", 0)  # the exact argsort path
+    exact = worst_case_l1(p_hat, z, alpha, sup)
+    np.testing.assert_allclose(exact.value, ref, atol=1e-12)
 
 
 def test_single_outcome_and_scalar_input():
