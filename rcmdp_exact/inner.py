@@ -414,9 +414,10 @@ def _packed_rows(pc, zc, A, supc, out, val, wk: _Work, validate=None):
         np.bitwise_and(zc[s:e].view(np.int64), ~mask, out=si[s:e])
         np.bitwise_xor(si[s:e], wk.flip[s:e], out=si[s:e])
         skey[s:e].sort(axis=1)  # decreasing z
+        # row sums of p_hat (checked below); reading the block also brings it into
+        # the cache for the gather, which is then cheaper than on a cold block
+        np.matmul(pc[s:e], wk.ones, out=sums[s:e])
         if validate is not None:
-            # row sums and signs of p_hat; this also brings the block into the cache
-            np.matmul(pc[s:e], wk.ones, out=sums[s:e])
             ok = ok and pc[s:e].min() >= 0.0
         np.bitwise_and(si[s:e], mask, out=flat[s:e])  # r * n + i, decreasing z
         np.take(pc, flat[s:e], mode="wrap", out=ps[s:e])  # masses, decreasing z
