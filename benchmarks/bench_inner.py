@@ -83,8 +83,10 @@ def main(argv=None) -> int:
         p_hat, z, alpha = make_problem(S, A)
         flat_z = z.reshape(S * A, S)
         t_floor = best_time(lambda fz=flat_z: np.sort(fz, axis=-1), args.repeats)
-        t_sort = best_time(lambda: worst_case_l1(p_hat, z, alpha), args.repeats)
-        t_fast = best_time(lambda: worst_case_l1(p_hat, z, alpha, check=False), args.repeats)
+        t_sort = best_time(lambda p=p_hat, z=z, a=alpha: worst_case_l1(p, z, a), args.repeats)
+        t_fast = best_time(
+            lambda p=p_hat, z=z, a=alpha: worst_case_l1(p, z, a, check=False), args.repeats
+        )
         # the floor again, interleaved, to be fair to both under a changing load
         t_floor = min(t_floor, best_time(lambda fz=flat_z: np.sort(fz, axis=-1), args.repeats))
         # row loop
