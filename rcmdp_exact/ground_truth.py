@@ -1043,6 +1043,11 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
                                     progress=False)
         min_robust_cost[k] = -rk.value
         safest.append(rk.policy)
+    var_out = {}
+    for name in variants:
+        var_out[name] = rcmdp_variant(model, ball, name, n_grid=n_grid,
+                                      lam_range=(lo_l, hi_l), tol=tol,
+                                      feas_tol=feas_tol, progress=False)
     try:
         if K and np.any(min_robust_cost > d + feas_tol):
             ks = [k for k in range(K) if min_robust_cost[k] > d[k] + feas_tol]
@@ -1057,7 +1062,7 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
                 upper_policy_value=np.nan, upper_policy_cost=np.full(K, np.nan),
                 min_robust_cost=min_robust_cost, history={"lam": np.zeros((0, K)),
                                                           "g": np.zeros(0)},
-                n_candidates=0, variants={}, success=False, status="infeasible",
+                n_candidates=0, variants=var_out, success=False, status="infeasible",
                 message=f"infeasible: no policy meets the budgets on every model of the "
                         f"ball; {msg}; raise the budget or shrink the ball",
             )
@@ -1108,11 +1113,7 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
         if key not in seen:
             seen.add(key)
             cands.append((float(r.lam.sum()), r.policy))
-    var_out = {}
     for name in variants:
-        var_out[name] = rcmdp_variant(model, ball, name, n_grid=n_grid,
-                                      lam_range=(lo_l, hi_l), tol=tol,
-                                      feas_tol=feas_tol, progress=False)
         cands.append((float(var_out[name].multiplier.sum()), var_out[name].policy))
     nominal_model = model.with_transitions(np.asarray(ball.nominal))
     lp = solve_cmdp(nominal_model)

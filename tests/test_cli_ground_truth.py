@@ -1,0 +1,140 @@
+"""``rcmdp ground-truth`` on Inventory Management (the full run is the command's job).
+
+Independent checks: the budget rescaling by hand, the overshoot and penalised-return
+formulas on every row, strong duality of the reported nominal optimum against value
+iteration written here, the summary's means against the rows, and the consistency of
+the bracket.
+"""
+
+import contextlib
+import csv
+import io
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from rcmdp_exact.cli import main
+from rcmdp_exact.domains import ESTIMATION_EPISODES, paper_domain
+from rcmdp_exact.reports import greedy_policy
+from rcmdp_exact.uncertainty import estimate
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gt")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = main(["ground-truth", "--domain", "inventory", "--out", str(out),
+                     "--no-progress"])
+    with open(out / "ground_truth_settings.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    with open(out / "ground_truth_summary.csv") as fh:
+        summary = list(csv.DictReader(fh))
+    doc = json.loads((out / "ground_truth.json").read_text())
+    return code, buf.getvalue(), rows, summary, doc
+
+
+def vi(P, reward, gamma, tol=1e-12):
+    v = np.zeros(P.shape[0])
+    while True:
+        nv = (reward + gamma * P @ v).max(axis=1)
+        if np.abs(nv - v).max() < tol * (1 - gamma):
+            return nv
+        v = nv
+
+
+def test_runs_and_prints_the_table(run):
+    code, text, _, _, doc = run
+    assert code == 0
+    assert "== inventory: Inventory Management" in text
+    assert "test inventory: 9 settings, T = 100" in text
+    assert list(doc["domains"]) == ["inventory"]
+    assert doc["options"]["episodes"] == "paper" and doc["options"]["seed"] == 0
+
+
+def test_every_row_follows_the_metric_formulas(run):
+    _, _, rows, _, _ = run
+    budget = 6.0 * 100 * (1 - 0.99) / (1 - 0.99**100)  # d T / sum_{i<T} gamma^i
+    assert budget == pytest.approx(9.464, abs=1e-3)
+    policies = {r["policy"] for r in rows}
+    assert len(rows) == 9 * len(policies) * 2
+    for r in rows:
+        value, cost, b = float(r["value"]), float(r["cost"]), float(r["budget"])
+        assert b == pytest.approx(budget, rel=1e-12)
+        assert float(r["overshoot"]) == pytest.approx(cost - b, abs=1e-9)
+        assert float(r["penalised_return"]) == pytest.approx(
+            value - 500 * max(0.0, cost - b), abs=1e-7)
+
+
+def test_nominal_optimum_satisfies_strong_duality(run):
+    """The reported optimum of the estimated model equals the Lagrangian dual at its mu."""
+    _, _, _, _, doc = run
+    opt = doc["domains"]["inventory"]["optima"]["nominal_cmdp"]
+    assert opt["status"] == "optimal"
+    est = estimate(paper_domain("inventory"), ESTIMATION_EPISODES["inventory"]["paper"],
+                   seed=0, progress=False)
+    m = est.nominal
+    mu = np.array(opt["multiplier"])
+    dual = float(m.p0 @ vi(m.P, m.r - m.c @ mu, m.gamma) + mu @ m.d)
+    assert dual == pytest.approx(opt["value"], abs=1e-6 * 100)
+    assert opt["cost"][0] <= m.d[0] + 1e-7
+
+
+def test_bracket_is_consistent(run):
+    _, _, _, _, doc = run
+    b = doc["domains"]["inventory"]["bracket"]
+    assert b["status"] == "bracket"
+    assert b["lower"] <= b["upper"] + 1e-8
+    assert b["lower_cost"][0] <= 6.0 + 1e-9  # the lower policy is robust-feasible
+    # the upper bound cannot be below any robust-feasible variant's robust value
+    for v in doc["domains"]["inventory"]["variants"].values():
+        if v["robust_feasible"]:
+            assert v["robust_value"] <= b["upper"] + 1e-8
+
+
+def test_summary_means_match_the_rows(run):
+    _, _, rows, summary, _ = run
+    for s in summary:
+        if s["group"] != "all" or s["mode"] != "greedy":
+            continue
+        vals = [float(r["penalised_return"]) for r in rows
+                if r["policy"] == s["policy"] and r["mode"] == "greedy"]
+        assert int(s["n"]) == 9
+        assert float(s["penalised_return_mean"]) == pytest.approx(np.mean(vals), abs=1e-9)
+        assert float(s["penalised_return_std"]) == pytest.approx(np.std(vals), abs=1e-9)
+
+
+def test_deterministic_policies_give_equal_modes(run):
+    _, _, rows, _, _ = run
+    by = {(r["setting"], r["policy"], r["mode"]): r for r in rows}
+    for (setting, pol, mode), r in by.items():
+        if pol == "rcmdp_upper" and mode == "greedy":  # a robust VI policy: deterministic
+            other = by[(setting, pol, "stochastic")]
+            assert float(r["value"]) == float(other["value"])
+
+
+def test_training_setting_reproduces_the_finite_horizon_optimum(run):
+    """The T-step LP's value on the training model equals its row on that setting."""
+    _, _, rows, _, doc = run
+    opt = doc["domains"]["inventory"]["optima"]["true_cmdp_T"]
+    row = next(r for r in rows if r["setting"] == "mu=S/4, sigma=S/6"
+               and r["policy"] == "true_cmdp_T" and r["mode"] == "stochastic")
+    assert float(row["value"]) == pytest.approx(opt["value"], abs=1e-9)
+    # and no stationary policy of the table beats it on that setting within budget
+    for r in rows:
+        if r["setting"] == "mu=S/4, sigma=S/6" and float(r["overshoot"]) <= 0:
+            assert float(r["value"]) <= opt["value"] + 1e-7
+
+
+def test_greedy_policy_breaks_ties_to_the_lowest_action():
+    pol = np.array([[0.5, 0.5], [0.2, 0.8]])
+    np.testing.assert_array_equal(greedy_policy(pol), [[1, 0], [0, 1]])
+
+
+def test_subcommand_is_registered():
+    out = subprocess.run([sys.executable, "-m", "rcmdp_exact", "ground-truth", "--help"],
+                         capture_output=True, text=True, check=True)
+    assert "--domain" in out.stdout and "--out" in out.stdout
