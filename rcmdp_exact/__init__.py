@@ -24,12 +24,33 @@ from .gradients import (
     monte_carlo_estimator,
     policy_gradient,
 )
+from .inner import l1_violation, worst_case_l1
 from .model import ModelError, TabularCMDP, check_policy
 from .parametrisations import MLPAdversary, MLPPolicy, TabularAdversary, TabularPolicy
+from .robust import (
+    OBJECTIVES,
+    WorstCaseObjective,
+    robust_bellman,
+    robust_evaluate,
+    robust_value_iteration,
+    worst_case_kernel,
+    worst_case_objective,
+)
+from .uncertainty import (
+    L1Ball,
+    collect_counts,
+    estimate,
+    estimate_l1_ball,
+    hoeffding_radius,
+    l1_ball,
+    merge_outcomes,
+)
 from .verify import VerifyTable, verify_theorems
 
 __all__ = [
     "ESTIMATORS",
+    "OBJECTIVES",
+    "L1Ball",
     "MLPAdversary",
     "MLPPolicy",
     "ModelError",
@@ -38,21 +59,35 @@ __all__ = [
     "TabularCMDP",
     "TabularPolicy",
     "VerifyTable",
+    "WorstCaseObjective",
     "__version__",
     "adversary_gradient",
     "check_policy",
+    "collect_counts",
     "domains",
+    "estimate",
+    "estimate_l1_ball",
     "estimator_expectation",
     "evaluate",
     "evaluate_finite_horizon",
     "finite_difference",
+    "hoeffding_radius",
     "interop",
+    "l1_ball",
+    "l1_violation",
     "lagrangian",
+    "merge_outcomes",
     "monte_carlo_estimator",
     "nn",
     "penalised_return",
     "policy_gradient",
     "policy_transition_matrix",
     "rescaled_budget",
+    "robust_bellman",
+    "robust_evaluate",
+    "robust_value_iteration",
     "verify_theorems",
+    "worst_case_kernel",
+    "worst_case_l1",
+    "worst_case_objective",
 ]
