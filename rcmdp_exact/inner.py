@@ -40,16 +40,25 @@ returns the point mass on :math:`k`; zero entries of :math:`\hat p` simply canno
 mass; outcomes outside the support never receive any.
 
 Implementation.  Every leading axis is a batch axis (one call solves all (s, a) of a
-model).  Rows are processed in cache-sized blocks: the outcomes of a block are ordered
-by one ``np.sort`` of 64-bit integer keys that hold the order-preserving integer image of
-:math:`-z` in their high bits and the outcome index in their low
-:math:`b = \lceil\log_2 n\rceil` bits (cheaper than ``np.argsort``); two neighbours whose
-keys agree in the high bits are compared on the exact :math:`z`, and a row whose order
-the truncation may have changed is re-sorted exactly with ``np.argsort``, so the result
-is exactly the algorithm above.  The crossing point of the cumulative removed mass is
-found from block sums (``np.add.reduceat``) and a cumulative sum inside one block, and
-the solution is written in the original order by comparing keys with the crossing key,
-without a scatter.  When ``z`` is shared by all rows (shape ``(n,)``) it is sorted once.
+model).  Rows are processed in cache-sized blocks, grouped by four:
+
+* the outcomes of a block are ordered by one ``np.sort`` of float64 keys: the bit
+  pattern of :math:`-z_{r,i}` with its low :math:`b` bits replaced by the flat index
+  :math:`r n + i` (a SIMD float sort, about twice as fast as ``np.argsort``);
+* the keys order each row exactly as :math:`-z`, except between values that agree in
+  all but those :math:`b` bits (near-ties and exact ties).  Only the order at the
+  crossing position j (the first j positions lose all their mass) and at the argmin
+  (the last position) matters, so a row whose key there shares its high bits with a
+  neighbour is solved again by the exact path (``np.argsort``, stable); the result is
+  exactly the algorithm above, never an approximation of it;
+* the masses are gathered in sorted order; the crossing comes from block totals of
+  about ``_SEG`` columns and one cumulative sum inside the crossing block;
+* the solution is written in the original order by comparing :math:`z` with
+  :math:`z_{(j)}` (no scatter), then the partial removal at j and the mass moved to k
+  are set;
+* the input checks run block by block, on data that is read anyway.
+
+When ``z`` is shared by all rows (shape ``(n,)``) it is sorted once.
 
 LP (``method="lp"``)
 --------------------
