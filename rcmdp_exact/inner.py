@@ -556,12 +556,15 @@ def _sort_method(P, Z, A, sup, n, validate=None):
 
 
 # --------------------------------------------------------------------------- LP method
-_LP_CACHE: dict = {}
+_LP_CACHE = threading.local()
 
 
 def _lp_problem(m: int):
-    """The parametrised LP over m supported outcomes (compiled once per m by cvxpy)."""
-    prob = _LP_CACHE.get(m)
+    """The parametrised LP over m supported outcomes (compiled once per m and thread)."""
+    cache = getattr(_LP_CACHE, "items", None)
+    if cache is None:
+        cache = _LP_CACHE.items = {}
+    prob = cache.get(m)
     if prob is None:
         import cvxpy as cp
 
@@ -572,7 +575,9 @@ def _lp_problem(m: int):
         al = cp.Parameter(nonneg=True)
         cons = [t >= p - ph, t >= ph - p, cp.sum(t) <= al, cp.sum(p) == 1]
         prob = (cp.Problem(cp.Minimize(zz @ p), cons), p, ph, zz, al)
-        _LP_CACHE[m] = prob
+        if len(cache) >= 64:
+            cache.pop(next(iter(cache)))
+        cache[m] = prob
     return prob
 
 
