@@ -401,7 +401,8 @@ def robust_evaluate(model: TabularCMDP, policy, ball: L1Ball, objective="value",
     ball : L1Ball
         The sa-rectangular uncertainty set.
     objective : {"value", "constraint", "lagrangian"} or WorstCaseObjective
-        What the adversary minimises (see the module docstring).
+        What the adversary minimises (see the module docstring); a
+        :class:`WorstCaseObjective` carries its own multipliers.
     lam : float or array (K,), optional
         Multipliers (Lagrangian objective and the reported ``lagrangian``).
     method : {"policy_iteration", "value_iteration"}

@@ -301,3 +301,27 @@ def test_errors(call, message):
     ball = l1_ball(model, 0.2)
     with pytest.raises(ModelError, match=re.escape(message)):
         call(model, ball)
+
+
+def test_worst_case_objective_is_shared_and_consistent():
+    model = garnet(4, 2, 3, n_constraints=2, seed=5, gamma=0.9)
+    ball = l1_ball(model, 0.4)
+    policy = np.full((4, 2), 0.5)
+    lam = np.array([0.5, 2.0])
+    ev = evaluate(model, policy, lam)
+    for name in OBJECTIVES:
+        obj = worst_case_objective(name, lam, model)
+        np.testing.assert_allclose(obj.scalarise(ev.v, ev.c), objective_of(ev, name, lam))
+        # the same object can be passed wherever an objective name is accepted
+        a = robust_evaluate(model, policy, ball, obj, lam, per_constraint=False)
+        b = robust_evaluate(model, policy, ball, name, lam, per_constraint=False)
+        np.testing.assert_array_equal(a.w, b.w)
+        # g + gamma W under the nominal kernel reproduces the nominal W (policy Bellman)
+        g = obj.transition_reward(model)
+        W = obj.scalarise(ev.v, ev.c)
+        q = np.einsum("sat,sat->sa", model.P, g + model.gamma * W[None, None, :])
+        np.testing.assert_allclose(np.einsum("sa,sa->s", policy, q), W, atol=1e-12)
+    with pytest.raises(ModelError, match=re.escape(
+        "the objective has 1 multipliers but the model has K=2 constraints"
+    )):
+        robust_evaluate(model, policy, ball, worst_case_objective("lagrangian", 1.0))
