@@ -24,6 +24,13 @@ from .gradients import (
     monte_carlo_estimator,
     policy_gradient,
 )
+from .ground_truth import (
+    evaluate_time_dependent,
+    rcmdp_bracket,
+    rcmdp_variant,
+    solve_cmdp,
+    solve_cmdp_finite_horizon,
+)
 from .inner import l1_violation, worst_case_l1
 from .model import ModelError, TabularCMDP, check_policy
 from .parametrisations import MLPAdversary, MLPPolicy, TabularAdversary, TabularPolicy
@@ -70,6 +77,7 @@ __all__ = [
     "estimator_expectation",
     "evaluate",
     "evaluate_finite_horizon",
+    "evaluate_time_dependent",
     "finite_difference",
     "hoeffding_radius",
     "interop",
@@ -82,10 +90,14 @@ __all__ = [
     "penalised_return",
     "policy_gradient",
     "policy_transition_matrix",
+    "rcmdp_bracket",
+    "rcmdp_variant",
     "rescaled_budget",
     "robust_bellman",
     "robust_evaluate",
     "robust_value_iteration",
+    "solve_cmdp",
+    "solve_cmdp_finite_horizon",
     "verify_theorems",
     "worst_case_kernel",
     "worst_case_l1",

@@ -975,7 +975,8 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
     rvi_method : {"policy_iteration", "value_iteration"}
         Method of :func:`~rcmdp_exact.robust.robust_value_iteration`.
     variants : sequence of {"value", "constraint", "lagrangian"}
-        Which common-worst-case variants to solve (:func:`rcmdp_variant`); ``()`` skips.
+        Which common-worst-case variants to solve (:func:`rcmdp_variant`); ``()`` skips
+        them ("constraint" is skipped when K = 0).
     progress : bool
         A tqdm bar over the lam search.
 
@@ -1045,6 +1046,8 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
         safest.append(rk.policy)
     var_out = {}
     for name in variants:
+        if name == "constraint" and K == 0:
+            continue  # nothing to robustify
         var_out[name] = rcmdp_variant(model, ball, name, n_grid=n_grid,
                                       lam_range=(lo_l, hi_l), tol=tol,
                                       feas_tol=feas_tol, progress=False)
@@ -1113,7 +1116,7 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
         if key not in seen:
             seen.add(key)
             cands.append((float(r.lam.sum()), r.policy))
-    for name in variants:
+    for name in var_out:
         cands.append((float(var_out[name].multiplier.sum()), var_out[name].policy))
     nominal_model = model.with_transitions(np.asarray(ball.nominal))
     lp = solve_cmdp(nominal_model)

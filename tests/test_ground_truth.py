@@ -515,3 +515,15 @@ def test_variant_and_bracket_argument_errors():
         warnings.simplefilter("error")
         with pytest.raises(ModelError, match=re.escape("lam_range must be (low, high)")):
             rcmdp_bracket(m, ball, lam_range=(1.0, 0.5))
+
+
+def test_bracket_without_constraints_is_the_robust_optimum():
+    from rcmdp_exact.robust import robust_value_iteration
+
+    m = garnet(5, 3, 3, n_constraints=0, seed=1, gamma=0.9)
+    ball = l1_ball(m, 0.3, support="all")
+    res = rcmdp_bracket(m, ball, progress=False)
+    ref = robust_value_iteration(m, ball, progress=False)
+    assert "constraint" not in res.variants
+    assert res.lower == pytest.approx(ref.value, abs=1e-9)
+    assert res.upper == pytest.approx(ref.value, abs=1e-9)
