@@ -47,9 +47,12 @@ def _kernel_manager() -> KernelManager:
 
 def test_notebooks_are_found():
     names = [p.name for p in NOTEBOOKS]
-    assert "01_model_and_exact_evaluation.ipynb" in names, names
-    assert "02_policy_gradient_theorems.ipynb" in names, names
-    assert "03_robust_inner_problem.ipynb" in names, names
+    assert names == [
+        "01_model_and_exact_evaluation.ipynb",
+        "02_policy_gradient_theorems.ipynb",
+        "03_robust_inner_problem.ipynb",
+        "04_ground_truth.ipynb",
+    ], names
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
