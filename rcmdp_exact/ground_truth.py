@@ -573,14 +573,12 @@ def evaluate_time_dependent(model: TabularCMDP, policy, discount: float = 1.0) -
         )
     for t in range(pol.shape[0]):
         check_policy(pol[t], S, A, name=f"policy[{t}]")
-    P = model.P
-    r, c = model.r, model.c
+    Psp = model.P_sparse
+    rc = np.concatenate([model.r[..., None], model.c], axis=2)  # (S, A, 1 + K)
     W = np.zeros((S, 1 + K))
     for t in range(pol.shape[0] - 1, -1, -1):
-        pt = pol[t]
-        nxt = np.einsum("sab,bj->saj", P, W)
-        W = np.einsum("sa,saj->sj", pt, np.concatenate([r[..., None], c], axis=2)
-                      + discount * nxt)
+        nxt = (Psp @ W).reshape(S, A, 1 + K)
+        W = np.einsum("sa,saj->sj", pol[t], rc + discount * nxt)
     return Result(value=float(model.p0 @ W[:, 0]), cost=model.p0 @ W[:, 1:],
                   v=W[:, 0], c=W[:, 1:], horizon=int(pol.shape[0]))
 
@@ -899,7 +897,8 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
                   lam_range: tuple[float, float] | None = None, n_refine: int = 40,
                   n_sweeps: int = 2, n_cuts: int = 30, mix_steps: int = 30, tol: float = 1e-12,
                   feas_tol: float = 1e-9, rvi_method: str = "policy_iteration",
-                  variants=VARIANTS, progress: bool = True) -> Result:
+                  variants=VARIANTS, n_partners: int = 4,
+                  progress: bool = True) -> Result:
     r"""A certified bracket [lower, upper] on the RCMDP optimum over an L1 ball.
 
     The target (the paper's Eq. "RCMDP objective" with robust constraints) is
@@ -945,10 +944,12 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
     the ball's nominal model (:func:`solve_cmdp`) and, per constraint, the policy
     minimising its worst-case cost.
     Each is evaluated exactly by :func:`rcmdp_exact.robust.robust_evaluate` (robust
-    value, and each constraint under its own maximising kernel).  Then the best
-    feasible candidate is mixed state-wise with an infeasible one (the one met at the
-    largest lam below the best and the one with the best robust value),
-    :math:`(1-\theta)\pi_f + \theta\pi_i`, with :math:`\theta` bisected to the
+    value, and each constraint under its own maximising kernel).  Then feasible
+    candidates are mixed state-wise with infeasible ones,
+    :math:`(1-\theta)\pi_f + \theta\pi_i`: each of the ``n_partners`` feasible
+    candidates of best robust value with the infeasible one met at the largest lam
+    below the best and with the ``n_partners`` infeasible ones of best robust value
+    (above the lower bound), :math:`\theta` bisected to the
     largest value verified feasible with no tolerance (worst-case costs
     :math:`\le d_k`).  ``lower`` is the best robust value of a policy whose worst-case
     costs are :math:`\le d_k +` ``feas_tol`` (a candidate such as the nominal LP policy
@@ -968,6 +969,8 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
     n_grid, lam_range, n_refine, n_sweeps, n_cuts : search settings (see above).
     mix_steps : int
         Bisection steps of the mixing refinement.
+    n_partners : int
+        Feasible and infeasible candidates paired in the mixing refinement.
     tol : float
         Tolerance of the robust fixed points.
     feas_tol : float
@@ -1009,7 +1012,8 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
     if not (isinstance(n_grid, int) and n_grid >= 2):
         raise ModelError(f"n_grid must be an integer >= 2, got {n_grid!r}")
     for name, val in (("n_refine", n_refine), ("n_sweeps", n_sweeps),
-                      ("n_cuts", n_cuts), ("mix_steps", mix_steps)):
+                      ("n_cuts", n_cuts), ("mix_steps", mix_steps),
+                      ("n_partners", n_partners)):
         if not (isinstance(val, int) and val >= 0):
             raise ModelError(f"{name} must be a non-negative integer, got {val!r}")
     bad = [v for v in variants if v not in VARIANTS]
@@ -1139,15 +1143,16 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
         below = [t for t in risky if np.isfinite(t[0]) and t[0] <= lam_b]
         if below:
             partners.append(max(below, key=lambda t: t[0])[1])
-        if risky:
-            partners.append(max(risky, key=lambda t: t[2].value)[1])
-        base_pol = lower_pol
-        for partner in partners:
-            theta, pol = _mix_to_boundary(oracle, base_pol, partner, d, 0.0, mix_steps)
-            if theta > 0.0:
-                e = oracle.robust(pol)
-                if np.all(e.cost <= d + feas_tol) and e.value > lower:
-                    lower, lower_pol, lower_cost, mix_theta = e.value, pol, e.cost, theta
+        partners += [t[1] for t in sorted(risky, key=lambda t: -t[2].value)[:n_partners]]
+        bases = [p for (_, p), e, ok in sorted(zip(cands, rob, feasible, strict=True),
+                                               key=lambda t: -t[1].value) if ok][:n_partners]
+        for base_pol in bases:
+            for partner in partners:
+                theta, pol = _mix_to_boundary(oracle, base_pol, partner, d, 0.0, mix_steps)
+                if theta > 0.0:
+                    e = oracle.robust(pol)
+                    if np.all(e.cost <= d + feas_tol) and e.value > lower:
+                        lower, lower_pol, lower_cost, mix_theta = e.value, pol, e.cost, theta
     up_eval = oracle.robust(best.policy)
     if lower_pol is None:
         status, success = "no_feasible_policy", False
