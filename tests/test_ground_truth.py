@@ -257,7 +257,10 @@ def test_infeasible_budget_reports_the_smallest_cost(model, below):
     res = solve_cmdp(model.replace(d=[d]))
     assert res.status == "infeasible"
     assert res.min_costs[0] == pytest.approx(cmin, abs=1e-7 * scale(model))
-    assert res.message == infeasible_message(model, [cmin], [d])
+    assert res.message.startswith(
+        "infeasible: no policy meets the budgets; the smallest achievable discounted cost "
+        f"of constraint 0 is {res.min_costs[0]:.6g} > budget d[0] = {d:.6g}; ")
+    assert res.message == infeasible_message(model, res.min_costs, [d])
 
 
 def test_solver_trouble_is_a_status_not_an_exception(monkeypatch):
