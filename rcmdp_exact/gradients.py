@@ -43,8 +43,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order
-from tqdm.auto import tqdm
 
+from ._progress import tqdm
 from ._result import Result
 from .evaluation import evaluate
 from .model import ModelError, TabularCMDP

@@ -995,8 +995,7 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
         ``n_candidates``; ``variants`` {name: Result}; ``success`` (a finite bracket),
         ``status`` ("bracket", "no_feasible_policy", "infeasible"), ``message``.
     """
-    from tqdm.auto import tqdm
-
+    from ._progress import tqdm
     from .robust import robust_value_iteration
     from .uncertainty import L1Ball
 
@@ -1248,8 +1247,7 @@ def rcmdp_variant(model: TabularCMDP, ball, variant: str, *, n_grid: int = 29,
         cycle), ``history`` {"lam", "value", "cost", "feasible", "converged"},
         ``success``, ``status`` ("ok", "no_feasible_policy"), ``message``.
     """
-    from tqdm.auto import tqdm
-
+    from ._progress import tqdm
     from .robust import robust_evaluate
 
     _check_model(model)

@@ -594,7 +594,8 @@ def _solver_options(solver: str) -> dict:
 
 def _lp_method(P, Z, A, sup, n, solver: str, progress: bool):
     import cvxpy as cp
-    from tqdm.auto import tqdm
+
+    from ._progress import tqdm
 
     N = P.shape[0]
     p_out = np.zeros_like(P)

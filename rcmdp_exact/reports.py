@@ -101,8 +101,7 @@ def _num(x):
 
 def _domain(name: str, *, episodes: str, seed: int, delta: float, n_draws: int,
             progress: bool, bracket_kw: dict):
-    from tqdm.auto import tqdm
-
+    from ._progress import tqdm
     from .domains import ESTIMATION_EPISODES, TEST_SUITES, paper_domain, perturbations
     from .uncertainty import estimate
 

@@ -284,7 +284,7 @@ def _scale(w: np.ndarray) -> float:
 def _fixed_point(adv: _Adversary, pi: np.ndarray, g: np.ndarray, method: str, tol: float,
                  max_iter: int, progress: bool, desc: str):
     """The robust policy fixed point W+ of T_pi (minimising adversary)."""
-    from tqdm.auto import tqdm
+    from ._progress import tqdm
 
     gamma = adv.gamma
     term = adv.term
@@ -529,7 +529,7 @@ def robust_value_iteration(model: TabularCMDP, ball: L1Ball, lam=None, *,
         ``residual``, ``suboptimality_bound`` (value iteration:
         :math:`2\gamma\,\mathrm{residual}/(1-\gamma)`), ``lam``, ``method``.
     """
-    from tqdm.auto import tqdm
+    from ._progress import tqdm
 
     _check_inputs(model, ball)
     _check_tol(tol, max_iter)

@@ -596,7 +596,7 @@ def collect_counts(model: TabularCMDP, n_episodes: int, seed=None, *,
     int array (S, A, O) or (S, A, S)
         The counts, without pseudo-counts.
     """
-    from tqdm.auto import tqdm
+    from ._progress import tqdm
 
     _check_model(model)
     if isinstance(n_episodes, bool) or not isinstance(n_episodes, int | np.integer) \

@@ -28,8 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from .._progress import tqdm
 from ..model import ModelError, TabularCMDP
 from .inventory import inventory
 from .navigation import (
