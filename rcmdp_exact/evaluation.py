@@ -61,7 +61,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ._result import Result
-from .model import ModelError, TabularCMDP, _plain, check_policy
+from .model import ModelError, TabularCMDP, _as_float_array, _plain, check_policy
 
 __all__ = [
     "PENALTY_WEIGHT",
@@ -392,7 +392,7 @@ def rescaled_budget(d, gamma: float, horizon: int) -> np.ndarray:
     >>> round(float(rescaled_budget([3.0], 0.99, 200)[0]), 3)  # Safe Navigation 1
     6.928
     """
-    d = np.atleast_1d(np.asarray(d, dtype=np.float64))
+    d = np.atleast_1d(_as_float_array(d, "budgets d", "give one number per constraint"))
     if not np.isfinite(d).all():
         raise ModelError(f"budgets d must be finite, got {d.tolist()}")
     if isinstance(gamma, str | bytes | bool) or not isinstance(gamma, numbers.Real) \
@@ -410,12 +410,16 @@ def penalised_return(value, cost, budget, weight: float = PENALTY_WEIGHT) -> flo
     The paper's Table 1 metric, with ``budget`` the rescaled budget d' of the T-step
     metric (:func:`rescaled_budget`).
     """
-    c = np.atleast_1d(np.asarray(cost, dtype=np.float64))
-    b = np.atleast_1d(np.asarray(budget, dtype=np.float64))
+    fix = "give one number per constraint"
+    v = _as_float_array(value, "value", "give the value as one number")
+    if v.ndim != 0:
+        raise ModelError(f"value must be one number, got an array of shape {v.shape}")
+    c = np.atleast_1d(_as_float_array(cost, "cost", fix))
+    b = np.atleast_1d(_as_float_array(budget, "budget", fix))
     if c.shape != b.shape:
         raise ModelError(
             f"cost and budget must have the same shape (one entry per constraint), got "
             f"{c.shape} and {b.shape}"
         )
     over = np.maximum(0.0, c - b)
-    return float(value - weight * over.sum())
+    return float(v - weight * over.sum())

@@ -449,6 +449,27 @@ def test_undiscounted_with_terminal_states_is_the_limit_of_long_horizons(mp):
     assert res.occupancy[-1] == 0.0
 
 
+def test_undiscounted_unreachable_state_that_may_loop_forever_is_nan():
+    """gamma = 1, terminal state 3.  Under the policy 0 -> 3 surely; 1 -> 3 or 2 with
+    probability 1/2 each; 2 loops forever.  From p0 = state 0 only 0 and 3 are reached,
+    so the evaluation is defined; state 2 never reaches the goal and state 1 reaches it
+    only with probability 1/2, so both have undefined undiscounted sums (nan), although
+    state 1 *can* reach the terminal state."""
+    S, A = 4, 2
+    P = np.zeros((S, A, S))
+    P[0, 0, 3] = 1.0  # action 0 in state 0: to the goal
+    P[0, 1, 1] = 1.0  # action 1 in state 0: to state 1
+    P[1, :, [2, 3]] = 0.5
+    P[2, :, 2] = 1.0
+    P[3, :, 3] = 1.0
+    model = TabularCMDP(P, R=-np.ones((S, A)), gamma=1.0, p0=0, terminal=[3])
+    res = evaluate(model, np.zeros(S, dtype=int))
+    assert res.value == -1.0 and res.v[0] == -1.0 and res.v[3] == 0.0
+    assert np.isnan(res.v[1]) and np.isnan(res.v[2])
+    assert res.q[0, 0] == -1.0 and np.isnan(res.q[0, 1])  # action 1 leads to state 1
+    np.testing.assert_array_equal(res.occupancy, [1.0, 0.0, 0.0, 0.0])
+
+
 @given(models_and_policies(gammas=st.floats(0.0, 0.99)))
 def test_terminal_states_earn_nothing(mp):
     model, policy = mp

@@ -507,6 +507,25 @@ OTHER_BAD_CALLS = [
         "budgets d must be finite, got [nan]",
     ),
     (
+        lambda m: rescaled_budget("three", 0.9, 10),
+        "budgets d must be an array of real numbers, got a str whose entries cannot be "
+        "converted to float64; give one number per constraint",
+    ),
+    (
+        lambda m: penalised_return("high", [1.0], [1.0]),
+        "value must be an array of real numbers, got a str whose entries cannot be "
+        "converted to float64; give the value as one number",
+    ),
+    (
+        lambda m: penalised_return([1.0, 2.0], [1.0], [1.0]),
+        "value must be one number, got an array of shape (2,)",
+    ),
+    (
+        lambda m: penalised_return(1.0, ["a"], [1.0]),
+        "cost must be an array of real numbers, got a list whose entries cannot be "
+        "converted to float64; give one number per constraint",
+    ),
+    (
         lambda m: penalised_return(1.0, [1.0, 2.0], [1.0]),
         "cost and budget must have the same shape (one entry per constraint), got (2,) and "
         "(1,)",
