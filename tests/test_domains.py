@@ -278,6 +278,21 @@ def test_navigation_errors():
             "unknown Safe Navigation 1 cost_layout 'figure'; use one of ['reference', "
             "'paper']")):
         D.safe_navigation_1(cost_layout="figure")
+    with pytest.raises(ModelError, match="^" + re.escape(
+            "p_success must be a number in [0, 1], got '0.8'") + "$"):
+        D.safe_navigation_2("0.8")
+    with pytest.raises(ModelError, match="^" + re.escape(
+            "cell_cost must be an array of real numbers, got a str whose entries cannot be "
+            "converted to float64; give the cost (S,) or (S, K) of entering each cell") + "$"):
+        D.safe_navigation("cheap", d=1.0, horizon=10, p_success=0.5)
+    with pytest.raises(ModelError, match="^" + re.escape(
+            "cost_weight must be a finite number >= 0 (the weight of the entering costs), "
+            "got -1.0") + "$"):
+        D.shortest_path_policy(D.safe_navigation_1(), minimise_cost=True, cost_weight=-1.0)
+    with pytest.raises(ModelError, match="^" + re.escape(
+            "x must be an array, got a list that numpy cannot turn into one (ragged "
+            "nesting?); give integer cell coordinates in 0..4") + "$"):
+        D.grid_state([[1, 2], [3]], 0)
     with pytest.raises(ModelError, match=re.escape(
             "failure_outcome[0, 1] = 5 is not an outcome index")):
         bad = np.zeros((25, 4), dtype=int)
@@ -379,6 +394,22 @@ def test_inventory_truncation_and_costs_by_hand():
     assert m.r[1, 0] == pytest.approx(3.99 * (1 - norm.cdf(0, MU0, SIGMA0)) - 0.03)
     assert D.inventory(revenue="reference").r[1, 0] == pytest.approx(
         3.99 * norm.cdf(0, MU0, SIGMA0) - 0.03)
+
+
+def test_inventory_transition_rewards_by_hand():
+    """R(s, a, s') per transition.  Stock 3, order 4 (I = 7): economic 3.99 (7 - s') -
+    2.49 * 4 - 0.03 * 7; next stocks above I (possible only under another kernel, e.g.
+    a worst case of an uncertainty set) sell nothing rather than earn a negative
+    revenue.  Reference: 3.99 s' - 2.49 * 4 - 0.03 * 7.  Stock 8, order 5: truncated to
+    1 (I = 9), so 2.49 is paid once."""
+    econ, ref = D.inventory().R, D.inventory(revenue="reference").R
+    fixed = -2.49 * 4 - 0.03 * 7
+    for nxt in range(10):
+        sold = max(0, 7 - nxt)
+        assert econ[3, 4, nxt] == pytest.approx(3.99 * sold + fixed, abs=1e-12)
+        assert ref[3, 4, nxt] == pytest.approx(3.99 * nxt + fixed, abs=1e-12)
+    assert econ[8, 5, 9] == pytest.approx(-2.49 * 1 - 0.03 * 9, abs=1e-12)
+    assert econ[8, 5, 0] == pytest.approx(3.99 * 9 - 2.49 * 1 - 0.03 * 9, abs=1e-12)
 
 
 def test_order_nothing_earns_nothing():
@@ -603,8 +634,25 @@ def test_garnet_seeds_differ_and_generator_accepted():
     np.testing.assert_array_equal(a.P, c.P)
 
 
+def test_garnet_budgets_and_start():
+    """d_k = 0.5 / (1 - gamma), the discounted cost of a mean cost of 1/2 per step
+    (0.5 when gamma = 1); p0 uniform; no horizon, no terminal state."""
+    m = D.garnet(5, 2, 2, n_constraints=3, seed=0, gamma=0.8)
+    np.testing.assert_allclose(m.d, [2.5, 2.5, 2.5], rtol=1e-15)
+    np.testing.assert_array_equal(D.garnet(5, 2, 2, seed=0, gamma=1.0).d, [0.5])
+    np.testing.assert_allclose(m.p0, np.full(5, 0.2), rtol=1e-15)
+    assert m.horizon is None and not m.terminal.any()
+
+
 def test_garnet_errors():
     with pytest.raises(ModelError, match=re.escape("branching must be in 1..4, got 5")):
         D.garnet(4, 2, 5)
     with pytest.raises(ModelError, match=re.escape("n_states must be >= 1, got 0")):
         D.garnet(0, 2, 1)
+    with pytest.raises(ModelError, match="^" + re.escape(
+            "seed must be None, a non-negative integer or a numpy.random.Generator, got "
+            "'x'") + "$"):
+        D.garnet(4, 2, 2, seed="x")
+    with pytest.raises(ModelError, match="^" + re.escape(
+            "gamma must be a number in [0, 1], got True") + "$"):
+        D.garnet(4, 2, 2, gamma=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model import ModelError, TabularCMDP
+from ..model import ModelError, TabularCMDP, _check_gamma
 
 __all__ = ["garnet"]
 
@@ -65,7 +65,14 @@ def garnet(
     A = _check_count(n_actions, "n_actions", 1)
     b = _check_count(branching, "branching", 1, S)
     K = _check_count(n_constraints, "n_constraints", 0)
-    rng = np.random.default_rng(seed)
+    g = _check_gamma(gamma)
+    try:
+        rng = np.random.default_rng(seed)
+    except (TypeError, ValueError):
+        raise ModelError(
+            f"seed must be None, a non-negative integer or a numpy.random.Generator, got "
+            f"{seed!r}"
+        ) from None
     # b distinct next states per (s, a): the first b of a uniform random permutation
     keys = rng.random((S, A, S))
     nxt = np.argsort(keys, axis=2, kind="stable")[:, :, :b].astype(np.int64)
@@ -76,10 +83,6 @@ def garnet(
     else:
         R = rng.random((S, A))
         C = rng.random((S, A, K))
-    try:
-        g = float(gamma)
-    except (TypeError, ValueError):
-        raise ModelError(f"gamma must be a number in [0, 1], got {gamma!r}") from None
     d = np.full(K, 0.5 / (1.0 - g) if g < 1.0 else 0.5)
     return TabularCMDP.from_outcomes(
         nxt,

@@ -43,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
-from ..model import ModelError, TabularCMDP
+from ..model import ModelError, TabularCMDP, _as_float_array
 
 __all__ = [
     "DEMANDS",
@@ -87,13 +87,13 @@ def demand_cdf(k, mu: float, sigma: float, demand: str = "reference") -> np.ndar
     ``"reference"``: :math:`\Phi(k)`; ``"rounded"``: :math:`\Phi(k + 1/2)`, with
     :math:`\Phi` the CDF of :math:`\mathcal{N}(\mu, \sigma^2)`.
     """
-    if demand not in DEMANDS:
+    if not isinstance(demand, str) or demand not in DEMANDS:
         raise ModelError(
             f"unknown demand discretisation {demand!r}; use one of {list(DEMANDS)} "
             f"('reference': Phi(k) - Phi(k-1), the default; 'rounded': round(max(0, D)))"
         )
     mu, sigma = _check_normal(mu, sigma, "the demand distribution")
-    k = np.asarray(k, dtype=np.float64)
+    k = _as_float_array(k, "k", "give demand levels as numbers")
     shift = 0.0 if demand == "reference" else 0.5
     return np.where(k < 0, 0.0, ndtr((k + shift - mu) / sigma))
 
@@ -136,7 +136,7 @@ def inventory(
         ``outcomes`` (S, A, S) is ``arange(S)`` in every row and ``state_features``
         (S, 1) the stock level.
     """
-    if revenue not in REVENUES:
+    if not isinstance(revenue, str) or revenue not in REVENUES:
         raise ModelError(
             f"unknown revenue {revenue!r}; use one of {list(REVENUES)} ('economic': 3.99 "
             f"x units sold, the default; 'reference': 3.99 x E[s'] of the published code)"

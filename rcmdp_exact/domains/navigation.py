@@ -52,12 +52,13 @@ Safe Navigation 2: cost 0.1 on (1,0), (1,1), (1,2), (2,2), (3,2), (3,3), (3,4); 
 
 from __future__ import annotations
 
+import numbers
 from functools import lru_cache
 
 import networkx as nx
 import numpy as np
 
-from ..model import ModelError, TabularCMDP
+from ..model import ModelError, TabularCMDP, _as_float_array, _asarray
 
 __all__ = [
     "ACTION_OFFSETS",
@@ -113,7 +114,8 @@ def grid_state(x, y):
     >>> grid_state(4, 4)
     24
     """
-    xa, ya = np.asarray(x), np.asarray(y)
+    fix = f"give integer cell coordinates in 0..{GRID_SIZE - 1}"
+    xa, ya = _asarray(x, "x", fix), _asarray(y, "y", fix)
     for name, v in (("x", xa), ("y", ya)):
         if not np.issubdtype(v.dtype, np.integer) or (v < 0).any() or (v >= GRID_SIZE).any():
             raise ModelError(
@@ -130,7 +132,7 @@ def grid_xy(s):
     >>> grid_xy(7)
     (1, 2)
     """
-    sa = np.asarray(s)
+    sa = _asarray(s, "s", f"give integer states in 0..{N_STATES - 1}")
     if not np.issubdtype(sa.dtype, np.integer) or (sa < 0).any() or (sa >= N_STATES).any():
         raise ModelError(
             f"state {sa.tolist()!r} is not an integer in 0..{N_STATES - 1} of the "
@@ -182,15 +184,15 @@ def _cells_to_cost(cells, value: float, out: np.ndarray) -> None:
 def cell_costs(domain: str, cost_layout: str = "reference") -> np.ndarray:
     """Cost (S,) of entering each cell for ``domain`` in {"nav1", "nav2"}."""
     cost = np.zeros(N_STATES)
-    if domain == "nav1":
-        if cost_layout not in NAV1_COST_CELLS:
+    if isinstance(domain, str) and domain == "nav1":
+        if not isinstance(cost_layout, str) or cost_layout not in NAV1_COST_CELLS:
             raise ModelError(
                 f"unknown Safe Navigation 1 cost_layout {cost_layout!r}; use one of "
                 f"{list(NAV1_COST_LAYOUTS)} ('reference': 7 cells, the default; 'paper': "
                 f"the 6 cells of the paper's figure)"
             )
         _cells_to_cost(NAV1_COST_CELLS[cost_layout], 1.0, cost)
-    elif domain == "nav2":
+    elif isinstance(domain, str) and domain == "nav2":
         _cells_to_cost(NAV2_GREY_CELLS, 0.1, cost)
         _cells_to_cost(NAV2_RED_CELLS, 1.0, cost)
     else:
@@ -200,10 +202,9 @@ def cell_costs(domain: str, cost_layout: str = "reference") -> np.ndarray:
 
 # --------------------------------------------------------------------------- models
 def _check_p_success(p_success) -> float:
-    try:
-        p = float(p_success)
-    except (TypeError, ValueError):
-        raise ModelError(f"p_success must be a number in [0, 1], got {p_success!r}") from None
+    if isinstance(p_success, bool) or not isinstance(p_success, numbers.Real):
+        raise ModelError(f"p_success must be a number in [0, 1], got {p_success!r}")
+    p = float(p_success)
     if not 0.0 <= p <= 1.0:
         raise ModelError(
             f"p_success must lie in [0, 1] (the probability that the intended move "
@@ -214,7 +215,7 @@ def _check_p_success(p_success) -> float:
 
 def _check_outcome_choice(arr, name: str) -> np.ndarray:
     A = ACTION_OFFSETS.shape[0]
-    out = np.asarray(arr)
+    out = _asarray(arr, name, "give an integer array (S, A) of outcome indices 0..4")
     if out.shape != (N_STATES, A) or not np.issubdtype(out.dtype, np.integer):
         raise ModelError(
             f"{name} must be an integer array (S, A) = ({N_STATES}, {A}) of outcome "
@@ -288,7 +289,9 @@ def safe_navigation(
     np.add.at(prob, (ii, jj, fail), 1.0 - p)
     prob[goal] = 0.0
     prob[goal, :, 0] = 1.0
-    cost = np.asarray(cell_cost, dtype=np.float64)
+    cost = _as_float_array(
+        cell_cost, "cell_cost", "give the cost (S,) or (S, K) of entering each cell"
+    )
     if cost.ndim == 1:
         cost = cost[:, None]
     if cost.ndim != 2 or cost.shape[0] != S:
@@ -301,7 +304,7 @@ def safe_navigation(
         prob,
         -np.ones(S),
         cost,
-        d=np.atleast_1d(np.asarray(d, dtype=np.float64)),
+        d=d,
         gamma=gamma,
         p0=grid_state(*START),
         horizon=horizon,
@@ -378,6 +381,13 @@ def shortest_path_policy(model: TabularCMDP | None = None, minimise_cost: bool =
         The weight w.
     """
     S = N_STATES
+    if isinstance(cost_weight, bool) or not isinstance(cost_weight, numbers.Real) or not (
+        0.0 <= float(cost_weight) < np.inf
+    ):
+        raise ModelError(
+            f"cost_weight must be a finite number >= 0 (the weight of the entering costs), "
+            f"got {cost_weight!r}"
+        )
     if minimise_cost:
         if not isinstance(model, TabularCMDP) or model.n_states != S:
             raise ModelError(

@@ -44,6 +44,8 @@ TEST_SUITES = {"inventory": ("inventory",), "nav1": ("1A", "1B"), "nav2": ("2A",
 
 def paper_domain(name: str, gamma: float = 0.99) -> TabularCMDP:
     """The training model of the paper's domain ``name`` ("inventory", "nav1", "nav2")."""
+    if not isinstance(name, str):
+        raise ModelError(f"unknown paper domain {name!r}; use one of {list(PAPER_DOMAINS)}")
     if name == "inventory":
         return inventory(gamma=gamma)
     if name == "nav1":

@@ -166,7 +166,7 @@ def draw_1b(n_pairs: int, draw: int, seed: int = 0, offset_on: str = "failure",
     failed move of a drawn pair reaches that outcome instead of staying; with
     ``"success"`` a successful move does, instead of the intended move.
     """
-    if offset_on not in OFFSET_ON:
+    if not isinstance(offset_on, str) or offset_on not in OFFSET_ON:
         raise ModelError(
             f"offset_on must be 'failure' (the published implementation, default) or "
             f"'success' (the paper's text), got {offset_on!r}"
@@ -260,7 +260,7 @@ def perturbations(
     list of Setting
         In the order of the suite's parameters (N ascending, then draw index).
     """
-    if name not in SUITES:
+    if not isinstance(name, str) or name not in SUITES:
         raise ModelError(f"unknown test suite {name!r}; use one of {list(SUITES)}")
     nd = _check_size(n_draws, 10**6, "draws per N", name="n_draws")
     _check_seed(seed)

@@ -196,7 +196,7 @@ def paper_env(name: str, observe: str = "index", **kwargs) -> TabularCMDPEnv:
     ``name`` is one of "inventory", "nav1", "nav2"; ``kwargs`` go to
     :class:`TabularCMDPEnv` (``max_episode_steps``, ``render_mode``).
     """
-    if name not in PAPER_DOMAINS:
+    if not isinstance(name, str) or name not in PAPER_DOMAINS:
         raise ModelError(f"unknown paper domain {name!r}; use one of {list(PAPER_DOMAINS)}")
     return TabularCMDPEnv(paper_domain(name), observe=observe, **kwargs)
 
