@@ -91,7 +91,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ._result import Result
-from .evaluation import evaluate, rescaled_budget
+from .evaluation import evaluate, penalised_return, rescaled_budget
 from .model import ModelError, TabularCMDP, check_policy
 
 __all__ = [
@@ -198,8 +198,14 @@ def infeasible_message(model: TabularCMDP, min_costs, budgets=None,
         each budget can be met alone but not all at once, a message saying so.  Numbers
         are printed with 6 significant digits.
     """
-    d = model.d if budgets is None else np.asarray(budgets, dtype=np.float64)
-    m = np.asarray(min_costs, dtype=np.float64)
+    K = model.n_constraints
+    d = model.d if budgets is None else np.asarray(budgets, dtype=np.float64).reshape(-1)
+    m = np.asarray(min_costs, dtype=np.float64).reshape(-1)
+    if m.shape != (K,) or d.shape != (K,):
+        raise ModelError(
+            f"min_costs and budgets must have one entry per constraint (K={K}), got "
+            f"{m.size} and {d.size}"
+        )
     bad = [k for k in range(d.size) if m[k] > d[k]]
     if bad:
         parts = [
@@ -249,8 +255,10 @@ _CVX_STATUS = {
 def lagrangian_optimal_policy(model: TabularCMDP, lam=None, max_iter: int = 10_000) -> Result:
     r"""Optimal deterministic policy of the scalarised reward :math:`r - \lambda^\top c`.
 
-    Exact policy iteration (Howard): evaluate by one sparse LU solve of
-    :math:`(I - \gamma P_\pi) v = r_\pi - \lambda^\top c_\pi`, improve greedily,
+    Exact policy iteration (Howard): evaluate the current policy exactly
+    (:func:`rcmdp_exact.evaluation.evaluate`, one sparse LU for
+    :math:`(I - \gamma P_\pi) [V, C] = [r_\pi, c_\pi]`, and its Lagrangian Q-function
+    :math:`Q = r - \lambda^\top c + \gamma P (V - \lambda^\top C)`), improve greedily,
     keeping the current action on ties (within ``1e-12`` times the value scale) so that
     the iteration stops.  Needs gamma < 1.
 
@@ -265,31 +273,27 @@ def lagrangian_optimal_policy(model: TabularCMDP, lam=None, max_iter: int = 10_0
         raise ModelError(
             "lagrangian_optimal_policy needs gamma < 1; use a discounted model"
         )
-    S, A = model.n_states, model.n_actions
-    reward = model.scalarised_reward(lam)
-    Psp = model.P_sparse
-    g = model.gamma
-    pi = np.argmax(reward, axis=1)
+    S = model.n_states
+    lam = model.check_multipliers(lam)
+    pi = np.argmax(model.scalarised_reward(lam), axis=1)
     tol = 1e-12 * _scale(model)
     rows = np.arange(S)
-    v = np.zeros(S)
-    q = reward.copy()
     converged = False
     it = 0
-    while it < max_iter:
+    while True:
         it += 1
-        P_pi = sp.csc_matrix(Psp[rows * A + pi])
-        M = sp.identity(S, format="csc") - g * P_pi
-        v = spla.spsolve(M, reward[rows, pi])
-        q = reward + g * (Psp @ v).reshape(S, A)
+        ev = evaluate(model, pi, lam)
+        q = ev.q_lagrangian
         best = q.max(axis=1)
         keep = q[rows, pi] >= best - tol
         if keep.all():
             converged = True
             break
+        if it >= max_iter:
+            break
         pi = np.where(keep, pi, np.argmax(q, axis=1))
-    return Result(policy=pi, v=v, q=q, value=float(model.p0 @ v), iterations=it,
-                  converged=converged)
+    return Result(policy=pi, v=ev.lagrangian, q=q, value=float(model.p0 @ ev.lagrangian),
+                  iterations=it, converged=converged)
 
 
 def _greedy_one_hot(q: np.ndarray) -> np.ndarray:
@@ -556,21 +560,27 @@ def evaluate_time_dependent(model: TabularCMDP, policy, discount: float = 1.0) -
     r"""Exact evaluation of a time-dependent policy :math:`\pi_t`, shape (T, S, A).
 
     Backward induction: :math:`W_T = 0`,
-    :math:`W_t = r_{\pi_t} + \delta P_{\pi_t} W_{t+1}` for the reward and every cost.
+    :math:`W_t = r_{\pi_t} + \delta P_{\pi_t} W_{t+1}` for the reward and every cost
+    (the time-dependent form of :func:`rcmdp_exact.evaluation.evaluate_finite_horizon`,
+    with the same test metrics).
 
     Returns
     -------
     Result
-        ``value``, ``cost`` (K,) from p0, ``v`` (S,), ``c`` (S, K) at t = 0, ``horizon``.
+        ``value``, ``cost`` (K,) from p0, ``v`` (S,), ``c`` (S, K) at t = 0, ``horizon``
+        T; ``budget`` (K,) = :func:`~rcmdp_exact.evaluation.rescaled_budget` (d,
+        model.gamma, T), ``overshoot`` = cost - budget and ``penalised_return`` =
+        :func:`~rcmdp_exact.evaluation.penalised_return` (value, cost, budget).
     """
     _check_model(model)
     S, A, K = model.n_states, model.n_actions, model.n_constraints
     pol = np.asarray(policy, dtype=np.float64)
-    if pol.ndim != 3 or pol.shape[1:] != (S, A):
+    if pol.ndim != 3 or pol.shape[0] < 1 or pol.shape[1:] != (S, A):
         raise ModelError(
-            f"a time-dependent policy must have shape (T, S, A) with S={S}, A={A}, got "
-            f"{pol.shape}"
+            f"a time-dependent policy must have shape (T, S, A) with T >= 1, S={S}, A={A}, "
+            f"got {pol.shape}"
         )
+    disc = _check_discount(discount)
     for t in range(pol.shape[0]):
         check_policy(pol[t], S, A, name=f"policy[{t}]")
     Psp = model.P_sparse
@@ -578,9 +588,21 @@ def evaluate_time_dependent(model: TabularCMDP, policy, discount: float = 1.0) -
     W = np.zeros((S, 1 + K))
     for t in range(pol.shape[0] - 1, -1, -1):
         nxt = (Psp @ W).reshape(S, A, 1 + K)
-        W = np.einsum("sa,saj->sj", pol[t], rc + discount * nxt)
-    return Result(value=float(model.p0 @ W[:, 0]), cost=model.p0 @ W[:, 1:],
-                  v=W[:, 0], c=W[:, 1:], horizon=int(pol.shape[0]))
+        W = np.einsum("sa,saj->sj", pol[t], rc + disc * nxt)
+    T = int(pol.shape[0])
+    value = float(model.p0 @ W[:, 0])
+    cost = model.p0 @ W[:, 1:]
+    budget = rescaled_budget(model.d, model.gamma, T)
+    return Result(value=value, cost=cost, v=W[:, 0], c=W[:, 1:], horizon=T, budget=budget,
+                  overshoot=cost - budget,
+                  penalised_return=penalised_return(value, cost, budget))
+
+
+def _check_discount(discount) -> float:
+    if isinstance(discount, bool) or not isinstance(discount, int | float | np.number) \
+            or not 0.0 <= float(discount) <= 1.0:
+        raise ModelError(f"discount must be a number in [0, 1], got {discount!r}")
+    return float(discount)
 
 
 def _finite_horizon_lagrangian_greedy(model, mult, T, discount) -> np.ndarray:
@@ -644,8 +666,7 @@ def solve_cmdp_finite_horizon(model: TabularCMDP, horizon: int | None = None, *,
             f"the model with horizon=T), got {T!r}"
         )
     T = int(T)
-    if not 0.0 <= discount <= 1.0:
-        raise ModelError(f"discount must lie in [0, 1], got {discount!r}")
+    discount = _check_discount(discount)
     S, A, K = model.n_states, model.n_actions, model.n_constraints
     if isinstance(budget, str):
         if budget == "rescaled":
@@ -661,6 +682,8 @@ def solve_cmdp_finite_horizon(model: TabularCMDP, horizon: int | None = None, *,
         bud = np.asarray(budget, dtype=np.float64).reshape(-1)
         if bud.shape != (K,):
             raise ModelError(f"budget must have one entry per constraint (K={K}), got {bud.size}")
+        if not np.isfinite(bud).all():
+            raise ModelError(f"budget must be finite, got {bud.tolist()}")
     n = S * A
     E = sp.kron(sp.identity(S, format="csr"), np.ones((1, A)), format="csr")
     sub = sp.diags(np.ones(T - 1), -1, shape=(T, T), format="csr")
@@ -759,7 +782,16 @@ VARIANTS = ("value", "constraint", "lagrangian")
 
 
 class _RobustOracle:
-    """Memoised robust Lagrangian values g(lam) and exact robust evaluations."""
+    r"""Memoised certified robust numbers of one model and ball.
+
+    Every number it returns is a bound, not an estimate: for a :math:`\gamma`-contraction
+    T with fixed point :math:`W^*` and any W, :math:`\|W^* - W\|_\infty \le \|T W -
+    W\|_\infty / (1 - \gamma)`, so one more application of the robust Bellman operator
+    turns the (converged or not) iterate of robust value iteration into an upper bound
+    on the robust optimum, and the exact evaluation of a policy under a kernel of the
+    ball into a lower bound on its worst-case value (an upper bound on a worst-case
+    cost).
+    """
 
     def __init__(self, model, ball, tol, rvi_method):
         self.model = model
@@ -768,56 +800,95 @@ class _RobustOracle:
         self.rvi_method = rvi_method
         self.g_cache: dict = {}
         self.eval_cache: dict = {}
+        self.cost_eval_cache: dict = {}
         self.d = np.asarray(model.d, dtype=np.float64)
+        # constraint k as a reward model (reward -C_k, no constraints): its robust
+        # value is minus the worst-case cost, its robust optimum minus the least one
+        C = np.asarray(model.C)
+        self.cost_models = [
+            model.replace(R=-C[..., k], C=None, d=None, cost_labels=None)
+            for k in range(model.n_constraints)
+        ]
+
+    def _error_bound(self, model, w: np.ndarray, policy=None, lam=None) -> float:
+        r""":math:`\|T W - W\|_\infty / (1 - \gamma)` for the robust Bellman operator of
+        ``model`` (of ``policy`` if given, the optimality operator otherwise)."""
+        from .robust import robust_bellman
+
+        obj = "value" if lam is None else "lagrangian"
+        tw = robust_bellman(model, self.ball, w, policy, objective=obj, lam=lam).w
+        return float(np.abs(tw - w).max()) / (1.0 - model.gamma)
+
+    def optimum(self, model, lam=None) -> tuple[float, Result]:
+        """Certified upper bound on the robust optimum of ``model`` from p0, and the
+        robust value iteration result."""
+        from .robust import robust_value_iteration
+
+        rv = robust_value_iteration(model, self.ball, lam, method=self.rvi_method,
+                                    tol=self.tol, progress=False)
+        err = self._error_bound(model, rv.v, lam=lam)
+        return float(rv.value + err), rv
 
     def g(self, lam: np.ndarray) -> Result:
         r"""Certified :math:`g(\lambda)`: robust VI plus the bound of its residual."""
-        from .robust import robust_bellman, robust_value_iteration
-
         lam = np.maximum(np.asarray(lam, dtype=np.float64), 0.0)
         key = tuple(np.round(lam, 15).tolist())
         if key in self.g_cache:
             return self.g_cache[key]
-        model, ball = self.model, self.ball
-        rv = robust_value_iteration(model, ball, lam, method=self.rvi_method, tol=self.tol,
-                                    progress=False)
-        # ||V* - v|| <= ||T v - v|| / (1 - gamma) for the gamma-contraction T
-        tv = robust_bellman(model, ball, rv.v, objective="lagrangian", lam=lam).w
-        err = float(np.abs(tv - rv.v).max()) / (1.0 - model.gamma)
+        model = self.model
+        bound, rv = self.optimum(model, lam)
         # slope of g at lam (where differentiable): d - C of the policy under the
         # Lagrangian worst case (envelope theorem)
         ev = evaluate(model.with_transitions(rv.P_worst), rv.policy)
-        out = Result(lam=lam, g=float(rv.value + lam @ self.d + err),
-                     g_estimate=float(rv.value + lam @ self.d), error_bound=err,
+        out = Result(lam=lam, g=float(bound + lam @ self.d),
+                     g_estimate=float(rv.value + lam @ self.d),
+                     error_bound=float(bound - rv.value),
                      policy=rv.policy, actions=rv.actions, P_worst=rv.P_worst,
                      slope=self.d - np.asarray(ev.cost), converged=bool(rv.converged))
         self.g_cache[key] = out
         return out
 
+    def _cost_bounds(self, policy: np.ndarray, c_worst: np.ndarray) -> np.ndarray:
+        """Certified worst-case costs (K,) from per-state costs under kernels of the ball."""
+        p0 = self.model.p0
+        return np.array([
+            float(p0 @ c_worst[:, k]) + self._error_bound(mk, -c_worst[:, k], policy)
+            for k, mk in enumerate(self.cost_models)
+        ])
+
     def robust(self, policy: np.ndarray) -> Result:
-        """Exact robust value and per-constraint worst-case costs of a policy."""
+        """Certified robust value (a lower bound) and worst-case costs (upper bounds).
+
+        ``value`` = p0.v - eps and ``cost`` = p0.c_k + eps_k, with v and c_k the exact
+        evaluations under the worst-case kernels found by
+        :func:`rcmdp_exact.robust.robust_evaluate` and eps the residual bounds.
+        """
         from .robust import robust_evaluate
 
         key = policy.tobytes()
         if key in self.eval_cache:
             return self.eval_cache[key]
-        model, ball = self.model, self.ball
-        rv = robust_evaluate(model, policy, ball, "value", per_constraint=True,
+        rv = robust_evaluate(self.model, policy, self.ball, "value", per_constraint=True,
                              tol=self.tol)
-        out = Result(value=float(rv.value), cost=np.asarray(rv.cost_worst, dtype=np.float64),
+        err = self._error_bound(self.model, rv.v, policy)
+        cost = self._cost_bounds(policy, rv.c_worst)
+        out = Result(value=float(rv.value) - err, cost=cost, value_estimate=float(rv.value),
+                     cost_estimate=np.asarray(rv.cost_worst, dtype=np.float64),
                      converged=bool(rv.converged))
         self.eval_cache[key] = out
+        self.cost_eval_cache[key] = cost
         return out
 
     def robust_cost(self, policy: np.ndarray) -> np.ndarray:
+        """Certified worst-case costs (K,) of a policy (upper bounds)."""
         from .robust import robust_evaluate
 
         key = policy.tobytes()
-        if key in self.eval_cache:
-            return self.eval_cache[key].cost
-        rc = robust_evaluate(self.model, policy, self.ball, "constraint",
-                             per_constraint=True, tol=self.tol)
-        return np.asarray(rc.cost_worst, dtype=np.float64)
+        if key not in self.cost_eval_cache:
+            rc = robust_evaluate(self.model, policy, self.ball, "constraint",
+                                 per_constraint=True, tol=self.tol)
+            self.cost_eval_cache[key] = self._cost_bounds(policy, rc.c_worst)
+        return self.cost_eval_cache[key]
 
 
 def _golden(f, lo: float, hi: float, n: int) -> None:
@@ -840,9 +911,13 @@ def _golden(f, lo: float, hi: float, n: int) -> None:
 
 def _mix_to_boundary(oracle: _RobustOracle, safe: np.ndarray, risky: np.ndarray,
                      d: np.ndarray, feas_tol: float, steps: int):
-    """Largest verified-feasible theta of (1 - theta) safe + theta risky, by bisection.
+    """A verified-feasible theta of the stationary mixture (1 - theta) safe + theta risky.
 
-    Returns (theta, policy) with the policy feasible under its own worst-case costs.
+    Bisection on [0, 1] keeping ``lo`` feasible: each trial mixture is evaluated as a
+    policy of its own (:meth:`_RobustOracle.robust_cost`, certified worst-case costs
+    <= d + feas_tol), never by interpolating the costs of the two ends.  The worst-case
+    cost of a mixture need not be monotone in theta, so the result is the last feasible
+    theta met (the boundary when the cost is monotone).  Returns (theta, policy).
     """
     lo, hi = 0.0, 1.0
     best = safe
@@ -893,10 +968,46 @@ def _cutting_planes(oracle: _RobustOracle, g_of, n_cuts: int, box: float) -> Non
         g_of(lam)
 
 
+def _check_search(who: str, model, ball, n_grid, lam_range, feas_tol, **counts):
+    """Validate the arguments of the lam searches; return (d, ratio, low, high).
+
+    ``ratio`` = max|r| / max|c| (1 without rewards or costs) scales the default
+    ``lam_range`` = (1e-3 ratio, 1e4 ratio).
+    """
+    from .robust import _check_inputs
+
+    _check_model(model)
+    if not model.gamma < 1.0:
+        raise ModelError(
+            f"{who} needs gamma < 1 (robust value iteration), got {model.gamma!r}"
+        )
+    _check_inputs(model, ball)
+    if isinstance(n_grid, bool) or not (isinstance(n_grid, int) and n_grid >= 2):
+        raise ModelError(f"n_grid must be an integer >= 2, got {n_grid!r}")
+    for name, val in counts.items():
+        if isinstance(val, bool) or not (isinstance(val, int) and val >= 0):
+            raise ModelError(f"{name} must be a non-negative integer, got {val!r}")
+    if not (isinstance(feas_tol, int | float) and 0.0 <= feas_tol < np.inf):
+        raise ModelError(f"feas_tol must be a finite number >= 0, got {feas_tol!r}")
+    K = model.n_constraints
+    rmax = float(np.abs(model.r).max()) if model.r.size else 0.0
+    cmax = float(np.abs(model.c).max()) if K else 0.0
+    ratio = rmax / cmax if cmax > 0 and rmax > 0 else 1.0
+    if lam_range is None:
+        lam_range = (1e-3 * ratio, 1e4 * ratio)
+    try:
+        lo_l, hi_l = (float(x) for x in lam_range)
+    except (TypeError, ValueError):
+        lo_l = hi_l = np.nan
+    if not (0.0 < lo_l < hi_l and np.isfinite(hi_l)):
+        raise ModelError(f"lam_range must be (low, high) with 0 < low < high, got {lam_range}")
+    return np.asarray(model.d, dtype=np.float64), ratio, lo_l, hi_l
+
+
 def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
                   lam_range: tuple[float, float] | None = None, n_refine: int = 40,
-                  n_sweeps: int = 2, n_cuts: int = 30, mix_steps: int = 30, tol: float = 1e-12,
-                  feas_tol: float = 1e-9, rvi_method: str = "policy_iteration",
+                  n_sweeps: int = 2, n_cuts: int = 30, mix_steps: int = 40, tol: float = 1e-12,
+                  feas_tol: float = 0.0, rvi_method: str = "policy_iteration",
                   variants=VARIANTS, n_partners: int = 4,
                   progress: bool = True) -> Result:
     r"""A certified bracket [lower, upper] on the RCMDP optimum over an L1 ball.
@@ -942,23 +1053,28 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
     **Lower bound (exact worst-case evaluation).**  Candidates: every robust-Lagrangian
     policy met during the search, the policies of the ``variants``, the CMDP optimum of
     the ball's nominal model (:func:`solve_cmdp`) and, per constraint, the policy
-    minimising its worst-case cost.
-    Each is evaluated exactly by :func:`rcmdp_exact.robust.robust_evaluate` (robust
-    value, and each constraint under its own maximising kernel).  Then feasible
-    candidates are mixed state-wise with infeasible ones,
-    :math:`(1-\theta)\pi_f + \theta\pi_i`: each of the ``n_partners`` feasible
-    candidates of best robust value with the infeasible one met at the largest lam
-    below the best and with the ``n_partners`` infeasible ones of best robust value
-    (above the lower bound), :math:`\theta` bisected to the
-    largest value verified feasible with no tolerance (worst-case costs
-    :math:`\le d_k`).  ``lower`` is the best robust value of a policy whose worst-case
-    costs are :math:`\le d_k +` ``feas_tol`` (a candidate such as the nominal LP policy
-    may sit on the budget up to rounding); such a policy can exceed the optimum at
-    budget d by at most :math:`\lambda^\top` ``feas_tol`` (sensitivity), so
-    ``lower <= upper + multiplier.sum() * feas_tol``.
+    minimising its worst-case cost.  Each is evaluated by
+    :func:`rcmdp_exact.robust.robust_evaluate` (robust value, and each constraint under
+    its own maximising kernel), exactly under the kernels found, and the residual bound
+    of one more robust Bellman step turns these numbers into certified bounds:
+    the worst-case value is at least :math:`p_0^\top v - \|T_\pi v - v\|_\infty /
+    (1-\gamma)` and each worst-case cost at most :math:`p_0^\top c_k + \|T^k_\pi c_k -
+    c_k\|_\infty / (1-\gamma)` (about 1e-12 at the default ``tol``; the bounds also
+    hold when a fixed point did not converge).  Then feasible candidates are mixed
+    state-wise with infeasible ones, :math:`\pi_\theta = (1-\theta)\pi_f +
+    \theta\pi_i`, a stationary policy evaluated as such (its value and costs are not
+    the interpolation of those of :math:`\pi_f` and :math:`\pi_i`): each of the
+    ``n_partners`` feasible candidates of best robust value with the infeasible one met
+    at the largest lam below the best and with the ``n_partners`` infeasible ones of
+    best robust value (above the lower bound), :math:`\theta` bisected (``mix_steps``
+    steps) to the largest value whose certified worst-case costs meet the budgets.
+    ``lower`` is the best certified robust value of a policy whose certified worst-case
+    costs are :math:`\le d_k +` ``feas_tol`` (default 0: feasible with no tolerance),
+    so ``lower <= OPT <= upper``.
 
-    If the smallest achievable worst-case cost of a constraint (robust VI on
-    :math:`-c_k`) exceeds its budget, the RCMDP is infeasible: ``upper = lower = -inf``.
+    If the smallest achievable worst-case cost of a constraint (certified from below by
+    robust VI on :math:`-c_k` plus its residual bound) exceeds :math:`d_k +`
+    ``feas_tol``, the RCMDP is infeasible: ``upper = lower = -inf``.
 
     Parameters
     ----------
@@ -972,9 +1088,11 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
     n_partners : int
         Feasible and infeasible candidates paired in the mixing refinement.
     tol : float
-        Tolerance of the robust fixed points.
+        Tolerance of the robust fixed points (the bounds stay certified at any tol; a
+        looser one only widens the bracket).
     feas_tol : float
-        Feasibility tolerance of the lower bound's worst-case costs.
+        Budget slack allowed to the lower bound's certified worst-case costs (default
+        0; with feas_tol > 0, ``lower`` bounds the optimum at budgets d + feas_tol).
     rvi_method : {"policy_iteration", "value_iteration"}
         Method of :func:`~rcmdp_exact.robust.robust_value_iteration`.
     variants : sequence of {"value", "constraint", "lagrangian"}
@@ -989,45 +1107,24 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
         ``lower``, ``upper``, ``gap`` = upper - lower, ``multiplier`` (K,) the lam of
         ``upper``; ``policies`` {"lower": (S, A), "upper": (S, A)} (the certified
         robust-feasible policy, the robust-Lagrangian optimum at ``multiplier``);
-        ``policy`` (= policies["lower"]); ``lower_cost`` (K,) its worst-case costs;
-        ``upper_policy_value``, ``upper_policy_cost`` the exact robust evaluation of the
-        upper policy; ``min_robust_cost`` (K,); ``history`` {"lam" (n, K), "g" (n,)};
+        ``policy`` (= policies["lower"]); ``lower_cost`` (K,) its certified worst-case
+        costs; ``mix_theta`` (theta of the lower policy when it is a mixture, else 0);
+        ``upper_policy_value``, ``upper_policy_cost`` the certified robust evaluation
+        of the upper policy; ``min_robust_cost`` (K,) (certified lower bounds on the
+        smallest worst-case costs); ``history`` {"lam" (n, K), "g" (n,)};
         ``n_candidates``; ``variants`` {name: Result}; ``success`` (a finite bracket),
         ``status`` ("bracket", "no_feasible_policy", "infeasible"), ``message``.
     """
     from ._progress import tqdm
-    from .robust import robust_value_iteration
-    from .uncertainty import L1Ball
 
-    _check_model(model)
-    if not isinstance(ball, L1Ball):
-        raise ModelError(
-            f"ball must be an L1Ball (rcmdp_exact.uncertainty), got {type(ball).__name__}"
-        )
-    if not model.gamma < 1.0:
-        raise ModelError(
-            f"rcmdp_bracket needs gamma < 1 (robust value iteration), got {model.gamma!r}"
-        )
-    if not (isinstance(n_grid, int) and n_grid >= 2):
-        raise ModelError(f"n_grid must be an integer >= 2, got {n_grid!r}")
-    for name, val in (("n_refine", n_refine), ("n_sweeps", n_sweeps),
-                      ("n_cuts", n_cuts), ("mix_steps", mix_steps),
-                      ("n_partners", n_partners)):
-        if not (isinstance(val, int) and val >= 0):
-            raise ModelError(f"{name} must be a non-negative integer, got {val!r}")
+    d, ratio, lo_l, hi_l = _check_search(
+        "rcmdp_bracket", model, ball, n_grid, lam_range, feas_tol,
+        n_refine=n_refine, n_sweeps=n_sweeps, n_cuts=n_cuts, mix_steps=mix_steps,
+        n_partners=n_partners)
     bad = [v for v in variants if v not in VARIANTS]
     if bad:
         raise ModelError(f"unknown variants {bad}; choose from {list(VARIANTS)}")
-    S, A, K = model.n_states, model.n_actions, model.n_constraints
-    d = np.asarray(model.d, dtype=np.float64)
-    rmax = float(np.abs(model.r).max()) if model.r.size else 0.0
-    cmax = float(np.abs(model.c).max()) if K else 0.0
-    ratio = rmax / cmax if cmax > 0 and rmax > 0 else 1.0
-    if lam_range is None:
-        lam_range = (1e-3 * ratio, 1e4 * ratio)
-    lo_l, hi_l = (float(x) for x in lam_range)
-    if not (0.0 < lo_l < hi_l and np.isfinite(hi_l)):
-        raise ModelError(f"lam_range must be (low, high) with 0 < low < high, got {lam_range}")
+    K = model.n_constraints
     oracle = _RobustOracle(model, ball, tol, rvi_method)
     bar = tqdm(desc="rcmdp bracket", disable=not progress, leave=False)
 
@@ -1038,14 +1135,13 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
             bar.update(1)
         return val
 
-    # -- robust feasibility: the smallest worst-case cost of each constraint
+    # -- robust feasibility: a certified lower bound on the smallest worst-case cost of
+    # each constraint (minus the certified robust optimum of the reward -c_k)
     min_robust_cost = np.zeros(K)
     safest = []
-    for k in range(K):
-        mk = model.replace(R=np.zeros((S, A)), C=np.asarray(model.C)[..., [k]], d=d[[k]])
-        rk = robust_value_iteration(mk, ball, np.ones(1), method=rvi_method, tol=tol,
-                                    progress=False)
-        min_robust_cost[k] = -rk.value
+    for k, mk in enumerate(oracle.cost_models):
+        bound, rk = oracle.optimum(mk)
+        min_robust_cost[k] = -bound
         safest.append(rk.policy)
     var_out = {}
     for name in variants:
@@ -1147,7 +1243,8 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
                                                key=lambda t: -t[1].value) if ok][:n_partners]
         for base_pol in bases:
             for partner in partners:
-                theta, pol = _mix_to_boundary(oracle, base_pol, partner, d, 0.0, mix_steps)
+                theta, pol = _mix_to_boundary(oracle, base_pol, partner, d, feas_tol,
+                                              mix_steps)
                 if theta > 0.0:
                     e = oracle.robust(pol)
                     if np.all(e.cost <= d + feas_tol) and e.value > lower:
@@ -1211,7 +1308,7 @@ def _equilibrium(model: TabularCMDP, ball, variant: str, lam: np.ndarray, tol: f
 
 def rcmdp_variant(model: TabularCMDP, ball, variant: str, *, n_grid: int = 29,
                   lam_range: tuple[float, float] | None = None, n_bisect: int = 30,
-                  max_iter: int = 25, tol: float = 1e-12, feas_tol: float = 1e-9,
+                  max_iter: int = 25, tol: float = 1e-12, feas_tol: float = 0.0,
                   progress: bool = False) -> Result:
     r"""The target of one RCPG variant: a common worst case P+ for value and cost.
 
@@ -1250,19 +1347,15 @@ def rcmdp_variant(model: TabularCMDP, ball, variant: str, *, n_grid: int = 29,
     from ._progress import tqdm
     from .robust import robust_evaluate
 
-    _check_model(model)
     if variant not in VARIANTS:
         raise ModelError(f"unknown variant {variant!r}; choose from {list(VARIANTS)}")
-    if not model.gamma < 1.0:
-        raise ModelError(f"rcmdp_variant needs gamma < 1, got {model.gamma!r}")
+    d, _, lo_l, hi_l = _check_search("rcmdp_variant", model, ball, n_grid, lam_range,
+                                     feas_tol, n_bisect=n_bisect)
+    if isinstance(max_iter, bool) or not (isinstance(max_iter, int) and max_iter >= 1):
+        raise ModelError(f"max_iter must be a positive integer, got {max_iter!r}")
     K = model.n_constraints
     if variant == "constraint" and K == 0:
         raise ModelError("variant 'constraint' needs a model with at least one constraint")
-    d = np.asarray(model.d, dtype=np.float64)
-    rmax = float(np.abs(model.r).max()) if model.r.size else 0.0
-    cmax = float(np.abs(model.c).max()) if K else 0.0
-    ratio = rmax / cmax if cmax > 0 and rmax > 0 else 1.0
-    lo_l, hi_l = lam_range if lam_range is not None else (1e-3 * ratio, 1e4 * ratio)
     rows: dict = {}
     bar = tqdm(desc=f"variant {variant}", disable=not progress, leave=False)
 

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from ._result import Result
-from .evaluation import evaluate_finite_horizon, penalised_return, rescaled_budget
+from .evaluation import evaluate_finite_horizon
 from .ground_truth import (
     VARIANTS,
     evaluate_time_dependent,
@@ -160,12 +160,8 @@ def _domain(name: str, *, episodes: str, seed: int, delta: float, n_draws: int,
                 pol = policies[pname]
                 if mode == "greedy":
                     pol = greedy_policy(pol)
-                if pol.ndim == 3:
+                if pol.ndim == 3:  # time dependent (T, S, A)
                     ev = evaluate_time_dependent(st.model, pol)
-                    bud = rescaled_budget(st.model.d, st.model.gamma, pol.shape[0])
-                    ev = Result(value=ev.value, cost=ev.cost, budget=bud,
-                                overshoot=ev.cost - bud,
-                                penalised_return=penalised_return(ev.value, ev.cost, bud))
                 else:
                     ev = evaluate_finite_horizon(st.model, pol)
                 rows.append({

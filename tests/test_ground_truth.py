@@ -30,7 +30,6 @@ from rcmdp_exact.ground_truth import (
     solve_cmdp_finite_horizon,
 )
 from rcmdp_exact.model import ModelError
-from rcmdp_exact.robust import robust_evaluate
 from rcmdp_exact.uncertainty import l1_ball
 
 
@@ -397,14 +396,44 @@ def robust_cases(draw):
     return model, ball, draw(st.floats(0.0, 1.0))
 
 
-def sample_kernels(ball, rng, n):
-    """Random kernels of the ball: a nominal row moved toward a random distribution."""
+def inner_min(p_hat, z, alpha):
+    """min p.z over the L1 ball (radius alpha, full support) by the PROTOCOL's rule:
+    move min(alpha/2, 1 - p_hat[k]) onto an argmin k of z, taken from the largest z."""
+    p = np.array(p_hat, dtype=float)
+    k = int(np.argmin(z))
+    eps = min(alpha / 2.0, 1.0 - p[k])
+    p[k] += eps
+    for j in np.argsort(-z, kind="stable"):
+        if eps <= 0:
+            break
+        if j != k:
+            take = min(eps, p[j])
+            p[j] -= take
+            eps -= take
+    return float(p @ z)
+
+
+def robust_fixed_point(ball, g, gamma, p0, policy=None, tol=1e-13):
+    """Independent robust value iteration: W = sum_a pi(a|s) min_p p.(g + gamma W), or
+    max_a of it without a policy; plain loops over (s, a) and the rule above."""
     S, A, _ = ball.nominal.shape
-    for _ in range(n):
-        q = rng.dirichlet(np.ones(S) * 0.3, size=(S, A))
-        dist = np.abs(q - ball.nominal).sum(axis=2)
-        t = np.minimum(1.0, ball.alpha / np.maximum(dist, 1e-300))
-        yield ball.nominal + t[..., None] * (q - ball.nominal)
+    w = np.zeros(S)
+    while True:
+        q = np.array([[inner_min(ball.nominal[s, a], g[s, a] + gamma * w, ball.alpha[s, a])
+                       for a in range(A)] for s in range(S)])
+        nw = q.max(axis=1) if policy is None else (policy * q).sum(axis=1)
+        if np.abs(nw - w).max() < tol * (1 - gamma):
+            return float(p0 @ nw)
+        w = nw
+
+
+def robust_numbers(model, ball, policy):
+    """Independent worst-case value and worst-case costs (K,) of a stationary policy."""
+    R, C = np.asarray(model.R), np.asarray(model.C)
+    value = robust_fixed_point(ball, R, model.gamma, model.p0, policy)
+    costs = np.array([-robust_fixed_point(ball, -C[..., k], model.gamma, model.p0, policy)
+                      for k in range(model.n_constraints)])
+    return value, costs
 
 
 @settings(max_examples=20)
@@ -414,20 +443,24 @@ def test_bracket_lower_is_at_most_upper_and_is_certified(case):
     d = np.array([model.d[0] * (0.5 + frac)])
     model = model.replace(d=d)
     res = rcmdp_bracket(model, ball, n_grid=9, n_refine=15, variants=(), progress=False)
+    tol = 1e-9 * scale(model)
     if res.status == "infeasible":
+        # certified: even the safest policy's independent worst-case cost exceeds d
+        _, c_safe = robust_numbers(model, ball, res.policies["lower"])
+        assert c_safe[0] >= res.min_robust_cost[0] - tol
         assert res.min_robust_cost[0] > d[0]
         return
-    # lower is certified for budgets d + feas_tol (1e-9): slack lam * 1e-9 beyond upper
-    assert res.lower <= res.upper + 1e-9 * (scale(model) + res.multiplier.sum())
+    assert res.lower <= res.upper + tol
     if res.status == "bracket":
-        # the lower policy's value and costs on kernels sampled from the ball
-        rng = np.random.default_rng(0)
-        for P in sample_kernels(ball, rng, 5):
-            v, C = policy_values(P, np.einsum("sat,sat->sa", P, model.R),
-                                 np.einsum("sat,satk->sak", P, model.C), model.gamma,
-                                 res.policies["lower"])
-            assert model.p0 @ v >= res.lower - 1e-8 * scale(model)
-            assert np.all(model.p0 @ C <= d + 1e-8 * scale(model))
+        # the lower policy (a mixture or not), evaluated independently as a stationary
+        # policy: its worst-case value is the reported lower bound (not less, not more)
+        # and its worst-case cost meets the budget with no tolerance beyond rounding
+        value, costs = robust_numbers(model, ball, res.policies["lower"])
+        assert res.lower <= value + tol
+        assert value - res.lower <= 1e-7 * scale(model)
+        assert np.all(costs <= d + tol)
+        np.testing.assert_allclose(res.lower_cost, costs, atol=1e-7 * scale(model))
+        assert res.upper >= value - tol
 
 
 @settings(max_examples=20)
@@ -463,9 +496,8 @@ def test_bracket_upper_bounds_every_robust_feasible_deterministic_policy():
     ball = l1_ball(m, 0.4, support="all")
     vals = []
     for acts in itertools.product(range(2), repeat=3):
-        pi = np.eye(2)[list(acts)]
-        ev = robust_evaluate(m, pi, ball, "value")
-        vals.append((ev.value, ev.cost_worst[0]))
+        value, costs = robust_numbers(m, ball, np.eye(2)[list(acts)])
+        vals.append((value, costs[0]))
     costs = sorted(c for _, c in vals)
     d = 0.5 * (costs[0] + costs[-1])
     m = m.replace(d=[d])
@@ -476,6 +508,83 @@ def test_bracket_upper_bounds_every_robust_feasible_deterministic_policy():
     assert res.lower >= best - 1e-9  # deterministic candidates are all met or beaten
     for name, var in res.variants.items():
         assert var.variant == name
+
+
+def positive_reward_model(seed, n_constraints=0):
+    m = garnet(6, 3, 3, n_constraints=n_constraints, seed=seed, gamma=0.9)
+    return m.replace(R=np.abs(np.asarray(m.R)) + 1.0)
+
+
+@pytest.mark.parametrize("rvi_method", ["value_iteration", "policy_iteration"])
+def test_bracket_stays_certified_with_a_loose_tolerance(rvi_method):
+    """K = 0: OPT is the robust optimum (independent robust VI).  With tol = 1e-2 the
+    fixed points stop far from convergence (robust VI from 0 with positive rewards
+    stops below V*, the adversary's iteration above the worst case), and only the
+    residual bounds keep lower <= OPT <= upper."""
+    m = positive_reward_model(0)
+    ball = l1_ball(m, 0.6, support="all")
+    opt = robust_fixed_point(ball, np.asarray(m.R), m.gamma, m.p0)
+    res = rcmdp_bracket(m, ball, tol=1e-2, rvi_method=rvi_method, progress=False)
+    assert res.status == "bracket"
+    assert res.lower <= opt + 1e-9
+    assert res.upper >= opt - 1e-9
+    tight = rcmdp_bracket(m, ball, progress=False)
+    assert tight.lower == pytest.approx(opt, abs=1e-9)
+    assert tight.upper == pytest.approx(opt, abs=1e-9)
+
+
+def enumerate_deterministic(model, ball):
+    """Independent worst-case (value, costs) of every deterministic policy."""
+    import itertools
+
+    S, A = model.n_states, model.n_actions
+    return [robust_numbers(model, ball, np.eye(A)[list(a)])
+            for a in itertools.product(range(A), repeat=S)]
+
+
+def mid_budget_model(seed, alpha):
+    """A 4-state model with the budget halfway between the least and the largest
+    worst-case cost of its deterministic policies; returns (model, ball, their numbers)."""
+    m = garnet(4, 2, 3, n_constraints=1, seed=seed, gamma=0.9)
+    m = m.replace(R=np.abs(np.asarray(m.R)) + 1.0)
+    ball = l1_ball(m, alpha, support="all")
+    vals = enumerate_deterministic(m, ball)
+    costs = [c[0] for _, c in vals]
+    return m.replace(d=[0.5 * (min(costs) + max(costs))]), ball, vals
+
+
+def test_bracket_lower_policy_is_feasible_with_a_loose_tolerance():
+    """K = 1, tol = 1e-2: the lower policy's independent worst-case cost meets d, its
+    value is above the bound, and the upper bound is above every feasible
+    deterministic policy."""
+    m, ball, vals = mid_budget_model(1, 0.5)
+    d = m.d[0]
+    res = rcmdp_bracket(m, ball, tol=1e-2, variants=(), progress=False)
+    assert res.status == "bracket"
+    value, costs = robust_numbers(m, ball, res.policies["lower"])
+    assert costs[0] <= d + 1e-9
+    assert res.lower <= value + 1e-9
+    assert res.upper >= max(v for v, c in vals if c[0] <= d) - 1e-9
+
+
+def test_mixed_lower_policy_is_evaluated_as_a_stationary_policy():
+    """A model whose lower bound is a state-wise mixture (0 < theta < 1) of two
+    policies: the reported bound is the mixture's own worst-case value and cost
+    (independent robust evaluation), feasible, and above every feasible deterministic
+    policy."""
+    m, ball, vals = mid_budget_model(2, 0.3)
+    d = m.d[0]
+    res = rcmdp_bracket(m, ball, variants=(), progress=False)
+    assert res.status == "bracket"
+    assert 0.0 < res.mix_theta < 1.0
+    pol = res.policies["lower"]
+    assert (pol.max(axis=1) < 1.0).any()  # genuinely stochastic
+    value, cst = robust_numbers(m, ball, pol)
+    assert res.lower == pytest.approx(value, abs=1e-9)
+    assert res.lower_cost[0] == pytest.approx(cst[0], abs=1e-9)
+    assert cst[0] <= d + 1e-12
+    assert res.lower >= max(v for v, c in vals if c[0] <= d) - 1e-9
+    assert res.upper >= res.lower
 
 
 # --------------------------------------------------------------------------- variants
@@ -512,7 +621,7 @@ def test_variant_and_bracket_argument_errors():
             "unknown variant 'robust'; choose from ['value', 'constraint', 'lagrangian']")):
         rcmdp_variant(m, ball, "robust")
     with pytest.raises(ModelError, match=re.escape(
-            "ball must be an L1Ball (rcmdp_exact.uncertainty), got ndarray")):
+            "ball must be an L1Ball (see rcmdp_exact.uncertainty), got ndarray")):
         rcmdp_bracket(m, np.zeros(3))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
