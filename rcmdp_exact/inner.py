@@ -45,17 +45,26 @@ model).  Rows are processed in cache-sized blocks, grouped by four:
 * the outcomes of a block are ordered by one ``np.sort`` of float64 keys: the bit
   pattern of :math:`-z_{r,i}` with its low :math:`b` bits replaced by the flat index
   :math:`r n + i` (a SIMD float sort, about twice as fast as ``np.argsort``);
-* the keys order each row exactly as :math:`-z`, except between values that agree in
-  all but those :math:`b` bits (near-ties and exact ties).  Only the order at the
-  crossing position j (the first j positions lose all their mass) and at the argmin
-  (the last position) matters, so a row whose key there shares its high bits with a
-  neighbour is solved again by the exact path (``np.argsort``, stable); the result is
-  exactly the algorithm above, never an approximation of it;
+* the keys order each row exactly as :math:`-z`, except between values whose bit
+  patterns agree in all but those :math:`b` bits and the sign bit (a *bucket*: near-ties,
+  exact ties, and +0.0 next to -0.0, equal values with different sign bits).  Only
+  the order at the crossing position j (the first j positions lose all their mass)
+  and at the argmin (the last position) matters, so a row whose key there shares its
+  bucket with a neighbour is solved again by the exact path (``np.argsort``, stable);
+  the result is exactly the algorithm above, never an approximation of it.  (Proof:
+  clearing low mantissa bits is monotone in z, so two keys whose cleared patterns
+  differ are in the strict order of z, unless they are +0.0 and -0.0, which share a
+  bucket; keys with the same cleared pattern are contiguous in the sorted order; so
+  when neither neighbour of j is in j's bucket, every position before j has a larger
+  z and every position after it a smaller one, and the same at the argmin.)  This
+  needs IEEE comparisons of subnormal keys (the keys of zeros and subnormal z); if
+  the CPU treats subnormals as zero (DAZ) the exact path is used for every row;
 * the masses are gathered in sorted order; the crossing comes from block totals of
   about ``_SEG`` columns and one cumulative sum inside the crossing block;
 * the solution is written in the original order by comparing :math:`z` with
   :math:`z_{(j)}` (no scatter), then the partial removal at j and the mass moved to k
-  are set;
+  are set, and the value is corrected one term at a time (no intermediate overflow
+  for z near the largest float);
 * the input checks run block by block, on data that is read anyway.
 
 When ``z`` is shared by all rows (shape ``(n,)``) it is sorted once.
@@ -251,6 +260,27 @@ def _prepare(p_hat, z, alpha, support):
 
 
 # --------------------------------------------------------------------------- sort method
+#: All bits of an int64 but the sign bit.
+_NO_SIGN = np.int64(np.iinfo(np.int64).max)
+#: The smallest subnormal float64 (a probe of the floating-point environment).
+_TINY = np.array(5e-324)
+
+
+def _budget(A: np.ndarray, pk: np.ndarray) -> np.ndarray:
+    r"""The mass moved, :math:`\epsilon = \max(0, \min(\alpha/2, 1 - \hat p_k))`.
+
+    The clip at 0 matters when :math:`\hat p_k` exceeds 1 by rounding.
+    """
+    eps = np.minimum(0.5 * A, 1.0 - pk)
+    return np.maximum(eps, 0.0, out=eps)
+
+
+def _subnormals_ordered() -> bool:
+    """False when the CPU treats subnormal inputs as zero (DAZ), which would tie the
+    packed keys of zeros and subnormal z; the exact path is used then."""
+    return bool(_TINY > 0.0)
+
+
 @functools.lru_cache(maxsize=64)
 def _segment(n: int):
     """Column blocks of :func:`_crossing` for rows of n entries (cached constants).
@@ -338,7 +368,7 @@ def _exact_rows(pc, zc, A, supc, out, val):
         pos_k = np.argmax(o == k[:, None], axis=1)
     ps = np.take_along_axis(pc, o, axis=1)
     ps[rows, pos_k] = 0.0  # the argmin keeps its mass
-    eps = np.minimum(0.5 * A, 1.0 - pc[rows, k])
+    eps = _budget(A, pc[rows, k])
     j, part = _crossing(ps, eps)
     rank = np.empty((B, n), dtype=np.int64)
     np.put_along_axis(rank, o, np.arange(n, dtype=np.int64)[None, :], axis=1)
@@ -396,11 +426,11 @@ def _packed_rows(pc, zc, A, supc, out, val, wk: _Work, validate=None):
     The key of outcome i of row r is :math:`-z_{r,i}` with the low ``wk.bits`` bits of
     its float64 pattern replaced by :math:`r n + i`: distinct keys whose order within a
     row is that of :math:`-z`, except between values that agree in all the other bits
-    (the *bucket* of a key).  Only two places of the order matter: the crossing
-    position j (the first j positions lose all their mass) and the argmin (the last
-    position).  A row whose key at j, or at the end, shares its bucket with a
-    neighbour (a near-tie or an exact tie there) is returned to be solved by the
-    exact path; in every other row the removed set is exactly
+    but the sign (the *bucket* of a key; +0.0 and -0.0 share one).  Only two places
+    of the order matter: the crossing position j (the first j positions lose all their
+    mass) and the argmin (the last position).  A row whose key at j, or at the end,
+    shares its bucket with a neighbour (a near-tie or an exact tie there) is returned
+    to be solved by the exact path; in every other row the removed set is exactly
     :math:`\{i : z_i > z_{(j)}\}`, so the solution is written by comparing z itself.
 
     The passes over the data run block by block (B rows, cache-sized); the per-row
@@ -411,7 +441,6 @@ def _packed_rows(pc, zc, A, supc, out, val, wk: _Work, validate=None):
     rows = wk.rows[:R]
     off = wk.off[:R]
     mask = wk.mask
-    umask = np.uint64(mask)
     skey = wk.skey[:R]
     si = skey.view(np.int64)
     flat = wk.flat[:R]
@@ -446,17 +475,19 @@ def _packed_rows(pc, zc, A, supc, out, val, wk: _Work, validate=None):
         pos_k = np.argmax(flat == (k + off)[:, None], axis=1)
     pk = ps[rows, pos_k]
     ps[rows, pos_k] = 0.0  # the argmin keeps its mass
-    eps = np.minimum(0.5 * A, 1.0 - pk)
+    eps = _budget(A, pk)
     j, part = _crossing(ps, eps)
     redo = None
     if n > 1:
+        # same bucket: equal bits apart from the low ones and the sign (+0.0 and -0.0
+        # are equal but differ in the sign bit); a conservative test of a near-tie
         sj = si[rows, j]
-        near = ((si[rows, np.maximum(j - 1, 0)] ^ sj).view(np.uint64) <= umask) & (j >= 1)
-        near |= ((si[rows, np.minimum(j + 1, n - 1)] ^ sj).view(np.uint64) <= umask) & (
+        near = (((si[rows, np.maximum(j - 1, 0)] ^ sj) & _NO_SIGN) <= mask) & (j >= 1)
+        near |= (((si[rows, np.minimum(j + 1, n - 1)] ^ sj) & _NO_SIGN) <= mask) & (
             j <= n - 2
         )
         if supc is None:
-            near |= (si[:, -1] ^ si[:, -2]).view(np.uint64) <= umask
+            near |= ((si[:, -1] ^ si[:, -2]) & _NO_SIGN) <= mask
         if near.any():
             redo = np.flatnonzero(near)
     jt = flat[rows, j] - off
@@ -467,9 +498,12 @@ def _packed_rows(pc, zc, A, supc, out, val, wk: _Work, validate=None):
         np.less_equal(zc[s:e], zt[s:e, None], out=cond[s:e])
         np.multiply(pc[s:e], cond[s:e], out=out[s:e])
         val[s:e] = _rowdot(out[s:e], zc[s:e])
-    # the partial removal at jt and the mass moved to k (k never loses mass)
+    # the partial removal at jt and the mass moved to k (k never loses mass), one
+    # term at a time: each partial sum is the value of a sub-distribution (no overflow)
     zk = zc[rows, k]
-    val += (pk + eps - out[rows, k]) * zk - part * zt
+    gain = pk + eps - out[rows, k]
+    val -= part * zt
+    val += gain * zk
     out[rows, jt] -= part
     out[rows, k] = pk + eps
     return redo
@@ -495,7 +529,7 @@ def _solve_shared(P, z, A, sup, p_out, val, n, block, validate, tol):
             ss = sup[lo:hi][:, order]
             kpos = n - 1 - np.argmax(ss[:, ::-1], axis=1)  # last supported position
         k = order[kpos]
-        eps = np.minimum(0.5 * A[lo:hi], 1.0 - pc[rows, k])
+        eps = _budget(A[lo:hi], pc[rows, k])
         ps = pc[:, order]
         ps[rows, kpos] = 0.0
         j, part = _crossing(ps, eps)
@@ -535,7 +569,8 @@ def _sort_method(P, Z, A, sup, n, validate=None):
         _solve_shared(P, Z, A, sup, p_out, val, n, block, validate, tol)
         return p_out, val
     group = block * _GROUP
-    wk = _work(min(group, N), block, n) if n <= _PACK_LIMIT else None
+    packed = n <= _PACK_LIMIT and _subnormals_ordered()
+    wk = _work(min(group, N), block, n) if packed else None
     step = group if wk is not None else block
     for lo in range(0, N, step):
         hi = min(N, lo + step)

@@ -1,6 +1,7 @@
 """The L1 inner problem: exact sort-based algorithm vs cvxpy LP vs brute force."""
 
 import itertools
+import math
 import re
 import warnings
 
@@ -248,6 +249,229 @@ def test_long_rows_block_crossing(monkeypatch, n, kind):
     monkeypatch.setattr(inner_mod, "_PACK_LIMIT", 0)  # the exact argsort path
     exact = worst_case_l1(p_hat, z, alpha, sup)
     np.testing.assert_allclose(exact.value, ref, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- hard inputs
+#: z values that stress the packed float keys: signed zeros, subnormals, the smallest
+#: normal number, tiny and huge magnitudes.
+SPECIAL_Z = (0.0, -0.0, 5e-324, -5e-324, 1e-310, -1e-310, 2.2250738585072014e-308,
+             -2.2250738585072014e-308, 1e-300, -1e-300, 1.0, -1.0, 1e300, -1e300)
+#: Zeros and +-1 (a -0.0 is added to each row): equal values, different bit patterns.
+SIGNED_ZEROS = (0.0, 0.0, 0.0, 1.0, -1.0)
+#: Centres of clusters of z values a few ulps apart (near-ties, exact ties, sign changes).
+NEAR_BASES = (1.0, -3.5, 0.0, -0.0, 1e-300, 1e-310, 7e299, -1e300)
+
+
+def ulp_steps(x, k):
+    """``x`` moved by ``k`` ulps, entrywise (``np.nextafter`` applied ``|k|`` times)."""
+    x = np.array(x, dtype=float)
+    for step in range(int(np.abs(k).max(initial=0))):
+        x = np.where(k > step, np.nextafter(x, np.inf), x)
+        x = np.where(-k > step, np.nextafter(x, -np.inf), x)
+    return x
+
+
+@st.composite
+def hard_cases(draw):
+    """Batches whose z has signed zeros, subnormals, huge values and near-ties."""
+    n = draw(st.one_of(st.integers(1, 12), st.sampled_from([47, 48, 49, 64, 97, 130])))
+    rows = draw(st.integers(2, 8))  # one row of z would be shared
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    special = rng.choice(SPECIAL_Z, size=(rows, n))
+    base = np.broadcast_to(rng.choice(NEAR_BASES, size=(rows, 1)), (rows, n))
+    near = ulp_steps(base, rng.integers(-3, 4, size=(rows, n)))
+    zeros = rng.choice(SIGNED_ZEROS, size=(rows, n))
+    zeros[np.arange(rows), rng.integers(n, size=rows)] = -0.0  # often a lone -0.0
+    kind = draw(st.sampled_from(["special", "near", "mixed", "zeros", "zeros"]))
+    z = {"special": special, "near": near, "zeros": zeros,
+         "mixed": np.where(rng.random((rows, n)) < 0.5, special, near)}[kind]
+    full = draw(st.booleans())
+    ps, sups = [], []
+    for _ in range(rows):
+        p, sup = random_row(rng, n, 1.0 if full else rng.uniform(0.2, 1.0),
+                            degenerate=rng.random() < 0.2)
+        ps.append(p)
+        sups.append(sup)
+    if draw(st.sampled_from([False, False, True])):
+        z = z[0]  # shared by all rows
+    zz = np.broadcast_to(z, (rows, n))
+    alpha = np.where(rng.random(rows) < 0.5, rng.uniform(0, 3, rows),
+                     rng.choice([0.0, 1e-12, 2.0, 3.0, 1e300], rows))
+    for i in range(rows):
+        if rng.random() < 0.6:
+            alpha[i] = crossing_alpha(rng, ps[i], zz[i], sups[i] | full)
+    return np.array(ps), z, alpha, None if full else np.array(sups)
+
+
+def crossing_alpha(rng, p_hat, z, support):
+    """A radius whose crossing falls on a chosen position of the order of decreasing z.
+
+    Mostly the first outcome of a run of equal bit patterns (where exact ties, near-ties
+    and +0.0 next to -0.0 meet), else any position; the crossing lands at its start,
+    inside it or at its end.
+    """
+    k = int(np.argmin(np.where(support, z, np.inf)))
+    order = np.lexsort((np.signbit(z), -z))  # decreasing z, +0.0 before -0.0
+    order = order[order != k]
+    if order.size == 0:
+        return 1.0
+    bits = z[order].view(np.int64)
+    starts = np.flatnonzero(np.r_[True, bits[1:] != bits[:-1]])
+    pos = rng.choice(starts) if rng.random() < 0.7 else rng.integers(order.size)
+    before = p_hat[order[:pos]].sum()
+    return 2.0 * (before + rng.choice([0.0, 0.5, 1.0]) * p_hat[order[pos]])
+
+
+def reference_greedy(p_hat, z, alpha, support=None):
+    """The value of the greedy of the module docstring, in plain Python floats.
+
+    Python's ``sorted`` (stable, IEEE comparisons: -0.0 == 0.0) gives the order of
+    decreasing z; nothing of numpy's sorting or of the packed keys is used.
+    """
+    n = len(p_hat)
+    on = [i for i in range(n) if support is None or support[i]]
+    k = min(on, key=lambda i: z[i])
+    eps = max(0.0, min(alpha / 2, 1.0 - p_hat[k]))
+    p, left = [float(x) for x in p_hat], eps
+    for i in sorted(range(n), key=lambda i: -z[i]):
+        if i != k:
+            take = min(p[i], left)
+            p[i] -= take
+            left -= take
+    p[k] += eps
+    return math.fsum(pi * zi for pi, zi in zip(p, z, strict=True))
+
+
+def assert_optimal(p_hat, z, alpha, support, res):
+    """Check ``res`` (a worst_case_l1 result) by an optimality certificate, row by row.
+
+    A feasible p is optimal iff (C1) only minimisers of z on the support gain mass,
+    (C2) every outcome that lost mass has a z at least that of every outcome holding
+    mass that it did not gain (removal from the top: p is the greedy point of its moved
+    mass m), and (C3) the budget is used up or all the mass sits on minimisers (m is as
+    large as it may be, or the value is already min z).  C1 and C2 are checked with
+    exact comparisons of z, so a wrong order anywhere shows, whatever ties are broken
+    how.  The value is also compared with :func:`reference_greedy`.
+    """
+    zz = np.broadcast_to(z, p_hat.shape)
+    sup = np.ones(p_hat.shape, bool) if support is None else support
+    for i in range(p_hat.shape[0]):
+        p, ph, zi, on = res.p[i], p_hat[i], zz[i], sup[i]
+        zmin = zi[on].min()
+        assert np.isfinite(p).all() and (p >= 0).all() and (p[~on] == 0).all()
+        assert abs(p.sum() - 1.0) <= 1e-12
+        dist = np.abs(p - ph).sum()
+        assert dist <= alpha[i] + 1e-12
+        gain = p > ph
+        assert (zi[gain] == zmin).all()  # C1
+        lost, held = p < ph, (p > 0) & ~gain
+        if lost.any() and held.any():
+            assert zi[lost].min() >= zi[held].max()  # C2
+        assert dist >= alpha[i] - 1e-12 or p[zi > zmin].sum() <= 1e-12  # C3
+        tol = 1e-12 * np.abs(zi).max() + 1e-320
+        assert abs(res.value[i] - math.fsum(p * zi)) <= tol
+        ref = reference_greedy(ph, zi, alpha[i], None if support is None else on)
+        assert abs(res.value[i] - ref) <= tol
+
+
+@settings(max_examples=150)
+@given(hard_cases())
+def test_hard_z_signed_zeros_subnormals_huge_and_near_ties(case):
+    """Packed keys, the exact path and the shared-z path on adversarial z."""
+    p_hat, z, alpha, support = case
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow or invalid-value warnings
+        assert_optimal(p_hat, z, alpha, support, worst_case_l1(p_hat, z, alpha, support))
+        saved = inner_mod._PACK_LIMIT
+        inner_mod._PACK_LIMIT = 0  # the exact np.argsort path
+        try:
+            exact = worst_case_l1(p_hat, z, alpha, support)
+        finally:
+            inner_mod._PACK_LIMIT = saved
+        assert_optimal(p_hat, z, alpha, support, exact)
+
+
+def test_signed_zero_ties_at_the_crossing_and_the_argmin():
+    """+0.0 and -0.0 are equal but have different bit patterns (and packed keys)."""
+    p_hat = np.array([[0.3, 0.3, 0.4], [0.5, 0.5, 0.0]])
+    z = np.array([[0.0, -0.0, -1.0], [0.0, -0.0, 1.0]])
+    alpha = np.array([0.8, 2.0])
+    res = worst_case_l1(p_hat, z, alpha)
+    # row 0: 0.4 moves to z = -1, taken from the two zeros (0.3 + 0.1, in any split)
+    assert res.value[0] == pytest.approx(-0.8, abs=1e-15)
+    assert res.p[0, 2] == pytest.approx(0.8) and res.p[0, :2].sum() == pytest.approx(0.2)
+    # row 1: all the mass on the zeros, nothing to gain; the point stays a distribution
+    assert res.value[1] == 0.0 and res.p[1].sum() == pytest.approx(1.0, abs=1e-15)
+    assert (l1_violation(res.p, p_hat, alpha) <= 1e-15).all()
+
+
+def test_huge_z_does_not_overflow():
+    """The value is assembled without intermediate overflow near the float maximum."""
+    big = np.finfo(float).max
+    p_hat = np.array([[0.05, 0.9, 0.05]] * 2)
+    z = np.array([[big, big / 2, -big]] * 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = worst_case_l1(p_hat, z, 1.8)
+    # eps = 0.9 moves to -big: 0.05 from big, 0.85 from big / 2
+    np.testing.assert_allclose(res.p, [[0.0, 0.05, 0.95]] * 2, atol=1e-15)
+    expected = 0.05 * (big / 2) - 0.95 * big
+    np.testing.assert_allclose(res.value, expected, rtol=1e-15)
+
+
+def test_without_ieee_subnormals_the_exact_path_is_used(monkeypatch):
+    """A CPU that treats subnormals as zero (DAZ) would tie the keys of zeros and
+    subnormal z: then no row goes through the packed keys."""
+    assert inner_mod._subnormals_ordered()  # numpy's default floating-point environment
+    monkeypatch.setattr(inner_mod, "_subnormals_ordered", lambda: False)
+
+    def packed(*args, **kwargs):
+        raise AssertionError("the packed path was used")
+
+    monkeypatch.setattr(inner_mod, "_packed_rows", packed)
+    rng = np.random.default_rng(5)
+    p_hat = rng.dirichlet(np.ones(9), size=5)
+    z = rng.choice(SPECIAL_Z, size=(5, 9))
+    alpha = rng.uniform(0, 2.5, 5)
+    assert_optimal(p_hat, z, alpha, None, worst_case_l1(p_hat, z, alpha))
+
+@pytest.mark.parametrize("n", [2, 64])
+def test_alpha_zero_returns_p_hat_even_when_its_argmin_mass_rounds_above_one(n):
+    """1 - p_hat[k] < 0 by rounding must not move mass (eps is clipped at 0)."""
+    p_hat = np.zeros((3, n))
+    p_hat[:, -1] = 1.0 + 4e-16
+    z = np.tile(np.arange(n, 0, -1, dtype=float), (3, 1))  # argmin at the last outcome
+    for zz in (z, z[0]):
+        res = worst_case_l1(p_hat, zz, 0.0)
+        np.testing.assert_array_equal(res.p, p_hat)
+        res = worst_case_l1(p_hat, zz, 1.0)
+        np.testing.assert_array_equal(res.p, p_hat)  # nothing elsewhere to take
+
+
+@pytest.mark.parametrize("exact", [False, True])
+@pytest.mark.parametrize(
+    ("field", "index", "bad", "message"),
+    [
+        ("z", (1, 2), np.inf, "z[1, 2] = inf is not finite"),
+        ("z", (1, 0), -np.inf, "z[1, 0] = -inf is not finite"),
+        ("z", (0, 3), np.nan, "z[0, 3] = nan is not finite"),
+        ("p_hat", (1, 1), np.inf, "p_hat[1, 1] = inf is not finite"),
+        ("p_hat", (0, 2), np.nan, "p_hat[0, 2] = nan is not finite"),
+        ("alpha", (1,), np.inf, "alpha[1] = inf is not finite"),
+        ("alpha", (0,), np.nan, "alpha[0] = nan is not finite"),
+    ],
+)
+def test_non_finite_input_is_rejected(monkeypatch, exact, field, index, bad, message):
+    """Per-row z (packed keys, or the exact path), p_hat and alpha with inf or NaN."""
+    if exact:
+        monkeypatch.setattr(inner_mod, "_PACK_LIMIT", 0)
+    args = dict(p_hat=np.full((2, 4), 0.25), z=np.arange(8.0).reshape(2, 4),
+                alpha=np.array([0.5, 0.7]))
+    args[field][index] = bad
+    with pytest.raises(ModelError, match=re.escape(
+        message + "; replace NaN and inf by finite numbers"
+    )):
+        worst_case_l1(**args)
 
 
 def test_single_outcome_and_scalar_input():
