@@ -49,7 +49,12 @@ is the minimiser at :math:`W^+`; :math:`W^+` is then the plain evaluation of
 
 Both stop when the residual :math:`\|T_\pi W - W\|_\infty \le \mathrm{tol} \cdot
 \max(1, \|W\|_\infty)` (``converged``); the distance to the fixed point is then at most
-:math:`\mathrm{residual} / (1 - \gamma)`.  The reported ``v``, ``c`` and
+:math:`\mathrm{residual} / (1 - \gamma)`.  Otherwise (the iteration limit, or policy
+iteration meeting the kernel it has just evaluated again: in exact arithmetic that is
+the fixed point, so tol is below the rounding error of the linear solve) the result
+has ``converged=False``, ``status=1``, a message that says which, and a
+:class:`RuntimeWarning` is issued: an unconverged answer is never returned silently.
+The reported ``v``, ``c`` and
 ``lagrangian`` are the exact evaluation of :math:`\pi` under :math:`P^+` by
 :func:`rcmdp_exact.evaluation.evaluate` (one sparse LU).
 
@@ -78,6 +83,8 @@ self-loop whatever the set allows, and :math:`W = 0` there.  All of this needs
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import scipy.linalg as sla
@@ -283,7 +290,13 @@ def _scale(w: np.ndarray) -> float:
 
 def _fixed_point(adv: _Adversary, pi: np.ndarray, g: np.ndarray, method: str, tol: float,
                  max_iter: int, progress: bool, desc: str):
-    """The robust policy fixed point W+ of T_pi (minimising adversary)."""
+    """The robust policy fixed point W+ of T_pi (minimising adversary).
+
+    Returns ``(w, q, P, iterations, residual, converged, stalled)``; ``stalled``: policy
+    iteration met the kernel it had just evaluated again while the residual was above
+    the tolerance (the same W would follow forever: the tolerance is below the rounding
+    error of the linear solve).
+    """
     from ._progress import tqdm
 
     gamma = adv.gamma
@@ -292,8 +305,9 @@ def _fixed_point(adv: _Adversary, pi: np.ndarray, g: np.ndarray, method: str, to
     if term.size:
         P0[term] = adv.P_term
     w = _policy_eval(P0, g, pi, gamma, term)
+    P_eval = P0  # the kernel whose evaluation is w
     residual = np.inf
-    converged = False
+    converged = stalled = False
     it = 0
     P = P0
     bar = tqdm(total=max_iter, desc=desc, disable=not progress, leave=False)
@@ -309,11 +323,30 @@ def _fixed_point(adv: _Adversary, pi: np.ndarray, g: np.ndarray, method: str, to
                 break
             if method == "value_iteration":
                 w = tw
+            elif np.array_equal(P, P_eval):
+                stalled = True
+                break
             else:
                 w = _policy_eval(P, g, pi, gamma, term)
+                P_eval = P
     finally:
         bar.close()
-    return w, q, P, it, residual, converged
+    return w, q, P, it, residual, converged, stalled
+
+
+def _not_converged(method: str, it: int, residual: float, tol: float, stalled: bool,
+                   max_iter: int) -> str:
+    """The message of an unconverged fixed point."""
+    if stalled:
+        return (
+            f"{method} stalled after {it} iterations: the worst-case kernel no longer "
+            f"changes but the residual {residual:.2e} is above tol * max(1, max|W|) "
+            f"(tol={tol:.1e}), below the rounding error of the linear solve; raise tol"
+        )
+    return (
+        f"iteration limit {max_iter} reached (residual {residual:.2e}); raise max_iter"
+        + (" or use method='policy_iteration'" if method == "value_iteration" else "")
+    )
 
 
 def _check_method(method: str) -> None:
@@ -427,8 +460,9 @@ def robust_evaluate(model: TabularCMDP, policy, ball: L1Ball, objective="value",
         ``lagrangian`` (S,) = v - c @ lam, ``value`` = p0.v, ``cost`` (K,) = p0.c,
         ``lagrangian_p0`` = value - lam.(cost - d), ``evaluation`` (the full
         :func:`~rcmdp_exact.evaluation.evaluate` result: Q, occupancy, ...);
-        ``converged``, ``success``, ``status`` (0 converged, 1 iteration limit),
-        ``message``, ``iterations``, ``residual``, ``method``, ``objective``, ``lam``;
+        ``converged``, ``success``, ``status`` (0 converged, 1 not: iteration limit
+        or a stalled policy iteration, with a :class:`RuntimeWarning`), ``message``,
+        ``iterations``, ``residual``, ``method``, ``objective``, ``lam``;
         with ``per_constraint``: ``c_worst`` (S, K) each cost under its own
         maximising kernel, ``cost_worst`` (K,) = p0.c_worst and ``P_worst_cost``
         (K, S, A, S).
@@ -442,7 +476,7 @@ def robust_evaluate(model: TabularCMDP, policy, ball: L1Ball, objective="value",
     pi = check_policy(policy, S, A)
     g = obj.transition_reward(model)
     adv = _Adversary(model, ball, g, inner)
-    w, q, P, it, residual, conv = _fixed_point(
+    w, q, P, it, residual, conv, stalled = _fixed_point(
         adv, pi, g, method, tol, max_iter, progress, f"robust {obj.name}"
     )
     ev = evaluate(model.with_transitions(P), pi, lam_arr)
@@ -464,8 +498,7 @@ def robust_evaluate(model: TabularCMDP, policy, ball: L1Ball, objective="value",
             f"robust fixed point found by {method} in {it} iterations (residual "
             f"{residual:.2e})"
             if conv
-            else f"iteration limit {max_iter} reached (residual {residual:.2e}); raise "
-            f"max_iter or use method='policy_iteration'"
+            else _not_converged(method, it, residual, tol, stalled, max_iter)
         ),
         iterations=it,
         residual=residual,
@@ -476,23 +509,27 @@ def robust_evaluate(model: TabularCMDP, policy, ball: L1Ball, objective="value",
     if per_constraint:
         c_worst = np.empty((S, K))
         P_k = np.empty((K, S, A, S))
-        all_conv = conv
+        notes = []  # the per-constraint fixed points that did not converge
         for k in range(K):
             if obj.name == "constraint" and K == 1:
                 Pk = P
             else:
                 gk = -np.asarray(model.C[..., k])
                 adv_k = _Adversary(model, ball, gk, inner)
-                _, _, Pk, _, _, ck = _fixed_point(
+                _, _, Pk, itk, rk, ck, sk = _fixed_point(
                     adv_k, pi, gk, method, tol, max_iter, progress, f"robust cost {k}"
                 )
-                all_conv &= ck
+                if not ck:
+                    notes.append(f"; the fixed point of cost {k}: "
+                                 + _not_converged(method, itk, rk, tol, sk, max_iter))
             P_k[k] = Pk
             c_worst[:, k] = evaluate(model.with_transitions(Pk), pi).c[:, k]
         out.update(c_worst=c_worst, cost_worst=model.p0 @ c_worst, P_worst_cost=P_k)
-        if not all_conv:
+        if notes:
             out.update(converged=False, success=False, status=1,
-                       message=out.message + "; a per-constraint fixed point did not converge")
+                       message=out.message + "".join(notes))
+    if not out.converged:
+        warnings.warn(f"robust_evaluate: {out.message}", RuntimeWarning, stacklevel=2)
     return out
 
 
@@ -525,9 +562,10 @@ def robust_value_iteration(model: TabularCMDP, ball: L1Ball, lam=None, *,
         ``policy`` (S, A) deterministic greedy policy, ``actions`` (S,), ``v`` (S,)
         robust values (:math:`\max_a Q^+` at the last iterate), ``q`` (S, A),
         ``P_worst`` (S, A, S) the adversary's kernel at ``v``, ``value`` = p0.v,
-        ``converged``, ``success``, ``status``, ``message``, ``iterations``,
-        ``residual``, ``suboptimality_bound`` (value iteration:
-        :math:`2\gamma\,\mathrm{residual}/(1-\gamma)`), ``lam``, ``method``.
+        ``converged``, ``success``, ``status`` (1 and a :class:`RuntimeWarning` when not
+        converged), ``message``, ``iterations``, ``residual``, ``suboptimality_bound``
+        (value iteration: :math:`2\gamma\,\mathrm{residual}/(1-\gamma)`), ``lam``,
+        ``method``.
     """
     from ._progress import tqdm
 
@@ -545,6 +583,7 @@ def robust_value_iteration(model: TabularCMDP, ball: L1Ball, lam=None, *,
     adv = _Adversary(model, ball, g, inner)
     residual = np.inf
     converged = False
+    stable_note = None  # policy iteration: the stable policy's evaluation did not converge
     it = 0
     if method == "value_iteration":
         w = np.zeros(S) if v0 is None else np.array(v0, dtype=np.float64)
@@ -578,8 +617,9 @@ def robust_value_iteration(model: TabularCMDP, ball: L1Ball, lam=None, *,
                 it += 1
                 pi = np.zeros((S, A))
                 pi[np.arange(S), actions] = 1.0
-                w, _, _, _, _, ok = _fixed_point(adv, pi, g, "policy_iteration", tol,
-                                                 max_iter, False, "")
+                w, _, _, it_w, res_w, ok, stall_w = _fixed_point(
+                    adv, pi, g, "policy_iteration", tol, max_iter, False, ""
+                )
                 q, P = adv.step(w)
                 best = q.max(axis=1)
                 residual = float(np.abs(best - w).max())
@@ -589,6 +629,9 @@ def robust_value_iteration(model: TabularCMDP, ball: L1Ball, lam=None, *,
                 improve = best > cur + tol * _scale(w)
                 if not improve.any():
                     converged = bool(ok)
+                    if not ok:
+                        stable_note = _not_converged("policy_iteration", it_w, res_w, tol,
+                                                     stall_w, max_iter)
                     break
                 actions = np.where(improve, q.argmax(axis=1), actions)
         finally:
@@ -598,6 +641,16 @@ def robust_value_iteration(model: TabularCMDP, ball: L1Ball, lam=None, *,
     policy[np.arange(S), actions] = 1.0
     value = float(model.p0 @ v)
     bound = 2.0 * gamma * residual / (1.0 - gamma)
+    if converged:
+        message = f"{method} converged in {it} iterations (residual {residual:.2e})"
+    elif stable_note is not None:
+        message = (f"the policy is stable after {it} iterations but its robust evaluation "
+                   f"did not converge: {stable_note}")
+    else:
+        message = (f"iteration limit {max_iter} reached (residual {residual:.2e}); raise "
+                   f"max_iter")
+    if not converged:
+        warnings.warn(f"robust_value_iteration: {message}", RuntimeWarning, stacklevel=2)
     return Result(
         policy=policy,
         actions=actions,
@@ -608,11 +661,7 @@ def robust_value_iteration(model: TabularCMDP, ball: L1Ball, lam=None, *,
         converged=converged,
         success=converged,
         status=0 if converged else 1,
-        message=(
-            f"{method} converged in {it} iterations (residual {residual:.2e})"
-            if converged
-            else f"iteration limit {max_iter} reached (residual {residual:.2e})"
-        ),
+        message=message,
         iterations=it,
         residual=residual,
         suboptimality_bound=bound,

@@ -512,6 +512,27 @@ def test_lp_bad_status_raises(monkeypatch):
         worst_case_l1([0.5, 0.5], [1.0, 0.0], 0.4, method="lp")
 
 
+def test_lp_answer_is_rechecked_in_numpy(monkeypatch):
+    """A solver answer that breaks a constraint (here the row sum) is caught."""
+    import cvxpy as cp
+
+    original = cp.Problem.solve
+
+    def off(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        p = next(v for v in self.variables() if v.is_nonneg())
+        p.value = p.value * (1 + 1e-6)
+        return out
+
+    monkeypatch.setattr(cp.Problem, "solve", off)
+    with pytest.warns(RuntimeWarning, match=re.escape(
+        "inner LP of row 0: the solver's answer violates the constraints by 1.00e-06 "
+        "(> 1e-08) when re-checked in numpy; marked success=False"
+    )):
+        res = worst_case_l1([0.5, 0.5], [1.0, 0.0], 0.4, method="lp")
+    assert not res.success and res.status == 1
+    assert res.violation == pytest.approx(1e-6, rel=1e-3)
+
 def test_lp_with_clarabel_agrees():
     rng = np.random.default_rng(0)
     p_hat = rng.dirichlet(np.ones(8), size=4)

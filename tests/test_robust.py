@@ -157,14 +157,18 @@ def row_vertices(p_hat, alpha, support):
     return np.unique(np.round(np.array(verts), 12), axis=0)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_worst_case_equals_enumeration_of_vertex_kernels(seed):
-    """The adversary's MDP attains its optimum at vertices: enumerate them all."""
-    model = garnet(3, 2, 3, seed=seed, gamma=0.9)
+@pytest.mark.parametrize(("seed", "K"), [(0, 1), (1, 2), (2, 2)])
+def test_worst_case_equals_enumeration_of_vertex_kernels(seed, K):
+    """The adversary's MDP attains its optimum at vertices: enumerate them all.
+
+    With K = 2 the "constraint" objective is the largest sum of the two costs, and
+    each cost's own worst case (``c_worst``) is the largest of that cost alone.
+    """
+    model = garnet(3, 2, 3, n_constraints=K, seed=seed, gamma=0.9)
     rng = np.random.default_rng(seed)
     ball = l1_ball(model, rng.uniform(0.2, 1.2, size=(3, 2)))
     policy = rng.dirichlet(np.ones(2), size=3)
-    lam = np.array([1.5])
+    lam = np.array([1.5, 0.5])[:K]
     S, A = 3, 2
     verts = [row_vertices(ball.nominal[s, a], ball.alpha[s, a], ball.support[s, a])
              for s in range(S) for a in range(A)]
@@ -181,6 +185,10 @@ def test_worst_case_equals_enumeration_of_vertex_kernels(seed):
         np.testing.assert_allclose(W.min(axis=0), res.w, atol=1e-10)
         # one vertex kernel attains the minimum in every state at once (rectangularity)
         assert np.abs(W - res.w).max(axis=1).min() <= 1e-10
+    for k in range(K):
+        r_k = np.einsum("sa,nsat,sat->ns", policy, P, model.C[..., k])
+        C_k = np.linalg.solve(M, r_k[..., None])[..., 0]
+        np.testing.assert_allclose(res.c_worst[:, k], C_k.max(axis=0), atol=1e-10)
 
 
 # --------------------------------------------------------------------------- robust VI
@@ -267,10 +275,62 @@ def test_worst_case_kernel_from_a_critic():
 def test_iteration_limit_is_reported():
     model = garnet(4, 2, 3, seed=0, gamma=0.95)
     ball = l1_ball(model, 0.5)
-    res = robust_evaluate(model, np.full((4, 2), 0.5), ball, method="value_iteration",
-                          max_iter=3)
-    assert not res.converged and res.status == 1 and res.iterations == 3
-    assert res.message.startswith("iteration limit 3 reached")
+    with pytest.warns(RuntimeWarning, match=re.escape(
+        "robust_evaluate: iteration limit 3 reached (residual"
+    )):
+        res = robust_evaluate(model, np.full((4, 2), 0.5), ball, method="value_iteration",
+                              max_iter=3)
+    assert not res.converged and not res.success and res.status == 1
+    assert res.iterations == 3
+    assert res.message.startswith(
+        f"iteration limit 3 reached (residual {res.residual:.2e}); raise max_iter or use "
+        f"method='policy_iteration'; the fixed point of cost 0: iteration limit 3 reached"
+    )
+    with pytest.warns(RuntimeWarning, match=re.escape(
+        "robust_value_iteration: iteration limit 2 reached (residual"
+    )):
+        vi = robust_value_iteration(model, ball, max_iter=2, progress=False)
+    assert not vi.converged and vi.status == 1 and vi.iterations == 2
+
+
+def test_unconverged_per_constraint_fixed_point_is_reported():
+    """The objective converges at once (no reward), the cost's own worst case does not."""
+    model = garnet(4, 2, 3, seed=0, gamma=0.95)
+    model = model.replace(R=np.zeros((4, 2, 4)))
+    ball = l1_ball(model, 0.5)
+    with pytest.warns(RuntimeWarning, match=re.escape(
+        "; the fixed point of cost 0: iteration limit 5 reached"
+    )):
+        res = robust_evaluate(model, np.full((4, 2), 0.5), ball, "value",
+                              method="value_iteration", max_iter=5)
+    assert res.iterations == 1 and res.residual == 0.0
+    assert not res.converged and res.status == 1
+
+
+def test_stalled_policy_iteration_stops_and_says_so():
+    """A tolerance below the rounding error: the same kernel comes back, which would
+    repeat forever; the solver stops at once with converged=False and a warning."""
+    model = garnet(30, 3, 10, n_constraints=2, seed=0, gamma=0.99)
+    ball = l1_ball(model, 0.7)
+    policy = np.full((30, 3), 1 / 3)
+    with pytest.warns(RuntimeWarning, match=re.escape(
+        "robust_evaluate: policy_iteration stalled after"
+    )):
+        res = robust_evaluate(model, policy, ball, "value", tol=1e-18, per_constraint=False)
+    assert not res.converged and res.status == 1 and res.iterations < 20
+    assert "the worst-case kernel no longer changes" in res.message
+    # it stopped at the fixed point, up to rounding
+    ok = robust_evaluate(model, policy, ball, "value", per_constraint=False)
+    np.testing.assert_allclose(res.w, ok.w, atol=1e-10)
+    tw = robust_bellman(model, ball, res.w, policy)
+    assert np.abs(tw.w - res.w).max() <= 1e-10
+    # robust policy iteration: the policy is stable, its evaluation stalls
+    with pytest.warns(RuntimeWarning, match=re.escape(
+        "robust_value_iteration: the policy is stable after"
+    )):
+        rpi = robust_value_iteration(model, ball, 0.5, method="policy_iteration",
+                                     tol=1e-18, progress=False)
+    assert not rpi.converged and "policy_iteration stalled after" in rpi.message
 
 
 @pytest.mark.parametrize(
