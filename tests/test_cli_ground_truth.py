@@ -34,7 +34,9 @@ def run(tmp_path_factory):
     with open(out / "ground_truth_summary.csv") as fh:
         summary = list(csv.DictReader(fh))
     doc = json.loads((out / "ground_truth.json").read_text())
-    return code, buf.getvalue(), rows, summary, doc
+    with np.load(out / "ground_truth_policies.npz", allow_pickle=False) as npz:
+        policies = {k: npz[k] for k in npz.files}
+    return code, buf.getvalue(), rows, summary, doc, policies
 
 
 def vi(P, reward, gamma, tol=1e-12):
@@ -47,7 +49,7 @@ def vi(P, reward, gamma, tol=1e-12):
 
 
 def test_runs_and_prints_the_table(run):
-    code, text, _, _, doc = run
+    code, text, _, _, doc, _ = run
     assert code == 0
     assert "== inventory: Inventory Management" in text
     assert "test inventory: 9 settings, T = 100" in text
@@ -56,7 +58,7 @@ def test_runs_and_prints_the_table(run):
 
 
 def test_every_row_follows_the_metric_formulas(run):
-    _, _, rows, _, _ = run
+    _, _, rows, _, _, _ = run
     budget = 6.0 * 100 * (1 - 0.99) / (1 - 0.99**100)  # d T / sum_{i<T} gamma^i
     assert budget == pytest.approx(9.464, abs=1e-3)
     policies = {r["policy"] for r in rows}
@@ -71,7 +73,7 @@ def test_every_row_follows_the_metric_formulas(run):
 
 def test_nominal_optimum_satisfies_strong_duality(run):
     """The reported optimum of the estimated model equals the Lagrangian dual at its mu."""
-    _, _, _, _, doc = run
+    _, _, _, _, doc, _ = run
     opt = doc["domains"]["inventory"]["optima"]["nominal_cmdp"]
     assert opt["status"] == "optimal"
     est = estimate(paper_domain("inventory"), ESTIMATION_EPISODES["inventory"]["paper"],
@@ -84,7 +86,7 @@ def test_nominal_optimum_satisfies_strong_duality(run):
 
 
 def test_bracket_is_consistent(run):
-    _, _, _, _, doc = run
+    _, _, _, _, doc, _ = run
     b = doc["domains"]["inventory"]["bracket"]
     assert b["status"] == "bracket"
     assert b["lower"] <= b["upper"] + 1e-8
@@ -96,7 +98,7 @@ def test_bracket_is_consistent(run):
 
 
 def test_summary_means_match_the_rows(run):
-    _, _, rows, summary, _ = run
+    _, _, rows, summary, _, _ = run
     for s in summary:
         if s["group"] != "all" or s["mode"] != "greedy":
             continue
@@ -108,7 +110,7 @@ def test_summary_means_match_the_rows(run):
 
 
 def test_deterministic_policies_give_equal_modes(run):
-    _, _, rows, _, _ = run
+    _, _, rows, _, _, _ = run
     by = {(r["setting"], r["policy"], r["mode"]): r for r in rows}
     for (setting, pol, mode), r in by.items():
         if pol == "rcmdp_upper" and mode == "greedy":  # a robust VI policy: deterministic
@@ -118,7 +120,7 @@ def test_deterministic_policies_give_equal_modes(run):
 
 def test_training_setting_reproduces_the_finite_horizon_optimum(run):
     """The T-step LP's value on the training model equals its row on that setting."""
-    _, _, rows, _, doc = run
+    _, _, rows, _, doc, _ = run
     opt = doc["domains"]["inventory"]["optima"]["true_cmdp_T"]
     row = next(r for r in rows if r["setting"] == "mu=S/4, sigma=S/6"
                and r["policy"] == "true_cmdp_T" and r["mode"] == "stochastic")
@@ -127,6 +129,39 @@ def test_training_setting_reproduces_the_finite_horizon_optimum(run):
     for r in rows:
         if r["setting"] == "mu=S/4, sigma=S/6" and float(r["overshoot"]) <= 0:
             assert float(r["value"]) <= opt["value"] + 1e-7
+
+
+def t_step(model, pi, T):
+    """Undiscounted T-step value and cost of a stationary (S, A) or time-dependent
+    (T, S, A) policy from p0, by backward induction written here."""
+    S = model.n_states
+    v, c = np.zeros(S), np.zeros(S)
+    for t in reversed(range(T)):
+        p = pi[t] if pi.ndim == 3 else pi
+        v = (p * (model.r + model.P @ v)).sum(axis=1)
+        c = (p * (model.c[:, :, 0] + model.P @ c)).sum(axis=1)
+    return float(model.p0 @ v), float(model.p0 @ c)
+
+
+def test_rows_are_the_saved_policies_evaluated_in_both_modes(run):
+    """On the training setting, each saved policy and its greedy version (argmax, ties
+    to the lowest action, per time step) reproduce their rows."""
+    _, _, rows, _, _, policies = run
+    model = paper_domain("inventory")
+    by = {(r["policy"], r["mode"]): r for r in rows if r["setting"] == "mu=S/4, sigma=S/6"}
+    names = {k.split("__", 1)[1] for k in policies}
+    assert names == {p for p, _ in by}
+    differ = 0
+    for name in names:
+        pi = policies[f"inventory__{name}"]
+        greedy = np.eye(pi.shape[-1])[pi.argmax(axis=-1)]
+        for mode, pol in (("stochastic", pi), ("greedy", greedy)):
+            value, cost = t_step(model, pol, 100)
+            assert float(by[(name, mode)]["value"]) == pytest.approx(value, abs=1e-8)
+            assert float(by[(name, mode)]["cost"]) == pytest.approx(cost, abs=1e-8)
+        differ += abs(float(by[(name, "greedy")]["cost"])
+                      - float(by[(name, "stochastic")]["cost"])) > 1e-6
+    assert differ >= 1  # the LP optima randomise, so the modes differ somewhere
 
 
 def test_greedy_policy_breaks_ties_to_the_lowest_action():

@@ -517,14 +517,14 @@ def positive_reward_model(seed, n_constraints=0):
 
 @pytest.mark.parametrize("rvi_method", ["value_iteration", "policy_iteration"])
 def test_bracket_stays_certified_with_a_loose_tolerance(rvi_method):
-    """K = 0: OPT is the robust optimum (independent robust VI).  With tol = 1e-2 the
+    """K = 0: OPT is the robust optimum (independent robust VI).  With tol = 0.1 the
     fixed points stop far from convergence (robust VI from 0 with positive rewards
     stops below V*, the adversary's iteration above the worst case), and only the
     residual bounds keep lower <= OPT <= upper."""
     m = positive_reward_model(0)
     ball = l1_ball(m, 0.6, support="all")
     opt = robust_fixed_point(ball, np.asarray(m.R), m.gamma, m.p0)
-    res = rcmdp_bracket(m, ball, tol=1e-2, rvi_method=rvi_method, progress=False)
+    res = rcmdp_bracket(m, ball, tol=0.1, rvi_method=rvi_method, progress=False)
     assert res.status == "bracket"
     assert res.lower <= opt + 1e-9
     assert res.upper >= opt - 1e-9
@@ -554,12 +554,12 @@ def mid_budget_model(seed, alpha):
 
 
 def test_bracket_lower_policy_is_feasible_with_a_loose_tolerance():
-    """K = 1, tol = 1e-2: the lower policy's independent worst-case cost meets d, its
+    """K = 1, tol = 0.1: the lower policy's independent worst-case cost meets d, its
     value is above the bound, and the upper bound is above every feasible
     deterministic policy."""
     m, ball, vals = mid_budget_model(1, 0.5)
     d = m.d[0]
-    res = rcmdp_bracket(m, ball, tol=1e-2, variants=(), progress=False)
+    res = rcmdp_bracket(m, ball, tol=0.1, variants=(), progress=False)
     assert res.status == "bracket"
     value, costs = robust_numbers(m, ball, res.policies["lower"])
     assert costs[0] <= d + 1e-9
@@ -599,8 +599,21 @@ def test_variants_are_exact_evaluations_under_their_own_worst_case():
                              np.einsum("sat,satk->sak", P, m.C), m.gamma, var.policy)
         assert m.p0 @ v == pytest.approx(var.value, abs=1e-9)
         np.testing.assert_allclose(m.p0 @ C, var.cost, atol=1e-9)
-        # no kernel of the ball gives a lower value than the robust value
-        assert var.robust_value <= var.value + 1e-9 or name != "value"
+        # P+ is the variant's own worst case for its policy (independent robust VI)
+        lam = var.multiplier
+        R, Cs = np.asarray(m.R), np.asarray(m.C)
+        g = {"value": R, "constraint": -Cs[..., 0], "lagrangian": R - Cs @ lam}[name]
+        w = {"value": var.value, "constraint": -var.cost[0],
+             "lagrangian": var.value - lam @ var.cost}[name]
+        assert robust_fixed_point(ball, g, m.gamma, m.p0, var.policy) == pytest.approx(
+            w, abs=1e-8)
+        value, costs = robust_numbers(m, ball, var.policy)
+        assert var.robust_value == pytest.approx(value, abs=1e-8)
+        np.testing.assert_allclose(var.robust_cost, costs, atol=1e-8)
+        # an equilibrium: the policy is optimal for r - lam.c under its own P+
+        assert var.converged
+        _, q = vi(P, np.einsum("sat,sat->sa", P, R - Cs @ lam), m.gamma)
+        assert np.all((var.policy * q).sum(axis=1) >= q.max(axis=1) - 1e-8)
 
 
 def test_value_variant_with_slack_budget_is_the_robust_optimum():
@@ -627,6 +640,58 @@ def test_variant_and_bracket_argument_errors():
         warnings.simplefilter("error")
         with pytest.raises(ModelError, match=re.escape("lam_range must be (low, high)")):
             rcmdp_bracket(m, ball, lam_range=(1.0, 0.5))
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda m, b: rcmdp_bracket(m, b, feas_tol=-1e-9),
+         "feas_tol must be a finite number >= 0, got -1e-09"),
+        (lambda m, b: rcmdp_bracket(m, b, mix_steps=-1),
+         "mix_steps must be a non-negative integer, got -1"),
+        (lambda m, b: rcmdp_bracket(m, b, variants=("robust",)),
+         "unknown variants ['robust']; choose from ['value', 'constraint', 'lagrangian']"),
+        (lambda m, b: rcmdp_variant(m, b, "value", n_grid=0),
+         "n_grid must be an integer >= 2, got 0"),
+        (lambda m, b: rcmdp_variant(m, b, "value", max_iter=0),
+         "max_iter must be a positive integer, got 0"),
+        (lambda m, b: rcmdp_bracket(m.replace(gamma=1.0, horizon=5), b),
+         "rcmdp_bracket needs gamma < 1 (robust value iteration), got 1.0"),
+        (lambda m, b: solve_cmdp_finite_horizon(m, 3, discount="a"),
+         "discount must be a number in [0, 1], got 'a'"),
+        (lambda m, b: solve_cmdp_finite_horizon(m, 3, budget=[np.nan]),
+         "budget must be finite, got [nan]"),
+        (lambda m, b: solve_cmdp_finite_horizon(m, 3, budget=[1.0, 2.0]),
+         "budget must have one entry per constraint (K=1), got 2"),
+        (lambda m, b: solve_cmdp_finite_horizon(m, 0),
+         "solve_cmdp_finite_horizon needs a horizon T >= 1 (pass horizon=T or build the "
+         "model with horizon=T), got 0"),
+        (lambda m, b: evaluate_time_dependent(m, np.ones((3, 2))),
+         "a time-dependent policy must have shape (T, S, A) with T >= 1, S=3, A=2, got "
+         "(3, 2)"),
+        (lambda m, b: infeasible_message(m, [1.0, 2.0]),
+         "min_costs and budgets must have one entry per constraint (K=1), got 2 and 1"),
+        (lambda m, b: lagrangian_optimal_policy(m.replace(gamma=1.0, horizon=5)),
+         "lagrangian_optimal_policy needs gamma < 1; use a discounted model"),
+    ],
+)
+def test_argument_messages(call, message):
+    m = garnet(3, 2, 2, n_constraints=1, seed=0)
+    ball = l1_ball(m, 0.1)
+    with pytest.raises(ModelError, match=re.escape(message)):
+        call(m, ball)
+
+
+def test_golden_section_finds_the_minimum_of_a_unimodal_function():
+    seen = {}
+
+    def f(t):
+        seen[t] = abs(t - 0.3) + (t - 0.3) ** 2
+        return seen[t]
+
+    gt._golden(f, 0.0, 1.0, 40)
+    assert min(seen, key=seen.get) == pytest.approx(0.3, abs=1e-7)
+    assert len(seen) == 42  # two starting points and one new point per step
 
 
 def test_bracket_without_constraints_is_the_robust_optimum():

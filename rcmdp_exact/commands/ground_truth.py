@@ -27,8 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--out", metavar="DIR", default=None,
-        help="write ground_truth_settings.csv, ground_truth_summary.csv and "
-             "ground_truth.json into DIR",
+        help="write ground_truth_settings.csv, ground_truth_summary.csv, "
+             "ground_truth.json and ground_truth_policies.npz into DIR",
     )
     parser.add_argument(
         "--episodes", choices=("paper", "reference"), default="paper",
