@@ -143,12 +143,19 @@ def check_proper(model: TabularCMDP, P_pi: sp.sparray, what: str) -> np.ndarray:
 
     A state is *proper* under the policy when every path from it reaches a terminal
     state (then it is absorbed with probability 1 and the undiscounted sums converge).
-    With the support graph :math:`G` of :math:`P_\\pi` (networkx ``DiGraph``, edge
-    :math:`s \\to s'` when :math:`P_\\pi(s, s') > 0`):
+    On the support graph :math:`G` of :math:`P_\\pi` (edge :math:`s \\to s'` when
+    :math:`P_\\pi(s, s') > 0`):
 
     * ``good`` = terminal states and their ancestors (they *can* reach a terminal);
     * ``bad`` = the other states (they never reach one);
     * proper = neither bad nor an ancestor of a bad state.
+
+    All three are properties of the strongly connected components of :math:`G` (states
+    of one component reach each other), so the reachability questions are answered by
+    networkx on the condensation of :math:`G` (one node per component, found by
+    ``scipy.sparse.csgraph``), with a virtual source linked to the components of the
+    start states and the terminal states linked to a virtual sink.  A stochastic
+    policy on a grid has a few components, a deterministic one up to S.
 
     Parameters
     ----------
@@ -170,28 +177,36 @@ def check_proper(model: TabularCMDP, P_pi: sp.sparray, what: str) -> np.ndarray:
         reachable from ``p0`` that never reaches a terminal state.
     """
     import networkx as nx
+    from scipy.sparse.csgraph import connected_components
 
     S = model.n_states
     csr = sp.csr_array(P_pi)
     csr.sum_duplicates()
-    nz = csr.data > 0
-    rows = np.repeat(np.arange(S), np.diff(csr.indptr))[nz]
-    cols = csr.indices[nz]
-    keep = rows != cols  # self-loops do not change reachability
+    csr.eliminate_zeros()
+    n_comp, comp = connected_components(csr, directed=True, connection="strong")
+    comp = comp.astype(np.int64)  # pair codes below reach n_comp**2
+    rows = comp[np.repeat(np.arange(S), np.diff(csr.indptr))]
+    cols = comp[csr.indices]
+    keep = rows != cols  # edges inside a component do not change reachability
+    pairs = np.unique(rows[keep] * n_comp + cols[keep])
     G = nx.DiGraph()
-    G.add_nodes_from(range(S))
-    G.add_edges_from(zip(rows[keep].tolist(), cols[keep].tolist(), strict=True))
+    G.add_nodes_from(range(n_comp))
+    G.add_edges_from(zip((pairs // n_comp).tolist(), (pairs % n_comp).tolist(), strict=True))
     source, sink = -1, -2  # virtual nodes: source -> start states, terminals -> sink
     G.add_nodes_from((source, sink))
-    G.add_edges_from((source, int(s)) for s in np.flatnonzero(model.p0 > 0))
-    G.add_edges_from((int(t), sink) for t in np.flatnonzero(model.terminal))
-    good = np.zeros(S, dtype=bool)
-    good[[s for s in nx.ancestors(G, sink) if s >= 0]] = True
+    G.add_edges_from((source, int(c)) for c in np.unique(comp[model.p0 > 0]))
+    G.add_edges_from((int(c), sink) for c in np.unique(comp[model.terminal]))
+
+    def members(nodes) -> np.ndarray:
+        """Mask (S,) of the states in the given components (virtual nodes ignored)."""
+        mask = np.zeros(n_comp, dtype=bool)
+        mask[[c for c in nodes if c >= 0]] = True
+        return mask[comp]
+
+    good = members(nx.ancestors(G, sink))
     if good.all():
         return good
-    reach = np.zeros(S, dtype=bool)
-    reach[[s for s in nx.descendants(G, source) if s >= 0]] = True
-    bad_reached = np.flatnonzero(reach & ~good)
+    bad_reached = np.flatnonzero(members(nx.descendants(G, source)) & ~good)
     if bad_reached.size:
         s = int(bad_reached[0])
         lab = model.state_labels
@@ -202,12 +217,9 @@ def check_proper(model: TabularCMDP, P_pi: sp.sparray, what: str) -> np.ndarray:
             f"sums diverge ({bad_reached.size} such states); give a horizon "
             f"(evaluate_finite_horizon), use gamma < 1, or change the policy"
         )
-    G.add_edges_from((int(b), sink) for b in np.flatnonzero(~good))
-    G.remove_edges_from([(int(t), sink) for t in np.flatnonzero(model.terminal)])
-    improper = np.zeros(S, dtype=bool)
-    improper[[s for s in nx.ancestors(G, sink) if s >= 0]] = True
-    improper[~good] = True
-    return ~improper
+    G.remove_edges_from([(int(c), sink) for c in np.unique(comp[model.terminal])])
+    G.add_edges_from((int(c), sink) for c in np.unique(comp[~good]))
+    return ~(members(nx.ancestors(G, sink)) | ~good)
 
 
 def evaluate(model: TabularCMDP, policy, lam=None) -> Result:

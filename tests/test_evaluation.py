@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from scipy.stats import norm
 
 from rcmdp_exact import (
+    ModelError,
     TabularCMDP,
     evaluate,
     evaluate_finite_horizon,
@@ -18,7 +19,7 @@ from rcmdp_exact import (
     policy_transition_matrix,
     rescaled_budget,
 )
-from rcmdp_exact.evaluation import PENALTY_WEIGHT
+from rcmdp_exact.evaluation import PENALTY_WEIGHT, check_proper
 
 
 # --------------------------------------------------------------------------- generators
@@ -468,6 +469,70 @@ def test_undiscounted_unreachable_state_that_may_loop_forever_is_nan():
     assert np.isnan(res.v[1]) and np.isnan(res.v[2])
     assert res.q[0, 0] == -1.0 and np.isnan(res.q[0, 1])  # action 1 leads to state 1
     np.testing.assert_array_equal(res.occupancy, [1.0, 0.0, 0.0, 0.0])
+
+
+def test_undiscounted_long_chain_of_singleton_components():
+    """A chain 0 -> 1 -> ... -> S-1 (terminal) of S = 50,001 states: every state is its
+    own strongly connected component, more than sqrt(2^31) of them, and the value of
+    state s is -(S-1-s) steps."""
+    S = 50_001
+    nxt = np.minimum(np.arange(S) + 1, S - 1)
+    P = sp.csr_array((np.ones(S), (np.arange(S), nxt)), shape=(S, S))
+    model = TabularCMDP(P, -np.ones((S, 1)), gamma=1.0, p0=0, terminal=[S - 1])
+    res = evaluate(model, np.zeros(S, dtype=int))
+    np.testing.assert_array_equal(res.v, -(S - 1 - np.arange(S)).astype(float))
+    assert res.value == -(S - 1)
+
+
+@st.composite
+def support_graphs(draw):
+    """gamma = 1 models with a random sparse support (self-loops, cycles, dead ends),
+    some terminal states and a random start distribution."""
+    S = draw(st.integers(1, 9))
+    A = draw(st.integers(1, 3))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    terminal = rng.random(S) < draw(st.sampled_from([0.0, 0.2, 0.4]))
+    terminal[rng.integers(0, S)] |= draw(st.booleans())
+    P = rng.random((S, A, S)) * (rng.random((S, A, S)) < draw(st.sampled_from([0.0, 0.2, 0.4])))
+    P[np.arange(S)[:, None], np.arange(A)[None, :], rng.integers(0, S, (S, A))] += 0.5
+    dead = (rng.random(S) < 0.2) & ~terminal  # non-terminal self-loops: never absorbed
+    P[dead | terminal] = 0.0
+    P[dead | terminal, :, dead | terminal] = 1.0
+    P /= P.sum(axis=2, keepdims=True)
+    p0 = rng.random(S) * (rng.random(S) < 0.2)
+    p0[rng.integers(0, S)] += 1.0
+    if terminal.any() and draw(st.booleans()):  # start in a terminal state: every other
+        p0 = terminal / terminal.sum()  # state is unreachable, proper or nan
+    model = TabularCMDP(P, np.zeros((S, A)), gamma=1.0, terminal=terminal, p0=p0 / p0.sum())
+    return model, rng.dirichlet(np.ones(A), size=S) * (rng.random((S, A)) < 0.8)
+
+
+@settings(max_examples=80)
+@given(support_graphs())
+def test_check_proper_against_transitive_closure(mp):
+    """Independent: reachability by boolean matrix powers of the support of P_pi.  A state
+    is proper iff every state it reaches can reach a terminal state; the evaluation must
+    refuse exactly when p0 reaches a state that cannot."""
+    model, pi = mp
+    S = model.n_states
+    pi[pi.sum(axis=1) == 0, 0] = 1.0
+    pi /= pi.sum(axis=1, keepdims=True)
+    adj = np.einsum("sa,sat->st", pi, model.P) > 0
+    reach = adj | np.eye(S, dtype=bool)  # reach[s, t]: t reachable from s in >= 0 steps
+    for _ in range(S):
+        reach = reach | ((reach.astype(int) @ reach.astype(int)) > 0)
+    can_end = reach[:, model.terminal].any(axis=1)
+    proper = ~(reach & ~can_end[None, :]).any(axis=1)
+    from_p0 = reach[model.p0 > 0].any(axis=0)
+    P_pi = policy_transition_matrix(model, pi)
+    if (from_p0 & ~can_end).any():
+        first = int(np.flatnonzero(from_p0 & ~can_end)[0])
+        with pytest.raises(ModelError, match=f"but state {first} is reachable from p0"):
+            check_proper(model, P_pi, "test")
+    else:
+        np.testing.assert_array_equal(check_proper(model, P_pi, "test"), proper)
+        res = evaluate(model, pi)
+        np.testing.assert_array_equal(np.isnan(res.v), ~proper)
 
 
 @given(models_and_policies(gammas=st.floats(0.0, 0.99)))
