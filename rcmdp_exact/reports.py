@@ -363,8 +363,11 @@ def _flat_row(r: dict) -> dict:
 
 def save_ground_truth(table: Result, out_dir) -> list[Path]:
     """Write ``ground_truth_settings.csv`` (every row), ``ground_truth_summary.csv``
-    (means and standard deviations per group and suite) and ``ground_truth.json``
-    (options, optima, brackets, variants, summary, rows) into ``out_dir``."""
+    (means and standard deviations per group and suite), ``ground_truth.json``
+    (options, optima, brackets, variants, summary, rows) and
+    ``ground_truth_policies.npz`` (every policy of the table, float64, key
+    ``"<domain>__<policy>"``, shape (S, A) or (T, S, A) for ``true_cmdp_T``; read it
+    with ``numpy.load(path, allow_pickle=False)``) into ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = [_flat_row(r) for d in table.domains.values() for r in d.rows]
@@ -407,5 +410,10 @@ def save_ground_truth(table: Result, out_dir) -> list[Path]:
     }
     p = out / "ground_truth.json"
     p.write_text(json.dumps(clean(doc), indent=1))
+    paths.append(p)
+    p = out / "ground_truth_policies.npz"
+    np.savez_compressed(p, **{f"{name}__{pol}": np.asarray(arr, dtype=np.float64)
+                              for name, d in table.domains.items()
+                              for pol, arr in d.policies.items()})
     paths.append(p)
     return paths
