@@ -14,7 +14,7 @@ import pytest
 import quantecon as qe
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.optimize import minimize_scalar
+from scipy.optimize import linprog, minimize_scalar
 
 import rcmdp_exact.ground_truth as gt
 from rcmdp_exact import TabularCMDP
@@ -122,8 +122,20 @@ def test_lp_optimum_equals_the_lagrangian_dual_optimum(model):
     res = solve_cmdp(model)
     assert res.success, res.message
     tol = 1e-6  # absolute, on values of size up to 1 / (1 - gamma) = 10
-    # the LP's multipliers are dual optimal: D(mu) equals the feasible policy's value,
-    # and weak duality D(lam) >= OPT >= that value holds at random lam
+    S, A, K = model.n_states, model.n_actions, model.n_constraints
+    # the dual LP min p0.v + mu.d s.t. v(s) >= r(s,a) - mu.c(s,a) + gamma P(s,a).v,
+    # mu >= 0 (= min_mu max_pi L), written here and solved by scipy's linprog
+    A_ub = np.hstack([model.gamma * model.P.reshape(S * A, S)
+                      - np.repeat(np.eye(S), A, axis=0), -model.c.reshape(S * A, K)])
+    dual = linprog(np.concatenate([model.p0, model.d]), A_ub=A_ub, b_ub=-model.r.ravel(),
+                   bounds=[(None, None)] * S + [(0, None)] * K, method="highs")
+    assert dual.status == 0
+    assert abs(dual.fun - res.value) <= tol
+    # the LP's multipliers are dual optimal: D(mu) equals the value of the policy, which
+    # is feasible (independent evaluation), and weak duality D(lam) >= OPT holds at
+    # random lam
+    _, C = policy_values(model.P, model.r, model.c, model.gamma, res.policy)
+    assert np.all(model.p0 @ C <= model.d + tol)
     assert abs(dual_function(model, res.multipliers) - res.value) <= tol
     rng = np.random.default_rng(0)
     for lam in rng.exponential(2.0, size=(5, model.n_constraints)):
