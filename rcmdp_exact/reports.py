@@ -100,7 +100,7 @@ def _num(x):
 
 
 def _domain(name: str, *, episodes: str, seed: int, delta: float, n_draws: int,
-            progress: bool, bracket_kw: dict):
+            offset_on: str, progress: bool, bracket_kw: dict):
     from ._progress import tqdm
     from .domains import ESTIMATION_EPISODES, TEST_SUITES, paper_domain, perturbations
     from .uncertainty import estimate
@@ -150,7 +150,7 @@ def _domain(name: str, *, episodes: str, seed: int, delta: float, n_draws: int,
     suites = TEST_SUITES[name]
     settings = []
     for suite in suites:
-        for st in perturbations(suite, seed=seed, n_draws=n_draws):
+        for st in perturbations(suite, seed=seed, n_draws=n_draws, offset_on=offset_on):
             settings.append((suite, st))
     jobs = [(p, m) for p in policies for m in ("stochastic", "greedy")]
     bar = tqdm(total=len(settings), desc=f"test {name}", disable=not progress, leave=False)
@@ -213,7 +213,8 @@ def _summarise(rows: list[dict]) -> list[dict]:
 
 def ground_truth_table(domains=None, *, episodes: str = "paper", seed: int = 0,
                        delta: float = 0.1, n_draws: int | None = None,
-                       variants=VARIANTS, progress: bool = True) -> Result:
+                       offset_on: str = "failure", variants=VARIANTS,
+                       progress: bool = True) -> Result:
     """Build the ground-truth table of the paper's domains.
 
     Parameters
@@ -228,6 +229,9 @@ def ground_truth_table(domains=None, *, episodes: str = "paper", seed: int = 0,
         Confidence of the Hoeffding radius.
     n_draws : int, optional
         Draws per N in 1B/2B (default 50, the paper's).
+    offset_on : {"failure", "success"}
+        Test 1B: the drawn offset replaces a failed move (default, the reference
+        implementation) or a successful one (the paper's text).
     variants : sequence of str
         RCPG variants whose targets are computed (default all three).
     progress : bool
@@ -247,16 +251,19 @@ def ground_truth_table(domains=None, *, episodes: str = "paper", seed: int = 0,
         raise ModelError(f"unknown domains {bad}; use names from {list(PAPER_DOMAINS)}")
     if episodes not in ("paper", "reference"):
         raise ModelError(f"episodes must be 'paper' or 'reference', got {episodes!r}")
+    if offset_on not in ("failure", "success"):
+        raise ModelError(f"offset_on must be 'failure' or 'success', got {offset_on!r}")
     nd = N_DRAWS if n_draws is None else int(n_draws)
     t0 = time.perf_counter()
     out = {}
     for name in names:
         out[name] = _domain(name, episodes=episodes, seed=seed, delta=delta, n_draws=nd,
-                            progress=progress, bracket_kw={"variants": tuple(variants)})
+                            offset_on=offset_on, progress=progress,
+                            bracket_kw={"variants": tuple(variants)})
     return Result(
         domains=out,
         options={"episodes": episodes, "seed": seed, "delta": delta, "n_draws": nd,
-                 "variants": list(variants), "gamma": 0.99,
+                 "offset_on": offset_on, "variants": list(variants), "gamma": 0.99,
                  "modes": ["stochastic", "greedy"], "penalty_weight": 500.0},
         runtime=time.perf_counter() - t0,
     )

@@ -173,3 +173,32 @@ def test_subcommand_is_registered():
     out = subprocess.run([sys.executable, "-m", "rcmdp_exact", "ground-truth", "--help"],
                          capture_output=True, text=True, check=True)
     assert "--domain" in out.stdout and "--out" in out.stdout
+
+
+def test_offset_on_changes_only_test_1b():
+    """Test 1B offers both readings of PROTOCOL (offset on a failed or a successful
+    move); 1A does not depend on it."""
+    from rcmdp_exact.reports import ground_truth_table
+
+    rows = {}
+    for where in ("failure", "success"):
+        table = ground_truth_table(["nav1"], n_draws=1, variants=(), offset_on=where,
+                                   progress=False)
+        assert table.options["offset_on"] == where
+        rows[where] = {(r["suite"], r["setting"], r["policy"], r["mode"]): r["value"]
+                       for r in table.domains["nav1"].rows}
+    assert rows["failure"].keys() == rows["success"].keys()
+    for key, value in rows["failure"].items():
+        if key[0] == "1A":
+            assert rows["success"][key] == value
+    assert any(rows["success"][k] != v for k, v in rows["failure"].items() if k[0] == "1B")
+
+
+def test_bad_table_arguments():
+    from rcmdp_exact.model import ModelError
+    from rcmdp_exact.reports import ground_truth_table
+
+    with pytest.raises(ModelError, match="offset_on must be 'failure' or 'success', got 'x'"):
+        ground_truth_table(["nav1"], offset_on="x", progress=False)
+    with pytest.raises(ModelError, match=r"unknown domains \['nav3'\]; use names from"):
+        ground_truth_table(["nav3"], progress=False)

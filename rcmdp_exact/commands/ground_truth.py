@@ -42,6 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-draws", type=int, default=None,
                         help="draws per N in tests 1B and 2B (default 50, the paper's)")
     parser.add_argument(
+        "--offset-on", choices=("failure", "success"), default="failure",
+        help="test 1B: the drawn offset replaces a failed move (default, the reference "
+             "implementation) or a successful one (the paper's text)",
+    )
+    parser.add_argument(
         "--variants", nargs="*", choices=VARIANTS, default=list(VARIANTS),
         help="RCPG variants whose targets are computed (default: all three)",
     )
@@ -55,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
     names = list(PAPER_DOMAINS) if args.domain == "all" else [args.domain]
     table = ground_truth_table(names, episodes=args.episodes, seed=args.seed,
                                delta=args.delta, n_draws=args.n_draws,
-                               variants=args.variants, progress=not args.no_progress)
+                               offset_on=args.offset_on, variants=args.variants,
+                               progress=not args.no_progress)
     print(format_ground_truth(table))
     if args.out:
         for path in save_ground_truth(table, args.out):
