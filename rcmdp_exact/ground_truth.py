@@ -1141,7 +1141,7 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
     safest = []
     for k, mk in enumerate(oracle.cost_models):
         bound, rk = oracle.optimum(mk)
-        min_robust_cost[k] = -bound
+        min_robust_cost[k] = 0.0 - bound  # (no -0.0)
         safest.append(rk.policy)
     var_out = {}
     for name in variants:
