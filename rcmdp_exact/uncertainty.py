@@ -119,6 +119,17 @@ def merge_outcomes(q, outcomes, n_states: int | None = None) -> np.ndarray:
     return p.reshape(S, A, n)
 
 
+def _support_mask(support, S: int, A: int) -> np.ndarray:
+    """A copy of a boolean support mask of shape (S, A, S), or a ModelError."""
+    sup = np.asarray(support)
+    if sup.dtype != bool or sup.shape != (S, A, S):
+        raise ModelError(
+            f"support must be a boolean array (S, A, S) = ({S}, {A}, {S}), got "
+            f"{sup.dtype} {sup.shape}"
+        )
+    return sup.copy()
+
+
 def _first_outcome_split(P: np.ndarray, outcomes: np.ndarray) -> np.ndarray:
     """Outcome distribution putting each state's mass on the first outcome reaching it."""
     S, A, O = outcomes.shape
@@ -207,13 +218,7 @@ class L1Ball:
         if support is None:
             sup = np.ones((S, A, S), dtype=bool)
         else:
-            sup = np.asarray(support)
-            if sup.dtype != bool or sup.shape != (S, A, S):
-                raise ModelError(
-                    f"support must be a boolean array (S, A, S) = ({S}, {A}, {S}), got "
-                    f"{sup.dtype} {sup.shape}"
-                )
-            sup = sup.copy()
+            sup = _support_mask(support, S, A)
             off = (P > 0) & ~sup
             if off.any():
                 s, a, t = (int(i) for i in np.argwhere(off)[0])
@@ -505,12 +510,7 @@ def estimate_l1_ball(counts, delta: float = 0.1, n_outcomes: int | None = None, 
         if support is None:
             mask = np.ones((S, A, S), dtype=bool)
         else:
-            mask = np.asarray(support)
-            if mask.dtype != bool or mask.shape != (S, A, S):
-                raise ModelError(
-                    f"support must be a boolean array (S, A, S), got {mask.dtype} "
-                    f"{mask.shape}"
-                )
+            mask = _support_mask(support, S, A)
             off = (c > 0) & ~mask
             if off.any():
                 s, a, t = (int(i) for i in np.argwhere(off)[0])
@@ -725,7 +725,7 @@ def l1_ball(model: TabularCMDP, alpha, support="auto") -> L1Ball:
     """
     _check_model(model)
     P = model.P
-    S, A = model.n_states, model.n_actions
+    S = model.n_states
     al = np.asarray(alpha, dtype=np.float64)
     if isinstance(support, str):
         if support == "auto":
@@ -742,13 +742,6 @@ def l1_ball(model: TabularCMDP, alpha, support="auto") -> L1Ball:
                     "the model puts mass on next states that none of its outcomes reach; "
                     "use support='all' or 'nominal'"
                 )
-            try:
-                al = np.array(np.broadcast_to(al, (S, A)))
-            except ValueError:
-                raise ModelError(
-                    f"alpha must be a number or an array (S, A) = ({S}, {A}), got shape "
-                    f"{al.shape}"
-                ) from None
             reach = merge_outcomes(np.ones(q.shape), model.outcomes, S) > 0
             ball = L1Ball(P, al, reach, outcomes=model.outcomes, outcome_nominal=q)
             return _absorb_terminal(ball, model)

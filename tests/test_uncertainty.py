@@ -288,6 +288,8 @@ def test_ball_with_alpha_save_and_load(tmp_path):
          "put the nominal mass on the support or enlarge it"),
         (dict(alpha=np.ones(3)),
          "alpha must be a number or an array (S, A) = (2, 1), got shape (3,)"),
+        (dict(support=np.ones((2, 1, 2), dtype=np.int64)),
+         "support must be a boolean array (S, A, S) = (2, 1, 2), got int64 (2, 1, 2)"),
     ],
 )
 def test_ball_errors(kwargs, message):
@@ -317,6 +319,18 @@ def test_estimation_errors():
         "use form='states'"
     )):
         collect_counts(inventory().with_transitions(inventory().P), 5, form="outcomes")
+    with pytest.raises(ModelError, match=re.escape(
+        "support must be a boolean array (S, A, S) = (2, 1, 2), got bool (2, 2)"
+    )):
+        estimate_l1_ball(np.ones((2, 1, 2)), support=np.ones((2, 2), dtype=bool))
+    with pytest.raises(ModelError, match=re.escape(
+        "counts[0, 0, 1] = 1.0 lies outside the support; enlarge the support"
+    )):
+        estimate_l1_ball(np.ones((2, 1, 2)), support=np.array([[[True, False]]] * 2))
+    with pytest.raises(ModelError, match=re.escape(
+        "alpha must be a number or an array (S, A) = (25, 4), got shape (3,)"
+    )):
+        l1_ball(safe_navigation_1(), np.ones(3))
     ball = l1_ball(safe_navigation_1().with_transitions(safe_navigation_1().P), 0.1)
     with pytest.raises(ModelError, match=re.escape("this ball has no outcome form")):
         ball.worst_case(np.zeros(25), form="outcome")
