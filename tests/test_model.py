@@ -121,6 +121,11 @@ BAD_MODELS = [
         "transition row P[2, 1, :] sums to 0.875, not 1 (tolerance 3.0e-12); normalise "
         "every row so that P.sum(axis=-1) == 1",
     ),
+    (  # two bad rows: the first in (s, a) order is named
+        dict(P=with_entry(with_entry(P0, (2, 0), [0.0, 1.0, 1.0]), (1, 1), [0.25, 0.25, 0])),
+        "transition row P[1, 1, :] sums to 0.5, not 1 (tolerance 3.0e-12); normalise "
+        "every row so that P.sum(axis=-1) == 1",
+    ),
     (
         dict(P=with_entry(P0, (1, 0, 2), 0.0)),
         "transition row P[1, 0, :] sums to 0.0, not 1 (tolerance 3.0e-12); normalise "
@@ -564,7 +569,7 @@ OPTIONAL = {"C", "d", "p0", "horizon", "terminal", "state_labels", "action_label
 @pytest.mark.parametrize(
     "field",
     ["P", "R", "C", "d", "gamma", "p0", "horizon", "terminal", "outcomes",
-     "state_features", "state_labels"],
+     "state_features", "state_labels", "action_labels"],
 )
 @pytest.mark.parametrize("value", GARBAGE, ids=lambda v: type(v).__name__)
 def test_garbage_raises_model_error_only(field, value):
