@@ -584,3 +584,29 @@ def test_finite_horizon_metric_fields():
     assert short.value == pytest.approx(-3.0) and short.cost[0] == pytest.approx(3.0)
     zero = evaluate_finite_horizon(model, np.ones(6, dtype=int), 0)
     assert zero.value == 0.0 and zero.budget[0] == 3.0
+
+
+# --------------------------------------------------------------------------- result object
+def test_result_is_a_dict_with_attribute_access():
+    import copy
+    import pickle
+
+    from rcmdp_exact._result import Result
+
+    r = Result(value=1.5, v=np.arange(20.0), cost=np.array([0.25]))
+    assert r.value == r["value"] == 1.5
+    r.extra = 3
+    assert r["extra"] == 3 and "extra" in dir(r)
+    del r.extra
+    assert "extra" not in r
+    with pytest.raises(AttributeError, match=r"result has no field 'nope'; available fields: "
+                                             r"\['cost', 'v', 'value'\]"):
+        r.nope  # noqa: B018
+    assert not hasattr(r, "nope")
+    # keys right-aligned to the longest key plus one; arrays of > 8 entries summarised
+    assert repr(r).splitlines() == [" value: 1.5", "     v: array(shape=(20,), dtype=float64)",
+                                    "  cost: array([0.25])"]
+    assert repr(Result()) == "Result()"
+    back = pickle.loads(pickle.dumps(r))
+    assert isinstance(back, Result) and back.value == 1.5
+    np.testing.assert_array_equal(copy.deepcopy(r).v, r.v)
