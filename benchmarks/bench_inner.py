@@ -10,9 +10,12 @@ row, as with next-state-dependent rewards):
   compiled once per size (the LP's best case); at large S only a subsample of rows is
   solved and the time is extrapolated (marked ``*``);
 * ``np.sort floor``  a single ``np.sort`` of the same (S*A, S) array of z: the
-  memory-bound floor of any sort-based method.
+  memory-bound floor of any sort-based method;
+* ``argsort/floor``  a single ``np.argsort`` of that array against the floor: the
+  floor of any method that orders the outcomes by ``np.argsort``.
 
-Every timing is the minimum over repeats (the machine may be shared).  Run with
+Every timing is the minimum over repeats (the machine may be shared); the floor and
+the batched sort are timed in turn, round-robin.  Run with
 
     python benchmarks/bench_inner.py
 """
@@ -28,12 +31,19 @@ from rcmdp_exact.inner import worst_case_l1
 
 
 def best_time(fn, repeats: int) -> float:
-    fn()
-    best = np.inf
-    for _ in range(repeats):
-        t = time.perf_counter()
+    return best_times([fn], repeats)[0]
+
+
+def best_times(fns, repeats: int) -> list[float]:
+    """Best time of each function, measured round-robin (fair under a changing load)."""
+    for fn in fns:
         fn()
-        best = min(best, time.perf_counter() - t)
+    best = [np.inf] * len(fns)
+    for _ in range(repeats):
+        for i, fn in enumerate(fns):
+            t = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - t)
     return best
 
 
@@ -75,20 +85,24 @@ def main(argv=None) -> int:
           f"(times: best of {args.repeats}; * = extrapolated from a subsample)\n")
     head = (f"{'S':>5} {'rows':>6} {'sort':>10} {'sort nochk':>10} {'np.sort':>10} "
             f"{'row loop':>11} {'cvxpy LP':>12} {'LP/sort':>9} {'loop/sort':>9} "
-            f"{'sort/floor':>10} {'nochk/floor':>11}")
+            f"{'sort/floor':>10} {'nochk/floor':>11} {'argsort/floor':>13}")
     print(head)
     print("-" * len(head))
     summary = {}
     for S in args.sizes:
         p_hat, z, alpha = make_problem(S, A)
         flat_z = z.reshape(S * A, S)
-        t_floor = best_time(lambda fz=flat_z: np.sort(fz, axis=-1), args.repeats)
-        t_sort = best_time(lambda p=p_hat, z=z, a=alpha: worst_case_l1(p, z, a), args.repeats)
-        t_fast = best_time(
-            lambda p=p_hat, z=z, a=alpha: worst_case_l1(p, z, a, check=False), args.repeats
+        # the floor, the two calls and an argsort in turn, so that a change of load
+        # hits all of them
+        t_floor, t_sort, t_fast, t_arg = best_times(
+            [
+                lambda fz=flat_z: np.sort(fz, axis=-1),
+                lambda p=p_hat, z=z, a=alpha: worst_case_l1(p, z, a),
+                lambda p=p_hat, z=z, a=alpha: worst_case_l1(p, z, a, check=False),
+                lambda fz=flat_z: np.argsort(fz, axis=-1),
+            ],
+            args.repeats,
         )
-        # the floor again, interleaved, to be fair to both under a changing load
-        t_floor = min(t_floor, best_time(lambda fz=flat_z: np.sort(fz, axis=-1), args.repeats))
         # row loop
         P, Z, Al = p_hat.reshape(-1, S), z.reshape(-1, S), alpha.reshape(-1)
         n_loop = min(P.shape[0], args.loop_rows)
@@ -107,7 +121,7 @@ def main(argv=None) -> int:
             f"{S:>5} {S * A:>6} {t_sort * 1e3:>8.3f}ms {t_fast * 1e3:>8.3f}ms "
             f"{t_floor * 1e3:>8.3f}ms {t_loop * 1e3:>9.1f}ms{loop_mark}"
             f"{t_lp:>10.2f}s{lp_mark} {t_lp / t_sort:>9.0f} {t_loop / t_sort:>9.0f} "
-            f"{t_sort / t_floor:>10.2f} {t_fast / t_floor:>11.2f}"
+            f"{t_sort / t_floor:>10.2f} {t_fast / t_floor:>11.2f} {t_arg / t_floor:>13.2f}"
         )
         summary[S] = dict(sort=t_sort, fast=t_fast, floor=t_floor, lp=t_lp, gap=gap)
     print()
