@@ -70,7 +70,7 @@ import numpy as np
 
 from ._result import Result
 from .inner import worst_case_l1
-from .model import ModelError, TabularCMDP, row_tolerance
+from .model import ModelError, TabularCMDP, _as_float_array, row_tolerance
 
 __all__ = [
     "L1Ball",
@@ -174,7 +174,7 @@ class L1Ball:
 
     def __init__(self, nominal, alpha, support=None, *, outcomes=None, outcome_nominal=None):
         object.__setattr__(self, "_frozen", False)
-        P = np.array(nominal, dtype=np.float64)
+        P = np.array(_as_float_array(nominal, "nominal", "give an array (S, A, S)"))
         if P.ndim != 3 or P.shape[0] != P.shape[2] or P.shape[0] == 0 or P.shape[1] == 0:
             raise ModelError(
                 f"nominal must have shape (S, A, S) with nominal[s, a, s'] the probability "
@@ -198,7 +198,7 @@ class L1Ball:
                 f"nominal row [{s}, {a}, :] sums to {float(sums[s, a])!r}, not 1; normalise it "
                 f"(nominal / nominal.sum(axis=2, keepdims=True))"
             )
-        al = np.asarray(alpha, dtype=np.float64)
+        al = _as_float_array(alpha, "alpha", "give a number or an array (S, A)")
         try:
             al = np.array(np.broadcast_to(al, (S, A)))
         except ValueError:
@@ -489,7 +489,7 @@ def estimate_l1_ball(counts, delta: float = 0.1, n_outcomes: int | None = None, 
         nominal :math:`\hat P = (n + \text{pseudo}) / n(s, a)`, alpha from
         :func:`hoeffding_radius` with :math:`n(s, a)` including the pseudo-counts.
     """
-    c = np.asarray(counts, dtype=np.float64)
+    c = _as_float_array(counts, "counts", "give an array (S, A, O) of counts")
     if c.ndim != 3 or c.shape[0] == 0 or c.shape[1] == 0 or c.shape[2] == 0:
         raise ModelError(f"counts must have shape (S, A, O), got {c.shape}")
     S, A, O = c.shape

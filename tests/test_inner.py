@@ -586,6 +586,16 @@ def test_lp_with_clarabel_agrees():
             "z[1] = nan is not finite; replace NaN and inf by finite numbers",
         ),
         (
+            dict(p_hat=[[0.5, 0.5], [1.0]]),
+            "p_hat must be an array of real numbers, got a list whose entries cannot be "
+            "converted to float64; give distributions along the last axis, shape (..., n)",
+        ),
+        (
+            dict(alpha="wide"),
+            "alpha must be an array of real numbers, got a str whose entries cannot be "
+            "converted to float64; give one radius per distribution or a scalar",
+        ),
+        (
             dict(method="simplex"),
             "unknown method 'simplex'; use 'sort' (exact, batched) or 'lp' (cvxpy LP per "
             "row, a cross-check)",
