@@ -91,7 +91,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ._result import Result
-from .evaluation import evaluate, penalised_return, rescaled_budget
+from .evaluation import _check_model, evaluate, penalised_return, rescaled_budget
 from .model import ModelError, TabularCMDP, check_policy
 
 __all__ = [
@@ -120,11 +120,6 @@ UNVISITED_TOL = 1e-10
 
 
 # =========================================================================== helpers
-def _check_model(model) -> None:
-    if not isinstance(model, TabularCMDP):
-        raise ModelError(f"model must be a TabularCMDP, got {type(model).__name__}")
-
-
 def _check_solver(solver: str) -> str:
     name = str(solver).upper()
     if name not in _SOLVERS:
@@ -297,7 +292,8 @@ def lagrangian_optimal_policy(model: TabularCMDP, lam=None, max_iter: int = 10_0
 
 
 def _greedy_one_hot(q: np.ndarray) -> np.ndarray:
-    out = np.zeros_like(q)
+    """One-hot argmax over the last axis (ties to the lowest index), shape of ``q``."""
+    out = np.zeros_like(q, dtype=np.float64)
     idx = np.argmax(q, axis=-1)
     np.put_along_axis(out, idx[..., None], 1.0, axis=-1)
     return out

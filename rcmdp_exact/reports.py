@@ -45,6 +45,7 @@ from ._result import Result
 from .evaluation import evaluate_finite_horizon
 from .ground_truth import (
     VARIANTS,
+    _greedy_one_hot,
     evaluate_time_dependent,
     rcmdp_bracket,
     solve_cmdp,
@@ -83,10 +84,7 @@ TITLES = {"inventory": "Inventory Management", "nav1": "Safe Navigation 1",
 
 def greedy_policy(policy) -> np.ndarray:
     """The greedy (argmax) version of a stochastic policy (..., S, A), ties to the lowest."""
-    pol = np.asarray(policy, dtype=np.float64)
-    out = np.zeros_like(pol)
-    np.put_along_axis(out, np.argmax(pol, axis=-1)[..., None], 1.0, axis=-1)
-    return out
+    return _greedy_one_hot(np.asarray(policy, dtype=np.float64))
 
 
 def _num(x):
