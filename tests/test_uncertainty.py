@@ -159,15 +159,18 @@ def test_estimated_nominal_converges_to_the_truth():
 def test_estimation_reproduces_the_papers_alpha_ranges(name, slack):
     """Paper: nav1 about [0.25, 0.7], nav2 [0.03, 0.085], inventory [0.3, 0.9].
 
-    Measured over seeds 0..9 (docs/robust.md): nav1 lower 0.256-0.302, upper
-    0.638-0.759; nav2 lower 0.0347-0.0352, upper 0.0830-0.0844; inventory lower
-    0.373-0.387, upper 0.822-0.930.
+    Every seed 0..9 within the slack of both ends.  Measured (docs/robust.md): nav1
+    lower 0.256-0.302, upper 0.638-0.759; nav2 lower 0.0347-0.0352, upper
+    0.0830-0.0844; inventory lower 0.373-0.387 (the paper's 0.3 is not reached),
+    upper 0.822-0.930.
     """
     model = paper_domain(name)
-    res = estimate(model, ESTIMATION_EPISODES[name]["paper"], seed=0, progress=False)
-    lo, hi = res.alpha_range
     plo, phi = PAPER_ALPHA_RANGES[name]
-    assert abs(lo - plo) <= slack and abs(hi - phi) <= slack
+    for seed in range(10):
+        res = estimate(model, ESTIMATION_EPISODES[name]["paper"], seed=seed, progress=False)
+        lo, hi = res.alpha_range
+        assert abs(lo - plo) <= slack and abs(hi - phi) <= slack, (seed, lo, hi)
+    res = estimate(model, ESTIMATION_EPISODES[name]["paper"], seed=0, progress=False)
     assert res.form == "outcomes"
     S_prime = model.outcomes.shape[2]
     # the radius of one pair recomputed from its counts, pseudo-counts included
