@@ -88,7 +88,6 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from ._result import Result
 from .evaluation import _check_model, evaluate, penalised_return, rescaled_budget
@@ -335,44 +334,6 @@ def _policy_from_occupancy(x: np.ndarray, default: np.ndarray):
     return pi, visited
 
 
-def _polish(M, b, c, d, x: np.ndarray, mult: np.ndarray) -> np.ndarray:
-    r"""Refine a basic LP solution by solving its basis system exactly.
-
-    The solver's x satisfies the flow rows to about its feasibility tolerance (1e-10),
-    which the inverse :math:`(I - \gamma P_\pi)^{-1}` can amplify by
-    :math:`1/(1-\gamma)`.  With B the support of x and the cost rows whose multiplier
-    is positive (active), the square system ``[M_B; c_B^T] x_B = [b; d]`` is solved by a
-    sparse LU; the refined x is kept when it is non-negative and its residual smaller.
-    Otherwise (a degenerate basis) x is returned unchanged.
-    """
-    B = np.flatnonzero(x > UNVISITED_TOL * 1e-2)
-    active = np.flatnonzero(mult > 0)
-    rows = sp.vstack([sp.csr_array(M[:, B]), sp.csr_array(c[B][:, active].T)], format="csc")
-    rhs = np.concatenate([b, d[active]])
-    if rows.shape[0] != rows.shape[1] or B.size == 0:
-        return x
-
-    def resid(z):
-        full = np.zeros_like(x)
-        full[B] = z
-        out = np.abs(M @ full - b).max()
-        if active.size:
-            out = max(out, float(np.abs(c[:, active].T @ full - d[active]).max()))
-        return out
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", spla.MatrixRankWarning)
-            z = spla.spsolve(rows, rhs)
-    except (RuntimeError, ValueError):
-        return x
-    if not np.isfinite(z).all() or z.min() < -1e-12 or resid(z) > resid(x[B]):
-        return x
-    out = np.zeros_like(x)
-    out[B] = np.maximum(z, 0.0)
-    return out
-
-
 def _build_occupancy_problem(M, r, c, b, d, objective: str, k: int | None = None):
     import cvxpy as cp
 
@@ -464,7 +425,7 @@ def solve_cmdp(model: TabularCMDP, *, solver: str = DEFAULT_LP_SOLVER,
     mult = np.zeros(K)
     if cost_con is not None:
         mult = np.maximum(np.asarray(cost_con.dual_value, dtype=np.float64).reshape(K), 0.0)
-    xr = _polish(M, b, c, d, np.maximum(np.asarray(x.value, dtype=np.float64), 0.0), mult)
+    xr = np.maximum(np.asarray(x.value, dtype=np.float64), 0.0)
     xv = np.zeros((S, A))
     xv[keep] = xr.reshape(keep.size, A)
     lp_value = float(prob.value)
@@ -730,8 +691,7 @@ def solve_cmdp_finite_horizon(model: TabularCMDP, horizon: int | None = None, *,
     mult = np.zeros(K)
     if cost_con is not None:
         mult = np.maximum(np.asarray(cost_con.dual_value, dtype=np.float64).reshape(K), 0.0)
-    xr = _polish(M, rhs, cc, bud, np.maximum(np.asarray(x.value, dtype=np.float64), 0.0),
-                 mult)
+    xr = np.maximum(np.asarray(x.value, dtype=np.float64), 0.0)
     xv = xr.reshape(T, S, A)
     if unvisited == "uniform":
         default = np.full((T, S, A), 1.0 / A)
