@@ -78,7 +78,10 @@ RCMDP bracket
 See :func:`rcmdp_bracket`: weak duality makes every robust Lagrangian value
 :math:`g(\lambda) = \max_\pi \min_P [V - \lambda^\top (C - d)]` an upper bound on the
 RCMDP optimum :math:`\max_\pi \min_P V \;\text{s.t.}\; \max_P C_k \le d_k`, and the
-exact worst-case evaluation of any robust-feasible policy is a lower bound.
+worst-case value of any robust-feasible policy is a lower bound.  Both are certified:
+the residual :math:`\|T W - W\|_\infty / (1 - \gamma)` of one more robust Bellman
+step is added to (subtracted from) every robust value iteration and every worst-case
+evaluation, so a fixed point stopped at a tolerance never overstates a bound.
 """
 
 from __future__ import annotations
