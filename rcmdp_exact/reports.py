@@ -251,7 +251,11 @@ def ground_truth_table(domains=None, *, episodes: str = "paper", seed: int = 0,
         raise ModelError(f"episodes must be 'paper' or 'reference', got {episodes!r}")
     if offset_on not in ("failure", "success"):
         raise ModelError(f"offset_on must be 'failure' or 'success', got {offset_on!r}")
-    nd = N_DRAWS if n_draws is None else int(n_draws)
+    nd = N_DRAWS if n_draws is None else n_draws
+    if isinstance(nd, bool) or not (isinstance(nd, int | np.integer) and nd >= 1):
+        raise ModelError(f"n_draws must be a positive integer (draws per N in tests 1B and "
+                         f"2B), got {n_draws!r}")
+    nd = int(nd)
     t0 = time.perf_counter()
     out = {}
     for name in names:

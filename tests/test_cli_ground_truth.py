@@ -10,6 +10,7 @@ import contextlib
 import csv
 import io
 import json
+import re
 import subprocess
 import sys
 
@@ -202,3 +203,8 @@ def test_bad_table_arguments():
         ground_truth_table(["nav1"], offset_on="x", progress=False)
     with pytest.raises(ModelError, match=r"unknown domains \['nav3'\]; use names from"):
         ground_truth_table(["nav3"], progress=False)
+    with pytest.raises(ModelError, match=re.escape(
+            "n_draws must be a positive integer (draws per N in tests 1B and 2B), got 0")):
+        ground_truth_table(["nav1"], n_draws=0, progress=False)
+    code = main(["ground-truth", "--domain", "nav1", "--n-draws", "-1", "--no-progress"])
+    assert code == 2
