@@ -163,6 +163,10 @@ def test_slack_budget_gives_the_value_iteration_optimum(model):
     ddp = qe.markov.DiscreteDP(np.array(m.r), np.array(m.P), m.gamma)
     sol = ddp.solve(method="policy_iteration")
     assert abs(res.value - m.p0 @ sol.v) <= 1e-6 * scale(m)
+    # and without any constraint (K = 0)
+    free = solve_cmdp(m.replace(C=None, d=None, cost_labels=None))
+    assert free.success and free.multipliers.shape == (0,)
+    assert abs(free.value - m.p0 @ v) <= 1e-6 * scale(m)
 
 
 def test_hand_computed_two_state_cmdp():
