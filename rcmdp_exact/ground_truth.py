@@ -147,6 +147,12 @@ def _check_unvisited(unvisited: str) -> str:
     return unvisited
 
 
+def _check_check_tol(check_tol) -> None:
+    if isinstance(check_tol, bool) or not isinstance(check_tol, int | float) \
+            or not 0.0 < check_tol < np.inf:
+        raise ModelError(f"check_tol must be a positive number, got {check_tol!r}")
+
+
 def _scale(model: TabularCMDP, horizon: int | None = None) -> float:
     """A magnitude of the values: max |r|, |c| times the effective horizon (>= 1)."""
     mag = 0.0
@@ -403,8 +409,7 @@ def solve_cmdp(model: TabularCMDP, *, solver: str = DEFAULT_LP_SOLVER,
     _check_model(model)
     solver = _check_solver(solver)
     _check_unvisited(unvisited)
-    if not check_tol > 0:
-        raise ModelError(f"check_tol must be > 0, got {check_tol!r}")
+    _check_check_tol(check_tol)
     S, A, K = model.n_states, model.n_actions, model.n_constraints
     keep, M, r, c, b = _lp_data(model)
     d = np.asarray(model.d, dtype=np.float64)
@@ -431,43 +436,53 @@ def solve_cmdp(model: TabularCMDP, *, solver: str = DEFAULT_LP_SOLVER,
     xr = np.maximum(np.asarray(x.value, dtype=np.float64), 0.0)
     xv = np.zeros((S, A))
     xv[keep] = xr.reshape(keep.size, A)
-    lp_value = float(prob.value)
-    lp_costs = c.T @ xr
     default = _default_policy(model, mult, unvisited)
     pi, visited = _policy_from_occupancy(xv, default)
     ev = evaluate(model, pi)
-    scale = _scale(model)
-    err_v = abs(ev.value - lp_value)
-    err_c = float(np.abs(ev.cost - lp_costs).max()) if K else 0.0
-    over = float(np.max(ev.cost - d)) if K else 0.0
+    res = Result(policy=pi, multipliers=mult, lp_value=float(prob.value),
+                 lp_costs=c.T @ xr, occupancy=xv, visited=visited, v=ev.v, c=ev.c,
+                 solver=solver)
+    return _recheck(res, ev, d, status, check_tol * _scale(model), "solve_cmdp",
+                    "the exact evaluation")
+
+
+def _recheck(res: Result, ev, budget: np.ndarray, status: str, tol: float, who: str,
+             how: str) -> Result:
+    """Compare an LP's answer with the exact evaluation ``ev`` of its policy.
+
+    Sets ``value``, ``costs`` (from ``ev``), ``check_error`` = the largest of
+    |value - lp_value|, max |costs - lp_costs| and the budget excess, and ``status``,
+    ``success``, ``message``: "check_failed" above ``tol``; "optimal_inaccurate" with
+    a RuntimeWarning; else success.
+    """
+    K = budget.size
+    costs = np.asarray(ev.cost, dtype=np.float64)
+    err_v = abs(ev.value - res.lp_value)
+    err_c = float(np.abs(costs - res.lp_costs).max()) if K else 0.0
+    over = float(np.max(costs - budget)) if K else 0.0
     check_error = max(err_v, err_c, over, 0.0)
-    res = Result(
-        policy=pi, value=ev.value, costs=np.asarray(ev.cost, dtype=np.float64),
-        multipliers=mult, success=False, status=status, message="",
-        lp_value=lp_value, lp_costs=lp_costs, occupancy=xv, visited=visited,
-        v=ev.v, c=ev.c, check_error=check_error, solver=solver,
-    )
-    if check_error > check_tol * scale:
+    res.update(value=ev.value, costs=costs, check_error=check_error, success=False,
+               status=status)
+    if check_error > tol:
         res.status = "check_failed"
         res.message = (
-            f"the exact evaluation of the LP policy disagrees with the LP: value "
-            f"{ev.value!r} vs {lp_value!r}, largest cost discrepancy {err_c!r}, largest "
-            f"budget excess {over!r} (tolerance {check_tol * scale:.3g}); try "
-            f"solver=\"CLARABEL\" or rescale rewards and costs"
+            f"{how} of the LP policy disagrees with the LP: value {ev.value!r} vs "
+            f"{res.lp_value!r}, largest cost discrepancy {err_c!r}, largest budget excess "
+            f"{over!r} (tolerance {tol:.3g}); try solver=\"CLARABEL\" or rescale rewards "
+            f"and costs"
         )
-        return res
-    if status == "optimal_inaccurate":
+    elif status == "optimal_inaccurate":
         warnings.warn(
-            f"solve_cmdp: {solver} reports OPTIMAL_INACCURATE; the policy passed the "
-            f"exact re-check (error {check_error:.3g}) but is not certified optimal",
-            RuntimeWarning, stacklevel=2,
+            f"{who}: {res.solver} reports OPTIMAL_INACCURATE; the policy passed the "
+            f"re-check by {how} (error {check_error:.3g}) but is not certified optimal",
+            RuntimeWarning, stacklevel=3,
         )
-        res.message = (f"{solver} reports an inaccurate optimum; the policy passed the "
-                       f"exact re-check (error {check_error:.3g})")
-        return res
-    res.success = True
-    res.message = (f"optimal; exact re-check error {check_error:.3g} "
-                   f"(tolerance {check_tol * scale:.3g})")
+        res.message = (f"{res.solver} reports an inaccurate optimum; the policy passed "
+                       f"the re-check by {how} (error {check_error:.3g})")
+    else:
+        res.success = True
+        res.message = (f"optimal; re-check by {how}: error {check_error:.3g} "
+                       f"(tolerance {tol:.3g})")
     return res
 
 
@@ -485,8 +500,11 @@ def _failed_result(model: TabularCMDP, base: dict, status: str, message: str) ->
                   success=False, status=status, message=message, **base)
 
 
-def _infeasible_cmdp(model, keep, M, r, c, b, d, solver, base) -> Result:
-    S, A, K = model.n_states, model.n_actions, model.n_constraints
+def _least_overshoot(M, r, c, b, d, solver):
+    """For an infeasible occupancy LP: the smallest achievable value of each cost row
+    (one min-cost LP each, nan where it fails) and the occupancy minimising the total
+    overshoot sum_k max(0, c_k.x - d_k) (None where that LP fails or K = 0)."""
+    K = c.shape[1]
     min_costs = np.full(K, np.nan)
     for k in range(K):
         prob, _, _ = _build_occupancy_problem(M, r, c, b, d, "min_cost", k)
@@ -494,19 +512,29 @@ def _infeasible_cmdp(model, keep, M, r, c, b, d, solver, base) -> Result:
         if _CVX_STATUS.get(raw) in ("optimal", "optimal_inaccurate"):
             min_costs[k] = float(prob.value)
     if K == 0 or np.isnan(min_costs).all():
+        return min_costs, None
+    prob, x, _ = _build_occupancy_problem(M, r, c, b, d, "min_overshoot")
+    raw, _ = _solve_lp(prob, solver)
+    if _CVX_STATUS.get(raw) not in ("optimal", "optimal_inaccurate"):
+        return min_costs, None
+    return min_costs, np.maximum(np.asarray(x.value, dtype=np.float64), 0.0)
+
+
+def _infeasible_cmdp(model, keep, M, r, c, b, d, solver, base) -> Result:
+    S, A, K = model.n_states, model.n_actions, model.n_constraints
+    min_costs, x = _least_overshoot(M, r, c, b, d, solver)
+    if K == 0 or np.isnan(min_costs).all():
         return _failed_result(
             model, base, "infeasible",
             "infeasible: no policy satisfies the occupancy flow equations (with gamma = "
             "1 no policy reaches a terminal state from p0); use gamma < 1 or add a "
             "reachable terminal state",
         )
-    prob, x, _ = _build_occupancy_problem(M, r, c, b, d, "min_overshoot")
-    raw, _ = _solve_lp(prob, solver)
     pi = np.full((S, A), 1.0 / A)
     value, costs = np.nan, np.full(K, np.nan)
-    if _CVX_STATUS.get(raw) in ("optimal", "optimal_inaccurate"):
+    if x is not None:
         xv = np.zeros((S, A))
-        xv[keep] = np.asarray(x.value, dtype=np.float64).reshape(keep.size, A)
+        xv[keep] = x.reshape(keep.size, A)
         pi, _ = _policy_from_occupancy(xv, pi)
         ev = evaluate(model, pi)
         value, costs = ev.value, np.asarray(ev.cost, dtype=np.float64)
@@ -614,11 +642,10 @@ def solve_cmdp_finite_horizon(model: TabularCMDP, horizon: int | None = None, *,
         ``occupancy`` (T, S, A), ``check_error``, ``solver``, ``horizon``; when
         infeasible ``min_costs`` (K,).
     """
-    import cvxpy as cp
-
     _check_model(model)
     solver = _check_solver(solver)
     _check_unvisited(unvisited)
+    _check_check_tol(check_tol)
     T = model.horizon if horizon is None else horizon
     if T is None or not (isinstance(T, int | np.integer) and T >= 1):
         raise ModelError(
@@ -654,13 +681,7 @@ def solve_cmdp_finite_horizon(model: TabularCMDP, horizon: int | None = None, *,
     disc = discount ** np.arange(T)
     rr = np.kron(disc, model.r.ravel())
     cc = np.kron(disc[:, None], model.c.reshape(n, K)) if K else np.zeros((T * n, 0))
-    x = cp.Variable(T * n, nonneg=True)
-    cons = [M @ x == rhs]
-    cost_con = None
-    if K:
-        cost_con = cc.T @ x <= bud
-        cons.append(cost_con)
-    prob = cp.Problem(cp.Maximize(rr @ x), cons)
+    prob, x, cost_con = _build_occupancy_problem(M, rr, cc, rhs, bud, "value")
     raw, err = _solve_lp(prob, solver)
     status = _CVX_STATUS.get(raw, "solver_error")
     base = dict(solver=solver, multipliers=np.zeros(K), lp_value=np.nan,
@@ -671,20 +692,12 @@ def solve_cmdp_finite_horizon(model: TabularCMDP, horizon: int | None = None, *,
                              f"solver=\"CLARABEL\"")
         res.policy = np.full((T, S, A), 1.0 / A)
         return res
-    if status == "infeasible":
-        min_costs = np.full(K, np.nan)
-        for k in range(K):
-            pk = cp.Problem(cp.Minimize(cc[:, k] @ x), [cons[0]])
-            rk, _ = _solve_lp(pk, solver)
-            if _CVX_STATUS.get(rk) in ("optimal", "optimal_inaccurate"):
-                min_costs[k] = float(pk.value)
-        s = cp.Variable(K, nonneg=True)
-        po = cp.Problem(cp.Minimize(cp.sum(s)), [cons[0], cc.T @ x - bud <= s])
-        ro, _ = _solve_lp(po, solver)
+    if status == "infeasible":  # only through the budgets: the flows are always feasible
+        min_costs, xo = _least_overshoot(M, rr, cc, rhs, bud, solver)
         pi = np.full((T, S, A), 1.0 / A)
         value, costs = np.nan, np.full(K, np.nan)
-        if _CVX_STATUS.get(ro) in ("optimal", "optimal_inaccurate"):
-            pi, _ = _policy_from_occupancy(np.asarray(x.value).reshape(T, S, A), pi)
+        if xo is not None:
+            pi, _ = _policy_from_occupancy(xo.reshape(T, S, A), pi)
             ev = evaluate_time_dependent(model, pi, discount)
             value, costs = ev.value, ev.cost
         return Result(policy=pi, value=value, costs=costs, success=False,
@@ -702,37 +715,11 @@ def solve_cmdp_finite_horizon(model: TabularCMDP, horizon: int | None = None, *,
         default = _finite_horizon_lagrangian_greedy(model, mult, T, discount)
     pi, visited = _policy_from_occupancy(xv, default)
     ev = evaluate_time_dependent(model, pi, discount)
-    lp_value = float(prob.value)
-    lp_costs = cc.T @ xr
-    scale = _scale(model, T)
-    err_v = abs(ev.value - lp_value)
-    err_c = float(np.abs(ev.cost - lp_costs).max()) if K else 0.0
-    over = float(np.max(ev.cost - bud)) if K else 0.0
-    check_error = max(err_v, err_c, over, 0.0)
-    res = Result(policy=pi, value=ev.value, costs=np.asarray(ev.cost, dtype=np.float64),
-                 multipliers=mult, success=False, status=status, message="",
-                 lp_value=lp_value, lp_costs=lp_costs, occupancy=xv, visited=visited,
-                 check_error=check_error, solver=solver, budget=bud, horizon=T)
-    if check_error > check_tol * scale:
-        res.status = "check_failed"
-        res.message = (
-            f"backward induction of the LP policy disagrees with the LP: value "
-            f"{ev.value!r} vs {lp_value!r}, largest cost discrepancy {err_c!r}, largest "
-            f"budget excess {over!r} (tolerance {check_tol * scale:.3g})"
-        )
-        return res
-    if status == "optimal_inaccurate":
-        warnings.warn(
-            f"solve_cmdp_finite_horizon: {solver} reports OPTIMAL_INACCURATE; the policy "
-            f"passed the re-check (error {check_error:.3g}) but is not certified optimal",
-            RuntimeWarning, stacklevel=2,
-        )
-        res.message = f"{solver} reports an inaccurate optimum"
-        return res
-    res.success = True
-    res.message = (f"optimal; backward-induction re-check error {check_error:.3g} "
-                   f"(tolerance {check_tol * scale:.3g})")
-    return res
+    res = Result(policy=pi, multipliers=mult, lp_value=float(prob.value),
+                 lp_costs=cc.T @ xr, occupancy=xv, visited=visited, solver=solver,
+                 budget=bud, horizon=T)
+    return _recheck(res, ev, bud, status, check_tol * _scale(model, T),
+                    "solve_cmdp_finite_horizon", "backward induction")
 
 
 # ================================================================= RCMDP bracket

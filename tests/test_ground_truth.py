@@ -301,12 +301,27 @@ def test_optimal_inaccurate_is_a_warning_not_a_success(monkeypatch):
     assert res.status == "optimal_inaccurate" and not res.success
 
 
+def test_recheck_failure_is_a_status():
+    """A tolerance below the rounding of the exact evaluation makes the re-check fail:
+    status check_failed, success False, the discrepancies in the message."""
+    m = garnet(4, 2, 2, n_constraints=1, seed=2, gamma=0.9).replace(horizon=5)
+    for res, how in ((solve_cmdp(m, check_tol=1e-300), "the exact evaluation"),
+                     (solve_cmdp_finite_horizon(m, check_tol=1e-300), "backward induction")):
+        assert res.status == "check_failed" and not res.success
+        assert res.check_error > 0
+        assert res.message.startswith(
+            f"{how} of the LP policy disagrees with the LP: value {res.value!r} vs "
+            f"{res.lp_value!r}, largest cost discrepancy ")
+        assert res.value == pytest.approx(res.lp_value, abs=1e-9)  # only rounding
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
         ({"solver": "GLPK"}, "solver must be one of ('HIGHS', 'CLARABEL'), got 'GLPK'; "
                              "HIGHS (simplex, exact vertices and duals) is the default"),
         ({"unvisited": "random"}, "unvisited must be 'lagrangian' or 'uniform', got 'random'"),
+        ({"check_tol": 0.0}, "check_tol must be a positive number, got 0.0"),
     ],
 )
 def test_bad_arguments(kwargs, message):
