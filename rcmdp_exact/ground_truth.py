@@ -1005,9 +1005,9 @@ def rcmdp_bracket(model: TabularCMDP, ball, *, n_grid: int = 29,
     of one more robust Bellman step turns these numbers into certified bounds:
     the worst-case value is at least :math:`p_0^\top v - \|T_\pi v - v\|_\infty /
     (1-\gamma)` and each worst-case cost at most :math:`p_0^\top c_k + \|T^k_\pi c_k -
-    c_k\|_\infty / (1-\gamma)` (about 1e-12 at the default ``tol``; the bounds also
-    hold when a fixed point did not converge).  Then feasible candidates are mixed
-    state-wise with infeasible ones, :math:`\pi_\theta = (1-\theta)\pi_f +
+    c_k\|_\infty / (1-\gamma)` (at most 6e-12 at the default ``tol`` on the paper's
+    domains; the bounds also hold when a fixed point did not converge).  Then feasible
+    candidates are mixed state-wise with infeasible ones, :math:`\pi_\theta = (1-\theta)\pi_f +
     \theta\pi_i`, a stationary policy evaluated as such (its value and costs are not
     the interpolation of those of :math:`\pi_f` and :math:`\pi_i`): each of the
     ``n_partners`` feasible candidates of best robust value with the infeasible one met
