@@ -662,6 +662,8 @@ def monte_carlo_estimator(model: TabularCMDP, params, estimator: str, n_episodes
         raise ModelError("Monte Carlo needs a finite episode length: pass horizon=T")
     if not (isinstance(n_episodes, int | np.integer) and n_episodes >= 2):
         raise ModelError(f"n_episodes must be an integer >= 2, got {n_episodes!r}")
+    if not (isinstance(batch_size, int | np.integer) and batch_size >= 1):
+        raise ModelError(f"batch_size must be a positive integer, got {batch_size!r}")
     ctx = _Context(model, params, lam, parametrisation, adversary_params,
                    adversary_parametrisation, need_adversary=(est.side == "adversary"))
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)

@@ -143,6 +143,11 @@ class MLP:
     # ------------------------------------------------------------ parameters
     def init(self, seed=None, bias_scale: float = 0.1) -> np.ndarray:
         """A fresh seeded flat parameter vector (Glorot-uniform weights, small biases)."""
+        if not (np.isfinite(bias_scale) and bias_scale >= 0):
+            raise ModelError(
+                f"bias_scale must be a finite number >= 0 (biases ~ U(-bias_scale, "
+                f"bias_scale)), got {bias_scale!r}"
+            )
         rng = _rng(seed)
         F, H, O = self.n_inputs, self.hidden, self.n_outputs
         a1 = np.sqrt(6.0 / (F + H))
@@ -382,6 +387,8 @@ class Adam:
             raise ModelError(f"lr must be positive, got {lr!r}")
         if not (0.0 <= beta1 < 1.0 and 0.0 <= beta2 < 1.0):
             raise ModelError(f"beta1 and beta2 must lie in [0, 1), got {beta1!r}, {beta2!r}")
+        if not (np.isfinite(eps) and eps > 0):
+            raise ModelError(f"eps must be a positive finite number, got {eps!r}")
         self.lr = float(lr)
         self.beta1 = float(beta1)
         self.beta2 = float(beta2)

@@ -373,6 +373,48 @@ def _infer_hidden(params, n_inputs: int, n_outputs: int, what: str) -> int:
     return H
 
 
+def _resolve(model: TabularCMDP, parametrisation, params, hidden, side: str):
+    """Shared body of :func:`make_policy` and :func:`make_adversary`."""
+    if side == "policy":
+        tabular, mlp = TabularPolicy, MLPPolicy
+        arg, shape = "parametrisation", "tabular logits (S, A)"
+        n_in = model.state_features.shape[1]
+        n_out = model.n_actions
+        check = "vjp"
+    else:
+        tabular, mlp = TabularAdversary, MLPAdversary
+        arg, shape = "adversary_parametrisation", "tabular logits (S*A, O)"
+        n_in = model.state_features.shape[1] + 1
+        n_out = adversary_outcomes(model).shape[2]
+        check = "kernel"
+    if isinstance(parametrisation, str):
+        name = parametrisation.lower()
+        if name in _TABULAR_NAMES:
+            return tabular(model)
+        if name in _MLP_NAMES:
+            if hidden is None:
+                hidden = (DEFAULT_HIDDEN if params is None
+                          else _infer_hidden(params, n_in, n_out, side))
+            return mlp(model, hidden=hidden)
+        raise ModelError(
+            f"unknown {side} parametrisation {parametrisation!r}; use 'softmax' ({shape}), "
+            f"'mlp', or an object such as {mlp.__name__}(model, hidden=16)"
+        )
+    obj = parametrisation
+    if getattr(obj, "side", None) != side or not hasattr(obj, check):
+        raise ModelError(
+            f"{arg} must be 'softmax', 'mlp' or a{'n' if side == 'adversary' else ''} {side} "
+            f"parametrisation ({tabular.__name__}, {mlp.__name__}), got {type(obj).__name__}"
+        )
+    if (obj.n_states, obj.n_actions) != (model.n_states, model.n_actions):
+        raise ModelError(
+            f"the {side} parametrisation was built for S={obj.n_states}, A={obj.n_actions} "
+            f"but the model has S={model.n_states}, A={model.n_actions}; build it from "
+            f"this model"
+        )
+    return obj
+
+
 def make_policy(model: TabularCMDP, parametrisation="softmax", params=None,
                 hidden: int | None = None):
     """Resolve a policy parametrisation: "softmax" (alias "tabular"), "mlp" or an object.
@@ -380,64 +422,14 @@ def make_policy(model: TabularCMDP, parametrisation="softmax", params=None,
     With "mlp" the hidden width is ``hidden``, else inferred from ``params``' length,
     else 100.  An object (e.g. :class:`MLPPolicy`) is returned after a size check.
     """
-    if isinstance(parametrisation, str):
-        name = parametrisation.lower()
-        if name in _TABULAR_NAMES:
-            return TabularPolicy(model)
-        if name in _MLP_NAMES:
-            F = model.state_features.shape[1]
-            if hidden is None:
-                hidden = (DEFAULT_HIDDEN if params is None
-                          else _infer_hidden(params, F, model.n_actions, "policy"))
-            return MLPPolicy(model, hidden=hidden)
-        raise ModelError(
-            f"unknown policy parametrisation {parametrisation!r}; use 'softmax' (tabular "
-            f"logits (S, A)), 'mlp', or an object such as MLPPolicy(model, hidden=16)"
-        )
-    obj = parametrisation
-    if getattr(obj, "side", None) != "policy" or not hasattr(obj, "vjp"):
-        raise ModelError(
-            f"parametrisation must be 'softmax', 'mlp' or a policy parametrisation "
-            f"(TabularPolicy, MLPPolicy), got {type(obj).__name__}"
-        )
-    if (obj.n_states, obj.n_actions) != (model.n_states, model.n_actions):
-        raise ModelError(
-            f"the policy parametrisation was built for S={obj.n_states}, A={obj.n_actions} "
-            f"but the model has S={model.n_states}, A={model.n_actions}; build it from "
-            f"this model"
-        )
-    return obj
+    return _resolve(model, parametrisation, params, hidden, "policy")
 
 
 def make_adversary(model: TabularCMDP, parametrisation="softmax", params=None,
                    hidden: int | None = None):
-    """Resolve an adversary parametrisation: "softmax" (alias "tabular"), "mlp" or an object."""
-    if isinstance(parametrisation, str):
-        name = parametrisation.lower()
-        if name in _TABULAR_NAMES:
-            return TabularAdversary(model)
-        if name in _MLP_NAMES:
-            F = model.state_features.shape[1] + 1
-            O = adversary_outcomes(model).shape[2]
-            if hidden is None:
-                hidden = (DEFAULT_HIDDEN if params is None
-                          else _infer_hidden(params, F, O, "adversary"))
-            return MLPAdversary(model, hidden=hidden)
-        raise ModelError(
-            f"unknown adversary parametrisation {parametrisation!r}; use 'softmax' "
-            f"(tabular logits (S*A, O)), 'mlp', or an object such as "
-            f"MLPAdversary(model, hidden=16)"
-        )
-    obj = parametrisation
-    if getattr(obj, "side", None) != "adversary" or not hasattr(obj, "kernel"):
-        raise ModelError(
-            f"adversary_parametrisation must be 'softmax', 'mlp' or an adversary "
-            f"parametrisation (TabularAdversary, MLPAdversary), got {type(obj).__name__}"
-        )
-    if (obj.n_states, obj.n_actions) != (model.n_states, model.n_actions):
-        raise ModelError(
-            f"the adversary parametrisation was built for S={obj.n_states}, "
-            f"A={obj.n_actions} but the model has S={model.n_states}, A={model.n_actions}; "
-            f"build it from this model"
-        )
-    return obj
+    """Resolve an adversary parametrisation: "softmax" (alias "tabular"), "mlp" or an object.
+
+    As :func:`make_policy`; the adversary's MLP has F + 1 inputs and one output per
+    outcome.
+    """
+    return _resolve(model, parametrisation, params, hidden, "adversary")
