@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
@@ -37,6 +37,7 @@ from rcmdp_exact.parametrisations import (
     make_adversary,
     make_policy,
 )
+from rcmdp_exact.verify import lagrangian_reward_depends_on_next_state
 
 
 # --------------------------------------------------------------------------- models
@@ -47,7 +48,7 @@ def random_rcmdp(rng, S, A, K, gamma, n_outcomes=None, terminal=False,
     kwargs = dict(d=rng.random(K) * 3, gamma=gamma, p0=rng.dirichlet(np.ones(S)),
                   horizon=horizon, state_features=features)
     if terminal:
-        kwargs["terminal"] = [S - 1]
+        kwargs["terminal"] = np.arange(S) == S - 1
     if next_state_dependent:
         R = rng.normal(size=(S, A, S))
         C = rng.random(size=(S, A, S, K))
@@ -72,8 +73,8 @@ def random_rcmdp(rng, S, A, K, gamma, n_outcomes=None, terminal=False,
 
 @st.composite
 def rcmdps(draw, max_states=8, gamma=(0.5, 0.99), allow_terminal=True):
-    S = draw(st.integers(2, max_states))
-    A = draw(st.integers(2, 3))
+    S = draw(st.integers(1, max_states))
+    A = draw(st.integers(1, 3))
     K = draw(st.integers(0, 2))
     O = draw(st.one_of(st.none(), st.integers(2, 4)))
     g = draw(st.floats(*gamma))
@@ -88,8 +89,9 @@ def rcmdps(draw, max_states=8, gamma=(0.5, 0.99), allow_terminal=True):
 def _close(g, fd, tol=1e-6, floor=1e-9):
     """Relative error <= tol, unless both are zero to within the noise floor.
 
-    The floor (absolute, per unit of gradient norm) only matters for gradients that
-    vanish identically, e.g. when every action leads to the terminal state.
+    The floor is an absolute bound on ``||g - fd||``; it only matters for gradients
+    that vanish identically (one action, p0 on a terminal state, gamma = 0 for the
+    adversary), where the relative error of two noise vectors means nothing.
     """
     err = relative_error(g, fd)
     assert err <= tol or np.linalg.norm(np.ravel(g) - np.ravel(fd)) <= floor, (
@@ -192,6 +194,35 @@ def test_theorem2_mlp_matches_finite_differences(case):
     g = adversary_gradient(model, theta, phi, lam, pol, adv)
     fd = finite_difference(model, theta, lam, pol, phi, adv, wrt="adversary")
     _close(g, fd)
+
+
+def test_mlp_inputs_follow_the_protocol_scaling():
+    """PROTOCOL, Learners: the adversary sees the coordinates times 1/S and the action
+    index times 1/A (the policy the same coordinates); rows of the adversary are the
+    pairs in the order s * A + a.  Expected inputs are built from the state labels."""
+    from rcmdp_exact import domains
+
+    nav = domains.paper_domain("nav1")
+    S, A = nav.n_states, nav.n_actions
+    assert (S, A) == (25, 4)
+    xy = np.array([[int(v) for v in lab.strip("()").split(",")] for lab in nav.state_labels])
+    pol, adv = MLPPolicy(nav, hidden=3), MLPAdversary(nav, hidden=3)
+    np.testing.assert_allclose(pol.inputs, xy / 25.0, rtol=0, atol=1e-15)
+    expected = np.array([[x / 25.0, y / 25.0, a / 4.0] for x, y in xy for a in range(A)])
+    np.testing.assert_allclose(adv.inputs, expected, rtol=0, atol=1e-15)
+    # the adversary's row s * A + a gives the outcome distribution of the pair (s, a)
+    phi = adv.init(0)
+    s, a = 7, 2
+    row = adv.net.probs(np.array([[xy[s][0] / 25.0, xy[s][1] / 25.0, a / 4.0]]), phi)[0]
+    np.testing.assert_allclose(adv.outcome_probs(phi)[s, a], row, rtol=1e-14)
+    # a custom scale maps the grid to [0, 1]
+    np.testing.assert_allclose(MLPPolicy(nav, hidden=3, feature_scale=0.25).inputs, xy / 4.0)
+    inv = domains.paper_domain("inventory")
+    stock = np.array([int(lab.split()[-1]) for lab in inv.state_labels])
+    adv = MLPAdversary(inv, hidden=3)
+    expected = np.array([[s_ / 10.0, a / 10.0] for s_ in stock for a in range(10)])
+    np.testing.assert_allclose(adv.inputs, expected, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(MLPPolicy(inv, hidden=3).inputs, stock[:, None] / 10.0)
 
 
 def test_mlp_string_parametrisation_infers_the_hidden_width():
@@ -301,6 +332,39 @@ def test_estimator_expectations_match_brute_force(seed, T, terminal, with_advers
         assert np.allclose(np.ravel(got), ref, rtol=1e-9, atol=1e-10), name
 
 
+@given(rcmdps(allow_terminal=False), st.sampled_from(["softmax", "mlp"]))
+@settings(max_examples=20)
+def test_unbounded_episodes_are_the_limit_of_long_ones(case, kind):
+    """horizon=None (linear solves) equals a long finite T (the recursions).
+
+    Every pair reaches the terminal state with probability >= 0.05 per step (the
+    model's P and the adversary's kernel), so the undiscounted visits of the printed
+    forms converge geometrically and T = 600 leaves at most 0.95^600 < 1e-13 of them.
+    """
+    model, lam, rng = case
+    S = model.n_states + 1
+    model = random_rcmdp(rng, S, model.n_actions, model.n_constraints, model.gamma,
+                         terminal=True)
+    pol = make_policy(model, kind, hidden=3)
+    adv = make_adversary(model, kind, hidden=3)
+    theta, phi = pol.init(rng), adv.init(rng)
+    # the adversary's kernel: also at least 0.3 to the terminal state from each pair
+    q = adv.outcome_probs(phi)
+    if kind == "softmax":
+        q = 0.7 * q
+        q[:, :, S - 1] += 0.3
+        phi = np.log(q).reshape(phi.shape)
+    assert np.asarray(model.P)[:S - 1, :, S - 1].min() > 0.05
+    assume(adv.kernel(phi)[:S - 1, :, S - 1].min() > 0.05)
+    for name, est in ESTIMATORS.items():
+        if est.exact:
+            continue
+        kw = dict(adversary_params=phi, adversary_parametrisation=adv)
+        inf = estimator_expectation(model, theta, name, lam, pol, horizon=None, **kw)
+        long = estimator_expectation(model, theta, name, lam, pol, horizon=600, **kw)
+        _close(inf, long, 1e-9, floor=1e-12)
+
+
 # ------------------------------------------------------- where the printed forms are exact
 @given(rcmdps(), st.sampled_from(["algorithm1_corrected", "theorem2_corrected"]))
 @settings(max_examples=30)
@@ -338,7 +402,7 @@ def test_printed_estimators_are_exact_for_undiscounted_episodes(case, nsd):
                                  horizon=None), fd_pol)
     printed = estimator_expectation(model, theta, "theorem2_printed", lam,
                                     adversary_params=phi, horizon=None)
-    if nsd:
+    if lagrangian_reward_depends_on_next_state(model, lam):
         assert relative_error(printed, fd_adv) > 1e-3
     else:
         _close(printed, fd_adv)
@@ -348,14 +412,16 @@ def test_printed_estimators_are_exact_for_undiscounted_episodes(case, nsd):
 @settings(max_examples=30)
 def test_discounted_printed_adversary_form_is_exact_iff_rewards_ignore_next_state(case, nsd):
     model, lam, rng = case
-    model = random_rcmdp(rng, model.n_states, model.n_actions, model.n_constraints,
-                         model.gamma, n_outcomes=3, next_state_dependent=nsd)
+    # at least 3 states and 2 actions, so that next-state rewards can matter
+    model = random_rcmdp(rng, max(model.n_states, 3), max(model.n_actions, 2),
+                         model.n_constraints, model.gamma, n_outcomes=3,
+                         next_state_dependent=nsd)
     theta = TabularPolicy(model).init(rng)
     phi = TabularAdversary(model).init(rng)
     exact = adversary_gradient(model, theta, phi, lam)
     disc = estimator_expectation(model, theta, "theorem2_discounted", lam,
                                  adversary_params=phi, horizon=None)
-    if nsd:
+    if lagrangian_reward_depends_on_next_state(model, lam):
         assert relative_error(disc, exact) > 1e-3
     else:
         _close(disc, exact, 1e-9)
@@ -377,8 +443,21 @@ def test_printed_estimators_are_biased_with_discounting():
 
 
 # --------------------------------------------------------------------------- Monte Carlo
-def _bonferroni_z(m, level=0.99):
-    return norm.ppf(1 - (1 - level) / (2 * m))
+#: Joint confidence level of every Monte Carlo check of the test suite.  There are
+#: MC_FAMILIES checks (8 here, 1 in test_verify.py), each of m intervals (coordinates
+#: or projections); by Bonferroni each interval gets the error (1 - MC_LEVEL) /
+#: (MC_FAMILIES m), so for correct estimators and standard errors all intervals hold
+#: at once with probability >= 99%: a fresh seed fails the suite with probability
+#: <= 1% (docs/gradients.md, "Monte Carlo", gives the failure rates measured over 200
+#: seeds per check).  The power of the checks is shown by the printed estimators,
+#: whose bias lies far outside these intervals.
+MC_LEVEL = 0.99
+MC_FAMILIES = 9
+
+
+def _simultaneous_z(m):
+    """Half-width, in standard errors, of one of m intervals of one check."""
+    return norm.ppf(1 - (1 - MC_LEVEL) / (2 * MC_FAMILIES * m))
 
 
 MC_CASES = [(0, "softmax"), (1, "softmax"), (2, "mlp")]
@@ -407,7 +486,7 @@ def test_monte_carlo_of_corrected_estimators_covers_the_exact_gradients(seed, ki
             mean, sem, ref = np.ravel(mc.mean), np.ravel(mc.sem), exact
         else:
             mean, sem, ref = mc.projection_mean, mc.projection_sem, D @ exact
-        z = _bonferroni_z(ref.size)
+        z = _simultaneous_z(ref.size)
         assert np.all(np.abs(mean - ref) <= z * sem + 1e-12), name
         assert sem.max() > 0
 
@@ -423,10 +502,45 @@ def test_monte_carlo_confirms_the_printed_expectations_and_detects_their_bias():
         expected = estimator_expectation(model, theta, name, lam, adversary_params=phi)
         mc = monte_carlo_estimator(model, theta, name, 20000, seed=3, lam=lam,
                                    adversary_params=phi)
-        z = _bonferroni_z(expected.size)
+        z = _simultaneous_z(expected.size)
         assert np.all(np.abs(mc.mean - expected) <= z * mc.sem), name
         # the sampled printed estimator is far from the true gradient
         assert np.any(np.abs(mc.mean - exact) > 10 * mc.sem), name
+
+
+def test_monte_carlo_standard_errors_are_calibrated():
+    """The reported standard error matches the spread of independent runs.
+
+    R runs of n episodes each: the sample variance of their means, divided by the mean
+    reported sem^2, is chi^2_{R-1} / (R - 1) when the sem is right; the bounds below
+    are its 1e-4 and 1 - 1e-4 quantiles, so a correct sem fails with probability
+    2e-4, while an sem off by a factor sqrt(2) either way, or a sum in place of a mean,
+    fails.  (The interval checks above cannot see an sem that is too large.)
+    """
+    from scipy.stats import chi2
+
+    rng = np.random.default_rng(8)
+    model = random_rcmdp(rng, 4, 2, 1, 0.9, n_outcomes=3, horizon=25)
+    theta = TabularPolicy(model).init(rng)
+    phi = TabularAdversary(model).init(rng)
+    R, n = 80, 400
+    for name, size in (("algorithm1", theta.size), ("theorem2_corrected", phi.size)):
+        # one random direction, then every coordinate direction
+        D = np.vstack([np.random.default_rng(1).normal(size=(1, size)), np.eye(size)])
+        runs = [monte_carlo_estimator(model, theta, name, n, seed=[5, r], lam=1.0,
+                                      adversary_params=phi, directions=D)
+                for r in range(R)]
+        means = np.array([m.projection_mean[0] for m in runs])
+        sem2 = np.mean([m.projection_sem[0] ** 2 for m in runs])
+        ratio = means.var(ddof=1) / sem2
+        lo, hi = chi2.ppf([1e-4, 1 - 1e-4], R - 1) / (R - 1)
+        assert lo <= ratio <= hi, (name, ratio, lo, hi)
+        # the projections and the per-coordinate results describe the same samples, so
+        # the per-coordinate standard errors are calibrated as well
+        m0 = runs[0]
+        np.testing.assert_allclose(m0.projection_mean, D @ np.ravel(m0.mean), atol=1e-12)
+        np.testing.assert_allclose(m0.projection_sem[1:], np.ravel(m0.sem), rtol=1e-9,
+                                   atol=1e-14)
 
 
 def test_monte_carlo_is_reproducible():
@@ -453,6 +567,29 @@ def test_error_messages():
     with pytest.raises(ModelError, match=re.escape(
             "policy MLP parameters have length 10, which fits no hidden width")):
         policy_gradient(model, np.zeros(10), 1.0, "mlp")
+    phi = TabularAdversary(model).init(0)
+    with pytest.raises(ModelError, match=re.escape(
+            "unknown adversary parametrisation 'gaussian'; use 'softmax' (tabular logits "
+            "(S*A, O)), 'mlp', or an object such as MLPAdversary(model, hidden=16)")):
+        adversary_gradient(model, theta, phi, 1.0, adversary_parametrisation="gaussian")
+    with pytest.raises(ModelError, match=re.escape(
+            "adversary_parametrisation must be 'softmax', 'mlp' or an adversary "
+            "parametrisation (TabularAdversary, MLPAdversary), got TabularPolicy")):
+        adversary_gradient(model, theta, phi, 1.0,
+                           adversary_parametrisation=TabularPolicy(model))
+    with pytest.raises(ModelError, match=re.escape(
+            "parametrisation must be 'softmax', 'mlp' or a policy parametrisation "
+            "(TabularPolicy, MLPPolicy), got TabularAdversary")):
+        policy_gradient(model, theta, 1.0, TabularAdversary(model))
+    other = random_rcmdp(rng, 5, 2, 1, 0.9)
+    with pytest.raises(ModelError, match=re.escape(
+            "the adversary parametrisation was built for S=5, A=2 but the model has S=4, "
+            "A=2; build it from this model")):
+        adversary_gradient(model, theta, phi, 1.0,
+                           adversary_parametrisation=TabularAdversary(other))
+    with pytest.raises(ModelError, match=re.escape(
+            "adversary MLP parameters have length 10, which fits no hidden width")):
+        adversary_gradient(model, theta, np.zeros(10), 1.0, adversary_parametrisation="mlp")
     with pytest.raises(ModelError, match=re.escape(
             "this gradient is taken with respect to the adversary: pass adversary_params")):
         finite_difference(model, theta, 1.0, wrt="adversary")
@@ -466,6 +603,9 @@ def test_error_messages():
     with pytest.raises(ModelError, match=re.escape(
             "Monte Carlo needs a finite episode length: pass horizon=T")):
         monte_carlo_estimator(model, theta, "algorithm1", 10, horizon=None)
+    with pytest.raises(ModelError, match=re.escape(
+            "batch_size must be a positive integer, got 0")):
+        monte_carlo_estimator(model, theta, "algorithm1", 10, horizon=5, batch_size=0)
     with pytest.raises(ModelError, match=re.escape(
             "'theorem1' is an exact formula, not a sampled estimator")):
         monte_carlo_estimator(model, theta, "theorem1", 10, horizon=5)

@@ -189,3 +189,10 @@ def test_adam_rejects_bad_input():
         opt.step(np.zeros(2), np.array([0.0, np.nan]))
     with pytest.raises(ModelError, match=re.escape("lr must be positive, got 0.0")):
         Adam(2, lr=0.0)
+    with pytest.raises(ModelError, match=re.escape(
+            "eps must be a positive finite number, got 0.0")):
+        Adam(2, eps=0.0)
+    with pytest.raises(ModelError, match=re.escape(
+            "bias_scale must be a finite number >= 0 (biases ~ U(-bias_scale, bias_scale)), "
+            "got -0.1")):
+        MLP(2, 3, hidden=4, bias_scale=-0.1)

@@ -5,6 +5,7 @@ import re
 
 import numpy as np
 import pytest
+from scipy.stats import norm
 
 from rcmdp_exact import TabularCMDP, domains
 from rcmdp_exact.cli import main
@@ -64,10 +65,16 @@ def test_rows_have_the_documented_columns_and_exact_theorems():
     assert "theorem2_printed: Theorem 2 as printed" in text
 
 
+#: This Monte Carlo check is one of the nine of the test suite that share a joint 99%
+#: level (see MC_LEVEL in test_gradients.py): its own family-wise level is 1 - 0.01 / 9.
+MC_LEVEL = 1 - 0.01 / 9
+
+
 def test_printed_theorem2_bias_on_safe_navigation_is_reported_and_confirmed_by_sampling():
     model = domains.paper_domain("nav1")
     table = verify_theorems(model, 1.0, label="nav1", parametrisations=("softmax",),
-                            estimators=["theorem2", "theorem2_printed"], n_episodes=3000)
+                            estimators=["theorem2", "theorem2_printed"], n_episodes=3000,
+                            mc_level=MC_LEVEL)
     (exact,) = table.select(estimator="theorem2")
     (printed,) = table.select(estimator="theorem2_printed")
     assert exact["rel_error"] <= 1e-6
@@ -79,6 +86,29 @@ def test_printed_theorem2_bias_on_safe_navigation_is_reported_and_confirmed_by_s
     # ... and sampled episodes agree with the exact expectation, not with the gradient
     assert printed["mc_covers"] is True
     assert printed["mc_rel_error"] > 0.3
+    # mc_covers is the Bonferroni rule over the five directions
+    assert printed["mc_z_max"] <= norm.ppf(1 - (1 - MC_LEVEL) / 10)
+    assert printed["mc_episodes"] == 3000
+
+
+def test_mc_covers_is_the_bonferroni_rule_over_five_directions():
+    """mc_covers is mc_z_max <= Phi^-1(1 - (1 - level) / 10), at every level.
+
+    The levels are chosen so that, for any z in [0.26, 3.7], at least one of them
+    puts z between the Bonferroni critical value and the uncorrected one
+    Phi^-1(1 - (1 - level) / 2): a rule without the correction fails this test.
+    """
+    model = _small_model()
+    zs = set()
+    for level in (0.2, 0.5, 0.9, 0.98, 0.995, 0.999):
+        t = verify_theorems(model, [1.0, 1.0], parametrisations=("softmax",),
+                            estimators=["theorem2_corrected"], n_episodes=200, seed=3,
+                            mc_level=level)
+        (row,) = t.rows
+        zs.add(row["mc_z_max"])
+        assert row["mc_covers"] == (row["mc_z_max"] <= norm.ppf(1 - (1 - level) / 10)), level
+    (z,) = zs  # same seed, same samples: only the verdict depends on the level
+    assert 0.26 < z < 3.7
 
 
 def test_where_the_printed_estimators_become_exact(suite):
@@ -97,6 +127,9 @@ def test_where_the_printed_estimators_become_exact(suite):
     assert {r["r_next_state"] for r in sa1} == {"no"}
     for row in sa1:
         assert row["rel_error"] <= 1e-6, row["estimator"]
+    assert ("nav1 R,C(s,a) g=1: printed Theorem 2 is exact for T = inf (episodes that end "
+            "at a terminal state): gamma = 1 and R_lam does not depend on the next state"
+            ) in sa1.notes
     nav_g1 = run("nav1 g=1")
     (printed,) = nav_g1.select(estimator="theorem2_printed")
     assert printed["rel_error"] > 1e-2
@@ -104,11 +137,15 @@ def test_where_the_printed_estimators_become_exact(suite):
     assert corrected["rel_error"] <= 1e-6
     (alg1,) = nav_g1.select(estimator="algorithm1")
     assert alg1["rel_error"] <= 1e-6
+    assert any(n.startswith("nav1 g=1: printed Theorem 2 stays biased even at gamma = 1")
+               for n in nav_g1.notes)
     sa = run("nav1 R,C(s,a)")
     (printed,) = sa.select(estimator="theorem2_printed", horizon="inf")
     (disc,) = sa.select(estimator="theorem2_discounted", horizon="inf")
     assert printed["rel_error"] > 0.1  # the missing discount
     assert disc["rel_error"] <= 1e-6  # restoring it is enough without next-state rewards
+    assert any("restoring the discount (theorem2_discounted) is exact for T = inf" in n
+               for n in sa.notes)
 
 
 def test_next_state_dependence_is_detected():
@@ -126,6 +163,9 @@ def test_verify_messages():
     with pytest.raises(ModelError, match=re.escape(
             "horizons must be 'model', None or positive integers, got 0")):
         verify_theorems(model, horizons=(0,))
+    with pytest.raises(ModelError, match=re.escape(
+            "mc_level must lie in (0, 1), e.g. 0.99, got 99")):
+        verify_theorems(model, mc_level=99)
 
 
 def test_cli_verify_runs_and_its_json_parses(capsys):
