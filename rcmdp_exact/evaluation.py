@@ -138,7 +138,17 @@ def _rhs(model: TabularCMDP, pi: np.ndarray) -> np.ndarray:
     return rhs
 
 
-def check_proper(model: TabularCMDP, P_pi: sp.sparray, what: str) -> np.ndarray:
+#: Message of :func:`check_proper` (fields ``what``, ``name`` of the state, ``n`` states).
+IMPROPER_MESSAGE = (
+    "{what} has no discount and no horizon, but state {name} is reachable from p0 under "
+    "the policy and never reaches a terminal state, so the undiscounted sums diverge "
+    "({n} such states); give a horizon (evaluate_finite_horizon), use gamma < 1, or "
+    "change the policy"
+)
+
+
+def check_proper(model: TabularCMDP, P_pi: sp.sparray, what: str,
+                 message: str = IMPROPER_MESSAGE) -> np.ndarray:
     """Check an undiscounted evaluation and return the mask of proper states.
 
     A state is *proper* under the policy when every path from it reaches a terminal
@@ -164,6 +174,9 @@ def check_proper(model: TabularCMDP, P_pi: sp.sparray, what: str) -> np.ndarray:
         The policy's transition matrix (:func:`policy_transition_matrix`).
     what : str
         Name of the calling evaluation, used in the message.
+    message : str
+        Template of the error message, with fields ``what``, ``name`` (the first
+        offending state and its label) and ``n`` (how many there are).
 
     Returns
     -------
@@ -211,12 +224,7 @@ def check_proper(model: TabularCMDP, P_pi: sp.sparray, what: str) -> np.ndarray:
         s = int(bad_reached[0])
         lab = model.state_labels
         name = f"{s}" if lab is None else f"{s} ({lab[s]})"
-        raise ModelError(
-            f"{what} has no discount and no horizon, but state {name} is reachable from "
-            f"p0 under the policy and never reaches a terminal state, so the undiscounted "
-            f"sums diverge ({bad_reached.size} such states); give a horizon "
-            f"(evaluate_finite_horizon), use gamma < 1, or change the policy"
-        )
+        raise ModelError(message.format(what=what, name=name, n=bad_reached.size))
     G.remove_edges_from([(int(c), sink) for c in np.unique(comp[model.terminal])])
     G.add_edges_from((int(c), sink) for c in np.unique(comp[~good]))
     return ~(members(nx.ancestors(G, sink)) | ~good)

@@ -42,11 +42,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import breadth_first_order
 
 from ._progress import tqdm
 from ._result import Result
-from .evaluation import evaluate
+from .evaluation import check_proper, evaluate
 from .model import ModelError, TabularCMDP
 from .parametrisations import make_adversary, make_policy
 
@@ -188,34 +187,11 @@ def _solve_lagrangian(ctx: _Context, pi: np.ndarray, P: np.ndarray) -> tuple[flo
 
 def _check_terminates(model: TabularCMDP, P_pi: np.ndarray, what: str) -> None:
     """Raise unless every state reachable from p0 under ``P_pi`` reaches a terminal state."""
-    S = model.n_states
-    term = np.asarray(model.terminal, dtype=bool)
-    # one breadth-first search from a virtual node S linked to every start state, and
-    # one on the reversed graph from a virtual node linked to every terminal state
-    edges = sp.csr_array(P_pi > 0)
-    src = sp.csr_array((np.ones(int((model.p0 > 0).sum())),
-                        (np.zeros(int((model.p0 > 0).sum()), dtype=int),
-                         np.flatnonzero(model.p0 > 0))), shape=(1, S))
-    col = sp.csr_array((S, 1))
-    corner = sp.csr_array((1, 1))
-    fwd = sp.block_array([[edges, col], [src, corner]], format="csr")
-    reach = np.zeros(S + 1, dtype=bool)
-    reach[breadth_first_order(fwd, S, directed=True, return_predecessors=False)] = True
-    sink = sp.csr_array((np.ones(int(term.sum())), (np.zeros(int(term.sum()), dtype=int),
-                                                    np.flatnonzero(term))), shape=(1, S))
-    bwd = sp.block_array([[sp.csr_array(edges.T), col], [sink, corner]], format="csr")
-    good = np.zeros(S + 1, dtype=bool)
-    good[breadth_first_order(bwd, S, directed=True, return_predecessors=False)] = True
-    bad = np.flatnonzero(reach[:S] & ~good[:S])
-    if bad.size:
-        s = int(bad[0])
-        lab = model.state_labels
-        name = f"{s}" if lab is None else f"{s} ({lab[s]})"
-        raise ModelError(
-            f"{what} sums undiscounted visits over an unbounded episode, but state {name} "
-            f"is reachable from p0 and never reaches a terminal state ({bad.size} such "
-            f"states), so the sum diverges; give a finite horizon T"
-        )
+    check_proper(model, sp.csr_array(P_pi), what, message=(
+        "{what} sums undiscounted visits over an unbounded episode, but state {name} is "
+        "reachable from p0 and never reaches a terminal state ({n} such states), so the "
+        "sum diverges; give a finite horizon T"
+    ))
 
 
 # =========================================================================== values
