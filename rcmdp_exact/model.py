@@ -73,13 +73,17 @@ def row_tolerance(n: int) -> float:
 
 
 # --------------------------------------------------------------------------- helpers
-def _asarray(x, name: str, fix: str) -> np.ndarray:
-    """``np.asarray(x)`` or a :class:`ModelError` (ragged nesting, unconvertible)."""
+def _refuse_sparse(x, name: str, fix: str) -> None:
     if sp.issparse(x):
         raise ModelError(
             f"{name} must be a dense array here, got a scipy.sparse {type(x).__name__}; "
             f"{fix}"
         )
+
+
+def _asarray(x, name: str, fix: str) -> np.ndarray:
+    """``np.asarray(x)`` or a :class:`ModelError` (ragged nesting, unconvertible)."""
+    _refuse_sparse(x, name, fix)
     try:
         return np.asarray(x)
     except (TypeError, ValueError):
@@ -91,11 +95,7 @@ def _asarray(x, name: str, fix: str) -> np.ndarray:
 
 def _as_float_array(x, name: str, fix: str) -> np.ndarray:
     """``x`` as a float64 array, or a :class:`ModelError` naming ``name``."""
-    if sp.issparse(x):
-        raise ModelError(
-            f"{name} must be a dense array here, got a scipy.sparse {type(x).__name__}; "
-            f"{fix}"
-        )
+    _refuse_sparse(x, name, fix)
     try:
         raw = np.asarray(x)
     except (TypeError, ValueError):
@@ -121,6 +121,37 @@ def _check_finite(arr: np.ndarray, name: str, axes: Sequence[str]) -> None:
             f"{name} has a non-finite entry {float(arr[idx])!r} at ({where}); replace NaN and "
             f"inf by finite numbers"
         )
+
+
+def _check_row_sums(sums: np.ndarray, S: int, A: int, name: str = "P") -> None:
+    """Raise unless every row sum of a flat (S*A,) array is 1 within :func:`row_tolerance`."""
+    tol = row_tolerance(S)
+    bad = np.abs(sums - 1.0) > tol
+    if bad.any():
+        s, a = divmod(int(np.flatnonzero(bad)[0]), A)
+        raise ModelError(
+            f"transition row {name}[{s}, {a}, :] sums to {float(sums[s * A + a])!r}, not 1 "
+            f"(tolerance {tol:.1e}); normalise every row so that "
+            f"{name}.sum(axis=-1) == 1"
+        )
+
+
+def check_transition_rows(P: np.ndarray, name: str = "P") -> None:
+    """Raise a :class:`ModelError` unless ``P`` (S, A, S) holds distributions.
+
+    Checks, in order, that every entry is finite, none is negative and every row
+    ``P[s, a, :]`` sums to 1 within :func:`row_tolerance` (S); each message names the
+    first offending entry or row.
+    """
+    _check_finite(P, name, ("s", "a", "s'"))
+    if (P < 0).any():
+        s, a, t = (int(i) for i in np.argwhere(P < 0)[0])
+        raise ModelError(
+            f"{name}[{s}, {a}, {t}] = {float(P[s, a, t])!r} is negative; transition "
+            f"probabilities must be >= 0"
+        )
+    S, A = P.shape[0], P.shape[1]
+    _check_row_sums(P.sum(axis=2).ravel(), S, A, name)
 
 
 def _check_shape(arr: np.ndarray, shape: tuple, name: str, axes: str) -> None:
@@ -523,7 +554,7 @@ class TabularCMDP:
         Ps.eliminate_zeros()
         sums = np.add.reduceat(Ps.data, Ps.indptr[:-1]) if Ps.nnz else np.zeros(n_rows)
         sums[np.diff(Ps.indptr) == 0] = 0.0  # reduceat repeats an entry for empty rows
-        self._check_row_sums(sums, S, A)
+        _check_row_sums(sums, S, A)
         for arr in (Ps.data, Ps.indices, Ps.indptr):
             arr.flags.writeable = False
         self._P = None
@@ -543,29 +574,10 @@ class TabularCMDP:
             raise ModelError(
                 f"P must have at least one state and one action, got shape {Pd.shape}"
             )
-        _check_finite(Pd, "P", ("s", "a", "s'"))
-        if (Pd < 0).any():
-            s, a, t = (int(i) for i in np.argwhere(Pd < 0)[0])
-            raise ModelError(
-                f"P[{s}, {a}, {t}] = {float(Pd[s, a, t])!r} is negative; transition "
-                f"probabilities must be >= 0"
-            )
-        self._check_row_sums(Pd.sum(axis=2).ravel(), S, A)
+        check_transition_rows(Pd)
         self._P = _readonly(Pd.copy())
         self._P_sparse = None
         return S, A
-
-    @staticmethod
-    def _check_row_sums(sums: np.ndarray, S: int, A: int) -> None:
-        tol = row_tolerance(S)
-        bad = np.abs(sums - 1.0) > tol
-        if bad.any():
-            s, a = divmod(int(np.flatnonzero(bad)[0]), A)
-            raise ModelError(
-                f"transition row P[{s}, {a}, :] sums to {float(sums[s * A + a])!r}, not 1 "
-                f"(tolerance {tol:.1e}); normalise every row so that "
-                f"P.sum(axis=-1) == 1"
-            )
 
     def _check_outcomes(self, outcomes) -> np.ndarray:
         S, A = self.n_states, self.n_actions

@@ -70,7 +70,13 @@ import numpy as np
 
 from ._result import Result
 from .inner import worst_case_l1
-from .model import ModelError, TabularCMDP, _as_float_array, row_tolerance
+from .model import (
+    ModelError,
+    TabularCMDP,
+    _as_float_array,
+    check_transition_rows,
+    row_tolerance,
+)
 
 __all__ = [
     "L1Ball",
@@ -119,14 +125,27 @@ def merge_outcomes(q, outcomes, n_states: int | None = None) -> np.ndarray:
     return p.reshape(S, A, n)
 
 
-def _support_mask(support, S: int, A: int) -> np.ndarray:
-    """A copy of a boolean support mask of shape (S, A, S), or a ModelError."""
+def _support_mask(support, S: int, A: int, values=None, name: str = "",
+                  fix: str = "") -> np.ndarray:
+    """A copy of a boolean support mask of shape (S, A, S), or a ModelError.
+
+    With ``values`` (S, A, S), also refuse a positive entry outside the support, naming
+    it as ``name[s, a, s']`` and ending the message with ``fix``.
+    """
     sup = np.asarray(support)
     if sup.dtype != bool or sup.shape != (S, A, S):
         raise ModelError(
             f"support must be a boolean array (S, A, S) = ({S}, {A}, {S}), got "
             f"{sup.dtype} {sup.shape}"
         )
+    if values is not None:
+        off = (values > 0) & ~sup
+        if off.any():
+            s, a, t = (int(i) for i in np.argwhere(off)[0])
+            raise ModelError(
+                f"{name}[{s}, {a}, {t}] = {float(values[s, a, t])!r} lies outside the "
+                f"support (support[{s}, {a}, {t}] is False); {fix}"
+            )
     return sup.copy()
 
 
@@ -181,23 +200,7 @@ class L1Ball:
                 f"of s' after a in s, got shape {P.shape}"
             )
         S, A, _ = P.shape
-        if not np.isfinite(P).all():
-            s, a, t = (int(i) for i in np.argwhere(~np.isfinite(P))[0])
-            raise ModelError(f"nominal[{s}, {a}, {t}] = {float(P[s, a, t])!r} is not finite")
-        if (P < 0).any():
-            s, a, t = (int(i) for i in np.argwhere(P < 0)[0])
-            raise ModelError(
-                f"nominal[{s}, {a}, {t}] = {float(P[s, a, t])!r} is negative; transition "
-                f"probabilities must be >= 0"
-            )
-        sums = P.sum(axis=2)
-        bad = np.abs(sums - 1.0) > row_tolerance(S)
-        if bad.any():
-            s, a = (int(i) for i in np.argwhere(bad)[0])
-            raise ModelError(
-                f"nominal row [{s}, {a}, :] sums to {float(sums[s, a])!r}, not 1; normalise it "
-                f"(nominal / nominal.sum(axis=2, keepdims=True))"
-            )
+        check_transition_rows(P, "nominal")
         al = _as_float_array(alpha, "alpha", "give a number or an array (S, A)")
         try:
             al = np.array(np.broadcast_to(al, (S, A)))
@@ -218,15 +221,8 @@ class L1Ball:
         if support is None:
             sup = np.ones((S, A, S), dtype=bool)
         else:
-            sup = _support_mask(support, S, A)
-            off = (P > 0) & ~sup
-            if off.any():
-                s, a, t = (int(i) for i in np.argwhere(off)[0])
-                raise ModelError(
-                    f"nominal[{s}, {a}, {t}] = {float(P[s, a, t])!r} lies outside the support "
-                    f"(support[{s}, {a}, {t}] is False); put the nominal mass on the "
-                    f"support or enlarge it"
-                )
+            sup = _support_mask(support, S, A, P, "nominal",
+                                "put the nominal mass on the support or enlarge it")
         if (outcomes is None) != (outcome_nominal is None):
             raise ModelError("give both outcomes and outcome_nominal, or neither")
         if outcomes is not None:
@@ -510,14 +506,7 @@ def estimate_l1_ball(counts, delta: float = 0.1, n_outcomes: int | None = None, 
         if support is None:
             mask = np.ones((S, A, S), dtype=bool)
         else:
-            mask = _support_mask(support, S, A)
-            off = (c > 0) & ~mask
-            if off.any():
-                s, a, t = (int(i) for i in np.argwhere(off)[0])
-                raise ModelError(
-                    f"counts[{s}, {a}, {t}] = {float(c[s, a, t])!r} lies outside the support; "
-                    f"enlarge the support"
-                )
+            mask = _support_mask(support, S, A, c, "counts", "enlarge the support")
     else:
         if support is not None:
             raise ModelError("give either outcomes or support, not both")

@@ -284,8 +284,8 @@ def test_ball_with_alpha_save_and_load(tmp_path):
          "alpha[0, 0] = -0.5 is negative; the radius of an L1 ball must be >= 0 (alpha = 0 "
          "gives the nominal distribution)"),
         (dict(nominal=np.full((2, 1, 2), 0.6)),
-         "nominal row [0, 0, :] sums to 1.2, not 1; normalise it (nominal / "
-         "nominal.sum(axis=2, keepdims=True))"),
+         "transition row nominal[0, 0, :] sums to 1.2, not 1 (tolerance 2.0e-12); "
+         "normalise every row so that nominal.sum(axis=-1) == 1"),
         (dict(support=np.array([[[True, False]], [[True, True]]])),
          "nominal[0, 0, 1] = 0.5 lies outside the support (support[0, 0, 1] is False); "
          "put the nominal mass on the support or enlarge it"),
@@ -327,7 +327,8 @@ def test_estimation_errors():
     )):
         estimate_l1_ball(np.ones((2, 1, 2)), support=np.ones((2, 2), dtype=bool))
     with pytest.raises(ModelError, match=re.escape(
-        "counts[0, 0, 1] = 1.0 lies outside the support; enlarge the support"
+        "counts[0, 0, 1] = 1.0 lies outside the support (support[0, 0, 1] is False); "
+        "enlarge the support"
     )):
         estimate_l1_ball(np.ones((2, 1, 2)), support=np.array([[[True, False]]] * 2))
     with pytest.raises(ModelError, match=re.escape(
