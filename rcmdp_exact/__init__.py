@@ -6,7 +6,14 @@ and the conventions.
 
 __version__ = "0.1.0"
 
-from . import domains, interop, nn
+from . import domains, interop, nn, sampling
+from ._checks import (
+    ImproperPolicyError,
+    InputError,
+    NotFiniteError,
+    OptionError,
+    OutputPathError,
+)
 from ._result import Result
 from .evaluation import (
     evaluate,
@@ -56,6 +63,11 @@ from .verify import VerifyTable, verify_theorems
 
 __all__ = [
     "ESTIMATORS",
+    "ImproperPolicyError",
+    "InputError",
+    "NotFiniteError",
+    "OptionError",
+    "OutputPathError",
     "OBJECTIVES",
     "L1Ball",
     "MLPAdversary",
@@ -96,6 +108,7 @@ __all__ = [
     "robust_bellman",
     "robust_evaluate",
     "robust_value_iteration",
+    "sampling",
     "solve_cmdp",
     "solve_cmdp_finite_horizon",
     "verify_theorems",

@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         mod = importlib.import_module(f"rcmdp_exact.commands.{mod_name}")
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
-        p.set_defaults(_run=mod.run)
+        p.set_defaults(_run=mod.run, _parser=p)
     return parser
 
 
@@ -37,11 +37,11 @@ def main(argv=None) -> int:
     if getattr(args, "_run", None) is None:
         parser.print_help()
         return 2
-    from .model import ModelError
+    from ._checks import InputError
 
     try:
         return int(args._run(args) or 0)
-    except ModelError as exc:
+    except InputError as exc:
         print(f"rcmdp {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -60,8 +60,9 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from ._checks import as_float_array, plain
 from ._result import Result
-from .model import ModelError, TabularCMDP, _as_float_array, _plain, check_policy
+from .model import ModelError, TabularCMDP, check_model, check_policy
 
 __all__ = [
     "PENALTY_WEIGHT",
@@ -103,17 +104,9 @@ def _factorise(M) -> spla.SuperLU:
 
 def policy_transition_matrix(model: TabularCMDP, policy) -> sp.csr_array:
     """Sparse :math:`P_\\pi` (S, S) with :math:`P_\\pi(s, s') = \\sum_a \\pi(a|s) P(s'|s,a)`."""
-    _check_model(model)
+    check_model(model)
     pi = check_policy(policy, model.n_states, model.n_actions)
     return _p_pi(model, pi)
-
-
-def _check_model(model) -> None:
-    if not isinstance(model, TabularCMDP):
-        raise ModelError(
-            f"model must be a TabularCMDP, got {type(model).__name__}; build one with "
-            f"TabularCMDP(P, R, C, d, ...) or a constructor of rcmdp_exact.domains"
-        )
 
 
 def _p_pi(model: TabularCMDP, pi: np.ndarray) -> sp.csr_array:
@@ -273,7 +266,7 @@ def evaluate(model: TabularCMDP, policy, lam=None) -> Result:
     >>> round(evaluate(m, [[1.0]]).value, 12)
     10.0
     """
-    _check_model(model)
+    check_model(model)
     S, A, K = model.n_states, model.n_actions, model.n_constraints
     pi = check_policy(policy, S, A)
     lam = model.check_multipliers(lam)
@@ -331,7 +324,7 @@ def evaluate(model: TabularCMDP, policy, lam=None) -> Result:
 def _check_horizon(T, what: str, minimum: int) -> int:
     if isinstance(T, bool) or not (isinstance(T, numbers.Integral) and T >= minimum):
         kind = "positive" if minimum >= 1 else "non-negative"
-        raise ModelError(f"{what} must be a {kind} integer number of steps, got {_plain(T)!r}")
+        raise ModelError(f"{what} must be a {kind} integer number of steps, got {plain(T)!r}")
     return int(T)
 
 
@@ -367,7 +360,7 @@ def evaluate_finite_horizon(model: TabularCMDP, policy, horizon: int | None = No
         T) (``d`` itself when T = 0), ``overshoot`` = cost - budget and
         ``penalised_return`` = :func:`penalised_return` (value, cost, budget).
     """
-    _check_model(model)
+    check_model(model)
     T = model.horizon if horizon is None else horizon
     if T is None:
         raise ModelError(
@@ -377,7 +370,7 @@ def evaluate_finite_horizon(model: TabularCMDP, policy, horizon: int | None = No
     T = _check_horizon(T, "horizon", 0)
     if isinstance(discount, str | bytes | bool) or not isinstance(discount, numbers.Real) \
             or not 0.0 <= discount <= 1.0:
-        raise ModelError(f"discount must be a number in [0, 1], got {_plain(discount)!r}")
+        raise ModelError(f"discount must be a number in [0, 1], got {plain(discount)!r}")
     S, A = model.n_states, model.n_actions
     pi = check_policy(policy, S, A)
     P_pi = _p_pi(model, pi)
@@ -412,12 +405,12 @@ def rescaled_budget(d, gamma: float, horizon: int) -> np.ndarray:
     >>> round(float(rescaled_budget([3.0], 0.99, 200)[0]), 3)  # Safe Navigation 1
     6.928
     """
-    d = np.atleast_1d(_as_float_array(d, "budgets d", "give one number per constraint"))
+    d = np.atleast_1d(as_float_array(d, "budgets d", "give one number per constraint"))
     if not np.isfinite(d).all():
         raise ModelError(f"budgets d must be finite, got {d.tolist()}")
     if isinstance(gamma, str | bytes | bool) or not isinstance(gamma, numbers.Real) \
             or not 0.0 <= gamma <= 1.0:
-        raise ModelError(f"gamma must be a number in [0, 1], got {_plain(gamma)!r}")
+        raise ModelError(f"gamma must be a number in [0, 1], got {plain(gamma)!r}")
     T = _check_horizon(horizon, "horizon of a rescaled budget", 1)
     g = float(gamma)
     norm = float(T) if g == 1.0 else (1.0 - g**T) / (1.0 - g)
@@ -431,11 +424,11 @@ def penalised_return(value, cost, budget, weight: float = PENALTY_WEIGHT) -> flo
     metric (:func:`rescaled_budget`).
     """
     fix = "give one number per constraint"
-    v = _as_float_array(value, "value", "give the value as one number")
+    v = as_float_array(value, "value", "give the value as one number", finite=False)
     if v.ndim != 0:
         raise ModelError(f"value must be one number, got an array of shape {v.shape}")
-    c = np.atleast_1d(_as_float_array(cost, "cost", fix))
-    b = np.atleast_1d(_as_float_array(budget, "budget", fix))
+    c = np.atleast_1d(as_float_array(cost, "cost", fix, finite=False))
+    b = np.atleast_1d(as_float_array(budget, "budget", fix, finite=False))
     if c.shape != b.shape:
         raise ModelError(
             f"cost and budget must have the same shape (one entry per constraint), got "

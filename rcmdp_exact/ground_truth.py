@@ -93,8 +93,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._result import Result
-from .evaluation import _check_model, evaluate, penalised_return, rescaled_budget
-from .model import ModelError, TabularCMDP, check_policy
+from .evaluation import evaluate, penalised_return, rescaled_budget
+from .model import ModelError, TabularCMDP, check_model, check_policy
 
 __all__ = [
     "DEFAULT_LP_SOLVER",
@@ -271,7 +271,7 @@ def lagrangian_optimal_policy(model: TabularCMDP, lam=None, max_iter: int = 10_0
         ``policy`` (S,) int, ``v`` (S,), ``q`` (S, A), ``value`` = p0.v, ``iterations``,
         ``converged``.
     """
-    _check_model(model)
+    check_model(model)
     if model.gamma >= 1.0:
         raise ModelError(
             "lagrangian_optimal_policy needs gamma < 1; use a discounted model"
@@ -406,7 +406,7 @@ def solve_cmdp(model: TabularCMDP, *, solver: str = DEFAULT_LP_SOLVER,
     >>> res.status, round(res.value, 6), round(float(res.multipliers[0]), 6)
     ('optimal', 5.0, 1.0)
     """
-    _check_model(model)
+    check_model(model)
     solver = _check_solver(solver)
     _check_unvisited(unvisited)
     _check_check_tol(check_tol)
@@ -560,7 +560,7 @@ def evaluate_time_dependent(model: TabularCMDP, policy, discount: float = 1.0) -
         model.gamma, T), ``overshoot`` = cost - budget and ``penalised_return`` =
         :func:`~rcmdp_exact.evaluation.penalised_return` (value, cost, budget).
     """
-    _check_model(model)
+    check_model(model)
     S, A, K = model.n_states, model.n_actions, model.n_constraints
     pol = np.asarray(policy, dtype=np.float64)
     if pol.ndim != 3 or pol.shape[0] < 1 or pol.shape[1:] != (S, A):
@@ -642,7 +642,7 @@ def solve_cmdp_finite_horizon(model: TabularCMDP, horizon: int | None = None, *,
         ``occupancy`` (T, S, A), ``check_error``, ``solver``, ``horizon``; when
         infeasible ``min_costs`` (K,).
     """
-    _check_model(model)
+    check_model(model)
     solver = _check_solver(solver)
     _check_unvisited(unvisited)
     _check_check_tol(check_tol)
@@ -920,14 +920,14 @@ def _check_search(who: str, model, ball, n_grid, lam_range, feas_tol, **counts):
     ``ratio`` = max|r| / max|c| (1 without rewards or costs) scales the default
     ``lam_range`` = (1e-3 ratio, 1e4 ratio).
     """
-    from .robust import _check_inputs
+    from .robust import check_robust_inputs
 
-    _check_model(model)
+    check_model(model)
     if not model.gamma < 1.0:
         raise ModelError(
             f"{who} needs gamma < 1 (robust value iteration), got {model.gamma!r}"
         )
-    _check_inputs(model, ball)
+    check_robust_inputs(model, ball)
     if isinstance(n_grid, bool) or not (isinstance(n_grid, int) and n_grid >= 2):
         raise ModelError(f"n_grid must be an integer >= 2, got {n_grid!r}")
     for name, val in counts.items():

@@ -94,8 +94,9 @@ import warnings
 
 import numpy as np
 
+from ._checks import as_array, as_float_array, row_tolerance
 from ._result import Result
-from .model import ModelError, _as_float_array, _asarray, row_tolerance
+from .model import ModelError
 
 __all__ = [
     "INNER_METHODS",
@@ -193,14 +194,15 @@ def _prepare(p_hat, z, alpha, support):
 
     Also returns a function that validates the values (see :func:`_validate`).
     """
-    p = _as_float_array(p_hat, "p_hat", "give distributions along the last axis, shape (..., n)")
+    p = as_float_array(p_hat, "p_hat", "give distributions along the last axis, shape (..., n)",
+                       finite=False)
     if p.ndim == 0 or p.shape[-1] == 0:
         raise ModelError(
             f"p_hat must have at least one axis with at least one outcome, got shape "
             f"{p.shape}; give distributions along the last axis, shape (..., n)"
         )
     lead, n = p.shape[:-1], p.shape[-1]
-    zz = _as_float_array(z, "z", "give z with the shape of p_hat or (n,)")
+    zz = as_float_array(z, "z", "give z with the shape of p_hat or (n,)", finite=False)
     try:
         zb = np.broadcast_shapes(zz.shape, p.shape)
     except ValueError:
@@ -211,7 +213,8 @@ def _prepare(p_hat, z, alpha, support):
             f"give z with a last axis of n = {n} outcomes, either shared (shape ({n},)) "
             f"or one row per distribution"
         )
-    a = _as_float_array(alpha, "alpha", "give one radius per distribution or a scalar")
+    a = as_float_array(alpha, "alpha", "give one radius per distribution or a scalar",
+                       finite=False)
     try:
         ab = np.broadcast_shapes(a.shape, lead)
     except ValueError:
@@ -223,7 +226,7 @@ def _prepare(p_hat, z, alpha, support):
         )
     sup = None
     if support is not None:
-        sup = _asarray(support, "support", "give a boolean mask broadcastable to p_hat")
+        sup = as_array(support, "support", "give a boolean mask broadcastable to p_hat")
         if sup.dtype != bool:
             raise ModelError(
                 f"support must be a boolean mask (True where an outcome may receive "

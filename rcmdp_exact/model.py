@@ -39,229 +39,99 @@ state-action-pair form).
 
 from __future__ import annotations
 
-import numbers
-from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+
+from ._checks import (
+    InputError,
+    as_array,
+    as_float_array,
+    check_distributions,
+    check_finite,
+    check_int,
+    check_nonnegative,
+    check_real,
+    check_row_sums,
+    check_shape,
+    check_type,
+    readonly,
+    row_tolerance,
+)
 
 __all__ = [
     "DENSE_LIMIT",
     "ModelError",
     "TabularCMDP",
+    "check_model",
     "check_policy",
+    "check_transition_rows",
     "row_tolerance",
 ]
 
 #: Largest number of entries (S*A*S) for which a sparse model offers a dense ``P``.
 DENSE_LIMIT = 50_000_000
 
+#: The error of invalid models, policies and solver inputs: :class:`InputError`
+#: under its historical name (the same class).
+ModelError = InputError
 
-class ModelError(ValueError):
-    """Invalid model, policy or solver input; the message says how to fix it."""
+_AXES = ("s", "a", "s'")
 
 
-def row_tolerance(n: int) -> float:
-    """Tolerance on ``|sum(row) - 1|`` for a distribution over ``n`` entries.
+def check_transition_rows(P: np.ndarray, name: str = "P", normalize: bool = False) -> np.ndarray:
+    """Check a dense (S, A, S) tensor of distributions; returns it (renormalised).
 
-    Summing ``n`` float64 numbers loses about ``n * eps`` (eps = 2.2e-16) in the worst
-    case; the tolerance is ``1e-12 * max(n, 1)``, a few thousand times that bound, so
-    it scales with the size of the row as the rounding error does, and stays far below
-    any difference that matters at the toolkit's 1e-8 accuracy.
+    Every entry finite and >= 0, every row ``P[s, a, :]`` summing to 1 within
+    :func:`row_tolerance` (S) (or within 1e-4 and renormalised, with ``normalize``).
     """
-    return 1e-12 * max(int(n), 1)
-
-
-# --------------------------------------------------------------------------- helpers
-def _refuse_sparse(x, name: str, fix: str) -> None:
-    if sp.issparse(x):
-        raise ModelError(
-            f"{name} must be a dense array here, got a scipy.sparse {type(x).__name__}; "
-            f"{fix}"
-        )
-
-
-def _asarray(x, name: str, fix: str) -> np.ndarray:
-    """``np.asarray(x)`` or a :class:`ModelError` (ragged nesting, unconvertible)."""
-    _refuse_sparse(x, name, fix)
-    try:
-        return np.asarray(x)
-    except (TypeError, ValueError):
-        raise ModelError(
-            f"{name} must be an array, got a {type(x).__name__} that numpy cannot turn "
-            f"into one (ragged nesting?); {fix}"
-        ) from None
-
-
-def _as_float_array(x, name: str, fix: str) -> np.ndarray:
-    """``x`` as a float64 array, or a :class:`ModelError` naming ``name``."""
-    _refuse_sparse(x, name, fix)
-    try:
-        raw = np.asarray(x)
-    except (TypeError, ValueError):
-        raw = None
-    if raw is not None and np.iscomplexobj(raw):
-        raise ModelError(f"{name} must be real, got complex values; {fix}")
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ModelError(
-            f"{name} must be an array of real numbers, got a {type(x).__name__} whose "
-            f"entries cannot be converted to float64; {fix}"
-        ) from None
-    return arr
-
-
-def _check_finite(arr: np.ndarray, name: str, axes: Sequence[str]) -> None:
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        where = ", ".join(f"{a}={i}" for a, i in zip(axes, idx, strict=False))
-        raise ModelError(
-            f"{name} has a non-finite entry {float(arr[idx])!r} at ({where}); replace NaN and "
-            f"inf by finite numbers"
-        )
-
-
-def _check_row_sums(sums: np.ndarray, S: int, A: int, name: str = "P") -> None:
-    """Raise unless every row sum of a flat (S*A,) array is 1 within :func:`row_tolerance`."""
-    tol = row_tolerance(S)
-    bad = np.abs(sums - 1.0) > tol
-    if bad.any():
-        s, a = divmod(int(np.flatnonzero(bad)[0]), A)
-        raise ModelError(
-            f"transition row {name}[{s}, {a}, :] sums to {float(sums[s * A + a])!r}, not 1 "
-            f"(tolerance {tol:.1e}); normalise every row so that "
-            f"{name}.sum(axis=-1) == 1"
-        )
-
-
-def check_transition_rows(P: np.ndarray, name: str = "P") -> None:
-    """Raise a :class:`ModelError` unless ``P`` (S, A, S) holds distributions.
-
-    Checks, in order, that every entry is finite, none is negative and every row
-    ``P[s, a, :]`` sums to 1 within :func:`row_tolerance` (S); each message names the
-    first offending entry or row.
-    """
-    _check_finite(P, name, ("s", "a", "s'"))
-    if (P < 0).any():
-        s, a, t = (int(i) for i in np.argwhere(P < 0)[0])
-        raise ModelError(
-            f"{name}[{s}, {a}, {t}] = {float(P[s, a, t])!r} is negative; transition "
-            f"probabilities must be >= 0"
-        )
-    S, A = P.shape[0], P.shape[1]
-    _check_row_sums(P.sum(axis=2).ravel(), S, A, name)
-
-
-def _check_shape(arr: np.ndarray, shape: tuple, name: str, axes: str) -> None:
-    if arr.shape != shape:
-        raise ModelError(
-            f"{name} must have shape {axes} = {shape}, got {arr.shape}; reshape it or "
-            f"check the numbers of states S, actions A and constraints K"
-        )
-
-
-def _check_gamma(gamma) -> float:
-    """``gamma`` as a float in [0, 1], or a :class:`ModelError`."""
-    scalar = isinstance(gamma, numbers.Real) or (
-        isinstance(gamma, np.ndarray) and gamma.ndim == 0 and gamma.dtype.kind in "iuf"
-    )
-    if isinstance(gamma, bool) or not scalar:
-        raise ModelError(f"gamma must be a number in [0, 1], got {_plain(gamma)!r}")
-    try:
-        g = float(gamma)
-    except (TypeError, ValueError):
-        raise ModelError(f"gamma must be a number in [0, 1], got {_plain(gamma)!r}") from None
-    if not 0.0 <= g <= 1.0:
-        raise ModelError(
-            f"gamma must lie in [0, 1], got {g!r}; use e.g. 0.99 (discounted) or 1.0 "
-            f"with terminal states or a horizon"
-        )
-    return g
+    check_finite(P, name, _AXES)
+    return check_distributions(P, name, _AXES[:2], normalize=normalize,
+                               what="transition probabilities")
 
 
 def _check_p0(p0, S: int) -> np.ndarray:
     """The start distribution (S,) from a distribution or a start state index."""
-    raw = _asarray(p0, "p0", "give an (S,) distribution or a start state index")
+    fix = "give an (S,) distribution or a start state index"
+    raw = as_array(p0, "p0", fix)
     if raw.ndim == 0 and np.issubdtype(raw.dtype, np.integer):
-        s0 = int(p0)
-        if not 0 <= s0 < S:
-            raise ModelError(
-                f"start state p0={s0} is out of range 0..{S - 1}; give a state index or "
-                f"an (S,) distribution"
-            )
         out = np.zeros(S)
-        out[s0] = 1.0
+        out[check_int(p0, "start state p0", 0, S - 1)] = 1.0
         return out
-    arr = _as_float_array(p0, "p0", "give an (S,) distribution or a start state index")
-    if arr.shape != (S,):
-        raise ModelError(
-            f"p0 must be a start state index or a distribution of shape (S,) = ({S},), "
-            f"got shape {arr.shape}"
-        )
-    _check_finite(arr, "p0", ("s",))
-    if (arr < 0).any():
-        s = int(np.flatnonzero(arr < 0)[0])
-        raise ModelError(
-            f"p0 must be a distribution over the {S} states, but p0[{s}] = {float(arr[s])!r} is "
-            f"negative; give entries >= 0 summing to 1, or a start state index"
-        )
-    total = float(arr.sum())
-    if abs(total - 1.0) > row_tolerance(S):
-        raise ModelError(
-            f"p0 must be a distribution over the {S} states, but it sums to {total!r}; "
-            f"normalise it (p0 / p0.sum()) or give a start state index"
-        )
-    return arr.copy()
+    arr = as_float_array(p0, "p0", fix, shape=(S,), axes=("s",))
+    return check_distributions(arr, "p0", (), what="start probabilities").copy()
 
 
 def _check_terminal(terminal, S: int) -> np.ndarray:
     """The terminal mask (S,) from a boolean mask or a list of state indices."""
     if terminal is None:
         return np.zeros(S, dtype=bool)
-    term = _asarray(
-        terminal, "terminal", f"give a boolean mask of shape ({S},) or a list of state indices"
-    )
+    fix = f"give a boolean mask of shape ({S},) or a list of state indices"
+    term = as_array(terminal, "terminal", fix)
     if term.dtype == bool:
-        if term.shape != (S,):
-            raise ModelError(
-                f"terminal must be a boolean mask of shape ({S},) or a list of state "
-                f"indices, got a boolean array of shape {term.shape}"
-            )
+        check_shape(term, (S,), "terminal (a boolean mask)", ("s",))
         return term.copy()
+    mask = np.zeros(S, dtype=bool)
     if term.size == 0:
-        return np.zeros(S, dtype=bool)
-    if np.issubdtype(term.dtype, np.integer) and term.ndim == 1 and term.shape != (S,):
-        if term.min() < 0 or term.max() >= S:
-            i = int(np.flatnonzero((term < 0) | (term >= S))[0])
-            raise ModelError(
-                f"terminal state index {int(term[i])} is out of range 0..{S - 1}; give "
-                f"state indices or a boolean mask of shape ({S},)"
-            )
-        mask = np.zeros(S, dtype=bool)
-        mask[term] = True
         return mask
-    if np.issubdtype(term.dtype, np.integer) and term.shape == (S,):
+    if not np.issubdtype(term.dtype, np.integer) or term.ndim != 1 or term.shape == (S,):
         raise ModelError(
-            f"terminal is an integer array of shape ({S},), which could be a mask or "
-            f"{S} state indices; give a bool mask (e.g. np.isin(np.arange({S}), "
-            f"indices))"
+            f"terminal must be a bool mask of shape ({S},) or a list of fewer than {S} "
+            f"state indices, got dtype {term.dtype} and shape {term.shape}; for a mask "
+            f"use a bool array (e.g. np.isin(np.arange({S}), indices))"
         )
-    raise ModelError(
-        f"terminal must be a boolean mask of shape ({S},) or a list of state indices, "
-        f"got dtype {term.dtype} and shape {term.shape}; for a mask use a bool array"
-    )
+    for i in term:
+        check_int(i, "terminal state index", 0, S - 1)
+    mask[term] = True
+    return mask
 
 
-def _plain(x):
-    """A numpy scalar as the Python number it holds (for messages)."""
-    return x.item() if isinstance(x, np.generic) else x
-
-
-def _readonly(arr: np.ndarray) -> np.ndarray:
-    arr.flags.writeable = False
-    return arr
+def check_model(model) -> None:
+    """Raise unless ``model`` is a :class:`TabularCMDP`."""
+    check_type(model, "model", TabularCMDP,
+               "build one with TabularCMDP(P, R, C, d, ...) or a constructor of "
+               "rcmdp_exact.domains")
 
 
 def check_policy(policy, n_states: int, n_actions: int, name: str = "policy") -> np.ndarray:
@@ -276,40 +146,33 @@ def check_policy(policy, n_states: int, n_actions: int, name: str = "policy") ->
         On a wrong shape, non-finite or negative entries, or a row that does not
         sum to 1; the message names the first bad state.
     """
-    arr = _asarray(policy, name, "give an (S, A) array of action probabilities")
+    fix = (f"give an (S, A) = ({n_states}, {n_actions}) array of action probabilities or "
+           f"an integer array ({n_states},) of actions")
+    arr = as_array(policy, name, fix)
     if arr.ndim == 1 and arr.shape == (n_states,) and np.issubdtype(arr.dtype, np.integer):
-        if (arr < 0).any() or (arr >= n_actions).any():
-            s = int(np.flatnonzero((arr < 0) | (arr >= n_actions))[0])
-            raise ModelError(
-                f"deterministic {name} picks action {int(arr[s])} in state {s}, but "
-                f"actions are 0..{n_actions - 1}; give one valid action index per state"
-            )
+        bad = (arr < 0) | (arr >= n_actions)
+        if bad.any():
+            s = int(np.flatnonzero(bad)[0])
+            check_int(arr[s], f"the action of the deterministic {name} in state {s}", 0,
+                      n_actions - 1)
         out = np.zeros((n_states, n_actions))
         out[np.arange(n_states), arr] = 1.0
         return out
-    arr = _as_float_array(policy, name, "give an (S, A) array of action probabilities")
-    if arr.shape != (n_states, n_actions):
-        raise ModelError(
-            f"{name} must have shape (S, A) = ({n_states}, {n_actions}) with one row of "
-            f"action probabilities per state (or an integer array of shape "
-            f"({n_states},) with one action per state), got shape {arr.shape}"
-        )
-    _check_finite(arr, name, ("s", "a"))
-    if (arr < 0).any():
-        s, a = (int(i) for i in np.argwhere(arr < 0)[0])
-        raise ModelError(
-            f"{name}[{s}, {a}] = {float(arr[s, a])!r} is negative; action probabilities must "
-            f"be >= 0"
-        )
-    sums = arr.sum(axis=1)
-    bad = np.abs(sums - 1.0) > row_tolerance(n_actions)
-    if bad.any():
-        s = int(np.flatnonzero(bad)[0])
-        raise ModelError(
-            f"{name} row of state {s} sums to {float(sums[s])!r}, not 1; normalise each row "
-            f"(policy / policy.sum(axis=1, keepdims=True))"
-        )
+    arr = as_float_array(policy, name, fix, shape=(n_states, n_actions), axes=("s", "a"))
+    arr = check_distributions(arr, name, ("s",), what="action probabilities")
     return arr.copy() if arr is policy else arr
+
+
+def _labels(labels, n: int, name: str):
+    if labels is None:
+        return None
+    fix = f"give a sequence of {n} strings"
+    if isinstance(labels, str | bytes) or as_array(labels, name, fix).ndim != 1:
+        raise ModelError(f"{name} must be a sequence of {n} strings, got "
+                         f"{type(labels).__name__}")
+    out = tuple(str(x) for x in labels)
+    check_int(len(out), f"the number of {name}", n, n)
+    return out
 
 
 # --------------------------------------------------------------------------- the model
@@ -400,204 +263,136 @@ class TabularCMDP:
         name: str | None = None,
         outcomes=None,
         state_features=None,
+        normalize: bool = False,
     ):
         object.__setattr__(self, "_frozen", False)
         self._cache = {}
         # -- transitions
         if sp.issparse(P):
-            S, A = self._init_sparse_transitions(P, R)
+            S, A = self._init_sparse_transitions(P, R, normalize)
         else:
-            S, A = self._init_dense_transitions(P)
+            Pd = as_float_array(P, "P", "give an (S, A, S) array of probabilities",
+                                finite=False)
+            if Pd.ndim != 3 or Pd.shape[0] != Pd.shape[2] or 0 in Pd.shape:
+                raise ModelError(
+                    f"P must have shape (S, A, S) with S, A >= 1 and P[s, a, s'] the "
+                    f"probability of s' after action a in s, got shape {Pd.shape}; for a "
+                    f"sparse model give a scipy.sparse matrix of shape (S*A, S)"
+                )
+            S, A = Pd.shape[:2]
+            Pd = check_transition_rows(Pd, normalize=normalize)
+            self._P = readonly(Pd.copy())
+            self._P_sparse = None
         sparse = self._P is None
-
-        # -- rewards
-        R_arr = _as_float_array(R, "R", "give an (S, A) or (S, A, S) array of rewards")
-        if R_arr.shape == (S, A):
-            _check_finite(R_arr, "R", ("s", "a"))
-            self._R_sa = _readonly(R_arr.copy())
-            self._R = None
-        else:
-            if sparse:
-                raise ModelError(
-                    f"a model with sparse P takes R of shape (S, A) = ({S}, {A}), got "
-                    f"{R_arr.shape}; give the expected reward of each state-action pair"
-                )
-            if R_arr.shape != (S, A, S):
-                raise ModelError(
-                    f"R must have shape (S, A) = ({S}, {A}) or (S, A, S) = ({S}, {A}, {S}), "
-                    f"got {R_arr.shape}; give one reward per state-action pair or per "
-                    f"transition"
-                )
-            _check_finite(R_arr, "R", ("s", "a", "s'"))
-            self._R = _readonly(R_arr.copy())
-            self._R_sa = None
-
-        # -- costs and budgets
-        if C is None:
-            C_arr = np.zeros((S, A, 0))
-        else:
-            C_arr = _as_float_array(C, "C", "give an (S, A, S, K) or (S, A, K) array of costs")
-        if C_arr.ndim == 3 and C_arr.shape[:2] == (S, A):
-            K = C_arr.shape[2]
-            _check_finite(C_arr, "C", ("s", "a", "k"))
-            self._C_sa = _readonly(C_arr.copy())
-            self._C = None
-        else:
-            if sparse:
-                raise ModelError(
-                    f"a model with sparse P takes C of shape (S, A, K) with S={S}, A={A}, "
-                    f"got {C_arr.shape}; give the expected cost of each state-action pair"
-                )
-            if C_arr.ndim != 4 or C_arr.shape[:3] != (S, A, S):
-                raise ModelError(
-                    f"C must have shape (S, A, S, K) or (S, A, K) with S={S}, A={A}, got "
-                    f"{C_arr.shape}; add a last axis of length K, one per constraint"
-                )
-            K = C_arr.shape[3]
-            _check_finite(C_arr, "C", ("s", "a", "s'", "k"))
-            self._C = _readonly(C_arr.copy())
-            self._C_sa = None
-        if d is None:
-            if K:
-                raise ModelError(
-                    f"the model has K={K} cost functions but no budgets d; give d of "
-                    f"shape ({K},), one budget per constraint"
-                )
-            d_arr = np.zeros(0)
-        else:
-            d_arr = _as_float_array(d, "d", "give one budget per constraint").reshape(-1)
-        if d_arr.shape != (K,):
-            raise ModelError(
-                f"budgets d must have one entry per constraint: K={K} (from C), got "
-                f"{d_arr.size}; give d of shape ({K},)"
-            )
-        _check_finite(d_arr, "d", ("k",))
-        self._d = _readonly(d_arr.copy())
-
+        # -- rewards and costs: per pair (S, A[, K]) or per transition (S, A, S[, K])
+        R_arr = as_float_array(R, "R", "give an (S, A) or (S, A, S) array of rewards")
+        per_pair = (S, A) if sparse else None
+        self._R_sa, self._R = self._split(R_arr, "R", (S, A), (S, A, S), per_pair)
+        C_arr = (np.zeros((S, A, 0)) if C is None else
+                 as_float_array(C, "C", "give an (S, A, S, K) or (S, A, K) array of costs"))
+        K = C_arr.shape[-1] if C_arr.ndim in (3, 4) else 0
+        self._C_sa, self._C = self._split(C_arr, "C", (S, A, K), (S, A, S, K),
+                                          (S, A, K) if sparse else None)
+        if d is None and K:
+            raise ModelError(f"the model has K={K} cost functions but no budgets d; give d "
+                             f"of shape ({K},), one budget per constraint")
+        d_arr = np.zeros(0) if d is None else as_float_array(
+            d, "budgets d", "give one budget per constraint").reshape(-1)
+        check_shape(d_arr, (K,), "budgets d (one per constraint, K from C)", ("k",))
+        self._d = readonly(d_arr.copy())
         # -- discount, start, horizon, terminal
-        self._gamma = _check_gamma(gamma)
-        self._p0 = _readonly(_check_p0(p0, S))
-        if horizon is not None:
-            if isinstance(horizon, bool) or not (
-                isinstance(horizon, int | np.integer) and horizon >= 1
-            ):
-                raise ModelError(
-                    f"horizon must be a positive integer number of steps or None, got "
-                    f"{_plain(horizon)!r}"
-                )
-            horizon = int(horizon)
-        self._horizon = horizon
-        self._terminal = _readonly(_check_terminal(terminal, S))
-        self._state_labels = _labels(state_labels, S, "state_labels", "state")
-        self._action_labels = _labels(action_labels, A, "action_labels", "action")
-        self._cost_labels = _labels(cost_labels, K, "cost_labels", "constraint")
+        self._gamma = check_real(gamma, "gamma", 0.0, 1.0,
+                                 hint="; use e.g. 0.99, or 1.0 with terminal states or a "
+                                      "horizon")
+        self._p0 = readonly(_check_p0(p0, S))
+        self._horizon = None if horizon is None else check_int(
+            horizon, "horizon", 1, hint=" (a number of steps) or None")
+        self._terminal = readonly(_check_terminal(terminal, S))
+        self._state_labels = _labels(state_labels, S, "state_labels")
+        self._action_labels = _labels(action_labels, A, "action_labels")
+        self._cost_labels = _labels(cost_labels, K, "cost_labels")
         self._name = None if name is None else str(name)
         self._outcomes = None if outcomes is None else self._check_outcomes(outcomes)
+        self._features = None
         if state_features is not None:
-            feat = _as_float_array(state_features, "state_features", "give an (S, F) array")
+            feat = as_float_array(state_features, "state_features", "give an (S, F) array")
             if feat.ndim != 2 or feat.shape[0] != S:
-                raise ModelError(
-                    f"state_features must have shape (S, F) with S={S}, got {feat.shape}; "
-                    f"give one row of features per state"
-                )
-            _check_finite(feat, "state_features", ("s", "f"))
-            feat = _readonly(feat.copy())
-        self._features = state_features if state_features is None else feat
+                raise ModelError(f"state_features must have shape (S, F) with S={S}, got "
+                                 f"{feat.shape}; give one row of features per state")
+            self._features = readonly(feat.copy())
         self._check_terminal_absorbing()
         self._frozen = True
 
     # ----------------------------------------------------------------- validation
-    def _init_sparse_transitions(self, P, R) -> tuple[int, int]:
-        if P.ndim != 2:
+    @staticmethod
+    def _split(arr, name, pair_shape, transition_shape, only):
+        """(per-pair, per-transition) copies of R or C; exactly one is not None."""
+        if arr.shape == pair_shape:
+            axes = ("s", "a", "k")[:len(pair_shape)]
+            check_finite(arr, name, axes)
+            return readonly(arr.copy()), None
+        if only is not None:
             raise ModelError(
-                f"a sparse P must be a 2-D matrix of shape (S*A, S), got {P.ndim} "
-                f"dimensions; row s*A + a holds P(. | s, a)"
+                f"a model with sparse P takes {name} per state-action pair, shape "
+                f"{only}, got {arr.shape}; give the expected {name} of each pair"
             )
-        if np.iscomplexobj(P.data) or P.dtype.kind not in "biuf":
+        if arr.shape != transition_shape:
+            S, A = pair_shape[:2]
+            k = ", K" if name == "C" else ""
             raise ModelError(
-                f"P must hold real probabilities, got a sparse matrix of dtype {P.dtype}; "
-                f"give a float64 scipy.sparse matrix of shape (S*A, S)"
+                f"{name} must have shape (S, A{k}) per pair or (S, A, S{k}) per transition, "
+                f"with S={S}, A={A}, got {arr.shape}"
+            )
+        check_finite(arr, name, ("s", "a", "s'", "k")[:arr.ndim])
+        return None, readonly(arr.copy())
+
+    def _init_sparse_transitions(self, P, R, normalize: bool) -> tuple[int, int]:
+        if P.ndim != 2 or np.iscomplexobj(P.data) or P.dtype.kind not in "biuf":
+            raise ModelError(
+                f"a sparse P must be a real 2-D matrix of shape (S*A, S) (row s*A + a holds "
+                f"P(. | s, a)), got {P.ndim} dimensions and dtype {P.dtype}"
             )
         Ps = sp.csr_array(P, dtype=np.float64, copy=True)
         n_rows, S = Ps.shape
-        R_shape = _asarray(R, "R", "give an (S, A) array of rewards").shape
-        if len(R_shape) < 2:
-            raise ModelError(
-                f"R must have shape (S, A) when P is sparse, got shape {R_shape}; give "
-                f"one expected reward per state-action pair"
-            )
-        A = int(R_shape[1])
+        R_shape = as_array(R, "R", "give an (S, A) array of rewards").shape
+        A = int(R_shape[1]) if len(R_shape) >= 2 else 0
         if S == 0 or A == 0 or n_rows != S * A:
             raise ModelError(
-                f"a sparse P must have shape (S*A, S) = ({S * A}, {S}) for S={S}, "
-                f"A={A} (A read from R), got {Ps.shape}; stack the rows P(. | s, a) "
-                f"in the order s*A + a"
+                f"a sparse P must have shape (S*A, S) = ({S * A}, {S}) for S={S}, A={A} "
+                f"(A read from R of shape {R_shape}), got {Ps.shape}; stack the rows "
+                f"P(. | s, a) in the order s*A + a"
             )
         Ps.sum_duplicates()
         Ps.sort_indices()
         nz_row = np.repeat(np.arange(n_rows), np.diff(Ps.indptr))
-        bad = ~np.isfinite(Ps.data)
-        if bad.any():
-            k = int(np.flatnonzero(bad)[0])
-            s, a = divmod(int(nz_row[k]), A)
-            raise ModelError(
-                f"P has a non-finite entry {float(Ps.data[k])!r} at (s={s}, a={a}, "
-                f"s'={int(Ps.indices[k])}); replace NaN and inf by finite numbers"
-            )
-        if (Ps.data < 0).any():
-            k = int(np.flatnonzero(Ps.data < 0)[0])
-            s, a = divmod(int(nz_row[k]), A)
-            raise ModelError(
-                f"P[{s}, {a}, {int(Ps.indices[k])}] = {float(Ps.data[k])!r} is negative; "
-                f"transition probabilities must be >= 0"
-            )
+        where_nz = np.column_stack([nz_row // A, nz_row % A, Ps.indices])
+        check_finite(Ps.data, "P", _AXES, positions=where_nz)
+        check_nonnegative(Ps.data, "P", "transition probabilities", positions=where_nz)
         Ps.eliminate_zeros()
         sums = np.add.reduceat(Ps.data, Ps.indptr[:-1]) if Ps.nnz else np.zeros(n_rows)
         sums[np.diff(Ps.indptr) == 0] = 0.0  # reduceat repeats an entry for empty rows
-        _check_row_sums(sums, S, A)
+        scale = check_row_sums(sums.reshape(S, A), S, "P", _AXES[:2], normalize=normalize)
+        if scale is not None:
+            Ps.data /= np.repeat(scale.ravel(), np.diff(Ps.indptr))
         for arr in (Ps.data, Ps.indices, Ps.indptr):
             arr.flags.writeable = False
         self._P = None
         self._P_sparse = Ps
         return S, A
 
-    def _init_dense_transitions(self, P) -> tuple[int, int]:
-        Pd = _as_float_array(P, "P", "give an (S, A, S) array of probabilities")
-        if Pd.ndim != 3 or Pd.shape[0] != Pd.shape[2]:
-            raise ModelError(
-                f"P must have shape (S, A, S) with P[s, a, s'] the probability of "
-                f"s' after action a in s, got shape {Pd.shape}; for a sparse model give "
-                f"a scipy.sparse matrix of shape (S*A, S)"
-            )
-        S, A, _ = Pd.shape
-        if S == 0 or A == 0:
-            raise ModelError(
-                f"P must have at least one state and one action, got shape {Pd.shape}"
-            )
-        check_transition_rows(Pd)
-        self._P = _readonly(Pd.copy())
-        self._P_sparse = None
-        return S, A
-
     def _check_outcomes(self, outcomes) -> np.ndarray:
         S, A = self.n_states, self.n_actions
-        out = _asarray(outcomes, "outcomes", "give an integer array (S, A, O) of next states")
-        if (
-            out.ndim != 3
-            or out.shape[:2] != (S, A)
-            or out.shape[2] == 0
-            or not np.issubdtype(out.dtype, np.integer)
-        ):
+        out = as_array(outcomes, "outcomes", "give an integer array (S, A, O) of next states")
+        if out.ndim != 3 or out.shape[:2] != (S, A) or out.shape[2] == 0 \
+                or not np.issubdtype(out.dtype, np.integer):
             raise ModelError(
                 f"outcomes must be an integer array (S, A, O) = ({S}, {A}, O) of next "
                 f"states with O >= 1, got dtype {out.dtype} and shape {out.shape}"
             )
-        if out.min() < 0 or out.max() >= S:
-            s, a, o = (int(i) for i in np.argwhere((out < 0) | (out >= S))[0])
-            raise ModelError(
-                f"outcomes[{s}, {a}, {o}] = {int(out[s, a, o])} is not a state index in "
-                f"0..{S - 1}"
-            )
+        bad = (out < 0) | (out >= S)
+        if bad.any():
+            s, a, o = (int(i) for i in np.argwhere(bad)[0])
+            check_int(out[s, a, o], f"outcomes[{s}, {a}, {o}] (a state index)", 0, S - 1)
         out = out.astype(np.int64)
         # the support of P must lie inside the outcomes of each (s, a)
         Ps = self.P_sparse
@@ -613,7 +408,7 @@ class TabularCMDP:
                 f"outcomes of (s={s}, a={a}), which are {out[s, a].tolist()}; add it "
                 f"to the outcomes or build the model with outcomes=None"
             )
-        return _readonly(out)
+        return readonly(out)
 
     # ----------------------------------------------------------------- immutability
     def __setattr__(self, name, value):
@@ -682,7 +477,7 @@ class TabularCMDP:
                     f"dense limit {DENSE_LIMIT:,}; use model.P_sparse (shape (S*A, S))"
                 )
             if "P" not in self._cache:
-                self._cache["P"] = _readonly(self._P_sparse.toarray().reshape(S, A, S))
+                self._cache["P"] = readonly(self._P_sparse.toarray().reshape(S, A, S))
             return self._cache["P"]
         return self._P
 
@@ -801,7 +596,7 @@ class TabularCMDP:
             else:
                 r = np.einsum("ijk,ijk->ij", self._P, self._R)
             r[self._terminal] = 0.0
-            self._cache["r"] = _readonly(r)
+            self._cache["r"] = readonly(r)
         return self._cache["r"]
 
     @property
@@ -813,7 +608,7 @@ class TabularCMDP:
             else:
                 c = np.einsum("ijk,ijkl->ijl", self._P, self._C)
             c[self._terminal] = 0.0
-            self._cache["c"] = _readonly(c)
+            self._cache["c"] = readonly(c)
         return self._cache["c"]
 
     # ----------------------------------------------------------------- constructors
@@ -847,37 +642,31 @@ class TabularCMDP:
 
         The outcome map is kept as :attr:`outcomes`.
         """
-        ns = _asarray(next_state, "next_state", "give an integer array (S, A, O)")
+        ns = as_array(next_state, "next_state", "give an integer array (S, A, O)")
         if ns.ndim != 3 or not np.issubdtype(ns.dtype, np.integer) or 0 in ns.shape:
             raise ModelError(
                 f"next_state must be an integer array (S, A, O) with S, A, O >= 1, got "
                 f"dtype {ns.dtype} and shape {ns.shape}"
             )
         S, A, O = ns.shape
-        if ns.min() < 0 or ns.max() >= S:
-            s, a, o = (int(i) for i in np.argwhere((ns < 0) | (ns >= S))[0])
-            raise ModelError(
-                f"next_state[{s}, {a}, {o}] = {int(ns[s, a, o])} is not a state index in "
-                f"0..{S - 1}"
-            )
-        pr = _as_float_array(prob, "prob", "give (S, A, O) outcome probabilities")
-        _check_shape(pr, (S, A, O), "prob", "(S, A, O)")
-        _check_finite(pr, "prob", ("s", "a", "o"))
-        if (pr < 0).any():
-            s, a, o = (int(i) for i in np.argwhere(pr < 0)[0])
-            raise ModelError(
-                f"prob[{s}, {a}, {o}] = {float(pr[s, a, o])!r} is negative; outcome "
-                f"probabilities must be >= 0"
-            )
+        bad = (ns < 0) | (ns >= S)
+        if bad.any():
+            s, a, o = (int(i) for i in np.argwhere(bad)[0])
+            check_int(ns[s, a, o], f"next_state[{s}, {a}, {o}] (a state index)", 0, S - 1)
+        pr = as_float_array(prob, "prob", "give (S, A, O) outcome probabilities",
+                            shape=(S, A, O), axes=("s", "a", "o"))
+        check_nonnegative(pr, "prob", "outcome probabilities")
         P = np.zeros((S, A, S))
         ii, jj, _ = np.indices((S, A, O))
         np.add.at(P, (ii, jj, ns), pr)
-        R_arr = _as_float_array(R, "R", "give an (S,), (S, A) or (S, A, S) array of rewards")
+        R_arr = as_float_array(R, "R", "give an (S,), (S, A) or (S, A, S) array of rewards",
+                               finite=False)
         if R_arr.shape == (S,):
             R_arr = np.broadcast_to(R_arr[None, None, :], (S, A, S))
         if C is not None:
-            C_arr = _as_float_array(
-                C, "C", "give an (S,), (S, K), (S, A, K) or (S, A, S, K) array of costs"
+            C_arr = as_float_array(
+                C, "C", "give an (S,), (S, K), (S, A, K) or (S, A, S, K) array of costs",
+                finite=False,
             )
             if C_arr.shape == (S,):
                 C_arr = np.broadcast_to(C_arr[None, None, :, None], (S, A, S, 1))
@@ -926,12 +715,98 @@ class TabularCMDP:
     def __reduce__(self):
         return (_rebuild, (self._constructor_args(),))
 
-    def with_transitions(self, P, outcomes=None) -> TabularCMDP:
-        """A new model with transitions ``P`` and everything else unchanged.
+    def with_transitions(self, P, outcomes=None, *, check: bool = True,
+                         normalize: bool = False) -> TabularCMDP:
+        """A new model with transitions ``P`` (S, A, S) and everything else unchanged.
 
-        The outcome map is dropped unless given, since new dynamics need not respect it.
+        Only what depends on ``P`` is checked: its shape, its rows (:func:`check_transition
+        _rows`, renormalised with ``normalize``), that terminal states stay absorbing, and
+        that the support lies inside ``outcomes`` when given.  ``check=False`` trusts a
+        ``P`` that is already a valid kernel of this model (for example a worst-case
+        kernel of an :class:`~rcmdp_exact.L1Ball` of it) and only copies it: a kernel
+        swap in a loop.  The outcome map is dropped unless given, since new dynamics
+        need not respect it.  Rewards and costs per transition are kept; the expected
+        ones are recomputed under the new ``P``.
         """
-        return self.replace(P=P, outcomes=outcomes)
+        S, A = self.n_states, self.n_actions
+        if check:
+            Pd = as_float_array(P, "P", "give an (S, A, S) array of probabilities",
+                                shape=(S, A, S), axes=_AXES, finite=False)
+            Pd = check_transition_rows(Pd, normalize=normalize)
+        else:
+            Pd = np.asarray(P, dtype=np.float64)
+        new = object.__new__(TabularCMDP)
+        for slot in self.__slots__:
+            object.__setattr__(new, slot, getattr(self, slot))
+        object.__setattr__(new, "_frozen", False)
+        new._P = readonly(np.array(Pd))
+        new._P_sparse = None
+        new._cache = {}
+        new._outcomes = None
+        if check:
+            new._check_terminal_absorbing()
+            if outcomes is not None:
+                new._outcomes = new._check_outcomes(outcomes)
+        elif outcomes is not None:
+            new._outcomes = readonly(np.asarray(outcomes, dtype=np.int64))
+        new._frozen = True
+        return new
+
+    # ----------------------------------------------------------------- files
+    def save(self, path) -> Path:
+        """Save the model to an ``.npz`` file (no pickle); :meth:`load` reads it back.
+
+        Every field is stored exactly (float64 bits, labels as strings); a sparse model
+        keeps its CSR arrays.  Returns the path written.
+        """
+        path = Path(path)
+        arrays = {"format": np.array("rcmdp_exact.TabularCMDP/1"),
+                  "d": self._d, "gamma": np.array(self._gamma), "p0": self._p0,
+                  "terminal": self._terminal}
+        if self._P is not None:
+            arrays["P"] = self._P
+        else:
+            Ps = self._P_sparse
+            arrays.update(P_data=Ps.data, P_indices=Ps.indices, P_indptr=Ps.indptr,
+                          P_shape=np.array(Ps.shape))
+        arrays["R"] = self._R if self._R is not None else self._R_sa
+        arrays["C"] = self._C if self._C is not None else self._C_sa
+        optional = {"horizon": self._horizon, "name": self._name,
+                    "state_labels": self._state_labels, "action_labels": self._action_labels,
+                    "cost_labels": self._cost_labels, "outcomes": self._outcomes,
+                    "state_features": self._features}
+        for key, val in optional.items():
+            if val is not None:
+                arrays[key] = np.array(val) if not isinstance(val, tuple) else \
+                    np.array(val, dtype=str)
+        if path.suffix != ".npz":
+            path = path.with_name(path.name + ".npz")
+        with open(path, "wb") as fh:
+            np.savez(fh, **arrays)
+        return path
+
+    @classmethod
+    def load(cls, path) -> TabularCMDP:
+        """Read a model written by :meth:`save` (validated like any new model)."""
+        with np.load(path, allow_pickle=False) as f:
+            if "format" not in f or str(f["format"]) != "rcmdp_exact.TabularCMDP/1":
+                raise ModelError(f"{str(path)!r} is not a model file written by "
+                                 f"TabularCMDP.save")
+            if "P" in f:
+                P = f["P"]
+            else:
+                P = sp.csr_array((f["P_data"], f["P_indices"], f["P_indptr"]),
+                                 shape=tuple(int(x) for x in f["P_shape"]))
+            kw = {key: f[key] for key in ("outcomes", "state_features") if key in f}
+            for key in ("state_labels", "action_labels", "cost_labels"):
+                if key in f:
+                    kw[key] = [str(x) for x in f[key]]
+            if "horizon" in f:
+                kw["horizon"] = int(f["horizon"])
+            if "name" in f:
+                kw["name"] = str(f["name"])
+            return cls(P, f["R"], f["C"], d=f["d"], gamma=float(f["gamma"]), p0=f["p0"],
+                       terminal=f["terminal"], **kw)
 
     # ----------------------------------------------------------------- conversions
     def scalarised_reward(self, lam=None) -> np.ndarray:
@@ -940,19 +815,18 @@ class TabularCMDP:
         return self.r - self.c @ lam
 
     def check_multipliers(self, lam) -> np.ndarray:
-        """Return ``lam`` as a (K,) float64 array (zeros if None), validated."""
+        """Return ``lam`` as a (K,) float64 array of multipliers >= 0 (zeros if None).
+
+        One number is broadcast to every constraint.
+        """
         K = self.n_constraints
         if lam is None:
             return np.zeros(K)
-        arr = _as_float_array(lam, "lam", "give one multiplier per constraint").reshape(-1)
+        arr = as_float_array(lam, "lam", "give one multiplier per constraint").reshape(-1)
         if arr.size == 1 and K > 1:
             arr = np.full(K, float(arr[0]))
-        if arr.shape != (K,):
-            raise ModelError(
-                f"lam must have one multiplier per constraint (K={K}), got {arr.size}; "
-                f"give lam of shape ({K},) or one number for all constraints"
-            )
-        _check_finite(arr, "lam", ("k",))
+        check_shape(arr, (K,), "lam (one multiplier per constraint, or one number)", ("k",))
+        check_nonnegative(arr, "lam", "Lagrange multipliers")
         return arr
 
     def to_mdptoolbox(self, lam=None, sparse: bool = False):
@@ -1015,18 +889,3 @@ class TabularCMDP:
 
 def _rebuild(args: dict) -> TabularCMDP:
     return TabularCMDP(**args)
-
-
-def _labels(labels, n: int, name: str, what: str):
-    if labels is None:
-        return None
-    if isinstance(labels, str | bytes) or _asarray(labels, name, "give strings").ndim != 1:
-        raise ModelError(
-            f"{name} must be a sequence of {n} strings, got {type(labels).__name__}"
-        )
-    out = tuple(str(x) for x in labels)
-    if len(out) != n:
-        raise ModelError(
-            f"{name} must have {n} entries, got {len(out)}; give one label per {what}"
-        )
-    return out

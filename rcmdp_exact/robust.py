@@ -203,7 +203,7 @@ def worst_case_objective(objective="value", lam=None, model: TabularCMDP | None 
 
 
 # --------------------------------------------------------------------------- adversary
-def _check_inputs(model, ball) -> None:
+def check_robust_inputs(model, ball) -> None:
     if not isinstance(model, TabularCMDP):
         raise ModelError(f"model must be a TabularCMDP, got {type(model).__name__}")
     if not isinstance(ball, L1Ball):
@@ -380,7 +380,7 @@ def worst_case_kernel(model: TabularCMDP, ball: L1Ball, w=None, *, v=None, c=Non
         ``P_worst`` (S, A, S), ``q`` (S, A) the worst-case Q of the objective,
         ``w`` (S,) the W used, ``objective``.
     """
-    _check_inputs(model, ball)
+    check_robust_inputs(model, ball)
     obj = worst_case_objective(objective, lam, model)
     S = model.n_states
     if w is None:
@@ -467,7 +467,7 @@ def robust_evaluate(model: TabularCMDP, policy, ball: L1Ball, objective="value",
         maximising kernel, ``cost_worst`` (K,) = p0.c_worst and ``P_worst_cost``
         (K, S, A, S).
     """
-    _check_inputs(model, ball)
+    check_robust_inputs(model, ball)
     _check_method(method)
     _check_tol(tol, max_iter)
     obj = worst_case_objective(objective, lam, model)
@@ -569,7 +569,7 @@ def robust_value_iteration(model: TabularCMDP, ball: L1Ball, lam=None, *,
     """
     from ._progress import tqdm
 
-    _check_inputs(model, ball)
+    check_robust_inputs(model, ball)
     _check_tol(tol, max_iter)
     if method not in ("value_iteration", "policy_iteration"):
         raise ModelError(

@@ -68,15 +68,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._checks import as_float_array, row_tolerance
 from ._result import Result
 from .inner import worst_case_l1
-from .model import (
-    ModelError,
-    TabularCMDP,
-    _as_float_array,
-    check_transition_rows,
-    row_tolerance,
-)
+from .model import ModelError, TabularCMDP, check_model, check_transition_rows
 
 __all__ = [
     "L1Ball",
@@ -193,7 +188,7 @@ class L1Ball:
 
     def __init__(self, nominal, alpha, support=None, *, outcomes=None, outcome_nominal=None):
         object.__setattr__(self, "_frozen", False)
-        P = np.array(_as_float_array(nominal, "nominal", "give an array (S, A, S)"))
+        P = np.array(as_float_array(nominal, "nominal", "give an array (S, A, S)", finite=False))
         if P.ndim != 3 or P.shape[0] != P.shape[2] or P.shape[0] == 0 or P.shape[1] == 0:
             raise ModelError(
                 f"nominal must have shape (S, A, S) with nominal[s, a, s'] the probability "
@@ -201,7 +196,7 @@ class L1Ball:
             )
         S, A, _ = P.shape
         check_transition_rows(P, "nominal")
-        al = _as_float_array(alpha, "alpha", "give a number or an array (S, A)")
+        al = as_float_array(alpha, "alpha", "give a number or an array (S, A)", finite=False)
         try:
             al = np.array(np.broadcast_to(al, (S, A)))
         except ValueError:
@@ -485,7 +480,7 @@ def estimate_l1_ball(counts, delta: float = 0.1, n_outcomes: int | None = None, 
         nominal :math:`\hat P = (n + \text{pseudo}) / n(s, a)`, alpha from
         :func:`hoeffding_radius` with :math:`n(s, a)` including the pseudo-counts.
     """
-    c = _as_float_array(counts, "counts", "give an array (S, A, O) of counts")
+    c = as_float_array(counts, "counts", "give an array (S, A, O) of counts", finite=False)
     if c.ndim != 3 or c.shape[0] == 0 or c.shape[1] == 0 or c.shape[2] == 0:
         raise ModelError(f"counts must have shape (S, A, O), got {c.shape}")
     S, A, O = c.shape
@@ -535,11 +530,6 @@ def estimate_l1_ball(counts, delta: float = 0.1, n_outcomes: int | None = None, 
     return L1Ball.from_outcomes(q, alpha, out)
 
 
-def _check_model(model) -> None:
-    if not isinstance(model, TabularCMDP):
-        raise ModelError(f"model must be a TabularCMDP, got {type(model).__name__}")
-
-
 def _resolve_form(model: TabularCMDP, form: str) -> bool:
     """True when counts are over outcomes."""
     if form == "auto":
@@ -587,7 +577,7 @@ def collect_counts(model: TabularCMDP, n_episodes: int, seed=None, *,
     """
     from ._progress import tqdm
 
-    _check_model(model)
+    check_model(model)
     if isinstance(n_episodes, bool) or not isinstance(n_episodes, int | np.integer) \
             or n_episodes < 1:
         raise ModelError(f"n_episodes must be a positive integer, got {n_episodes!r}")
@@ -672,7 +662,7 @@ def estimate(model: TabularCMDP, n_episodes: int, seed=None, delta: float = 0.1,
         (S, A) observed visits (no pseudo-counts), ``alpha_range`` (min, max) of the
         radius over the non-terminal pairs, ``n_episodes``, ``delta``, ``form``.
     """
-    _check_model(model)
+    check_model(model)
     counts = collect_counts(model, n_episodes, seed, horizon=horizon, form=form,
                             progress=progress)
     use_out = _resolve_form(model, form)
@@ -712,7 +702,7 @@ def l1_ball(model: TabularCMDP, alpha, support="auto") -> L1Ball:
 
     Terminal rows are the model's self-loop with radius 0.
     """
-    _check_model(model)
+    check_model(model)
     P = model.P
     S = model.n_states
     al = np.asarray(alpha, dtype=np.float64)

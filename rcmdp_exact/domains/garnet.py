@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model import ModelError, TabularCMDP, _check_gamma
+from .._checks import check_real
+from ..model import ModelError, TabularCMDP
 
 __all__ = ["garnet"]
 
@@ -65,7 +66,7 @@ def garnet(
     A = _check_count(n_actions, "n_actions", 1)
     b = _check_count(branching, "branching", 1, S)
     K = _check_count(n_constraints, "n_constraints", 0)
-    g = _check_gamma(gamma)
+    g = check_real(gamma, "gamma", 0.0, 1.0)
     try:
         rng = np.random.default_rng(seed)
     except (TypeError, ValueError):

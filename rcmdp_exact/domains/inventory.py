@@ -43,7 +43,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
-from ..model import ModelError, TabularCMDP, _as_float_array
+from .._checks import as_float_array
+from ..model import ModelError, TabularCMDP
 
 __all__ = [
     "DEMANDS",
@@ -93,7 +94,7 @@ def demand_cdf(k, mu: float, sigma: float, demand: str = "reference") -> np.ndar
             f"('reference': Phi(k) - Phi(k-1), the default; 'rounded': round(max(0, D)))"
         )
     mu, sigma = _check_normal(mu, sigma, "the demand distribution")
-    k = _as_float_array(k, "k", "give demand levels as numbers")
+    k = as_float_array(k, "k", "give demand levels as numbers", finite=False)
     shift = 0.0 if demand == "reference" else 0.5
     return np.where(k < 0, 0.0, ndtr((k + shift - mu) / sigma))
 

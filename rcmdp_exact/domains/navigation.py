@@ -58,7 +58,8 @@ from functools import lru_cache
 import networkx as nx
 import numpy as np
 
-from ..model import ModelError, TabularCMDP, _as_float_array, _asarray
+from .._checks import as_array, as_float_array
+from ..model import ModelError, TabularCMDP
 
 __all__ = [
     "ACTION_OFFSETS",
@@ -115,7 +116,7 @@ def grid_state(x, y):
     24
     """
     fix = f"give integer cell coordinates in 0..{GRID_SIZE - 1}"
-    xa, ya = _asarray(x, "x", fix), _asarray(y, "y", fix)
+    xa, ya = as_array(x, "x", fix), as_array(y, "y", fix)
     for name, v in (("x", xa), ("y", ya)):
         if not np.issubdtype(v.dtype, np.integer) or (v < 0).any() or (v >= GRID_SIZE).any():
             raise ModelError(
@@ -132,7 +133,7 @@ def grid_xy(s):
     >>> grid_xy(7)
     (1, 2)
     """
-    sa = _asarray(s, "s", f"give integer states in 0..{N_STATES - 1}")
+    sa = as_array(s, "s", f"give integer states in 0..{N_STATES - 1}")
     if not np.issubdtype(sa.dtype, np.integer) or (sa < 0).any() or (sa >= N_STATES).any():
         raise ModelError(
             f"state {sa.tolist()!r} is not an integer in 0..{N_STATES - 1} of the "
@@ -215,7 +216,7 @@ def _check_p_success(p_success) -> float:
 
 def _check_outcome_choice(arr, name: str) -> np.ndarray:
     A = ACTION_OFFSETS.shape[0]
-    out = _asarray(arr, name, "give an integer array (S, A) of outcome indices 0..4")
+    out = as_array(arr, name, "give an integer array (S, A) of outcome indices 0..4")
     if out.shape != (N_STATES, A) or not np.issubdtype(out.dtype, np.integer):
         raise ModelError(
             f"{name} must be an integer array (S, A) = ({N_STATES}, {A}) of outcome "
@@ -289,8 +290,9 @@ def safe_navigation(
     np.add.at(prob, (ii, jj, fail), 1.0 - p)
     prob[goal] = 0.0
     prob[goal, :, 0] = 1.0
-    cost = _as_float_array(
-        cell_cost, "cell_cost", "give the cost (S,) or (S, K) of entering each cell"
+    cost = as_float_array(
+        cell_cost, "cell_cost", "give the cost (S,) or (S, K) of entering each cell",
+        finite=False,
     )
     if cost.ndim == 1:
         cost = cost[:, None]

@@ -1,0 +1,380 @@
+"""Every input check of the toolkit, once, and the error classes.
+
+Public functions validate their arguments here, where the data enters the package;
+everything behind them takes valid arrays and does not check again.  Each check raises
+an :class:`InputError` (a :class:`ValueError`) whose message names the argument, the
+offending entry and its value, and says how to fix it.
+
+Error classes (importable from :mod:`rcmdp_exact`):
+
+* :class:`InputError`: any invalid input; ``ModelError`` is the same class under its
+  historical name, so ``except ModelError`` still catches every input error;
+* :class:`OptionError`: an unknown name for a choice (a method, a domain, an
+  algorithm); the message lists the valid names;
+* :class:`ImproperPolicyError`: an undiscounted evaluation whose sums diverge (a state
+  reachable from the start never terminates);
+* :class:`NotFiniteError`: finite inputs whose result overflowed float64; the message
+  names the input that caused it;
+* :class:`OutputPathError`: an output path that exists (without ``force``), whose
+  folder is missing, or that cannot be written.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "ImproperPolicyError",
+    "InputError",
+    "NotFiniteError",
+    "OptionError",
+    "OutputPathError",
+    "as_array",
+    "as_float_array",
+    "check_choice",
+    "check_distributions",
+    "check_finite",
+    "check_int",
+    "check_nonnegative",
+    "check_out_path",
+    "check_real",
+    "check_row_sums",
+    "check_seed",
+    "check_shape",
+    "check_type",
+    "plain",
+    "readonly",
+    "rng_from",
+    "row_tolerance",
+    "where",
+]
+
+
+# --------------------------------------------------------------------------- errors
+class InputError(ValueError):
+    """Invalid input; the message names what is wrong and how to fix it."""
+
+
+class OptionError(InputError):
+    """An unknown name for a choice; the message lists the valid names."""
+
+
+class ImproperPolicyError(InputError):
+    """An undiscounted evaluation diverges: a reachable state never terminates."""
+
+
+class NotFiniteError(InputError):
+    """Finite inputs gave an infinite or NaN result; the message names the input."""
+
+
+class OutputPathError(InputError):
+    """An output path exists, lies in a missing folder, or cannot be written."""
+
+
+# --------------------------------------------------------------------------- messages
+def plain(x):
+    """A numpy scalar as the Python number it holds (for messages)."""
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def where(axes: Sequence[str], idx) -> str:
+    """``"(s=1, a=0)"`` for axis names and an index; ``""`` for a scalar (no ``[]``)."""
+    idx = tuple(int(i) for i in np.atleast_1d(idx)) if np.ndim(idx) else (int(idx),)
+    if not axes:
+        return ""
+    return "(" + ", ".join(f"{a}={i}" for a, i in zip(axes, idx, strict=False)) + ")"
+
+
+def readonly(arr: np.ndarray) -> np.ndarray:
+    """Mark ``arr`` read-only and return it."""
+    arr.flags.writeable = False
+    return arr
+
+
+def row_tolerance(n: int) -> float:
+    """Tolerance on ``|sum(row) - 1|`` for a distribution over ``n`` entries.
+
+    Summing ``n`` float64 numbers loses about ``n * eps`` (eps = 2.2e-16) in the worst
+    case; the tolerance is ``1e-12 * max(n, 1)``, a few thousand times that bound, so
+    it scales with the size of the row as the rounding error does, and stays far below
+    any difference that matters at the toolkit's 1e-8 accuracy.
+    """
+    return 1e-12 * max(int(n), 1)
+
+
+#: Largest ``|sum(row) - 1|`` that ``normalize=True`` repairs: float32 rounding of a
+#: row of up to 10^4 entries (about n * 6e-8 in the worst case) fits well inside it.
+NORMALIZE_TOLERANCE = 1e-4
+
+
+# --------------------------------------------------------------------------- arrays
+def as_array(x, name: str, fix: str) -> np.ndarray:
+    """``np.asarray(x)``, or an :class:`InputError` for sparse, ragged or odd input."""
+    if sp.issparse(x):
+        raise InputError(
+            f"{name} must be a dense array here, got a scipy.sparse {type(x).__name__}; {fix}"
+        )
+    try:
+        return np.asarray(x)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"{name} must be an array, got a {type(x).__name__} that numpy cannot turn "
+            f"into one (ragged nesting?); {fix}"
+        ) from None
+
+
+def as_float_array(x, name: str, fix: str, *, shape: tuple | None = None,
+                   axes: Sequence[str] = (), finite: bool = True) -> np.ndarray:
+    """``x`` as a float64 array of real numbers, with an optional shape and finiteness.
+
+    Parameters
+    ----------
+    x : array_like
+    name : str
+        The argument's name, used in messages.
+    fix : str
+        How to fix a wrong type (ends the message).
+    shape : tuple, optional
+        The required shape; ``axes`` names its axes in the message.
+    finite : bool
+        Refuse NaN and inf (naming the first such entry).
+    """
+    raw = as_array(x, name, fix)
+    if np.iscomplexobj(raw):
+        raise InputError(f"{name} must be real, got complex values; {fix}")
+    try:
+        arr = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"{name} must be an array of real numbers, got a {type(x).__name__} whose "
+            f"entries cannot be converted to float64; {fix}"
+        ) from None
+    if shape is not None:
+        check_shape(arr, shape, name, axes)
+    if finite:
+        check_finite(arr, name, axes)
+    return arr
+
+
+def check_shape(arr: np.ndarray, shape: tuple, name: str, axes: Sequence[str] = ()) -> None:
+    """Raise unless ``arr.shape == shape``; the message names the axes."""
+    if arr.shape != tuple(shape):
+        label = f" {tuple(axes)}".replace("'", "") if axes else ""
+        raise InputError(
+            f"{name} must have shape{label} = {tuple(shape)}, got {arr.shape}; reshape it or "
+            f"check the numbers of states S, actions A and constraints K"
+        )
+
+
+def _first(mask: np.ndarray, positions) -> tuple:
+    """The index of the first True of ``mask`` (or its row of ``positions``)."""
+    k = int(np.flatnonzero(mask.ravel())[0])
+    if positions is not None:
+        return tuple(int(i) for i in positions[k])
+    return tuple(int(i) for i in np.unravel_index(k, mask.shape))
+
+
+def check_finite(arr: np.ndarray, name: str, axes: Sequence[str] = (),
+                 positions=None) -> None:
+    """Raise on the first NaN or inf of ``arr``, naming its position.
+
+    ``positions`` (N, d), optional: the index to report for each entry of a flat
+    ``arr`` (the stored entries of a sparse matrix, for instance).
+    """
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        if arr.ndim == 0:
+            raise InputError(f"{name} is {float(arr)!r}; give a finite number")
+        idx = _first(bad, positions)
+        value = float(arr.ravel()[int(np.flatnonzero(bad.ravel())[0])])
+        at = where(axes, idx) if axes else f"index {idx}"
+        raise InputError(
+            f"{name} has a non-finite entry {value!r} at {at}; replace NaN and inf by "
+            f"finite numbers"
+        )
+
+
+def check_nonnegative(arr: np.ndarray, name: str, what: str = "probabilities",
+                      positions=None) -> None:
+    """Raise on the first negative entry of ``arr``: ``name[i, j] = x is negative``."""
+    bad = arr < 0
+    if bad.any():
+        idx = _first(bad, positions)
+        value = float(arr.ravel()[int(np.flatnonzero(bad.ravel())[0])])
+        raise InputError(
+            f"{name}[{', '.join(map(str, idx))}] = {value!r} is negative; {what} must be >= 0"
+        )
+
+
+def check_row_sums(sums: np.ndarray, n: int, name: str, axes: Sequence[str] = (), *,
+                   normalize: bool = False):
+    """Check row sums of distributions over ``n`` entries; ``sums`` has the rows' shape.
+
+    Returns None when every row sums to 1 within :func:`row_tolerance` (n).  With
+    ``normalize=True``, rows within :data:`NORMALIZE_TOLERANCE` of 1 are accepted and
+    the sums are returned for the caller to divide by; larger misses are refused.
+    """
+    err = np.abs(np.asarray(sums) - 1.0)
+    tol = row_tolerance(n)
+    if not (err > tol).any():
+        return None
+    worst = float(err.max())
+    if normalize and worst <= NORMALIZE_TOLERANCE:
+        return sums
+    bad = err > tol
+    idx = _first(bad, None) if bad.ndim else ()
+    total = float(np.asarray(sums)[idx])
+    row = "".join(f"{i}, " for i in idx)
+    at = f" {where(axes, idx)}" if idx and axes else ""
+    hint = (f"; or pass normalize=True to renormalise rows within "
+            f"{NORMALIZE_TOLERANCE:g} of 1" if worst <= NORMALIZE_TOLERANCE else "")
+    raise InputError(
+        f"the row {name}[{row}:]{at} sums to {total!r}, not 1 (tolerance {tol:.1e}); "
+        f"normalise every row so that {name}.sum(axis=-1) == 1{hint}"
+    )
+
+
+def check_distributions(arr: np.ndarray, name: str, axes: Sequence[str] = (), *,
+                        normalize: bool = False, what: str = "probabilities") -> np.ndarray:
+    """Check that every slice along the last axis of ``arr`` is a distribution.
+
+    Entries >= 0 (:func:`check_nonnegative`) and rows summing to 1
+    (:func:`check_row_sums`, ``axes`` names the row axes).  Returns ``arr``, or with
+    ``normalize=True`` a renormalised copy when some row misses 1 by a little.
+    ``arr`` must already be finite.
+    """
+    check_nonnegative(arr, name, what)
+    sums = check_row_sums(arr.sum(axis=-1), arr.shape[-1] if arr.ndim else 1, name,
+                          axes, normalize=normalize)
+    return arr if sums is None else arr / sums[..., None]
+
+
+# --------------------------------------------------------------------------- scalars
+def check_int(value, name: str, low: int | None = None, high: int | None = None,
+              hint: str = "") -> int:
+    """``value`` as an int in ``[low, high]``; bools, floats and strings are refused."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InputError(
+            f"{name} must be an integer, got {plain(value)!r} ({type(value).__name__}){hint}"
+        )
+    v = int(value)
+    if (low is not None and v < low) or (high is not None and v > high):
+        if high is None:
+            rng = f">= {low}"
+        elif low is None:
+            rng = f"<= {high}"
+        else:
+            rng = f"in {low}..{high}"
+        raise InputError(f"{name} must be an integer {rng}, got {v}{hint}")
+    return v
+
+
+def check_real(value, name: str, low: float | None = None, high: float | None = None, *,
+               low_open: bool = False, high_open: bool = False, hint: str = "") -> float:
+    """``value`` as a finite float in the interval; bools and strings are refused.
+
+    ``low_open`` / ``high_open`` exclude the end points.
+    """
+    ok_type = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not ok_type and isinstance(value, np.ndarray) and value.ndim == 0 \
+            and value.dtype.kind in "iuf":
+        ok_type = True
+    v = float(value) if ok_type else None
+    if v is None or not np.isfinite(v) \
+            or (low is not None and (v < low or (low_open and v == low))) \
+            or (high is not None and (v > high or (high_open and v == high))):
+        lo = "-inf" if low is None else f"{low:g}"
+        hi = "inf" if high is None else f"{high:g}"
+        interval = f"{'(' if low_open or low is None else '['}{lo}, {hi}" \
+                   f"{')' if high_open or high is None else ']'}"
+        raise InputError(f"{name} must be a number in {interval}, got {plain(value)!r}{hint}")
+    return v
+
+
+def check_choice(value, name: str, choices: Sequence[str], hint: str = ""):
+    """``value`` if it is one of ``choices``, else an :class:`OptionError` listing them."""
+    try:
+        ok = value in choices
+    except TypeError:  # unhashable
+        ok = False
+    if not ok or isinstance(value, bool):
+        raise OptionError(
+            f"unknown {name} {plain(value)!r}; choose one of "
+            f"{', '.join(repr(c) for c in choices)}{hint}"
+        )
+    return value
+
+
+def check_type(value, name: str, cls, fix: str):
+    """``value`` if it is an instance of ``cls``, else an :class:`InputError`."""
+    if not isinstance(value, cls):
+        what = cls.__name__ if isinstance(cls, type) else " or ".join(c.__name__ for c in cls)
+        raise InputError(f"{name} must be a {what}, got {type(value).__name__}; {fix}")
+    return value
+
+
+# --------------------------------------------------------------------------- seeds
+def check_seed(seed, name: str = "seed"):
+    """A valid seed: None, an int >= 0, a SeedSequence or a numpy Generator.
+
+    Returns it unchanged (an int as ``int``).
+    """
+    if seed is None or isinstance(seed, np.random.Generator | np.random.SeedSequence):
+        return seed
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise InputError(
+            f"{name} must be a non-negative integer, a numpy.random.Generator or None, "
+            f"got {plain(seed)!r}"
+        )
+    return int(seed)
+
+
+def rng_from(seed, name: str = "seed") -> np.random.Generator:
+    """``numpy.random.default_rng`` of a validated seed (a Generator is returned as is)."""
+    seed = check_seed(seed, name)
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+# --------------------------------------------------------------------------- paths
+def check_out_path(path, *, kind: str = "dir", force: bool = False, name: str = "--out") -> Path:
+    """Check an output path before any work starts.
+
+    ``kind="dir"``: a folder to write files into; it may exist (files in it are
+    replaced) or be created, but must not be an existing file.  ``kind="file"``: a file
+    to write; an existing file is refused unless ``force``, and its folder must exist.
+    Either way the place must be writable.
+    """
+    if path is None or str(path).strip() == "":
+        raise OutputPathError(f"{name} is empty; give a path such as results/")
+    p = Path(os.fspath(path)).expanduser()
+    if kind == "dir":
+        if p.exists() and not p.is_dir():
+            raise OutputPathError(
+                f"{name} {str(p)!r} is an existing file, not a folder; give a folder path"
+            )
+        probe = p
+        while not probe.exists():
+            probe = probe.parent
+        if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+            raise OutputPathError(f"{name} {str(p)!r} cannot be created: {str(probe)!r} "
+                                  f"is not writable")
+        return p
+    if p.is_dir():
+        raise OutputPathError(f"{name} {str(p)!r} is a folder; give a file path")
+    if p.exists() and not force:
+        raise OutputPathError(
+            f"{name} {str(p)!r} already exists; pass --force (force=True) to replace it"
+        )
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise OutputPathError(f"the folder of {name} {str(p)!r} does not exist; create "
+                              f"{str(parent)!r} first")
+    if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise OutputPathError(f"{name} {str(p)!r} is not writable")
+    return p
