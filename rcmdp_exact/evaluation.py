@@ -38,7 +38,7 @@ transposed, the occupancy.  Terminal states earn nothing, so their value is 0.
 With :math:`\gamma = 1` (stochastic shortest path) the system is solved on the
 *proper* non-terminal states, those from which every path under the policy reaches a
 terminal state.  Every state reachable from :math:`p_0` must be proper, otherwise the
-sums diverge and a :class:`~rcmdp_exact.model.ModelError` names a reachable state that
+sums diverge and an :class:`~rcmdp_exact.ImproperPolicyError` names a reachable state that
 never reaches a terminal state (networkx on the policy's transition graph,
 :func:`check_proper`).  Improper states that :math:`p_0` never reaches get ``nan``.
 
@@ -54,21 +54,28 @@ return is :math:`R_{pen} = V - 500 \sum_k \max(0, C_k - d'_k)`
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ._checks import as_float_array, plain
+from ._checks import (
+    ImproperPolicyError,
+    NotFiniteError,
+    as_float_array,
+    check_int,
+    check_real,
+    check_shape,
+)
 from ._result import Result
-from .model import ModelError, TabularCMDP, check_model, check_policy
+from .model import TabularCMDP, check_model, check_policy
 
 __all__ = [
     "PENALTY_WEIGHT",
+    "check_finite_result",
     "check_proper",
     "evaluate",
     "evaluate_finite_horizon",
+    "evaluate_finite_horizon_batch",
     "penalised_return",
     "policy_transition_matrix",
     "rescaled_budget",
@@ -77,6 +84,24 @@ __all__ = [
 #: The evaluation weight of the penalised return (the paper's maximal multiplier).
 PENALTY_WEIGHT = 500.0
 
+
+def check_finite_result(model: TabularCMDP, sol: np.ndarray, what: str) -> None:
+    """Raise :class:`NotFiniteError` when ``sol`` (..., 1 + K) overflowed float64.
+
+    Column 0 comes from the rewards, column 1 + k from cost k; the message names the
+    input whose sums overflowed and its largest magnitude.
+    """
+    bad = ~np.isfinite(sol)
+    if not bad.any():
+        return
+    col = int(np.argwhere(bad)[0][-1])
+    name, arr = ("R", model.R) if col == 0 else (f"C[..., {col - 1}]", model.C[..., col - 1])
+    raise NotFiniteError(
+        f"{what} overflowed float64: the sums of {name} (largest magnitude "
+        f"{float(np.abs(arr).max()):.3g}) are not finite; rescale {name.split('[')[0]} "
+        f"(e.g. divide it by a constant) so that max|{name.split('[')[0]}| / (1 - gamma) "
+        f"stays far below 1.8e308"
+    )
 
 
 def _factorise(M) -> spla.SuperLU:
@@ -178,7 +203,7 @@ def check_proper(model: TabularCMDP, P_pi: sp.sparray, what: str,
 
     Raises
     ------
-    ModelError
+    ImproperPolicyError
         If a state reachable from ``p0`` is not proper; the message names a state
         reachable from ``p0`` that never reaches a terminal state.
     """
@@ -217,13 +242,13 @@ def check_proper(model: TabularCMDP, P_pi: sp.sparray, what: str,
         s = int(bad_reached[0])
         lab = model.state_labels
         name = f"{s}" if lab is None else f"{s} ({lab[s]})"
-        raise ModelError(message.format(what=what, name=name, n=bad_reached.size))
+        raise ImproperPolicyError(message.format(what=what, name=name, n=bad_reached.size))
     G.remove_edges_from([(int(c), sink) for c in np.unique(comp[model.terminal])])
     G.add_edges_from((int(c), sink) for c in np.unique(comp[~good]))
     return ~(members(nx.ancestors(G, sink)) | ~good)
 
 
-def evaluate(model: TabularCMDP, policy, lam=None) -> Result:
+def evaluate(model: TabularCMDP, policy, lam=None, *, check: bool = True) -> Result:
     r"""Exact discounted evaluation of a stochastic policy (one sparse LU).
 
     Solves :math:`(I - \gamma P_\pi)\,[V, C_1, \dots, C_K] = [r_\pi, c_{\pi,1}, \dots,
@@ -237,7 +262,10 @@ def evaluate(model: TabularCMDP, policy, lam=None) -> Result:
     model : TabularCMDP
     policy : array (S, A) of action probabilities, or int array (S,) of actions
     lam : array (K,) or float, optional
-        Lagrange multipliers (default 0).
+        Lagrange multipliers >= 0 (default 0).
+    check : bool
+        Validate the inputs (default).  Internal callers pass ``False`` with a valid
+        model, an (S, A) float policy and a (K,) multiplier array.
 
     Returns
     -------
@@ -253,9 +281,13 @@ def evaluate(model: TabularCMDP, policy, lam=None) -> Result:
 
     Raises
     ------
-    ModelError
-        On an invalid policy or multipliers, or with gamma = 1 when a state reachable
-        from p0 never reaches a terminal state (see :func:`check_proper`).
+    InputError
+        On an invalid policy or multipliers.
+    ImproperPolicyError
+        With gamma = 1, when a state reachable from p0 never reaches a terminal state
+        (see :func:`check_proper`).
+    NotFiniteError
+        When the values overflow float64 (rewards or costs too large for gamma).
 
     Examples
     --------
@@ -266,10 +298,14 @@ def evaluate(model: TabularCMDP, policy, lam=None) -> Result:
     >>> round(evaluate(m, [[1.0]]).value, 12)
     10.0
     """
-    check_model(model)
     S, A, K = model.n_states, model.n_actions, model.n_constraints
-    pi = check_policy(policy, S, A)
-    lam = model.check_multipliers(lam)
+    if check:
+        check_model(model)
+        pi = check_policy(policy, S, A)
+        lam = model.check_multipliers(lam)
+    else:
+        pi = policy
+        lam = np.zeros(K) if lam is None else lam
     gamma = model.gamma
     P_pi = _p_pi(model, pi)
     rhs = _rhs(model, pi)
@@ -297,6 +333,7 @@ def evaluate(model: TabularCMDP, policy, lam=None) -> Result:
         # p0 is zero outside the proper states (check_proper), so skip their nan
         value = float(p0[proper] @ sol[proper, 0])
         cost = p0[proper] @ sol[proper, 1:]
+    check_finite_result(model, sol if gamma < 1.0 else sol[proper], "evaluate")
     v = sol[:, 0]
     cc = sol[:, 1:]
     nxt = (model.P_sparse @ sol).reshape(S, A, 1 + K)
@@ -321,11 +358,14 @@ def evaluate(model: TabularCMDP, policy, lam=None) -> Result:
     )
 
 
-def _check_horizon(T, what: str, minimum: int) -> int:
-    if isinstance(T, bool) or not (isinstance(T, numbers.Integral) and T >= minimum):
-        kind = "positive" if minimum >= 1 else "non-negative"
-        raise ModelError(f"{what} must be a {kind} integer number of steps, got {plain(T)!r}")
-    return int(T)
+def _horizon_and_discount(model: TabularCMDP, horizon, discount):
+    """Validated (T, beta) of the finite-horizon evaluations."""
+    check_model(model)
+    T = model.horizon if horizon is None else horizon
+    T = check_int(T, "horizon", 1, hint="; pass horizon=T or build the model with "
+                  "horizon=T" if T is None else " (a number of steps)")
+    beta = check_real(discount, "discount", 0.0, 1.0)
+    return T, beta
 
 
 def evaluate_finite_horizon(model: TabularCMDP, policy, horizon: int | None = None,
@@ -346,8 +386,8 @@ def evaluate_finite_horizon(model: TabularCMDP, policy, horizon: int | None = No
     model : TabularCMDP
     policy : array (S, A) or int array (S,)
         A stationary policy (the greedy policy of a learner, for instance).
-    horizon : int, optional
-        Number of steps T >= 0; defaults to ``model.horizon``.
+    horizon : int >= 1, optional
+        Number of steps T; defaults to ``model.horizon``.
     discount : float in [0, 1]
         Per-step discount :math:`\beta` (1.0, the default, gives the undiscounted
         test metric).
@@ -357,31 +397,20 @@ def evaluate_finite_horizon(model: TabularCMDP, policy, horizon: int | None = No
     Result
         ``value`` and ``cost`` (K,) from p0, per-state ``v`` (S,) and ``c`` (S, K) at
         t = 0, ``horizon``; ``budget`` (K,) = :func:`rescaled_budget` (d, model.gamma,
-        T) (``d`` itself when T = 0), ``overshoot`` = cost - budget and
-        ``penalised_return`` = :func:`penalised_return` (value, cost, budget).
+        T), ``overshoot`` = cost - budget and ``penalised_return`` =
+        :func:`penalised_return` (value, cost, budget).
     """
-    check_model(model)
-    T = model.horizon if horizon is None else horizon
-    if T is None:
-        raise ModelError(
-            "evaluate_finite_horizon needs a horizon: pass horizon=T or build the model "
-            "with horizon=T"
-        )
-    T = _check_horizon(T, "horizon", 0)
-    if isinstance(discount, str | bytes | bool) or not isinstance(discount, numbers.Real) \
-            or not 0.0 <= discount <= 1.0:
-        raise ModelError(f"discount must be a number in [0, 1], got {plain(discount)!r}")
-    S, A = model.n_states, model.n_actions
-    pi = check_policy(policy, S, A)
+    T, beta = _horizon_and_discount(model, horizon, discount)
+    pi = check_policy(policy, model.n_states, model.n_actions)
     P_pi = _p_pi(model, pi)
     rhs = _rhs(model, pi)
     W = np.zeros_like(rhs)
-    beta = float(discount)
     for _ in range(T):
         W = rhs + beta * (P_pi @ W)
+    check_finite_result(model, W, "evaluate_finite_horizon")
     value = float(model.p0 @ W[:, 0])
     cost = model.p0 @ W[:, 1:]
-    budget = rescaled_budget(model.d, model.gamma, T) if T else model.d.copy()
+    budget = rescaled_budget(model.d, model.gamma, T)
     return Result(
         value=value,
         cost=cost,
@@ -392,6 +421,69 @@ def evaluate_finite_horizon(model: TabularCMDP, policy, horizon: int | None = No
         overshoot=cost - budget,
         penalised_return=penalised_return(value, cost, budget),
     )
+
+
+def evaluate_finite_horizon_batch(model: TabularCMDP, policies, kernels=None,
+                                  horizon: int | None = None, discount: float = 1.0) -> Result:
+    r""":func:`evaluate_finite_horizon` of M policies on N kernels at once.
+
+    The same backward induction, batched: :math:`W_t = [r_\pi, c_\pi] + \beta
+    P_\pi W_{t+1}` for every (kernel, policy) pair, with the rewards and costs of
+    ``model`` (per transition, so they are re-weighted by each kernel) and its p0,
+    terminal states and budgets.  One batched matrix product per step instead of N*M
+    sparse products: the way to evaluate every policy on every test setting of a suite.
+
+    Parameters
+    ----------
+    model : TabularCMDP
+        Rewards, costs, budgets, p0, terminal states (and horizon by default).
+    policies : array (M, S, A) or (S, A)
+        Stationary policies.
+    kernels : array (N, S, A, S) or (S, A, S), optional
+        Transition tensors (default: ``model.P``); each must be a valid kernel of the
+        model (rows are checked).
+    horizon, discount :
+        As in :func:`evaluate_finite_horizon`.
+
+    Returns
+    -------
+    Result
+        ``value`` (N, M), ``cost`` (N, M, K), ``budget`` (K,), ``overshoot`` (N, M, K),
+        ``penalised_return`` (N, M), ``horizon``.
+    """
+    from .model import check_transition_rows
+
+    T, beta = _horizon_and_discount(model, horizon, discount)
+    S, A = model.n_states, model.n_actions
+    pol = as_float_array(policies, "policies", "give an (M, S, A) array of policies")
+    pol = pol[None] if pol.ndim == 2 else pol
+    check_shape(pol, (pol.shape[0], S, A), "policies", ("m", "s", "a"))
+    for m in range(pol.shape[0]):
+        check_policy(pol[m], S, A, name=f"policies[{m}]")
+    if kernels is None:
+        P = np.asarray(model.P)[None]
+    else:
+        P = as_float_array(kernels, "kernels", "give an (N, S, A, S) array of kernels")
+        P = P[None] if P.ndim == 3 else P
+        check_shape(P, (P.shape[0], S, A, S), "kernels", ("n", "s", "a", "s'"))
+        check_transition_rows(P.reshape(-1, A, S), "kernels")
+    # expected one-step reward and costs under each kernel: (N, S, A, 1 + K)
+    g = np.concatenate([np.asarray(model.R)[..., None], np.asarray(model.C)], axis=-1)
+    r = np.einsum("nsat,satk->nsak", P, g)
+    r[:, model.terminal] = 0.0
+    rhs = np.einsum("msa,nsak->nmsk", pol, r)
+    P_pi = np.einsum("msa,nsat->nmst", pol, P)
+    W = np.zeros_like(rhs)
+    for _ in range(T):
+        W = rhs + beta * (P_pi @ W)
+    check_finite_result(model, W, "evaluate_finite_horizon_batch")
+    out = np.einsum("s,nmsk->nmk", model.p0, W)
+    value, cost = out[..., 0], out[..., 1:]
+    budget = rescaled_budget(model.d, model.gamma, T)
+    over = cost - budget
+    return Result(value=value, cost=cost, budget=budget, overshoot=over,
+                  penalised_return=value - PENALTY_WEIGHT * np.maximum(over, 0.0).sum(-1),
+                  horizon=T)
 
 
 def rescaled_budget(d, gamma: float, horizon: int) -> np.ndarray:
@@ -406,13 +498,8 @@ def rescaled_budget(d, gamma: float, horizon: int) -> np.ndarray:
     6.928
     """
     d = np.atleast_1d(as_float_array(d, "budgets d", "give one number per constraint"))
-    if not np.isfinite(d).all():
-        raise ModelError(f"budgets d must be finite, got {d.tolist()}")
-    if isinstance(gamma, str | bytes | bool) or not isinstance(gamma, numbers.Real) \
-            or not 0.0 <= gamma <= 1.0:
-        raise ModelError(f"gamma must be a number in [0, 1], got {plain(gamma)!r}")
-    T = _check_horizon(horizon, "horizon of a rescaled budget", 1)
-    g = float(gamma)
+    g = check_real(gamma, "gamma", 0.0, 1.0)
+    T = check_int(horizon, "horizon of a rescaled budget", 1)
     norm = float(T) if g == 1.0 else (1.0 - g**T) / (1.0 - g)
     return d * T / norm
 
@@ -423,16 +510,8 @@ def penalised_return(value, cost, budget, weight: float = PENALTY_WEIGHT) -> flo
     The paper's Table 1 metric, with ``budget`` the rescaled budget d' of the T-step
     metric (:func:`rescaled_budget`).
     """
-    fix = "give one number per constraint"
-    v = as_float_array(value, "value", "give the value as one number", finite=False)
-    if v.ndim != 0:
-        raise ModelError(f"value must be one number, got an array of shape {v.shape}")
-    c = np.atleast_1d(as_float_array(cost, "cost", fix, finite=False))
-    b = np.atleast_1d(as_float_array(budget, "budget", fix, finite=False))
-    if c.shape != b.shape:
-        raise ModelError(
-            f"cost and budget must have the same shape (one entry per constraint), got "
-            f"{c.shape} and {b.shape}"
-        )
-    over = np.maximum(0.0, c - b)
-    return float(v - weight * over.sum())
+    v = check_real(value, "value")
+    c = np.atleast_1d(as_float_array(cost, "cost", "give one number per constraint"))
+    b = as_float_array(budget, "budget", "give one number per constraint")
+    check_shape(np.atleast_1d(b), c.shape, "budget (one entry per constraint, like cost)")
+    return float(v - weight * np.maximum(0.0, c - b).sum())
