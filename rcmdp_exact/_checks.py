@@ -203,13 +203,12 @@ def check_finite(arr: np.ndarray, name: str, axes: Sequence[str] = (),
 def check_nonnegative(arr: np.ndarray, name: str, what: str = "probabilities",
                       positions=None) -> None:
     """Raise on the first negative entry of ``arr``: ``name[i, j] = x is negative``."""
-    bad = arr < 0
+    bad = np.asarray(arr < 0)
     if bad.any():
-        idx = _first(bad, positions)
-        value = float(arr.ravel()[int(np.flatnonzero(bad.ravel())[0])])
-        raise InputError(
-            f"{name}[{', '.join(map(str, idx))}] = {value!r} is negative; {what} must be >= 0"
-        )
+        idx = _first(bad, positions) if bad.ndim else ()
+        value = float(np.ravel(arr)[int(np.flatnonzero(bad.ravel())[0])])
+        at = f"[{', '.join(map(str, idx))}]" if idx else ""
+        raise InputError(f"{name}{at} = {value!r} is negative; {what} must be >= 0")
 
 
 def check_row_sums(sums: np.ndarray, n: int, name: str, axes: Sequence[str] = (), *,

@@ -298,9 +298,10 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, check: bool = True) -> Res
     >>> round(evaluate(m, [[1.0]]).value, 12)
     10.0
     """
-    S, A, K = model.n_states, model.n_actions, model.n_constraints
     if check:
         check_model(model)
+    S, A, K = model.n_states, model.n_actions, model.n_constraints
+    if check:
         pi = check_policy(policy, S, A)
         lam = model.check_multipliers(lam)
     else:

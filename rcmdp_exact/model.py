@@ -285,11 +285,13 @@ class TabularCMDP:
             self._P_sparse = None
         sparse = self._P is None
         # -- rewards and costs: per pair (S, A[, K]) or per transition (S, A, S[, K])
-        R_arr = as_float_array(R, "R", "give an (S, A) or (S, A, S) array of rewards")
+        R_arr = as_float_array(R, "R", "give an (S, A) or (S, A, S) array of rewards",
+                               finite=False)
         per_pair = (S, A) if sparse else None
         self._R_sa, self._R = self._split(R_arr, "R", (S, A), (S, A, S), per_pair)
         C_arr = (np.zeros((S, A, 0)) if C is None else
-                 as_float_array(C, "C", "give an (S, A, S, K) or (S, A, K) array of costs"))
+                 as_float_array(C, "C", "give an (S, A, S, K) or (S, A, K) array of costs",
+                                finite=False))
         K = C_arr.shape[-1] if C_arr.ndim in (3, 4) else 0
         self._C_sa, self._C = self._split(C_arr, "C", (S, A, K), (S, A, S, K),
                                           (S, A, K) if sparse else None)
@@ -297,8 +299,9 @@ class TabularCMDP:
             raise ModelError(f"the model has K={K} cost functions but no budgets d; give d "
                              f"of shape ({K},), one budget per constraint")
         d_arr = np.zeros(0) if d is None else as_float_array(
-            d, "budgets d", "give one budget per constraint").reshape(-1)
+            d, "budgets d", "give one budget per constraint", finite=False).reshape(-1)
         check_shape(d_arr, (K,), "budgets d (one per constraint, K from C)", ("k",))
+        check_finite(d_arr, "budgets d", ("k",))
         self._d = readonly(d_arr.copy())
         # -- discount, start, horizon, terminal
         self._gamma = check_real(gamma, "gamma", 0.0, 1.0,
@@ -822,10 +825,12 @@ class TabularCMDP:
         K = self.n_constraints
         if lam is None:
             return np.zeros(K)
-        arr = as_float_array(lam, "lam", "give one multiplier per constraint").reshape(-1)
+        arr = as_float_array(lam, "lam", "give one multiplier per constraint",
+                             finite=False).reshape(-1)
         if arr.size == 1 and K > 1:
             arr = np.full(K, float(arr[0]))
         check_shape(arr, (K,), "lam (one multiplier per constraint, or one number)", ("k",))
+        check_finite(arr, "lam", ("k",))
         check_nonnegative(arr, "lam", "Lagrange multipliers")
         return arr
 
