@@ -47,6 +47,7 @@ __all__ = [
     "check_row_sums",
     "check_seed",
     "check_shape",
+    "check_support",
     "check_type",
     "plain",
     "readonly",
@@ -193,10 +194,10 @@ def check_finite(arr: np.ndarray, name: str, axes: Sequence[str] = (),
             raise InputError(f"{name} is {float(arr)!r}; give a finite number")
         idx = _first(bad, positions)
         value = float(arr.ravel()[int(np.flatnonzero(bad.ravel())[0])])
-        at = where(axes, idx) if axes else f"index {idx}"
+        at = f" at {where(axes, idx)}" if axes else ""
         raise InputError(
-            f"{name} has a non-finite entry {value!r} at {at}; replace NaN and inf by "
-            f"finite numbers"
+            f"{name}[{', '.join(map(str, idx))}] = {value!r} is not finite{at}; replace NaN "
+            f"and inf by finite numbers"
         )
 
 
@@ -252,6 +253,18 @@ def check_distributions(arr: np.ndarray, name: str, axes: Sequence[str] = (), *,
     sums = check_row_sums(arr.sum(axis=-1), arr.shape[-1] if arr.ndim else 1, name,
                           axes, normalize=normalize)
     return arr if sums is None else arr / sums[..., None]
+
+
+def check_support(values: np.ndarray, support: np.ndarray, name: str, fix: str) -> None:
+    """Raise when ``values`` puts positive mass outside a boolean ``support`` mask."""
+    off = (values > 0) & ~support
+    if off.any():
+        idx = _first(off, None)
+        at = ", ".join(map(str, idx))
+        raise InputError(
+            f"{name}[{at}] = {float(values[idx])!r} lies outside the support "
+            f"(support[{at}] is False); {fix}"
+        )
 
 
 # --------------------------------------------------------------------------- scalars

@@ -94,8 +94,17 @@ import warnings
 
 import numpy as np
 
-from ._checks import as_array, as_float_array, row_tolerance
-from ._result import Result
+from ._checks import (
+    as_array,
+    as_float_array,
+    check_choice,
+    check_finite,
+    check_nonnegative,
+    check_row_sums,
+    check_support,
+    row_tolerance,
+)
+from ._result import Result, Status
 from .model import ModelError
 
 __all__ = [
@@ -131,17 +140,12 @@ _rowdot = getattr(np, "vecdot", _einsum_rowdot)
 
 
 # --------------------------------------------------------------------------- validation
-def _where(idx: tuple) -> str:
-    return "[" + ", ".join(str(int(i)) for i in idx) + "]"
-
-
 def _validate(p, zz, a, sup, n) -> None:
-    """Raise a ModelError naming the first bad entry; a cheap screen runs first."""
+    """Raise naming the first bad entry (a cheap screen runs first)."""
     sums = p.sum(axis=-1)
-    tol = row_tolerance(n)
     fine = (
         bool(p.min() >= 0.0)
-        and bool((np.abs(sums - 1.0) <= tol).all())
+        and bool((np.abs(sums - 1.0) <= row_tolerance(n)).all())
         and bool(np.isfinite(zz.sum()))
         and bool(np.isfinite(a).all())
         and bool((a >= 0).all())
@@ -150,43 +154,13 @@ def _validate(p, zz, a, sup, n) -> None:
     if fine:
         return
     for name, arr in (("p_hat", p), ("z", zz), ("alpha", a)):
-        bad = ~np.isfinite(arr)
-        if bad.any():
-            idx = tuple(np.argwhere(bad)[0])
-            raise ModelError(
-                f"{name}{_where(idx)} = {float(arr[idx])!r} is not finite; replace NaN and "
-                f"inf by finite numbers"
-            )
-    if (a < 0).any():
-        idx = tuple(np.argwhere(a < 0)[0]) if a.ndim else ()
-        raise ModelError(
-            f"alpha{_where(idx)} = {float(a[idx])!r} is negative; the radius of an L1 "
-            f"ball must be >= 0 (alpha = 0 gives the nominal distribution)"
-        )
-    if (p < 0).any():
-        idx = tuple(np.argwhere(p < 0)[0])
-        raise ModelError(
-            f"p_hat{_where(idx)} = {float(p[idx])!r} is negative; p_hat must be a probability "
-            f"distribution (entries >= 0 summing to 1 on its support)"
-        )
+        check_finite(arr, name)
+    check_nonnegative(a, "alpha", "the radii of L1 balls (0 gives the nominal distribution)")
+    check_nonnegative(p, "p_hat", "probabilities (p_hat is a distribution on its support)")
     if sup is not None:
-        off = (p > 0) & ~sup
-        if off.any():
-            idx = tuple(np.argwhere(off)[0])
-            raise ModelError(
-                f"p_hat{_where(idx)} = {float(p[idx])!r} lies outside the support "
-                f"(support{_where(idx)} is False); p_hat must be a probability "
-                f"distribution on its support: move that mass onto the support or "
-                f"enlarge the support"
-            )
-    bad = np.abs(sums - 1.0) > tol
-    if bad.any():
-        idx = tuple(np.argwhere(bad)[0]) if bad.ndim else ()
-        raise ModelError(
-            f"p_hat{_where(idx)} sums to {float(sums[idx])!r}, not 1 (tolerance "
-            f"{tol:.1e}); p_hat must be a probability distribution on its support: "
-            f"normalise it (p_hat / p_hat.sum(axis=-1, keepdims=True))"
-        )
+        check_support(p, np.broadcast_to(sup, p.shape), "p_hat",
+                      "move that mass onto the support or enlarge the support")
+    check_row_sums(sums, n, "p_hat")
 
 
 def _prepare(p_hat, z, alpha, support):
@@ -676,6 +650,40 @@ def _lp_method(P, Z, A, sup, n, solver: str, progress: bool):
     return p_out, val, ok, statuses
 
 
+# --------------------------------------------------------------------------- one row
+def _one_row(p_hat, z, alpha, check: bool):
+    """The sort method for one distribution at the cost of plain numpy, or None.
+
+    Taken when ``p_hat`` and ``z`` are 1-D float64 arrays of one length and ``alpha`` a
+    number (the per-step call of a learner); anything else, or an input that fails the
+    cheap screen, goes through the general path (which names the culprit).
+    """
+    if not (type(p_hat) is np.ndarray and type(z) is np.ndarray and p_hat.ndim == 1
+            and z.shape == p_hat.shape and p_hat.dtype == np.float64
+            and z.dtype == np.float64 and p_hat.size > 0
+            and isinstance(alpha, float | int) and not isinstance(alpha, bool)):
+        return None
+    n = p_hat.size
+    if check and not (alpha >= 0.0 and np.isfinite(alpha) and p_hat.min() >= 0.0
+                      and abs(p_hat.sum() - 1.0) <= row_tolerance(n)
+                      and np.isfinite(z.sum())):
+        return None
+    o = np.argsort(-z, kind="stable")  # decreasing z, ties by index
+    k = o[-1]
+    eps = max(0.0, min(0.5 * alpha, 1.0 - p_hat[k]))
+    ps = p_hat[o]
+    ps[-1] = 0.0  # the argmin keeps its mass
+    cs = np.cumsum(ps)
+    j = min(int(np.count_nonzero(cs <= eps)), n - 1)
+    part = min(max(eps - (cs[j] - ps[j]), 0.0), ps[j])
+    out = p_hat.copy()
+    out[o[:j]] = 0.0
+    out[o[j]] -= part
+    out[k] = p_hat[k] + eps
+    return Result(p=out, value=float(out @ z), method="sort", success=True,
+                  status=Status.OPTIMAL, message="exact sort-based solution")
+
+
 # --------------------------------------------------------------------------- public API
 def l1_violation(p, p_hat, alpha, support=None) -> np.ndarray:
     r"""Largest violation of the constraints of the inner problem, per distribution.
@@ -754,13 +762,14 @@ def worst_case_l1(p_hat, z, alpha, support=None, method: str = "sort", *,
     >>> round(float(res.value), 12)
     1.1
     """
-    if method not in INNER_METHODS:
-        raise ModelError(
-            f"unknown method {method!r}; use 'sort' (exact, batched) or 'lp' (cvxpy LP per "
-            f"row, a cross-check)"
-        )
-    if method == "lp" and solver not in LP_SOLVERS:
-        raise ModelError(f"unknown LP solver {solver!r}; use one of {list(LP_SOLVERS)}")
+    if method == "sort" and support is None:
+        fast = _one_row(p_hat, z, alpha, check)
+        if fast is not None:
+            return fast
+    check_choice(method, "method", INNER_METHODS,
+                 hint=" ('sort': exact, batched; 'lp': one cvxpy LP per row, a cross-check)")
+    if method == "lp":
+        check_choice(solver, "LP solver", LP_SOLVERS)
     P, Z, A, sup, lead, n, validate = _prepare(p_hat, z, alpha, support)
     if check and (
         method == "lp"
@@ -776,7 +785,7 @@ def worst_case_l1(p_hat, z, alpha, support=None, method: str = "sort", *,
             value=val.reshape(lead) if lead else float(val[0]),
             method="sort",
             success=True,
-            status=0,
+            status=Status.OPTIMAL,
             message="exact sort-based solution",
         )
     p_out, val, ok, statuses = _lp_method(P, Z, A, sup, n, solver, progress)
@@ -799,7 +808,7 @@ def worst_case_l1(p_hat, z, alpha, support=None, method: str = "sort", *,
         method="lp",
         solver=solver,
         success=success,
-        status=0 if success else 1,
+        status=Status.OPTIMAL if success else Status.OPTIMAL_INACCURATE,
         message=(
             f"{solver} solved every LP; the answers were re-checked feasible"
             if success

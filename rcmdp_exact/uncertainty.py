@@ -76,6 +76,7 @@ from ._checks import (
     check_nonnegative,
     check_real,
     check_shape,
+    check_support,
     readonly,
     row_tolerance,
 )
@@ -157,13 +158,7 @@ def _support_mask(support, S: int, A: int, values=None, name: str = "",
         raise ModelError(f"support must be a boolean array (S, A, S), got dtype {sup.dtype}")
     check_shape(sup, (S, A, S), "support", ("s", "a", "s'"))
     if values is not None:
-        off = (values > 0) & ~sup
-        if off.any():
-            s, a, t = (int(i) for i in np.argwhere(off)[0])
-            raise ModelError(
-                f"{name}[{s}, {a}, {t}] = {float(values[s, a, t])!r} lies outside the "
-                f"support (support[{s}, {a}, {t}] is False); {fix}"
-            )
+        check_support(values, sup, name, fix)
     return sup.copy()
 
 
