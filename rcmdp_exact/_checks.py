@@ -166,7 +166,7 @@ def as_float_array(x, name: str, fix: str, *, shape: tuple | None = None,
 def check_shape(arr: np.ndarray, shape: tuple, name: str, axes: Sequence[str] = ()) -> None:
     """Raise unless ``arr.shape == shape``; the message names the axes."""
     if arr.shape != tuple(shape):
-        label = f" {tuple(axes)}".replace("'", "") if axes else ""
+        label = f" ({', '.join(axes)})" if axes else ""
         raise InputError(
             f"{name} must have shape{label} = {tuple(shape)}, got {arr.shape}; reshape it or "
             f"check the numbers of states S, actions A and constraints K"

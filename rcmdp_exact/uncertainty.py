@@ -77,6 +77,7 @@ from ._checks import (
     check_real,
     check_shape,
     check_support,
+    check_type,
     readonly,
     row_tolerance,
 )
@@ -87,6 +88,7 @@ from .sampling import rollout
 
 __all__ = [
     "L1Ball",
+    "check_ball",
     "collect_counts",
     "estimate",
     "estimate_l1_ball",
@@ -104,6 +106,14 @@ def _radii(alpha, S: int, A: int) -> np.ndarray:
     al = np.array(np.broadcast_to(al, (S, A)))
     check_nonnegative(al, "alpha", "the radii of L1 balls (0 gives the nominal distribution)")
     return al
+
+
+def check_ball(ball, model: TabularCMDP) -> None:
+    """Raise unless ``ball`` is an :class:`L1Ball` with the model's (S, A)."""
+    check_type(ball, "ball", L1Ball, "build one with rcmdp_exact.estimate(model, ...).ball, "
+               "l1_ball(model, alpha) or L1Ball(nominal, alpha)")
+    check_shape(ball.nominal, (model.n_states, model.n_actions, model.n_states),
+                "the ball (its nominal kernel, for this model)", ("s", "a", "s'"))
 
 
 def merge_outcomes(q, outcomes, n_states: int | None = None) -> np.ndarray:
