@@ -333,12 +333,17 @@ def check_type(value, name: str, cls, fix: str):
 
 # --------------------------------------------------------------------------- seeds
 def check_seed(seed, name: str = "seed"):
-    """A valid seed: None, an int >= 0, a SeedSequence or a numpy Generator.
+    """A valid seed: None, an int >= 0, a sequence of ints >= 0 (SeedSequence entropy),
+    a :class:`numpy.random.SeedSequence` or a :class:`numpy.random.Generator`.
 
-    Returns it unchanged (an int as ``int``).
+    Returns it unchanged (an int as ``int``, a sequence as a tuple of ints).
     """
     if seed is None or isinstance(seed, np.random.Generator | np.random.SeedSequence):
         return seed
+    if isinstance(seed, list | tuple | np.ndarray) and len(seed) > 0 and all(
+            isinstance(x, numbers.Integral) and not isinstance(x, bool) and x >= 0
+            for x in np.ravel(np.asarray(seed, dtype=object))):
+        return tuple(int(x) for x in np.ravel(np.asarray(seed, dtype=object)))
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise InputError(
             f"{name} must be a non-negative integer, a numpy.random.Generator or None, "
