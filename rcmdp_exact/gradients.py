@@ -73,6 +73,7 @@ __all__ = [
     "monte_carlo_estimator",
     "policy_gradient",
     "relative_error",
+    "resolve_horizon",
 ]
 
 
@@ -465,7 +466,8 @@ def _kink_bound(par, params):
 
 
 # =========================================================================== estimators, exactly
-def _resolve_horizon(model: TabularCMDP, horizon) -> int | None:
+def resolve_horizon(model: TabularCMDP, horizon) -> int | None:
+    """An episode length: "model" (the model's horizon), None (unbounded) or an int >= 1."""
     if isinstance(horizon, str):
         return model.horizon if check_choice(horizon, "horizon", ("model",)) else None
     return None if horizon is None else check_int(
@@ -545,7 +547,7 @@ def estimator_expectation(model: TabularCMDP, params, estimator: str, lam=None,
     if est.name == "theorem2":
         return adversary_gradient(model, params, adversary_params, lam, parametrisation,
                                   adversary_parametrisation)
-    T = _resolve_horizon(model, horizon)
+    T = resolve_horizon(model, horizon)
     ctx = _Context(model, params, lam, parametrisation, adversary_params,
                    adversary_parametrisation, need_adversary=(est.side == "adversary"))
     pi = ctx.policy.probs(ctx.theta)
@@ -624,7 +626,7 @@ def monte_carlo_estimator(model: TabularCMDP, params, estimator: str, n_episodes
             f"{est.name!r} is an exact formula, not a sampled estimator; sample one of "
             f"{', '.join(n for n, e in ESTIMATORS.items() if not e.exact)}"
         )
-    T = _resolve_horizon(model, horizon)
+    T = resolve_horizon(model, horizon)
     check_int(T, "horizon", 1, hint=" (Monte Carlo needs a finite episode length: pass "
               "horizon=T)" if T is None else "")
     check_int(n_episodes, "n_episodes", 2)

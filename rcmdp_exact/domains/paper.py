@@ -14,6 +14,7 @@ from .navigation import safe_navigation_1, safe_navigation_2
 
 __all__ = [
     "ESTIMATION_EPISODES",
+    "INITIAL_MULTIPLIER",
     "PAPER_ALPHA_RANGES",
     "PAPER_DOMAINS",
     "TEST_SUITES",
@@ -37,6 +38,10 @@ PAPER_ALPHA_RANGES = {
     "nav1": (0.25, 0.7),
     "nav2": (0.03, 0.085),
 }
+
+#: Initial Lagrange multiplier of the paper's learners (and the lam of ``rcmdp verify``):
+#: 50 for Inventory Management, 1 for the navigation grids (Appendix D).
+INITIAL_MULTIPLIER = {"inventory": 50.0, "nav1": 1.0, "nav2": 1.0}
 
 #: The test suites of each domain (names for :func:`~rcmdp_exact.domains.perturbations`).
 TEST_SUITES = {"inventory": ("inventory",), "nav1": ("1A", "1B"), "nav2": ("2A", "2B")}
