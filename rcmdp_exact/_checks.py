@@ -40,6 +40,7 @@ __all__ = [
     "check_choice",
     "check_distributions",
     "check_finite",
+    "check_indices",
     "check_int",
     "check_nonnegative",
     "check_out_path",
@@ -265,6 +266,22 @@ def check_support(values: np.ndarray, support: np.ndarray, name: str, fix: str) 
             f"{name}[{at}] = {float(values[idx])!r} lies outside the support "
             f"(support[{at}] is False); {fix}"
         )
+
+
+def check_indices(arr, name: str, n: int, what: str = "index") -> np.ndarray:
+    """``arr`` as an int64 array of indices in 0..n-1 (any shape).
+
+    The message names the first entry that is not an integer in range.
+    """
+    idx = as_array(arr, name, f"give integer {what}s in 0..{n - 1}")
+    if idx.dtype.kind not in "iu" and not (idx.size == 0 and idx.dtype.kind == "f"):
+        raise InputError(f"{name} must hold integer {what}s in 0..{n - 1}, got dtype {idx.dtype}")
+    bad = (idx < 0) | (idx >= n)
+    if bad.any():
+        pos = _first(bad, None) if bad.ndim else ()
+        at = f"[{', '.join(map(str, pos))}]" if pos else ""
+        raise InputError(f"{name}{at} = {int(idx[pos])} is out of range: {what}s are 0..{n - 1}")
+    return idx.astype(np.int64)
 
 
 # --------------------------------------------------------------------------- scalars

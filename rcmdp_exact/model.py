@@ -50,6 +50,7 @@ from ._checks import (
     as_float_array,
     check_distributions,
     check_finite,
+    check_indices,
     check_int,
     check_nonnegative,
     check_real,
@@ -121,9 +122,7 @@ def _check_terminal(terminal, S: int) -> np.ndarray:
             f"state indices, got dtype {term.dtype} and shape {term.shape}; for a mask "
             f"use a bool array (e.g. np.isin(np.arange({S}), indices))"
         )
-    for i in term:
-        check_int(i, "terminal state index", 0, S - 1)
-    mask[term] = True
+    mask[check_indices(term, "terminal state index", S, "state")] = True
     return mask
 
 
@@ -150,11 +149,7 @@ def check_policy(policy, n_states: int, n_actions: int, name: str = "policy") ->
            f"an integer array ({n_states},) of actions")
     arr = as_array(policy, name, fix)
     if arr.ndim == 1 and arr.shape == (n_states,) and np.issubdtype(arr.dtype, np.integer):
-        bad = (arr < 0) | (arr >= n_actions)
-        if bad.any():
-            s = int(np.flatnonzero(bad)[0])
-            check_int(arr[s], f"the action of the deterministic {name} in state {s}", 0,
-                      n_actions - 1)
+        check_indices(arr, f"deterministic {name}", n_actions, "action")
         out = np.zeros((n_states, n_actions))
         out[np.arange(n_states), arr] = 1.0
         return out
@@ -392,11 +387,7 @@ class TabularCMDP:
                 f"outcomes must be an integer array (S, A, O) = ({S}, {A}, O) of next "
                 f"states with O >= 1, got dtype {out.dtype} and shape {out.shape}"
             )
-        bad = (out < 0) | (out >= S)
-        if bad.any():
-            s, a, o = (int(i) for i in np.argwhere(bad)[0])
-            check_int(out[s, a, o], f"outcomes[{s}, {a}, {o}] (a state index)", 0, S - 1)
-        out = out.astype(np.int64)
+        out = check_indices(out, "outcomes", S, "state")
         # the support of P must lie inside the outcomes of each (s, a)
         Ps = self.P_sparse
         O = out.shape[2]
@@ -652,10 +643,7 @@ class TabularCMDP:
                 f"dtype {ns.dtype} and shape {ns.shape}"
             )
         S, A, O = ns.shape
-        bad = (ns < 0) | (ns >= S)
-        if bad.any():
-            s, a, o = (int(i) for i in np.argwhere(bad)[0])
-            check_int(ns[s, a, o], f"next_state[{s}, {a}, {o}] (a state index)", 0, S - 1)
+        ns = check_indices(ns, "next_state", S, "state")
         pr = as_float_array(prob, "prob", "give (S, A, O) outcome probabilities",
                             shape=(S, A, O), axes=("s", "a", "o"))
         check_nonnegative(pr, "prob", "outcome probabilities")

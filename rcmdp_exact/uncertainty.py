@@ -72,6 +72,7 @@ from ._checks import (
     as_array,
     as_float_array,
     check_choice,
+    check_indices,
     check_int,
     check_nonnegative,
     check_real,
@@ -145,15 +146,10 @@ def merge_outcomes(q, outcomes, n_states: int | None = None) -> np.ndarray:
 
 def _outcome_map(outcomes, shape, n_states=None) -> np.ndarray:
     """``outcomes`` as an int64 (S, A, O) map of states, checked against ``shape``."""
-    out = as_array(outcomes, "outcomes", "give an integer array (S, A, O) of next states")
-    n = shape[0] if n_states is None else n_states
-    if len(shape) != 3 or out.shape != tuple(shape) or out.dtype.kind not in "iu" \
-            or (out.size and (out.min() < 0 or out.max() >= n)):
-        raise ModelError(
-            f"outcomes must be an integer array of shape (S, A, O) = {tuple(shape)} "
-            f"holding states 0..{n - 1}, got dtype {out.dtype} and shape {out.shape}"
-        )
-    return out.astype(np.int64)
+    out = check_indices(outcomes, "outcomes", shape[0] if n_states is None else n_states,
+                        "state")
+    check_shape(out, tuple(shape), "outcomes", ("s", "a", "o"))
+    return out
 
 
 def _support_mask(support, S: int, A: int, values=None, name: str = "",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from helpers import raises_fact
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
@@ -582,8 +583,9 @@ def test_finite_horizon_metric_fields():
     # a short horizon stops the episode early: 3 steps earn -3 and enter cells 1, 2, 3
     short = evaluate_finite_horizon(model, np.ones(6, dtype=int), 3)
     assert short.value == pytest.approx(-3.0) and short.cost[0] == pytest.approx(3.0)
-    zero = evaluate_finite_horizon(model, np.ones(6, dtype=int), 0)
-    assert zero.value == 0.0 and zero.budget[0] == 3.0
+    # an episode of no steps is refused: its budget d T / sum_{i<T} gamma^i is 0 / 0
+    with raises_fact(ModelError, "horizon", ">= 1", "0"):
+        evaluate_finite_horizon(model, np.ones(6, dtype=int), 0)
 
 
 # --------------------------------------------------------------------------- result object

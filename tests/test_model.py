@@ -183,7 +183,7 @@ BAD_POLICIES = [
     ([[0.5, 0.5], [0.25, 0.5], [1.0, 0.0]], ("policy[1, :]", "(s=1)", "sums to 0.75")),
     ([[0.5, 0.5], [1.5, -0.5], [1.0, 0.0]], ("policy[1, 1] = -0.5", "negative")),
     ([[0.5, 0.5], [np.nan, 0.5], [1.0, 0.0]], ("policy", "nan", "(s=1, a=0)")),
-    (np.array([0, 2, 1]), ("deterministic policy", "state 1", "0..1", "2")),
+    (np.array([0, 2, 1]), ("deterministic policy[1] = 2", "0..1")),
     ("left", ("policy", "real numbers", "str")),
 ]
 

@@ -8,7 +8,8 @@ reference cost layout) and Safe Navigation 2 (p_success = 1.0).
 
 from __future__ import annotations
 
-from ..model import ModelError, TabularCMDP
+from .._checks import check_choice
+from ..model import TabularCMDP
 from .inventory import inventory
 from .navigation import safe_navigation_1, safe_navigation_2
 
@@ -49,12 +50,9 @@ TEST_SUITES = {"inventory": ("inventory",), "nav1": ("1A", "1B"), "nav2": ("2A",
 
 def paper_domain(name: str, gamma: float = 0.99) -> TabularCMDP:
     """The training model of the paper's domain ``name`` ("inventory", "nav1", "nav2")."""
-    if not isinstance(name, str):
-        raise ModelError(f"unknown paper domain {name!r}; use one of {list(PAPER_DOMAINS)}")
+    check_choice(name, "paper domain", PAPER_DOMAINS)
     if name == "inventory":
         return inventory(gamma=gamma)
     if name == "nav1":
         return safe_navigation_1(gamma=gamma)
-    if name == "nav2":
-        return safe_navigation_2(gamma=gamma)
-    raise ModelError(f"unknown paper domain {name!r}; use one of {list(PAPER_DOMAINS)}")
+    return safe_navigation_2(gamma=gamma)
