@@ -344,7 +344,7 @@ def check_type(value, name: str, cls, fix: str):
     """``value`` if it is an instance of ``cls``, else an :class:`InputError`."""
     if not isinstance(value, cls):
         what = cls.__name__ if isinstance(cls, type) else " or ".join(c.__name__ for c in cls)
-        raise InputError(f"{name} must be a {what}, got {type(value).__name__}; {fix}")
+        raise InputError(f"{name} must be of type {what}, got {type(value).__name__}; {fix}")
     return value
 
 
