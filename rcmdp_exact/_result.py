@@ -7,6 +7,7 @@ external solver add ``success``, ``status`` and ``message``.
 
 from __future__ import annotations
 
+import warnings
 from enum import StrEnum
 
 import numpy as np
@@ -38,6 +39,10 @@ class Status(StrEnum):
     BRACKET = "bracket"
 
 
+#: Former field names and the fields they read now (with a DeprecationWarning).
+ALIASES = {"cost": "costs", "cost_worst": "costs_worst"}
+
+
 class Result(dict):
     """A dictionary with attribute access, returned by the toolkit's solvers.
 
@@ -47,6 +52,14 @@ class Result(dict):
     >>> r.value
     1.0
     """
+
+    def __missing__(self, key):
+        new = ALIASES.get(key)
+        if new is not None and new in self:
+            warnings.warn(f"the result field {key!r} is now called {new!r}",
+                          DeprecationWarning, stacklevel=3)
+            return self[new]
+        raise KeyError(key)
 
     def __getattr__(self, name):
         try:

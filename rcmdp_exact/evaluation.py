@@ -273,7 +273,7 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, check: bool = True) -> Res
         ``v`` (S,), ``c`` (S, K), ``lagrangian`` (S,) = v - c @ lam, ``q`` (S, A),
         ``qc`` (S, A, K), ``q_lagrangian`` (S, A) = q - qc @ lam, ``occupancy`` (S,)
         (discounted visits from p0, summing to 1/(1-gamma); with gamma = 1 the expected
-        visits before absorption, 0 on terminal states), ``value`` = p0.v, ``cost``
+        visits before absorption, 0 on terminal states), ``value`` = p0.v, ``costs``
         (K,) = p0.c, ``lagrangian_p0`` = value - lam.(cost - d) (the paper's
         Eq. (Lagrange)), ``policy`` (S, A) and ``lam`` (K,).  With gamma = 1, states
         that p0 never reaches and that do not surely reach a terminal state have
@@ -352,7 +352,7 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, check: bool = True) -> Res
         q_lagrangian=q - qc @ lam,
         occupancy=occ,
         value=value,
-        cost=cost,
+        costs=cost,
         lagrangian_p0=value - float(lam @ (cost - model.d)),
         policy=pi,
         lam=lam,
@@ -396,9 +396,9 @@ def evaluate_finite_horizon(model: TabularCMDP, policy, horizon: int | None = No
     Returns
     -------
     Result
-        ``value`` and ``cost`` (K,) from p0, per-state ``v`` (S,) and ``c`` (S, K) at
+        ``value`` and ``costs`` (K,) from p0, per-state ``v`` (S,) and ``c`` (S, K) at
         t = 0, ``horizon``; ``budget`` (K,) = :func:`rescaled_budget` (d, model.gamma,
-        T), ``overshoot`` = cost - budget and ``penalised_return`` =
+        T), ``overshoot`` = costs - budget and ``penalised_return`` =
         :func:`penalised_return` (value, cost, budget).
     """
     T, beta = _horizon_and_discount(model, horizon, discount)
@@ -414,7 +414,7 @@ def evaluate_finite_horizon(model: TabularCMDP, policy, horizon: int | None = No
     budget = rescaled_budget(model.d, model.gamma, T)
     return Result(
         value=value,
-        cost=cost,
+        costs=cost,
         v=W[:, 0],
         c=W[:, 1:],
         horizon=T,
@@ -449,7 +449,7 @@ def evaluate_finite_horizon_batch(model: TabularCMDP, policies, kernels=None,
     Returns
     -------
     Result
-        ``value`` (N, M), ``cost`` (N, M, K), ``budget`` (K,), ``overshoot`` (N, M, K),
+        ``value`` (N, M), ``costs`` (N, M, K), ``budget`` (K,), ``overshoot`` (N, M, K),
         ``penalised_return`` (N, M), ``horizon``.
     """
     from .model import check_transition_rows
@@ -482,7 +482,7 @@ def evaluate_finite_horizon_batch(model: TabularCMDP, policies, kernels=None,
     value, cost = out[..., 0], out[..., 1:]
     budget = rescaled_budget(model.d, model.gamma, T)
     over = cost - budget
-    return Result(value=value, cost=cost, budget=budget, overshoot=over,
+    return Result(value=value, costs=cost, budget=budget, overshoot=over,
                   penalised_return=value - PENALTY_WEIGHT * np.maximum(over, 0.0).sum(-1),
                   horizon=T)
 

@@ -59,7 +59,7 @@ The reported ``v``, ``c`` and
 :func:`rcmdp_exact.evaluation.evaluate` (one sparse LU).
 
 Per-constraint worst cases: each cost :math:`C_k` is also maximised by its own kernel
-(``c_worst``, ``cost_worst``, ``P_worst_cost``), the pessimistic cost that a robust
+(``c_worst``, ``costs_worst``, ``P_worst_cost``), the pessimistic cost that a robust
 constraint :math:`\max_{P} C_k \le d_k` refers to.
 
 Robust value iteration
@@ -437,14 +437,14 @@ def robust_evaluate(model: TabularCMDP, policy, ball: L1Ball, objective="value",
         ``w`` (S,) the robust fixed point of the objective, ``q`` (S, A) its
         worst-case Q, ``P_worst`` (S, A, S) the worst-case kernel :math:`P^+`;
         the exact evaluation under :math:`P^+`: ``v`` (S,), ``c`` (S, K),
-        ``lagrangian`` (S,) = v - c @ lam, ``value`` = p0.v, ``cost`` (K,) = p0.c,
+        ``lagrangian`` (S,) = v - c @ lam, ``value`` = p0.v, ``costs`` (K,) = p0.c,
         ``lagrangian_p0`` = value - lam.(cost - d), ``evaluation`` (the full
         :func:`~rcmdp_exact.evaluation.evaluate` result: Q, occupancy, ...);
         ``converged``, ``success``, ``status`` ("converged", or "not_converged": the
         iteration limit or a stalled policy iteration, with a :class:`RuntimeWarning`), ``message``,
         ``iterations``, ``residual``, ``method``, ``objective``, ``lam``;
         with ``per_constraint``: ``c_worst`` (S, K) each cost under its own
-        maximising kernel, ``cost_worst`` (K,) = p0.c_worst and ``P_worst_cost``
+        maximising kernel, ``costs_worst`` (K,) = p0.c_worst and ``P_worst_cost``
         (K, S, A, S).
     """
     check_robust_inputs(model, ball)
@@ -467,7 +467,7 @@ def robust_evaluate(model: TabularCMDP, policy, ball: L1Ball, objective="value",
         c=ev.c,
         lagrangian=ev.lagrangian,
         value=ev.value,
-        cost=ev.cost,
+        costs=ev.costs,
         lagrangian_p0=ev.lagrangian_p0,
         evaluation=ev,
         converged=conv,
@@ -504,7 +504,7 @@ def robust_evaluate(model: TabularCMDP, policy, ball: L1Ball, objective="value",
             P_k[k] = Pk
             c_worst[:, k] = evaluate(model.with_transitions(Pk, check=False), pi,
                                      check=False).c[:, k]
-        out.update(c_worst=c_worst, cost_worst=model.p0 @ c_worst, P_worst_cost=P_k)
+        out.update(c_worst=c_worst, costs_worst=model.p0 @ c_worst, P_worst_cost=P_k)
         if notes:
             out.update(converged=False, success=False, status=Status.NOT_CONVERGED,
                        message=out.message + "".join(notes))

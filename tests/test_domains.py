@@ -186,7 +186,7 @@ def test_deterministic_hand_paths(name, first, second):
         ("reference", 2): 1.0, ("paper", 2): 1.0, ("nav2", 2): 1.0 + 1.0 + 0.1,
     }[(name, first)]
     assert res.value == pytest.approx(-8.0, abs=1e-12)
-    assert res.cost[0] == pytest.approx(hand_cost, abs=1e-12)
+    assert res.costs[0] == pytest.approx(hand_cost, abs=1e-12)
 
 
 @pytest.mark.parametrize("name", ["reference", "paper", "nav2"])
@@ -197,7 +197,7 @@ def test_shortest_path_policy_deterministic(name):
     assert len(cells) == 8
     res = evaluate_finite_horizon(m, pol)
     assert res.value == pytest.approx(-8.0, abs=1e-12)
-    assert res.cost[0] == pytest.approx(sum(cost_of(name, c) for c in cells), abs=1e-12)
+    assert res.costs[0] == pytest.approx(sum(cost_of(name, c) for c in cells), abs=1e-12)
 
 
 def test_least_cost_paths_by_hand():
@@ -212,13 +212,13 @@ def test_least_cost_paths_by_hand():
         assert sum(cost_of(layout, c) for c in cells) == 0.0
         res = evaluate_finite_horizon(m, pol)
         assert len(cells) == steps
-        assert (res.value, res.cost[0]) == (pytest.approx(-steps), pytest.approx(0.0))
+        assert (res.value, res.costs[0]) == (pytest.approx(-steps), pytest.approx(0.0))
     # Safe Navigation 2: no cost-free path exists; (0,0)->(0,3)->(4,3)->(4,4) enters one
     # grey cell (3,3): 8 steps, cost 0.1
     m = nav_models()["nav2"]
     res = evaluate_finite_horizon(m, D.shortest_path_policy(m, minimise_cost=True))
     assert res.value == pytest.approx(-8.0, abs=1e-12)
-    assert res.cost[0] == pytest.approx(0.1, abs=1e-12)
+    assert res.costs[0] == pytest.approx(0.1, abs=1e-12)
 
 
 def test_geometric_waiting_times_under_p_success():
@@ -228,7 +228,7 @@ def test_geometric_waiting_times_under_p_success():
     m = D.safe_navigation_1(0.8)
     res = evaluate_finite_horizon(m, hand_policy(1, 2))
     assert res.value == pytest.approx(-8 / 0.8, abs=1e-9)
-    assert res.cost[0] == pytest.approx(1 / 0.8, abs=1e-9)
+    assert res.costs[0] == pytest.approx(1 / 0.8, abs=1e-9)
     res = evaluate_finite_horizon(m, D.shortest_path_policy(m, minimise_cost=True))
     assert res.value == pytest.approx(-14 / 0.8, abs=1e-9)
     # discounted: each step until arrival earns -1, arrival after k geometric moves:
@@ -401,7 +401,7 @@ def test_inventory_transition_rewards_by_hand():
 def test_order_nothing_earns_nothing():
     m = D.inventory()
     res = evaluate_finite_horizon(m, np.zeros(10, dtype=int))
-    assert res.value == 0.0 and res.cost[0] == 0.0
+    assert res.value == 0.0 and res.costs[0] == 0.0
 
 
 @given(mu=st.floats(0.0, 6.0), sigma=st.floats(0.2, 4.0),

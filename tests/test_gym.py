@@ -165,7 +165,7 @@ def test_monte_carlo_matches_exact_finite_horizon(name, n):
     exact = evaluate_finite_horizon(model, pol)
     G, C = rollouts(TabularCMDPEnv(model), pol, n, seed=2024)
     assert abs(G.mean() - exact.value) <= Z99 * G.std(ddof=1) / np.sqrt(n)
-    assert abs(C[:, 0].mean() - exact.cost[0]) <= Z99 * C[:, 0].std(ddof=1) / np.sqrt(n)
+    assert abs(C[:, 0].mean() - exact.costs[0]) <= Z99 * C[:, 0].std(ddof=1) / np.sqrt(n)
 
 
 def test_monte_carlo_garnet_next_state_dependent():
@@ -178,7 +178,7 @@ def test_monte_carlo_garnet_next_state_dependent():
     G, C = rollouts(env, pol, n, seed=7)
     assert abs(G.mean() - exact.value) <= Z99 * G.std(ddof=1) / np.sqrt(n)
     for k in range(2):
-        assert abs(C[:, k].mean() - exact.cost[k]) <= Z99 * C[:, k].std(ddof=1) / np.sqrt(n)
+        assert abs(C[:, k].mean() - exact.costs[k]) <= Z99 * C[:, k].std(ddof=1) / np.sqrt(n)
 
 
 def test_step_returns_the_transition_reward_and_cost():

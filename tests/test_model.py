@@ -225,14 +225,14 @@ def test_undiscounted_improper_state_found_from_a_later_state():
     model = improper_model(p0=1)
     res = evaluate(model, np.array([1, 0, 0]))
     assert res.value == pytest.approx(0.0)
-    assert res.cost == pytest.approx([1.0])
+    assert res.costs == pytest.approx([1.0])
     # an unreachable state that loops forever is reported as nan, never as a number
     P = P0.copy()
     P[0, 1] = [1.0, 0.0, 0.0]
     loop = TabularCMDP(P, BASE["R"], BASE["C"], d=[1.0], gamma=1.0, terminal=[2], p0=1)
     res = evaluate(loop, np.array([1, 0, 0]))
     assert np.isnan(res.v[0]) and res.v[1] == 0.0 and res.v[2] == 0.0
-    assert res.value == 0.0 and res.cost[0] == pytest.approx(1.0)
+    assert res.value == 0.0 and res.costs[0] == pytest.approx(1.0)
     with raises_fact(ImproperPolicyError, "state 0 is reachable", "(1 such states)"):
         evaluate(loop.replace(p0=[0.5, 0.5, 0.0]), np.array([1, 0, 0]))
 

@@ -240,7 +240,7 @@ def test_navigation_terminal_state_stays_absorbing():
     assert res.w[goal] == 0.0
     np.testing.assert_array_equal(res.P_worst[goal, :, goal], 1.0)
     nominal = evaluate(model.with_transitions(ball.nominal), policy, 1.0)
-    assert res.value < nominal.value and res.cost_worst[0] > nominal.cost[0]
+    assert res.value < nominal.value and res.costs_worst[0] > nominal.costs[0]
 
 
 def test_per_constraint_worst_costs():
@@ -254,10 +254,10 @@ def test_per_constraint_worst_costs():
         ev = evaluate(model.with_transitions(res.P_worst_cost[k]), policy)
         np.testing.assert_allclose(ev.c[:, k], res.c_worst[:, k], atol=1e-12)
         assert (res.c_worst[:, k] >= res.c[:, k] - 1e-10).all()
-    np.testing.assert_allclose(res.cost_worst, model.p0 @ res.c_worst)
+    np.testing.assert_allclose(res.costs_worst, model.p0 @ res.c_worst)
     one = garnet(5, 2, 4, n_constraints=1, seed=9, gamma=0.9)
     r1 = robust_evaluate(one, policy, l1_ball(one, 0.8), "constraint")
-    np.testing.assert_allclose(r1.cost_worst, r1.cost, atol=1e-12)
+    np.testing.assert_allclose(r1.costs_worst, r1.costs, atol=1e-12)
 
 
 def test_worst_case_kernel_from_a_critic():
