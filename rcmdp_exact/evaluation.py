@@ -73,6 +73,7 @@ __all__ = [
     "PENALTY_WEIGHT",
     "check_finite_result",
     "check_proper",
+    "check_value_scale",
     "evaluate",
     "evaluate_finite_horizon",
     "evaluate_finite_horizon_batch",
@@ -102,6 +103,24 @@ def check_finite_result(model: TabularCMDP, sol: np.ndarray, what: str) -> None:
         f"(e.g. divide it by a constant) so that max|{name.split('[')[0]}| / (1 - gamma) "
         f"stays far below 1.8e308"
     )
+
+
+def check_value_scale(model: TabularCMDP, g: np.ndarray, name: str, horizon=None) -> None:
+    r"""Raise :class:`NotFiniteError` unless sums of ``g`` are sure to stay finite.
+
+    Every discounted sum of a reward ``g`` is at most :math:`\max|g| / (1 - \gamma)`
+    (:math:`\max|g| \cdot T` over T steps); when that bound passes 1e300 the sums may
+    overflow float64, and iterations on them would run on inf and NaN.
+    """
+    top = float(np.abs(g).max()) if np.size(g) else 0.0
+    steps = horizon if horizon is not None else (
+        np.inf if model.gamma >= 1.0 else 1.0 / (1.0 - model.gamma))
+    if top * steps > 1e300:
+        raise NotFiniteError(
+            f"the sums of {name} may overflow float64: max|{name}| = {top:.3g} and sums run "
+            f"over up to {steps:.3g} (discounted) steps; rescale {name} (e.g. divide it by a "
+            f"constant) so that max|{name}| / (1 - gamma) stays far below 1e300"
+        )
 
 
 def _factorise(M) -> spla.SuperLU:
@@ -406,8 +425,9 @@ def evaluate_finite_horizon(model: TabularCMDP, policy, horizon: int | None = No
     P_pi = _p_pi(model, pi)
     rhs = _rhs(model, pi)
     W = np.zeros_like(rhs)
-    for _ in range(T):
-        W = rhs + beta * (P_pi @ W)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
+        for _ in range(T):
+            W = rhs + beta * (P_pi @ W)
     check_finite_result(model, W, "evaluate_finite_horizon")
     value = float(model.p0 @ W[:, 0])
     cost = model.p0 @ W[:, 1:]
@@ -475,8 +495,9 @@ def evaluate_finite_horizon_batch(model: TabularCMDP, policies, kernels=None,
     rhs = np.einsum("msa,nsak->nmsk", pol, r)
     P_pi = np.einsum("msa,nsat->nmst", pol, P)
     W = np.zeros_like(rhs)
-    for _ in range(T):
-        W = rhs + beta * (P_pi @ W)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
+        for _ in range(T):
+            W = rhs + beta * (P_pi @ W)
     check_finite_result(model, W, "evaluate_finite_horizon_batch")
     out = np.einsum("s,nmsk->nmk", model.p0, W)
     value, cost = out[..., 0], out[..., 1:]

@@ -101,7 +101,7 @@ from ._checks import (
     readonly,
 )
 from ._result import Result, Status
-from .evaluation import evaluate
+from .evaluation import check_value_scale, evaluate
 from .inner import INNER_METHODS, worst_case_l1
 from .model import ModelError, TabularCMDP, check_model, check_policy
 from .uncertainty import L1Ball, check_ball
@@ -203,12 +203,15 @@ def worst_case_objective(objective="value", lam=None, model: TabularCMDP | None 
 
 # --------------------------------------------------------------------------- adversary
 def check_robust_inputs(model, ball) -> None:
-    """Raise unless ``model`` is discounted and ``ball`` an L1Ball of its shape."""
+    """Raise unless ``model`` is discounted, its sums stay finite, and ``ball`` is an
+    L1Ball of its shape."""
     check_model(model)
     check_ball(ball, model)
     check_real(model.gamma, "the model's gamma", 0.0, 1.0, high_open=True,
                hint="; robust evaluation needs a discount < 1 (the robust Bellman operator "
                     "is then a contraction): use a discounted model")
+    check_value_scale(model, model.R, "R")
+    check_value_scale(model, model.C, "C")
 
 
 class _Adversary:

@@ -569,3 +569,58 @@ def test_repr_and_labels():
     assert repr(model) == "<TabularCMDP 'toy': S=3, A=2, K=1, gamma=0.9, horizon=None, terminal=1>"
     assert (model.S, model.A, model.K) == (3, 2, 1)
     np.testing.assert_array_equal(model.state_features, [[0.0], [1.0], [2.0]])
+
+
+# --------------------------------------------------------------------------- files
+@pytest.mark.parametrize("kind", ["dense", "sparse", "outcomes", "labelled"])
+def test_save_and_load_round_trip_is_exact(tmp_path, kind):
+    from rcmdp_exact import domains
+
+    if kind == "dense":
+        model = make(horizon=7, terminal=[2])
+    elif kind == "sparse":
+        model = make(P=SPARSE_P, p0=[0.25, 0.75, 0.0])
+    elif kind == "outcomes":
+        model = domains.safe_navigation_2()
+    else:
+        model = domains.inventory()
+    path = model.save(tmp_path / "model")
+    assert path.suffix == ".npz"
+    back = TabularCMDP.load(path)
+    for field in ("P", "R", "C", "d", "p0", "terminal", "outcomes", "state_features", "r",
+                  "c"):
+        a, b = getattr(model, field), getattr(back, field)
+        assert (a is None) == (b is None), field
+        if a is not None:
+            assert np.array_equal(a, b) and np.asarray(a).dtype == np.asarray(b).dtype, field
+    for field in ("gamma", "horizon", "name", "state_labels", "action_labels", "cost_labels",
+                  "is_sparse"):
+        assert getattr(model, field) == getattr(back, field), field
+    assert repr(back) == repr(model)
+    # the file holds plain arrays: no pickle is needed to read it
+    with np.load(path, allow_pickle=False) as f:
+        assert "format" in f
+
+
+def test_load_refuses_other_files(tmp_path):
+    path = tmp_path / "other.npz"
+    np.savez(path, x=np.zeros(3))
+    with raises("other.npz", "not a model file"):
+        TabularCMDP.load(path)
+
+
+def test_kernel_swap_without_checks_matches_a_fresh_model():
+    from rcmdp_exact import domains
+
+    nav = domains.safe_navigation_1()
+    P = np.asarray(domains.safe_navigation_1(p_success=0.6).P)
+    fast = nav.with_transitions(P, check=False)
+    fresh = TabularCMDP(P, nav.R, nav.C, nav.d, gamma=nav.gamma, p0=nav.p0,
+                        horizon=nav.horizon, terminal=nav.terminal)
+    pi = np.full((25, 4), 0.25)
+    a, b = evaluate(fast, pi, 1.0), evaluate(fresh, pi, 1.0)
+    for field in ("v", "c", "q", "occupancy"):
+        np.testing.assert_array_equal(a[field], b[field])
+    assert fast.P is not P and not fast.P.flags.writeable  # a read-only copy
+    np.testing.assert_array_equal(fast.r, fresh.r)  # derived arrays follow the new P
+    assert fast.outcomes is None
