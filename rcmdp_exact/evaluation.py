@@ -1,55 +1,24 @@
 r"""Exact evaluation of a fixed stochastic policy.
 
-Notation
---------
-For a policy :math:`\pi` (S, A) let
-
-.. math::
-
-    P_\pi(s, s') = \sum_a \pi(a|s) P(s'|s, a), \qquad
-    r_\pi(s) = \sum_a \pi(a|s) r(s, a), \qquad
-    c_{\pi,k}(s) = \sum_a \pi(a|s) c_k(s, a),
-
-with :math:`r, c` the expected one-step reward and costs of the model (zero in
-terminal states).
-
-Discounted (infinite horizon), :func:`evaluate`
------------------------------------------------
-The value and the constraint costs of the paper's Section 2 are the solutions of the
-policy Bellman equations :math:`V = r_\pi + \gamma P_\pi V`:
+Discounted (:func:`evaluate`): one sparse LU factorisation of
+:math:`I - \gamma P_\pi` gives
 
 .. math::
 
     V = (I - \gamma P_\pi)^{-1} r_\pi, \qquad C_k = (I - \gamma P_\pi)^{-1} c_{\pi,k},
+    \qquad d_\gamma^\top = p_0^\top (I - \gamma P_\pi)^{-1},
 
-    Q(s, a) = r(s, a) + \gamma \sum_{s'} P(s'|s, a) V(s'), \qquad
-    V(s) = \sum_a \pi(a|s) Q(s, a),
+Q-values and the Lagrangian :math:`L = p_0^\top V - \lambda^\top (p_0^\top C - d)` of the
+paper's Eq. "Lagrange".  With :math:`\gamma = 1` the system is solved on the proper
+states (:func:`check_proper`).
 
-    d_\gamma^\top = p_0^\top (I - \gamma P_\pi)^{-1}, \qquad
-    \textstyle\sum_s d_\gamma(s) = 1/(1-\gamma), \qquad
-    p_0^\top V = \sum_s d_\gamma(s) r_\pi(s),
-
-and the Lagrangian of the paper's Eq. (Lagrange) at the start distribution is
-:math:`L = p_0^\top V - \lambda^\top (p_0^\top C - d)`.  One sparse LU factorisation
-of :math:`I - \gamma P_\pi` (SuperLU, diagonal pivots, minimum-degree ordering on
-:math:`M^\top + M`) serves every right-hand side (V and all C_k at once) and,
-transposed, the occupancy.  Terminal states earn nothing, so their value is 0.
-
-With :math:`\gamma = 1` (stochastic shortest path) the system is solved on the
-*proper* non-terminal states, those from which every path under the policy reaches a
-terminal state.  Every state reachable from :math:`p_0` must be proper, otherwise the
-sums diverge and an :class:`~rcmdp_exact.ImproperPolicyError` names a reachable state that
-never reaches a terminal state (networkx on the policy's transition graph,
-:func:`check_proper`).  Improper states that :math:`p_0` never reaches get ``nan``.
-
-Finite horizon, undiscounted (the paper's test metric), :func:`evaluate_finite_horizon`
-------------------------------------------------------------------------------------
-:math:`V_T = 0`, :math:`V_t = r_\pi + \beta P_\pi V_{t+1}` by backward induction
-(:math:`\beta = 1` by default); the value and cost of the T-step episode are
-:math:`p_0^\top V_0` and :math:`p_0^\top C_0`.  The budget is rescaled to
-:math:`d' = d\,T / \sum_{i<T}\gamma^i` (:func:`rescaled_budget`) and the penalised
-return is :math:`R_{pen} = V - 500 \sum_k \max(0, C_k - d'_k)`
-(:func:`penalised_return`, the paper's Table 1).
+Finite horizon, undiscounted (the paper's test metric): :func:`evaluate_finite_horizon`
+(and :func:`evaluate_finite_horizon_batch` for many policies and kernels) by backward
+induction :math:`W_t = [r_\pi, c_\pi] + \beta P_\pi W_{t+1}`, the rescaled budget
+:math:`d' = d\,T / \sum_{i<T} \gamma^i` (:func:`rescaled_budget`) and the penalised
+return :math:`V - 500 \sum_k \max(0, C_k - d'_k)` (:func:`penalised_return`, Table 1).
+The factorisation, the properness check and the measurements are in
+``docs/evaluation.md``.
 """
 
 from __future__ import annotations

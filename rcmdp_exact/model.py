@@ -24,13 +24,12 @@ Large sparse models (for example a grid of :math:`10^5` cells) are built from a
 ``(s, a)`` only; the dense ``P`` view is then refused above :data:`DENSE_LIMIT`
 entries and the solvers use :attr:`TabularCMDP.P_sparse`.
 
-Every check made when a model is built raises :class:`ModelError` (a
-:class:`ValueError`) whose message names the culprit and says how to fix it: shapes
-and dtypes, NaN/inf, negative probabilities, rows of ``P`` that do not sum to 1 within
-:func:`row_tolerance` (S) (the first bad ``(s, a)`` and its sum), ``p0`` not a
-distribution, ``gamma`` outside [0, 1], budgets of the wrong length, terminal states
-that are not absorbing, outcomes that do not cover the support of ``P``; policies are
-checked by :func:`check_policy`.
+Every check made when a model is built raises :class:`ModelError` (the package's
+:class:`~rcmdp_exact.InputError`, a :class:`ValueError`) whose message names the culprit
+(the argument, the entry, its value) and says how to fix it; the checks themselves live
+in :mod:`rcmdp_exact._checks`.  New dynamics make a new model
+(:meth:`TabularCMDP.with_transitions`; ``check=False`` for a trusted kernel is a cheap
+copy).  Models are saved to ``.npz`` without pickle (:meth:`TabularCMDP.save`).
 
 Conversions: :meth:`TabularCMDP.to_mdptoolbox` (``P[a, s, s']``, ``R[s, a]``) and
 :meth:`TabularCMDP.to_quantecon` (``R[s, a]``, ``Q[s, a, s']``, or the sparse

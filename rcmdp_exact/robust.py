@@ -1,85 +1,22 @@
 r"""Robust evaluation and robust value iteration under an sa-rectangular L1 set.
 
-What the adversary minimises
-----------------------------
-A :class:`WorstCaseObjective` names the quantity robustified, as a reward per
-transition :math:`g(s, a, s')` whose discounted sum :math:`W` the adversary minimises
-(rewards and costs may depend on the next state):
-
-=============== =========================================== ==============================
-objective       :math:`g(s, a, s')`                          :math:`W` from (V, C)
-=============== =========================================== ==============================
-``value``       :math:`R(s, a, s')`                          :math:`V`
-``constraint``  :math:`-\sum_k C_k(s, a, s')`                :math:`-\sum_k C_k`
-``lagrangian``  :math:`R(s, a, s') - \lambda^\top C(s, a, s')` :math:`V - \lambda^\top C`
-=============== =========================================== ==============================
-
-("constraint": the worst case is the *most* cost, the paper's RCPG (robust
-constraint); with K > 1 constraints it maximises their sum.  "lagrangian": the paper's
-Eq. "robustlagrangian".)  The quantity each inner problem minimises is the
-:math:`z` of the protocol,
+The adversary minimises the discounted sum :math:`W` of a per-transition reward
+:math:`g(s, a, s')` named by a :class:`WorstCaseObjective`: ``value`` (:math:`R`),
+``constraint`` (:math:`-\sum_k C_k`, the most cost) or ``lagrangian``
+(:math:`R - \lambda^\top C`, the paper's Eq. "robustlagrangian").  For a fixed policy the
+robust policy Bellman operator
 
 .. math::
 
-    z(s, a, s') = g(s, a, s') + \gamma W(s').
+    (T_\pi W)(s) = \sum_a \pi(a|s) \min_{p \in \mathcal P_{s,a}} p^\top
+    \bigl(g(s, a, \cdot) + \gamma W\bigr)
 
-The learners reuse :func:`worst_case_objective` and :func:`worst_case_kernel` to turn a
-critic's V and C into the worst-case kernel.
-
-Robust policy evaluation
-------------------------
-For a fixed stochastic policy :math:`\pi` the robust policy Bellman operator
-
-.. math::
-
-    (T_\pi W)(s) = \sum_a \pi(a|s) \min_{p \in \mathcal P_{s,a}} p^\top z_W(s, a, \cdot)
-
-is a :math:`\gamma`-contraction in the sup norm (:math:`\gamma < 1`), so it has one
-fixed point :math:`W^+`, the worst case of the objective over the set (rectangularity
-lets the adversary choose each row independently).  The worst-case kernel :math:`P^+`
-is the minimiser at :math:`W^+`; :math:`W^+` is then the plain evaluation of
-:math:`\pi` under :math:`P^+`.  Two iterations are offered:
-
-* ``"policy_iteration"`` (default): the adversary's policy iteration (Howard):
-  :math:`P_{k+1} = \arg\min` at :math:`W_k`, :math:`W_{k+1}` = exact evaluation of
-  :math:`\pi` under :math:`P_{k+1}` (a linear solve).  :math:`W_k` decreases
-  monotonically and reaches the fixed point after finitely many kernels (the minimisers
-  are vertices of the sets), typically in a handful of iterations.
-* ``"value_iteration"``: :math:`W_{k+1} = T_\pi W_k` from the nominal evaluation.
-
-Both stop when the residual :math:`\|T_\pi W - W\|_\infty \le \mathrm{tol} \cdot
-\max(1, \|W\|_\infty)` (``converged``); the distance to the fixed point is then at most
-:math:`\mathrm{residual} / (1 - \gamma)`.  Otherwise (the iteration limit, or policy
-iteration meeting the kernel it has just evaluated again: in exact arithmetic that is
-the fixed point, so tol is below the rounding error of the linear solve) the result
-has ``converged=False``, ``status="not_converged"``, a message that says which, and a
-:class:`RuntimeWarning` is issued: an unconverged answer is never returned silently.
-The reported ``v``, ``c`` and
-``lagrangian`` are the exact evaluation of :math:`\pi` under :math:`P^+` by
-:func:`rcmdp_exact.evaluation.evaluate` (one sparse LU).
-
-Per-constraint worst cases: each cost :math:`C_k` is also maximised by its own kernel
-(``c_worst``, ``costs_worst``, ``P_worst_cost``), the pessimistic cost that a robust
-constraint :math:`\max_{P} C_k \le d_k` refers to.
-
-Robust value iteration
-----------------------
-The optimal robust policy of the Lagrangian reward :math:`r - \lambda^\top c`:
-
-.. math::
-
-    V(s) = \max_a \min_{p \in \mathcal P_{s,a}} p^\top
-    \bigl(R(s, a, \cdot) - \lambda^\top C(s, a, \cdot) + \gamma V\bigr)
-
-by value iteration (stop at residual :math:`\le \mathrm{tol} \cdot \max(1,
-\|V\|_\infty)`; the greedy policy is then :math:`2\gamma\,\mathrm{residual}/(1-\gamma)`
-optimal) or by robust policy iteration (each policy evaluated robustly as above,
-improved greedily, stopped when the policy is stable and the residual is below the
-tolerance).
-
-Terminal states earn nothing and stay absorbing: their rows keep the model's
-self-loop whatever the set allows, and :math:`W = 0` there.  All of this needs
-:math:`\gamma < 1`.
+is a :math:`\gamma`-contraction; :func:`robust_evaluate` finds its fixed point by the
+adversary's policy iteration (default) or value iteration, reports the worst-case kernel
+:math:`P^+` and the exact evaluation under it, and each constraint's own worst case.
+:func:`robust_value_iteration` optimises :math:`\max_a \min_p`.  An unconverged answer is
+never silent (``converged=False``, a status, a message and a RuntimeWarning).  The
+details are in ``docs/robust.md``.
 """
 
 from __future__ import annotations

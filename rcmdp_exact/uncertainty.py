@@ -1,67 +1,20 @@
 r"""L1 uncertainty sets: the ball, its estimation from counts, and the data collection.
 
-The set (sa-rectangular, the paper's Sec. "Uncertainty Set and Uncertainty Budget")
-is, for every state-action pair,
+The sa-rectangular set of the paper's Sec. "Uncertainty Set and Uncertainty Budget",
 
 .. math::
 
     \mathcal P_{s,a} = \{ p \in \Delta(\Sigma_{s,a}) :
     \|p - \hat P(\cdot \mid s, a)\|_1 \le \alpha(s, a) \},
 
-with :math:`\hat P` the nominal model and :math:`\Sigma_{s,a}` the support: the next
-states that may receive mass (all states by default; the five neighbours of a
-navigation cell).  :class:`L1Ball` holds ``nominal`` (S, A, S), ``alpha`` (S, A) and
-``support`` (S, A, S) and solves the inner problem of every pair at once
-(:meth:`L1Ball.worst_case`, by :func:`rcmdp_exact.inner.worst_case_l1`).
-
-Outcome form and state form
----------------------------
-When a model is built from *outcomes* (``model.outcomes`` (S, A, O), e.g. the five
-offsets of a navigation cell, clipped at walls so that two outcomes may reach the same
-cell), counts and the nominal distribution live on outcomes.  Merging outcomes into
-next states is the linear map :math:`M` with :math:`(Mq)(s') = \sum_{o: s'(o) = s'}
-q(o)`, and the image of the outcome ball is the state ball around :math:`M\hat q` with
-the same radius, supported on the reachable states:
-
-.. math::
-
-    M\{q : \|q - \hat q\|_1 \le \alpha\} = \{p \in \Delta(\Sigma) :
-    \|p - M\hat q\|_1 \le \alpha\}.
-
-(:math:`\subseteq`: :math:`\|Mq - M\hat q\|_1 \le \|q - \hat q\|_1` by the triangle
-inequality.  :math:`\supseteq`: given :math:`p`, put the excess
-:math:`p(s') - (M\hat q)(s') > 0` of a state on one of its outcomes and take a deficit
-from its outcomes in proportion to :math:`\hat q`; the outcome distance is then exactly
-:math:`\|p - M\hat q\|_1`.)  So both forms have the same worst case for any
-:math:`z` on next states; :class:`L1Ball` stores the state form and keeps the outcome
-form (``outcomes``, ``outcome_nominal``) for learners whose adversary outputs outcome
-probabilities.  ``L1Ball.worst_case(z, form="outcome")`` solves over outcomes.
-
-Estimation (the paper's phase 1)
---------------------------------
-Counts :math:`n(s, a, o)` of the observed outcomes of the uniform random policy
-(:func:`collect_counts`) get a pseudo-count of 1 on every outcome (the paper's Table
-"Parameter settings": a uniform prior), :math:`n(s, a) = \sum_o n(s, a, o)`, and
-
-.. math::
-
-    \hat P(o \mid s, a) = \frac{n(s, a, o)}{n(s, a)}, \qquad
-    \alpha(s, a) = \sqrt{\frac{2}{n(s, a)}
-    \ln\frac{2^{S'} S A}{\delta}},
-
-with :math:`S'` the number of outcomes (5 for navigation, S for inventory) and
-:math:`\delta = 0.1` (the paper's Hoeffding set; with probability :math:`1-\delta` it
-holds the true model).  :math:`n(s, a)` includes the pseudo-counts.
-
-An observed next state is attributed to the *first* outcome that reaches it (for
-navigation, a move blocked by a wall is counted as the outcome "stay").  The state-form
-ball does not depend on this choice (only the merged counts enter it), and therefore
-neither does any worst case.
-
-Terminal states are absorbing in every model of the sets built here from a model
-(:func:`estimate`, :func:`l1_ball`): their row is the self-loop with radius 0 (nothing
-is earned there, so this changes no value; it keeps every kernel of the set a valid
-model).
+is an :class:`L1Ball` (nominal (S, A, S), radii (S, A), support (S, A, S), and the
+outcome form when the model has outcomes: merging outcomes maps the outcome ball onto the
+state ball, so both give the same worst case).  :func:`estimate` is the paper's phase 1:
+counts of the uniform random policy (:func:`collect_counts`, from the one sampler), a
+pseudo-count of 1, :math:`\hat P = n / n(s, a)` and the Hoeffding radius
+:math:`\alpha = \sqrt{2 \ln(2^{S'} S A / \delta) / n(s, a)}` (:func:`hoeffding_radius`).
+Terminal rows are the model's self-loop with radius 0.  The proofs and the paper's
+alpha ranges are in ``docs/robust.md``.
 """
 
 from __future__ import annotations
