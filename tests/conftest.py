@@ -22,5 +22,5 @@ settings.register_profile(
     max_examples=60,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.register_profile("thorough", deadline=None, max_examples=1000)
+settings.register_profile("thorough", deadline=None, max_examples=600)  # 10 x 60, see helpers.examples
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))

@@ -16,3 +16,18 @@ def raises_fact(cls, *facts: str):
     """
     pattern = "(?s)" + "".join(f"(?=.*{re.escape(f)})" for f in facts)
     return pytest.raises(cls, match=pattern)
+
+
+#: Multiplier of every test's example count under the "thorough" hypothesis profile.
+THOROUGH_FACTOR = 10
+
+
+def examples(n: int) -> int:
+    """``n`` hypothesis examples, or ten times as many under ``HYPOTHESIS_PROFILE=thorough``.
+
+    Tests that set their own ``max_examples`` (to keep the default run short) use this, so
+    the thorough profile scales them too.
+    """
+    import os
+
+    return n * (THOROUGH_FACTOR if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 1)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from helpers import raises_fact
+from helpers import examples, raises_fact
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
@@ -163,7 +163,7 @@ def test_agrees_with_quantecon(seed):
                                rtol=0, atol=1e-9)
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(models_and_policies(gammas=st.sampled_from([0.5, 0.9, 0.99])))
 def test_agrees_with_quantecon_on_random_models(mp):
     from quantecon.markov import DiscreteDP
@@ -508,7 +508,7 @@ def support_graphs(draw):
     return model, rng.dirichlet(np.ones(A), size=S) * (rng.random((S, A)) < 0.8)
 
 
-@settings(max_examples=80)
+@settings(max_examples=examples(80))
 @given(support_graphs())
 def test_check_proper_against_transitive_closure(mp):
     """Independent: reachability by boolean matrix powers of the support of P_pi.  A state

@@ -10,7 +10,7 @@
 
 import numpy as np
 import pytest
-from helpers import raises_fact
+from helpers import examples, raises_fact
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
@@ -126,7 +126,7 @@ def test_kernel_from_logits_reproduces_the_model():
 # --------------------------------------------------------------------------- Jacobians
 @given(rcmdps(max_states=5), st.sampled_from(["softmax", "mlp"]),
        st.sampled_from(["policy", "adversary"]))
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 def test_vjp_equals_jacobian_contraction_and_finite_differences(case, kind, side):
     model, _, rng = case
     par = (make_policy if side == "policy" else make_adversary)(model, kind, hidden=4)
@@ -161,7 +161,7 @@ def test_theorem1_tabular_matches_finite_differences(case):
 
 
 @given(rcmdps())
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 def test_theorem1_mlp_matches_finite_differences(case):
     model, lam, rng = case
     pol = MLPPolicy(model, hidden=int(rng.integers(2, 7)), feature_scale=1.0)
@@ -184,7 +184,7 @@ def test_theorem2_tabular_matches_finite_differences(case):
 
 
 @given(rcmdps())
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 def test_theorem2_mlp_matches_finite_differences(case):
     model, lam, rng = case
     pol = MLPPolicy(model, hidden=3, feature_scale=1.0)
@@ -312,7 +312,7 @@ def _brute_force(model, pol, theta, adv, phi, lam, name, T):
 
 @given(st.integers(0, 2**32 - 1), st.integers(1, 3), st.booleans(), st.booleans(),
        st.sampled_from(["softmax", "mlp"]))
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 def test_estimator_expectations_match_brute_force(seed, T, terminal, with_adversary, kind):
     rng = np.random.default_rng(seed)
     S = int(rng.integers(2, 4))
@@ -333,7 +333,7 @@ def test_estimator_expectations_match_brute_force(seed, T, terminal, with_advers
 
 
 @given(rcmdps(allow_terminal=False), st.sampled_from(["softmax", "mlp"]))
-@settings(max_examples=20)
+@settings(max_examples=examples(20))
 def test_unbounded_episodes_are_the_limit_of_long_ones(case, kind):
     """horizon=None (linear solves) equals a long finite T (the recursions).
 
@@ -367,7 +367,7 @@ def test_unbounded_episodes_are_the_limit_of_long_ones(case, kind):
 
 # ------------------------------------------------------- where the printed forms are exact
 @given(rcmdps(), st.sampled_from(["algorithm1_corrected", "theorem2_corrected"]))
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 def test_corrected_estimators_are_the_theorems_for_unbounded_episodes(case, name):
     model, lam, rng = case
     theta = TabularPolicy(model).init(rng)
@@ -383,7 +383,7 @@ def test_corrected_estimators_are_the_theorems_for_unbounded_episodes(case, name
 
 
 @given(rcmdps(gamma=(1.0, 1.0), allow_terminal=False), st.booleans())
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 def test_printed_estimators_are_exact_for_undiscounted_episodes(case, nsd):
     """gamma = 1, episodes end at a terminal state: undiscounted visits are the occupancy.
 
@@ -409,7 +409,7 @@ def test_printed_estimators_are_exact_for_undiscounted_episodes(case, nsd):
 
 
 @given(rcmdps(), st.booleans())
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 def test_discounted_printed_adversary_form_is_exact_iff_rewards_ignore_next_state(case, nsd):
     model, lam, rng = case
     # at least 3 states and 2 actions, so that next-state rewards can matter

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
-from helpers import raises_fact
+from helpers import examples, raises_fact
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -119,7 +119,7 @@ def test_protocol_hand_checked_case(method, alpha, value, p):
 
 
 # --------------------------------------------------------------------------- sort vs LP
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(inner_cases())
 def test_sort_matches_lp_and_both_feasible(case):
     p_hat, z, alpha, support = case
@@ -134,7 +134,7 @@ def test_sort_matches_lp_and_both_feasible(case):
     np.testing.assert_allclose((s.p * zz).sum(axis=1), s.value, atol=1e-12)
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(inner_cases(max_n=6))
 def test_sort_matches_vertex_enumeration(case):
     p_hat, z, alpha, support = case
@@ -145,7 +145,7 @@ def test_sort_matches_vertex_enumeration(case):
         assert s.value[i] == pytest.approx(ref, abs=1e-9)
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(inner_cases())
 def test_value_is_monotone_in_alpha_and_bounded(case):
     p_hat, z, alpha, support = case
@@ -375,7 +375,7 @@ def assert_optimal(p_hat, z, alpha, support, res):
         assert abs(res.value[i] - ref) <= tol
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(hard_cases())
 def test_hard_z_signed_zeros_subnormals_huge_and_near_ties(case):
     """Packed keys, the exact path and the shared-z path on adversarial z."""

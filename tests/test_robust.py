@@ -5,7 +5,7 @@ import re
 
 import numpy as np
 import pytest
-from helpers import raises_fact
+from helpers import examples, raises_fact
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -54,7 +54,7 @@ def objective_of(res, obj, lam):
 
 
 # --------------------------------------------------------------------------- alpha = 0
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(robust_cases())
 def test_alpha_zero_equals_nominal_evaluation(case):
     model, ball, policy, lam = case
@@ -71,7 +71,7 @@ def test_alpha_zero_equals_nominal_evaluation(case):
 
 
 # --------------------------------------------------------------------------- ordering
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(robust_cases())
 def test_robust_is_at_most_nominal_and_monotone_in_alpha(case):
     model, ball, policy, lam = case
@@ -94,7 +94,7 @@ def test_robust_is_at_most_nominal_and_monotone_in_alpha(case):
 
 
 # --------------------------------------------------------------------------- fixed point
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(robust_cases(), st.sampled_from(OBJECTIVES),
        st.sampled_from(["policy_iteration", "value_iteration"]))
 def test_fixed_point_satisfies_the_robust_bellman_equation(case, obj, method):
@@ -109,7 +109,7 @@ def test_fixed_point_satisfies_the_robust_bellman_equation(case, obj, method):
 
 
 # --------------------------------------------------------------------------- sort vs LP
-@settings(max_examples=15)
+@settings(max_examples=examples(15))
 @given(robust_cases(max_states=4), st.sampled_from(OBJECTIVES))
 def test_sort_operator_equals_lp_operator(case, obj):
     model, ball, policy, lam = case

@@ -5,7 +5,7 @@ from functools import cache
 
 import numpy as np
 import pytest
-from helpers import raises_fact
+from helpers import examples, raises_fact
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -215,7 +215,7 @@ def lift_to_outcomes(p, q_hat, outcomes):
 z_kinds = st.sampled_from(["shared", "per_transition", "ties"])
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(which=st.sampled_from(["nav1", "nav2"]), seed=st.integers(0, 2),
        kind=z_kinds, zseed=st.integers(0, 10**6))
 def test_outcome_form_and_state_form_have_the_same_worst_case(which, seed, kind, zseed):
