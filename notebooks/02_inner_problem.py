@@ -40,6 +40,11 @@ from rcmdp_exact import domains, evaluate, worst_case_l1
 
 np.set_printoptions(precision=4, suppress=True)
 
+# %% tags=["remove-cell"]
+# The LP solver (HiGHS) prints a banner the first time a process uses it; one
+# small solve here keeps that banner out of the outputs below.
+_ = worst_case_l1([0.5, 0.5], [0.0, 1.0], 0.1, method="lp")
+
 # %% [markdown]
 # ## 2.1 The problem and its exact solution
 #
@@ -177,9 +182,10 @@ ax.scatter(*xy_path.T, c=radii, cmap="viridis", edgecolors="C3", s=60, zorder=3,
            label=r"worst case $p^+(\alpha)$")
 for i, name in enumerate(["outcome 0\nz = 2", "outcome 1\nz = 0", "outcome 2\nz = 1"]):
     ax.annotate(name, corners[i], textcoords="offset points",
-                xytext=[(-30, -22), (0, -22), (0, 8)][i], ha="center", fontsize=9)
+                xytext=[(-30, -24), (22, -24), (0, 6)][i], ha="center", fontsize=9)
 ax.plot(*np.vstack([corners, corners[:1]]).T, "k-", lw=0.8)
-ax.set(aspect="equal", xticks=[], yticks=[], title=r"L1 balls for $\alpha$ = 0.2 ... 1.4")
+ax.set(aspect="equal", xticks=[], yticks=[])
+ax.set_title(r"L1 balls for $\alpha$ = 0.2 ... 1.4", pad=28)
 ax.legend(loc="upper right", fontsize=8)
 plt.show()
 
