@@ -53,8 +53,9 @@ MISSING_PAGES = tuple(p for p in OPTIONAL_PAGES if not (DOCS / f"{p}.md").exists
 def _drop_missing_pages(app, docname, source):
     text = source[0]
     for page in MISSING_PAGES:
-        text = re.sub(rf"\[([^\]]*)\]\({page}\.md(#[^)]*)?\)", r"\1", text)
-        text = re.sub(rf"^{page}\n", "", text, flags=re.M)
+        text = re.sub(rf"\[([^\]]*)\]\((?:\.\./)?{page}\.md(#[^)]*)?\)", r"\1", text)
+        if docname == root_doc:
+            text = re.sub(rf"^{page}\n", "", text, flags=re.M)
     source[0] = text
 
 
