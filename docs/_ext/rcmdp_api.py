@@ -1,5 +1,8 @@
 """Sphinx directive ``rcmdp-exports``: a table of every name of ``rcmdp_exact.__all__``.
 
+Use it in reStructuredText (in MyST pages, inside an ``eval-rst`` block): the summaries
+are the docstrings' first paragraphs, written in reStructuredText.
+
 Each row links the name to the page that documents it (the first API module page whose
 module holds the same object, else the package page itself) and gives the first line of
 its docstring, so the table follows the package's public contract as it is.
@@ -58,8 +61,8 @@ class ExportsDirective(SphinxDirective):
     def run(self):
         import rcmdp_exact
 
-        lines = ["```{list-table}", ":header-rows: 1", ":widths: 30 12 58", "",
-                 "* - name", "  - kind", "  - summary"]
+        lines = [".. list-table::", "   :header-rows: 1", "   :widths: 30 12 58", "",
+                 "   * - name", "     - kind", "     - summary"]
         for name in sorted(rcmdp_exact.__all__, key=str.lower):
             if name.startswith("__"):
                 continue
@@ -68,10 +71,9 @@ class ExportsDirective(SphinxDirective):
             role = {"module": "mod", "class": "class", "exception": "exc",
                     "function": "func"}.get(kind, "data")
             target = _home(name, obj)
-            summary = _summary(obj).replace("|", "\\|")
-            lines += [f"* - {{py:{role}}}`{name} <{target}>`", f"  - {kind}",
-                      f"  - {summary or ' '}"]
-        lines.append("```")
+            summary = _summary(obj)
+            lines += [f"   * - :py:{role}:`{name} <{target}>`", f"     - {kind}",
+                      f"     - {summary or ' '}"]
         from docutils import nodes
 
         holder = nodes.container()
