@@ -88,7 +88,8 @@ nb_execution_timeout = 180
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_merge_streams = True
-os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+# the kernels inherit this: figures must be inline PNGs whatever the caller set
+os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
 
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
