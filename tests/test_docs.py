@@ -2,7 +2,8 @@
 
 * Every ``python`` code block of the pages below runs, in order, in one namespace per
   page (a block preceded by a MyST comment line ``% skip-test: reason`` is skipped; it
-  must say why).
+  must say why), and what a page says the code prints (a ``text`` block or an inline
+  literal after the word "prints") is what it prints.
 * Every test (``tests/test_x.py::name``), benchmark script and ``rcmdp`` subcommand
   option a page names exists.
 * The pages cite no file outside the repository (the protocol facts live in
@@ -27,6 +28,8 @@ RUN_PAGES = ("quickstart", "model", "evaluation", "domains", "robust", "gradient
 PAGES = sorted(DOCS.glob("*.md")) + sorted((DOCS / "tutorials").glob("*.md"))
 TEXT_PAGES = [*PAGES, ROOT / "README.md", *sorted((ROOT / "notebooks").glob("*"))]
 
+PRINTED = re.compile(r"^prints\n\n```text\n(?P<block>.*?)^```|prints `(?P<inline>[^`]+)`",
+                     re.S | re.M)
 FENCE = re.compile(r"^(?P<skip>% skip-test:[^\n]+\n)?```python\n(?P<code>.*?)^```", re.S | re.M)
 
 
@@ -35,7 +38,7 @@ def _blocks(page: Path) -> list[tuple[str, bool]]:
 
 
 @pytest.mark.parametrize("name", RUN_PAGES)
-def test_code_blocks_run(name, monkeypatch, tmp_path):
+def test_code_blocks_run(name, monkeypatch, tmp_path, capsys):
     page = DOCS / f"{name}.md"
     blocks = _blocks(page)
     assert blocks, f"{page.name} has no python block"
@@ -49,6 +52,25 @@ def test_code_blocks_run(name, monkeypatch, tmp_path):
             exec(compile(code, f"{page.name} block {i + 1}", "exec"), namespace)
         except Exception as err:  # report the page and the block
             pytest.fail(f"{page.name}, python block {i + 1} raised {type(err).__name__}: {err}")
+    printed = capsys.readouterr().out.splitlines()
+    for m in PRINTED.finditer(page.read_text("utf-8")):
+        for line in (m["block"] or m["inline"]).strip().splitlines():
+            assert any(_same_output(line, out) for out in printed), (
+                f"{page.name} says the code prints {line!r}: {printed}")
+
+
+def _same_output(stated: str, printed: str) -> bool:
+    """Equal lines; a "label: x" line whose x is a rounding-level error (below 1e-6)
+    matches the same label with an x of the same order of magnitude (BLAS and CPU
+    change the last digits of such numbers)."""
+    if stated == printed:
+        return True
+    a, b = stated.rpartition(": "), printed.rpartition(": ")
+    try:
+        x, y = float(a[2]), float(b[2])
+    except ValueError:
+        return False
+    return a[0] == b[0] and 0 < x < 1e-6 and 0 < y < 1e-6 and 0.1 < x / y < 10
 
 
 def test_named_tests_and_scripts_exist():
