@@ -314,7 +314,8 @@ print(f"the bracket's policy: robust value {rob.value:.3f}, worst-case cost "
       f"{rob.costs_worst[0]:.4f} (budget {nominal.d[0]})")
 assert np.isclose(rob.value, inv.lower, rtol=1e-6, atol=1e-6)
 assert rob.costs_worst[0] <= nominal.d[0] + 1e-6
-assert inv.lower <= inv.upper <= nominal_lp.value + 1e-6    # robustness costs value
+assert inv.lower <= inv.upper
+assert inv.lower <= nominal_lp.value + 1e-6     # robust-feasible => feasible: robustness costs value
 
 # %% [markdown]
 # The paper tests each trained policy on perturbed dynamics with the undiscounted
