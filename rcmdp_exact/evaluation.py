@@ -388,6 +388,18 @@ def evaluate_finite_horizon(model: TabularCMDP, policy, horizon: int | None = No
         t = 0, ``horizon``; ``budget`` (K,) = :func:`rescaled_budget` (d, model.gamma,
         T), ``overshoot`` = costs - budget and ``penalised_return`` =
         :func:`penalised_return` (value, cost, budget).
+
+    Examples
+    --------
+    The shortest path of Safe Navigation 1 makes 8 moves, each succeeding with
+    probability 0.8 (else the agent stays), so it takes 8 / 0.8 = 10 steps on average;
+    it enters one cost cell and pays again each time it fails to leave it, 1 / 0.8:
+
+    >>> from rcmdp_exact import domains
+    >>> nav1 = domains.paper_domain("nav1")
+    >>> res = evaluate_finite_horizon(nav1, domains.shortest_path_policy())
+    >>> round(res.value, 9), round(float(res.costs[0]), 9)
+    (-10.0, 1.25)
     """
     T, beta = _horizon_and_discount(model, horizon, discount)
     pi = check_policy(policy, model.n_states, model.n_actions)

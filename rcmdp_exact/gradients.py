@@ -260,6 +260,18 @@ def policy_gradient(model: TabularCMDP, params, lam=None, parametrisation="softm
     -------
     numpy.ndarray
         The gradient, with the shape of ``params``.
+
+    Examples
+    --------
+    A one-state bandit with rewards (0, 1), gamma = 1/2 and uniform softmax logits:
+    L = pi(1) / (1 - gamma), so dL/dtheta_1 = pi(0) pi(1) / (1 - gamma) = 1/2, and the
+    gradient of the two logits is (-1/2, 1/2):
+
+    >>> import numpy as np
+    >>> from rcmdp_exact import TabularCMDP
+    >>> bandit = TabularCMDP(np.ones((1, 2, 1)), R=[[0.0, 1.0]], gamma=0.5)
+    >>> np.round(policy_gradient(bandit, np.zeros((1, 2))), 12)
+    array([[-0.5,  0.5]])
     """
     ctx = _Context(model, params, lam, parametrisation, adversary_params,
                    adversary_parametrisation)

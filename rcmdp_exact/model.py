@@ -217,6 +217,19 @@ class TabularCMDP:
     any other field).  The inputs are copied, attributes cannot be reassigned and
     every array returned is read-only; copies are the model itself and pickling
     rebuilds it through the constructor.
+
+    Examples
+    --------
+    Two states; in state 0, action 1 reaches the absorbing goal (state 1) and earns 1:
+
+    >>> import numpy as np
+    >>> P = np.zeros((2, 2, 2))
+    >>> P[0, 0, 0] = P[0, 1, 1] = P[1, :, 1] = 1.0
+    >>> m = TabularCMDP(P, R=[[0.0, 1.0], [0.0, 0.0]], terminal=[1], gamma=0.9)
+    >>> m.n_states, m.n_actions, m.n_constraints
+    (2, 2, 0)
+    >>> m.r[0]  # expected one-step reward of each action in state 0
+    array([0., 1.])
     """
 
     __slots__ = (

@@ -16,7 +16,7 @@ for each:
   parameters are its flat vector.
 
 Inputs of the MLP forms (the paper's learners; ``docs/protocol.md``)
--------------------------------------------------------------------
+--------------------------------------------------------------------
 * policy: the model's ``state_features`` (S, F) times ``feature_scale``;
 * adversary: the same scaled state features followed by the action index times
   ``action_scale``, one row per pair in the order ``s * A + a``.

@@ -384,7 +384,7 @@ def hoeffding_radius(n, n_outcomes: int, n_states: int, n_actions: int,
     :math:`2^{S'}`).
 
     >>> round(float(hoeffding_radius(100, 5, 25, 4, 0.1)), 6)  # a navigation pair
-    0.455475
+    0.455489
     """
     d = check_real(delta, "delta", 0.0, 1.0, low_open=True, high_open=True,
                    hint=" (the error probability)")

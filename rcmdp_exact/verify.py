@@ -289,7 +289,7 @@ def verify_theorems(model: TabularCMDP, lam=None, *, label: str | None = None,
     n_episodes : int
         If positive, also sample every estimator over that many episodes and report
         ``mc_rel_error`` (sample mean to the finite difference), ``mc_z_max`` (the
-        largest |mean - exact expectation| / standard error over five unit
+        largest abs(mean - exact expectation) / standard error over five unit
         directions: the true gradient's and four random ones) and ``mc_covers`` (the
         exact expectation lies in the simultaneous ``mc_level`` interval of the five
         directions, Bonferroni-corrected: ``mc_z_max <= Phi^-1(1 - (1 - mc_level) / 10)``).
