@@ -296,32 +296,33 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, check: bool = True) -> Res
         pi = policy
         lam = np.zeros(K) if lam is None else lam
     gamma = model.gamma
-    P_pi = _p_pi(model, pi)
-    rhs = _rhs(model, pi)
-    p0 = model.p0
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
+        P_pi = _p_pi(model, pi)
+        rhs = _rhs(model, pi)
+        p0 = model.p0
 
-    sol = np.zeros((S, 1 + K))
-    occ = np.zeros(S)
-    if gamma < 1.0:
-        lu = _factorise(sp.eye_array(S, format="csr") - gamma * P_pi)
-        sol[:] = lu.solve(rhs)
-        sol[model.terminal] = 0.0  # exactly: absorbing and earning nothing
-        occ[:] = lu.solve(p0, trans="T")
-        value = float(p0 @ sol[:, 0])
-        cost = p0 @ sol[:, 1:]
-    else:
-        proper = check_proper(model, P_pi, "evaluate with gamma = 1")
-        idx = np.flatnonzero(proper & ~model.terminal)
-        sol[~proper] = np.nan
-        if idx.size:
-            sub = P_pi[idx][:, idx]
-            lu = _factorise(sp.eye_array(idx.size, format="csr") - sub)
-            sol[idx] = lu.solve(rhs[idx])
-            # expected visits to each proper non-terminal state before absorption
-            occ[idx] = lu.solve(p0[idx], trans="T")
-        # p0 is zero outside the proper states (check_proper), so skip their nan
-        value = float(p0[proper] @ sol[proper, 0])
-        cost = p0[proper] @ sol[proper, 1:]
+        sol = np.zeros((S, 1 + K))
+        occ = np.zeros(S)
+        if gamma < 1.0:
+            lu = _factorise(sp.eye_array(S, format="csr") - gamma * P_pi)
+            sol[:] = lu.solve(rhs)
+            sol[model.terminal] = 0.0  # exactly: absorbing and earning nothing
+            occ[:] = lu.solve(p0, trans="T")
+            value = float(p0 @ sol[:, 0])
+            cost = p0 @ sol[:, 1:]
+        else:
+            proper = check_proper(model, P_pi, "evaluate with gamma = 1")
+            idx = np.flatnonzero(proper & ~model.terminal)
+            sol[~proper] = np.nan
+            if idx.size:
+                sub = P_pi[idx][:, idx]
+                lu = _factorise(sp.eye_array(idx.size, format="csr") - sub)
+                sol[idx] = lu.solve(rhs[idx])
+                # expected visits to each proper non-terminal state before absorption
+                occ[idx] = lu.solve(p0[idx], trans="T")
+            # p0 is zero outside the proper states (check_proper), so skip their nan
+            value = float(p0[proper] @ sol[proper, 0])
+            cost = p0[proper] @ sol[proper, 1:]
     check_finite_result(model, sol if gamma < 1.0 else sol[proper], "evaluate")
     v = sol[:, 0]
     cc = sol[:, 1:]

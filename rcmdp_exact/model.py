@@ -791,10 +791,14 @@ class TabularCMDP:
     @classmethod
     def load(cls, path) -> TabularCMDP:
         """Read a model written by :meth:`save` (validated like any new model)."""
-        with np.load(path, allow_pickle=False) as f:
-            if "format" not in f or str(f["format"]) != "rcmdp_exact.TabularCMDP/1":
-                raise ModelError(f"{str(path)!r} is not a model file written by "
-                                 f"TabularCMDP.save")
+        try:
+            f = np.load(path, allow_pickle=False)
+        except (OSError, ValueError):
+            f = None
+        if not hasattr(f, "files") or "format" not in f.files \
+                or str(f["format"]) != "rcmdp_exact.TabularCMDP/1":
+            raise ModelError(f"{str(path)!r} is not a model file written by TabularCMDP.save")
+        with f:
             if "P" in f:
                 P = f["P"]
             else:

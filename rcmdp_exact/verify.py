@@ -27,7 +27,7 @@ import math
 import warnings
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtri
 
 from ._checks import (
     ImproperPolicyError,
@@ -382,7 +382,7 @@ def verify_theorems(model: TabularCMDP, lam=None, *, label: str | None = None,
                 pm, ps, pe = mc.projection_mean, mc.projection_sem, D @ np.ravel(E)
                 with np.errstate(divide="ignore", invalid="ignore"):
                     z = np.where(ps > 0, np.abs(pm - pe) / ps, np.where(pm == pe, 0.0, np.inf))
-                zc = float(norm.ppf(1 - (1 - mc_level) / (2 * pm.size)))
+                zc = float(ndtri(1 - (1 - mc_level) / (2 * pm.size)))
                 row.update(mc_episodes=int(n_episodes),
                            mc_rel_error=relative_error(mc.mean, g_fd),
                            mc_z_max=float(z.max()), mc_covers=bool(z.max() <= zc))

@@ -624,3 +624,10 @@ def test_kernel_swap_without_checks_matches_a_fresh_model():
     assert fast.P is not P and not fast.P.flags.writeable  # a read-only copy
     np.testing.assert_array_equal(fast.r, fresh.r)  # derived arrays follow the new P
     assert fast.outcomes is None
+
+
+def test_load_refuses_a_file_that_is_not_npz(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("not a model")
+    with raises("notes.txt", "not a model file"):
+        TabularCMDP.load(path)

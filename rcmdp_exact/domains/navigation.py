@@ -54,7 +54,6 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import networkx as nx
 import numpy as np
 
 from .._checks import (
@@ -140,13 +139,17 @@ def grid_xy(s):
     return x.astype(np.int64), y.astype(np.int64)
 
 
-def grid_graph() -> nx.Graph:
+def grid_graph():
     """The grid as ``networkx.grid_2d_graph(5, 5)``: nodes (x, y), edges the legal moves."""
+    import networkx as nx
+
     return nx.grid_2d_graph(GRID_SIZE, GRID_SIZE)
 
 
 @lru_cache(maxsize=1)
 def _outcome_map_cached() -> np.ndarray:
+    import networkx as nx
+
     G = grid_graph()
     nodes = sorted(G.nodes)
     cells = np.array(nodes, dtype=np.int64)  # (S, 2), row s is the cell of state s
@@ -367,6 +370,8 @@ def shortest_path_policy(model: TabularCMDP | None = None, minimise_cost: bool =
     nxt = _outcome_map_cached()[:, 1:]  # (S, A)
     s_idx = np.broadcast_to(np.arange(S)[:, None], nxt.shape)
     legal = nxt != s_idx
+    import networkx as nx
+
     D = nx.DiGraph()
     D.add_weighted_edges_from(
         zip(nxt[legal].tolist(), s_idx[legal].tolist(), weight[nxt[legal]].tolist(), strict=True)
