@@ -1,0 +1,143 @@
+r"""Where next states come from: the nominal kernel, the L1 worst case, the adversary.
+
+:func:`build_problem` turns a validated model, ball and settings into the flat arrays
+the training loop reads (the same arrays for the compiled loop and the numpy
+reference).  Kernels are in the outcome form of :mod:`rcmdp_exact.sampling`: outcome o
+of pair r = s * A + a leads to ``nxt[r, o]``.
+
+* nominal (PG, CPG): ``model.P`` over next states;
+* worst case (RCPG variants): the ball's nominal, support and radii over next states;
+  the loop solves the inner problem of every pair at the start of every episode;
+* adversary (Adversarial RCPG): the ball's outcome form when it has one (navigation:
+  the 5 offsets), otherwise every next state; the adversary's nominal is the ball's
+  nominal in that form.  :func:`prefit_adversary` fits it to that nominal by mean
+  absolute error on all pairs (Algorithm 1, line 3).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..nn import MLP, Adam, softmax
+from ..parametrisations import adversary_inputs, policy_inputs
+
+__all__ = ["Problem", "build_problem", "prefit_adversary"]
+
+
+@dataclass
+class Problem:
+    """The arrays of one training problem (see the module notes)."""
+
+    S: int
+    A: int
+    K: int
+    T: int
+    gamma: float
+    p0cdf: np.ndarray
+    terminal: np.ndarray
+    R: np.ndarray
+    C: np.ndarray
+    d: np.ndarray
+    Xpol: np.ndarray
+    nxt: np.ndarray
+    kprob: np.ndarray
+    kcdf: np.ndarray
+    nominal: np.ndarray
+    support: np.ndarray
+    alpha: np.ndarray
+    w_c0: np.ndarray
+    live: np.ndarray
+    Xadv: np.ndarray
+    nom_state: np.ndarray
+
+    @property
+    def O(self) -> int:
+        return self.nxt.shape[1]
+
+
+def build_problem(model, algo, ball) -> Problem:
+    """The loop's arrays for ``model`` under the dynamics of ``algo`` (validated inputs)."""
+    S, A, K = model.n_states, model.n_actions, model.n_constraints
+    SA = S * A
+    states = np.ascontiguousarray(np.broadcast_to(np.arange(S, dtype=np.int64), (SA, S)))
+    Xpol = np.ascontiguousarray(policy_inputs(model), dtype=np.float64)
+    terminal = np.ascontiguousarray(model.terminal, dtype=np.bool_)
+    live_states = np.flatnonzero(~terminal)
+    live = (live_states[:, None] * A + np.arange(A)[None, :]).ravel().astype(np.int64)
+    w_c0 = np.zeros(K)
+    nominal = np.zeros((SA, S))
+    support = np.ones((SA, S), dtype=np.bool_)
+    alpha = np.zeros(SA)
+    Xadv = np.zeros((SA, 1))
+    nom_state = np.zeros((SA, S))
+    if algo.dynamics == "nominal":
+        nxt, kprob = states, np.ascontiguousarray(np.asarray(model.P).reshape(SA, S))
+    else:
+        nominal = np.ascontiguousarray(ball.nominal.reshape(SA, S))
+        support = np.ascontiguousarray(ball.support.reshape(SA, S))
+        alpha = np.ascontiguousarray(ball.alpha.reshape(SA), dtype=np.float64)
+        if algo.objective == "constraint":
+            w_c0 = -np.ones(K)
+        if algo.dynamics == "worst-case":
+            nxt, kprob = states, nominal
+        else:
+            if ball.outcomes is not None:
+                O = ball.outcomes.shape[2]
+                nxt = np.ascontiguousarray(ball.outcomes.reshape(SA, O), dtype=np.int64)
+                kprob = np.ascontiguousarray(ball.outcome_nominal.reshape(SA, O))
+            else:
+                nxt, kprob = states, nominal
+            Xadv = np.ascontiguousarray(adversary_inputs(model), dtype=np.float64)
+            nom_state = nominal
+    def own(x, dtype=np.float64):
+        # a writable C-contiguous copy: one compiled signature for every problem
+        return np.array(x, dtype=dtype, order="C", copy=True)
+
+    return Problem(
+        S=S, A=A, K=K, T=int(model.horizon), gamma=float(model.gamma),
+        p0cdf=own(np.cumsum(model.p0)), terminal=own(terminal, np.bool_),
+        R=own(model.R), C=own(model.C), d=own(model.d), Xpol=own(Xpol),
+        nxt=own(nxt, np.int64), kprob=own(kprob), kcdf=own(np.cumsum(kprob, axis=1)),
+        nominal=own(nominal), support=own(support, np.bool_), alpha=own(alpha),
+        w_c0=own(w_c0), live=own(live, np.int64), Xadv=own(Xadv), nom_state=own(nom_state),
+    )
+
+
+def prefit_adversary(problem: Problem, hidden: int, rng, steps: int, lr: float):
+    r"""Adversary parameters fitted to the nominal by mean absolute error on all pairs.
+
+    Minimises :math:`\frac{1}{SA\,O}\sum_{r,o} |\pi_{adv}(o \mid r) - \hat P(o \mid r)|`
+    by full-batch Adam (``steps`` steps of size ``lr``) from a seeded initialisation.
+
+    Returns
+    -------
+    params : array
+    info : dict
+        ``prefit_mae`` (final), ``prefit_seconds``, ``prefit_max_deviation`` (largest
+        L1 distance to the nominal over non-terminal pairs, outcome form) and
+        ``prefit_inside`` (fraction of non-terminal pairs within their radius).
+    """
+    start = time.perf_counter()
+    X = problem.Xadv
+    target = problem.kprob
+    net = MLP(X.shape[1], problem.O, hidden=hidden, seed=rng)
+    params = net.get_params()
+    opt = Adam(net.n_params, lr=lr)
+    n = target.size
+    for _ in range(steps):
+        p = net.probs(X, params)
+        G = np.sign(p - target) / n
+        params = opt.step(params, net.vjp_probs(X, G, params))
+    p = softmax(net.logits(X, params))
+    live = problem.live
+    dev = np.abs(p - target).sum(axis=1)[live]
+    info = {
+        "prefit_mae": float(np.abs(p - target).mean()),
+        "prefit_max_deviation": float(dev.max()) if dev.size else 0.0,
+        "prefit_inside": float((dev <= problem.alpha[live] + 1e-9).mean()) if dev.size else 1.0,
+        "prefit_seconds": time.perf_counter() - start,
+    }
+    return params, info
