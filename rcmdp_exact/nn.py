@@ -324,7 +324,15 @@ class MLP:
         return self.backward(x, g, params, cache)
 
     def grad_log_softmax(self, x, y, params=None) -> np.ndarray:
-        """Per-sample gradients :math:`\\nabla \\log p(y_n \\mid x_n)`, shape (N, n_params)."""
+        """Per-sample gradients :math:`\\nabla \\log p(y_n \\mid x_n)`, shape (N, n_params).
+
+        One sample (N = 1) takes the fast path of :meth:`grad_log_prob`.
+        """
+        xa = np.asarray(x, dtype=np.float64)
+        ya = np.asarray(y)
+        if xa.shape == (1, self.n_inputs) and ya.shape == (1,) \
+                and np.issubdtype(ya.dtype, np.integer) and 0 <= ya[0] < self.n_outputs:
+            return self.grad_log_prob(xa[0], int(ya[0]), self._check_params(params))[None, :]
         cache = self.forward(x, params)
         N = cache["x"].shape[0]
         y = np.asarray(y)
@@ -335,6 +343,32 @@ class MLP:
         g = -softmax(cache["logits"])
         g[np.arange(N), y] += 1.0
         return self._per_sample(cache, g[:, None, :], params)[:, 0, :]
+
+    def grad_log_prob(self, x, y: int, params=None) -> np.ndarray:
+        r"""Fast single-sample :math:`\nabla_\theta \log p(y \mid x)`, shape (n_params,).
+
+        The forward and backward pass of one input row ``x`` (F,) in plain numpy:
+        :math:`g = e_y - p`, :math:`\delta = (W_2 g) \odot [z > 0]`, gradient
+        :math:`(x \delta^\top, \delta, h g^\top, g)` in the flat layout.  No input
+        checks beyond the parameter vector's length (the per-step path of a learner).
+        """
+        p = self.params if params is None else params
+        F, H, O = self.n_inputs, self.hidden, self.n_outputs
+        o1, o2, o3 = F * H, F * H + H, F * H + H + H * O
+        W2 = p[o2:o3].reshape(H, O)
+        z = np.asarray(x, dtype=np.float64) @ p[:o1].reshape(F, H) + p[o1:o2]
+        h = np.maximum(z, 0.0)
+        logits = h @ W2 + p[o3:]
+        e = np.exp(logits - logits.max())
+        g = e / -e.sum()
+        g[y] += 1.0
+        delta = (W2 @ g) * (z > 0)
+        out = np.empty(self.n_params)
+        out[:o1] = np.multiply.outer(x, delta).ravel()
+        out[o1:o2] = delta
+        out[o2:o3] = np.multiply.outer(h, g).ravel()
+        out[o3:] = g
+        return out
 
     def score(self, x, params=None) -> np.ndarray:
         """:math:`\\nabla \\log p(o \\mid x_n)` for every output o: shape (N, O, n_params)."""

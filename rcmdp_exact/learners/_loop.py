@@ -33,7 +33,7 @@ import numpy as np
 
 from ..sampling import draw_one
 
-__all__ = ["CI", "CF", "CNT", "critic_table", "policy_table", "run_chunk", "worst_case_rows"]
+__all__ = ["CF", "CI", "CNT", "critic_table", "policy_table", "run_chunk", "worst_case_rows"]
 
 _jit = numba.njit(cache=True)
 _draw = _jit(draw_one)
@@ -360,7 +360,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
                 kcdf[r, o] = kcdf_fixed[r, o]
 
     done = 0
-    for ep in range(n_episodes):
+    for _ in range(n_episodes):
         if step_budget > 0 and cnt[6] >= step_budget:
             break
         cnt[5] += 1

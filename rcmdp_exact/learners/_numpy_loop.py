@@ -54,7 +54,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch, pb, state, rec):
     (T, dyn, learn_lam, mult, sched_mode, sched_every, ent_form, disc_weight, adv_signal,
      adv_start, n_samp, train_critic, objective, H, step_budget) = (int(x) for x in ci)
     gamma, lr_pol, lr_lam, lr_adv, lr_lamadv, lr_critic, beta, lam_max = cf[:8]
-    S, A, K, O = pb.S, pb.A, pb.K, pb.O
+    S, A, K, O = pb.S, pb.A, pb.K, pb.n_outcomes
     F = pb.Xpol.shape[1]
     Fa = pb.Xadv.shape[1]
     pol = MLP(F, A, hidden=H, seed=0)

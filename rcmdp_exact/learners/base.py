@@ -118,6 +118,7 @@ class Settings:
     prefit_steps: int = 3000
     prefit_lr: float = 0.01
     hidden: int = 100
+    feature_scale: float | None = None
     backend: str = "numba"
 
     def checked(self, model) -> Settings:
@@ -145,14 +146,16 @@ class Settings:
         for name in ("adversary_start", "prefit_steps"):
             check_int(getattr(self, name), name, 0)
         check_real(self.entropy, "entropy", 0.0)
+        if self.feature_scale is not None:
+            check_real(self.feature_scale, "feature_scale", 0.0, low_open=True)
         check_real(self.lambda_max, "lambda_max", 0.0, low_open=True)
         exact = self.gradient == "exact"
         lam0 = default_lambda(model)
         defaults = {
-            "lr_policy": 0.01 if exact else 1e-3,
-            "lr_multiplier": 0.01 if exact else 1e-4,
-            "lr_adversary": 0.01 if exact else 1e-3,
-            "lr_adversary_multiplier": 0.01 if exact else 1e-4,
+            "lr_policy": 1e-3,
+            "lr_multiplier": 3e-3 if exact else 1e-4,
+            "lr_adversary": 1e-3,
+            "lr_adversary_multiplier": 3e-3 if exact else 1e-4,
             "lambda_init": lam0,
             "lambda_adv_init": lam0,
         }

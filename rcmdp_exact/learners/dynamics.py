@@ -24,7 +24,16 @@ import numpy as np
 from ..nn import MLP, Adam, softmax
 from ..parametrisations import adversary_inputs, policy_inputs
 
-__all__ = ["Problem", "build_problem", "prefit_adversary"]
+__all__ = ["Problem", "build_problem", "prefit_adversary", "seed_generators"]
+
+
+def seed_generators(seed) -> list:
+    """Five independent Generators of a run: policy init, adversary init, critic init,
+    episodes, adversary batches (``numpy.random.SeedSequence.spawn``)."""
+    if isinstance(seed, np.random.Generator):
+        return seed.spawn(5)
+    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    return [np.random.default_rng(c) for c in ss.spawn(5)]
 
 
 @dataclass
@@ -54,16 +63,16 @@ class Problem:
     nom_state: np.ndarray
 
     @property
-    def O(self) -> int:
+    def n_outcomes(self) -> int:
         return self.nxt.shape[1]
 
 
-def build_problem(model, algo, ball) -> Problem:
+def build_problem(model, algo, ball, feature_scale=None) -> Problem:
     """The loop's arrays for ``model`` under the dynamics of ``algo`` (validated inputs)."""
     S, A, K = model.n_states, model.n_actions, model.n_constraints
     SA = S * A
     states = np.ascontiguousarray(np.broadcast_to(np.arange(S, dtype=np.int64), (SA, S)))
-    Xpol = np.ascontiguousarray(policy_inputs(model), dtype=np.float64)
+    Xpol = np.ascontiguousarray(policy_inputs(model, feature_scale), dtype=np.float64)
     terminal = np.ascontiguousarray(model.terminal, dtype=np.bool_)
     live_states = np.flatnonzero(~terminal)
     live = (live_states[:, None] * A + np.arange(A)[None, :]).ravel().astype(np.int64)
@@ -90,7 +99,8 @@ def build_problem(model, algo, ball) -> Problem:
                 kprob = np.ascontiguousarray(ball.outcome_nominal.reshape(SA, O))
             else:
                 nxt, kprob = states, nominal
-            Xadv = np.ascontiguousarray(adversary_inputs(model), dtype=np.float64)
+            Xadv = np.ascontiguousarray(adversary_inputs(model, feature_scale),
+                                        dtype=np.float64)
             nom_state = nominal
     def own(x, dtype=np.float64):
         # a writable C-contiguous copy: one compiled signature for every problem
@@ -123,7 +133,7 @@ def prefit_adversary(problem: Problem, hidden: int, rng, steps: int, lr: float):
     start = time.perf_counter()
     X = problem.Xadv
     target = problem.kprob
-    net = MLP(X.shape[1], problem.O, hidden=hidden, seed=rng)
+    net = MLP(X.shape[1], problem.n_outcomes, hidden=hidden, seed=rng)
     params = net.get_params()
     opt = Adam(net.n_params, lr=lr)
     n = target.size

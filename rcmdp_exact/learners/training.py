@@ -16,7 +16,7 @@ from ..model import TabularCMDP, check_model
 from ..nn import MLP, softmax
 from ..uncertainty import L1Ball
 from .base import ALGORITHMS, Settings
-from .dynamics import Problem, build_problem, prefit_adversary
+from .dynamics import Problem, build_problem, prefit_adversary, seed_generators
 from .records import TrainResult, eval_records, evaluate_policy
 
 __all__ = ["train"]
@@ -66,15 +66,6 @@ class _Records:
                 "lambda": self.lam[:n], "lambda_adv": self.lamadv[:n],
                 "adv_deviation": self.dev[:n], "adv_inside": self.inside[:n],
                 "steps": self.steps[:n]}
-
-
-def _generators(seed):
-    """Five independent Generators: policy init, adversary init, critic init, episodes,
-    adversary batches (``numpy.random.SeedSequence.spawn``)."""
-    if isinstance(seed, np.random.Generator):
-        return seed.spawn(5)
-    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    return [np.random.default_rng(c) for c in ss.spawn(5)]
 
 
 def _check_inputs(model, algorithm, ball, true_model):
@@ -128,7 +119,7 @@ def _init_state(s: Settings, pb: Problem, algo, gens, info) -> LoopState:
         phi, fit = prefit_adversary(pb, s.hidden, gens[1], s.prefit_steps, s.prefit_lr)
         info.update(fit)
     else:
-        phi = MLP(pb.Xadv.shape[1], pb.O, hidden=s.hidden, seed=gens[1]).get_params()
+        phi = MLP(pb.Xadv.shape[1], pb.n_outcomes, hidden=s.hidden, seed=gens[1]).get_params()
     lam0 = s.lambda_init if algo.learn_multiplier else 0.0
     lam = np.full(pb.K, float(lam0))
     lamadv = np.array([float(s.lambda_adv_init)])
@@ -171,7 +162,7 @@ def _learner_kernel(model, ball, pb, s, algo, state, critic_exact) -> np.ndarray
     if algo.dynamics == "nominal":
         return pb.kprob
     if algo.dynamics == "adversary":
-        net = MLP(pb.Xadv.shape[1], pb.O, hidden=s.hidden, seed=0)
+        net = MLP(pb.Xadv.shape[1], pb.n_outcomes, hidden=s.hidden, seed=0)
         q = softmax(net.logits(pb.Xadv, state.phi))
         P = np.zeros((S * A, S))
         np.add.at(P, (np.arange(S * A)[:, None], pb.nxt), q)
@@ -235,7 +226,7 @@ def train(model, algorithm, *, ball=None, seed=0, episodes: int | None = 5000,
           adversary_start: int = 50, adversary_batch: int = 100,
           adversary_signal: str = "printed", discount_weight: bool = False,
           prefit_steps: int = 3000, prefit_lr: float = 0.01, hidden: int = 100,
-          backend: str = "numba") -> TrainResult:
+          feature_scale=None, backend: str = "numba") -> TrainResult:
     r"""Train one of the six learners of :data:`ALGORITHMS` and evaluate it exactly.
 
     Parameters
@@ -290,7 +281,8 @@ def train(model, algorithm, *, ball=None, seed=0, episodes: int | None = 5000,
         lr_critic=lr_critic, schedule=schedule, schedule_every=schedule_every,
         adversary_start=adversary_start, adversary_batch=adversary_batch,
         adversary_signal=adversary_signal, discount_weight=discount_weight,
-        prefit_steps=prefit_steps, prefit_lr=prefit_lr, hidden=hidden, backend=backend,
+        prefit_steps=prefit_steps, prefit_lr=prefit_lr, hidden=hidden, feature_scale=feature_scale,
+        backend=backend,
     ).checked(model)
     check_seed(seed)
     algo = ALGORITHMS[settings.algorithm]
@@ -301,13 +293,13 @@ def train(model, algorithm, *, ball=None, seed=0, episodes: int | None = 5000,
     if settings.gradient == "exact":
         from .exact import train_exact
 
-        return train_exact(model, algo, ball, settings, true_model, progress, t_start)
+        return train_exact(model, algo, ball, settings, true_model, progress, t_start, seed)
     return _train_sampled(model, algo, ball, settings, true_model, progress, seed, t_start)
 
 
 def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t_start):
-    gens = _generators(seed)
-    pb = build_problem(model, algo, ball)
+    gens = seed_generators(seed)
+    pb = build_problem(model, algo, ball, s.feature_scale)
     info: dict = {}
     t0 = time.perf_counter()
     state = _init_state(s, pb, algo, gens, info)
