@@ -35,7 +35,8 @@ from ..sampling import draw_one
 
 __all__ = ["CF", "CI", "CNT", "critic_table", "policy_table", "run_chunk", "worst_case_rows"]
 
-_jit = numba.njit(cache=True)
+# error_model="numpy": no zero-division checks, so the element-wise loops vectorise
+_jit = numba.njit(cache=True, error_model="numpy")
 _draw = _jit(draw_one)
 
 #: Indices of the integer settings array ``ci``.
@@ -129,16 +130,43 @@ def _backward_row(x, z, h, W2, g, nin, H, nout, grad):
 
 
 @_jit
-def _adam(p, g, m, v, t, lr, b1, b2, eps):
-    """One Adam descent step in place (the update of :class:`rcmdp_exact.nn.Adam`)."""
+def _backward_row_set(x, z, h, W2, g, nin, H, nout, grad):
+    """Write the gradient of sum(g * logits) for one sample into ``grad`` (every entry)."""
+    o_b1 = nin * H
+    o_W2 = o_b1 + H
+    o_b2 = o_W2 + H * nout
+    for j in range(H):
+        if z[j] > 0.0:
+            acc = 0.0
+            for o in range(nout):
+                acc += W2[j, o] * g[o]
+            hj = h[j]
+            for o in range(nout):
+                grad[o_W2 + j * nout + o] = hj * g[o]
+        else:
+            acc = 0.0
+            for o in range(nout):
+                grad[o_W2 + j * nout + o] = 0.0
+        for f in range(nin):
+            grad[f * H + j] = x[f] * acc
+        grad[o_b1 + j] = acc
+    for o in range(nout):
+        grad[o_b2 + o] = g[o]
+
+
+@_jit
+def _adam(p, g, m, v, t, lr, b1, b2, eps, scale):
+    """One Adam descent step in place on the gradient ``scale * g`` (the update of
+    :class:`rcmdp_exact.nn.Adam`)."""
     bc1 = 1.0 - b1 ** float(t)
     bc2 = 1.0 - b2 ** float(t)
     for i in range(p.shape[0]):
-        m[i] = b1 * m[i] + (1.0 - b1) * g[i]
-        v[i] = b2 * v[i] + (1.0 - b2) * g[i] * g[i]
-        mh = m[i] / bc1
-        vh = v[i] / bc2
-        p[i] = p[i] - lr * mh / (math.sqrt(vh) + eps)
+        gi = scale * g[i]
+        mi = b1 * m[i] + (1.0 - b1) * gi
+        vi = b2 * v[i] + (1.0 - b2) * gi * gi
+        m[i] = mi
+        v[i] = vi
+        p[i] = p[i] - lr * (mi / bc1) / (math.sqrt(vi / bc2) + eps)
 
 
 @_jit
@@ -240,8 +268,8 @@ def _multiplier_step(lam, loglam, m, v, t, diff, lr, sched_grad, mode, lam_max, 
     if mode == ADAM_LOG:
         g = np.empty(K)
         for k in range(K):
-            g[k] = -diff[k] * sched_grad
-        _adam(loglam, g, m, v, t, lr, b1, b2, eps)
+            g[k] = diff[k]
+        _adam(loglam, g, m, v, t, lr, b1, b2, eps, -sched_grad)
         top = math.log(lam_max)
         for k in range(K):
             if loglam[k] > top:
@@ -502,13 +530,10 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
                     p = Pp[s, b]
                     if p > 0.0:
                         g_pol[b] -= wt * beta * p * (math.log(p) + ent[s])
-            for i in range(grad_th.shape[0]):
-                grad_th[i] = 0.0
-            _backward_row(Xpol[s], Zp[s], Hp[s], W2p, g_pol, F, H, A, grad_th)
-            for i in range(grad_th.shape[0]):
-                grad_th[i] = -sched_grad * grad_th[i]
+            _backward_row_set(Xpol[s], Zp[s], Hp[s], W2p, g_pol, F, H, A, grad_th)
             cnt[0] += 1
-            _adam(theta, grad_th, m_th, v_th, cnt[0], lr_pol * sched_step, b1, b2, eps)
+            _adam(theta, grad_th, m_th, v_th, cnt[0], lr_pol * sched_step, b1, b2, eps,
+                  -sched_grad)
             # multipliers: ascent on C_t - d
             if learn_lam:
                 for k in range(K):
@@ -528,9 +553,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
                 for q in range(O):
                     g_adv[q] = -signal * Pk[r, q]
                 g_adv[o] += signal
-                for i in range(grad_ph.shape[0]):
-                    grad_ph[i] = 0.0
-                _backward_row(Xadv[r], Za[r], Ha[r], W2a, g_adv, Fa, H, O, grad_ph)
+                _backward_row_set(Xadv[r], Za[r], Ha[r], W2a, g_adv, Fa, H, O, grad_ph)
                 # deviation gradient on a fresh batch, at the current parameters
                 ub = rng_batch.random(n_samp)
                 for i in range(n_samp):
@@ -560,10 +583,9 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
                         for q in range(O):
                             gb[q] = la * (Pb[i, q] * (gb[q] - dot))
                         _backward_row(Xb[i], Zb[i], Hb[i], W2cur, gb, Fa, H, O, grad_ph)
-                for i in range(grad_ph.shape[0]):
-                    grad_ph[i] = sched_grad * grad_ph[i]
                 cnt[1] += 1
-                _adam(phi, grad_ph, m_ph, v_ph, cnt[1], lr_adv * sched_step, b1, b2, eps)
+                _adam(phi, grad_ph, m_ph, v_ph, cnt[1], lr_adv * sched_step, b1, b2, eps,
+                      sched_grad)
                 # lambda_adv: ascent on the visited pair's deviation minus its radius
                 diff1[0] = devo[r] - alpha[r]
                 cnt[4] += 1
@@ -592,7 +614,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
                 if nz:
                     _backward_row(Xpol[s], Zc[s], Hc[s], W2c, Gc[s], F, H, 1 + K, grad_ps)
             cnt[2] += 1
-            _adam(psi, grad_ps, m_ps, v_ps, cnt[2], lr_critic, b1, b2, eps)
+            _adam(psi, grad_ps, m_ps, v_ps, cnt[2], lr_critic, b1, b2, eps, 1.0)
 
         rec_len[done] = L
         rec_ret[done] = ret

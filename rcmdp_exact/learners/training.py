@@ -318,7 +318,7 @@ def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t
     max_eps = s.episodes if s.episodes is not None else math.inf
     chunk = s.eval_every or _CHUNK
     parts, evals, eval_eps = [], [], []
-    t_loop = t_eval = 0.0
+    t_loop = t_eval = cpu_loop = 0.0
     done = 0
     total = s.episodes if s.episodes is not None else s.steps
     unit = "episodes" if s.episodes is not None else "steps"
@@ -341,12 +341,14 @@ def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t
                 want = 1
             rec = _Records(want, pb.K)
             tl = time.perf_counter()
+            cl = time.process_time()
             if py_kernel:
                 kern = _learner_kernel(model, ball, pb, s, algo, state, critic_exact)
                 got = run(1, rec, np.cumsum(kern, axis=1))
             else:
                 got = run(want, rec, pb.kcdf)
             t_loop += time.perf_counter() - tl
+            cpu_loop += time.process_time() - cl
             parts.append(rec.head(got))
             steps_before = int(state.cnt[6])
             done += got
@@ -373,8 +375,8 @@ def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t
         records["lambda_adv"][:] = np.nan
     records.update(eval_records(evals, eval_eps, pb.K))
     info.update(episodes=done, steps=int(state.cnt[6]))
-    timings = {"setup": t_setup, "prefit": t_prefit, "loop": t_loop, "evaluation": t_eval,
-               "total": time.perf_counter() - t_start}
+    timings = {"setup": t_setup, "prefit": t_prefit, "loop": t_loop, "loop_cpu": cpu_loop,
+               "evaluation": t_eval, "total": time.perf_counter() - t_start}
     return TrainResult(
         algorithm=algo.name, settings=s, inputs=pb.Xpol, hidden=s.hidden, n_actions=pb.A,
         policy_params=state.theta.copy(), lam=state.lam.copy(),
