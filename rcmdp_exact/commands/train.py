@@ -67,11 +67,13 @@ def _row(name: str, value, cost, test_value=None, test_cost=None, pen=None) -> s
 
         return "" if x is None else ",".join(f"{v:.3f}" for v in np.atleast_1d(x))
 
-    return (f"{name:<28}{f(value):>12}{fc(cost):>12}{f(test_value):>12}{fc(test_cost):>12}"
+    return (f"{name:<34}{f(value):>12}{fc(cost):>12}{f(test_value):>12}{fc(test_cost):>12}"
             f"{f(pen):>12}")
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from ..domains import ESTIMATION_EPISODES, paper_domain
     from ..ground_truth import rcmdp_bracket, solve_cmdp
     from ..learners import ALGORITHMS, train
@@ -95,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"rcmdp train {args.domain} {args.algorithm}: seed {args.seed}, {res.episodes} "
           f"episodes, {res.steps} steps, trained on the {args.train_on} model "
           f"({n_est} estimation episodes), loop {res.timings['loop']:.2f} s")
-    print(f"{'':<28}{'value':>12}{'cost':>12}{'test value':>12}{'test cost':>12}"
+    print(f"{'':<34}{'value':>12}{'cost':>12}{'test value':>12}{'test cost':>12}"
           f"{'penalised':>12}")
     for pol in ("stochastic", "greedy"):
         key = f"eval_true_{pol}_"
@@ -113,7 +115,10 @@ def run(args: argparse.Namespace) -> int:
     print(_row("CMDP optimum (LP, true)", opt.value, opt.costs))
     if not args.no_bracket:
         br = rcmdp_bracket(model, est.ball, progress=progress)
-        print(f"{'RCMDP bracket (ball)':<28}{'[' + f'{br.lower:.3f}, {br.upper:.3f}' + ']':>24}")
+        text = f"[{br.lower:.3f}, {br.upper:.3f}]"
+        if not np.isfinite(br.lower):
+            text += "  (no robust-feasible policy certified)"
+        print(f"{'RCMDP bracket (ball, value)':<34}{text:>24}")
     if out is not None:
         res.save(out, force=True)
         print(f"wrote {out}")

@@ -446,10 +446,6 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
             n_in = 0
             for i in range(n_live):
                 r = live[i]
-                acc = 0.0
-                for o in range(O):
-                    acc += abs(Pk[r, o] - kprob[r, o])
-                devo[r] = acc
                 for t in range(S):
                     merged[t] = 0.0
                 for o in range(O):
@@ -457,6 +453,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
                 dist = 0.0
                 for t in range(S):
                     dist += abs(merged[t] - nom_state[r, t])
+                devo[r] = dist
                 tot += dist
                 if dist <= alpha[r] + 1e-9:
                     n_in += 1
@@ -569,14 +566,18 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
                 la = lamadv[0]
                 for i in range(n_samp):
                     rr = idx[i]
-                    dev = -alpha[rr]
+                    for t in range(S):
+                        merged[t] = 0.0
                     for q in range(O):
-                        dev += abs(Pb[i, q] - kprob[rr, q])
-                    if dev > 0.0:
+                        merged[nxt[rr, q]] += Pb[i, q]
+                    dev = 0.0
+                    for t in range(S):
+                        dev += abs(merged[t] - nom_state[rr, t])
+                    if dev - alpha[rr] > 0.0:
                         dot = 0.0
                         for q in range(O):
                             y = Pb[i, q]
-                            x = y - kprob[rr, q]
+                            x = merged[nxt[rr, q]] - nom_state[rr, nxt[rr, q]]
                             sg = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
                             gb[q] = sg / n_samp
                             dot += y * gb[q]

@@ -17,7 +17,7 @@ from ..inner import worst_case_l1
 from ..nn import MLP, Adam, softmax
 from ..sampling import draw_one
 
-__all__ = ["run_chunk"]
+__all__ = ["merge", "run_chunk"]
 
 FIXED, WORST, ADVERSARY = 0, 1, 2
 
@@ -41,6 +41,14 @@ def _multiplier(lam, loglam, opt, t, diff, lr, sched_grad, mode, lam_max):
         lam[:] = np.minimum(np.exp(loglam), lam_max)
     else:
         lam[:] = np.clip(lam + lr * sched_grad * diff, 0.0, lam_max)
+
+
+def merge(q, nxt, S):
+    """Next-state distributions (N, S) of outcome distributions q (N, O) under nxt."""
+    out = np.zeros((q.shape[0], S))
+    for o in range(q.shape[1]):
+        np.add.at(out, (np.arange(q.shape[0]), nxt[:, o]), q[:, o])
+    return out
 
 
 def _cache(cache, rows):
@@ -106,10 +114,9 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch, pb, state, rec):
             ca = adv.forward(pb.Xadv, phi_roll)
             Pk = softmax(ca["logits"])
             kcdf = np.cumsum(Pk, axis=1)
-            devo = np.abs(Pk - pb.kprob).sum(axis=1)
-            merged = np.zeros((S * A, S))
-            np.add.at(merged, (np.arange(S * A)[:, None], pb.nxt), Pk)
-            dist = np.abs(merged - pb.nom_state).sum(axis=1)[live]
+            merged = merge(Pk, pb.nxt, S)
+            devo = np.abs(merged - pb.nom_state).sum(axis=1)
+            dist = devo[live]
             if n_live:
                 mean_dev = float(dist.mean())
                 inside = float((dist <= pb.alpha[live] + 1e-9).mean())
@@ -171,8 +178,10 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch, pb, state, rec):
                 idx = live[np.minimum((ub * n_live).astype(np.int64), n_live - 1)]
                 Xb = pb.Xadv[idx]
                 yb = adv.probs(Xb, state.phi)
-                dev = np.abs(yb - pb.kprob[idx]).sum(axis=1) - pb.alpha[idx]
-                G = np.where((dev > 0)[:, None], np.sign(yb - pb.kprob[idx]) / n_samp, 0.0)
+                gap = merge(yb, pb.nxt[idx], S) - pb.nom_state[idx]
+                dev = np.abs(gap).sum(axis=1) - pb.alpha[idx]
+                sign = np.sign(np.take_along_axis(gap, pb.nxt[idx], axis=1))
+                G = np.where((dev > 0)[:, None], sign / n_samp, 0.0)
                 if (dev > 0).any():
                     grad_a = grad_a + state.lamadv[0] * adv.vjp_probs(Xb, G, state.phi)
                 cnt[1] += 1

@@ -159,6 +159,8 @@ class Settings:
             "lambda_init": lam0,
             "lambda_adv_init": lam0,
         }
+        if exact and self.feature_scale is None:
+            defaults["feature_scale"] = 1.0
         values = {}
         for name, default in defaults.items():
             value = getattr(self, name)
@@ -167,6 +169,8 @@ class Settings:
                      "lr_critic", "prefit_lr"):
             value = values.get(name, getattr(self, name))
             values[name] = check_real(value, name, 0.0, low_open=True)
+        if "feature_scale" in defaults:
+            values["feature_scale"] = defaults["feature_scale"]
         for name in ("lambda_init", "lambda_adv_init"):
             values[name] = check_real(values[name], name, 0.0, self.lambda_max)
         if exact and self.steps is not None:

@@ -119,33 +119,46 @@ def build_problem(model, algo, ball, feature_scale=None) -> Problem:
 def prefit_adversary(problem: Problem, hidden: int, rng, steps: int, lr: float):
     r"""Adversary parameters fitted to the nominal by mean absolute error on all pairs.
 
-    Minimises :math:`\frac{1}{SA\,O}\sum_{r,o} |\pi_{adv}(o \mid r) - \hat P(o \mid r)|`
-    by full-batch Adam (``steps`` steps of size ``lr``) from a seeded initialisation.
+    Minimises :math:`\frac{1}{SA\,S}\sum_{r,s'} |P_{adv}(s' \mid r) - \hat P(s' \mid
+    r)|`, with :math:`P_{adv}` the adversary's outcome distribution merged onto next
+    states (the ball's own norm: outcomes that reach the same state are one), by
+    full-batch Adam (``steps`` steps of size ``lr``) from a seeded initialisation.
 
     Returns
     -------
     params : array
     info : dict
         ``prefit_mae`` (final), ``prefit_seconds``, ``prefit_max_deviation`` (largest
-        L1 distance to the nominal over non-terminal pairs, outcome form) and
-        ``prefit_inside`` (fraction of non-terminal pairs within their radius).
+        L1 distance to the nominal over non-terminal pairs) and ``prefit_inside``
+        (fraction of non-terminal pairs within their radius).
     """
     start = time.perf_counter()
     X = problem.Xadv
-    target = problem.kprob
+    nxt = problem.nxt
+    target = problem.nom_state
+    rows = np.arange(X.shape[0])
+    S = problem.S
+
+    def merged(q):
+        out = np.zeros((q.shape[0], S))
+        for o in range(q.shape[1]):
+            np.add.at(out, (rows, nxt[:, o]), q[:, o])
+        return out
+
     net = MLP(X.shape[1], problem.n_outcomes, hidden=hidden, seed=rng)
     params = net.get_params()
     opt = Adam(net.n_params, lr=lr)
     n = target.size
     for _ in range(steps):
-        p = net.probs(X, params)
-        G = np.sign(p - target) / n
+        q = net.probs(X, params)
+        gap = merged(q) - target
+        G = np.sign(np.take_along_axis(gap, nxt, axis=1)) / n
         params = opt.step(params, net.vjp_probs(X, G, params))
-    p = softmax(net.logits(X, params))
+    gap = merged(softmax(net.logits(X, params))) - target
     live = problem.live
-    dev = np.abs(p - target).sum(axis=1)[live]
+    dev = np.abs(gap).sum(axis=1)[live]
     info = {
-        "prefit_mae": float(np.abs(p - target).mean()),
+        "prefit_mae": float(np.abs(gap).mean()),
         "prefit_max_deviation": float(dev.max()) if dev.size else 0.0,
         "prefit_inside": float((dev <= problem.alpha[live] + 1e-9).mean()) if dev.size else 1.0,
         "prefit_seconds": time.perf_counter() - start,

@@ -131,10 +131,12 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
                 U = np.take_along_axis(R_lam, out, axis=2) + pb.gamma * ev.lagrangian[out]
                 Gq = (ev.occupancy[:, None, None] * pi[:, :, None] * U).reshape(S * A, -1)
                 Gq[term_rows] = 0.0
-                devo = np.abs(q - pb.kprob).sum(axis=1)
+                gap = merged - pb.nom_state
+                devo = np.abs(gap).sum(axis=1)
                 viol = np.zeros(S * A, dtype=bool)
                 viol[live] = devo[live] > pb.alpha[live]
-                Gd = np.where(viol[:, None], np.sign(q - pb.kprob) / max(live.size, 1), 0.0)
+                sign = np.sign(np.take_along_axis(gap, pb.nxt, axis=1))
+                Gd = np.where(viol[:, None], sign / max(live.size, 1), 0.0)
                 gphi = adv.vjp_probs(pb.Xadv, Gq + lamadv[0] * Gd, phi)
                 phi = opt_ph.step(phi, sched_grad * gphi, lr=s.lr_adversary * sched_step)
                 w = (ev.occupancy[:, None] * pi).reshape(S * A)[live]
