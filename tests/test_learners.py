@@ -102,7 +102,7 @@ def test_compiled_loop_equals_numpy_reference(nav1, inventory, alg, domain):
     kw = dict(episodes=4 if domain == "inventory" else 6)
     if alg == "cpg" and domain == "nav1":
         kw.update(multiplier_update="sgd", entropy_form="gradient", discount_weight=True,
-                  schedule="step", schedule_every=2)
+                  schedule="step", schedule_every=2, multiplier_signal="episode")
     if alg == "adversarial-rcpg" and domain == "nav1":
         kw.update(adversary_signal="corrected", multiplier_update="sgd")
     a = _short(model, est.ball, alg, backend="numba", **kw)

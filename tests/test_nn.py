@@ -196,3 +196,16 @@ def test_adam_rejects_bad_input():
             "bias_scale must be a finite number >= 0 (biases ~ U(-bias_scale, bias_scale)), "
             "got -0.1")):
         MLP(2, 3, hidden=4, bias_scale=-0.1)
+
+
+@given(nets(), st.data())
+def test_single_sample_fast_path_equals_per_sample_path(case, data):
+    net, x, _ = case
+    y = data.draw(st.integers(0, net.n_outputs - 1))
+    fast = net.grad_log_prob(x[0], y)
+    cache = net.forward(x[:1])
+    g = -softmax(cache["logits"])
+    g[0, y] += 1.0
+    slow = net._per_sample(cache, g[:, None, :], None)[0, 0]
+    np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(net.grad_log_softmax(x[:1], np.array([y]))[0], fast)

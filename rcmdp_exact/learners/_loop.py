@@ -43,6 +43,7 @@ _draw = _jit(draw_one)
 CI = {name: i for i, name in enumerate((
     "T", "dyn", "learn_lam", "mult", "sched", "sched_every", "ent_form", "disc_weight",
     "adv_signal", "adv_start", "n_samp", "train_critic", "objective", "H", "step_budget",
+    "mult_signal",
 ))}
 #: Indices of the float settings array ``cf``.
 CF = {name: i for i, name in enumerate((
@@ -311,6 +312,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
     objective = ci[12]
     H = ci[13]
     step_budget = ci[14]
+    mult_episode = ci[15] != 0
     gamma = cf[0]
     lr_pol = cf[1]
     lr_lam = cf[2]
@@ -372,6 +374,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
     Ct = np.empty((T, K))
     Cnow = np.zeros(K)
     Cprev = np.zeros(K)
+    C0 = np.zeros(K)
     diff = np.empty(K)
     g_pol = np.empty(A)
     g_adv = np.empty(O)
@@ -491,6 +494,12 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
         cnt[6] += L
 
         # ---- backward pass: updates at every step
+        if mult_episode:  # the episode's discounted cost C_0 (computed backwards)
+            for k in range(K):
+                C0[k] = 0.0
+            for t in range(L - 1, -1, -1):
+                for k in range(K):
+                    C0[k] = cs[t, k] + gamma * C0[k]
         adv_on = dyn == ADVERSARY and n_ep > adv_start
         V = 0.0
         for k in range(K):
@@ -534,7 +543,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
             # multipliers: ascent on C_t - d
             if learn_lam:
                 for k in range(K):
-                    diff[k] = Cprev[k] - d[k]
+                    diff[k] = (C0[k] if mult_episode else Cprev[k]) - d[k]
                 cnt[3] += 1
                 _multiplier_step(lam, loglam, m_lam, v_lam, cnt[3], diff,
                                  lr_lam * sched_step, sched_grad, mult, lam_max, b1, b2, eps)

@@ -60,7 +60,8 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch, pb, state, rec):
     grouped: ``pb`` the :class:`~rcmdp_exact.learners.dynamics.Problem`, ``state`` the
     loop state, ``rec`` the record arrays)."""
     (T, dyn, learn_lam, mult, sched_mode, sched_every, ent_form, disc_weight, adv_signal,
-     adv_start, n_samp, train_critic, objective, H, step_budget) = (int(x) for x in ci)
+     adv_start, n_samp, train_critic, objective, H, step_budget, mult_signal) = (
+        int(x) for x in ci)
     gamma, lr_pol, lr_lam, lr_adv, lr_lamadv, lr_critic, beta, lam_max = cf[:8]
     S, A, K, O = pb.S, pb.A, pb.K, pb.n_outcomes
     F = pb.Xpol.shape[1]
@@ -141,6 +142,9 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch, pb, state, rec):
         L = len(st)
         cnt[6] += L
         adv_on = dyn == ADVERSARY and n_ep > adv_start
+        C0 = np.zeros(K)
+        for t in range(L - 1, -1, -1):
+            C0 = cs[t] + gamma * C0
         V = 0.0
         Cr = np.zeros(K)
         Vt = np.zeros(L)
@@ -166,7 +170,8 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch, pb, state, rec):
                                    lr_pol * sched_step)
             if learn_lam:
                 cnt[3] += 1
-                _multiplier(state.lam, state.loglam, opt_lam, int(cnt[3]), Cr - pb.d,
+                _multiplier(state.lam, state.loglam, opt_lam, int(cnt[3]),
+                            (C0 if mult_signal else Cr) - pb.d,
                             lr_lam * sched_step, sched_grad, mult, lam_max)
             if adv_on:
                 r = s * A + a

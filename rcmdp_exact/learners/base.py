@@ -73,6 +73,7 @@ MULTIPLIER_UPDATES = ("adam-log", "sgd")
 SCHEDULES = ("gradient", "step", "none")
 ENTROPY_FORMS = ("weight", "gradient")
 ADVERSARY_SIGNALS = ("printed", "corrected")
+MULTIPLIER_SIGNALS = ("cost-to-go", "episode")
 BACKENDS = ("numba", "numpy")
 
 
@@ -109,12 +110,13 @@ class Settings:
     lr_adversary: float | None = None
     lr_adversary_multiplier: float | None = None
     lr_critic: float = 1e-3
-    schedule: str = "gradient"
+    schedule: str | None = None
     schedule_every: int = 500
     adversary_start: int = 50
     adversary_batch: int = 100
     adversary_signal: str = "printed"
     discount_weight: bool = False
+    multiplier_signal: str = "cost-to-go"
     prefit_steps: int = 3000
     prefit_lr: float = 0.01
     hidden: int = 100
@@ -128,10 +130,12 @@ class Settings:
         check_choice(self.gradient, "gradient", GRADIENTS)
         check_choice(self.inner, "inner", INNERS)
         check_choice(self.multiplier_update, "multiplier_update", MULTIPLIER_UPDATES)
-        check_choice(self.schedule, "schedule", SCHEDULES)
+        if self.schedule is not None:
+            check_choice(self.schedule, "schedule", SCHEDULES)
         check_choice(self.entropy_form, "entropy_form", ENTROPY_FORMS)
         check_choice(self.adversary_signal, "adversary_signal", ADVERSARY_SIGNALS)
         check_choice(self.backend, "backend", BACKENDS)
+        check_choice(self.multiplier_signal, "multiplier_signal", MULTIPLIER_SIGNALS)
         check_type(self.discount_weight, "discount_weight", bool, "pass True or False")
         for name in ("episodes", "steps"):
             value = getattr(self, name)
@@ -171,6 +175,8 @@ class Settings:
             values[name] = check_real(value, name, 0.0, low_open=True)
         if "feature_scale" in defaults:
             values["feature_scale"] = defaults["feature_scale"]
+        if self.schedule is None:
+            values["schedule"] = "none" if exact else "gradient"
         for name in ("lambda_init", "lambda_adv_init"):
             values[name] = check_real(values[name], name, 0.0, self.lambda_max)
         if exact and self.steps is not None:
