@@ -74,8 +74,8 @@ def _check_inputs(model, algorithm, ball, true_model):
     check_int(model.horizon, "model.horizon", 1,
               hint="; the learners sample episodes of T steps: build the model with a horizon")
     if model.is_sparse:
-        check_type(None, "model (dense)", TabularCMDP,
-                   "the learners need a dense model; rebuild it with a dense P")
+        raise InputError(f"model {model.name or ''!s} is sparse (S={model.n_states}); the "
+                         f"learners need a dense model: build it with a dense P")
     settings_algo = ALGORITHMS.get(algorithm) if isinstance(algorithm, str) else None
     if settings_algo is not None and settings_algo.robust:
         check_type(ball, "ball", L1Ball,
