@@ -22,12 +22,19 @@ def test_every_algorithm_trains_from_the_command_line(domain, capsys):
         assert "trained, greedy (true)" in out and "CMDP optimum" in out
 
 
-def test_output_file_and_bracket(tmp_path, capsys):
+def test_output_file_and_bracket(tmp_path, capsys, monkeypatch):
+    """The file round trip and the bracket line (the bracket itself is stubbed: its own
+    tests live with the ground truth)."""
+    import rcmdp_exact.ground_truth as gt
+    from rcmdp_exact import Result
+
+    monkeypatch.setattr(gt, "rcmdp_bracket",
+                        lambda model, ball, progress=False: Result(lower=1.25, upper=2.5))
     path = tmp_path / "cpg.npz"
     assert main(["train", "inventory", "cpg", "--episodes", "3", "--no-progress",
                  "--out", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "RCMDP bracket" in out and str(path) in out
+    assert "RCMDP bracket" in out and "[1.250, 2.500]" in out and str(path) in out
     res = load(path)
     assert res.algorithm == "cpg" and res.episodes == 3
     assert np.allclose(res.policy_table().sum(axis=1), 1.0)
