@@ -287,6 +287,10 @@ def test_step_budget_is_exact(nav1):
     both = train(model, "cpg", episodes=3, steps=10**6, seed=0, eval_every=None,
                  progress=False)
     assert both.episodes == 3
+    ref = train(model, "cpg", episodes=None, steps=777, seed=0, eval_every=None,
+                progress=False, backend="numpy")
+    assert np.array_equal(ref.records["length"], res.records["length"])
+    np.testing.assert_allclose(ref.policy_params, res.policy_params, rtol=0, atol=1e-12)
 
 
 # ----------------------------------------------------------------------- robustness facts
