@@ -24,8 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..domains import PAPER_DOMAINS
     from ..learners.base import ALGORITHMS, CRITICS, GRADIENTS, INNERS, MULTIPLIER_UPDATES
 
-    parser.add_argument("domain", choices=PAPER_DOMAINS, help="paper domain")
-    parser.add_argument("algorithm", choices=tuple(ALGORITHMS), help="learner")
+    parser.add_argument("domain", choices=PAPER_DOMAINS, metavar="DOMAIN",
+                        help=f"paper domain: {', '.join(PAPER_DOMAINS)}")
+    parser.add_argument("algorithm", choices=tuple(ALGORITHMS), metavar="ALGORITHM",
+                        help=f"learner: {', '.join(ALGORITHMS)}")
     parser.add_argument("--seed", type=seed_arg, default=0,
                         help="seed of the estimation and of the training (default 0)")
     parser.add_argument("--episodes", type=positive_int, default=5000,
