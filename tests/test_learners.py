@@ -104,7 +104,8 @@ def test_compiled_loop_equals_numpy_reference(nav1, inventory, alg, domain):
         kw.update(multiplier_update="sgd", entropy_form="gradient", discount_weight=True,
                   schedule="step", schedule_every=2, multiplier_signal="episode")
     if alg == "adversarial-rcpg" and domain == "nav1":
-        kw.update(adversary_signal="corrected", multiplier_update="sgd")
+        kw.update(adversary_signal="corrected", multiplier_update="sgd",
+                  adversary_multiplier_signal="batch")
     a = _short(model, est.ball, alg, backend="numba", **kw)
     b = _short(model, est.ball, alg, backend="numpy", **kw)
     assert a.steps == b.steps > 0

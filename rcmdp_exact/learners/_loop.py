@@ -43,7 +43,7 @@ _draw = _jit(draw_one)
 CI = {name: i for i, name in enumerate((
     "T", "dyn", "learn_lam", "mult", "sched", "sched_every", "ent_form", "disc_weight",
     "adv_signal", "adv_start", "n_samp", "train_critic", "objective", "H", "step_budget",
-    "mult_signal",
+    "mult_signal", "adv_mult_signal",
 ))}
 #: Indices of the float settings array ``cf``.
 CF = {name: i for i, name in enumerate((
@@ -313,6 +313,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
     H = ci[13]
     step_budget = ci[14]
     mult_episode = ci[15] != 0
+    adv_mult_batch = ci[16] != 0
     gamma = cf[0]
     lr_pol = cf[1]
     lr_lam = cf[2]
@@ -573,6 +574,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
                     for q in range(O):
                         W2cur[j, q] = phi[o_W2a + j * O + q]
                 la = lamadv[0]
+                batch_excess = 0.0
                 for i in range(n_samp):
                     rr = idx[i]
                     for t in range(S):
@@ -582,6 +584,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
                     dev = 0.0
                     for t in range(S):
                         dev += abs(merged[t] - nom_state[rr, t])
+                    batch_excess += dev - alpha[rr]
                     if dev - alpha[rr] > 0.0:
                         dot = 0.0
                         for q in range(O):
@@ -597,7 +600,10 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
                 _adam(phi, grad_ph, m_ph, v_ph, cnt[1], lr_adv * sched_step, b1, b2, eps,
                       sched_grad)
                 # lambda_adv: ascent on the visited pair's deviation minus its radius
-                diff1[0] = devo[r] - alpha[r]
+                if adv_mult_batch:
+                    diff1[0] = batch_excess / n_samp
+                else:
+                    diff1[0] = devo[r] - alpha[r]
                 cnt[4] += 1
                 _multiplier_step(lamadv, loglamadv, m_la, v_la, cnt[4], diff1,
                                  lr_lamadv * sched_step, sched_grad, mult, lam_max,

@@ -60,7 +60,8 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch, pb, state, rec):
     grouped: ``pb`` the :class:`~rcmdp_exact.learners.dynamics.Problem`, ``state`` the
     loop state, ``rec`` the record arrays)."""
     (T, dyn, learn_lam, mult, sched_mode, sched_every, ent_form, disc_weight, adv_signal,
-     adv_start, n_samp, train_critic, objective, H, step_budget, mult_signal) = (
+     adv_start, n_samp, train_critic, objective, H, step_budget, mult_signal,
+     adv_mult_batch) = (
         int(x) for x in ci)
     gamma, lr_pol, lr_lam, lr_adv, lr_lamadv, lr_critic, beta, lam_max = cf[:8]
     S, A, K, O = pb.S, pb.A, pb.K, pb.n_outcomes
@@ -194,7 +195,8 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch, pb, state, rec):
                                      lr_adv * sched_step)
                 cnt[4] += 1
                 _multiplier(state.lamadv, state.loglamadv, opt_la, int(cnt[4]),
-                            np.array([devo[r] - pb.alpha[r]]), lr_lamadv * sched_step,
+                            np.array([float(np.sum(dev)) / n_samp if adv_mult_batch
+                                      else devo[r] - pb.alpha[r]]), lr_lamadv * sched_step,
                             sched_grad, mult, lam_max)
         if train_critic and L > 0:
             Gc = np.zeros((S, 1 + K))

@@ -117,6 +117,7 @@ class Settings:
     adversary_signal: str = "printed"
     discount_weight: bool = False
     multiplier_signal: str = "cost-to-go"
+    adversary_multiplier_signal: str = "visited"
     prefit_steps: int = 3000
     prefit_lr: float = 0.01
     hidden: int = 100
@@ -136,6 +137,8 @@ class Settings:
         check_choice(self.adversary_signal, "adversary_signal", ADVERSARY_SIGNALS)
         check_choice(self.backend, "backend", BACKENDS)
         check_choice(self.multiplier_signal, "multiplier_signal", MULTIPLIER_SIGNALS)
+        check_choice(self.adversary_multiplier_signal, "adversary_multiplier_signal",
+                     ("visited", "batch"))
         check_type(self.discount_weight, "discount_weight", bool, "pass True or False")
         for name in ("episodes", "steps"):
             value = getattr(self, name)

@@ -139,7 +139,10 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
                 Gd = np.where(viol[:, None], sign / max(live.size, 1), 0.0)
                 gphi = adv.vjp_probs(pb.Xadv, Gq + lamadv[0] * Gd, phi)
                 phi = opt_ph.step(phi, sched_grad * gphi, lr=s.lr_adversary * sched_step)
-                w = (ev.occupancy[:, None] * pi).reshape(S * A)[live]
+                if s.adversary_multiplier_signal == "batch":
+                    w = np.ones(live.size)
+                else:
+                    w = (ev.occupancy[:, None] * pi).reshape(S * A)[live]
                 excess = float(w @ (devo[live] - pb.alpha[live]) / max(w.sum(), 1e-300))
                 _multiplier(lamadv, loglamadv, opt_la, np.array([excess]),
                             s.lr_adversary_multiplier * sched_step, sched_grad,

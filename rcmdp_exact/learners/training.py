@@ -104,7 +104,8 @@ def _ci_cf(s: Settings, pb: Problem, algo, dyn: int, train_critic: bool, step_bu
                    {"weight": 0, "gradient": 1}[s.entropy_form], int(s.discount_weight),
                    {"printed": 0, "corrected": 1}[s.adversary_signal], s.adversary_start,
                    s.adversary_batch, int(train_critic), obj, s.hidden, step_budget,
-                   {"cost-to-go": 0, "episode": 1}[s.multiplier_signal]],
+                   {"cost-to-go": 0, "episode": 1}[s.multiplier_signal],
+                   {"visited": 0, "batch": 1}[s.adversary_multiplier_signal]],
                   dtype=np.int64)
     cf = np.array([pb.gamma, s.lr_policy, s.lr_multiplier, s.lr_adversary,
                    s.lr_adversary_multiplier, s.lr_critic, s.entropy, s.lambda_max,
@@ -226,7 +227,8 @@ def train(model, algorithm, *, ball=None, seed=0, episodes: int | None = 5000,
           lr_critic: float = 1e-3, schedule: str | None = None, schedule_every: int = 500,
           adversary_start: int = 50, adversary_batch: int = 100,
           adversary_signal: str = "printed", discount_weight: bool = False,
-          multiplier_signal: str = "cost-to-go", prefit_steps: int = 3000,
+          multiplier_signal: str = "cost-to-go",
+          adversary_multiplier_signal: str = "visited", prefit_steps: int = 3000,
           prefit_lr: float = 0.01, hidden: int = 100, feature_scale=None,
           backend: str = "numba") -> TrainResult:
     r"""Train one of the six learners of :data:`ALGORITHMS` and evaluate it exactly.
@@ -264,8 +266,8 @@ def train(model, algorithm, *, ball=None, seed=0, episodes: int | None = 5000,
         Progress bar (None: when standard error is a terminal).
     entropy, entropy_form, lambda_init, lambda_adv_init, lambda_max, lr_*, schedule,
     schedule_every, adversary_start, adversary_batch, adversary_signal,
-    discount_weight, multiplier_signal, prefit_steps, prefit_lr, hidden,
-    feature_scale, backend
+    discount_weight, multiplier_signal, adversary_multiplier_signal, prefit_steps,
+    prefit_lr, hidden, feature_scale, backend
         See ``docs/learners.md`` (one table of every option, its default and source).
 
     Returns
@@ -285,6 +287,7 @@ def train(model, algorithm, *, ball=None, seed=0, episodes: int | None = 5000,
         adversary_start=adversary_start, adversary_batch=adversary_batch,
         adversary_signal=adversary_signal, discount_weight=discount_weight,
         multiplier_signal=multiplier_signal,
+        adversary_multiplier_signal=adversary_multiplier_signal,
         prefit_steps=prefit_steps, prefit_lr=prefit_lr, hidden=hidden, feature_scale=feature_scale,
         backend=backend,
     ).checked(model)
