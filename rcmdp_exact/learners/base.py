@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, fields
 
-from .._checks import check_choice, check_int, check_real, check_type
+from .._checks import InputError, check_choice, check_int, check_real, check_type
 
 __all__ = ["ALGORITHMS", "Algorithm", "Settings", "default_lambda"]
 
@@ -183,8 +183,8 @@ class Settings:
         for name in ("lambda_init", "lambda_adv_init"):
             values[name] = check_real(values[name], name, 0.0, self.lambda_max)
         if exact and self.steps is not None:
-            check_choice(self.steps, "steps with gradient='exact'", (None,),
-                         hint=" (exact mode counts gradient steps in episodes)")
+            raise InputError(f"steps={self.steps} cannot be used with gradient='exact': each "
+                             f"episode is one exact gradient step; give episodes instead")
         return Settings(**{**asdict(self), **values})
 
     @property
