@@ -323,6 +323,7 @@ def test_adversary_prefit_and_multiplier(nav1):
     firm = train(model, "adversarial-rcpg", ball=est.ball, episodes=150, seed=0,
                  eval_every=None, progress=False, lambda_adv_init=500.0)
     assert firm.records["adv_inside"].mean() >= 0.95 <= firm.records["adv_inside"][-1]
+    assert 0.0 <= firm.info["adv_inside_final"] <= 1.0
 
 
 def test_critic_exact_and_lp_inner_run(nav1):

@@ -382,6 +382,11 @@ def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t
         records["lambda_adv"][:] = np.nan
     records.update(eval_records(evals, eval_eps, pb.K))
     info.update(episodes=done, steps=int(state.cnt[6]))
+    if algo.dynamics == "adversary":  # the final adversary, after the last updates
+        kern = _learner_kernel(model, ball, pb, s, algo, state, False)
+        dist = np.abs(kern - pb.nom_state).sum(axis=1)[pb.live]
+        info.update(adv_deviation_final=float(dist.mean()),
+                    adv_inside_final=float((dist <= pb.alpha[pb.live] + 1e-9).mean()))
     timings = {"setup": t_setup, "prefit": t_prefit, "loop": t_loop, "loop_cpu": cpu_loop,
                "evaluation": t_eval, "total": time.perf_counter() - t_start}
     return TrainResult(
