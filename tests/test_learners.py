@@ -356,3 +356,28 @@ def test_exact_gradient_mode_is_deterministic_and_follows_the_gradient(nav1):
               eval_every=None, progress=False, entropy=0.0)
     assert np.array_equal(a.policy_params, b.policy_params)
     assert a.records["length"].sum() == 0
+
+
+def test_compiled_adversary_episodes_equal_sampling_rollout(nav1):
+    """Outcome form: a frozen policy and a frozen adversary sample rollout's episodes."""
+    from rcmdp_exact.learners import _loop
+
+    model, est = nav1
+    n, seed = 30, 5
+    res = train(model, "adversarial-rcpg", ball=est.ball, episodes=n, seed=seed,
+                lr_policy=1e-300, adversary_start=n, prefit_steps=50, eval_every=None,
+                progress=False)
+    S, A = model.n_states, model.n_actions
+    gens = seed_generators(seed)
+    table = _loop.policy_table(res.policy_params, res.inputs, 100, A)
+    O = res.adversary_outcomes.shape[1]
+    q = _loop.policy_table(res.adversary_params, res.adversary_inputs, 100, O)
+    ep = rollout(model, table, n, seed=gens[3], kernel=q.reshape(S, A, O),
+                 outcomes=res.adversary_outcomes.reshape(S, A, O))
+    assert np.array_equal(ep.lengths, res.records["length"])
+    R = np.asarray(model.R)
+    for i in range(n):
+        ret = 0.0
+        for t in range(int(ep.lengths[i])):
+            ret += R[ep.states[i, t], ep.actions[i, t], ep.next_states[i, t]]
+        assert ret == res.records["return"][i]
