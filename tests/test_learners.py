@@ -124,7 +124,7 @@ def test_compiled_loop_equals_numpy_reference(nav1, inventory, alg, domain):
 @pytest.mark.parametrize("domain", ["nav1", "inventory"])
 def test_compiled_episodes_equal_sampling_rollout(nav1, inventory, domain):
     """With a frozen policy (step 1e-300) the loop's episodes are those of rollout."""
-    from rcmdp_exact.learners import _loop
+    from rcmdp_exact.learners import loop
 
     model, _ = nav1 if domain == "nav1" else inventory
     n, seed = 40, 11
@@ -133,7 +133,7 @@ def test_compiled_episodes_equal_sampling_rollout(nav1, inventory, domain):
     gens = seed_generators(seed)
     theta = MLP(res.inputs.shape[1], model.n_actions, hidden=100, seed=gens[0]).get_params()
     assert np.array_equal(theta, res.policy_params)  # frozen
-    table = _loop.policy_table(theta, res.inputs, 100, model.n_actions)
+    table = loop.policy_table(theta, res.inputs, 100, model.n_actions)
     ep = rollout(model, table, n, seed=gens[3])
     assert np.array_equal(ep.lengths, res.records["length"])
     R, C = np.asarray(model.R), np.asarray(model.C)
@@ -221,7 +221,7 @@ def test_adversary_deviation_gradient_finite_differences():
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**31 - 1), st.integers(2, 7), st.floats(0.0, 2.5))
 def test_compiled_inner_problem_equals_worst_case_l1(seed, n, alpha):
-    from rcmdp_exact.learners import _loop
+    from rcmdp_exact.learners import loop
 
     rng = np.random.default_rng(seed)
     S, A, K = n, 2, 1
@@ -236,7 +236,7 @@ def test_compiled_inner_problem_equals_worst_case_l1(seed, n, alpha):
     al = np.full(S * A, alpha)
     terminal = np.zeros(S, dtype=bool)
     out = np.empty((S * A, n))
-    _loop.worst_case_rows(nominal, support, al, R, C, 1.0, np.array([-0.5]), w, 0.9,
+    loop.worst_case_rows(nominal, support, al, R, C, 1.0, np.array([-0.5]), w, 0.9,
                           terminal, out)
     z = (R - 0.5 * C[..., 0] + 0.9 * w).reshape(S * A, n)
     ref = rx.worst_case_l1(nominal, z, al, support)
@@ -360,7 +360,7 @@ def test_exact_gradient_mode_is_deterministic_and_follows_the_gradient(nav1):
 
 def test_compiled_adversary_episodes_equal_sampling_rollout(nav1):
     """Outcome form: a frozen policy and a frozen adversary sample rollout's episodes."""
-    from rcmdp_exact.learners import _loop
+    from rcmdp_exact.learners import loop
 
     model, est = nav1
     n, seed = 30, 5
@@ -369,9 +369,9 @@ def test_compiled_adversary_episodes_equal_sampling_rollout(nav1):
                 progress=False)
     S, A = model.n_states, model.n_actions
     gens = seed_generators(seed)
-    table = _loop.policy_table(res.policy_params, res.inputs, 100, A)
+    table = loop.policy_table(res.policy_params, res.inputs, 100, A)
     O = res.adversary_outcomes.shape[1]
-    q = _loop.policy_table(res.adversary_params, res.adversary_inputs, 100, O)
+    q = loop.policy_table(res.adversary_params, res.adversary_inputs, 100, O)
     ep = rollout(model, table, n, seed=gens[3], kernel=q.reshape(S, A, O),
                  outcomes=res.adversary_outcomes.reshape(S, A, O))
     assert np.array_equal(ep.lengths, res.records["length"])

@@ -190,10 +190,10 @@ def _learner_kernel(model, ball, pb, s, algo, state, critic_exact) -> np.ndarray
 def _runner(backend: str, pb: Problem, state: LoopState, ci, cf, rng_ep, rng_batch):
     """A function ``run(n, kcdf=None) -> records`` over the chosen loop."""
     if backend == "numba":
-        from . import _loop
+        from . import loop as compiled_loop
 
         def run(n, rec, kcdf):
-            return _loop.run_chunk(
+            return compiled_loop.run_chunk(
                 n, ci, cf, state.cnt, rng_ep, rng_batch,
                 pb.p0cdf, pb.terminal, pb.R, pb.C, pb.d, pb.Xpol,
                 pb.nxt, pb.kprob, kcdf, pb.nominal, pb.support, pb.alpha, pb.w_c0, pb.live,
@@ -205,13 +205,13 @@ def _runner(backend: str, pb: Problem, state: LoopState, ci, cf, rng_ep, rng_bat
                 rec.length, rec.ret, rec.cost, rec.lam, rec.lamadv, rec.dev, rec.inside,
                 rec.steps)
         return run
-    from . import _numpy_loop
+    from . import reference
 
     def run_np(n, rec, kcdf):
         saved = pb.kcdf
         pb.kcdf = kcdf
         try:
-            return _numpy_loop.run_chunk(n, ci, cf, state.cnt, rng_ep, rng_batch, pb, state, rec)
+            return reference.run_chunk(n, ci, cf, state.cnt, rng_ep, rng_batch, pb, state, rec)
         finally:
             pb.kcdf = saved
     return run_np

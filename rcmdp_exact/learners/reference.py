@@ -1,4 +1,4 @@
-"""The training loop of :mod:`rcmdp_exact.learners._loop` on the numpy MLP (the reference).
+"""The training loop of :mod:`rcmdp_exact.learners.loop` on the numpy MLP (the reference).
 
 The same algorithm step for step, written with :class:`rcmdp_exact.nn.MLP` (forward,
 backward, ``vjp_probs``), :class:`rcmdp_exact.nn.Adam`,
@@ -56,7 +56,7 @@ def _cache(cache, rows):
 
 
 def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch, pb, state, rec):
-    """numpy version of :func:`rcmdp_exact.learners._loop.run_chunk` (same arguments
+    """numpy version of :func:`rcmdp_exact.learners.loop.run_chunk` (same arguments
     grouped: ``pb`` the :class:`~rcmdp_exact.learners.dynamics.Problem`, ``state`` the
     loop state, ``rec`` the record arrays)."""
     (T, dyn, learn_lam, mult, sched_mode, sched_every, ent_form, disc_weight, adv_signal,

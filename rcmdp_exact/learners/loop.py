@@ -2,7 +2,7 @@ r"""The one per-step training loop of the learners, compiled by numba.
 
 This module imports numba at its top; :mod:`rcmdp_exact.learners` imports it only
 inside :func:`~rcmdp_exact.learners.train`, so the package and the command line start
-without it.  :mod:`rcmdp_exact.learners._numpy_loop` runs the same algorithm on the
+without it.  :mod:`rcmdp_exact.learners.reference` runs the same algorithm on the
 numpy MLP of :mod:`rcmdp_exact.nn` (the reference the tests compare against).
 
 One episode (``docs/learners.md`` has the maths):
