@@ -6,7 +6,7 @@ and the conventions.
 
 __version__ = "0.1.0"
 
-from . import domains, interop, nn, sampling
+from . import domains, interop, learners, nn, sampling
 from ._checks import (
     ImproperPolicyError,
     InputError,
@@ -96,6 +96,7 @@ __all__ = [
     "l1_ball",
     "l1_violation",
     "lagrangian",
+    "learners",
     "merge_outcomes",
     "monte_carlo_estimator",
     "nn",

@@ -116,7 +116,7 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
             grad = grad + s.entropy * pol.vjp(theta, G)
         theta = opt_th.step(theta, -sched_grad * grad, lr=s.lr_policy * sched_step)
         if algo.learn_multiplier:
-            _multiplier(lam, loglam, opt_lam, np.asarray(ev.cost) - pb.d,
+            _multiplier(lam, loglam, opt_lam, np.asarray(ev.costs) - pb.d,
                         s.lr_multiplier * sched_step, sched_grad, s.multiplier_update,
                         s.lambda_max)
         if adversarial:
@@ -149,7 +149,7 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
                             s.multiplier_update, s.lambda_max)
             rec["lambda_adv"][it] = lamadv[0]
         rec["return"][it] = ev.value
-        rec["cost"][it] = ev.cost
+        rec["cost"][it] = ev.costs
         rec["lambda"][it] = lam
         if (s.eval_every and n_ep % s.eval_every == 0) or n_ep == n:
             te = time.perf_counter()

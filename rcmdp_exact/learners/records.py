@@ -62,8 +62,8 @@ def greedy(table: np.ndarray) -> np.ndarray:
 def _metrics(model, pi) -> dict:
     ev = evaluate(model, pi)
     fh = evaluate_finite_horizon(model, pi)
-    return {"value": ev.value, "cost": np.asarray(ev.cost), "test_value": fh.value,
-            "test_cost": np.asarray(fh.cost), "penalised": fh.penalised_return}
+    return {"value": ev.value, "cost": np.asarray(ev.costs), "test_value": fh.value,
+            "test_cost": np.asarray(fh.costs), "penalised": fh.penalised_return}
 
 
 def _worst_metrics(model, pi, ball, inner: str) -> dict:
@@ -75,11 +75,11 @@ def _worst_metrics(model, pi, ball, inner: str) -> dict:
                                        pi).value
     cost_fh = np.array([
         evaluate_finite_horizon(model.with_transitions(res.P_worst_cost[k], check=False),
-                                pi).cost[k]
+                                pi).costs[k]
         for k in range(model.n_constraints)
     ])
     budget = rescaled_budget(model.d, model.gamma, T)
-    return {"value": res.value, "cost": np.asarray(res.cost_worst), "test_value": value_fh,
+    return {"value": res.value, "cost": np.asarray(res.costs_worst), "test_value": value_fh,
             "test_cost": cost_fh, "penalised": penalised_return(value_fh, cost_fh, budget)}
 
 
