@@ -6,60 +6,80 @@ and the conventions.
 
 __version__ = "0.1.0"
 
-from . import domains, interop, learners, nn, sampling
-from ._checks import (
-    ImproperPolicyError,
-    InputError,
-    NotFiniteError,
-    OptionError,
-    OutputPathError,
-)
-from ._result import Result
-from .evaluation import (
-    evaluate,
-    evaluate_finite_horizon,
-    penalised_return,
-    policy_transition_matrix,
-    rescaled_budget,
-)
-from .gradients import (
-    ESTIMATORS,
-    adversary_gradient,
-    estimator_expectation,
-    finite_difference,
-    lagrangian,
-    monte_carlo_estimator,
-    policy_gradient,
-)
-from .ground_truth import (
-    evaluate_time_dependent,
-    rcmdp_bracket,
-    rcmdp_variant,
-    solve_cmdp,
-    solve_cmdp_finite_horizon,
-)
-from .inner import l1_violation, worst_case_l1
-from .model import ModelError, TabularCMDP, check_policy
-from .parametrisations import MLPAdversary, MLPPolicy, TabularAdversary, TabularPolicy
-from .robust import (
-    OBJECTIVES,
-    WorstCaseObjective,
-    robust_bellman,
-    robust_evaluate,
-    robust_value_iteration,
-    worst_case_kernel,
-    worst_case_objective,
-)
-from .uncertainty import (
-    L1Ball,
-    collect_counts,
-    estimate,
-    estimate_l1_ball,
-    hoeffding_radius,
-    l1_ball,
-    merge_outcomes,
-)
-from .verify import VerifyTable, verify_theorems
+#: Where each public name lives; the module is imported on first use (PEP 562), so
+#: ``import rcmdp_exact`` and the command line do not load what they do not need.
+_EXPORTS = {
+    "adversary_gradient": ".gradients",
+    "check_policy": ".model",
+    "collect_counts": ".uncertainty",
+    "domains": ".domains",
+    "estimate": ".uncertainty",
+    "estimate_l1_ball": ".uncertainty",
+    "estimator_expectation": ".gradients",
+    "ESTIMATORS": ".gradients",
+    "evaluate": ".evaluation",
+    "evaluate_finite_horizon": ".evaluation",
+    "evaluate_time_dependent": ".ground_truth",
+    "finite_difference": ".gradients",
+    "hoeffding_radius": ".uncertainty",
+    "ImproperPolicyError": "._checks",
+    "InputError": "._checks",
+    "interop": ".interop",
+    "l1_ball": ".uncertainty",
+    "l1_violation": ".inner",
+    "L1Ball": ".uncertainty",
+    "lagrangian": ".gradients",
+    "learners": ".learners",
+    "merge_outcomes": ".uncertainty",
+    "MLPAdversary": ".parametrisations",
+    "MLPPolicy": ".parametrisations",
+    "ModelError": ".model",
+    "monte_carlo_estimator": ".gradients",
+    "nn": ".nn",
+    "NotFiniteError": "._checks",
+    "OBJECTIVES": ".robust",
+    "OptionError": "._checks",
+    "OutputPathError": "._checks",
+    "penalised_return": ".evaluation",
+    "policy_gradient": ".gradients",
+    "policy_transition_matrix": ".evaluation",
+    "rcmdp_bracket": ".ground_truth",
+    "rcmdp_variant": ".ground_truth",
+    "rescaled_budget": ".evaluation",
+    "Result": "._result",
+    "robust_bellman": ".robust",
+    "robust_evaluate": ".robust",
+    "robust_value_iteration": ".robust",
+    "sampling": ".sampling",
+    "solve_cmdp": ".ground_truth",
+    "solve_cmdp_finite_horizon": ".ground_truth",
+    "TabularAdversary": ".parametrisations",
+    "TabularCMDP": ".model",
+    "TabularPolicy": ".parametrisations",
+    "verify_theorems": ".verify",
+    "VerifyTable": ".verify",
+    "worst_case_kernel": ".robust",
+    "worst_case_l1": ".inner",
+    "worst_case_objective": ".robust",
+    "WorstCaseObjective": ".robust",
+}
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rcmdp_exact' has no attribute {name!r}")
+    import importlib
+
+    mod = importlib.import_module(module, __name__)
+    value = mod if module == "." + name else getattr(mod, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "ESTIMATORS",

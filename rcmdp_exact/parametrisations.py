@@ -49,6 +49,7 @@ import numpy as np
 
 from ._checks import as_float_array, check_finite, check_shape, rng_from
 from .model import ModelError, TabularCMDP
+from .names import DEFAULT_HIDDEN
 from .nn import MLP, log_softmax, softmax
 
 __all__ = [
@@ -67,7 +68,6 @@ __all__ = [
 ]
 
 #: Hidden width of the MLP policy and adversary (PROTOCOL: 100 ReLU units).
-DEFAULT_HIDDEN = 100
 
 _TABULAR_NAMES = ("softmax", "tabular")
 _MLP_NAMES = ("mlp",)

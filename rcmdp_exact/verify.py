@@ -47,6 +47,7 @@ from .gradients import (
     resolve_horizon,
 )
 from .model import TabularCMDP, check_model
+from .names import EXACT_TOL
 from .parametrisations import DEFAULT_HIDDEN, adversary_outcomes, make_adversary, make_policy
 
 __all__ = [
@@ -67,10 +68,6 @@ COLUMNS = (
     "side", "estimator", "n_params", "rel_error", "cosine", "norm_ratio", "bias", "fd_norm",
     "mc_episodes", "mc_rel_error", "mc_z_max", "mc_covers", "expected", "check", "note",
 )
-
-#: Largest relative error of a row expected to be exact (finite differences of order 4
-#: reach about 1e-9 on the paper's domains; see docs/gradients.md).
-EXACT_TOL = 1e-6
 
 _TEXT_COLUMNS = (
     ("model", "{}"), ("gamma", "{:g}"), ("horizon", "{}"), ("r_next_state", "{}"),

@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .._checks import InputError, check_out_path
-
 __all__ = [
     "add_force",
     "add_progress",
@@ -112,6 +110,8 @@ def add_force(parser: argparse.ArgumentParser) -> None:
 def check_output(parser: argparse.ArgumentParser, path, *, kind: str = "dir",
                  force: bool = False, name: str = "--out"):
     """Check an output path up front; a problem is an argparse error (exit status 2)."""
+    from .._checks import InputError, check_out_path
+
     if path is None:
         return None
     try:

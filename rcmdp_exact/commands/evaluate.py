@@ -17,20 +17,7 @@ import argparse
 import json
 import math
 
-import numpy as np
-
-from ..domains import (
-    NAV1_COST_LAYOUTS,
-    PAPER_DOMAINS,
-    inventory,
-    order_up_to_policy,
-    safe_navigation_1,
-    safe_navigation_2,
-    shortest_path_policy,
-)
-from ..domains.inventory import DEMANDS, REVENUES
-from ..evaluation import evaluate, evaluate_finite_horizon
-from ..model import TabularCMDP
+from ..names import DEMANDS, NAV1_COST_LAYOUTS, PAPER_DOMAINS, REVENUES
 
 NAME = "evaluate"
 HELP = ("exact value, cost and penalised return of fixed policies on the paper's three "
@@ -63,8 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_model(name: str, args: argparse.Namespace) -> TabularCMDP:
+def build_model(name: str, args: argparse.Namespace):
     """The training model of ``name`` with the variant options of ``args``."""
+    from ..domains import inventory, safe_navigation_1, safe_navigation_2
+
     if name == "inventory":
         return inventory(revenue=args.revenue, demand=args.demand)
     if name == "nav1":
@@ -72,8 +61,12 @@ def build_model(name: str, args: argparse.Namespace) -> TabularCMDP:
     return safe_navigation_2()
 
 
-def fixed_policies(name: str, model: TabularCMDP) -> list[tuple[str, np.ndarray]]:
+def fixed_policies(name: str, model) -> list:
     """The fixed policies evaluated on domain ``name``: (label, policy) pairs."""
+    import numpy as np
+
+    from ..domains import order_up_to_policy, shortest_path_policy
+
     S, A = model.n_states, model.n_actions
     out = [("uniform random", np.full((S, A), 1.0 / A))]
     if name in ("nav1", "nav2"):
@@ -88,8 +81,10 @@ def fixed_policies(name: str, model: TabularCMDP) -> list[tuple[str, np.ndarray]
     return out
 
 
-def evaluate_domain(name: str, model: TabularCMDP) -> dict:
+def evaluate_domain(name: str, model) -> dict:
     """Exact metrics of every fixed policy on ``model``, as a JSON-friendly dict."""
+    from ..evaluation import evaluate, evaluate_finite_horizon
+
     rows = []
     budget = None
     for label, pol in fixed_policies(name, model):

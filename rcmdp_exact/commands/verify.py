@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import argparse
 
-from ..parametrisations import DEFAULT_HIDDEN
-from ..verify import EXACT_TOL, verify_suite
+from ..names import DEFAULT_HIDDEN, EXACT_TOL, PAPER_DOMAINS
 from ._args import add_progress, non_negative_int, positive_int, progress_enabled, seed_arg
 
 NAME = "verify"
 HELP = ("check Theorems 1 and 2 and the paper's sampled gradient estimators against "
         "finite differences")
 
-_DOMAINS = ("inventory", "nav1", "nav2")
+_DOMAINS = PAPER_DOMAINS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
     kinds = ("softmax",) if args.tabular_only else ("softmax", "mlp")
     if not args.tol > 0:
         args._parser.error(f"argument --tol: {args.tol} is not a positive number")
+    from ..verify import verify_suite
+
     table = verify_suite(domains=domains, n_random=args.random,
                          variants=not args.no_variants, parametrisations=kinds,
                          seed=args.seed, hidden=args.hidden, n_episodes=args.episodes,

@@ -45,6 +45,7 @@ from scipy.special import ndtr
 
 from .._checks import as_float_array, check_choice, check_int, check_real
 from ..model import TabularCMDP
+from ..names import DEMANDS, REVENUES
 
 __all__ = [
     "DEMANDS",
@@ -60,10 +61,6 @@ __all__ = [
 PURCHASE_COST = 2.49
 SALE_PRICE = 3.99
 HOLDING_COST = 0.03
-#: Names of the revenue variants (the first is the default).
-REVENUES = ("economic", "reference")
-#: Names of the demand discretisations (the first is the default).
-DEMANDS = ("reference", "rounded")
 #: Stock levels s <= LOW_STOCK use the higher purchasing limit mu + sigma.
 LOW_STOCK = 2
 

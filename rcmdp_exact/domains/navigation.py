@@ -65,6 +65,7 @@ from .._checks import (
     check_shape,
 )
 from ..model import TabularCMDP, check_model
+from ..names import NAV1_COST_LAYOUTS
 
 __all__ = [
     "ACTION_OFFSETS",
@@ -105,7 +106,6 @@ NAV1_COST_CELLS = {
     "reference": ((1, 0), (1, 1), (1, 2), (1, 3), (3, 2), (3, 3), (3, 4)),
     "paper": ((1, 0), (1, 1), (1, 2), (3, 2), (3, 3), (3, 4)),
 }
-NAV1_COST_LAYOUTS = tuple(NAV1_COST_CELLS)
 #: Safe Navigation 2: grey cells (cost 0.1) and red cells (cost 1.0).
 NAV2_GREY_CELLS = ((1, 0), (1, 1), (1, 2), (2, 2), (3, 2), (3, 3), (3, 4))
 NAV2_RED_CELLS = ((0, 4), (1, 4), (3, 0), (4, 0))

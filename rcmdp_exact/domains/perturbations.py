@@ -32,6 +32,7 @@ import numpy as np
 from .._checks import check_choice, check_int
 from .._progress import tqdm
 from ..model import TabularCMDP
+from ..names import OFFSET_ON, SUITES
 from .inventory import inventory
 from .navigation import (
     ACTION_OFFSETS,
@@ -59,8 +60,6 @@ __all__ = [
     "perturbations",
 ]
 
-#: Names accepted by :func:`perturbations`.
-SUITES = ("inventory", "1A", "1B", "2A", "2B")
 #: ``p_success`` values of tests 1A and 2A.
 P_SUCCESS_VALUES = (0.6, 0.7, 0.8, 0.9, 1.0)
 #: Numbers N of perturbed state-action pairs (1B) and of perturbed states (2B).
@@ -75,7 +74,6 @@ INVENTORY_MU_DIVISORS = (6, 4, 3)
 INVENTORY_SIGMA_DIVISORS = (8, 6, 4)
 P_SUCCESS_1B = 0.8
 P_SUCCESS_2B = 0.5
-OFFSET_ON = ("failure", "success")
 
 
 @dataclass(frozen=True)

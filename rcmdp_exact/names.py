@@ -1,0 +1,66 @@
+"""The toolkit's vocabulary: option names and protocol constants, in one light module.
+
+Everything here is plain Python (no numpy), so the command line can build its parser and
+answer a bad argument without importing the numerical modules.  The modules that use
+these names import them from here; nothing else defines them.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ALGORITHMS",
+    "DEFAULT_HIDDEN",
+    "DEMANDS",
+    "ESTIMATION_EPISODES",
+    "EXACT_TOL",
+    "INITIAL_MULTIPLIER",
+    "NAV1_COST_LAYOUTS",
+    "OFFSET_ON",
+    "PAPER_DOMAINS",
+    "REVENUES",
+    "SUITES",
+    "TEST_SUITES",
+    "VARIANTS",
+]
+
+#: Names of the paper's domains.
+PAPER_DOMAINS = ("inventory", "nav1", "nav2")
+
+#: The test suites of each domain, and all of them in Table 1's order.
+TEST_SUITES = {"inventory": ("inventory",), "nav1": ("1A", "1B"), "nav2": ("2A", "2B")}
+SUITES = ("inventory", "1A", "1B", "2A", "2B")
+
+#: Episodes of the uniform random policy in the model-estimation phase: the paper's
+#: numbers and the published implementation's defaults.
+ESTIMATION_EPISODES = {
+    "inventory": {"paper": 100, "reference": 10},
+    "nav1": {"paper": 100, "reference": 20},
+    "nav2": {"paper": 10_000, "reference": 10_000},
+}
+
+#: Initial Lagrange multiplier of the paper's learners (and the lam of ``rcmdp verify``):
+#: 50 for Inventory Management, 1 for the navigation grids (Appendix D).
+INITIAL_MULTIPLIER = {"inventory": 50.0, "nav1": 1.0, "nav2": 1.0}
+
+#: Safe Navigation 1 cost layouts: the reference implementation's 7 cells (default) and
+#: the 6 cells of the paper's figure.
+NAV1_COST_LAYOUTS = ("reference", "paper")
+#: Inventory revenue: 3.99 x units sold (default) or 3.99 x E[s'] (reference code).
+REVENUES = ("economic", "reference")
+#: Inventory demand discretisation: Phi(k) - Phi(k-1) (reference model, default) or
+#: round(max(0, D)) (the reference simulator).
+DEMANDS = ("reference", "rounded")
+#: Test 1B: the drawn offset replaces a failed move (reference, default) or a successful
+#: one (the paper's text).
+OFFSET_ON = ("failure", "success")
+
+#: The six sampled learners of the paper.
+ALGORITHMS = ("pg", "cpg", "rcpg-value", "rcpg-constraint", "rcpg-lagrangian",
+              "adversarial-rcpg")
+#: The quantity each RCPG variant robustifies (the targets of the ground truth).
+VARIANTS = ("value", "constraint", "lagrangian")
+
+#: Hidden width of the MLP policy and adversary (the paper: 100 ReLU units).
+DEFAULT_HIDDEN = 100
+#: Largest relative error of a verification row expected to be exact.
+EXACT_TOL = 1e-6
