@@ -30,8 +30,7 @@ QUICK = {"variants": (), "progress": False, "time_limit": 2.0, "max_boxes": 400}
 # --------------------------------------------------------------------------- reference
 def inner_rows(p_hat, z, alpha):
     """min p.z over the L1 balls of the rows (full support), by the protocol's rule."""
-    n, S = p_hat.shape
-    rows = np.arange(n)
+    rows = np.arange(p_hat.shape[0])
     k = np.argmin(z, axis=1)
     eps = np.minimum(alpha / 2.0, 1.0 - p_hat[rows, k])
     p = p_hat.copy()
