@@ -4,7 +4,7 @@ Sections (``--section``, default all):
 
 * ``pipeline``: the whole ``rcmdp ground-truth`` table per paper domain and for all
   three (estimation, LPs, bracket with the three RCPG variant targets, exact test
-  metrics of every policy on every test setting).
+  metrics of every policy on every test setting), and the share of each step.
 * ``lp``: the occupancy LP (discounted, and finite horizon with the T-step budget) by
   HiGHS and by CLARABEL on each training model, side by side with the ratio.
 * ``gaps``: ``rcmdp_bracket`` with its default arguments on small random RCMDPs (S <= 4,
@@ -13,6 +13,11 @@ Sections (``--section``, default all):
   its median, and ``lower`` against an independent search for robust-feasible policies
   written here (enumeration, random policies, penalised hill climbing, bisection of
   mixtures; every number by ``robust_evaluate``).
+* ``garnets``: the same on larger Garnets (S = 6 and 10, A = 3, K = 1 and 2, 5 models
+  each), without the reference search.
+* ``domains``: the bracket on the estimated balls of the paper's three domains (seed 0,
+  the paper's episodes), with the budget of the ground-truth table and with the
+  default budget.
 
     python benchmarks/bench_ground_truth.py [--section gaps] [--cases N] [--repeats N]
 """
@@ -28,11 +33,11 @@ import warnings
 import numpy as np
 
 from rcmdp_exact import rcmdp_bracket, robust_evaluate, robust_value_iteration
-from rcmdp_exact.domains import PAPER_DOMAINS, garnet, paper_domain
+from rcmdp_exact.domains import ESTIMATION_EPISODES, PAPER_DOMAINS, garnet, paper_domain
 from rcmdp_exact.ground_truth import solve_cmdp, solve_cmdp_finite_horizon
 from rcmdp_exact.uncertainty import l1_ball
 
-SECTIONS = ("pipeline", "lp", "gaps")
+SECTIONS = ("pipeline", "lp", "gaps", "garnets", "domains")
 
 
 def best_of(f, repeats: int) -> float:
@@ -64,6 +69,21 @@ def small_case(seed: int):
     c_free = robust_evaluate(m, free, ball).cost_worst
     slack = 0.02 * np.abs(m.c).max() / (1 - gamma)
     d = np.maximum(c_safe + slack, (1 - frac) * c_safe + frac * c_free)
+    return m.replace(d=d), ball
+
+
+def garnet_case(seed: int, S: int, A: int, K: int):
+    """A larger Garnet RCMDP built like :func:`small_case`."""
+    rng = np.random.default_rng(np.random.SeedSequence([20261124, S, A, K, seed]))
+    m = garnet(S, A, 3, n_constraints=K, seed=int(rng.integers(2**31)), gamma=0.9)
+    ball = l1_ball(m, rng.uniform(0.1, 0.6, size=(S, A)), support="all")
+    total = m.replace(R=-np.asarray(m.C).sum(axis=3), C=None, d=None)
+    safe = robust_value_iteration(total, ball, method="policy_iteration",
+                                  progress=False).policy
+    free = robust_value_iteration(m, ball, method="policy_iteration", progress=False).policy
+    c_safe = robust_evaluate(m, safe, ball).cost_worst
+    c_free = robust_evaluate(m, free, ball).cost_worst
+    d = np.maximum(c_safe + 0.02 * np.abs(m.c).max() / 0.1, 0.5 * (c_safe + c_free))
     return m.replace(d=d), ball
 
 
@@ -117,29 +137,35 @@ def reference_search(model, ball, seed: int = 0, n_random: int = 100, n_climb: i
 
 
 # --------------------------------------------------------------------------- sections
-def section_gaps(n_cases: int, reference: bool) -> None:
-    print(f"rcmdp_bracket (default arguments) on {n_cases} small random RCMDPs")
+def _bracket_row(i, model, ball, kw):
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        br = rcmdp_bracket(model, ball, progress=False, **kw)
+    sec = time.perf_counter() - t0
+    extra = (f"  {br.get('lower_method', '-'):<16} {br.get('upper_method', '-'):<16} "
+             f"{br.get('boxes', '-'):>6}")
+    line = (f"{i:>4} {model.n_states:>2} {model.n_actions:>2} {model.n_constraints:>2} "
+            f"{model.gamma:>5} {br.lower:>10.5f} {br.upper:>10.5f} "
+            f"{br.upper - br.lower:>9.2e} {sec:>8.2f}")
+    return br, line, extra
+
+
+def section_gaps(cases, reference: bool, title: str, kw=None) -> None:
+    print(title)
     print(f"{'case':>4} {'S':>2} {'A':>2} {'K':>2} {'gamma':>5} {'lower':>10} "
           f"{'upper':>10} {'gap':>9} {'seconds':>8}" + ("  reference  lower-ref" if reference
-                                                      else ""))
+                                                      else "") + "  lower method     "
+          "upper method      boxes")
     gaps, below = [], []
-    for i in range(n_cases):
-        model, ball = small_case(i)
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            br = rcmdp_bracket(model, ball, progress=False)
-        sec = time.perf_counter() - t0
-        gap = br.upper - br.lower
-        gaps.append(gap)
-        line = (f"{i:>4} {model.n_states:>2} {model.n_actions:>2} {model.n_constraints:>2} "
-                f"{model.gamma:>5} {br.lower:>10.5f} {br.upper:>10.5f} {gap:>9.2e} "
-                f"{sec:>8.2f}")
+    for i, (model, ball) in enumerate(cases):
+        br, line, extra = _bracket_row(i, model, ball, kw or {})
+        gaps.append(br.upper - br.lower)
         if reference:
             ref = reference_search(model, ball, seed=i)
             below.append((ref - br.lower) / max(1.0, abs(ref)))
             line += f"  {ref:>9.5f}  {br.lower - ref:>9.2e}"
-        print(line, flush=True)
+        print(line + extra, flush=True)
     print(f"median gap {statistics.median(gaps):.4g}, mean {statistics.fmean(gaps):.4g}, "
           f"largest {max(gaps):.4g}")
     if reference:
@@ -148,16 +174,47 @@ def section_gaps(n_cases: int, reference: bool) -> None:
               f"{max(below):.3g}")
 
 
+def section_domains() -> None:
+    from rcmdp_exact.ground_truth.report import BRACKET_ASCENT, BRACKET_BOXES
+    from rcmdp_exact.uncertainty import estimate
+
+    budgets = {"table": {"max_boxes": BRACKET_BOXES, "n_ascent": BRACKET_ASCENT,
+                         "time_limit": 120.0}, "default": {}}
+    print("rcmdp_bracket on the estimated balls of the paper's domains (seed 0)")
+    print(f"{'domain':<10} {'budget':<8} {'lower':>12} {'upper':>12} {'gap':>9} "
+          f"{'seconds':>8}  lower method     upper method      boxes")
+    for name in PAPER_DOMAINS:
+        est = estimate(paper_domain(name), ESTIMATION_EPISODES[name]["paper"], seed=0,
+                       progress=False)
+        for label, kw in budgets.items():
+            br, _, extra = _bracket_row(0, est.nominal, est.ball, {"variants": (), **kw})
+            print(f"{name:<10} {label:<8} {br.lower:>12.6f} {br.upper:>12.6f} "
+                  f"{br.upper - br.lower:>9.2e} {br.seconds:>8.2f}" + extra, flush=True)
+
+
 def section_pipeline() -> None:
-    from rcmdp_exact.reports import ground_truth_table
+    import cProfile
+    import pstats
+
+    from rcmdp_exact.ground_truth import ground_truth_table
 
     print("rcmdp ground-truth pipeline (one run per domain, then all three together)")
     print(f"{'domain':<10} {'seconds':>8}")
     for name in PAPER_DOMAINS:
         t = best_of(lambda name=name: ground_truth_table([name], progress=False), 1)
         print(f"{name:<10} {t:8.2f}")
-    total = best_of(lambda: ground_truth_table(progress=False), 1)
-    print(f"{'all':<10} {total:8.2f}")
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    prof.runcall(ground_truth_table, progress=False)
+    total = time.perf_counter() - t0
+    print(f"{'all':<10} {total:8.2f}   (under the profiler; shares below)")
+    stats = pstats.Stats(prof).stats
+    steps = {"estimate": "estimate", "LPs": "solve_cmdp", "T-step LPs":
+             "solve_cmdp_finite_horizon", "bracket": "rcmdp_bracket", "of which variants":
+             "rcmdp_variant", "test metrics": "_test_rows"}
+    for label, fn in steps.items():
+        cum = sum(v[3] for k, v in stats.items() if k[2] == fn)
+        print(f"  {label:<18} {cum:7.2f} s")
 
 
 def section_lp(repeats: int) -> None:
@@ -194,8 +251,17 @@ def main() -> None:
             section_pipeline()
         elif sec == "lp":
             section_lp(args.repeats)
+        elif sec == "gaps":
+            section_gaps([small_case(i) for i in range(args.cases)], not args.no_reference,
+                         f"rcmdp_bracket (default arguments) on {args.cases} small random "
+                         f"RCMDPs")
+        elif sec == "garnets":
+            cases = [garnet_case(i, S, 3, K) for S in (6, 10) for K in (1, 2)
+                     for i in range(5)]
+            section_gaps(cases, False, "rcmdp_bracket (default arguments) on Garnets, "
+                         "S = 6 and 10, A = 3, K = 1 and 2")
         else:
-            section_gaps(args.cases, not args.no_reference)
+            section_domains()
         print()
 
 

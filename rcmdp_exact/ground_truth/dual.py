@@ -22,6 +22,7 @@ Every value met is a certified upper bound; the smallest is kept.
 from __future__ import annotations
 
 import numpy as np
+from scipy.optimize import linprog
 
 from .._result import Result
 from .boxes import improve_lam, lagrangian_bounds
@@ -69,8 +70,6 @@ class _Log:
 
 
 def _kelley(log: _Log, n_cuts: int, box: float) -> None:
-    from scipy.optimize import linprog
-
     K = log.game.K
     for _ in range(n_cuts):
         G, L, Sl = np.array(log.g), np.array(log.lam), np.array(log.slope)

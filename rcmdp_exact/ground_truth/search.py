@@ -35,6 +35,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from scipy.optimize import minimize
 
 from .core import RobustGame
 
@@ -134,8 +135,6 @@ class _Local:
 
 
 def _slsqp(fun, jac, x0, cons, bounds, n_iter: int) -> None:
-    from scipy.optimize import minimize
-
     try:
         minimize(fun, x0, jac=jac, method="SLSQP", bounds=bounds, constraints=cons,
                  options={"maxiter": n_iter, "ftol": 1e-13})
