@@ -135,20 +135,22 @@ def _check_bracket(model, ball, variants, kw: dict) -> tuple[float, float]:
 
 
 def _lower_search(game, inc, dual, lps, safest, variants, kw, deadline, gap_tol) -> None:
-    """Seed the incumbent with the Lagrangian and variant policies, then search (unless
-    the seeds already close the bracket)."""
-    inc.offer(dual.pi[None], "lagrangian")
+    """Seed the incumbent (LP, Lagrangian, variant and least-cost policies), then search
+    (unless the seeds already close the bracket)."""
+    ev = inc.offer(dual.policies, "lagrangian")
     inc.offer(safest, "least worst-case cost")
     for name, var in variants.items():
         inc.offer(var.policy[None], f"variant {name}")
     if dual.U - inc.value <= gap_tol(inc.value):
         return
+    # the infeasible Lagrangian policies met at the largest lam: the far side of the kink
+    bad = np.flatnonzero(np.any(ev["costs"] > inc.limit, axis=1))[::-1]
     plain = [lp for lp in lps if "slack" not in lp]
-    starts = [dual.pi] + [lp.policy for lp in plain[:1] + plain[1:][-1:]]
+    partners = [lp.policy for lp in plain[:1]] + list(dual.policies[bad[:2]])
+    starts = [dual.pi] + [lp.policy for lp in plain[:1]]
     if inc.policy is None and len(plain) < len(lps):
         starts.insert(0, lps[-1].policy)  # the largest-slack policy: phase 1 starts there
-    improve(inc, starts, [lp.policy for lp in plain[:1]], n_iter=kw["n_ascent"],
-            deadline=deadline,
+    improve(inc, starts, partners, n_iter=kw["n_ascent"], deadline=deadline,
             n_partners=kw["n_partners"], rounds=max(1, math.ceil(kw["mix_steps"] / 3)))
 
 

@@ -49,7 +49,7 @@ class _Log:
 
     def __init__(self, game: RobustGame):
         self.game = game
-        self.lam, self.g, self.slope = [], [], []
+        self.lam, self.g, self.slope, self.pis = [], [], [], []
         self.best = None
 
     def run(self, lam: np.ndarray) -> Result:
@@ -63,6 +63,7 @@ class _Log:
         self.lam.extend(lam)
         self.g.extend(res.U)
         self.slope.extend(res.grad)
+        self.pis.extend(res.pi)
         i = int(np.argmin(res.U))
         if self.best is None or res.U[i] < self.best.U:
             self.best = Result(U=float(res.U[i]), lam=lam[i].copy(), pi=res.pi[i].copy(),
@@ -91,7 +92,8 @@ def lagrangian_search(game: RobustGame, starts, *, low: float, high: float, n_gr
     """Search for the smallest certified g(lam); see the module docstring.
 
     Returns ``U`` (the bound), ``lam`` (K,), ``pi`` (S, A) the maximiser at ``lam``,
-    ``history`` {"lam", "g"}.
+    ``history`` {"lam", "g"} and ``policies`` the distinct maximisers met (n, S, A),
+    ordered by increasing sum of lam.
     """
     K = game.K
     log = _Log(game)
@@ -112,6 +114,9 @@ def lagrangian_search(game: RobustGame, starts, *, low: float, high: float, n_gr
         log.record(lam, bounds)
         _kelley(log, n_cuts, box=10.0 * max(high, float(np.max(log.lam))))
     best = log.best
-    return Result(U=best.U, lam=best.lam, pi=best.pi,
+    order = np.argsort(np.array(log.lam).reshape(len(log.g), K).sum(axis=1), kind="stable")
+    pis = np.array(log.pis)[order]
+    keep = np.unique(pis.reshape(len(pis), -1), axis=0, return_index=True)[1]
+    return Result(U=best.U, lam=best.lam, pi=best.pi, policies=pis[np.sort(keep)],
                   history={"lam": np.array(log.lam).reshape(len(log.g), K),
                            "g": np.array(log.g)})

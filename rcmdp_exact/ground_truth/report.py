@@ -87,8 +87,8 @@ TITLES = {"inventory": "Inventory Management", "nav1": "Safe Navigation 1",
 #: Budget of the bracket per domain in the table: boxes of the branch and bound, local
 #: search iterations per start, and a time limit in seconds that only guards against a
 #: slow machine (the boxes bind first, so the table is the same on every run).
-BRACKET_BOXES = 200
-BRACKET_ASCENT = 30
+BRACKET_BOXES = 100
+BRACKET_ASCENT = 20
 BRACKET_SECONDS = 120.0
 
 

@@ -213,23 +213,25 @@ def mix_to_boundary(inc: Incumbent, safe: np.ndarray, risky: np.ndarray, rounds:
     return lo
 
 
-def improve(inc: Incumbent, starts, partners, *, n_iter: int, deadline: float,
-            n_partners: int, rounds: int) -> None:
-    """Local search from every start (after a phase-1 search for a feasible policy when
-    none is certified yet), then mixtures of the incumbent with ``partners`` and with the
-    best infeasible policies met, then local search again if the mixtures helped."""
-    if inc.policy is None and inc.game.K:
-        find_feasible(inc, starts[0], n_iter=n_iter, deadline=deadline)
-    for pi in starts:
-        if time.perf_counter() > deadline:
-            return
-        ascend(inc, pi, n_iter=n_iter, deadline=deadline)
-    if inc.policy is None:
-        return
-    before = inc.value
+def _mix_all(inc: Incumbent, partners, n_partners: int, rounds: int, deadline) -> None:
+    """Mixtures of the incumbent with ``partners`` and the best infeasible policies met."""
     risky = [pi for _, pi in sorted(inc.risky, key=lambda t: -t[0])[:n_partners]]
     for pi in [*partners, *risky]:
-        if time.perf_counter() < deadline:
+        if inc.policy is not None and time.perf_counter() < deadline:
             mix_to_boundary(inc, inc.policy, pi, rounds, method="mixture")
+
+
+def improve(inc: Incumbent, starts, partners, *, n_iter: int, deadline: float,
+            n_partners: int, rounds: int) -> None:
+    """Phase 1 when no policy is certified yet; mixtures of the incumbent with
+    ``partners`` and with the best infeasible policies met; local search from the
+    incumbent and from every start; mixtures and local search again if that helped."""
+    if inc.policy is None and inc.game.K:
+        find_feasible(inc, starts[0], n_iter=n_iter, deadline=deadline)
+    _mix_all(inc, partners, n_partners, rounds, deadline)
+    before = inc.value
+    for pi in ([] if inc.policy is None else [inc.policy]) + list(starts):
+        if time.perf_counter() < deadline:
+            ascend(inc, pi, n_iter=n_iter, deadline=deadline)
     if inc.value > before:
-        ascend(inc, inc.policy, n_iter=n_iter, deadline=deadline)
+        _mix_all(inc, [], n_partners, rounds, deadline)
