@@ -174,16 +174,17 @@ class RobustGame:
     def adversary(self, g, pi, w=None):
         """The adversary's policy iteration for fixed policies: (w, q, P).
 
-        Returns the last evaluated ``w`` and the worst case ``q``, ``P`` at it.
+        Returns the last evaluated ``w`` and the worst case ``q``, ``P`` at that same
+        ``w`` (so that a residual computed from them is the residual of ``w``).
         """
         J = g.shape[0]
         if w is None:
             w = self.values(np.broadcast_to(self.nominal, (J, *self.nominal.shape)), g, pi)
         P_prev = None
-        for _ in range(self.max_iter):
+        for it in range(self.max_iter):
             q, P = self.inner(g, w)
             res = np.abs(np.einsum("jsa,jsa->js", pi, q) - w).max(axis=1)
-            if (res <= self.tol * self._scale(w)).all():
+            if (res <= self.tol * self._scale(w)).all() or it == self.max_iter - 1:
                 break
             if P_prev is not None and np.array_equal(P, P_prev):
                 break  # the same kernel again: w is its exact evaluation
