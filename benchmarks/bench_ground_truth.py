@@ -1,24 +1,43 @@
-"""Timings of the ground truth: the ``rcmdp ground-truth`` goal and the LP solvers.
+"""Timings of the ground truth and the width of the RCMDP bracket.
 
-1. The whole ``rcmdp ground-truth`` pipeline per paper domain (estimation, LPs, bracket
-   with the three RCPG variants, exact test metrics of every policy on every test
-   setting) and in total, against the goal of two minutes for all three domains.
-2. The occupancy LP (discounted, and finite horizon with the T-step budget) by HiGHS and
-   by CLARABEL on each training model, side by side with the ratio.
+Sections (``--section``, default all):
 
-    python benchmarks/bench_ground_truth.py [--repeats N]
+* ``pipeline``: the whole ``rcmdp ground-truth`` table per paper domain and for all
+  three (estimation, LPs, bracket with the three RCPG variant targets, exact test
+  metrics of every policy on every test setting), and the share of each step.
+* ``lp``: the occupancy LP (discounted, and finite horizon with the T-step budget) by
+  HiGHS and by CLARABEL on each training model, side by side with the ratio.
+* ``gaps``: ``rcmdp_bracket`` with its default arguments on small random RCMDPs (S <= 4,
+  A <= 3, K <= 2, gamma in {0.8, 0.85, 0.9}, radii in [0.1, 0.6], budgets between the
+  least and the unconstrained worst-case cost): the gap ``upper - lower`` of every model,
+  its median, and ``lower`` against an independent search for robust-feasible policies
+  written here (enumeration, random policies, penalised hill climbing, bisection of
+  mixtures; every number by ``robust_evaluate``).
+* ``garnets``: the same on larger Garnets (S = 6 and 10, A = 3, K = 1 and 2, 5 models
+  each), without the reference search.
+* ``domains``: the bracket on the estimated balls of the paper's three domains (seed 0,
+  the paper's episodes), with the budget of the ground-truth table and with the
+  default budget.
+
+    python benchmarks/bench_ground_truth.py [--section gaps] [--cases N] [--repeats N]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import statistics
 import time
+import warnings
 
-from rcmdp_exact.domains import PAPER_DOMAINS, paper_domain
+import numpy as np
+
+from rcmdp_exact import rcmdp_bracket, robust_evaluate, robust_value_iteration
+from rcmdp_exact.domains import ESTIMATION_EPISODES, PAPER_DOMAINS, garnet, paper_domain
 from rcmdp_exact.ground_truth import solve_cmdp, solve_cmdp_finite_horizon
-from rcmdp_exact.reports import ground_truth_table
+from rcmdp_exact.uncertainty import l1_ball
 
-GOAL_SECONDS = 120.0
+SECTIONS = ("pipeline", "lp", "gaps", "garnets", "domains")
 
 
 def best_of(f, repeats: int) -> float:
@@ -30,10 +49,154 @@ def best_of(f, repeats: int) -> float:
     return min(times)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=3, help="LP repeats (minimum kept)")
-    args = ap.parse_args()
+# --------------------------------------------------------------------------- models
+def small_case(seed: int):
+    """A small random RCMDP: (model, ball); the same seed gives the same model."""
+    rng = np.random.default_rng(np.random.SeedSequence([20261123, seed]))
+    S, A, K = int(rng.integers(2, 5)), int(rng.integers(2, 4)), int(rng.integers(1, 3))
+    gamma = float(rng.choice([0.8, 0.85, 0.9]))
+    branching = int(rng.integers(1, S + 1))
+    m = garnet(S, A, branching, n_constraints=K, seed=int(rng.integers(2**31)), gamma=gamma)
+    ball = l1_ball(m, rng.uniform(0.1, 0.6, size=(S, A)), support="all")
+    frac = float(rng.uniform(0.2, 0.8))
+    # budgets between the worst-case costs of the policy of least total worst-case cost
+    # (kept feasible with a slack) and those of the unconstrained robust optimum
+    total = m.replace(R=-np.asarray(m.C).sum(axis=3), C=None, d=None)
+    safe = robust_value_iteration(total, ball, method="policy_iteration",
+                                  progress=False).policy
+    free = robust_value_iteration(m, ball, method="policy_iteration", progress=False).policy
+    c_safe = robust_evaluate(m, safe, ball).cost_worst
+    c_free = robust_evaluate(m, free, ball).cost_worst
+    slack = 0.02 * np.abs(m.c).max() / (1 - gamma)
+    d = np.maximum(c_safe + slack, (1 - frac) * c_safe + frac * c_free)
+    return m.replace(d=d), ball
+
+
+def garnet_case(seed: int, S: int, A: int, K: int):
+    """A larger Garnet RCMDP built like :func:`small_case`."""
+    rng = np.random.default_rng(np.random.SeedSequence([20261124, S, A, K, seed]))
+    m = garnet(S, A, 3, n_constraints=K, seed=int(rng.integers(2**31)), gamma=0.9)
+    ball = l1_ball(m, rng.uniform(0.1, 0.6, size=(S, A)), support="all")
+    total = m.replace(R=-np.asarray(m.C).sum(axis=3), C=None, d=None)
+    safe = robust_value_iteration(total, ball, method="policy_iteration",
+                                  progress=False).policy
+    free = robust_value_iteration(m, ball, method="policy_iteration", progress=False).policy
+    c_safe = robust_evaluate(m, safe, ball).cost_worst
+    c_free = robust_evaluate(m, free, ball).cost_worst
+    d = np.maximum(c_safe + 0.02 * np.abs(m.c).max() / 0.1, 0.5 * (c_safe + c_free))
+    return m.replace(d=d), ball
+
+
+def robust_numbers(model, ball, policy):
+    """Worst-case value and worst-case costs (K,) of a policy by robust_evaluate."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = robust_evaluate(model, policy, ball, tol=1e-12)
+    return float(res.value), np.asarray(res.cost_worst)
+
+
+def reference_search(model, ball, seed: int = 0, n_random: int = 100, n_climb: int = 150,
+                     n_starts: int = 4, weight: float = 100.0) -> float:
+    """The best worst-case value of a robust-feasible policy found by a plain search."""
+    rng = np.random.default_rng(seed)
+    S, A, d = model.n_states, model.n_actions, model.d
+    best = [-np.inf, None]
+
+    def score(pi):
+        v, c = robust_numbers(model, ball, pi)
+        if np.all(c <= d) and v > best[0]:
+            best[0], best[1] = v, pi
+        return v - weight * np.maximum(c - d, 0.0).sum(), v, c
+
+    pool = [np.eye(A)[list(a)] for a in itertools.product(range(A), repeat=S)]
+    pool += list(rng.dirichlet(np.ones(A), size=(n_random, S)))
+    scored = sorted(((score(pi), pi) for pi in pool), key=lambda t: -t[0][0])
+    for (sc, _, _), pi in scored[:n_starts]:
+        step = 0.5
+        for _ in range(n_climb):
+            s = rng.integers(S)
+            cand = pi.copy()
+            cand[s] = (1 - step) * cand[s] + step * rng.dirichlet(np.full(A, 0.5))
+            new = score(cand)
+            if new[0] > sc:
+                pi, sc = cand, new[0]
+            else:
+                step = max(0.97 * step, 1e-4)
+    if best[1] is not None:
+        base = best[1]
+        risky = [pi for (_, v, c), pi in scored[:20] if v > best[0] and np.any(c > d)]
+        for other in risky[:5]:
+            lo, hi = 0.0, 1.0
+            for _ in range(30):
+                mid = 0.5 * (lo + hi)
+                mix = (1 - mid) * base + mid * other
+                _, c = robust_numbers(model, ball, mix)
+                lo, hi = (mid, hi) if np.all(c <= d) else (lo, mid)
+            score((1 - lo) * base + lo * other)
+    return best[0]
+
+
+# --------------------------------------------------------------------------- sections
+def _bracket_row(i, model, ball, kw):
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        br = rcmdp_bracket(model, ball, progress=False, **kw)
+    sec = time.perf_counter() - t0
+    extra = (f"  {br.get('lower_method', '-'):<16} {br.get('upper_method', '-'):<16} "
+             f"{br.get('boxes', '-'):>6}")
+    line = (f"{i:>4} {model.n_states:>2} {model.n_actions:>2} {model.n_constraints:>2} "
+            f"{model.gamma:>5} {br.lower:>10.5f} {br.upper:>10.5f} "
+            f"{br.gap:>9.2e} {sec:>8.2f}")
+    return br, line, extra
+
+
+def section_gaps(cases, reference: bool, title: str, kw=None) -> None:
+    print(title)
+    print(f"{'case':>4} {'S':>2} {'A':>2} {'K':>2} {'gamma':>5} {'lower':>10} "
+          f"{'upper':>10} {'gap':>9} {'seconds':>8}" + ("  reference  lower-ref" if reference
+                                                      else "") + "  lower method     "
+          "upper method      boxes")
+    gaps, below = [], []
+    for i, (model, ball) in enumerate(cases):
+        br, line, extra = _bracket_row(i, model, ball, kw or {})
+        gaps.append(br.gap)
+        if reference:
+            ref = reference_search(model, ball, seed=i)
+            below.append((ref - br.lower) / max(1.0, abs(ref)))
+            line += f"  {ref:>9.5f}  {br.lower - ref:>9.2e}"
+        print(line + extra, flush=True)
+    print(f"median gap {statistics.median(gaps):.4g}, mean {statistics.fmean(gaps):.4g}, "
+          f"largest {max(gaps):.4g}")
+    if reference:
+        print(f"lower below the reference search by more than 1% of max(1, |ref|): "
+              f"{sum(b > 0.01 for b in below)} of {len(below)}; largest shortfall "
+              f"{max(below):.3g}")
+
+
+def section_domains() -> None:
+    from rcmdp_exact.ground_truth.report import BRACKET_ASCENT, BRACKET_BOXES
+    from rcmdp_exact.uncertainty import estimate
+
+    budgets = {"table": {"max_boxes": BRACKET_BOXES, "n_ascent": BRACKET_ASCENT,
+                         "time_limit": 120.0}, "default": {}}
+    print("rcmdp_bracket on the estimated balls of the paper's domains (seed 0)")
+    print(f"{'domain':<10} {'budget':<8} {'lower':>12} {'upper':>12} {'gap':>9} "
+          f"{'seconds':>8}  lower method     upper method      boxes")
+    for name in PAPER_DOMAINS:
+        est = estimate(paper_domain(name), ESTIMATION_EPISODES[name]["paper"], seed=0,
+                       progress=False)
+        for label, kw in budgets.items():
+            br, _, extra = _bracket_row(0, est.nominal, est.ball, {"variants": (), **kw})
+            print(f"{name:<10} {label:<8} {br.lower:>12.6f} {br.upper:>12.6f} "
+                  f"{br.gap:>9.2e} {br.seconds:>8.2f}" + extra, flush=True)
+
+
+def section_pipeline() -> None:
+    import cProfile
+    import pstats
+
+    from rcmdp_exact.ground_truth import ground_truth_table
 
     print("rcmdp ground-truth pipeline (one run per domain, then all three together)")
     print(f"{'domain':<10} {'seconds':>8}")
@@ -41,28 +204,65 @@ def main() -> None:
         t = best_of(lambda name=name: ground_truth_table([name], progress=False), 1)
         print(f"{name:<10} {t:8.2f}")
     total = best_of(lambda: ground_truth_table(progress=False), 1)
-    print(f"{'all':<10} {total:8.2f}   goal {GOAL_SECONDS:.0f} s, "
-          f"ratio goal/time {GOAL_SECONDS / total:.1f}")
+    print(f"{'all':<10} {total:8.2f}   (before: about 40 s for the command, see the README)")
+    prof = cProfile.Profile()
+    prof.runcall(ground_truth_table, progress=False)
+    print("shares of one run under the profiler (cumulative seconds):")
+    stats = pstats.Stats(prof).stats
+    steps = {"estimate": "estimate", "LPs": "solve_cmdp", "T-step LPs":
+             "solve_cmdp_finite_horizon", "bracket": "rcmdp_bracket", "of which variants":
+             "rcmdp_variant", "test metrics": "_test_rows"}
+    for label, fn in steps.items():
+        cum = sum(v[3] for k, v in stats.items() if k[2] == fn)
+        print(f"  {label:<18} {cum:7.2f} s")
 
-    print()
-    print(f"occupancy LPs, minimum of {args.repeats} runs (seconds); x = CLARABEL / HIGHS")
+
+def section_lp(repeats: int) -> None:
+    print(f"occupancy LPs, minimum of {repeats} runs (seconds); x = CLARABEL / HIGHS")
     print(f"{'domain':<10} {'HIGHS':>8} {'CLARABEL':>9} {'x':>6} {'T HIGHS':>9} "
           f"{'T CLARABEL':>11} {'x':>6}  |V_H - V_C|  |V^T_H - V^T_C|")
     for name in PAPER_DOMAINS:
         m = paper_domain(name)
-        res = {}
-        times = {}
+        res, times = {}, {}
         for sv in ("HIGHS", "CLARABEL"):
             for key, fn in ((sv, solve_cmdp), ("T" + sv, solve_cmdp_finite_horizon)):
                 def job(key=key, fn=fn, sv=sv, m=m, res=res):
                     res[key] = fn(m, solver=sv)
 
-                times[key] = best_of(job, args.repeats)
+                times[key] = best_of(job, repeats)
         print(f"{name:<10} {times['HIGHS']:8.3f} {times['CLARABEL']:9.3f} "
               f"{times['CLARABEL'] / times['HIGHS']:6.2f} {times['THIGHS']:9.3f} "
               f"{times['TCLARABEL']:11.3f} {times['TCLARABEL'] / times['THIGHS']:6.2f}  "
               f"{abs(res['HIGHS'].value - res['CLARABEL'].value):11.2e}  "
               f"{abs(res['THIGHS'].value - res['TCLARABEL'].value):14.2e}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--section", choices=SECTIONS, action="append",
+                    help="section to run (repeatable; default all)")
+    ap.add_argument("--repeats", type=int, default=3, help="LP repeats (minimum kept)")
+    ap.add_argument("--cases", type=int, default=40, help="random models of the gaps")
+    ap.add_argument("--no-reference", action="store_true",
+                    help="gaps: skip the independent search for feasible policies")
+    args = ap.parse_args()
+    for sec in args.section or SECTIONS:
+        if sec == "pipeline":
+            section_pipeline()
+        elif sec == "lp":
+            section_lp(args.repeats)
+        elif sec == "gaps":
+            section_gaps([small_case(i) for i in range(args.cases)], not args.no_reference,
+                         f"rcmdp_bracket (default arguments) on {args.cases} small random "
+                         f"RCMDPs")
+        elif sec == "garnets":
+            cases = [garnet_case(i, S, 3, K) for S in (6, 10) for K in (1, 2)
+                     for i in range(5)]
+            section_gaps(cases, False, "rcmdp_bracket (default arguments) on Garnets, "
+                         "S = 6 and 10, A = 3, K = 1 and 2")
+        else:
+            section_domains()
+        print()
 
 
 if __name__ == "__main__":

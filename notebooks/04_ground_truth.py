@@ -368,8 +368,11 @@ plt.show()
 # Reading the table (the cell below asserts each statement): on these nine demand
 # settings every policy stays within $d'$, so the penalised return is the value itself.
 # The CMDP optimum earns the most on the training demand but spends much more of the
-# budget than the robust policy on every setting; the robust policy gives up a few percent
-# of profit to keep its cost low.  The set it guards against is far harsher than these
+# budget than the robust policy wherever demand is low or moderate ($\mu \le S/4$, six of
+# the nine settings), and its largest cost over the suite is well above the robust
+# policy's; the robust policy gives up a few percent of profit to keep its cost low.  At
+# high demand ($\mu = S/3$) stock rarely piles up, both policies spend little of the
+# budget, and the order can flip.  The set it guards against is far harsher than these
 # demand changes (its robust value, `lower`, is well below its test values).  Rounding
 # the CMDP optimum to its greedy action raises its cost on every setting: an optimum that
 # sits on the budget does not survive rounding, which is why the paper's greedy tests can
@@ -383,7 +386,10 @@ train = [s.label for s in suite].index("mu=S/4, sigma=S/6")
 assert np.all(tests.costs[..., 0] <= tests.budget[0])
 assert np.allclose(tests.penalised_return, tests.value)
 assert tests.value[train, 0] > tests.value[train, 2]                  # CMDP earns more ...
-assert np.all(tests.costs[:, 2, 0] < tests.costs[:, 0, 0])            # ... robust costs less
+low = np.array(["mu=S/3" not in s.label for s in suite])
+assert low.sum() == 6
+assert np.all(tests.costs[low, 2, 0] < tests.costs[low, 0, 0])        # ... robust costs less
+assert tests.costs[:, 2, 0].max() < tests.costs[:, 0, 0].max()        # ... and at worst
 assert np.all(tests.costs[:, 1, 0] > tests.costs[:, 0, 0])            # greedy CMDP costs more
 assert inv.lower < tests.value[:, 2].min()
 loss = 1 - tests.value[train, 2] / tests.value[train, 0]

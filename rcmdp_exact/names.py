@@ -9,10 +9,14 @@ from __future__ import annotations
 
 __all__ = [
     "ALGORITHMS",
+    "BRACKET_ASCENT",
+    "BRACKET_BOXES",
+    "BRACKET_SECONDS",
     "DEFAULT_HIDDEN",
     "DEMANDS",
     "ESTIMATION_EPISODES",
     "EXACT_TOL",
+    "GROUND_TRUTH_FILES",
     "INITIAL_MULTIPLIER",
     "NAV1_COST_LAYOUTS",
     "OFFSET_ON",
@@ -64,3 +68,13 @@ VARIANTS = ("value", "constraint", "lagrangian")
 DEFAULT_HIDDEN = 100
 #: Largest relative error of a verification row expected to be exact.
 EXACT_TOL = 1e-6
+
+#: Budget of the bracket per domain in the ground-truth table: boxes of the branch and
+#: bound, local search iterations per start, and a time limit in seconds that only guards
+#: against a slow machine (the boxes bind first, so the table is the same on every run).
+BRACKET_BOXES = 100
+BRACKET_ASCENT = 20
+BRACKET_SECONDS = 120.0
+#: The files ``save_ground_truth`` (and ``rcmdp ground-truth --out``) writes.
+GROUND_TRUTH_FILES = ("ground_truth_settings.csv", "ground_truth_summary.csv",
+                      "ground_truth.json", "ground_truth_policies.npz")

@@ -2,24 +2,25 @@
 
 Independent checks: the budget rescaling by hand, the overshoot and penalised-return
 formulas on every row, strong duality of the reported nominal optimum against value
-iteration written here, the summary's means against the rows, and the consistency of
-the bracket.
+iteration written here, the summary's means against the rows, the consistency of the
+bracket; every bad argument and output path is refused before any work.
 """
 
 import contextlib
 import csv
 import io
 import json
-import re
+import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+import rcmdp_exact.commands.ground_truth as command
 from rcmdp_exact.cli import main
 from rcmdp_exact.domains import ESTIMATION_EPISODES, paper_domain
-from rcmdp_exact.reports import greedy_policy
+from rcmdp_exact.ground_truth import greedy_policy
 from rcmdp_exact.uncertainty import estimate
 
 
@@ -91,6 +92,8 @@ def test_bracket_is_consistent(run):
     b = doc["domains"]["inventory"]["bracket"]
     assert b["status"] == "bracket"
     assert b["lower"] <= b["upper"] + 1e-8
+    assert b["gap"] == pytest.approx(b["upper"] - b["lower"])
+    assert isinstance(b["lower_method"], str) and isinstance(b["upper_method"], str)
     assert b["lower_cost"][0] <= 6.0 + 1e-9  # the lower policy is robust-feasible
     # the upper bound cannot be below any robust-feasible variant's robust value
     for v in doc["domains"]["inventory"]["variants"].values():
@@ -176,35 +179,60 @@ def test_subcommand_is_registered():
     assert "--domain" in out.stdout and "--out" in out.stdout
 
 
-def test_offset_on_changes_only_test_1b():
-    """Test 1B offers both readings of PROTOCOL (offset on a failed or a successful
-    move); 1A does not depend on it."""
-    from rcmdp_exact.reports import ground_truth_table
-
-    rows = {}
-    for where in ("failure", "success"):
-        table = ground_truth_table(["nav1"], n_draws=1, variants=(), offset_on=where,
-                                   progress=False)
-        assert table.options["offset_on"] == where
-        rows[where] = {(r["suite"], r["setting"], r["policy"], r["mode"]): r["value"]
-                       for r in table.domains["nav1"].rows}
-    assert rows["failure"].keys() == rows["success"].keys()
-    for key, value in rows["failure"].items():
-        if key[0] == "1A":
-            assert rows["success"][key] == value
-    assert any(rows["success"][k] != v for k, v in rows["failure"].items() if k[0] == "1B")
+def exit_code(args) -> int:
+    """The exit status of ``rcmdp`` (argparse errors exit through SystemExit)."""
+    try:
+        return main(args)
+    except SystemExit as exc:
+        return exc.code
 
 
-def test_bad_table_arguments():
-    from rcmdp_exact.model import ModelError
-    from rcmdp_exact.reports import ground_truth_table
+def test_bad_arguments_are_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    """Each bad argument: exit status 2 and an error line naming it; nothing runs."""
+    monkeypatch.setattr(command, "ground_truth_table",
+                        lambda *a, **k: pytest.fail("work started before the checks"))
+    afile = tmp_path / "a_file"
+    afile.write_text("x")
+    cases = [
+        (["--seed", "-1"], "--seed"), (["--seed", "1.5"], "--seed"),
+        (["--n-draws", "0"], "--n-draws"), (["--delta", "1.5"], "--delta"),
+        (["--variants", "value,robust"], "'robust'"), (["--max-boxes", "0"], "--max-boxes"),
+        (["--bracket-time", "0"], "--bracket-time"), (["--out", ""], "--out is empty"),
+        (["--out", str(afile)], "existing file"),
+    ]
+    for args, fact in cases:
+        code = exit_code(["ground-truth", "--domain", "nav1", "--no-progress", *args])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2, args
+        assert any(fact in line and "error" in line for line in err), (args, err)
 
-    with pytest.raises(ModelError, match="offset_on must be 'failure' or 'success', got 'x'"):
-        ground_truth_table(["nav1"], offset_on="x", progress=False)
-    with pytest.raises(ModelError, match=r"unknown domains \['nav3'\]; use names from"):
-        ground_truth_table(["nav3"], progress=False)
-    with pytest.raises(ModelError, match=re.escape(
-            "n_draws must be a positive integer (draws per N in tests 1B and 2B), got 0")):
-        ground_truth_table(["nav1"], n_draws=0, progress=False)
-    code = main(["ground-truth", "--domain", "nav1", "--n-draws", "-1", "--no-progress"])
-    assert code == 2
+
+def test_existing_output_files_need_force(tmp_path, capsys, monkeypatch):
+    from rcmdp_exact.ground_truth import ground_truth_table
+
+    table = ground_truth_table(["nav2"], n_draws=1, variants=(), progress=False,
+                               max_boxes=1)
+    monkeypatch.setattr(command, "ground_truth_table", lambda *a, **k: table)
+    out = tmp_path / "gt"
+    assert main(["ground-truth", "--domain", "nav2", "--out", str(out)]) == 0
+    assert (out / "ground_truth.json").exists()
+    capsys.readouterr()
+    assert exit_code(["ground-truth", "--domain", "nav2", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "ground_truth_settings.csv" in err and "--force" in err
+    assert main(["ground-truth", "--domain", "nav2", "--out", str(out), "--force"]) == 0
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
+                    reason="needs a folder this user cannot write")
+def test_unwritable_output_folder_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(command, "ground_truth_table",
+                        lambda *a, **k: pytest.fail("work started before the checks"))
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        assert exit_code(["ground-truth", "--out", str(locked / "gt")]) == 2
+        assert "not writable" in capsys.readouterr().err
+    finally:
+        locked.chmod(0o700)

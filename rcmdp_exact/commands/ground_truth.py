@@ -5,12 +5,27 @@ training model (occupancy-measure LP), the certified bracket of the RCMDP optimu
 estimated L1 ball with the targets of the three RCPG variants, the T-step CMDP optimum,
 and the exact undiscounted test metrics of all these policies (stochastic and greedy) on
 every test setting.  The maths and the columns are described in
-:mod:`rcmdp_exact.reports` and ``docs/ground_truth.md``.
+:mod:`rcmdp_exact.ground_truth.report` and ``docs/ground_truth.md``.  Every argument
+and the output folder are checked before any work starts.
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+from ..names import BRACKET_BOXES, BRACKET_SECONDS, PAPER_DOMAINS, VARIANTS
+from ..names import GROUND_TRUTH_FILES as OUTPUT_FILES
+from ._args import (
+    add_force,
+    add_progress,
+    check_output,
+    comma_list,
+    positive_int,
+    probability,
+    progress_enabled,
+    seed_arg,
+)
 
 NAME = "ground-truth"
 HELP = ("exact CMDP optima, a certified RCMDP bracket and their exact test metrics on the "
@@ -18,52 +33,60 @@ HELP = ("exact CMDP optima, a certified RCMDP bracket and their exact test metri
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..domains import PAPER_DOMAINS
-    from ..ground_truth import VARIANTS
-
-    parser.add_argument(
-        "--domain", choices=("all", *PAPER_DOMAINS), default="all",
-        help="domain to compute (default: all three)",
-    )
-    parser.add_argument(
-        "--out", metavar="DIR", default=None,
-        help="write ground_truth_settings.csv, ground_truth_summary.csv, "
-             "ground_truth.json and ground_truth_policies.npz into DIR",
-    )
-    parser.add_argument(
-        "--episodes", choices=("paper", "reference"), default="paper",
-        help="estimation episodes: the paper's (100/100/10000, default) or the reference "
-             "implementation's (10/20/10000)",
-    )
-    parser.add_argument("--seed", type=int, default=0,
+    parser.add_argument("--domain", choices=("all", *PAPER_DOMAINS), default="all",
+                        help="domain to compute (default: all three)")
+    parser.add_argument("--out", metavar="DIR", default=None,
+                        help="write " + ", ".join(OUTPUT_FILES) + " into DIR (created if "
+                             "missing; existing files are refused without --force)")
+    add_force(parser)
+    parser.add_argument("--episodes", choices=("paper", "reference"), default="paper",
+                        help="estimation episodes: the paper's (100/100/10000, default) or "
+                             "the reference implementation's (10/20/10000)")
+    parser.add_argument("--seed", type=seed_arg, default=0,
                         help="seed of the estimation and of the 1B/2B draws (default 0)")
-    parser.add_argument("--delta", type=float, default=0.1,
-                        help="confidence of the Hoeffding radius (default 0.1)")
-    parser.add_argument("--n-draws", type=int, default=None,
+    parser.add_argument("--delta", type=probability, default=0.1,
+                        help="confidence of the Hoeffding radius, in (0, 1) (default 0.1)")
+    parser.add_argument("--n-draws", type=positive_int, default=None,
                         help="draws per N in tests 1B and 2B (default 50, the paper's)")
-    parser.add_argument(
-        "--offset-on", choices=("failure", "success"), default="failure",
-        help="test 1B: the drawn offset replaces a failed move (default, the reference "
-             "implementation) or a successful one (the paper's text)",
-    )
-    parser.add_argument(
-        "--variants", nargs="*", choices=VARIANTS, default=list(VARIANTS),
-        help="RCPG variants whose targets are computed (default: all three)",
-    )
-    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    parser.add_argument("--offset-on", choices=("failure", "success"), default="failure",
+                        help="test 1B: the drawn offset replaces a failed move (default, the "
+                             "reference implementation) or a successful one (the paper's text)")
+    parser.add_argument("--variants", type=comma_list(VARIANTS, "variants"),
+                        default=list(VARIANTS),
+                        help="comma-separated RCPG variants whose targets are computed "
+                             "(default: value,constraint,lagrangian)")
+    parser.add_argument("--no-variants", action="store_true",
+                        help="compute no RCPG variant target")
+    parser.add_argument("--bracket-time", type=float, default=BRACKET_SECONDS,
+                        metavar="SECONDS",
+                        help=f"time limit of the RCMDP bracket per domain (default "
+                             f"{BRACKET_SECONDS:g} s, a guard: --max-boxes binds first)")
+    parser.add_argument("--max-boxes", type=positive_int, default=BRACKET_BOXES,
+                        help=f"branch-and-bound boxes of the RCMDP bracket per domain "
+                             f"(default {BRACKET_BOXES}; the bracket is certified whatever "
+                             f"the budget)")
+    add_progress(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..domains import PAPER_DOMAINS
-    from ..reports import format_ground_truth, ground_truth_table, save_ground_truth
+    from .._checks import check_real
+    from ..ground_truth import format_ground_truth, ground_truth_table, save_ground_truth
 
+    parser = args._parser
+    check_real(args.bracket_time, "--bracket-time", 0.0, low_open=True)
+    out = check_output(parser, args.out, kind="dir", force=args.force)
+    if out is not None and out.is_dir():
+        for fname in OUTPUT_FILES:
+            check_output(parser, out / fname, kind="file", force=args.force)
     names = list(PAPER_DOMAINS) if args.domain == "all" else [args.domain]
     table = ground_truth_table(names, episodes=args.episodes, seed=args.seed,
                                delta=args.delta, n_draws=args.n_draws,
-                               offset_on=args.offset_on, variants=args.variants,
-                               progress=not args.no_progress)
+                               offset_on=args.offset_on,
+                               variants=() if args.no_variants else args.variants,
+                               progress=progress_enabled(args),
+                               bracket_time=args.bracket_time, max_boxes=args.max_boxes)
     print(format_ground_truth(table))
-    if args.out:
-        for path in save_ground_truth(table, args.out):
+    if out is not None:
+        for path in save_ground_truth(table, Path(out)):
             print(f"wrote {path}")
     return 0

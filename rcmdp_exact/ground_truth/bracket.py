@@ -1,0 +1,277 @@
+r"""A certified bracket [lower, upper] on the RCMDP optimum over an sa-rectangular L1 ball.
+
+.. math::
+
+    \mathrm{OPT} = \max_\pi \min_{P} V_{\pi,P}(p_0) \quad\text{s.t.}\quad
+    \max_{P} C_{k,\pi,P}(p_0) \le d_k \;\; (k = 1..K),
+
+each maximum over the set taken separately (the paper's Eq. "RCMDP objective" with
+robust constraints).  Both sides are certificates whatever the budget of work:
+
+* **lower** is the worst-case value of one stochastic policy whose worst-case costs
+  meet the budgets, both certified by exact robust evaluation
+  (:func:`rcmdp_exact.robust.robust_evaluate`) with the residual bound of one more
+  robust Bellman step (:func:`rcmdp_exact.robust.robust_bellman`) subtracted from the
+  value and added to the costs.  The policy is found by a search
+  (:mod:`~rcmdp_exact.ground_truth.search`): the LP optimum of the nominal CMDP at the
+  budgets and at budgets tightened by the worst-case excess, the robust-Lagrangian
+  policies, the RCPG variants' targets, trust-region ascent with exact Danskin
+  gradients, mixtures, and every box maximiser of the branch and bound.
+* **upper** is the smaller of :math:`\min_\lambda g(\lambda)`
+  (:mod:`~rcmdp_exact.ground_truth.dual`) and the branch-and-bound bound over policy
+  boxes (:mod:`~rcmdp_exact.ground_truth.boxes`), every number a robust fixed point
+  plus its residual bound.
+
+At alpha = 0 the ball is one model, the LP policy is certified by exact evaluation and
+the LP duals give g = the LP optimum: the bracket closes on the CMDP optimum.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+import numpy as np
+
+from .._checks import check_choice, check_int, check_real
+from .._progress import tqdm
+from .._result import Result
+from ..robust import robust_bellman, robust_evaluate
+from .boxes import branch_and_bound
+from .core import RobustGame
+from .dual import lagrangian_search
+from .lp import cost_name, fmt, max_slack_policy, solve_cmdp
+from .search import Incumbent, improve
+from .variants import VARIANTS, check_search, rcmdp_variant
+
+__all__ = ["rcmdp_bracket"]
+
+_SOLVED = ("optimal", "optimal_inaccurate", "check_failed")
+
+
+def _least_costs(game: RobustGame):
+    """Certified lower bounds (K,) on min_pi max_P C_k, and the minimising policies."""
+    K, S, A = game.K, game.S, game.A
+    sol = game.solve(-game.C, np.zeros((K, S, A)), np.ones((K, S, A)))
+    return -(sol["value"] + sol["err"]), sol["pi"]
+
+
+def _lp_candidates(model, game: RobustGame, inc: Incumbent, n_tighten: int = 3) -> list:
+    """The nominal CMDP optimum at the budgets, then at budgets lowered by the certified
+    worst-case excess of the previous LP policy; each policy is offered to ``inc``."""
+    nominal = model.with_transitions(game.nominal, check=False)
+    budgets, out = game.d.copy(), []
+    for i in range(n_tighten + 1):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            lp = solve_cmdp(nominal, budgets=budgets)
+        if lp.status not in _SOLVED:
+            break
+        ev = inc.offer(lp.policy[None], "lp" if i == 0 else "lp, tightened budgets")
+        out.append(lp)
+        excess = ev["costs"][0] - game.d
+        if np.all(excess <= 0.0):
+            break
+        budgets = budgets - np.maximum(excess, 0.0)
+    if game.K:
+        slack = max_slack_policy(nominal, game.d)
+        if slack is not None:
+            inc.offer(slack[None], "lp, largest slack")
+            out.append(Result(policy=slack, multipliers=np.zeros(game.K), slack=True))
+    return out
+
+
+def _certify(model, ball, policy, tol: float):
+    """Worst-case value (lower bound) and costs (upper bounds) by robust_evaluate."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rv = robust_evaluate(model, policy, ball, "value", per_constraint=True, tol=tol)
+        scale = 1.0 - model.gamma
+        err = np.abs(robust_bellman(model, ball, rv.v, policy).w - rv.v).max() / scale
+        C = np.asarray(model.C)
+        costs = np.array(rv.costs_worst, dtype=np.float64)
+        for k in range(model.n_constraints):
+            mk = model.replace(R=-C[..., k], C=None, d=None, cost_labels=None)
+            ck = -rv.c_worst[:, k]
+            costs[k] += np.abs(robust_bellman(mk, ball, ck, policy).w - ck).max() / scale
+    return float(rv.value) - err, costs
+
+
+def _infeasible(game, model, least, safest, extra: dict) -> Result:
+    ks = [k for k in range(game.K) if least[k] > game.d[k]]
+    why = "; ".join(f"the smallest worst-case cost of constraint {cost_name(model, k)} is "
+                    f"{fmt(least[k])} > budget d[{k}] = {fmt(game.d[k])}" for k in ks)
+    pol = safest[ks[0]]
+    nan = np.full(game.K, np.nan)
+    return Result(lower=-np.inf, upper=-np.inf, gap=0.0, lower_method="none",
+                  upper_method="least worst-case cost", multiplier=np.full(game.K, np.inf),
+                  policies={"lower": pol, "upper": pol}, policy=pol,
+                  lower_costs=least.copy(), lower_cost=least.copy(), mix_theta=0.0,
+                  upper_policy_value=np.nan, upper_policy_costs=nan, upper_policy_cost=nan,
+                  history={"lam": np.zeros((0, game.K)), "g": np.zeros(0)}, n_candidates=0,
+                  boxes=0, open_boxes=0, closed=True, success=False, status="infeasible",
+                  message=f"infeasible: no policy meets the budgets on every model of the "
+                          f"ball; {why}; raise the budget or shrink the ball", **extra)
+
+
+def _check_bracket(model, ball, variants, kw: dict) -> tuple[float, float]:
+    low, high = check_search(model, ball, kw["n_grid"], kw["lam_range"], kw["feas_tol"],
+                             **{k: kw[k] for k in ("n_refine", "n_sweeps", "n_cuts",
+                                                   "mix_steps", "n_partners", "n_ascent")})
+    check_real(kw["tol"], "tol", 0.0, low_open=True)
+    check_choice(kw["rvi_method"], "rvi_method", ("policy_iteration", "value_iteration"))
+    for v in variants:
+        check_choice(v, "variant", VARIANTS)
+    check_int(kw["max_boxes"], "max_boxes", 1)
+    check_real(kw["time_limit"], "time_limit", 0.0, low_open=True)
+    check_real(kw["rtol"], "rtol", 0.0)
+    check_real(kw["atol"], "atol", 0.0)
+    if kw["n_sweeps"] != 2 or kw["rvi_method"] != "policy_iteration":
+        warnings.warn("rcmdp_bracket: n_sweeps and rvi_method have no effect (the fixed "
+                      "points are found by policy iteration and lam by gradient steps and "
+                      "cuts)", DeprecationWarning, stacklevel=3)
+    return low, high
+
+
+def _lower_search(game, inc, dual, lps, safest, variants, kw, deadline, gap_tol) -> None:
+    """Seed the incumbent (LP, Lagrangian, variant and least-cost policies), then search
+    (unless the seeds already close the bracket)."""
+    ev = inc.offer(dual.policies, "lagrangian")
+    inc.offer(safest, "least worst-case cost")
+    for name, var in variants.items():
+        inc.offer(var.policy[None], f"variant {name}")
+    if dual.U - inc.value <= gap_tol(inc.value):
+        return
+    # the infeasible Lagrangian policies met at the largest lam: the far side of the kink
+    bad = np.flatnonzero(np.any(ev["costs"] > inc.limit, axis=1))[::-1]
+    plain = [lp for lp in lps if "slack" not in lp]
+    partners = [lp.policy for lp in plain[:1]] + list(dual.policies[bad[:2]])
+    starts = [dual.pi] + [lp.policy for lp in plain[:1]]
+    if inc.policy is None and len(plain) < len(lps):
+        starts.insert(0, lps[-1].policy)  # the largest-slack policy: phase 1 starts there
+    improve(inc, starts, partners, n_iter=kw["n_ascent"], deadline=deadline,
+            n_partners=kw["n_partners"], rounds=max(1, math.ceil(kw["mix_steps"] / 3)))
+
+
+def _certified_lower(model, ball, game, inc, tol: float):
+    """The best incumbent met that robust_evaluate certifies too: (value, costs, policy,
+    method, theta), or (-inf, nan, None, "none", 0) when there is none."""
+    for value, pol, costs, method, theta in reversed(inc.accepted):
+        pub_value, pub = _certify(model, ball, pol, tol)
+        if np.all(pub <= game.d):
+            return min(value, pub_value), np.maximum(costs, pub), pol, method, theta
+    return -np.inf, np.full(game.K, np.nan), None, "none", 0.0
+
+
+def _bracket_result(model, ball, game, inc, dual, bb, extra: dict, tol: float) -> Result:
+    lower, costs, pol, method, theta = _certified_lower(model, ball, game, inc, tol)
+    upper = min(dual.U, bb.upper)
+    if pol is None and upper == -np.inf:
+        status, msg = "infeasible", ("infeasible: branch and bound found no box that meets "
+                                     "every budget; no policy is robust-feasible")
+    elif pol is None:
+        status, msg = "no_feasible_policy", (f"no robust-feasible policy found; upper bound "
+                                             f"{upper:.6g}; raise time_limit or max_boxes")
+    else:
+        status, msg = "bracket", (f"certified bracket [{lower:.10g}, {upper:.10g}], gap "
+                                  f"{upper - lower:.3g} ({bb.boxes} boxes)")
+    up = game.evaluate(dual.pi[None])
+    pol = dual.pi if pol is None else pol
+    return Result(
+        lower=float(lower), upper=float(upper), gap=float(upper - lower),
+        lower_method=method, upper_method="lagrangian" if upper >= dual.U else
+        "branch and bound", multiplier=dual.lam.copy(),
+        policies={"lower": pol, "upper": dual.pi}, policy=pol, lower_costs=costs,
+        lower_cost=costs, mix_theta=theta if method == "mixture" else 0.0,
+        upper_policy_value=float(up["value"][0]), upper_policy_costs=up["costs"][0],
+        upper_policy_cost=up["costs"][0], history=dual.history, n_candidates=inc.n_evaluated,
+        boxes=bb.boxes, open_boxes=bb.open_boxes, closed=bb.closed,
+        success=status == "bracket", status=status, message=msg, **extra)
+
+
+def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: int = 40,
+                  n_sweeps: int = 2, n_cuts: int = 30, mix_steps: int = 40,
+                  tol: float = 1e-12, feas_tol: float = 0.0,
+                  rvi_method: str = "policy_iteration", variants=VARIANTS,
+                  n_partners: int = 4, progress: bool = True, max_boxes: int = 100_000,
+                  time_limit: float = 10.0, rtol: float = 1e-4, atol: float = 1e-9,
+                  n_ascent: int = 60) -> Result:
+    r"""A certified bracket ``lower <= OPT <= upper`` on the RCMDP optimum.
+
+    See the module docstring and ``docs/ground_truth.md`` for the methods and what is
+    guaranteed.
+
+    Parameters
+    ----------
+    model : TabularCMDP
+        Rewards, costs, budgets, gamma < 1, p0, terminal states (the ball's nominal is
+        the centre; the model's transitions are not used).
+    ball : L1Ball
+    n_grid, lam_range, n_refine, n_cuts
+        The search over lam of the Lagrangian bound (:mod:`.dual`).
+    mix_steps, n_partners
+        Resolution (about 3 bisection steps per round of 8 mixtures) and number of the
+        mixtures of the incumbent with better infeasible policies.
+    tol : float
+        Tolerance of the robust fixed points (the bounds stay certified at any tol).
+    feas_tol : float
+        Budget slack: the bracket is then the one of the optimum at budgets d + feas_tol.
+    variants : sequence of {"value", "constraint", "lagrangian"}
+        RCPG variant targets to compute (:func:`rcmdp_variant`; also candidates).
+    progress : bool
+        A bar over the boxes of the branch and bound.
+    max_boxes, time_limit
+        Budget of the branch and bound (boxes, seconds from the call).
+    rtol, atol
+        Stop when ``upper - lower <= max(atol, rtol * max(1, abs(lower)))``.
+    n_ascent : int
+        Trust-region ascent steps per start of the lower search.
+    n_sweeps, rvi_method
+        Accepted for compatibility; no effect (a DeprecationWarning if changed).
+
+    Returns
+    -------
+    Result
+        ``lower``, ``upper``, ``gap``; ``lower_method`` ("lp", "lp, tightened budgets",
+        "lagrangian", "variant <name>", "certified search", "mixture", "branch and
+        bound", or "none") and ``upper_method`` ("lagrangian", "branch and bound" or
+        "least worst-case cost"); ``multiplier`` (K,) of the Lagrangian bound;
+        ``policies`` {"lower": the certified policy, "upper": the robust-Lagrangian
+        optimum at ``multiplier``}, ``policy`` (= policies["lower"]); ``lower_costs``
+        (K,) its certified worst-case costs; ``mix_theta``; ``upper_policy_value``,
+        ``upper_policy_costs``; ``min_robust_costs`` (K,) certified lower bounds on the
+        least worst-case costs; ``history`` {"lam", "g"}; ``n_candidates``; ``boxes``,
+        ``open_boxes``, ``closed``, ``seconds``; ``variants``; ``success``, ``status``
+        ("bracket", "no_feasible_policy", "infeasible"), ``message``.  ``lower_cost``,
+        ``upper_policy_cost`` and ``min_robust_cost`` are aliases.
+    """
+    kw = dict(locals())
+    low, high = _check_bracket(model, ball, variants, kw)
+    t0 = time.perf_counter()
+    game = RobustGame(model, ball, tol=tol)
+    game.d = game.d + feas_tol
+    least, safest = _least_costs(game)
+    var_out = {v: rcmdp_variant(model, ball, v, n_grid=n_grid, lam_range=(low, high),
+                                tol=tol, feas_tol=feas_tol)
+               for v in variants if not (v == "constraint" and game.K == 0)}
+    extra = dict(min_robust_costs=least, min_robust_cost=least, variants=var_out)
+    if np.any(least > game.d):
+        return _infeasible(game, model, least, safest,
+                           dict(extra, seconds=time.perf_counter() - t0))
+    inc = Incumbent(game)
+    deadline = t0 + time_limit
+    lps = _lp_candidates(model, game, inc)
+    dual = lagrangian_search(game, [np.zeros(game.K)] + [lp.multipliers for lp in lps],
+                             low=low, high=high, n_grid=n_grid, n_refine=n_refine,
+                             n_cuts=n_cuts)
+    def gap_tol(value: float) -> float:
+        return max(atol, rtol * max(1.0, abs(value))) if np.isfinite(value) else atol
+
+    _lower_search(game, inc, dual, lps, safest, var_out, kw, deadline, gap_tol)
+    with tqdm(desc="rcmdp bracket: boxes", disable=not progress, leave=False) as bar:
+        bb = branch_and_bound(game, inc, dual.lam, lam_unit=max(10.0 * low, float(
+                              dual.lam.max(initial=0.0))), max_boxes=max_boxes,
+                              deadline=deadline, gap_tol=gap_tol, bar=bar)
+    extra["seconds"] = time.perf_counter() - t0
+    return _bracket_result(model, ball, game, inc, dual, bb, extra, tol)

@@ -1,0 +1,602 @@
+r"""The CMDP optimum: Altman's occupancy-measure LP, discounted and finite-horizon.
+
+Discounted (gamma < 1)
+======================
+The discounted occupancy :math:`x(s, a) = \sum_t \gamma^t \Pr(s_t = s, a_t = a)` of the
+stationary policies from :math:`p_0` is the polytope :math:`(E - \gamma P^\top) x = p_0,
+x \ge 0`, and :math:`V = r^\top x`, :math:`C_k = c_k^\top x`, so the CMDP (the paper's
+Eq. "RCMDP objective" with one known model) is the primal LP
+
+.. math::
+
+    \max_{x \ge 0}\; r^\top x \quad\text{s.t.}\quad
+    (E - \gamma P^\top) x = p_0,\qquad c_k^\top x \le d_k\; (k = 1..K),
+
+whose dual :math:`\min_{v, \mu \ge 0} p_0^\top v + \mu^\top d` s.t. :math:`v(s) \ge
+r(s, a) - \mu^\top c(s, a) + \gamma P(s, a)^\top v` is :math:`\min_{\mu \ge 0}
+\max_\pi L(\pi, \mu)` with the paper's Lagrangian :math:`L = V - \mu^\top (C - d)`
+(Eq. "Lagrange").  The returned ``multipliers`` are :math:`\mu \ge 0`, the duals of the
+cost rows (:math:`\partial V^*/\partial d_k`).  The policy is
+:math:`\pi(a|s) = x(s, a)/\sum_b x(s, b)`; states with :math:`\sum_a x(s, a) \le`
+``UNVISITED_TOL`` get the greedy action of :math:`r - \mu^\top c` (``unvisited=
+"lagrangian"``) or the uniform distribution.  With gamma = 1 the LP keeps the
+non-terminal states (the occupancy counts visits before absorption).
+
+Finite horizon (the paper's test metric)
+========================================
+Over time-dependent occupancies :math:`x_t`: :math:`\max \sum_{t<T} \delta^t r^\top x_t`
+s.t. :math:`\sum_a x_0(\cdot, a) = p_0`, :math:`\sum_a x_{t+1}(s', a) = \sum_{s,a}
+P(s'|s,a) x_t(s, a)`, :math:`\sum_t \delta^t c_k^\top x_t \le b_k`, with :math:`b`
+the rescaled budget :math:`d\,T/\sum_{i<T}\gamma^i` by default; the policy has shape
+(T, S, A).
+
+Every answer is re-checked by exact evaluation (``check_tol`` times the value scale);
+solver failures, infeasibility and inaccurate optima are statuses, never exceptions.
+cvxpy is imported by :func:`solve_occupancy_lp` only, when an LP is solved.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._checks import as_float_array, check_choice, check_int, check_real, check_shape
+from .._result import Result
+from ..evaluation import evaluate, penalised_return, rescaled_budget
+from ..model import TabularCMDP, check_model, check_policy
+
+__all__ = [
+    "DEFAULT_LP_SOLVER",
+    "LP_SOLVERS",
+    "UNVISITED_TOL",
+    "evaluate_time_dependent",
+    "greedy_one_hot",
+    "infeasible_message",
+    "lagrangian_optimal_policy",
+    "max_slack_policy",
+    "solve_cmdp",
+    "solve_cmdp_finite_horizon",
+    "solve_occupancy_lp",
+    "time_dependent_values",
+    "value_scale",
+]
+
+#: The LP solver used through cvxpy unless ``solver=`` says otherwise.
+DEFAULT_LP_SOLVER = "HIGHS"
+#: Accepted LP solvers: HiGHS (simplex: vertices and exact duals) and CLARABEL.
+LP_SOLVERS = ("HIGHS", "CLARABEL")
+#: Solver tolerances, tighter than the defaults so that optima and duals reach ~1e-9.
+SOLVER_OPTIONS = {
+    "HIGHS": {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
+    "CLARABEL": {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10},
+}
+#: Occupancy below which a state counts as never visited.
+UNVISITED_TOL = 1e-10
+#: cvxpy statuses as the toolkit's status strings.
+CVX_STATUS = {
+    "optimal": "optimal", "optimal_inaccurate": "optimal_inaccurate",
+    "infeasible": "infeasible", "infeasible_inaccurate": "infeasible",
+    "infeasible_or_unbounded": "infeasible", "unbounded": "unbounded",
+    "unbounded_inaccurate": "unbounded",
+}
+_SOLVED = ("optimal", "optimal_inaccurate")
+
+
+# =========================================================================== helpers
+def value_scale(model: TabularCMDP, horizon: int | None = None) -> float:
+    """A magnitude of values: max |r|, |c| times the effective horizon (at least 1)."""
+    mag = float(np.abs(model.r).max(initial=0.0))
+    if model.n_constraints:
+        mag = max(mag, float(np.abs(model.c).max()))
+    if horizon is not None:
+        eff = float(horizon)
+    else:
+        eff = 1.0 / (1.0 - model.gamma) if model.gamma < 1.0 else float(model.n_states)
+    return max(1.0, mag * eff)
+
+
+def cost_name(model: TabularCMDP, k: int) -> str:
+    """``"k"`` or ``"k (label)"`` for messages."""
+    lab = model.cost_labels
+    return f"{k}" if lab is None else f"{k} ({lab[k]})"
+
+
+def fmt(x: float) -> str:
+    """A number with 6 significant digits (messages)."""
+    return f"{float(x):.6g}"
+
+
+def greedy_one_hot(q: np.ndarray) -> np.ndarray:
+    """One-hot argmax over the last axis (ties to the lowest index), shape of ``q``."""
+    out = np.zeros(np.shape(q), dtype=np.float64)
+    np.put_along_axis(out, np.argmax(q, axis=-1)[..., None], 1.0, axis=-1)
+    return out
+
+
+def budget_array(budget, name: str, K: int) -> np.ndarray:
+    """Finite budgets as a (K,) float64 array (one number per constraint)."""
+    arr = np.reshape(as_float_array(budget, name, f"give one budget per constraint (K={K})"),
+                     -1)
+    check_shape(arr, (K,), name, ("k",))
+    return arr
+
+
+def _solver_name(solver) -> str:
+    name = solver.upper() if isinstance(solver, str) else solver
+    return check_choice(name, "solver", LP_SOLVERS,
+                        "; HIGHS (simplex, exact vertices and duals) is the default")
+
+
+def _check_lp_options(model, solver, unvisited, check_tol) -> str:
+    check_model(model)
+    check_choice(unvisited, "unvisited", ("lagrangian", "uniform"))
+    check_real(check_tol, "check_tol", 0.0, low_open=True)
+    return _solver_name(solver)
+
+
+def infeasible_message(model: TabularCMDP, min_costs, budgets=None,
+                       what: str = "discounted") -> str:
+    """The message of an infeasible CMDP, naming each budget that cannot be met.
+
+    ``min_costs`` (K,): the smallest achievable cost of each constraint alone;
+    ``budgets`` (K,) default ``model.d``; ``what``: "discounted" or "T-step".  One
+    clause "the smallest achievable <what> cost of constraint k is m > budget d[k] = b;
+    raise d[k] to at least m or change the costs" per violated budget, or, when each
+    budget can be met alone but not all at once, a message saying so (6 digits).
+    """
+    K = model.n_constraints
+    fix = f"give one number per constraint (K={K})"
+    m = np.reshape(as_float_array(min_costs, "min_costs", fix, finite=False), -1)
+    d = model.d if budgets is None else np.reshape(
+        as_float_array(budgets, "budgets", fix, finite=False), -1)
+    check_shape(m, (K,), "min_costs", ("k",))
+    check_shape(d, (K,), "budgets", ("k",))
+    bad = [k for k in range(K) if m[k] > d[k]]
+    if bad:
+        return "infeasible: no policy meets the budgets; " + "; ".join(
+            f"the smallest achievable {what} cost of constraint {cost_name(model, k)} is "
+            f"{fmt(m[k])} > budget d[{k}] = {fmt(d[k])}; raise d[{k}] to at least "
+            f"{fmt(m[k])} or change the costs" for k in bad)
+    return (f"infeasible: each budget can be met on its own (smallest {what} costs "
+            f"[{', '.join(map(fmt, m))}] <= budgets [{', '.join(map(fmt, d))}]) but not "
+            f"all at once; the returned policy minimises the total overshoot; relax one of "
+            f"the budgets")
+
+
+# =========================================================================== the LP
+def _problem(cp, M, r, c, b, d, objective: str, k):
+    """The cvxpy problem of one occupancy LP, its variable and its cost rows."""
+    x = cp.Variable(r.size, nonneg=True)
+    cons, cost_con = [M @ x == b], None
+    if objective == "value":
+        if c.shape[1]:
+            cost_con = c.T @ x <= d
+            cons.append(cost_con)
+        return cp.Problem(cp.Maximize(r @ x), cons), x, cost_con
+    if objective == "min_cost":
+        return cp.Problem(cp.Minimize(c[:, k] @ x), cons), x, None
+    s = cp.Variable(c.shape[1], nonneg=True) if objective == "min_overshoot" else cp.Variable()
+    if objective == "min_overshoot":
+        return cp.Problem(cp.Minimize(cp.sum(s)), [*cons, c.T @ x - d <= s]), x, None
+    scale = max(1.0, float(np.abs(d).max(initial=0.0)))
+    return cp.Problem(cp.Maximize(s), [*cons, c.T @ x - d <= -s, s <= scale]), x, None
+
+
+def solve_occupancy_lp(M, r, c, b, d, solver: str, objective: str = "value",
+                       k: int | None = None) -> Result:
+    r"""Build and solve one occupancy LP through cvxpy (the only place cvxpy is imported).
+
+    ``objective``: "value" (:math:`\max r^\top x` s.t. :math:`Mx = b`, :math:`c^\top x
+    \le d`), "min_cost" (:math:`\min c_k^\top x`, flows only), "min_overshoot"
+    (:math:`\min \sum_k \max(0, c_k^\top x - d_k)`) or "max_slack" (:math:`\max t`
+    s.t. :math:`c_k^\top x \le d_k - t`, t at most max(1, max|d|)).  Returns ``status``
+    (a status string), ``x``, ``value``, ``duals`` (K,) of the cost rows, ``error``.
+    """
+    import cvxpy as cp
+
+    out = Result(status="solver_error", x=None, value=np.nan, duals=np.zeros(c.shape[1]),
+                 error=None)
+    if solver not in cp.installed_solvers():
+        out.error = (f"the LP solver {solver} is not installed in cvxpy (installed: "
+                     f"{cp.installed_solvers()}); install it or pass solver=\"CLARABEL\"")
+        return out
+    prob, x, cost_con = _problem(cp, M, r, c, b, d, objective, k)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            prob.solve(solver=solver, **SOLVER_OPTIONS[solver])
+    except (cp.error.SolverError, ValueError, ArithmeticError) as exc:
+        out.error = f"{type(exc).__name__}: {exc}"
+        return out
+    out.status = CVX_STATUS.get(prob.status, "solver_error")
+    out.error = None if out.status != "solver_error" else str(prob.status)
+    if out.status in _SOLVED:
+        out.x = np.maximum(np.asarray(x.value, dtype=np.float64), 0.0)
+        out.value = float(prob.value)
+        if cost_con is not None:
+            out.duals = np.maximum(np.asarray(cost_con.dual_value, dtype=np.float64), 0.0)
+    return out
+
+
+def max_slack_policy(model: TabularCMDP, budgets=None, solver: str = DEFAULT_LP_SOLVER):
+    r"""The policy whose costs sit furthest below the budgets (largest common slack t of
+    :math:`C_k \le d_k - t`), or None when that LP fails.  Trusted inputs (no checks)."""
+    keep, M, r, c, b = _lp_data(model)
+    d = model.d if budgets is None else np.asarray(budgets, dtype=np.float64)
+    sol = solve_occupancy_lp(M, r, c, b, d, solver, "max_slack")
+    if sol.x is None:
+        return None
+    S, A = model.n_states, model.n_actions
+    xv = np.zeros((S, A))
+    xv[keep] = sol.x.reshape(keep.size, A)
+    return _policy_from_occupancy(xv, np.full((S, A), 1.0 / A))[0]
+
+
+def _lp_data(model: TabularCMDP):
+    """The kept states, flow matrix (n, n*A), rewards, costs (n*A, K) and p0 of the LP."""
+    S, A, K = model.n_states, model.n_actions, model.n_constraints
+    if model.gamma < 1.0:
+        keep = np.arange(S)
+    else:
+        keep = np.flatnonzero(~model.terminal)
+        check_int(S - keep.size, "number of terminal states", 1,
+                  hint="; solve_cmdp with gamma = 1 needs terminal states (the occupancy is the "
+                  "number of visits before absorption); use gamma < 1 or mark terminal states")
+    n = keep.size
+    rows = (keep[:, None] * A + np.arange(A)[None, :]).ravel()
+    Pk = sp.csr_array(model.P_sparse[rows][:, keep])
+    E = sp.kron(sp.identity(n, format="csr"), np.ones((1, A)), format="csr")
+    M = sp.csr_array(E - model.gamma * Pk.T)
+    return keep, M, model.r[keep].ravel(), model.c[keep].reshape(n * A, K), model.p0[keep]
+
+
+def _policy_from_occupancy(x: np.ndarray, default: np.ndarray):
+    """pi = x / sum_a x on visited states, ``default`` elsewhere; returns (pi, visited)."""
+    tot = x.sum(axis=-1)
+    visited = tot > UNVISITED_TOL
+    pi = np.array(default, dtype=np.float64, copy=True)
+    pi[visited] = x[visited] / tot[visited][..., None]
+    return pi, visited
+
+
+def _failed_result(model, base: dict, status: str, message: str, shape=None) -> Result:
+    S, A, K = model.n_states, model.n_actions, model.n_constraints
+    pol = np.full(shape or (S, A), 1.0 / A)
+    return Result(policy=pol, value=np.nan, costs=np.full(K, np.nan), success=False,
+                  status=status, message=message, **base)
+
+
+def _least_overshoot(M, r, c, b, d, solver):
+    """The smallest value of each cost row alone (nan where its LP fails) and the
+    occupancy minimising the total overshoot (None where that LP fails or K = 0)."""
+    K = c.shape[1]
+    min_costs = np.full(K, np.nan)
+    for k in range(K):
+        sol = solve_occupancy_lp(M, r, c, b, d, solver, "min_cost", k)
+        if sol.status in _SOLVED:
+            min_costs[k] = sol.value
+    if K == 0 or np.isnan(min_costs).all():
+        return min_costs, None
+    return min_costs, solve_occupancy_lp(M, r, c, b, d, solver, "min_overshoot").x
+
+
+def _recheck(res: Result, ev, budget: np.ndarray, status: str, tol: float, who: str,
+             how: str) -> Result:
+    """Compare an LP's answer with the exact evaluation ``ev`` of its policy.
+
+    Sets ``value``, ``costs`` (and the alias ``cost``) from ``ev``, ``check_error`` (the
+    largest of the value and cost discrepancies and the budget excess), ``status``,
+    ``success``, ``message``: "check_failed" above ``tol``; "optimal_inaccurate" with a
+    RuntimeWarning; else success.
+    """
+    costs = np.asarray(ev.costs, dtype=np.float64)
+    err_v = abs(ev.value - res.lp_value)
+    err_c = float(np.abs(costs - res.lp_costs).max(initial=0.0))
+    over = float(np.max(costs - budget, initial=0.0))
+    check_error = max(err_v, err_c, over, 0.0)
+    res.update(value=ev.value, costs=costs, cost=costs, check_error=check_error,
+               success=False, status=status)
+    if check_error > tol:
+        res.status = "check_failed"
+        res.message = (f"{how} of the LP policy disagrees with the LP: value {ev.value!r} vs "
+                       f"{res.lp_value!r}, largest cost discrepancy {err_c!r}, largest "
+                       f"budget excess {over!r} (tolerance {tol:.3g}); try "
+                       f"solver=\"CLARABEL\" or rescale rewards and costs")
+    elif status == "optimal_inaccurate":
+        warnings.warn(f"{who}: {res.solver} reports OPTIMAL_INACCURATE; the policy passed "
+                      f"the re-check by {how} (error {check_error:.3g}) but is not "
+                      f"certified optimal", RuntimeWarning, stacklevel=3)
+        res.message = (f"{res.solver} reports an inaccurate optimum; the policy passed the "
+                       f"re-check by {how} (error {check_error:.3g})")
+    else:
+        res.success = True
+        res.message = f"optimal; re-check by {how}: error {check_error:.3g} (tolerance {tol:.3g})"
+    return res
+
+
+# =========================================================================== discounted
+def lagrangian_optimal_policy(model: TabularCMDP, lam=None, max_iter: int = 10_000) -> Result:
+    r"""Optimal deterministic policy of the scalarised reward :math:`r - \lambda^\top c`.
+
+    Howard's policy iteration with exact evaluations
+    (:func:`rcmdp_exact.evaluation.evaluate`), keeping the current action on ties
+    (within ``1e-12`` times the value scale).  Needs gamma < 1.
+
+    Returns
+    -------
+    Result
+        ``policy`` (S,) int, ``v`` (S,), ``q`` (S, A), ``value`` = p0.v,
+        ``iterations``, ``converged``.
+    """
+    check_model(model)
+    check_real(model.gamma, "gamma", 0.0, 1.0, high_open=True,
+               hint="; lagrangian_optimal_policy needs a discounted model")
+    max_iter = check_int(max_iter, "max_iter", 1)
+    lam = model.check_multipliers(lam)
+    pi = np.argmax(model.scalarised_reward(lam), axis=1)
+    tol = 1e-12 * value_scale(model)
+    rows = np.arange(model.n_states)
+    for it in range(1, max_iter + 1):
+        ev = evaluate(model, np.eye(model.n_actions)[pi], lam, check=False)
+        q = ev.q_lagrangian
+        keep = q[rows, pi] >= q.max(axis=1) - tol
+        if keep.all() or it == max_iter:
+            break
+        pi = np.where(keep, pi, np.argmax(q, axis=1))
+    return Result(policy=pi, v=ev.lagrangian, q=q, value=float(model.p0 @ ev.lagrangian),
+                  iterations=it, converged=bool(keep.all()))
+
+
+def _default_policy(model: TabularCMDP, mult: np.ndarray, unvisited: str) -> np.ndarray:
+    S, A = model.n_states, model.n_actions
+    if unvisited == "uniform" or model.gamma >= 1.0:
+        return np.full((S, A), 1.0 / A)
+    return np.eye(A)[lagrangian_optimal_policy(model, mult).policy]
+
+
+def _infeasible_cmdp(model, data, d, solver, base) -> Result:
+    keep, M, r, c, b = data
+    S, A, K = model.n_states, model.n_actions, model.n_constraints
+    min_costs, x = _least_overshoot(M, r, c, b, d, solver)
+    if K == 0 or np.isnan(min_costs).all():
+        return _failed_result(model, base, "infeasible",
+                              "infeasible: no policy satisfies the occupancy flow equations "
+                              "(with gamma = 1 no policy reaches a terminal state from p0); "
+                              "use gamma < 1 or add a reachable terminal state")
+    pi, value, costs = np.full((S, A), 1.0 / A), np.nan, np.full(K, np.nan)
+    if x is not None:
+        xv = np.zeros((S, A))
+        xv[keep] = x.reshape(keep.size, A)
+        pi, _ = _policy_from_occupancy(xv, pi)
+        ev = evaluate(model, pi)
+        value, costs = ev.value, np.asarray(ev.costs, dtype=np.float64)
+    return Result(policy=pi, value=value, costs=costs, cost=costs, success=False,
+                  status="infeasible", message=infeasible_message(model, min_costs, d),
+                  min_costs=min_costs, **base)
+
+
+def solve_cmdp(model: TabularCMDP, *, solver: str = DEFAULT_LP_SOLVER,
+               unvisited: str = "lagrangian", check_tol: float = 1e-6,
+               budgets=None) -> Result:
+    r"""Exact optimum of a discounted CMDP by Altman's occupancy-measure LP.
+
+    Solves :math:`\max_\pi V_\pi(p_0)` s.t. :math:`C_{\pi,k}(p_0) \le d_k` (module
+    docstring).
+
+    Parameters
+    ----------
+    model : TabularCMDP
+        gamma < 1, or gamma = 1 with terminal states.
+    solver : {"HIGHS", "CLARABEL"}
+    unvisited : {"lagrangian", "uniform"}
+        Policy in states the optimal occupancy never visits.
+    check_tol : float
+        Relative tolerance of the re-check (times :func:`value_scale`).
+    budgets : array (K,), optional
+        Budgets to use instead of ``model.d`` (e.g. tightened ones).
+
+    Returns
+    -------
+    Result
+        ``policy`` (S, A); ``value`` and ``costs`` (K,) by exact evaluation (``cost``
+        is an alias of ``costs``); ``multipliers`` (K,) :math:`\mu \ge 0`;
+        ``success``, ``status`` ("optimal", "optimal_inaccurate", "infeasible",
+        "unbounded", "solver_error", "check_failed"), ``message``; ``lp_value``,
+        ``lp_costs``, ``occupancy`` (S, A), ``visited`` (S,), ``v`` (S,), ``c`` (S, K),
+        ``check_error``, ``solver``; when infeasible ``min_costs`` (K,) and the policy
+        minimising the total overshoot.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rcmdp_exact import TabularCMDP
+    >>> P = np.zeros((2, 2, 2)); P[:, 0, 0] = 1; P[:, 1, 1] = 1
+    >>> m = TabularCMDP(P, R=[[0.0, 1.0], [0.0, 1.0]], C=[[[0.0], [1.0]]] * 2, d=[5.0],
+    ...                 gamma=0.9)
+    >>> res = solve_cmdp(m)
+    >>> res.status, round(res.value, 6), round(float(res.multipliers[0]), 6)
+    ('optimal', 5.0, 1.0)
+    """
+    solver = _check_lp_options(model, solver, unvisited, check_tol)
+    K = model.n_constraints
+    d = model.d if budgets is None else budget_array(budgets, "budgets", K)
+    data = _lp_data(model)
+    keep, M, r, c, b = data
+    sol = solve_occupancy_lp(M, r, c, b, d, solver)
+    base = dict(solver=solver, multipliers=np.zeros(K), lp_value=np.nan,
+                lp_costs=np.full(K, np.nan))
+    if sol.status == "solver_error":
+        return _failed_result(model, base, "solver_error",
+                              f"the LP solver {solver} failed ({sol.error}); try "
+                              f"solver=\"CLARABEL\" or rescale rewards and costs")
+    if sol.status == "unbounded":
+        return _failed_result(model, base, "unbounded",
+                              "unbounded: the occupancy LP has no finite optimum (with gamma "
+                              "= 1 some policy never reaches a terminal state and earns "
+                              "positive reward forever); use gamma < 1")
+    if sol.status == "infeasible":
+        return _infeasible_cmdp(model, data, d, solver, base)
+    xv = np.zeros((model.n_states, model.n_actions))
+    xv[keep] = sol.x.reshape(keep.size, model.n_actions)
+    pi, visited = _policy_from_occupancy(xv, _default_policy(model, sol.duals, unvisited))
+    ev = evaluate(model, pi)
+    res = Result(policy=pi, multipliers=sol.duals, lp_value=sol.value, lp_costs=c.T @ sol.x,
+                 occupancy=xv, visited=visited, v=ev.v, c=ev.c, solver=solver)
+    return _recheck(res, ev, d, sol.status, check_tol * value_scale(model), "solve_cmdp",
+                    "the exact evaluation")
+
+
+# =========================================================================== finite horizon
+def time_dependent_values(P_sparse, rc: np.ndarray, policy: np.ndarray,
+                          discount: float) -> np.ndarray:
+    r"""Backward induction :math:`W_t = \sum_a \pi_t(a|s) (rc(s, a) + \delta P W_{t+1})`.
+
+    ``P_sparse`` (S*A, S); ``rc`` (S, A, J) rewards and costs; ``policy`` (T, S, A).
+    Returns :math:`W_0` (S, J).
+    """
+    S, A, J = rc.shape
+    W = np.zeros((S, J))
+    for t in range(policy.shape[0] - 1, -1, -1):
+        nxt = (P_sparse @ W).reshape(S, A, J)
+        W = np.einsum("sa,saj->sj", policy[t], rc + discount * nxt)
+    return W
+
+
+def evaluate_time_dependent(model: TabularCMDP, policy, discount: float = 1.0) -> Result:
+    r"""Exact evaluation of a time-dependent policy :math:`\pi_t`, shape (T, S, A).
+
+    Backward induction :math:`W_T = 0`, :math:`W_t = r_{\pi_t} + \delta P_{\pi_t}
+    W_{t+1}` for the reward and every cost (the time-dependent form of
+    :func:`rcmdp_exact.evaluation.evaluate_finite_horizon`).
+
+    Returns
+    -------
+    Result
+        ``value``, ``costs`` (K,) from p0 (``cost`` is an alias), ``v`` (S,), ``c``
+        (S, K) at t = 0, ``horizon`` T; ``budget`` (K,) the rescaled budget,
+        ``overshoot`` = costs - budget, ``penalised_return``.
+    """
+    check_model(model)
+    S, A = model.n_states, model.n_actions
+    pol = as_float_array(policy, "policy", "give a time-dependent policy of shape (T, S, A)")
+    T = pol.shape[0] if pol.ndim == 3 else 1
+    check_shape(pol, (T, S, A), "policy (time-dependent)", ("t", "s", "a"))
+    T = check_int(T, "horizon of the policy (its first axis)", 1)
+    disc = check_real(discount, "discount", 0.0, 1.0)
+    for t in range(T):
+        check_policy(pol[t], S, A, name=f"policy[{t}]")
+    rc = np.concatenate([model.r[..., None], model.c], axis=2)
+    W = time_dependent_values(model.P_sparse, rc, pol, disc)
+    value, costs = float(model.p0 @ W[:, 0]), model.p0 @ W[:, 1:]
+    budget = rescaled_budget(model.d, model.gamma, T)
+    return Result(value=value, costs=costs, cost=costs, v=W[:, 0], c=W[:, 1:], horizon=T,
+                  budget=budget, overshoot=costs - budget,
+                  penalised_return=penalised_return(value, costs, budget))
+
+
+def _finite_horizon_greedy(model, mult, T, discount) -> np.ndarray:
+    """Time-dependent greedy policy (T, S, A) of r - mu.c by backward induction."""
+    S, A = model.n_states, model.n_actions
+    reward = model.scalarised_reward(mult)
+    v, out = np.zeros(S), np.zeros((T, S, A))
+    for t in range(T - 1, -1, -1):
+        q = reward + discount * (model.P_sparse @ v).reshape(S, A)
+        out[t] = greedy_one_hot(q)
+        v = q.max(axis=1)
+    return out
+
+
+def _finite_horizon_budget(model, budget, T) -> np.ndarray:
+    K = model.n_constraints
+    if isinstance(budget, str):
+        check_choice(budget, "budget", ("rescaled", "model"), f" or an array of {K} budgets")
+        if budget == "model" or K == 0:
+            return np.array(model.d, dtype=np.float64)
+        return rescaled_budget(model.d, model.gamma, T)
+    return budget_array(budget, "budget", K)
+
+
+def _finite_horizon_lp(model, T, discount):
+    """Flow matrix, right-hand side, rewards and costs of the time-dependent LP."""
+    S, A, K = model.n_states, model.n_actions, model.n_constraints
+    E = sp.kron(sp.identity(S, format="csr"), np.ones((1, A)), format="csr")
+    sub = sp.diags(np.ones(T - 1), -1, shape=(T, T), format="csr")
+    Pt = sp.csr_array(model.P_sparse.T)
+    M = sp.csr_array(sp.kron(sp.identity(T, format="csr"), E) - sp.kron(sub, Pt))
+    rhs = np.zeros(T * S)
+    rhs[:S] = model.p0
+    disc = discount ** np.arange(T)
+    rr = np.kron(disc, model.r.ravel())
+    cc = np.kron(disc[:, None], model.c.reshape(S * A, K)) if K else np.zeros((T * S * A, 0))
+    return M, rr, cc, rhs
+
+
+def solve_cmdp_finite_horizon(model: TabularCMDP, horizon: int | None = None, *,
+                              budget="rescaled", discount: float = 1.0,
+                              solver: str = DEFAULT_LP_SOLVER,
+                              unvisited: str = "lagrangian",
+                              check_tol: float = 1e-6) -> Result:
+    r"""Exact optimum of the T-step CMDP by the LP over time-dependent occupancies.
+
+    Parameters
+    ----------
+    model : TabularCMDP
+    horizon : int, optional
+        T (default ``model.horizon``).
+    budget : "rescaled", "model" or array (K,)
+        "rescaled" (default): :math:`d\,T/\sum_{i<T}\gamma^i`; "model": ``model.d``.
+    discount : float
+        Per-step discount :math:`\delta` (1.0: the undiscounted test metric).
+    solver, unvisited, check_tol
+        As in :func:`solve_cmdp`.
+
+    Returns
+    -------
+    Result
+        ``policy`` (T, S, A), ``value``, ``costs`` (K,) by backward induction (``cost``
+        an alias), ``budget``, ``multipliers``, ``success``, ``status``, ``message``,
+        ``lp_value``, ``lp_costs``, ``occupancy`` (T, S, A), ``check_error``,
+        ``solver``, ``horizon``; when infeasible ``min_costs`` (K,).
+    """
+    solver = _check_lp_options(model, solver, unvisited, check_tol)
+    T = model.horizon if horizon is None else horizon
+    T = check_int(T, "horizon", 1, hint="; pass horizon=T or build the model with horizon=T")
+    discount = check_real(discount, "discount", 0.0, 1.0)
+    bud = _finite_horizon_budget(model, budget, T)
+    S, A, K = model.n_states, model.n_actions, model.n_constraints
+    M, rr, cc, rhs = _finite_horizon_lp(model, T, discount)
+    sol = solve_occupancy_lp(M, rr, cc, rhs, bud, solver)
+    base = dict(solver=solver, multipliers=np.zeros(K), lp_value=np.nan,
+                lp_costs=np.full(K, np.nan), budget=bud, horizon=T)
+    if sol.status in ("solver_error", "unbounded"):
+        return _failed_result(model, base, sol.status, f"the LP solver {solver} failed "
+                              f"({sol.error or sol.status}); try solver=\"CLARABEL\"",
+                              shape=(T, S, A))
+    if sol.status == "infeasible":  # only through the budgets: the flows are feasible
+        return _finite_horizon_infeasible(model, (M, rr, cc, rhs), bud, T, discount,
+                                          solver, base)
+    xv = sol.x.reshape(T, S, A)
+    default = (np.full((T, S, A), 1.0 / A) if unvisited == "uniform"
+               else _finite_horizon_greedy(model, sol.duals, T, discount))
+    pi, visited = _policy_from_occupancy(xv, default)
+    ev = evaluate_time_dependent(model, pi, discount)
+    res = Result(policy=pi, multipliers=sol.duals, lp_value=sol.value, lp_costs=cc.T @ sol.x,
+                 occupancy=xv, visited=visited, solver=solver, budget=bud, horizon=T)
+    return _recheck(res, ev, bud, sol.status, check_tol * value_scale(model, T),
+                    "solve_cmdp_finite_horizon", "backward induction")
+
+
+def _finite_horizon_infeasible(model, lp, bud, T, discount, solver, base) -> Result:
+    S, A, K = model.n_states, model.n_actions, model.n_constraints
+    min_costs, xo = _least_overshoot(*lp, bud, solver)
+    pi, value, costs = np.full((T, S, A), 1.0 / A), np.nan, np.full(K, np.nan)
+    if xo is not None:
+        pi, _ = _policy_from_occupancy(xo.reshape(T, S, A), pi)
+        ev = evaluate_time_dependent(model, pi, discount)
+        value, costs = ev.value, ev.costs
+    return Result(policy=pi, value=value, costs=costs, cost=costs, success=False,
+                  status="infeasible",
+                  message=infeasible_message(model, min_costs, bud, what="T-step"),
+                  min_costs=min_costs, **base)

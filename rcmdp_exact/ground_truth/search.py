@@ -1,0 +1,237 @@
+r"""The lower side of the bracket: a search over stochastic policies, each one certified.
+
+Every policy met is scored by :meth:`~rcmdp_exact.ground_truth.core.RobustGame.evaluate`:
+a certified lower bound on its worst-case value and certified upper bounds on its
+worst-case costs (each constraint under its own maximising kernel).  The best policy
+whose certified costs meet the budgets (with a margin of 1e-12 times the value scale)
+is the incumbent (:class:`Incumbent`).
+
+Local search (:func:`ascend`) is sequential quadratic programming
+(``scipy.optimize.minimize(method="SLSQP")``) on the worst-case value subject to the
+worst-case costs, over the policies on a few actions per state (those of the starting
+policy, the best for the worst-case value and the cheapest for each worst-case cost),
+whose rows lie on the simplex.  The gradients are exact
+(Danskin: where the adversary's minimiser :math:`P_j` is unique, the derivative of
+:math:`\min_P V_{\pi,P}` is that of :math:`V_{\pi,P_j}`), by the policy gradient
+theorem in the direct parametrisation:
+
+.. math::
+
+    \frac{\partial V_{\pi,P_0}}{\partial \pi(a|s)} = d_0(s)\, Q_0(s, a), \qquad
+    \frac{\partial C_{k,\pi,P_k}}{\partial \pi(a|s)} = d_k(s)\, Q^c_k(s, a),
+
+with :math:`d_j` the discounted occupancy from :math:`p_0` under :math:`(\pi, P_j)` and
+:math:`Q_j` the worst-case Q-function.  The budgets of the local search are lowered by
+1e-9 times the value scale so that its end points are certified feasible.
+
+:func:`mix_to_boundary` moves from a feasible policy towards a better infeasible one
+along state-wise mixtures :math:`(1-\theta)\pi_f + \theta\pi_i`, each mixture
+evaluated as a policy of its own (its robust numbers are not the interpolation of the
+ends'), keeping the largest certified-feasible :math:`\theta` met.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from scipy.optimize import minimize
+
+from .core import RobustGame
+
+__all__ = ["Incumbent", "ascend", "find_feasible", "free_actions", "improve",
+           "mix_to_boundary"]
+
+
+class Incumbent:
+    """The best certified robust-feasible policy met so far, and what produced it."""
+
+    def __init__(self, game: RobustGame):
+        self.game = game
+        # a margin of 1e-12 times the value scale below the budgets, so that another
+        # exact evaluation (rounded differently) certifies the incumbent too
+        self.limit = game.d - 1e-12 * game.scale
+        self.accepted: list = []  # every incumbent met, in order (value, policy, costs)
+        self.value = -np.inf
+        self.policy = None
+        self.costs = np.full(game.K, np.nan)
+        self.method = None
+        self.theta = 0.0
+        self.n_evaluated = 0
+        self.risky: list = []  # (value, policy) of infeasible policies of high value
+
+    def offer(self, pis: np.ndarray, method: str, theta=None):
+        """Certify policies (M, S, A); keep the best feasible; return the evaluation.
+
+        ``theta`` (M,), optional: the mixing weight of each policy (kept with the best).
+        """
+        ev = self.game.evaluate(pis)
+        self.n_evaluated += pis.shape[0]
+        ok = np.all(ev["costs"] <= self.limit, axis=1)
+        if ok.any():
+            i = int(np.argmax(np.where(ok, ev["value"], -np.inf)))
+            if ev["value"][i] > self.value:
+                self.value, self.policy = float(ev["value"][i]), pis[i].copy()
+                self.costs, self.method = ev["costs"][i].copy(), method
+                self.theta = 0.0 if theta is None else float(theta[i])
+                self.accepted.append((self.value, self.policy, self.costs, method, self.theta))
+        for i in np.flatnonzero(~ok & (ev["value"] > self.value)):
+            self.risky.append((float(ev["value"][i]), pis[i].copy()))
+        if len(self.risky) > 64:
+            self.risky = sorted(self.risky, key=lambda t: -t[0])[:16]
+        return ev
+
+
+def _gradients(game: RobustGame, pi: np.ndarray, P: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """d_j(s) Q_j(s, a) (1 + K, S, A) of every objective j, kernels P (1 + K, S, A, S)."""
+    occ = game.occupancy(P, np.broadcast_to(pi, (P.shape[0], game.S, game.A)))
+    return occ[..., None] * q
+
+
+class _OutOfTime(Exception):
+    """Raised inside the local search when the deadline has passed."""
+
+
+def free_actions(game: RobustGame, pi: np.ndarray, ev: dict) -> np.ndarray:
+    """The actions the local search may use (S, A) bool: the support of ``pi``, the best
+    action for the worst-case value and, per constraint, the action of least worst-case
+    cost, in every state."""
+    q = ev["q"][0]
+    free = pi > 0.0
+    for j in range(1 + game.K):
+        np.put_along_axis(free, np.argmax(q[j], axis=1)[:, None], True, axis=1)
+    return free
+
+
+class _Local:
+    """The certified numbers and gradients of the policies on the free actions."""
+
+    def __init__(self, inc: Incumbent, pi0: np.ndarray, deadline: float, method: str):
+        self.inc, self.deadline, self.method = inc, deadline, method
+        self.free = free_actions(inc.game, pi0, inc.offer(pi0[None], method))
+        rows = np.nonzero(self.free)[0]
+        self.rowsum = np.zeros((inc.game.S, rows.size))
+        self.rowsum[rows, np.arange(rows.size)] = 1.0
+        self.x0, self.memo = pi0[self.free], {"pi": pi0}
+
+    def __call__(self, x: np.ndarray) -> dict:
+        if self.memo.get("key") != x.tobytes():
+            if time.perf_counter() > self.deadline:
+                raise _OutOfTime
+            game = self.inc.game
+            pi = np.zeros(self.free.shape)
+            pi[self.free] = np.clip(x, 0.0, None)
+            pi /= pi.sum(axis=1, keepdims=True)
+            ev = self.inc.offer(pi[None], self.method)
+            grads = _gradients(game, pi, ev["P"][0], ev["q"][0])[:, self.free]
+            self.memo = {"key": x.tobytes(), "pi": pi, "value": ev["value_estimate"][0],
+                         "costs": ev["costs_estimate"][0], "grads": grads}
+        return self.memo
+
+    def simplex(self, extra: int = 0) -> dict:
+        n = self.rowsum.shape[1]
+        jac = np.hstack([self.rowsum, np.zeros((self.rowsum.shape[0], extra))])
+        return {"type": "eq", "fun": lambda x: self.rowsum @ x[:n] - 1.0, "jac": lambda x: jac}
+
+
+def _slsqp(fun, jac, x0, cons, bounds, n_iter: int) -> None:
+    try:
+        minimize(fun, x0, jac=jac, method="SLSQP", bounds=bounds, constraints=cons,
+                 options={"maxiter": n_iter, "ftol": 1e-13})
+    except _OutOfTime:
+        pass
+
+
+def ascend(inc: Incumbent, pi0: np.ndarray, *, n_iter: int = 60, deadline: float = np.inf,
+           method: str = "certified search") -> np.ndarray:
+    r"""Local search from ``pi0`` by sequential quadratic programming; feeds ``inc``.
+
+    ``scipy.optimize.minimize(method="SLSQP")`` on the worst-case value with the
+    worst-case costs as constraints (budgets lowered by 1e-9 times the value scale),
+    over the policies on the actions of :func:`free_actions`, exact Danskin gradients,
+    at most ``n_iter`` iterations.  Every policy it evaluates is offered to ``inc``.
+    Returns the last policy evaluated.
+    """
+    game = inc.game
+    scale, K = game.scale, game.K
+    f = _Local(inc, np.asarray(pi0, dtype=np.float64), deadline, method)
+    cons = [f.simplex()]
+    if K:
+        cut = game.d - 1e-9 * scale
+        cons.append({"type": "ineq", "fun": lambda x: (cut - f(x)["costs"]) / scale,
+                     "jac": lambda x: f(x)["grads"][1:] / scale})
+    _slsqp(lambda x: -f(x)["value"] / scale, lambda x: -f(x)["grads"][0] / scale, f.x0,
+           cons, [(0.0, 1.0)] * f.x0.size, n_iter)
+    return f.memo["pi"]
+
+
+def find_feasible(inc: Incumbent, pi0: np.ndarray, *, n_iter: int = 60,
+                  deadline: float = np.inf) -> None:
+    r"""Phase 1: minimise t subject to :math:`C_k(\pi) \le d_k + t` (worst-case costs,
+    SLSQP from ``pi0``), until a certified robust-feasible policy is met."""
+    game = inc.game
+    scale = game.scale
+    f = _Local(inc, np.asarray(pi0, dtype=np.float64), deadline, "certified search")
+    n = f.x0.size
+    x0 = np.append(f.x0, max(0.0, float(np.max(f(f.x0)["costs"] - game.d))) / scale + 1e-3)
+    stop = inc.value
+
+    def slack(x):
+        if inc.value > stop:
+            raise _OutOfTime  # a feasible policy was certified
+        return (game.d - 1e-9 * scale - f(x[:n])["costs"]) / scale + x[n]
+
+    def slack_jac(x):
+        return np.hstack([f(x[:n])["grads"][1:] / scale, np.ones((game.K, 1))])
+
+    cons = [f.simplex(1), {"type": "ineq", "fun": slack, "jac": slack_jac}]
+    grad_t = np.append(np.zeros(n), 1.0)
+    _slsqp(lambda x: x[n], lambda x: grad_t, x0, cons, [(0.0, 1.0)] * n + [(None, None)],
+           n_iter)
+
+
+def mix_to_boundary(inc: Incumbent, safe: np.ndarray, risky: np.ndarray, rounds: int = 4,
+                    n_points: int = 8, method: str = "certified search") -> float:
+    """The largest certified-feasible theta of (1 - theta) safe + theta risky met.
+
+    Each round evaluates ``n_points`` mixtures in one batch between the largest feasible
+    theta and the smallest infeasible one found so far; returns that theta.
+    """
+    lo, hi = 0.0, 1.0
+    for _ in range(rounds):
+        thetas = np.linspace(lo, hi, n_points + 2)[1:]
+        mixes = (1.0 - thetas)[:, None, None] * safe + thetas[:, None, None] * risky
+        ev = inc.offer(mixes, method, theta=thetas)
+        ok = np.all(ev["costs"] <= inc.limit, axis=1)
+        bad = np.flatnonzero(~ok)
+        first_bad = int(bad[0]) if bad.size else thetas.size
+        if first_bad > 0:
+            lo = float(thetas[first_bad - 1])
+        if first_bad == thetas.size:
+            break
+        hi = float(thetas[first_bad])
+    return lo
+
+
+def _mix_all(inc: Incumbent, partners, n_partners: int, rounds: int, deadline) -> None:
+    """Mixtures of the incumbent with ``partners`` and the best infeasible policies met."""
+    risky = [pi for _, pi in sorted(inc.risky, key=lambda t: -t[0])[:n_partners]]
+    for pi in [*partners, *risky]:
+        if inc.policy is not None and time.perf_counter() < deadline:
+            mix_to_boundary(inc, inc.policy, pi, rounds, method="mixture")
+
+
+def improve(inc: Incumbent, starts, partners, *, n_iter: int, deadline: float,
+            n_partners: int, rounds: int) -> None:
+    """Phase 1 when no policy is certified yet; mixtures of the incumbent with
+    ``partners`` and with the best infeasible policies met; local search from the
+    incumbent and from every start; mixtures and local search again if that helped."""
+    if inc.policy is None and inc.game.K:
+        find_feasible(inc, starts[0], n_iter=n_iter, deadline=deadline)
+    _mix_all(inc, partners, n_partners, rounds, deadline)
+    before = inc.value
+    for pi in ([] if inc.policy is None else [inc.policy]) + list(starts):
+        if time.perf_counter() < deadline:
+            ascend(inc, pi, n_iter=n_iter, deadline=deadline)
+    if inc.value > before:
+        _mix_all(inc, [], n_partners, rounds, deadline)

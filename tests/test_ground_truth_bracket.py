@@ -1,0 +1,417 @@
+"""Ground truth, part 2: the certified RCMDP bracket, its engine and the RCPG variants.
+
+The reference is a robust evaluator written here: the adversary's policy iteration with
+the protocol's closed-form inner solution (move min(alpha/2, 1 - p_hat[k]) onto an
+argmin k of z, taken from the largest z first), vectorised over the (s, a) rows but
+sharing no code with the package; robust_evaluate with LP inner problems (cvxpy) is a
+second opinion.  Policies found by enumeration and random search on tiny models bound
+the optimum from below, so the upper side must sit above every robust-feasible one.
+"""
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+from test_ground_truth import cmdps, constant_cost_model, policy_values, scale, scaled, vi
+
+from rcmdp_exact import InputError, OptionError, robust_evaluate
+from rcmdp_exact.domains import garnet
+from rcmdp_exact.ground_truth import rcmdp_bracket, rcmdp_variant, solve_cmdp
+from rcmdp_exact.ground_truth.core import RobustGame, greedy_box
+from rcmdp_exact.uncertainty import l1_ball
+
+QUICK = {"variants": (), "progress": False, "time_limit": 2.0, "max_boxes": 400}
+
+
+# --------------------------------------------------------------------------- reference
+def inner_rows(p_hat, z, alpha):
+    """min p.z over the L1 balls of the rows (full support), by the protocol's rule."""
+    rows = np.arange(p_hat.shape[0])
+    k = np.argmin(z, axis=1)
+    eps = np.minimum(alpha / 2.0, 1.0 - p_hat[rows, k])
+    p = p_hat.copy()
+    p[rows, k] += eps
+    order = np.argsort(-z, axis=1, kind="stable")
+    mass = np.take_along_axis(p_hat, order, axis=1) * (order != k[:, None])
+    before = np.cumsum(mass, axis=1) - mass
+    taken = np.clip(eps[:, None] - before, 0.0, mass)
+    np.put_along_axis(p, order, np.take_along_axis(p, order, axis=1) - taken, axis=1)
+    return p
+
+
+def robust_fixed_point(ball, g, gamma, policy, sign=1.0, tol=1e-13):
+    """Worst case (sign 1: min, sign -1: max) of the discounted sum of g under a policy:
+    the adversary's policy iteration with inner_rows; returns W (S,)."""
+    S, A, _ = ball.nominal.shape
+    P = np.array(ball.nominal)
+    for _ in range(200):
+        P_pi = np.einsum("sa,sat->st", policy, P)
+        r_pi = np.einsum("sa,sat,sat->s", policy, P, g)
+        w = np.linalg.solve(np.eye(S) - gamma * P_pi, r_pi)
+        z = sign * (g + gamma * w[None, None, :])
+        newP = inner_rows(ball.nominal.reshape(S * A, S), z.reshape(S * A, S),
+                          ball.alpha.ravel()).reshape(S, A, S)
+        tw = np.einsum("sa,sat,sat->s", policy, newP, g + gamma * w[None, None, :])
+        if np.abs(tw - w).max() <= tol * max(1.0, np.abs(w).max()):
+            return w
+        P = newP
+    raise AssertionError("reference robust evaluation did not converge")
+
+
+def robust_numbers(model, ball, policy):
+    """Independent worst-case value and worst-case costs (K,) of a stationary policy."""
+    R, C = np.asarray(model.R), np.asarray(model.C)
+    value = model.p0 @ robust_fixed_point(ball, R, model.gamma, policy)
+    costs = np.array([model.p0 @ robust_fixed_point(ball, C[..., k], model.gamma, policy, -1.0)
+                      for k in range(model.n_constraints)])
+    return float(value), costs
+
+
+def search_policies(model, seed, n_random=30):
+    """All deterministic policies and ``n_random`` random stochastic ones."""
+    S, A = model.n_states, model.n_actions
+    det = [np.eye(A)[list(a)] for a in itertools.product(range(A), repeat=S)]
+    rng = np.random.default_rng(seed)
+    return det + list(rng.dirichlet(np.full(A, 0.5), size=(n_random, S)))
+
+
+@st.composite
+def tiny_robust_cases(draw, max_states=3, max_constraints=2):
+    """A tiny Garnet RCMDP with random radii; the budget scale spans infeasible to slack."""
+    model = draw(cmdps(max_states=max_states, max_constraints=max_constraints))
+    seed = draw(st.integers(0, 2**31 - 1))
+    top = draw(st.sampled_from([0.2, 0.6, 1.5]))
+    rng = np.random.default_rng(seed)
+    alpha = rng.uniform(0, top, size=(model.n_states, model.n_actions))
+    ball = l1_ball(model, alpha, support="all")
+    frac = draw(st.floats(0.0, 1.0))
+    return model.replace(d=model.d * (0.6 + frac)), ball, seed
+
+
+# --------------------------------------------------------------------------- alpha = 0
+@scaled(25)
+@given(cmdps(max_states=5, max_constraints=3))
+def test_bracket_equals_the_lp_optimum_at_alpha_zero(model):
+    """At alpha = 0 the RCMDP is the CMDP: both sides equal the LP optimum to 1e-8 (the
+    dual LP, solved here by scipy's linprog, agrees to its own tolerance)."""
+    ball = l1_ball(model, 0.0, support="all")
+    res = rcmdp_bracket(model, ball, variants=(), progress=False)
+    lp = solve_cmdp(model)
+    assert res.status == "bracket", res.message
+    assert abs(res.lower - lp.value) <= 1e-8
+    assert abs(res.upper - lp.value) <= 1e-8
+    S, A, K = model.n_states, model.n_actions, model.n_constraints
+    A_ub = np.hstack([model.gamma * model.P.reshape(S * A, S)
+                      - np.repeat(np.eye(S), A, axis=0), -model.c.reshape(S * A, K)])
+    dual = linprog(np.concatenate([model.p0, model.d]), A_ub=A_ub, b_ub=-model.r.ravel(),
+                   bounds=[(None, None)] * S + [(0, None)] * K, method="highs")
+    assert abs(dual.fun - res.upper) <= 1e-6
+    # the lower policy is feasible and worth `lower` by an independent evaluation
+    v, C = policy_values(model.P, model.r, model.c, model.gamma, res.policies["lower"])
+    assert np.all(model.p0 @ C <= model.d + 1e-9 * scale(model))
+    assert abs(model.p0 @ v - res.lower) <= 1e-9 * scale(model)
+
+
+# --------------------------------------------------------------------------- certificates
+@scaled(20)
+@given(tiny_robust_cases())
+def test_lower_is_certified_and_upper_bounds_every_feasible_policy_found(case):
+    model, ball, seed = case
+    res = rcmdp_bracket(model, ball, **QUICK)
+    found = [robust_numbers(model, ball, pi) for pi in search_policies(model, seed)]
+    feasible = [v for v, c in found if np.all(c <= model.d)]
+    tol = 1e-9 * scale(model)
+    assert res.status in ("bracket", "infeasible", "no_feasible_policy")
+    assert isinstance(res.lower_method, str) and isinstance(res.upper_method, str)
+    if res.status == "infeasible":
+        assert not feasible  # no policy found contradicts the certificate
+        return
+    assert res.upper >= max(feasible, default=-np.inf) - tol
+    assert res.gap == pytest.approx(res.upper - res.lower)
+    if res.status == "bracket":
+        pol = res.policies["lower"]
+        value, costs = robust_numbers(model, ball, pol)
+        assert np.all(costs <= model.d + tol)
+        assert res.lower <= value + tol
+        assert value - res.lower <= 1e-7 * scale(model)
+        assert res.lower <= res.upper + tol
+        np.testing.assert_allclose(res.lower_costs, costs, atol=1e-7 * scale(model))
+        # second opinion: robust_evaluate with LP inner problems (solver tolerance 1e-8)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            lp = robust_evaluate(model, pol, ball, inner="lp")
+        assert np.all(lp.costs_worst <= model.d + 1e-6)
+        assert lp.value >= res.lower - 1e-6
+
+
+@scaled(10)
+@given(tiny_robust_cases(max_constraints=1), st.floats(0.1, 0.9))
+def test_bracket_of_a_larger_ball_stays_below_the_smaller_ones(case, shrink):
+    """OPT is non-increasing in the ball: for B' inside B, lower(B) <= OPT(B) <= OPT(B')
+    <= upper(B'); the policy certified on B is feasible on B' and worth at least lower(B)
+    there (independent evaluation)."""
+    model, ball, _ = case
+    small = ball.with_alpha(shrink * ball.alpha)
+    big = rcmdp_bracket(model, ball, **QUICK)
+    little = rcmdp_bracket(model, small, **QUICK)
+    tol = 1e-9 * scale(model)
+    if big.status == "bracket":
+        assert big.lower <= little.upper + tol
+        value, costs = robust_numbers(model, small, big.policies["lower"])
+        assert np.all(costs <= model.d + tol)
+        assert value >= big.lower - tol
+    if little.status == "infeasible":
+        assert big.status == "infeasible"
+
+
+def mid_budget_model(seed, alpha, n_constraints=1):
+    """A small model with budgets halfway between the least and the largest worst-case
+    cost of its deterministic policies."""
+    m = garnet(3, 2, 3, n_constraints=n_constraints, seed=seed, gamma=0.85)
+    ball = l1_ball(m, alpha, support="all")
+    found = [robust_numbers(m, ball, pi) for pi in search_policies(m, seed, n_random=0)]
+    costs = np.array([c for _, c in found])
+    return m.replace(d=0.5 * (costs.min(axis=0) + costs.max(axis=0))), ball
+
+
+@pytest.mark.parametrize(("seed", "alpha", "K"), [(1, 0.3, 1), (2, 0.5, 1), (3, 0.4, 2),
+                                                  (4, 0.2, 2)])
+def test_branch_and_bound_closes_the_gap_on_tiny_models(seed, alpha, K):
+    """Within the budget the bracket closes to 1% of max(1, |lower|); so the lower policy
+    is at most 1% below every robust-feasible policy the search here finds."""
+    m, ball = mid_budget_model(seed, alpha, K)
+    res = rcmdp_bracket(m, ball, variants=(), progress=False, rtol=0.01, time_limit=30.0)
+    assert res.status == "bracket" and res.closed, res.message
+    assert res.gap <= 0.01 * max(1.0, abs(res.lower))
+    found = [robust_numbers(m, ball, pi) for pi in search_policies(m, seed, n_random=200)]
+    best = max(v for v, c in found if np.all(c <= m.d))
+    assert res.lower >= best - 0.01 * max(1.0, abs(best))
+    assert res.upper >= best - 1e-9
+
+
+def test_infeasible_when_the_worst_case_cost_exceeds_the_budget():
+    m = constant_cost_model(5.0)
+    res = rcmdp_bracket(m, l1_ball(m, 0.3, support="all"), progress=False)
+    assert res.status == "infeasible" and not res.success
+    assert res.upper == -np.inf and res.lower == -np.inf
+    assert res.min_robust_costs[0] == pytest.approx(10.0, abs=1e-9)  # every policy costs 10
+    for fact in ("constraint 0", "is 10 ", "budget d[0] = 5", "shrink the ball"):
+        assert fact in res.message
+
+
+def test_jointly_infeasible_budgets_are_certified_by_branch_and_bound():
+    """Cost 0 = action 0, cost 1 = action 1 (one unit per step): each budget of 4 can be
+    met alone, but any policy spends 10 in total, so not both."""
+    m = garnet(2, 2, 2, n_constraints=2, seed=1, gamma=0.9)
+    C = np.zeros((2, 2, 2))
+    C[:, 0, 0] = C[:, 1, 1] = 1.0
+    m = m.replace(C=C, d=[4.0, 4.0])
+    res = rcmdp_bracket(m, l1_ball(m, 0.2, support="all"), progress=False, variants=(),
+                        time_limit=30.0)
+    assert np.all(res.min_robust_costs <= 1e-9)  # each alone: cost 0
+    assert res.status == "infeasible" and res.upper == -np.inf
+
+
+def positive_reward_model(seed, n_constraints=0):
+    m = garnet(5, 3, 3, n_constraints=n_constraints, seed=seed, gamma=0.9)
+    return m.replace(R=np.abs(np.asarray(m.R)) + 1.0)
+
+
+def robust_optimum(model, ball):
+    """Independent robust value iteration (max over actions, adversary by inner_rows)."""
+    S, A = model.n_states, model.n_actions
+    g, w = np.asarray(model.R), np.zeros(S)
+    for _ in range(100_000):
+        z = (g + model.gamma * w[None, None, :]).reshape(S * A, S)
+        P = inner_rows(ball.nominal.reshape(S * A, S), z, ball.alpha.ravel())
+        nw = np.einsum("nt,nt->n", P, z).reshape(S, A).max(axis=1)
+        if np.abs(nw - w).max() < 1e-14:
+            return float(model.p0 @ nw)
+        w = nw
+    raise AssertionError("no convergence")
+
+
+@pytest.mark.parametrize("tol", [1e-12, 0.1])
+def test_without_constraints_the_bracket_is_the_robust_optimum(tol):
+    """K = 0: OPT is the robust optimum.  With tol = 0.1 the fixed points stop far from
+    convergence and only the residual bounds keep lower <= OPT <= upper."""
+    m = positive_reward_model(0)
+    ball = l1_ball(m, 0.6, support="all")
+    opt = robust_optimum(m, ball)
+    res = rcmdp_bracket(m, ball, tol=tol, progress=False, time_limit=2.0)
+    assert res.status == "bracket" and "constraint" not in res.variants
+    assert res.lower <= opt + 1e-9 and res.upper >= opt - 1e-9
+    if tol < 1e-6:
+        assert res.lower == pytest.approx(opt, abs=1e-9)
+        assert res.upper == pytest.approx(opt, abs=1e-9)
+
+
+def test_lower_policy_stays_feasible_with_a_loose_tolerance():
+    m, ball = mid_budget_model(5, 0.5)
+    res = rcmdp_bracket(m, ball, tol=0.1, **QUICK)
+    assert res.status == "bracket"
+    value, costs = robust_numbers(m, ball, res.policies["lower"])
+    assert costs[0] <= m.d[0] + 1e-9
+    assert res.lower <= value + 1e-9
+
+
+def test_a_stochastic_lower_policy_is_evaluated_as_a_policy():
+    """The certified policy randomises; its own worst case (not an interpolation of
+    deterministic ones) gives the reported numbers, and it beats every feasible
+    deterministic policy."""
+    m, ball = mid_budget_model(2, 0.3)
+    res = rcmdp_bracket(m, ball, **QUICK)
+    pol = res.policies["lower"]
+    assert (pol.max(axis=1) < 1.0 - 1e-9).any()
+    value, costs = robust_numbers(m, ball, pol)
+    assert res.lower == pytest.approx(value, abs=1e-9)
+    assert res.lower_costs[0] == pytest.approx(costs[0], abs=1e-9)
+    det = [robust_numbers(m, ball, pi) for pi in search_policies(m, 0, n_random=0)]
+    assert res.lower >= max(v for v, c in det if c[0] <= m.d[0]) - 1e-9
+
+
+def test_result_fields():
+    m, ball = mid_budget_model(1, 0.3)
+    res = rcmdp_bracket(m, ball, progress=False, max_boxes=20)
+    assert res.lower_method in ("lp", "lp, tightened budgets", "lagrangian",
+                                "least worst-case cost", "certified search", "mixture",
+                                "branch and bound") or res.lower_method.startswith("variant")
+    assert res.upper_method in ("lagrangian", "branch and bound")
+    assert res.boxes <= 20 + 16 and res.seconds > 0 and isinstance(res.status, str)
+    np.testing.assert_array_equal(res.lower_cost, res.lower_costs)
+    assert set(res.variants) == {"value", "constraint", "lagrangian"}
+    assert res.history["lam"].shape[1] == 1 and res.history["g"].min() >= res.upper - 1e-12
+
+
+# --------------------------------------------------------------------------- the engine
+@scaled(40)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 4))
+def test_greedy_box_is_the_lp_maximiser(seed, A):
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=A)
+    lo = rng.uniform(0, 1.0 / A, size=A)
+    hi = np.minimum(1.0, lo + rng.uniform(0, 1, size=A))
+    hi[np.argmax(hi - lo)] = 1.0  # non-empty
+    pi = greedy_box(q[None], lo[None], hi[None])[0]
+    ref = linprog(-q, A_eq=np.ones((1, A)), b_eq=[1.0], bounds=list(zip(lo, hi, strict=True)),
+                  method="highs")
+    assert pi.sum() == pytest.approx(1.0, abs=1e-12)
+    assert np.all(pi >= lo - 1e-12) and np.all(pi <= hi + 1e-12)
+    assert q @ pi == pytest.approx(-ref.fun, abs=1e-9)
+
+
+def box_fixed_point(ball, g, gamma, lo, hi, tol=1e-12):
+    """Independent box-restricted robust value iteration: the max over each state's box
+    by scipy's linprog, the adversary by inner_rows."""
+    S, A, _ = ball.nominal.shape
+    w = np.zeros(S)
+    while True:
+        z = (g + gamma * w[None, None, :]).reshape(S * A, S)
+        P = inner_rows(ball.nominal.reshape(S * A, S), z, ball.alpha.ravel())
+        q = np.einsum("nt,nt->n", P, z).reshape(S, A)
+        nw = np.array([-linprog(-q[s], A_eq=np.ones((1, A)), b_eq=[1.0],
+                                bounds=list(zip(lo[s], hi[s], strict=True)),
+                                method="highs").fun for s in range(S)])
+        if np.abs(nw - w).max() < tol:
+            return nw
+        w = nw
+
+
+@scaled(10)
+@given(tiny_robust_cases(max_constraints=1), st.integers(0, 2**31 - 1))
+def test_box_bound_brackets_the_independent_box_fixed_point(case, seed):
+    model, ball, _ = case
+    S, A = model.n_states, model.n_actions
+    rng = np.random.default_rng(seed)
+    lo = rng.uniform(0, 0.5 / A, size=(S, A))
+    hi = np.minimum(1.0, lo + rng.uniform(0.2, 1.0, size=(S, A)))
+    hi[np.arange(S), rng.integers(0, A, size=S)] = 1.0  # a non-empty box
+    game = RobustGame(model, ball, tol=1e-6)  # a loose tolerance: the bound must hold
+    lam = rng.uniform(0, 2, size=1)
+    g = np.asarray(model.R) - lam[0] * np.asarray(model.C)[..., 0]
+    sol = game.solve(game.lagrangian(lam[None]), lo[None], hi[None])
+    ref = model.p0 @ box_fixed_point(ball, g, model.gamma, lo, hi)
+    assert sol["value"][0] - sol["err"][0] <= ref + 1e-9
+    assert sol["value"][0] + sol["err"][0] >= ref - 1e-9
+
+
+# --------------------------------------------------------------------------- variants
+def test_variants_are_exact_evaluations_under_their_own_worst_case():
+    m = garnet(5, 2, 3, n_constraints=1, seed=7, gamma=0.9)
+    ball = l1_ball(m, 0.5, support="all")
+    R, Cs = np.asarray(m.R), np.asarray(m.C)
+    for name in ("value", "constraint", "lagrangian"):
+        var = rcmdp_variant(m, ball, name, n_grid=9)
+        assert ball.contains(var.P_worst).all()
+        P = var.P_worst
+        v, C = policy_values(P, np.einsum("sat,sat->sa", P, R),
+                             np.einsum("sat,satk->sak", P, Cs), m.gamma, var.policy)
+        assert m.p0 @ v == pytest.approx(var.value, abs=1e-9)
+        np.testing.assert_allclose(m.p0 @ C, var.costs, atol=1e-9)
+        lam = var.multiplier
+        g = {"value": R, "constraint": -Cs[..., 0], "lagrangian": R - Cs @ lam}[name]
+        w = {"value": var.value, "constraint": -var.costs[0],
+             "lagrangian": var.value - lam @ var.costs}[name]
+        assert m.p0 @ robust_fixed_point(ball, g, m.gamma, var.policy) == pytest.approx(
+            w, abs=1e-8)
+        value, costs = robust_numbers(m, ball, var.policy)
+        assert var.robust_value == pytest.approx(value, abs=1e-8)
+        np.testing.assert_allclose(var.robust_costs, costs, atol=1e-8)
+        np.testing.assert_array_equal(var.robust_cost, var.robust_costs)
+        assert var.converged and var.status in ("ok", "no_feasible_policy")
+        assert var.success == (var.status == "ok")
+        _, q = vi(P, np.einsum("sat,sat->sa", P, R - Cs @ lam), m.gamma)
+        assert np.all((var.policy * q).sum(axis=1) >= q.max(axis=1) - 1e-8)
+
+
+def test_value_variant_with_slack_budget_is_the_robust_optimum():
+    m = positive_reward_model(9, n_constraints=1).replace(d=[1e3])
+    ball = l1_ball(m, 0.3, support="all")
+    var = rcmdp_variant(m, ball, "value", n_grid=5)
+    assert var.multiplier[0] == 0.0
+    assert var.value == pytest.approx(robust_optimum(m, ball), abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "facts"),
+    [
+        (lambda m, b: rcmdp_variant(m, b, "robust"), OptionError, ("variant", "'robust'")),
+        (lambda m, b: rcmdp_bracket(m, np.zeros(3)), InputError, ("ball", "L1Ball")),
+        (lambda m, b: rcmdp_bracket(m, b, lam_range=(1.0, 0.5)), InputError,
+         ("lam_range[1]", "0.5")),
+        (lambda m, b: rcmdp_bracket(m, b, feas_tol=-1e-9), InputError, ("feas_tol", "-1e-09")),
+        (lambda m, b: rcmdp_bracket(m, b, mix_steps=-1), InputError, ("mix_steps", "-1")),
+        (lambda m, b: rcmdp_bracket(m, b, variants=("robust",)), OptionError,
+         ("variant", "'robust'")),
+        (lambda m, b: rcmdp_bracket(m, b, max_boxes=0), InputError, ("max_boxes", "0")),
+        (lambda m, b: rcmdp_bracket(m, b, time_limit=0.0), InputError, ("time_limit", "0.0")),
+        (lambda m, b: rcmdp_bracket(m, b, rvi_method="newton"), OptionError,
+         ("rvi_method", "'newton'")),
+        (lambda m, b: rcmdp_variant(m, b, "value", n_grid=0), InputError, ("n_grid", "0")),
+        (lambda m, b: rcmdp_variant(m, b, "value", max_iter=0), InputError, ("max_iter", "0")),
+        (lambda m, b: rcmdp_variant(m.replace(C=None, d=None), b, "constraint"), InputError,
+         ("constraint",)),
+        (lambda m, b: rcmdp_bracket(m.replace(gamma=1.0, horizon=5), b), InputError,
+         ("gamma", "1.0")),
+    ],
+)
+def test_argument_errors_name_the_argument_and_value(call, error, facts):
+    m = garnet(3, 2, 2, n_constraints=1, seed=0)
+    ball = l1_ball(m, 0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(error) as exc:
+            call(m, ball)
+    for fact in facts:
+        assert fact in str(exc.value), (fact, str(exc.value))
+
+
+def test_ignored_arguments_warn():
+    m, ball = mid_budget_model(1, 0.3)
+    with pytest.warns(DeprecationWarning, match="n_sweeps and rvi_method have no effect"):
+        rcmdp_bracket(m, ball, rvi_method="value_iteration", max_boxes=1, variants=(),
+                      progress=False)
