@@ -43,7 +43,7 @@ _draw = _jit(draw_one)
 CI = {name: i for i, name in enumerate((
     "T", "dyn", "learn_lam", "mult", "sched", "sched_every", "ent_form", "disc_weight",
     "adv_signal", "adv_start", "n_samp", "train_critic", "objective", "H", "step_budget",
-    "mult_signal", "adv_mult_signal",
+    "mult_signal", "adv_mult_signal", "mult_start",
 ))}
 #: Indices of the float settings array ``cf``.
 CF = {name: i for i, name in enumerate((
@@ -314,6 +314,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
     step_budget = ci[14]
     mult_episode = ci[15] != 0
     adv_mult_batch = ci[16] != 0
+    mult_start = ci[17]
     gamma = cf[0]
     lr_pol = cf[1]
     lr_lam = cf[2]
@@ -541,8 +542,8 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
             cnt[0] += 1
             _adam(theta, grad_th, m_th, v_th, cnt[0], lr_pol * sched_step, b1, b2, eps,
                   -sched_grad)
-            # multipliers: ascent on C_t - d
-            if learn_lam:
+            # multipliers: ascent on C_t - d (held at their start value for mult_start episodes)
+            if learn_lam and n_ep > mult_start:
                 for k in range(K):
                     diff[k] = (C0[k] if mult_episode else Cprev[k]) - d[k]
                 cnt[3] += 1

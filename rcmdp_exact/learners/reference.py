@@ -61,7 +61,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch, pb, state, rec):
     loop state, ``rec`` the record arrays)."""
     (T, dyn, learn_lam, mult, sched_mode, sched_every, ent_form, disc_weight, adv_signal,
      adv_start, n_samp, train_critic, objective, H, step_budget, mult_signal,
-     adv_mult_batch) = (
+     adv_mult_batch, mult_start) = (
         int(x) for x in ci)
     gamma, lr_pol, lr_lam, lr_adv, lr_lamadv, lr_critic, beta, lam_max = cf[:8]
     S, A, K, O = pb.S, pb.A, pb.K, pb.n_outcomes
@@ -169,7 +169,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch, pb, state, rec):
             cnt[0] += 1
             state.theta[:] = _step(opt_th, state.theta, -sched_grad * grad, int(cnt[0]),
                                    lr_pol * sched_step)
-            if learn_lam:
+            if learn_lam and n_ep > mult_start:
                 cnt[3] += 1
                 _multiplier(state.lam, state.loglam, opt_lam, int(cnt[3]),
                             (C0 if mult_signal else Cr) - pb.d,

@@ -97,7 +97,7 @@ def _check_inputs(model, algorithm, ball, true_model):
 
 
 def _ci_cf(s: Settings, pb: Problem, algo, dyn: int, train_critic: bool, step_budget: int):
-    mult = {"adam-log": 0, "sgd": 1}[s.multiplier_update]
+    mult = {"adam-log": 0, "sgd": 1}[s.multiplier_update]  # "augmented": exact mode only
     sched = {"gradient": 0, "step": 1, "none": 2}[s.schedule]
     obj = {"value": 0, "constraint": 1, "lagrangian": 2, None: 0}[algo.objective]
     ci = np.array([pb.T, dyn, int(algo.learn_multiplier), mult, sched, s.schedule_every,
@@ -105,7 +105,8 @@ def _ci_cf(s: Settings, pb: Problem, algo, dyn: int, train_critic: bool, step_bu
                    {"printed": 0, "corrected": 1}[s.adversary_signal], s.adversary_start,
                    s.adversary_batch, int(train_critic), obj, s.hidden, step_budget,
                    {"cost-to-go": 0, "episode": 1}[s.multiplier_signal],
-                   {"visited": 0, "batch": 1}[s.adversary_multiplier_signal]],
+                   {"visited": 0, "batch": 1}[s.adversary_multiplier_signal],
+                   s.multiplier_start],
                   dtype=np.int64)
     cf = np.array([pb.gamma, s.lr_policy, s.lr_multiplier, s.lr_adversary,
                    s.lr_adversary_multiplier, s.lr_critic, s.entropy, s.lambda_max,
@@ -219,7 +220,7 @@ def _runner(backend: str, pb: Problem, state: LoopState, ci, cf, rng_ep, rng_bat
 
 def train(model, algorithm, *, ball=None, seed=0, episodes: int | None = 5000,
           steps: int | None = None, critic: str = "learned", gradient: str = "sampled",
-          inner: str = "sort", multiplier_update: str = "adam-log",
+          inner: str = "sort", multiplier_update: str | None = None,
           eval_every: int | None = 100, true_model=None, progress=None,
           entropy: float = 5.0, entropy_form: str = "weight", lambda_init=None,
           lambda_adv_init=None, lambda_max: float = 500.0, lr_policy=None,
@@ -230,7 +231,8 @@ def train(model, algorithm, *, ball=None, seed=0, episodes: int | None = 5000,
           multiplier_signal: str = "cost-to-go",
           adversary_multiplier_signal: str = "visited", prefit_steps: int = 3000,
           prefit_lr: float = 0.01, hidden: int = 100, feature_scale=None,
-          backend: str = "numba") -> TrainResult:
+          feature_centre: bool | None = None, multiplier_start: int | None = None,
+          penalty: float = 0.02, backend: str = "numba") -> TrainResult:
     r"""Train one of the six learners of :data:`ALGORITHMS` and evaluate it exactly.
 
     Parameters
@@ -256,8 +258,10 @@ def train(model, algorithm, *, ball=None, seed=0, episodes: int | None = 5000,
         (:mod:`rcmdp_exact.learners.exact`).
     inner : {"sort", "lp"}
         Inner solver of the worst case.
-    multiplier_update : {"adam-log", "sgd"}
-        Adam on log lambda (the reference) or projected SGD on lambda (the paper).
+    multiplier_update : {"adam-log", "sgd", "augmented"} or None
+        Adam on log lambda (the reference), projected SGD on lambda (the paper), or
+        (exact mode only) the augmented Lagrangian of penalty ``penalty``.  None: the
+        mode's default ("adam-log" sampled, "augmented" exact).
     eval_every : int or None
         Exact evaluation every so many episodes (and at the end); None: at the end only.
     true_model : TabularCMDP, optional
@@ -267,7 +271,7 @@ def train(model, algorithm, *, ball=None, seed=0, episodes: int | None = 5000,
     entropy, entropy_form, lambda_init, lambda_adv_init, lambda_max, lr_*, schedule,
     schedule_every, adversary_start, adversary_batch, adversary_signal,
     discount_weight, multiplier_signal, adversary_multiplier_signal, prefit_steps,
-    prefit_lr, hidden, feature_scale, backend
+    prefit_lr, hidden, feature_scale, feature_centre, multiplier_start, penalty, backend
         See ``docs/learners.md`` (one table of every option, its default and source).
 
     Returns
@@ -289,6 +293,7 @@ def train(model, algorithm, *, ball=None, seed=0, episodes: int | None = 5000,
         multiplier_signal=multiplier_signal,
         adversary_multiplier_signal=adversary_multiplier_signal,
         prefit_steps=prefit_steps, prefit_lr=prefit_lr, hidden=hidden, feature_scale=feature_scale,
+        feature_centre=feature_centre, multiplier_start=multiplier_start, penalty=penalty,
         backend=backend,
     ).checked(model)
     check_seed(seed)
@@ -306,7 +311,7 @@ def train(model, algorithm, *, ball=None, seed=0, episodes: int | None = 5000,
 
 def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t_start):
     gens = seed_generators(seed)
-    pb = build_problem(model, algo, ball, s.feature_scale)
+    pb = build_problem(model, algo, ball, s.feature_scale, s.feature_centre)
     info: dict = {}
     t0 = time.perf_counter()
     state = _init_state(s, pb, algo, gens, info)
