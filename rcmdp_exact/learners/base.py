@@ -76,6 +76,12 @@ SCHEDULES = ("gradient", "step", "none")
 ENTROPY_FORMS = ("weight", "gradient")
 ADVERSARY_SIGNALS = ("printed", "corrected")
 MULTIPLIER_SIGNALS = ("cost-to-go", "episode")
+ADVERSARY_MULTIPLIER_SIGNALS = ("visited", "batch", "batch-hinge")
+ADVERSARY_BASELINES = ("none", "critic")
+ADVERSARY_FORMS = ("softmax", "mixture")
+#: The default margin of the adversary's deviation penalty with the batch-hinge
+#: multiplier: the penalty acts beyond (1 - margin) alpha (``docs/learners.md``).
+ADVERSARY_MARGIN = 0.2
 BACKENDS = ("numba", "numpy")
 
 
@@ -135,7 +141,10 @@ class Settings:
     adversary_signal: str = "printed"
     discount_weight: bool = False
     multiplier_signal: str = "cost-to-go"
-    adversary_multiplier_signal: str = "visited"
+    adversary_multiplier_signal: str = "batch-hinge"
+    adversary_baseline: str = "none"
+    adversary_margin: float | None = None
+    adversary_form: str = "softmax"
     prefit_steps: int = 3000
     prefit_lr: float = 0.01
     hidden: int = 100
@@ -163,7 +172,11 @@ class Settings:
         check_choice(self.backend, "backend", BACKENDS)
         check_choice(self.multiplier_signal, "multiplier_signal", MULTIPLIER_SIGNALS)
         check_choice(self.adversary_multiplier_signal, "adversary_multiplier_signal",
-                     ("visited", "batch"))
+                     ADVERSARY_MULTIPLIER_SIGNALS)
+        check_choice(self.adversary_baseline, "adversary_baseline", ADVERSARY_BASELINES)
+        check_choice(self.adversary_form, "adversary_form", ADVERSARY_FORMS)
+        if self.adversary_margin is not None:
+            check_real(self.adversary_margin, "adversary_margin", 0.0, 1.0, high_open=True)
         check_type(self.discount_weight, "discount_weight", bool, "pass True or False")
         if self.feature_centre is not None:
             check_type(self.feature_centre, "feature_centre", bool, "pass True, False or None")
@@ -194,7 +207,9 @@ class Settings:
             "feature_centre": False, "multiplier_update": "adam-log", "schedule": "gradient",
             "multiplier_start": 0,
         }
-        defaults = {"lambda_adv_init": lam0, **defaults}
+        defaults = {"lambda_adv_init": lam0, "adversary_margin": (
+            ADVERSARY_MARGIN if self.adversary_multiplier_signal == "batch-hinge" else 0.0),
+            **defaults}
         values = {}
         for name, default in defaults.items():
             value = getattr(self, name)

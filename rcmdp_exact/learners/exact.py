@@ -27,8 +27,12 @@ the algorithm's objective.  Iteration n:
    exact gradient of the Lagrangian with respect to its outcome probabilities
    (Theorem 2, corrected form: :math:`d_\gamma(s)\pi(a|s)[R_\lambda + \gamma
    V_\lambda(s')]`) plus :math:`\lambda_{adv}` times the gradient of the mean hinge
-   deviation over all non-terminal pairs; :math:`\lambda_{adv}` one step on the
-   occupancy-weighted mean of :math:`\|\pi_{adv} - \hat P\|_1 - \alpha`.
+   deviation :math:`\max(0, \|\pi_{adv} - \hat P\|_1 - (1 - m)\alpha)` over all
+   non-terminal pairs (m = ``adversary_margin``); :math:`\lambda_{adv}` one step on
+   that mean hinge (``"batch-hinge"``), the mean signed excess (``"batch"``) or the
+   occupancy-weighted mean excess (``"visited"``, the exact counterpart of the visited
+   pair).  With ``adversary_form="mixture"`` the adversary is inside its ball by
+   construction and has no penalty.
 
 ``docs/learners.md`` gives the exact-mode defaults and the measured result.
 """
@@ -44,7 +48,7 @@ import numpy as np
 from .._progress import tqdm
 from ..nn import MLP, Adam, softmax
 from .dynamics import build_problem, prefit_adversary, seed_generators
-from .records import TrainResult, eval_records, evaluate_policy
+from .records import TrainResult, eval_records, evaluate_policy, into_ball
 
 __all__ = ["DenseEvaluation", "dense_evaluation", "exact_policy_gradient", "train_exact"]
 
@@ -195,6 +199,15 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
     evals, eval_eps = [], []
     t_eval = 0.0
 
+    mix = np.minimum(1.0, pb.alpha / 2.0) if s.adversary_form == "mixture" else None
+    shrink = 1.0 - s.adversary_margin
+
+    def adversary_probs(ph):
+        q = softmax(adv.logits(pb.Xadv, ph))
+        if mix is None:
+            return q
+        return (1.0 - mix)[:, None] * pb.kprob + mix[:, None] * q
+
     def adversary_kernel(q):
         P = np.zeros((S * A, S))
         np.add.at(P, (np.arange(S * A)[:, None], pb.nxt), q)
@@ -205,7 +218,7 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
         if algo.dynamics == "nominal":
             return P_model
         if adversarial:
-            return adversary_kernel(softmax(adv.logits(pb.Xadv, phi)))
+            return adversary_kernel(adversary_probs(phi))
         res = robust_evaluate(model, pi, ball, algo.objective, lam=lam, per_constraint=False,
                               inner=s.inner)
         return np.asarray(res.P_worst)
@@ -231,8 +244,7 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
             _multiplier(lam, loglam, opt_lam, excess, s.lr_multiplier * sched_step, sched_grad,
                         s.multiplier_update, s.lambda_max, s.penalty)
         if adversarial:
-            q = softmax(adv.logits(pb.Xadv, phi))
-            merged = adversary_kernel(q).reshape(S * A, S)
+            merged = adversary_kernel(adversary_probs(phi)).reshape(S * A, S)
             dist = np.abs(merged - pb.nom_state).sum(axis=1)[live]
             rec["adv_deviation"][it] = dist.mean()
             rec["adv_inside"][it] = (dist <= pb.alpha[live] + 1e-9).mean()
@@ -243,22 +255,29 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
                     + pb.gamma * ev.lagrangian(lam_eff)[out]
                 Gq = (ev.occupancy[:, None, None] * pi[:, :, None] * U).reshape(S * A, -1)
                 Gq[term_rows] = 0.0
-                gap = merged - pb.nom_state
-                devo = np.abs(gap).sum(axis=1)
-                viol = np.zeros(S * A, dtype=bool)
-                viol[live] = devo[live] > pb.alpha[live]
-                sign = np.sign(np.take_along_axis(gap, pb.nxt, axis=1))
-                Gd = np.where(viol[:, None], sign / max(live.size, 1), 0.0)
-                gphi = adv.vjp_probs(pb.Xadv, Gq + lamadv[0] * Gd, phi)
-                phi = opt_ph.step(phi, sched_grad * gphi, lr=s.lr_adversary * sched_step)
-                if s.adversary_multiplier_signal == "batch":
-                    w = np.ones(live.size)
+                if mix is not None:  # inside by construction: no deviation penalty
+                    gphi = adv.vjp_probs(pb.Xadv, mix[:, None] * Gq, phi)
                 else:
-                    w = (ev.occupancy[:, None] * pi).reshape(S * A)[live]
-                adv_excess = float(w @ (devo[live] - pb.alpha[live]) / max(w.sum(), 1e-300))
-                _multiplier(lamadv, loglamadv, opt_la, np.array([adv_excess]),
-                            s.lr_adversary_multiplier * sched_step, sched_grad, adv_mode,
-                            s.lambda_max, s.penalty)
+                    gap = merged - pb.nom_state
+                    devo = np.abs(gap).sum(axis=1)
+                    viol = np.zeros(S * A, dtype=bool)
+                    viol[live] = devo[live] > shrink * pb.alpha[live]
+                    sign = np.sign(np.take_along_axis(gap, pb.nxt, axis=1))
+                    Gd = np.where(viol[:, None], sign / max(live.size, 1), 0.0)
+                    gphi = adv.vjp_probs(pb.Xadv, Gq + lamadv[0] * Gd, phi)
+                phi = opt_ph.step(phi, sched_grad * gphi, lr=s.lr_adversary * sched_step)
+                if mix is None:
+                    excess = devo[live] - shrink * pb.alpha[live]
+                    if s.adversary_multiplier_signal == "batch-hinge":
+                        adv_excess = float(np.maximum(excess, 0.0).mean())
+                    elif s.adversary_multiplier_signal == "batch":
+                        adv_excess = float(excess.mean())
+                    else:
+                        w = (ev.occupancy[:, None] * pi).reshape(S * A)[live]
+                        adv_excess = float(w @ excess / max(w.sum(), 1e-300))
+                    _multiplier(lamadv, loglamadv, opt_la, np.array([adv_excess]),
+                                s.lr_adversary_multiplier * sched_step, sched_grad, adv_mode,
+                                s.lambda_max, s.penalty)
             rec["lambda_adv"][it] = lamadv[0]
         rec["return"][it] = ev.value
         rec["cost"][it] = ev.costs
@@ -267,8 +286,12 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
             te = time.perf_counter()
             table = softmax(net.logits(X, theta))
             learner = kernel(table) if algo.robust else None
+            raw = None
+            if adversarial:
+                raw, learner = learner, into_ball(learner, ball, pb.terminal)
             evals.append(evaluate_policy(model, table, true_model=true_model, ball=ball,
-                                         learner_kernel=learner, inner=s.inner))
+                                         learner_kernel=learner, adversary_kernel=raw,
+                                         inner=s.inner))
             eval_eps.append(n_ep)
             t_eval += time.perf_counter() - te
     t_loop = time.perf_counter() - t_loop0 - t_eval
@@ -284,5 +307,7 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
         adversary_params=phi if adversarial else np.zeros(0),
         adversary_inputs=pb.Xadv if adversarial else np.zeros((0, 0)),
         adversary_outcomes=pb.nxt if adversarial else np.zeros((0, 0), np.int64),
+        adversary_mix=mix if adversarial and mix is not None else np.zeros(0),
+        adversary_nominal=pb.kprob if adversarial and mix is not None else np.zeros((0, 0)),
         timings=timings, info=info, model_name=model.name or "",
     )
