@@ -97,10 +97,9 @@ def into_ball(P, ball, terminal) -> np.ndarray:
     nom = np.asarray(ball.nominal)
     gap = P - nom
     dist = np.abs(gap).sum(axis=2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scale = np.where(dist > ball.alpha, ball.alpha / dist, 1.0)
-    scale[np.asarray(terminal, dtype=bool)] = 1.0
-    return nom + scale[:, :, None] * gap
+    outside = (dist > ball.alpha) & ~np.asarray(terminal, dtype=bool)[:, None]
+    scale = np.where(outside, ball.alpha / np.where(outside, dist, 1.0), 1.0)
+    return np.where(outside[:, :, None], nom + scale[:, :, None] * gap, P)
 
 
 def evaluate_policy(model, table, *, true_model=None, ball=None, learner_kernel=None,
