@@ -300,6 +300,16 @@ def test_records_and_save_load_round_trip(nav1, tmp_path):
     assert back.lambda_adv == res.lambda_adv
     with pytest.raises(InputError):
         res.save(path, force=False)
+    mix = _short(model, est.ball, "adversarial-rcpg", adversary_form="mixture", episodes=3)
+    mix.save(tmp_path / "mix.npz")
+    again = load(tmp_path / "mix.npz")
+    assert np.array_equal(again.adversary_table(), mix.adversary_table())
+    # the mixture's table is (1 - e) P_hat + e softmax: inside every radius
+    S, A = model.n_states, model.n_actions
+    P = np.zeros((S * A, S))
+    np.add.at(P, (np.arange(S * A)[:, None], mix.adversary_outcomes), mix.adversary_table())
+    dist = np.abs(P - est.ball.nominal.reshape(S * A, S)).sum(axis=1)
+    assert (dist <= est.ball.alpha.reshape(-1) + 1e-12).all()
 
 
 def test_step_budget_is_exact(nav1):

@@ -101,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
     out = check_output(args._parser, args.out, kind="file", force=args.force)
     if args.entropy < 0:
         args._parser.error(f"--entropy must be >= 0, got {args.entropy}")
+    if args.multiplier_update == "augmented" and args.gradient != "exact":
+        args._parser.error("--multiplier-update augmented needs exact costs: add "
+                           "--gradient exact, or choose adam-log or sgd")
     progress = progress_enabled(args)
     true = paper_domain(args.domain)
     n_est = ESTIMATION_EPISODES[args.domain][args.estimation]

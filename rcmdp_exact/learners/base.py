@@ -92,7 +92,7 @@ EXACT_DEFAULTS = {
     "lr_multiplier": 3e-4,
     "lr_adversary": 1e-3,
     "lr_adversary_multiplier": 3e-3,
-    "lambda_init": 0.06,
+    "lambda_init": 0.04,
     "feature_scale": 1.0,
     "feature_centre": True,
     "multiplier_update": "augmented",
