@@ -19,8 +19,11 @@ One episode (``docs/learners.md`` has the maths):
    the rollout parameters, Algorithm 1); one step of the multipliers on
    :math:`C_t - d`; for the adversary one Adam step on
    :math:`\text{signal}\,\nabla \log \pi_{adv}(o_t \mid s_t, a_t) + \lambda_{adv}
-   \nabla\,\mathrm{mean}(\mathrm{dev})` (a fresh batch of pairs, Algorithm 2) and one
-   step of :math:`\lambda_{adv}` on :math:`\Delta P - \alpha(s_t, a_t)`;
+   \nabla\,\mathrm{mean}(\mathrm{dev})` (a fresh batch of pairs, Algorithm 2; the
+   signal optionally minus its expectation under the critic, the hinge beyond
+   :math:`(1 - m)\alpha`) and one step of :math:`\lambda_{adv}` on the batch's mean
+   hinge (default), its mean excess, or the visited pair's :math:`\Delta P - \alpha`
+   (the paper); the mixture form has no penalty;
 4. one Adam step of the critic on the episode's mean squared error.
 """
 
