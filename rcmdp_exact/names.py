@@ -8,20 +8,34 @@ these names import them from here; nothing else defines them.
 from __future__ import annotations
 
 __all__ = [
+    "ADVERSARY_BASELINES",
+    "ADVERSARY_FORMS",
+    "ADVERSARY_MARGIN",
+    "ADVERSARY_MULTIPLIER_SIGNALS",
+    "ADVERSARY_SIGNALS",
     "ALGORITHMS",
+    "BACKENDS",
     "BRACKET_ASCENT",
     "BRACKET_BOXES",
     "BRACKET_SECONDS",
+    "CRITICS",
     "DEFAULT_HIDDEN",
     "DEMANDS",
+    "ENTROPY_FORMS",
     "ESTIMATION_EPISODES",
     "EXACT_TOL",
+    "GRADIENTS",
     "GROUND_TRUTH_FILES",
     "INITIAL_MULTIPLIER",
+    "INNERS",
+    "MULTIPLIER_SIGNALS",
+    "MULTIPLIER_UPDATES",
     "NAV1_COST_LAYOUTS",
     "OFFSET_ON",
     "PAPER_DOMAINS",
     "REVENUES",
+    "SAMPLED_MULTIPLIER_UPDATES",
+    "SCHEDULES",
     "SUITES",
     "TEST_SUITES",
     "VARIANTS",
@@ -78,3 +92,22 @@ BRACKET_SECONDS = 120.0
 #: The files ``save_ground_truth`` (and ``rcmdp ground-truth --out``) writes.
 GROUND_TRUTH_FILES = ("ground_truth_settings.csv", "ground_truth_summary.csv",
                       "ground_truth.json", "ground_truth_policies.npz")
+
+#: Options of the learners (``rcmdp_exact.learners.train``; ``docs/learners.md``).
+CRITICS = ("learned", "exact")
+GRADIENTS = ("sampled", "exact")
+INNERS = ("sort", "lp")
+MULTIPLIER_UPDATES = ("adam-log", "sgd", "augmented")
+#: The multiplier rules of the sampled loop ("augmented" needs exact costs).
+SAMPLED_MULTIPLIER_UPDATES = ("adam-log", "sgd")
+SCHEDULES = ("gradient", "step", "none")
+ENTROPY_FORMS = ("weight", "gradient")
+ADVERSARY_SIGNALS = ("printed", "corrected")
+MULTIPLIER_SIGNALS = ("cost-to-go", "episode")
+ADVERSARY_MULTIPLIER_SIGNALS = ("visited", "batch", "batch-hinge")
+ADVERSARY_BASELINES = ("none", "critic")
+ADVERSARY_FORMS = ("softmax", "mixture")
+#: The default margin of the adversary's deviation penalty with the batch-hinge
+#: multiplier: the penalty acts beyond (1 - margin) alpha (``docs/learners.md``).
+ADVERSARY_MARGIN = 0.2
+BACKENDS = ("numba", "numpy")

@@ -17,7 +17,7 @@ import sys
 import numpy as np
 import pytest
 
-import rcmdp_exact.commands.ground_truth as command
+import rcmdp_exact.ground_truth as command  # the command imports its work from here when it runs
 from rcmdp_exact.cli import main
 from rcmdp_exact.domains import ESTIMATION_EPISODES, paper_domain
 from rcmdp_exact.ground_truth import greedy_policy

@@ -22,6 +22,25 @@ def test_every_algorithm_trains_from_the_command_line(domain, capsys):
         assert "trained, greedy (true)" in out and "CMDP optimum" in out
 
 
+@pytest.mark.parametrize("argv", [
+    ["nav1", "adversarial-rcpg", "--adversary-form", "mixture"],
+    ["nav1", "adversarial-rcpg", "--adversary-multiplier-signal", "visited"],
+    ["inventory", "cpg", "--gradient", "exact", "--multiplier-update", "augmented"],
+])
+def test_adversary_and_multiplier_options(argv, capsys):
+    assert main(["train", *argv, "--episodes", "2", "--eval-every", "1", "--no-bracket",
+                 "--no-progress"]) == 0
+    assert "trained, greedy (worst case)" in capsys.readouterr().out
+
+
+def test_augmented_needs_exact_gradients_on_the_command_line(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["train", "inventory", "cpg", "--multiplier-update", "augmented", "--episodes",
+              "1", "--no-bracket", "--no-progress"])
+    assert info.value.code == 2
+    assert "augmented" in capsys.readouterr().err
+
+
 def test_output_file_and_bracket(tmp_path, capsys, monkeypatch):
     """The file round trip and the bracket line (the bracket itself is stubbed: its own
     tests live with the ground truth)."""

@@ -83,3 +83,16 @@ def test_importing_the_package_and_its_command_line_stays_light(heavy):
 def test_public_names_resolve():
     for name in rcmdp_exact.__all__:
         assert getattr(rcmdp_exact, name) is not None, name
+
+
+def test_the_light_vocabulary_matches_the_registries():
+    """The command line builds its choices from rcmdp_exact.names; the registries that
+    do the work must list the same names in the same order."""
+    from rcmdp_exact import names
+    from rcmdp_exact.domains import PAPER_DOMAINS
+    from rcmdp_exact.ground_truth import VARIANTS
+    from rcmdp_exact.learners import ALGORITHMS
+
+    assert tuple(ALGORITHMS) == names.ALGORITHMS
+    assert tuple(VARIANTS) == names.VARIANTS
+    assert tuple(PAPER_DOMAINS) == names.PAPER_DOMAINS

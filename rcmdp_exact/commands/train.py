@@ -21,8 +21,16 @@ HELP = ("train PG, CPG, an RCPG variant or Adversarial RCPG on a paper domain an
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..domains import PAPER_DOMAINS
-    from ..learners.base import ALGORITHMS, CRITICS, GRADIENTS, INNERS, MULTIPLIER_UPDATES
+    from ..names import (
+        ADVERSARY_FORMS,
+        ADVERSARY_MULTIPLIER_SIGNALS,
+        ALGORITHMS,
+        CRITICS,
+        GRADIENTS,
+        INNERS,
+        MULTIPLIER_UPDATES,
+        PAPER_DOMAINS,
+    )
 
     parser.add_argument("domain", choices=PAPER_DOMAINS, metavar="DOMAIN",
                         help=f"paper domain: {', '.join(PAPER_DOMAINS)}")
@@ -40,9 +48,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sampled episodes (default) or one exact gradient step each")
     parser.add_argument("--inner", choices=INNERS, default="sort",
                         help="inner solver of the worst case (default sort)")
-    parser.add_argument("--multiplier-update", choices=MULTIPLIER_UPDATES,
-                        default="adam-log",
-                        help="Adam on log lambda (reference, default) or SGD (paper)")
+    parser.add_argument("--multiplier-update", choices=MULTIPLIER_UPDATES, default=None,
+                        help="Adam on log lambda (reference; the default with sampled "
+                             "gradients), SGD (paper) or the augmented Lagrangian (the "
+                             "default with exact gradients, which it needs)")
+    parser.add_argument("--adversary-multiplier-signal", choices=ADVERSARY_MULTIPLIER_SIGNALS,
+                        default="batch-hinge",
+                        help="what drives the adversary's multiplier: the mean hinge of "
+                             "the deviation batch (default), its mean excess, or the "
+                             "visited pair's excess (the paper's rule)")
+    parser.add_argument("--adversary-form", choices=ADVERSARY_FORMS, default="softmax",
+                        help="the adversary's softmax (default) or a mixture with the "
+                             "nominal that stays inside the ball by construction")
     parser.add_argument("--entropy", type=float, default=5.0,
                         help="entropy regularisation (default 5.0, the paper's)")
     parser.add_argument("--eval-every", type=positive_int, default=100,
@@ -84,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
     out = check_output(args._parser, args.out, kind="file", force=args.force)
     if args.entropy < 0:
         args._parser.error(f"--entropy must be >= 0, got {args.entropy}")
+    if args.multiplier_update == "augmented" and args.gradient != "exact":
+        args._parser.error("--multiplier-update augmented needs exact costs: add "
+                           "--gradient exact, or choose adam-log or sgd")
     progress = progress_enabled(args)
     true = paper_domain(args.domain)
     n_est = ESTIMATION_EPISODES[args.domain][args.estimation]
@@ -94,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
                 episodes=args.episodes, steps=args.steps, critic=args.critic,
                 gradient=args.gradient, inner=args.inner,
                 multiplier_update=args.multiplier_update, entropy=args.entropy,
+                adversary_multiplier_signal=args.adversary_multiplier_signal,
+                adversary_form=args.adversary_form,
                 eval_every=args.eval_every, true_model=true, progress=progress)
     rec = res.records
     print(f"rcmdp train {args.domain} {args.algorithm}: seed {args.seed}, {res.episodes} "

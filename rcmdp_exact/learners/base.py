@@ -24,8 +24,24 @@ import json
 from dataclasses import asdict, dataclass, fields
 
 from .._checks import InputError, check_choice, check_int, check_real, check_type
+from ..names import (  # the learners' option names, re-exported here
+    ADVERSARY_BASELINES,
+    ADVERSARY_FORMS,
+    ADVERSARY_MARGIN,
+    ADVERSARY_MULTIPLIER_SIGNALS,
+    ADVERSARY_SIGNALS,
+    BACKENDS,
+    CRITICS,
+    ENTROPY_FORMS,
+    GRADIENTS,
+    INNERS,
+    MULTIPLIER_SIGNALS,
+    MULTIPLIER_UPDATES,
+    SAMPLED_MULTIPLIER_UPDATES,
+    SCHEDULES,
+)
 
-__all__ = ["ALGORITHMS", "Algorithm", "Settings", "default_lambda"]
+__all__ = ["ALGORITHMS", "EXACT_DEFAULTS", "Algorithm", "Settings", "default_lambda"]
 
 
 @dataclass(frozen=True)
@@ -66,15 +82,22 @@ ALGORITHMS: dict[str, Algorithm] = {
     )
 }
 
-CRITICS = ("learned", "exact")
-GRADIENTS = ("sampled", "exact")
-INNERS = ("sort", "lp")
-MULTIPLIER_UPDATES = ("adam-log", "sgd")
-SCHEDULES = ("gradient", "step", "none")
-ENTROPY_FORMS = ("weight", "gradient")
-ADVERSARY_SIGNALS = ("printed", "corrected")
-MULTIPLIER_SIGNALS = ("cost-to-go", "episode")
-BACKENDS = ("numba", "numpy")
+
+
+#: Defaults of the exact-gradient mode (``gradient="exact"``), chosen on Inventory
+#: Management where the budget binds; ``docs/learners.md`` says why and what they give.
+EXACT_DEFAULTS = {
+    "lr_policy": 1e-3,
+    "lr_multiplier": 3e-4,
+    "lr_adversary": 1e-3,
+    "lr_adversary_multiplier": 3e-3,
+    "lambda_init": 0.04,
+    "feature_scale": 1.0,
+    "feature_centre": True,
+    "multiplier_update": "augmented",
+    "schedule": "none",
+    "multiplier_start": 1500,
+}
 
 
 def default_lambda(model) -> float:
@@ -98,7 +121,7 @@ class Settings:
     critic: str = "learned"
     gradient: str = "sampled"
     inner: str = "sort"
-    multiplier_update: str = "adam-log"
+    multiplier_update: str | None = None
     eval_every: int | None = 100
     entropy: float = 5.0
     entropy_form: str = "weight"
@@ -117,11 +140,17 @@ class Settings:
     adversary_signal: str = "printed"
     discount_weight: bool = False
     multiplier_signal: str = "cost-to-go"
-    adversary_multiplier_signal: str = "visited"
+    adversary_multiplier_signal: str = "batch-hinge"
+    adversary_baseline: str = "none"
+    adversary_margin: float | None = None
+    adversary_form: str = "softmax"
     prefit_steps: int = 3000
     prefit_lr: float = 0.01
     hidden: int = 100
     feature_scale: float | None = None
+    feature_centre: bool | None = None
+    multiplier_start: int | None = None
+    penalty: float = 0.02
     backend: str = "numba"
 
     def checked(self, model) -> Settings:
@@ -129,8 +158,12 @@ class Settings:
         check_choice(self.algorithm, "algorithm", tuple(ALGORITHMS))
         check_choice(self.critic, "critic", CRITICS)
         check_choice(self.gradient, "gradient", GRADIENTS)
+        exact = self.gradient == "exact"
         check_choice(self.inner, "inner", INNERS)
-        check_choice(self.multiplier_update, "multiplier_update", MULTIPLIER_UPDATES)
+        if self.multiplier_update is not None:
+            check_choice(self.multiplier_update, "multiplier_update",
+                         MULTIPLIER_UPDATES if exact else SAMPLED_MULTIPLIER_UPDATES,
+                         hint="" if exact else " ('augmented' needs gradient='exact')")
         if self.schedule is not None:
             check_choice(self.schedule, "schedule", SCHEDULES)
         check_choice(self.entropy_form, "entropy_form", ENTROPY_FORMS)
@@ -138,8 +171,14 @@ class Settings:
         check_choice(self.backend, "backend", BACKENDS)
         check_choice(self.multiplier_signal, "multiplier_signal", MULTIPLIER_SIGNALS)
         check_choice(self.adversary_multiplier_signal, "adversary_multiplier_signal",
-                     ("visited", "batch"))
+                     ADVERSARY_MULTIPLIER_SIGNALS)
+        check_choice(self.adversary_baseline, "adversary_baseline", ADVERSARY_BASELINES)
+        check_choice(self.adversary_form, "adversary_form", ADVERSARY_FORMS)
+        if self.adversary_margin is not None:
+            check_real(self.adversary_margin, "adversary_margin", 0.0, 1.0, high_open=True)
         check_type(self.discount_weight, "discount_weight", bool, "pass True or False")
+        if self.feature_centre is not None:
+            check_type(self.feature_centre, "feature_centre", bool, "pass True, False or None")
         for name in ("episodes", "steps"):
             value = getattr(self, name)
             if value is not None:
@@ -152,22 +191,24 @@ class Settings:
             check_int(getattr(self, name), name, 1)
         for name in ("adversary_start", "prefit_steps"):
             check_int(getattr(self, name), name, 0)
+        if self.multiplier_start is not None:
+            check_int(self.multiplier_start, "multiplier_start", 0)
         check_real(self.entropy, "entropy", 0.0)
+        check_real(self.penalty, "penalty", 0.0, low_open=True)
         if self.feature_scale is not None:
             check_real(self.feature_scale, "feature_scale", 0.0, low_open=True)
         check_real(self.lambda_max, "lambda_max", 0.0, low_open=True)
-        exact = self.gradient == "exact"
         lam0 = default_lambda(model)
-        defaults = {
-            "lr_policy": 1e-3,
-            "lr_multiplier": 3e-3 if exact else 1e-4,
-            "lr_adversary": 1e-3,
-            "lr_adversary_multiplier": 3e-3 if exact else 1e-4,
-            "lambda_init": lam0,
-            "lambda_adv_init": lam0,
+        # None means "the default of the gradient mode" (docs/learners.md)
+        defaults = EXACT_DEFAULTS if exact else {
+            "lr_policy": 1e-3, "lr_multiplier": 1e-4, "lr_adversary": 1e-3,
+            "lr_adversary_multiplier": 1e-4, "lambda_init": lam0, "feature_scale": None,
+            "feature_centre": False, "multiplier_update": "adam-log", "schedule": "gradient",
+            "multiplier_start": 0,
         }
-        if exact and self.feature_scale is None:
-            defaults["feature_scale"] = 1.0
+        defaults = {"lambda_adv_init": lam0, "adversary_margin": (
+            ADVERSARY_MARGIN if self.adversary_multiplier_signal == "batch-hinge" else 0.0),
+            **defaults}
         values = {}
         for name, default in defaults.items():
             value = getattr(self, name)
@@ -176,10 +217,6 @@ class Settings:
                      "lr_critic", "prefit_lr"):
             value = values.get(name, getattr(self, name))
             values[name] = check_real(value, name, 0.0, low_open=True)
-        if "feature_scale" in defaults:
-            values["feature_scale"] = defaults["feature_scale"]
-        if self.schedule is None:
-            values["schedule"] = "none" if exact else "gradient"
         for name in ("lambda_init", "lambda_adv_init"):
             values[name] = check_real(values[name], name, 0.0, self.lambda_max)
         if exact and self.steps is not None:

@@ -67,12 +67,19 @@ class Problem:
         return self.nxt.shape[1]
 
 
-def build_problem(model, algo, ball, feature_scale=None) -> Problem:
-    """The loop's arrays for ``model`` under the dynamics of ``algo`` (validated inputs)."""
+def build_problem(model, algo, ball, feature_scale=None, feature_centre=False) -> Problem:
+    """The loop's arrays for ``model`` under the dynamics of ``algo`` (validated inputs).
+
+    Inputs are the state features times ``feature_scale``
+    (:func:`~rcmdp_exact.parametrisations.policy_inputs`); with ``feature_centre`` their
+    mean over the states is subtracted (policy and the adversary's state columns).
+    """
     S, A, K = model.n_states, model.n_actions, model.n_constraints
     SA = S * A
     states = np.ascontiguousarray(np.broadcast_to(np.arange(S, dtype=np.int64), (SA, S)))
-    Xpol = np.ascontiguousarray(policy_inputs(model, feature_scale), dtype=np.float64)
+    Xpol = np.asarray(policy_inputs(model, feature_scale), dtype=np.float64)
+    shift = Xpol.mean(axis=0) if feature_centre else np.zeros(Xpol.shape[1])
+    Xpol = Xpol - shift
     terminal = np.ascontiguousarray(model.terminal, dtype=np.bool_)
     live_states = np.flatnonzero(~terminal)
     live = (live_states[:, None] * A + np.arange(A)[None, :]).ravel().astype(np.int64)
@@ -99,8 +106,8 @@ def build_problem(model, algo, ball, feature_scale=None) -> Problem:
                 kprob = np.ascontiguousarray(ball.outcome_nominal.reshape(SA, O))
             else:
                 nxt, kprob = states, nominal
-            Xadv = np.ascontiguousarray(adversary_inputs(model, feature_scale),
-                                        dtype=np.float64)
+            Xadv = np.array(adversary_inputs(model, feature_scale), dtype=np.float64)
+            Xadv[:, :shift.size] -= shift
             nom_state = nominal
     def own(x, dtype=np.float64):
         # a writable C-contiguous copy: one compiled signature for every problem

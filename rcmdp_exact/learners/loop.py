@@ -19,8 +19,11 @@ One episode (``docs/learners.md`` has the maths):
    the rollout parameters, Algorithm 1); one step of the multipliers on
    :math:`C_t - d`; for the adversary one Adam step on
    :math:`\text{signal}\,\nabla \log \pi_{adv}(o_t \mid s_t, a_t) + \lambda_{adv}
-   \nabla\,\mathrm{mean}(\mathrm{dev})` (a fresh batch of pairs, Algorithm 2) and one
-   step of :math:`\lambda_{adv}` on :math:`\Delta P - \alpha(s_t, a_t)`;
+   \nabla\,\mathrm{mean}(\mathrm{dev})` (a fresh batch of pairs, Algorithm 2; the
+   signal optionally minus its expectation under the critic, the hinge beyond
+   :math:`(1 - m)\alpha`) and one step of :math:`\lambda_{adv}` on the batch's mean
+   hinge (default), its mean excess, or the visited pair's :math:`\Delta P - \alpha`
+   (the paper); the mixture form has no penalty;
 4. one Adam step of the critic on the episode's mean squared error.
 """
 
@@ -43,12 +46,12 @@ _draw = _jit(draw_one)
 CI = {name: i for i, name in enumerate((
     "T", "dyn", "learn_lam", "mult", "sched", "sched_every", "ent_form", "disc_weight",
     "adv_signal", "adv_start", "n_samp", "train_critic", "objective", "H", "step_budget",
-    "mult_signal", "adv_mult_signal",
+    "mult_signal", "adv_mult_signal", "mult_start", "adv_baseline", "adv_form",
 ))}
 #: Indices of the float settings array ``cf``.
 CF = {name: i for i, name in enumerate((
     "gamma", "lr_pol", "lr_lam", "lr_adv", "lr_lamadv", "lr_critic", "entropy", "lam_max",
-    "beta1", "beta2", "eps",
+    "beta1", "beta2", "eps", "adv_margin",
 ))}
 #: Indices of the counters array ``cnt``.
 CNT = {name: i for i, name in enumerate((
@@ -62,6 +65,10 @@ ADAM_LOG, SGD = 0, 1
 SCHED_GRADIENT, SCHED_STEP, SCHED_NONE = 0, 1, 2
 ENT_WEIGHT, ENT_GRADIENT = 0, 1
 SIGNAL_PRINTED, SIGNAL_CORRECTED = 0, 1
+# lambda_adv signals: the visited pair (paper), the batch's mean excess, its mean hinge
+ADV_VISITED, ADV_BATCH, ADV_BATCH_HINGE = 0, 1, 2
+# adversary forms: softmax over the outcomes (paper), mixture with the nominal
+FORM_SOFTMAX, FORM_MIXTURE = 0, 1
 OBJ_VALUE, OBJ_CONSTRAINT, OBJ_LAGRANGIAN = 0, 1, 2
 
 
@@ -313,7 +320,10 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
     H = ci[13]
     step_budget = ci[14]
     mult_episode = ci[15] != 0
-    adv_mult_batch = ci[16] != 0
+    adv_mult = ci[16]
+    mult_start = ci[17]
+    adv_baseline = ci[18] != 0
+    mixture = ci[19] == FORM_MIXTURE
     gamma = cf[0]
     lr_pol = cf[1]
     lr_lam = cf[2]
@@ -325,6 +335,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
     b1 = cf[8]
     b2 = cf[9]
     eps = cf[10]
+    shrink = 1.0 - cf[11]  # the deviation penalty acts beyond (1 - margin) alpha
 
     S, A = Xpol.shape[0], R.shape[1]
     F = Xpol.shape[1]
@@ -347,6 +358,10 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
     Vc = np.empty((S, 1 + K))
     wstate = np.zeros(S)
     Pk = np.empty((SA, O))
+    Sk = np.empty((SA, O))  # the adversary's softmax (= Pk unless the mixture form)
+    mix = np.empty(SA)  # mixture weights min(1, alpha / 2)
+    for r in range(SA):
+        mix[r] = min(1.0, alpha[r] / 2.0)
     kcdf = np.empty((SA, O))
     Za = np.empty((SA, H))
     Ha = np.empty((SA, H))
@@ -441,7 +456,13 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
         inside = np.nan
         if dyn == ADVERSARY:
             _forward(phi, Xadv, Fa, H, O, Za, Ha, La)
-            _softmax_rows(La, Pk)
+            _softmax_rows(La, Sk)
+            for r in range(SA):
+                for o in range(O):
+                    if mixture:
+                        Pk[r, o] = (1.0 - mix[r]) * kprob[r, o] + mix[r] * Sk[r, o]
+                    else:
+                        Pk[r, o] = Sk[r, o]
             _cumsum_rows(Pk, kcdf)
             for j in range(H):
                 for o in range(O):
@@ -541,8 +562,8 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
             cnt[0] += 1
             _adam(theta, grad_th, m_th, v_th, cnt[0], lr_pol * sched_step, b1, b2, eps,
                   -sched_grad)
-            # multipliers: ascent on C_t - d
-            if learn_lam:
+            # multipliers: ascent on C_t - d (held at their start value for mult_start episodes)
+            if learn_lam and n_ep > mult_start:
                 for k in range(K):
                     diff[k] = (C0[k] if mult_episode else Cprev[k]) - d[k]
                 cnt[3] += 1
@@ -556,58 +577,86 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
                     signal = lag_next
                 else:
                     signal = lag
+                if adv_baseline:  # minus its expectation over the outcomes (critic values)
+                    base = 0.0
+                    for q in range(O):
+                        n2 = nxt[r, q]
+                        w2 = 0.0
+                        if not terminal[n2]:
+                            w2 = Vc[n2, 0]
+                            for k in range(K):
+                                w2 -= lam[k] * Vc[n2, 1 + k]
+                        if adv_signal == SIGNAL_CORRECTED:
+                            w2 = R[s, a, n2] + gamma * w2
+                            for k in range(K):
+                                w2 -= lam[k] * C[s, a, n2, k]
+                        base += Pk[r, q] * w2
+                    signal -= base
                 signal *= wt
-                for q in range(O):
-                    g_adv[q] = -signal * Pk[r, q]
-                g_adv[o] += signal
+                if mixture:  # score of the mixture: mix * softmax jacobian / q
+                    fm = signal * mix[r] * Sk[r, o] / Pk[r, o]
+                    for q in range(O):
+                        g_adv[q] = -fm * Sk[r, q]
+                    g_adv[o] += fm
+                else:
+                    for q in range(O):
+                        g_adv[q] = -signal * Pk[r, q]
+                    g_adv[o] += signal
                 _backward_row_set(Xadv[r], Za[r], Ha[r], W2a, g_adv, Fa, H, O, grad_ph)
-                # deviation gradient on a fresh batch, at the current parameters
-                ub = rng_batch.random(n_samp)
-                for i in range(n_samp):
-                    rr = live[min(int(ub[i] * n_live), n_live - 1)]
-                    idx[i] = rr
-                    for f in range(Fa):
-                        Xb[i, f] = Xadv[rr, f]
-                _forward(phi, Xb, Fa, H, O, Zb, Hb, Lb)
-                _softmax_rows(Lb, Pb)
-                for j in range(H):
-                    for q in range(O):
-                        W2cur[j, q] = phi[o_W2a + j * O + q]
-                la = lamadv[0]
                 batch_excess = 0.0
-                for i in range(n_samp):
-                    rr = idx[i]
-                    for t in range(S):
-                        merged[t] = 0.0
-                    for q in range(O):
-                        merged[nxt[rr, q]] += Pb[i, q]
-                    dev = 0.0
-                    for t in range(S):
-                        dev += abs(merged[t] - nom_state[rr, t])
-                    batch_excess += dev - alpha[rr]
-                    if dev - alpha[rr] > 0.0:
-                        dot = 0.0
+                batch_hinge = 0.0
+                if not mixture:
+                    # deviation gradient on a fresh batch, at the current parameters
+                    ub = rng_batch.random(n_samp)
+                    for i in range(n_samp):
+                        rr = live[min(int(ub[i] * n_live), n_live - 1)]
+                        idx[i] = rr
+                        for f in range(Fa):
+                            Xb[i, f] = Xadv[rr, f]
+                    _forward(phi, Xb, Fa, H, O, Zb, Hb, Lb)
+                    _softmax_rows(Lb, Pb)
+                    for j in range(H):
                         for q in range(O):
-                            y = Pb[i, q]
-                            x = merged[nxt[rr, q]] - nom_state[rr, nxt[rr, q]]
-                            sg = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
-                            gb[q] = sg / n_samp
-                            dot += y * gb[q]
+                            W2cur[j, q] = phi[o_W2a + j * O + q]
+                    la = lamadv[0]
+                    for i in range(n_samp):
+                        rr = idx[i]
+                        for t2 in range(S):
+                            merged[t2] = 0.0
                         for q in range(O):
-                            gb[q] = la * (Pb[i, q] * (gb[q] - dot))
-                        _backward_row(Xb[i], Zb[i], Hb[i], W2cur, gb, Fa, H, O, grad_ph)
+                            merged[nxt[rr, q]] += Pb[i, q]
+                        dev = 0.0
+                        for t2 in range(S):
+                            dev += abs(merged[t2] - nom_state[rr, t2])
+                        excess = dev - shrink * alpha[rr]
+                        batch_excess += excess
+                        if excess > 0.0:
+                            batch_hinge += excess
+                            dot = 0.0
+                            for q in range(O):
+                                y = Pb[i, q]
+                                x = merged[nxt[rr, q]] - nom_state[rr, nxt[rr, q]]
+                                sg = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
+                                gb[q] = sg / n_samp
+                                dot += y * gb[q]
+                            for q in range(O):
+                                gb[q] = la * (Pb[i, q] * (gb[q] - dot))
+                            _backward_row(Xb[i], Zb[i], Hb[i], W2cur, gb, Fa, H, O, grad_ph)
                 cnt[1] += 1
                 _adam(phi, grad_ph, m_ph, v_ph, cnt[1], lr_adv * sched_step, b1, b2, eps,
                       sched_grad)
-                # lambda_adv: ascent on the visited pair's deviation minus its radius
-                if adv_mult_batch:
-                    diff1[0] = batch_excess / n_samp
-                else:
-                    diff1[0] = devo[r] - alpha[r]
-                cnt[4] += 1
-                _multiplier_step(lamadv, loglamadv, m_la, v_la, cnt[4], diff1,
-                                 lr_lamadv * sched_step, sched_grad, mult, lam_max,
-                                 b1, b2, eps)
+                if not mixture:
+                    # lambda_adv: ascent on the excess of the visited pair or of the batch
+                    if adv_mult == ADV_BATCH:
+                        diff1[0] = batch_excess / n_samp
+                    elif adv_mult == ADV_BATCH_HINGE:
+                        diff1[0] = batch_hinge / n_samp
+                    else:
+                        diff1[0] = devo[r] - shrink * alpha[r]
+                    cnt[4] += 1
+                    _multiplier_step(lamadv, loglamadv, m_la, v_la, cnt[4], diff1,
+                                     lr_lamadv * sched_step, sched_grad, mult, lam_max,
+                                     b1, b2, eps)
         # ---- critic: one Adam step on the episode's mean squared error
         if train_critic and L > 0:
             for s in range(S):

@@ -24,8 +24,10 @@ dynamics used for that step.
 Exact evaluation every ``eval_every`` episodes and at the end (``eval_episode``):
 ``eval_{target}_{policy}_{metric}`` with target ``train`` (the training model),
 ``true`` (``true_model``), ``worst`` (the exact worst case on the ball, robust
-algorithms) and ``learner`` (the dynamics the learner trained against at that moment,
-robust algorithms); policy ``stochastic`` or ``greedy``; metric ``value`` (discounted,
+algorithms), ``learner`` (the learner's own worst case at that moment, robust
+algorithms: the dynamics it trains against, for the adversary brought into the ball by
+:func:`into_ball`) and ``adversary`` (Adversarial RCPG: the adversary's kernel as it
+is); policy ``stochastic`` or ``greedy``; metric ``value`` (discounted,
 from p0), ``cost`` (K,), ``test_value``, ``test_cost`` (K,) (T steps, undiscounted)
 and ``penalised`` (the test metric's penalised return).
 """
@@ -42,12 +44,12 @@ from ..evaluation import evaluate, evaluate_finite_horizon, penalised_return, re
 from ..nn import MLP, softmax
 from .base import Settings
 
-__all__ = ["EPISODE_RECORDS", "TrainResult", "evaluate_policy", "load"]
+__all__ = ["EPISODE_RECORDS", "TrainResult", "evaluate_policy", "into_ball", "load"]
 
 #: Names of the per-episode records.
 EPISODE_RECORDS = ("episode", "length", "steps", "return", "cost", "lambda", "lambda_adv",
                    "adv_deviation", "adv_inside")
-TARGETS = ("train", "true", "worst", "learner")
+TARGETS = ("train", "true", "worst", "learner", "adversary")
 POLICIES = ("stochastic", "greedy")
 METRICS = ("value", "cost", "test_value", "test_cost", "penalised")
 
@@ -83,8 +85,25 @@ def _worst_metrics(model, pi, ball, inner: str) -> dict:
             "test_cost": cost_fh, "penalised": penalised_return(value_fh, cost_fh, budget)}
 
 
+def into_ball(P, ball, terminal) -> np.ndarray:
+    r"""The kernel ``P`` (S, A, S) with every pair outside its radius brought back.
+
+    A pair with :math:`\delta = \|P(s, a) - \hat P(s, a)\|_1 > \alpha(s, a)` becomes
+    :math:`\hat P + (\alpha / \delta)(P - \hat P)`: a point of the segment to the
+    nominal, at distance exactly :math:`\alpha` (the ball is convex, and both ends
+    put mass only on the support when ``P`` does).  Terminal rows are kept.
+    """
+    P = np.array(P, dtype=np.float64)
+    nom = np.asarray(ball.nominal)
+    gap = P - nom
+    dist = np.abs(gap).sum(axis=2)
+    outside = (dist > ball.alpha) & ~np.asarray(terminal, dtype=bool)[:, None]
+    scale = np.where(outside, ball.alpha / np.where(outside, dist, 1.0), 1.0)
+    return np.where(outside[:, :, None], nom + scale[:, :, None] * gap, P)
+
+
 def evaluate_policy(model, table, *, true_model=None, ball=None, learner_kernel=None,
-                    inner: str = "sort") -> dict:
+                    adversary_kernel=None, inner: str = "sort") -> dict:
     """Exact metrics of a policy table (stochastic and greedy) on every target.
 
     Returns a dict ``{(target, policy): {metric: value}}`` (see the module notes).
@@ -99,6 +118,9 @@ def evaluate_policy(model, table, *, true_model=None, ball=None, learner_kernel=
         if learner_kernel is not None:
             out[("learner", pol_name)] = _metrics(
                 model.with_transitions(learner_kernel, check=False), pi)
+        if adversary_kernel is not None:
+            out[("adversary", pol_name)] = _metrics(
+                model.with_transitions(adversary_kernel, check=False), pi)
     return out
 
 
@@ -142,6 +164,10 @@ class TrainResult:
     adversary_inputs: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     adversary_outcomes: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
     critic_params: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    adversary_mix: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Mixture weights (S*A,) of ``adversary_form="mixture"`` (empty for the softmax)."""
+    adversary_nominal: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    """The nominal outcome probabilities (S*A, O) the mixture starts from."""
     timings: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
     model_name: str = ""
@@ -161,7 +187,11 @@ class TrainResult:
             return None
         O = self.adversary_outcomes.shape[1]
         net = MLP(self.adversary_inputs.shape[1], O, hidden=self.hidden, seed=0)
-        return softmax(net.logits(self.adversary_inputs, self.adversary_params))
+        q = softmax(net.logits(self.adversary_inputs, self.adversary_params))
+        if self.adversary_mix.size:
+            e = self.adversary_mix[:, None]
+            q = (1.0 - e) * self.adversary_nominal + e * q
+        return q
 
     @property
     def episodes(self) -> int:
@@ -192,6 +222,7 @@ class TrainResult:
             "adversary_inputs": self.adversary_inputs,
             "adversary_outcomes": self.adversary_outcomes,
             "critic_params": self.critic_params,
+            "adversary_mix": self.adversary_mix, "adversary_nominal": self.adversary_nominal,
         }
         for name, arr in self.records.items():
             arrays[f"rec__{name}"] = arr
@@ -219,5 +250,8 @@ def load(path) -> TrainResult:
             lambda_adv=float(meta["lambda_adv"]), records=records,
             adversary_params=f["adversary_params"], adversary_inputs=f["adversary_inputs"],
             adversary_outcomes=f["adversary_outcomes"], critic_params=f["critic_params"],
+            adversary_mix=f["adversary_mix"] if "adversary_mix" in f.files else np.zeros(0),
+            adversary_nominal=(f["adversary_nominal"] if "adversary_nominal" in f.files
+                               else np.zeros((0, 0))),
             timings=meta["timings"], info=meta["info"], model_name=meta["model_name"],
         )

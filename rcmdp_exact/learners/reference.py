@@ -61,9 +61,12 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch, pb, state, rec):
     loop state, ``rec`` the record arrays)."""
     (T, dyn, learn_lam, mult, sched_mode, sched_every, ent_form, disc_weight, adv_signal,
      adv_start, n_samp, train_critic, objective, H, step_budget, mult_signal,
-     adv_mult_batch) = (
+     adv_mult, mult_start, adv_baseline, adv_form) = (
         int(x) for x in ci)
     gamma, lr_pol, lr_lam, lr_adv, lr_lamadv, lr_critic, beta, lam_max = cf[:8]
+    shrink = 1.0 - cf[11]
+    mixture = adv_form == 1
+    mix = np.minimum(1.0, pb.alpha / 2.0)
     S, A, K, O = pb.S, pb.A, pb.K, pb.n_outcomes
     F = pb.Xpol.shape[1]
     Fa = pb.Xadv.shape[1]
@@ -114,7 +117,8 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch, pb, state, rec):
         if dyn == ADVERSARY:
             phi_roll = state.phi.copy()
             ca = adv.forward(pb.Xadv, phi_roll)
-            Pk = softmax(ca["logits"])
+            Sk = softmax(ca["logits"])
+            Pk = (1.0 - mix)[:, None] * pb.kprob + mix[:, None] * Sk if mixture else Sk
             kcdf = np.cumsum(Pk, axis=1)
             merged = merge(Pk, pb.nxt, S)
             devo = np.abs(merged - pb.nom_state).sum(axis=1)
@@ -169,35 +173,56 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch, pb, state, rec):
             cnt[0] += 1
             state.theta[:] = _step(opt_th, state.theta, -sched_grad * grad, int(cnt[0]),
                                    lr_pol * sched_step)
-            if learn_lam:
+            if learn_lam and n_ep > mult_start:
                 cnt[3] += 1
                 _multiplier(state.lam, state.loglam, opt_lam, int(cnt[3]),
                             (C0 if mult_signal else Cr) - pb.d,
                             lr_lam * sched_step, sched_grad, mult, lam_max)
             if adv_on:
                 r = s * A + a
-                signal = (lag_next if adv_signal == 0 else lag) * wt
-                ga = -signal * Pk[r]
-                ga[oc[t]] += signal
+                o = oc[t]
+                signal = lag_next if adv_signal == 0 else lag
+                if adv_baseline:
+                    n2 = pb.nxt[r]
+                    W = np.where(pb.terminal, 0.0, Vc[:, 0] - Vc[:, 1:] @ state.lam)[n2]
+                    if adv_signal == 1:
+                        W = pb.R[s, a, n2] - pb.C[s, a, n2] @ state.lam + gamma * W
+                    signal -= float(Pk[r] @ W)
+                signal *= wt
+                if mixture:
+                    fm = signal * mix[r] * Sk[r, o] / Pk[r, o]
+                    ga = -fm * Sk[r]
+                    ga[o] += fm
+                else:
+                    ga = -signal * Pk[r]
+                    ga[o] += signal
                 grad_a = adv.backward(None, ga[None, :], phi_roll, _cache(ca, [r]))
-                ub = rng_batch.random(n_samp)
-                idx = live[np.minimum((ub * n_live).astype(np.int64), n_live - 1)]
-                Xb = pb.Xadv[idx]
-                yb = adv.probs(Xb, state.phi)
-                gap = merge(yb, pb.nxt[idx], S) - pb.nom_state[idx]
-                dev = np.abs(gap).sum(axis=1) - pb.alpha[idx]
-                sign = np.sign(np.take_along_axis(gap, pb.nxt[idx], axis=1))
-                G = np.where((dev > 0)[:, None], sign / n_samp, 0.0)
-                if (dev > 0).any():
-                    grad_a = grad_a + state.lamadv[0] * adv.vjp_probs(Xb, G, state.phi)
+                dev = np.zeros(1)
+                if not mixture:
+                    ub = rng_batch.random(n_samp)
+                    idx = live[np.minimum((ub * n_live).astype(np.int64), n_live - 1)]
+                    Xb = pb.Xadv[idx]
+                    yb = adv.probs(Xb, state.phi)
+                    gap = merge(yb, pb.nxt[idx], S) - pb.nom_state[idx]
+                    dev = np.abs(gap).sum(axis=1) - shrink * pb.alpha[idx]
+                    sign = np.sign(np.take_along_axis(gap, pb.nxt[idx], axis=1))
+                    G = np.where((dev > 0)[:, None], sign / n_samp, 0.0)
+                    if (dev > 0).any():
+                        grad_a = grad_a + state.lamadv[0] * adv.vjp_probs(Xb, G, state.phi)
                 cnt[1] += 1
                 state.phi[:] = _step(opt_ph, state.phi, sched_grad * grad_a, int(cnt[1]),
                                      lr_adv * sched_step)
-                cnt[4] += 1
-                _multiplier(state.lamadv, state.loglamadv, opt_la, int(cnt[4]),
-                            np.array([float(np.sum(dev)) / n_samp if adv_mult_batch
-                                      else devo[r] - pb.alpha[r]]), lr_lamadv * sched_step,
-                            sched_grad, mult, lam_max)
+                if not mixture:
+                    if adv_mult == 1:
+                        signal_la = float(np.sum(dev)) / n_samp
+                    elif adv_mult == 2:
+                        signal_la = float(np.sum(np.maximum(dev, 0.0))) / n_samp
+                    else:
+                        signal_la = devo[r] - shrink * pb.alpha[r]
+                    cnt[4] += 1
+                    _multiplier(state.lamadv, state.loglamadv, opt_la, int(cnt[4]),
+                                np.array([signal_la]), lr_lamadv * sched_step, sched_grad,
+                                mult, lam_max)
         if train_critic and L > 0:
             Gc = np.zeros((S, 1 + K))
             scale = 2.0 / (L * (1 + K))

@@ -17,9 +17,9 @@ from ..nn import MLP, softmax
 from ..uncertainty import L1Ball
 from .base import ALGORITHMS, Settings
 from .dynamics import Problem, build_problem, prefit_adversary, seed_generators
-from .records import TrainResult, eval_records, evaluate_policy
+from .records import TrainResult, eval_records, evaluate_policy, into_ball
 
-__all__ = ["train"]
+__all__ = ["adversary_table", "train"]
 
 _CHUNK = 100  # episodes per call of the loop when no evaluation interval is given
 
@@ -97,7 +97,7 @@ def _check_inputs(model, algorithm, ball, true_model):
 
 
 def _ci_cf(s: Settings, pb: Problem, algo, dyn: int, train_critic: bool, step_budget: int):
-    mult = {"adam-log": 0, "sgd": 1}[s.multiplier_update]
+    mult = {"adam-log": 0, "sgd": 1}[s.multiplier_update]  # "augmented": exact mode only
     sched = {"gradient": 0, "step": 1, "none": 2}[s.schedule]
     obj = {"value": 0, "constraint": 1, "lagrangian": 2, None: 0}[algo.objective]
     ci = np.array([pb.T, dyn, int(algo.learn_multiplier), mult, sched, s.schedule_every,
@@ -105,11 +105,13 @@ def _ci_cf(s: Settings, pb: Problem, algo, dyn: int, train_critic: bool, step_bu
                    {"printed": 0, "corrected": 1}[s.adversary_signal], s.adversary_start,
                    s.adversary_batch, int(train_critic), obj, s.hidden, step_budget,
                    {"cost-to-go": 0, "episode": 1}[s.multiplier_signal],
-                   {"visited": 0, "batch": 1}[s.adversary_multiplier_signal]],
+                   {"visited": 0, "batch": 1, "batch-hinge": 2}[s.adversary_multiplier_signal],
+                   s.multiplier_start, int(s.adversary_baseline == "critic"),
+                   {"softmax": 0, "mixture": 1}[s.adversary_form]],
                   dtype=np.int64)
     cf = np.array([pb.gamma, s.lr_policy, s.lr_multiplier, s.lr_adversary,
                    s.lr_adversary_multiplier, s.lr_critic, s.entropy, s.lambda_max,
-                   0.9, 0.999, 1e-8])
+                   0.9, 0.999, 1e-8, s.adversary_margin])
     return ci, cf
 
 
@@ -158,14 +160,25 @@ def _worst_kernel_from_w(pb: Problem, W, w_c, w_r, inner: str) -> np.ndarray:
     return Pk
 
 
+def adversary_table(pb: Problem, s: Settings, phi) -> np.ndarray:
+    """The adversary's outcome probabilities (S*A, O): its softmax, or with
+    ``adversary_form="mixture"`` ``(1 - e) P_hat + e softmax`` with ``e = min(1, alpha/2)``
+    per pair (inside the ball by construction)."""
+    net = MLP(pb.Xadv.shape[1], pb.n_outcomes, hidden=s.hidden, seed=0)
+    q = softmax(net.logits(pb.Xadv, phi))
+    if s.adversary_form == "mixture":
+        e = np.minimum(1.0, pb.alpha / 2.0)[:, None]
+        q = (1.0 - e) * pb.kprob + e * q
+    return q
+
+
 def _learner_kernel(model, ball, pb, s, algo, state, critic_exact) -> np.ndarray:
     """The kernel (S*A, S) the learner trains against now (next-state form)."""
     S, A = pb.S, pb.A
     if algo.dynamics == "nominal":
         return pb.kprob
     if algo.dynamics == "adversary":
-        net = MLP(pb.Xadv.shape[1], pb.n_outcomes, hidden=s.hidden, seed=0)
-        q = softmax(net.logits(pb.Xadv, state.phi))
+        q = adversary_table(pb, s, state.phi)
         P = np.zeros((S * A, S))
         np.add.at(P, (np.arange(S * A)[:, None], pb.nxt), q)
         term = np.repeat(pb.terminal, A)
@@ -185,6 +198,13 @@ def _learner_kernel(model, ball, pb, s, algo, state, critic_exact) -> np.ndarray
     Vc = net.logits(pb.Xpol, state.psi)
     W = w_r * Vc[:, 0] + Vc[:, 1:] @ w_c
     return _worst_kernel_from_w(pb, W, w_c, w_r, s.inner)
+
+
+def _mixture_fields(pb: Problem, s: Settings, algo) -> dict:
+    """The mixture weights and nominal a result needs to rebuild a mixture adversary."""
+    if algo.dynamics != "adversary" or s.adversary_form != "mixture":
+        return {}
+    return {"adversary_mix": np.minimum(1.0, pb.alpha / 2.0), "adversary_nominal": pb.kprob}
 
 
 def _runner(backend: str, pb: Problem, state: LoopState, ci, cf, rng_ep, rng_batch):
@@ -219,7 +239,7 @@ def _runner(backend: str, pb: Problem, state: LoopState, ci, cf, rng_ep, rng_bat
 
 def train(model, algorithm, *, ball=None, seed=0, episodes: int | None = 5000,
           steps: int | None = None, critic: str = "learned", gradient: str = "sampled",
-          inner: str = "sort", multiplier_update: str = "adam-log",
+          inner: str = "sort", multiplier_update: str | None = None,
           eval_every: int | None = 100, true_model=None, progress=None,
           entropy: float = 5.0, entropy_form: str = "weight", lambda_init=None,
           lambda_adv_init=None, lambda_max: float = 500.0, lr_policy=None,
@@ -228,9 +248,12 @@ def train(model, algorithm, *, ball=None, seed=0, episodes: int | None = 5000,
           adversary_start: int = 50, adversary_batch: int = 100,
           adversary_signal: str = "printed", discount_weight: bool = False,
           multiplier_signal: str = "cost-to-go",
-          adversary_multiplier_signal: str = "visited", prefit_steps: int = 3000,
+          adversary_multiplier_signal: str = "batch-hinge", adversary_baseline: str = "none",
+          adversary_margin: float | None = None, adversary_form: str = "softmax",
+          prefit_steps: int = 3000,
           prefit_lr: float = 0.01, hidden: int = 100, feature_scale=None,
-          backend: str = "numba") -> TrainResult:
+          feature_centre: bool | None = None, multiplier_start: int | None = None,
+          penalty: float = 0.02, backend: str = "numba") -> TrainResult:
     r"""Train one of the six learners of :data:`ALGORITHMS` and evaluate it exactly.
 
     Parameters
@@ -256,8 +279,10 @@ def train(model, algorithm, *, ball=None, seed=0, episodes: int | None = 5000,
         (:mod:`rcmdp_exact.learners.exact`).
     inner : {"sort", "lp"}
         Inner solver of the worst case.
-    multiplier_update : {"adam-log", "sgd"}
-        Adam on log lambda (the reference) or projected SGD on lambda (the paper).
+    multiplier_update : {"adam-log", "sgd", "augmented"} or None
+        Adam on log lambda (the reference), projected SGD on lambda (the paper), or
+        (exact mode only) the augmented Lagrangian of penalty ``penalty``.  None: the
+        mode's default ("adam-log" sampled, "augmented" exact).
     eval_every : int or None
         Exact evaluation every so many episodes (and at the end); None: at the end only.
     true_model : TabularCMDP, optional
@@ -266,8 +291,9 @@ def train(model, algorithm, *, ball=None, seed=0, episodes: int | None = 5000,
         Progress bar (None: when standard error is a terminal).
     entropy, entropy_form, lambda_init, lambda_adv_init, lambda_max, lr_*, schedule,
     schedule_every, adversary_start, adversary_batch, adversary_signal,
-    discount_weight, multiplier_signal, adversary_multiplier_signal, prefit_steps,
-    prefit_lr, hidden, feature_scale, backend
+    discount_weight, multiplier_signal, adversary_multiplier_signal, adversary_baseline,
+    adversary_margin, adversary_form, prefit_steps,
+    prefit_lr, hidden, feature_scale, feature_centre, multiplier_start, penalty, backend
         See ``docs/learners.md`` (one table of every option, its default and source).
 
     Returns
@@ -288,7 +314,10 @@ def train(model, algorithm, *, ball=None, seed=0, episodes: int | None = 5000,
         adversary_signal=adversary_signal, discount_weight=discount_weight,
         multiplier_signal=multiplier_signal,
         adversary_multiplier_signal=adversary_multiplier_signal,
+        adversary_baseline=adversary_baseline, adversary_margin=adversary_margin,
+        adversary_form=adversary_form,
         prefit_steps=prefit_steps, prefit_lr=prefit_lr, hidden=hidden, feature_scale=feature_scale,
+        feature_centre=feature_centre, multiplier_start=multiplier_start, penalty=penalty,
         backend=backend,
     ).checked(model)
     check_seed(seed)
@@ -306,7 +335,7 @@ def train(model, algorithm, *, ball=None, seed=0, episodes: int | None = 5000,
 
 def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t_start):
     gens = seed_generators(seed)
-    pb = build_problem(model, algo, ball, s.feature_scale)
+    pb = build_problem(model, algo, ball, s.feature_scale, s.feature_centre)
     info: dict = {}
     t0 = time.perf_counter()
     state = _init_state(s, pb, algo, gens, info)
@@ -316,7 +345,8 @@ def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t
     dyn = {"nominal": 0, "worst-case": 1, "adversary": 2}[algo.dynamics]
     if py_kernel:
         dyn = 0
-    train_critic = algo.dynamics == "worst-case" and not critic_exact
+    train_critic = (algo.dynamics == "worst-case" and not critic_exact) or (
+        algo.dynamics == "adversary" and s.adversary_baseline == "critic")
     ci, cf = _ci_cf(s, pb, algo, dyn, train_critic, s.steps or 0)
     run = _runner(s.backend, pb, state, ci, cf, gens[3], gens[4])
     if s.backend == "numba":  # compile (or load from the cache) outside the timed loop
@@ -333,12 +363,14 @@ def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t
 
     def evaluate_now():
         table = _policy_table(pb, s, state.theta)
-        kernel = None
+        kernel = raw = None
         if algo.robust:
             kernel = _learner_kernel(model, ball, pb, s, algo, state, critic_exact).reshape(
                 pb.S, pb.A, pb.S)
+        if algo.dynamics == "adversary":
+            raw, kernel = kernel, into_ball(kernel, ball, pb.terminal)
         return evaluate_policy(model, table, true_model=true_model, ball=ball_eval,
-                               learner_kernel=kernel, inner=s.inner)
+                               learner_kernel=kernel, adversary_kernel=raw, inner=s.inner)
 
     with tqdm(total=total, desc=f"train {algo.name}", unit=unit, disable=not progress,
               leave=False) as bar:
@@ -399,5 +431,6 @@ def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t
         adversary_outcomes=pb.nxt if algo.dynamics == "adversary" else np.zeros((0, 0),
                                                                                  np.int64),
         critic_params=state.psi.copy() if train_critic else np.zeros(0),
+        **_mixture_fields(pb, s, algo),
         timings=timings, info=info, model_name=model.name or "",
     )
