@@ -192,7 +192,9 @@ def sweep(store, jobs, *, trainer=None, workers: int | None = None,
                 computed += 1
             else:
                 failed.append((key, payload))
-                bar.write(f"job {key[:12]} ({_label(job)}) failed:\n{payload.rstrip()}")
+                last = payload.rstrip().splitlines()[-1]
+                bar.write(f"job {key[:12]} ({_label(job)}) failed: "
+                          + (payload.rstrip() if len(failed) == 1 else last))
             bar.set_postfix(running=min(n_slots, left), left=left, failed=len(failed),
                             refresh=False)
             bar.update(1)

@@ -81,6 +81,12 @@ class Store:
         self.close()
 
     # ------------------------------------------------------------------ reading
+    def has_schema(self) -> bool:
+        """True when the file holds the tables of a results store."""
+        names = {n for (n,) in self.conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return {"meta", "runs", "tests", "curves", "ground_truth"} <= names
+
     def keys(self) -> set[str]:
         """Keys of every stored job (runs and ground truth)."""
         cur = self.conn.execute("SELECT key FROM runs UNION ALL SELECT key FROM ground_truth")
@@ -132,11 +138,12 @@ class Store:
 
         cur = self.conn.cursor()
         cur.execute("BEGIN IMMEDIATE")
-        row = cur.execute("SELECT value FROM meta WHERE name = 'tests'").fetchone()
-        have = set(json.loads(row[0])) if row else set()
-        new = [t for t in TESTS if t in have or t in set(tests)]
-        cur.execute("INSERT OR REPLACE INTO meta VALUES ('tests', ?)", (json.dumps(new),))
-        cur.execute("COMMIT")
+        with self.conn:
+            row = cur.execute("SELECT value FROM meta WHERE name = 'tests'").fetchone()
+            have = set(json.loads(row[0])) if row else set()
+            new = [t for t in TESTS if t in have or t in set(tests)]
+            cur.execute("INSERT OR REPLACE INTO meta VALUES ('tests', ?)",
+                        (json.dumps(new),))
 
     def counts(self) -> dict:
         """Row counts per table and the number of distinct keys (for checks)."""
@@ -153,15 +160,10 @@ class Store:
         """Run ``write(cursor)`` in one IMMEDIATE transaction unless ``key`` exists."""
         cur = self.conn.cursor()
         cur.execute("BEGIN IMMEDIATE")
-        try:
+        with self.conn:  # COMMIT on success, ROLLBACK on any exception
             if cur.execute(f"SELECT 1 FROM {table} WHERE key = ?", (key,)).fetchone():
-                cur.execute("ROLLBACK")
                 return False
             write(cur)
-            cur.execute("COMMIT")
-        except BaseException:
-            cur.execute("ROLLBACK")
-            raise
         return True
 
     def add_run(self, result: dict) -> bool:
