@@ -9,8 +9,10 @@
 * ``training_<domain>.png``: training curves of the episode return, the episode cost and
   lambda (block means over ``eval_every`` episodes; mean and standard error over runs),
   with the T-step CMDP optimum of the true training model, the rescaled budget d' and
-  the LP multiplier of the discounted CMDP drawn in.  As in the paper, the training
-  numbers are measured on each algorithm's own training dynamics.
+  the LP multiplier of the discounted CMDP drawn in.  As in the paper, the episode
+  numbers are measured on each algorithm's own training dynamics; dotted lines give the
+  learners' periodic exact evaluation of the current stochastic policy on P_data
+  (undiscounted T steps) when the records have it.
 """
 
 from __future__ import annotations
@@ -138,13 +140,16 @@ def _draw_references(store, test, spec, mode, ax_v, ax_o):
             ax.plot(xs, m, ":", color="0.4", lw=1.2, label="RCMDP lower policy")
 
 
-def _curve_matrix(store, runs, names):
+def _curve_matrix(store, runs, names, cache=None):
     """(matrix runs x blocks, episodes) of the first name present, or None."""
+    cache = {} if cache is None else cache
     for name in names:
         series = []
         eps = None
         for run in runs:
-            pts = [c for c in store.curves(run["key"])
+            if run["key"] not in cache:
+                cache[run["key"]] = store.curves(run["key"])
+            pts = [c for c in cache[run["key"]]
                    if c["name"] == name and c["episode"] is not None]
             if not pts:
                 break
@@ -171,23 +176,28 @@ def training_figure(store, domain: str, path, *, config: str | None = None):
     cfg = config if config is not None else max(
         cfgs, key=lambda c: (sum(len(v) for k, v in groups.items() if k[0] == c), c))
     fig, axes = _figure(3, width=3.8)
-    panels = ((("return",), "episode return"), (("cost[0]", "cost"), "episode cost"),
-              (("lambda", "lambda[0]"), "lambda"))
+    panels = ((("return",), "episode return", ("eval_true_stochastic_test_value",)),
+              (("cost[0]", "cost"), "episode cost", ("eval_true_stochastic_test_cost[0]",)),
+              (("lambda", "lambda[0]"), "lambda", ()))
     spec = None
+    cache: dict = {}
     for a in ALGORITHMS:
         runs = groups.get((cfg, tests[0], a))
         if not runs:
             continue
         spec = runs[0]["spec"]
-        for ax, (names, _) in zip(axes, panels, strict=True):
-            got = _curve_matrix(store, runs, names)
-            if got is None:
-                continue
-            mat, eps = got
-            m, se = _mean_se(mat)
-            ax.plot(eps, m, "o-" if len(eps) < 4 else "-", ms=3, color=_COLORS[a], lw=1.2,
-                    label=ALGORITHM_LABELS[a])
-            ax.fill_between(eps, m - se, m + se, color=_COLORS[a], alpha=0.2, lw=0)
+        for ax, (names, _, exact) in zip(axes, panels, strict=True):
+            for which, style in ((names, "-"), (exact, ":")):
+                got = _curve_matrix(store, runs, which, cache) if which else None
+                if got is None:
+                    continue
+                mat, eps = got
+                m, se = _mean_se(mat)
+                ax.plot(eps, m, style, marker="o" if len(eps) < 4 else None, ms=3,
+                        color=_COLORS[a], lw=1.2,
+                        label=ALGORITHM_LABELS[a] if style == "-" else None)
+                if style == "-":
+                    ax.fill_between(eps, m - se, m + se, color=_COLORS[a], alpha=0.2, lw=0)
     if spec is not None:
         tr = ground_truth_index(store)["training"].get(fields_json(spec, "test"))
         if tr is not None:
@@ -197,13 +207,14 @@ def training_figure(store, domain: str, path, *, config: str | None = None):
                             label="rescaled budget d'")
             axes[2].axhline(tr["multiplier"], color="k", ls="--", lw=1,
                             label="LP multiplier (discounted CMDP)")
-    for ax, (_, label) in zip(axes, panels, strict=True):
+    for ax, (_, label, _) in zip(axes, panels, strict=True):
         ax.set_xlabel("episode")
         ax.set_title(label, fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6, loc="best")
-    fig.suptitle(f"Training on {domain} (each algorithm on its own training dynamics)",
-                 fontsize=10)
+    fig.suptitle(f"Training on {domain}: solid, sampled episodes on each algorithm's own "
+                 f"training dynamics; dotted, exact T-step value and cost of the current "
+                 f"policy on P_data", fontsize=9)
     fig.savefig(path)
     return Path(path)
 

@@ -23,13 +23,14 @@ blocks of ``eval_every`` episodes).
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 
 import numpy as np
 
 from .groundtruth import exact_test, greedy, setting_param, test_settings, training_model
-from .spec import RunSpec
+from .spec import RunSpec, canonical_json, phase_seed
 
 __all__ = ["TEST_MODES", "curve_rows", "default_trainer", "run_one", "sampled_test"]
 
@@ -56,14 +57,17 @@ def curve_rows(records: dict, block: int) -> list[dict]:
     Arrays with one entry per episode (first axis E, the length of ``records["length"]``
     or of ``records["return"]``) are averaged over consecutive blocks of ``block``
     episodes (``episode`` = the block's last episode, counted from 1); a second axis
-    gives names ``name[k]``.  Other numeric arrays (periodic evaluations) are kept as
-    they are, with ``episode`` = None.
+    gives names ``name[k]``.  The periodic exact evaluations (``eval_*``) are kept as
+    they are, at the episodes of ``records["eval_episode"]``; other arrays with
+    ``episode`` = None.
     """
     E = None
     for ref in ("length", "return"):
         if ref in records:
             E = int(np.asarray(records[ref]).shape[0])
             break
+    ev_ep = records.get("eval_episode")
+    ev_ep = None if ev_ep is None else [int(e) for e in np.asarray(ev_ep).ravel()]
     rows = []
     for name in sorted(records):
         arr = np.asarray(records[name])
@@ -73,7 +77,10 @@ def curve_rows(records: dict, block: int) -> list[dict]:
         cols = [(name, arr)] if arr.ndim == 1 else [
             (f"{name}[{k}]", arr[:, k]) for k in range(arr.shape[1])]
         for cname, col in cols:
-            if E is not None and col.shape[0] == E and E > 0:
+            if name.startswith("eval_") and ev_ep is not None and len(ev_ep) == col.shape[0]:
+                rows += [{"name": cname, "idx": i, "episode": ev_ep[i], "value": _float(v)}
+                         for i, v in enumerate(col)]
+            elif E is not None and col.shape[0] == E and E > 0:
                 nb = -(-E // block)
                 for b in range(nb):
                     seg = col[b * block:(b + 1) * block]
@@ -110,6 +117,23 @@ def sampled_test(settings, policy, n_episodes: int, seed: int) -> dict:
         v_se[n] = ret.std(ddof=ddof) / math.sqrt(n_episodes)
         c_se[n] = cst.std(ddof=ddof) / math.sqrt(n_episodes)
     return {"value": value, "cost": cost, "value_se": v_se, "cost_se": c_se}
+
+
+@functools.lru_cache(maxsize=4)
+def _estimate(fields_json: str):
+    """Phase 1 of a run, cached per process: a pure function of its fields."""
+    import json
+
+    from ..domains import ESTIMATION_EPISODES
+    from ..uncertainty import estimate
+
+    f = json.loads(fields_json)
+    true = training_model(f["domain"], f.get("cost_layout", "reference"),
+                          f.get("revenue", "economic"), f.get("demand", "reference"))
+    n_est = ESTIMATION_EPISODES[f["domain"]][f["estimation"]]
+    est = estimate(true, n_est, seed=phase_seed(f, "estimation"), delta=f["delta"],
+                   progress=False)
+    return true, est, n_est
 
 
 def _test_rows(spec: RunSpec, policy: np.ndarray, seeds: dict) -> list[dict]:
@@ -158,16 +182,12 @@ def run_one(spec: RunSpec, trainer=None) -> dict:
         ``key``, ``spec``, ``info``, ``tests`` and ``curves`` (module notes).
     """
     from .._checks import check_type
-    from ..domains import ESTIMATION_EPISODES
-    from ..uncertainty import estimate
 
     check_type(spec, "spec", RunSpec, "build one with RunSpec(domain, algorithm, seed)")
     train = default_trainer if trainer is None else trainer
     seeds = spec.seeds()
     t0 = time.perf_counter()
-    true = training_model(spec.domain, spec.cost_layout, spec.revenue, spec.demand)
-    n_est = ESTIMATION_EPISODES[spec.domain][spec.estimation]
-    est = estimate(true, n_est, seed=seeds["estimation"], delta=spec.delta, progress=False)
+    true, est, n_est = _estimate(canonical_json(spec.estimation_fields()))
     model = true if (spec.train_on == "data" and not spec.robust) else est.nominal
     t1 = time.perf_counter()
     res = train(model, spec.algorithm, ball=est.ball if spec.robust else None,
