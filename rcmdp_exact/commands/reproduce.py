@@ -66,8 +66,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_progress(parser)
 
 
-def check_db(parser, db) -> None:
-    """An existing ``--db`` must be a SQLite file; a new one needs a writable folder."""
+def check_db(parser, db, out) -> None:
+    """An existing ``--db`` must be a SQLite file; a new one needs a writable folder
+    (or to lie in ``out``, which was checked and will be created)."""
     from pathlib import Path
 
     from .._checks import InputError, check_out_path
@@ -81,6 +82,8 @@ def check_db(parser, db) -> None:
         if head and head != b"SQLite format 3\x00":
             parser.error(f"--db {str(p)!r} exists and is not a SQLite database; give "
                          f"another path")
+        return
+    if p.parent.resolve() == Path(out).resolve() and not Path(out).exists():
         return
     try:
         check_out_path(p, kind="file", name="--db")
@@ -121,8 +124,7 @@ def run(args: argparse.Namespace) -> int:
         parser.error("--workers applies to local runs; a Dask cluster has its own workers "
                      "(drop --workers or --dask)")
     db = Path(args.db) if args.db is not None else out / "runs.sqlite"
-    if args.db is not None or out.is_dir():
-        check_db(parser, db)
+    check_db(parser, db, out)
     trainer = resolve_trainer(parser, args.trainer)
     out.mkdir(parents=True, exist_ok=True)
     from ..experiments import Store, plan, sweep, write_report
