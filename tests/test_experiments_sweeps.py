@@ -41,9 +41,16 @@ def _dump(path) -> dict:
     """Every row of a store, without the measured seconds."""
     con = sqlite3.connect(path)
     out = {}
-    for table, order in (("runs", "key"), ("tests", "key, suite, setting, mode"),
-                         ("curves", "key, name, idx"), ("ground_truth", "key")):
-        rows = con.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()
+    queries = {
+        "runs": "SELECT key, domain, algorithm, seed, spec, info FROM runs ORDER BY key",
+        "tests": "SELECT runs.key, suite, grp, setting, param, mode, value, cost, budget, "
+                 "penalised FROM tests JOIN runs ON run = runs.id "
+                 "ORDER BY runs.key, suite, setting, mode",
+        "curves": "SELECT runs.key, name, idx, episode, value FROM curves JOIN runs ON "
+                  "run = runs.id ORDER BY runs.key, name, idx",
+        "ground_truth": "SELECT * FROM ground_truth ORDER BY key"}
+    for table, query in queries.items():
+        rows = con.execute(query).fetchall()
         clean = []
         for row in rows:
             row = list(row)
@@ -202,11 +209,11 @@ def test_ctrl_c_and_sigkill_then_resume_give_the_uninterrupted_tables(tmp_path):
     n_runs, n_keys = con.execute("SELECT COUNT(*), COUNT(DISTINCT key) FROM runs").fetchone()
     assert n_runs == n_keys == 9
     rows, distinct = con.execute(
-        "SELECT COUNT(*), (SELECT COUNT(*) FROM (SELECT DISTINCT key, suite, setting, mode "
+        "SELECT COUNT(*), (SELECT COUNT(*) FROM (SELECT DISTINCT run, suite, setting, mode "
         "FROM tests)) FROM tests").fetchone()
     assert rows == distinct
     # no partial run: every run has all its test rows (10 settings x 2 modes)
-    per_run = {n for (n,) in con.execute("SELECT COUNT(*) FROM tests GROUP BY key")}
+    per_run = {n for (n,) in con.execute("SELECT COUNT(*) FROM tests GROUP BY run")}
     assert per_run == {20}
     con.close()
     assert (out / "table1.csv").read_bytes() == (ref_out / "table1.csv").read_bytes()

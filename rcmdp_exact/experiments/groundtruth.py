@@ -1,6 +1,6 @@
 r"""Exact references for Table 1: test settings, exact test metrics, optima and bounds.
 
-* :func:`training_model`, :func:`test_settings`: the true data model of a domain and the
+* :func:`training_model`, :func:`suite_settings`: the true data model of a domain and the
   settings of its tests (cached per process; both are pure functions of their fields).
 * :func:`exact_test`: every policy on every setting of a test by one batched backward
   induction (:func:`rcmdp_exact.evaluation.evaluate_finite_horizon_batch`).
@@ -46,7 +46,7 @@ __all__ = [
     "run_ground_truth",
     "setting_optima",
     "setting_param",
-    "test_settings",
+    "suite_settings",
     "training_model",
 ]
 
@@ -90,9 +90,9 @@ def _settings_cached(text: str):
     return out
 
 
-def test_settings(test_fields: dict) -> dict:
+def suite_settings(settings_fields: dict) -> dict:
     """``{suite: tuple of Setting}`` of the domain's tests (cached per process)."""
-    return _settings_cached(canonical_json(test_fields))
+    return _settings_cached(canonical_json(settings_fields))
 
 
 def setting_param(suite: str, setting, index: int) -> float:
@@ -304,7 +304,7 @@ def _setting_rows(suite, settings, metrics, policy_names, modes):
 
 
 def _suite(spec) -> dict:
-    settings = test_settings(dict(spec.test))[spec.suite]
+    settings = suite_settings(dict(spec.test))[spec.suite]
     opt = setting_optima(settings)
     rows = []
     for n, st in enumerate(settings):
@@ -332,7 +332,7 @@ def _bracket(spec) -> dict:
     lower_pol = np.asarray(br.policies["lower"], dtype=np.float64)
     pols = np.stack([lower_pol, greedy(lower_pol)])
     rows = []
-    for suite, settings in test_settings(dict(spec.test)).items():
+    for suite, settings in suite_settings(dict(spec.test)).items():
         met = exact_test(settings, pols)
         rows += _setting_rows(suite, settings, met, ["rcmdp_lower"] * 2,
                               ["stochastic", "greedy"])

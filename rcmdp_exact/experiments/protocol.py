@@ -23,7 +23,7 @@ from .spec import (
     GroundTruthSpec,
     RunSpec,
     estimation_fields,
-    test_fields,
+    settings_fields,
 )
 
 __all__ = ["BRACKET_OPTIONS", "FULL", "QUICK", "plan"]
@@ -89,10 +89,10 @@ def plan(tests=TESTS, algorithms=ALGORITHMS, seeds: int | None = None,
         if t not in tests:
             continue
         p = proto[DOMAIN_OF_TEST[t]]
-        tf = tuple(sorted(p.test_fields().items()))
+        tf = tuple(sorted(p.settings_fields().items()))
         jobs.append(GroundTruthSpec("suite", p.domain, suite=t, test=tf))
     for d, p in proto.items():
-        tf = tuple(sorted(p.test_fields().items()))
+        tf = tuple(sorted(p.settings_fields().items()))
         jobs.append(GroundTruthSpec("training", d, test=tf))
         for s in range(bracket_seeds):
             ef = estimation_fields(d, s, p.estimation, p.delta, p.cost_layout, p.revenue,
@@ -108,4 +108,4 @@ def requested_tests(tests) -> list[str]:
     return [t for t in TESTS if t in tests]
 
 
-__all__ += ["requested_tests", "test_fields"]
+__all__ += ["requested_tests", "settings_fields"]

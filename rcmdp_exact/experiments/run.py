@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-from .groundtruth import exact_test, greedy, setting_param, test_settings, training_model
+from .groundtruth import exact_test, greedy, setting_param, suite_settings, training_model
 from .spec import RunSpec, canonical_json, phase_seed
 
 __all__ = ["TEST_MODES", "curve_rows", "default_trainer", "run_one", "sampled_test"]
@@ -141,7 +141,7 @@ def _test_rows(spec: RunSpec, policy: np.ndarray, seeds: dict) -> list[dict]:
 
     pols = np.stack([greedy(policy), policy])
     rows = []
-    for si, (suite, settings) in enumerate(test_settings(spec.test_fields()).items()):
+    for si, (suite, settings) in enumerate(suite_settings(spec.settings_fields()).items()):
         met = exact_test(settings, pols)
         budget = met["budget"]
         for n, st in enumerate(settings):

@@ -245,9 +245,9 @@ class RunSpec:
         return estimation_fields(self.domain, self.seed, self.estimation, self.delta,
                                  self.cost_layout, self.revenue, self.demand)
 
-    def test_fields(self) -> dict:
+    def settings_fields(self) -> dict:
         """The fields the test settings depend on."""
-        return test_fields(self.domain, self.n_draws, self.test_seed, self.offset_on,
+        return settings_fields(self.domain, self.n_draws, self.test_seed, self.offset_on,
                            self.cost_layout, self.revenue, self.demand)
 
     def seeds(self) -> dict:
@@ -277,7 +277,7 @@ def estimation_fields(domain, seed, estimation, delta, cost_layout, revenue, dem
     return out
 
 
-def test_fields(domain, n_draws, test_seed, offset_on, cost_layout, revenue, demand) -> dict:
+def settings_fields(domain, n_draws, test_seed, offset_on, cost_layout, revenue, demand) -> dict:
     """The fields the test settings of a domain depend on."""
     out = {"phase": "test", "domain": domain}
     if domain == "nav1":
@@ -310,7 +310,7 @@ class GroundTruthSpec:
     seed : int
         ``bracket`` only: the seed index of the estimation.
     test, estimation : dict
-        :func:`test_fields` / :func:`estimation_fields` (canonical, JSON-able).
+        :func:`settings_fields` / :func:`estimation_fields` (canonical, JSON-able).
     bracket : tuple of (name, value)
         Keyword arguments of :func:`rcmdp_exact.rcmdp_bracket`.
     """

@@ -3,11 +3,12 @@
 Tables (numbers are SQLite REAL, i.e. float64, stored and read back bit for bit):
 
 * ``meta(name, value)``: the schema version;
-* ``runs(key, domain, algorithm, seed, spec, info)``: one row per finished run, keyed by
-  the SHA-256 of its specification's canonical JSON (``spec``); ``info`` is JSON;
-* ``tests(key, suite, grp, setting, param, mode, value, cost, budget, penalised)``: the
+* ``runs(id, key, domain, algorithm, seed, spec, info)``: one row per finished run,
+  keyed by the SHA-256 of its specification's canonical JSON (``spec``, unique); ``id``
+  is the integer the other tables refer to; ``info`` is JSON;
+* ``tests(run, suite, grp, setting, param, mode, value, cost, budget, penalised)``: the
   test metrics of each run, one row per (test, setting, mode);
-* ``curves(key, name, idx, episode, value)``: training records of each run;
+* ``curves(run, name, idx, episode, value)``: training records of each run;
 * ``ground_truth(key, kind, domain, suite, spec, result)``: exact references, the
   result as JSON (floats written by ``repr``, so they round-trip exactly).
 
@@ -26,21 +27,22 @@ from pathlib import Path
 
 __all__ = ["SCHEMA_VERSION", "Store"]
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
-    key TEXT PRIMARY KEY, domain TEXT NOT NULL, algorithm TEXT NOT NULL,
-    seed INTEGER NOT NULL, spec TEXT NOT NULL, info TEXT NOT NULL);
+    id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, domain TEXT NOT NULL,
+    algorithm TEXT NOT NULL, seed INTEGER NOT NULL, spec TEXT NOT NULL,
+    info TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tests (
-    key TEXT NOT NULL, suite TEXT NOT NULL, grp TEXT NOT NULL, setting TEXT NOT NULL,
-    param REAL NOT NULL, mode TEXT NOT NULL, value REAL NOT NULL, cost REAL NOT NULL,
-    budget REAL NOT NULL, penalised REAL NOT NULL,
-    PRIMARY KEY (key, suite, setting, mode));
+    run INTEGER NOT NULL REFERENCES runs(id), suite TEXT NOT NULL, grp TEXT NOT NULL,
+    setting TEXT NOT NULL, param REAL NOT NULL, mode TEXT NOT NULL, value REAL NOT NULL,
+    cost REAL NOT NULL, budget REAL NOT NULL, penalised REAL NOT NULL,
+    PRIMARY KEY (run, suite, setting, mode)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS curves (
-    key TEXT NOT NULL, name TEXT NOT NULL, idx INTEGER NOT NULL, episode INTEGER,
-    value REAL, PRIMARY KEY (key, name, idx));
+    run INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL, idx INTEGER NOT NULL,
+    episode INTEGER, value REAL, PRIMARY KEY (run, name, idx)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS ground_truth (
     key TEXT PRIMARY KEY, kind TEXT NOT NULL, domain TEXT NOT NULL, suite TEXT NOT NULL,
     spec TEXT NOT NULL, result TEXT NOT NULL);
@@ -103,15 +105,16 @@ class Store:
         """The test rows of one run, in a fixed order (suite, param, setting, mode)."""
         cur = self.conn.execute(
             "SELECT suite, grp, setting, param, mode, value, cost, budget, penalised "
-            "FROM tests WHERE key = ? ORDER BY suite, param, setting, mode", (key,))
+            "FROM tests JOIN runs ON tests.run = runs.id WHERE runs.key = ? "
+            "ORDER BY suite, param, setting, mode", (key,))
         names = ("suite", "group", "setting", "param", "mode", "value", "cost", "budget",
                  "penalised")
         return [dict(zip(names, row, strict=True)) for row in cur]
 
     def curves(self, key: str) -> list[dict]:
         cur = self.conn.execute(
-            "SELECT name, idx, episode, value FROM curves WHERE key = ? ORDER BY name, idx",
-            (key,))
+            "SELECT name, idx, episode, value FROM curves JOIN runs ON curves.run = runs.id "
+            "WHERE runs.key = ? ORDER BY name, idx", (key,))
         return [{"name": n, "idx": i, "episode": e, "value": v} for n, i, e, v in cur]
 
     def ground_truth(self, kind: str | None = None) -> list[dict]:
@@ -151,7 +154,7 @@ class Store:
         for t in ("runs", "tests", "curves", "ground_truth"):
             out[t] = self.conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
         out["distinct_test_rows"] = self.conn.execute(
-            "SELECT COUNT(*) FROM (SELECT DISTINCT key, suite, setting, mode FROM tests)"
+            "SELECT COUNT(*) FROM (SELECT DISTINCT run, suite, setting, mode FROM tests)"
         ).fetchone()[0]
         return out
 
@@ -176,17 +179,19 @@ class Store:
         key, spec = result["key"], result["spec"]
 
         def write(cur):
-            cur.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
+            cur.execute("INSERT INTO runs (key, domain, algorithm, seed, spec, info) "
+                        "VALUES (?, ?, ?, ?, ?, ?)",
                         (key, spec["domain"], spec["algorithm"], int(spec["seed"]),
                          canonical_json(spec), json.dumps(result["info"], sort_keys=True)))
+            run = cur.lastrowid
             cur.executemany(
                 "INSERT INTO tests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(key, r["suite"], r["group"], r["setting"], r["param"], r["mode"],
+                [(run, r["suite"], r["group"], r["setting"], r["param"], r["mode"],
                   r["value"], r["cost"], r["budget"], r["penalised"])
                  for r in result["tests"]])
             cur.executemany(
                 "INSERT INTO curves VALUES (?, ?, ?, ?, ?)",
-                [(key, r["name"], r["idx"], r["episode"], r["value"])
+                [(run, r["name"], r["idx"], r["episode"], r["value"])
                  for r in result["curves"]])
 
         return self._transaction(key, "runs", write)

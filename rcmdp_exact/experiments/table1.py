@@ -158,10 +158,10 @@ def run_groups(store, tests, algorithms):
 
 
 def fields_json(spec: dict, kind: str) -> str:
-    from .spec import estimation_fields, test_fields
+    from .spec import estimation_fields, settings_fields
 
     if kind == "test":
-        return canonical_json(test_fields(spec["domain"], spec["n_draws"], spec["test_seed"],
+        return canonical_json(settings_fields(spec["domain"], spec["n_draws"], spec["test_seed"],
                                           spec["offset_on"], spec["cost_layout"],
                                           spec["revenue"], spec["demand"]))
     return canonical_json(estimation_fields(spec["domain"], spec["seed"], spec["estimation"],
