@@ -22,7 +22,7 @@ import pytest
 from test_experiments_standin import standin_train
 
 from rcmdp_exact.cli import main
-from rcmdp_exact.experiments import Store, plan, sweep, table1
+from rcmdp_exact.experiments import Store, plan, reproduce, sweep, table1
 from rcmdp_exact.experiments.table1 import table1_csv
 
 TESTS_DIR = str(Path(__file__).resolve().parent)
@@ -241,6 +241,11 @@ def test_reproduce_quick_writes_the_outputs_and_report_rebuilds_them(tmp_path, c
     assert len(lines) == 1 + 2 * 5 * 6  # greedy and stochastic x tests x algorithms
     report = (out / "report.md").read_text()
     assert "`offset_on` = `failure`" in report and "![test_1B.png](test_1B.png)" in report
+
+    # the Python API names the trainer as --trainer does: everything is already stored
+    summary = reproduce(db, None, quick=True, episodes=2, trainer=standin_train, workers=1,
+                        progress=False)
+    assert summary.computed == 0 and summary.stored_before == summary.total == 47
 
     again = tmp_path / "again"
     assert main(["report", "--db", str(db), "--out", str(again)]) == 0

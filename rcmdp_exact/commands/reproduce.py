@@ -126,7 +126,6 @@ def run(args: argparse.Namespace) -> int:
     db = Path(args.db) if args.db is not None else out / "runs.sqlite"
     check_db(parser, db, out)
     trainer = resolve_trainer(parser, args.trainer)
-    out.mkdir(parents=True, exist_ok=True)
     from ..experiments import Store, plan, sweep, write_report
     from ..experiments.spec import OPTIONS
 
@@ -144,9 +143,10 @@ def run(args: argparse.Namespace) -> int:
         from distributed import Client
 
         try:
-            client = Client(args.dask, timeout="20s")
+            client = Client(args.dask, timeout="10s")
         except (OSError, TimeoutError) as exc:
             parser.error(f"cannot reach the Dask scheduler at --dask {args.dask!r}: {exc}")
+    out.mkdir(parents=True, exist_ok=True)
     progress = progress_enabled(args)
     with Store(db) as store:
         store.request_tests(args.tests)

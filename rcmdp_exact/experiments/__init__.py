@@ -51,11 +51,12 @@ def reproduce(db, out=None, *, tests=TESTS, algorithms=ALGORITHMS, seeds=None,
     Parameters are those of :func:`plan` and :func:`sweep`; ``out`` (a folder) receives
     the report (none when None).  ``trainer`` (a callable, default
     ``rcmdp_exact.learners.train``) is named in the specs by its module and qualified
-    name, so results of different trainers get different keys.  Returns the sweep's
-    summary with ``report`` (the :func:`write_report` result or None).
+    name (``MODULE:FUNCTION``, as ``--trainer``), so results of different trainers get
+    different keys.  Returns the sweep's summary with ``report`` (the
+    :func:`write_report` result or None).
     """
     if trainer is not None:
-        options.setdefault("trainer", f"{trainer.__module__}.{trainer.__qualname__}")
+        options.setdefault("trainer", f"{trainer.__module__}:{trainer.__qualname__}")
     jobs = plan(tests, algorithms, seeds, episodes, quick=quick, **options)
     with Store(db) as store:
         store.request_tests(tests)
