@@ -211,4 +211,4 @@ def _label(job) -> str:
 
     if isinstance(job, RunSpec):
         return f"{job.domain} {job.algorithm} seed {job.seed}"
-    return f"ground truth {job.kind} {job.domain} {job.suite} {job.group}".rstrip()
+    return f"ground truth {job.kind} {job.domain} {job.suite}".rstrip()

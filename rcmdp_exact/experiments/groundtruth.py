@@ -37,7 +37,7 @@ import time
 
 import numpy as np
 
-from .spec import DOMAIN_OF_TEST, canonical_json, phase_seed
+from .spec import canonical_json, phase_seed
 
 __all__ = [
     "PENALTY",
@@ -369,12 +369,3 @@ def run_ground_truth(spec) -> dict:
     out = _JOBS[spec.kind](spec)
     out["seconds"] = time.perf_counter() - t0
     return out
-
-
-def suites_of(domain: str) -> tuple:
-    """The tests of a domain (Table 1 order)."""
-    return TESTS_OF_DOMAIN[domain]
-
-
-def domain_of(test: str) -> str:
-    return DOMAIN_OF_TEST[test]

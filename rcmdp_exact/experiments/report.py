@@ -31,6 +31,9 @@ from .table1 import (
 
 __all__ = ["format_table1_md", "verdict", "write_report"]
 
+#: Settings per test in the paper (1B / 2B: 5 values of N x 50 draws).
+PAPER_SETTINGS = {"inventory": 9, "1A": 5, "1B": 250, "2A": 5, "2B": 250}
+
 _MODE_TEXT = {
     "greedy": "greedy policy (argmax), evaluated exactly: the paper's test protocol with "
               "exact evaluation in place of 50 sampled episodes per setting",
@@ -69,6 +72,9 @@ def verdict(row: dict, sampled: dict | None = None) -> tuple[str, str]:
     reasons = []
     if n < PAPER_RUNS or row["episodes"] < 5000:
         reasons.append(f"{n} seeds x {row['episodes']} episodes (paper: {PAPER_RUNS} x 5000)")
+    paper_settings = PAPER_SETTINGS[row["test"]]
+    if row["n_settings"] != paper_settings:
+        reasons.append(f"{row['n_settings']} test settings (paper: {paper_settings})")
     b = row["bound"]
     if b is not None and pm > b + 1e-9 * max(1.0, abs(b)):
         reasons.append(f"the paper's mean exceeds the exact bound {b:.1f} of any agent on "

@@ -305,8 +305,6 @@ class GroundTruthSpec:
     domain : str
     suite : str
         The test (``suite``), else "".
-    group : str
-        Reserved (""): a subset of the settings.
     seed : int
         ``bracket`` only: the seed index of the estimation.
     test, estimation : dict
@@ -318,7 +316,6 @@ class GroundTruthSpec:
     kind: str
     domain: str
     suite: str = ""
-    group: str = ""
     seed: int = 0
     test: tuple = ()
     estimation: tuple = ()

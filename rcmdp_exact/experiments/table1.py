@@ -70,7 +70,8 @@ TEST_LABELS = {"inventory": "Inventory", "1A": "Nav 1A", "1B": "Nav 1B", "2A": "
 
 #: Columns of ``table1.csv`` (long layout: one row per configuration, mode, test and
 #: algorithm).
-COLUMNS = ("config", "mode", "test", "algorithm", "n_seeds", "episodes", "mean", "spread",
+COLUMNS = ("config", "mode", "test", "algorithm", "n_seeds", "episodes", "n_settings",
+           "mean", "spread",
            "std", "ci95_low", "ci95_high", "per_setting_mean", "value_mean", "cost_mean",
            "budget", "feasible_runs", "paper_mean", "paper_spread", "paper_in_ci95",
            "z_vs_paper", "bound", "cmdp_optimum", "robust_lower", "bracket_lower",
@@ -239,6 +240,7 @@ def table1(store, *, tests=TESTS, algorithms=ALGORITHMS,
                         if not rows:
                             continue
                         pen, vm, cm, budget = _pooled(rows)
+                        n_settings = len(rows)
                         per_run.append(pen)
                         per_setting.append(float(np.mean([r["penalised"] for r in rows])))
                         vms.append(vm)
@@ -252,6 +254,7 @@ def table1(store, *, tests=TESTS, algorithms=ALGORITHMS,
                     row = {
                         "config": cfg, "mode": mode, "test": t, "algorithm": a,
                         "n_seeds": len(per_run), "episodes": int(runs[0]["spec"]["episodes"]),
+                        "n_settings": n_settings,
                         **st,
                         "per_setting_mean": float(np.mean(per_setting)),
                         "value_mean": float(np.mean(vms)), "cost_mean": float(np.mean(cms)),
