@@ -52,22 +52,24 @@ def _f(x, nd: int = 1) -> str:
 def verdict(row: dict, sampled: dict | None = None) -> tuple[str, str]:
     """(short verdict, reasons) for one cell, computed from its numbers.
 
-    The verdict is "agrees" when the paper's mean lies inside our 95% interval, else
-    "higher" or "lower" (ours against the paper's) with z = (ours - paper) /
-    sqrt(se_ours^2 + se_paper^2).  Reasons are added when they apply: fewer seeds or
+    The verdict is "agrees" when the paper's mean lies inside our 95% interval;
+    otherwise, with z = (ours - paper) / sqrt(se_ours^2 + se_paper^2) (both spreads
+    read as standard errors), "consistent" when |z| <= 1.96 and "ours higher" or "ours
+    lower" beyond.  Reasons are added when they apply: fewer seeds or
     episodes than the paper; the paper's mean above the exact bound; the share of our
     runs that meet the budget and the penalty their overshoot costs; how far our
     spread is from the paper's; and the difference sampled testing makes (when the
     sampled mode is in the store).
     """
-    n, pm = row["n_seeds"], row["paper_mean"]
-    if row["paper_in_ci95"] is None:
-        short = "n/a (one seed)"
-    elif row["paper_in_ci95"]:
+    n, pm, z = row["n_seeds"], row["paper_mean"], row["z_vs_paper"]
+    side = "higher" if row["mean"] > pm else "lower"
+    if row["paper_in_ci95"]:
+        short = "agrees"
+    elif z is not None and abs(z) <= 1.96:
+        short = f"consistent (z = {z:+.1f})"
+    elif z is None and row["mean"] == pm:
         short = "agrees"
     else:
-        side = "higher" if row["mean"] > pm else "lower"
-        z = row["z_vs_paper"]
         short = f"ours {side}" + ("" if z is None else f" (z = {z:+.1f})")
     reasons = []
     if n < PAPER_RUNS or row["episodes"] < 5000:
@@ -291,8 +293,9 @@ def _report_md(store, rows, configs, figs) -> str:
         "## Where ours differs from the paper, cell by cell",
         "",
         "Computed from the numbers: \"agrees\" when the paper's mean lies in our 95% "
-        "interval, otherwise the side and z = (ours - paper) / sqrt(se_ours^2 + "
-        "se_paper^2), followed by the facts that explain the difference.",
+        "interval; otherwise z = (ours - paper) / sqrt(se_ours^2 + se_paper^2) decides "
+        "between \"consistent\" (|z| <= 1.96) and \"ours higher\" / \"ours lower\"; "
+        "then the facts that explain the difference.",
         "",
     ]
     sampled = {(r["config"], r["test"], r["algorithm"]): r for r in rows
