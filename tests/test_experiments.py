@@ -357,3 +357,27 @@ def test_table1_csv_is_the_same_bytes_whatever_the_insertion_order(tmp_path):
     with Store(tmp_path / "a.sqlite") as store:
         ref = table1(store)[0]
     assert float(row["mean"]) == ref["mean"] and row["mean"] == repr(ref["mean"])
+
+
+def test_verdicts_are_computed_from_the_numbers():
+    from rcmdp_exact.experiments.report import verdict
+
+    base = {"n_seeds": 20, "episodes": 5000, "n_settings": 5, "test": "1A",
+            "paper_mean": -76.7, "paper_spread": 20.2, "bound": -10.0, "cost_mean": 7.0,
+            "budget": 6.928, "value_mean": -50.0, "feasible_runs": 12, "spread": 10.0}
+    inside = dict(base, mean=-70.0, ci95_low=-90.0, ci95_high=-50.0, paper_in_ci95=True,
+                  z_vs_paper=0.3)
+    assert verdict(inside)[0] == "agrees"
+    degenerate = dict(base, mean=-100.0, spread=0.0, ci95_low=-100.0, ci95_high=-100.0,
+                      paper_in_ci95=False, z_vs_paper=(-100.0 + 76.7) / 20.2)
+    assert verdict(degenerate)[0].startswith("consistent")
+    far = dict(base, mean=-300.0, ci95_low=-320.0, ci95_high=-280.0, paper_in_ci95=False,
+               z_vs_paper=-10.0)
+    short, why = verdict(far)
+    assert short == "ours lower (z = -10.0)"
+    assert "12/20 runs meet the budget" in why and "penalty" in why
+    assert "seeds" not in why and "settings" not in why  # the paper's protocol
+    above = dict(far, paper_mean=5.0, test="1B", n_settings=10, n_seeds=2)
+    why = verdict(above)[1]
+    assert "exceeds the exact bound -10.0" in why
+    assert "2 seeds" in why and "10 test settings (paper: 250)" in why
