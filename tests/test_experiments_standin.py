@@ -56,3 +56,16 @@ def standin_train(model, algorithm, *, ball=None, seed=0, episodes=5000, critic=
         rec["return"][e], rec["cost"][e, 0], rec["lambda"][e] = value, cost, lam
     time.sleep(float(os.environ.get("RCMDP_STANDIN_SLEEP", "0")))
     return StandinResult(_softmax(theta), rec)
+
+
+def crashing_train(model, algorithm, **kw):
+    """The stand-in, except that the process running a CPG job dies (SIGKILL) once: while
+    the file named by ``RCMDP_CRASH_FLAG`` does not exist yet (it is created first)."""
+    import signal
+
+    flag = os.environ.get("RCMDP_CRASH_FLAG")
+    if algorithm == "cpg" and flag and not os.path.exists(flag):
+        with open(flag, "w") as fh:
+            fh.write("crashed\n")
+        os.kill(os.getpid(), signal.SIGKILL)
+    return standin_train(model, algorithm, **kw)

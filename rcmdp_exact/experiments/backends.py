@@ -180,12 +180,14 @@ def sweep(store, jobs, *, trainer=None, workers: int | None = None,
         stream = _serial(pending, trainer, workers)
     failed = []
     computed = 0
+    done_keys: set = set()
     bar = tqdm(total=len(pending), desc="reproduce", unit="job", disable=not progress,
                smoothing=0.05)
     try:
         left = len(pending)
         bar.set_postfix(running=min(n_slots, left), left=left, refresh=False)
-        for job, (status, key, payload) in stream:
+        for job, (status, key, payload) in _guarded(stream, pending, done_keys):
+            done_keys.add(key)
             left -= 1
             if status == "ok":
                 _store(store, job, payload)
@@ -204,6 +206,20 @@ def sweep(store, jobs, *, trainer=None, workers: int | None = None,
             own_client.close()
     return Result(total=len(unique), stored_before=len(unique) - len(pending),
                   computed=computed, failed=failed, seconds=time.perf_counter() - t0)
+
+
+def _guarded(stream, pending, done_keys):
+    """The stream; if the backend itself fails (a worker process killed, the pool
+    broken), the jobs not finished are reported as failed instead of an exception, so
+    that what is stored stays and the next sweep resumes."""
+    try:
+        yield from stream
+    except Exception as exc:  # joblib's TerminatedWorkerError, a lost scheduler, ...
+        msg = (f"{type(exc).__name__}: {exc}".strip().splitlines() or ["backend failure"])
+        for job in pending:
+            if job.key not in done_keys:
+                yield job, ("error", job.key, f"the backend failed before this job "
+                                              f"finished: {msg[0]}")
 
 
 def _label(job) -> str:
