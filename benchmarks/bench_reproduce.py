@@ -2,9 +2,12 @@
 
 Runs the command in a fresh process on a fresh results database and prints the wall
 time beside the goal (90 s for ``--quick`` from a fresh install, 45 minutes for the full
-protocol with 2 workers) and the ratio goal / time; then the compute time per phase
-summed over jobs (from the store), the environment steps, and beside them an estimate
-of the published implementation's time for the same steps (8.8 ms per step for PG and
+protocol with 2 workers) and the ratio goal / time, and the CPU time of the command and
+its worker processes (on a shared machine the wall time depends on the other jobs; half
+the CPU time is what 2 idle cores would need at least); then the compute time per phase
+summed over jobs (from the store, wall-clock seconds inside each job), the environment
+steps, and beside them an estimate of the published implementation's time for the same
+steps (8.8 ms per step for PG and
 the other non-adversarial learners, 27 ms for Adversarial RCPG, the reference's
 measured per-step costs) with the ratio.
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shlex
 import sqlite3
 import subprocess
@@ -81,9 +85,12 @@ def main() -> None:
                "--db", str(db), "--no-progress"]
         print("$", " ".join(cmd[1:]))
         load0 = os.getloadavg()[0]
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         wall = time.perf_counter() - t0
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
         load1 = os.getloadavg()[0]
         if proc.returncode != 0:
             print(proc.stdout, proc.stderr)
@@ -93,6 +100,8 @@ def main() -> None:
     print(f"wall time {wall:8.1f} s   goal {goal:.0f} s ({goal_name})   ratio goal/time "
           f"{goal / wall:.2f}   load average {load0:.1f} -> {load1:.1f} (2 cores)"
           + ("" if args.warm else "   numba cache: cold"))
+    print(f"CPU time of the command and its workers {cpu:.1f} s: on 2 idle cores at least "
+          f"{cpu / 2:.1f} s of wall time (ratio goal / that {goal / max(cpu / 2, 1e-9):.2f})")
     print(f"runs {b['runs']}, ground-truth jobs {b['gt_jobs']}; compute seconds summed over "
           f"jobs: estimation {b['estimation']:.1f}, training {b['training']:.1f}, testing "
           f"{b['testing']:.1f}, ground truth {b['ground_truth']:.1f}")

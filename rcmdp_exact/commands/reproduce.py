@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "setting, as the paper did (50); default 0: exact only")
     parser.add_argument("--eval-every", type=positive_int, default=None,
                         help="episodes between the learners' exact evaluations (default "
-                             "100; --quick 20)")
+                             "100; --quick 50)")
     parser.add_argument("--bracket-seeds", type=non_negative_int, default=None,
                         help="estimation seeds that get an RCMDP bracket (default: all "
                              "seeds; --quick 1)")

@@ -7,7 +7,7 @@
   optimum of each setting (dashed) and in grey the RCMDP bracket's lower policy
   (dotted), the exact references.
 * ``training_<domain>.png``: training curves of the episode return, the episode cost and
-  lambda (block means over ``eval_every`` episodes; mean and standard error over runs),
+  lambda (block means over a fiftieth of the episodes; mean and standard error over runs),
   with the T-step CMDP optimum of the true training model, the rescaled budget d' and
   the LP multiplier of the discounted CMDP drawn in.  As in the paper, the episode
   numbers are measured on each algorithm's own training dynamics; dotted lines give the

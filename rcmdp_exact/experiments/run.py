@@ -18,7 +18,8 @@ r"""One run of the paper's protocol as a pure function of its :class:`RunSpec`.
 The result is a dict of plain Python numbers (JSON-able, float64 at full precision):
 ``key``, ``spec``, ``info`` (phase seeds, alpha range, steps, seconds, ...), ``tests``
 (one row per (test, setting, mode)) and ``curves`` (training records averaged over
-blocks of ``eval_every`` episodes).
+consecutive blocks of episodes, :data:`CURVE_POINTS` points per run, and the periodic
+exact evaluations).
 """
 
 from __future__ import annotations
@@ -32,8 +33,11 @@ import numpy as np
 from .groundtruth import exact_test, greedy, setting_param, suite_settings, training_model
 from .spec import RunSpec, canonical_json, phase_seed
 
-__all__ = ["TEST_MODES", "curve_rows", "default_trainer", "run_one", "sampled_test"]
+__all__ = ["CURVE_POINTS", "TEST_MODES", "curve_rows", "default_trainer", "run_one", "sampled_test"]
 
+#: Points of the per-episode training curves kept in the store (block means over
+#: ``episodes // CURVE_POINTS`` episodes: 100-episode blocks in the full protocol).
+CURVE_POINTS = 50
 #: Test modes of a run: exact greedy (the paper's protocol), exact stochastic, and the
 #: greedy policy by sampled episodes (optional).
 TEST_MODES = ("greedy", "stochastic", "sampled")
@@ -213,4 +217,4 @@ def run_one(spec: RunSpec, trainer=None) -> dict:
         "seconds": {"estimation": t1 - t0, "training": t2 - t1, "testing": t3 - t2},
     }
     return {"key": spec.key, "spec": spec.fields(), "info": info, "tests": tests,
-            "curves": curve_rows(records, spec.eval_every)}
+            "curves": curve_rows(records, max(1, spec.episodes // CURVE_POINTS))}
