@@ -7,9 +7,8 @@ its worker processes (on a shared machine the wall time depends on the other job
 the CPU time is what 2 idle cores would need at least); then the compute time per phase
 summed over jobs (from the store, wall-clock seconds inside each job), the environment
 steps, and beside them an estimate of the published implementation's time for the same
-steps (8.8 ms per step for PG and
-the other non-adversarial learners, 27 ms for Adversarial RCPG, the reference's
-measured per-step costs) with the ratio.
+steps (8.8 ms per step for PG and the other non-adversarial learners, 27 ms for
+Adversarial RCPG, the reference's measured per-step costs) with the ratio.
 
 A fresh install has no compiled code: by default the numba cache goes to a new empty
 folder (``NUMBA_CACHE_DIR``), so compilation is included.  ``--warm`` keeps the usual
