@@ -58,13 +58,12 @@ def standin_train(model, algorithm, *, ball=None, seed=0, episodes=5000, critic=
     return StandinResult(_softmax(theta), rec)
 
 
-def crashing_train(model, algorithm, **kw):
+def crashing_train(model, algorithm, *, flag, **kw):
     """The stand-in, except that the process running a CPG job dies (SIGKILL) once: while
-    the file named by ``RCMDP_CRASH_FLAG`` does not exist yet (it is created first)."""
+    the file ``flag`` does not exist yet (it is created first)."""
     import signal
 
-    flag = os.environ.get("RCMDP_CRASH_FLAG")
-    if algorithm == "cpg" and flag and not os.path.exists(flag):
+    if algorithm == "cpg" and not os.path.exists(flag):
         with open(flag, "w") as fh:
             fh.write("crashed\n")
         os.kill(os.getpid(), signal.SIGKILL)

@@ -124,20 +124,22 @@ def test_a_failing_job_is_reported_and_retried(tmp_path):
 
 
 def test_a_crashed_worker_loses_only_its_jobs(tmp_path, monkeypatch):
+    import functools
+
     from test_experiments_standin import crashing_train
 
-    monkeypatch.setenv("RCMDP_CRASH_FLAG", str(tmp_path / "crashed"))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([TESTS_DIR,
                                                       os.environ.get("PYTHONPATH", "")]))
+    crashing = functools.partial(crashing_train, flag=str(tmp_path / "crashed"))
     jobs = _small_plan(algorithms=["pg", "cpg"], seeds=2, ground_truth=False)
     with Store(tmp_path / "c.sqlite") as s:
-        first = sweep(s, jobs, trainer=crashing_train, workers=2, progress=False)
+        first = sweep(s, jobs, trainer=crashing, workers=2, progress=False)
         assert (tmp_path / "crashed").exists()
         assert first.failed and first.computed + len(first.failed) == len(jobs)
         assert any("backend failed" in msg for _, msg in first.failed)
         stored = s.counts()
         assert stored["runs"] == first.computed
-        second = sweep(s, jobs, trainer=crashing_train, workers=2, progress=False)
+        second = sweep(s, jobs, trainer=crashing, workers=2, progress=False)
         assert second.stored_before == first.computed and not second.failed
         assert s.counts()["runs"] == len(jobs)
     with Store(tmp_path / "ref.sqlite") as s:
