@@ -313,11 +313,17 @@ def test_reproduce_with_the_learners(tmp_path, capsys):
     (["report", "--db", "{tmp}/text.sqlite", "--out", "{tmp}/o"], "not a SQLite"),
     (["reproduce", "--db", "{tmp}/text.sqlite", "--out", "{tmp}/o"], "not a SQLite"),
     (["reproduce", "--db", "{tmp}", "--out", "{tmp}/o"], "is a folder"),
+    (["reproduce", "--db", "{tmp}/other.sqlite", "--out", "{tmp}/o"], "not a results"),
+    (["report", "--db", "{tmp}/other.sqlite", "--out", "{tmp}/o"], "not a results"),
     (["reproduce", "--out", "{tmp}/text.sqlite"], "existing file"),
     (["reproduce", "--db", "{tmp}/nodir/x.sqlite", "--out", "{tmp}/o"], "does not exist"),
 ])
 def test_bad_arguments_fail_before_any_work(tmp_path, capsys, argv, fact):
     (tmp_path / "text.sqlite").write_text("not a database")
+    other = sqlite3.connect(tmp_path / "other.sqlite")
+    other.execute("CREATE TABLE t (x)")
+    other.commit()
+    other.close()
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     with pytest.raises(SystemExit) as exc:
         main(argv)

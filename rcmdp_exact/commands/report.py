@@ -43,8 +43,8 @@ def run(args: argparse.Namespace) -> int:
 
     with Store(db, readonly=True) as store:
         if not store.has_schema():
-            parser.error(f"--db {str(db)!r} is a SQLite file but not a results database "
-                         f"of rcmdp reproduce")
+            parser.error(f"--db {str(db)!r} is not a results database of this version of "
+                         f"rcmdp reproduce")
         tests = args.tests if args.tests is not None else store.requested_tests()
         rep = write_report(store, out, tests=tests)
     for p in rep.paths:

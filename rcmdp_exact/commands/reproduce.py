@@ -82,6 +82,13 @@ def check_db(parser, db, out) -> None:
         if head and head != b"SQLite format 3\x00":
             parser.error(f"--db {str(p)!r} exists and is not a SQLite database; give "
                          f"another path")
+        from ..experiments.store import Store
+
+        with Store(p, readonly=True) as store:
+            empty = not store.conn.execute("SELECT 1 FROM sqlite_master").fetchone()
+            if not empty and not store.has_schema():
+                parser.error(f"--db {str(p)!r} is not a results database of this version "
+                             f"of rcmdp reproduce; give another path")
         return
     if p.parent.resolve() == Path(out).resolve() and not Path(out).exists():
         return

@@ -84,10 +84,13 @@ class Store:
 
     # ------------------------------------------------------------------ reading
     def has_schema(self) -> bool:
-        """True when the file holds the tables of a results store."""
+        """True when the file holds the tables of a results store of this version."""
         names = {n for (n,) in self.conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table'")}
-        return {"meta", "runs", "tests", "curves", "ground_truth"} <= names
+        if not {"meta", "runs", "tests", "curves", "ground_truth"} <= names:
+            return False
+        row = self.conn.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
+        return row is not None and row[0] == SCHEMA_VERSION
 
     def keys(self) -> set[str]:
         """Keys of every stored job (runs and ground truth)."""
