@@ -41,6 +41,7 @@ from .spec import canonical_json, phase_seed
 
 __all__ = [
     "PENALTY",
+    "costs_of",
     "exact_test",
     "pooled_bound",
     "run_ground_truth",
@@ -128,17 +129,23 @@ def exact_test(settings, policies) -> dict:
     pol = np.asarray(policies, dtype=np.float64)
     if _same_rewards(settings):
         ev = evaluate_finite_horizon_batch(settings[0].model, pol, _kernels(settings))
-        value, cost, over = ev.value, ev.cost, ev.overshoot
+        value, cost, over = ev.value, costs_of(ev), ev.overshoot
         budget = ev.budget
     else:  # pragma: no cover - the paper's suites share rewards
         evs = [evaluate_finite_horizon_batch(s.model, pol) for s in settings]
         value = np.concatenate([e.value for e in evs])
-        cost = np.concatenate([e.cost for e in evs])
+        cost = np.concatenate([costs_of(e) for e in evs])
         over = np.concatenate([e.overshoot for e in evs])
         budget = evs[0].budget
     pen = value - PENALTY * np.maximum(over, 0.0).sum(-1)
     return {"value": value, "cost": cost.sum(-1), "budget": float(np.sum(budget)),
             "overshoot": over.sum(-1), "penalised": pen}
+
+
+def costs_of(result) -> np.ndarray:
+    """The cost vector of an evaluation result (field ``costs``; ``cost`` before it was
+    renamed)."""
+    return result["costs"] if "costs" in result else result["cost"]
 
 
 def greedy(policy) -> np.ndarray:
