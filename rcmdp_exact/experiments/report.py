@@ -176,9 +176,10 @@ def _brackets_md(store) -> list[str]:
     for g in sorted(rows, key=lambda g: (g["domain"], g["spec"]["seed"], g["key"])):
         r = g["result"]
         a0, a1 = r["alpha_range"]
+        gap = None if r["status"] == "infeasible" else r["gap"]
         out.append(f"| {g['domain']} | {g['spec']['seed']} | [{a0:.3f}, {a1:.3f}] | "
                    f"{r['status']} | {_f(r['lower'], 3)} | {_f(r['upper'], 3)} | "
-                   f"{_f(r['gap'], 3)} | {r['policy']} |")
+                   f"{_f(gap, 3)} | {r['policy']} |")
     return out
 
 
@@ -323,7 +324,8 @@ def _report_md(store, rows, configs, figs) -> str:
         lines += ["## RCMDP brackets of the estimated balls (discounted, gamma 0.99)", "",
                   *br, "",
                   "`infeasible`: no policy keeps its worst-case cost within the budget on "
-                  "that ball; the tested policy is then the one of least worst-case cost.",
+                  "that ball; the tested policy is then the one of least worst-case cost "
+                  "(its worst-case cost is `min_robust_cost` in the store).",
                   ""]
     if figs:
         lines += ["## Figures", ""]
