@@ -40,6 +40,7 @@ __all__ = [
     "check_choice",
     "check_distributions",
     "check_finite",
+    "check_indices",
     "check_int",
     "check_nonnegative",
     "check_out_path",
@@ -47,6 +48,7 @@ __all__ = [
     "check_row_sums",
     "check_seed",
     "check_shape",
+    "check_support",
     "check_type",
     "plain",
     "readonly",
@@ -165,7 +167,7 @@ def as_float_array(x, name: str, fix: str, *, shape: tuple | None = None,
 def check_shape(arr: np.ndarray, shape: tuple, name: str, axes: Sequence[str] = ()) -> None:
     """Raise unless ``arr.shape == shape``; the message names the axes."""
     if arr.shape != tuple(shape):
-        label = f" {tuple(axes)}".replace("'", "") if axes else ""
+        label = f" ({', '.join(axes)})" if axes else ""
         raise InputError(
             f"{name} must have shape{label} = {tuple(shape)}, got {arr.shape}; reshape it or "
             f"check the numbers of states S, actions A and constraints K"
@@ -193,23 +195,22 @@ def check_finite(arr: np.ndarray, name: str, axes: Sequence[str] = (),
             raise InputError(f"{name} is {float(arr)!r}; give a finite number")
         idx = _first(bad, positions)
         value = float(arr.ravel()[int(np.flatnonzero(bad.ravel())[0])])
-        at = where(axes, idx) if axes else f"index {idx}"
+        at = f" at {where(axes, idx)}" if axes else ""
         raise InputError(
-            f"{name} has a non-finite entry {value!r} at {at}; replace NaN and inf by "
-            f"finite numbers"
+            f"{name}[{', '.join(map(str, idx))}] = {value!r} is not finite{at}; replace NaN "
+            f"and inf by finite numbers"
         )
 
 
 def check_nonnegative(arr: np.ndarray, name: str, what: str = "probabilities",
                       positions=None) -> None:
     """Raise on the first negative entry of ``arr``: ``name[i, j] = x is negative``."""
-    bad = arr < 0
+    bad = np.asarray(arr < 0)
     if bad.any():
-        idx = _first(bad, positions)
-        value = float(arr.ravel()[int(np.flatnonzero(bad.ravel())[0])])
-        raise InputError(
-            f"{name}[{', '.join(map(str, idx))}] = {value!r} is negative; {what} must be >= 0"
-        )
+        idx = _first(bad, positions) if bad.ndim else ()
+        value = float(np.ravel(arr)[int(np.flatnonzero(bad.ravel())[0])])
+        at = f"[{', '.join(map(str, idx))}]" if idx else ""
+        raise InputError(f"{name}{at} = {value!r} is negative; {what} must be >= 0")
 
 
 def check_row_sums(sums: np.ndarray, n: int, name: str, axes: Sequence[str] = (), *,
@@ -253,6 +254,34 @@ def check_distributions(arr: np.ndarray, name: str, axes: Sequence[str] = (), *,
     sums = check_row_sums(arr.sum(axis=-1), arr.shape[-1] if arr.ndim else 1, name,
                           axes, normalize=normalize)
     return arr if sums is None else arr / sums[..., None]
+
+
+def check_support(values: np.ndarray, support: np.ndarray, name: str, fix: str) -> None:
+    """Raise when ``values`` puts positive mass outside a boolean ``support`` mask."""
+    off = (values > 0) & ~support
+    if off.any():
+        idx = _first(off, None)
+        at = ", ".join(map(str, idx))
+        raise InputError(
+            f"{name}[{at}] = {float(values[idx])!r} lies outside the support "
+            f"(support[{at}] is False); {fix}"
+        )
+
+
+def check_indices(arr, name: str, n: int, what: str = "index") -> np.ndarray:
+    """``arr`` as an int64 array of indices in 0..n-1 (any shape).
+
+    The message names the first entry that is not an integer in range.
+    """
+    idx = as_array(arr, name, f"give integer {what}s in 0..{n - 1}")
+    if idx.dtype.kind not in "iu" and not (idx.size == 0 and idx.dtype.kind == "f"):
+        raise InputError(f"{name} must hold integer {what}s in 0..{n - 1}, got dtype {idx.dtype}")
+    bad = (idx < 0) | (idx >= n)
+    if bad.any():
+        pos = _first(bad, None) if bad.ndim else ()
+        at = f"[{', '.join(map(str, pos))}]" if pos else ""
+        raise InputError(f"{name}{at} = {int(idx[pos])} is out of range: {what}s are 0..{n - 1}")
+    return idx.astype(np.int64)
 
 
 # --------------------------------------------------------------------------- scalars
@@ -315,18 +344,23 @@ def check_type(value, name: str, cls, fix: str):
     """``value`` if it is an instance of ``cls``, else an :class:`InputError`."""
     if not isinstance(value, cls):
         what = cls.__name__ if isinstance(cls, type) else " or ".join(c.__name__ for c in cls)
-        raise InputError(f"{name} must be a {what}, got {type(value).__name__}; {fix}")
+        raise InputError(f"{name} must be of type {what}, got {type(value).__name__}; {fix}")
     return value
 
 
 # --------------------------------------------------------------------------- seeds
 def check_seed(seed, name: str = "seed"):
-    """A valid seed: None, an int >= 0, a SeedSequence or a numpy Generator.
+    """A valid seed: None, an int >= 0, a sequence of ints >= 0 (SeedSequence entropy),
+    a :class:`numpy.random.SeedSequence` or a :class:`numpy.random.Generator`.
 
-    Returns it unchanged (an int as ``int``).
+    Returns it unchanged (an int as ``int``, a sequence as a tuple of ints).
     """
     if seed is None or isinstance(seed, np.random.Generator | np.random.SeedSequence):
         return seed
+    if isinstance(seed, list | tuple | np.ndarray) and len(seed) > 0 and all(
+            isinstance(x, numbers.Integral) and not isinstance(x, bool) and x >= 0
+            for x in np.ravel(np.asarray(seed, dtype=object))):
+        return tuple(int(x) for x in np.ravel(np.asarray(seed, dtype=object)))
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise InputError(
             f"{name} must be a non-negative integer, a numpy.random.Generator or None, "

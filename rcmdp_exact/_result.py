@@ -7,7 +7,40 @@ external solver add ``success``, ``status`` and ``message``.
 
 from __future__ import annotations
 
+import warnings
+from enum import StrEnum
+
 import numpy as np
+
+
+class Status(StrEnum):
+    """The ``status`` of every result that has one (a string: compare with ``"optimal"``).
+
+    ``optimal``: an exact or solver-optimal answer; ``converged``: an iteration met its
+    tolerance; ``not_converged``: it did not (iteration limit, or a stall below the
+    rounding error; the message says which); ``optimal_inaccurate``: a solver answered
+    OPTIMAL_INACCURATE or its answer failed the numpy re-check; ``infeasible``: no policy meets the
+    budgets; ``unbounded``, ``solver_error``, ``check_failed`` (the solver's answer
+    failed the independent re-check), ``no_feasible_policy`` (a search found none),
+    ``budget_exhausted`` (a search stopped at its work budget; its bounds still hold),
+    ``bracket`` (valid lower and upper bounds that have not met).
+    """
+
+    OPTIMAL = "optimal"
+    CONVERGED = "converged"
+    NOT_CONVERGED = "not_converged"
+    OPTIMAL_INACCURATE = "optimal_inaccurate"
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    SOLVER_ERROR = "solver_error"
+    CHECK_FAILED = "check_failed"
+    NO_FEASIBLE_POLICY = "no_feasible_policy"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    BRACKET = "bracket"
+
+
+#: Former field names and the fields they read now (with a DeprecationWarning).
+ALIASES = {"cost": "costs", "cost_worst": "costs_worst"}
 
 
 class Result(dict):
@@ -19,6 +52,14 @@ class Result(dict):
     >>> r.value
     1.0
     """
+
+    def __missing__(self, key):
+        new = ALIASES.get(key)
+        if new is not None and new in self:
+            warnings.warn(f"the result field {key!r} is now called {new!r}",
+                          DeprecationWarning, stacklevel=3)
+            return self[new]
+        raise KeyError(key)
 
     def __getattr__(self, name):
         try:

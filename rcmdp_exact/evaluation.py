@@ -1,55 +1,24 @@
 r"""Exact evaluation of a fixed stochastic policy.
 
-Notation
---------
-For a policy :math:`\pi` (S, A) let
-
-.. math::
-
-    P_\pi(s, s') = \sum_a \pi(a|s) P(s'|s, a), \qquad
-    r_\pi(s) = \sum_a \pi(a|s) r(s, a), \qquad
-    c_{\pi,k}(s) = \sum_a \pi(a|s) c_k(s, a),
-
-with :math:`r, c` the expected one-step reward and costs of the model (zero in
-terminal states).
-
-Discounted (infinite horizon), :func:`evaluate`
------------------------------------------------
-The value and the constraint costs of the paper's Section 2 are the solutions of the
-policy Bellman equations :math:`V = r_\pi + \gamma P_\pi V`:
+Discounted (:func:`evaluate`): one sparse LU factorisation of
+:math:`I - \gamma P_\pi` gives
 
 .. math::
 
     V = (I - \gamma P_\pi)^{-1} r_\pi, \qquad C_k = (I - \gamma P_\pi)^{-1} c_{\pi,k},
+    \qquad d_\gamma^\top = p_0^\top (I - \gamma P_\pi)^{-1},
 
-    Q(s, a) = r(s, a) + \gamma \sum_{s'} P(s'|s, a) V(s'), \qquad
-    V(s) = \sum_a \pi(a|s) Q(s, a),
+Q-values and the Lagrangian :math:`L = p_0^\top V - \lambda^\top (p_0^\top C - d)` of the
+paper's Eq. "Lagrange".  With :math:`\gamma = 1` the system is solved on the proper
+states (:func:`check_proper`).
 
-    d_\gamma^\top = p_0^\top (I - \gamma P_\pi)^{-1}, \qquad
-    \textstyle\sum_s d_\gamma(s) = 1/(1-\gamma), \qquad
-    p_0^\top V = \sum_s d_\gamma(s) r_\pi(s),
-
-and the Lagrangian of the paper's Eq. (Lagrange) at the start distribution is
-:math:`L = p_0^\top V - \lambda^\top (p_0^\top C - d)`.  One sparse LU factorisation
-of :math:`I - \gamma P_\pi` (SuperLU, diagonal pivots, minimum-degree ordering on
-:math:`M^\top + M`) serves every right-hand side (V and all C_k at once) and,
-transposed, the occupancy.  Terminal states earn nothing, so their value is 0.
-
-With :math:`\gamma = 1` (stochastic shortest path) the system is solved on the
-*proper* non-terminal states, those from which every path under the policy reaches a
-terminal state.  Every state reachable from :math:`p_0` must be proper, otherwise the
-sums diverge and an :class:`~rcmdp_exact.ImproperPolicyError` names a reachable state that
-never reaches a terminal state (networkx on the policy's transition graph,
-:func:`check_proper`).  Improper states that :math:`p_0` never reaches get ``nan``.
-
-Finite horizon, undiscounted (the paper's test metric), :func:`evaluate_finite_horizon`
-------------------------------------------------------------------------------------
-:math:`V_T = 0`, :math:`V_t = r_\pi + \beta P_\pi V_{t+1}` by backward induction
-(:math:`\beta = 1` by default); the value and cost of the T-step episode are
-:math:`p_0^\top V_0` and :math:`p_0^\top C_0`.  The budget is rescaled to
-:math:`d' = d\,T / \sum_{i<T}\gamma^i` (:func:`rescaled_budget`) and the penalised
-return is :math:`R_{pen} = V - 500 \sum_k \max(0, C_k - d'_k)`
-(:func:`penalised_return`, the paper's Table 1).
+Finite horizon, undiscounted (the paper's test metric): :func:`evaluate_finite_horizon`
+(and :func:`evaluate_finite_horizon_batch` for many policies and kernels) by backward
+induction :math:`W_t = [r_\pi, c_\pi] + \beta P_\pi W_{t+1}`, the rescaled budget
+:math:`d' = d\,T / \sum_{i<T} \gamma^i` (:func:`rescaled_budget`) and the penalised
+return :math:`V - 500 \sum_k \max(0, C_k - d'_k)` (:func:`penalised_return`, Table 1).
+The factorisation, the properness check and the measurements are in
+``docs/evaluation.md``.
 """
 
 from __future__ import annotations
@@ -73,6 +42,7 @@ __all__ = [
     "PENALTY_WEIGHT",
     "check_finite_result",
     "check_proper",
+    "check_value_scale",
     "evaluate",
     "evaluate_finite_horizon",
     "evaluate_finite_horizon_batch",
@@ -102,6 +72,24 @@ def check_finite_result(model: TabularCMDP, sol: np.ndarray, what: str) -> None:
         f"(e.g. divide it by a constant) so that max|{name.split('[')[0]}| / (1 - gamma) "
         f"stays far below 1.8e308"
     )
+
+
+def check_value_scale(model: TabularCMDP, g: np.ndarray, name: str, horizon=None) -> None:
+    r"""Raise :class:`NotFiniteError` unless sums of ``g`` are sure to stay finite.
+
+    Every discounted sum of a reward ``g`` is at most :math:`\max|g| / (1 - \gamma)`
+    (:math:`\max|g| \cdot T` over T steps); when that bound passes 1e300 the sums may
+    overflow float64, and iterations on them would run on inf and NaN.
+    """
+    top = float(np.abs(g).max()) if np.size(g) else 0.0
+    steps = horizon if horizon is not None else (
+        np.inf if model.gamma >= 1.0 else 1.0 / (1.0 - model.gamma))
+    if top * steps > 1e300:
+        raise NotFiniteError(
+            f"the sums of {name} may overflow float64: max|{name}| = {top:.3g} and sums run "
+            f"over up to {steps:.3g} (discounted) steps; rescale {name} (e.g. divide it by a "
+            f"constant) so that max|{name}| / (1 - gamma) stays far below 1e300"
+        )
 
 
 def _factorise(M) -> spla.SuperLU:
@@ -273,7 +261,7 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, check: bool = True) -> Res
         ``v`` (S,), ``c`` (S, K), ``lagrangian`` (S,) = v - c @ lam, ``q`` (S, A),
         ``qc`` (S, A, K), ``q_lagrangian`` (S, A) = q - qc @ lam, ``occupancy`` (S,)
         (discounted visits from p0, summing to 1/(1-gamma); with gamma = 1 the expected
-        visits before absorption, 0 on terminal states), ``value`` = p0.v, ``cost``
+        visits before absorption, 0 on terminal states), ``value`` = p0.v, ``costs``
         (K,) = p0.c, ``lagrangian_p0`` = value - lam.(cost - d) (the paper's
         Eq. (Lagrange)), ``policy`` (S, A) and ``lam`` (K,).  With gamma = 1, states
         that p0 never reaches and that do not surely reach a terminal state have
@@ -298,41 +286,43 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, check: bool = True) -> Res
     >>> round(evaluate(m, [[1.0]]).value, 12)
     10.0
     """
-    S, A, K = model.n_states, model.n_actions, model.n_constraints
     if check:
         check_model(model)
+    S, A, K = model.n_states, model.n_actions, model.n_constraints
+    if check:
         pi = check_policy(policy, S, A)
         lam = model.check_multipliers(lam)
     else:
         pi = policy
         lam = np.zeros(K) if lam is None else lam
     gamma = model.gamma
-    P_pi = _p_pi(model, pi)
-    rhs = _rhs(model, pi)
-    p0 = model.p0
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
+        P_pi = _p_pi(model, pi)
+        rhs = _rhs(model, pi)
+        p0 = model.p0
 
-    sol = np.zeros((S, 1 + K))
-    occ = np.zeros(S)
-    if gamma < 1.0:
-        lu = _factorise(sp.eye_array(S, format="csr") - gamma * P_pi)
-        sol[:] = lu.solve(rhs)
-        sol[model.terminal] = 0.0  # exactly: absorbing and earning nothing
-        occ[:] = lu.solve(p0, trans="T")
-        value = float(p0 @ sol[:, 0])
-        cost = p0 @ sol[:, 1:]
-    else:
-        proper = check_proper(model, P_pi, "evaluate with gamma = 1")
-        idx = np.flatnonzero(proper & ~model.terminal)
-        sol[~proper] = np.nan
-        if idx.size:
-            sub = P_pi[idx][:, idx]
-            lu = _factorise(sp.eye_array(idx.size, format="csr") - sub)
-            sol[idx] = lu.solve(rhs[idx])
-            # expected visits to each proper non-terminal state before absorption
-            occ[idx] = lu.solve(p0[idx], trans="T")
-        # p0 is zero outside the proper states (check_proper), so skip their nan
-        value = float(p0[proper] @ sol[proper, 0])
-        cost = p0[proper] @ sol[proper, 1:]
+        sol = np.zeros((S, 1 + K))
+        occ = np.zeros(S)
+        if gamma < 1.0:
+            lu = _factorise(sp.eye_array(S, format="csr") - gamma * P_pi)
+            sol[:] = lu.solve(rhs)
+            sol[model.terminal] = 0.0  # exactly: absorbing and earning nothing
+            occ[:] = lu.solve(p0, trans="T")
+            value = float(p0 @ sol[:, 0])
+            cost = p0 @ sol[:, 1:]
+        else:
+            proper = check_proper(model, P_pi, "evaluate with gamma = 1")
+            idx = np.flatnonzero(proper & ~model.terminal)
+            sol[~proper] = np.nan
+            if idx.size:
+                sub = P_pi[idx][:, idx]
+                lu = _factorise(sp.eye_array(idx.size, format="csr") - sub)
+                sol[idx] = lu.solve(rhs[idx])
+                # expected visits to each proper non-terminal state before absorption
+                occ[idx] = lu.solve(p0[idx], trans="T")
+            # p0 is zero outside the proper states (check_proper), so skip their nan
+            value = float(p0[proper] @ sol[proper, 0])
+            cost = p0[proper] @ sol[proper, 1:]
     check_finite_result(model, sol if gamma < 1.0 else sol[proper], "evaluate")
     v = sol[:, 0]
     cc = sol[:, 1:]
@@ -351,7 +341,7 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, check: bool = True) -> Res
         q_lagrangian=q - qc @ lam,
         occupancy=occ,
         value=value,
-        cost=cost,
+        costs=cost,
         lagrangian_p0=value - float(lam @ (cost - model.d)),
         policy=pi,
         lam=lam,
@@ -395,25 +385,38 @@ def evaluate_finite_horizon(model: TabularCMDP, policy, horizon: int | None = No
     Returns
     -------
     Result
-        ``value`` and ``cost`` (K,) from p0, per-state ``v`` (S,) and ``c`` (S, K) at
+        ``value`` and ``costs`` (K,) from p0, per-state ``v`` (S,) and ``c`` (S, K) at
         t = 0, ``horizon``; ``budget`` (K,) = :func:`rescaled_budget` (d, model.gamma,
-        T), ``overshoot`` = cost - budget and ``penalised_return`` =
+        T), ``overshoot`` = costs - budget and ``penalised_return`` =
         :func:`penalised_return` (value, cost, budget).
+
+    Examples
+    --------
+    The shortest path of Safe Navigation 1 makes 8 moves, each succeeding with
+    probability 0.8 (else the agent stays), so it takes 8 / 0.8 = 10 steps on average;
+    it enters one cost cell and pays again each time it fails to leave it, 1 / 0.8:
+
+    >>> from rcmdp_exact import domains
+    >>> nav1 = domains.paper_domain("nav1")
+    >>> res = evaluate_finite_horizon(nav1, domains.shortest_path_policy())
+    >>> round(res.value, 9), round(float(res.costs[0]), 9)
+    (-10.0, 1.25)
     """
     T, beta = _horizon_and_discount(model, horizon, discount)
     pi = check_policy(policy, model.n_states, model.n_actions)
     P_pi = _p_pi(model, pi)
     rhs = _rhs(model, pi)
     W = np.zeros_like(rhs)
-    for _ in range(T):
-        W = rhs + beta * (P_pi @ W)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
+        for _ in range(T):
+            W = rhs + beta * (P_pi @ W)
     check_finite_result(model, W, "evaluate_finite_horizon")
     value = float(model.p0 @ W[:, 0])
     cost = model.p0 @ W[:, 1:]
     budget = rescaled_budget(model.d, model.gamma, T)
     return Result(
         value=value,
-        cost=cost,
+        costs=cost,
         v=W[:, 0],
         c=W[:, 1:],
         horizon=T,
@@ -448,7 +451,7 @@ def evaluate_finite_horizon_batch(model: TabularCMDP, policies, kernels=None,
     Returns
     -------
     Result
-        ``value`` (N, M), ``cost`` (N, M, K), ``budget`` (K,), ``overshoot`` (N, M, K),
+        ``value`` (N, M), ``costs`` (N, M, K), ``budget`` (K,), ``overshoot`` (N, M, K),
         ``penalised_return`` (N, M), ``horizon``.
     """
     from .model import check_transition_rows
@@ -474,14 +477,15 @@ def evaluate_finite_horizon_batch(model: TabularCMDP, policies, kernels=None,
     rhs = np.einsum("msa,nsak->nmsk", pol, r)
     P_pi = np.einsum("msa,nsat->nmst", pol, P)
     W = np.zeros_like(rhs)
-    for _ in range(T):
-        W = rhs + beta * (P_pi @ W)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
+        for _ in range(T):
+            W = rhs + beta * (P_pi @ W)
     check_finite_result(model, W, "evaluate_finite_horizon_batch")
     out = np.einsum("s,nmsk->nmk", model.p0, W)
     value, cost = out[..., 0], out[..., 1:]
     budget = rescaled_budget(model.d, model.gamma, T)
     over = cost - budget
-    return Result(value=value, cost=cost, budget=budget, overshoot=over,
+    return Result(value=value, costs=cost, budget=budget, overshoot=over,
                   penalised_return=value - PENALTY_WEIGHT * np.maximum(over, 0.0).sum(-1),
                   horizon=T)
 

@@ -43,11 +43,21 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ._checks import (
+    ImproperPolicyError,
+    as_float_array,
+    check_choice,
+    check_int,
+    check_real,
+    check_shape,
+    rng_from,
+)
 from ._progress import tqdm
 from ._result import Result
 from .evaluation import check_proper, evaluate
-from .model import ModelError, TabularCMDP
+from .model import ModelError, TabularCMDP, check_model
 from .parametrisations import make_adversary, make_policy
+from .sampling import kernel_outcomes, rollout_arrays
 
 __all__ = [
     "ESTIMATORS",
@@ -63,6 +73,7 @@ __all__ = [
     "monte_carlo_estimator",
     "policy_gradient",
     "relative_error",
+    "resolve_horizon",
 ]
 
 
@@ -126,8 +137,7 @@ class _Context:
 
     def __init__(self, model, params, lam, parametrisation, adversary_params,
                  adversary_parametrisation, need_adversary=False):
-        if not isinstance(model, TabularCMDP):
-            raise ModelError(f"model must be a TabularCMDP, got {type(model).__name__}")
+        check_model(model)
         if model.is_sparse:
             raise ModelError(
                 "the gradient tools work on dense models; this model is sparse "
@@ -164,7 +174,7 @@ class _Context:
     def dynamics_model(self) -> TabularCMDP:
         if self.adversary is None:
             return self.model
-        return self.model.with_transitions(self.kernel())
+        return self.model.with_transitions(self.kernel(), check=False)
 
 
 def _solve_lagrangian(ctx: _Context, pi: np.ndarray, P: np.ndarray) -> tuple[float, np.ndarray]:
@@ -178,7 +188,7 @@ def _solve_lagrangian(ctx: _Context, pi: np.ndarray, P: np.ndarray) -> tuple[flo
     try:
         V[nt] = np.linalg.solve(M, r_pi[nt])
     except np.linalg.LinAlgError:
-        raise ModelError(
+        raise ImproperPolicyError(
             "I - gamma P_pi is singular: with gamma = 1 some state never reaches a "
             "terminal state under this policy; use gamma < 1 or a policy that terminates"
         ) from None
@@ -250,6 +260,18 @@ def policy_gradient(model: TabularCMDP, params, lam=None, parametrisation="softm
     -------
     numpy.ndarray
         The gradient, with the shape of ``params``.
+
+    Examples
+    --------
+    A one-state bandit with rewards (0, 1), gamma = 1/2 and uniform softmax logits:
+    L = pi(1) / (1 - gamma), so dL/dtheta_1 = pi(0) pi(1) / (1 - gamma) = 1/2, and the
+    gradient of the two logits is (-1/2, 1/2):
+
+    >>> import numpy as np
+    >>> from rcmdp_exact import TabularCMDP
+    >>> bandit = TabularCMDP(np.ones((1, 2, 1)), R=[[0.0, 1.0]], gamma=0.5)
+    >>> np.round(policy_gradient(bandit, np.zeros((1, 2))), 12)
+    array([[-0.5,  0.5]])
     """
     ctx = _Context(model, params, lam, parametrisation, adversary_params,
                    adversary_parametrisation)
@@ -315,9 +337,7 @@ _STENCILS = {2: ((1.0, -1.0), (0.5, -0.5)),
 
 
 def _check_order(order) -> int:
-    if order not in _STENCILS:
-        raise ModelError(f"finite-difference order must be 2 or 4, got {order!r}")
-    return int(order)
+    return check_choice(order, "finite-difference order", tuple(_STENCILS))
 
 
 def fd_step(x, step: float | None = None, order: int = 4) -> np.ndarray:
@@ -334,9 +354,8 @@ def fd_step(x, step: float | None = None, order: int = 4) -> np.ndarray:
     Each step is rounded so that ``x + h`` and ``x - h`` are exact in float64.
     """
     x = np.asarray(x, dtype=np.float64)
-    s = FD_STEPS[_check_order(order)] if step is None else float(step)
-    if not s > 0:
-        raise ModelError(f"finite-difference step must be positive, got {step!r}")
+    s = (FD_STEPS[_check_order(order)] if step is None else
+         check_real(step, "finite-difference step", 0.0, low_open=True))
     h = s * np.maximum(1.0, np.abs(x))
     return (x + h) - x
 
@@ -374,13 +393,10 @@ def central_difference(f, x, step: float | None = None, order: int = 4,
     h = fd_step(x, step, order).ravel()
     kind = np.zeros(n, dtype=np.int8)  # 0 central, +1 forward, -1 backward
     if max_step is not None:
-        bound = np.asarray(max_step, dtype=np.float64).reshape(n, -1)
-        if bound.shape[1] == 1:
-            bound = np.repeat(bound, 2, axis=1)
-        if bound.shape != (n, 2):
-            raise ModelError(
-                f"max_step must have shape ({n},) or ({n}, 2), got {np.shape(max_step)}"
-            )
+        bound = as_float_array(max_step, "max_step", f"give ({n},) or ({n}, 2) bounds",
+                               finite=False)
+        bound = np.repeat(bound[:, None], 2, axis=1) if bound.shape == (n,) else bound
+        check_shape(bound, (n, 2), f"max_step (or shape ({n},))", ("i", "side"))
         reach = max(_STENCILS[order][0])
         tight = 2.0 * reach * h > bound.min(axis=1)
         h2 = fd_step(x, step, 2).ravel()
@@ -437,8 +453,7 @@ def finite_difference(model: TabularCMDP, params, lam=None, parametrisation="sof
     numpy.ndarray
         The gradient estimate, shaped like the perturbed parameters.
     """
-    if wrt not in ("policy", "adversary"):
-        raise ModelError(f"wrt must be 'policy' or 'adversary', got {wrt!r}")
+    check_choice(wrt, "wrt", ("policy", "adversary"))
     ctx = _Context(model, params, lam, parametrisation, adversary_params,
                    adversary_parametrisation, need_adversary=(wrt == "adversary"))
     if ctx.gamma == 1.0:
@@ -463,18 +478,12 @@ def _kink_bound(par, params):
 
 
 # =========================================================================== estimators, exactly
-def _resolve_horizon(model: TabularCMDP, horizon) -> int | None:
+def resolve_horizon(model: TabularCMDP, horizon) -> int | None:
+    """An episode length: "model" (the model's horizon), None (unbounded) or an int >= 1."""
     if isinstance(horizon, str):
-        if horizon != "model":
-            raise ModelError(
-                f"horizon must be 'model', None or a positive integer, got {horizon!r}"
-            )
-        return model.horizon
-    if horizon is None:
-        return None
-    if not (isinstance(horizon, int | np.integer) and horizon >= 1):
-        raise ModelError(f"horizon must be 'model', None or a positive integer, got {horizon!r}")
-    return int(horizon)
+        return model.horizon if check_choice(horizon, "horizon", ("model",)) else None
+    return None if horizon is None else check_int(
+        horizon, "horizon", 1, hint=" (or 'model', or None for unbounded episodes)")
 
 
 def _visits(ctx: _Context, P_pi: np.ndarray, T: int | None, discounted: bool, what: str):
@@ -494,7 +503,8 @@ def _visits(ctx: _Context, P_pi: np.ndarray, T: int | None, discounted: bool, wh
         try:
             n[nt] = np.linalg.solve(M.T, p0[nt])
         except np.linalg.LinAlgError:
-            raise ModelError(f"{what}: the visit sums diverge; give a finite horizon T") from None
+            raise ImproperPolicyError(
+                f"{what}: the visit sums diverge; give a finite horizon T") from None
         return n
     nu = np.empty((T, ctx.S))
     cur = p0.copy()
@@ -549,7 +559,7 @@ def estimator_expectation(model: TabularCMDP, params, estimator: str, lam=None,
     if est.name == "theorem2":
         return adversary_gradient(model, params, adversary_params, lam, parametrisation,
                                   adversary_parametrisation)
-    T = _resolve_horizon(model, horizon)
+    T = resolve_horizon(model, horizon)
     ctx = _Context(model, params, lam, parametrisation, adversary_params,
                    adversary_parametrisation, need_adversary=(est.side == "adversary"))
     pi = ctx.policy.probs(ctx.theta)
@@ -590,13 +600,6 @@ def estimator_expectation(model: TabularCMDP, params, estimator: str, lam=None,
 
 
 # =========================================================================== Monte Carlo
-def _sample_rows(rng: np.random.Generator, probs: np.ndarray) -> np.ndarray:
-    """One category per row of ``probs`` (N, C) by inverse CDF."""
-    cdf = np.cumsum(probs, axis=1)
-    u = rng.random(probs.shape[0]) * cdf[:, -1]
-    return np.minimum((u[:, None] >= cdf).sum(axis=1), probs.shape[1] - 1)
-
-
 def monte_carlo_estimator(model: TabularCMDP, params, estimator: str, n_episodes: int,
                           seed=None, lam=None, parametrisation="softmax",
                           adversary_params=None, adversary_parametrisation="softmax",
@@ -606,7 +609,9 @@ def monte_carlo_estimator(model: TabularCMDP, params, estimator: str, n_episodes
 
     Each episode gives one sample :math:`X_i = \\sum_{t<T} w_t\\, U_t\\, \\nabla \\log
     p(c_t \\mid r_t)` (the policy's score for the policy estimators, the adversary's for
-    the adversary ones); the result is their mean with its standard error.
+    the adversary ones); the result is their mean with its standard error.  Episodes
+    come from :func:`rcmdp_exact.sampling.rollout` (over the adversary's outcomes when
+    ``adversary_params`` is given).
 
     Parameters
     ----------
@@ -633,24 +638,21 @@ def monte_carlo_estimator(model: TabularCMDP, params, estimator: str, n_episodes
             f"{est.name!r} is an exact formula, not a sampled estimator; sample one of "
             f"{', '.join(n for n, e in ESTIMATORS.items() if not e.exact)}"
         )
-    T = _resolve_horizon(model, horizon)
-    if T is None:
-        raise ModelError("Monte Carlo needs a finite episode length: pass horizon=T")
-    if not (isinstance(n_episodes, int | np.integer) and n_episodes >= 2):
-        raise ModelError(f"n_episodes must be an integer >= 2, got {n_episodes!r}")
-    if not (isinstance(batch_size, int | np.integer) and batch_size >= 1):
-        raise ModelError(f"batch_size must be a positive integer, got {batch_size!r}")
+    T = resolve_horizon(model, horizon)
+    check_int(T, "horizon", 1, hint=" (Monte Carlo needs a finite episode length: pass "
+              "horizon=T)" if T is None else "")
+    check_int(n_episodes, "n_episodes", 2)
+    check_int(batch_size, "batch_size", 1)
     ctx = _Context(model, params, lam, parametrisation, adversary_params,
                    adversary_parametrisation, need_adversary=(est.side == "adversary"))
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    S, A = ctx.S, ctx.A
+    rng = rng_from(seed)
+    A = ctx.A
     pi = ctx.policy.probs(ctx.theta)
     if ctx.adversary is not None:
         outcomes = ctx.adversary.outcomes
         q_out = ctx.adversary.outcome_probs(ctx.phi)
     else:
-        outcomes = np.broadcast_to(np.arange(S)[None, None, :], (S, A, S))
-        q_out = np.asarray(model.P)
+        outcomes, q_out = kernel_outcomes(model)
     if est.side == "policy":
         par, theta = ctx.policy, ctx.theta
         V = None
@@ -661,10 +663,7 @@ def monte_carlo_estimator(model: TabularCMDP, params, estimator: str, n_episodes
     RC = par.n_rows * par.n_categories
     D = None if directions is None else np.asarray(directions, dtype=np.float64)
     if D is not None and (D.ndim != 2 or D.shape[1] != par.n_params):
-        raise ModelError(
-            f"directions must have shape (m, {par.n_params}), got {D.shape}"
-        )
-    p0 = model.p0
+        check_shape(D, (max(len(D), 1), par.n_params), "directions", ("m", "n_params"))
     w = ctx.gamma ** np.arange(T) if est.weight == "gamma^t" else np.ones(T)
     total = np.zeros(par.n_params)
     total_sq = np.zeros(par.n_params)
@@ -675,21 +674,9 @@ def monte_carlo_estimator(model: TabularCMDP, params, estimator: str, n_episodes
                leave=False)
     while done < n_episodes:
         N = min(batch_size, int(n_episodes) - done)
-        s = _sample_rows(rng, np.broadcast_to(p0, (N, S)))
-        st = np.empty((T, N), dtype=np.int64)
-        at = np.empty((T, N), dtype=np.int64)
-        ot = np.empty((T, N), dtype=np.int64)
-        nxt = np.empty((T, N), dtype=np.int64)
-        alive = np.empty((T, N), dtype=bool)
-        rew = np.empty((T, N))
-        for t in range(T):
-            alive[t] = ctx.nt[s]
-            a = _sample_rows(rng, pi[s])
-            o = _sample_rows(rng, q_out[s, a])
-            s2 = outcomes[s, a, o]
-            st[t], at[t], ot[t], nxt[t] = s, a, o, s2
-            rew[t] = np.where(alive[t], ctx.R_lam[s, a, s2], 0.0)
-            s = np.where(alive[t], s2, s)
+        ep = rollout_arrays(model.p0, model.terminal, pi, outcomes, q_out, N, T, rng)
+        st, at, ot, nxt, alive = (x.T for x in ep[:5])  # (T, N)
+        rew = np.where(alive, ctx.R_lam[st, at, nxt], 0.0)
         if est.side == "policy":
             G = np.zeros(N)
             U = np.empty((T, N))

@@ -24,13 +24,12 @@ Large sparse models (for example a grid of :math:`10^5` cells) are built from a
 ``(s, a)`` only; the dense ``P`` view is then refused above :data:`DENSE_LIMIT`
 entries and the solvers use :attr:`TabularCMDP.P_sparse`.
 
-Every check made when a model is built raises :class:`ModelError` (a
-:class:`ValueError`) whose message names the culprit and says how to fix it: shapes
-and dtypes, NaN/inf, negative probabilities, rows of ``P`` that do not sum to 1 within
-:func:`row_tolerance` (S) (the first bad ``(s, a)`` and its sum), ``p0`` not a
-distribution, ``gamma`` outside [0, 1], budgets of the wrong length, terminal states
-that are not absorbing, outcomes that do not cover the support of ``P``; policies are
-checked by :func:`check_policy`.
+Every check made when a model is built raises :class:`ModelError` (the package's
+:class:`~rcmdp_exact.InputError`, a :class:`ValueError`) whose message names the culprit
+(the argument, the entry, its value) and says how to fix it; the checks themselves live
+in :mod:`rcmdp_exact._checks`.  New dynamics make a new model
+(:meth:`TabularCMDP.with_transitions`; ``check=False`` for a trusted kernel is a cheap
+copy).  Models are saved to ``.npz`` without pickle (:meth:`TabularCMDP.save`).
 
 Conversions: :meth:`TabularCMDP.to_mdptoolbox` (``P[a, s, s']``, ``R[s, a]``) and
 :meth:`TabularCMDP.to_quantecon` (``R[s, a]``, ``Q[s, a, s']``, or the sparse
@@ -50,6 +49,7 @@ from ._checks import (
     as_float_array,
     check_distributions,
     check_finite,
+    check_indices,
     check_int,
     check_nonnegative,
     check_real,
@@ -121,9 +121,7 @@ def _check_terminal(terminal, S: int) -> np.ndarray:
             f"state indices, got dtype {term.dtype} and shape {term.shape}; for a mask "
             f"use a bool array (e.g. np.isin(np.arange({S}), indices))"
         )
-    for i in term:
-        check_int(i, "terminal state index", 0, S - 1)
-    mask[term] = True
+    mask[check_indices(term, "terminal state index", S, "state")] = True
     return mask
 
 
@@ -150,11 +148,7 @@ def check_policy(policy, n_states: int, n_actions: int, name: str = "policy") ->
            f"an integer array ({n_states},) of actions")
     arr = as_array(policy, name, fix)
     if arr.ndim == 1 and arr.shape == (n_states,) and np.issubdtype(arr.dtype, np.integer):
-        bad = (arr < 0) | (arr >= n_actions)
-        if bad.any():
-            s = int(np.flatnonzero(bad)[0])
-            check_int(arr[s], f"the action of the deterministic {name} in state {s}", 0,
-                      n_actions - 1)
+        check_indices(arr, f"deterministic {name}", n_actions, "action")
         out = np.zeros((n_states, n_actions))
         out[np.arange(n_states), arr] = 1.0
         return out
@@ -223,6 +217,19 @@ class TabularCMDP:
     any other field).  The inputs are copied, attributes cannot be reassigned and
     every array returned is read-only; copies are the model itself and pickling
     rebuilds it through the constructor.
+
+    Examples
+    --------
+    Two states; in state 0, action 1 reaches the absorbing goal (state 1) and earns 1:
+
+    >>> import numpy as np
+    >>> P = np.zeros((2, 2, 2))
+    >>> P[0, 0, 0] = P[0, 1, 1] = P[1, :, 1] = 1.0
+    >>> m = TabularCMDP(P, R=[[0.0, 1.0], [0.0, 0.0]], terminal=[1], gamma=0.9)
+    >>> m.n_states, m.n_actions, m.n_constraints
+    (2, 2, 0)
+    >>> m.r[0]  # expected one-step reward of each action in state 0
+    array([0., 1.])
     """
 
     __slots__ = (
@@ -285,11 +292,13 @@ class TabularCMDP:
             self._P_sparse = None
         sparse = self._P is None
         # -- rewards and costs: per pair (S, A[, K]) or per transition (S, A, S[, K])
-        R_arr = as_float_array(R, "R", "give an (S, A) or (S, A, S) array of rewards")
+        R_arr = as_float_array(R, "R", "give an (S, A) or (S, A, S) array of rewards",
+                               finite=False)
         per_pair = (S, A) if sparse else None
         self._R_sa, self._R = self._split(R_arr, "R", (S, A), (S, A, S), per_pair)
         C_arr = (np.zeros((S, A, 0)) if C is None else
-                 as_float_array(C, "C", "give an (S, A, S, K) or (S, A, K) array of costs"))
+                 as_float_array(C, "C", "give an (S, A, S, K) or (S, A, K) array of costs",
+                                finite=False))
         K = C_arr.shape[-1] if C_arr.ndim in (3, 4) else 0
         self._C_sa, self._C = self._split(C_arr, "C", (S, A, K), (S, A, S, K),
                                           (S, A, K) if sparse else None)
@@ -297,8 +306,9 @@ class TabularCMDP:
             raise ModelError(f"the model has K={K} cost functions but no budgets d; give d "
                              f"of shape ({K},), one budget per constraint")
         d_arr = np.zeros(0) if d is None else as_float_array(
-            d, "budgets d", "give one budget per constraint").reshape(-1)
+            d, "budgets d", "give one budget per constraint", finite=False).reshape(-1)
         check_shape(d_arr, (K,), "budgets d (one per constraint, K from C)", ("k",))
+        check_finite(d_arr, "budgets d", ("k",))
         self._d = readonly(d_arr.copy())
         # -- discount, start, horizon, terminal
         self._gamma = check_real(gamma, "gamma", 0.0, 1.0,
@@ -389,11 +399,7 @@ class TabularCMDP:
                 f"outcomes must be an integer array (S, A, O) = ({S}, {A}, O) of next "
                 f"states with O >= 1, got dtype {out.dtype} and shape {out.shape}"
             )
-        bad = (out < 0) | (out >= S)
-        if bad.any():
-            s, a, o = (int(i) for i in np.argwhere(bad)[0])
-            check_int(out[s, a, o], f"outcomes[{s}, {a}, {o}] (a state index)", 0, S - 1)
-        out = out.astype(np.int64)
+        out = check_indices(out, "outcomes", S, "state")
         # the support of P must lie inside the outcomes of each (s, a)
         Ps = self.P_sparse
         O = out.shape[2]
@@ -649,10 +655,7 @@ class TabularCMDP:
                 f"dtype {ns.dtype} and shape {ns.shape}"
             )
         S, A, O = ns.shape
-        bad = (ns < 0) | (ns >= S)
-        if bad.any():
-            s, a, o = (int(i) for i in np.argwhere(bad)[0])
-            check_int(ns[s, a, o], f"next_state[{s}, {a}, {o}] (a state index)", 0, S - 1)
+        ns = check_indices(ns, "next_state", S, "state")
         pr = as_float_array(prob, "prob", "give (S, A, O) outcome probabilities",
                             shape=(S, A, O), axes=("s", "a", "o"))
         check_nonnegative(pr, "prob", "outcome probabilities")
@@ -788,10 +791,14 @@ class TabularCMDP:
     @classmethod
     def load(cls, path) -> TabularCMDP:
         """Read a model written by :meth:`save` (validated like any new model)."""
-        with np.load(path, allow_pickle=False) as f:
-            if "format" not in f or str(f["format"]) != "rcmdp_exact.TabularCMDP/1":
-                raise ModelError(f"{str(path)!r} is not a model file written by "
-                                 f"TabularCMDP.save")
+        try:
+            f = np.load(path, allow_pickle=False)
+        except (OSError, ValueError):
+            f = None
+        if not hasattr(f, "files") or "format" not in f.files \
+                or str(f["format"]) != "rcmdp_exact.TabularCMDP/1":
+            raise ModelError(f"{str(path)!r} is not a model file written by TabularCMDP.save")
+        with f:
             if "P" in f:
                 P = f["P"]
             else:
@@ -822,10 +829,12 @@ class TabularCMDP:
         K = self.n_constraints
         if lam is None:
             return np.zeros(K)
-        arr = as_float_array(lam, "lam", "give one multiplier per constraint").reshape(-1)
+        arr = as_float_array(lam, "lam", "give one multiplier per constraint",
+                             finite=False).reshape(-1)
         if arr.size == 1 and K > 1:
             arr = np.full(K, float(arr[0]))
         check_shape(arr, (K,), "lam (one multiplier per constraint, or one number)", ("k",))
+        check_finite(arr, "lam", ("k",))
         check_nonnegative(arr, "lam", "Lagrange multipliers")
         return arr
 

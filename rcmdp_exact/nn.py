@@ -52,7 +52,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import ModelError
+from ._checks import (
+    InputError,
+    as_float_array,
+    check_finite,
+    check_int,
+    check_real,
+    check_shape,
+)
 
 __all__ = ["MLP", "Adam", "log_softmax", "softmax"]
 
@@ -82,9 +89,7 @@ def _rng(seed) -> np.random.Generator:
 
 
 def _positive_int(value, name: str) -> int:
-    if not (isinstance(value, int | np.integer) and value >= 1):
-        raise ModelError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
+    return check_int(value, name, 1)
 
 
 class MLP:
@@ -143,11 +148,7 @@ class MLP:
     # ------------------------------------------------------------ parameters
     def init(self, seed=None, bias_scale: float = 0.1) -> np.ndarray:
         """A fresh seeded flat parameter vector (Glorot-uniform weights, small biases)."""
-        if not (np.isfinite(bias_scale) and bias_scale >= 0):
-            raise ModelError(
-                f"bias_scale must be a finite number >= 0 (biases ~ U(-bias_scale, "
-                f"bias_scale)), got {bias_scale!r}"
-            )
+        check_real(bias_scale, "bias_scale", 0.0, hint=" (biases ~ U(-bias_scale, bias_scale))")
         rng = _rng(seed)
         F, H, O = self.n_inputs, self.hidden, self.n_outputs
         a1 = np.sqrt(6.0 / (F + H))
@@ -163,9 +164,10 @@ class MLP:
     def _check_params(self, params) -> np.ndarray:
         if params is None:
             return self.params
-        arr = np.asarray(params, dtype=np.float64)
+        arr = as_float_array(params, "MLP parameters", "give a flat float vector",
+                             finite=False)
         if arr.shape != (self.n_params,):
-            raise ModelError(
+            raise InputError(
                 f"MLP parameters must be a flat vector of length {self.n_params} "
                 f"(F={self.n_inputs}, H={self.hidden}, O={self.n_outputs}), got shape "
                 f"{arr.shape}; use mlp.get_params() for the layout W1, b1, W2, b2"
@@ -217,7 +219,7 @@ class MLP:
         if arr.ndim == 1 and self.n_inputs == 1:
             arr = arr[:, None]
         if arr.ndim != 2 or arr.shape[1] != self.n_inputs:
-            raise ModelError(
+            raise InputError(
                 f"MLP input must have shape (N, {self.n_inputs}) (one row per sample), "
                 f"got {arr.shape}"
             )
@@ -299,10 +301,7 @@ class MLP:
             cache = self.forward(x, params)
         g = np.asarray(grad_logits, dtype=np.float64)
         N = cache["x"].shape[0]
-        if g.shape != (N, self.n_outputs):
-            raise ModelError(
-                f"grad_logits must have shape (N, O) = ({N}, {self.n_outputs}), got {g.shape}"
-            )
+        check_shape(g, (N, self.n_outputs), "grad_logits", ("n", "o"))
         dW2 = cache["h"].T @ g
         db2 = g.sum(axis=0)
         delta = (g @ w["W2"].T) * (cache["z"] > 0)
@@ -318,23 +317,56 @@ class MLP:
         cache = self.forward(x, params)
         p = softmax(cache["logits"])
         G = np.asarray(grad_probs, dtype=np.float64)
-        if G.shape != p.shape:
-            raise ModelError(f"grad_probs must have shape {p.shape}, got {G.shape}")
+        check_shape(G, p.shape, "grad_probs", ("n", "o"))
         g = p * (G - (p * G).sum(axis=1, keepdims=True))
         return self.backward(x, g, params, cache)
 
     def grad_log_softmax(self, x, y, params=None) -> np.ndarray:
-        """Per-sample gradients :math:`\\nabla \\log p(y_n \\mid x_n)`, shape (N, n_params)."""
+        """Per-sample gradients :math:`\\nabla \\log p(y_n \\mid x_n)`, shape (N, n_params).
+
+        One sample (N = 1) takes the fast path of :meth:`grad_log_prob`.
+        """
+        xa = np.asarray(x, dtype=np.float64)
+        ya = np.asarray(y)
+        if xa.shape == (1, self.n_inputs) and ya.shape == (1,) \
+                and np.issubdtype(ya.dtype, np.integer) and 0 <= ya[0] < self.n_outputs:
+            return self.grad_log_prob(xa[0], int(ya[0]), self._check_params(params))[None, :]
         cache = self.forward(x, params)
         N = cache["x"].shape[0]
         y = np.asarray(y)
-        if y.shape != (N,) or not np.issubdtype(y.dtype, np.integer):
-            raise ModelError(f"y must be an integer array of shape ({N},), got {y.dtype} {y.shape}")
-        if N and (y.min() < 0 or y.max() >= self.n_outputs):
-            raise ModelError(f"y must hold output indices in 0..{self.n_outputs - 1}")
+        if y.shape != (N,) or not np.issubdtype(y.dtype, np.integer) \
+                or (N and (y.min() < 0 or y.max() >= self.n_outputs)):
+            raise InputError(f"y must be an integer array of shape ({N},) of output indices "
+                             f"in 0..{self.n_outputs - 1}, got {y.dtype} {y.shape}")
         g = -softmax(cache["logits"])
         g[np.arange(N), y] += 1.0
         return self._per_sample(cache, g[:, None, :], params)[:, 0, :]
+
+    def grad_log_prob(self, x, y: int, params=None) -> np.ndarray:
+        r"""Fast single-sample :math:`\nabla_\theta \log p(y \mid x)`, shape (n_params,).
+
+        The forward and backward pass of one input row ``x`` (F,) in plain numpy:
+        :math:`g = e_y - p`, :math:`\delta = (W_2 g) \odot [z > 0]`, gradient
+        :math:`(x \delta^\top, \delta, h g^\top, g)` in the flat layout.  No input
+        checks beyond the parameter vector's length (the per-step path of a learner).
+        """
+        p = self.params if params is None else params
+        F, H, O = self.n_inputs, self.hidden, self.n_outputs
+        o1, o2, o3 = F * H, F * H + H, F * H + H + H * O
+        W2 = p[o2:o3].reshape(H, O)
+        z = np.asarray(x, dtype=np.float64) @ p[:o1].reshape(F, H) + p[o1:o2]
+        h = np.maximum(z, 0.0)
+        logits = h @ W2 + p[o3:]
+        e = np.exp(logits - logits.max())
+        g = e / -e.sum()
+        g[y] += 1.0
+        delta = (W2 @ g) * (z > 0)
+        out = np.empty(self.n_params)
+        out[:o1] = np.multiply.outer(x, delta).ravel()
+        out[o1:o2] = delta
+        out[o2:o3] = np.multiply.outer(h, g).ravel()
+        out[o3:] = g
+        return out
 
     def score(self, x, params=None) -> np.ndarray:
         """:math:`\\nabla \\log p(o \\mid x_n)` for every output o: shape (N, O, n_params)."""
@@ -383,12 +415,10 @@ class Adam:
     def __init__(self, n_params: int, lr: float = 1e-3, beta1: float = 0.9,
                  beta2: float = 0.999, eps: float = 1e-8):
         self.n_params = _positive_int(n_params, "n_params")
-        if not lr > 0:
-            raise ModelError(f"lr must be positive, got {lr!r}")
-        if not (0.0 <= beta1 < 1.0 and 0.0 <= beta2 < 1.0):
-            raise ModelError(f"beta1 and beta2 must lie in [0, 1), got {beta1!r}, {beta2!r}")
-        if not (np.isfinite(eps) and eps > 0):
-            raise ModelError(f"eps must be a positive finite number, got {eps!r}")
+        check_real(lr, "lr", 0.0, low_open=True)
+        check_real(beta1, "beta1", 0.0, 1.0, high_open=True)
+        check_real(beta2, "beta2", 0.0, 1.0, high_open=True)
+        check_real(eps, "eps", 0.0, low_open=True)
         self.lr = float(lr)
         self.beta1 = float(beta1)
         self.beta2 = float(beta2)
@@ -404,14 +434,9 @@ class Adam:
         """
         p = np.asarray(params, dtype=np.float64)
         g = np.asarray(grad, dtype=np.float64)
-        if p.shape != (self.n_params,) or g.shape != (self.n_params,):
-            raise ModelError(
-                f"Adam works on flat vectors of length {self.n_params}, got params "
-                f"{p.shape} and grad {g.shape}"
-            )
-        if not np.isfinite(g).all():
-            i = int(np.flatnonzero(~np.isfinite(g))[0])
-            raise ModelError(f"gradient entry {i} is {float(g[i])!r}; Adam needs finite gradients")
+        check_shape(p, (self.n_params,), "Adam params")
+        check_shape(g, (self.n_params,), "Adam grad")
+        check_finite(g, "gradient")
         self.t += 1
         self.m = self.beta1 * self.m + (1.0 - self.beta1) * g
         self.v = self.beta2 * self.v + (1.0 - self.beta2) * g * g
@@ -433,10 +458,8 @@ class Adam:
         """Restore a state saved by :meth:`state_dict`."""
         m = np.asarray(state["m"], dtype=np.float64)
         v = np.asarray(state["v"], dtype=np.float64)
-        if m.shape != (self.n_params,) or v.shape != (self.n_params,):
-            raise ModelError(
-                f"optimiser state has moments of shape {m.shape}, expected ({self.n_params},)"
-            )
+        check_shape(m, (self.n_params,), "optimiser state m")
+        check_shape(v, (self.n_params,), "optimiser state v")
         self.m, self.v = m.copy(), v.copy()
         self.t = int(state["t"])
         self.lr, self.beta1, self.beta2, self.eps = (float(h) for h in state["hyper"])

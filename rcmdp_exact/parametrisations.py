@@ -15,8 +15,8 @@ for each:
   softmax head) applied to an input row per state or state-action pair; the
   parameters are its flat vector.
 
-Inputs of the MLP forms (PROTOCOL, "Learners")
-----------------------------------------------
+Inputs of the MLP forms (the paper's learners; ``docs/protocol.md``)
+--------------------------------------------------------------------
 * policy: the model's ``state_features`` (S, F) times ``feature_scale``;
 * adversary: the same scaled state features followed by the action index times
   ``action_scale``, one row per pair in the order ``s * A + a``.
@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._checks import as_float_array, check_finite, check_shape, rng_from
 from .model import ModelError, TabularCMDP
 from .nn import MLP, log_softmax, softmax
 
@@ -94,26 +95,18 @@ class SoftmaxTable:
 
     def check_params(self, params) -> np.ndarray:
         """``params`` as a float64 (rows, categories) array (a flat vector is accepted)."""
-        arr = np.asarray(params, dtype=np.float64)
+        name = f"{type(self).__name__} logits"
+        arr = as_float_array(params, name, "give an array of logits", finite=False)
         if arr.shape == (self.n_params,):
             arr = arr.reshape(self.param_shape)
-        if arr.shape != self.param_shape:
-            raise ModelError(
-                f"{type(self).__name__} parameters must be logits of shape "
-                f"{self.param_shape} (or flat ({self.n_params},)), got {arr.shape}"
-            )
-        if not np.isfinite(arr).all():
-            r, c = (int(i) for i in np.argwhere(~np.isfinite(arr))[0])
-            raise ModelError(
-                f"logit [{r}, {c}] is {float(arr[r, c])!r}; logits must be finite (floor "
-                f"probabilities before taking logs, e.g. np.log(np.maximum(p, 1e-6)))"
-            )
+        check_shape(arr, self.param_shape, f"{name} (or flat ({self.n_params},))",
+                    ("row", "category"))
+        check_finite(arr, name, ("row", "category"))
         return arr
 
     def init(self, seed=None, scale: float = 1.0) -> np.ndarray:
         """Seeded random logits :math:`\\theta \\sim N(0, \\text{scale}^2)`."""
-        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-        return scale * rng.standard_normal(self.param_shape)
+        return scale * rng_from(seed).standard_normal(self.param_shape)
 
     def probs(self, params) -> np.ndarray:
         """Probabilities (rows, categories)."""
@@ -161,9 +154,9 @@ class SoftmaxMLP:
     kind = "mlp"
 
     def __init__(self, inputs, n_categories: int, hidden: int = DEFAULT_HIDDEN):
-        x = np.asarray(inputs, dtype=np.float64)
-        if x.ndim != 2:
-            raise ModelError(f"inputs must have shape (rows, F), got {x.shape}")
+        x = as_float_array(inputs, "inputs", "give an array (rows, F)")
+        check_shape(x, (x.shape[0] if x.ndim else 1, x.shape[-1] if x.ndim else 1), "inputs",
+                    ("row", "feature"))
         self.inputs = x
         self.n_rows = x.shape[0]
         self.n_categories = int(n_categories)
@@ -177,17 +170,10 @@ class SoftmaxMLP:
                 f"hidden={self.hidden}, categories={self.n_categories})")
 
     def check_params(self, params) -> np.ndarray:
-        arr = np.asarray(params, dtype=np.float64)
-        if arr.shape != self.param_shape:
-            raise ModelError(
-                f"{type(self).__name__} parameters must be a flat vector of length "
-                f"{self.n_params} (inputs F={self.inputs.shape[1]}, hidden "
-                f"H={self.hidden}, outputs O={self.n_categories}), got shape {arr.shape}"
-            )
-        if not np.isfinite(arr).all():
-            i = int(np.flatnonzero(~np.isfinite(arr))[0])
-            raise ModelError(f"MLP parameter {i} is {float(arr[i])!r}; parameters must be finite")
-        return arr
+        name = (f"{type(self).__name__} parameters (F={self.inputs.shape[1]}, "
+                f"H={self.hidden}, O={self.n_categories})")
+        return as_float_array(params, name, "give the flat parameter vector",
+                              shape=self.param_shape, axes=("i",))
 
     def init(self, seed=None, bias_scale: float = 0.1) -> np.ndarray:
         """Seeded Glorot-uniform weights and small biases (see :class:`~rcmdp_exact.nn.MLP`)."""
@@ -221,21 +207,18 @@ class SoftmaxMLP:
 
 
 def _check_cotangent(G, shape) -> np.ndarray:
-    G = np.asarray(G, dtype=np.float64)
-    if G.shape != tuple(shape):
-        raise ModelError(f"cotangent must have shape {tuple(shape)}, got {G.shape}")
-    return G
+    return as_float_array(G, "cotangent", "give one number per (row, category)",
+                          shape=tuple(shape), axes=("row", "category"))
 
 
 # =========================================================================== inputs
 def _scale(value, default: float, width: int, name: str) -> np.ndarray:
     if value is None:
         return np.full(width, default)
-    arr = np.asarray(value, dtype=np.float64)
+    arr = as_float_array(value, name, f"give a number or an array of {width}")
     if arr.ndim == 0:
         arr = np.full(width, float(arr))
-    if arr.shape != (width,) or not np.isfinite(arr).all():
-        raise ModelError(f"{name} must be a finite number or an array of {width}, got {value!r}")
+    check_shape(arr, (width,), f"{name} (or one number)", ("feature",))
     return arr
 
 
@@ -334,10 +317,9 @@ class TabularAdversary(_AdversaryMixin, SoftmaxTable):
         reach it; probabilities are floored at ``floor`` (then renormalised) so the
         logits stay finite.
         """
-        P = np.asarray(P, dtype=np.float64)
         S, A = self.n_states, self.n_actions
-        if P.shape != (S, A, S):
-            raise ModelError(f"P must have shape (S, A, S) = {(S, A, S)}, got {P.shape}")
+        P = as_float_array(P, "P", "give an (S, A, S) kernel", shape=(S, A, S),
+                           axes=("s", "a", "s'"))
         out = self.outcomes
         mult = np.zeros((S, A, S))
         ii, jj = np.indices(out.shape[:2])

@@ -1,85 +1,22 @@
 r"""Robust evaluation and robust value iteration under an sa-rectangular L1 set.
 
-What the adversary minimises
-----------------------------
-A :class:`WorstCaseObjective` names the quantity robustified, as a reward per
-transition :math:`g(s, a, s')` whose discounted sum :math:`W` the adversary minimises
-(rewards and costs may depend on the next state):
-
-=============== =========================================== ==============================
-objective       :math:`g(s, a, s')`                          :math:`W` from (V, C)
-=============== =========================================== ==============================
-``value``       :math:`R(s, a, s')`                          :math:`V`
-``constraint``  :math:`-\sum_k C_k(s, a, s')`                :math:`-\sum_k C_k`
-``lagrangian``  :math:`R(s, a, s') - \lambda^\top C(s, a, s')` :math:`V - \lambda^\top C`
-=============== =========================================== ==============================
-
-("constraint": the worst case is the *most* cost, the paper's RCPG (robust
-constraint); with K > 1 constraints it maximises their sum.  "lagrangian": the paper's
-Eq. "robustlagrangian".)  The quantity each inner problem minimises is the
-:math:`z` of the protocol,
+The adversary minimises the discounted sum :math:`W` of a per-transition reward
+:math:`g(s, a, s')` named by a :class:`WorstCaseObjective`: ``value`` (:math:`R`),
+``constraint`` (:math:`-\sum_k C_k`, the most cost) or ``lagrangian``
+(:math:`R - \lambda^\top C`, the paper's Eq. "robustlagrangian").  For a fixed policy the
+robust policy Bellman operator
 
 .. math::
 
-    z(s, a, s') = g(s, a, s') + \gamma W(s').
+    (T_\pi W)(s) = \sum_a \pi(a|s) \min_{p \in \mathcal P_{s,a}} p^\top
+    \bigl(g(s, a, \cdot) + \gamma W\bigr)
 
-The learners reuse :func:`worst_case_objective` and :func:`worst_case_kernel` to turn a
-critic's V and C into the worst-case kernel.
-
-Robust policy evaluation
-------------------------
-For a fixed stochastic policy :math:`\pi` the robust policy Bellman operator
-
-.. math::
-
-    (T_\pi W)(s) = \sum_a \pi(a|s) \min_{p \in \mathcal P_{s,a}} p^\top z_W(s, a, \cdot)
-
-is a :math:`\gamma`-contraction in the sup norm (:math:`\gamma < 1`), so it has one
-fixed point :math:`W^+`, the worst case of the objective over the set (rectangularity
-lets the adversary choose each row independently).  The worst-case kernel :math:`P^+`
-is the minimiser at :math:`W^+`; :math:`W^+` is then the plain evaluation of
-:math:`\pi` under :math:`P^+`.  Two iterations are offered:
-
-* ``"policy_iteration"`` (default): the adversary's policy iteration (Howard):
-  :math:`P_{k+1} = \arg\min` at :math:`W_k`, :math:`W_{k+1}` = exact evaluation of
-  :math:`\pi` under :math:`P_{k+1}` (a linear solve).  :math:`W_k` decreases
-  monotonically and reaches the fixed point after finitely many kernels (the minimisers
-  are vertices of the sets), typically in a handful of iterations.
-* ``"value_iteration"``: :math:`W_{k+1} = T_\pi W_k` from the nominal evaluation.
-
-Both stop when the residual :math:`\|T_\pi W - W\|_\infty \le \mathrm{tol} \cdot
-\max(1, \|W\|_\infty)` (``converged``); the distance to the fixed point is then at most
-:math:`\mathrm{residual} / (1 - \gamma)`.  Otherwise (the iteration limit, or policy
-iteration meeting the kernel it has just evaluated again: in exact arithmetic that is
-the fixed point, so tol is below the rounding error of the linear solve) the result
-has ``converged=False``, ``status=1``, a message that says which, and a
-:class:`RuntimeWarning` is issued: an unconverged answer is never returned silently.
-The reported ``v``, ``c`` and
-``lagrangian`` are the exact evaluation of :math:`\pi` under :math:`P^+` by
-:func:`rcmdp_exact.evaluation.evaluate` (one sparse LU).
-
-Per-constraint worst cases: each cost :math:`C_k` is also maximised by its own kernel
-(``c_worst``, ``cost_worst``, ``P_worst_cost``), the pessimistic cost that a robust
-constraint :math:`\max_{P} C_k \le d_k` refers to.
-
-Robust value iteration
-----------------------
-The optimal robust policy of the Lagrangian reward :math:`r - \lambda^\top c`:
-
-.. math::
-
-    V(s) = \max_a \min_{p \in \mathcal P_{s,a}} p^\top
-    \bigl(R(s, a, \cdot) - \lambda^\top C(s, a, \cdot) + \gamma V\bigr)
-
-by value iteration (stop at residual :math:`\le \mathrm{tol} \cdot \max(1,
-\|V\|_\infty)`; the greedy policy is then :math:`2\gamma\,\mathrm{residual}/(1-\gamma)`
-optimal) or by robust policy iteration (each policy evaluated robustly as above,
-improved greedily, stopped when the policy is stable and the residual is below the
-tolerance).
-
-Terminal states earn nothing and stay absorbing: their rows keep the model's
-self-loop whatever the set allows, and :math:`W = 0` there.  All of this needs
-:math:`\gamma < 1`.
+is a :math:`\gamma`-contraction; :func:`robust_evaluate` finds its fixed point by the
+adversary's policy iteration (default) or value iteration, reports the worst-case kernel
+:math:`P^+` and the exact evaluation under it, and each constraint's own worst case.
+:func:`robust_value_iteration` optimises :math:`\max_a \min_p`.  An unconverged answer is
+never silent (``converged=False``, a status, a message and a RuntimeWarning).  The
+details are in ``docs/robust.md``.
 """
 
 from __future__ import annotations
@@ -91,11 +28,20 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ._result import Result
-from .evaluation import evaluate
+from ._checks import (
+    as_float_array,
+    check_choice,
+    check_int,
+    check_nonnegative,
+    check_real,
+    check_shape,
+    readonly,
+)
+from ._result import Result, Status
+from .evaluation import check_value_scale, evaluate
 from .inner import INNER_METHODS, worst_case_l1
-from .model import ModelError, TabularCMDP, check_policy
-from .uncertainty import L1Ball
+from .model import ModelError, TabularCMDP, check_model, check_policy
+from .uncertainty import L1Ball, check_ball
 
 __all__ = [
     "OBJECTIVES",
@@ -139,11 +85,8 @@ class WorstCaseObjective:
         return f"WorstCaseObjective({self._name!r}{lam})"
 
     def _lam_for(self, model: TabularCMDP) -> np.ndarray:
-        if self._lam.shape != (model.n_constraints,):
-            raise ModelError(
-                f"the objective has {self._lam.size} multipliers but the model has "
-                f"K={model.n_constraints} constraints"
-            )
+        check_shape(self._lam, (model.n_constraints,),
+                    "the objective's multipliers (one per constraint of the model)", ("k",))
         return self._lam
 
     def transition_reward(self, model: TabularCMDP) -> np.ndarray:
@@ -151,10 +94,8 @@ class WorstCaseObjective:
         if self._name == "value":
             return np.asarray(model.R)
         if self._name == "constraint":
-            if model.n_constraints == 0:
-                raise ModelError(
-                    "objective 'constraint' needs a model with at least one constraint"
-                )
+            check_int(model.n_constraints, "the number of constraints K of a model whose "
+                      "worst 'constraint' is asked for", 1)
             return -np.asarray(model.C).sum(axis=3)
         lam = self._lam_for(model)
         return np.asarray(model.R) - np.asarray(model.C) @ lam
@@ -186,49 +127,35 @@ def worst_case_objective(objective="value", lam=None, model: TabularCMDP | None 
         if model is not None:
             objective._lam_for(model)
         return objective
-    if objective not in OBJECTIVES:
-        raise ModelError(
-            f"unknown objective {objective!r}; use one of {list(OBJECTIVES)} (worst value, "
-            f"worst constraint cost, or worst Lagrangian r - lam.c)"
-        )
+    check_choice(objective, "objective", OBJECTIVES,
+                 hint=" (worst value, worst constraint cost, or worst Lagrangian r - lam.c)")
     if model is not None:
         lam_arr = model.check_multipliers(lam)
     else:
-        lam_arr = np.atleast_1d(np.asarray(0.0 if lam is None else lam, dtype=np.float64))
-    if objective == "lagrangian" and (lam_arr < 0).any():
-        raise ModelError(f"Lagrange multipliers must be >= 0, got lam={lam_arr.tolist()}")
-    lam_arr = lam_arr.copy()
-    lam_arr.flags.writeable = False
-    return WorstCaseObjective(objective, lam_arr)
+        lam_arr = np.atleast_1d(as_float_array(0.0 if lam is None else lam, "lam",
+                                               "give one multiplier per constraint"))
+        check_nonnegative(lam_arr, "lam", "Lagrange multipliers")
+    return WorstCaseObjective(objective, readonly(lam_arr.copy()))
 
 
 # --------------------------------------------------------------------------- adversary
 def check_robust_inputs(model, ball) -> None:
-    if not isinstance(model, TabularCMDP):
-        raise ModelError(f"model must be a TabularCMDP, got {type(model).__name__}")
-    if not isinstance(ball, L1Ball):
-        raise ModelError(
-            f"ball must be an L1Ball (see rcmdp_exact.uncertainty), got {type(ball).__name__}"
-        )
-    S, A = model.n_states, model.n_actions
-    if ball.nominal.shape != (S, A, S):
-        raise ModelError(
-            f"the ball has shape {ball.nominal.shape} but the model has (S, A, S) = "
-            f"({S}, {A}, {S}); build the ball for this model"
-        )
-    if not model.gamma < 1.0:
-        raise ModelError(
-            f"robust evaluation needs gamma < 1 (the robust Bellman operator is then a "
-            f"gamma-contraction), got gamma={model.gamma!r}; use a discounted model"
-        )
+    """Raise unless ``model`` is discounted, its sums stay finite, and ``ball`` is an
+    L1Ball of its shape."""
+    check_model(model)
+    check_ball(ball, model)
+    check_real(model.gamma, "the model's gamma", 0.0, 1.0, high_open=True,
+               hint="; robust evaluation needs a discount < 1 (the robust Bellman operator "
+                    "is then a contraction): use a discounted model")
+    check_value_scale(model, model.R, "R")
+    check_value_scale(model, model.C, "C")
 
 
 class _Adversary:
     """Solves all inner problems of a ball for z = g + gamma W, W given per state."""
 
     def __init__(self, model: TabularCMDP, ball: L1Ball, g: np.ndarray, inner: str):
-        if inner not in INNER_METHODS:
-            raise ModelError(f"unknown inner method {inner!r}; use one of {list(INNER_METHODS)}")
+        check_choice(inner, "inner method", INNER_METHODS)
         self.model = model
         self.gamma = model.gamma
         self.inner = inner
@@ -349,19 +276,14 @@ def _not_converged(method: str, it: int, residual: float, tol: float, stalled: b
     )
 
 
-def _check_method(method: str) -> None:
-    if method not in ("policy_iteration", "value_iteration"):
-        raise ModelError(
-            f"unknown method {method!r}; use 'policy_iteration' (exact, a few linear "
-            f"solves) or 'value_iteration'"
-        )
+METHODS = ("policy_iteration", "value_iteration")
 
 
-def _check_tol(tol, max_iter) -> None:
-    if not (isinstance(tol, float | int) and np.isfinite(tol) and tol > 0):
-        raise ModelError(f"tol must be a positive number, got {tol!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
-        raise ModelError(f"max_iter must be a positive integer, got {max_iter!r}")
+def _check_iteration(method: str, tol, max_iter) -> None:
+    check_choice(method, "method", METHODS,
+                 hint=" ('policy_iteration': exact, a few linear solves)")
+    check_real(tol, "tol", 0.0, low_open=True)
+    check_int(max_iter, "max_iter", 1)
 
 
 # --------------------------------------------------------------------------- public API
@@ -389,9 +311,7 @@ def worst_case_kernel(model: TabularCMDP, ball: L1Ball, w=None, *, v=None, c=Non
         if c is None and obj.name != "value":
             raise ModelError(f"objective {obj.name!r} needs the costs c (S, K)")
         w = obj.scalarise(v if v is not None else np.zeros(S), c)
-    w = np.asarray(w, dtype=np.float64)
-    if w.shape != (S,) or not np.isfinite(w).all():
-        raise ModelError(f"w must be a finite array of shape (S,) = ({S},), got {w.shape}")
+    w = as_float_array(w, "w", "give one number per state", shape=(S,), axes=("s",))
     adv = _Adversary(model, ball, obj.transition_reward(model), inner)
     q, P = adv.step(w)
     return Result(P_worst=P, q=q, w=w, objective=obj.name)
@@ -457,19 +377,34 @@ def robust_evaluate(model: TabularCMDP, policy, ball: L1Ball, objective="value",
         ``w`` (S,) the robust fixed point of the objective, ``q`` (S, A) its
         worst-case Q, ``P_worst`` (S, A, S) the worst-case kernel :math:`P^+`;
         the exact evaluation under :math:`P^+`: ``v`` (S,), ``c`` (S, K),
-        ``lagrangian`` (S,) = v - c @ lam, ``value`` = p0.v, ``cost`` (K,) = p0.c,
+        ``lagrangian`` (S,) = v - c @ lam, ``value`` = p0.v, ``costs`` (K,) = p0.c,
         ``lagrangian_p0`` = value - lam.(cost - d), ``evaluation`` (the full
         :func:`~rcmdp_exact.evaluation.evaluate` result: Q, occupancy, ...);
-        ``converged``, ``success``, ``status`` (0 converged, 1 not: iteration limit
-        or a stalled policy iteration, with a :class:`RuntimeWarning`), ``message``,
+        ``converged``, ``success``, ``status`` ("converged", or "not_converged": the
+        iteration limit or a stalled policy iteration, with a :class:`RuntimeWarning`), ``message``,
         ``iterations``, ``residual``, ``method``, ``objective``, ``lam``;
         with ``per_constraint``: ``c_worst`` (S, K) each cost under its own
-        maximising kernel, ``cost_worst`` (K,) = p0.c_worst and ``P_worst_cost``
+        maximising kernel, ``costs_worst`` (K,) = p0.c_worst and ``P_worst_cost``
         (K, S, A, S).
+
+    Examples
+    --------
+    One state that reaches the terminal goal with probability 1/2 per step and pays 1
+    per step.  An L1 radius of 0.2 lets the adversary move 0.1 of the goal's mass back
+    onto the state, so the worst case stays with probability 0.6:
+
+    >>> import numpy as np
+    >>> from rcmdp_exact import TabularCMDP, l1_ball
+    >>> P = np.zeros((2, 1, 2))
+    >>> P[0, 0] = [0.5, 0.5]
+    >>> P[1, 0, 1] = 1.0
+    >>> m = TabularCMDP(P, R=[[-1.0], [0.0]], terminal=[1], gamma=0.9)
+    >>> res = robust_evaluate(m, [[1.0], [1.0]], l1_ball(m, 0.2))
+    >>> str(res.status), round(res.value, 9), round(-1 / (1 - 0.9 * 0.6), 9)
+    ('converged', -2.173913043, -2.173913043)
     """
     check_robust_inputs(model, ball)
-    _check_method(method)
-    _check_tol(tol, max_iter)
+    _check_iteration(method, tol, max_iter)
     obj = worst_case_objective(objective, lam, model)
     lam_arr = model.check_multipliers(lam)
     S, A, K = model.n_states, model.n_actions, model.n_constraints
@@ -479,7 +414,7 @@ def robust_evaluate(model: TabularCMDP, policy, ball: L1Ball, objective="value",
     w, q, P, it, residual, conv, stalled = _fixed_point(
         adv, pi, g, method, tol, max_iter, progress, f"robust {obj.name}"
     )
-    ev = evaluate(model.with_transitions(P), pi, lam_arr)
+    ev = evaluate(model.with_transitions(P, check=False), pi, lam_arr, check=False)
     out = Result(
         w=w,
         q=q,
@@ -488,12 +423,12 @@ def robust_evaluate(model: TabularCMDP, policy, ball: L1Ball, objective="value",
         c=ev.c,
         lagrangian=ev.lagrangian,
         value=ev.value,
-        cost=ev.cost,
+        costs=ev.costs,
         lagrangian_p0=ev.lagrangian_p0,
         evaluation=ev,
         converged=conv,
         success=conv,
-        status=0 if conv else 1,
+        status=Status.CONVERGED if conv else Status.NOT_CONVERGED,
         message=(
             f"robust fixed point found by {method} in {it} iterations (residual "
             f"{residual:.2e})"
@@ -523,10 +458,11 @@ def robust_evaluate(model: TabularCMDP, policy, ball: L1Ball, objective="value",
                     notes.append(f"; the fixed point of cost {k}: "
                                  + _not_converged(method, itk, rk, tol, sk, max_iter))
             P_k[k] = Pk
-            c_worst[:, k] = evaluate(model.with_transitions(Pk), pi).c[:, k]
-        out.update(c_worst=c_worst, cost_worst=model.p0 @ c_worst, P_worst_cost=P_k)
+            c_worst[:, k] = evaluate(model.with_transitions(Pk, check=False), pi,
+                                     check=False).c[:, k]
+        out.update(c_worst=c_worst, costs_worst=model.p0 @ c_worst, P_worst_cost=P_k)
         if notes:
-            out.update(converged=False, success=False, status=1,
+            out.update(converged=False, success=False, status=Status.NOT_CONVERGED,
                        message=out.message + "".join(notes))
     if not out.converged:
         warnings.warn(f"robust_evaluate: {out.message}", RuntimeWarning, stacklevel=2)
@@ -570,11 +506,7 @@ def robust_value_iteration(model: TabularCMDP, ball: L1Ball, lam=None, *,
     from ._progress import tqdm
 
     check_robust_inputs(model, ball)
-    _check_tol(tol, max_iter)
-    if method not in ("value_iteration", "policy_iteration"):
-        raise ModelError(
-            f"unknown method {method!r}; use 'value_iteration' or 'policy_iteration'"
-        )
+    _check_iteration(method, tol, max_iter)
     obj = worst_case_objective("lagrangian", lam, model)
     lam_arr = obj.lam
     S, A = model.n_states, model.n_actions
@@ -586,9 +518,8 @@ def robust_value_iteration(model: TabularCMDP, ball: L1Ball, lam=None, *,
     stable_note = None  # policy iteration: the stable policy's evaluation did not converge
     it = 0
     if method == "value_iteration":
-        w = np.zeros(S) if v0 is None else np.array(v0, dtype=np.float64)
-        if w.shape != (S,) or not np.isfinite(w).all():
-            raise ModelError(f"v0 must be a finite array of shape (S,) = ({S},)")
+        w = np.zeros(S) if v0 is None else np.array(as_float_array(
+            v0, "v0", "give one value per state", shape=(S,), axes=("s",)))
         bar = tqdm(total=max_iter, desc="robust value iteration", disable=not progress,
                    leave=False)
         try:
@@ -660,7 +591,7 @@ def robust_value_iteration(model: TabularCMDP, ball: L1Ball, lam=None, *,
         value=value,
         converged=converged,
         success=converged,
-        status=0 if converged else 1,
+        status=Status.CONVERGED if converged else Status.NOT_CONVERGED,
         message=message,
         iterations=it,
         residual=residual,

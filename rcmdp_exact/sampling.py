@@ -49,6 +49,7 @@ __all__ = [
     "draw_one",
     "kernel_outcomes",
     "rollout",
+    "rollout_arrays",
     "uniforms",
 ]
 
@@ -194,11 +195,15 @@ def rollout(model: TabularCMDP, policy, n_episodes: int, seed=None, *, horizon=N
     B = check_int(batch_size, "batch_size", 1)
     rng = rng_from(seed)
     nxt, prob = kernel_outcomes(model, kernel, outcomes)
-    return _rollout(model.p0, model.terminal, pi, nxt, prob, E, T, rng, B, progress)
+    return rollout_arrays(model.p0, model.terminal, pi, nxt, prob, E, T, rng, B, progress)
 
 
-def _rollout(p0, terminal, pi, nxt, prob, E, T, rng, batch_size, progress) -> Episodes:
-    """:func:`rollout` on validated arrays."""
+def rollout_arrays(p0, terminal, pi, nxt, prob, n_episodes: int, horizon: int,
+                   rng: np.random.Generator, batch_size: int = 4096,
+                   progress: bool = False) -> Episodes:
+    """:func:`rollout` on validated arrays (no checks): p0 (S,), terminal (S,) bool,
+    pi (S, A), the outcome form ``nxt``, ``prob`` (S, A, O), and a Generator."""
+    E, T = int(n_episodes), int(horizon)
     from ._progress import tqdm
 
     S, A, O = nxt.shape

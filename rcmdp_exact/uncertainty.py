@@ -1,80 +1,48 @@
 r"""L1 uncertainty sets: the ball, its estimation from counts, and the data collection.
 
-The set (sa-rectangular, the paper's Sec. "Uncertainty Set and Uncertainty Budget")
-is, for every state-action pair,
+The sa-rectangular set of the paper's Sec. "Uncertainty Set and Uncertainty Budget",
 
 .. math::
 
     \mathcal P_{s,a} = \{ p \in \Delta(\Sigma_{s,a}) :
     \|p - \hat P(\cdot \mid s, a)\|_1 \le \alpha(s, a) \},
 
-with :math:`\hat P` the nominal model and :math:`\Sigma_{s,a}` the support: the next
-states that may receive mass (all states by default; the five neighbours of a
-navigation cell).  :class:`L1Ball` holds ``nominal`` (S, A, S), ``alpha`` (S, A) and
-``support`` (S, A, S) and solves the inner problem of every pair at once
-(:meth:`L1Ball.worst_case`, by :func:`rcmdp_exact.inner.worst_case_l1`).
-
-Outcome form and state form
----------------------------
-When a model is built from *outcomes* (``model.outcomes`` (S, A, O), e.g. the five
-offsets of a navigation cell, clipped at walls so that two outcomes may reach the same
-cell), counts and the nominal distribution live on outcomes.  Merging outcomes into
-next states is the linear map :math:`M` with :math:`(Mq)(s') = \sum_{o: s'(o) = s'}
-q(o)`, and the image of the outcome ball is the state ball around :math:`M\hat q` with
-the same radius, supported on the reachable states:
-
-.. math::
-
-    M\{q : \|q - \hat q\|_1 \le \alpha\} = \{p \in \Delta(\Sigma) :
-    \|p - M\hat q\|_1 \le \alpha\}.
-
-(:math:`\subseteq`: :math:`\|Mq - M\hat q\|_1 \le \|q - \hat q\|_1` by the triangle
-inequality.  :math:`\supseteq`: given :math:`p`, put the excess
-:math:`p(s') - (M\hat q)(s') > 0` of a state on one of its outcomes and take a deficit
-from its outcomes in proportion to :math:`\hat q`; the outcome distance is then exactly
-:math:`\|p - M\hat q\|_1`.)  So both forms have the same worst case for any
-:math:`z` on next states; :class:`L1Ball` stores the state form and keeps the outcome
-form (``outcomes``, ``outcome_nominal``) for learners whose adversary outputs outcome
-probabilities.  ``L1Ball.worst_case(z, form="outcome")`` solves over outcomes.
-
-Estimation (the paper's phase 1)
---------------------------------
-Counts :math:`n(s, a, o)` of the observed outcomes of the uniform random policy
-(:func:`collect_counts`) get a pseudo-count of 1 on every outcome (the paper's Table
-"Parameter settings": a uniform prior), :math:`n(s, a) = \sum_o n(s, a, o)`, and
-
-.. math::
-
-    \hat P(o \mid s, a) = \frac{n(s, a, o)}{n(s, a)}, \qquad
-    \alpha(s, a) = \sqrt{\frac{2}{n(s, a)}
-    \ln\frac{2^{S'} S A}{\delta}},
-
-with :math:`S'` the number of outcomes (5 for navigation, S for inventory) and
-:math:`\delta = 0.1` (the paper's Hoeffding set; with probability :math:`1-\delta` it
-holds the true model).  :math:`n(s, a)` includes the pseudo-counts.
-
-An observed next state is attributed to the *first* outcome that reaches it (for
-navigation, a move blocked by a wall is counted as the outcome "stay").  The state-form
-ball does not depend on this choice (only the merged counts enter it), and therefore
-neither does any worst case.
-
-Terminal states are absorbing in every model of the sets built here from a model
-(:func:`estimate`, :func:`l1_ball`): their row is the self-loop with radius 0 (nothing
-is earned there, so this changes no value; it keeps every kernel of the set a valid
-model).
+is an :class:`L1Ball` (nominal (S, A, S), radii (S, A), support (S, A, S), and the
+outcome form when the model has outcomes: merging outcomes maps the outcome ball onto the
+state ball, so both give the same worst case).  :func:`estimate` is the paper's phase 1:
+counts of the uniform random policy (:func:`collect_counts`, from the one sampler), a
+pseudo-count of 1, :math:`\hat P = n / n(s, a)` and the Hoeffding radius
+:math:`\alpha = \sqrt{2 \ln(2^{S'} S A / \delta) / n(s, a)}` (:func:`hoeffding_radius`).
+Terminal rows are the model's self-loop with radius 0.  The proofs and the paper's
+alpha ranges are in ``docs/robust.md``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array, row_tolerance
+from ._checks import (
+    as_array,
+    as_float_array,
+    check_choice,
+    check_indices,
+    check_int,
+    check_nonnegative,
+    check_real,
+    check_shape,
+    check_support,
+    check_type,
+    readonly,
+    row_tolerance,
+)
 from ._result import Result
 from .inner import worst_case_l1
 from .model import ModelError, TabularCMDP, check_model, check_transition_rows
+from .sampling import rollout
 
 __all__ = [
     "L1Ball",
+    "check_ball",
     "collect_counts",
     "estimate",
     "estimate_l1_ball",
@@ -84,9 +52,22 @@ __all__ = [
 ]
 
 
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a.flags.writeable = False
-    return a
+def _radii(alpha, S: int, A: int) -> np.ndarray:
+    """Radii as a float (S, A) array, each finite and >= 0."""
+    al = as_float_array(alpha, "alpha", "give a number or an array (S, A) of radii")
+    if al.shape not in ((), (S, A)):
+        check_shape(al, (S, A), "alpha (or one number)", ("s", "a"))
+    al = np.array(np.broadcast_to(al, (S, A)))
+    check_nonnegative(al, "alpha", "the radii of L1 balls (0 gives the nominal distribution)")
+    return al
+
+
+def check_ball(ball, model: TabularCMDP) -> None:
+    """Raise unless ``ball`` is an :class:`L1Ball` with the model's (S, A)."""
+    check_type(ball, "ball", L1Ball, "build one with rcmdp_exact.estimate(model, ...).ball, "
+               "l1_ball(model, alpha) or L1Ball(nominal, alpha)")
+    check_shape(ball.nominal, (model.n_states, model.n_actions, model.n_states),
+                "the ball (its nominal kernel, for this model)", ("s", "a", "s'"))
 
 
 def merge_outcomes(q, outcomes, n_states: int | None = None) -> np.ndarray:
@@ -106,18 +87,22 @@ def merge_outcomes(q, outcomes, n_states: int | None = None) -> np.ndarray:
     array (S, A, n_states)
         :math:`p(s, a, s') = \sum_{o : \mathrm{outcomes}(s, a, o) = s'} q(s, a, o)`.
     """
-    q = np.asarray(q, dtype=np.float64)
-    out = np.asarray(outcomes)
-    if q.ndim != 3 or out.shape != q.shape:
-        raise ModelError(
-            f"q and outcomes must both have shape (S, A, O), got {q.shape} and {out.shape}"
-        )
+    q = as_float_array(q, "q", "give an (S, A, O) array of outcome masses")
+    out = _outcome_map(outcomes, q.shape, n_states)
     S, A, O = q.shape
     n = S if n_states is None else int(n_states)
     rows = np.arange(S * A, dtype=np.int64).repeat(O)
-    flat = rows * n + out.reshape(-1).astype(np.int64)
+    flat = rows * n + out.reshape(-1)
     p = np.bincount(flat, weights=q.reshape(-1), minlength=S * A * n)
     return p.reshape(S, A, n)
+
+
+def _outcome_map(outcomes, shape, n_states=None) -> np.ndarray:
+    """``outcomes`` as an int64 (S, A, O) map of states, checked against ``shape``."""
+    out = check_indices(outcomes, "outcomes", shape[0] if n_states is None else n_states,
+                        "state")
+    check_shape(out, tuple(shape), "outcomes", ("s", "a", "o"))
+    return out
 
 
 def _support_mask(support, S: int, A: int, values=None, name: str = "",
@@ -127,31 +112,28 @@ def _support_mask(support, S: int, A: int, values=None, name: str = "",
     With ``values`` (S, A, S), also refuse a positive entry outside the support, naming
     it as ``name[s, a, s']`` and ending the message with ``fix``.
     """
-    sup = np.asarray(support)
-    if sup.dtype != bool or sup.shape != (S, A, S):
-        raise ModelError(
-            f"support must be a boolean array (S, A, S) = ({S}, {A}, {S}), got "
-            f"{sup.dtype} {sup.shape}"
-        )
+    sup = as_array(support, "support", "give a boolean array (S, A, S)")
+    if sup.dtype != bool:
+        raise ModelError(f"support must be a boolean array (S, A, S), got dtype {sup.dtype}")
+    check_shape(sup, (S, A, S), "support", ("s", "a", "s'"))
     if values is not None:
-        off = (values > 0) & ~sup
-        if off.any():
-            s, a, t = (int(i) for i in np.argwhere(off)[0])
-            raise ModelError(
-                f"{name}[{s}, {a}, {t}] = {float(values[s, a, t])!r} lies outside the "
-                f"support (support[{s}, {a}, {t}] is False); {fix}"
-            )
+        check_support(values, sup, name, fix)
     return sup.copy()
 
 
 def _first_outcome_split(P: np.ndarray, outcomes: np.ndarray) -> np.ndarray:
     """Outcome distribution putting each state's mass on the first outcome reaching it."""
+    vals = np.take_along_axis(P, outcomes, axis=2)
+    return np.where(_first_outcomes(outcomes), vals, 0.0)
+
+
+def _first_outcomes(outcomes: np.ndarray) -> np.ndarray:
+    """(S, A, O) bool: outcome o is the first of its pair to reach its state."""
     S, A, O = outcomes.shape
     first = np.ones((S, A, O), dtype=bool)
     for o in range(1, O):  # O is small (the outcomes of one pair)
         first[:, :, o] = ~(outcomes[:, :, :o] == outcomes[:, :, o : o + 1]).any(axis=2)
-    vals = np.take_along_axis(P, outcomes, axis=2)
-    return np.where(first, vals, 0.0)
+    return first
 
 
 class L1Ball:
@@ -181,7 +163,7 @@ class L1Ball:
     Notes
     -----
     Immutable; :meth:`with_alpha` makes a new ball.  Validation errors are
-    :class:`~rcmdp_exact.model.ModelError` naming the culprit (s, a).
+    :class:`~rcmdp_exact.InputError` naming the culprit (s, a).
     """
 
     __slots__ = ("_alpha", "_frozen", "_nominal", "_out_nominal", "_outcomes", "_support")
@@ -189,30 +171,14 @@ class L1Ball:
     def __init__(self, nominal, alpha, support=None, *, outcomes=None, outcome_nominal=None):
         object.__setattr__(self, "_frozen", False)
         P = np.array(as_float_array(nominal, "nominal", "give an array (S, A, S)", finite=False))
-        if P.ndim != 3 or P.shape[0] != P.shape[2] or P.shape[0] == 0 or P.shape[1] == 0:
+        if P.ndim != 3 or P.shape[0] != P.shape[2] or 0 in P.shape:
             raise ModelError(
-                f"nominal must have shape (S, A, S) with nominal[s, a, s'] the probability "
-                f"of s' after a in s, got shape {P.shape}"
+                f"nominal must have shape (S, A, S) with S, A >= 1 and nominal[s, a, s'] the "
+                f"probability of s' after a in s, got shape {P.shape}"
             )
         S, A, _ = P.shape
         check_transition_rows(P, "nominal")
-        al = as_float_array(alpha, "alpha", "give a number or an array (S, A)", finite=False)
-        try:
-            al = np.array(np.broadcast_to(al, (S, A)))
-        except ValueError:
-            raise ModelError(
-                f"alpha must be a number or an array (S, A) = ({S}, {A}), got shape "
-                f"{al.shape}"
-            ) from None
-        if not np.isfinite(al).all():
-            s, a = (int(i) for i in np.argwhere(~np.isfinite(al))[0])
-            raise ModelError(f"alpha[{s}, {a}] = {float(al[s, a])!r} is not finite")
-        if (al < 0).any():
-            s, a = (int(i) for i in np.argwhere(al < 0)[0])
-            raise ModelError(
-                f"alpha[{s}, {a}] = {float(al[s, a])!r} is negative; the radius of an L1 ball "
-                f"must be >= 0 (alpha = 0 gives the nominal distribution)"
-            )
+        al = _radii(alpha, S, A)
         if support is None:
             sup = np.ones((S, A, S), dtype=bool)
         else:
@@ -220,47 +186,40 @@ class L1Ball:
                                 "put the nominal mass on the support or enlarge it")
         if (outcomes is None) != (outcome_nominal is None):
             raise ModelError("give both outcomes and outcome_nominal, or neither")
+        out = q = None
         if outcomes is not None:
-            out = np.asarray(outcomes)
-            q = np.array(outcome_nominal, dtype=np.float64)
-            if (
-                out.ndim != 3
-                or out.shape[:2] != (S, A)
-                or not np.issubdtype(out.dtype, np.integer)
-                or q.shape != out.shape
-            ):
-                raise ModelError(
-                    f"outcomes must be an integer array (S, A, O) with S={S}, A={A} and "
-                    f"outcome_nominal of the same shape, got {out.dtype} {out.shape} and "
-                    f"{q.shape}"
-                )
-            if out.min() < 0 or out.max() >= S:
-                raise ModelError(f"outcomes must hold state indices in 0..{S - 1}")
-            merged = merge_outcomes(q, out, S)
-            gap = np.abs(merged - P).max(axis=2)
-            if (gap > row_tolerance(S)).any():
-                s, a = (int(i) for i in np.argwhere(gap > row_tolerance(S))[0])
-                raise ModelError(
-                    f"outcome_nominal of ({s}, {a}) does not merge to nominal[{s}, {a}] "
-                    f"(largest gap {gap[s, a]:.3e}); build the ball with "
-                    f"L1Ball.from_outcomes"
-                )
+            q = np.array(as_float_array(outcome_nominal, "outcome_nominal",
+                                        "give (S, A, O) outcome probabilities"))
+            out = _outcome_map(outcomes, q.shape if q.ndim == 3 else (S, A, -1), S)
+            gap = np.abs(merge_outcomes(q, out, S) - P).max(axis=2)
             reach = merge_outcomes(np.ones(out.shape), out, S) > 0
-            if (reach != sup).any():
-                s, a, t = (int(i) for i in np.argwhere(reach != sup)[0])
+            if (gap > row_tolerance(S)).any() or (reach != sup).any():
+                s, a = (int(i) for i in np.argwhere((gap > row_tolerance(S))
+                                                    | (reach != sup).any(axis=2))[0])
                 raise ModelError(
-                    f"the support of ({s}, {a}) must be the set of states its outcomes "
-                    f"reach; state {t} disagrees"
+                    f"the outcome form of ({s}, {a}) disagrees with the state form: "
+                    f"outcome_nominal must merge to nominal[{s}, {a}] (largest gap "
+                    f"{gap[s, a]:.3e}) and the support must be the states the outcomes "
+                    f"reach; build the ball with L1Ball.from_outcomes"
                 )
-            self._outcomes = _readonly(out.astype(np.int64))
-            self._out_nominal = _readonly(q)
-        else:
-            self._outcomes = None
-            self._out_nominal = None
-        self._nominal = _readonly(P)
-        self._alpha = _readonly(al)
-        self._support = _readonly(sup)
+        self._set(P, al, sup, out, q)
+
+    def _set(self, P, al, sup, out, q) -> None:
+        """Store validated arrays (read-only) and freeze."""
+        object.__setattr__(self, "_frozen", False)
+        self._nominal = readonly(P)
+        self._alpha = readonly(al)
+        self._support = readonly(sup)
+        self._outcomes = None if out is None else readonly(out)
+        self._out_nominal = None if q is None else readonly(q)
         self._frozen = True
+
+    @classmethod
+    def _trusted(cls, P, al, sup, out=None, q=None) -> L1Ball:
+        """A ball of arrays that are already valid (no checks)."""
+        ball = object.__new__(cls)
+        ball._set(P, al, sup, out, q)
+        return ball
 
     def __setattr__(self, name, value):
         if getattr(self, "_frozen", False):
@@ -275,13 +234,9 @@ class L1Ball:
         ``nominal`` is :math:`M\hat q` and ``support`` the states reached by the
         outcomes; the outcome form is kept.
         """
-        q = np.asarray(outcome_nominal, dtype=np.float64)
-        out = np.asarray(outcomes)
-        if q.ndim != 3 or out.shape != q.shape:
-            raise ModelError(
-                f"outcome_nominal and outcomes must both have shape (S, A, O), got "
-                f"{q.shape} and {out.shape}"
-            )
+        q = as_float_array(outcome_nominal, "outcome_nominal",
+                           "give (S, A, O) outcome probabilities")
+        out = _outcome_map(outcomes, q.shape if q.ndim == 3 else (-1, -1, -1))
         S = q.shape[0]
         nominal = merge_outcomes(q, out, S)
         support = merge_outcomes(np.ones(q.shape), out, S) > 0
@@ -335,19 +290,15 @@ class L1Ball:
 
     # ----------------------------------------------------------------- operations
     def with_alpha(self, alpha) -> L1Ball:
-        """The same ball with new radii."""
-        return L1Ball(
-            self._nominal, alpha, self._support,
-            outcomes=self._outcomes, outcome_nominal=self._out_nominal,
-        )
+        """The same ball with new radii (only the radii are checked)."""
+        S, A = self.n_states, self.n_actions
+        return L1Ball._trusted(self._nominal, _radii(alpha, S, A), self._support,
+                               self._outcomes, self._out_nominal)
 
     def distance(self, P) -> np.ndarray:
         r""":math:`\|P(\cdot|s,a) - \hat P(\cdot|s,a)\|_1` for every pair, shape (S, A)."""
-        P = np.asarray(P, dtype=np.float64)
-        if P.shape != self._nominal.shape:
-            raise ModelError(
-                f"P must have the ball's shape {self._nominal.shape}, got {P.shape}"
-            )
+        P = as_float_array(P, "P", "give an (S, A, S) kernel", shape=self._nominal.shape,
+                           axes=("s", "a", "s'"), finite=False)
         return np.abs(P - self._nominal).sum(axis=2)
 
     def contains(self, P, tol: float = 1e-9) -> np.ndarray:
@@ -381,18 +332,14 @@ class L1Ball:
             ``q`` (S, A, O), the worst-case outcome distributions.
         """
         S, A = self.n_states, self.n_actions
-        zz = np.asarray(z, dtype=np.float64)
+        zz = as_float_array(z, "z", "give z of shape (S,) or (S, A, S)")
         if zz.shape not in ((S,), (S, A, S)):
-            raise ModelError(
-                f"z must have shape (S,) = ({S},) or (S, A, S) = ({S}, {A}, {S}), got "
-                f"{zz.shape}"
-            )
+            check_shape(zz, (S, A, S), "z (or shape (S,))", ("s", "a", "s'"))
+        check_choice(form, "form", ("state", "outcome"))
         if form == "state":
             sup = None if self.full_support else self._support
-            res = worst_case_l1(self._nominal, zz, self._alpha, sup, method=method)
+            res = worst_case_l1(self._nominal, zz, self._alpha, sup, method=method, check=False)
             return Result(p=res.p, value=res.value, method=method, success=res.success)
-        if form != "outcome":
-            raise ModelError(f"unknown form {form!r}; use 'state' or 'outcome'")
         if self._outcomes is None:
             raise ModelError(
                 "this ball has no outcome form; build it with L1Ball.from_outcomes, "
@@ -403,7 +350,7 @@ class L1Ball:
             zo = zz[out]
         else:
             zo = np.take_along_axis(zz, out, axis=2)
-        res = worst_case_l1(self._out_nominal, zo, self._alpha, method=method)
+        res = worst_case_l1(self._out_nominal, zo, self._alpha, method=method, check=False)
         return Result(
             p=merge_outcomes(res.p, out, S), value=res.value, q=res.p, method=method,
             success=res.success,
@@ -437,16 +384,14 @@ def hoeffding_radius(n, n_outcomes: int, n_states: int, n_actions: int,
     :math:`2^{S'}`).
 
     >>> round(float(hoeffding_radius(100, 5, 25, 4, 0.1)), 6)  # a navigation pair
-    0.455475
+    0.455489
     """
-    d = float(delta)
-    if not 0.0 < d < 1.0:
-        raise ModelError(f"delta must lie in (0, 1) (the error probability), got {delta!r}")
-    n = np.asarray(n, dtype=np.float64)
+    d = check_real(delta, "delta", 0.0, 1.0, low_open=True, high_open=True,
+                   hint=" (the error probability)")
+    n = as_float_array(n, "counts n(s, a)", "give positive counts")
     if (n <= 0).any():
-        raise ModelError(
-            "every count n(s, a) must be > 0 to define a radius; use a pseudo-count"
-        )
+        raise ModelError("every count n(s, a) must be > 0 to define a radius; use a "
+                         "pseudo-count")
     log_term = n_outcomes * np.log(2.0) + np.log(n_states * n_actions / d)
     return np.sqrt(2.0 * log_term / n)
 
@@ -480,31 +425,20 @@ def estimate_l1_ball(counts, delta: float = 0.1, n_outcomes: int | None = None, 
         nominal :math:`\hat P = (n + \text{pseudo}) / n(s, a)`, alpha from
         :func:`hoeffding_radius` with :math:`n(s, a)` including the pseudo-counts.
     """
-    c = as_float_array(counts, "counts", "give an array (S, A, O) of counts", finite=False)
-    if c.ndim != 3 or c.shape[0] == 0 or c.shape[1] == 0 or c.shape[2] == 0:
-        raise ModelError(f"counts must have shape (S, A, O), got {c.shape}")
+    c = as_float_array(counts, "counts", "give an array (S, A, O) of counts")
+    if c.ndim != 3 or 0 in c.shape:
+        raise ModelError(f"counts must have shape (S, A, O) with S, A, O >= 1, got {c.shape}")
     S, A, O = c.shape
-    if not np.isfinite(c).all() or (c < 0).any():
-        s, a, o = (int(i) for i in np.argwhere(~(np.isfinite(c) & (c >= 0)))[0])
-        raise ModelError(
-            f"counts[{s}, {a}, {o}] = {float(c[s, a, o])!r} is not a non-negative count"
-        )
-    pc = float(pseudo_count)
-    if not (np.isfinite(pc) and pc >= 0):
-        raise ModelError(f"pseudo_count must be a finite number >= 0, got {pseudo_count!r}")
+    check_nonnegative(c, "counts", "counts")
+    pc = check_real(pseudo_count, "pseudo_count", 0.0)
     if outcomes is None:
-        if O != S:
-            raise ModelError(
-                f"counts over next states must have shape (S, A, S), got {c.shape}; pass "
-                f"outcomes=model.outcomes for counts over outcomes"
-            )
-        if support is None:
-            mask = np.ones((S, A, S), dtype=bool)
-        else:
-            mask = _support_mask(support, S, A, c, "counts", "enlarge the support")
+        check_shape(c, (S, A, S), "counts over next states (pass outcomes=model.outcomes "
+                                  "for counts over outcomes)", ("s", "a", "s'"))
+        mask = (np.ones((S, A, S), dtype=bool) if support is None else
+                _support_mask(support, S, A, c, "counts", "enlarge the support"))
+    elif support is not None:
+        raise ModelError("give either outcomes or support, not both")
     else:
-        if support is not None:
-            raise ModelError("give either outcomes or support, not both")
         mask = np.ones((S, A, O), dtype=bool)
     total = c + pc * mask
     n = total.sum(axis=2)
@@ -515,52 +449,40 @@ def estimate_l1_ball(counts, delta: float = 0.1, n_outcomes: int | None = None, 
             f"nominal distribution is undefined; use pseudo_count > 0 or collect more data"
         )
     q = total / n[:, :, None]
-    Sp = O if n_outcomes is None else int(n_outcomes)
-    if Sp < 1:
-        raise ModelError(f"n_outcomes must be >= 1, got {n_outcomes!r}")
+    Sp = O if n_outcomes is None else check_int(n_outcomes, "n_outcomes", 1)
     alpha = hoeffding_radius(n, Sp, S, A, delta)
     if outcomes is None:
         return L1Ball(q, alpha, None if support is None else mask)
-    out = np.asarray(outcomes)
-    if out.shape != c.shape or not np.issubdtype(out.dtype, np.integer):
-        raise ModelError(
-            f"outcomes must be an integer array of the counts' shape {c.shape}, got "
-            f"{out.dtype} {out.shape}"
-        )
-    return L1Ball.from_outcomes(q, alpha, out)
+    return L1Ball.from_outcomes(q, alpha, _outcome_map(outcomes, c.shape))
+
+
+FORMS = ("auto", "outcomes", "states")
 
 
 def _resolve_form(model: TabularCMDP, form: str) -> bool:
     """True when counts are over outcomes."""
-    if form == "auto":
-        return model.outcomes is not None
-    if form == "outcomes":
-        if model.outcomes is None:
-            raise ModelError(
-                "form='outcomes' needs a model with outcomes (built by "
-                "TabularCMDP.from_outcomes); use form='states'"
-            )
-        return True
-    if form == "states":
-        return False
-    raise ModelError(f"unknown form {form!r}; use 'auto', 'outcomes' or 'states'")
+    check_choice(form, "form", FORMS)
+    if form == "outcomes" and model.outcomes is None:
+        raise ModelError("form='outcomes' needs a model with outcomes (built by "
+                         "TabularCMDP.from_outcomes); use form='states'")
+    return form == "outcomes" or (form == "auto" and model.outcomes is not None)
 
 
 def collect_counts(model: TabularCMDP, n_episodes: int, seed=None, *,
                    horizon: int | None = None, form: str = "auto",
-                   progress: bool = True) -> np.ndarray:
+                   progress: bool = False) -> np.ndarray:
     r"""Roll out the uniform random policy and count transitions.
 
-    All episodes run together, one vectorised step at a time: each starts in a state
-    drawn from :math:`p_0`, picks actions uniformly at random, draws next states from
-    ``model.P`` and stops after ``horizon`` steps or on entering a terminal state (the
-    transition into it is counted).
+    The episodes come from :func:`rcmdp_exact.sampling.rollout`: each starts in a
+    state drawn from :math:`p_0`, picks actions uniformly at random, draws next states
+    from ``model.P`` and stops after ``horizon`` steps or on entering a terminal state
+    (the transition into it is counted).
 
     Parameters
     ----------
     model : TabularCMDP
     n_episodes : int >= 1
-    seed : int, numpy.random.Generator or None
+    seed : int >= 0, numpy.random.Generator or None
         Same seed, same counts.
     horizon : int, optional
         Episode length; default ``model.horizon``.
@@ -568,58 +490,27 @@ def collect_counts(model: TabularCMDP, n_episodes: int, seed=None, *,
         Count outcomes (``model.outcomes``; "auto" does when the model has them) or
         next states.  An observed next state goes to the first outcome reaching it.
     progress : bool
-        Show a progress bar over the steps.
+        Show a progress bar.
 
     Returns
     -------
     int array (S, A, O) or (S, A, S)
         The counts, without pseudo-counts.
     """
-    from ._progress import tqdm
-
     check_model(model)
-    if isinstance(n_episodes, bool) or not isinstance(n_episodes, int | np.integer) \
-            or n_episodes < 1:
-        raise ModelError(f"n_episodes must be a positive integer, got {n_episodes!r}")
-    T = model.horizon if horizon is None else horizon
-    if T is None or isinstance(T, bool) or not isinstance(T, int | np.integer) or T < 1:
-        raise ModelError(
-            f"collect_counts needs a positive episode length: pass horizon=T or use a "
-            f"model with a horizon (got {T!r})"
-        )
     use_out = _resolve_form(model, form)
-    rng = np.random.default_rng(seed)
     S, A = model.n_states, model.n_actions
-    E = int(n_episodes)
-    cum = np.cumsum(model.P, axis=2)
-    term = model.terminal
-    outcomes = model.outcomes if use_out else None
-    O = outcomes.shape[2] if use_out else S
-    counts = np.zeros(S * A * O, dtype=np.int64)
-    s = rng.choice(S, size=E, p=model.p0)
-    active = ~term[s]
-    for _ in tqdm(range(int(T)), desc="collect counts", disable=not progress, leave=False):
-        if not active.any():
-            break
-        a = rng.integers(A, size=E)
-        u = rng.random(E)
-        nxt = np.minimum((cum[s, a] <= u[:, None]).sum(axis=1), S - 1)
-        if use_out:
-            hit = outcomes[s, a] == nxt[:, None]
-            o = hit.argmax(axis=1)
-            miss = active & ~hit.any(axis=1)
-            if miss.any():
-                i = int(np.flatnonzero(miss)[0])
-                raise ModelError(
-                    f"the model moves from state {s[i]} with action {a[i]} to state "
-                    f"{nxt[i]}, which none of its outcomes reaches; use form='states'"
-                )
-        else:
-            o = nxt
-        idx = (s * A + a) * O + o
-        counts += np.bincount(idx[active], minlength=S * A * O)
-        s = np.where(active, nxt, s)
-        active &= ~term[s]
+    ep = rollout(model, np.full((S, A), 1.0 / A), n_episodes, seed, horizon=horizon,
+                 progress=progress)
+    s, a, nxt = ep.states[ep.alive], ep.actions[ep.alive], ep.next_states[ep.alive]
+    if use_out:
+        out = model.outcomes
+        O = out.shape[2]
+        # the first outcome of (s, a) that reaches the observed next state
+        o = np.argmax((out[s, a] == nxt[:, None]) & _first_outcomes(out)[s, a], axis=1)
+    else:
+        O, o = S, nxt
+    counts = np.bincount((s * A + a) * O + o, minlength=S * A * O)
     return counts.reshape(S, A, O)
 
 
@@ -637,18 +528,18 @@ def _absorb_terminal(ball: L1Ball, model: TabularCMDP) -> L1Ball:
     alpha[ts] = 0.0
     support[ts] = False
     support[ts, :, ts] = True
-    if ball.outcomes is None:
-        return L1Ball(nominal, alpha, support)
-    out = np.array(ball.outcomes)
-    q = np.array(ball.outcome_nominal)
-    out[ts] = ts[:, None, None]
-    q[ts] = 1.0 / out.shape[2]
-    return L1Ball(nominal, alpha, support, outcomes=out, outcome_nominal=q)
+    out = q = None
+    if ball.outcomes is not None:
+        out = np.array(ball.outcomes)
+        q = np.array(ball.outcome_nominal)
+        out[ts] = ts[:, None, None]
+        q[ts] = 1.0 / out.shape[2]
+    return L1Ball._trusted(nominal, alpha, support, out, q)
 
 
 def estimate(model: TabularCMDP, n_episodes: int, seed=None, delta: float = 0.1, *,
              pseudo_count: float = 1.0, horizon: int | None = None, form: str = "auto",
-             n_outcomes: int | None = None, progress: bool = True) -> Result:
+             n_outcomes: int | None = None, progress: bool = False) -> Result:
     r"""Phase 1 of the paper: estimate a nominal model and its Hoeffding L1 ball.
 
     Runs :func:`collect_counts` and :func:`estimate_l1_ball` (with the model's
@@ -685,6 +576,9 @@ def estimate(model: TabularCMDP, n_episodes: int, seed=None, delta: float = 0.1,
     )
 
 
+SUPPORTS = ("auto", "all", "nominal", "outcomes")
+
+
 def l1_ball(model: TabularCMDP, alpha, support="auto") -> L1Ball:
     r"""An L1 ball around a model's own transitions with the given radius.
 
@@ -704,35 +598,23 @@ def l1_ball(model: TabularCMDP, alpha, support="auto") -> L1Ball:
     """
     check_model(model)
     P = model.P
-    S = model.n_states
-    al = np.asarray(alpha, dtype=np.float64)
-    if isinstance(support, str):
-        if support == "auto":
-            support = "outcomes" if model.outcomes is not None else "all"
-        if support == "outcomes":
-            if model.outcomes is None:
-                raise ModelError(
-                    "support='outcomes' needs a model with outcomes; use 'all' or 'nominal'"
-                )
-            q = _first_outcome_split(P, model.outcomes)
-            merged = merge_outcomes(q, model.outcomes, S)
-            if np.abs(merged - P).max() > row_tolerance(S):
-                raise ModelError(
-                    "the model puts mass on next states that none of its outcomes reach; "
-                    "use support='all' or 'nominal'"
-                )
-            reach = merge_outcomes(np.ones(q.shape), model.outcomes, S) > 0
-            ball = L1Ball(P, al, reach, outcomes=model.outcomes, outcome_nominal=q)
-            return _absorb_terminal(ball, model)
-        if support == "all":
-            sup = None
-        elif support == "nominal":
-            sup = P > 0
-        else:
-            raise ModelError(
-                f"unknown support {support!r}; use 'auto', 'all', 'nominal', 'outcomes' or "
-                f"a boolean array (S, A, S)"
-            )
+    S, A = model.n_states, model.n_actions
+    al = _radii(alpha, S, A)
+    if not isinstance(support, str):
+        return _absorb_terminal(L1Ball(P, al, support), model)
+    check_choice(support, "support", SUPPORTS)
+    if support == "auto":
+        support = "outcomes" if model.outcomes is not None else "all"
+    if support == "outcomes":
+        if model.outcomes is None:
+            raise ModelError("support='outcomes' needs a model with outcomes; use 'all' "
+                             "or 'nominal'")
+        # the model's validation put all of P's mass on states its outcomes reach
+        q = _first_outcome_split(P, model.outcomes)
+        reach = merge_outcomes(np.ones(q.shape), model.outcomes, S) > 0
+        ball = L1Ball._trusted(P, al, reach, model.outcomes, q)
+    elif support == "all":
+        ball = L1Ball._trusted(P, al, np.ones((S, A, S), dtype=bool))
     else:
-        sup = support
-    return _absorb_terminal(L1Ball(P, al, sup), model)
+        ball = L1Ball._trusted(P, al, P > 0)
+    return _absorb_terminal(ball, model)

@@ -9,7 +9,12 @@ each sampled estimator of :data:`~rcmdp_exact.gradients.ESTIMATORS`:
 * ``rel_error`` :math:`= \lVert E - g_{FD}\rVert / \lVert g_{FD}\rVert`,
 * ``cosine`` :math:`= E \cdot g_{FD} / (\lVert E\rVert \lVert g_{FD}\rVert)`,
 * ``norm_ratio`` :math:`= \lVert E\rVert / \lVert g_{FD}\rVert`,
-* ``bias`` :math:`= \lVert E - g_{FD}\rVert` (the absolute bias of the estimator).
+* ``bias`` :math:`= \lVert E - g_{FD}\rVert` (the absolute bias of the estimator),
+* ``expected``: "exact" where the row must equal the gradient (the two theorems, and an
+  estimator whose expectation is the gradient on that model: :func:`expected_exact`),
+  "biased" where a bias is the finding (finite episodes, dropped terms),
+* ``check``: "pass" or "fail" for the "exact" rows (``rel_error <= tol``) and for every
+  Monte Carlo row (the sample mean covers the exact expectation), "-" otherwise.
 
 Policy estimators use the model's own transitions; adversary estimators take
 transitions from the adversary.  ``docs/gradients.md`` explains every row.
@@ -19,10 +24,19 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtri
 
+from ._checks import (
+    ImproperPolicyError,
+    check_choice,
+    check_int,
+    check_real,
+    check_seed,
+)
+from .domains import INITIAL_MULTIPLIER as PAPER_LAMBDA  # noqa: F401 (historical name)
 from .gradients import (
     ESTIMATORS,
     cosine_similarity,
@@ -30,17 +44,19 @@ from .gradients import (
     finite_difference,
     monte_carlo_estimator,
     relative_error,
+    resolve_horizon,
 )
-from .model import ModelError, TabularCMDP
+from .model import TabularCMDP, check_model
 from .parametrisations import DEFAULT_HIDDEN, adversary_outcomes, make_adversary, make_policy
 
 __all__ = [
     "COLUMNS",
-    "PAPER_LAMBDA",
+    "EXACT_TOL",
     "VerifyTable",
+    "expected_exact",
     "lagrangian_reward_depends_on_next_state",
     "printed_theorem2_verdict",
-    "verification_suite",
+    "suite_models",
     "verify_suite",
     "verify_theorems",
 ]
@@ -49,13 +65,18 @@ __all__ = [
 COLUMNS = (
     "model", "S", "A", "K", "gamma", "horizon", "lam", "r_next_state", "parametrisation",
     "side", "estimator", "n_params", "rel_error", "cosine", "norm_ratio", "bias", "fd_norm",
-    "mc_episodes", "mc_rel_error", "mc_z_max", "mc_covers", "note",
+    "mc_episodes", "mc_rel_error", "mc_z_max", "mc_covers", "expected", "check", "note",
 )
+
+#: Largest relative error of a row expected to be exact (finite differences of order 4
+#: reach about 1e-9 on the paper's domains; see docs/gradients.md).
+EXACT_TOL = 1e-6
 
 _TEXT_COLUMNS = (
     ("model", "{}"), ("gamma", "{:g}"), ("horizon", "{}"), ("r_next_state", "{}"),
     ("parametrisation", "{}"), ("side", "{}"), ("estimator", "{}"), ("n_params", "{}"),
     ("rel_error", "{:.2e}"), ("cosine", "{:+.6f}"), ("norm_ratio", "{:.4f}"),
+    ("expected", "{}"), ("check", "{}"),
 )
 
 
@@ -85,6 +106,16 @@ class VerifyTable:
 
     def __repr__(self) -> str:
         return f"VerifyTable({len(self.rows)} rows)"
+
+    @property
+    def failures(self) -> list[dict]:
+        """The rows whose check failed."""
+        return [r for r in self.rows if r.get("check") == "fail"]
+
+    @property
+    def passed(self) -> bool:
+        """True when no row failed its check."""
+        return not self.failures
 
     def select(self, **criteria) -> list[dict]:
         """Rows whose fields equal every given value."""
@@ -127,6 +158,12 @@ class VerifyTable:
             lines.append("")
             lines.append("notes:")
             lines.extend(f"  {n}" for n in self.notes)
+        checked = sum(r.get("check") in ("pass", "fail") for r in self.rows)
+        lines.append("")
+        lines.append(f"{checked - len(self.failures)} of {checked} checks passed"
+                     + ("" if self.passed else
+                        ": FAILED " + ", ".join(f"{r['model']}/{r['parametrisation']}/"
+                                                f"{r['estimator']}" for r in self.failures)))
         return "\n".join(lines)
 
     def summary(self) -> list[str]:
@@ -165,6 +202,7 @@ class VerifyTable:
             "estimators": {n: e.description for n, e in ESTIMATORS.items()},
             "summary": self.summary(),
             "notes": self.notes,
+            "passed": self.passed,
         }
         return json.dumps(payload, indent=indent)
 
@@ -184,6 +222,27 @@ def lagrangian_reward_depends_on_next_state(model: TabularCMDP, lam=None) -> boo
     return bool((spread[nt] > 1e-12 * scale).any())
 
 
+def expected_exact(estimator: str, horizon: int | None, gamma: float, r_next: bool) -> bool:
+    """Whether the exact expectation of ``estimator`` equals the gradient on a model.
+
+    The theorems always; with unbounded episodes (``horizon`` None) the corrected
+    estimators, Algorithm 1 as printed when gamma = 1, Theorem 2 with the discount
+    restored when the Lagrangian reward does not depend on the next state, and Theorem 2
+    as printed when both hold; never with a finite horizon (truncation).
+    """
+    if ESTIMATORS[estimator].exact:
+        return True
+    if horizon is not None:
+        return False
+    return {
+        "algorithm1_corrected": True,
+        "theorem2_corrected": True,
+        "algorithm1": gamma == 1.0,
+        "theorem2_discounted": not r_next,
+        "theorem2_printed": gamma == 1.0 and not r_next,
+    }[estimator]
+
+
 def _mc_directions(g_fd, rng, n_random: int = 4) -> np.ndarray:
     """Unit directions for the Monte Carlo check: the true gradient and random ones.
 
@@ -201,7 +260,7 @@ def _mc_directions(g_fd, rng, n_random: int = 4) -> np.ndarray:
 def verify_theorems(model: TabularCMDP, lam=None, *, label: str | None = None,
                     parametrisations=("softmax", "mlp"), estimators=None, horizons=("model",),
                     seed=0, hidden: int = DEFAULT_HIDDEN, order: int = 4,
-                    n_episodes: int = 0, mc_level: float = 0.99,
+                    n_episodes: int = 0, mc_level: float = 0.99, tol: float = EXACT_TOL,
                     progress: bool = False) -> VerifyTable:
     """Compare the theorems and the sampled estimators with finite differences.
 
@@ -230,38 +289,38 @@ def verify_theorems(model: TabularCMDP, lam=None, *, label: str | None = None,
     n_episodes : int
         If positive, also sample every estimator over that many episodes and report
         ``mc_rel_error`` (sample mean to the finite difference), ``mc_z_max`` (the
-        largest |mean - exact expectation| / standard error over five unit
+        largest abs(mean - exact expectation) / standard error over five unit
         directions: the true gradient's and four random ones) and ``mc_covers`` (the
         exact expectation lies in the simultaneous ``mc_level`` interval of the five
         directions, Bonferroni-corrected: ``mc_z_max <= Phi^-1(1 - (1 - mc_level) / 10)``).
     mc_level : float
         Family-wise confidence level of ``mc_covers`` (default 0.99).  A correct
         estimator fails it with probability about ``1 - mc_level`` per seed.
+    tol : float
+        Largest ``rel_error`` of a row expected to be exact (:func:`expected_exact`).
     progress : bool
 
     Returns
     -------
     VerifyTable
     """
-    if not isinstance(model, TabularCMDP):
-        raise ModelError(f"model must be a TabularCMDP, got {type(model).__name__}")
-    if not 0.0 < mc_level < 1.0:
-        raise ModelError(f"mc_level must lie in (0, 1), e.g. 0.99, got {mc_level!r}")
+    check_model(model)
+    check_real(mc_level, "mc_level", 0.0, 1.0, low_open=True, high_open=True)
+    check_real(tol, "tol", 0.0, low_open=True)
+    check_int(n_episodes, "n_episodes", 0)
+    check_seed(seed)
     K = model.n_constraints
     lam = np.ones(K) if lam is None else model.check_multipliers(lam)
     names = list(ESTIMATORS) if estimators is None else list(estimators)
     for n in names:
-        if n not in ESTIMATORS:
-            raise ModelError(f"unknown estimator {n!r}; choose from {', '.join(ESTIMATORS)}")
+        check_choice(n, "estimator", tuple(ESTIMATORS))
     if isinstance(horizons, str | int | np.integer) or horizons is None:
         horizons = (horizons,)
     Ts = []
     for h in horizons:
-        T = model.horizon if (isinstance(h, str) and h == "model") else h
-        if T is not None and not (isinstance(T, int | np.integer) and T >= 1):
-            raise ModelError(f"horizons must be 'model', None or positive integers, got {h!r}")
+        T = resolve_horizon(model, h)
         if T not in Ts:
-            Ts.append(None if T is None else int(T))
+            Ts.append(T)
     label = label or model.name or "model"
     r_next = lagrangian_reward_depends_on_next_state(model, lam)
     rows = []
@@ -292,16 +351,15 @@ def verify_theorems(model: TabularCMDP, lam=None, *, label: str | None = None,
                 "n_params": int(np.size(g_fd)), "rel_error": None, "cosine": None,
                 "norm_ratio": None, "bias": None, "fd_norm": float(np.linalg.norm(g_fd)),
                 "mc_episodes": 0, "mc_rel_error": None, "mc_z_max": None, "mc_covers": None,
-                "note": "",
+                "expected": "exact" if expected_exact(name, T, model.gamma, r_next)
+                else "biased", "check": "-", "note": "",
             }
             try:
                 E = estimator_expectation(model, theta, name, lam, pol,
                                           phi if use_adv else None, adv, horizon=T)
-            except ModelError as exc:
-                msg = str(exc)
-                row["note"] = (
-                    "diverges: undiscounted visits, and a reachable state never reaches a "
-                    "terminal state" if "diverge" in msg else msg)
+            except ImproperPolicyError:
+                row.update(expected="diverges", note="diverges: undiscounted visits, and a "
+                           "reachable state never reaches a terminal state")
                 rows.append(row)
                 continue
             fd_norm = row["fd_norm"]
@@ -311,6 +369,8 @@ def verify_theorems(model: TabularCMDP, lam=None, *, label: str | None = None,
                 norm_ratio=(float(np.linalg.norm(E)) / fd_norm if fd_norm > 0 else math.nan),
                 bias=float(np.linalg.norm(np.ravel(E) - np.ravel(g_fd))),
             )
+            if row["expected"] == "exact":
+                row["check"] = "pass" if row["rel_error"] <= tol else "fail"
             if n_episodes and not est.exact and T is not None:
                 mc_rng = np.random.default_rng([int(seed), k, j])
                 D = _mc_directions(g_fd, mc_rng)
@@ -322,10 +382,12 @@ def verify_theorems(model: TabularCMDP, lam=None, *, label: str | None = None,
                 pm, ps, pe = mc.projection_mean, mc.projection_sem, D @ np.ravel(E)
                 with np.errstate(divide="ignore", invalid="ignore"):
                     z = np.where(ps > 0, np.abs(pm - pe) / ps, np.where(pm == pe, 0.0, np.inf))
-                zc = float(norm.ppf(1 - (1 - mc_level) / (2 * pm.size)))
+                zc = float(ndtri(1 - (1 - mc_level) / (2 * pm.size)))
                 row.update(mc_episodes=int(n_episodes),
                            mc_rel_error=relative_error(mc.mean, g_fd),
                            mc_z_max=float(z.max()), mc_covers=bool(z.max() <= zc))
+                row["check"] = "fail" if (not row["mc_covers"] or row["check"] == "fail") \
+                    else "pass"
             rows.append(row)
     T_text = ", ".join("inf" if T is None else str(T) for T in Ts)
     notes = [
@@ -356,18 +418,15 @@ def printed_theorem2_verdict(gamma: float, r_next: bool) -> str:
             "state): gamma = 1 and R_lam does not depend on the next state")
 
 
-#: Initial multipliers of the paper's domains (PROTOCOL: 50 for inventory, 1 for the grids).
-PAPER_LAMBDA = {"inventory": 50.0, "nav1": 1.0, "nav2": 1.0}
-
-
-def verification_suite(domains=("inventory", "nav1", "nav2"), n_random: int = 2,
+def suite_models(domains=("inventory", "nav1", "nav2"), n_random: int = 2,
                        variants: bool = True, parametrisations=("softmax", "mlp")):
     """The models checked by ``rcmdp verify``.
 
     Returns (label, model, lam, parametrisations, horizons) tuples:
 
     * the paper's three training models (:func:`~rcmdp_exact.domains.paper_domain`)
-      with the paper's initial multipliers (:data:`PAPER_LAMBDA`), at the model's
+      with the paper's initial multipliers
+      (:data:`~rcmdp_exact.domains.INITIAL_MULTIPLIER`), at the model's
       horizon T and with unbounded episodes;
     * with ``variants``: Safe Navigation 1 with rewards and costs charged on the
       pair, ``R(s, a) = r(s, a)`` and ``C(s, a) = c(s, a)`` (so they no longer depend
@@ -382,7 +441,8 @@ def verification_suite(domains=("inventory", "nav1", "nav2"), n_random: int = 2,
     suite = []
     for name in domains:
         model = dom.paper_domain(name)
-        suite.append((name, model, PAPER_LAMBDA[name], tuple(parametrisations), both))
+        suite.append((name, model, dom.INITIAL_MULTIPLIER[name], tuple(parametrisations),
+                      both))
     if variants:
         nav = dom.paper_domain("nav1")
         sa = nav.replace(R=np.asarray(nav.r), C=np.asarray(nav.c))
@@ -402,13 +462,22 @@ def verification_suite(domains=("inventory", "nav1", "nav2"), n_random: int = 2,
 def verify_suite(domains=("inventory", "nav1", "nav2"), n_random: int = 2,
                  variants: bool = True, parametrisations=("softmax", "mlp"), seed: int = 0,
                  hidden: int = DEFAULT_HIDDEN, n_episodes: int = 0, mc_level: float = 0.99,
-                 progress: bool = False) -> VerifyTable:
-    """Run :func:`verify_theorems` on every model of :func:`verification_suite`."""
+                 tol: float = EXACT_TOL, progress: bool = False) -> VerifyTable:
+    """Run :func:`verify_theorems` on every model of :func:`suite_models`."""
+    from ._progress import tqdm
+
+    check_int(n_random, "n_random", 0)
     table = VerifyTable()
-    for label, model, lam, kinds, horizons in verification_suite(
-            domains, n_random, variants, parametrisations):
+    models = suite_models(domains, n_random, variants, parametrisations)
+    for label, model, lam, kinds, horizons in tqdm(models, desc="verify", disable=not progress):
         table = table + verify_theorems(model, lam, label=label, parametrisations=kinds,
                                         horizons=horizons, seed=seed, hidden=hidden,
-                                        n_episodes=n_episodes, mc_level=mc_level,
-                                        progress=progress)
+                                        n_episodes=n_episodes, mc_level=mc_level, tol=tol)
     return table
+
+
+def verification_suite(*args, **kwargs):
+    """Deprecated name of :func:`suite_models`."""
+    warnings.warn("verification_suite is deprecated; use suite_models", DeprecationWarning,
+                  stacklevel=2)
+    return suite_models(*args, **kwargs)

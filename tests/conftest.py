@@ -22,5 +22,6 @@ settings.register_profile(
     max_examples=60,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.register_profile("thorough", deadline=None, max_examples=1000)
+# 10 x the default 60; tests with their own max_examples scale by helpers.examples
+settings.register_profile("thorough", deadline=None, max_examples=600)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))

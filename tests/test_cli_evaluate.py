@@ -38,35 +38,35 @@ def test_json_all_domains(capsys):
     # the shortest path goes right first (ties by action order): 8 moves, cost cell (1,0)
     sp_ = nav1["shortest path"]
     assert sp_["value"] == pytest.approx(-8 / P, abs=1e-9)
-    assert sp_["cost"][0] == pytest.approx(1 / P, abs=1e-9)
+    assert sp_["costs"][0] == pytest.approx(1 / P, abs=1e-9)
     assert sp_["budget"][0] == pytest.approx(budget(3.0, 200), rel=1e-12)
     assert sp_["overshoot"][0] == pytest.approx(1 / P - budget(3.0, 200), abs=1e-9)
     assert sp_["penalised_return"] == pytest.approx(-8 / P, abs=1e-9)
     phi = P * G / (1 - (1 - P) * G)
     assert sp_["discounted_value"] == pytest.approx(-(1 - phi**8) / (1 - G), rel=1e-10)
-    assert sp_["discounted_cost"][0] == pytest.approx(P / (1 - (1 - P) * G) ** 2, rel=1e-10)
+    assert sp_["discounted_costs"][0] == pytest.approx(P / (1 - (1 - P) * G) ** 2, rel=1e-10)
     # the cost-free detour of the reference layout has 14 moves
     lc = nav1["least-cost path"]
-    assert lc["value"] == pytest.approx(-14 / P, abs=1e-9) and lc["cost"][0] == 0.0
+    assert lc["value"] == pytest.approx(-14 / P, abs=1e-9) and lc["costs"][0] == 0.0
 
     nav2 = rows(res, "nav2")  # p_success = 1: certain moves
     sp2 = nav2["shortest path"]  # enters (1,0) 0.1, (3,0) 1.0, (4,0) 1.0
     d2 = budget(0.4, 100)
-    assert sp2["value"] == pytest.approx(-8.0) and sp2["cost"][0] == pytest.approx(2.1)
+    assert sp2["value"] == pytest.approx(-8.0) and sp2["costs"][0] == pytest.approx(2.1)
     assert sp2["penalised_return"] == pytest.approx(-8.0 - 500 * (2.1 - d2), rel=1e-12)
     lc2 = nav2["least-cost path"]  # (0,0)->(0,3)->(4,3)->(4,4): grey (3,3) only
-    assert lc2["value"] == pytest.approx(-8.0) and lc2["cost"][0] == pytest.approx(0.1)
+    assert lc2["value"] == pytest.approx(-8.0) and lc2["costs"][0] == pytest.approx(0.1)
     assert lc2["penalised_return"] == pytest.approx(-8.0)
 
     inv = rows(res, "inventory")
     nothing = inv["order nothing"]
-    assert (nothing["value"], nothing["cost"]) == (0.0, [0.0])  # stock stays 0: nothing sold
+    assert (nothing["value"], nothing["costs"]) == (0.0, [0.0])  # stock stays 0: nothing sold
     assert nothing["discounted_value"] == pytest.approx(0.0, abs=1e-12)
     assert nothing["budget"][0] == pytest.approx(budget(6.0, 100), rel=1e-12)
     assert set(inv) == {"uniform random", "order nothing", "order up to 3 (ceil mu)",
                         "greedy argmax_a r(s,a)"}
     for r in inv.values():  # R_pen = V - 500 max(0, C - d')
-        over = max(0.0, r["cost"][0] - r["budget"][0])
+        over = max(0.0, r["costs"][0] - r["budget"][0])
         assert r["penalised_return"] == pytest.approx(r["value"] - 500 * over, rel=1e-12)
 
 

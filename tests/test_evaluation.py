@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from helpers import examples, raises_fact
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
@@ -162,7 +163,7 @@ def test_agrees_with_quantecon(seed):
                                rtol=0, atol=1e-9)
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(models_and_policies(gammas=st.sampled_from([0.5, 0.9, 0.99])))
 def test_agrees_with_quantecon_on_random_models(mp):
     from quantecon.markov import DiscreteDP
@@ -228,7 +229,7 @@ def test_monte_carlo_discounted():
     exact = evaluate(model, pi)
     ok, z = within_ci(ret, exact.value)
     assert ok.all(), z
-    ok, z = within_ci(cost, exact.cost)
+    ok, z = within_ci(cost, exact.costs)
     assert ok.all(), z
     ok, z = within_ci(visits, exact.occupancy)
     assert ok.all(), z
@@ -257,7 +258,7 @@ def test_monte_carlo_finite_horizon_with_terminal_state():
     pi = np.tile([0.2, 0.8], (6, 1))
     ret, cost, _ = simulate(model, pi, 20_000, 12, 1.0, seed=99)
     exact = evaluate_finite_horizon(model, pi)
-    ok, z = within_ci(np.column_stack([ret, cost]), np.r_[exact.value, exact.cost])
+    ok, z = within_ci(np.column_stack([ret, cost]), np.r_[exact.value, exact.costs])
     assert ok.all(), z
 
 
@@ -284,13 +285,13 @@ def test_geometric_series(gamma):
                         horizon=50)
     res = evaluate(model, [[1.0]], lam=0.5)
     assert res.value == pytest.approx(2 / (1 - gamma), rel=1e-12)
-    assert res.cost[0] == pytest.approx(1 / (1 - gamma), rel=1e-12)
+    assert res.costs[0] == pytest.approx(1 / (1 - gamma), rel=1e-12)
     assert res.lagrangian_p0 == pytest.approx(2 / (1 - gamma) - 0.5 * (1 / (1 - gamma) - 3))
     assert res.occupancy[0] == pytest.approx(1 / (1 - gamma), rel=1e-12)
     fin = evaluate_finite_horizon(model, [[1.0]], discount=gamma)
     assert fin.value == pytest.approx(2 * sum(gamma**t for t in range(50)), rel=1e-12)
     fin = evaluate_finite_horizon(model, [[1.0]])
-    assert fin.value == pytest.approx(100.0) and fin.cost[0] == pytest.approx(50.0)
+    assert fin.value == pytest.approx(100.0) and fin.costs[0] == pytest.approx(50.0)
 
 
 @pytest.mark.parametrize("p", [1.0, 0.7, 0.25])
@@ -334,7 +335,7 @@ def test_safe_navigation_2_shortest_path():
     for res in (evaluate(model.replace(gamma=1.0), policy),
                 evaluate_finite_horizon(model, policy)):
         assert res.value == pytest.approx(-8.0, abs=1e-12)
-        assert res.cost[0] == pytest.approx(path_cost, abs=1e-12)
+        assert res.costs[0] == pytest.approx(path_cost, abs=1e-12)
 
 
 # --------------------------------------------------------------------------- properties
@@ -367,7 +368,7 @@ def test_q_functions_are_consistent(mp):
     np.testing.assert_allclose(res.q_lagrangian, res.q - res.qc @ lam, rtol=0, atol=tol)
     np.testing.assert_allclose(res.lagrangian, res.v - res.c @ lam, rtol=0, atol=tol)
     assert res.value == pytest.approx(model.p0 @ res.v, abs=tol)
-    assert res.lagrangian_p0 == pytest.approx(res.value - lam @ (res.cost - model.d), abs=tol)
+    assert res.lagrangian_p0 == pytest.approx(res.value - lam @ (res.costs - model.d), abs=tol)
 
 
 @given(models_and_policies(), st.floats(-3, 3), st.floats(-3, 3), st.integers(0, 2**32 - 1))
@@ -396,7 +397,7 @@ def test_occupancy_sums_to_the_effective_horizon(mp):
     c_pi = np.einsum("sa,sak->sk", pi, model.c)
     tol = 1e-10 * scale(res.v, res.c)
     assert res.value == pytest.approx(res.occupancy @ r_pi, abs=tol)
-    np.testing.assert_allclose(res.cost, res.occupancy @ c_pi, rtol=0, atol=tol)
+    np.testing.assert_allclose(res.costs, res.occupancy @ c_pi, rtol=0, atol=tol)
 
 
 @given(models_and_policies(gammas=st.floats(0.0, 0.95)))
@@ -507,7 +508,7 @@ def support_graphs(draw):
     return model, rng.dirichlet(np.ones(A), size=S) * (rng.random((S, A)) < 0.8)
 
 
-@settings(max_examples=80)
+@settings(max_examples=examples(80))
 @given(support_graphs())
 def test_check_proper_against_transitive_closure(mp):
     """Independent: reachability by boolean matrix powers of the support of P_pi.  A state
@@ -573,7 +574,7 @@ def test_finite_horizon_metric_fields():
     model = corridor(n=6, p=1.0, cell_cost=[0.0, 1.0, 0.0, 2.0, 0.5, 3.0], horizon=100)
     model = model.replace(gamma=0.99, d=[3.0])
     res = evaluate_finite_horizon(model, np.ones(6, dtype=int))
-    assert res.value == pytest.approx(-5.0) and res.cost[0] == pytest.approx(6.5)
+    assert res.value == pytest.approx(-5.0) and res.costs[0] == pytest.approx(6.5)
     assert res.horizon == 100
     d_prime = 3.0 * 100 * 0.01 / (1 - 0.99**100)
     assert res.budget[0] == pytest.approx(d_prime, rel=1e-12)
@@ -581,9 +582,10 @@ def test_finite_horizon_metric_fields():
     assert res.penalised_return == pytest.approx(-5.0 - 500 * (6.5 - d_prime))
     # a short horizon stops the episode early: 3 steps earn -3 and enter cells 1, 2, 3
     short = evaluate_finite_horizon(model, np.ones(6, dtype=int), 3)
-    assert short.value == pytest.approx(-3.0) and short.cost[0] == pytest.approx(3.0)
-    zero = evaluate_finite_horizon(model, np.ones(6, dtype=int), 0)
-    assert zero.value == 0.0 and zero.budget[0] == 3.0
+    assert short.value == pytest.approx(-3.0) and short.costs[0] == pytest.approx(3.0)
+    # an episode of no steps is refused: its budget d T / sum_{i<T} gamma^i is 0 / 0
+    with raises_fact(ModelError, "horizon", ">= 1", "0"):
+        evaluate_finite_horizon(model, np.ones(6, dtype=int), 0)
 
 
 # --------------------------------------------------------------------------- result object
@@ -610,3 +612,14 @@ def test_result_is_a_dict_with_attribute_access():
     back = pickle.loads(pickle.dumps(r))
     assert isinstance(back, Result) and back.value == 1.5
     np.testing.assert_array_equal(copy.deepcopy(r).v, r.v)
+
+
+def test_former_result_field_names_still_work_with_a_deprecation_warning():
+    model = corridor(n=4, p=1.0, cell_cost=[0.0, 1.0, 0.0, 2.0], horizon=10)
+    res = evaluate_finite_horizon(model, np.ones(4, dtype=int))
+    with pytest.warns(DeprecationWarning, match="'cost' is now called 'costs'"):
+        assert np.array_equal(res.cost, res.costs)
+    with pytest.warns(DeprecationWarning):
+        assert np.array_equal(res["cost"], res["costs"])
+    with pytest.raises(AttributeError, match="no field 'nonsense'"):
+        res.nonsense  # noqa: B018

@@ -1,10 +1,10 @@
 """The verification report: rows, the bias of the printed estimators, the CLI."""
 
 import json
-import re
 
 import numpy as np
 import pytest
+from helpers import raises_fact
 from scipy.stats import norm
 
 from rcmdp_exact import TabularCMDP, domains
@@ -14,8 +14,9 @@ from rcmdp_exact.model import ModelError
 from rcmdp_exact.verify import (
     COLUMNS,
     VerifyTable,
+    expected_exact,
     lagrangian_reward_depends_on_next_state,
-    verification_suite,
+    suite_models,
     verify_theorems,
 )
 
@@ -34,7 +35,7 @@ def _small_model(seed=0, gamma=0.9, horizon=30):
 @pytest.fixture(scope="module")
 def suite():
     return {label: (model, lam, kinds, horizons)
-            for label, model, lam, kinds, horizons in verification_suite(n_random=0)}
+            for label, model, lam, kinds, horizons in suite_models(n_random=0)}
 
 
 def test_rows_have_the_documented_columns_and_exact_theorems():
@@ -157,15 +158,57 @@ def test_next_state_dependence_is_detected():
 
 def test_verify_messages():
     model = _small_model()
-    with pytest.raises(ModelError, match=re.escape(
-            "unknown estimator 'gpomdp'; choose from theorem1, algorithm1")):
+    with raises_fact(ModelError, "estimator", "'gpomdp'", "'theorem1'"):
         verify_theorems(model, estimators=["gpomdp"])
-    with pytest.raises(ModelError, match=re.escape(
-            "horizons must be 'model', None or positive integers, got 0")):
+    with raises_fact(ModelError, "horizon", ">= 1", "0"):
         verify_theorems(model, horizons=(0,))
-    with pytest.raises(ModelError, match=re.escape(
-            "mc_level must lie in (0, 1), e.g. 0.99, got 99")):
+    with raises_fact(ModelError, "mc_level", "(0, 1)", "99"):
         verify_theorems(model, mc_level=99)
+    with raises_fact(ModelError, "seed", "-3"):
+        verify_theorems(model, seed=-3)
+
+
+def test_rows_expected_exact_are_checked_and_a_failure_is_reported():
+    """Every "exact" row gets pass/fail on rel_error <= tol; "biased" rows get "-"."""
+    model = _small_model()
+    table = verify_theorems(model, parametrisations=("softmax",), horizons=("model", None))
+    for row in table:
+        if row["expected"] == "diverges":
+            assert row["check"] == "-" and "diverges" in row["note"]
+            continue
+        exact = expected_exact(row["estimator"], None if row["horizon"] == "inf" else 1,
+                               model.gamma, row["r_next_state"] == "yes")
+        if row["horizon"] == "-" or exact:
+            assert row["expected"] == "exact" and row["check"] == "pass", row
+        else:
+            assert row["expected"] == "biased" and row["check"] == "-", row
+    assert table.passed and "checks passed" in table.to_text()
+    # a tolerance below what finite differences can reach makes the exact rows fail
+    strict = verify_theorems(model, parametrisations=("softmax",), tol=1e-300)
+    assert not strict.passed
+    assert {r["estimator"] for r in strict.failures} >= {"theorem1", "theorem2"}
+    assert "FAILED" in strict.to_text() and json.loads(strict.to_json())["passed"] is False
+
+
+def test_expected_exact_rule():
+    assert expected_exact("theorem1", 5, 0.9, True)
+    assert not expected_exact("algorithm1_corrected", 100, 0.99, False)  # truncated
+    assert expected_exact("algorithm1_corrected", None, 0.99, True)
+    assert expected_exact("algorithm1", None, 1.0, True)
+    assert not expected_exact("algorithm1", None, 0.99, False)
+    assert expected_exact("theorem2_discounted", None, 0.99, False)
+    assert not expected_exact("theorem2_discounted", None, 0.99, True)
+    assert expected_exact("theorem2_printed", None, 1.0, False)
+    assert not expected_exact("theorem2_printed", None, 1.0, True)
+
+
+def test_cli_verify_exit_status_is_non_zero_on_a_failed_check(capsys):
+    args = ["verify", "--domain", "none", "--random", "1", "--no-variants", "--tabular-only"]
+    assert main([*args, "--tol", "1e-300"]) == 1
+    assert "FAILED" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        main([*args, "--random", "-1"])
+    assert exc.value.code == 2
 
 
 def test_cli_verify_runs_and_its_json_parses(capsys):

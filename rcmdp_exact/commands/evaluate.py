@@ -99,12 +99,12 @@ def evaluate_domain(name: str, model: TabularCMDP) -> dict:
         rows.append({
             "policy": label,
             "value": fh.value,
-            "cost": fh.cost.tolist(),
+            "costs": fh.costs.tolist(),
             "budget": fh.budget.tolist(),
             "overshoot": fh.overshoot.tolist(),
             "penalised_return": fh.penalised_return,
             "discounted_value": disc.value,
-            "discounted_cost": disc.cost.tolist(),
+            "discounted_costs": disc.costs.tolist(),
         })
     return {
         "domain": name,
@@ -136,9 +136,9 @@ def format_table(res: dict) -> str:
     cols = ("policy", "value V_T", "cost C_T", "d'", "overshoot", "R_pen",
             "disc. value", "disc. cost")
     lines = [
-        (r["policy"], _num(r["value"]), _fmt_vec(r["cost"]), _fmt_vec(r["budget"]),
+        (r["policy"], _num(r["value"]), _fmt_vec(r["costs"]), _fmt_vec(r["budget"]),
          _fmt_vec(r["overshoot"]), _num(r["penalised_return"]),
-         _num(r["discounted_value"]), _fmt_vec(r["discounted_cost"]))
+         _num(r["discounted_value"]), _fmt_vec(r["discounted_costs"]))
         for r in res["policies"]
     ]
     widths = [max(len(c), *(len(x[i]) for x in lines)) for i, c in enumerate(cols)]

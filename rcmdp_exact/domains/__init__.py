@@ -35,6 +35,7 @@ from .navigation import (
 )
 from .paper import (
     ESTIMATION_EPISODES,
+    INITIAL_MULTIPLIER,
     PAPER_ALPHA_RANGES,
     PAPER_DOMAINS,
     TEST_SUITES,
@@ -58,6 +59,7 @@ __all__ = [
     "DEMANDS",
     "ESTIMATION_EPISODES",
     "GOAL",
+    "INITIAL_MULTIPLIER",
     "NAV1_COST_CELLS",
     "NAV1_COST_LAYOUTS",
     "NAV2_GREY_CELLS",

@@ -11,20 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_real
-from ..model import ModelError, TabularCMDP
+from .._checks import check_int, check_real, rng_from
+from ..model import TabularCMDP
 
 __all__ = ["garnet"]
-
-
-def _check_count(value, name: str, low: int, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise ModelError(f"{name} must be an integer, got {value!r}")
-    v = int(value)
-    if v < low or (high is not None and v > high):
-        rng = f">= {low}" if high is None else f"in {low}..{high}"
-        raise ModelError(f"{name} must be {rng}, got {v}")
-    return v
 
 
 def garnet(
@@ -62,18 +52,12 @@ def garnet(
         :math:`d_k = 0.5 / (1 - \gamma)` (the discounted cost of a mean cost of 1/2
         per step) when :math:`\gamma < 1`, else 0.5; no horizon, no terminal state.
     """
-    S = _check_count(n_states, "n_states", 1)
-    A = _check_count(n_actions, "n_actions", 1)
-    b = _check_count(branching, "branching", 1, S)
-    K = _check_count(n_constraints, "n_constraints", 0)
+    S = check_int(n_states, "n_states", 1)
+    A = check_int(n_actions, "n_actions", 1)
+    b = check_int(branching, "branching", 1, S)
+    K = check_int(n_constraints, "n_constraints", 0)
     g = check_real(gamma, "gamma", 0.0, 1.0)
-    try:
-        rng = np.random.default_rng(seed)
-    except (TypeError, ValueError):
-        raise ModelError(
-            f"seed must be None, a non-negative integer or a numpy.random.Generator, got "
-            f"{seed!r}"
-        ) from None
+    rng = rng_from(seed)
     # b distinct next states per (s, a): the first b of a uniform random permutation
     keys = rng.random((S, A, S))
     nxt = np.argsort(keys, axis=2, kind="stable")[:, :, :b].astype(np.int64)

@@ -43,8 +43,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
-from .._checks import as_float_array
-from ..model import ModelError, TabularCMDP
+from .._checks import as_float_array, check_choice, check_int, check_real
+from ..model import TabularCMDP
 
 __all__ = [
     "DEMANDS",
@@ -69,17 +69,8 @@ LOW_STOCK = 2
 
 
 def _check_normal(mu, sigma, what: str) -> tuple[float, float]:
-    try:
-        m, s = float(mu), float(sigma)
-    except (TypeError, ValueError):
-        raise ModelError(
-            f"{what} mu and sigma must be numbers, got mu={mu!r}, sigma={sigma!r}"
-        ) from None
-    if not (np.isfinite(m) and np.isfinite(s) and s > 0):
-        raise ModelError(
-            f"{what} needs a finite mu and a finite sigma > 0, got mu={m!r}, sigma={s!r}"
-        )
-    return m, s
+    return (check_real(mu, f"mu of {what}"),
+            check_real(sigma, f"sigma of {what}", 0.0, low_open=True))
 
 
 def demand_cdf(k, mu: float, sigma: float, demand: str = "reference") -> np.ndarray:
@@ -88,11 +79,9 @@ def demand_cdf(k, mu: float, sigma: float, demand: str = "reference") -> np.ndar
     ``"reference"``: :math:`\Phi(k)`; ``"rounded"``: :math:`\Phi(k + 1/2)`, with
     :math:`\Phi` the CDF of :math:`\mathcal{N}(\mu, \sigma^2)`.
     """
-    if not isinstance(demand, str) or demand not in DEMANDS:
-        raise ModelError(
-            f"unknown demand discretisation {demand!r}; use one of {list(DEMANDS)} "
-            f"('reference': Phi(k) - Phi(k-1), the default; 'rounded': round(max(0, D)))"
-        )
+    check_choice(demand, "demand discretisation", DEMANDS,
+                 hint=" ('reference': Phi(k) - Phi(k-1), the default; 'rounded': "
+                      "round(max(0, D)))")
     mu, sigma = _check_normal(mu, sigma, "the demand distribution")
     k = as_float_array(k, "k", "give demand levels as numbers", finite=False)
     shift = 0.0 if demand == "reference" else 0.5
@@ -137,14 +126,10 @@ def inventory(
         ``outcomes`` (S, A, S) is ``arange(S)`` in every row and ``state_features``
         (S, 1) the stock level.
     """
-    if not isinstance(revenue, str) or revenue not in REVENUES:
-        raise ModelError(
-            f"unknown revenue {revenue!r}; use one of {list(REVENUES)} ('economic': 3.99 "
-            f"x units sold, the default; 'reference': 3.99 x E[s'] of the published code)"
-        )
-    if not (isinstance(n_states, int | np.integer) and n_states >= 1):
-        raise ModelError(f"n_states must be a positive integer, got {n_states!r}")
-    S = int(n_states)
+    check_choice(revenue, "revenue", REVENUES,
+                 hint=" ('economic': 3.99 x units sold, the default; 'reference': 3.99 x "
+                      "E[s'] of the published code)")
+    S = check_int(n_states, "n_states", 1)
     mu = S / 4 if mu is None else mu
     sigma = S / 6 if sigma is None else sigma
     limit_mu = S / 4 if limit_mu is None else limit_mu
@@ -194,9 +179,5 @@ def inventory(
 
 def order_up_to_policy(level: int, n_states: int = 10) -> np.ndarray:
     r"""Deterministic policy (S,) ordering :math:`\max(0, \text{level} - s)` units."""
-    if not (isinstance(level, int | np.integer) and 0 <= level < n_states):
-        raise ModelError(
-            f"order-up-to level must be an integer stock level in 0..{n_states - 1}, "
-            f"got {level!r}"
-        )
+    check_int(level, "order-up-to level (a stock level)", 0, check_int(n_states, "n_states", 1) - 1)
     return np.maximum(0, int(level) - np.arange(n_states)).astype(np.int64)

@@ -52,14 +52,19 @@ Safe Navigation 2: cost 0.1 on (1,0), (1,1), (1,2), (2,2), (3,2), (3,3), (3,4); 
 
 from __future__ import annotations
 
-import numbers
 from functools import lru_cache
 
-import networkx as nx
 import numpy as np
 
-from .._checks import as_array, as_float_array
-from ..model import ModelError, TabularCMDP
+from .._checks import (
+    as_float_array,
+    check_choice,
+    check_indices,
+    check_int,
+    check_real,
+    check_shape,
+)
+from ..model import TabularCMDP, check_model
 
 __all__ = [
     "ACTION_OFFSETS",
@@ -115,14 +120,8 @@ def grid_state(x, y):
     >>> grid_state(4, 4)
     24
     """
-    fix = f"give integer cell coordinates in 0..{GRID_SIZE - 1}"
-    xa, ya = as_array(x, "x", fix), as_array(y, "y", fix)
-    for name, v in (("x", xa), ("y", ya)):
-        if not np.issubdtype(v.dtype, np.integer) or (v < 0).any() or (v >= GRID_SIZE).any():
-            raise ModelError(
-                f"grid coordinate {name}={v.tolist()!r} is not an integer in "
-                f"0..{GRID_SIZE - 1}; cells are (x, y) with x, y in 0..{GRID_SIZE - 1}"
-            )
+    xa = check_indices(x, "grid coordinate x", GRID_SIZE, "coordinate")
+    ya = check_indices(y, "grid coordinate y", GRID_SIZE, "coordinate")
     s = xa * GRID_SIZE + ya
     return int(s) if s.ndim == 0 else s.astype(np.int64)
 
@@ -133,25 +132,24 @@ def grid_xy(s):
     >>> grid_xy(7)
     (1, 2)
     """
-    sa = as_array(s, "s", f"give integer states in 0..{N_STATES - 1}")
-    if not np.issubdtype(sa.dtype, np.integer) or (sa < 0).any() or (sa >= N_STATES).any():
-        raise ModelError(
-            f"state {sa.tolist()!r} is not an integer in 0..{N_STATES - 1} of the "
-            f"{GRID_SIZE}x{GRID_SIZE} grid"
-        )
+    sa = check_indices(s, "state s of the 5x5 grid", N_STATES, "state")
     x, y = np.divmod(sa, GRID_SIZE)
     if sa.ndim == 0:
         return int(x), int(y)
     return x.astype(np.int64), y.astype(np.int64)
 
 
-def grid_graph() -> nx.Graph:
+def grid_graph():
     """The grid as ``networkx.grid_2d_graph(5, 5)``: nodes (x, y), edges the legal moves."""
+    import networkx as nx
+
     return nx.grid_2d_graph(GRID_SIZE, GRID_SIZE)
 
 
 @lru_cache(maxsize=1)
 def _outcome_map_cached() -> np.ndarray:
+    import networkx as nx
+
     G = grid_graph()
     nodes = sorted(G.nodes)
     cells = np.array(nodes, dtype=np.int64)  # (S, 2), row s is the cell of state s
@@ -185,49 +183,28 @@ def _cells_to_cost(cells, value: float, out: np.ndarray) -> None:
 def cell_costs(domain: str, cost_layout: str = "reference") -> np.ndarray:
     """Cost (S,) of entering each cell for ``domain`` in {"nav1", "nav2"}."""
     cost = np.zeros(N_STATES)
-    if isinstance(domain, str) and domain == "nav1":
-        if not isinstance(cost_layout, str) or cost_layout not in NAV1_COST_CELLS:
-            raise ModelError(
-                f"unknown Safe Navigation 1 cost_layout {cost_layout!r}; use one of "
-                f"{list(NAV1_COST_LAYOUTS)} ('reference': 7 cells, the default; 'paper': "
-                f"the 6 cells of the paper's figure)"
-            )
+    check_choice(domain, "navigation domain", ("nav1", "nav2"))
+    if domain == "nav1":
+        check_choice(cost_layout, "Safe Navigation 1 cost_layout", NAV1_COST_LAYOUTS,
+                     hint=" ('reference': 7 cells, the default; 'paper': the 6 cells of the "
+                          "paper's figure)")
         _cells_to_cost(NAV1_COST_CELLS[cost_layout], 1.0, cost)
     elif isinstance(domain, str) and domain == "nav2":
         _cells_to_cost(NAV2_GREY_CELLS, 0.1, cost)
         _cells_to_cost(NAV2_RED_CELLS, 1.0, cost)
-    else:
-        raise ModelError(f"unknown navigation domain {domain!r}; use 'nav1' or 'nav2'")
     return cost
 
 
 # --------------------------------------------------------------------------- models
 def _check_p_success(p_success) -> float:
-    if isinstance(p_success, bool) or not isinstance(p_success, numbers.Real):
-        raise ModelError(f"p_success must be a number in [0, 1], got {p_success!r}")
-    p = float(p_success)
-    if not 0.0 <= p <= 1.0:
-        raise ModelError(
-            f"p_success must lie in [0, 1] (the probability that the intended move "
-            f"happens), got {p!r}"
-        )
-    return p
+    return check_real(p_success, "p_success", 0.0, 1.0,
+                      hint=" (the probability that the intended move happens)")
 
 
 def _check_outcome_choice(arr, name: str) -> np.ndarray:
-    A = ACTION_OFFSETS.shape[0]
-    out = as_array(arr, name, "give an integer array (S, A) of outcome indices 0..4")
-    if out.shape != (N_STATES, A) or not np.issubdtype(out.dtype, np.integer):
-        raise ModelError(
-            f"{name} must be an integer array (S, A) = ({N_STATES}, {A}) of outcome "
-            f"indices 0..4, got {out.dtype} {out.shape}"
-        )
-    if (out < 0).any() or (out > 4).any():
-        s, a = (int(i) for i in np.argwhere((out < 0) | (out > 4))[0])
-        raise ModelError(
-            f"{name}[{s}, {a}] = {int(out[s, a])} is not an outcome index; outcomes are "
-            f"0 (stay) and 1..4 (the moves (-1,0), (+1,0), (0,+1), (0,-1))"
-        )
+    """An (S, A) int array of outcome indices 0..4."""
+    out = check_indices(arr, name, 5, "outcome index (0 stay, 1..4 the moves)")
+    check_shape(out, (N_STATES, ACTION_OFFSETS.shape[0]), name, ("s", "a"))
     return out
 
 
@@ -296,10 +273,8 @@ def safe_navigation(
     )
     if cost.ndim == 1:
         cost = cost[:, None]
-    if cost.ndim != 2 or cost.shape[0] != S:
-        raise ModelError(
-            f"cell_cost must have shape (S,) or (S, K) with S={S}, got {np.shape(cell_cost)}"
-        )
+    check_shape(cost, (S, cost.shape[-1] if cost.ndim else 1), "cell_cost ((S,) or (S, K))",
+                ("s", "k"))
     xy = np.stack(grid_xy(np.arange(S)), axis=1).astype(np.float64)
     return TabularCMDP.from_outcomes(
         outcomes,
@@ -383,19 +358,11 @@ def shortest_path_policy(model: TabularCMDP | None = None, minimise_cost: bool =
         The weight w.
     """
     S = N_STATES
-    if isinstance(cost_weight, bool) or not isinstance(cost_weight, numbers.Real) or not (
-        0.0 <= float(cost_weight) < np.inf
-    ):
-        raise ModelError(
-            f"cost_weight must be a finite number >= 0 (the weight of the entering costs), "
-            f"got {cost_weight!r}"
-        )
+    check_real(cost_weight, "cost_weight", 0.0, hint=" (the weight of the entering costs)")
     if minimise_cost:
-        if not isinstance(model, TabularCMDP) or model.n_states != S:
-            raise ModelError(
-                "shortest_path_policy(minimise_cost=True) needs the navigation model "
-                "whose entering costs it avoids"
-            )
+        check_model(model)
+        check_int(model.n_states, "the number of states of the navigation model given to "
+                  "shortest_path_policy(minimise_cost=True)", S, S)
         enter = np.asarray(model.C[0, 0, :, :]).sum(axis=-1)
     else:
         enter = np.zeros(S)
@@ -403,6 +370,8 @@ def shortest_path_policy(model: TabularCMDP | None = None, minimise_cost: bool =
     nxt = _outcome_map_cached()[:, 1:]  # (S, A)
     s_idx = np.broadcast_to(np.arange(S)[:, None], nxt.shape)
     legal = nxt != s_idx
+    import networkx as nx
+
     D = nx.DiGraph()
     D.add_weighted_edges_from(
         zip(nxt[legal].tolist(), s_idx[legal].tolist(), weight[nxt[legal]].tolist(), strict=True)

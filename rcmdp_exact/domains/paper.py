@@ -8,12 +8,14 @@ reference cost layout) and Safe Navigation 2 (p_success = 1.0).
 
 from __future__ import annotations
 
-from ..model import ModelError, TabularCMDP
+from .._checks import check_choice
+from ..model import TabularCMDP
 from .inventory import inventory
 from .navigation import safe_navigation_1, safe_navigation_2
 
 __all__ = [
     "ESTIMATION_EPISODES",
+    "INITIAL_MULTIPLIER",
     "PAPER_ALPHA_RANGES",
     "PAPER_DOMAINS",
     "TEST_SUITES",
@@ -38,18 +40,19 @@ PAPER_ALPHA_RANGES = {
     "nav2": (0.03, 0.085),
 }
 
+#: Initial Lagrange multiplier of the paper's learners (and the lam of ``rcmdp verify``):
+#: 50 for Inventory Management, 1 for the navigation grids (Appendix D).
+INITIAL_MULTIPLIER = {"inventory": 50.0, "nav1": 1.0, "nav2": 1.0}
+
 #: The test suites of each domain (names for :func:`~rcmdp_exact.domains.perturbations`).
 TEST_SUITES = {"inventory": ("inventory",), "nav1": ("1A", "1B"), "nav2": ("2A", "2B")}
 
 
 def paper_domain(name: str, gamma: float = 0.99) -> TabularCMDP:
     """The training model of the paper's domain ``name`` ("inventory", "nav1", "nav2")."""
-    if not isinstance(name, str):
-        raise ModelError(f"unknown paper domain {name!r}; use one of {list(PAPER_DOMAINS)}")
+    check_choice(name, "paper domain", PAPER_DOMAINS)
     if name == "inventory":
         return inventory(gamma=gamma)
     if name == "nav1":
         return safe_navigation_1(gamma=gamma)
-    if name == "nav2":
-        return safe_navigation_2(gamma=gamma)
-    raise ModelError(f"unknown paper domain {name!r}; use one of {list(PAPER_DOMAINS)}")
+    return safe_navigation_2(gamma=gamma)

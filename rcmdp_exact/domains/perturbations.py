@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._checks import check_choice, check_int
 from .._progress import tqdm
-from ..model import ModelError, TabularCMDP
+from ..model import TabularCMDP
 from .inventory import inventory
 from .navigation import (
     ACTION_OFFSETS,
@@ -133,26 +134,8 @@ def _offset_to_outcome(offsets: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------------------- checks
 def _check_seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ModelError(
-            f"seed must be a non-negative integer (each draw uses the generator "
-            f"default_rng([seed, suite, N, draw])), got {seed!r}"
-        )
-    return int(seed)
-
-
-def _check_size(n, sizes_max: int, what: str, name: str = "N") -> int:
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or not 0 <= n <= sizes_max:
-        raise ModelError(
-            f"{name} must be an integer number of {what} in 0..{sizes_max}, got {n!r}"
-        )
-    return int(n)
-
-
-def _check_draw(draw) -> int:
-    if isinstance(draw, bool) or not isinstance(draw, int | np.integer) or draw < 0:
-        raise ModelError(f"draw must be a non-negative integer index, got {draw!r}")
-    return int(draw)
+    return check_int(seed, "seed", 0, hint=" (each draw uses default_rng([seed, suite, N, "
+                     "draw]))")
 
 
 # --------------------------------------------------------------------------- 1B / 2B
@@ -166,14 +149,12 @@ def draw_1b(n_pairs: int, draw: int, seed: int = 0, offset_on: str = "failure",
     failed move of a drawn pair reaches that outcome instead of staying; with
     ``"success"`` a successful move does, instead of the intended move.
     """
-    if not isinstance(offset_on, str) or offset_on not in OFFSET_ON:
-        raise ModelError(
-            f"offset_on must be 'failure' (the published implementation, default) or "
-            f"'success' (the paper's text), got {offset_on!r}"
-        )
+    check_choice(offset_on, "offset_on", OFFSET_ON,
+                 hint=" ('failure': the published implementation, default; 'success': the "
+                      "paper's text)")
     A = ACTION_OFFSETS.shape[0]
-    n = _check_size(n_pairs, N_STATES * A, "state-action pairs")
-    j = _check_draw(draw)
+    n = check_int(n_pairs, "N (state-action pairs)", 0, N_STATES * A)
+    j = check_int(draw, "draw", 0)
     seed = _check_seed(seed)
     rng = np.random.default_rng([seed, 1, n, j])
     pairs = np.sort(rng.choice(N_STATES * A, size=n, replace=False)).astype(np.int64)
@@ -203,8 +184,8 @@ def draw_2b(n_states: int, draw: int, seed: int = 0, gamma: float = 0.99) -> Set
     replacement; in them a failed move (probability 0.5) follows the arrow of
     :func:`arrow_offsets`, elsewhere it stays.
     """
-    n = _check_size(n_states, N_STATES, "states")
-    j = _check_draw(draw)
+    n = check_int(n_states, "N (states)", 0, N_STATES)
+    j = check_int(draw, "draw", 0)
     seed = _check_seed(seed)
     rng = np.random.default_rng([seed, 2, n, j])
     states = np.sort(rng.choice(N_STATES, size=n, replace=False)).astype(np.int64)
@@ -260,9 +241,8 @@ def perturbations(
     list of Setting
         In the order of the suite's parameters (N ascending, then draw index).
     """
-    if not isinstance(name, str) or name not in SUITES:
-        raise ModelError(f"unknown test suite {name!r}; use one of {list(SUITES)}")
-    nd = _check_size(n_draws, 10**6, "draws per N", name="n_draws")
+    check_choice(name, "test suite", SUITES)
+    nd = check_int(n_draws, "n_draws (draws per N)", 0)
     _check_seed(seed)
     out: list[Setting] = []
     if name == "inventory":

@@ -33,8 +33,10 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
         "with: pip install rcmdp_exact[gym]"
     ) from exc
 
-from ..domains import PAPER_DOMAINS, paper_domain
-from ..model import ModelError, TabularCMDP
+from .._checks import check_choice, check_int
+from ..domains import paper_domain
+from ..model import ModelError, TabularCMDP, check_model
+from ..sampling import draw_one
 
 __all__ = ["ENV_IDS", "TabularCMDPEnv", "paper_env", "register_envs"]
 
@@ -76,25 +78,14 @@ class TabularCMDPEnv(gymnasium.Env):
 
     def __init__(self, model: TabularCMDP, observe: str = "index",
                  max_episode_steps: int | None = None, render_mode: str | None = None):
-        if not isinstance(model, TabularCMDP):
-            raise ModelError(
-                f"TabularCMDPEnv needs a TabularCMDP, got {type(model).__name__}; build "
-                f"one with rcmdp_exact.TabularCMDP or rcmdp_exact.domains"
-            )
-        if observe not in OBSERVE:
-            raise ModelError(
-                f"observe must be 'index' (Discrete state index) or 'features' (Box of "
-                f"model.state_features), got {observe!r}"
-            )
-        if render_mode not in (None, "ansi"):
-            raise ModelError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        check_model(model)
+        check_choice(observe, "observe", OBSERVE,
+                     hint=" ('index': Discrete state index; 'features': Box of "
+                          "model.state_features)")
+        check_choice(render_mode, "render_mode", (None, "ansi"))
         T = model.horizon if max_episode_steps is None else max_episode_steps
-        if T is not None and not (
-            isinstance(T, int | np.integer) and not isinstance(T, bool) and T >= 1
-        ):
-            raise ModelError(
-                f"max_episode_steps must be a positive integer or None, got {T!r}"
-            )
+        if T is not None:
+            check_int(T, "max_episode_steps", 1, hint=" (or None)")
         self.model = model
         self.observe = observe
         self.max_episode_steps = None if T is None else int(T)
@@ -136,8 +127,8 @@ class TabularCMDPEnv(gymnasium.Env):
         return self._features[s].copy()
 
     def _sample(self, cum: np.ndarray) -> int:
-        u = self.np_random.random() * cum[-1]
-        return int(min(np.searchsorted(cum, u, side="right"), cum.size - 1))
+        """Inverse-CDF draw of :func:`rcmdp_exact.sampling.draw_one`."""
+        return int(draw_one(cum, self.np_random.random()))
 
     # ----------------------------------------------------------------- Gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -150,16 +141,11 @@ class TabularCMDPEnv(gymnasium.Env):
 
     def step(self, action):
         """One transition; see the class notes for the returned tuple."""
-        if self._state is None:
-            raise ModelError("call reset() before step()")
-        if self._done:
-            raise ModelError("the episode is over (terminated or truncated); call reset()")
-        if not self.action_space.contains(action):
-            raise ModelError(
-                f"action {action!r} is not in the action space "
-                f"Discrete({self.action_space.n}); give an integer in "
-                f"0..{self.action_space.n - 1}"
-            )
+        if self._state is None or self._done:
+            raise ModelError("call reset() before step()" if self._state is None else
+                             "the episode is over (terminated or truncated); call reset()")
+        check_int(action, "action", 0, self.action_space.n - 1,
+                  hint=f" (the action space is Discrete({self.action_space.n}))")
         s, a = self._state, int(action)
         K = self.model.n_constraints
         if self._terminal[s]:
@@ -196,15 +182,15 @@ def paper_env(name: str, observe: str = "index", **kwargs) -> TabularCMDPEnv:
     ``name`` is one of "inventory", "nav1", "nav2"; ``kwargs`` go to
     :class:`TabularCMDPEnv` (``max_episode_steps``, ``render_mode``).
     """
-    if not isinstance(name, str) or name not in PAPER_DOMAINS:
-        raise ModelError(f"unknown paper domain {name!r}; use one of {list(PAPER_DOMAINS)}")
     return TabularCMDPEnv(paper_domain(name), observe=observe, **kwargs)
 
 
 def register_envs() -> tuple[str, ...]:
     """Register the paper domains with ``gymnasium.make`` under :data:`ENV_IDS`.
 
-    Returns the registered ids; calling it again is harmless.
+    The spec of each id carries the domain's horizon as ``max_episode_steps`` (200 for
+    Safe Navigation 1, 100 otherwise).  Returns the registered ids; calling it again is
+    harmless.
     """
     for name, env_id in ENV_IDS.items():
         if env_id not in gymnasium.registry:
@@ -212,5 +198,6 @@ def register_envs() -> tuple[str, ...]:
                 id=env_id,
                 entry_point="rcmdp_exact.interop.gym:paper_env",
                 kwargs={"name": name},
+                max_episode_steps=paper_domain(name).horizon,
             )
     return tuple(ENV_IDS.values())

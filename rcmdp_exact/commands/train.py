@@ -1,0 +1,127 @@
+"""``rcmdp train``: train one of the paper's six learners and judge it exactly.
+
+The domain's model is estimated first (the paper's phase 1: uniform random episodes,
+Hoeffding L1 ball); the learner trains on the estimated nominal model (or on the true
+training model with ``--train-on true``), robust learners on the ball.  The final
+policy is evaluated exactly (discounted value and cost, and the T-step test metric) on
+the true training model and, for every learner, on the worst case of the ball, and
+printed beside the CMDP optimum of the true model (occupancy-measure LP) and the
+certified RCMDP bracket of the ball.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ._args import add_force, add_progress, check_output, positive_int, progress_enabled, seed_arg
+
+NAME = "train"
+HELP = ("train PG, CPG, an RCPG variant or Adversarial RCPG on a paper domain and compare "
+        "it with the exact optimum")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..domains import PAPER_DOMAINS
+    from ..learners.base import ALGORITHMS, CRITICS, GRADIENTS, INNERS, MULTIPLIER_UPDATES
+
+    parser.add_argument("domain", choices=PAPER_DOMAINS, metavar="DOMAIN",
+                        help=f"paper domain: {', '.join(PAPER_DOMAINS)}")
+    parser.add_argument("algorithm", choices=tuple(ALGORITHMS), metavar="ALGORITHM",
+                        help=f"learner: {', '.join(ALGORITHMS)}")
+    parser.add_argument("--seed", type=seed_arg, default=0,
+                        help="seed of the estimation and of the training (default 0)")
+    parser.add_argument("--episodes", type=positive_int, default=5000,
+                        help="training episodes (default 5000, the paper's)")
+    parser.add_argument("--steps", type=positive_int, default=None,
+                        help="stop after this many environment steps as well")
+    parser.add_argument("--critic", choices=CRITICS, default="learned",
+                        help="RCPG worst case from the learned critic (default) or exact")
+    parser.add_argument("--gradient", choices=GRADIENTS, default="sampled",
+                        help="sampled episodes (default) or one exact gradient step each")
+    parser.add_argument("--inner", choices=INNERS, default="sort",
+                        help="inner solver of the worst case (default sort)")
+    parser.add_argument("--multiplier-update", choices=MULTIPLIER_UPDATES,
+                        default="adam-log",
+                        help="Adam on log lambda (reference, default) or SGD (paper)")
+    parser.add_argument("--entropy", type=float, default=5.0,
+                        help="entropy regularisation (default 5.0, the paper's)")
+    parser.add_argument("--eval-every", type=positive_int, default=100,
+                        help="exact evaluation every N episodes (default 100)")
+    parser.add_argument("--estimation", choices=("paper", "reference"), default="paper",
+                        help="estimation episodes: the paper's (default) or the reference "
+                             "implementation's")
+    parser.add_argument("--train-on", choices=("nominal", "true"), default="nominal",
+                        help="train on the estimated nominal model (default) or the true one")
+    parser.add_argument("--no-bracket", action="store_true",
+                        help="skip the RCMDP bracket (the slowest reference number)")
+    parser.add_argument("--out", metavar="FILE", default=None,
+                        help="save the trained result (.npz) to FILE")
+    add_force(parser)
+    add_progress(parser)
+
+
+def _row(name: str, value, cost, test_value=None, test_cost=None, pen=None) -> str:
+    def f(x):
+        return "" if x is None else f"{float(x):.3f}"
+
+    def fc(x):
+        import numpy as np
+
+        return "" if x is None else ",".join(f"{v:.3f}" for v in np.atleast_1d(x))
+
+    return (f"{name:<34}{f(value):>12}{fc(cost):>12}{f(test_value):>12}{fc(test_cost):>12}"
+            f"{f(pen):>12}")
+
+
+def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from ..domains import ESTIMATION_EPISODES, paper_domain
+    from ..ground_truth import rcmdp_bracket, solve_cmdp
+    from ..learners import ALGORITHMS, train
+    from ..uncertainty import estimate
+
+    out = check_output(args._parser, args.out, kind="file", force=args.force)
+    if args.entropy < 0:
+        args._parser.error(f"--entropy must be >= 0, got {args.entropy}")
+    progress = progress_enabled(args)
+    true = paper_domain(args.domain)
+    n_est = ESTIMATION_EPISODES[args.domain][args.estimation]
+    est = estimate(true, n_est, seed=args.seed, progress=progress)
+    model = est.nominal if args.train_on == "nominal" else true
+    algo = ALGORITHMS[args.algorithm]
+    res = train(model, args.algorithm, ball=est.ball if algo.robust else None, seed=args.seed,
+                episodes=args.episodes, steps=args.steps, critic=args.critic,
+                gradient=args.gradient, inner=args.inner,
+                multiplier_update=args.multiplier_update, entropy=args.entropy,
+                eval_every=args.eval_every, true_model=true, progress=progress)
+    rec = res.records
+    print(f"rcmdp train {args.domain} {args.algorithm}: seed {args.seed}, {res.episodes} "
+          f"episodes, {res.steps} steps, trained on the {args.train_on} model "
+          f"({n_est} estimation episodes), loop {res.timings['loop']:.2f} s")
+    print(f"{'':<34}{'value':>12}{'cost':>12}{'test value':>12}{'test cost':>12}"
+          f"{'penalised':>12}")
+    for pol in ("stochastic", "greedy"):
+        key = f"eval_true_{pol}_"
+        print(_row(f"trained, {pol} (true)", rec[key + "value"][-1], rec[key + "cost"][-1],
+                   rec[key + "test_value"][-1], rec[key + "test_cost"][-1],
+                   rec[key + "penalised"][-1]))
+    from ..learners.records import evaluate_policy
+
+    worst = evaluate_policy(model, res.policy_table(), ball=est.ball)
+    for pol in ("stochastic", "greedy"):
+        w = worst[("worst", pol)]
+        print(_row(f"trained, {pol} (worst case)", w["value"], w["cost"], w["test_value"],
+                   w["test_cost"], w["penalised"]))
+    opt = solve_cmdp(true)
+    print(_row("CMDP optimum (LP, true)", opt.value, opt.costs))
+    if not args.no_bracket:
+        br = rcmdp_bracket(model, est.ball, progress=progress)
+        text = f"[{br.lower:.3f}, {br.upper:.3f}]"
+        if not np.isfinite(br.lower):
+            text += "  (no robust-feasible policy certified)"
+        print(f"{'RCMDP bracket (ball, value)':<34}{text:>24}")
+    if out is not None:
+        res.save(out, force=True)
+        print(f"wrote {out}")
+    return 0

@@ -1,0 +1,166 @@
+r"""Where next states come from: the nominal kernel, the L1 worst case, the adversary.
+
+:func:`build_problem` turns a validated model, ball and settings into the flat arrays
+the training loop reads (the same arrays for the compiled loop and the numpy
+reference).  Kernels are in the outcome form of :mod:`rcmdp_exact.sampling`: outcome o
+of pair r = s * A + a leads to ``nxt[r, o]``.
+
+* nominal (PG, CPG): ``model.P`` over next states;
+* worst case (RCPG variants): the ball's nominal, support and radii over next states;
+  the loop solves the inner problem of every pair at the start of every episode;
+* adversary (Adversarial RCPG): the ball's outcome form when it has one (navigation:
+  the 5 offsets), otherwise every next state; the adversary's nominal is the ball's
+  nominal in that form.  :func:`prefit_adversary` fits it to that nominal by mean
+  absolute error on all pairs (Algorithm 1, line 3).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..nn import MLP, Adam, softmax
+from ..parametrisations import adversary_inputs, policy_inputs
+
+__all__ = ["Problem", "build_problem", "prefit_adversary", "seed_generators"]
+
+
+def seed_generators(seed) -> list:
+    """Five independent Generators of a run: policy init, adversary init, critic init,
+    episodes, adversary batches (``numpy.random.SeedSequence.spawn``)."""
+    if isinstance(seed, np.random.Generator):
+        return seed.spawn(5)
+    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    return [np.random.default_rng(c) for c in ss.spawn(5)]
+
+
+@dataclass
+class Problem:
+    """The arrays of one training problem (see the module notes)."""
+
+    S: int
+    A: int
+    K: int
+    T: int
+    gamma: float
+    p0cdf: np.ndarray
+    terminal: np.ndarray
+    R: np.ndarray
+    C: np.ndarray
+    d: np.ndarray
+    Xpol: np.ndarray
+    nxt: np.ndarray
+    kprob: np.ndarray
+    kcdf: np.ndarray
+    nominal: np.ndarray
+    support: np.ndarray
+    alpha: np.ndarray
+    w_c0: np.ndarray
+    live: np.ndarray
+    Xadv: np.ndarray
+    nom_state: np.ndarray
+
+    @property
+    def n_outcomes(self) -> int:
+        return self.nxt.shape[1]
+
+
+def build_problem(model, algo, ball, feature_scale=None) -> Problem:
+    """The loop's arrays for ``model`` under the dynamics of ``algo`` (validated inputs)."""
+    S, A, K = model.n_states, model.n_actions, model.n_constraints
+    SA = S * A
+    states = np.ascontiguousarray(np.broadcast_to(np.arange(S, dtype=np.int64), (SA, S)))
+    Xpol = np.ascontiguousarray(policy_inputs(model, feature_scale), dtype=np.float64)
+    terminal = np.ascontiguousarray(model.terminal, dtype=np.bool_)
+    live_states = np.flatnonzero(~terminal)
+    live = (live_states[:, None] * A + np.arange(A)[None, :]).ravel().astype(np.int64)
+    w_c0 = np.zeros(K)
+    nominal = np.zeros((SA, S))
+    support = np.ones((SA, S), dtype=np.bool_)
+    alpha = np.zeros(SA)
+    Xadv = np.zeros((SA, 1))
+    nom_state = np.zeros((SA, S))
+    if algo.dynamics == "nominal":
+        nxt, kprob = states, np.ascontiguousarray(np.asarray(model.P).reshape(SA, S))
+    else:
+        nominal = np.ascontiguousarray(ball.nominal.reshape(SA, S))
+        support = np.ascontiguousarray(ball.support.reshape(SA, S))
+        alpha = np.ascontiguousarray(ball.alpha.reshape(SA), dtype=np.float64)
+        if algo.objective == "constraint":
+            w_c0 = -np.ones(K)
+        if algo.dynamics == "worst-case":
+            nxt, kprob = states, nominal
+        else:
+            if ball.outcomes is not None:
+                O = ball.outcomes.shape[2]
+                nxt = np.ascontiguousarray(ball.outcomes.reshape(SA, O), dtype=np.int64)
+                kprob = np.ascontiguousarray(ball.outcome_nominal.reshape(SA, O))
+            else:
+                nxt, kprob = states, nominal
+            Xadv = np.ascontiguousarray(adversary_inputs(model, feature_scale),
+                                        dtype=np.float64)
+            nom_state = nominal
+    def own(x, dtype=np.float64):
+        # a writable C-contiguous copy: one compiled signature for every problem
+        return np.array(x, dtype=dtype, order="C", copy=True)
+
+    return Problem(
+        S=S, A=A, K=K, T=int(model.horizon), gamma=float(model.gamma),
+        p0cdf=own(np.cumsum(model.p0)), terminal=own(terminal, np.bool_),
+        R=own(model.R), C=own(model.C), d=own(model.d), Xpol=own(Xpol),
+        nxt=own(nxt, np.int64), kprob=own(kprob), kcdf=own(np.cumsum(kprob, axis=1)),
+        nominal=own(nominal), support=own(support, np.bool_), alpha=own(alpha),
+        w_c0=own(w_c0), live=own(live, np.int64), Xadv=own(Xadv), nom_state=own(nom_state),
+    )
+
+
+def prefit_adversary(problem: Problem, hidden: int, rng, steps: int, lr: float):
+    r"""Adversary parameters fitted to the nominal by mean absolute error on all pairs.
+
+    Minimises :math:`\frac{1}{SA\,S}\sum_{r,s'} |P_{adv}(s' \mid r) - \hat P(s' \mid
+    r)|`, with :math:`P_{adv}` the adversary's outcome distribution merged onto next
+    states (the ball's own norm: outcomes that reach the same state are one), by
+    full-batch Adam (``steps`` steps of size ``lr``) from a seeded initialisation.
+
+    Returns
+    -------
+    params : array
+    info : dict
+        ``prefit_mae`` (final), ``prefit_seconds``, ``prefit_max_deviation`` (largest
+        L1 distance to the nominal over non-terminal pairs) and ``prefit_inside``
+        (fraction of non-terminal pairs within their radius).
+    """
+    start = time.perf_counter()
+    X = problem.Xadv
+    nxt = problem.nxt
+    target = problem.nom_state
+    rows = np.arange(X.shape[0])
+    S = problem.S
+
+    def merged(q):
+        out = np.zeros((q.shape[0], S))
+        for o in range(q.shape[1]):
+            np.add.at(out, (rows, nxt[:, o]), q[:, o])
+        return out
+
+    net = MLP(X.shape[1], problem.n_outcomes, hidden=hidden, seed=rng)
+    params = net.get_params()
+    opt = Adam(net.n_params, lr=lr)
+    n = target.size
+    for _ in range(steps):
+        q = net.probs(X, params)
+        gap = merged(q) - target
+        G = np.sign(np.take_along_axis(gap, nxt, axis=1)) / n
+        params = opt.step(params, net.vjp_probs(X, G, params))
+    gap = merged(softmax(net.logits(X, params))) - target
+    live = problem.live
+    dev = np.abs(gap).sum(axis=1)[live]
+    info = {
+        "prefit_mae": float(np.abs(gap).mean()),
+        "prefit_max_deviation": float(dev.max()) if dev.size else 0.0,
+        "prefit_inside": float((dev <= problem.alpha[live] + 1e-9).mean()) if dev.size else 1.0,
+        "prefit_seconds": time.perf_counter() - start,
+    }
+    return params, info

@@ -1,0 +1,223 @@
+"""The result of a training run, its records, exact periodic evaluation, save and load.
+
+Per-episode records (arrays with one row per episode):
+
+=============== ====== ==========================================================
+name            shape  meaning
+=============== ====== ==========================================================
+``episode``     (E,)   episode number, 1-based
+``length``      (E,)   environment steps of the episode
+``steps``       (E,)   environment steps so far (cumulative)
+``return``      (E,)   undiscounted sum of the episode's rewards
+``cost``        (E, K) undiscounted sum of each cost
+``lambda``      (E, K) multipliers after the episode (0 for PG)
+``lambda_adv``  (E,)   the adversary's multiplier (NaN without adversary)
+``adv_deviation`` (E,) mean L1 distance of the adversary's kernel to the nominal over
+                       the non-terminal pairs (next-state form, the ball's norm)
+``adv_inside``  (E,)   fraction of non-terminal pairs within their radius
+=============== ====== ==========================================================
+
+In exact-gradient mode an "episode" is one exact gradient step: ``length`` is 0 and
+``return`` / ``cost`` hold the exact discounted value and costs from p0 under the
+dynamics used for that step.
+
+Exact evaluation every ``eval_every`` episodes and at the end (``eval_episode``):
+``eval_{target}_{policy}_{metric}`` with target ``train`` (the training model),
+``true`` (``true_model``), ``worst`` (the exact worst case on the ball, robust
+algorithms) and ``learner`` (the dynamics the learner trained against at that moment,
+robust algorithms); policy ``stochastic`` or ``greedy``; metric ``value`` (discounted,
+from p0), ``cost`` (K,), ``test_value``, ``test_cost`` (K,) (T steps, undiscounted)
+and ``penalised`` (the test metric's penalised return).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._checks import InputError, check_out_path
+from ..evaluation import evaluate, evaluate_finite_horizon, penalised_return, rescaled_budget
+from ..nn import MLP, softmax
+from .base import Settings
+
+__all__ = ["EPISODE_RECORDS", "TrainResult", "evaluate_policy", "load"]
+
+#: Names of the per-episode records.
+EPISODE_RECORDS = ("episode", "length", "steps", "return", "cost", "lambda", "lambda_adv",
+                   "adv_deviation", "adv_inside")
+TARGETS = ("train", "true", "worst", "learner")
+POLICIES = ("stochastic", "greedy")
+METRICS = ("value", "cost", "test_value", "test_cost", "penalised")
+
+
+def greedy(table: np.ndarray) -> np.ndarray:
+    """One-hot argmax policy (first maximum on ties) of an (S, A) table."""
+    out = np.zeros_like(table)
+    out[np.arange(table.shape[0]), table.argmax(axis=1)] = 1.0
+    return out
+
+
+def _metrics(model, pi) -> dict:
+    ev = evaluate(model, pi)
+    fh = evaluate_finite_horizon(model, pi)
+    return {"value": ev.value, "cost": np.asarray(ev.cost), "test_value": fh.value,
+            "test_cost": np.asarray(fh.cost), "penalised": fh.penalised_return}
+
+
+def _worst_metrics(model, pi, ball, inner: str) -> dict:
+    from ..robust import robust_evaluate
+
+    res = robust_evaluate(model, pi, ball, "value", per_constraint=True, inner=inner)
+    T = model.horizon
+    value_fh = evaluate_finite_horizon(model.with_transitions(res.P_worst, check=False),
+                                       pi).value
+    cost_fh = np.array([
+        evaluate_finite_horizon(model.with_transitions(res.P_worst_cost[k], check=False),
+                                pi).cost[k]
+        for k in range(model.n_constraints)
+    ])
+    budget = rescaled_budget(model.d, model.gamma, T)
+    return {"value": res.value, "cost": np.asarray(res.cost_worst), "test_value": value_fh,
+            "test_cost": cost_fh, "penalised": penalised_return(value_fh, cost_fh, budget)}
+
+
+def evaluate_policy(model, table, *, true_model=None, ball=None, learner_kernel=None,
+                    inner: str = "sort") -> dict:
+    """Exact metrics of a policy table (stochastic and greedy) on every target.
+
+    Returns a dict ``{(target, policy): {metric: value}}`` (see the module notes).
+    """
+    out = {}
+    for pol_name, pi in (("stochastic", table), ("greedy", greedy(table))):
+        out[("train", pol_name)] = _metrics(model, pi)
+        if true_model is not None:
+            out[("true", pol_name)] = _metrics(true_model, pi)
+        if ball is not None:
+            out[("worst", pol_name)] = _worst_metrics(model, pi, ball, inner)
+        if learner_kernel is not None:
+            out[("learner", pol_name)] = _metrics(
+                model.with_transitions(learner_kernel, check=False), pi)
+    return out
+
+
+def eval_records(evals: list, episodes: list, K: int) -> dict:
+    """Stack the evaluations into ``eval_*`` arrays."""
+    recs = {"eval_episode": np.asarray(episodes, dtype=np.int64)}
+    if not evals:
+        return recs
+    for key in evals[0]:
+        target, pol = key
+        for metric in METRICS:
+            vals = [e[key][metric] for e in evals]
+            arr = np.asarray(vals, dtype=np.float64)
+            if metric in ("cost", "test_cost"):
+                arr = arr.reshape(len(vals), K)
+            recs[f"eval_{target}_{pol}_{metric}"] = arr
+    return recs
+
+
+@dataclass
+class TrainResult:
+    """A trained policy, its records and everything needed to rebuild it.
+
+    ``policy_table()`` gives the (S, A) action probabilities; ``records`` the arrays
+    of ``docs/learners.md`` (per episode and per exact evaluation); ``lam`` the final
+    multipliers; ``lambda_adv`` the adversary's; ``timings`` seconds spent per phase
+    (``setup`` including compilation, ``prefit``, ``loop``, ``evaluation``, ``total``);
+    ``info`` facts of the run (pre-fit quality, steps, episodes).
+    """
+
+    algorithm: str
+    settings: Settings
+    inputs: np.ndarray
+    hidden: int
+    n_actions: int
+    policy_params: np.ndarray
+    lam: np.ndarray
+    lambda_adv: float
+    records: dict
+    adversary_params: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    adversary_inputs: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    adversary_outcomes: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    critic_params: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    timings: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+    model_name: str = ""
+
+    def policy_table(self) -> np.ndarray:
+        """Action probabilities (S, A) of the trained policy (numpy forward pass)."""
+        net = MLP(self.inputs.shape[1], self.n_actions, hidden=self.hidden, seed=0)
+        return softmax(net.logits(self.inputs, self.policy_params))
+
+    def greedy_policy(self) -> np.ndarray:
+        """The one-hot greedy (argmax) policy (S, A) of :meth:`policy_table`."""
+        return greedy(self.policy_table())
+
+    def adversary_table(self) -> np.ndarray | None:
+        """The adversary's outcome probabilities (S*A, O), or None."""
+        if self.adversary_params.size == 0:
+            return None
+        O = self.adversary_outcomes.shape[1]
+        net = MLP(self.adversary_inputs.shape[1], O, hidden=self.hidden, seed=0)
+        return softmax(net.logits(self.adversary_inputs, self.adversary_params))
+
+    @property
+    def episodes(self) -> int:
+        return int(self.records["length"].shape[0])
+
+    @property
+    def steps(self) -> int:
+        st = self.records["steps"]
+        return int(st[-1]) if st.size else 0
+
+    def __repr__(self) -> str:
+        return (f"TrainResult(algorithm={self.algorithm!r}, episodes={self.episodes}, "
+                f"steps={self.steps}, lam={self.lam.tolist()}, model={self.model_name!r})")
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path, force: bool = True):
+        """Save to ``.npz`` (no pickle); :func:`load` gives an equal result back."""
+        p = check_out_path(path, kind="file", force=force, name="path")
+        meta = {"algorithm": self.algorithm, "hidden": self.hidden,
+                "n_actions": self.n_actions, "lambda_adv": self.lambda_adv,
+                "timings": self.timings, "info": self.info, "model_name": self.model_name,
+                "format": 1}
+        arrays = {
+            "settings_json": np.array(self.settings.to_json()),
+            "meta_json": np.array(json.dumps(meta, sort_keys=True)),
+            "inputs": self.inputs, "policy_params": self.policy_params, "lam": self.lam,
+            "adversary_params": self.adversary_params,
+            "adversary_inputs": self.adversary_inputs,
+            "adversary_outcomes": self.adversary_outcomes,
+            "critic_params": self.critic_params,
+        }
+        for name, arr in self.records.items():
+            arrays[f"rec__{name}"] = arr
+        with open(p, "wb") as fh:
+            np.savez_compressed(fh, **arrays)
+        return p
+
+
+def load(path) -> TrainResult:
+    """Load a :class:`TrainResult` saved by :meth:`TrainResult.save`."""
+    try:
+        f = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read a training result from {str(path)!r}: {exc}") from None
+    with f:
+        if "settings_json" not in f or "meta_json" not in f:
+            raise InputError(f"{str(path)!r} is not a training result saved by "
+                             f"TrainResult.save (no settings_json / meta_json)")
+        meta = json.loads(str(f["meta_json"]))
+        records = {k[5:]: f[k] for k in f.files if k.startswith("rec__")}
+        return TrainResult(
+            algorithm=meta["algorithm"], settings=Settings.from_json(str(f["settings_json"])),
+            inputs=f["inputs"], hidden=int(meta["hidden"]), n_actions=int(meta["n_actions"]),
+            policy_params=f["policy_params"], lam=f["lam"],
+            lambda_adv=float(meta["lambda_adv"]), records=records,
+            adversary_params=f["adversary_params"], adversary_inputs=f["adversary_inputs"],
+            adversary_outcomes=f["adversary_outcomes"], critic_params=f["critic_params"],
+            timings=meta["timings"], info=meta["info"], model_name=meta["model_name"],
+        )

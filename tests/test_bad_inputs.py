@@ -1,0 +1,120 @@
+"""Bad input is caught up front with a clear error, in the Python API and on the CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from helpers import raises_fact
+
+import rcmdp_exact as rx
+from rcmdp_exact import InputError, NotFiniteError, domains
+from rcmdp_exact.sampling import rollout
+
+
+# --------------------------------------------------------------------------- overflow
+@pytest.fixture(scope="module")
+def huge():
+    """Rewards near the largest float64: every sum of them overflows."""
+    m = domains.garnet(3, 2, 2, seed=0, gamma=0.9)
+    return m.replace(R=np.full((3, 2, 3), 1e308)), np.full((3, 2), 0.5)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, pi: rx.evaluate(m, pi),
+    lambda m, pi: rx.evaluate_finite_horizon(m, pi, 10),
+    lambda m, pi: rx.robust_evaluate(m, pi, rx.l1_ball(m, 0.2)),
+    lambda m, pi: rx.robust_value_iteration(m, rx.l1_ball(m, 0.2), progress=False),
+    lambda m, pi: rx.policy_gradient(m, np.zeros((3, 2))),
+])
+def test_overflow_is_an_error_naming_the_rewards(huge, call):
+    model, pi = huge
+    with raises_fact(NotFiniteError, "R", "1e+308", "rescale"):
+        call(model, pi)
+
+
+def test_overflow_of_a_cost_names_the_cost():
+    m = domains.garnet(3, 2, 2, n_constraints=2, seed=0, gamma=0.9)
+    C = np.zeros((3, 2, 3, 2))
+    C[..., 1] = 1e308
+    with raises_fact(NotFiniteError, "C[..., 1]", "1e+308"):
+        rx.evaluate(m.replace(C=C), np.full((3, 2), 0.5))
+
+
+def test_large_but_finite_rewards_are_fine():
+    m = domains.garnet(3, 2, 2, seed=0, gamma=0.9)
+    big = m.replace(R=np.asarray(m.R) * 1e290)
+    pi = np.full((3, 2), 0.5)
+    assert rx.evaluate(big, pi).value == pytest.approx(rx.evaluate(m, pi).value * 1e290)
+
+
+# --------------------------------------------------------------------------- float32 rows
+def test_float32_normalised_kernel_needs_normalize_and_is_renormalised():
+    m = domains.garnet(6, 3, 4, seed=1)
+    P32 = np.asarray(m.P, dtype=np.float32)
+    assert np.abs(P32.astype(np.float64).sum(axis=-1) - 1).max() > 1e-12  # off by rounding
+    with raises_fact(InputError, "sums to", "normalize=True"):
+        rx.TabularCMDP(P32, m.R, m.C, m.d)
+    fixed = rx.TabularCMDP(P32, m.R, m.C, m.d, normalize=True)
+    np.testing.assert_allclose(fixed.P.sum(axis=-1), 1.0, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(fixed.P, m.P, atol=1e-7)  # float32 rounding only
+    swapped = m.with_transitions(P32, normalize=True)
+    np.testing.assert_array_equal(swapped.P, fixed.P)
+    # a row that is genuinely wrong is still refused
+    bad = P32.copy()
+    bad[0, 0, 0] += 0.01
+    with raises_fact(InputError, "P[0, 0, :]", "sums to"):
+        rx.TabularCMDP(bad, m.R, m.C, m.d, normalize=True)
+
+
+def test_sparse_float32_kernel_normalize():
+    import scipy.sparse as sp
+
+    m = domains.garnet(6, 3, 4, seed=2, next_state_dependent=False)
+    Ps = sp.csr_array(np.asarray(m.P, dtype=np.float32).reshape(18, 6))
+    with raises_fact(InputError, "normalize=True"):
+        rx.TabularCMDP(Ps, m.r, m.c, m.d)
+    fixed = rx.TabularCMDP(Ps, m.r, m.c, m.d, normalize=True)
+    np.testing.assert_allclose(fixed.P_sparse.sum(axis=1), 1.0, atol=1e-15)
+
+
+# --------------------------------------------------------------------------- seeds
+@pytest.mark.parametrize("seed", [-1, 1.5, "zero", [1, -2]])
+@pytest.mark.parametrize("call", [
+    lambda s: rx.estimate(domains.safe_navigation_1(), 2, seed=s),
+    lambda s: rx.collect_counts(domains.inventory(), 2, seed=s),
+    lambda s: domains.garnet(3, 2, 2, seed=s),
+    lambda s: rollout(domains.inventory(), np.full((10, 10), 0.1), 2, s),
+    lambda s: rx.TabularPolicy(domains.inventory()).init(s),
+])
+def test_bad_seed_is_named(call, seed):
+    with raises_fact(InputError, "seed", repr(seed) if not isinstance(seed, list) else "-2"):
+        call(seed)
+
+
+def test_good_seeds_of_every_kind():
+    m = domains.inventory()
+    a = rx.collect_counts(m, 3, seed=7)
+    assert np.array_equal(a, rx.collect_counts(m, 3, seed=np.random.default_rng(7)))
+    assert np.array_equal(rx.collect_counts(m, 3, seed=[7, 1]),
+                          rx.collect_counts(m, 3, seed=(7, 1)))
+
+
+# --------------------------------------------------------------------------- command line
+@pytest.mark.parametrize("args", [
+    ["verify", "--random", "-1"],
+    ["verify", "--seed", "-1"],
+    ["verify", "--seed", "1.5"],
+    ["verify", "--episodes", "-5"],
+    ["verify", "--hidden", "0"],
+    ["evaluate", "--domain", "nav9"],
+    ["nonsense"],
+])
+def test_cli_bad_argument_is_one_line_and_exit_2(args):
+    out = subprocess.run([sys.executable, "-m", "rcmdp_exact", *args], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 2
+    last = out.stderr.strip().splitlines()[-1]
+    assert "error:" in last and "Traceback" not in out.stderr

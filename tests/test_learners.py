@@ -1,0 +1,383 @@
+"""Tests of the sampled learners: contract, determinism, the compiled loop against the
+numpy reference and the package's sampler, gradients against finite differences,
+records, save/load, budgets, robustness facts and the command line.
+
+Runs are short (a few to a few hundred episodes); the long measurements (speed, gaps
+over 20 seeds, the adversary's radius over full runs) are in ``benchmarks/`` and
+``docs/learners.md``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rcmdp_exact as rx
+from rcmdp_exact import InputError, OptionError
+from rcmdp_exact.gradients import central_difference
+from rcmdp_exact.learners import ALGORITHMS, EPISODE_RECORDS, load, train
+from rcmdp_exact.learners.dynamics import seed_generators
+from rcmdp_exact.nn import MLP, softmax
+from rcmdp_exact.sampling import rollout
+
+ROBUST = [a for a in ALGORITHMS if ALGORITHMS[a].robust]
+
+
+@pytest.fixture(scope="module")
+def nav1():
+    model = rx.domains.paper_domain("nav1")
+    est = rx.estimate(model, 100, seed=0, progress=False)
+    return model, est
+
+
+@pytest.fixture(scope="module")
+def inventory():
+    model = rx.domains.paper_domain("inventory")
+    est = rx.estimate(model, 100, seed=0, progress=False)
+    return model, est
+
+
+def _short(model, ball, alg, **kw):
+    base = dict(ball=ball, episodes=6, seed=1, progress=False, eval_every=3,
+                adversary_start=2, prefit_steps=100)
+    base.update(kw)
+    return train(model, alg, **base)
+
+
+# ----------------------------------------------------------------------- contract
+def test_registry_names():
+    assert tuple(ALGORITHMS) == ("pg", "cpg", "rcpg-value", "rcpg-constraint",
+                                 "rcpg-lagrangian", "adversarial-rcpg")
+    assert [a for a in ALGORITHMS if not ALGORITHMS[a].robust] == ["pg", "cpg"]
+
+
+@pytest.mark.parametrize("kwargs, exc, fact", [
+    ({"algorithm": "ppo"}, OptionError, "'ppo'"),
+    ({"algorithm": "rcpg-value"}, InputError, "ball"),
+    ({"episodes": 0}, InputError, "episodes"),
+    ({"seed": -1}, InputError, "seed"),
+    ({"critic": "oracle"}, OptionError, "critic"),
+    ({"gradient": "exact", "steps": 10}, InputError, "steps"),
+    ({"episodes": None}, InputError, "episodes"),
+])
+def test_bad_arguments(nav1, kwargs, exc, fact):
+    model, _ = nav1
+    kw = {"algorithm": "pg", "episodes": 2, "progress": False, **kwargs}
+    alg = kw.pop("algorithm")
+    with pytest.raises(exc) as info:
+        train(model, alg, **kw)
+    assert fact in str(info.value)
+    if kwargs.get("algorithm") == "ppo":
+        assert "adversarial-rcpg" in str(info.value)  # the error lists the registry
+
+
+def test_robust_error_says_how(nav1):
+    model, _ = nav1
+    with pytest.raises(InputError) as info:
+        train(model, "adversarial-rcpg", episodes=1, progress=False)
+    assert "estimate" in str(info.value)
+
+
+# ----------------------------------------------------------------------- determinism
+@pytest.mark.parametrize("alg", list(ALGORITHMS))
+def test_same_seed_same_bits(nav1, alg):
+    model, est = nav1
+    a = _short(model, est.ball, alg)
+    b = _short(model, est.ball, alg)
+    assert np.array_equal(a.policy_params, b.policy_params)
+    assert a.records.keys() == b.records.keys()
+    for k in a.records:
+        assert np.array_equal(a.records[k], b.records[k], equal_nan=True), k
+    c = _short(model, est.ball, alg, seed=2)
+    assert not np.array_equal(a.policy_params, c.policy_params)
+
+
+# ----------------------------------------------------------------------- compiled == numpy
+@pytest.mark.parametrize("alg", list(ALGORITHMS))
+@pytest.mark.parametrize("domain", ["nav1", "inventory"])
+def test_compiled_loop_equals_numpy_reference(nav1, inventory, alg, domain):
+    model, est = nav1 if domain == "nav1" else inventory
+    kw = dict(episodes=4 if domain == "inventory" else 6)
+    if alg == "cpg" and domain == "nav1":
+        kw.update(multiplier_update="sgd", entropy_form="gradient", discount_weight=True,
+                  schedule="step", schedule_every=2, multiplier_signal="episode")
+    if alg == "adversarial-rcpg" and domain == "nav1":
+        kw.update(adversary_signal="corrected", multiplier_update="sgd",
+                  adversary_multiplier_signal="batch")
+    a = _short(model, est.ball, alg, backend="numba", **kw)
+    b = _short(model, est.ball, alg, backend="numpy", **kw)
+    assert a.steps == b.steps > 0
+    np.testing.assert_allclose(a.policy_params, b.policy_params, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a.adversary_params, b.adversary_params, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a.critic_params, b.critic_params, rtol=0, atol=1e-12)
+    for k in a.records:
+        x, y = a.records[k], b.records[k]
+        if x.dtype.kind in "iu":
+            assert np.array_equal(x, y), k
+        else:
+            np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12, equal_nan=True,
+                                       err_msg=k)
+
+
+@pytest.mark.parametrize("domain", ["nav1", "inventory"])
+def test_compiled_episodes_equal_sampling_rollout(nav1, inventory, domain):
+    """With a frozen policy (step 1e-300) the loop's episodes are those of rollout."""
+    from rcmdp_exact.learners import loop
+
+    model, _ = nav1 if domain == "nav1" else inventory
+    n, seed = 40, 11
+    res = train(model, "pg", episodes=n, seed=seed, lr_policy=1e-300, entropy=0.0,
+                eval_every=None, progress=False)
+    gens = seed_generators(seed)
+    theta = MLP(res.inputs.shape[1], model.n_actions, hidden=100, seed=gens[0]).get_params()
+    assert np.array_equal(theta, res.policy_params)  # frozen
+    table = loop.policy_table(theta, res.inputs, 100, model.n_actions)
+    ep = rollout(model, table, n, seed=gens[3])
+    assert np.array_equal(ep.lengths, res.records["length"])
+    R, C = np.asarray(model.R), np.asarray(model.C)
+    for i in range(n):
+        ret = 0.0
+        cost = np.zeros(model.n_constraints)
+        for t in range(int(ep.lengths[i])):
+            s, a, s2 = ep.states[i, t], ep.actions[i, t], ep.next_states[i, t]
+            ret += R[s, a, s2]
+            cost = cost + C[s, a, s2]
+        assert ret == res.records["return"][i]
+        assert np.array_equal(cost, res.records["cost"][i])
+
+
+# ----------------------------------------------------------------------- gradients
+def _mlp(F, O, seed=0):
+    net = MLP(F, O, hidden=12, seed=seed, bias_scale=0.5)
+    return net, net.get_params()
+
+
+def test_policy_score_and_entropy_gradient_finite_differences():
+    rng = np.random.default_rng(0)
+    net, theta = _mlp(2, 4)
+    x = rng.normal(size=2)
+    fast = net.grad_log_prob(x, 2, theta)
+    fd = central_difference(lambda p: np.log(net.probs(x[None], p)[0, 2]), theta,
+                            max_step=net.kink_free_step(x[None], theta))
+    np.testing.assert_allclose(fast, fd, rtol=1e-6, atol=1e-8)
+    assert np.array_equal(net.grad_log_softmax(x[None], np.array([2]), theta)[0], fast)
+    # entropy gradient on the logits: dH/dl = -p (log p + H)
+    logits = rng.normal(size=5)
+
+    def ent(lg):
+        p = softmax(lg)
+        return -float(p @ np.log(p))
+
+    p = softmax(logits)
+    np.testing.assert_allclose(-p * (np.log(p) + ent(logits)),
+                               central_difference(ent, logits), rtol=1e-7, atol=1e-9)
+
+
+def test_critic_gradient_finite_differences():
+    """The loop's critic step: per-state aggregated residuals of the episode's MSE."""
+    rng = np.random.default_rng(1)
+    S, K, L = 6, 2, 15
+    X = rng.normal(size=(S, 1))
+    net, psi = _mlp(1, 1 + K, seed=3)
+    states = rng.integers(0, S, size=L)
+    targets = rng.normal(size=(L, 1 + K))
+
+    def mse(p):
+        pred = net.logits(X, p)[states]
+        return float(((pred - targets) ** 2).mean())
+
+    pred = net.logits(X, psi)
+    G = np.zeros((S, 1 + K))
+    np.add.at(G, states, 2.0 * (pred[states] - targets) / (L * (1 + K)))
+    grad = net.backward(X, G, psi)
+    fd = central_difference(mse, psi, max_step=net.kink_free_step(X, psi))
+    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-9)
+
+
+def test_adversary_deviation_gradient_finite_differences():
+    """Algorithm 2: gradient of mean(max(0, ||y - nominal||_1 - alpha)) over a batch."""
+    rng = np.random.default_rng(2)
+    N, O = 8, 5
+    net, phi = _mlp(3, O, seed=4)
+    X = rng.normal(size=(N, 3))
+    nom = rng.dirichlet(np.ones(O), size=N)
+    alpha = np.full(N, 0.2)
+
+    def dev(p):
+        y = net.probs(X, p)
+        return float(np.maximum(0.0, np.abs(y - nom).sum(axis=1) - alpha).mean())
+
+    y = net.probs(X, phi)
+    viol = np.abs(y - nom).sum(axis=1) > alpha
+    assert viol.any() and not viol.all()
+    G = np.where(viol[:, None], np.sign(y - nom) / N, 0.0)
+    grad = net.vjp_probs(X, G, phi)
+    fd = central_difference(dev, phi, order=2, step=1e-7)
+    np.testing.assert_allclose(grad, fd, rtol=1e-4, atol=1e-7)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(2, 7), st.floats(0.0, 2.5))
+def test_compiled_inner_problem_equals_worst_case_l1(seed, n, alpha):
+    from rcmdp_exact.learners import loop
+
+    rng = np.random.default_rng(seed)
+    S, A, K = n, 2, 1
+    nominal = rng.dirichlet(np.ones(n), size=S * A)
+    support = rng.random((S * A, n)) < 0.8
+    support[np.arange(S * A), nominal.argmax(axis=1)] = True
+    nominal = np.where(support, nominal, 0.0)
+    nominal /= nominal.sum(axis=1, keepdims=True)
+    R = rng.normal(size=(S, A, n))
+    C = rng.random((S, A, n, K))
+    w = rng.normal(size=n)
+    al = np.full(S * A, alpha)
+    terminal = np.zeros(S, dtype=bool)
+    out = np.empty((S * A, n))
+    loop.worst_case_rows(nominal, support, al, R, C, 1.0, np.array([-0.5]), w, 0.9,
+                          terminal, out)
+    z = (R - 0.5 * C[..., 0] + 0.9 * w).reshape(S * A, n)
+    ref = rx.worst_case_l1(nominal, z, al, support)
+    np.testing.assert_allclose((out * z).sum(axis=1), ref.value, rtol=0, atol=1e-12)
+    assert (out >= -1e-15).all() and np.allclose(out.sum(axis=1), 1.0)
+    assert (np.abs(out - nominal).sum(axis=1) <= al + 1e-12).all()
+
+
+# ----------------------------------------------------------------------- records, I/O
+def test_records_and_save_load_round_trip(nav1, tmp_path):
+    model, est = nav1
+    res = _short(model, est.ball, "adversarial-rcpg", true_model=model, episodes=7)
+    rec = res.records
+    E, K = 7, model.n_constraints
+    for name in EPISODE_RECORDS:
+        assert rec[name].shape[0] == E, name
+    assert rec["cost"].shape == (E, K) and rec["lambda"].shape == (E, K)
+    assert np.array_equal(rec["episode"], np.arange(1, E + 1))
+    assert np.array_equal(np.cumsum(rec["length"]), rec["steps"])
+    assert list(rec["eval_episode"]) == [3, 6, 7]
+    for target in ("train", "true", "worst", "learner"):
+        for pol in ("stochastic", "greedy"):
+            assert rec[f"eval_{target}_{pol}_cost"].shape == (3, K)
+            assert rec[f"eval_{target}_{pol}_value"].shape == (3,)
+    table = res.policy_table()
+    assert table.shape == (model.n_states, model.n_actions)
+    np.testing.assert_allclose(table.sum(axis=1), 1.0)
+    ev = rx.evaluate(model, table)
+    assert rec["eval_train_stochastic_value"][-1] == pytest.approx(ev.value, abs=1e-9)
+    path = tmp_path / "run.npz"
+    res.save(path)
+    back = load(path)
+    assert back.settings == res.settings and back.algorithm == res.algorithm
+    assert np.array_equal(back.policy_table(), table)
+    assert np.array_equal(back.adversary_params, res.adversary_params)
+    assert back.records.keys() == rec.keys()
+    for k in rec:
+        assert np.array_equal(back.records[k], rec[k], equal_nan=True), k
+    assert back.lambda_adv == res.lambda_adv
+    with pytest.raises(InputError):
+        res.save(path, force=False)
+
+
+def test_step_budget_is_exact(nav1):
+    model, _ = nav1
+    res = train(model, "cpg", episodes=None, steps=777, seed=0, eval_every=None,
+                progress=False)
+    assert res.steps == 777 == int(res.records["length"].sum())
+    both = train(model, "cpg", episodes=3, steps=10**6, seed=0, eval_every=None,
+                 progress=False)
+    assert both.episodes == 3
+    ref = train(model, "cpg", episodes=None, steps=777, seed=0, eval_every=None,
+                progress=False, backend="numpy")
+    assert np.array_equal(ref.records["length"], res.records["length"])
+    np.testing.assert_allclose(ref.policy_params, res.policy_params, rtol=0, atol=1e-12)
+
+
+# ----------------------------------------------------------------------- robustness facts
+@pytest.mark.parametrize("alg", ROBUST)
+def test_learner_dynamics_never_beat_the_exact_worst_case(nav1, alg):
+    """Value under the learner's kernel >= the ball's exact worst value; cost <= worst."""
+    model, est = nav1
+    res = _short(model, est.ball, alg, episodes=20, eval_every=10)
+    rec = res.records
+    inside = rec["adv_inside"][-1] if alg == "adversarial-rcpg" else 1.0
+    if inside == 1.0:
+        for pol in ("stochastic", "greedy"):
+            assert (rec[f"eval_learner_{pol}_value"]
+                    >= rec[f"eval_worst_{pol}_value"] - 1e-9).all()
+            assert (rec[f"eval_learner_{pol}_cost"]
+                    <= rec[f"eval_worst_{pol}_cost"] + 1e-9).all()
+
+
+def test_adversary_prefit_and_multiplier(nav1):
+    """The pre-fit starts inside the ball; lambda_adv grows while pairs are outside and a
+    large lambda_adv keeps them inside (full runs: docs/learners.md)."""
+    model, est = nav1
+    res = train(model, "adversarial-rcpg", ball=est.ball, episodes=150, seed=0,
+                eval_every=None, progress=False)
+    assert res.info["prefit_inside"] == 1.0 and res.records["adv_inside"][0] == 1.0
+    rec = res.records
+    outside = rec["adv_inside"] < 1.0
+    assert outside.any() and rec["lambda_adv"][-1] > 1.0
+    firm = train(model, "adversarial-rcpg", ball=est.ball, episodes=150, seed=0,
+                 eval_every=None, progress=False, lambda_adv_init=500.0)
+    assert firm.records["adv_inside"].mean() >= 0.95 <= firm.records["adv_inside"][-1]
+    assert 0.0 <= firm.info["adv_inside_final"] <= 1.0
+
+
+def test_critic_exact_and_lp_inner_run(nav1):
+    model, est = nav1
+    a = _short(model, est.ball, "rcpg-lagrangian", critic="exact", episodes=2,
+               eval_every=None)
+    assert a.critic_params.size == 0 and a.steps > 0
+    small = rx.domains.garnet(5, 2, 3, seed=4).replace(horizon=15)
+    ball = rx.l1_ball(small, 0.3)
+    b = _short(small, ball, "rcpg-value", episodes=3, eval_every=None)
+    c = _short(small, ball, "rcpg-value", episodes=3, eval_every=None, inner="lp")
+    assert b.steps == c.steps
+    np.testing.assert_allclose(b.policy_params, c.policy_params, atol=1e-6)
+
+
+# ----------------------------------------------------------------------- exact gradients
+def test_exact_gradient_mode_pg_is_infeasible_on_inventory(inventory):
+    model, _ = inventory
+    res = train(model, "pg", gradient="exact", entropy=0.0, episodes=300, eval_every=None,
+                progress=False)
+    assert res.records["eval_train_stochastic_cost"][-1, 0] > 1.5 * model.d[0]
+    assert np.all(res.records["lambda"] == 0.0)
+
+
+def test_exact_gradient_mode_is_deterministic_and_follows_the_gradient(nav1):
+    model, est = nav1
+    a = train(model, "rcpg-lagrangian", ball=est.ball, gradient="exact", episodes=5,
+              eval_every=None, progress=False, entropy=0.0)
+    b = train(model, "rcpg-lagrangian", ball=est.ball, gradient="exact", episodes=5,
+              eval_every=None, progress=False, entropy=0.0)
+    assert np.array_equal(a.policy_params, b.policy_params)
+    assert a.records["length"].sum() == 0
+
+
+def test_compiled_adversary_episodes_equal_sampling_rollout(nav1):
+    """Outcome form: a frozen policy and a frozen adversary sample rollout's episodes."""
+    from rcmdp_exact.learners import loop
+
+    model, est = nav1
+    n, seed = 30, 5
+    res = train(model, "adversarial-rcpg", ball=est.ball, episodes=n, seed=seed,
+                lr_policy=1e-300, adversary_start=n, prefit_steps=50, eval_every=None,
+                progress=False)
+    S, A = model.n_states, model.n_actions
+    gens = seed_generators(seed)
+    table = loop.policy_table(res.policy_params, res.inputs, 100, A)
+    O = res.adversary_outcomes.shape[1]
+    q = loop.policy_table(res.adversary_params, res.adversary_inputs, 100, O)
+    ep = rollout(model, table, n, seed=gens[3], kernel=q.reshape(S, A, O),
+                 outcomes=res.adversary_outcomes.reshape(S, A, O))
+    assert np.array_equal(ep.lengths, res.records["length"])
+    R = np.asarray(model.R)
+    for i in range(n):
+        ret = 0.0
+        for t in range(int(ep.lengths[i])):
+            ret += R[ep.states[i, t], ep.actions[i, t], ep.next_states[i, t]]
+        assert ret == res.records["return"][i]

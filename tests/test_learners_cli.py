@@ -1,0 +1,67 @@
+"""The ``rcmdp train`` command: every algorithm on every domain, errors, the saved file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from rcmdp_exact.cli import main
+from rcmdp_exact.learners import ALGORITHMS, load
+
+
+@pytest.mark.parametrize("domain", ["inventory", "nav1", "nav2"])
+def test_every_algorithm_trains_from_the_command_line(domain, capsys):
+    for alg in ALGORITHMS:
+        code = main(["train", domain, alg, "--episodes", "2", "--eval-every", "1",
+                     "--no-bracket", "--no-progress"])
+        out = capsys.readouterr().out
+        assert code == 0, (domain, alg)
+        assert "trained, greedy (true)" in out and "CMDP optimum" in out
+
+
+def test_output_file_and_bracket(tmp_path, capsys, monkeypatch):
+    """The file round trip and the bracket line (the bracket itself is stubbed: its own
+    tests live with the ground truth)."""
+    import rcmdp_exact.ground_truth as gt
+    from rcmdp_exact import Result
+
+    monkeypatch.setattr(gt, "rcmdp_bracket",
+                        lambda model, ball, progress=False: Result(lower=1.25, upper=2.5))
+    path = tmp_path / "cpg.npz"
+    assert main(["train", "inventory", "cpg", "--episodes", "3", "--no-progress",
+                 "--out", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "RCMDP bracket" in out and "[1.250, 2.500]" in out and str(path) in out
+    res = load(path)
+    assert res.algorithm == "cpg" and res.episodes == 3
+    assert np.allclose(res.policy_table().sum(axis=1), 1.0)
+    with pytest.raises(SystemExit) as info:  # exists, no --force
+        main(["train", "inventory", "cpg", "--episodes", "3", "--out", str(path)])
+    assert info.value.code == 2
+    assert "--force" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, fact", [
+    (["nav1", "ppo"], "'ppo'"),
+    (["nav1", "pg", "--episodes", "0"], "--episodes"),
+    (["nav1", "pg", "--seed", "-1"], "--seed"),
+    (["mars", "pg"], "'mars'"),
+])
+def test_bad_arguments_fail_fast(argv, fact):
+    """A one-line error, exit status 2, and neither numba nor cvxpy imported."""
+    code = (
+        "import sys\n"
+        "from rcmdp_exact.cli import main\n"
+        "try:\n"
+        f"    main(['train', *{argv!r}])\n"
+        "except SystemExit as e:\n"
+        "    print(e.code, 'numba' in sys.modules, 'cvxpy' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.stdout.split() == ["2", "False", "False"]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("rcmdp train: error:") and fact in last

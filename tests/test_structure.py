@@ -1,0 +1,85 @@
+"""The package's structure: the public/private boundary and what importing it costs."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import rcmdp_exact
+
+PACKAGE = Path(rcmdp_exact.__file__).parent
+
+
+def _modules():
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The absolute module an ImportFrom reads from."""
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def test_no_private_name_is_imported_from_another_module():
+    """A name starting with "_" belongs to its module (modules named _x may be imported)."""
+    offenders = []
+    for path in _modules():
+        module = _module_name(path)
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            source = _resolve(node, module, path.name == "__init__.py")
+            if not source.startswith("rcmdp_exact") or source == module:
+                continue
+            for alias in node.names:
+                name = alias.name
+                target = f"{source}.{name}"
+                is_module = (PACKAGE.parent / target.replace(".", "/")).with_suffix(
+                    ".py").exists() or (PACKAGE.parent / target.replace(".", "/")).is_dir()
+                dunder = name.startswith("__") and name.endswith("__")
+                if name.startswith("_") and not dunder and not is_module:
+                    offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} "
+                                     f"imports {name} from {source}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_checker_sees_a_private_import(tmp_path):
+    """The rule above can fail: a planted private import is found."""
+    tree = ast.parse("from .model import _secret\nfrom . import _checks\n")
+    names = [a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names]
+    assert names == ["_secret", "_checks"]
+    resolved = _resolve(tree.body[0], "rcmdp_exact.robust", False)
+    assert resolved == "rcmdp_exact.model"
+
+
+@pytest.mark.parametrize("heavy", ["cvxpy", "matplotlib", "numba", "dask", "distributed",
+                                   "joblib", "gymnasium"])
+def test_importing_the_package_and_its_command_line_stays_light(heavy):
+    """Heavy libraries are imported where they are used, so `rcmdp --help` is quick."""
+    code = (f"import sys, rcmdp_exact, rcmdp_exact.cli; rcmdp_exact.cli.build_parser(); "
+            f"print({heavy!r} in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=PACKAGE.parent)
+    assert out.stdout.strip() == "False"
+
+
+def test_public_names_resolve():
+    for name in rcmdp_exact.__all__:
+        assert getattr(rcmdp_exact, name) is not None, name
