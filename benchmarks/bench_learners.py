@@ -1,7 +1,7 @@
 """Microseconds per environment step of the six learners, beside the reference's.
 
 The published Keras implementation takes about 8.8 ms per environment step for PG and
-about 27 ms for Adversarial RCPG (PROTOCOL.md).  Per-step time here is the *marginal*
+about 27 ms for Adversarial RCPG (docs/protocol.md).  Per-step time here is the *marginal*
 cost of more steps: two runs with step budgets N1 < N2 (``train(..., steps=N)``),
 ``(loop(N2) - loop(N1)) / (N2 - N1)`` where ``loop`` is the time spent inside the
 training loop (``TrainResult.timings["loop"]``: it excludes compilation or loading the

@@ -13,7 +13,7 @@ import sys
 from . import __version__
 
 #: Modules of :mod:`rcmdp_exact.commands`, in the order ``rcmdp --help`` lists them.
-COMMANDS = ("evaluate", "verify", "ground_truth", "train")
+COMMANDS = ("evaluate", "verify", "ground_truth", "train", "reproduce", "report")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -21,6 +21,7 @@ __all__ = [
     "CRITICS",
     "DEFAULT_HIDDEN",
     "DEMANDS",
+    "DOMAIN_OF_TEST",
     "ENTROPY_FORMS",
     "ESTIMATION_EPISODES",
     "EXACT_TOL",
@@ -34,9 +35,13 @@ __all__ = [
     "OFFSET_ON",
     "PAPER_DOMAINS",
     "REVENUES",
+    "ROBUST_ALGORITHMS",
+    "RUN_OPTIONS",
     "SAMPLED_MULTIPLIER_UPDATES",
     "SCHEDULES",
     "SUITES",
+    "TABLE1_ALGORITHMS",
+    "TESTS",
     "TEST_SUITES",
     "VARIANTS",
 ]
@@ -111,3 +116,29 @@ ADVERSARY_FORMS = ("softmax", "mixture")
 #: multiplier: the penalty acts beyond (1 - margin) alpha (``docs/learners.md``).
 ADVERSARY_MARGIN = 0.2
 BACKENDS = ("numba", "numpy")
+
+#: The reproduction (``rcmdp reproduce``; ``docs/reproduction.md``).
+#: The six learners in the order of the paper's Table 1.
+TABLE1_ALGORITHMS = ("adversarial-rcpg", "rcpg-lagrangian", "rcpg-value", "rcpg-constraint",
+                     "cpg", "pg")
+#: Algorithms that train on an uncertainty set and need the estimated ball.
+ROBUST_ALGORITHMS = ("adversarial-rcpg", "rcpg-lagrangian", "rcpg-value",
+                     "rcpg-constraint")
+#: The tests of Table 1 and the domain each belongs to.
+DOMAIN_OF_TEST = {"inventory": "inventory", "1A": "nav1", "1B": "nav1", "2A": "nav2",
+                  "2B": "nav2"}
+TESTS = tuple(DOMAIN_OF_TEST)
+#: Named choices of a run where the paper and its published implementation differ (or
+#: where the toolkit offers an exact alternative), with the default first.
+RUN_OPTIONS = {
+    "estimation": ("paper", "reference"),
+    "offset_on": ("failure", "success"),
+    "cost_layout": ("reference", "paper"),
+    "revenue": ("economic", "reference"),
+    "demand": ("reference", "rounded"),
+    "train_on": ("nominal", "data"),
+    "critic": ("learned", "exact"),
+    "gradient": ("sampled", "exact"),
+    "inner": ("sort", "lp"),
+    "multiplier_update": ("adam-log", "sgd"),
+}

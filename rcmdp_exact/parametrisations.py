@@ -67,7 +67,7 @@ __all__ = [
     "policy_inputs",
 ]
 
-#: Hidden width of the MLP policy and adversary (PROTOCOL: 100 ReLU units).
+#: Hidden width of the MLP policy and adversary (the paper: 100 ReLU units).
 
 _TABULAR_NAMES = ("softmax", "tabular")
 _MLP_NAMES = ("mlp",)

@@ -1,6 +1,6 @@
 """Tests of rcmdp_exact.domains against hand computations and independent formulas.
 
-Expected numbers come from PROTOCOL-style facts written out here (cost cells, arrows,
+Expected numbers come from the protocol facts (docs/protocol.md) written out here (cost cells, arrows,
 prices), hand-walked paths, closed forms (geometric waiting times) and scipy.stats /
 Monte Carlo for the demand, never from the code under test.
 """
@@ -25,7 +25,7 @@ NAV2_COST = {
     **{c: 0.1 for c in [(1, 0), (1, 1), (1, 2), (2, 2), (3, 2), (3, 3), (3, 4)]},
     **{c: 1.0 for c in [(0, 4), (1, 4), (3, 0), (4, 0)]},
 }
-# worst-case arrows of test 2B, by row y (PROTOCOL), written cell by cell
+# worst-case arrows of test 2B, by row y (docs/protocol.md), written cell by cell
 ARROWS = {}
 for _x in range(5):
     ARROWS[(_x, 0)] = (1, 0) if _x < 3 else (0, 0)
@@ -302,7 +302,7 @@ def demand_pmf(mu, sigma, demand, kmax=30):
 
 
 def inventory_by_loops(mu, sigma, demand, revenue):
-    """A straightforward loop implementation of the PROTOCOL's inventory model."""
+    """A straightforward loop implementation of the inventory model of docs/protocol.md."""
     S = 10
     pmf = demand_pmf(mu, sigma, demand)
     P = np.zeros((S, S, S))

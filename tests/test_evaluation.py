@@ -555,7 +555,7 @@ def test_terminal_states_earn_nothing(mp):
     [(6.0, 100, 9.464), (3.0, 200, 6.928), (0.4, 100, 0.631)],
 )
 def test_rescaled_budget_protocol_numbers(d, T, expected):
-    """PROTOCOL.md: Inventory 9.464, Safe Navigation 1 6.928, Safe Navigation 2 0.631."""
+    """docs/protocol.md: Inventory 9.464, Safe Navigation 1 6.928, Safe Navigation 2 0.631."""
     assert rescaled_budget([d], 0.99, T)[0] == pytest.approx(expected, abs=5e-4)
     assert rescaled_budget(d, 1.0, T)[0] == d  # no discount: nothing to rescale
     assert rescaled_budget(d, 0.0, T)[0] == d * T

@@ -197,7 +197,7 @@ def test_theorem2_mlp_matches_finite_differences(case):
 
 
 def test_mlp_inputs_follow_the_protocol_scaling():
-    """PROTOCOL, Learners: the adversary sees the coordinates times 1/S and the action
+    """docs/protocol.md, Learners: the adversary sees the coordinates times 1/S and the action
     index times 1/A (the policy the same coordinates); rows of the adversary are the
     pairs in the order s * A + a.  Expected inputs are built from the state labels."""
     from rcmdp_exact import domains

@@ -1,6 +1,6 @@
 """Tests of the learners' exact-gradient mode (``train(..., gradient="exact")``).
 
-The acceptance of the issue: exact CPG on Inventory ends within 0.5 of the LP optimum
+The goal: exact CPG on Inventory ends within 0.5 of the LP optimum
 and at most 1% above the budget, exact PG ends infeasible.  The pieces are checked
 against independent implementations: the dense evaluation against
 :func:`rcmdp_exact.evaluate` (sparse LU), the exact policy gradient against
@@ -32,7 +32,7 @@ def _arrays(model):
 
 # ----------------------------------------------------------------------- acceptance
 def test_exact_cpg_reaches_the_lp_optimum_and_pg_does_not_respect_the_budget():
-    """Issue 11: exact CPG on Inventory within 0.5 of the LP optimum (an independent
+    """Exact CPG on Inventory within 0.5 of the LP optimum (an independent
     algorithm: the occupancy-measure LP), cost at most 1% above d; PG infeasible."""
     model = rx.domains.inventory()
     d = float(model.d[0])

@@ -1,0 +1,230 @@
+"""Sweeps: run the jobs that are missing from a store, serially, on joblib or on Dask.
+
+The workers compute; only the driver (the process that calls :func:`sweep`) writes the
+store, one transaction per finished job, as results arrive.  A job is a pure function
+of its specification, so the results do not depend on the backend, the number of
+workers or the order of completion: joblib and Dask give the same bits.
+
+* ``backend="serial"``: in this process, one job after the other;
+* ``backend="joblib"`` (default with ``workers > 1``): ``joblib.Parallel`` with the loky
+  process pool, results taken as they finish (``return_as="generator_unordered"``);
+* ``backend="dask"``: a ``distributed.Client`` (given, or connected to ``address``);
+  jobs are submitted as futures and collected with ``as_completed``.  Workers need
+  ``rcmdp_exact`` installed.  A worker that dies has its jobs retried by the scheduler.
+
+A job that raises is reported (key and message) and left out of the store, so the next
+sweep retries it.  Ctrl-C stops the sweep; what was stored stays, and the same command
+resumes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+
+from .._result import Result
+
+__all__ = ["BACKENDS", "execute", "sweep"]
+
+BACKENDS = ("serial", "joblib", "dask")
+
+#: Rough relative cost of jobs, to start the long ones first (makespan only).
+_COST = {"suite": 2.0, "bracket": 3.0, "training": 0.5}
+_DOMAIN_COST = {"nav1": 3.0, "inventory": 2.0, "nav2": 1.0}
+_ALGO_COST = {"adversarial-rcpg": 4.0}
+
+
+def execute(job, trainer=None):
+    """Compute one job: ``(status, key, payload)``; status "ok" or "error".
+
+    ``job`` is a :class:`~.spec.RunSpec` or a :class:`~.spec.GroundTruthSpec`; an
+    exception becomes ``("error", key, traceback text)`` so that one failing job does
+    not stop the others.
+    """
+    from .groundtruth import run_ground_truth
+    from .run import run_one
+    from .spec import RunSpec
+
+    key = job.key
+    try:
+        if isinstance(job, RunSpec):
+            return "ok", key, run_one(job, trainer)
+        return "ok", key, run_ground_truth(job)
+    except Exception:  # reported by the driver, retried by the next sweep
+        return "error", key, traceback.format_exc()
+
+
+def _order(jobs):
+    from .spec import RunSpec
+
+    def cost(job):
+        if isinstance(job, RunSpec):
+            return (1, -_DOMAIN_COST[job.domain] * _ALGO_COST.get(job.algorithm, 1.0)
+                    * job.episodes)
+        return (0, -_COST[job.kind])
+
+    return sorted(jobs, key=cost)
+
+
+def _store(store, job, payload) -> bool:
+    from .spec import RunSpec
+
+    if isinstance(job, RunSpec):
+        return store.add_run(payload)
+    return store.add_ground_truth(job.key, job.fields(), payload)
+
+
+def _serial(pending, trainer, workers):
+    for job in pending:
+        yield job, execute(job, trainer)
+
+
+def _joblib(pending, trainer, workers):
+    from joblib import Parallel, delayed
+
+    by_key = {j.key: j for j in pending}
+    par = Parallel(n_jobs=workers, return_as="generator_unordered", batch_size=1)
+    gen = par(delayed(execute)(j, trainer) for j in pending)
+    try:
+        for out in gen:
+            yield by_key[out[1]], out
+    finally:
+        close = getattr(gen, "close", None)
+        if close is not None:
+            close()
+
+
+def _dask(pending, trainer, client):
+    from distributed import as_completed
+
+    futs = {}
+    for job in pending:
+        f = client.submit(execute, job, trainer, pure=False,
+                          key=f"rcmdp-{type(job).__name__}-{job.key[:24]}")
+        futs[f] = job
+    try:
+        for fut in as_completed(list(futs)):
+            job = futs[fut]
+            try:
+                out = fut.result()
+            except Exception as exc:  # a job lost with its worker (KilledWorker), ...
+                out = ("error", job.key, f"{type(exc).__name__}: {exc}")
+            yield job, out
+    finally:
+        for f in futs:
+            if not f.done():
+                f.cancel()
+
+
+def sweep(store, jobs, *, trainer=None, workers: int | None = None,
+          backend: str | None = None, client=None, address: str | None = None,
+          progress: bool = True) -> Result:
+    """Compute the jobs missing from ``store`` and write each as it finishes.
+
+    Parameters
+    ----------
+    store : Store
+        The results database (only this process writes it).
+    jobs : iterable of RunSpec or GroundTruthSpec
+        Duplicates (same key) are computed once; stored keys are skipped.
+    trainer : callable, optional
+        Injected into :func:`~.run.run_one` (default ``rcmdp_exact.learners.train``);
+        with process workers it must be importable by its module path.
+    workers : int, optional
+        Processes (joblib) (default: the number of CPUs); 1 runs serially.
+    backend : {"serial", "joblib", "dask"}, optional
+        Default: "dask" when ``client`` or ``address`` is given, else "joblib" with more
+        than one worker, else "serial".
+    client : distributed.Client, optional
+    address : str, optional
+        Scheduler address of a Dask cluster (``tcp://host:8786``).
+    progress : bool
+        A progress bar: jobs done, running and left, with an ETA.
+
+    Returns
+    -------
+    Result
+        ``total`` (distinct jobs), ``stored_before``, ``computed``, ``failed`` (list of
+        (key, message)), ``seconds``.
+    """
+    from .._checks import check_choice, check_int
+    from .._progress import tqdm
+
+    if workers is None:
+        workers = os.cpu_count() or 1
+    workers = check_int(workers, "workers", 1)
+    if backend is None:
+        backend = ("dask" if client is not None or address is not None
+                   else "joblib" if workers > 1 else "serial")
+    check_choice(backend, "backend", BACKENDS)
+    unique = {}
+    for job in jobs:
+        unique.setdefault(job.key, job)
+    have = store.keys()
+    pending = _order([j for k, j in unique.items() if k not in have])
+    t0 = time.perf_counter()
+    own_client = None
+    if backend == "dask":
+        if client is None:
+            from distributed import Client
+
+            client = own_client = Client(address)
+        n_slots = max(1, sum(client.nthreads().values()))
+        stream = _dask(pending, trainer, client)
+    elif backend == "joblib":
+        n_slots = workers
+        stream = _joblib(pending, trainer, workers)
+    else:
+        n_slots = 1
+        stream = _serial(pending, trainer, workers)
+    failed = []
+    computed = 0
+    done_keys: set = set()
+    bar = tqdm(total=len(pending), desc="reproduce", unit="job", disable=not progress,
+               smoothing=0.05)
+    try:
+        left = len(pending)
+        bar.set_postfix(running=min(n_slots, left), left=left, refresh=False)
+        for job, (status, key, payload) in _guarded(stream, pending, done_keys):
+            done_keys.add(key)
+            left -= 1
+            if status == "ok":
+                _store(store, job, payload)
+                computed += 1
+            else:
+                failed.append((key, payload))
+                last = payload.rstrip().splitlines()[-1]
+                bar.write(f"job {key[:12]} ({_label(job)}) failed: "
+                          + (payload.rstrip() if len(failed) == 1 else last))
+            bar.set_postfix(running=min(n_slots, left), left=left, failed=len(failed),
+                            refresh=False)
+            bar.update(1)
+    finally:
+        bar.close()
+        if own_client is not None:
+            own_client.close()
+    return Result(total=len(unique), stored_before=len(unique) - len(pending),
+                  computed=computed, failed=failed, seconds=time.perf_counter() - t0)
+
+
+def _guarded(stream, pending, done_keys):
+    """The stream; if the backend itself fails (a worker process killed, the pool
+    broken), the jobs not finished are reported as failed instead of an exception, so
+    that what is stored stays and the next sweep resumes."""
+    try:
+        yield from stream
+    except Exception as exc:  # joblib's TerminatedWorkerError, a lost scheduler, ...
+        msg = (f"{type(exc).__name__}: {exc}".strip().splitlines() or ["backend failure"])
+        for job in pending:
+            if job.key not in done_keys:
+                yield job, ("error", job.key, f"the backend failed before this job "
+                                              f"finished: {msg[0]}")
+
+
+def _label(job) -> str:
+    from .spec import RunSpec
+
+    if isinstance(job, RunSpec):
+        return f"{job.domain} {job.algorithm} seed {job.seed}"
+    return f"ground truth {job.kind} {job.domain} {job.suite}".rstrip()

@@ -1,0 +1,220 @@
+r"""One run of the paper's protocol as a pure function of its :class:`RunSpec`.
+
+:func:`run_one` performs the three phases:
+
+1. **Estimation**: the uniform random policy on the true data model P_data for the
+   protocol's number of episodes (:data:`rcmdp_exact.domains.ESTIMATION_EPISODES`),
+   giving the nominal model and its Hoeffding L1 ball (:func:`rcmdp_exact.estimate`).
+2. **Training**: the trainer (``rcmdp_exact.learners.train`` unless another is
+   injected) on the nominal model (PG and CPG: the nominal model, or P_data with
+   ``train_on="data"``; the robust algorithms: the nominal model and its ball), with
+   the true model for its exact evaluations.
+3. **Testing**: the trained policy (greedy: argmax, ties to the lowest action; and
+   stochastic: as trained) on every setting of the domain's tests, evaluated exactly
+   (undiscounted T steps from the start state); with ``sampled_episodes > 0`` also the
+   greedy policy by that many sampled episodes per setting (:func:`rcmdp_exact.sampling
+   .rollout`), the paper's procedure (50).
+
+The result is a dict of plain Python numbers (JSON-able, float64 at full precision):
+``key``, ``spec``, ``info`` (phase seeds, alpha range, steps, seconds, ...), ``tests``
+(one row per (test, setting, mode)) and ``curves`` (training records averaged over
+consecutive blocks of episodes, :data:`CURVE_POINTS` points per run, and the periodic
+exact evaluations).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+
+import numpy as np
+
+from .groundtruth import exact_test, greedy, setting_param, suite_settings, training_model
+from .spec import RunSpec, canonical_json, phase_seed
+
+__all__ = ["CURVE_POINTS", "TEST_MODES", "curve_rows", "default_trainer", "run_one", "sampled_test"]
+
+#: Points of the per-episode training curves kept in the store (block means over
+#: ``episodes // CURVE_POINTS`` episodes: 100-episode blocks in the full protocol).
+CURVE_POINTS = 50
+#: Test modes of a run: exact greedy (the paper's protocol), exact stochastic, and the
+#: greedy policy by sampled episodes (optional).
+TEST_MODES = ("greedy", "stochastic", "sampled")
+
+
+def default_trainer(*args, **kwargs):
+    """``rcmdp_exact.learners.train`` (imported on first use)."""
+    from ..learners import train
+
+    return train(*args, **kwargs)
+
+
+def _float(x) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def curve_rows(records: dict, block: int) -> list[dict]:
+    """Training records as rows ``{name, idx, episode, value}``.
+
+    Arrays with one entry per episode (first axis E, the length of ``records["length"]``
+    or of ``records["return"]``) are averaged over consecutive blocks of ``block``
+    episodes (``episode`` = the block's last episode, counted from 1); a second axis
+    gives names ``name[k]``.  The periodic exact evaluations (``eval_*``) are kept as
+    they are, at the episodes of ``records["eval_episode"]``; other arrays with
+    ``episode`` = None.
+    """
+    E = None
+    for ref in ("length", "return"):
+        if ref in records:
+            E = int(np.asarray(records[ref]).shape[0])
+            break
+    ev_ep = records.get("eval_episode")
+    ev_ep = None if ev_ep is None else [int(e) for e in np.asarray(ev_ep).ravel()]
+    rows = []
+    for name in sorted(records):
+        arr = np.asarray(records[name])
+        if arr.dtype.kind not in "biuf" or arr.ndim == 0 or arr.ndim > 2:
+            continue
+        arr = arr.astype(np.float64)
+        cols = [(name, arr)] if arr.ndim == 1 else [
+            (f"{name}[{k}]", arr[:, k]) for k in range(arr.shape[1])]
+        for cname, col in cols:
+            if name.startswith("eval_") and ev_ep is not None and len(ev_ep) == col.shape[0]:
+                rows += [{"name": cname, "idx": i, "episode": ev_ep[i], "value": _float(v)}
+                         for i, v in enumerate(col)]
+            elif E is not None and col.shape[0] == E and E > 0:
+                nb = -(-E // block)
+                for b in range(nb):
+                    seg = col[b * block:(b + 1) * block]
+                    rows.append({"name": cname, "idx": b, "episode": min(E, (b + 1) * block),
+                                 "value": _float(seg.mean())})
+            else:
+                rows += [{"name": cname, "idx": i, "episode": None, "value": _float(v)}
+                         for i, v in enumerate(col)]
+    return rows
+
+
+def sampled_test(settings, policy, n_episodes: int, seed: int) -> dict:
+    """Mean undiscounted return and cost of ``policy`` over sampled episodes per setting.
+
+    Setting ``n`` uses the ``n``-th child of ``SeedSequence(seed)``.  Returns
+    ``value`` (N,), ``cost`` (N,) (summed over constraints) and their standard errors.
+    """
+    from ..sampling import rollout
+
+    children = np.random.SeedSequence(seed).spawn(len(settings))
+    value = np.empty(len(settings))
+    cost = np.empty(len(settings))
+    v_se = np.empty(len(settings))
+    c_se = np.empty(len(settings))
+    for n, st in enumerate(settings):
+        m = st.model
+        ep = rollout(m, policy, n_episodes, np.random.default_rng(children[n]))
+        R = np.asarray(m.R)[ep.states, ep.actions, ep.next_states]
+        C = np.asarray(m.C)[ep.states, ep.actions, ep.next_states].sum(-1)
+        ret = np.where(ep.alive, R, 0.0).sum(1)
+        cst = np.where(ep.alive, C, 0.0).sum(1)
+        value[n], cost[n] = ret.mean(), cst.mean()
+        ddof = 1 if n_episodes > 1 else 0
+        v_se[n] = ret.std(ddof=ddof) / math.sqrt(n_episodes)
+        c_se[n] = cst.std(ddof=ddof) / math.sqrt(n_episodes)
+    return {"value": value, "cost": cost, "value_se": v_se, "cost_se": c_se}
+
+
+@functools.lru_cache(maxsize=4)
+def _estimate(fields_json: str):
+    """Phase 1 of a run, cached per process: a pure function of its fields."""
+    import json
+
+    from ..domains import ESTIMATION_EPISODES
+    from ..uncertainty import estimate
+
+    f = json.loads(fields_json)
+    true = training_model(f["domain"], f.get("cost_layout", "reference"),
+                          f.get("revenue", "economic"), f.get("demand", "reference"))
+    n_est = ESTIMATION_EPISODES[f["domain"]][f["estimation"]]
+    est = estimate(true, n_est, seed=phase_seed(f, "estimation"), delta=f["delta"],
+                   progress=False)
+    return true, est, n_est
+
+
+def _test_rows(spec: RunSpec, policy: np.ndarray, seeds: dict) -> list[dict]:
+    from .groundtruth import PENALTY
+
+    pols = np.stack([greedy(policy), policy])
+    rows = []
+    for si, (suite, settings) in enumerate(suite_settings(spec.settings_fields()).items()):
+        met = exact_test(settings, pols)
+        budget = met["budget"]
+        for n, st in enumerate(settings):
+            x = setting_param(suite, st, n)
+            for m, mode in enumerate(("greedy", "stochastic")):
+                rows.append({"suite": suite, "group": st.group, "setting": st.label,
+                             "param": x, "mode": mode, "value": float(met["value"][n, m]),
+                             "cost": float(met["cost"][n, m]), "budget": budget,
+                             "penalised": float(met["penalised"][n, m])})
+        if spec.sampled_episodes:
+            sub = int(np.random.SeedSequence(seeds["sampled_test"], spawn_key=(si,))
+                      .generate_state(1, np.uint64)[0] >> np.uint64(1))
+            smp = sampled_test(settings, pols[0], spec.sampled_episodes, sub)
+            for n, st in enumerate(settings):
+                v, c = float(smp["value"][n]), float(smp["cost"][n])
+                rows.append({"suite": suite, "group": st.group, "setting": st.label,
+                             "param": setting_param(suite, st, n), "mode": "sampled",
+                             "value": v, "cost": c, "budget": budget,
+                             "penalised": v - PENALTY * max(0.0, c - budget)})
+    return rows
+
+
+def run_one(spec: RunSpec, trainer=None) -> dict:
+    """The three phases of one run (module notes); same spec, same bits.
+
+    Parameters
+    ----------
+    spec : RunSpec
+    trainer : callable, optional
+        ``trainer(model, algorithm, *, ball, seed, episodes, critic, gradient, inner,
+        multiplier_update, eval_every, true_model, progress, **extra)`` returning an
+        object with ``policy_table()`` (S, A) and ``records`` (dict of arrays).
+        Default: ``rcmdp_exact.learners.train``.
+
+    Returns
+    -------
+    dict
+        ``key``, ``spec``, ``info``, ``tests`` and ``curves`` (module notes).
+    """
+    from .._checks import check_type
+
+    check_type(spec, "spec", RunSpec, "build one with RunSpec(domain, algorithm, seed)")
+    train = default_trainer if trainer is None else trainer
+    seeds = spec.seeds()
+    t0 = time.perf_counter()
+    true, est, n_est = _estimate(canonical_json(spec.estimation_fields()))
+    model = true if (spec.train_on == "data" and not spec.robust) else est.nominal
+    t1 = time.perf_counter()
+    res = train(model, spec.algorithm, ball=est.ball if spec.robust else None,
+                seed=seeds["training"], episodes=spec.episodes, critic=spec.critic,
+                gradient=spec.gradient, inner=spec.inner,
+                multiplier_update=spec.multiplier_update, eval_every=spec.eval_every,
+                true_model=true, progress=False, **dict(spec.extra))
+    t2 = time.perf_counter()
+    policy = np.asarray(res.policy_table(), dtype=np.float64)
+    records = {k: np.asarray(v) for k, v in dict(res.records).items()}
+    tests = _test_rows(spec, policy, seeds)
+    t3 = time.perf_counter()
+    steps = int(np.sum(records["length"])) if "length" in records else None
+    lam = records.get("lambda")
+    info = {
+        "seeds": seeds, "estimation_episodes": int(n_est),
+        "alpha_range": [float(a) for a in est.alpha_range],
+        "steps": steps,
+        "final_lambda": (None if lam is None or np.asarray(lam).size == 0
+                         else _float(np.asarray(lam, dtype=np.float64).reshape(
+                             len(lam), -1)[-1].sum())),
+        "policy": policy.tolist(),
+        "seconds": {"estimation": t1 - t0, "training": t2 - t1, "testing": t3 - t2},
+    }
+    return {"key": spec.key, "spec": spec.fields(), "info": info, "tests": tests,
+            "curves": curve_rows(records, max(1, spec.episodes // CURVE_POINTS))}
