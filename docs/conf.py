@@ -11,7 +11,6 @@ parser by the local extension ``_ext/rcmdp_cli.py``.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -41,23 +40,6 @@ root_doc = "index"
 smartquotes = False  # keep "--option" and quotes as written
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtext"}
 exclude_patterns = ["_build", "_ext", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints"]
-
-# --- pages written by other parts of the project --------------------------------------
-# These pages are linked from the index and from other pages.  Until each exists, its
-# toctree entry and the links to it are dropped (the link text stays), so the build
-# passes with -W whichever of them are present.
-OPTIONAL_PAGES = ("architecture", "ground_truth", "learners", "reproduction")
-MISSING_PAGES = tuple(p for p in OPTIONAL_PAGES if not (DOCS / f"{p}.md").exists())
-
-
-def _drop_missing_pages(app, docname, source):
-    text = source[0]
-    for page in MISSING_PAGES:
-        text = re.sub(rf"\[([^\]]*)\]\((?:\.\./)?{page}\.md(#[^)]*)?\)", r"\1", text)
-        if docname == root_doc:
-            text = re.sub(rf"^{page}\n", "", text, flags=re.M)
-    source[0] = text
-
 
 # --- the tutorials: jupytext notebooks converted to .ipynb -----------------------------
 def _convert_notebooks() -> None:
@@ -108,7 +90,3 @@ html_theme = "furo"
 html_title = f"rcmdp_exact {release}"
 html_static_path: list[str] = []
 html_copy_source = False
-
-
-def setup(app):
-    app.connect("source-read", _drop_missing_pages)

@@ -140,26 +140,9 @@ def _backward_row(x, z, h, W2, g, nin, H, nout, grad):
 @_jit
 def _backward_row_set(x, z, h, W2, g, nin, H, nout, grad):
     """Write the gradient of sum(g * logits) for one sample into ``grad`` (every entry)."""
-    o_b1 = nin * H
-    o_W2 = o_b1 + H
-    o_b2 = o_W2 + H * nout
-    for j in range(H):
-        if z[j] > 0.0:
-            acc = 0.0
-            for o in range(nout):
-                acc += W2[j, o] * g[o]
-            hj = h[j]
-            for o in range(nout):
-                grad[o_W2 + j * nout + o] = hj * g[o]
-        else:
-            acc = 0.0
-            for o in range(nout):
-                grad[o_W2 + j * nout + o] = 0.0
-        for f in range(nin):
-            grad[f * H + j] = x[f] * acc
-        grad[o_b1 + j] = acc
-    for o in range(nout):
-        grad[o_b2 + o] = g[o]
+    for i in range(grad.shape[0]):
+        grad[i] = 0.0
+    _backward_row(x, z, h, W2, g, nin, H, nout, grad)
 
 
 @_jit
