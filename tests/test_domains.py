@@ -1,7 +1,7 @@
 """Tests of rcmdp_exact.domains against hand computations and independent formulas.
 
-Expected numbers come from the protocol facts (docs/protocol.md) written out here (cost cells, arrows,
-prices), hand-walked paths, closed forms (geometric waiting times) and scipy.stats /
+Expected numbers come from the protocol facts (docs/protocol.md) written out here (cost
+cells, arrows, prices), hand-walked paths, closed forms (geometric waiting times) and scipy.stats /
 Monte Carlo for the demand, never from the code under test.
 """
 
