@@ -35,6 +35,7 @@ from ._checks import (
     check_support,
     row_tolerance,
 )
+from ._highs import silence_highs_banner
 from ._result import Result, Status
 from .model import ModelError
 
@@ -546,6 +547,8 @@ def _lp_method(P, Z, A, sup, n, solver: str, progress: bool):
     ok = np.ones(N, dtype=bool)
     statuses = []
     opts = _solver_options(solver)
+    if solver == "HIGHS":
+        silence_highs_banner()
     for i in tqdm(range(N), desc="inner LP", disable=not progress, leave=False):
         on = np.flatnonzero(sup[i]) if sup is not None else np.arange(n)
         z_i = Z[on] if Z.ndim == 1 else Z[i, on]

@@ -96,3 +96,16 @@ def test_the_light_vocabulary_matches_the_registries():
     assert tuple(ALGORITHMS) == names.ALGORITHMS
     assert tuple(VARIANTS) == names.VARIANTS
     assert tuple(PAPER_DOMAINS) == names.PAPER_DOMAINS
+
+
+def test_lp_solves_print_nothing():
+    """HiGHS prints a banner on its first use in a process; the toolkit's LPs (the CMDP
+    LP and the inner problem by LP) must leave the user's output clean."""
+    code = ("import numpy as np, rcmdp_exact as rx\n"
+            "m = rx.domains.garnet(4, 2, 2, n_constraints=1, seed=0)\n"
+            "rx.solve_cmdp(m)\n"
+            "ball = rx.l1_ball(m, 0.2)\n"
+            "rx.robust_evaluate(m, np.full((4, 2), 0.5), ball, inner='lp')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=PACKAGE.parent)
+    assert out.stdout == "", out.stdout

@@ -43,6 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._checks import as_float_array, check_choice, check_int, check_real, check_shape
+from .._highs import silence_highs_banner
 from .._result import Result
 from ..evaluation import evaluate, penalised_return, rescaled_budget
 from ..model import TabularCMDP, check_model, check_policy
@@ -203,6 +204,8 @@ def solve_occupancy_lp(M, r, c, b, d, solver: str, objective: str = "value",
                      f"{cp.installed_solvers()}); install it or pass solver=\"CLARABEL\"")
         return out
     prob, x, cost_con = _problem(cp, M, r, c, b, d, objective, k)
+    if solver == "HIGHS":
+        silence_highs_banner()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
