@@ -86,7 +86,7 @@ def _row(name: str, value, cost, test_value=None, test_cost=None, pen=None) -> s
 
         return "" if x is None else ",".join(f"{v:.3f}" for v in np.atleast_1d(x))
 
-    return (f"{name:<34}{f(value):>12}{fc(cost):>12}{f(test_value):>12}{fc(test_cost):>12}"
+    return (f"{name:<38}{f(value):>12}{fc(cost):>12}{f(test_value):>12}{fc(test_cost):>12}"
             f"{f(pen):>12}")
 
 
@@ -121,13 +121,16 @@ def run(args: argparse.Namespace) -> int:
     print(f"rcmdp train {args.domain} {args.algorithm}: seed {args.seed}, {res.episodes} "
           f"episodes, {res.steps} steps, trained on the {args.train_on} model "
           f"({n_est} estimation episodes), loop {res.timings['loop']:.2f} s")
-    print(f"{'':<34}{'value':>12}{'cost':>12}{'test value':>12}{'test cost':>12}"
+    print(f"{'':<38}{'value':>12}{'cost':>12}{'test value':>12}{'test cost':>12}"
           f"{'penalised':>12}")
-    for pol in ("stochastic", "greedy"):
-        key = f"eval_true_{pol}_"
-        print(_row(f"trained, {pol} (true)", rec[key + "value"][-1], rec[key + "cost"][-1],
-                   rec[key + "test_value"][-1], rec[key + "test_cost"][-1],
-                   rec[key + "penalised"][-1]))
+    where = (("train", "training model"), ("true", "true")) if model is not true else (
+        ("true", "true"),)
+    for tag, label in where:
+        for pol in ("stochastic", "greedy"):
+            key = f"eval_{tag}_{pol}_"
+            print(_row(f"trained, {pol} ({label})", rec[key + "value"][-1],
+                       rec[key + "cost"][-1], rec[key + "test_value"][-1],
+                       rec[key + "test_cost"][-1], rec[key + "penalised"][-1]))
     from ..learners.records import evaluate_policy
 
     worst = evaluate_policy(model, res.policy_table(), ball=est.ball)
@@ -135,6 +138,9 @@ def run(args: argparse.Namespace) -> int:
         w = worst[("worst", pol)]
         print(_row(f"trained, {pol} (worst case)", w["value"], w["cost"], w["test_value"],
                    w["test_cost"], w["penalised"]))
+    if model is not true:
+        opt = solve_cmdp(model)
+        print(_row("CMDP optimum (LP, training model)", opt.value, opt.costs))
     opt = solve_cmdp(true)
     print(_row("CMDP optimum (LP, true)", opt.value, opt.costs))
     if not args.no_bracket:
@@ -142,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         text = f"[{br.lower:.3f}, {br.upper:.3f}]"
         if not np.isfinite(br.lower):
             text += "  (no robust-feasible policy certified)"
-        print(f"{'RCMDP bracket (ball, value)':<34}{text:>24}")
+        print(f"{'RCMDP bracket (ball, value)':<38}{text:>24}")
     if out is not None:
         res.save(out, force=True)
         print(f"wrote {out}")
