@@ -150,7 +150,7 @@ def costs_of(result) -> np.ndarray:
 
 def greedy(policy) -> np.ndarray:
     """One-hot argmax of a policy (..., S, A), ties to the lowest action."""
-    from ..reports import greedy_policy
+    from ..ground_truth import greedy_policy
 
     return greedy_policy(policy)
 
