@@ -47,13 +47,25 @@ def test_output_file_and_bracket(tmp_path, capsys, monkeypatch):
     import rcmdp_exact.ground_truth as gt
     from rcmdp_exact import Result
 
-    monkeypatch.setattr(gt, "rcmdp_bracket",
-                        lambda model, ball, progress=False: Result(lower=1.25, upper=2.5))
+    from rcmdp_exact.names import BRACKET_BOXES
+
+    calls = []
+
+    def stub(model, ball, **kwargs):
+        calls.append(kwargs)
+        return Result(lower=1.25, upper=2.5)
+
+    monkeypatch.setattr(gt, "rcmdp_bracket", stub)
     path = tmp_path / "cpg.npz"
     assert main(["train", "inventory", "cpg", "--episodes", "3", "--no-progress",
                  "--out", str(path)]) == 0
     out = capsys.readouterr().out
     assert "RCMDP bracket" in out and "[1.250, 2.500]" in out and str(path) in out
+    # a budget in boxes, so that every run prints the same bracket
+    assert calls[0]["max_boxes"] == BRACKET_BOXES and calls[0]["variants"] == ()
+    # trained on the estimated model: judged against that model's optimum and the true one
+    assert "CMDP optimum (LP, training model)" in out and "CMDP optimum (LP, true)" in out
+    assert "trained, stochastic (training model)" in out
     res = load(path)
     assert res.algorithm == "cpg" and res.episodes == 3
     assert np.allclose(res.policy_table().sum(axis=1), 1.0)
