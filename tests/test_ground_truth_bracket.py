@@ -13,12 +13,12 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 from test_ground_truth import cmdps, constant_cost_model, policy_values, scale, scaled, vi
 
-from rcmdp_exact import InputError, OptionError, robust_evaluate
+from rcmdp_exact import InputError, OptionError, TabularCMDP, robust_evaluate
 from rcmdp_exact.domains import garnet
 from rcmdp_exact.ground_truth import rcmdp_bracket, rcmdp_variant, solve_cmdp
 from rcmdp_exact.ground_truth.core import RobustGame, greedy_box
@@ -116,6 +116,51 @@ def test_bracket_equals_the_lp_optimum_at_alpha_zero(model):
     assert abs(model.p0 @ v - res.lower) <= 1e-9 * scale(model)
 
 
+def dense_binding_cmdp(seed: int):
+    """A dense random CMDP (not a Garnet) whose budgets bind: S in 2..5, A in 2..3,
+    K in 1..3, gamma up to 0.99, rewards and costs of magnitude 1 or 10 (value scale up
+    to 10^3), p0 a point mass or random, budgets 95-100% of a random stochastic policy's
+    costs (feasible, with multipliers often large)."""
+    rng = np.random.default_rng(seed)
+    S, A, K = int(rng.integers(2, 6)), int(rng.integers(2, 4)), int(rng.integers(1, 4))
+    gamma = float(rng.choice([0.5, 0.9, 0.95, 0.99]))
+    mag = float(rng.choice([1.0, 10.0]))
+    P = rng.dirichlet(np.full(S, rng.choice([0.2, 1.0])), size=(S, A))
+    r = mag * rng.uniform(-1, 1, size=(S, A))
+    c = mag * rng.uniform(0, 1, size=(S, A, K))
+    p0 = np.eye(S)[0] if rng.random() < 0.5 else rng.dirichlet(np.ones(S))
+    pi = rng.dirichlet(np.ones(A), size=S)
+    _, C = policy_values(P, r, c, gamma, pi)
+    d = (p0 @ C) * rng.uniform(0.95, 1.0, K)
+    return TabularCMDP(P, r, c, d=d, gamma=gamma, p0=p0)
+
+
+@scaled(25)
+@given(st.integers(0, 2**31 - 1))
+@example(13)   # each failed before the LP vertex and its duals were polished and the
+@example(53)   # budgets tightened past rounding: lower 5.8e-8 below the optimum (13),
+@example(251)  # the LP policy 4.4e-7 and 1.4e-5 over its budget (53, 251), the upper
+@example(59)   # side 1.2e-8 above it from inexact duals (59), and two budgets that
+@example(22)   # cannot be met together reported as no_feasible_policy (22); 442: a
+@example(442)  # vertex whose dual solve needs a backward-error test to be polished
+def test_bracket_equals_the_lp_optimum_at_alpha_zero_when_budgets_bind(seed):
+    """At alpha = 0, with binding budgets and large multipliers (value scale up to 10^3),
+    both sides equal the LP optimum to 1e-8 and the LP policy meets its budgets to
+    rounding (an independent dense evaluation); infeasible budgets are certified."""
+    model = dense_binding_cmdp(seed)
+    lp = solve_cmdp(model)
+    res = rcmdp_bracket(model, l1_ball(model, 0.0, support="all"), **QUICK)
+    if lp.status == "infeasible":
+        assert res.status == "infeasible"
+        return
+    assert lp.status == "optimal" and res.status == "bracket", (lp.message, res.message)
+    v, C = policy_values(model.P, model.r, model.c, model.gamma, lp.policy)
+    assert np.all(model.p0 @ C <= model.d + 1e-13 * scale(model))
+    assert abs(model.p0 @ v - lp.value) <= 1e-12 * scale(model)
+    assert abs(res.lower - lp.value) <= 1e-8
+    assert abs(res.upper - lp.value) <= 1e-8
+
+
 # --------------------------------------------------------------------------- certificates
 @scaled(20)
 @given(tiny_robust_cases())
@@ -203,9 +248,10 @@ def test_infeasible_when_the_worst_case_cost_exceeds_the_budget():
         assert fact in res.message
 
 
-def test_jointly_infeasible_budgets_are_certified_by_branch_and_bound():
+def test_jointly_infeasible_budgets_are_certified():
     """Cost 0 = action 0, cost 1 = action 1 (one unit per step): each budget of 4 can be
-    met alone, but any policy spends 10 in total, so not both."""
+    met alone, but any policy spends 10 in total, so not both.  The weights that prove it
+    are (1/2, 1/2): every policy's weighted cost is 5 > 4."""
     m = garnet(2, 2, 2, n_constraints=2, seed=1, gamma=0.9)
     C = np.zeros((2, 2, 2))
     C[:, 0, 0] = C[:, 1, 1] = 1.0
@@ -214,6 +260,7 @@ def test_jointly_infeasible_budgets_are_certified_by_branch_and_bound():
                         time_limit=30.0)
     assert np.all(res.min_robust_costs <= 1e-9)  # each alone: cost 0
     assert res.status == "infeasible" and res.upper == -np.inf
+    assert "not together" in res.message and "lambda = [0.5, 0.5]" in res.message
 
 
 def positive_reward_model(seed, n_constraints=0):

@@ -28,6 +28,7 @@ the LP duals give g = the LP optimum: the bracket closes on the CMDP optimum.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 import warnings
@@ -37,12 +38,11 @@ import numpy as np
 from .._checks import check_choice, check_int, check_real
 from .._progress import tqdm
 from .._result import Result
-from ..robust import robust_bellman, robust_evaluate
 from .boxes import branch_and_bound
 from .core import RobustGame
 from .dual import lagrangian_search
 from .lp import cost_name, fmt, max_slack_policy, solve_cmdp
-from .search import Incumbent, improve
+from .search import Incumbent, certify, improve
 from .variants import VARIANTS, check_search, rcmdp_variant
 
 __all__ = ["rcmdp_bracket"]
@@ -59,7 +59,9 @@ def _least_costs(game: RobustGame):
 
 def _lp_candidates(model, game: RobustGame, inc: Incumbent, n_tighten: int = 3) -> list:
     """The nominal CMDP optimum at the budgets, then at budgets lowered by the certified
-    worst-case excess of the previous LP policy; each policy is offered to ``inc``."""
+    worst-case shortfall of the previous LP policy (plus a step that grows from 1e-14 of
+    the value scale, for a policy that misses by rounding alone); each policy is offered
+    to ``inc``."""
     nominal = model.with_transitions(game.nominal, check=False)
     budgets, out = game.d.copy(), []
     for i in range(n_tighten + 1):
@@ -70,10 +72,11 @@ def _lp_candidates(model, game: RobustGame, inc: Incumbent, n_tighten: int = 3) 
             break
         ev = inc.offer(lp.policy[None], "lp" if i == 0 else "lp, tightened budgets")
         out.append(lp)
-        excess = ev["costs"][0] - game.d
-        if np.all(excess <= 0.0):
+        short = ev["certified_costs"][0] - game.d
+        if ev["accepted"] is not None or np.all(short <= 0.0):
             break
-        budgets = budgets - np.maximum(excess, 0.0)
+        step = 1e-14 * 10.0 ** i * game.scale
+        budgets = budgets - np.where(short > -step, np.maximum(short, 0.0) + step, 0.0)
     if game.K:
         slack = max_slack_policy(nominal, game.d)
         if slack is not None:
@@ -82,27 +85,59 @@ def _lp_candidates(model, game: RobustGame, inc: Incumbent, n_tighten: int = 3) 
     return out
 
 
-def _certify(model, ball, policy, tol: float):
-    """Worst-case value (lower bound) and costs (upper bounds) by robust_evaluate."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        rv = robust_evaluate(model, policy, ball, "value", per_constraint=True, tol=tol)
-        scale = 1.0 - model.gamma
-        err = np.abs(robust_bellman(model, ball, rv.v, policy).w - rv.v).max() / scale
-        C = np.asarray(model.C)
-        costs = np.array(rv.costs_worst, dtype=np.float64)
-        for k in range(model.n_constraints):
-            mk = model.replace(R=-C[..., k], C=None, d=None, cost_labels=None)
-            ck = -rv.c_worst[:, k]
-            costs[k] += np.abs(robust_bellman(mk, ball, ck, policy).w - ck).max() / scale
-    return float(rv.value) - err, costs
+def _simplex_grid(K: int, n: int) -> np.ndarray:
+    """Weights on the simplex of dimension K with denominators ``n`` (every point)."""
+    pts = [c for c in itertools.product(range(n + 1), repeat=K - 1) if sum(c) <= n]
+    return np.array([(*c, n - sum(c)) for c in pts], dtype=np.float64) / n
 
 
-def _infeasible(game, model, least, safest, extra: dict) -> Result:
-    ks = [k for k in range(game.K) if least[k] > game.d[k]]
-    why = "; ".join(f"the smallest worst-case cost of constraint {cost_name(model, k)} is "
-                    f"{fmt(least[k])} > budget d[{k}] = {fmt(game.d[k])}" for k in ks)
-    pol = safest[ks[0]]
+def _weighted_least_costs(game: RobustGame, lam: np.ndarray):
+    """Certified lower bounds (J,) on min_pi max_P lam.C(pi, P) for weights lam (J, K),
+    minus lam.d; and the minimising policies (J, S, A)."""
+    J = lam.shape[0]
+    g = -np.einsum("jk,ksat->jsat", lam, game.C)
+    sol = game.solve(g, np.zeros((J, game.S, game.A)), np.ones((J, game.S, game.A)))
+    return -(sol["value"] + sol["err"]) - lam @ game.d, sol["pi"]
+
+
+def _joint_infeasibility(game: RobustGame, rounds: int = 12):
+    r"""Weights :math:`\lambda \ge 0` (sum 1) that prove the budgets cannot be met
+    together, or None.
+
+    For a robust-feasible :math:`\pi` and every kernel P of the ball,
+    :math:`\lambda^\top C(\pi, P) \le \sum_k \lambda_k \max_P C_k(\pi, P) \le
+    \lambda^\top d`, so a certified :math:`\min_\pi \max_P \lambda^\top C(\pi, P)
+    > \lambda^\top d` (the least worst-case cost of the weighted sum, one robust fixed
+    point) proves that no policy is robust-feasible (at alpha = 0 this is Farkas' lemma
+    for the occupancy LP).  The margin is searched on a grid of the simplex (K = 2: 64
+    intervals; K = 3: 16; more constraints: 8), then by ``rounds`` rounds of moves of
+    weight between two constraints, halving the step.  Returns (lam, margin, policy).
+    """
+    K = game.K
+    lam = _simplex_grid(K, {2: 64, 3: 16}.get(K, 8))
+    margin, pis = _weighted_least_costs(game, lam)
+    best = int(np.argmax(margin))
+    lam0, m0, pi0 = lam[best], float(margin[best]), pis[best]
+    step = 1.0 / {2: 64, 3: 16}.get(K, 8)
+    moves = [(i, j) for i in range(K) for j in range(K) if i != j]
+    for _ in range(rounds):
+        trial = np.repeat(lam0[None], len(moves), axis=0)
+        for t, (i, j) in enumerate(moves):
+            dw = min(step, trial[t, j])
+            trial[t, i] += dw
+            trial[t, j] -= dw
+        margin, pis = _weighted_least_costs(game, trial)
+        t = int(np.argmax(margin))
+        if margin[t] > m0:
+            lam0, m0, pi0 = trial[t], float(margin[t]), pis[t]
+        else:
+            step /= 2.0
+    if m0 > 1e-12 * game.scale:
+        return lam0, m0, pi0
+    return None
+
+
+def _infeasible(game, why: str, pol: np.ndarray, least, extra: dict) -> Result:
     nan = np.full(game.K, np.nan)
     return Result(lower=-np.inf, upper=-np.inf, gap=0.0, lower_method="none",
                   upper_method="least worst-case cost", multiplier=np.full(game.K, np.inf),
@@ -113,6 +148,23 @@ def _infeasible(game, model, least, safest, extra: dict) -> Result:
                   boxes=0, open_boxes=0, closed=True, success=False, status="infeasible",
                   message=f"infeasible: no policy meets the budgets on every model of the "
                           f"ball; {why}; raise the budget or shrink the ball", **extra)
+
+
+def _infeasibility(game, model, least, safest):
+    """(why, policy) when the budgets are certified infeasible (one alone, or together
+    for some weights), else None."""
+    ks = [k for k in range(game.K) if least[k] > game.d[k]]
+    if ks:
+        why = "; ".join(f"the smallest worst-case cost of constraint {cost_name(model, k)} "
+                        f"is {fmt(least[k])} > budget d[{k}] = {fmt(game.d[k])}" for k in ks)
+        return why, safest[ks[0]]
+    joint = _joint_infeasibility(game) if game.K > 1 else None
+    if joint is None:
+        return None
+    lam, margin, pol = joint
+    return (f"each budget can be met alone but not together: with weights lambda = "
+            f"[{', '.join(map(fmt, lam))}] the smallest worst-case weighted cost is "
+            f"{fmt(lam @ game.d + margin)} > lambda.d = {fmt(lam @ game.d)}"), pol
 
 
 def _check_bracket(model, ball, variants, kw: dict) -> tuple[float, float]:
@@ -158,7 +210,7 @@ def _certified_lower(model, ball, game, inc, tol: float):
     """The best incumbent met that robust_evaluate certifies too: (value, costs, policy,
     method, theta), or (-inf, nan, None, "none", 0) when there is none."""
     for value, pol, costs, method, theta in reversed(inc.accepted):
-        pub_value, pub = _certify(model, ball, pol, tol)
+        pub_value, pub = certify(model, ball, pol, tol)
         if np.all(pub <= game.d):
             return min(value, pub_value), np.maximum(costs, pub), pol, method, theta
     return -np.inf, np.full(game.K, np.nan), None, "none", 0.0
@@ -256,10 +308,10 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
                                 tol=tol, feas_tol=feas_tol)
                for v in variants if not (v == "constraint" and game.K == 0)}
     extra = dict(min_robust_costs=least, min_robust_cost=least, variants=var_out)
-    if np.any(least > game.d):
-        return _infeasible(game, model, least, safest,
-                           dict(extra, seconds=time.perf_counter() - t0))
-    inc = Incumbent(game)
+    proof = _infeasibility(game, model, least, safest)
+    if proof is not None:
+        return _infeasible(game, *proof, least, dict(extra, seconds=time.perf_counter() - t0))
+    inc = Incumbent(game, lambda pi: certify(model, ball, pi, tol))
     deadline = t0 + time_limit
     lps = _lp_candidates(model, game, inc)
     dual = lagrangian_search(game, [np.zeros(game.K)] + [lp.multipliers for lp in lps],

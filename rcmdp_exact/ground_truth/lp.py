@@ -57,6 +57,7 @@ __all__ = [
     "infeasible_message",
     "lagrangian_optimal_policy",
     "max_slack_policy",
+    "polish_vertex",
     "solve_cmdp",
     "solve_cmdp_finite_horizon",
     "solve_occupancy_lp",
@@ -255,6 +256,15 @@ def _lp_data(model: TabularCMDP):
     return keep, M, model.r[keep].ravel(), model.c[keep].reshape(n * A, K), model.p0[keep]
 
 
+def _lp_policy(model: TabularCMDP, keep: np.ndarray, x: np.ndarray, default: np.ndarray):
+    """The policy of an LP occupancy on the kept states: (pi, occupancy (S, A), visited,
+    exact evaluation)."""
+    xv = np.zeros((model.n_states, model.n_actions))
+    xv[keep] = x.reshape(keep.size, model.n_actions)
+    pi, visited = _policy_from_occupancy(xv, default)
+    return pi, xv, visited, evaluate(model, pi)
+
+
 def _policy_from_occupancy(x: np.ndarray, default: np.ndarray):
     """pi = x / sum_a x on visited states, ``default`` elsewhere; returns (pi, visited)."""
     tot = x.sum(axis=-1)
@@ -262,6 +272,57 @@ def _policy_from_occupancy(x: np.ndarray, default: np.ndarray):
     pi = np.array(default, dtype=np.float64, copy=True)
     pi[visited] = x[visited] / tot[visited][..., None]
     return pi, visited
+
+
+def polish_vertex(M, c: np.ndarray, r: np.ndarray, b: np.ndarray, d: np.ndarray,
+                  x: np.ndarray, duals: np.ndarray):
+    r"""The LP vertex near ``x`` and its duals, solved exactly from the active set.
+
+    A simplex solver returns a vertex only to its feasibility tolerance (1e-10 here), so
+    the policy :math:`x/\sum_a x` can miss a binding budget by about that much once it is
+    evaluated exactly, and the duals are as inexact.  With :math:`B` the support of
+    ``x`` and :math:`J` the binding cost rows (duals > 0, or rows the solver overshot),
+    the vertex and its duals solve the square systems
+
+    .. math::  M_B x_B = p_0,\quad c_{J,B}^\top x_B = d_J, \qquad
+               M_B^\top v + c_{J,B}\,\mu_J = r_B
+
+    (primal feasibility and complementary slackness), by dense least squares.  Returns
+    ``(x, mu)`` (mu (K,), zero off J) when both systems are consistent (backward errors
+    below 1e-12), x >= 0 meets the other cost rows, mu >= 0, and the reduced costs
+    :math:`r - M^\top v - c\,\mu` are at most 1e-9 of the data (the basis is optimal);
+    None otherwise (the caller keeps the solver's answer).
+    """
+    n, K = x.size, c.shape[1]
+    if n > 4000:  # dense solves of the active set; large LPs keep the solver's answer
+        return None
+    supp = x > 1e-12 * max(1.0, float(x.max(initial=0.0)))
+    J = np.flatnonzero((duals > 0.0) | (c.T @ x > d))
+    A_full = np.vstack([M.toarray() if sp.issparse(M) else np.asarray(M), c.T[J]])
+    A_b = A_full[:, supp]
+    rhs = np.concatenate([b, d[J]])
+    xb = np.linalg.lstsq(A_b, rhs, rcond=None)[0]
+    y = np.linalg.lstsq(A_b.T, r[supp], rcond=None)[0]
+    # backward errors: residuals relative to |A| |solution| + |right-hand side|
+    size = float(np.abs(A_b).max(initial=0.0))
+    tol_p = 1e-12 * max(1.0, float(np.abs(rhs).max(initial=0.0)),
+                        size * float(np.abs(xb).max(initial=0.0)))
+    tol_d = 1e-12 * max(1.0, float(np.abs(r).max(initial=0.0)),
+                        size * float(np.abs(y).max(initial=0.0)))
+    if (not np.all(np.isfinite(xb)) or not np.all(np.isfinite(y))
+            or np.abs(A_b @ xb - rhs).max() > tol_p or np.abs(A_b.T @ y - r[supp]).max() > tol_d
+            or xb.min(initial=0.0) < -1e-12 * max(1.0, float(xb.max(initial=0.0)))):
+        return None
+    out = np.zeros(n)
+    out[supp] = np.maximum(xb, 0.0)
+    mu = np.zeros(K)
+    mu[J] = y[M.shape[0]:]
+    reduced = r - A_full.T @ y
+    others = np.setdiff1d(np.arange(K), J)
+    if (np.any(mu < 0.0) or reduced.max(initial=0.0) > 1e3 * tol_d
+            or (others.size and np.any(c.T[others] @ out > d[others]))):
+        return None
+    return out, mu
 
 
 def _failed_result(model, base: dict, status: str, message: str, shape=None) -> Result:
@@ -441,11 +502,18 @@ def solve_cmdp(model: TabularCMDP, *, solver: str = DEFAULT_LP_SOLVER,
                               "positive reward forever); use gamma < 1")
     if sol.status == "infeasible":
         return _infeasible_cmdp(model, data, d, solver, base)
-    xv = np.zeros((model.n_states, model.n_actions))
-    xv[keep] = sol.x.reshape(keep.size, model.n_actions)
-    pi, visited = _policy_from_occupancy(xv, _default_policy(model, sol.duals, unvisited))
-    ev = evaluate(model, pi)
-    res = Result(policy=pi, multipliers=sol.duals, lp_value=sol.value, lp_costs=c.T @ sol.x,
+    default = _default_policy(model, sol.duals, unvisited)
+    pi, xv, visited, ev = _lp_policy(model, keep, sol.x, default)
+    mult = sol.duals
+    polished = polish_vertex(M, c, r, b, d, sol.x, sol.duals) if sol.status == "optimal" \
+        else None
+    if polished is not None:
+        pi_p, xv_p, visited_p, ev_p = _lp_policy(model, keep, polished[0], default)
+        over, over_p = (float(np.max(np.asarray(e.costs) - d, initial=0.0)) for e in (ev, ev_p))
+        if over_p <= over and abs(ev_p.value - sol.value) <= check_tol * value_scale(model):
+            pi, xv, visited, ev = pi_p, xv_p, visited_p, ev_p
+            mult = polished[1]
+    res = Result(policy=pi, multipliers=mult, lp_value=sol.value, lp_costs=c.T @ sol.x,
                  occupancy=xv, visited=visited, v=ev.v, c=ev.c, solver=solver)
     return _recheck(res, ev, d, sol.status, check_tol * value_scale(model), "solve_cmdp",
                     "the exact evaluation")
