@@ -16,8 +16,16 @@ from . import __version__
 COMMANDS = ("evaluate", "verify", "ground_truth", "train", "reproduce", "report")
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line: what is wrong, and where help is
+    (argparse's default prints the whole usage first).  Subcommands inherit it."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="rcmdp",
         description="Exact solvers and verification tools for robust constrained MDPs.",
     )

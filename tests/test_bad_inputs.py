@@ -110,11 +110,22 @@ def test_good_seeds_of_every_kind():
     ["verify", "--episodes", "-5"],
     ["verify", "--hidden", "0"],
     ["evaluate", "--domain", "nav9"],
+    ["ground-truth", "--seed", "-1"],
+    ["ground-truth", "--out", ""],
+    ["train", "nav1", "pgx"],
+    ["train", "nav1", "pg", "--episodes", "0"],
+    ["train", "nav1", "pg", "--seed", "-1"],
+    ["reproduce", "--seeds", "0"],
+    ["reproduce", "--tests", "1C"],
+    ["report", "--out", "x"],
     ["nonsense"],
 ])
 def test_cli_bad_argument_is_one_line_and_exit_2(args):
+    """One line on stderr (the error and where help is, no usage block), exit status 2."""
     out = subprocess.run([sys.executable, "-m", "rcmdp_exact", *args], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 2
-    last = out.stderr.strip().splitlines()[-1]
-    assert "error:" in last and "Traceback" not in out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert "error:" in lines[0] and "--help" in lines[0]
+    assert args[-1] in lines[0] or "required" in lines[0] or args[-1] == ""

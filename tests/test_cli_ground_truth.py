@@ -223,16 +223,27 @@ def test_existing_output_files_need_force(tmp_path, capsys, monkeypatch):
     assert main(["ground-truth", "--domain", "nav2", "--out", str(out), "--force"]) == 0
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
-                    reason="needs a folder this user cannot write")
-def test_unwritable_output_folder_is_refused(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(command, "ground_truth_table",
-                        lambda *a, **k: pytest.fail("work started before the checks"))
+@pytest.fixture
+def unwritable_folder(tmp_path):
+    """A folder this process cannot write into: a read-only folder of its own, or, for
+    root (who may write into any folder of a writable file system), /proc/sys, which
+    the kernel keeps read-only."""
+    if os.name == "posix" and os.geteuid() == 0:
+        for candidate in ("/proc/sys", "/sys/fs"):
+            if os.path.isdir(candidate) and not os.access(candidate, os.W_OK):
+                yield candidate
+                return
+        pytest.skip("running as root with no read-only folder to write into")
     locked = tmp_path / "locked"
     locked.mkdir()
     locked.chmod(0o500)
-    try:
-        assert exit_code(["ground-truth", "--out", str(locked / "gt")]) == 2
-        assert "not writable" in capsys.readouterr().err
-    finally:
-        locked.chmod(0o700)
+    yield str(locked)
+    locked.chmod(0o700)
+
+
+def test_unwritable_output_folder_is_refused(unwritable_folder, capsys, monkeypatch):
+    monkeypatch.setattr(command, "ground_truth_table",
+                        lambda *a, **k: pytest.fail("work started before the checks"))
+    assert exit_code(["ground-truth", "--out", os.path.join(unwritable_folder, "gt")]) == 2
+    err = capsys.readouterr().err
+    assert "not writable" in err and unwritable_folder in err

@@ -46,7 +46,6 @@ def test_output_file_and_bracket(tmp_path, capsys, monkeypatch):
     tests live with the ground truth)."""
     import rcmdp_exact.ground_truth as gt
     from rcmdp_exact import Result
-
     from rcmdp_exact.names import BRACKET_BOXES
 
     calls = []
