@@ -5,8 +5,9 @@
   ``model.replace(P=P)`` (rebuilds and revalidates the whole model) and a fresh
   ``TabularCMDP(...)``; the reference is ``np.array(P)``, the copy any swap must make.
 * The L1 worst case of one row (n = 5, 25, 100): ``worst_case_l1(p_hat, z, alpha)`` on
-  1-D arrays, beside the same algorithm written inline in plain numpy on the same
-  arrays (argsort, cumulative sum, one crossing), and the batched call on one row.
+  1-D arrays, validated and with ``check=False`` (the trusted path), beside the same
+  algorithm written inline in plain numpy on the same arrays (argsort, cumulative sum,
+  one crossing), and the batched call on one row.
 
 Prints microseconds per call (median of --repeats rounds of --number calls each) and
 the ratio to the plain-numpy reference.  ``--json PATH`` also writes the numbers.
@@ -73,12 +74,13 @@ def bench_row(number, repeats, n, seed=0):
     z = rng.normal(size=n)
     ref = per_call(lambda: plain_worst_case(p, z, 0.5), number, repeats)
     ours = per_call(lambda: rx.worst_case_l1(p, z, 0.5), number, repeats)
+    trusted = per_call(lambda: rx.worst_case_l1(p, z, 0.5, check=False), number, repeats)
     batched = per_call(lambda: rx.worst_case_l1(p[None], z[None], np.array([0.5])), number,
                        repeats)
     a = rx.worst_case_l1(p, z, 0.5)
     _, v = plain_worst_case(p, z, 0.5)
     assert abs(a.value - v) <= 1e-12 * max(1.0, abs(v))
-    return ref, ours, batched
+    return ref, ours, trusted, batched
 
 
 def main(argv=None):
@@ -96,11 +98,13 @@ def main(argv=None):
         out["swap"][name] = t
     print()
     print("L1 worst case of one row (alpha = 0.5)")
-    print(f"{'n':>4s} {'plain numpy':>12s} {'ours 1-D':>9s} {'ratio':>6s} {'batched':>9s}")
+    print(f"{'n':>4s} {'plain numpy':>12s} {'ours 1-D':>9s} {'ratio':>6s} "
+          f"{'check=False':>12s} {'ratio':>6s} {'batched':>9s}")
     for n in (5, 25, 100):
-        ref, ours, batched = bench_row(args.number, args.repeats, n)
-        print(f"{n:4d} {ref:12.1f} {ours:9.1f} {ours / ref:6.2f} {batched:9.1f}")
-        out["row"][n] = {"plain": ref, "ours": ours, "batched": batched}
+        ref, ours, trusted, batched = bench_row(args.number, args.repeats, n)
+        print(f"{n:4d} {ref:12.1f} {ours:9.1f} {ours / ref:6.2f} {trusted:12.1f} "
+              f"{trusted / ref:6.2f} {batched:9.1f}")
+        out["row"][n] = {"plain": ref, "ours": ours, "trusted": trusted, "batched": batched}
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=2)

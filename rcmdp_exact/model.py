@@ -593,29 +593,27 @@ class TabularCMDP:
         return self._C is not None
 
     # ----------------------------------------------------------------- derived
+    def _expected(self, key: str, per_pair, per_transition, subscripts: str) -> np.ndarray:
+        """E_{s'~P}[X(s, a, s')] (cached, read-only, zero in terminal states) of a reward
+        or cost given per pair or per transition."""
+        if key not in self._cache:
+            if per_transition is None:
+                x = per_pair.copy()
+            else:
+                x = np.einsum(subscripts, self._P, per_transition)
+            x[self._terminal] = 0.0
+            self._cache[key] = readonly(x)
+        return self._cache[key]
+
     @property
     def r(self) -> np.ndarray:
         """Expected reward r(s, a) (S, A); zero in terminal states."""
-        if "r" not in self._cache:
-            if self._R is None:
-                r = self._R_sa.copy()
-            else:
-                r = np.einsum("ijk,ijk->ij", self._P, self._R)
-            r[self._terminal] = 0.0
-            self._cache["r"] = readonly(r)
-        return self._cache["r"]
+        return self._expected("r", self._R_sa, self._R, "ijk,ijk->ij")
 
     @property
     def c(self) -> np.ndarray:
         """Expected costs c(s, a, k) (S, A, K); zero in terminal states."""
-        if "c" not in self._cache:
-            if self._C is None:
-                c = self._C_sa.copy()
-            else:
-                c = np.einsum("ijk,ijkl->ijl", self._P, self._C)
-            c[self._terminal] = 0.0
-            self._cache["c"] = readonly(c)
-        return self._cache["c"]
+        return self._expected("c", self._C_sa, self._C, "ijk,ijkl->ijl")
 
     # ----------------------------------------------------------------- constructors
     @classmethod
