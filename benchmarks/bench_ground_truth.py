@@ -65,8 +65,8 @@ def small_case(seed: int):
     safe = robust_value_iteration(total, ball, method="policy_iteration",
                                   progress=False).policy
     free = robust_value_iteration(m, ball, method="policy_iteration", progress=False).policy
-    c_safe = robust_evaluate(m, safe, ball).cost_worst
-    c_free = robust_evaluate(m, free, ball).cost_worst
+    c_safe = robust_evaluate(m, safe, ball).costs_worst
+    c_free = robust_evaluate(m, free, ball).costs_worst
     slack = 0.02 * np.abs(m.c).max() / (1 - gamma)
     d = np.maximum(c_safe + slack, (1 - frac) * c_safe + frac * c_free)
     return m.replace(d=d), ball
@@ -81,8 +81,8 @@ def garnet_case(seed: int, S: int, A: int, K: int):
     safe = robust_value_iteration(total, ball, method="policy_iteration",
                                   progress=False).policy
     free = robust_value_iteration(m, ball, method="policy_iteration", progress=False).policy
-    c_safe = robust_evaluate(m, safe, ball).cost_worst
-    c_free = robust_evaluate(m, free, ball).cost_worst
+    c_safe = robust_evaluate(m, safe, ball).costs_worst
+    c_free = robust_evaluate(m, free, ball).costs_worst
     d = np.maximum(c_safe + 0.02 * np.abs(m.c).max() / 0.1, 0.5 * (c_safe + c_free))
     return m.replace(d=d), ball
 
@@ -92,7 +92,7 @@ def robust_numbers(model, ball, policy):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = robust_evaluate(model, policy, ball, tol=1e-12)
-    return float(res.value), np.asarray(res.cost_worst)
+    return float(res.value), np.asarray(res.costs_worst)
 
 
 def reference_search(model, ball, seed: int = 0, n_random: int = 100, n_climb: int = 150,

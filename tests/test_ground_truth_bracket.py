@@ -16,7 +16,15 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 from scipy.optimize import linprog
-from test_ground_truth import cmdps, constant_cost_model, policy_values, scale, scaled, vi
+from test_ground_truth import (
+    cmdps,
+    constant_cost_model,
+    dual_function,
+    policy_values,
+    scale,
+    scaled,
+    vi,
+)
 
 from rcmdp_exact import InputError, OptionError, TabularCMDP, robust_evaluate
 from rcmdp_exact.domains import garnet
@@ -157,6 +165,8 @@ def test_bracket_equals_the_lp_optimum_at_alpha_zero_when_budgets_bind(seed):
     v, C = policy_values(model.P, model.r, model.c, model.gamma, lp.policy)
     assert np.all(model.p0 @ C <= model.d + 1e-13 * scale(model))
     assert abs(model.p0 @ v - lp.value) <= 1e-12 * scale(model)
+    # the multipliers are exact duals: D(mu) = max_pi [V - mu.(C - d)] by value iteration
+    assert abs(dual_function(model, lp.multipliers) - lp.value) <= 1e-10 * scale(model)
     assert abs(res.lower - lp.value) <= 1e-8
     assert abs(res.upper - lp.value) <= 1e-8
 

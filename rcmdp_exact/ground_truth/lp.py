@@ -288,10 +288,12 @@ def polish_vertex(M, c: np.ndarray, r: np.ndarray, b: np.ndarray, d: np.ndarray,
                M_B^\top v + c_{J,B}\,\mu_J = r_B
 
     (primal feasibility and complementary slackness), by dense least squares.  Returns
-    ``(x, mu)`` (mu (K,), zero off J) when both systems are consistent (backward errors
-    below 1e-12), x >= 0 meets the other cost rows, mu >= 0, and the reduced costs
-    :math:`r - M^\top v - c\,\mu` are at most 1e-9 of the data (the basis is optimal);
-    None otherwise (the caller keeps the solver's answer).
+    ``(x, mu)``: ``x`` when the support has full column rank (a basis), the system is
+    consistent (backward error below 1e-12), x >= 0 and it meets the other cost rows,
+    else None; ``mu`` (K,), zero off J, when moreover the dual system is consistent,
+    mu >= 0 and the reduced costs :math:`r - M^\top v - c\,\mu` are at most 1e-9 of the
+    data (then x and mu are optimal by complementary slackness), else None.  The caller
+    keeps the solver's answer for what is None.
     """
     n, K = x.size, c.shape[1]
     if n > 4000:  # dense solves of the active set; large LPs keep the solver's answer
@@ -301,27 +303,27 @@ def polish_vertex(M, c: np.ndarray, r: np.ndarray, b: np.ndarray, d: np.ndarray,
     A_full = np.vstack([M.toarray() if sp.issparse(M) else np.asarray(M), c.T[J]])
     A_b = A_full[:, supp]
     rhs = np.concatenate([b, d[J]])
-    xb = np.linalg.lstsq(A_b, rhs, rcond=None)[0]
-    y = np.linalg.lstsq(A_b.T, r[supp], rcond=None)[0]
-    # backward errors: residuals relative to |A| |solution| + |right-hand side|
+    xb, _, rank, _ = np.linalg.lstsq(A_b, rhs, rcond=None)
     size = float(np.abs(A_b).max(initial=0.0))
+    # backward errors: residuals relative to |A| |solution| + |right-hand side|
     tol_p = 1e-12 * max(1.0, float(np.abs(rhs).max(initial=0.0)),
                         size * float(np.abs(xb).max(initial=0.0)))
-    tol_d = 1e-12 * max(1.0, float(np.abs(r).max(initial=0.0)),
-                        size * float(np.abs(y).max(initial=0.0)))
-    if (not np.all(np.isfinite(xb)) or not np.all(np.isfinite(y))
-            or np.abs(A_b @ xb - rhs).max() > tol_p or np.abs(A_b.T @ y - r[supp]).max() > tol_d
-            or xb.min(initial=0.0) < -1e-12 * max(1.0, float(xb.max(initial=0.0)))):
-        return None
+    others = np.setdiff1d(np.arange(K), J)
     out = np.zeros(n)
     out[supp] = np.maximum(xb, 0.0)
+    if (rank < A_b.shape[1]  # not a basis: the active set does not fix the point
+            or not np.all(np.isfinite(xb)) or np.abs(A_b @ xb - rhs).max() > tol_p
+            or xb.min(initial=0.0) < -1e-12 * max(1.0, float(xb.max(initial=0.0)))
+            or (others.size and np.any(c.T[others] @ out > d[others]))):
+        return None, None
+    y = np.linalg.lstsq(A_b.T, r[supp], rcond=None)[0]
+    tol_d = 1e-12 * max(1.0, float(np.abs(r).max(initial=0.0)),
+                        size * float(np.abs(y).max(initial=0.0)))
     mu = np.zeros(K)
     mu[J] = y[M.shape[0]:]
-    reduced = r - A_full.T @ y
-    others = np.setdiff1d(np.arange(K), J)
-    if (np.any(mu < 0.0) or reduced.max(initial=0.0) > 1e3 * tol_d
-            or (others.size and np.any(c.T[others] @ out > d[others]))):
-        return None
+    if (not np.all(np.isfinite(y)) or np.abs(A_b.T @ y - r[supp]).max() > tol_d
+            or np.any(mu < 0.0) or (r - A_full.T @ y).max(initial=0.0) > 1e3 * tol_d):
+        return out, None  # the point is polished; its duals are not certified here
     return out, mu
 
 
@@ -505,14 +507,14 @@ def solve_cmdp(model: TabularCMDP, *, solver: str = DEFAULT_LP_SOLVER,
     default = _default_policy(model, sol.duals, unvisited)
     pi, xv, visited, ev = _lp_policy(model, keep, sol.x, default)
     mult = sol.duals
-    polished = polish_vertex(M, c, r, b, d, sol.x, sol.duals) if sol.status == "optimal" \
-        else None
-    if polished is not None:
-        pi_p, xv_p, visited_p, ev_p = _lp_policy(model, keep, polished[0], default)
+    x_pol, mu_pol = polish_vertex(M, c, r, b, d, sol.x, sol.duals) \
+        if sol.status == "optimal" else (None, None)
+    if x_pol is not None:
+        pi_p, xv_p, visited_p, ev_p = _lp_policy(model, keep, x_pol, default)
         over, over_p = (float(np.max(np.asarray(e.costs) - d, initial=0.0)) for e in (ev, ev_p))
         if over_p <= over and abs(ev_p.value - sol.value) <= check_tol * value_scale(model):
             pi, xv, visited, ev = pi_p, xv_p, visited_p, ev_p
-            mult = polished[1]
+            mult = sol.duals if mu_pol is None else mu_pol
     res = Result(policy=pi, multipliers=mult, lp_value=sol.value, lp_costs=c.T @ sol.x,
                  occupancy=xv, visited=visited, v=ev.v, c=ev.c, solver=solver)
     return _recheck(res, ev, d, sol.status, check_tol * value_scale(model), "solve_cmdp",

@@ -1,0 +1,121 @@
+"""Whole-command timings: what a user waits for, from process start to exit.
+
+Each command runs in a fresh process (interpreter start-up and imports included), once as
+a warm-up and then ``--runs`` times; the script prints the minimum, median and maximum of
+the wall clock and of the CPU time of the process and its children.
+
+Sections (``--section``, default all):
+
+* ``refusals``: bad arguments that must be refused before any work starts (the time of
+  the one-line error), one per subcommand.
+* ``evaluate``: ``rcmdp evaluate`` (all three domains).
+* ``verify``: ``rcmdp verify``.
+* ``ground-truth``: ``rcmdp ground-truth --no-progress`` (all three domains, into a
+  temporary folder).
+* ``notebooks``: each tutorial of ``notebooks/`` run as a script (``MPLBACKEND=Agg``).
+
+    python benchmarks/bench_commands.py [--section refusals] [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RCMDP = [sys.executable, "-m", "rcmdp_exact"]
+REFUSALS = [
+    ["ground-truth", "--seed", "-1"],
+    ["verify", "--random", "-1"],
+    ["train", "nav1", "ppo"],
+    ["reproduce", "--tests", "foo"],
+    ["evaluate", "--domain", "nav9"],
+    ["report", "--db", "missing.sqlite", "--out", "x"],
+]
+SECTIONS = ("refusals", "evaluate", "verify", "ground-truth", "notebooks")
+
+
+def run_once(cmd: list[str], cwd: Path, env: dict) -> tuple[float, float, int]:
+    """Wall and CPU seconds (process and children) of one run, and its exit status."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL, check=False)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done.returncode
+
+
+def measure(label: str, cmd: list[str], runs: int, cwd: Path = ROOT, env=None) -> dict:
+    env = dict(os.environ, **(env or {}))
+    run_once(cmd, cwd, env)  # warm-up (file caches, numba's cache)
+    walls, cpus, codes = [], [], set()
+    for _ in range(runs):
+        wall, cpu, code = run_once(cmd, cwd, env)
+        walls.append(wall)
+        cpus.append(cpu)
+        codes.add(code)
+    row = {"label": label, "runs": runs, "exit": sorted(codes),
+           "wall": (min(walls), statistics.median(walls), max(walls)),
+           "cpu": (min(cpus), statistics.median(cpus), max(cpus))}
+    w, c = row["wall"], row["cpu"]
+    print(f"{label:58s} {w[0]:7.3f} {w[1]:7.3f} {w[2]:7.3f}   {c[1]:7.3f}   "
+          f"{','.join(map(str, row['exit'])):>4s}", flush=True)
+    return row
+
+
+def header(title: str, runs: int) -> None:
+    print(f"\n{title} (wall s: min / median / max of {runs} runs after a warm-up; "
+          f"CPU s: median)")
+    print(f"{'command':58s} {'min':>7s} {'median':>7s} {'max':>7s}   {'CPU':>7s}   exit")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--section", choices=SECTIONS, action="append",
+                        help="a section to run (repeat for several; default: all)")
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args(argv)
+    sections = args.section or list(SECTIONS)
+    load = os.getloadavg()[0]
+    print(f"{os.cpu_count()} CPUs, load average {load:.2f}, Python "
+          f"{sys.version.split()[0]}")
+    if "refusals" in sections:
+        header("Refused arguments", args.runs)
+        for bad in REFUSALS:
+            measure("rcmdp " + " ".join(bad), RCMDP + bad, args.runs)
+    if "evaluate" in sections:
+        header("rcmdp evaluate", args.runs)
+        measure("rcmdp evaluate", [*RCMDP, "evaluate"], args.runs)
+    if "verify" in sections:
+        header("rcmdp verify", args.runs)
+        measure("rcmdp verify", [*RCMDP, "verify"], args.runs)
+    if "ground-truth" in sections:
+        header("rcmdp ground-truth", args.runs)
+        out = Path(tempfile.mkdtemp(prefix="bench-gt-"))
+        try:
+            measure("rcmdp ground-truth --no-progress --force --out TMP",
+                    [*RCMDP, "ground-truth", "--no-progress", "--force", "--out", str(out)],
+                    args.runs)
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+    if "notebooks" in sections:
+        header("Tutorials as scripts", args.runs)
+        for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py")):
+            measure(f"python {nb.name}", [sys.executable, nb.name], args.runs,
+                    cwd=nb.parent, env={"MPLBACKEND": "Agg"})
+    print(f"\nload average after: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
