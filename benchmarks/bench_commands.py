@@ -13,6 +13,8 @@ Sections (``--section``, default all):
 * ``ground-truth``: ``rcmdp ground-truth --no-progress`` (all three domains, into a
   temporary folder).
 * ``notebooks``: each tutorial of ``notebooks/`` run as a script (``MPLBACKEND=Agg``).
+* ``quickstart``: the Python of ``docs/quickstart.md`` (its code blocks, in order, as one
+  script) and the ``rcmdp train`` command of its step 5.
 
     python benchmarks/bench_commands.py [--section refusals] [--runs 5]
 """
@@ -40,7 +42,9 @@ REFUSALS = [
     ["evaluate", "--domain", "nav9"],
     ["report", "--db", "missing.sqlite", "--out", "x"],
 ]
-SECTIONS = ("refusals", "evaluate", "verify", "ground-truth", "notebooks")
+SECTIONS = ("refusals", "evaluate", "verify", "ground-truth", "notebooks", "quickstart")
+TRAIN = ["train", "inventory", "cpg", "--gradient", "exact", "--entropy", "0",
+         "--train-on", "true", "--no-progress"]
 
 
 def run_once(cmd: list[str], cwd: Path, env: dict) -> tuple[float, float, int]:
@@ -113,6 +117,17 @@ def main(argv=None) -> int:
         for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py")):
             measure(f"python {nb.name}", [sys.executable, nb.name], args.runs,
                     cwd=nb.parent, env={"MPLBACKEND": "Agg"})
+    if "quickstart" in sections:
+        header("Quickstart", args.runs)
+        text = (ROOT / "docs" / "quickstart.md").read_text("utf-8")
+        code = "\n".join(b.split("\n", 1)[1] for b in text.split("```")[1::2]
+                         if b.startswith("python\n"))
+        with tempfile.TemporaryDirectory() as tmp:
+            script = Path(tmp) / "quickstart.py"
+            script.write_text(code)
+            measure("python (the code blocks of docs/quickstart.md)",
+                    [sys.executable, str(script)], args.runs, cwd=Path(tmp))
+        measure("rcmdp " + " ".join(TRAIN), RCMDP + TRAIN, args.runs)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -18,8 +18,14 @@ Sections (``--section``, default all):
 * ``domains``: the bracket on the estimated balls of the paper's three domains (seed 0,
   the paper's episodes), with the budget of the ground-truth table and with the
   default budget.
+* ``alpha0``: at alpha = 0 the bracket must equal the CMDP optimum: dense random models
+  with binding budgets (the generator of the tests, ``dense_binding_case``), rewards and
+  costs of magnitude 1 or 10 (``--magnitudes``), K = 1..3, gamma up to 0.99; the largest
+  differences between the bracket and the LP, the LP policy's largest budget excess by
+  an exact dense evaluation, and the status agreement.
 
     python benchmarks/bench_ground_truth.py [--section gaps] [--cases N] [--repeats N]
+    python benchmarks/bench_ground_truth.py --section alpha0 --cases 1500 [--magnitudes 1,10]
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from rcmdp_exact.domains import ESTIMATION_EPISODES, PAPER_DOMAINS, garnet, pape
 from rcmdp_exact.ground_truth import solve_cmdp, solve_cmdp_finite_horizon
 from rcmdp_exact.uncertainty import l1_ball
 
-SECTIONS = ("pipeline", "lp", "gaps", "garnets", "domains")
+SECTIONS = ("pipeline", "lp", "gaps", "garnets", "domains", "alpha0")
 
 
 def best_of(f, repeats: int) -> float:
@@ -237,6 +243,60 @@ def section_lp(repeats: int) -> None:
               f"{abs(res['THIGHS'].value - res['TCLARABEL'].value):14.2e}")
 
 
+def dense_binding_case(seed: int, magnitudes=(1.0, 10.0)):
+    """A dense random CMDP with binding budgets (as in the tests): S in 2..5, A in 2..3,
+    K in 1..3, gamma in {0.5, 0.9, 0.95, 0.99}, p0 a point mass or random, budgets at
+    95-100% of a random stochastic policy's costs."""
+    from rcmdp_exact import TabularCMDP, evaluate
+
+    rng = np.random.default_rng(seed)
+    S, A, K = int(rng.integers(2, 6)), int(rng.integers(2, 4)), int(rng.integers(1, 4))
+    gamma = float(rng.choice([0.5, 0.9, 0.95, 0.99]))
+    mag = float(rng.choice(list(magnitudes)))
+    P = rng.dirichlet(np.full(S, rng.choice([0.2, 1.0])), size=(S, A))
+    r = mag * rng.uniform(-1, 1, size=(S, A))
+    c = mag * rng.uniform(0, 1, size=(S, A, K))
+    p0 = np.eye(S)[0] if rng.random() < 0.5 else rng.dirichlet(np.ones(S))
+    pi = rng.dirichlet(np.ones(A), size=S)
+    m = TabularCMDP(P, r, c, d=np.full(K, 1e9), gamma=gamma, p0=p0)
+    return m.replace(d=np.asarray(evaluate(m, pi).costs) * rng.uniform(0.95, 1.0, K))
+
+
+def section_alpha0(cases: int, magnitudes) -> None:
+    quick = {"variants": (), "progress": False, "time_limit": 2.0, "max_boxes": 400}
+    worst = {"lower": 0.0, "upper": 0.0, "excess": -np.inf}
+    rel, n_opt, n_inf, mismatch, t0 = 0.0, 0, 0, [], time.perf_counter()
+    off = []  # seeds where a side of the bracket is more than 1e-8 from the LP optimum
+    for seed in range(cases):
+        m = dense_binding_case(seed, magnitudes)
+        lp = solve_cmdp(m)
+        br = rcmdp_bracket(m, l1_ball(m, 0.0, support="all"), **quick)
+        if lp.status != "optimal":
+            n_inf += 1
+            if not (lp.status == "infeasible" and br.status == "infeasible"):
+                mismatch.append((seed, lp.status, br.status))
+            continue
+        n_opt += 1
+        P_pi = np.einsum("sa,sat->st", lp.policy, m.P)
+        c_pi = np.einsum("sa,sak->sk", lp.policy, m.c)
+        costs = m.p0 @ np.linalg.solve(np.eye(m.n_states) - m.gamma * P_pi, c_pi)
+        if max(abs(br.lower - lp.value), abs(br.upper - lp.value)) > 1e-8:
+            off.append(seed)
+        worst["lower"] = max(worst["lower"], abs(br.lower - lp.value))
+        worst["upper"] = max(worst["upper"], abs(br.upper - lp.value))
+        worst["excess"] = max(worst["excess"], float(np.max(costs - m.d)))
+        scale = max(1.0, np.abs(m.r).max(), np.abs(m.c).max()) / (1 - m.gamma)
+        rel = max(rel, max(abs(br.lower - lp.value), abs(br.upper - lp.value)) / scale)
+    print(f"alpha = 0 on {cases} dense random CMDPs with binding budgets, magnitudes "
+          f"{', '.join(map(str, magnitudes))} ({time.perf_counter() - t0:.0f} s)")
+    print(f"  LP optimal: {n_opt}; LP infeasible: {n_inf}, status mismatches: {len(mismatch)} "
+          f"{mismatch[:5]}")
+    print(f"  largest |lower - LP| {worst['lower']:.3g}, |upper - LP| {worst['upper']:.3g}, "
+          f"as a share of the value scale {rel:.3g}")
+    print(f"  models with a side more than 1e-8 from the LP optimum: {len(off)} {off[:8]}")
+    print(f"  largest budget excess of the LP policy (dense evaluation): {worst['excess']:.3g}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--section", choices=SECTIONS, action="append",
@@ -245,6 +305,8 @@ def main() -> None:
     ap.add_argument("--cases", type=int, default=40, help="random models of the gaps")
     ap.add_argument("--no-reference", action="store_true",
                     help="gaps: skip the independent search for feasible policies")
+    ap.add_argument("--magnitudes", default="1,10",
+                    help="alpha0: magnitudes of rewards and costs, comma-separated")
     args = ap.parse_args()
     for sec in args.section or SECTIONS:
         if sec == "pipeline":
@@ -260,6 +322,8 @@ def main() -> None:
                      for i in range(5)]
             section_gaps(cases, False, "rcmdp_bracket (default arguments) on Garnets, "
                          "S = 6 and 10, A = 3, K = 1 and 2")
+        elif sec == "alpha0":
+            section_alpha0(args.cases, tuple(float(x) for x in args.magnitudes.split(",")))
         else:
             section_domains()
         print()
