@@ -274,9 +274,13 @@ def test_reproduce_quick_writes_the_outputs_and_report_rebuilds_them(tmp_path, c
     assert summary.computed == 0 and summary.stored_before == summary.total == 47
 
     again = tmp_path / "again"
-    assert main(["report", "--db", str(db), "--out", str(again)]) == 0
+    capsys.readouterr()
+    assert main(["report", "--db", str(db), "--out", str(again), "--progress"]) == 0
     for name in ("table1.csv", "table1.md", "report.md"):
         assert (again / name).read_bytes() == (out / name).read_bytes()
+    # the bar advances over every output: two tables, eight figures, the report
+    err = capsys.readouterr().err
+    assert "rcmdp report" in err and "11/11" in err
 
 
 def test_reproduce_with_the_learners(tmp_path, capsys):

@@ -210,3 +210,29 @@ def test_single_sample_fast_path_equals_per_sample_path(case, data):
     slow = net._per_sample(cache, g[:, None, :], None)[0, 0]
     np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-14)
     np.testing.assert_array_equal(net.grad_log_softmax(x[:1], np.array([y]))[0], fast)
+
+
+def test_adam_flushes_subnormal_moments_in_both_implementations():
+    """A gradient that stays 0 decays the first moment by 0.9 a step: without a flush it
+    would reach the smallest subnormal and stay there (0.9 times it rounds back to it),
+    which makes every later step slow on some CPUs.  The numpy Adam and the compiled one
+    of the learners flush moments below the smallest normal float to zero, step for step
+    the same bits."""
+    from rcmdp_exact.learners.loop import _adam
+
+    tiny = np.finfo(np.float64).tiny
+    assert 0.9 * (5e-324) == 5e-324  # the trap: the smallest subnormal is a fixed point
+    g = np.array([1.0, 1e-200, 0.0, 3.0])
+    opt = Adam(4, lr=1e-3)
+    p_np = np.zeros(4)
+    p_nb, m, v = np.zeros(4), np.zeros(4), np.zeros(4)
+    for t in range(1, 8001):
+        grad = g if t == 1 else np.where(np.arange(4) == 3, g, 0.0)
+        p_np = opt.step(p_np, grad)
+        _adam(p_nb, grad, m, v, t, 1e-3, opt.beta1, opt.beta2, opt.eps, 1.0)
+        for arr in (opt.m, opt.v, m, v):
+            assert not np.any((arr != 0.0) & (np.abs(arr) < tiny)), t
+    np.testing.assert_array_equal(opt.m, m)
+    np.testing.assert_array_equal(opt.v, v)
+    np.testing.assert_array_equal(p_np, p_nb)
+    assert opt.m[0] == 0.0 and opt.m[1] == 0.0 and opt.v[1] == 0.0  # flushed, not stuck

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._args import comma_list
+from ._args import add_progress, comma_list, progress_enabled
 
 NAME = "report"
 HELP = "rebuild Table 1, the figures and the report from a results database"
@@ -23,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="folder for report.md, table1.md, table1.csv and the figures")
     parser.add_argument("--tests", type=comma_list(TESTS, "tests"), default=None,
                         help="comma-separated tests (default: those the sweeps asked for)")
+    add_progress(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             parser.error(f"--db {str(db)!r} is not a results database of this version of "
                          f"rcmdp reproduce")
         tests = args.tests if args.tests is not None else store.requested_tests()
-        rep = write_report(store, out, tests=tests)
+        rep = write_report(store, out, tests=tests, progress=progress_enabled(args))
     for p in rep.paths:
         print(f"wrote {p}")
     return 0

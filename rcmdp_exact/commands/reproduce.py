@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             if client is not None:
                 client.close()
-        rep = write_report(store, out, tests=store.requested_tests())
+        rep = write_report(store, out, tests=store.requested_tests(), progress=progress)
     print(f"{summary.computed} jobs computed, {summary.stored_before} already stored "
           f"({summary.total} in the plan), {summary.seconds:.1f} s; results in {db}")
     for p in rep.paths:

@@ -219,18 +219,28 @@ def training_figure(store, domain: str, path, *, config: str | None = None):
     return Path(path)
 
 
-def all_figures(store, out_dir, *, tests=TESTS, mode: str = "greedy") -> list[Path]:
-    """Every test and training figure that the store has data for, into ``out_dir``."""
+def figure_names(tests=TESTS) -> list[str]:
+    """The figures :func:`all_figures` draws for ``tests``, in order (each is written when
+    the store has data for it)."""
+    return ([f"test_{t}" for t in TESTS if t in tests]
+            + [f"training_{d}" for d in dict.fromkeys(DOMAIN_OF_TEST[t] for t in TESTS
+                                                     if t in tests)])
+
+
+def all_figures(store, out_dir, *, tests=TESTS, mode: str = "greedy", bar=None) -> list[Path]:
+    """Every test and training figure that the store has data for, into ``out_dir``;
+    ``bar`` (a progress bar), when given, advances by one per figure."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for t in TESTS:
-        if t in tests:
-            p = test_figure(store, t, out / f"test_{t}.png", mode=mode)
-            if p is not None:
-                paths.append(p)
-    for d in dict.fromkeys(DOMAIN_OF_TEST[t] for t in TESTS if t in tests):
-        p = training_figure(store, d, out / f"training_{d}.png")
+    for name in figure_names(tests):
+        kind, what = name.split("_", 1)
+        if kind == "test":
+            p = test_figure(store, what, out / f"{name}.png", mode=mode)
+        else:
+            p = training_figure(store, what, out / f"{name}.png")
         if p is not None:
             paths.append(p)
+        if bar is not None:
+            bar.update(1)
     return paths

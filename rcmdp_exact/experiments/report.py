@@ -18,12 +18,14 @@ import json
 import math
 from pathlib import Path
 
+from .._progress import tqdm
 from .._result import Result
 from .spec import ALGORITHMS, OPTION_NOTES, OPTIONS, TESTS
 from .table1 import (
     ALGORITHM_LABELS,
     PAPER_RUNS,
     TEST_LABELS,
+    config_of,
     run_groups,
     table1,
     table1_csv,
@@ -151,8 +153,6 @@ def _configs_md(store, configs, rows) -> list[str]:
 
 
 def _cfg(run) -> str:
-    from .table1 import config_of
-
     return config_of(run["spec"])
 
 
@@ -197,45 +197,49 @@ def _training_md(store) -> list[str]:
 
 
 def write_report(store, out_dir, *, tests=TESTS, algorithms=ALGORITHMS,
-                 figures: bool = True) -> Result:
+                 figures: bool = True, progress: bool = False) -> Result:
     """Write ``table1.csv``, ``table1.md``, ``report.md`` and the figures.
+
+    ``progress``: a bar over the outputs (the tables, each figure, the report).
 
     Returns
     -------
     Result
         ``paths`` (written files) and ``rows`` (the table).
     """
-    from .figures import all_figures
+    from .figures import all_figures, figure_names  # matplotlib, where it is used
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    rows = table1(store, tests=tests, algorithms=algorithms)
-    paths = []
-    p = out / "table1.csv"
-    p.write_text(table1_csv(rows), encoding="utf-8")
-    paths.append(p)
-    _, configs = run_groups(store, tests, algorithms)
-    from .table1 import config_of
-
-    configs = {config_of(s): s for s in configs.values()}
-    md = ["# Table 1: penalised return on the tests, ours beside the paper's", ""]
-    for cfg in sorted(configs):
-        for mode in ("greedy", "stochastic", "sampled"):
-            if any(r["mode"] == mode and r["config"] == cfg for r in rows):
-                md += [f"## Configuration `{cfg}`, {mode}: {_MODE_TEXT[mode]}", "",
-                       format_table1_md(rows, mode, cfg)]
-    md += ["Cells: mean ± standard error over seeds (std with ddof 0 / sqrt(n), our "
-           "reading of the paper's ±). Bound: the exact maximum of this metric for any "
-           "agent; CMDP opt.: the T-step CMDP optimum of each setting; RCMDP lower: the "
-           "bracket's lower policy (see report.md).", ""]
-    p = out / "table1.md"
-    p.write_text("\n".join(md), encoding="utf-8")
-    paths.append(p)
-    figs = all_figures(store, out, tests=tests) if figures else []
-    paths += figs
-    p = out / "report.md"
-    p.write_text(_report_md(store, rows, configs, figs), encoding="utf-8")
-    paths.append(p)
+    n_figs = len(figure_names(tests)) if figures else 0
+    with tqdm(total=3 + n_figs, desc="rcmdp report", unit="output",
+              disable=not progress) as bar:
+        rows = table1(store, tests=tests, algorithms=algorithms)
+        paths = [out / "table1.csv"]
+        paths[0].write_text(table1_csv(rows), encoding="utf-8")
+        bar.update(1)
+        _, configs = run_groups(store, tests, algorithms)
+        configs = {config_of(s): s for s in configs.values()}
+        md = ["# Table 1: penalised return on the tests, ours beside the paper's", ""]
+        for cfg in sorted(configs):
+            for mode in ("greedy", "stochastic", "sampled"):
+                if any(r["mode"] == mode and r["config"] == cfg for r in rows):
+                    md += [f"## Configuration `{cfg}`, {mode}: {_MODE_TEXT[mode]}", "",
+                           format_table1_md(rows, mode, cfg)]
+        md += ["Cells: mean ± standard error over seeds (std with ddof 0 / sqrt(n), our "
+               "reading of the paper's ±). Bound: the exact maximum of this metric for any "
+               "agent; CMDP opt.: the T-step CMDP optimum of each setting; RCMDP lower: the "
+               "bracket's lower policy (see report.md).", ""]
+        p = out / "table1.md"
+        p.write_text("\n".join(md), encoding="utf-8")
+        paths.append(p)
+        bar.update(1)
+        figs = all_figures(store, out, tests=tests, bar=bar) if figures else []
+        paths += figs
+        p = out / "report.md"
+        p.write_text(_report_md(store, rows, configs, figs), encoding="utf-8")
+        paths.append(p)
+        bar.update(1)
     return Result(paths=paths, rows=rows)
 
 

@@ -145,16 +145,27 @@ def _backward_row_set(x, z, h, W2, g, nin, H, nout, grad):
     _backward_row(x, z, h, W2, g, nin, H, nout, grad)
 
 
+#: The smallest normal float64; Adam's moments below it are flushed to zero (FTZ).
+TINY = float(np.finfo(np.float64).tiny)
+
+
 @_jit
 def _adam(p, g, m, v, t, lr, b1, b2, eps, scale):
     """One Adam descent step in place on the gradient ``scale * g`` (the update of
-    :class:`rcmdp_exact.nn.Adam`)."""
+    :class:`rcmdp_exact.nn.Adam`, moments below the smallest normal float flushed to
+    zero: a parameter whose gradient stays 0 would otherwise keep a subnormal moment
+    forever, since 0.9 times the smallest subnormal rounds back to it, and subnormal
+    arithmetic is many times slower on some CPUs)."""
     bc1 = 1.0 - b1 ** float(t)
     bc2 = 1.0 - b2 ** float(t)
     for i in range(p.shape[0]):
         gi = scale * g[i]
         mi = b1 * m[i] + (1.0 - b1) * gi
         vi = b2 * v[i] + (1.0 - b2) * gi * gi
+        if abs(mi) < TINY:
+            mi = 0.0
+        if vi < TINY:
+            vi = 0.0
         m[i] = mi
         v[i] = vi
         p[i] = p[i] - lr * (mi / bc1) / (math.sqrt(vi / bc2) + eps)
