@@ -28,10 +28,10 @@ def silence_highs_banner() -> None:
         import highspy
     except ImportError:  # cvxpy without HiGHS: nothing to silence
         return
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):  # no real stdout (a captured stream)
-        fd = 1
+    # HiGHS writes with the C library, to file descriptor 1 whatever ``sys.stdout`` is:
+    # a Jupyter kernel's stream reports another descriptor (the terminal it replaced)
+    # while it captures descriptor 1 into the notebook.
+    fd = 1
     sys.stdout.flush()
     saved, null = os.dup(fd), os.open(os.devnull, os.O_WRONLY)
     try:
