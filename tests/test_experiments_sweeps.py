@@ -177,10 +177,19 @@ def _n_runs(db) -> int:
         return 0
 
 
+def _default_sigint() -> None:
+    """In the child before exec: Ctrl-C's default action, as in a terminal's foreground
+    job.  An ignored SIGINT is inherited across exec, and a shell ignores it in the
+    commands it starts in the background (``pytest ... &``, ``nohup``); Python then
+    installs no KeyboardInterrupt handler and the sweep would rightly ignore Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(cmd, db, sig, at_least: int) -> subprocess.CompletedProcess:
     """Start ``cmd`` in its own process group, send ``sig`` to the whole group (as a
     terminal's Ctrl-C does) once ``at_least`` runs are stored, wait for it."""
     proc = subprocess.Popen(cmd, env=_env(0.3), start_new_session=True,
+                            preexec_fn=_default_sigint,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
