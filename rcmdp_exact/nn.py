@@ -63,8 +63,9 @@ from ._checks import (
 
 __all__ = ["MLP", "Adam", "log_softmax", "softmax"]
 
-#: The smallest normal float64 (Adam's moments below it are flushed to zero).
-_TINY = float(np.finfo(np.float64).tiny)
+#: Adam's moments below this (the smallest normal float64) are flushed to zero, here and
+#: in the learners' compiled loop.
+MOMENT_FLOOR = float(np.finfo(np.float64).tiny)
 
 
 def softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -446,8 +447,8 @@ class Adam:
         # flush moments below the smallest normal float to zero: a gradient that stays 0
         # would leave a subnormal moment forever (0.9 times the smallest subnormal rounds
         # back to it), and subnormal arithmetic is many times slower on some CPUs
-        self.m[np.abs(self.m) < _TINY] = 0.0
-        self.v[self.v < _TINY] = 0.0
+        self.m[np.abs(self.m) < MOMENT_FLOOR] = 0.0
+        self.v[self.v < MOMENT_FLOOR] = 0.0
         m_hat = self.m / (1.0 - self.beta1**self.t)
         v_hat = self.v / (1.0 - self.beta2**self.t)
         eta = self.lr if lr is None else float(lr)

@@ -199,6 +199,26 @@ def test_hand_computed_two_state_cmdp():
         assert res.multipliers[0] == pytest.approx(mu, abs=1e-9)
 
 
+def test_an_lp_too_large_to_polish_keeps_the_solvers_vertex():
+    """Above POLISH_MAX_PAIRS pairs the vertex is not polished (dense solves); the
+    solver's policy and duals are returned, optimal by strong duality against value
+    iteration and within the budget to the solver's tolerance."""
+    S, A = lp_module.POLISH_MAX_PAIRS // 4 + 1, 4
+    m = garnet(S, A, 3, n_constraints=1, seed=0, gamma=0.9)
+    uniform = np.full((S, A), 1.0 / A)
+    _, C = policy_values(m.P, m.r, m.c, m.gamma, uniform)
+    m = m.replace(d=0.9 * (m.p0 @ C))  # binds: the uniform policy is over it
+    assert lp_module.polish_vertex(None, m.c.reshape(-1, 1), m.r.ravel(), m.p0, m.d,
+                                   np.ones(S * A), np.zeros(1)) == (None, None)
+    res = solve_cmdp(m)
+    assert res.status == "optimal", res.message
+    v, C = policy_values(m.P, m.r, m.c, m.gamma, res.policy)
+    assert np.all(m.p0 @ C <= m.d + 1e-8 * scale(m))
+    assert res.multipliers[0] > 0.0
+    assert abs(dual_function(m, res.multipliers) - res.value) <= 1e-7 * scale(m)
+    assert abs(m.p0 @ v - res.value) <= 1e-8 * scale(m)
+
+
 def test_clarabel_agrees_with_highs():
     m = garnet(6, 3, 3, n_constraints=2, seed=3, gamma=0.9).replace(d=[3.0, 3.5])
     a = solve_cmdp(m, solver="HIGHS")

@@ -9,6 +9,7 @@ the optimum from below, so the upper side must sit above every robust-feasible o
 """
 
 import itertools
+import math
 import warnings
 
 import numpy as np
@@ -258,6 +259,27 @@ def test_infeasible_when_the_worst_case_cost_exceeds_the_budget():
     assert res.min_robust_costs[0] == pytest.approx(10.0, abs=1e-9)  # every policy costs 10
     for fact in ("constraint 0", "is 10 ", "budget d[0] = 5", "shrink the ball"):
         assert fact in res.message
+
+
+@given(st.integers(2, 9), st.integers(1, 12))
+def test_simplex_grid_is_every_weight_vector_with_denominator_n(K, n):
+    """The weight grid of the joint infeasibility search: all C(n + K - 1, K - 1) vectors
+    of multiples of 1/n summing to 1, each once, in lexicographic order; the grid used
+    for K constraints stays within GRID_POINTS."""
+    from rcmdp_exact.ground_truth.bracket import (
+        GRID_POINTS,
+        _grid_denominator,
+        _simplex_grid,
+    )
+
+    g = _simplex_grid(K, n)
+    counts = np.rint(g * n)
+    assert g.shape == (math.comb(n + K - 1, K - 1), K)
+    np.testing.assert_allclose(g * n, counts, atol=1e-9)
+    assert np.all(counts >= 0) and np.all(counts.sum(axis=1) == n)
+    rows = [tuple(r) for r in counts.astype(int)]
+    assert rows == sorted(set(rows))
+    assert math.comb(_grid_denominator(K) + K - 1, K - 1) <= GRID_POINTS
 
 
 def test_jointly_infeasible_budgets_are_certified():

@@ -85,10 +85,29 @@ def _lp_candidates(model, game: RobustGame, inc: Incumbent, n_tighten: int = 3) 
     return out
 
 
+#: Points of the weight grid of the joint infeasibility search at most.
+GRID_POINTS = 5000
+
+
+def _grid_denominator(K: int) -> int:
+    """Intervals per axis of the weight grid: 64 for K = 2, 16 for K = 3, else 8, fewer
+    where the grid, C(n + K - 1, K - 1) points, would pass :data:`GRID_POINTS`."""
+    n = {2: 64, 3: 16}.get(K, 8)
+    while n > 1 and math.comb(n + K - 1, K - 1) > GRID_POINTS:
+        n -= 1
+    return n
+
+
 def _simplex_grid(K: int, n: int) -> np.ndarray:
-    """Weights on the simplex of dimension K with denominators ``n`` (every point)."""
-    pts = [c for c in itertools.product(range(n + 1), repeat=K - 1) if sum(c) <= n]
-    return np.array([(*c, n - sum(c)) for c in pts], dtype=np.float64) / n
+    """Every weight vector (K,) on the simplex with denominator ``n``: the compositions of
+    n into K parts, from the K - 1 bar positions among n + K - 1 slots."""
+    bars = np.array(list(itertools.combinations(range(n + K - 1), K - 1)), dtype=np.int64)
+    bars = bars.reshape(-1, K - 1)
+    edges = np.hstack([np.full((bars.shape[0], 1), -1), bars,
+                       np.full((bars.shape[0], 1), n + K - 1)])
+    parts = np.diff(edges, axis=1) - 1
+    parts = parts[np.lexsort(parts[:, :-1].T[::-1])]  # lexicographic in the first K - 1
+    return parts.astype(np.float64) / n
 
 
 def _weighted_least_costs(game: RobustGame, lam: np.ndarray):
@@ -109,16 +128,17 @@ def _joint_infeasibility(game: RobustGame, rounds: int = 12):
     \lambda^\top d`, so a certified :math:`\min_\pi \max_P \lambda^\top C(\pi, P)
     > \lambda^\top d` (the least worst-case cost of the weighted sum, one robust fixed
     point) proves that no policy is robust-feasible (at alpha = 0 this is Farkas' lemma
-    for the occupancy LP).  The margin is searched on a grid of the simplex (K = 2: 64
-    intervals; K = 3: 16; more constraints: 8), then by ``rounds`` rounds of moves of
-    weight between two constraints, halving the step.  Returns (lam, margin, policy).
+    for the occupancy LP).  The margin is searched on a grid of the simplex
+    (:func:`_grid_denominator` intervals per axis), then by ``rounds`` rounds of moves
+    of weight between two constraints, halving the step.  Returns (lam, margin, policy).
     """
     K = game.K
-    lam = _simplex_grid(K, {2: 64, 3: 16}.get(K, 8))
+    n = _grid_denominator(K)
+    lam = _simplex_grid(K, n)
     margin, pis = _weighted_least_costs(game, lam)
     best = int(np.argmax(margin))
     lam0, m0, pi0 = lam[best], float(margin[best]), pis[best]
-    step = 1.0 / {2: 64, 3: 16}.get(K, 8)
+    step = 1.0 / n
     moves = [(i, j) for i in range(K) for j in range(K) if i != j]
     for _ in range(rounds):
         trial = np.repeat(lam0[None], len(moves), axis=0)

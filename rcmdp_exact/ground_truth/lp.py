@@ -274,6 +274,11 @@ def _policy_from_occupancy(x: np.ndarray, default: np.ndarray):
     return pi, visited
 
 
+#: Largest number of (state, action) pairs whose LP vertex :func:`polish_vertex` solves
+#: (densely); larger LPs keep the solver's vertex and duals.
+POLISH_MAX_PAIRS = 4000
+
+
 def polish_vertex(M, c: np.ndarray, r: np.ndarray, b: np.ndarray, d: np.ndarray,
                   x: np.ndarray, duals: np.ndarray):
     r"""The LP vertex near ``x`` and its duals, solved exactly from the active set.
@@ -288,7 +293,8 @@ def polish_vertex(M, c: np.ndarray, r: np.ndarray, b: np.ndarray, d: np.ndarray,
                M_B^\top v + c_{J,B}\,\mu_J = r_B
 
     (primal feasibility and complementary slackness), by dense least squares.  Returns
-    ``(x, mu)``: ``x`` when the support has full column rank (a basis), the system is
+    ``(x, mu)``: ``x`` when there are at most :data:`POLISH_MAX_PAIRS` pairs, the support
+    has full column rank (a basis), the system is
     consistent (backward error below 1e-12), x >= 0 and it meets the other cost rows,
     else None; ``mu`` (K,), zero off J, when moreover the dual system is consistent,
     mu >= 0 and the reduced costs :math:`r - M^\top v - c\,\mu` are at most 1e-9 of the
@@ -296,8 +302,8 @@ def polish_vertex(M, c: np.ndarray, r: np.ndarray, b: np.ndarray, d: np.ndarray,
     keeps the solver's answer for what is None.
     """
     n, K = x.size, c.shape[1]
-    if n > 4000:  # dense solves of the active set; large LPs keep the solver's answer
-        return None
+    if n > POLISH_MAX_PAIRS:  # dense solves of the active set: large LPs keep the solver's
+        return None, None
     supp = x > 1e-12 * max(1.0, float(x.max(initial=0.0)))
     J = np.flatnonzero((duals > 0.0) | (c.T @ x > d))
     A_full = np.vstack([M.toarray() if sp.issparse(M) else np.asarray(M), c.T[J]])

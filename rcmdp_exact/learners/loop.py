@@ -34,6 +34,7 @@ import math
 import numba
 import numpy as np
 
+from ..nn import MOMENT_FLOOR
 from ..sampling import draw_one
 
 __all__ = ["CF", "CI", "CNT", "critic_table", "policy_table", "run_chunk", "worst_case_rows"]
@@ -145,10 +146,6 @@ def _backward_row_set(x, z, h, W2, g, nin, H, nout, grad):
     _backward_row(x, z, h, W2, g, nin, H, nout, grad)
 
 
-#: The smallest normal float64; Adam's moments below it are flushed to zero (FTZ).
-TINY = float(np.finfo(np.float64).tiny)
-
-
 @_jit
 def _adam(p, g, m, v, t, lr, b1, b2, eps, scale):
     """One Adam descent step in place on the gradient ``scale * g`` (the update of
@@ -162,9 +159,9 @@ def _adam(p, g, m, v, t, lr, b1, b2, eps, scale):
         gi = scale * g[i]
         mi = b1 * m[i] + (1.0 - b1) * gi
         vi = b2 * v[i] + (1.0 - b2) * gi * gi
-        if abs(mi) < TINY:
+        if abs(mi) < MOMENT_FLOOR:
             mi = 0.0
-        if vi < TINY:
+        if vi < MOMENT_FLOOR:
             vi = 0.0
         m[i] = mi
         v[i] = vi
