@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from rcmdp_exact.inner import worst_case_l1
+from rcmdp_exact.uncertainty.l1_sort import worst_case_l1
 
 
 def best_time(fn, repeats: int) -> float:

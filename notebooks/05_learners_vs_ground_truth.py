@@ -45,7 +45,7 @@ import numpy as np
 
 import rcmdp_exact as rx
 from rcmdp_exact import domains, evaluate, rcmdp_bracket, solve_cmdp
-from rcmdp_exact.inner import worst_case_l1
+from rcmdp_exact.uncertainty.l1_sort import worst_case_l1
 from rcmdp_exact.learners import load, train
 from rcmdp_exact.sampling import rollout
 

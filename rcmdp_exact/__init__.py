@@ -26,7 +26,7 @@ _EXPORTS = {
     "InputError": "._checks",
     "interop": ".interop",
     "l1_ball": ".uncertainty",
-    "l1_violation": ".inner",
+    "l1_violation": ".uncertainty",
     "L1Ball": ".uncertainty",
     "lagrangian": ".gradients",
     "learners": ".learners",
@@ -59,7 +59,7 @@ _EXPORTS = {
     "verify_theorems": ".verify",
     "VerifyTable": ".verify",
     "worst_case_kernel": ".robust",
-    "worst_case_l1": ".inner",
+    "worst_case_l1": ".uncertainty",
     "worst_case_objective": ".robust",
     "WorstCaseObjective": ".robust",
 }

@@ -40,6 +40,7 @@ from .model import TabularCMDP, check_model, check_policy
 
 __all__ = [
     "PENALTY_WEIGHT",
+    "PolicySystem",
     "check_finite_result",
     "check_proper",
     "check_value_scale",
@@ -47,7 +48,9 @@ __all__ = [
     "evaluate_finite_horizon",
     "evaluate_finite_horizon_batch",
     "penalised_return",
+    "policy_matrix",
     "policy_transition_matrix",
+    "policy_values",
     "rescaled_budget",
 ]
 
@@ -113,6 +116,113 @@ def _factorise(M) -> spla.SuperLU:
         options={"SymmetricMode": True},
         panel_size=4,
     )
+
+
+#: Largest number of states for which :class:`PolicySystem` solves densely by default.
+DENSE_SOLVE_LIMIT = 2000
+
+
+class PolicySystem:
+    r"""The linear system of a policy's values, :math:`(I - \gamma P_\pi) X = B`: the one
+    place the toolkit solves it.
+
+    Every exact quantity of a stationary policy under a kernel is a solve of this system
+    or of its transpose: values and costs :math:`(I - \gamma P_\pi)^{-1} [r_\pi, c_\pi]`,
+    the discounted occupancy :math:`(I - \gamma P_\pi)^{-\top} p_0`, the visits of an
+    undiscounted episode (gamma = 1 on the states that terminate).
+
+    Parameters
+    ----------
+    P_pi : array (S, S) or (J, S, S), or scipy.sparse (S, S)
+        The policy's transition matrix, or a batch of J of them (dense).
+    gamma : float
+        The discount (1 is allowed on a ``live`` set whose states all terminate).
+    live : bool array (S,), optional
+        Solve on these states only (the others get 0: terminal states, or the states
+        that are not proper with gamma = 1).
+
+    Notes
+    -----
+    Dense matrices (the batched engine of the robust code, the learners' exact mode, the
+    gradients) are solved by LAPACK through ``numpy.linalg.solve`` (batched); a sparse
+    matrix, or a dense one with more than :data:`DENSE_SOLVE_LIMIT` states, by one
+    SuperLU factorisation reused for every right-hand side and the transpose
+    (:func:`_factorise`).
+    """
+
+    def __init__(self, P_pi, gamma: float, live=None):
+        self.gamma = float(gamma)
+        self.live = None if live is None else np.asarray(live, dtype=bool)
+        if live is not None and self.live.all():
+            self.live = None
+        self.sparse = sp.issparse(P_pi) or P_pi.shape[-1] > DENSE_SOLVE_LIMIT
+        self.S = P_pi.shape[-1]
+        if self.sparse:
+            if not sp.issparse(P_pi):
+                if P_pi.ndim != 2:
+                    raise ValueError("a batch of policy matrices is solved densely")
+                P_pi = sp.csr_array(P_pi)
+            if self.live is None:
+                M = sp.eye_array(self.S, format="csr") - self.gamma * P_pi
+                n = self.S
+            else:
+                idx = np.flatnonzero(self.live)
+                n = idx.size
+                sub = sp.csr_array(P_pi)[idx][:, idx]
+                M = sp.eye_array(n, format="csr") - (sub if self.gamma == 1.0
+                                                     else self.gamma * sub)
+            self._lu = _factorise(M) if n else None
+        else:
+            P = np.asarray(P_pi, dtype=np.float64)
+            if self.live is not None:
+                idx = np.flatnonzero(self.live)
+                P = P[..., idx[:, None], idx]
+            M = -self.gamma * P
+            n = M.shape[-1]
+            M[..., np.arange(n), np.arange(n)] += 1.0
+            self._M = M
+
+    def solve(self, rhs, transpose: bool = False) -> np.ndarray:
+        """``X`` with the shape of ``rhs`` ((..., S) or (..., S, m)), zero outside ``live``.
+
+        Dense batches take ``rhs`` with the same leading axis J.
+        """
+        rhs = np.asarray(rhs, dtype=np.float64)
+        vector = rhs.ndim == (1 if self.sparse else self._M.ndim - 1)
+        b = rhs[..., None] if vector else rhs
+        if self.live is not None:
+            b = b[..., self.live, :]
+        if self.sparse:
+            x = self._lu.solve(b, trans="T" if transpose else "N") if self._lu is not None \
+                else np.zeros_like(b)
+        else:
+            M = np.swapaxes(self._M, -1, -2) if transpose else self._M
+            x = np.linalg.solve(M, b)
+        if self.live is not None:
+            out = np.zeros(rhs.shape if not vector else (*rhs.shape, 1))
+            out[..., self.live, :] = x
+            x = out
+        return x[..., 0] if vector else x
+
+
+def policy_matrix(P: np.ndarray, pi: np.ndarray) -> np.ndarray:
+    r"""Dense :math:`P_\pi(s, s') = \sum_a \pi(a|s) P(s'|s, a)` for a kernel (..., S, A, S)
+    and a policy (..., S, A) (batched over the leading axes)."""
+    return np.einsum("...sa,...sat->...st", pi, P)
+
+
+def policy_values(P: np.ndarray, g: np.ndarray, pi: np.ndarray, gamma: float,
+                  terminal: np.ndarray) -> np.ndarray:
+    r"""Values :math:`W = (I - \gamma P_\pi)^{-1} g_\pi` of a reward per transition.
+
+    Batched and dense: kernels P and rewards g (J, S, A, S), policies pi (J, S, A);
+    :math:`g_\pi(s) = \sum_a \pi(a|s) \sum_{s'} P(s'|s,a) g(s,a,s')`, zero in the
+    ``terminal`` states (S,) bool.  Returns (J, S).
+    """
+    r_sa = np.einsum("jsat,jsat->jsa", P, g)
+    r_sa[:, terminal] = 0.0
+    r_pi = np.einsum("jsa,jsa->js", pi, r_sa)
+    return PolicySystem(policy_matrix(P, pi), gamma).solve(r_pi)
 
 
 def policy_transition_matrix(model: TabularCMDP, policy) -> sp.csr_array:
@@ -304,22 +414,21 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, check: bool = True) -> Res
         sol = np.zeros((S, 1 + K))
         occ = np.zeros(S)
         if gamma < 1.0:
-            lu = _factorise(sp.eye_array(S, format="csr") - gamma * P_pi)
-            sol[:] = lu.solve(rhs)
+            system = PolicySystem(P_pi, gamma)
+            sol[:] = system.solve(rhs)
             sol[model.terminal] = 0.0  # exactly: absorbing and earning nothing
-            occ[:] = lu.solve(p0, trans="T")
+            occ[:] = system.solve(p0, transpose=True)
             value = float(p0 @ sol[:, 0])
             cost = p0 @ sol[:, 1:]
         else:
             proper = check_proper(model, P_pi, "evaluate with gamma = 1")
-            idx = np.flatnonzero(proper & ~model.terminal)
+            live = proper & ~model.terminal
             sol[~proper] = np.nan
-            if idx.size:
-                sub = P_pi[idx][:, idx]
-                lu = _factorise(sp.eye_array(idx.size, format="csr") - sub)
-                sol[idx] = lu.solve(rhs[idx])
+            if live.any():
                 # expected visits to each proper non-terminal state before absorption
-                occ[idx] = lu.solve(p0[idx], trans="T")
+                system = PolicySystem(P_pi, 1.0, live)
+                sol[live] = system.solve(rhs)[live]
+                occ[:] = system.solve(p0, transpose=True)
             # p0 is zero outside the proper states (check_proper), so skip their nan
             value = float(p0[proper] @ sol[proper, 0])
             cost = p0[proper] @ sol[proper, 1:]

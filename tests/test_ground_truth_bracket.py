@@ -30,7 +30,7 @@ from test_ground_truth import (
 from rcmdp_exact import InputError, OptionError, TabularCMDP, robust_evaluate
 from rcmdp_exact.domains import garnet
 from rcmdp_exact.ground_truth import rcmdp_bracket, rcmdp_variant, solve_cmdp
-from rcmdp_exact.ground_truth.core import RobustGame, greedy_box
+from rcmdp_exact.robust.engine import RobustGame, greedy_box
 from rcmdp_exact.uncertainty import l1_ball
 
 QUICK = {"variants": (), "progress": False, "time_limit": 2.0, "max_boxes": 400}

@@ -11,8 +11,8 @@ from helpers import examples, raises_fact
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import rcmdp_exact.inner as inner_mod
-from rcmdp_exact.inner import l1_violation, worst_case_l1
+import rcmdp_exact.uncertainty.l1_sort as inner_mod
+from rcmdp_exact.uncertainty.l1_sort import l1_violation, worst_case_l1
 from rcmdp_exact.model import ModelError
 
 FEAS_TOL = 1e-9
@@ -581,7 +581,7 @@ def test_batched_error_names_the_row():
     ties=st.booleans(),
 )
 def test_one_row_fast_path_equals_the_batched_and_lp_solutions(n, seed, alpha, ties):
-    """A single 1-D row takes the plain-numpy path; it must agree with the batch."""
+    """A single 1-D row (the shared-z path, one sort) agrees with the batch and the LP."""
     rng = np.random.default_rng(seed)
     p_hat = rng.dirichlet(np.ones(n))
     z = rng.integers(0, 3, n).astype(float) if ties else rng.normal(size=n)

@@ -347,7 +347,7 @@ def test_stalled_policy_iteration_stops_and_says_so():
          ("objective", "'worst'", "'lagrangian'")),
         (lambda m, b: robust_evaluate(m, np.full((3, 2), 0.5),
                                       L1Ball(np.full((2, 2, 2), 0.5), 0.1)),
-         ("ball", "(3, 2, 3)", "(2, 2, 2)")),
+         ("uncertainty set", "(3, 2, 3)", "(2, 2, 2)")),
         (lambda m, b: robust_evaluate(m, np.full((3, 2), 0.5), b, method="newton"),
          ("method", "'newton'", "'policy_iteration'")),
         (lambda m, b: robust_evaluate(m, np.full((3, 2), 0.5), b, "lagrangian", lam=-1.0),
@@ -355,7 +355,8 @@ def test_stalled_policy_iteration_stops_and_says_so():
         (lambda m, b: robust_evaluate(garnet(3, 2, 2, n_constraints=0, seed=0),
                                       np.full((3, 2), 0.5), b, "constraint"),
          ("constraints K", "'constraint'", ">= 1")),
-        (lambda m, b: robust_evaluate(m, np.full((3, 2), 0.5), "ball"), ("ball", "L1Ball", "str")),
+        (lambda m, b: robust_evaluate(m, np.full((3, 2), 0.5), "ball"),
+             ("uncertainty set", "L1Ball", "str")),
     ],
 )
 def test_errors(call, facts):

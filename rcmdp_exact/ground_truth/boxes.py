@@ -11,7 +11,7 @@ A box is :math:`B = \{\pi : l \le \pi \le u, \text{rows in the simplex}\}`.  For
 because for a robust-feasible :math:`\pi`, :math:`\min_P [V - \lambda^\top C] \ge
 \min_P V - \lambda^\top \max_P C \ge \min_P V - \lambda^\top d`.  :math:`U_B` is the
 fixed point of :math:`T_B` with reward :math:`r - \lambda^\top c`
-(:class:`~rcmdp_exact.ground_truth.core.RobustGame`), certified by its residual bound.
+(:class:`~rcmdp_exact.robust.engine.RobustGame`), certified by its residual bound.
 By Danskin, :math:`\partial U_B / \partial \lambda_k = d_k - C_k(\pi_B, P_B)` at the
 maximising pair, and :math:`\lambda` follows sign-gradient steps (the step grows after
 a decrease and shrinks otherwise) from the better of the parent's :math:`\lambda` and
@@ -35,7 +35,7 @@ import time
 import numpy as np
 
 from .._result import Result
-from .core import RobustGame
+from ..robust.engine import RobustGame
 from .search import Incumbent
 
 __all__ = ["branch_and_bound", "feasibility_bounds", "lagrangian_bounds", "split_boxes",

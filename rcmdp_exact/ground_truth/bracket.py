@@ -39,7 +39,7 @@ from .._checks import check_choice, check_int, check_real
 from .._progress import tqdm
 from .._result import Result
 from .boxes import branch_and_bound
-from .core import RobustGame
+from ..robust.engine import RobustGame
 from .dual import lagrangian_search
 from .lp import cost_name, fmt, max_slack_policy, solve_cmdp
 from .search import Incumbent, certify, improve

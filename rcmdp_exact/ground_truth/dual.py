@@ -26,7 +26,7 @@ from scipy.optimize import linprog
 
 from .._result import Result
 from .boxes import improve_lam, lagrangian_bounds
-from .core import RobustGame
+from ..robust.engine import RobustGame
 
 __all__ = ["lagrangian_search", "lam_grid"]
 

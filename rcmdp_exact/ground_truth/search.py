@@ -1,6 +1,6 @@
 r"""The lower side of the bracket: a search over stochastic policies, each one certified.
 
-Every policy met is scored by :meth:`~rcmdp_exact.ground_truth.core.RobustGame.evaluate`:
+Every policy met is scored by :meth:`~rcmdp_exact.robust.engine.RobustGame.evaluate`:
 a certified lower bound on its worst-case value and certified upper bounds on its
 worst-case costs (each constraint under its own maximising kernel).  The best policy
 whose certified costs meet the budgets is the incumbent (:class:`Incumbent`): with a
@@ -40,7 +40,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from ..robust import robust_bellman, robust_evaluate
-from .core import RobustGame
+from ..robust.engine import RobustGame
 
 __all__ = ["Incumbent", "ascend", "certify", "find_feasible", "free_actions", "improve",
            "mix_to_boundary"]

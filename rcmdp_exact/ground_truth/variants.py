@@ -34,7 +34,7 @@ from .._progress import tqdm
 from .._result import Result
 from ..names import VARIANTS
 from ..robust import check_robust_inputs
-from .core import RobustGame
+from ..robust.engine import RobustGame
 
 __all__ = ["VARIANTS", "best_response", "check_search", "rcmdp_variant",
            "variant_equilibria"]
@@ -111,7 +111,7 @@ def variant_equilibria(game: RobustGame, variant: str, lams: np.ndarray, max_ite
     P_out = np.empty((J, S, A, S))
     for _ in range(max_iter):
         idx = np.flatnonzero(active)
-        _, _, P = game.adversary(g_var[idx], pi[idx])
+        P = game.adversary(g_var[idx], pi[idx]).P
         P_out[idx] = P
         br, q = best_response(game, P, lag[idx], pi[idx])
         eq = np.all(np.einsum("jsa,jsa->js", pi[idx], q)
@@ -125,7 +125,7 @@ def variant_equilibria(game: RobustGame, variant: str, lams: np.ndarray, max_ite
         if not active.any():
             return pi, P_out, conv
     idx = np.flatnonzero(active)
-    P_out[idx] = game.adversary(g_var[idx], pi[idx])[2]
+    P_out[idx] = game.adversary(g_var[idx], pi[idx]).P
     return pi, P_out, conv
 
 

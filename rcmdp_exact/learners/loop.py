@@ -36,6 +36,7 @@ import numpy as np
 
 from ..nn import MOMENT_FLOOR
 from ..sampling import draw_one
+from ..uncertainty.l1_numba import worst_row
 
 __all__ = ["CF", "CI", "CNT", "critic_table", "policy_table", "run_chunk", "worst_case_rows"]
 
@@ -204,36 +205,6 @@ def critic_table(params, X, H, nout):
 
 # --------------------------------------------------------------------------- worst case
 @_jit
-def _worst_row(phat, z, sup, alpha, out):
-    """Sort-based inner problem of one row (see :mod:`rcmdp_exact.inner`)."""
-    n = phat.shape[0]
-    order = np.argsort(-z, kind="mergesort")
-    k = -1
-    for j in range(n - 1, -1, -1):
-        if sup[order[j]]:
-            k = order[j]
-            break
-    for i in range(n):
-        out[i] = phat[i]
-    if k < 0 or alpha <= 0.0:
-        return
-    eps = min(alpha / 2.0, 1.0 - phat[k])
-    if eps <= 0.0:
-        return
-    out[k] = phat[k] + eps
-    rem = eps
-    for j in range(n):
-        i = order[j]
-        if i == k or phat[i] <= 0.0:
-            continue
-        take = min(phat[i], rem)
-        out[i] = phat[i] - take
-        rem -= take
-        if rem <= 0.0:
-            break
-
-
-@_jit
 def worst_case_rows(nominal, support, alpha, R, C, w_r, w_c, wstate, gamma, terminal, out):
     """Worst case of every non-terminal (s, a) for z = w_r R + w_c.C + gamma W(s').
 
@@ -256,7 +227,7 @@ def worst_case_rows(nominal, support, alpha, R, C, w_r, w_c, wstate, gamma, term
                 for k in range(K):
                     g += w_c[k] * C[s, a, t, k]
                 z[t] = g + gamma * wstate[t]
-            _worst_row(nominal[r], z, support[r], alpha[r], out[r])
+            worst_row(nominal[r], z, support[r], alpha[r], out[r])
 
 
 # --------------------------------------------------------------------------- multipliers

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..inner import worst_case_l1
+from ..uncertainty import worst_case_l1
 from ..nn import MLP, Adam, softmax
 from ..sampling import draw_one
 

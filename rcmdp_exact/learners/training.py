@@ -11,7 +11,7 @@ import numpy as np
 
 from .._checks import InputError, check_int, check_seed, check_type
 from .._progress import tqdm
-from ..inner import worst_case_l1
+from ..uncertainty import worst_case_l1
 from ..model import TabularCMDP, check_model
 from ..nn import MLP, softmax
 from ..uncertainty import L1Ball

@@ -1,0 +1,314 @@
+r"""The one robust fixed-point engine: batched robust Bellman operators over any sa-set.
+
+Every robust quantity of the toolkit is the fixed point of one operator, for a batch of
+J problems that share a model and an uncertainty set but not their reward, policy box
+or multiplier:
+
+.. math::
+
+    (T_B W)(s) = \max_{\pi_s \in B_s} \sum_a \pi_s(a)\, Q_W(s, a), \qquad
+    Q_W(s, a) = \min_{p \in \mathcal P_{s,a}} p^\top \bigl(g(s, a, \cdot) + \gamma W\bigr),
+
+with :math:`B_s = \{\pi_s \in \Delta_A : l_s \le \pi_s \le u_s\}` a box intersected with
+the simplex.  A box that is one policy (l = u = pi) gives the robust evaluation of pi
+(:func:`~rcmdp_exact.robust.robust_evaluate`); the full box (l = 0, u = 1) gives robust
+value and policy iteration (:func:`~rcmdp_exact.robust.robust_value_iteration`); a
+worst-case *cost* is the fixed point with reward :math:`g = -c_k` (the adversary that
+minimises :math:`-C_k` maximises :math:`C_k`); the bracket and the RCPG variants'
+targets (:mod:`rcmdp_exact.ground_truth`) and the learners' exact dynamics use the same
+engine.  :math:`T_B` is a :math:`\gamma`-contraction, so for any W
+
+.. math::
+
+    \|W^* - W\|_\infty \le \|T_B W - W\|_\infty / (1 - \gamma),
+
+and :meth:`RobustGame.solve` returns this bound with every answer: the bracket adds it
+to upper bounds and subtracts it from lower bounds, so a fixed point stopped at a
+tolerance never overstates a bound.
+
+The inner minimum is the set's own :meth:`~rcmdp_exact.uncertainty.UncertaintySet.
+worst_case`, called once per iteration for the whole batch (with one vector per state
+when every reward of the batch is :math:`f(s, a) + h(s')` on the live states: then a
+set may sort once per problem instead of once per pair).  The fixed point is found by
+Howard's policy iteration for both players: the adversary's (kernels, each evaluated by
+:class:`~rcmdp_exact.evaluation.PolicySystem`) inside the policy player's (greedy in
+the box, keeping the current choice unless another is better by more than the
+tolerance), or by value iteration for the adversary when asked.  The greedy maximiser
+over a box intersected with the simplex starts at :math:`l_s` and fills the best actions
+up to :math:`u_s` (:func:`greedy_box`).
+
+Terminal states earn nothing and keep the model's self-loop, whatever the set says.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._result import Result
+from ..evaluation import PolicySystem, policy_matrix, policy_values
+
+__all__ = ["RobustGame", "greedy_box"]
+
+
+def greedy_box(q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    r"""The maximiser of :math:`\sum_a \pi(a) q(a)` over :math:`\{l \le \pi \le u\} \cap \Delta`.
+
+    Start at ``lo`` and give the remaining mass :math:`1 - \sum_a l(a)` to the actions
+    in decreasing order of q (ties to the lowest index), each up to ``hi``.  Every
+    leading axis is a batch axis; the box must be non-empty (:math:`\sum l \le 1 \le
+    \sum u`).  With l = 0 and u = 1 it is the one-hot greedy policy of q.
+    """
+    order = np.argsort(-q, axis=-1, kind="stable")
+    room = np.take_along_axis(hi - lo, order, axis=-1)
+    left = np.maximum(1.0 - lo.sum(axis=-1, keepdims=True), 0.0)
+    before = np.cumsum(room, axis=-1) - room
+    give = np.clip(left - before, 0.0, room)
+    out = lo.copy()
+    np.put_along_axis(out, order, np.take_along_axis(out, order, axis=-1) + give, axis=-1)
+    return out
+
+
+class RobustGame:
+    r"""The arrays of one model and one uncertainty set, and batched fixed points of
+    :math:`T_B`.
+
+    Parameters
+    ----------
+    model : TabularCMDP
+        Rewards R (S, A, S), costs C (S, A, S, K), budgets, gamma < 1, p0, terminal
+        states (its transitions are used only on terminal rows).
+    uset : UncertaintySet
+        An sa-rectangular set of the model's shape; its nominal is the centre.
+    tol : float
+        Stop a fixed point when :math:`\|T W - W\|_\infty \le` tol * max(1, max|W|).
+    max_iter : int
+        Iterations of each policy iteration (a cap; the answers carry their residual).
+    inner : {"sort", "lp"}
+        The set's solver (exact, or its convex program as a cross-check).
+    """
+
+    def __init__(self, model, uset, tol: float = 1e-12, max_iter: int = 200,
+                 inner: str = "sort"):
+        S, A, K = model.n_states, model.n_actions, model.n_constraints
+        self.S, self.A, self.K = S, A, K
+        self.gamma = float(model.gamma)
+        self.p0 = np.asarray(model.p0, dtype=np.float64)
+        self.d = np.asarray(model.d, dtype=np.float64)
+        self.term = np.asarray(model.terminal, dtype=bool)
+        self.P_term = np.asarray(model.P)[self.term] if self.term.any() else None
+        self.uset = uset
+        self.nominal = np.array(uset.nominal, dtype=np.float64)
+        if self.P_term is not None:
+            self.nominal[self.term] = self.P_term
+        self.R = np.asarray(model.R, dtype=np.float64)
+        self.C = np.ascontiguousarray(np.moveaxis(np.asarray(model.C, dtype=np.float64), 3, 0))
+        mag = max([1.0, float(np.abs(self.R).max(initial=0.0)),
+                   float(np.abs(self.C).max(initial=0.0))])
+        self.scale = mag / (1.0 - self.gamma)
+        self.tol = float(tol)
+        self.max_iter = int(max_iter)
+        self.inner_method = inner
+        self.n_inner = 0
+
+    # ------------------------------------------------------------------ rewards
+    def objectives(self) -> np.ndarray:
+        """The value and every cost as rewards (1 + K, S, A, S): R, -C_1, ..., -C_K."""
+        return np.concatenate([self.R[None], -self.C], axis=0)
+
+    def lagrangian(self, lam: np.ndarray) -> np.ndarray:
+        r"""Rewards :math:`R - \lambda^\top C` for a batch of multipliers (J, K)."""
+        lam = np.asarray(lam, dtype=np.float64)
+        lam = lam.reshape(lam.shape[0] if lam.ndim == 2 else -1, self.K)
+        return self.R[None] - np.einsum("jk,ksat->jsat", lam, self.C)
+
+    # ------------------------------------------------------------------ operators
+    def _shared(self, g: np.ndarray):
+        """(f, h) with g = f(s, a) + h(s') on the live rows of every problem, or None."""
+        live = ~self.term
+        gl = g[:, live]
+        if not gl.size:
+            return None
+        h = gl[:, :1, :1, :] - gl[:, :1, :1, :1]
+        if not np.array_equal(gl - gl[..., :1], np.broadcast_to(h, gl.shape)):
+            return None
+        return g[..., 0], h[:, 0, 0, :]
+
+    def inner(self, g: np.ndarray, w: np.ndarray):
+        """Worst-case Q (J, S, A) and kernels (J, S, A, S) at state values w (J, S)."""
+        J = g.shape[0]
+        shared = self._shared(g)
+        if shared is None:
+            res = self.uset.worst_case(g + self.gamma * w[:, None, None, :],
+                                       method=self.inner_method)
+            q = np.array(res.value).reshape(J, self.S, self.A)
+        else:
+            f, h = shared
+            res = self.uset.worst_case(h + self.gamma * w, method=self.inner_method)
+            q = np.asarray(res.value).reshape(J, self.S, self.A) + f
+        self.n_inner += 1
+        P = np.asarray(res.p, dtype=np.float64).reshape(J, self.S, self.A, self.S)
+        if not P.flags.writeable:
+            P = P.copy()
+        if self.P_term is not None:
+            q[:, self.term] = 0.0
+            P[:, self.term] = self.P_term
+        return q, P
+
+    def values(self, P, g, pi) -> np.ndarray:
+        """Exact values (J, S) of policies pi under kernels P (no adversary)."""
+        return policy_values(P, g, pi, self.gamma, self.term)
+
+    def numbers(self, P: np.ndarray, pi: np.ndarray):
+        """Exact value (J,) and costs (J, K) from p0 of policies pi under kernels P."""
+        J, n = P.shape[0], 1 + self.K
+        g = np.concatenate([self.R[None], self.C], axis=0)
+        g = np.broadcast_to(g, (J, *g.shape)).reshape(J * n, self.S, self.A, self.S)
+        vals = self.values(np.repeat(P, n, axis=0), g, np.repeat(pi, n, axis=0))
+        out = (vals @ self.p0).reshape(J, n)
+        return out[:, 0], out[:, 1:]
+
+    def occupancy(self, P: np.ndarray, pi: np.ndarray) -> np.ndarray:
+        r"""Discounted occupancies (J, S) from p0: :math:`(I - \gamma P_\pi)^{-\top} p_0`."""
+        rhs = np.broadcast_to(self.p0, (P.shape[0], self.S))
+        return PolicySystem(policy_matrix(P, pi), self.gamma).solve(rhs, transpose=True)
+
+    def _scale(self, w: np.ndarray) -> np.ndarray:
+        return np.maximum(1.0, np.abs(w).max(axis=1))
+
+    def start_values(self, g, pi) -> np.ndarray:
+        """Values (J, S) of policies pi under the nominal kernel: the adversary's start."""
+        J = g.shape[0]
+        return self.values(np.broadcast_to(self.nominal, (J, *self.nominal.shape)), g, pi)
+
+    # ------------------------------------------------------------------ fixed points
+    def adversary(self, g, pi, w=None, *, method: str = "policy_iteration",
+                  max_iter: int | None = None, bar=None) -> Result:
+        """The adversary's fixed point for fixed policies pi (J, S, A), rewards g.
+
+        Policy iteration (default): each kernel is evaluated exactly and replaced by the
+        worst case at its values, until the residual :math:`\\|T_\\pi w - w\\|_\\infty` is
+        at most tol * max(1, max|w|) or the kernel repeats (the same w would follow: the
+        tolerance is below the rounding error of the solve).  Value iteration: w <-
+        T_pi w.  Starts from ``w`` or the nominal values.
+
+        Returns
+        -------
+        Result
+            ``w`` (J, S) the last evaluated values; ``q`` (J, S, A), ``P`` (J, S, A, S)
+            the worst case at that same ``w`` (so that a residual computed from them is
+            the residual of ``w``); per problem (J,) ``iterations`` (the iteration that
+            met the tolerance, or the last), ``residual``, ``converged`` and ``stalled``
+            (its kernel repeated above the tolerance).  The batch goes on until every
+            problem has converged or repeated its kernel; the problems that converged
+            earlier keep being improved meanwhile.
+        """
+        J = g.shape[0]
+        max_iter = self.max_iter if max_iter is None else int(max_iter)
+        w = self.start_values(g, pi) if w is None else np.array(w, dtype=np.float64)
+        stalled = np.zeros(J, dtype=bool)
+        iterations = np.zeros(J, dtype=np.int64)
+        P_prev = None
+        it = 0
+        while it < max_iter:
+            it += 1
+            q, P = self.inner(g, w)
+            tw = np.einsum("jsa,jsa->js", pi, q)
+            residual = np.abs(tw - w).max(axis=1)
+            converged = residual <= self.tol * self._scale(w)
+            iterations[(iterations == 0) & converged] = it
+            if bar is not None:
+                bar.update(1)
+            if converged.all() or it == max_iter:
+                break
+            if method == "value_iteration":
+                w = tw
+                continue
+            # a kernel seen again: w is its exact evaluation, the same w would follow
+            rep = np.zeros(J, dtype=bool) if P_prev is None else \
+                (P == P_prev).all(axis=(1, 2, 3))
+            if (rep | converged).all():
+                stalled = rep & ~converged
+                break
+            w, P_prev = self.values(P, g, pi), P
+        iterations[iterations == 0] = it
+        return Result(w=w, q=q, P=P, iterations=iterations, residual=residual,
+                      converged=converged, stalled=stalled)
+
+    def solve(self, g: np.ndarray, lo: np.ndarray, hi: np.ndarray, w=None, pi=None):
+        r"""Fixed points of :math:`T_B` for a batch: rewards g (J, S, A, S), boxes lo, hi (J, S, A).
+
+        Returns
+        -------
+        dict
+            ``w`` (J, S), ``pi`` (J, S, A) the box maximiser, ``q`` (J, S, A) and ``P``
+            (J, S, A, S) the worst case at ``w``, ``value`` (J,) = p0.w and ``err``
+            (J,) = :math:`\|T_B w - w\|_\infty / (1-\gamma)`: the fixed point lies in
+            ``value -+ err``; ``rounds`` the policy player's iterations, ``stable``
+            (no action improved at the end) and ``adversary`` the last fixed point of
+            :meth:`adversary`.
+        """
+        if pi is None:
+            q0, _ = self.inner(g, np.zeros(g.shape[:2]) if w is None else w)
+            pi = greedy_box(q0, lo, hi)
+        rounds, stable = 0, False
+        for _ in range(self.max_iter):
+            rounds += 1
+            adv = self.adversary(g, pi, w)
+            w, q, P = adv.w, adv.q, adv.P
+            best = greedy_box(q, lo, hi)
+            gain = np.einsum("jsa,jsa->js", best - pi, q)
+            better = gain > self.tol * self._scale(w)[:, None]
+            if not better.any():
+                stable = True
+                break
+            pi = np.where(better[..., None], best, pi)
+        tw = np.einsum("jsa,jsa->js", greedy_box(q, lo, hi), q)
+        err = np.abs(tw - w).max(axis=1) / (1.0 - self.gamma)
+        return {"w": w, "pi": pi, "q": q, "P": P, "value": w @ self.p0, "err": err,
+                "rounds": rounds, "stable": stable, "adversary": adv}
+
+    def value_iteration(self, g: np.ndarray, w0: np.ndarray, max_iter: int, bar=None):
+        r"""Robust value iteration :math:`W \leftarrow \max_a Q_W` for a batch g (J, S, A, S).
+
+        Stops when every residual is at most tol * max(1, max|W|).  Returns (w, q, P,
+        iterations, residual (J,), converged (J,)) with q and P the worst case at the
+        returned w.
+        """
+        w = np.array(w0, dtype=np.float64)
+        it = 0
+        residual = np.full(w.shape[0], np.inf)
+        converged = np.zeros(w.shape[0], dtype=bool)
+        while it < max_iter:
+            it += 1
+            q, _ = self.inner(g, w)
+            tw = q.max(axis=2)
+            residual = np.abs(tw - w).max(axis=1)
+            w = tw
+            if bar is not None:
+                bar.update(1)
+            converged = residual <= self.tol * self._scale(w)
+            if converged.all():
+                break
+        q, P = self.inner(g, w)
+        return w, q, P, it, residual, converged
+
+    def evaluate(self, pi: np.ndarray, w=None):
+        """Certified robust numbers of policies pi (M, S, A) for the value and every cost.
+
+        Returns ``value`` (M,) a lower bound on the worst-case value, ``costs`` (M, K)
+        upper bounds on the worst-case costs, and per objective j (value, then costs):
+        ``w`` (M, 1+K, S), ``q`` (M, 1+K, S, A), ``P`` (M, 1+K, S, A, S) and the
+        estimates ``value_estimate``, ``costs_estimate`` (p0 . w).
+        """
+        M, J = pi.shape[0], 1 + self.K
+        g = np.broadcast_to(self.objectives(), (M, J, self.S, self.A, self.S))
+        g = g.reshape(M * J, self.S, self.A, self.S)
+        pis = np.repeat(pi, J, axis=0)
+        sol = self.solve(g, pis, pis, w=None if w is None else w.reshape(M * J, self.S),
+                         pi=pis)
+        est = sol["value"].reshape(M, J)
+        err = sol["err"].reshape(M, J)
+        return {"value": est[:, 0] - err[:, 0], "costs": -est[:, 1:] + err[:, 1:],
+                "value_estimate": est[:, 0], "costs_estimate": -est[:, 1:],
+                "w": sol["w"].reshape(M, J, self.S), "q": sol["q"].reshape(M, J, self.S, self.A),
+                "P": sol["P"].reshape(M, J, self.S, self.A, self.S)}

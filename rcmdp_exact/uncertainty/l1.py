@@ -1,0 +1,478 @@
+r"""The L1 ball: the paper's uncertainty set, and the first implementation of the protocol.
+
+The sa-rectangular set of the paper's Sec. "Uncertainty Set and Uncertainty Budget",
+
+.. math::
+
+    \mathcal P_{s,a} = \{ p \in \Delta(\Sigma_{s,a}) :
+    \|p - \hat P(\cdot \mid s, a)\|_1 \le \alpha(s, a) \},
+
+is an :class:`L1Ball` (nominal (S, A, S), radii (S, A), support (S, A, S), and the
+outcome form when the model has outcomes: merging outcomes maps the outcome ball onto the
+state ball, so both give the same worst case).  Its inner problem is solved by
+:func:`~rcmdp_exact.uncertainty.l1_sort.worst_case_l1`; :func:`l1_ball` builds a ball
+around a model's own kernel, and :mod:`~rcmdp_exact.uncertainty.estimate` one from
+counts.  Terminal rows are the model's self-loop with radius 0.  The proofs are in
+``docs/robust.md``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._checks import (
+    as_array,
+    as_float_array,
+    check_choice,
+    check_indices,
+    check_nonnegative,
+    check_shape,
+    check_support,
+    check_type,
+    readonly,
+    row_tolerance,
+)
+from .._result import Result
+from ..model import ModelError, TabularCMDP, check_model, check_transition_rows
+from .base import INNERS, UncertaintySet, split_batch
+from .l1_sort import worst_case_l1
+
+__all__ = [
+    "SUPPORTS",
+    "L1Ball",
+    "check_ball",
+    "first_outcomes",
+    "l1_ball",
+    "merge_outcomes",
+    "outcome_map",
+    "radii",
+    "support_mask",
+]
+
+
+def radii(alpha, S: int, A: int, name: str = "alpha") -> np.ndarray:
+    """Radii as a float (S, A) array, each finite and >= 0."""
+    al = as_float_array(alpha, name, "give a number or an array (S, A) of radii")
+    if al.shape not in ((), (S, A)):
+        check_shape(al, (S, A), f"{name} (or one number)", ("s", "a"))
+    al = np.array(np.broadcast_to(al, (S, A)))
+    check_nonnegative(al, name, "radii (0 gives the nominal distribution)")
+    return al
+
+
+def check_ball(ball, model: TabularCMDP) -> None:
+    """Raise unless ``ball`` is an :class:`L1Ball` with the model's (S, A) (deprecated:
+    :func:`~rcmdp_exact.uncertainty.check_set` accepts every set)."""
+    import warnings
+
+    warnings.warn("check_ball is deprecated; use rcmdp_exact.uncertainty.check_set",
+                  DeprecationWarning, stacklevel=2)
+    check_type(ball, "ball", L1Ball, "build one with rcmdp_exact.estimate(model, ...).ball, "
+               "l1_ball(model, alpha) or L1Ball(nominal, alpha)")
+    check_shape(ball.nominal, (model.n_states, model.n_actions, model.n_states),
+                "the ball (its nominal kernel, for this model)", ("s", "a", "s'"))
+
+
+def merge_outcomes(q, outcomes, n_states: int | None = None) -> np.ndarray:
+    r"""Merge outcome distributions into next-state distributions: :math:`p = Mq`.
+
+    Parameters
+    ----------
+    q : array (S, A, O)
+        Mass of each outcome.
+    outcomes : int array (S, A, O)
+        Next state reached by each outcome.
+    n_states : int, optional
+        Number of next states (default S = ``q.shape[0]``).
+
+    Returns
+    -------
+    array (S, A, n_states)
+        :math:`p(s, a, s') = \sum_{o : \mathrm{outcomes}(s, a, o) = s'} q(s, a, o)`.
+    """
+    q = as_float_array(q, "q", "give an (S, A, O) array of outcome masses")
+    out = outcome_map(outcomes, q.shape, n_states)
+    S, A, O = q.shape
+    n = S if n_states is None else int(n_states)
+    rows = np.arange(S * A, dtype=np.int64).repeat(O)
+    flat = rows * n + out.reshape(-1)
+    p = np.bincount(flat, weights=q.reshape(-1), minlength=S * A * n)
+    return p.reshape(S, A, n)
+
+
+def outcome_map(outcomes, shape, n_states=None) -> np.ndarray:
+    """``outcomes`` as an int64 (S, A, O) map of states, checked against ``shape``."""
+    out = check_indices(outcomes, "outcomes", shape[0] if n_states is None else n_states,
+                        "state")
+    check_shape(out, tuple(shape), "outcomes", ("s", "a", "o"))
+    return out
+
+
+def support_mask(support, S: int, A: int, values=None, name: str = "",
+                  fix: str = "") -> np.ndarray:
+    """A copy of a boolean support mask of shape (S, A, S), or a ModelError.
+
+    With ``values`` (S, A, S), also refuse a positive entry outside the support, naming
+    it as ``name[s, a, s']`` and ending the message with ``fix``.
+    """
+    sup = as_array(support, "support", "give a boolean array (S, A, S)")
+    if sup.dtype != bool:
+        raise ModelError(f"support must be a boolean array (S, A, S), got dtype {sup.dtype}")
+    check_shape(sup, (S, A, S), "support", ("s", "a", "s'"))
+    if values is not None:
+        check_support(values, sup, name, fix)
+    return sup.copy()
+
+
+def first_outcome_split(P: np.ndarray, outcomes: np.ndarray) -> np.ndarray:
+    """Outcome distribution putting each state's mass on the first outcome reaching it."""
+    vals = np.take_along_axis(P, outcomes, axis=2)
+    return np.where(first_outcomes(outcomes), vals, 0.0)
+
+
+def first_outcomes(outcomes: np.ndarray) -> np.ndarray:
+    """(S, A, O) bool: outcome o is the first of its pair to reach its state."""
+    S, A, O = outcomes.shape
+    first = np.ones((S, A, O), dtype=bool)
+    for o in range(1, O):  # O is small (the outcomes of one pair)
+        first[:, :, o] = ~(outcomes[:, :, :o] == outcomes[:, :, o : o + 1]).any(axis=2)
+    return first
+
+
+class L1Ball(UncertaintySet):
+    r"""An sa-rectangular L1 uncertainty set around a nominal model.
+
+    Parameters
+    ----------
+    nominal : array (S, A, S)
+        Nominal transition probabilities :math:`\hat P(s' \mid s, a)`.
+    alpha : float or array (S, A)
+        Radius of each ball, >= 0.  Values >= 2 allow every distribution on the
+        support.
+    support : bool array (S, A, S), optional
+        Next states that may receive mass (default: all).  ``nominal`` must be zero
+        outside the support.
+    outcomes : int array (S, A, O), optional
+        The outcome map this ball came from (see :meth:`from_outcomes`); stored with
+        ``outcome_nominal`` for adversaries that act on outcomes.
+    outcome_nominal : array (S, A, O), optional
+        Nominal outcome probabilities; must merge to ``nominal``.
+
+    Attributes
+    ----------
+    nominal, alpha, support, outcomes, outcome_nominal
+        Read-only arrays (``outcomes`` and ``outcome_nominal`` may be None).
+
+    Notes
+    -----
+    Immutable; :meth:`with_alpha` makes a new ball.  Validation errors are
+    :class:`~rcmdp_exact.InputError` naming the culprit (s, a).  The first
+    implementation of :class:`~rcmdp_exact.uncertainty.UncertaintySet`.
+    """
+
+    rectangularity = "sa"
+    #: Keys of a ball saved before files carried a format entry.
+    LEGACY_KEYS = ("nominal", "alpha", "support")
+    __slots__ = ("_alpha", "_frozen", "_nominal", "_out_nominal", "_outcomes", "_support",
+                 "_tiles")
+
+    def __init__(self, nominal, alpha, support=None, *, outcomes=None, outcome_nominal=None):
+        object.__setattr__(self, "_frozen", False)
+        P = np.array(as_float_array(nominal, "nominal", "give an array (S, A, S)", finite=False))
+        if P.ndim != 3 or P.shape[0] != P.shape[2] or 0 in P.shape:
+            raise ModelError(
+                f"nominal must have shape (S, A, S) with S, A >= 1 and nominal[s, a, s'] the "
+                f"probability of s' after a in s, got shape {P.shape}"
+            )
+        S, A, _ = P.shape
+        check_transition_rows(P, "nominal")
+        al = radii(alpha, S, A)
+        if support is None:
+            sup = np.ones((S, A, S), dtype=bool)
+        else:
+            sup = support_mask(support, S, A, P, "nominal",
+                                "put the nominal mass on the support or enlarge it")
+        if (outcomes is None) != (outcome_nominal is None):
+            raise ModelError("give both outcomes and outcome_nominal, or neither")
+        out = q = None
+        if outcomes is not None:
+            q = np.array(as_float_array(outcome_nominal, "outcome_nominal",
+                                        "give (S, A, O) outcome probabilities"))
+            out = outcome_map(outcomes, q.shape if q.ndim == 3 else (S, A, -1), S)
+            gap = np.abs(merge_outcomes(q, out, S) - P).max(axis=2)
+            reach = merge_outcomes(np.ones(out.shape), out, S) > 0
+            if (gap > row_tolerance(S)).any() or (reach != sup).any():
+                s, a = (int(i) for i in np.argwhere((gap > row_tolerance(S))
+                                                    | (reach != sup).any(axis=2))[0])
+                raise ModelError(
+                    f"the outcome form of ({s}, {a}) disagrees with the state form: "
+                    f"outcome_nominal must merge to nominal[{s}, {a}] (largest gap "
+                    f"{gap[s, a]:.3e}) and the support must be the states the outcomes "
+                    f"reach; build the ball with L1Ball.from_outcomes"
+                )
+        self._set(P, al, sup, out, q)
+
+    def _set(self, P, al, sup, out, q) -> None:
+        """Store validated arrays (read-only) and freeze."""
+        object.__setattr__(self, "_frozen", False)
+        self._nominal = readonly(P)
+        self._alpha = readonly(al)
+        self._support = readonly(sup)
+        self._outcomes = None if out is None else readonly(out)
+        self._out_nominal = None if q is None else readonly(q)
+        self._tiles = {}
+        self._frozen = True
+
+    @classmethod
+    def _trusted(cls, P, al, sup, out=None, q=None) -> L1Ball:
+        """A ball of arrays that are already valid (no checks)."""
+        ball = object.__new__(cls)
+        ball._set(P, al, sup, out, q)
+        return ball
+
+    def __setattr__(self, name, value):
+        if getattr(self, "_frozen", False):
+            raise AttributeError("L1Ball is immutable; use with_alpha or build a new ball")
+        object.__setattr__(self, name, value)
+
+    # ----------------------------------------------------------------- constructors
+    @classmethod
+    def from_outcomes(cls, outcome_nominal, alpha, outcomes) -> L1Ball:
+        r"""The state-form ball of an outcome-form ball (see the module docstring).
+
+        ``nominal`` is :math:`M\hat q` and ``support`` the states reached by the
+        outcomes; the outcome form is kept.
+        """
+        q = as_float_array(outcome_nominal, "outcome_nominal",
+                           "give (S, A, O) outcome probabilities")
+        out = outcome_map(outcomes, q.shape if q.ndim == 3 else (-1, -1, -1))
+        S = q.shape[0]
+        nominal = merge_outcomes(q, out, S)
+        support = merge_outcomes(np.ones(q.shape), out, S) > 0
+        return cls(nominal, alpha, support, outcomes=out, outcome_nominal=q)
+
+    # ----------------------------------------------------------------- attributes
+    @property
+    def nominal(self) -> np.ndarray:
+        """Nominal transitions (S, A, S)."""
+        return self._nominal
+
+    @property
+    def alpha(self) -> np.ndarray:
+        """Radii (S, A)."""
+        return self._alpha
+
+    @property
+    def support(self) -> np.ndarray:
+        """Support mask (S, A, S)."""
+        return self._support
+
+    @property
+    def outcomes(self) -> np.ndarray | None:
+        """Outcome map (S, A, O) of the outcome form, or None."""
+        return self._outcomes
+
+    @property
+    def outcome_nominal(self) -> np.ndarray | None:
+        """Nominal outcome probabilities (S, A, O), or None."""
+        return self._out_nominal
+
+    @property
+    def full_support(self) -> bool:
+        """True when every next state may receive mass."""
+        return bool(self._support.all())
+
+    def __repr__(self) -> str:
+        form = "" if self._outcomes is None else f", O={self._outcomes.shape[2]} outcomes"
+        return (
+            f"<L1Ball S={self.n_states}, A={self.n_actions}{form}, alpha in "
+            f"[{self._alpha.min():.4g}, {self._alpha.max():.4g}]>"
+        )
+
+    # ----------------------------------------------------------------- operations
+    def with_alpha(self, alpha) -> L1Ball:
+        """The same ball with new radii (only the radii are checked)."""
+        S, A = self.n_states, self.n_actions
+        return L1Ball._trusted(self._nominal, radii(alpha, S, A), self._support,
+                               self._outcomes, self._out_nominal)
+
+    def absorb_terminal(self, terminal) -> L1Ball:
+        """The ball with the rows of terminal states (S,) bool made self-loops of radius 0."""
+        term = np.asarray(terminal, dtype=bool)
+        if not term.any():
+            return self
+        ts = np.flatnonzero(term)
+        nominal = np.array(self._nominal)
+        alpha = np.array(self._alpha)
+        support = np.array(self._support)
+        nominal[ts] = 0.0
+        nominal[ts, :, ts] = 1.0
+        alpha[ts] = 0.0
+        support[ts] = False
+        support[ts, :, ts] = True
+        out = q = None
+        if self._outcomes is not None:
+            out = np.array(self._outcomes)
+            q = np.array(self._out_nominal)
+            out[ts] = ts[:, None, None]
+            q[ts] = 1.0 / out.shape[2]
+        return L1Ball._trusted(nominal, alpha, support, out, q)
+
+    def distance(self, P) -> np.ndarray:
+        r""":math:`\|P(\cdot|s,a) - \hat P(\cdot|s,a)\|_1` for every pair, shape (S, A)."""
+        return np.abs(self._kernel(P) - self._nominal).sum(axis=2)
+
+    def contains(self, P, tol: float = 1e-9) -> np.ndarray:
+        """Whether each row of ``P`` (S, A, S) lies in the set (up to ``tol``), (S, A)."""
+        P = self._kernel(P)
+        return self._rows_ok(P, tol) & (self.distance(P) <= self._alpha + tol)
+
+    def pull_inside(self, P, keep=None) -> np.ndarray:
+        r"""The kernel ``P`` (S, A, S) with every pair outside its radius brought back.
+
+        A pair with :math:`\delta = \|P(s, a) - \hat P(s, a)\|_1 > \alpha(s, a)`
+        becomes :math:`\hat P + (\alpha / \delta)(P - \hat P)`: a point of the segment
+        to the nominal, at distance exactly :math:`\alpha` (the ball is convex, and both
+        ends put mass only on the support when ``P`` does).  The rows of the states
+        marked in ``keep`` (S,) bool (terminal states) are kept as they are.
+        """
+        P = np.array(P, dtype=np.float64)
+        gap = P - self._nominal
+        dist = np.abs(gap).sum(axis=2)
+        outside = dist > self._alpha
+        if keep is not None:
+            outside &= ~np.asarray(keep, dtype=bool)[:, None]
+        scale = np.where(outside, self._alpha / np.where(outside, dist, 1.0), 1.0)
+        return np.where(outside[:, :, None], self._nominal + scale[:, :, None] * gap, P)
+
+    def _tile(self, J: int):
+        """The nominal, radii and support repeated J times (cached: the batched calls of
+        the robust engine reuse them)."""
+        if J not in self._tiles:
+            if len(self._tiles) > 6:
+                self._tiles.clear()
+            nom = np.ascontiguousarray(np.broadcast_to(self._nominal, (J, *self._nominal.shape)))
+            al = np.ascontiguousarray(np.broadcast_to(self._alpha, (J, *self._alpha.shape)))
+            sup = None if self.full_support else np.ascontiguousarray(
+                np.broadcast_to(self._support, (J, *self._support.shape)))
+            self._tiles[J] = (nom, al, sup)
+        return self._tiles[J]
+
+    def worst_case(self, z, policy=None, *, method: str = "sort",
+                   form: str = "state") -> Result:
+        r"""Solve the inner problem of every (s, a): :math:`\min_{p} p^\top z(s, a, \cdot)`.
+
+        Parameters
+        ----------
+        z : array (S,), (J, S), (S, A, S) or (J, S, A, S)
+            The quantity minimised over next states: shared by all pairs ((S,), sorted
+            once) or per pair, with an optional batch axis J.
+        policy : None
+            Not used (an sa-rectangular set does not depend on the policy).
+        method : {"sort", "lp"}
+            See :func:`~rcmdp_exact.uncertainty.l1_sort.worst_case_l1`.
+        form : {"state", "outcome"}
+            Solve on next states (default) or on outcomes (needs the outcome form; no
+            batch axis); both give the same value (see the module docstring).
+
+        Returns
+        -------
+        Result
+            ``p`` (..., S, A, S) worst-case kernel, ``value`` (..., S, A); the outcome
+            form adds ``q`` (S, A, O), the worst-case outcome distributions.
+        """
+        S, A = self.n_states, self.n_actions
+        zz, batched, per_pair = split_batch(z, S, A)
+        check_choice(method, "method", INNERS,
+                     hint=" ('sort': exact, batched; 'lp': one cvxpy LP per row, a cross-check)")
+        check_choice(form, "form", ("state", "outcome"))
+        sup = None if self.full_support else self._support
+        if form == "state":
+            if not batched:
+                res = worst_case_l1(self._nominal, zz, self._alpha, sup, method=method,
+                                    check=False)
+                return Result(p=res.p, value=res.value, method=method, success=res.success)
+            J = zz.shape[0]
+            if per_pair:
+                nom, al, supj = self._tile(J)
+                res = worst_case_l1(nom, zz, al, supj, method=method, check=False)
+                return Result(p=res.p, value=res.value, method=method, success=res.success)
+            parts = [worst_case_l1(self._nominal, zz[j], self._alpha, sup, method=method,
+                                   check=False) for j in range(J)]
+            return Result(p=np.stack([r.p for r in parts]),
+                          value=np.stack([r.value for r in parts]), method=method,
+                          success=all(r.success for r in parts))
+        if self._outcomes is None:
+            raise ModelError(
+                "this ball has no outcome form; build it with L1Ball.from_outcomes, "
+                "estimate_l1_ball(..., outcomes=...) or from a model with outcomes"
+            )
+        if batched:
+            raise ModelError("form='outcome' takes z of shape (S,) or (S, A, S), without a "
+                             "batch axis")
+        out = self._outcomes
+        zo = zz[out] if zz.ndim == 1 else np.take_along_axis(zz, out, axis=2)
+        res = worst_case_l1(self._out_nominal, zo, self._alpha, method=method, check=False)
+        return Result(
+            p=merge_outcomes(res.p, out, S), value=res.value, q=res.p, method=method,
+            success=res.success,
+        )
+
+    # ----------------------------------------------------------------- persistence
+    def _arrays(self) -> dict:
+        arrays = {"nominal": self._nominal, "alpha": self._alpha, "support": self._support}
+        if self._outcomes is not None:
+            arrays["outcomes"] = self._outcomes
+            arrays["outcome_nominal"] = self._out_nominal
+        return arrays
+
+    @classmethod
+    def _from_arrays(cls, data: dict) -> L1Ball:
+        kw = {}
+        if "outcomes" in data:
+            kw = {"outcomes": data["outcomes"], "outcome_nominal": data["outcome_nominal"]}
+        return cls(data["nominal"], data["alpha"], data["support"], **kw)
+
+
+SUPPORTS = ("auto", "all", "nominal", "outcomes")
+
+
+def l1_ball(model: TabularCMDP, alpha, support="auto") -> L1Ball:
+    r"""An L1 ball around a model's own transitions with the given radius.
+
+    Parameters
+    ----------
+    model : TabularCMDP
+    alpha : float or array (S, A)
+        Radii.
+    support : {"auto", "all", "nominal", "outcomes"} or bool array (S, A, S)
+        ``"outcomes"``: the states the model's outcomes reach (the ball keeps the
+        outcome form, each state's mass on the first outcome reaching it);
+        ``"all"``: every state; ``"nominal"``: the support of ``model.P`` (no new
+        next states); ``"auto"`` (default): ``"outcomes"`` when the model has
+        outcomes, else ``"all"``.
+
+    Terminal rows are the model's self-loop with radius 0.
+    """
+    check_model(model)
+    P = model.P
+    S, A = model.n_states, model.n_actions
+    al = radii(alpha, S, A)
+    if not isinstance(support, str):
+        return L1Ball(P, al, support).absorb_terminal(model.terminal)
+    check_choice(support, "support", SUPPORTS)
+    if support == "auto":
+        support = "outcomes" if model.outcomes is not None else "all"
+    if support == "outcomes":
+        if model.outcomes is None:
+            raise ModelError("support='outcomes' needs a model with outcomes; use 'all' "
+                             "or 'nominal'")
+        # the model's validation put all of P's mass on states its outcomes reach
+        q = first_outcome_split(P, model.outcomes)
+        reach = merge_outcomes(np.ones(q.shape), model.outcomes, S) > 0
+        ball = L1Ball._trusted(P, al, reach, model.outcomes, q)
+    elif support == "all":
+        ball = L1Ball._trusted(P, al, np.ones((S, A, S), dtype=bool))
+    else:
+        ball = L1Ball._trusted(P, al, P > 0)
+    return ball.absorb_terminal(model.terminal)
