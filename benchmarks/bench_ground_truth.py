@@ -181,7 +181,7 @@ def section_gaps(cases, reference: bool, title: str, kw=None) -> None:
 
 
 def section_domains() -> None:
-    from rcmdp_exact.ground_truth.report import BRACKET_ASCENT, BRACKET_BOXES
+    from rcmdp_exact.names import BRACKET_ASCENT, BRACKET_BOXES
     from rcmdp_exact.uncertainty import estimate
 
     budgets = {"table": {"max_boxes": BRACKET_BOXES, "n_ascent": BRACKET_ASCENT,
@@ -202,7 +202,7 @@ def section_pipeline() -> None:
     import cProfile
     import pstats
 
-    from rcmdp_exact.ground_truth import ground_truth_table
+    from rcmdp_exact.experiments.ground_truth_table import ground_truth_table
 
     print("rcmdp ground-truth pipeline (one run per domain, then all three together)")
     print(f"{'domain':<10} {'seconds':>8}")

@@ -10,6 +10,7 @@ __version__ = "0.1.0"
 #: ``import rcmdp_exact`` and the command line do not load what they do not need.
 _EXPORTS = {
     "adversary_gradient": ".gradients",
+    "backward_induction": ".mdp",
     "check_policy": ".model",
     "collect_counts": ".uncertainty",
     "domains": ".domains",
@@ -19,8 +20,9 @@ _EXPORTS = {
     "ESTIMATORS": ".gradients",
     "evaluate": ".evaluation",
     "evaluate_finite_horizon": ".evaluation",
-    "evaluate_time_dependent": ".ground_truth",
+    "evaluate_time_dependent": ".evaluation",
     "finite_difference": ".gradients",
+    "greedy_policy": ".mdp",
     "hoeffding_radius": ".uncertainty",
     "ImproperPolicyError": "._checks",
     "InputError": "._checks",
@@ -30,6 +32,8 @@ _EXPORTS = {
     "L1Ball": ".uncertainty",
     "lagrangian": ".gradients",
     "learners": ".learners",
+    "load_set": ".uncertainty",
+    "LoadError": "._io",
     "merge_outcomes": ".uncertainty",
     "MLPAdversary": ".parametrisations",
     "MLPPolicy": ".parametrisations",
@@ -41,6 +45,8 @@ _EXPORTS = {
     "OptionError": "._checks",
     "OutputPathError": "._checks",
     "penalised_return": ".evaluation",
+    "policy_iteration": ".mdp",
+    "PolicySystem": ".evaluation",
     "policy_gradient": ".gradients",
     "policy_transition_matrix": ".evaluation",
     "rcmdp_bracket": ".ground_truth",
@@ -56,6 +62,7 @@ _EXPORTS = {
     "TabularAdversary": ".parametrisations",
     "TabularCMDP": ".model",
     "TabularPolicy": ".parametrisations",
+    "UncertaintySet": ".uncertainty",
     "verify_theorems": ".verify",
     "VerifyTable": ".verify",
     "worst_case_kernel": ".robust",
@@ -65,8 +72,19 @@ _EXPORTS = {
 }
 
 
+def _submodules() -> frozenset:
+    """The public modules and subpackages of the package (``rcmdp_exact.ground_truth``...)."""
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    return frozenset(p.stem for p in here.iterdir() if not p.name.startswith("_")
+                     and (p.suffix == ".py" or (p / "__init__.py").exists()))
+
+
 def __getattr__(name: str):
     module = _EXPORTS.get(name)
+    if module is None and name in _submodules():
+        module = "." + name  # a submodule: rcmdp_exact.ground_truth works without an import
     if module is None:
         raise AttributeError(f"module 'rcmdp_exact' has no attribute {name!r}")
     import importlib
@@ -87,20 +105,24 @@ __all__ = [
     "ImproperPolicyError",
     "InputError",
     "L1Ball",
+    "LoadError",
     "MLPAdversary",
     "MLPPolicy",
     "ModelError",
     "NotFiniteError",
     "OptionError",
     "OutputPathError",
+    "PolicySystem",
     "Result",
     "TabularAdversary",
     "TabularCMDP",
     "TabularPolicy",
+    "UncertaintySet",
     "VerifyTable",
     "WorstCaseObjective",
     "__version__",
     "adversary_gradient",
+    "backward_induction",
     "check_policy",
     "collect_counts",
     "domains",
@@ -111,17 +133,20 @@ __all__ = [
     "evaluate_finite_horizon",
     "evaluate_time_dependent",
     "finite_difference",
+    "greedy_policy",
     "hoeffding_radius",
     "interop",
     "l1_ball",
     "l1_violation",
     "lagrangian",
     "learners",
+    "load_set",
     "merge_outcomes",
     "monte_carlo_estimator",
     "nn",
     "penalised_return",
     "policy_gradient",
+    "policy_iteration",
     "policy_transition_matrix",
     "rcmdp_bracket",
     "rcmdp_variant",

@@ -47,11 +47,13 @@ __all__ = [
     "evaluate",
     "evaluate_finite_horizon",
     "evaluate_finite_horizon_batch",
+    "evaluate_time_dependent",
     "penalised_return",
     "policy_matrix",
     "policy_transition_matrix",
     "policy_values",
     "rescaled_budget",
+    "time_dependent_values",
 ]
 
 #: The evaluation weight of the penalised return (the paper's maximal multiplier).
@@ -195,6 +197,8 @@ class PolicySystem:
         if self.sparse:
             x = self._lu.solve(b, trans="T" if transpose else "N") if self._lu is not None \
                 else np.zeros_like(b)
+        elif self._M.shape[-1] == 0:
+            x = b
         else:
             M = np.swapaxes(self._M, -1, -2) if transpose else self._M
             x = np.linalg.solve(M, b)
@@ -597,6 +601,65 @@ def evaluate_finite_horizon_batch(model: TabularCMDP, policies, kernels=None,
     return Result(value=value, costs=cost, budget=budget, overshoot=over,
                   penalised_return=value - PENALTY_WEIGHT * np.maximum(over, 0.0).sum(-1),
                   horizon=T)
+
+
+def time_dependent_values(P, rc: np.ndarray, policy: np.ndarray,
+                          discount: float = 1.0) -> np.ndarray:
+    r"""Backward induction :math:`W_t = \sum_a \pi_t(a|s) (rc(s, a) + \delta P W_{t+1})`.
+
+    The evaluation of a time-dependent policy (T, S, A) on one kernel, ``P`` sparse
+    (S*A, S) and ``rc`` (S, A, J), returning :math:`W_0` (S, J); or on N kernels at once,
+    ``P`` dense (N, S, A, S) and ``rc`` (N, S, A, J), returning (N, S, J).  The J columns
+    are rewards and costs evaluated together.
+    """
+    batched = not sp.issparse(P)
+    if batched:
+        N, S, A, _ = P.shape
+        J = rc.shape[-1]
+        flat = np.asarray(P).reshape(N, S * A, S)
+        W = np.zeros((N, S, J))
+    else:
+        S, A, J = rc.shape
+        flat = P
+        W = np.zeros((S, J))
+    for t in range(policy.shape[0] - 1, -1, -1):
+        nxt = (flat @ W).reshape(rc.shape)
+        if discount != 1.0:
+            nxt = discount * nxt
+        W = np.einsum("sa,nsaj->nsj" if batched else "sa,saj->sj", policy[t], rc + nxt)
+    return W
+
+
+def evaluate_time_dependent(model: TabularCMDP, policy, discount: float = 1.0) -> Result:
+    r"""Exact evaluation of a time-dependent policy :math:`\pi_t`, shape (T, S, A).
+
+    Backward induction :math:`W_T = 0`, :math:`W_t = r_{\pi_t} + \delta P_{\pi_t}
+    W_{t+1}` for the reward and every cost (the time-dependent form of
+    :func:`evaluate_finite_horizon`; :func:`time_dependent_values`).
+
+    Returns
+    -------
+    Result
+        ``value``, ``costs`` (K,) from p0, ``v`` (S,), ``c`` (S, K) at t = 0, ``horizon``
+        T; ``budget`` (K,) the rescaled budget, ``overshoot`` = costs - budget,
+        ``penalised_return``.
+    """
+    check_model(model)
+    S, A = model.n_states, model.n_actions
+    pol = as_float_array(policy, "policy", "give a time-dependent policy of shape (T, S, A)")
+    T = pol.shape[0] if pol.ndim == 3 else 1
+    check_shape(pol, (T, S, A), "policy (time-dependent)", ("t", "s", "a"))
+    T = check_int(T, "horizon of the policy (its first axis)", 1)
+    disc = check_real(discount, "discount", 0.0, 1.0)
+    for t in range(T):
+        check_policy(pol[t], S, A, name=f"policy[{t}]")
+    rc = np.concatenate([model.r[..., None], model.c], axis=2)
+    W = time_dependent_values(model.P_sparse, rc, pol, disc)
+    value, costs = float(model.p0 @ W[:, 0]), model.p0 @ W[:, 1:]
+    budget = rescaled_budget(model.d, model.gamma, T)
+    return Result(value=value, costs=costs, cost=costs, v=W[:, 0], c=W[:, 1:], horizon=T,
+                  budget=budget, overshoot=costs - budget,
+                  penalised_return=penalised_return(value, costs, budget))
 
 
 def rescaled_budget(d, gamma: float, horizon: int) -> np.ndarray:

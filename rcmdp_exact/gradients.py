@@ -54,7 +54,7 @@ from ._checks import (
 )
 from ._progress import tqdm
 from ._result import Result
-from .evaluation import check_proper, evaluate
+from .evaluation import PolicySystem, check_proper, evaluate
 from .model import ModelError, TabularCMDP, check_model
 from .parametrisations import make_adversary, make_policy
 from .sampling import kernel_outcomes, rollout_arrays
@@ -179,14 +179,11 @@ class _Context:
 
 def _solve_lagrangian(ctx: _Context, pi: np.ndarray, P: np.ndarray) -> tuple[float, np.ndarray]:
     """Dense solve of :math:`V_\\lambda` on the non-terminal states; returns (L, V_lam)."""
-    nt = ctx.nt
     r_lam = np.einsum("sat,sat->sa", P, ctx.R_lam)
     P_pi = np.einsum("sa,sat->st", pi, P)
     r_pi = np.einsum("sa,sa->s", pi, r_lam)
-    V = np.zeros(ctx.S)
-    M = np.eye(int(nt.sum())) - ctx.gamma * P_pi[np.ix_(nt, nt)]
     try:
-        V[nt] = np.linalg.solve(M, r_pi[nt])
+        V = PolicySystem(P_pi, ctx.gamma, ctx.nt).solve(r_pi)
     except np.linalg.LinAlgError:
         raise ImproperPolicyError(
             "I - gamma P_pi is singular: with gamma = 1 some state never reaches a "
@@ -498,10 +495,8 @@ def _visits(ctx: _Context, P_pi: np.ndarray, T: int | None, discounted: bool, wh
     if T is None:
         if w == 1.0:
             _check_terminates(ctx.model, P_pi, what)
-        n = np.zeros(ctx.S)
-        M = np.eye(int(nt.sum())) - w * P_pi[np.ix_(nt, nt)]
         try:
-            n[nt] = np.linalg.solve(M.T, p0[nt])
+            n = PolicySystem(P_pi, w, nt).solve(p0, transpose=True)
         except np.linalg.LinAlgError:
             raise ImproperPolicyError(
                 f"{what}: the visit sums diverge; give a finite horizon T") from None

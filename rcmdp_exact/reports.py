@@ -1,19 +1,10 @@
-"""Deprecated: the ground-truth table moved to :mod:`rcmdp_exact.ground_truth.report`.
+"""Deprecated: the ground-truth table is :mod:`rcmdp_exact.experiments.ground_truth_table`.
 
-Importing this module still works (with a :class:`DeprecationWarning`); the names are
-those of :mod:`rcmdp_exact.ground_truth`.
+Importing this module still works (with a :class:`DeprecationWarning`) for one release.
 """
 
+import importlib
 import warnings
-
-from .ground_truth.report import (
-    METRICS,
-    POLICY_LABELS,
-    format_ground_truth,
-    greedy_policy,
-    ground_truth_table,
-    save_ground_truth,
-)
 
 __all__ = [
     "METRICS",
@@ -25,4 +16,13 @@ __all__ = [
 ]
 
 warnings.warn("rcmdp_exact.reports is deprecated; import the ground-truth table from "
-              "rcmdp_exact.ground_truth", DeprecationWarning, stacklevel=2)
+              "rcmdp_exact.experiments.ground_truth_table", DeprecationWarning, stacklevel=2)
+
+
+def __getattr__(name: str):
+    if name == "greedy_policy":
+        return importlib.import_module("rcmdp_exact.mdp").greedy_policy
+    if name in __all__:
+        return getattr(importlib.import_module("rcmdp_exact.experiments.ground_truth_table"),
+                       name)
+    raise AttributeError(f"module 'rcmdp_exact.reports' has no attribute {name!r}")

@@ -6,6 +6,7 @@ the ``CI`` environment variable is set, or explicitly with ``HYPOTHESIS_PROFILE=
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -25,3 +26,11 @@ settings.register_profile(
 # 10 x the default 60; tests with their own max_examples scale by helpers.examples
 settings.register_profile("thorough", deadline=None, max_examples=600)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+@pytest.fixture(autouse=True)
+def _working_folder_of_its_own(tmp_path_factory, monkeypatch):
+    """Every test runs in an empty folder of its own: a test never reads or writes the
+    folder the suite was started from (the README's main job writes ./reproduction there
+    before the tests run)."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))

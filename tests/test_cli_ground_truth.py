@@ -17,10 +17,10 @@ import sys
 import numpy as np
 import pytest
 
-import rcmdp_exact.ground_truth as command  # the command imports its work from here when it runs
+import rcmdp_exact.experiments.ground_truth_table as command  # the command imports its work from here
 from rcmdp_exact.cli import main
 from rcmdp_exact.domains import ESTIMATION_EPISODES, paper_domain
-from rcmdp_exact.ground_truth import greedy_policy
+from rcmdp_exact.mdp import greedy_policy
 from rcmdp_exact.uncertainty import estimate
 
 
@@ -208,7 +208,7 @@ def test_bad_arguments_are_refused_before_any_work(tmp_path, capsys, monkeypatch
 
 
 def test_existing_output_files_need_force(tmp_path, capsys, monkeypatch):
-    from rcmdp_exact.ground_truth import ground_truth_table
+    from rcmdp_exact.experiments.ground_truth_table import ground_truth_table
 
     table = ground_truth_table(["nav2"], n_draws=1, variants=(), progress=False,
                                max_boxes=1)

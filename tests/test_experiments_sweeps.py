@@ -331,7 +331,8 @@ def test_reproduce_with_the_learners(tmp_path, capsys):
     (["reproduce", "--out", "{tmp}/text.sqlite"], "existing file"),
     (["reproduce", "--db", "{tmp}/nodir/x.sqlite", "--out", "{tmp}/o"], "does not exist"),
 ])
-def test_bad_arguments_fail_before_any_work(tmp_path, capsys, argv, fact):
+def test_bad_arguments_fail_before_any_work(tmp_path, capsys, monkeypatch, argv, fact):
+    monkeypatch.chdir(tmp_path)  # the default output folder is ./reproduction
     (tmp_path / "text.sqlite").write_text("not a database")
     other = sqlite3.connect(tmp_path / "other.sqlite")
     other.execute("CREATE TABLE t (x)")
@@ -343,4 +344,4 @@ def test_bad_arguments_fail_before_any_work(tmp_path, capsys, argv, fact):
     assert exc.value.code == 2
     assert fact in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
-    assert not list(Path.cwd().glob("reproduction"))
+    assert not (tmp_path / "reproduction").exists()

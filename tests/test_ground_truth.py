@@ -19,14 +19,17 @@ from scipy.optimize import linprog, minimize_scalar
 import rcmdp_exact.ground_truth.lp as lp_module
 from rcmdp_exact import InputError, OptionError, TabularCMDP
 from rcmdp_exact.domains import garnet
-from rcmdp_exact.evaluation import evaluate_finite_horizon, rescaled_budget
-from rcmdp_exact.ground_truth import (
+from rcmdp_exact.evaluation import (
+    evaluate_finite_horizon,
     evaluate_time_dependent,
+    rescaled_budget,
+)
+from rcmdp_exact.ground_truth import (
     infeasible_message,
-    lagrangian_optimal_policy,
     solve_cmdp,
     solve_cmdp_finite_horizon,
 )
+from rcmdp_exact.mdp import policy_iteration
 
 
 # --------------------------------------------------------------------------- helpers
@@ -252,9 +255,9 @@ def test_unvisited_states_get_the_lagrangian_greedy_action_or_uniform():
     assert uni.value == pytest.approx(res.value, abs=1e-12)
 
 
-def test_lagrangian_optimal_policy_matches_value_iteration():
+def test_policy_iteration_matches_value_iteration():
     m = garnet(7, 3, 4, n_constraints=1, seed=11, gamma=0.95)
-    sol = lagrangian_optimal_policy(m, [0.7])
+    sol = policy_iteration(m, [0.7])
     v, q = vi(m.P, m.r - 0.7 * m.c[:, :, 0], m.gamma)
     assert sol.converged
     np.testing.assert_allclose(sol.v, v, atol=1e-9)
@@ -459,7 +462,7 @@ def test_finite_horizon_infeasible():
         (lambda m: evaluate_time_dependent(m, np.ones((2, 3, 2))), InputError,
          ("policy[0]", "sums to 2")),
         (lambda m: infeasible_message(m, [1.0, 2.0]), InputError, ("min_costs", "(2,)")),
-        (lambda m: lagrangian_optimal_policy(m.replace(gamma=1.0, horizon=5)), InputError,
+        (lambda m: policy_iteration(m.replace(gamma=1.0, horizon=5)), InputError,
          ("gamma", "1.0", "discounted")),
     ],
 )

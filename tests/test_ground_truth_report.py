@@ -13,8 +13,8 @@ import pytest
 
 from rcmdp_exact import InputError, OptionError
 from rcmdp_exact.domains import garnet
-from rcmdp_exact.ground_truth import greedy_policy, ground_truth_table
-from rcmdp_exact.ground_truth.report import time_dependent_batch
+from rcmdp_exact.experiments.ground_truth_table import ground_truth_table, time_dependent_batch
+from rcmdp_exact.mdp import greedy_policy
 
 
 def t_step(model, P, pi):
@@ -87,14 +87,3 @@ def test_bad_table_arguments(kwargs, error, facts):
         ground_truth_table(kw.pop("domains"), **kw)
     for fact in facts:
         assert fact in str(exc.value), (fact, str(exc.value))
-
-
-def test_reports_module_is_a_deprecated_alias():
-    sys.modules.pop("rcmdp_exact.reports", None)
-    with pytest.warns(DeprecationWarning, match="rcmdp_exact.ground_truth"):
-        reports = importlib.import_module("rcmdp_exact.reports")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from rcmdp_exact import ground_truth
-    for name in reports.__all__:
-        assert getattr(reports, name) is getattr(ground_truth, name)

@@ -386,3 +386,22 @@ def test_worst_case_objective_is_shared_and_consistent():
         np.testing.assert_allclose(np.einsum("sa,sa->s", policy, q), W, atol=1e-12)
     with raises_fact(ModelError, "multipliers", "(2,)", "(1,)"):
         robust_evaluate(model, policy, ball, worst_case_objective("lagrangian", 1.0))
+
+
+def test_an_objective_carries_its_multipliers():
+    """One multiplier, one channel: a WorstCaseObjective's lam is the lam of the result,
+    and the reported Lagrangian is the one the adversary minimised (w is its fixed point,
+    the exact Lagrangian under the worst-case kernel equals it)."""
+    m = garnet(4, 3, 3, n_constraints=1, seed=2, gamma=0.9)
+    pi = np.full((4, 3), 1.0 / 3.0)
+    ball = l1_ball(m, 0.4)
+    obj = worst_case_objective("lagrangian", lam=[2.0], model=m)
+    res = robust_evaluate(m, pi, ball, obj)
+    np.testing.assert_array_equal(res.lam, [2.0])
+    assert np.abs(res.lagrangian - res.w).max() <= 1e-9 * max(1.0, np.abs(res.w).max())
+    named = robust_evaluate(m, pi, ball, "lagrangian", lam=2.0)
+    np.testing.assert_allclose(named.w, res.w, rtol=0, atol=1e-12)
+    same = robust_evaluate(m, pi, ball, obj, lam=[2.0])  # the same numbers twice: fine
+    np.testing.assert_array_equal(same.lam, [2.0])
+    with raises_fact(ModelError, "lam = [1.0]", "[2.0]", "once"):
+        robust_evaluate(m, pi, ball, obj, lam=1.0)

@@ -109,3 +109,33 @@ def test_lp_solves_print_nothing():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=PACKAGE.parent)
     assert out.stdout == "", out.stdout
+
+
+def test_every_public_module_is_an_attribute_of_a_fresh_package():
+    """``import rcmdp_exact`` and then ``rcmdp_exact.ground_truth.solve_cmdp`` (any public
+    module or subpackage, any of its names) works without importing the module first."""
+    mods = sorted(p.stem for p in PACKAGE.iterdir() if not p.name.startswith("_")
+                  and (p.suffix == ".py" or (p / "__init__.py").exists())
+                  and p.stem not in ("reports", "inner", "cli"))
+    code = ("import rcmdp_exact, warnings\n"
+            "warnings.simplefilter('error')\n"
+            "print(rcmdp_exact.ground_truth.solve_cmdp.__name__)\n"
+            + "".join(f"assert rcmdp_exact.{m}.__name__ == 'rcmdp_exact.{m}'\n" for m in mods))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=PACKAGE.parent)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "solve_cmdp"
+
+
+def test_the_suite_passes_beside_the_main_jobs_output(tmp_path):
+    """The README's two commands run in one folder, the main job first: a test that looked
+    at the working folder would see ./reproduction.  The bad-arguments test, run from a
+    folder that holds a reproduction/, still passes."""
+    (tmp_path / "reproduction").mkdir()
+    (tmp_path / "reproduction" / "runs.sqlite").write_text("from the main job")
+    test = PACKAGE.parent / "tests" / "test_experiments_sweeps.py"
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          f"{test}::test_bad_arguments_fail_before_any_work"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert out.returncode == 0, out.stdout[-2000:]
+    assert (tmp_path / "reproduction" / "runs.sqlite").read_text() == "from the main job"

@@ -5,7 +5,7 @@ training model (occupancy-measure LP), the certified bracket of the RCMDP optimu
 estimated L1 ball with the targets of the three RCPG variants, the T-step CMDP optimum,
 and the exact undiscounted test metrics of all these policies (stochastic and greedy) on
 every test setting.  The maths and the columns are described in
-:mod:`rcmdp_exact.ground_truth.report` and ``docs/ground_truth.md``.  Every argument
+:mod:`rcmdp_exact.experiments.ground_truth_table` and ``docs/ground_truth.md``.  Every argument
 and the output folder are checked before any work starts.
 """
 
@@ -70,7 +70,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .._checks import check_real
-    from ..ground_truth import format_ground_truth, ground_truth_table, save_ground_truth
+    from ..experiments.ground_truth_table import (
+        format_ground_truth,
+        ground_truth_table,
+        save_ground_truth,
+    )
 
     parser = args._parser
     check_real(args.bracket_time, "--bracket-time", 0.0, low_open=True)

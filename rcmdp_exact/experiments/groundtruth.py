@@ -37,6 +37,7 @@ import time
 
 import numpy as np
 
+from ..mdp import backward_induction, greedy_policy
 from .spec import canonical_json, phase_seed
 
 __all__ = [
@@ -148,13 +149,6 @@ def costs_of(result) -> np.ndarray:
     return result["costs"] if "costs" in result else result["cost"]
 
 
-def greedy(policy) -> np.ndarray:
-    """One-hot argmax of a policy (..., S, A), ties to the lowest action."""
-    from ..ground_truth import greedy_policy
-
-    return greedy_policy(policy)
-
-
 # --------------------------------------------------------------------------- exact oracles
 def _suite_arrays(settings):
     """Kernels (N, S, A, S), expected reward and cost (N, S, A) (zero in terminal
@@ -179,20 +173,11 @@ def _lagrangian_dp(P, r, c, p0, lam, T):
     number or one multiplier per kernel (N,).  Returns (V (N,), C (N,)) of the optimal
     deterministic time-dependent policy (ties to the lowest action).
     """
-    N, S, A, _ = P.shape
-    lam = np.broadcast_to(np.asarray(lam, dtype=np.float64), (N,))[:, None, None]
-    Pf = P.reshape(N, S * A, S)
-    W = np.zeros((N, S, 2))  # [value, cost] to go under the greedy policy
-    g = r - lam * c
-    idx_n = np.arange(N)[:, None]
-    idx_s = np.arange(S)[None, :]
-    for _ in range(T):
-        nxt = (Pf @ W).reshape(N, S, A, 2)
-        q = g + nxt[..., 0] - lam * nxt[..., 1]
-        a = np.argmax(q, axis=2)
-        W = np.stack([r[idx_n, idx_s, a] + nxt[idx_n, idx_s, a, 0],
-                      c[idx_n, idx_s, a] + nxt[idx_n, idx_s, a, 1]], axis=-1)
-    out = np.einsum("s,nsk->nk", p0, W)
+    N = P.shape[0]
+    lam = np.broadcast_to(np.asarray(lam, dtype=np.float64), (N,))[:, None]
+    res = backward_induction(P, r, T, c=c[..., None], lam=lam)
+    out = np.einsum("s,nsk->nk", p0, np.concatenate([res.value[..., None], res.costs],
+                                                    axis=-1))
     return out[:, 0], out[:, 1]
 
 
@@ -337,7 +322,7 @@ def _bracket(spec) -> dict:
                    progress=False)
     br = rcmdp_bracket(est.nominal, est.ball, progress=False, **dict(spec.bracket))
     lower_pol = np.asarray(br.policies["lower"], dtype=np.float64)
-    pols = np.stack([lower_pol, greedy(lower_pol)])
+    pols = np.stack([lower_pol, greedy_policy(lower_pol)])
     rows = []
     for suite, settings in suite_settings(dict(spec.test)).items():
         met = exact_test(settings, pols)

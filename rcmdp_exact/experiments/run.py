@@ -30,7 +30,8 @@ import time
 
 import numpy as np
 
-from .groundtruth import exact_test, greedy, setting_param, suite_settings, training_model
+from ..mdp import greedy_policy
+from .groundtruth import exact_test, setting_param, suite_settings, training_model
 from .spec import RunSpec, canonical_json, phase_seed
 
 __all__ = ["CURVE_POINTS", "TEST_MODES", "curve_rows", "default_trainer", "run_one", "sampled_test"]
@@ -143,7 +144,7 @@ def _estimate(fields_json: str):
 def _test_rows(spec: RunSpec, policy: np.ndarray, seeds: dict) -> list[dict]:
     from .groundtruth import PENALTY
 
-    pols = np.stack([greedy(policy), policy])
+    pols = np.stack([greedy_policy(policy), policy])
     rows = []
     for si, (suite, settings) in enumerate(suite_settings(spec.settings_fields()).items()):
         met = exact_test(settings, pols)

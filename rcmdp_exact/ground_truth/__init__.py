@@ -1,48 +1,60 @@
-"""Ground truth: the exact CMDP optimum, a certified RCMDP bracket, the variants' targets
-and the ground-truth table of the paper's domains.
+"""Ground truth solvers: the exact CMDP optimum, a certified RCMDP bracket, the variants'
+targets.
 
-Modules: :mod:`.lp` (the occupancy LP and its duals), :mod:`.core` (batched robust fixed
-points), :mod:`.dual`, :mod:`.boxes`, :mod:`.search` and :mod:`.bracket` (the bracket),
-:mod:`.variants` (the RCPG variants' targets), :mod:`.report` (the table).
+Modules: :mod:`.lp` (the occupancy LP and its duals), :mod:`.dual`, :mod:`.boxes`,
+:mod:`.search` and :mod:`.bracket` (the bracket), :mod:`.variants` (the RCPG variants'
+targets).  The robust fixed points they need come from :mod:`rcmdp_exact.robust`; the
+ground-truth table of the paper's domains is :mod:`rcmdp_exact.experiments.
+ground_truth_table`.
 """
+
+import importlib
+import warnings
 
 from .bracket import rcmdp_bracket
 from .lp import (
     DEFAULT_LP_SOLVER,
     LP_SOLVERS,
-    evaluate_time_dependent,
     greedy_one_hot,
     infeasible_message,
     lagrangian_optimal_policy,
     solve_cmdp,
     solve_cmdp_finite_horizon,
 )
-from .report import (
-    METRICS,
-    POLICY_LABELS,
-    format_ground_truth,
-    greedy_policy,
-    ground_truth_table,
-    save_ground_truth,
-)
 from .variants import VARIANTS, rcmdp_variant
 
 __all__ = [
     "DEFAULT_LP_SOLVER",
     "LP_SOLVERS",
-    "METRICS",
-    "POLICY_LABELS",
     "VARIANTS",
-    "evaluate_time_dependent",
-    "format_ground_truth",
     "greedy_one_hot",
-    "greedy_policy",
-    "ground_truth_table",
     "infeasible_message",
     "lagrangian_optimal_policy",
     "rcmdp_bracket",
     "rcmdp_variant",
-    "save_ground_truth",
     "solve_cmdp",
     "solve_cmdp_finite_horizon",
 ]
+
+#: Names that moved out of this package (deprecated here for one release): name ->
+#: (module, name there).
+_MOVED = {
+    "METRICS": ("rcmdp_exact.experiments.ground_truth_table", "METRICS"),
+    "POLICY_LABELS": ("rcmdp_exact.experiments.ground_truth_table", "POLICY_LABELS"),
+    "format_ground_truth": ("rcmdp_exact.experiments.ground_truth_table",
+                            "format_ground_truth"),
+    "ground_truth_table": ("rcmdp_exact.experiments.ground_truth_table", "ground_truth_table"),
+    "save_ground_truth": ("rcmdp_exact.experiments.ground_truth_table", "save_ground_truth"),
+    "greedy_policy": ("rcmdp_exact.mdp", "greedy_policy"),
+    "evaluate_time_dependent": ("rcmdp_exact.evaluation", "evaluate_time_dependent"),
+}
+
+
+def __getattr__(name: str):
+    moved = _MOVED.get(name)
+    if moved is None:
+        raise AttributeError(f"module 'rcmdp_exact.ground_truth' has no attribute {name!r}")
+    module, attr = moved
+    warnings.warn(f"rcmdp_exact.ground_truth.{name} is deprecated; use {module}.{attr}",
+                  DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(module), attr)

@@ -45,14 +45,14 @@ import scipy.sparse as sp
 from .._checks import as_float_array, check_choice, check_int, check_real, check_shape
 from .._highs import silence_highs_banner
 from .._result import Result
-from ..evaluation import evaluate, penalised_return, rescaled_budget
-from ..model import TabularCMDP, check_model, check_policy
+from ..evaluation import evaluate, evaluate_time_dependent, rescaled_budget
+from ..mdp import backward_induction, greedy_policy, policy_iteration, value_scale
+from ..model import TabularCMDP, check_model
 
 __all__ = [
     "DEFAULT_LP_SOLVER",
     "LP_SOLVERS",
     "UNVISITED_TOL",
-    "evaluate_time_dependent",
     "greedy_one_hot",
     "infeasible_message",
     "lagrangian_optimal_policy",
@@ -61,9 +61,15 @@ __all__ = [
     "solve_cmdp",
     "solve_cmdp_finite_horizon",
     "solve_occupancy_lp",
-    "time_dependent_values",
     "value_scale",
 ]
+
+
+def greedy_one_hot(q) -> np.ndarray:
+    """Deprecated name of :func:`rcmdp_exact.mdp.greedy_policy` (the same result)."""
+    warnings.warn("greedy_one_hot is deprecated; use rcmdp_exact.greedy_policy",
+                  DeprecationWarning, stacklevel=2)
+    return greedy_policy(q)
 
 #: The LP solver used through cvxpy unless ``solver=`` says otherwise.
 DEFAULT_LP_SOLVER = "HIGHS"
@@ -87,18 +93,6 @@ _SOLVED = ("optimal", "optimal_inaccurate")
 
 
 # =========================================================================== helpers
-def value_scale(model: TabularCMDP, horizon: int | None = None) -> float:
-    """A magnitude of values: max |r|, |c| times the effective horizon (at least 1)."""
-    mag = float(np.abs(model.r).max(initial=0.0))
-    if model.n_constraints:
-        mag = max(mag, float(np.abs(model.c).max()))
-    if horizon is not None:
-        eff = float(horizon)
-    else:
-        eff = 1.0 / (1.0 - model.gamma) if model.gamma < 1.0 else float(model.n_states)
-    return max(1.0, mag * eff)
-
-
 def cost_name(model: TabularCMDP, k: int) -> str:
     """``"k"`` or ``"k (label)"`` for messages."""
     lab = model.cost_labels
@@ -108,13 +102,6 @@ def cost_name(model: TabularCMDP, k: int) -> str:
 def fmt(x: float) -> str:
     """A number with 6 significant digits (messages)."""
     return f"{float(x):.6g}"
-
-
-def greedy_one_hot(q: np.ndarray) -> np.ndarray:
-    """One-hot argmax over the last axis (ties to the lowest index), shape of ``q``."""
-    out = np.zeros(np.shape(q), dtype=np.float64)
-    np.put_along_axis(out, np.argmax(q, axis=-1)[..., None], 1.0, axis=-1)
-    return out
 
 
 def budget_array(budget, name: str, K: int) -> np.ndarray:
@@ -390,42 +377,17 @@ def _recheck(res: Result, ev, budget: np.ndarray, status: str, tol: float, who: 
 
 # =========================================================================== discounted
 def lagrangian_optimal_policy(model: TabularCMDP, lam=None, max_iter: int = 10_000) -> Result:
-    r"""Optimal deterministic policy of the scalarised reward :math:`r - \lambda^\top c`.
-
-    Howard's policy iteration with exact evaluations
-    (:func:`rcmdp_exact.evaluation.evaluate`), keeping the current action on ties
-    (within ``1e-12`` times the value scale).  Needs gamma < 1.
-
-    Returns
-    -------
-    Result
-        ``policy`` (S,) int, ``v`` (S,), ``q`` (S, A), ``value`` = p0.v,
-        ``iterations``, ``converged``.
-    """
-    check_model(model)
-    check_real(model.gamma, "gamma", 0.0, 1.0, high_open=True,
-               hint="; lagrangian_optimal_policy needs a discounted model")
-    max_iter = check_int(max_iter, "max_iter", 1)
-    lam = model.check_multipliers(lam)
-    pi = np.argmax(model.scalarised_reward(lam), axis=1)
-    tol = 1e-12 * value_scale(model)
-    rows = np.arange(model.n_states)
-    for it in range(1, max_iter + 1):
-        ev = evaluate(model, np.eye(model.n_actions)[pi], lam, check=False)
-        q = ev.q_lagrangian
-        keep = q[rows, pi] >= q.max(axis=1) - tol
-        if keep.all() or it == max_iter:
-            break
-        pi = np.where(keep, pi, np.argmax(q, axis=1))
-    return Result(policy=pi, v=ev.lagrangian, q=q, value=float(model.p0 @ ev.lagrangian),
-                  iterations=it, converged=bool(keep.all()))
+    """Deprecated name of :func:`rcmdp_exact.mdp.policy_iteration` (the same result)."""
+    warnings.warn("lagrangian_optimal_policy is deprecated; use rcmdp_exact.policy_iteration "
+                  "(the same Howard policy iteration)", DeprecationWarning, stacklevel=2)
+    return policy_iteration(model, lam, max_iter)
 
 
 def _default_policy(model: TabularCMDP, mult: np.ndarray, unvisited: str) -> np.ndarray:
     S, A = model.n_states, model.n_actions
     if unvisited == "uniform" or model.gamma >= 1.0:
         return np.full((S, A), 1.0 / A)
-    return np.eye(A)[lagrangian_optimal_policy(model, mult).policy]
+    return np.eye(A)[policy_iteration(model, mult).policy]
 
 
 def _infeasible_cmdp(model, data, d, solver, base) -> Result:
@@ -528,63 +490,10 @@ def solve_cmdp(model: TabularCMDP, *, solver: str = DEFAULT_LP_SOLVER,
 
 
 # =========================================================================== finite horizon
-def time_dependent_values(P_sparse, rc: np.ndarray, policy: np.ndarray,
-                          discount: float) -> np.ndarray:
-    r"""Backward induction :math:`W_t = \sum_a \pi_t(a|s) (rc(s, a) + \delta P W_{t+1})`.
-
-    ``P_sparse`` (S*A, S); ``rc`` (S, A, J) rewards and costs; ``policy`` (T, S, A).
-    Returns :math:`W_0` (S, J).
-    """
-    S, A, J = rc.shape
-    W = np.zeros((S, J))
-    for t in range(policy.shape[0] - 1, -1, -1):
-        nxt = (P_sparse @ W).reshape(S, A, J)
-        W = np.einsum("sa,saj->sj", policy[t], rc + discount * nxt)
-    return W
-
-
-def evaluate_time_dependent(model: TabularCMDP, policy, discount: float = 1.0) -> Result:
-    r"""Exact evaluation of a time-dependent policy :math:`\pi_t`, shape (T, S, A).
-
-    Backward induction :math:`W_T = 0`, :math:`W_t = r_{\pi_t} + \delta P_{\pi_t}
-    W_{t+1}` for the reward and every cost (the time-dependent form of
-    :func:`rcmdp_exact.evaluation.evaluate_finite_horizon`).
-
-    Returns
-    -------
-    Result
-        ``value``, ``costs`` (K,) from p0 (``cost`` is an alias), ``v`` (S,), ``c``
-        (S, K) at t = 0, ``horizon`` T; ``budget`` (K,) the rescaled budget,
-        ``overshoot`` = costs - budget, ``penalised_return``.
-    """
-    check_model(model)
-    S, A = model.n_states, model.n_actions
-    pol = as_float_array(policy, "policy", "give a time-dependent policy of shape (T, S, A)")
-    T = pol.shape[0] if pol.ndim == 3 else 1
-    check_shape(pol, (T, S, A), "policy (time-dependent)", ("t", "s", "a"))
-    T = check_int(T, "horizon of the policy (its first axis)", 1)
-    disc = check_real(discount, "discount", 0.0, 1.0)
-    for t in range(T):
-        check_policy(pol[t], S, A, name=f"policy[{t}]")
-    rc = np.concatenate([model.r[..., None], model.c], axis=2)
-    W = time_dependent_values(model.P_sparse, rc, pol, disc)
-    value, costs = float(model.p0 @ W[:, 0]), model.p0 @ W[:, 1:]
-    budget = rescaled_budget(model.d, model.gamma, T)
-    return Result(value=value, costs=costs, cost=costs, v=W[:, 0], c=W[:, 1:], horizon=T,
-                  budget=budget, overshoot=costs - budget,
-                  penalised_return=penalised_return(value, costs, budget))
-
-
 def _finite_horizon_greedy(model, mult, T, discount) -> np.ndarray:
     """Time-dependent greedy policy (T, S, A) of r - mu.c by backward induction."""
-    S, A = model.n_states, model.n_actions
-    reward = model.scalarised_reward(mult)
-    v, out = np.zeros(S), np.zeros((T, S, A))
-    for t in range(T - 1, -1, -1):
-        q = reward + discount * (model.P_sparse @ v).reshape(S, A)
-        out[t] = greedy_one_hot(q)
-        v = q.max(axis=1)
-    return out
+    return backward_induction(model.P_sparse, model.scalarised_reward(mult), T,
+                              discount=discount, policy=True).policy
 
 
 def _finite_horizon_budget(model, budget, T) -> np.ndarray:

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._progress import tqdm
+from ..evaluation import PolicySystem, policy_matrix
 from ..nn import MLP, Adam, softmax
 from .dynamics import build_problem, prefit_adversary, seed_generators
 from .records import TrainResult, eval_records, evaluate_policy, into_ball
@@ -96,19 +97,12 @@ def dense_evaluation(P, R, C, pi, gamma: float, p0, nonterminal) -> DenseEvaluat
     p0 : array (S,)
     nonterminal : bool array (S,)
     """
-    S = pi.shape[0]
-    K = C.shape[3]
     r = np.einsum("sat,sat->sa", P, R)
     c = np.einsum("sat,satk->sak", P, C)
-    nt = np.flatnonzero(nonterminal)
-    P_pi = np.einsum("sa,sat->st", pi, P)[np.ix_(nt, nt)]
-    M = np.eye(nt.size) - gamma * P_pi
-    rhs = np.column_stack([(pi * r).sum(axis=1), np.einsum("sa,sak->sk", pi, c)])[nt]
-    VC = np.zeros((S, 1 + K))
-    occ = np.zeros(S)
-    if nt.size:
-        VC[nt] = np.linalg.solve(M, rhs)
-        occ[nt] = np.linalg.solve(M.T, p0[nt])
+    rhs = np.column_stack([(pi * r).sum(axis=1), np.einsum("sa,sak->sk", pi, c)])
+    system = PolicySystem(policy_matrix(P, pi), gamma, nonterminal)
+    VC = system.solve(rhs)
+    occ = system.solve(p0, transpose=True)
     nxt = P @ VC  # (S, A, 1 + K)
     q = r + gamma * nxt[:, :, 0]
     qc = c + gamma * nxt[:, :, 1:]

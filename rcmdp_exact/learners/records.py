@@ -41,6 +41,7 @@ import numpy as np
 
 from .._checks import InputError, check_out_path
 from ..evaluation import evaluate, evaluate_finite_horizon, penalised_return, rescaled_budget
+from ..mdp import greedy_policy
 from ..nn import MLP, softmax
 from .base import Settings
 
@@ -52,13 +53,6 @@ EPISODE_RECORDS = ("episode", "length", "steps", "return", "cost", "lambda", "la
 TARGETS = ("train", "true", "worst", "learner", "adversary")
 POLICIES = ("stochastic", "greedy")
 METRICS = ("value", "cost", "test_value", "test_cost", "penalised")
-
-
-def greedy(table: np.ndarray) -> np.ndarray:
-    """One-hot argmax policy (first maximum on ties) of an (S, A) table."""
-    out = np.zeros_like(table)
-    out[np.arange(table.shape[0]), table.argmax(axis=1)] = 1.0
-    return out
 
 
 def _metrics(model, pi) -> dict:
@@ -109,7 +103,7 @@ def evaluate_policy(model, table, *, true_model=None, ball=None, learner_kernel=
     Returns a dict ``{(target, policy): {metric: value}}`` (see the module notes).
     """
     out = {}
-    for pol_name, pi in (("stochastic", table), ("greedy", greedy(table))):
+    for pol_name, pi in (("stochastic", table), ("greedy", greedy_policy(table))):
         out[("train", pol_name)] = _metrics(model, pi)
         if true_model is not None:
             out[("true", pol_name)] = _metrics(true_model, pi)
@@ -179,7 +173,7 @@ class TrainResult:
 
     def greedy_policy(self) -> np.ndarray:
         """The one-hot greedy (argmax) policy (S, A) of :meth:`policy_table`."""
-        return greedy(self.policy_table())
+        return greedy_policy(self.policy_table())
 
     def adversary_table(self) -> np.ndarray | None:
         """The adversary's outcome probabilities (S*A, O), or None."""
