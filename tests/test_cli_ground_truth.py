@@ -17,7 +17,7 @@ import sys
 import numpy as np
 import pytest
 
-import rcmdp_exact.experiments.ground_truth_table as command  # the command imports its work from here
+import rcmdp_exact.experiments.ground_truth_table as command  # the work of the command
 from rcmdp_exact.cli import main
 from rcmdp_exact.domains import ESTIMATION_EPISODES, paper_domain
 from rcmdp_exact.mdp import greedy_policy

@@ -73,6 +73,12 @@ def test_renamed_functions_give_the_same_results():
     ball = rx.l1_ball(m, 0.2)
     with pytest.warns(DeprecationWarning, match="check_set"):
         rx.uncertainty.check_ball(ball, m)
+    from rcmdp_exact.learners.records import into_ball
+
+    P = rx.domains.garnet(5, 3, 4, seed=9).P
+    with pytest.warns(DeprecationWarning, match="pull_inside"):
+        old_p = into_ball(P, ball, m.terminal)
+    np.testing.assert_array_equal(old_p, ball.pull_inside(P, keep=m.terminal))
 
 
 def test_the_package_calls_none_of_its_deprecated_names():

@@ -4,9 +4,6 @@ The batched evaluation of a time-dependent policy is checked against backward in
 written here on every kernel; the table's arguments are checked before any work.
 """
 
-import importlib
-import sys
-import warnings
 
 import numpy as np
 import pytest

@@ -243,7 +243,9 @@ def test_adversary_deviation_gradient_finite_differences():
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**31 - 1), st.integers(2, 7), st.floats(0.0, 2.5))
 def test_compiled_inner_problem_equals_worst_case_l1(seed, n, alpha):
+    """The compiled row of the L1 ball (uncertainty/l1_numba) against its numpy oracle."""
     from rcmdp_exact.learners import loop
+    from rcmdp_exact.uncertainty import L1Rows
 
     rng = np.random.default_rng(seed)
     S, A, K = n, 2, 1
@@ -258,8 +260,8 @@ def test_compiled_inner_problem_equals_worst_case_l1(seed, n, alpha):
     al = np.full(S * A, alpha)
     terminal = np.zeros(S, dtype=bool)
     out = np.empty((S * A, n))
-    loop.worst_case_rows(nominal, support, al, R, C, 1.0, np.array([-0.5]), w, 0.9,
-                          terminal, out)
+    rows = L1Rows(nominal=nominal, support=support, radius=al)
+    loop.worst_case_rows(rows, R, C, 1.0, np.array([-0.5]), w, 0.9, terminal, out)
     z = (R - 0.5 * C[..., 0] + 0.9 * w).reshape(S * A, n)
     ref = rx.worst_case_l1(nominal, z, al, support)
     np.testing.assert_allclose((out * z).sum(axis=1), ref.value, rtol=0, atol=1e-12)
@@ -358,11 +360,9 @@ def test_reported_worst_case_never_below_the_exact_worst_case(nav1, alg, kw):
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**31 - 1), st.integers(2, 5), st.floats(0.0, 2.0))
-def test_into_ball(seed, S, radius):
-    """into_ball: inside every radius, unchanged where already inside, on the segment to
-    the nominal."""
-    from rcmdp_exact.learners.records import into_ball
-
+def test_pull_inside(seed, S, radius):
+    """L1Ball.pull_inside (how the adversary's kernel is brought into the ball): inside
+    every radius, unchanged where already inside, on the segment to the nominal."""
     rng = np.random.default_rng(seed)
     A = 2
     nominal = rng.dirichlet(np.ones(S), size=(S, A))
@@ -370,7 +370,7 @@ def test_into_ball(seed, S, radius):
     ball = rx.L1Ball(nominal, alpha)
     P = rng.dirichlet(np.ones(S), size=(S, A))
     terminal = np.zeros(S, dtype=bool)
-    Q = into_ball(P, ball, terminal)
+    Q = ball.pull_inside(P, keep=terminal)
     dist = np.abs(Q - nominal).sum(axis=2)
     assert (dist <= alpha + 1e-12).all()
     np.testing.assert_allclose(Q.sum(axis=2), 1.0)
@@ -455,3 +455,23 @@ def test_compiled_adversary_episodes_equal_sampling_rollout(nav1):
         for t in range(int(ep.lengths[i])):
             ret += R[ep.states[i, t], ep.actions[i, t], ep.next_states[i, t]]
         assert ret == res.records["return"][i]
+
+
+def test_options_by_name_and_settings_passed_whole(nav1):
+    """train takes every Settings field by name; a run's settings passed whole reproduce
+    it bit for bit, keyword options replace single fields, an unknown name is refused
+    with the valid names."""
+    model, est = nav1
+    a = _short(model, est.ball, "rcpg-lagrangian", entropy=2.0)
+    assert a.settings.entropy == 2.0
+    b = train(model, "rcpg-lagrangian", ball=est.ball, seed=1, progress=False,
+              settings=a.settings)
+    np.testing.assert_array_equal(a.policy_params, b.policy_params)
+    np.testing.assert_array_equal(a.records["return"], b.records["return"])
+    c = train(model, "rcpg-lagrangian", ball=est.ball, seed=1, progress=False,
+              settings=a.settings, entropy=5.0)
+    assert c.settings.entropy == 5.0
+    assert not np.array_equal(a.policy_params, c.policy_params)
+    with pytest.raises(InputError, match="entropi") as err:
+        train(model, "pg", entropi=1.0)
+    assert "entropy" in str(err.value) and "Settings" in str(err.value)

@@ -38,8 +38,8 @@ import numpy as np
 from .._checks import check_choice, check_int, check_real
 from .._progress import tqdm
 from .._result import Result
-from .boxes import branch_and_bound
 from ..robust.engine import RobustGame
+from .boxes import branch_and_bound
 from .dual import lagrangian_search
 from .lp import cost_name, fmt, max_slack_policy, solve_cmdp
 from .search import Incumbent, certify, improve

@@ -25,8 +25,8 @@ import numpy as np
 from scipy.optimize import linprog
 
 from .._result import Result
-from .boxes import improve_lam, lagrangian_bounds
 from ..robust.engine import RobustGame
+from .boxes import improve_lam, lagrangian_bounds
 
 __all__ = ["lagrangian_search", "lam_grid"]
 

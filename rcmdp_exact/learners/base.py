@@ -108,50 +108,96 @@ def default_lambda(model) -> float:
 
 @dataclass(frozen=True)
 class Settings:
-    """Every choice of a training run (validated by :meth:`checked`).
+    """Every choice of a training run (validated by :meth:`checked`), passed whole from
+    :func:`~rcmdp_exact.learners.train` to the loop.
 
-    ``None`` in a learning rate means "the default of the gradient mode" (see
-    ``docs/learners.md``); :meth:`checked` resolves it.
+    ``train(model, algorithm, **options)`` takes every field but ``algorithm`` and
+    ``seed`` by name.  ``None`` means "the default of the gradient mode" (see
+    ``docs/learners.md``, which gives each field's source: the paper, its published
+    implementation, or this toolkit); :meth:`checked` resolves it.
     """
 
     algorithm: str
+    """One of :data:`ALGORITHMS`."""
     seed: int | None = 0
+    """The run's seed (None when it was given as a Generator or SeedSequence)."""
     episodes: int | None = 5000
+    """Stop after this many episodes (paper: 5000); None: only ``steps``."""
     steps: int | None = None
+    """Stop after this many environment steps (the last episode is cut there)."""
     critic: str = "learned"
+    """RCPG's worst case from the learned critic, or "exact": from the exact robust fixed
+    point of the current policy."""
     gradient: str = "sampled"
+    """Sampled episodes, or "exact": one exact gradient step per episode."""
     inner: str = "sort"
+    """The set's exact solver, or "lp": its convex program through cvxpy (per episode)."""
     multiplier_update: str | None = None
+    """"adam-log" (reference), "sgd" (paper) or "augmented" (exact mode); None: the mode's
+    default."""
     eval_every: int | None = 100
+    """Exact evaluation every so many episodes and at the end; None: at the end only."""
     entropy: float = 5.0
+    """Entropy regularisation of the policy (paper)."""
     entropy_form: str = "weight"
+    """Entropy added to the score's weight (reference) or "gradient": its gradient."""
     lambda_init: float | None = None
+    """Initial multiplier; None: 50 for Inventory, 1 otherwise (exact mode 0.04)."""
     lambda_adv_init: float | None = None
+    """Initial adversary multiplier; None: as ``lambda_init``'s sampled default."""
     lambda_max: float = 500.0
+    """Multipliers stay in [0, lambda_max]."""
     lr_policy: float | None = None
+    """Adam step size of the policy; None: 1e-3."""
     lr_multiplier: float | None = None
+    """Multiplier step size; None: 1e-4 (exact mode 3e-4)."""
     lr_adversary: float | None = None
+    """Adam step size of the adversary; None: 1e-3."""
     lr_adversary_multiplier: float | None = None
+    """Step size of the adversary's multiplier; None: 1e-4 (exact mode 3e-3)."""
     lr_critic: float = 1e-3
+    """Adam step size of the critic."""
     schedule: str | None = None
+    """1/(1 + n // schedule_every) on the "gradient", the "step", or "none"; None: the
+    mode's default ("gradient" sampled, "none" exact)."""
     schedule_every: int = 500
+    """Episodes per step of the schedule."""
     adversary_start: int = 50
+    """Adversary updates start after this many episodes (0: at once, the paper)."""
     adversary_batch: int = 100
+    """N_samp of the paper's Algorithm 2."""
     adversary_signal: str = "printed"
+    """The adversary's signal as printed, or "corrected"."""
     discount_weight: bool = False
+    """Multiply each step's weight by gamma^t."""
     multiplier_signal: str = "cost-to-go"
+    """The multiplier ascends C_t - d at every step, or "episode": C_0 - d."""
     adversary_multiplier_signal: str = "batch-hinge"
+    """lambda_adv from the batch's mean hinge, "batch" (mean signed excess) or "visited"
+    (the paper's rule)."""
     adversary_baseline: str = "none"
+    """Or "critic": the adversary's signal minus its expectation under a learned critic."""
     adversary_margin: float | None = None
+    """The deviation penalty acts beyond (1 - margin) alpha; None: 0.2 with
+    "batch-hinge", else 0."""
     adversary_form: str = "softmax"
+    """Or "mixture": (1 - e) P_hat + e softmax with e = min(1, alpha / 2)."""
     prefit_steps: int = 3000
+    """Adam steps of the adversary's pre-fit to the nominal."""
     prefit_lr: float = 0.01
+    """Step size of the pre-fit."""
     hidden: int = 100
+    """Hidden ReLU units of the policy, the adversary and the critic."""
     feature_scale: float | None = None
+    """Inputs are the state features times this; None: 1/S (exact mode 1.0)."""
     feature_centre: bool | None = None
+    """Subtract the features' mean over the states; None: False (exact mode True)."""
     multiplier_start: int | None = None
+    """The multipliers stay at lambda_init for this many episodes; None: 0 (exact 1500)."""
     penalty: float = 0.02
+    """rho of ``multiplier_update="augmented"``."""
     backend: str = "numba"
+    """The compiled loop, or "numpy": its reference (slow; for tests)."""
 
     def checked(self, model) -> Settings:
         """A copy with every value validated and the defaults resolved."""

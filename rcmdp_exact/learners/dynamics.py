@@ -6,25 +6,34 @@ reference).  Kernels are in the outcome form of :mod:`rcmdp_exact.sampling`: out
 of pair r = s * A + a leads to ``nxt[r, o]``.
 
 * nominal (PG, CPG): ``model.P`` over next states;
-* worst case (RCPG variants): the ball's nominal, support and radii over next states;
-  the loop solves the inner problem of every pair at the start of every episode;
+* worst case (RCPG variants): the ball by row (:meth:`~rcmdp_exact.L1Ball.rows`); the
+  loop solves the inner problem of every pair at the start of every episode with the
+  ball's compiled row solver (:mod:`rcmdp_exact.uncertainty.l1_numba`);
 * adversary (Adversarial RCPG): the ball's outcome form when it has one (navigation:
   the 5 offsets), otherwise every next state; the adversary's nominal is the ball's
-  nominal in that form.  :func:`prefit_adversary` fits it to that nominal by mean
-  absolute error on all pairs (Algorithm 1, line 3).
+  nominal in that form, and its deviation penalty the ball's L1 distance and radius.
+  :func:`prefit_adversary` fits it to that nominal by mean absolute error on all pairs
+  (Algorithm 1, line 3).
+
+The compiled loop takes the worst case and the adversary on an :class:`~rcmdp_exact.
+L1Ball` (the paper's set); :func:`check_learner_set` refuses another set for those
+algorithms with a message that names the alternatives.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
+from .._checks import InputError
 from ..nn import MLP, Adam, softmax
 from ..parametrisations import adversary_inputs, policy_inputs
+from ..uncertainty import L1Ball, L1Rows
 
-__all__ = ["Problem", "build_problem", "prefit_adversary", "seed_generators"]
+__all__ = ["Problem", "build_problem", "check_learner_set", "prefit_adversary",
+           "seed_generators"]
 
 
 def seed_generators(seed) -> list:
@@ -36,8 +45,7 @@ def seed_generators(seed) -> list:
     return [np.random.default_rng(c) for c in ss.spawn(5)]
 
 
-@dataclass
-class Problem:
+class Problem(NamedTuple):
     """The arrays of one training problem (see the module notes)."""
 
     S: int
@@ -54,9 +62,7 @@ class Problem:
     nxt: np.ndarray
     kprob: np.ndarray
     kcdf: np.ndarray
-    nominal: np.ndarray
-    support: np.ndarray
-    alpha: np.ndarray
+    rows: L1Rows
     w_c0: np.ndarray
     live: np.ndarray
     Xadv: np.ndarray
@@ -65,6 +71,31 @@ class Problem:
     @property
     def n_outcomes(self) -> int:
         return self.nxt.shape[1]
+
+
+def check_learner_set(uset, algo, inner: str) -> None:
+    """Raise unless the compiled loop can train ``algo`` on ``uset``.
+
+    The RCPG variants with a learned critic and the sort inner method solve the worst
+    case of every pair in the compiled loop, and the adversary of Adversarial RCPG is
+    penalised by its L1 distance to the nominal: both need an :class:`~rcmdp_exact.
+    L1Ball`.  With ``critic="exact"`` or ``inner="lp"`` the RCPG variants take their
+    worst case from the set itself, so any sa-rectangular set works.
+    """
+    if algo.dynamics == "nominal" or isinstance(uset, L1Ball):
+        return
+    what = type(uset).__name__
+    if algo.dynamics == "adversary":
+        raise InputError(
+            f"{algo.name} needs an L1Ball: its adversary is penalised by the L1 distance to "
+            f"the nominal, which a {what} does not define; use an L1Ball (e.g. "
+            f"rcmdp_exact.estimate(...).ball), or an RCPG variant with critic='exact' on "
+            f"the {what}")
+    if inner == "sort":
+        raise InputError(
+            f"{algo.name} with a learned critic solves the worst case of the L1 ball inside "
+            f"the compiled loop; a {what} needs critic='exact' (the exact worst case of the "
+            f"set, every episode) or inner='lp', or use an L1Ball")
 
 
 def build_problem(model, algo, ball, feature_scale=None, feature_centre=False) -> Problem:
@@ -84,31 +115,27 @@ def build_problem(model, algo, ball, feature_scale=None, feature_centre=False) -
     live_states = np.flatnonzero(~terminal)
     live = (live_states[:, None] * A + np.arange(A)[None, :]).ravel().astype(np.int64)
     w_c0 = np.zeros(K)
-    nominal = np.zeros((SA, S))
-    support = np.ones((SA, S), dtype=np.bool_)
-    alpha = np.zeros(SA)
+    rows = L1Rows(nominal=np.zeros((SA, S)), support=np.ones((SA, S), dtype=np.bool_),
+                  radius=np.zeros(SA))
     Xadv = np.zeros((SA, 1))
     nom_state = np.zeros((SA, S))
-    if algo.dynamics == "nominal":
+    if algo.dynamics == "nominal" or not isinstance(ball, L1Ball):
+        # a set other than the L1 ball: its worst case comes from the set, every episode
         nxt, kprob = states, np.ascontiguousarray(np.asarray(model.P).reshape(SA, S))
+        if algo.objective == "constraint":
+            w_c0 = -np.ones(K)
     else:
-        nominal = np.ascontiguousarray(ball.nominal.reshape(SA, S))
-        support = np.ascontiguousarray(ball.support.reshape(SA, S))
-        alpha = np.ascontiguousarray(ball.alpha.reshape(SA), dtype=np.float64)
+        rows = ball.rows()
         if algo.objective == "constraint":
             w_c0 = -np.ones(K)
         if algo.dynamics == "worst-case":
-            nxt, kprob = states, nominal
+            nxt, kprob = states, rows.nominal
         else:
-            if ball.outcomes is not None:
-                O = ball.outcomes.shape[2]
-                nxt = np.ascontiguousarray(ball.outcomes.reshape(SA, O), dtype=np.int64)
-                kprob = np.ascontiguousarray(ball.outcome_nominal.reshape(SA, O))
-            else:
-                nxt, kprob = states, nominal
+            out = ball.outcome_rows()
+            nxt, kprob = (states, rows.nominal) if out is None else out
             Xadv = np.array(adversary_inputs(model, feature_scale), dtype=np.float64)
             Xadv[:, :shift.size] -= shift
-            nom_state = nominal
+            nom_state = rows.nominal
     def own(x, dtype=np.float64):
         # a writable C-contiguous copy: one compiled signature for every problem
         return np.array(x, dtype=dtype, order="C", copy=True)
@@ -118,7 +145,7 @@ def build_problem(model, algo, ball, feature_scale=None, feature_centre=False) -
         p0cdf=own(np.cumsum(model.p0)), terminal=own(terminal, np.bool_),
         R=own(model.R), C=own(model.C), d=own(model.d), Xpol=own(Xpol),
         nxt=own(nxt, np.int64), kprob=own(kprob), kcdf=own(np.cumsum(kprob, axis=1)),
-        nominal=own(nominal), support=own(support, np.bool_), alpha=own(alpha),
+        rows=L1Rows(own(rows.nominal), own(rows.support, np.bool_), own(rows.radius)),
         w_c0=own(w_c0), live=own(live, np.int64), Xadv=own(Xadv), nom_state=own(nom_state),
     )
 
@@ -167,7 +194,8 @@ def prefit_adversary(problem: Problem, hidden: int, rng, steps: int, lr: float):
     info = {
         "prefit_mae": float(np.abs(gap).mean()),
         "prefit_max_deviation": float(dev.max()) if dev.size else 0.0,
-        "prefit_inside": float((dev <= problem.alpha[live] + 1e-9).mean()) if dev.size else 1.0,
+        "prefit_inside": float((dev <= problem.rows.radius[live] + 1e-9).mean())
+        if dev.size else 1.0,
         "prefit_seconds": time.perf_counter() - start,
     }
     return params, info

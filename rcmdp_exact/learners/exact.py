@@ -49,7 +49,7 @@ from .._progress import tqdm
 from ..evaluation import PolicySystem, policy_matrix
 from ..nn import MLP, Adam, softmax
 from .dynamics import build_problem, prefit_adversary, seed_generators
-from .records import TrainResult, eval_records, evaluate_policy, into_ball
+from .records import TrainResult, eval_records, evaluate_policy
 
 __all__ = ["DenseEvaluation", "dense_evaluation", "exact_policy_gradient", "train_exact"]
 
@@ -193,7 +193,7 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
     evals, eval_eps = [], []
     t_eval = 0.0
 
-    mix = np.minimum(1.0, pb.alpha / 2.0) if s.adversary_form == "mixture" else None
+    mix = np.minimum(1.0, pb.rows.radius / 2.0) if s.adversary_form == "mixture" else None
     shrink = 1.0 - s.adversary_margin
 
     def adversary_probs(ph):
@@ -241,7 +241,7 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
             merged = adversary_kernel(adversary_probs(phi)).reshape(S * A, S)
             dist = np.abs(merged - pb.nom_state).sum(axis=1)[live]
             rec["adv_deviation"][it] = dist.mean()
-            rec["adv_inside"][it] = (dist <= pb.alpha[live] + 1e-9).mean()
+            rec["adv_inside"][it] = (dist <= pb.rows.radius[live] + 1e-9).mean()
             if n_ep > s.adversary_start:
                 R_lam = R - Cm @ lam_eff
                 out = pb.nxt.reshape(S, A, pb.n_outcomes)
@@ -255,13 +255,13 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
                     gap = merged - pb.nom_state
                     devo = np.abs(gap).sum(axis=1)
                     viol = np.zeros(S * A, dtype=bool)
-                    viol[live] = devo[live] > shrink * pb.alpha[live]
+                    viol[live] = devo[live] > shrink * pb.rows.radius[live]
                     sign = np.sign(np.take_along_axis(gap, pb.nxt, axis=1))
                     Gd = np.where(viol[:, None], sign / max(live.size, 1), 0.0)
                     gphi = adv.vjp_probs(pb.Xadv, Gq + lamadv[0] * Gd, phi)
                 phi = opt_ph.step(phi, sched_grad * gphi, lr=s.lr_adversary * sched_step)
                 if mix is None:
-                    excess = devo[live] - shrink * pb.alpha[live]
+                    excess = devo[live] - shrink * pb.rows.radius[live]
                     if s.adversary_multiplier_signal == "batch-hinge":
                         adv_excess = float(np.maximum(excess, 0.0).mean())
                     elif s.adversary_multiplier_signal == "batch":
@@ -282,7 +282,7 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
             learner = kernel(table) if algo.robust else None
             raw = None
             if adversarial:
-                raw, learner = learner, into_ball(learner, ball, pb.terminal)
+                raw, learner = learner, ball.pull_inside(learner, keep=pb.terminal)
             evals.append(evaluate_policy(model, table, true_model=true_model, ball=ball,
                                          learner_kernel=learner, adversary_kernel=raw,
                                          inner=s.inner))

@@ -36,42 +36,30 @@ import numpy as np
 
 from ..nn import MOMENT_FLOOR
 from ..sampling import draw_one
-from ..uncertainty.l1_numba import worst_row
+from ..uncertainty.l1_numba import worst_pair
+from .config import (
+    ADAM_LOG,
+    ADV_BATCH,
+    ADV_BATCH_HINGE,
+    ADVERSARY,
+    ENT_GRADIENT,
+    ENT_WEIGHT,
+    FIXED,
+    OBJ_CONSTRAINT,
+    OBJ_LAGRANGIAN,
+    SCHED_GRADIENT,
+    SCHED_NONE,
+    SCHED_STEP,
+    SIGNAL_CORRECTED,
+    SIGNAL_PRINTED,
+    WORST,
+)
 
-__all__ = ["CF", "CI", "CNT", "critic_table", "policy_table", "run_chunk", "worst_case_rows"]
+__all__ = ["critic_table", "policy_table", "run_chunk", "worst_case_rows"]
 
 # error_model="numpy": no zero-division checks, so the element-wise loops vectorise
 _jit = numba.njit(cache=True, error_model="numpy")
 _draw = _jit(draw_one)
-
-#: Indices of the integer settings array ``ci``.
-CI = {name: i for i, name in enumerate((
-    "T", "dyn", "learn_lam", "mult", "sched", "sched_every", "ent_form", "disc_weight",
-    "adv_signal", "adv_start", "n_samp", "train_critic", "objective", "H", "step_budget",
-    "mult_signal", "adv_mult_signal", "mult_start", "adv_baseline", "adv_form",
-))}
-#: Indices of the float settings array ``cf``.
-CF = {name: i for i, name in enumerate((
-    "gamma", "lr_pol", "lr_lam", "lr_adv", "lr_lamadv", "lr_critic", "entropy", "lam_max",
-    "beta1", "beta2", "eps", "adv_margin",
-))}
-#: Indices of the counters array ``cnt``.
-CNT = {name: i for i, name in enumerate((
-    "t_pol", "t_adv", "t_critic", "t_lam", "t_lamadv", "episode", "steps",
-))}
-
-# dynamics sources
-FIXED, WORST, ADVERSARY = 0, 1, 2
-# multiplier updates, schedules, entropy forms, adversary signals, objectives
-ADAM_LOG, SGD = 0, 1
-SCHED_GRADIENT, SCHED_STEP, SCHED_NONE = 0, 1, 2
-ENT_WEIGHT, ENT_GRADIENT = 0, 1
-SIGNAL_PRINTED, SIGNAL_CORRECTED = 0, 1
-# lambda_adv signals: the visited pair (paper), the batch's mean excess, its mean hinge
-ADV_VISITED, ADV_BATCH, ADV_BATCH_HINGE = 0, 1, 2
-# adversary forms: softmax over the outcomes (paper), mixture with the nominal
-FORM_SOFTMAX, FORM_MIXTURE = 0, 1
-OBJ_VALUE, OBJ_CONSTRAINT, OBJ_LAGRANGIAN = 0, 1, 2
 
 
 # --------------------------------------------------------------------------- MLP pieces
@@ -205,11 +193,12 @@ def critic_table(params, X, H, nout):
 
 # --------------------------------------------------------------------------- worst case
 @_jit
-def worst_case_rows(nominal, support, alpha, R, C, w_r, w_c, wstate, gamma, terminal, out):
+def worst_case_rows(rows, R, C, w_r, w_c, wstate, gamma, terminal, out):
     """Worst case of every non-terminal (s, a) for z = w_r R + w_c.C + gamma W(s').
 
-    ``nominal``, ``support`` (S*A, S); ``wstate`` (S,) the robustified state quantity;
-    terminal rows keep the nominal.  Writes the kernel rows into ``out`` (S*A, S).
+    ``rows`` the ball by row (:class:`~rcmdp_exact.uncertainty.L1Rows`); ``wstate`` (S,)
+    the robustified state quantity; terminal rows keep the nominal.  Writes the kernel
+    rows into ``out`` (S*A, S) with the ball's compiled row solver.
     """
     S = terminal.shape[0]
     A = R.shape[1]
@@ -220,14 +209,14 @@ def worst_case_rows(nominal, support, alpha, R, C, w_r, w_c, wstate, gamma, term
             r = s * A + a
             if terminal[s]:
                 for t in range(S):
-                    out[r, t] = nominal[r, t]
+                    out[r, t] = rows.nominal[r, t]
                 continue
             for t in range(S):
                 g = w_r * R[s, a, t]
                 for k in range(K):
                     g += w_c[k] * C[s, a, t, k]
                 z[t] = g + gamma * wstate[t]
-            worst_row(nominal[r], z, support[r], alpha[r], out[r])
+            worst_pair(rows, r, z, out[r])
 
 
 # --------------------------------------------------------------------------- multipliers
@@ -253,51 +242,59 @@ def _multiplier_step(lam, loglam, m, v, t, diff, lr, sched_grad, mode, lam_max, 
 
 # --------------------------------------------------------------------------- the loop
 @_jit
-def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
-              p0cdf, terminal, R, C, d, Xpol,
-              nxt, kprob, kcdf_fixed, nominal, support, alpha, w_c0, live,
-              Xadv, nom_state,
-              theta, m_th, v_th, psi, m_ps, v_ps, phi, m_ph, v_ph,
-              lam, loglam, m_lam, v_lam, lamadv, loglamadv, m_la, v_la,
-              rec_len, rec_ret, rec_cost, rec_lam, rec_lamadv, rec_dev, rec_inside,
-              rec_steps):
+def run_chunk(n_episodes, cfg, cnt, rng_ep, rng_batch, pb, kcdf_fixed, st, rec):
     """Run up to ``n_episodes`` episodes (fewer if the step budget ends); returns the count.
 
-    Every array of the state (parameters, Adam moments, multipliers, counters) is
-    updated in place; the records of episode i of this call go to row i.
+    ``cfg`` the :class:`~rcmdp_exact.learners.config.LoopConfig`, ``pb`` the problem's
+    arrays (:class:`~rcmdp_exact.learners.dynamics.Problem`), ``kcdf_fixed`` the
+    cumulative kernel of fixed dynamics, ``st`` the :class:`~rcmdp_exact.learners.config.
+    LoopState` (every array updated in place), ``rec`` the :class:`~rcmdp_exact.learners.
+    config.Records` (episode i of this call goes to row i); ``cnt`` the counters.
     """
-    T = ci[0]
-    dyn = ci[1]
-    learn_lam = ci[2] != 0
-    mult = ci[3]
-    sched_mode = ci[4]
-    sched_every = ci[5]
-    ent_form = ci[6]
-    disc_weight = ci[7] != 0
-    adv_signal = ci[8]
-    adv_start = ci[9]
-    n_samp = ci[10]
-    train_critic = ci[11] != 0
-    objective = ci[12]
-    H = ci[13]
-    step_budget = ci[14]
-    mult_episode = ci[15] != 0
-    adv_mult = ci[16]
-    mult_start = ci[17]
-    adv_baseline = ci[18] != 0
-    mixture = ci[19] == FORM_MIXTURE
-    gamma = cf[0]
-    lr_pol = cf[1]
-    lr_lam = cf[2]
-    lr_adv = cf[3]
-    lr_lamadv = cf[4]
-    lr_critic = cf[5]
-    beta = cf[6]
-    lam_max = cf[7]
-    b1 = cf[8]
-    b2 = cf[9]
-    eps = cf[10]
-    shrink = 1.0 - cf[11]  # the deviation penalty acts beyond (1 - margin) alpha
+    T = cfg.horizon
+    dyn = cfg.dynamics
+    learn_lam = cfg.learn_multiplier
+    mult = cfg.multiplier_update
+    sched_mode = cfg.schedule
+    sched_every = cfg.schedule_every
+    ent_form = cfg.entropy_form
+    disc_weight = cfg.discount_weight
+    adv_signal = cfg.adversary_signal
+    adv_start = cfg.adversary_start
+    n_samp = cfg.adversary_batch
+    train_critic = cfg.train_critic
+    objective = cfg.objective
+    H = cfg.hidden
+    step_budget = cfg.step_budget
+    mult_episode = cfg.multiplier_episode
+    adv_mult = cfg.adversary_multiplier_signal
+    mult_start = cfg.multiplier_start
+    adv_baseline = cfg.adversary_baseline
+    mixture = cfg.mixture
+    gamma = cfg.gamma
+    lr_pol = cfg.lr_policy
+    lr_lam = cfg.lr_multiplier
+    lr_adv = cfg.lr_adversary
+    lr_lamadv = cfg.lr_adversary_multiplier
+    lr_critic = cfg.lr_critic
+    beta = cfg.entropy
+    lam_max = cfg.lambda_max
+    b1 = cfg.beta1
+    b2 = cfg.beta2
+    eps = cfg.eps
+    shrink = 1.0 - cfg.adversary_margin  # the deviation penalty acts beyond (1 - margin) alpha
+
+    p0cdf, terminal, R, C, d, Xpol = pb.p0cdf, pb.terminal, pb.R, pb.C, pb.d, pb.Xpol
+    nxt, kprob, rows, w_c0, live = pb.nxt, pb.kprob, pb.rows, pb.w_c0, pb.live
+    Xadv, nom_state = pb.Xadv, pb.nom_state
+    radius = rows.radius
+    theta, m_th, v_th = st.theta, st.m_th, st.v_th
+    psi, m_ps, v_ps = st.psi, st.m_ps, st.v_ps
+    phi, m_ph, v_ph = st.phi, st.m_ph, st.v_ph
+    lam, loglam, m_lam, v_lam = st.lam, st.loglam, st.m_lam, st.v_lam
+    lamadv, loglamadv, m_la, v_la = st.lamadv, st.loglamadv, st.m_la, st.v_la
+    rec_len, rec_ret, rec_cost, rec_lam = rec.length, rec.ret, rec.cost, rec.lam
+    rec_lamadv, rec_dev, rec_inside, rec_steps = rec.lamadv, rec.dev, rec.inside, rec.steps
 
     S, A = Xpol.shape[0], R.shape[1]
     F = Xpol.shape[1]
@@ -323,7 +320,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
     Sk = np.empty((SA, O))  # the adversary's softmax (= Pk unless the mixture form)
     mix = np.empty(SA)  # mixture weights min(1, alpha / 2)
     for r in range(SA):
-        mix[r] = min(1.0, alpha[r] / 2.0)
+        mix[r] = min(1.0, radius[r] / 2.0)
     kcdf = np.empty((SA, O))
     Za = np.empty((SA, H))
     Ha = np.empty((SA, H))
@@ -411,8 +408,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
                     for k in range(K):
                         x += w_c[k] * Vc[s, 1 + k]
                     wstate[s] = x
-            worst_case_rows(nominal, support, alpha, R, C, w_r, w_c, wstate, gamma,
-                            terminal, Pk)
+            worst_case_rows(rows, R, C, w_r, w_c, wstate, gamma, terminal, Pk)
             _cumsum_rows(Pk, kcdf)
         mean_dev = np.nan
         inside = np.nan
@@ -442,7 +438,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
                     dist += abs(merged[t] - nom_state[r, t])
                 devo[r] = dist
                 tot += dist
-                if dist <= alpha[r] + 1e-9:
+                if dist <= radius[r] + 1e-9:
                     n_in += 1
             if n_live > 0:
                 mean_dev = tot / n_live
@@ -590,7 +586,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
                         dev = 0.0
                         for t2 in range(S):
                             dev += abs(merged[t2] - nom_state[rr, t2])
-                        excess = dev - shrink * alpha[rr]
+                        excess = dev - shrink * radius[rr]
                         batch_excess += excess
                         if excess > 0.0:
                             batch_hinge += excess
@@ -614,7 +610,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch,
                     elif adv_mult == ADV_BATCH_HINGE:
                         diff1[0] = batch_hinge / n_samp
                     else:
-                        diff1[0] = devo[r] - shrink * alpha[r]
+                        diff1[0] = devo[r] - shrink * radius[r]
                     cnt[4] += 1
                     _multiplier_step(lamadv, loglamadv, m_la, v_la, cnt[4], diff1,
                                      lr_lamadv * sched_step, sched_grad, mult, lam_max,

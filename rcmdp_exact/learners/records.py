@@ -26,8 +26,8 @@ Exact evaluation every ``eval_every`` episodes and at the end (``eval_episode``)
 ``true`` (``true_model``), ``worst`` (the exact worst case on the ball, robust
 algorithms), ``learner`` (the learner's own worst case at that moment, robust
 algorithms: the dynamics it trains against, for the adversary brought into the ball by
-:func:`into_ball`) and ``adversary`` (Adversarial RCPG: the adversary's kernel as it
-is); policy ``stochastic`` or ``greedy``; metric ``value`` (discounted,
+:meth:`~rcmdp_exact.L1Ball.pull_inside`) and ``adversary`` (Adversarial RCPG: the
+adversary's kernel as it is); policy ``stochastic`` or ``greedy``; metric ``value`` (discounted,
 from p0), ``cost`` (K,), ``test_value``, ``test_cost`` (K,) (T steps, undiscounted)
 and ``penalised`` (the test metric's penalised return).
 """
@@ -80,20 +80,13 @@ def _worst_metrics(model, pi, ball, inner: str) -> dict:
 
 
 def into_ball(P, ball, terminal) -> np.ndarray:
-    r"""The kernel ``P`` (S, A, S) with every pair outside its radius brought back.
+    """Deprecated: :meth:`~rcmdp_exact.L1Ball.pull_inside` (``ball.pull_inside(P,
+    keep=terminal)``), the same kernel."""
+    import warnings
 
-    A pair with :math:`\delta = \|P(s, a) - \hat P(s, a)\|_1 > \alpha(s, a)` becomes
-    :math:`\hat P + (\alpha / \delta)(P - \hat P)`: a point of the segment to the
-    nominal, at distance exactly :math:`\alpha` (the ball is convex, and both ends
-    put mass only on the support when ``P`` does).  Terminal rows are kept.
-    """
-    P = np.array(P, dtype=np.float64)
-    nom = np.asarray(ball.nominal)
-    gap = P - nom
-    dist = np.abs(gap).sum(axis=2)
-    outside = (dist > ball.alpha) & ~np.asarray(terminal, dtype=bool)[:, None]
-    scale = np.where(outside, ball.alpha / np.where(outside, dist, 1.0), 1.0)
-    return np.where(outside[:, :, None], nom + scale[:, :, None] * gap, P)
+    warnings.warn("into_ball is deprecated; use ball.pull_inside(P, keep=terminal)",
+                  DeprecationWarning, stacklevel=2)
+    return ball.pull_inside(P, keep=terminal)
 
 
 def evaluate_policy(model, table, *, true_model=None, ball=None, learner_kernel=None,

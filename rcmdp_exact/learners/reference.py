@@ -2,7 +2,7 @@
 
 The same algorithm step for step, written with :class:`rcmdp_exact.nn.MLP` (forward,
 backward, ``vjp_probs``), :class:`rcmdp_exact.nn.Adam`,
-:func:`rcmdp_exact.inner.worst_case_l1` and :func:`rcmdp_exact.sampling.draw_one`,
+:func:`rcmdp_exact.uncertainty.worst_case_l1` and :func:`rcmdp_exact.sampling.draw_one`,
 and nothing of the compiled module.  ``train(..., backend="numpy")`` runs it; the tests
 check that whole short runs agree with the compiled loop to 1e-12.
 """
@@ -13,17 +13,31 @@ import math
 
 import numpy as np
 
-from ..uncertainty import worst_case_l1
 from ..nn import MLP, Adam, softmax
 from ..sampling import draw_one
+from ..uncertainty import worst_case_l1
+from .config import (
+    ADAM_LOG,
+    ADV_BATCH,
+    ADV_BATCH_HINGE,
+    ADVERSARY,
+    ENT_GRADIENT,
+    ENT_WEIGHT,
+    OBJ_CONSTRAINT,
+    OBJ_LAGRANGIAN,
+    SCHED_GRADIENT,
+    SCHED_NONE,
+    SCHED_STEP,
+    SIGNAL_CORRECTED,
+    SIGNAL_PRINTED,
+    WORST,
+)
 
 __all__ = ["merge", "run_chunk"]
 
-FIXED, WORST, ADVERSARY = 0, 1, 2
 
-
-def _adam(state, key: str, n: int, cf) -> Adam:
-    opt = Adam(n, lr=1.0, beta1=cf[8], beta2=cf[9], eps=cf[10])
+def _adam(state, key: str, n: int, cfg) -> Adam:
+    opt = Adam(n, lr=1.0, beta1=cfg.beta1, beta2=cfg.beta2, eps=cfg.eps)
     opt.m = getattr(state, f"m_{key}")
     opt.v = getattr(state, f"v_{key}")
     return opt
@@ -35,7 +49,7 @@ def _step(opt: Adam, params, grad, t: int, lr: float) -> np.ndarray:
 
 
 def _multiplier(lam, loglam, opt, t, diff, lr, sched_grad, mode, lam_max):
-    if mode == 0:
+    if mode == ADAM_LOG:
         loglam[:] = _step(opt, loglam, -diff * sched_grad, t, lr)
         np.minimum(loglam, math.log(lam_max), out=loglam)
         lam[:] = np.minimum(np.exp(loglam), lam_max)
@@ -55,62 +69,62 @@ def _cache(cache, rows):
     return {"x": cache["x"][rows], "z": cache["z"][rows], "h": cache["h"][rows]}
 
 
-def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch, pb, state, rec):
-    """numpy version of :func:`rcmdp_exact.learners.loop.run_chunk` (same arguments
-    grouped: ``pb`` the :class:`~rcmdp_exact.learners.dynamics.Problem`, ``state`` the
-    loop state, ``rec`` the record arrays)."""
-    (T, dyn, learn_lam, mult, sched_mode, sched_every, ent_form, disc_weight, adv_signal,
-     adv_start, n_samp, train_critic, objective, H, step_budget, mult_signal,
-     adv_mult, mult_start, adv_baseline, adv_form) = (
-        int(x) for x in ci)
-    gamma, lr_pol, lr_lam, lr_adv, lr_lamadv, lr_critic, beta, lam_max = cf[:8]
-    shrink = 1.0 - cf[11]
-    mixture = adv_form == 1
-    mix = np.minimum(1.0, pb.alpha / 2.0)
+def run_chunk(n_episodes, cfg, cnt, rng_ep, rng_batch, pb, kcdf_fixed, state, rec):
+    """numpy version of :func:`rcmdp_exact.learners.loop.run_chunk` (the same arguments:
+    ``cfg`` a :class:`~rcmdp_exact.learners.config.LoopConfig`, ``pb`` the
+    :class:`~rcmdp_exact.learners.dynamics.Problem`, ``state`` the loop state, ``rec``
+    the record arrays)."""
+    T, dyn, H = cfg.horizon, cfg.dynamics, cfg.hidden
+    n_samp, step_budget, objective = cfg.adversary_batch, cfg.step_budget, cfg.objective
+    gamma, beta, lam_max = cfg.gamma, cfg.entropy, cfg.lambda_max
+    shrink = 1.0 - cfg.adversary_margin
+    mixture = cfg.mixture
+    mix = np.minimum(1.0, pb.rows.radius / 2.0)
     S, A, K, O = pb.S, pb.A, pb.K, pb.n_outcomes
     F = pb.Xpol.shape[1]
     Fa = pb.Xadv.shape[1]
     pol = MLP(F, A, hidden=H, seed=0)
     crit = MLP(F, 1 + K, hidden=H, seed=0)
     adv = MLP(Fa, O, hidden=H, seed=0)
-    opt_th = _adam(state, "th", pol.n_params, cf)
-    opt_ps = _adam(state, "ps", state.psi.size, cf)
-    opt_ph = _adam(state, "ph", state.phi.size, cf)
-    opt_lam = _adam(state, "lam", K, cf)
-    opt_la = _adam(state, "la", 1, cf)
+    opt_th = _adam(state, "th", pol.n_params, cfg)
+    opt_ps = _adam(state, "ps", state.psi.size, cfg)
+    opt_ph = _adam(state, "ph", state.phi.size, cfg)
+    opt_lam = _adam(state, "lam", K, cfg)
+    opt_la = _adam(state, "la", 1, cfg)
     live = pb.live
     n_live = live.size
-    kcdf = pb.kcdf.copy()
+    kcdf = kcdf_fixed.copy()
     done = 0
     for _ in range(n_episodes):
         if step_budget > 0 and cnt[6] >= step_budget:
             break
         cnt[5] += 1
         n_ep = int(cnt[5])
-        sched = 1.0 if sched_mode == 2 else 1.0 / (1.0 + n_ep // sched_every)
-        sched_grad = sched if sched_mode == 0 else 1.0
-        sched_step = sched if sched_mode == 1 else 1.0
+        sched = 1.0 if cfg.schedule == SCHED_NONE else \
+            1.0 / (1.0 + n_ep // cfg.schedule_every)
+        sched_grad = sched if cfg.schedule == SCHED_GRADIENT else 1.0
+        sched_step = sched if cfg.schedule == SCHED_STEP else 1.0
         theta_roll = state.theta.copy()
         cp = pol.forward(pb.Xpol, theta_roll)
         Pp = softmax(cp["logits"])
         Cp = np.cumsum(Pp, axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             ent = -np.where(Pp > 0, Pp * np.log(Pp), 0.0).sum(axis=1)
-        if train_critic or dyn == WORST:
+        if cfg.train_critic or dyn == WORST:
             cc = crit.forward(pb.Xpol, state.psi)
             Vc = cc["logits"]
         if dyn == WORST:
             w_c = pb.w_c0.copy()
-            w_r = 0.0 if objective == 1 else 1.0
-            if objective == 2:
+            w_r = 0.0 if objective == OBJ_CONSTRAINT else 1.0
+            if objective == OBJ_LAGRANGIAN:
                 w_c = -state.lam.copy()
             W = w_r * Vc[:, 0] + Vc[:, 1:] @ w_c
             W[pb.terminal] = 0.0
             z = (w_r * pb.R + pb.C @ w_c + gamma * W[None, None, :]).reshape(S * A, S)
-            Pk = pb.nominal.copy()
+            Pk = pb.rows.nominal.copy()
             rows = np.flatnonzero(np.repeat(~pb.terminal, A))
-            res = worst_case_l1(pb.nominal[rows], z[rows], pb.alpha[rows], pb.support[rows],
-                                check=False)
+            res = worst_case_l1(pb.rows.nominal[rows], z[rows], pb.rows.radius[rows],
+                                pb.rows.support[rows], check=False)
             Pk[rows] = res.p
             kcdf = np.cumsum(Pk, axis=1)
         mean_dev = inside = np.nan
@@ -125,7 +139,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch, pb, state, rec):
             dist = devo[live]
             if n_live:
                 mean_dev = float(dist.mean())
-                inside = float((dist <= pb.alpha[live] + 1e-9).mean())
+                inside = float((dist <= pb.rows.radius[live] + 1e-9).mean())
 
         u = rng_ep.random(1 + 2 * T)
         s = draw_one(pb.p0cdf, u[0])
@@ -146,7 +160,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch, pb, state, rec):
                     break
         L = len(st)
         cnt[6] += L
-        adv_on = dyn == ADVERSARY and n_ep > adv_start
+        adv_on = dyn == ADVERSARY and n_ep > cfg.adversary_start
         C0 = np.zeros(K)
         for t in range(L - 1, -1, -1):
             C0 = cs[t] + gamma * C0
@@ -161,31 +175,32 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch, pb, state, rec):
             Cr = cs[t] + gamma * Cr
             Vt[t], Ct[t] = V, Cr
             lag = V - state.lam @ Cr
-            wt = gamma ** float(t) if disc_weight else 1.0
-            weight = (lag + (beta * ent[s] if ent_form == 0 else 0.0)) * wt
+            wt = gamma ** float(t) if cfg.discount_weight else 1.0
+            weight = (lag + (beta * ent[s] if cfg.entropy_form == ENT_WEIGHT else 0.0)) * wt
             g = -weight * Pp[s]
             g[a] += weight
-            if ent_form == 1 and beta > 0:
+            if cfg.entropy_form == ENT_GRADIENT and beta > 0:
                 p = Pp[s]
                 with np.errstate(divide="ignore", invalid="ignore"):
                     g -= np.where(p > 0, wt * beta * p * (np.log(p) + ent[s]), 0.0)
             grad = pol.backward(None, g[None, :], theta_roll, _cache(cp, [s]))
             cnt[0] += 1
             state.theta[:] = _step(opt_th, state.theta, -sched_grad * grad, int(cnt[0]),
-                                   lr_pol * sched_step)
-            if learn_lam and n_ep > mult_start:
+                                   cfg.lr_policy * sched_step)
+            if cfg.learn_multiplier and n_ep > cfg.multiplier_start:
                 cnt[3] += 1
                 _multiplier(state.lam, state.loglam, opt_lam, int(cnt[3]),
-                            (C0 if mult_signal else Cr) - pb.d,
-                            lr_lam * sched_step, sched_grad, mult, lam_max)
+                            (C0 if cfg.multiplier_episode else Cr) - pb.d,
+                            cfg.lr_multiplier * sched_step, sched_grad, cfg.multiplier_update,
+                            lam_max)
             if adv_on:
                 r = s * A + a
                 o = oc[t]
-                signal = lag_next if adv_signal == 0 else lag
-                if adv_baseline:
+                signal = lag_next if cfg.adversary_signal == SIGNAL_PRINTED else lag
+                if cfg.adversary_baseline:
                     n2 = pb.nxt[r]
                     W = np.where(pb.terminal, 0.0, Vc[:, 0] - Vc[:, 1:] @ state.lam)[n2]
-                    if adv_signal == 1:
+                    if cfg.adversary_signal == SIGNAL_CORRECTED:
                         W = pb.R[s, a, n2] - pb.C[s, a, n2] @ state.lam + gamma * W
                     signal -= float(Pk[r] @ W)
                 signal *= wt
@@ -204,26 +219,26 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch, pb, state, rec):
                     Xb = pb.Xadv[idx]
                     yb = adv.probs(Xb, state.phi)
                     gap = merge(yb, pb.nxt[idx], S) - pb.nom_state[idx]
-                    dev = np.abs(gap).sum(axis=1) - shrink * pb.alpha[idx]
+                    dev = np.abs(gap).sum(axis=1) - shrink * pb.rows.radius[idx]
                     sign = np.sign(np.take_along_axis(gap, pb.nxt[idx], axis=1))
                     G = np.where((dev > 0)[:, None], sign / n_samp, 0.0)
                     if (dev > 0).any():
                         grad_a = grad_a + state.lamadv[0] * adv.vjp_probs(Xb, G, state.phi)
                 cnt[1] += 1
                 state.phi[:] = _step(opt_ph, state.phi, sched_grad * grad_a, int(cnt[1]),
-                                     lr_adv * sched_step)
+                                     cfg.lr_adversary * sched_step)
                 if not mixture:
-                    if adv_mult == 1:
+                    if cfg.adversary_multiplier_signal == ADV_BATCH:
                         signal_la = float(np.sum(dev)) / n_samp
-                    elif adv_mult == 2:
+                    elif cfg.adversary_multiplier_signal == ADV_BATCH_HINGE:
                         signal_la = float(np.sum(np.maximum(dev, 0.0))) / n_samp
                     else:
-                        signal_la = devo[r] - shrink * pb.alpha[r]
+                        signal_la = devo[r] - shrink * pb.rows.radius[r]
                     cnt[4] += 1
                     _multiplier(state.lamadv, state.loglamadv, opt_la, int(cnt[4]),
-                                np.array([signal_la]), lr_lamadv * sched_step, sched_grad,
-                                mult, lam_max)
-        if train_critic and L > 0:
+                                np.array([signal_la]), cfg.lr_adversary_multiplier * sched_step,
+                                sched_grad, cfg.multiplier_update, lam_max)
+        if cfg.train_critic and L > 0:
             Gc = np.zeros((S, 1 + K))
             scale = 2.0 / (L * (1 + K))
             for t in range(L):
@@ -231,7 +246,7 @@ def run_chunk(n_episodes, ci, cf, cnt, rng_ep, rng_batch, pb, state, rec):
                 Gc[st[t], 1:] += scale * (Vc[st[t], 1:] - Ct[t])
             grad_c = crit.backward(None, Gc, state.psi, cc)
             cnt[2] += 1
-            state.psi[:] = _step(opt_ps, state.psi, grad_c, int(cnt[2]), lr_critic)
+            state.psi[:] = _step(opt_ps, state.psi, grad_c, int(cnt[2]), cfg.lr_critic)
         rec.length[done] = L
         rec.ret[done] = sum(rw)
         rec.cost[done] = np.sum(np.array(cs).reshape(L, K), axis=0)

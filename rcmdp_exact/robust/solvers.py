@@ -327,7 +327,7 @@ def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
         if method == "value_iteration":
             w0 = np.zeros(S) if v0 is None else np.array(as_float_array(
                 v0, "v0", "give one value per state", shape=(S,), axes=("s",)))
-            w, q, P, it, res, conv = game.value_iteration(g, w0[None], max_iter, bar)
+            _, q, P, it, res, conv = game.value_iteration(g, w0[None], max_iter, bar)
             q, P = q[0], P[0]
             v = q.max(axis=1)
             actions = q.argmax(axis=1)

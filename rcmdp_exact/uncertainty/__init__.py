@@ -14,7 +14,7 @@ had is importable from here as before.
 
 from .base import INNERS, RECTANGULARITIES, UncertaintySet, check_set, load_set
 from .estimate import FORMS, collect_counts, estimate, estimate_l1_ball, hoeffding_radius
-from .l1 import SUPPORTS, L1Ball, check_ball, l1_ball, merge_outcomes
+from .l1 import SUPPORTS, L1Ball, L1Rows, check_ball, l1_ball, merge_outcomes
 from .l1_sort import INNER_METHODS, LP_SOLVERS, l1_violation, worst_case_l1
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "RECTANGULARITIES",
     "SUPPORTS",
     "L1Ball",
+    "L1Rows",
     "UncertaintySet",
     "check_ball",
     "check_set",

@@ -13,8 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import as_float_array, check_choice, check_int, check_nonnegative, check_real, \
-    check_shape
+from .._checks import (
+    as_float_array,
+    check_choice,
+    check_int,
+    check_nonnegative,
+    check_real,
+    check_shape,
+)
 from .._result import Result
 from ..model import ModelError, TabularCMDP, check_model
 from ..sampling import rollout

@@ -18,6 +18,8 @@ counts.  Terminal rows are the model's self-loop with radius 0.  The proofs are 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._checks import (
@@ -40,6 +42,7 @@ from .l1_sort import worst_case_l1
 __all__ = [
     "SUPPORTS",
     "L1Ball",
+    "L1Rows",
     "check_ball",
     "first_outcomes",
     "l1_ball",
@@ -137,6 +140,22 @@ def first_outcomes(outcomes: np.ndarray) -> np.ndarray:
     for o in range(1, O):  # O is small (the outcomes of one pair)
         first[:, :, o] = ~(outcomes[:, :, :o] == outcomes[:, :, o : o + 1]).any(axis=2)
     return first
+
+
+class L1Rows(NamedTuple):
+    """An L1 ball by (state, action) row, for compiled code (row ``r = s * A + a``).
+
+    The arrays of :func:`~rcmdp_exact.uncertainty.l1_numba.worst_pair` (the learners'
+    per-episode worst case) and of the adversary of Adversarial RCPG, whose deviation
+    penalty is defined on the L1 ball (C-contiguous, writable copies).
+    """
+
+    nominal: np.ndarray
+    """(S*A, S) nominal rows."""
+    support: np.ndarray
+    """(S*A, S) bool support."""
+    radius: np.ndarray
+    """(S*A,) radii."""
 
 
 class L1Ball(UncertaintySet):
@@ -344,6 +363,23 @@ class L1Ball(UncertaintySet):
             outside &= ~np.asarray(keep, dtype=bool)[:, None]
         scale = np.where(outside, self._alpha / np.where(outside, dist, 1.0), 1.0)
         return np.where(outside[:, :, None], self._nominal + scale[:, :, None] * gap, P)
+
+    def rows(self) -> L1Rows:
+        """The ball by (state, action) row, for compiled code (:class:`L1Rows`)."""
+        S, A = self.n_states, self.n_actions
+        return L1Rows(
+            nominal=np.array(self._nominal.reshape(S * A, S), dtype=np.float64, order="C"),
+            support=np.array(self._support.reshape(S * A, S), dtype=np.bool_, order="C"),
+            radius=np.array(self._alpha.reshape(S * A), dtype=np.float64, order="C"))
+
+    def outcome_rows(self):
+        """The outcome form by row, ``(outcomes (S*A, O) int64, nominal (S*A, O))``, or
+        None when the ball has none (the adversary then acts on next states)."""
+        if self._outcomes is None:
+            return None
+        S, A, O = self._outcomes.shape
+        return (np.array(self._outcomes.reshape(S * A, O), dtype=np.int64, order="C"),
+                np.array(self._out_nominal.reshape(S * A, O), dtype=np.float64, order="C"))
 
     def _tile(self, J: int):
         """The nominal, radii and support repeated J times (cached: the batched calls of

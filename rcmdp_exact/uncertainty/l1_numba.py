@@ -12,7 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["worst_row"]
+__all__ = ["worst_pair", "worst_row"]
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -48,3 +48,9 @@ def worst_row(phat, z, sup, alpha, out):
         rem -= take
         if rem <= 0.0:
             break
+
+
+@numba.njit(cache=True, error_model="numpy")
+def worst_pair(rows, r, z, out):
+    """:func:`worst_row` of pair ``r`` of a ball's :class:`~rcmdp_exact.uncertainty.l1.L1Rows`."""
+    worst_row(rows.nominal[r], z, rows.support[r], rows.radius[r], out)
