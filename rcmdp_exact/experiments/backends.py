@@ -38,6 +38,9 @@ _ALGO_COST = {"adversarial-rcpg": 4.0}
 def execute(job, trainer=None):
     """Compute one job: ``(status, key, payload)``; status "ok" or "error".
 
+    The job runs with one BLAS thread, so that its numbers are the same bits in every
+    backend and on every number of cores.
+
     ``job`` is a :class:`~.spec.RunSpec` or a :class:`~.spec.GroundTruthSpec`; an
     exception becomes ``("error", key, traceback text)`` so that one failing job does
     not stop the others.
@@ -46,11 +49,17 @@ def execute(job, trainer=None):
     from .run import run_one
     from .spec import RunSpec
 
+    from threadpoolctl import threadpool_limits
+
     key = job.key
     try:
-        if isinstance(job, RunSpec):
-            return "ok", key, run_one(job, trainer)
-        return "ok", key, run_ground_truth(job)
+        # one BLAS thread whatever the backend and the machine: LAPACK's results depend
+        # on the thread count in their last bits, and a job must give the same bits in a
+        # worker process, in the serial backend and on a cluster
+        with threadpool_limits(limits=1, user_api="blas"):
+            if isinstance(job, RunSpec):
+                return "ok", key, run_one(job, trainer)
+            return "ok", key, run_ground_truth(job)
     except Exception:  # reported by the driver, retried by the next sweep
         return "error", key, traceback.format_exc()
 
