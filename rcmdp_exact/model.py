@@ -31,9 +31,12 @@ in :mod:`rcmdp_exact._checks`.  New dynamics make a new model
 (:meth:`TabularCMDP.with_transitions`; ``check=False`` for a trusted kernel is a cheap
 copy).  Models are saved to ``.npz`` without pickle (:meth:`TabularCMDP.save`).
 
-Conversions: :meth:`TabularCMDP.to_mdptoolbox` (``P[a, s, s']``, ``R[s, a]``) and
-:meth:`TabularCMDP.to_quantecon` (``R[s, a]``, ``Q[s, a, s']``, or the sparse
-state-action-pair form).
+Conversions (:mod:`rcmdp_exact.conversions`): :meth:`TabularCMDP.to_mdptoolbox`
+(``P[a, s, s']``, ``R[s, a]``) and :meth:`TabularCMDP.to_quantecon` (``R[s, a]``,
+``Q[s, a, s']``, or the sparse state-action-pair form); models in from a Gymnasium
+toy-text environment, a QuantEcon ``DiscreteDP`` or pymdptoolbox arrays
+(:meth:`TabularCMDP.from_gymnasium`, :meth:`TabularCMDP.from_quantecon`,
+:meth:`TabularCMDP.from_mdptoolbox`).
 """
 
 from __future__ import annotations
@@ -676,6 +679,66 @@ class TabularCMDP:
             C = C_arr
         return cls(P, R_arr, C, outcomes=ns, **kwargs)
 
+    @classmethod
+    def from_gymnasium(cls, env, costs=None, d=None, gamma: float = 0.99, horizon="spec",
+                       p0=None, name=None) -> TabularCMDP:
+        r"""A model of a Gymnasium toy-text environment (FrozenLake, CliffWalking, Taxi).
+
+        Reads ``env.unwrapped.P[s][a] = [(probability, next_state, reward, terminated),
+        ...]``: entries with the same next state are merged (probabilities summed,
+        rewards averaged with the probabilities as weights, so r(s, a) is the
+        environment's); every state entered with ``terminated=True`` becomes a terminal
+        state whose rows are zero-reward self-loops (checked to be exact for every
+        episode); ``p0`` defaults to ``env.unwrapped.initial_state_distrib`` and the
+        horizon (``"spec"``) to ``env.spec.max_episode_steps``.  ``costs`` are an array
+        ((S,) or (S, K) per entered state, (S, A, K), (S, A, S, K)) or a function
+        ``costs(s, a, s_next)`` called on every transition of the support; ``d`` is
+        required with them.  Details: :func:`rcmdp_exact.conversions.gymnasium_model_args`.
+
+        Examples
+        --------
+        >>> import gymnasium
+        >>> env = gymnasium.make("FrozenLake-v1")
+        >>> m = TabularCMDP.from_gymnasium(env, costs=lambda s, a, t: float(t == 5), d=[0.1])
+        >>> m.n_states, m.n_actions, m.horizon, np.flatnonzero(m.terminal).tolist()
+        (16, 4, 100, [5, 7, 11, 12, 15])
+        """
+        from .conversions import gymnasium_model_args
+
+        return cls(**gymnasium_model_args(env, costs=costs, d=d, gamma=gamma,
+                                          horizon=horizon, p0=p0, name=name))
+
+    @classmethod
+    def from_quantecon(cls, ddp, C=None, d=None, **kwargs) -> TabularCMDP:
+        """A model of a QuantEcon ``DiscreteDP`` (or the tuple of :meth:`to_quantecon`).
+
+        The transitions ``Q`` (dense (S, A, S), or the state-action-pair form with a
+        dense or sparse ``Q``), the rewards ``R`` per pair and ``beta`` as ``gamma``;
+        ``C``, ``d`` and ``kwargs`` (``p0``, ``horizon``, ...) in this class's
+        convention.  Rewards of -inf (QuantEcon's infeasible actions) and missing pairs
+        are refused.  ``from_quantecon(model.to_quantecon())`` reproduces ``P``, the
+        expected rewards and ``gamma`` bit for bit.  Details:
+        :func:`rcmdp_exact.conversions.quantecon_model_args`.
+        """
+        from .conversions import quantecon_model_args
+
+        return cls(**quantecon_model_args(ddp, C=C, d=d, **kwargs))
+
+    @classmethod
+    def from_mdptoolbox(cls, P, R, gamma, C=None, d=None, **kwargs) -> TabularCMDP:
+        """A model of pymdptoolbox arrays ``(P[a, s, s'], R)`` and the discount ``gamma``.
+
+        ``P`` is (A, S, S) or a list of A matrices (S, S) (sparse ones give a sparse
+        model); ``R`` is (S,), ``R[s, a]`` or ``R[a, s, s']`` (or a list of A matrices).
+        ``C``, ``d`` and ``kwargs`` in this class's convention.
+        ``from_mdptoolbox(*model.to_mdptoolbox(), model.gamma)`` reproduces ``P``, the
+        expected rewards and ``gamma`` bit for bit.  Details:
+        :func:`rcmdp_exact.conversions.mdptoolbox_model_args`.
+        """
+        from .conversions import mdptoolbox_model_args
+
+        return cls(**mdptoolbox_model_args(P, R, gamma, C=C, d=d, **kwargs))
+
     def _constructor_args(self) -> dict:
         return dict(
             P=self._P if self._P is not None else self._P_sparse,
@@ -859,13 +922,10 @@ class TabularCMDP:
         pymdptoolbox takes the discount separately (``model.gamma``) and needs it in
         (0, 1] (and < 1 for most of its solvers).
         """
-        R = np.array(self.scalarised_reward(lam))
-        if sparse:
-            A = self.n_actions
-            Ps = self.P_sparse
-            P = tuple(sp.csr_matrix(Ps[a::A]) for a in range(A))
-            return P, R
-        return np.ascontiguousarray(self.P.transpose(1, 0, 2)), R
+        from .conversions import mdptoolbox_arrays
+
+        r = self.scalarised_reward(lam)
+        return mdptoolbox_arrays(self.P_sparse if sparse else self.P, r, sparse)
 
     def to_quantecon(self, lam=None, sparse: bool = False):
         """Arrays in QuantEcon ``DiscreteDP``'s convention.
@@ -878,12 +938,10 @@ class TabularCMDP:
         tensor.  The reward is :meth:`scalarised_reward` (plain ``r`` when ``lam`` is
         None).  QuantEcon's policy evaluation needs ``beta < 1``.
         """
-        R = np.array(self.scalarised_reward(lam))
-        if sparse:
-            S, A = self.n_states, self.n_actions
-            s_idx, a_idx = np.divmod(np.arange(S * A), A)
-            return R.ravel(), sp.csr_matrix(self.P_sparse), self.gamma, s_idx, a_idx
-        return R, np.array(self.P), self.gamma
+        from .conversions import quantecon_arrays
+
+        r = self.scalarised_reward(lam)
+        return quantecon_arrays(self.P_sparse if sparse else self.P, r, self.gamma, sparse)
 
     def __repr__(self) -> str:
         nm = f" {self._name!r}" if self._name else ""

@@ -8,12 +8,12 @@ Monte Carlo for the demand, never from the code under test.
 
 import numpy as np
 import pytest
-from helpers import raises_fact
-from hypothesis import given
+from helpers import examples, raises_fact
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare, norm
 
-from rcmdp_exact import ModelError, evaluate, evaluate_finite_horizon
+from rcmdp_exact import ModelError, TabularCMDP, evaluate, evaluate_finite_horizon
 from rcmdp_exact import domains as D
 
 # ----------------------------------------------------------------------------- facts
@@ -628,3 +628,161 @@ def test_garnet_errors():
         D.garnet(4, 2, 2, seed="x")
     with raises_fact(ModelError, 'gamma', 'True'):
         D.garnet(4, 2, 2, gamma=True)
+
+
+def old_garnet_draw(S, A, b, K, seed, nsd):
+    """The permutation draw, written out here: argsort of S*A*S uniform keys, then a
+    flat Dirichlet, then rewards and costs, all from one default_rng(seed)."""
+    rng = np.random.default_rng(seed)
+    keys = rng.random((S, A, S))
+    nxt = np.argsort(keys, axis=2, kind="stable")[:, :, :b]
+    prob = rng.dirichlet(np.ones(b), size=(S, A)) if b > 1 else np.ones((S, A, 1))
+    if nsd:
+        R, C = rng.random((S, A, S)), rng.random((S, A, S, K))
+    else:
+        R, C = rng.random((S, A)), rng.random((S, A, K))
+    P = np.zeros((S, A, S))
+    for s in range(S):
+        for a in range(A):
+            P[s, a, nxt[s, a]] += prob[s, a]
+    return P, R, C, nxt
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(S=st.integers(1, 40), A=st.integers(1, 4), data=st.data(), K=st.integers(0, 2),
+       seed=st.integers(0, 2**32 - 1), nsd=st.booleans())
+def test_garnet_automatic_mode_keeps_the_permutation_draw(S, A, data, K, seed, nsd):
+    b = data.draw(st.integers(1, S))
+    m = D.garnet(S, A, b, K, seed=seed, next_state_dependent=nsd)
+    P, R, C, nxt = old_garnet_draw(S, A, b, K, seed, nsd)
+    assert not m.is_sparse
+    np.testing.assert_array_equal(m.P, P)
+    np.testing.assert_array_equal(m.outcomes, nxt)
+    if nsd:
+        np.testing.assert_array_equal(m.R, R)
+        np.testing.assert_array_equal(m.C, C)
+    else:
+        np.testing.assert_array_equal(m.r, R)
+        np.testing.assert_array_equal(m.c, C)
+
+
+def test_garnet_permutation_draw_at_a_larger_size():
+    m = D.garnet(300, 4, 5, 2, seed=9)  # 360,000 entries, below 2**24
+    P, R, C, _ = old_garnet_draw(300, 4, 5, 2, 9, True)
+    np.testing.assert_array_equal(m.P, P)
+    np.testing.assert_array_equal(m.R, R)
+    np.testing.assert_array_equal(m.C, C)
+
+
+def test_garnet_mode_switches_above_the_threshold(monkeypatch):
+    import importlib
+
+    G = importlib.import_module("rcmdp_exact.domains.garnet")  # the module, not the function
+
+    assert G.SPARSE_ABOVE == 2**24
+    monkeypatch.setattr(G, "SPARSE_ABOVE", 100)
+    assert not D.garnet(5, 4, 2, seed=0).is_sparse  # 5*4*5 = 100 entries
+    assert D.garnet(6, 3, 2, seed=0).is_sparse  # 108 entries
+    assert not D.garnet(6, 3, 2, seed=0, sparse=False).is_sparse
+    assert D.garnet(2, 1, 1, seed=0, sparse=True).is_sparse
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(S=st.integers(1, 30), A=st.integers(1, 4), data=st.data(), K=st.integers(0, 2),
+       seed=st.integers(0, 2**32 - 1), nsd=st.booleans())
+def test_sparse_garnet_exact_branching(S, A, data, K, seed, nsd):
+    b = data.draw(st.integers(1, S))
+    m = D.garnet(S, A, b, K, seed=seed, next_state_dependent=nsd, sparse=True, horizon=9)
+    Ps = m.P_sparse
+    assert m.is_sparse and m.horizon == 9
+    assert (np.diff(Ps.indptr) == b).all()  # exactly b distinct next states per pair
+    assert (Ps.data > 0).all()
+    np.testing.assert_allclose(Ps.sum(axis=1), 1.0, rtol=0, atol=1e-13)
+    out = m.outcomes
+    assert out.shape == (S, A, b)
+    np.testing.assert_array_equal(out.reshape(S * A, b), Ps.indices.reshape(S * A, b))
+    assert (np.diff(out, axis=2) > 0).all()
+    assert m.n_constraints == K and not m.reward_depends_on_next_state
+    assert ((m.r >= 0) & (m.r <= 1)).all() and ((m.c >= 0) & (m.c <= 1)).all()
+    again = D.garnet(S, A, b, K, seed=seed, next_state_dependent=nsd, sparse=True, horizon=9)
+    for f in ("data", "indices", "indptr"):
+        np.testing.assert_array_equal(getattr(Ps, f), getattr(again.P_sparse, f))
+    np.testing.assert_array_equal(m.r, again.r)
+    np.testing.assert_array_equal(m.c, again.c)
+
+
+def test_sparse_garnet_large_and_seeded():
+    m = D.garnet(20000, 4, 3, seed=5)  # 1.6e9 entries: sparse automatically
+    assert m.is_sparse and m.n_states == 20000
+    Ps = m.P_sparse
+    assert Ps.nnz == 20000 * 4 * 3 and (np.diff(Ps.indptr) == 3).all()
+    idx = Ps.indices.reshape(-1, 3)
+    assert (np.diff(idx, axis=1) > 0).all()
+    np.testing.assert_allclose(Ps.sum(axis=1), 1.0, rtol=0, atol=1e-14)
+    other = D.garnet(20000, 4, 3, seed=6)
+    assert not np.array_equal(Ps.indices, other.P_sparse.indices)
+    # uniform next states: every state is hit about S*A*b/S = 12 times
+    hits = np.bincount(Ps.indices, minlength=20000)
+    assert abs(hits.mean() - 12.0) < 1e-12 and 2.5 < hits.var() < 24  # Poisson-like
+    # rewards: E[sum_o p_o R_o] = 1/2 and the mean of 80,000 such draws is within 0.01
+    assert abs(m.r.mean() - 0.5) < 0.01
+
+
+def test_sparse_garnet_evaluates_like_its_dense_twin():
+    m = D.garnet(30, 3, 4, 2, seed=2, sparse=True)
+    dense = TabularCMDP(m.P, m.r, m.c, d=m.d, gamma=m.gamma, p0=m.p0)
+    pi = np.full((30, 3), 1 / 3)
+    a, b = evaluate(m, pi), evaluate(dense, pi)
+    np.testing.assert_allclose(a.v, b.v, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(a.c, b.c, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("n, k", [(5, 2), (5, 4), (6, 3), (4, 1), (3, 3)])
+def test_distinct_draws_are_uniform_subsets(n, k):
+    """Chi-square test of the subset frequencies against the uniform law on the
+    C(n, k) subsets (k <= n/2 uses redraws, k > n/2 the complement)."""
+    from itertools import combinations
+
+    from rcmdp_exact.domains.garnet import distinct_draws
+
+    rows = 20000
+    x = distinct_draws(np.random.default_rng(n * 10 + k), rows, n, k)
+    assert x.shape == (rows, k) and x.dtype == np.int64
+    assert (np.diff(x, axis=1) > 0).all() and x.min() >= 0 and x.max() < n
+    subsets = {c: i for i, c in enumerate(combinations(range(n), k))}
+    counts = np.bincount([subsets[tuple(r)] for r in x.tolist()], minlength=len(subsets))
+    if len(subsets) > 1:
+        assert chisquare(counts).pvalue > 1e-3
+    else:
+        assert counts.tolist() == [rows]
+
+
+def test_garnet_horizon_and_new_errors():
+    assert D.garnet(4, 2, 2, seed=0).horizon is None
+    assert D.garnet(4, 2, 2, seed=0, horizon=30).horizon == 30
+    with raises_fact(ModelError, "horizon", ">= 1", "0"):
+        D.garnet(4, 2, 2, horizon=0)
+    with raises_fact(ModelError, "sparse", "'yes'", "None"):
+        D.garnet(4, 2, 2, sparse="yes")
+
+
+def test_builders_take_a_horizon():
+    """Defaults are the paper's T (inventory 100, nav1 200, nav2 100); an int replaces
+    them; None removes the horizon."""
+    assert D.inventory().horizon == 100
+    assert D.safe_navigation_1().horizon == 200
+    assert D.safe_navigation_2().horizon == 100
+    assert [D.paper_domain(n).horizon for n in ("inventory", "nav1", "nav2")] == [100, 200, 100]
+    assert D.inventory(horizon=12).horizon == 12
+    assert D.safe_navigation_1(horizon=13).horizon == 13
+    assert D.safe_navigation_2(horizon=None).horizon is None
+    assert D.paper_domain("nav1", horizon=5).horizon == 5
+    assert D.paper_domain("inventory", horizon=None).horizon is None
+    assert D.draw_1b(3, 0).model.horizon == 200 and D.draw_1b(3, 0, horizon=8).model.horizon == 8
+    assert D.draw_2b(3, 0).model.horizon == 100 and D.draw_2b(3, 0, horizon=9).model.horizon == 9
+    assert {s.model.horizon for s in D.perturbations("2A")} == {100}
+    assert {s.model.horizon for s in D.perturbations("1B", n_draws=1, horizon=4)} == {4}
+    with raises_fact(ModelError, "horizon", ">= 1", "-1"):
+        D.inventory(horizon=-1)
+    same = D.safe_navigation_1(horizon=50)
+    np.testing.assert_array_equal(same.P, D.safe_navigation_1().P)

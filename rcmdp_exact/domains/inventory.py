@@ -95,6 +95,7 @@ def inventory(
     n_states: int = 10,
     limit_mu: float | None = None,
     limit_sigma: float | None = None,
+    horizon: int | None = 100,
 ) -> TabularCMDP:
     r"""The Inventory Management CMDP (see the module docstring for the formulas).
 
@@ -115,11 +116,13 @@ def inventory(
     limit_mu, limit_sigma : float, optional
         The demand parameters of the purchasing limit L(s) (default S/4 and S/6: tests
         keep the training limit).
+    horizon : int or None
+        Episode length T of the test metric (100 in the paper); None for no horizon.
 
     Returns
     -------
     TabularCMDP
-        S = A = n_states, K = 1, d = 6.0, horizon 100, start 0, no terminal state;
+        S = A = n_states, K = 1, d = 6.0, horizon T, start 0, no terminal state;
         ``outcomes`` (S, A, S) is ``arange(S)`` in every row and ``state_features``
         (S, 1) the stock level.
     """
@@ -165,7 +168,7 @@ def inventory(
         d=[6.0],
         gamma=gamma,
         p0=0,
-        horizon=100,
+        horizon=horizon,
         state_labels=[f"stock {i}" for i in range(S)],
         action_labels=[f"order {i}" for i in range(S)],
         cost_labels=["purchasing limit"],

@@ -212,7 +212,7 @@ def safe_navigation(
     cell_cost,
     *,
     d: float,
-    horizon: int,
+    horizon: int | None,
     p_success: float,
     gamma: float = 0.99,
     success_outcome=None,
@@ -227,8 +227,8 @@ def safe_navigation(
         Cost of entering each cell, :math:`C(s, a, s') = c(s')`.
     d : float or array (K,)
         Budget(s) of the discounted cost.
-    horizon : int
-        Episode length T.
+    horizon : int or None
+        Episode length T (None: no horizon).
     p_success : float in [0, 1]
         Probability of the success outcome.
     gamma : float
@@ -294,7 +294,8 @@ def safe_navigation(
 
 
 def safe_navigation_1(
-    p_success: float = 0.8, cost_layout: str = "reference", gamma: float = 0.99
+    p_success: float = 0.8, cost_layout: str = "reference", gamma: float = 0.99, *,
+    horizon: int | None = 200,
 ) -> TabularCMDP:
     """Safe Navigation 1: cost 1.0 cells, d = 3.0, T = 200, training p_success = 0.8.
 
@@ -308,15 +309,18 @@ def safe_navigation_1(
         paper's figure, column x=1 for y in 0..2 and column x=3 for y in 2..4.
     gamma : float
         Discount factor (0.99 in the paper).
+    horizon : int or None
+        Episode length T of the test metric (200 in the paper); None for no horizon.
     """
     cost = cell_costs("nav1", cost_layout)
     return safe_navigation(
-        cost, d=3.0, horizon=200, p_success=p_success, gamma=gamma,
+        cost, d=3.0, horizon=horizon, p_success=p_success, gamma=gamma,
         name=f"nav1 ({cost_layout} layout, p_success={float(p_success):g})",
     )
 
 
-def safe_navigation_2(p_success: float = 1.0, gamma: float = 0.99) -> TabularCMDP:
+def safe_navigation_2(p_success: float = 1.0, gamma: float = 0.99, *,
+                      horizon: int | None = 100) -> TabularCMDP:
     """Safe Navigation 2: grey cells cost 0.1, red cells 1.0, d = 0.4, T = 100.
 
     Parameters
@@ -325,10 +329,12 @@ def safe_navigation_2(p_success: float = 1.0, gamma: float = 0.99) -> TabularCMD
         Probability that the intended move happens (training: 1.0).
     gamma : float
         Discount factor (0.99 in the paper).
+    horizon : int or None
+        Episode length T of the test metric (100 in the paper); None for no horizon.
     """
     cost = cell_costs("nav2")
     return safe_navigation(
-        cost, d=0.4, horizon=100, p_success=p_success, gamma=gamma,
+        cost, d=0.4, horizon=horizon, p_success=p_success, gamma=gamma,
         name=f"nav2 (p_success={float(p_success):g})",
     )
 

@@ -31,11 +31,16 @@ PAPER_ALPHA_RANGES = {
 }
 
 
-def paper_domain(name: str, gamma: float = 0.99) -> TabularCMDP:
-    """The training model of the paper's domain ``name`` ("inventory", "nav1", "nav2")."""
+def paper_domain(name: str, gamma: float = 0.99, *, horizon="paper") -> TabularCMDP:
+    """The training model of the paper's domain ``name`` ("inventory", "nav1", "nav2").
+
+    ``horizon``: ``"paper"`` (default) keeps the domain's T (100, 200, 100); an int
+    replaces it; None gives a model without a horizon.
+    """
     check_choice(name, "paper domain", PAPER_DOMAINS)
+    kw = {} if isinstance(horizon, str) and horizon == "paper" else {"horizon": horizon}
     if name == "inventory":
-        return inventory(gamma=gamma)
+        return inventory(gamma=gamma, **kw)
     if name == "nav1":
-        return safe_navigation_1(gamma=gamma)
-    return safe_navigation_2(gamma=gamma)
+        return safe_navigation_1(gamma=gamma, **kw)
+    return safe_navigation_2(gamma=gamma, **kw)

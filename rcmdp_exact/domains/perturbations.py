@@ -138,14 +138,16 @@ def _check_seed(seed) -> int:
 
 # --------------------------------------------------------------------------- 1B / 2B
 def draw_1b(n_pairs: int, draw: int, seed: int = 0, offset_on: str = "failure",
-            cost_layout: str = "reference", gamma: float = 0.99) -> Setting:
+            cost_layout: str = "reference", gamma: float = 0.99, *,
+            horizon: int | None = 200) -> Setting:
     """Draw ``draw`` of test 1B with N = ``n_pairs`` perturbed state-action pairs.
 
     The generator ``default_rng([seed, 1, n_pairs, draw])`` draws the pairs (indices
     ``s * 4 + a`` of the 100, without replacement) and then one outcome per pair
     (uniform on 0..4: stay or one of the four moves).  With ``offset_on="failure"`` a
     failed move of a drawn pair reaches that outcome instead of staying; with
-    ``"success"`` a successful move does, instead of the intended move.
+    ``"success"`` a successful move does, instead of the intended move.  ``horizon``
+    is the models' T (200, as in the paper).
     """
     check_choice(offset_on, "offset_on", OFFSET_ON,
                  hint=" ('failure': the published implementation, default; 'success': the "
@@ -164,7 +166,7 @@ def draw_1b(n_pairs: int, draw: int, seed: int = 0, offset_on: str = "failure",
     choice[s, a] = outs
     kw = {"failure_outcome" if offset_on == "failure" else "success_outcome": choice}
     model = safe_navigation(
-        cell_costs("nav1", cost_layout), d=3.0, horizon=200, p_success=P_SUCCESS_1B,
+        cell_costs("nav1", cost_layout), d=3.0, horizon=horizon, p_success=P_SUCCESS_1B,
         gamma=gamma, name=f"nav1 test 1B N={n} #{j} (offset on {offset_on})", **kw,
     )
     info = {
@@ -175,12 +177,14 @@ def draw_1b(n_pairs: int, draw: int, seed: int = 0, offset_on: str = "failure",
     return Setting(label=f"N={n} #{j}", model=model, group=f"N={n}", info=info)
 
 
-def draw_2b(n_states: int, draw: int, seed: int = 0, gamma: float = 0.99) -> Setting:
+def draw_2b(n_states: int, draw: int, seed: int = 0, gamma: float = 0.99, *,
+            horizon: int | None = 100) -> Setting:
     """Draw ``draw`` of test 2B with N = ``n_states`` states following the arrows.
 
     The generator ``default_rng([seed, 2, n_states, draw])`` draws the states without
     replacement; in them a failed move (probability 0.5) follows the arrow of
-    :func:`arrow_offsets`, elsewhere it stays.
+    :func:`arrow_offsets`, elsewhere it stays.  ``horizon`` is the models' T (100, as
+    in the paper).
     """
     n = check_int(n_states, "N (states)", 0, N_STATES)
     j = check_int(draw, "draw", 0)
@@ -192,7 +196,7 @@ def draw_2b(n_states: int, draw: int, seed: int = 0, gamma: float = 0.99) -> Set
     fail = np.zeros((N_STATES, A), dtype=np.int64)
     fail[states] = arrow[states, None]
     model = safe_navigation(
-        cell_costs("nav2"), d=0.4, horizon=100, p_success=P_SUCCESS_2B, gamma=gamma,
+        cell_costs("nav2"), d=0.4, horizon=horizon, p_success=P_SUCCESS_2B, gamma=gamma,
         failure_outcome=fail, name=f"nav2 test 2B N={n} #{j}",
     )
     info = {"suite": "2B", "N": n, "draw": j, "seed": seed, "p_success": P_SUCCESS_2B,
@@ -212,6 +216,7 @@ def perturbations(
     demand: str = "reference",
     gamma: float = 0.99,
     progress: bool = False,
+    horizon="paper",
 ) -> list[Setting]:
     """The test settings of suite ``name`` in {"inventory", "1A", "1B", "2A", "2B"}.
 
@@ -233,6 +238,10 @@ def perturbations(
         Discount factor of the models.
     progress : bool
         Show a tqdm progress bar while the models are built.
+    horizon : "paper", int or None
+        The models' T: ``"paper"`` (default) keeps the domain's (100 for inventory and
+        Safe Navigation 2, 200 for Safe Navigation 1); an int replaces it; None gives
+        models without a horizon.
 
     Returns
     -------
@@ -242,13 +251,15 @@ def perturbations(
     check_choice(name, "test suite", SUITES)
     nd = check_int(n_draws, "n_draws (draws per N)", 0)
     _check_seed(seed)
+    kw = {} if isinstance(horizon, str) and horizon == "paper" else {"horizon": horizon}
     out: list[Setting] = []
     if name == "inventory":
         S = 10
         for km in INVENTORY_MU_DIVISORS:
             for ks in INVENTORY_SIGMA_DIVISORS:
                 mu, sigma = S / km, S / ks
-                model = inventory(mu, sigma, revenue=revenue, demand=demand, gamma=gamma)
+                model = inventory(mu, sigma, revenue=revenue, demand=demand, gamma=gamma,
+                                  **kw)
                 label = f"mu=S/{km}, sigma=S/{ks}"
                 out.append(Setting(label, model, label, {
                     "suite": "inventory", "mu": mu, "sigma": sigma, "revenue": revenue,
@@ -257,8 +268,8 @@ def perturbations(
         return out
     if name in ("1A", "2A"):
         for p in P_SUCCESS_VALUES:
-            model = (safe_navigation_1(p, cost_layout=cost_layout, gamma=gamma)
-                     if name == "1A" else safe_navigation_2(p, gamma=gamma))
+            model = (safe_navigation_1(p, cost_layout=cost_layout, gamma=gamma, **kw)
+                     if name == "1A" else safe_navigation_2(p, gamma=gamma, **kw))
             label = f"p_success={p:g}"
             info = {"suite": name, "p_success": p}
             if name == "1A":
@@ -270,7 +281,7 @@ def perturbations(
     for n, j in tqdm(jobs, desc=f"test {name}", disable=not progress):
         if name == "1B":
             out.append(draw_1b(n, j, seed, offset_on=offset_on, cost_layout=cost_layout,
-                               gamma=gamma))
+                               gamma=gamma, **kw))
         else:
-            out.append(draw_2b(n, j, seed, gamma=gamma))
+            out.append(draw_2b(n, j, seed, gamma=gamma, **kw))
     return out

@@ -6,6 +6,13 @@
 
 The names are loaded on first use, so importing this package does not import
 Gymnasium.
+
+The other direction, models built from Gymnasium toy-text environments, QuantEcon
+``DiscreteDP`` objects and pymdptoolbox arrays, is
+:meth:`~rcmdp_exact.TabularCMDP.from_gymnasium`,
+:meth:`~rcmdp_exact.TabularCMDP.from_quantecon` and
+:meth:`~rcmdp_exact.TabularCMDP.from_mdptoolbox` (array code in
+:mod:`rcmdp_exact.conversions`).
 """
 
 from __future__ import annotations
