@@ -45,11 +45,11 @@ def execute(job, trainer=None):
     exception becomes ``("error", key, traceback text)`` so that one failing job does
     not stop the others.
     """
+    from threadpoolctl import threadpool_limits
+
     from .groundtruth import run_ground_truth
     from .run import run_one
     from .spec import RunSpec
-
-    from threadpoolctl import threadpool_limits
 
     key = job.key
     try:
