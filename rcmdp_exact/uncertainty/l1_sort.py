@@ -581,6 +581,38 @@ def _lp_method(P, Z, A, sup, n, solver: str, progress: bool):
     return p_out, val, ok, statuses
 
 
+# --------------------------------------------------------------------------- one row
+def _one_row(p_hat, z, alpha, support, check: bool):
+    """One 1-D row by the compiled row of :mod:`.l1_numba` (the learners' solver), or None.
+
+    Taken when ``p_hat`` and ``z`` are 1-D float64 arrays of one length and ``alpha`` a
+    number (a per-step call from Python); anything else, or an input that fails the
+    cheap screen, goes through the general path (which names the culprit).
+    """
+    if not (type(p_hat) is np.ndarray and type(z) is np.ndarray and p_hat.ndim == 1
+            and z.shape == p_hat.shape and p_hat.dtype == np.float64
+            and z.dtype == np.float64 and p_hat.size > 0
+            and isinstance(alpha, float | int) and not isinstance(alpha, bool)):
+        return None
+    n = p_hat.size
+    if support is None:
+        sup = np.ones(n, dtype=bool)
+    elif type(support) is np.ndarray and support.shape == (n,) and support.dtype == bool:
+        sup = support
+    else:
+        return None
+    if check and not (alpha >= 0.0 and np.isfinite(alpha) and p_hat.min() >= 0.0
+                      and abs(p_hat.sum() - 1.0) <= row_tolerance(n)
+                      and np.isfinite(z.sum()) and not (p_hat[~sup] > 0.0).any()):
+        return None
+    from .l1_numba import worst_row
+
+    out = np.empty(n)
+    worst_row(p_hat, z, sup, float(alpha), out)
+    return Result(p=out, value=float(out @ z), method="sort", success=True,
+                  status=Status.OPTIMAL, message="exact sort-based solution")
+
+
 # --------------------------------------------------------------------------- public API
 def l1_violation(p, p_hat, alpha, support=None) -> np.ndarray:
     r"""Largest violation of the constraints of the inner problem, per distribution.
@@ -659,6 +691,10 @@ def worst_case_l1(p_hat, z, alpha, support=None, method: str = "sort", *,
     >>> round(float(res.value), 12)
     1.1
     """
+    if method == "sort":
+        one = _one_row(p_hat, z, alpha, support, check)
+        if one is not None:
+            return one
     check_choice(method, "method", INNER_METHODS,
                  hint=" ('sort': exact, batched; 'lp': one cvxpy LP per row, a cross-check)")
     if method == "lp":
