@@ -219,6 +219,21 @@ def worst_case_rows(rows, R, C, w_r, w_c, wstate, gamma, terminal, out):
             worst_pair(rows, r, z, out[r])
 
 
+@_jit
+def _deviation(q, nxt_row, nominal_row, merged):
+    """L1 distance of an outcome distribution ``q`` (O,), merged onto next states by
+    ``nxt_row`` (O,), to ``nominal_row`` (S,); leaves the merged row in ``merged`` (S,)."""
+    S = merged.shape[0]
+    for t in range(S):
+        merged[t] = 0.0
+    for o in range(q.shape[0]):
+        merged[nxt_row[o]] += q[o]
+    dist = 0.0
+    for t in range(S):
+        dist += abs(merged[t] - nominal_row[t])
+    return dist
+
+
 # --------------------------------------------------------------------------- multipliers
 @_jit
 def _multiplier_step(lam, loglam, m, v, t, diff, lr, sched_grad, mode, lam_max, b1, b2, eps):
@@ -429,13 +444,7 @@ def run_chunk(n_episodes, cfg, cnt, rng_ep, rng_batch, pb, kcdf_fixed, st, rec):
             n_in = 0
             for i in range(n_live):
                 r = live[i]
-                for t in range(S):
-                    merged[t] = 0.0
-                for o in range(O):
-                    merged[nxt[r, o]] += Pk[r, o]
-                dist = 0.0
-                for t in range(S):
-                    dist += abs(merged[t] - nom_state[r, t])
+                dist = _deviation(Pk[r], nxt[r], nom_state[r], merged)
                 devo[r] = dist
                 tot += dist
                 if dist <= radius[r] + 1e-9:
@@ -579,13 +588,7 @@ def run_chunk(n_episodes, cfg, cnt, rng_ep, rng_batch, pb, kcdf_fixed, st, rec):
                     la = lamadv[0]
                     for i in range(n_samp):
                         rr = idx[i]
-                        for t2 in range(S):
-                            merged[t2] = 0.0
-                        for q in range(O):
-                            merged[nxt[rr, q]] += Pb[i, q]
-                        dev = 0.0
-                        for t2 in range(S):
-                            dev += abs(merged[t2] - nom_state[rr, t2])
+                        dev = _deviation(Pb[i], nxt[rr], nom_state[rr], merged)
                         excess = dev - shrink * radius[rr]
                         batch_excess += excess
                         if excess > 0.0:
