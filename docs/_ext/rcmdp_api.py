@@ -19,10 +19,10 @@ from sphinx.util.docutils import SphinxDirective
 #: Modules with a page in docs/api (in the order searched for a name's home).
 DOCUMENTED = (
     "rcmdp_exact.model", "rcmdp_exact.evaluation", "rcmdp_exact.sampling",
-    "rcmdp_exact.uncertainty", "rcmdp_exact.inner", "rcmdp_exact.robust",
+    "rcmdp_exact.uncertainty", "rcmdp_exact.robust", "rcmdp_exact.mdp",
     "rcmdp_exact.gradients", "rcmdp_exact.parametrisations", "rcmdp_exact.nn",
-    "rcmdp_exact.verify", "rcmdp_exact.ground_truth", "rcmdp_exact.reports",
-    "rcmdp_exact.domains", "rcmdp_exact.interop",
+    "rcmdp_exact.verify", "rcmdp_exact.ground_truth", "rcmdp_exact.domains",
+    "rcmdp_exact.interop",
 )
 
 
