@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import tempfile
 import zipfile
 from pathlib import Path
@@ -45,6 +46,12 @@ def npz_path(path) -> Path:
     return p if p.suffix == ".npz" else p.with_name(p.name + ".npz")
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path, write) -> Path:
     """Write the file ``path`` through ``write(fh)`` (a binary file object) atomically.
 
@@ -60,6 +67,8 @@ def write_atomic(path, write) -> Path:
                                    dir=p.parent if str(p.parent) else ".")
         with os.fdopen(fd, "wb") as fh:
             write(fh)
+        # the permissions of a file written directly (mkstemp makes it private)
+        os.chmod(tmp, stat.S_IMODE(os.stat(p).st_mode) if p.exists() else 0o666 & ~_umask())
         os.replace(tmp, p)
         tmp = None
     except OSError as exc:

@@ -51,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_TRACKER_NOTE = "ignore:resource_tracker:UserWarning"
+
 #: What an interrupted command kept when it did not say otherwise.
 NOTHING_WRITTEN = "nothing was written"
 
@@ -97,6 +99,11 @@ def main(argv=None) -> int:
         from ._checks import InputError
 
         warnings.showwarning = one_line
+        # the multiprocessing resource tracker (a child process started by the worker
+        # pools) takes its warning filters from these options: its note about the
+        # semaphores of a pool stopped by Ctrl-C, which it removes itself, is not news
+        if _TRACKER_NOTE not in sys.warnoptions:
+            sys.warnoptions.append(_TRACKER_NOTE)
         try:
             return int(args._run(args) or 0)
         except InputError as exc:

@@ -75,10 +75,10 @@ def run(args: argparse.Namespace) -> int:
     from ..ground_truth import format_ground_truth, ground_truth_table, save_ground_truth
 
     parser = args._parser
-    check_real(args.bracket_time, "--bracket-time", 0.0, low_open=True)
     if args.no_variants and args.variants is not None:
         parser.error(f"--variants {','.join(args.variants)} and --no-variants contradict "
                      f"each other; give one of them")
+    check_real(args.bracket_time, "--bracket-time", 0.0, low_open=True)
     variants = () if args.no_variants else (
         list(VARIANTS) if args.variants is None else args.variants)
     out = check_output(parser, args.out, kind="dir", force=args.force)
@@ -94,9 +94,18 @@ def run(args: argparse.Namespace) -> int:
                                bracket_time=args.bracket_time, max_boxes=args.max_boxes)
     print(format_ground_truth(table))
     if out is not None:
-        args._interrupted = (f"the files being written into {out} may be incomplete; run "
-                             f"the same command again with --force")
-        for path in save_ground_truth(table, Path(out)):
-            print(f"wrote {path}")
+        import os
+        import tempfile
+
+        args._interrupted = (f"the files in {out} are whole, but some may be those of an "
+                             f"earlier run; run the same command again with --force")
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        # written beside, then renamed into place: an interrupt or a full disk leaves
+        # each file whole (old or new)
+        with tempfile.TemporaryDirectory(dir=out, prefix=".ground-truth.") as tmp:
+            for path in save_ground_truth(table, Path(tmp)):
+                os.replace(path, out / path.name)
+                print(f"wrote {out / path.name}")
         args._interrupted = f"the results were written into {out}"
     return 0

@@ -106,16 +106,9 @@ def _row(name: str, value, cost, test_value=None, test_cost=None, pen=None) -> s
 
 
 def run(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from ..domains import ESTIMATION_EPISODES, paper_domain
-    from ..ground_truth import rcmdp_bracket, solve_cmdp
-    from ..learners import ALGORITHMS, train
     from ..names import LIMITS
-    from ..uncertainty import estimate
 
     parser = args._parser
-    out = check_npz_output(parser, args.out, force=args.force, what="a training result")
     if not args.entropy >= 0 or args.entropy == float("inf"):
         parser.error(f"--entropy must be a finite number >= 0, got {args.entropy}")
     if args.multiplier_update == "augmented" and args.gradient != "exact":
@@ -136,6 +129,14 @@ def run(args: argparse.Namespace) -> int:
                      f"{-(-args.episodes // args.eval_every)} exact evaluations, above the "
                      f"limit {limit} (each keeps its metrics in memory); give --eval-every "
                      f"at least {-(-args.episodes // limit)}")
+    out = check_npz_output(parser, args.out, force=args.force, what="a training result")
+    import numpy as np
+
+    from ..domains import ESTIMATION_EPISODES, paper_domain
+    from ..ground_truth import rcmdp_bracket, solve_cmdp
+    from ..learners import ALGORITHMS, train
+    from ..uncertainty import estimate
+
     args._interrupted = "nothing was written"
     progress = progress_enabled(args)
     true = paper_domain(args.domain)

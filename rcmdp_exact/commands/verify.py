@@ -63,8 +63,6 @@ def run(args: argparse.Namespace) -> int:
         domains = (args.domain,)
     kinds = ("softmax",) if args.tabular_only else ("softmax", "mlp")
     parser = args._parser
-    if not 0 < args.tol < float("inf"):
-        parser.error(f"argument --tol: {args.tol} is not a positive number")
     if not domains and args.random == 0 and args.no_variants:
         parser.error("nothing to check: --domain none, --random 0 and --no-variants select "
                      "no model; give a domain, --random N >= 1 or drop --no-variants")
@@ -74,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
     if args.episodes == 1:
         parser.error("argument --episodes: 1 episode gives no spread; give 0 (off) or "
                      "at least 2")
+    if not 0 < args.tol < float("inf"):
+        parser.error(f"argument --tol: {args.tol} is not a positive number")
     hidden = DEFAULT_HIDDEN if args.hidden is None else args.hidden
     from ..verify import verify_suite
 

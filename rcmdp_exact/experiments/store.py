@@ -52,7 +52,7 @@ from .._checks import OutputPathError
 from .._io import LoadError
 
 __all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "DamagedJobWarning", "Store",
-           "check_store_path", "job_checksum"]
+           "check_store_path", "connect_readonly", "job_checksum"]
 
 SCHEMA_VERSION = "3"
 #: Schema versions this version reads ("2": without checksums, upgraded when opened
@@ -151,6 +151,26 @@ def job_checksum(conn, key: str, table: str) -> str | None:
     return None if payload is None else _digest(payload)
 
 
+def connect_readonly(path, timeout: float = 60):
+    """A read-only connection to the SQLite file ``path``.
+
+    A store in WAL mode needs its ``-shm`` file; in a folder this process cannot write
+    (an archive, a read-only mount) that file cannot be made, and the file is read as
+    immutable instead (nothing else can be writing it there).
+    """
+    uri = Path(path).resolve().as_uri()
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, timeout=timeout)
+    try:
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        return conn
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if "unable to open" not in str(exc).lower():
+            raise
+    return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None,
+                           timeout=timeout)
+
+
 def _guarded(method):
     """Run a :class:`Store` method with SQLite errors turned into one-line errors."""
     @functools.wraps(method)
@@ -198,8 +218,7 @@ class Store:
 
     def _open(self) -> None:
         if self.readonly:
-            self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True,
-                                        isolation_level=None, timeout=60)
+            self.conn = connect_readonly(self.path)
         else:
             self.conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=60)
         names = self._table_names()
@@ -255,7 +274,7 @@ class Store:
         """"N finished jobs are kept in PATH" (read afresh; the connection may be
         broken), or a general sentence when the file cannot be read."""
         try:
-            con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=5)
+            con = connect_readonly(self.path, timeout=5)
             try:
                 n = con.execute("SELECT (SELECT COUNT(*) FROM runs) + "
                                 "(SELECT COUNT(*) FROM ground_truth)").fetchone()[0]
@@ -280,6 +299,11 @@ class Store:
                 f"recomputes its jobs; to keep the finished jobs that are still readable, "
                 f"first run: sqlite3 {p}.damaged .recover | sqlite3 {p} (recovered jobs "
                 f"are checked against their checksums)")
+        if self.readonly and ("disk i/o" in low or "full" in low):
+            return LoadError(
+                f"the results store {p!r} cannot be read ({msg}): SQLite needs a small "
+                f"file {p}-shm beside it; free space on its disk (or make its folder "
+                f"writable), then run the same command again")
         if "readonly" in low or "read-only" in low or "permission" in low:
             return OutputPathError(
                 f"the results store {p!r} cannot be written ({msg}); {self.kept_text()}: "
@@ -295,8 +319,12 @@ class Store:
                 f"another rcmdp reproduce on the same --db: wait for it or give another "
                 f"--db")
         if "unable to open" in low:
-            return OutputPathError(f"the results store {p!r} cannot be opened ({msg}): "
-                                   f"check that its folder exists and is writable")
+            if self.readonly:
+                return LoadError(f"the results store {p!r} cannot be opened ({msg})")
+            return OutputPathError(
+                f"the results store {p!r} cannot be written ({msg}); {self.kept_text()}: "
+                f"make the file and its folder writable (or copy it and pass --db COPY), "
+                f"then run the same command again")
         return LoadError(f"the results store {p!r} cannot be used ({msg})")
 
     # ------------------------------------------------------------------ checksums
