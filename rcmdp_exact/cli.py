@@ -110,10 +110,12 @@ def main(argv=None) -> int:
             print(f"{_where(args)}: error: {exc}", file=sys.stderr)
             return 2
         except BrokenPipeError:  # the reader of the output left (rcmdp ... | head)
+            import contextlib
             import os
 
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())  # no second error at the flush
             return 141
         except OSError as exc:  # a full disk, a read-only folder, a vanished file
             print(f"{_where(args)}: error: {_os_error(exc)}", file=sys.stderr)

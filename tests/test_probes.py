@@ -300,6 +300,17 @@ def test_reproduce_refuses_an_option_none_of_its_algorithms_uses(tmp_path):
     has(line, "--train-on", "pg, cpg")
 
 
+def test_a_reader_that_goes_away_ends_the_command_silently(tmp_path):
+    """``rcmdp evaluate | head -0``: exit status 141 and nothing on standard error."""
+    proc = subprocess.Popen([sys.executable, "-m", "rcmdp_exact", "evaluate"], cwd=tmp_path,
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_limits)
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141
+    assert err == b""
+
+
 # --------------------------------------------------------------------------- report folder
 def test_report_removes_the_stale_files_of_another_report_only(store, tmp_path, reference):
     rep = tmp_path / "rep"

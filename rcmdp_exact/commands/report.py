@@ -68,6 +68,9 @@ def run(args: argparse.Namespace) -> int:
             tests = args.tests
         else:
             tests = [t for t in store.requested_tests() if t in stored] or stored
+        args._interrupted = (f"the results store is not changed and every report file in "
+                             f"{out} is whole, some perhaps from an earlier report; run the "
+                             f"same command again")
         rep = write_report(store, out, tests=tests, progress=progress_enabled(args))
     for p in rep.paths:
         print(f"wrote {p}")
