@@ -16,7 +16,13 @@ Error classes (importable from :mod:`rcmdp_exact`):
 * :class:`NotFiniteError`: finite inputs whose result overflowed float64; the message
   names the input that caused it;
 * :class:`OutputPathError`: an output path that exists (without ``force``), whose
-  folder is missing, or that cannot be written.
+  folder is missing, or that cannot be written (a read-only file or folder, a full
+  disk: a results store that cannot be written says how many finished jobs it keeps);
+* :class:`~rcmdp_exact._io.LoadError`: a file that cannot be loaded as the artefact
+  expected (missing, a folder, truncated, not an ``.npz`` archive, pickled, of another
+  kind, or a results store that is not one or is damaged); the message names the path
+  and what was expected.  Defined in :mod:`rcmdp_exact._io`, where every artefact is
+  saved and loaded.
 """
 
 from __future__ import annotations

@@ -13,11 +13,17 @@ One rule for every artefact (models, uncertainty sets, training results, bracket
 Every archive carries a ``format`` entry, ``"rcmdp_exact.<Kind>/<version>"``; a loader
 names the formats it reads (and, for files written before the entry existed, the keys
 that identify them).
+
+:func:`write_atomic` is the same temporary-file-and-rename write for any output file
+(the reports' tables and figures): a failed write (a full disk) leaves the file that was
+there before, whole, and raises an ``OSError`` that names the file meant.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 import zipfile
 from pathlib import Path
@@ -26,7 +32,7 @@ import numpy as np
 
 from ._checks import InputError
 
-__all__ = ["LoadError", "load_npz", "npz_path", "save_npz"]
+__all__ = ["LoadError", "load_npz", "npz_path", "save_npz", "write_atomic"]
 
 
 class LoadError(InputError):
@@ -40,20 +46,46 @@ def npz_path(path) -> Path:
     return p if p.suffix == ".npz" else p.with_name(p.name + ".npz")
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(path, write) -> Path:
+    """Write the file ``path`` through ``write(fh)`` (a binary file object) atomically.
+
+    The bytes go to a temporary file in the same folder, which is renamed into place
+    when ``write`` returns: an interrupt or a failure (a full disk) leaves the old file
+    whole, or no file, never half a file.  An ``OSError`` is raised again with
+    ``filename`` set to ``path`` (not to the temporary file).  Returns ``path``.
+    """
+    p = Path(os.fspath(path))
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp",
+                                   dir=p.parent if str(p.parent) else ".")
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+        # the permissions of a file written directly (mkstemp makes it private)
+        os.chmod(tmp, stat.S_IMODE(os.stat(p).st_mode) if p.exists() else 0o666 & ~_umask())
+        os.replace(tmp, p)
+        tmp = None
+    except OSError as exc:
+        code = exc.errno if exc.errno is not None else errno.EIO
+        raise OSError(code, exc.strerror or os.strerror(code), str(p)) from None
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+    return p
+
+
 def save_npz(path, arrays: dict, fmt: str, *, compressed: bool = False) -> Path:
     """Write ``arrays`` and ``format = fmt`` to ``npz_path(path)`` atomically; return it."""
     p = npz_path(path)
     data = {"format": np.array(fmt), **arrays}
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            (np.savez_compressed if compressed else np.savez)(fh, **data)
-        os.replace(tmp, p)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return p
+    return write_atomic(p, lambda fh: (np.savez_compressed if compressed else np.savez)(
+        fh, **data))
 
 
 def _resolve(path) -> Path:
@@ -95,27 +127,42 @@ def load_npz(path, formats, what: str, legacy_keys=()) -> dict:
     p = _resolve(path)
     shown = str(path)
     if not p.exists():
-        raise LoadError(f"{shown!r} does not exist (nor {str(npz_path(path))!r}); give the "
-                        f"path of {what}")
+        alt = str(npz_path(path))
+        nor = f" (nor {alt!r})" if alt != shown else ""
+        raise LoadError(f"{shown!r} does not exist{nor}; give the path of {what}")
     if p.is_dir():
         raise LoadError(f"{shown!r} is a folder; give the path of {what}")
+
+    def refuse(why: str):
+        return LoadError(f"{shown!r} is not {what}: {why}")
+
+    try:
+        with p.open("rb") as fh:
+            head = fh.read(8)
+    except OSError as exc:
+        raise refuse(f"it cannot be read ({exc.strerror})") from None
+    if not head.startswith(b"PK"):  # every .npz archive is a zip file
+        raise refuse(
+            "it is empty" if not head else
+            "it is a single .npy array, not an .npz archive" if head.startswith(b"\x93NUMPY")
+            else "it is a pickle file (the toolkit never loads pickle)" if head[:1] == b"\x80"
+            else "it is not an .npz archive (not a zip file)")
     try:
         with np.load(p, allow_pickle=False) as f:
             data = {key: f[key] for key in f.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as exc:
-        why = "it needs pickle" if "pickle" in str(exc) else \
-            "it is truncated or not an .npz archive"
-        raise LoadError(f"{shown!r} cannot be read: {why}; expected {what}") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError,
+            NotImplementedError) as exc:
+        raise refuse("it holds pickled objects (the toolkit never loads pickle)"
+                     if "pickle" in str(exc) else "it is truncated or damaged") from None
     fmt = data.get("format")
     if fmt is not None:
         text = str(fmt) if fmt.ndim == 0 else None
         if text not in formats:
-            found = f"a {text.split('/')[0].removeprefix('rcmdp_exact.')} file" \
+            found = f"a saved {text.split('/')[0].removeprefix('rcmdp_exact.')}" \
                 if isinstance(text, str) and text.startswith("rcmdp_exact.") else \
                 "an archive of another kind"
-            raise LoadError(f"{shown!r} is {found}, not {what}")
+            raise refuse(f"it is {found}")
         return data
     if legacy_keys and all(k in data for k in legacy_keys):
         return data
-    raise LoadError(f"{shown!r} is an .npz archive of another kind (no 'format' entry); "
-                    f"expected {what}")
+    raise refuse("it is an .npz archive of another kind (no 'format' entry)")

@@ -2,6 +2,18 @@
 
 Each subcommand lives in :mod:`rcmdp_exact.commands` and is listed in
 :data:`COMMANDS`.  ``rcmdp SUBCOMMAND --help`` describes its options.
+
+Every outcome other than success is one line on standard error (``docs/cli.md``):
+
+* exit status 2: a bad argument (argparse, before any work), an invalid input found
+  later (:class:`~rcmdp_exact.InputError`, its subclasses ``LoadError`` and
+  ``OutputPathError`` included) or a file the system refuses to read or write
+  (``OSError``: a full disk, a read-only folder), each naming the path;
+* exit status 141, silently: the reader of the output went away (``rcmdp ... | head``);
+* exit status 130: an interrupt (Ctrl-C, SIGINT) of any command, with what was kept:
+  a command sets ``args._interrupted`` to that text (or to a function returning it)
+  as its work progresses; the default is "nothing was written";
+* warnings are printed as one line each, ``rcmdp COMMAND: warning: ...``.
 """
 
 from __future__ import annotations
@@ -39,19 +51,81 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_TRACKER_NOTE = "ignore:resource_tracker:UserWarning"
+
+#: What an interrupted command kept when it did not say otherwise.
+NOTHING_WRITTEN = "nothing was written"
+
+
+def _where(args) -> str:
+    command = getattr(args, "command", None)
+    return f"rcmdp {command}" if command else "rcmdp"
+
+
+def _interrupted(args) -> str:
+    """The one line of an interrupted command: what was interrupted and what was kept."""
+    kept = getattr(args, "_interrupted", None) if args is not None else None
+    if callable(kept):
+        try:
+            kept = kept()
+        except Exception:  # the interrupt is the news; a failing summary must not hide it
+            kept = None
+    return f"{_where(args)}: interrupted; {kept or NOTHING_WRITTEN}"
+
+
+def _os_error(exc: OSError) -> str:
+    what = exc.strerror or str(exc) or type(exc).__name__
+    path = exc.filename if exc.filename is not None else None
+    return f"{what}: {str(path)!r}" if path is not None else what
+
+
 def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if getattr(args, "_run", None) is None:
-        parser.print_help()
-        return 2
-    from ._checks import InputError
+    """Run ``rcmdp`` with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    import warnings
+
+    args = None
+    shown = warnings.showwarning
+
+    def one_line(message, category, filename, lineno, file=None, line=None):
+        text = " ".join(str(message).split())
+        print(f"{_where(args)}: warning: {text}", file=sys.stderr)
 
     try:
-        return int(args._run(args) or 0)
-    except InputError as exc:
-        print(f"rcmdp {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if getattr(args, "_run", None) is None:
+            parser.print_help()
+            return 2
+        from ._checks import InputError
+
+        warnings.showwarning = one_line
+        # the multiprocessing resource tracker (a child process started by the worker
+        # pools) takes its warning filters from these options: its note about the
+        # semaphores of a pool stopped by Ctrl-C, which it removes itself, is not news
+        if _TRACKER_NOTE not in sys.warnoptions:
+            sys.warnoptions.append(_TRACKER_NOTE)
+        try:
+            return int(args._run(args) or 0)
+        except InputError as exc:
+            print(f"{_where(args)}: error: {exc}", file=sys.stderr)
+            return 2
+        except BrokenPipeError:  # the reader of the output left (rcmdp ... | head)
+            import contextlib
+            import os
+
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())  # no second error at the flush
+            return 141
+        except OSError as exc:  # a full disk, a read-only folder, a vanished file
+            print(f"{_where(args)}: error: {_os_error(exc)}", file=sys.stderr)
+            return 2
+    except KeyboardInterrupt:
+        lead = "\n" if sys.stderr.isatty() else ""  # after the terminal's ^C
+        print(lead + _interrupted(args), file=sys.stderr)
+        return 130
+    finally:
+        warnings.showwarning = shown
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -821,11 +821,12 @@ class TabularCMDP:
         """Save the model to an ``.npz`` file (no pickle); :meth:`load` reads it back.
 
         Every field is stored exactly (float64 bits, labels as strings); a sparse model
-        keeps its CSR arrays.  Returns the path written.
+        keeps its CSR arrays.  The suffix ``.npz`` is added when ``path`` has another
+        one (or none); the file is written atomically.  Returns the path written.
         """
-        path = Path(path)
-        arrays = {"format": np.array("rcmdp_exact.TabularCMDP/1"),
-                  "d": self._d, "gamma": np.array(self._gamma), "p0": self._p0,
+        from ._io import save_npz
+
+        arrays = {"d": self._d, "gamma": np.array(self._gamma), "p0": self._p0,
                   "terminal": self._terminal}
         if self._P is not None:
             arrays["P"] = self._P
@@ -843,23 +844,20 @@ class TabularCMDP:
             if val is not None:
                 arrays[key] = np.array(val) if not isinstance(val, tuple) else \
                     np.array(val, dtype=str)
-        if path.suffix != ".npz":
-            path = path.with_name(path.name + ".npz")
-        with open(path, "wb") as fh:
-            np.savez(fh, **arrays)
-        return path
+        return save_npz(path, arrays, "rcmdp_exact.TabularCMDP/1")
 
     @classmethod
     def load(cls, path) -> TabularCMDP:
-        """Read a model written by :meth:`save` (validated like any new model)."""
+        """Read a model written by :meth:`save` (validated like any new model).
+
+        ``path`` with or without the suffix ``.npz``.  A missing, foreign, truncated or
+        invalid file is a :class:`~rcmdp_exact.LoadError` naming the path.
+        """
+        from ._io import LoadError, load_npz
+
+        what = "a model file written by TabularCMDP.save"
+        f = load_npz(path, "rcmdp_exact.TabularCMDP/1", what)
         try:
-            f = np.load(path, allow_pickle=False)
-        except (OSError, ValueError):
-            f = None
-        if not hasattr(f, "files") or "format" not in f.files \
-                or str(f["format"]) != "rcmdp_exact.TabularCMDP/1":
-            raise ModelError(f"{str(path)!r} is not a model file written by TabularCMDP.save")
-        with f:
             if "P" in f:
                 P = f["P"]
             else:
@@ -875,6 +873,12 @@ class TabularCMDP:
                 kw["name"] = str(f["name"])
             return cls(P, f["R"], f["C"], d=f["d"], gamma=float(f["gamma"]), p0=f["p0"],
                        terminal=f["terminal"], **kw)
+        except KeyError as exc:
+            raise LoadError(f"{str(path)!r} is not {what}: it lacks the entry "
+                            f"{exc.args[0]!r}") from None
+        except (TypeError, ValueError) as exc:  # InputError included: invalid content
+            raise LoadError(f"{str(path)!r} is not {what}: its content is invalid ({exc})") \
+                from None
 
     # ----------------------------------------------------------------- conversions
     def scalarised_reward(self, lam=None) -> np.ndarray:

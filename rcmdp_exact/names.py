@@ -29,10 +29,22 @@ __all__ = [
     "GROUND_TRUTH_FILES",
     "INITIAL_MULTIPLIER",
     "INNERS",
+    "LIMITS",
+    "MAX_BOXES",
+    "MAX_DRAWS",
+    "MAX_EPISODES",
+    "MAX_EVALUATIONS",
+    "MAX_HIDDEN",
+    "MAX_MC_EPISODES",
+    "MAX_RANDOM_MODELS",
+    "MAX_SAMPLED_EPISODES",
+    "MAX_SEEDS",
+    "MAX_STEPS",
     "MULTIPLIER_SIGNALS",
     "MULTIPLIER_UPDATES",
     "NAV1_COST_LAYOUTS",
     "OFFSET_ON",
+    "OPTION_ALGORITHMS",
     "PAPER_DOMAINS",
     "REVENUES",
     "ROBUST_ALGORITHMS",
@@ -44,6 +56,7 @@ __all__ = [
     "TESTS",
     "TEST_SUITES",
     "VARIANTS",
+    "WORKERS_PER_CPU",
 ]
 
 #: Names of the paper's domains.
@@ -141,4 +154,81 @@ RUN_OPTIONS = {
     "gradient": ("sampled", "exact"),
     "inner": ("sort", "lp"),
     "multiplier_update": ("adam-log", "sgd"),
+}
+
+#: Which learners each option of ``rcmdp train`` (and of ``rcmdp reproduce``) acts on
+#: (``docs/learners.md``): the critic only steers the worst case of the RCPG variants,
+#: the inner solver only the worst cases of the robust learners (their training and
+#: their worst-case evaluation), the multiplier rule only learners that learn a
+#: multiplier, the adversary's options only Adversarial RCPG, and ``reproduce
+#: --train-on data`` only the learners without an uncertainty set (``rcmdp train
+#: --train-on true`` acts on every learner).  An option given for a learner it does not
+#: act on is refused.
+OPTION_ALGORITHMS = {
+    "critic": ("rcpg-value", "rcpg-constraint", "rcpg-lagrangian"),
+    "inner": ("rcpg-value", "rcpg-constraint", "rcpg-lagrangian", "adversarial-rcpg"),
+    "multiplier_update": ("cpg", "rcpg-value", "rcpg-constraint", "rcpg-lagrangian",
+                          "adversarial-rcpg"),
+    "adversary_multiplier_signal": ("adversarial-rcpg",),
+    "adversary_form": ("adversarial-rcpg",),
+    "train_on": ("pg", "cpg"),
+}
+
+# --------------------------------------------------------------------------- limits
+#: Upper limits of the integers that size the work or the memory of a command; the
+#: command line refuses a larger value before any work starts (``docs/cli.md``).
+#: Training episodes (``train --episodes``, ``reproduce --episodes``): the learners keep
+#: about 64 bytes of records per episode (and 16 more per constraint), so 10^7 episodes
+#: hold about 1 GB; the paper trains for 5,000.
+MAX_EPISODES = 10**7
+#: Environment steps (``train --steps``): the compiled loop counts steps in a 64-bit
+#: integer, and 10^10 steps take days.
+MAX_STEPS = 10**10
+#: Exact evaluations during training (episodes / eval-every, rounded up): each keeps
+#: its metrics on every model it is evaluated on (a few hundred numbers).
+MAX_EVALUATIONS = 10**5
+#: Seeds (runs per algorithm and domain, ``reproduce --seeds`` and
+#: ``--bracket-seeds``): 10^4 seeds are 180,000 runs (the paper: 20).
+MAX_SEEDS = 10**4
+#: Draws per N in tests 1B and 2B (``--n-draws``): every draw is a test setting held in
+#: memory and evaluated (in ``ground-truth``, solved by an LP) exactly; the paper: 50.
+MAX_DRAWS = 10**4
+#: Sampled test episodes per setting (``reproduce --sampled-episodes``): a setting's
+#: episodes are held in memory at once, about 8 KB per episode of 200 steps (0.8 GB at
+#: the limit); the paper: 50.
+MAX_SAMPLED_EPISODES = 10**5
+#: Monte Carlo episodes per estimator (``verify --episodes``): sampled in batches of
+#: 2,000, so memory stays small, but 10^7 episodes take hours per estimator.
+MAX_MC_EPISODES = 10**7
+#: Random Garnet models of ``verify --random``: each is a full finite-difference check.
+MAX_RANDOM_MODELS = 10**3
+#: Hidden width of the MLPs (``verify --hidden``): the finite differences take one
+#: evaluation per parameter, about hidden x (inputs + actions).
+MAX_HIDDEN = 10**4
+#: Branch-and-bound boxes of the bracket (``ground-truth --max-boxes``): every open
+#: box is kept in memory.
+MAX_BOXES = 10**6
+#: Local worker processes: at most this many per CPU (``os.cpu_count()``); more only
+#: wait for a core and each holds its own copy of the models (about 270 MB).
+WORKERS_PER_CPU = 4
+
+#: Each limit with what it bounds and why, for messages (``commands/_args.py``).
+LIMITS = {
+    "episodes": (MAX_EPISODES, "training episodes",
+                 "the learners keep about 64 bytes of records per episode"),
+    "steps": (MAX_STEPS, "environment steps", "10^10 steps take days"),
+    "evaluations": (MAX_EVALUATIONS, "exact evaluations during training",
+                    "each keeps its metrics in memory"),
+    "seeds": (MAX_SEEDS, "seeds", "10^4 seeds are 180,000 runs; the paper has 20"),
+    "draws": (MAX_DRAWS, "draws per N",
+              "every draw is a test setting held in memory and evaluated exactly"),
+    "sampled_episodes": (MAX_SAMPLED_EPISODES, "sampled episodes per setting",
+                         "a setting's episodes are held in memory at once"),
+    "mc_episodes": (MAX_MC_EPISODES, "Monte Carlo episodes",
+                    "10^7 episodes take hours per estimator"),
+    "random_models": (MAX_RANDOM_MODELS, "random models",
+                      "each is a full finite-difference check"),
+    "hidden": (MAX_HIDDEN, "hidden units",
+               "the finite differences take one evaluation per parameter"),
+    "boxes": (MAX_BOXES, "branch-and-bound boxes", "every open box is kept in memory"),
 }

@@ -19,9 +19,9 @@ from ..names import GROUND_TRUTH_FILES as OUTPUT_FILES
 from ._args import (
     add_force,
     add_progress,
+    bounded_int,
     check_output,
     comma_list,
-    positive_int,
     probability,
     progress_enabled,
     seed_arg,
@@ -46,22 +46,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seed of the estimation and of the 1B/2B draws (default 0)")
     parser.add_argument("--delta", type=probability, default=0.1,
                         help="confidence of the Hoeffding radius, in (0, 1) (default 0.1)")
-    parser.add_argument("--n-draws", type=positive_int, default=None,
-                        help="draws per N in tests 1B and 2B (default 50, the paper's)")
+    parser.add_argument("--n-draws", type=bounded_int("draws"), default=None,
+                        help="draws per N in tests 1B and 2B (default 50, the paper's; at "
+                             "most 10^4)")
     parser.add_argument("--offset-on", choices=("failure", "success"), default="failure",
                         help="test 1B: the drawn offset replaces a failed move (default, the "
                              "reference implementation) or a successful one (the paper's text)")
     parser.add_argument("--variants", type=comma_list(VARIANTS, "variants"),
-                        default=list(VARIANTS),
+                        default=None,
                         help="comma-separated RCPG variants whose targets are computed "
-                             "(default: value,constraint,lagrangian)")
+                             "(default: value,constraint,lagrangian; not with "
+                             "--no-variants)")
     parser.add_argument("--no-variants", action="store_true",
                         help="compute no RCPG variant target")
     parser.add_argument("--bracket-time", type=float, default=BRACKET_SECONDS,
                         metavar="SECONDS",
                         help=f"time limit of the RCMDP bracket per domain (default "
                              f"{BRACKET_SECONDS:g} s, a guard: --max-boxes binds first)")
-    parser.add_argument("--max-boxes", type=positive_int, default=BRACKET_BOXES,
+    parser.add_argument("--max-boxes", type=bounded_int("boxes"), default=BRACKET_BOXES,
                         help=f"branch-and-bound boxes of the RCMDP bracket per domain "
                              f"(default {BRACKET_BOXES}; the bracket is certified whatever "
                              f"the budget)")
@@ -77,7 +79,12 @@ def run(args: argparse.Namespace) -> int:
     )
 
     parser = args._parser
+    if args.no_variants and args.variants is not None:
+        parser.error(f"--variants {','.join(args.variants)} and --no-variants contradict "
+                     f"each other; give one of them")
     check_real(args.bracket_time, "--bracket-time", 0.0, low_open=True)
+    variants = () if args.no_variants else (
+        list(VARIANTS) if args.variants is None else args.variants)
     out = check_output(parser, args.out, kind="dir", force=args.force)
     if out is not None and out.is_dir():
         for fname in OUTPUT_FILES:
@@ -86,11 +93,23 @@ def run(args: argparse.Namespace) -> int:
     table = ground_truth_table(names, episodes=args.episodes, seed=args.seed,
                                delta=args.delta, n_draws=args.n_draws,
                                offset_on=args.offset_on,
-                               variants=() if args.no_variants else args.variants,
+                               variants=variants,
                                progress=progress_enabled(args),
                                bracket_time=args.bracket_time, max_boxes=args.max_boxes)
     print(format_ground_truth(table))
     if out is not None:
-        for path in save_ground_truth(table, Path(out)):
-            print(f"wrote {path}")
+        import os
+        import tempfile
+
+        args._interrupted = (f"the files in {out} are whole, but some may be those of an "
+                             f"earlier run; run the same command again with --force")
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        # written beside, then renamed into place: an interrupt or a full disk leaves
+        # each file whole (old or new)
+        with tempfile.TemporaryDirectory(dir=out, prefix=".ground-truth.") as tmp:
+            for path in save_ground_truth(table, Path(tmp)):
+                os.replace(path, out / path.name)
+                print(f"wrote {out / path.name}")
+        args._interrupted = f"the results were written into {out}"
     return 0

@@ -1,7 +1,11 @@
 """``rcmdp report``: Table 1, the figures and the report, rebuilt from a results store.
 
 Reads the SQLite database written by ``rcmdp reproduce`` (read-only) and writes
-``report.md``, ``table1.md``, ``table1.csv`` and the PNG figures into ``--out``.
+``report.md``, ``table1.md``, ``table1.csv`` and the PNG figures into ``--out``; report
+files there that this report does not write (a figure of a test the store lacks, left
+by another report) are removed, and no other file is touched.  A selection of tests
+the store holds no runs of is refused; damaged jobs (checksum mismatch) are named in a
+warning and left out.
 """
 
 from __future__ import annotations
@@ -26,28 +30,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_progress(parser)
 
 
+def db_error(parser, exc) -> None:
+    """A store that cannot be opened, as an argparse error naming ``--db``."""
+    text = str(exc)
+    parser.error(f"--db {text}" if text.startswith("'") else text)
+
+
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from .._checks import InputError
     from ._args import check_output
 
     parser = args._parser
     db = Path(args.db)
-    if not db.is_file():
-        parser.error(f"--db {str(db)!r} does not exist; give the database written by "
-                     f"rcmdp reproduce")
-    with db.open("rb") as fh:
-        if fh.read(16) != b"SQLite format 3\x00":
-            parser.error(f"--db {str(db)!r} is not a SQLite database")
     out = check_output(parser, args.out, kind="dir")
     from ..experiments import Store, write_report
 
-    with Store(db, readonly=True) as store:
+    try:
+        store = Store(db, readonly=True)
+    except InputError as exc:
+        db_error(parser, exc)
+    with store:
         if not store.has_schema():
-            parser.error(f"--db {str(db)!r} is not a results database of this version of "
-                         f"rcmdp reproduce")
-        tests = args.tests if args.tests is not None else store.requested_tests()
+            parser.error(f"--db {str(db)!r} is not a results store written by rcmdp "
+                         f"reproduce (it has no tables); give another path")
+        stored = store.stored_tests()
+        if not stored:
+            parser.error(f"--db {str(db)!r} holds no finished run; run rcmdp reproduce "
+                         f"into it first")
+        if args.tests is not None:
+            missing = [t for t in args.tests if t not in stored]
+            if missing:
+                parser.error(f"--tests {','.join(missing)}: the store {str(db)!r} holds no "
+                             f"run of {'this test' if len(missing) == 1 else 'these tests'}; "
+                             f"it holds runs of {','.join(stored)}")
+            tests = args.tests
+        else:
+            tests = [t for t in store.requested_tests() if t in stored] or stored
+        args._interrupted = (f"the results store is not changed and every report file in "
+                             f"{out} is whole, some perhaps from an earlier report; run the "
+                             f"same command again")
         rep = write_report(store, out, tests=tests, progress=progress_enabled(args))
     for p in rep.paths:
         print(f"wrote {p}")
+    for p in rep.removed:
+        print(f"removed {p} (a report file this report does not write)")
     return 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._args import add_progress, comma_list, non_negative_int, positive_int
+from ._args import add_progress, bounded_int, comma_list, workers_arg
 
 NAME = "reproduce"
 HELP = ("run the paper's protocol (estimation, training, exact testing) and rebuild its "
@@ -32,13 +32,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--algorithms", type=comma_list(ALGORITHMS, "algorithms"),
                         default=list(ALGORITHMS),
                         help=f"comma-separated algorithms (default: {','.join(ALGORITHMS)})")
-    parser.add_argument("--seeds", type=positive_int, default=None,
-                        help="runs per algorithm and domain (default 20; --quick 2)")
-    parser.add_argument("--episodes", type=positive_int, default=None,
-                        help="training episodes per run (default 5000; --quick 200)")
-    parser.add_argument("--workers", type=positive_int, default=None,
-                        help="local worker processes (default: the number of CPUs)")
-    parser.add_argument("--dask", metavar="ADDRESS", default=None,
+    parser.add_argument("--seeds", type=bounded_int("seeds"), default=None,
+                        help="runs per algorithm and domain (default 20; --quick 2; at most "
+                             "10^4)")
+    parser.add_argument("--episodes", type=bounded_int("episodes"), default=None,
+                        help="training episodes per run (default 5000; --quick 200; at most "
+                             "10^7)")
+    parser.add_argument("--workers", type=workers_arg, default=None,
+                        help="local worker processes (default: the number of CPUs; at most "
+                             "4 per CPU)")
+    parser.add_argument("--dask", metavar="ADDRESS", type=dask_address, default=None,
                         help="run on the Dask cluster whose scheduler is at ADDRESS "
                              "(e.g. tcp://10.0.0.1:8786); workers need rcmdp_exact")
     parser.add_argument("--db", metavar="PATH", default=None,
@@ -47,50 +50,81 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="DIR", default="reproduction",
                         help="folder for report.md, table1.md, table1.csv and the figures "
                              "(default: reproduction)")
-    parser.add_argument("--n-draws", type=positive_int, default=None,
-                        help="draws per N in tests 1B and 2B (default 50; --quick 2)")
-    parser.add_argument("--sampled-episodes", type=non_negative_int, default=0,
+    parser.add_argument("--n-draws", type=bounded_int("draws"), default=None,
+                        help="draws per N in tests 1B and 2B (default 50; --quick 2; at most "
+                             "10^4)")
+    parser.add_argument("--sampled-episodes", type=bounded_int("sampled_episodes", 0),
+                        default=0,
                         help="also test the greedy policy by this many sampled episodes per "
-                             "setting, as the paper did (50); default 0: exact only")
-    parser.add_argument("--eval-every", type=positive_int, default=None,
+                             "setting, as the paper did (50); default 0: exact only; at "
+                             "most 10^5")
+    parser.add_argument("--eval-every", type=bounded_int("episodes"), default=None,
                         help="episodes between the learners' exact evaluations (default "
                              "100; --quick 50)")
-    parser.add_argument("--bracket-seeds", type=non_negative_int, default=None,
+    parser.add_argument("--bracket-seeds", type=bounded_int("seeds", 0), default=None,
                         help="estimation seeds that get an RCMDP bracket (default: all "
                              "seeds; --quick 1)")
     parser.add_argument("--trainer", metavar="MODULE:FUNCTION", default=None,
                         help="train with this function instead of rcmdp_exact.learners.train "
                              "(same signature and result; see docs/reproduction.md)")
+    from ..names import OPTION_ALGORITHMS
+
     for name, choices in OPTIONS.items():
-        parser.add_argument(f"--{name.replace('_', '-')}", choices=choices,
-                            default=choices[0],
-                            help=f"default {choices[0]} (see docs/reproduction.md)")
+        only = OPTION_ALGORITHMS.get(name)
+        parser.add_argument(f"--{name.replace('_', '-')}", choices=choices, default=None,
+                            help=f"default {choices[0]} (see docs/reproduction.md)"
+                                 + (f"; acts on {', '.join(only)}" if only else ""))
     add_progress(parser)
 
 
+#: Schemes of a Dask scheduler address.
+DASK_SCHEMES = ("tcp", "tls", "ucx", "ws", "wss")
+
+
+def dask_address(text: str) -> str:
+    """A Dask scheduler address ``SCHEME://HOST:PORT`` (argparse type), checked before
+    any work: a known scheme (tcp, tls, ucx, ws, wss; tcp when omitted), a host name or
+    IP address and a port in 1..65535."""
+    import re
+
+    def bad(why: str):
+        return argparse.ArgumentTypeError(
+            f"{text!r} is not a Dask scheduler address ({why}); give SCHEME://HOST:PORT, "
+            f"e.g. tcp://10.0.0.1:8786")
+
+    scheme, sep, rest = str(text).strip().partition("://")
+    if not sep:
+        scheme, rest = "tcp", scheme
+    if scheme not in DASK_SCHEMES:
+        raise bad(f"unknown scheme {scheme!r}; use one of {', '.join(DASK_SCHEMES)}")
+    m = re.fullmatch(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)"
+                     r":([0-9]{1,5})", rest)
+    if m is None:
+        raise bad("no HOST:PORT" if ":" not in rest else "a host name or IP address, a "
+                  "colon and a port number are needed")
+    port = int(m.group(3))
+    if not 1 <= port <= 65535:
+        raise bad(f"port {port} is not in 1..65535")
+    return f"{scheme}://{rest}"
+
+
 def check_db(parser, db, out) -> None:
-    """An existing ``--db`` must be a SQLite file; a new one needs a writable folder
-    (or to lie in ``out``, which was checked and will be created)."""
+    """An existing ``--db`` must be a results store (or an empty SQLite file); a new one
+    needs a writable folder (or to lie in ``out``, which was checked and will be
+    created).  Problems are argparse errors (one line, exit status 2)."""
     from pathlib import Path
 
     from .._checks import InputError, check_out_path
 
     p = Path(db)
-    if p.is_dir():
-        parser.error(f"--db {str(p)!r} is a folder; give a file path such as runs.sqlite")
-    if p.exists():
-        with p.open("rb") as fh:
-            head = fh.read(16)
-        if head and head != b"SQLite format 3\x00":
-            parser.error(f"--db {str(p)!r} exists and is not a SQLite database; give "
-                         f"another path")
+    if p.exists() or p.is_dir():
         from ..experiments.store import Store
+        from .report import db_error
 
-        with Store(p, readonly=True) as store:
-            empty = not store.conn.execute("SELECT 1 FROM sqlite_master").fetchone()
-            if not empty and not store.has_schema():
-                parser.error(f"--db {str(p)!r} is not a results database of this version "
-                             f"of rcmdp reproduce; give another path")
+        try:
+            Store(p, readonly=True).close()
+        except InputError as exc:
+            db_error(parser, exc)
         return
     if p.parent.resolve() == Path(out).resolve() and not Path(out).exists():
         return
@@ -119,26 +153,45 @@ def resolve_trainer(parser, text):
                      f"of an importable module")
     if not callable(fn):
         parser.error(f"--trainer {text!r} is not a function; give MODULE:FUNCTION")
+    from ..experiments.run import TrainerError, check_trainer
+
+    try:
+        check_trainer(fn)
+    except TrainerError as exc:
+        parser.error(f"--trainer {text!r}: {exc}")
     return fn
 
 
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ._args import check_output, progress_enabled
+    from ..names import LIMITS
+    from ._args import check_output, progress_enabled, refuse_inapplicable
 
     parser = args._parser
     out = check_output(parser, args.out, kind="dir")
     if args.dask is not None and args.workers is not None:
         parser.error("--workers applies to local runs; a Dask cluster has its own workers "
                      "(drop --workers or --dask)")
+    refuse_inapplicable(parser, args, args.algorithms)
+    from ..experiments.protocol import FULL, QUICK
+
+    preset = QUICK if args.quick else FULL
+    episodes = args.episodes or preset["episodes"]
+    eval_every = args.eval_every or preset["eval_every"]
+    n_evals, limit = -(-episodes // eval_every), LIMITS["evaluations"][0]
+    if n_evals > limit:
+        parser.error(f"--episodes {episodes} with --eval-every {eval_every} makes {n_evals} "
+                     f"exact evaluations per run, above the limit {limit} (each keeps its "
+                     f"metrics); give --eval-every at least {-(-episodes // limit)}")
     db = Path(args.db) if args.db is not None else out / "runs.sqlite"
     check_db(parser, db, out)
     trainer = resolve_trainer(parser, args.trainer)
     from ..experiments import Store, plan, sweep, write_report
     from ..experiments.spec import OPTIONS
 
-    options = {name: getattr(args, name) for name in OPTIONS}
+    options = {name: (OPTIONS[name][0] if getattr(args, name) is None else getattr(args, name))
+               for name in OPTIONS}
     for name in ("n_draws", "eval_every"):
         if getattr(args, name) is not None:
             options[name] = getattr(args, name)
@@ -157,20 +210,17 @@ def run(args: argparse.Namespace) -> int:
             parser.error(f"cannot reach the Dask scheduler at --dask {args.dask!r}: {exc}")
     out.mkdir(parents=True, exist_ok=True)
     progress = progress_enabled(args)
-    with Store(db) as store:
-        store.request_tests(args.tests)
-        try:
+    try:
+        with Store(db) as store:
+            args._interrupted = lambda: (f"{store.kept_text()}; run the same command again "
+                                         f"to resume")
+            store.request_tests(args.tests)
             summary = sweep(store, jobs, trainer=trainer, workers=args.workers,
                             client=client, progress=progress)
-        except KeyboardInterrupt:
-            n = len(store.keys())
-            print(f"\ninterrupted: {n} finished jobs are stored in {db}; run the same "
-                  f"command again to compute the rest", file=sys.stderr)
-            return 130
-        finally:
-            if client is not None:
-                client.close()
-        rep = write_report(store, out, tests=store.requested_tests(), progress=progress)
+            rep = write_report(store, out, tests=store.requested_tests(), progress=progress)
+    finally:
+        if client is not None:
+            client.close()
     print(f"{summary.computed} jobs computed, {summary.stored_before} already stored "
           f"({summary.total} in the plan), {summary.seconds:.1f} s; results in {db}")
     for p in rep.paths:

@@ -13,7 +13,15 @@ from __future__ import annotations
 
 import argparse
 
-from ._args import add_force, add_progress, check_output, positive_int, progress_enabled, seed_arg
+from ._args import (
+    add_force,
+    add_progress,
+    bounded_int,
+    check_npz_output,
+    progress_enabled,
+    refuse_inapplicable,
+    seed_arg,
+)
 
 NAME = "train"
 HELP = ("train PG, CPG, an RCPG variant or Adversarial RCPG on a paper domain and compare "
@@ -38,32 +46,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"learner: {', '.join(ALGORITHMS)}")
     parser.add_argument("--seed", type=seed_arg, default=0,
                         help="seed of the estimation and of the training (default 0)")
-    parser.add_argument("--episodes", type=positive_int, default=5000,
-                        help="training episodes (default 5000, the paper's)")
-    parser.add_argument("--steps", type=positive_int, default=None,
-                        help="stop after this many environment steps as well")
-    parser.add_argument("--critic", choices=CRITICS, default="learned",
-                        help="RCPG worst case from the learned critic (default) or exact")
+    parser.add_argument("--episodes", type=bounded_int("episodes"), default=5000,
+                        help="training episodes (default 5000, the paper's; at most 10^7)")
+    parser.add_argument("--steps", type=bounded_int("steps"), default=None,
+                        help="stop after this many environment steps as well (sampled "
+                             "gradients only; at most 10^10)")
+    parser.add_argument("--critic", choices=CRITICS, default=None,
+                        help="RCPG worst case from the learned critic (default) or exact "
+                             "(rcpg-* with sampled gradients only)")
     parser.add_argument("--gradient", choices=GRADIENTS, default="sampled",
                         help="sampled episodes (default) or one exact gradient step each")
-    parser.add_argument("--inner", choices=INNERS, default="sort",
-                        help="inner solver of the worst case (default sort)")
+    parser.add_argument("--inner", choices=INNERS, default=None,
+                        help="inner solver of the worst case (default sort; the robust "
+                             "learners only)")
     parser.add_argument("--multiplier-update", choices=MULTIPLIER_UPDATES, default=None,
                         help="Adam on log lambda (reference; the default with sampled "
                              "gradients), SGD (paper) or the augmented Lagrangian (the "
-                             "default with exact gradients, which it needs)")
+                             "default with exact gradients, which it needs; not for pg, "
+                             "which learns no multiplier)")
     parser.add_argument("--adversary-multiplier-signal", choices=ADVERSARY_MULTIPLIER_SIGNALS,
-                        default="batch-hinge",
-                        help="what drives the adversary's multiplier: the mean hinge of "
-                             "the deviation batch (default), its mean excess, or the "
-                             "visited pair's excess (the paper's rule)")
-    parser.add_argument("--adversary-form", choices=ADVERSARY_FORMS, default="softmax",
-                        help="the adversary's softmax (default) or a mixture with the "
-                             "nominal that stays inside the ball by construction")
+                        default=None,
+                        help="adversarial-rcpg: what drives the adversary's multiplier: the "
+                             "mean hinge of the deviation batch (default), its mean "
+                             "excess, or the visited pair's excess (the paper's rule)")
+    parser.add_argument("--adversary-form", choices=ADVERSARY_FORMS, default=None,
+                        help="adversarial-rcpg: the adversary's softmax (default) or a "
+                             "mixture with the nominal that stays inside the ball by "
+                             "construction")
     parser.add_argument("--entropy", type=float, default=5.0,
                         help="entropy regularisation (default 5.0, the paper's)")
-    parser.add_argument("--eval-every", type=positive_int, default=100,
-                        help="exact evaluation every N episodes (default 100)")
+    parser.add_argument("--eval-every", type=bounded_int("episodes"), default=100,
+                        help="exact evaluation every N episodes (default 100; at most "
+                             "10^5 evaluations in a run)")
     parser.add_argument("--estimation", choices=("paper", "reference"), default="paper",
                         help="estimation episodes: the paper's (default) or the reference "
                              "implementation's")
@@ -72,7 +86,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-bracket", action="store_true",
                         help="skip the RCMDP bracket (the slowest reference number)")
     parser.add_argument("--out", metavar="FILE", default=None,
-                        help="save the trained result (.npz) to FILE")
+                        help="save the trained result to FILE, an .npz archive (the suffix "
+                             ".npz is added when FILE has none; another suffix is refused)")
     add_force(parser)
     add_progress(parser)
 
@@ -91,6 +106,30 @@ def _row(name: str, value, cost, test_value=None, test_cost=None, pen=None) -> s
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..names import LIMITS
+
+    parser = args._parser
+    if not args.entropy >= 0 or args.entropy == float("inf"):
+        parser.error(f"--entropy must be a finite number >= 0, got {args.entropy}")
+    if args.multiplier_update == "augmented" and args.gradient != "exact":
+        parser.error("--multiplier-update augmented needs exact costs: add "
+                     "--gradient exact, or choose adam-log or sgd")
+    refuse_inapplicable(parser, args, [args.algorithm],  # --train-on true: every learner
+                        options=("critic", "inner", "multiplier_update",
+                                 "adversary_multiplier_signal", "adversary_form"))
+    if args.gradient == "exact" and args.critic is not None:
+        parser.error("--critic does not apply to --gradient exact: the exact mode takes "
+                     "the exact worst case of the current policy; drop --critic")
+    if args.gradient == "exact" and args.steps is not None:
+        parser.error("--steps does not apply to --gradient exact: each episode is one exact "
+                     "gradient step; give --episodes instead")
+    limit = LIMITS["evaluations"][0]
+    if -(-args.episodes // args.eval_every) > limit:
+        parser.error(f"--episodes {args.episodes} with --eval-every {args.eval_every} makes "
+                     f"{-(-args.episodes // args.eval_every)} exact evaluations, above the "
+                     f"limit {limit} (each keeps its metrics in memory); give --eval-every "
+                     f"at least {-(-args.episodes // limit)}")
+    out = check_npz_output(parser, args.out, force=args.force, what="a training result")
     import numpy as np
 
     from ..domains import ESTIMATION_EPISODES, paper_domain
@@ -98,25 +137,20 @@ def run(args: argparse.Namespace) -> int:
     from ..learners import ALGORITHMS, train
     from ..uncertainty import estimate
 
-    out = check_output(args._parser, args.out, kind="file", force=args.force)
-    if args.entropy < 0:
-        args._parser.error(f"--entropy must be >= 0, got {args.entropy}")
-    if args.multiplier_update == "augmented" and args.gradient != "exact":
-        args._parser.error("--multiplier-update augmented needs exact costs: add "
-                           "--gradient exact, or choose adam-log or sgd")
+    args._interrupted = "nothing was written"
     progress = progress_enabled(args)
     true = paper_domain(args.domain)
     n_est = ESTIMATION_EPISODES[args.domain][args.estimation]
     est = estimate(true, n_est, seed=args.seed, progress=progress)
     model = est.nominal if args.train_on == "nominal" else true
     algo = ALGORITHMS[args.algorithm]
+    given = {name: getattr(args, name) for name in (
+        "critic", "inner", "adversary_multiplier_signal", "adversary_form")
+        if getattr(args, name) is not None}
     res = train(model, args.algorithm, ball=est.ball if algo.robust else None, seed=args.seed,
-                episodes=args.episodes, steps=args.steps, critic=args.critic,
-                gradient=args.gradient, inner=args.inner,
+                episodes=args.episodes, steps=args.steps, gradient=args.gradient,
                 multiplier_update=args.multiplier_update, entropy=args.entropy,
-                adversary_multiplier_signal=args.adversary_multiplier_signal,
-                adversary_form=args.adversary_form,
-                eval_every=args.eval_every, true_model=true, progress=progress)
+                eval_every=args.eval_every, true_model=true, progress=progress, **given)
     rec = res.records
     print(f"rcmdp train {args.domain} {args.algorithm}: seed {args.seed}, {res.episodes} "
           f"episodes, {res.steps} steps, trained on the {args.train_on} model "
@@ -156,6 +190,7 @@ def run(args: argparse.Namespace) -> int:
             text += "  (no robust-feasible policy certified)"
         print(f"{'RCMDP bracket (ball, value)':<38}{text:>24}")
     if out is not None:
-        res.save(out, force=True)
-        print(f"wrote {out}")
+        written = res.save(out, force=True)
+        args._interrupted = f"the result was written to {written}"
+        print(f"wrote {written}")
     return 0

@@ -6,15 +6,17 @@ on seeded random (Garnet) models, and prints one table: for every estimator, the
 relative error and cosine similarity of its exact expected value to the
 finite-difference gradient of the Lagrangian, with a pass/fail check on every row that
 must be exact (and on every Monte Carlo row).  ``--json`` prints JSON instead.  The
-exit status is 0 when every check passes and 1 otherwise.
+exit status is 0 when every check passes and 1 otherwise; a selection with no model
+(``--domain none --random 0 --no-variants``) or no check is refused (exit status 2).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..names import DEFAULT_HIDDEN, EXACT_TOL, PAPER_DOMAINS
-from ._args import add_progress, non_negative_int, positive_int, progress_enabled, seed_arg
+from ._args import add_progress, bounded_int, progress_enabled, seed_arg
 
 NAME = "verify"
 HELP = ("check Theorems 1 and 2 and the paper's sampled gradient estimators against "
@@ -29,18 +31,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--domain", choices=("all", "none", *_DOMAINS), default="all",
         help="paper domain(s) to check (default: all three)",
     )
-    parser.add_argument("--random", type=non_negative_int, default=2, metavar="N",
-                        help="number of seeded random Garnet models (default 2)")
+    parser.add_argument("--random", type=bounded_int("random_models", 0), default=2,
+                        metavar="N",
+                        help="number of seeded random Garnet models (default 2; at most "
+                             "1000)")
     parser.add_argument("--no-variants", action="store_true",
                         help="skip the Safe Navigation 1 variants (R, C on (s, a); gamma = 1)")
     parser.add_argument("--tabular-only", action="store_true",
                         help="check the tabular softmax form only (no MLP)")
-    parser.add_argument("--hidden", type=positive_int, default=DEFAULT_HIDDEN,
-                        help=f"hidden width of the MLPs (default {DEFAULT_HIDDEN})")
+    parser.add_argument("--hidden", type=bounded_int("hidden"), default=None,
+                        help=f"hidden width of the MLPs (default {DEFAULT_HIDDEN}; at most "
+                             f"10^4; not with --tabular-only)")
     parser.add_argument("--seed", type=seed_arg, default=0,
                         help="seed of the random parameters (default 0)")
-    parser.add_argument("--episodes", type=non_negative_int, default=0, metavar="N",
-                        help="also sample each estimator over N episodes (default 0: off)")
+    parser.add_argument("--episodes", type=bounded_int("mc_episodes", 0), default=0,
+                        metavar="N",
+                        help="also sample each estimator over N episodes (default 0: off; "
+                             "at most 10^7)")
     parser.add_argument("--tol", type=float, default=EXACT_TOL,
                         help=f"largest relative error of a row expected to be exact "
                              f"(default {EXACT_TOL:g})")
@@ -55,13 +62,29 @@ def run(args: argparse.Namespace) -> int:
     else:
         domains = (args.domain,)
     kinds = ("softmax",) if args.tabular_only else ("softmax", "mlp")
-    if not args.tol > 0:
-        args._parser.error(f"argument --tol: {args.tol} is not a positive number")
+    parser = args._parser
+    if not domains and args.random == 0 and args.no_variants:
+        parser.error("nothing to check: --domain none, --random 0 and --no-variants select "
+                     "no model; give a domain, --random N >= 1 or drop --no-variants")
+    if args.tabular_only and args.hidden is not None:
+        parser.error("--hidden does not apply to --tabular-only: the width is that of the "
+                     "MLPs, which --tabular-only leaves out; drop one of them")
+    if args.episodes == 1:
+        parser.error("argument --episodes: 1 episode gives no spread; give 0 (off) or "
+                     "at least 2")
+    if not 0 < args.tol < float("inf"):
+        parser.error(f"argument --tol: {args.tol} is not a positive number")
+    hidden = DEFAULT_HIDDEN if args.hidden is None else args.hidden
     from ..verify import verify_suite
 
     table = verify_suite(domains=domains, n_random=args.random,
                          variants=not args.no_variants, parametrisations=kinds,
-                         seed=args.seed, hidden=args.hidden, n_episodes=args.episodes,
+                         seed=args.seed, hidden=hidden, n_episodes=args.episodes,
                          tol=args.tol, progress=progress_enabled(args))
+    checked = sum(r.get("check") in ("pass", "fail") for r in table.rows)
+    if checked == 0:
+        print(f"rcmdp verify: error: the selection made {len(table.rows)} rows and no check; "
+              f"widen it (a paper domain, --random N or the variants)", file=sys.stderr)
+        return 2
     print(table.to_json() if args.json else table.to_text())
     return 0 if table.passed else 1

@@ -15,17 +15,70 @@ workers or the order of completion: joblib and Dask give the same bits.
 A job that raises is reported (key and message) and left out of the store, so the next
 sweep retries it.  Ctrl-C stops the sweep; what was stored stays, and the same command
 resumes.
+
+Local worker processes end with the driver, however it ends (SIGKILL included): each
+worker starts with :func:`exit_with_parent`.  An injected trainer is checked before any
+work: its signature (:func:`~.run.check_trainer`), then its result on the cheapest run,
+computed alone (on the chosen backend) before the other jobs start (a trainer that
+returns the wrong type is an error after one run, not one failure per job).  The store is written
+only by the driver; a store that cannot be written stops the sweep with the error.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import threading
 import time
 import traceback
 
 from .._result import Result
 
-__all__ = ["BACKENDS", "execute", "sweep"]
+__all__ = ["BACKENDS", "PARENT_POLL_SECONDS", "execute", "exit_with_parent", "max_workers",
+           "sweep"]
+
+#: How often a worker's watchdog thread checks that its driver is alive (seconds).
+PARENT_POLL_SECONDS = 0.5
+
+
+def max_workers() -> int:
+    """The most local worker processes a sweep starts: ``WORKERS_PER_CPU`` (4) per CPU
+    of ``os.cpu_count()``; more would only wait for a core, each with its own copy of
+    the models."""
+    from ..names import WORKERS_PER_CPU
+
+    return WORKERS_PER_CPU * (os.cpu_count() or 1)
+
+
+def _watch_parent(parent_pid: int) -> None:
+    while True:
+        if os.getppid() != parent_pid:
+            os._exit(1)
+        time.sleep(PARENT_POLL_SECONDS)
+
+
+def exit_with_parent(parent_pid: int) -> None:
+    """Make this (worker) process end when process ``parent_pid``, its parent, ends.
+
+    On Linux, ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` (through ctypes) has the kernel kill
+    the worker as soon as its parent dies, SIGKILL included; everywhere, a daemon thread
+    polls ``os.getppid()`` every :data:`PARENT_POLL_SECONDS` and exits once the worker
+    has been handed to another parent (a fallback for other systems, and for a worker
+    busy in Python code).  Used as the initializer of the joblib workers.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # no libc symbol: the watchdog remains
+            pass
+    if os.getppid() != parent_pid:  # the parent died before the death signal was set
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True,
+                     name="rcmdp-exit-with-parent").start()
 
 BACKENDS = ("serial", "joblib", "dask")
 
@@ -36,19 +89,20 @@ _ALGO_COST = {"adversarial-rcpg": 4.0}
 
 
 def execute(job, trainer=None):
-    """Compute one job: ``(status, key, payload)``; status "ok" or "error".
+    """Compute one job: ``(status, key, payload)``; status "ok", "error" or "contract".
 
     The job runs with one BLAS thread, so that its numbers are the same bits in every
     backend and on every number of cores.
 
     ``job`` is a :class:`~.spec.RunSpec` or a :class:`~.spec.GroundTruthSpec`; an
     exception becomes ``("error", key, traceback text)`` so that one failing job does
-    not stop the others.
+    not stop the others, except a :class:`~.run.TrainerError` (the trainer breaks its
+    contract), which becomes ``("contract", key, message)`` and stops the sweep.
     """
     from threadpoolctl import threadpool_limits
 
     from .groundtruth import run_ground_truth
-    from .run import run_one
+    from .run import TrainerError, run_one
     from .spec import RunSpec
 
     key = job.key
@@ -60,6 +114,8 @@ def execute(job, trainer=None):
             if isinstance(job, RunSpec):
                 return "ok", key, run_one(job, trainer)
             return "ok", key, run_ground_truth(job)
+    except TrainerError as exc:
+        return "contract", key, str(exc)
     except Exception:  # reported by the driver, retried by the next sweep
         return "error", key, traceback.format_exc()
 
@@ -93,7 +149,8 @@ def _joblib(pending, trainer, workers):
     from joblib import Parallel, delayed
 
     by_key = {j.key: j for j in pending}
-    par = Parallel(n_jobs=workers, return_as="generator_unordered", batch_size=1)
+    par = Parallel(n_jobs=workers, return_as="generator_unordered", batch_size=1,
+                   initializer=exit_with_parent, initargs=(os.getpid(),))
     gen = par(delayed(execute)(j, trainer) for j in pending)
     try:
         for out in gen:
@@ -141,7 +198,8 @@ def sweep(store, jobs, *, trainer=None, workers: int | None = None,
         Injected into :func:`~.run.run_one` (default ``rcmdp_exact.learners.train``);
         with process workers it must be importable by its module path.
     workers : int, optional
-        Processes (joblib) (default: the number of CPUs); 1 runs serially.
+        Processes (joblib) (default: the number of CPUs), at most :func:`max_workers`;
+        1 runs serially.
     backend : {"serial", "joblib", "dask"}, optional
         Default: "dask" when ``client`` or ``address`` is given, else "joblib" with more
         than one worker, else "serial".
@@ -156,13 +214,24 @@ def sweep(store, jobs, *, trainer=None, workers: int | None = None,
     Result
         ``total`` (distinct jobs), ``stored_before``, ``computed``, ``failed`` (list of
         (key, message)), ``seconds``.
+
+    Raises
+    ------
+    TrainerError
+        ``trainer`` cannot be called as a trainer, or returns something else than a
+        TrainResult-like object (found on the first run, before the other jobs).
+    OutputPathError
+        The store cannot be written (read-only, full disk); what was stored stays.
     """
     from .._checks import check_choice, check_int
     from .._progress import tqdm
+    from .run import check_trainer
 
     if workers is None:
         workers = os.cpu_count() or 1
-    workers = check_int(workers, "workers", 1)
+    workers = check_int(workers, "workers", 1, max_workers(),
+                        hint=f" ({max_workers() // max(1, os.cpu_count() or 1)} per CPU: "
+                             f"more would only wait for a core)")
     if backend is None:
         backend = ("dask" if client is not None or address is not None
                    else "joblib" if workers > 1 else "serial")
@@ -172,7 +241,18 @@ def sweep(store, jobs, *, trainer=None, workers: int | None = None,
         unique.setdefault(job.key, job)
     have = store.keys()
     pending = _order([j for k, j in unique.items() if k not in have])
+    n_pending = len(pending)
     t0 = time.perf_counter()
+    first = None
+    if trainer is not None:
+        from .spec import RunSpec
+
+        runs = [j for j in pending if isinstance(j, RunSpec)]
+        for job in runs[:1]:
+            check_trainer(trainer, job.extra)
+        if runs:  # the cheapest run first and alone: a broken contract ends the sweep there
+            first = runs[-1]
+            pending = [j for j in pending if j is not first]
     own_client = None
     if backend == "dask":
         if client is None:
@@ -180,24 +260,38 @@ def sweep(store, jobs, *, trainer=None, workers: int | None = None,
 
             client = own_client = Client(address)
         n_slots = max(1, sum(client.nthreads().values()))
-        stream = _dask(pending, trainer, client)
+
+        def start(part):
+            return _dask(part, trainer, client)
     elif backend == "joblib":
         n_slots = workers
-        stream = _joblib(pending, trainer, workers)
+
+        def start(part):
+            return _joblib(part, trainer, workers)
     else:
         n_slots = 1
-        stream = _serial(pending, trainer, workers)
+
+        def start(part):
+            return _serial(part, trainer, workers)
+    parts = [p for p in ([first] if first is not None else [], pending) if p]
     failed = []
     computed = 0
     done_keys: set = set()
-    bar = tqdm(total=len(pending), desc="reproduce", unit="job", disable=not progress,
+    total = sum(len(p) for p in parts)
+    bar = tqdm(total=total, desc="reproduce", unit="job", disable=not progress,
                smoothing=0.05)
+    results = None
     try:
-        left = len(pending)
+        left = total
         bar.set_postfix(running=min(n_slots, left), left=left, refresh=False)
-        for job, (status, key, payload) in _guarded(stream, pending, done_keys):
+        results = _chain([(start, part, done_keys) for part in parts])
+        for job, (status, key, payload) in results:
             done_keys.add(key)
             left -= 1
+            if status == "contract":  # the trainer breaks its contract: no job can succeed
+                from .run import TrainerError
+
+                raise TrainerError(payload)
             if status == "ok":
                 _store(store, job, payload)
                 computed += 1
@@ -210,11 +304,25 @@ def sweep(store, jobs, *, trainer=None, workers: int | None = None,
                             refresh=False)
             bar.update(1)
     finally:
+        if results is not None:  # stop the workers now when the loop ends early
+            results.close()
         bar.close()
         if own_client is not None:
             own_client.close()
-    return Result(total=len(unique), stored_before=len(unique) - len(pending),
+    return Result(total=len(unique), stored_before=len(unique) - n_pending,
                   computed=computed, failed=failed, seconds=time.perf_counter() - t0)
+
+
+def _chain(parts):
+    """The results of each part in turn, each part's backend stream started (by
+    ``start(jobs)``) only when the one before has finished, and guarded by
+    :func:`_guarded`."""
+    for start, jobs, done_keys in parts:
+        stream = _guarded(start(jobs), jobs, done_keys)
+        try:
+            yield from stream
+        finally:
+            stream.close()
 
 
 def _guarded(stream, pending, done_keys):

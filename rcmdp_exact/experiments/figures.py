@@ -110,7 +110,7 @@ def test_figure(store, test: str, path, *, mode: str = "greedy", config: str | N
     ax_v.set_title(f"{TEST_LABELS[test]}: test value ({mode})", fontsize=10)
     ax_o.set_title(f"{TEST_LABELS[test]}: test overshoot ({mode})", fontsize=10)
     ax_v.legend(fontsize=6, loc="best")
-    fig.savefig(path)
+    _save(fig, path)
     return Path(path)
 
 
@@ -215,8 +215,15 @@ def training_figure(store, domain: str, path, *, config: str | None = None):
     fig.suptitle(f"Training on {domain}: solid, sampled episodes on each algorithm's own "
                  f"training dynamics; dotted, exact T-step value and cost of the current "
                  f"policy on P_data", fontsize=9)
-    fig.savefig(path)
+    _save(fig, path)
     return Path(path)
+
+
+def _save(fig, path) -> None:
+    """Write ``fig`` as a PNG atomically (:func:`rcmdp_exact._io.write_atomic`)."""
+    from .._io import write_atomic
+
+    write_atomic(path, lambda fh: fig.savefig(fh, format="png"))
 
 
 def figure_names(tests=TESTS) -> list[str]:

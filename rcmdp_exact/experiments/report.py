@@ -10,6 +10,13 @@
   per cell computed from the numbers (:func:`verdict`), the other test modes, the
   ground truth, and the figures;
 * the PNG figures of :mod:`.figures`.
+
+These files (:func:`report_files`: the three documents and the figures of every test
+and training domain) are the report's own: each is replaced as a whole (written to a
+temporary file and renamed, so a full disk leaves the previous file), and those the
+report does not write this time (a figure of a test this store does not have, left by
+a report of another store) are removed, so the folder never mixes two reports.  Other
+files in the folder are never touched.
 """
 
 from __future__ import annotations
@@ -31,7 +38,17 @@ from .table1 import (
     table1_csv,
 )
 
-__all__ = ["format_table1_md", "verdict", "write_report"]
+__all__ = ["format_table1_md", "report_files", "verdict", "write_report"]
+
+#: The documents of a report.
+REPORT_DOCUMENTS = ("table1.csv", "table1.md", "report.md")
+
+
+def report_files() -> tuple[str, ...]:
+    """Every file name :func:`write_report` may write (its own file set)."""
+    from .figures import figure_names
+
+    return REPORT_DOCUMENTS + tuple(f"{n}.png" for n in figure_names(TESTS))
 
 #: Settings per test in the paper (1B / 2B: 5 values of N x 50 draws).
 PAPER_SETTINGS = {"inventory": 9, "1A": 5, "1B": 250, "2A": 5, "2B": 250}
@@ -202,11 +219,42 @@ def write_report(store, out_dir, *, tests=TESTS, algorithms=ALGORITHMS,
 
     ``progress``: a bar over the outputs (the tables, each figure, the report).
 
+    Every file of :func:`report_files` in ``out_dir`` that this report does not write is
+    removed (module notes); other files are left alone.
+
     Returns
     -------
     Result
-        ``paths`` (written files) and ``rows`` (the table).
+        ``paths`` (written files), ``removed`` (stale report files removed) and ``rows``
+        (the table).
+
+    Raises
+    ------
+    OutputPathError
+        A file cannot be written (a full disk, a read-only folder); the store is not
+        changed and every file of the folder is whole (old or new).
     """
+    try:
+        return _write_report(store, out_dir, tests, algorithms, figures, progress)
+    except OSError as exc:
+        from .._checks import OutputPathError
+
+        what = exc.strerror or str(exc)
+        where = exc.filename if exc.filename is not None else str(out_dir)
+        raise OutputPathError(
+            f"the report cannot be written: {what}: {str(where)!r}; the results store is "
+            f"not changed and the files in {str(out_dir)!r} are whole (old or new): fix "
+            f"the cause (free space, a writable folder) and write the report again "
+            f"(rcmdp report --db STORE --out DIR)") from None
+
+
+def _write_text(path: Path, text: str) -> Path:
+    from .._io import write_atomic
+
+    return write_atomic(path, lambda fh: fh.write(text.encode("utf-8")))
+
+
+def _write_report(store, out_dir, tests, algorithms, figures, progress) -> Result:
     from .figures import all_figures, figure_names  # matplotlib, where it is used
 
     out = Path(out_dir)
@@ -215,8 +263,7 @@ def write_report(store, out_dir, *, tests=TESTS, algorithms=ALGORITHMS,
     with tqdm(total=3 + n_figs, desc="rcmdp report", unit="output",
               disable=not progress) as bar:
         rows = table1(store, tests=tests, algorithms=algorithms)
-        paths = [out / "table1.csv"]
-        paths[0].write_text(table1_csv(rows), encoding="utf-8")
+        paths = [_write_text(out / "table1.csv", table1_csv(rows))]
         bar.update(1)
         _, configs = run_groups(store, tests, algorithms)
         configs = {config_of(s): s for s in configs.values()}
@@ -230,17 +277,20 @@ def write_report(store, out_dir, *, tests=TESTS, algorithms=ALGORITHMS,
                "reading of the paper's ±). Bound: the exact maximum of this metric for any "
                "agent; CMDP opt.: the T-step CMDP optimum of each setting; RCMDP lower: the "
                "bracket's lower policy (see report.md).", ""]
-        p = out / "table1.md"
-        p.write_text("\n".join(md), encoding="utf-8")
-        paths.append(p)
+        paths.append(_write_text(out / "table1.md", "\n".join(md)))
         bar.update(1)
         figs = all_figures(store, out, tests=tests, bar=bar) if figures else []
         paths += figs
-        p = out / "report.md"
-        p.write_text(_report_md(store, rows, configs, figs), encoding="utf-8")
-        paths.append(p)
+        paths.append(_write_text(out / "report.md", _report_md(store, rows, configs, figs)))
         bar.update(1)
-    return Result(paths=paths, rows=rows)
+    written = {p.name for p in paths}
+    removed = []
+    for name in report_files():
+        stale = out / name
+        if name not in written and (stale.is_file() or stale.is_symlink()):
+            stale.unlink()
+            removed.append(stale)
+    return Result(paths=paths, removed=removed, rows=rows)
 
 
 def _report_md(store, rows, configs, figs) -> str:

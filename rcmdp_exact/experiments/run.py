@@ -30,11 +30,13 @@ import time
 
 import numpy as np
 
+from .._checks import InputError
 from ..mdp import greedy_policy
 from .groundtruth import exact_test, setting_param, suite_settings, training_model
 from .spec import RunSpec, canonical_json, phase_seed
 
-__all__ = ["CURVE_POINTS", "TEST_MODES", "curve_rows", "default_trainer", "run_one", "sampled_test"]
+__all__ = ["CURVE_POINTS", "TEST_MODES", "TrainerError", "check_result", "check_trainer",
+           "curve_rows", "default_trainer", "run_one", "sampled_test"]
 
 #: Points of the per-episode training curves kept in the store (block means over
 #: ``episodes // CURVE_POINTS`` episodes: 100-episode blocks in the full protocol).
@@ -42,6 +44,68 @@ CURVE_POINTS = 50
 #: Test modes of a run: exact greedy (the paper's protocol), exact stochastic, and the
 #: greedy policy by sampled episodes (optional).
 TEST_MODES = ("greedy", "stochastic", "sampled")
+
+
+class TrainerError(InputError):
+    """A trainer that breaks the contract of :func:`run_one` (its signature or what it
+    returns); the message names the trainer and what it must do."""
+
+
+#: The keyword arguments :func:`run_one` passes to a trainer (besides ``spec.extra``).
+TRAINER_KEYWORDS = ("ball", "seed", "episodes", "critic", "gradient", "inner",
+                    "multiplier_update", "eval_every", "true_model", "progress")
+_CONTRACT = ("a trainer is called as train(model, algorithm, *, " + ", ".join(TRAINER_KEYWORDS)
+             + ", **extra) and returns a TrainResult-like object with policy_table() and "
+               "records")
+
+
+def _name(fn) -> str:
+    mod = getattr(fn, "__module__", None)
+    qual = getattr(fn, "__qualname__", None) or type(fn).__name__
+    return f"{mod}:{qual}" if mod else qual
+
+
+def check_trainer(fn, extra=()) -> None:
+    """Check that ``fn`` can be called as :func:`run_one` calls a trainer.
+
+    Binds placeholder arguments to ``inspect.signature(fn)`` (nothing is run); raises
+    :class:`TrainerError` naming the trainer and the mismatch otherwise.  A callable
+    without a signature (some builtins) passes.
+    """
+    import inspect
+
+    if not callable(fn):
+        raise TrainerError(f"the trainer {fn!r} is not callable; {_CONTRACT}")
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    kwargs = dict.fromkeys(TRAINER_KEYWORDS)
+    kwargs.update(dict(extra))
+    try:
+        sig.bind(None, "pg", **kwargs)
+    except TypeError as exc:
+        raise TrainerError(f"the trainer {_name(fn)} cannot be called as a trainer ({exc}); "
+                           f"{_CONTRACT}") from None
+
+
+def check_result(res, train, n_states: int, n_actions: int) -> np.ndarray:
+    """The policy table of a trainer's result, or :class:`TrainerError` naming the type
+    it returned (or the shape of its table) when it is not a TrainResult-like object."""
+    table = getattr(res, "policy_table", None)
+    records = getattr(res, "records", None)
+    if not callable(table) or records is None or not hasattr(records, "items"):
+        raise TrainerError(f"the trainer {_name(train)} returned {type(res).__name__}; a "
+                           f"trainer must return a TrainResult-like object with "
+                           f"policy_table() and records (a dict of arrays)")
+    policy = np.asarray(table(), dtype=np.float64)
+    if policy.shape != (n_states, n_actions) or not np.all(np.isfinite(policy)) \
+            or np.any(policy < 0) or not np.allclose(policy.sum(axis=1), 1.0, rtol=0.0, atol=1e-6):
+        raise TrainerError(f"the trainer {_name(train)} returned a policy_table() of shape "
+                           f"{policy.shape}; it must be the (S, A) = {(n_states, n_actions)} "
+                           f"table of a stochastic policy (rows of probabilities summing "
+                           f"to 1)")
+    return policy
 
 
 def default_trainer(*args, **kwargs):
@@ -201,7 +265,7 @@ def run_one(spec: RunSpec, trainer=None) -> dict:
                 multiplier_update=spec.multiplier_update, eval_every=spec.eval_every,
                 true_model=true, progress=False, **dict(spec.extra))
     t2 = time.perf_counter()
-    policy = np.asarray(res.policy_table(), dtype=np.float64)
+    policy = check_result(res, train, model.n_states, model.n_actions)
     records = {k: np.asarray(v) for k, v in dict(res.records).items()}
     tests = _test_rows(spec, policy, seeds)
     t3 = time.perf_counter()

@@ -10,24 +10,56 @@ Tables (numbers are SQLite REAL, i.e. float64, stored and read back bit for bit)
   test metrics of each run, one row per (test, setting, mode);
 * ``curves(run, name, idx, episode, value)``: training records of each run;
 * ``ground_truth(key, kind, domain, suite, spec, result)``: exact references, the
-  result as JSON (floats written by ``repr``, so they round-trip exactly).
+  result as JSON (floats written by ``repr``, so they round-trip exactly);
+* ``checksums(key, kind, sha256)``: one checksum per job (:func:`job_checksum`).
 
 Writes: the database runs in WAL mode; each finished job is written in **one
 transaction** (``BEGIN IMMEDIATE`` ... ``COMMIT``) that first checks its key is absent,
 so a job is either entirely present or absent, and never twice (the keys are primary
 keys as well).  A sweep killed at any point (Ctrl-C, SIGKILL, a power cut) leaves only
 whole jobs; the next sweep computes the keys that are missing.
+
+Checksums: the same transaction stores the SHA-256 of the job's whole payload as it
+reads back from the database (the run's row with its test rows and curve points, or
+the ground-truth row; :func:`job_checksum`).  Reading verifies every job once per
+:class:`Store`: a job whose payload no longer matches (a float changed by a disk or a
+hand, which SQLite's own integrity check cannot see) is *damaged*: it is named in one
+:class:`DamagedJobWarning` (key and kind), left out of every read (:meth:`Store.keys`,
+:meth:`Store.runs`, ...), and replaced when a sweep stores it again, so ``rcmdp
+reproduce`` recomputes exactly the damaged jobs.  Stores written before checksums
+existed (schema version 2) are read without verification and get the checksums of
+their jobs (trusted as they are) when opened for writing.
+
+Errors: a path that is not a results store (a folder, a missing file where one must
+exist, a file of another kind, another schema) is a :class:`~rcmdp_exact._io.LoadError`
+naming the path; so is a damaged database file ("database disk image is malformed"),
+whose message says how to recover.  A store that cannot be written (read-only, a full
+disk, locked) is an :class:`~rcmdp_exact.OutputPathError` that says how many finished
+jobs are kept.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
 import json
 import sqlite3
+import warnings
 from pathlib import Path
 
-__all__ = ["SCHEMA_VERSION", "Store"]
+from .._checks import OutputPathError
+from .._io import LoadError
 
-SCHEMA_VERSION = "2"
+__all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "DamagedJobWarning", "Store",
+           "check_store_path", "connect_readonly", "job_checksum"]
+
+SCHEMA_VERSION = "3"
+#: Schema versions this version reads ("2": without checksums, upgraded when opened
+#: for writing).
+READABLE_VERSIONS = ("2", "3")
+_TABLES = {"meta", "runs", "tests", "curves", "ground_truth"}
+_MAGIC = b"SQLite format 3\x00"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -46,7 +78,108 @@ CREATE TABLE IF NOT EXISTS curves (
 CREATE TABLE IF NOT EXISTS ground_truth (
     key TEXT PRIMARY KEY, kind TEXT NOT NULL, domain TEXT NOT NULL, suite TEXT NOT NULL,
     spec TEXT NOT NULL, result TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS checksums (
+    key TEXT PRIMARY KEY, kind TEXT NOT NULL, sha256 TEXT NOT NULL);
 """
+
+_WHAT = "a results store written by rcmdp reproduce (a SQLite file such as runs.sqlite)"
+
+
+class DamagedJobWarning(UserWarning):
+    """Stored jobs whose checksum does not match their payload (left out of every read;
+    the next sweep recomputes them)."""
+
+
+def check_store_path(path, *, must_exist: bool) -> Path:
+    """``path`` as a :class:`~pathlib.Path` if it can hold a results store.
+
+    Raises :class:`~rcmdp_exact._io.LoadError` (naming the path) for a folder, a missing
+    file when ``must_exist``, an unreadable file, or a file that is not a SQLite
+    database.  An empty file is a new database.
+    """
+    p = Path(path).expanduser()
+    if p.is_dir():
+        raise LoadError(f"{str(p)!r} is a folder; give the path of {_WHAT}")
+    if not p.exists():
+        if must_exist:
+            raise LoadError(f"{str(p)!r} does not exist; give the path of {_WHAT}")
+        return p
+    try:
+        with p.open("rb") as fh:
+            head = fh.read(16)
+    except OSError as exc:
+        raise LoadError(f"{str(p)!r} cannot be read ({exc.strerror}); expected {_WHAT}") \
+            from None
+    if head and head != _MAGIC:
+        raise LoadError(f"{str(p)!r} is not a SQLite database; expected {_WHAT}")
+    return p
+
+
+def _digest(obj) -> str:
+    text = json.dumps(obj, separators=(",", ":"), allow_nan=True, ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _run_payload(conn, key: str):
+    row = conn.execute("SELECT id, key, domain, algorithm, seed, spec, info FROM runs "
+                       "WHERE key = ?", (key,)).fetchone()
+    if row is None:
+        return None
+    tests = conn.execute(
+        "SELECT suite, grp, setting, param, mode, value, cost, budget, penalised FROM tests "
+        "WHERE run = ? ORDER BY suite, setting, mode", (row[0],)).fetchall()
+    curves = conn.execute("SELECT name, idx, episode, value FROM curves WHERE run = ? "
+                          "ORDER BY name, idx", (row[0],)).fetchall()
+    return ["run", list(row[1:]), [list(t) for t in tests], [list(c) for c in curves]]
+
+
+def _ground_truth_payload(conn, key: str):
+    row = conn.execute("SELECT key, kind, domain, suite, spec, result FROM ground_truth "
+                       "WHERE key = ?", (key,)).fetchone()
+    return None if row is None else ["ground_truth", list(row)]
+
+
+def job_checksum(conn, key: str, table: str) -> str | None:
+    """SHA-256 (hex) of one stored job's payload as it reads back from ``conn``.
+
+    ``table`` is "runs" (the run's row, its test rows in (suite, setting, mode) order and
+    its curve points in (name, idx) order) or "ground_truth" (its row); the payload is
+    written as compact JSON (floats by ``repr``, so every bit counts).  None when the key
+    is not stored.
+    """
+    payload = (_run_payload if table == "runs" else _ground_truth_payload)(conn, key)
+    return None if payload is None else _digest(payload)
+
+
+def connect_readonly(path, timeout: float = 60):
+    """A read-only connection to the SQLite file ``path``.
+
+    A store in WAL mode needs its ``-shm`` file; in a folder this process cannot write
+    (an archive, a read-only mount) that file cannot be made, and the file is read as
+    immutable instead (nothing else can be writing it there).
+    """
+    uri = Path(path).resolve().as_uri()
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, timeout=timeout)
+    try:
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        return conn
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if "unable to open" not in str(exc).lower():
+            raise
+    return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None,
+                           timeout=timeout)
+
+
+def _guarded(method):
+    """Run a :class:`Store` method with SQLite errors turned into one-line errors."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise self.error(exc) from None
+    return wrapper
 
 
 class Store:
@@ -58,23 +191,77 @@ class Store:
         The SQLite file.
     readonly : bool
         Open for reading only (``rcmdp report``); the file must exist.
+
+    Raises
+    ------
+    LoadError
+        The path is a folder, missing (``readonly``), not a SQLite database, a SQLite
+        database of another kind or schema version, or damaged.
+    OutputPathError
+        The store cannot be written (read-only file or folder, full disk, locked).
     """
 
     def __init__(self, path, *, readonly: bool = False):
-        self.path = Path(path)
-        if readonly:
-            self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True,
-                                        isolation_level=None, timeout=60)
+        self.path = check_store_path(path, must_exist=readonly)
+        self.readonly = readonly
+        self.conn = None
+        self._damaged: dict | None = None
+        try:
+            self._open()
+        except sqlite3.Error as exc:
+            err = self.error(exc)
+            self.close()
+            raise err from None
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self) -> None:
+        if self.readonly:
+            self.conn = connect_readonly(self.path)
         else:
             self.conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=60)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.executescript(_SCHEMA)
-            self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)",
-                              (SCHEMA_VERSION,))
+        names = self._table_names()
+        if names and not _TABLES <= names:
+            raise LoadError(f"{str(self.path)!r} is a SQLite database of another kind, not "
+                            f"{_WHAT}; give another path")
+        version = self._version() if names else None
+        if names and version not in READABLE_VERSIONS:
+            raise LoadError(f"{str(self.path)!r} is a results store of schema version "
+                            f"{version!r}; this version of rcmdp_exact reads versions "
+                            f"{', '.join(READABLE_VERSIONS)}: give another path")
+        if self.readonly:
+            return
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        cur = self.conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        with self.conn:
+            for statement in _statements(_SCHEMA):  # executescript would COMMIT
+                cur.execute(statement)
+            if version is None:
+                cur.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)",
+                            (SCHEMA_VERSION,))
+            elif version != SCHEMA_VERSION:  # "2": every job gets its checksum, trusted
+                for table in ("runs", "ground_truth"):
+                    for (key,) in cur.execute(f"SELECT key FROM {table}").fetchall():
+                        self._write_checksum(cur, key, table)
+                cur.execute("UPDATE meta SET value = ? WHERE name = 'schema'",
+                            (SCHEMA_VERSION,))
+
+    def _table_names(self) -> set:
+        return {n for (n,) in self.conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+    def _version(self):
+        row = self.conn.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
+        return None if row is None else row[0]
 
     def close(self) -> None:
-        self.conn.close()
+        if self.conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.close()
+            self.conn = None
 
     def __enter__(self):
         return self
@@ -82,44 +269,155 @@ class Store:
     def __exit__(self, *exc):
         self.close()
 
+    # ------------------------------------------------------------------ errors
+    def kept_text(self) -> str:
+        """"N finished jobs are kept in PATH" (read afresh; the connection may be
+        broken), or a general sentence when the file cannot be read."""
+        try:
+            con = connect_readonly(self.path, timeout=5)
+            try:
+                n = con.execute("SELECT (SELECT COUNT(*) FROM runs) + "
+                                "(SELECT COUNT(*) FROM ground_truth)").fetchone()[0]
+            finally:
+                con.close()
+        except sqlite3.Error:
+            return f"the jobs stored before are kept in {self.path}"
+        return f"{n} finished jobs are kept in {self.path} (each whole or not at all)"
+
+    def error(self, exc: sqlite3.Error) -> Exception:
+        """A one-line error for a SQLite failure on this store: what happened to which
+        file, what was kept and what to do."""
+        msg = str(exc) or type(exc).__name__
+        low = msg.lower()
+        p = str(self.path)
+        damaged = type(exc) is sqlite3.DatabaseError or any(
+            word in low for word in ("malformed", "not a database", "corrupt"))
+        if damaged:
+            return LoadError(
+                f"the results store {p!r} is damaged ({msg}): move it away (mv {p} "
+                f"{p}.damaged) and run rcmdp reproduce again, which starts a new store and "
+                f"recomputes its jobs; to keep the finished jobs that are still readable, "
+                f"first run: sqlite3 {p}.damaged .recover | sqlite3 {p} (recovered jobs "
+                f"are checked against their checksums)")
+        if self.readonly and ("disk i/o" in low or "full" in low):
+            return LoadError(
+                f"the results store {p!r} cannot be read ({msg}): SQLite needs a small "
+                f"file {p}-shm beside it; free space on its disk (or make its folder "
+                f"writable), then run the same command again")
+        if "readonly" in low or "read-only" in low or "permission" in low:
+            return OutputPathError(
+                f"the results store {p!r} cannot be written ({msg}); {self.kept_text()}: "
+                f"make the file and its folder writable (or copy it and pass --db COPY), "
+                f"then run the same command again")
+        if "full" in low or "disk i/o" in low or "no space" in low:
+            return OutputPathError(
+                f"the results store {p!r} cannot be written ({msg}); {self.kept_text()}: "
+                f"free space on its disk, then run the same command again to resume")
+        if "locked" in low or "busy" in low:
+            return OutputPathError(
+                f"the results store {p!r} is locked by another process ({msg}), perhaps "
+                f"another rcmdp reproduce on the same --db: wait for it or give another "
+                f"--db")
+        if "unable to open" in low:
+            if self.readonly:
+                return LoadError(f"the results store {p!r} cannot be opened ({msg})")
+            return OutputPathError(
+                f"the results store {p!r} cannot be written ({msg}); {self.kept_text()}: "
+                f"make the file and its folder writable (or copy it and pass --db COPY), "
+                f"then run the same command again")
+        return LoadError(f"the results store {p!r} cannot be used ({msg})")
+
+    # ------------------------------------------------------------------ checksums
+    def _write_checksum(self, cur, key: str, table: str) -> None:
+        kind = "run" if table == "runs" else cur.execute(
+            "SELECT kind FROM ground_truth WHERE key = ?", (key,)).fetchone()[0]
+        cur.execute("INSERT OR REPLACE INTO checksums VALUES (?, ?, ?)",
+                    (key, kind, job_checksum(cur, key, table)))
+
+    @property
+    def verified(self) -> bool:
+        """True when the store has checksums to verify (schema version 3)."""
+        return "checksums" in self._table_names() and self._version() == SCHEMA_VERSION
+
+    @_guarded
+    def damaged(self) -> dict:
+        """The damaged jobs: key -> description (kind and what it is), verified once."""
+        if self._damaged is None:
+            self._damaged = self._verify() if self.verified else {}
+            if self._damaged:
+                names = "; ".join(f"{k} ({d})" for k, d in sorted(self._damaged.items()))
+                n = len(self._damaged)
+                warnings.warn(DamagedJobWarning(
+                    f"the results store {str(self.path)!r} holds {n} damaged "
+                    f"job{'s' if n > 1 else ''} (stored checksum does not match), left "
+                    f"out: {names}; rcmdp reproduce with the same options recomputes "
+                    f"{'them' if n > 1 else 'it'}"), stacklevel=3)
+        return self._damaged
+
+    def _verify(self) -> dict:
+        sums = dict(self.conn.execute("SELECT key, sha256 FROM checksums"))
+        bad = {}
+        for key, domain, algo, seed in self.conn.execute(
+                "SELECT key, domain, algorithm, seed FROM runs").fetchall():
+            if sums.get(key) != job_checksum(self.conn, key, "runs"):
+                bad[key] = f"kind run: {domain} {algo} seed {seed}"
+        for key, kind, domain, suite in self.conn.execute(
+                "SELECT key, kind, domain, suite FROM ground_truth").fetchall():
+            if sums.get(key) != job_checksum(self.conn, key, "ground_truth"):
+                bad[key] = f"kind ground truth {kind}: {domain} {suite}".rstrip()
+        return bad
+
+    def _usable(self, key: str) -> bool:
+        return key not in self.damaged()
+
     # ------------------------------------------------------------------ reading
+    @_guarded
     def has_schema(self) -> bool:
-        """True when the file holds the tables of a results store of this version."""
-        names = {n for (n,) in self.conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if not {"meta", "runs", "tests", "curves", "ground_truth"} <= names:
+        """True when the file holds the tables of a results store of a readable version."""
+        names = self._table_names()
+        if not _TABLES <= names:
             return False
-        row = self.conn.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
-        return row is not None and row[0] == SCHEMA_VERSION
+        return self._version() in READABLE_VERSIONS
 
+    @_guarded
     def keys(self) -> set[str]:
-        """Keys of every stored job (runs and ground truth)."""
+        """Keys of every stored job (runs and ground truth) that is not damaged."""
         cur = self.conn.execute("SELECT key FROM runs UNION ALL SELECT key FROM ground_truth")
-        return {k for (k,) in cur}
+        return {k for (k,) in cur if self._usable(k)}
 
+    @_guarded
     def runs(self) -> list[dict]:
         """Every run: ``key``, ``domain``, ``algorithm``, ``seed``, ``spec``, ``info``."""
         cur = self.conn.execute(
             "SELECT key, domain, algorithm, seed, spec, info FROM runs ORDER BY key")
         return [{"key": k, "domain": d, "algorithm": a, "seed": s, "spec": json.loads(sp),
-                 "info": json.loads(i)} for k, d, a, s, sp, i in cur]
+                 "info": json.loads(i)} for k, d, a, s, sp, i in cur.fetchall()
+                if self._usable(k)]
 
+    @_guarded
     def tests(self, key: str) -> list[dict]:
         """The test rows of one run, in a fixed order (suite, param, setting, mode)."""
+        if not self._usable(key):
+            return []
         cur = self.conn.execute(
             "SELECT suite, grp, setting, param, mode, value, cost, budget, penalised "
             "FROM tests JOIN runs ON tests.run = runs.id WHERE runs.key = ? "
             "ORDER BY suite, param, setting, mode", (key,))
         names = ("suite", "group", "setting", "param", "mode", "value", "cost", "budget",
                  "penalised")
-        return [dict(zip(names, row, strict=True)) for row in cur]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
+    @_guarded
     def curves(self, key: str) -> list[dict]:
+        if not self._usable(key):
+            return []
         cur = self.conn.execute(
             "SELECT name, idx, episode, value FROM curves JOIN runs ON curves.run = runs.id "
             "WHERE runs.key = ? ORDER BY name, idx", (key,))
-        return [{"name": n, "idx": i, "episode": e, "value": v} for n, i, e, v in cur]
+        return [{"name": n, "idx": i, "episode": e, "value": v} for n, i, e, v in
+                cur.fetchall()]
 
+    @_guarded
     def ground_truth(self, kind: str | None = None) -> list[dict]:
         q = "SELECT key, kind, domain, suite, spec, result FROM ground_truth"
         args: tuple = ()
@@ -128,8 +426,23 @@ class Store:
             args = (kind,)
         cur = self.conn.execute(q + " ORDER BY key", args)
         return [{"key": k, "kind": kd, "domain": d, "suite": s, "spec": json.loads(sp),
-                 "result": json.loads(r)} for k, kd, d, s, sp, r in cur]
+                 "result": json.loads(r)} for k, kd, d, s, sp, r in cur.fetchall()
+                if self._usable(k)]
 
+    @_guarded
+    def stored_tests(self) -> list[str]:
+        """The tests that stored runs (not damaged) have rows for (Table 1 order)."""
+        from .spec import TESTS
+
+        have = set()
+        for key, suite in self.conn.execute(
+                "SELECT DISTINCT runs.key, suite FROM tests JOIN runs ON tests.run = runs.id"
+        ).fetchall():
+            if self._usable(key):
+                have.add(suite)
+        return [t for t in TESTS if t in have]
+
+    @_guarded
     def requested_tests(self) -> list[str]:
         """The tests any sweep into this store asked for (Table 1 order)."""
         from .spec import TESTS
@@ -138,6 +451,7 @@ class Store:
         have = set(json.loads(row[0])) if row else set(TESTS)
         return [t for t in TESTS if t in have]
 
+    @_guarded
     def request_tests(self, tests) -> None:
         """Add ``tests`` to the tests the report shows (the union over sweeps)."""
         from .spec import TESTS
@@ -151,6 +465,7 @@ class Store:
             cur.execute("INSERT OR REPLACE INTO meta VALUES ('tests', ?)",
                         (json.dumps(new),))
 
+    @_guarded
     def counts(self) -> dict:
         """Row counts per table and the number of distinct keys (for checks)."""
         out = {}
@@ -163,15 +478,27 @@ class Store:
 
     # ------------------------------------------------------------------ writing
     def _transaction(self, key: str, table: str, write) -> bool:
-        """Run ``write(cursor)`` in one IMMEDIATE transaction unless ``key`` exists."""
+        """Run ``write(cursor)`` and store the job's checksum in one IMMEDIATE
+        transaction unless ``key`` exists (a damaged job is replaced)."""
+        damaged = self.damaged()
         cur = self.conn.cursor()
         cur.execute("BEGIN IMMEDIATE")
         with self.conn:  # COMMIT on success, ROLLBACK on any exception
             if cur.execute(f"SELECT 1 FROM {table} WHERE key = ?", (key,)).fetchone():
-                return False
+                if key not in damaged:
+                    return False
+                if table == "runs":
+                    (run,) = cur.execute("SELECT id FROM runs WHERE key = ?",
+                                         (key,)).fetchone()
+                    cur.execute("DELETE FROM tests WHERE run = ?", (run,))
+                    cur.execute("DELETE FROM curves WHERE run = ?", (run,))
+                cur.execute(f"DELETE FROM {table} WHERE key = ?", (key,))
             write(cur)
+            self._write_checksum(cur, key, table)
+        damaged.pop(key, None)
         return True
 
+    @_guarded
     def add_run(self, result: dict) -> bool:
         """Store one finished run (the dict of :func:`~.run.run_one`) atomically.
 
@@ -199,6 +526,7 @@ class Store:
 
         return self._transaction(key, "runs", write)
 
+    @_guarded
     def add_ground_truth(self, key: str, spec: dict, result: dict) -> bool:
         """Store one ground-truth result atomically (False if already stored)."""
         from .spec import canonical_json
@@ -209,3 +537,7 @@ class Store:
                          canonical_json(spec), json.dumps(result, sort_keys=True)))
 
         return self._transaction(key, "ground_truth", write)
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._checks import InputError, check_out_path
+from .._checks import check_out_path
 from ..evaluation import evaluate, evaluate_finite_horizon, penalised_return, rescaled_budget
 from ..mdp import greedy_policy
 from ..nn import MLP, softmax
@@ -195,8 +195,15 @@ class TrainResult:
 
     # ------------------------------------------------------------------ persistence
     def save(self, path, force: bool = True):
-        """Save to ``.npz`` (no pickle); :func:`load` gives an equal result back."""
-        p = check_out_path(path, kind="file", force=force, name="path")
+        """Save to ``.npz`` (no pickle); :func:`load` gives an equal result back.
+
+        The suffix ``.npz`` is added when ``path`` has another one (or none); an existing
+        file is refused unless ``force``; the file is written atomically.  Returns the
+        path written.
+        """
+        from .._io import npz_path, save_npz
+
+        p = check_out_path(npz_path(path), kind="file", force=force, name="path")
         meta = {"algorithm": self.algorithm, "hidden": self.hidden,
                 "n_actions": self.n_actions, "lambda_adv": self.lambda_adv,
                 "timings": self.timings, "info": self.info, "model_name": self.model_name,
@@ -213,23 +220,27 @@ class TrainResult:
         }
         for name, arr in self.records.items():
             arrays[f"rec__{name}"] = arr
-        with open(p, "wb") as fh:
-            np.savez_compressed(fh, **arrays)
-        return p
+        return save_npz(p, arrays, RESULT_FORMAT, compressed=True)
+
+
+#: The ``format`` entry of a saved :class:`TrainResult` (files written before it existed
+#: are recognised by their ``settings_json`` and ``meta_json`` entries).
+RESULT_FORMAT = "rcmdp_exact.TrainResult/1"
 
 
 def load(path) -> TrainResult:
-    """Load a :class:`TrainResult` saved by :meth:`TrainResult.save`."""
+    """Load a :class:`TrainResult` saved by :meth:`TrainResult.save`.
+
+    ``path`` with or without the suffix ``.npz``.  A missing, foreign, truncated or
+    invalid file is a :class:`~rcmdp_exact.LoadError` naming the path.
+    """
+    from .._io import LoadError, load_npz
+
+    what = "a training result written by TrainResult.save"
+    f = load_npz(path, RESULT_FORMAT, what, legacy_keys=("settings_json", "meta_json"))
     try:
-        f = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read a training result from {str(path)!r}: {exc}") from None
-    with f:
-        if "settings_json" not in f or "meta_json" not in f:
-            raise InputError(f"{str(path)!r} is not a training result saved by "
-                             f"TrainResult.save (no settings_json / meta_json)")
         meta = json.loads(str(f["meta_json"]))
-        records = {k[5:]: f[k] for k in f.files if k.startswith("rec__")}
+        records = {k[5:]: f[k] for k in f if k.startswith("rec__")}
         return TrainResult(
             algorithm=meta["algorithm"], settings=Settings.from_json(str(f["settings_json"])),
             inputs=f["inputs"], hidden=int(meta["hidden"]), n_actions=int(meta["n_actions"]),
@@ -237,8 +248,14 @@ def load(path) -> TrainResult:
             lambda_adv=float(meta["lambda_adv"]), records=records,
             adversary_params=f["adversary_params"], adversary_inputs=f["adversary_inputs"],
             adversary_outcomes=f["adversary_outcomes"], critic_params=f["critic_params"],
-            adversary_mix=f["adversary_mix"] if "adversary_mix" in f.files else np.zeros(0),
-            adversary_nominal=(f["adversary_nominal"] if "adversary_nominal" in f.files
+            adversary_mix=f["adversary_mix"] if "adversary_mix" in f else np.zeros(0),
+            adversary_nominal=(f["adversary_nominal"] if "adversary_nominal" in f
                                else np.zeros((0, 0))),
             timings=meta["timings"], info=meta["info"], model_name=meta["model_name"],
         )
+    except KeyError as exc:
+        raise LoadError(f"{str(path)!r} is not {what}: it lacks the entry "
+                        f"{exc.args[0]!r}") from None
+    except (TypeError, ValueError) as exc:  # bad JSON, invalid settings
+        raise LoadError(f"{str(path)!r} is not {what}: its content is invalid ({exc})") \
+            from None
