@@ -61,16 +61,19 @@ function is bilinear and both sets are compact and convex, so max-min = min-max
   :math:`h_a(\cdot, \lambda)` is concave piecewise linear in d with slopes
   :math:`q_a` at its breakpoints (independent of :math:`\lambda`) and pieces of length
   proportional to :math:`\lambda`, so the inner maximum is a greedy fill of the box in
-  one fixed order; :math:`\Psi` is concave piecewise linear and its maximum is found
-  exactly by intersecting tangent lines (each step finds a new piece or stops).  Any
-  maximiser :math:`\pi` of :math:`\Psi(\lambda^*)`'s inner problem is optimal, since
-  :math:`\psi(\pi) \ge -\lambda^*\kappa + \sum_a h_a(\pi_a, \lambda^*) = V` by weak
-  duality.
+  one fixed order.  :math:`\Psi` is concave and piecewise linear; it is evaluated
+  exactly at chosen points, the chords of the evaluated points bound it from above, and
+  the next point is the maximiser of that bound (on the two final pieces, the kink
+  itself: the bound is then met) or, every other step, the midpoint of the interval
+  that holds it.  The greedy policy :math:`\pi` at any :math:`\lambda` has
+  :math:`\psi(\pi) \ge \Psi(\lambda)` (weak duality), so the best point's policy is
+  optimal up to the certified gap between the chord bound and its exact worst case.
 * ``"lp"``: the inner problem written as an LP, dualised, and maximised jointly with
   the policy: one ``scipy.optimize.linprog`` (HiGHS) per state.
 
-Every method returns the policy's exact worst case and a certified ``gap`` (an upper
-bound on V minus a lower bound on the policy's value, both from duality).  The proofs and
+Every method returns the policy's exact worst case and a ``gap``: for "level" and
+"dual" a certified one (an upper bound on V minus a lower bound on the policy's worst
+case, both from duality), for "lp" the LP's optimum minus that worst case.  The proofs and
 the measured speed are in ``docs/s_rect.md``.
 """
 
@@ -89,6 +92,7 @@ from .._checks import (
     check_shape,
     readonly,
     row_tolerance,
+    where,
 )
 from .._highs import silence_highs_banner
 from .._result import Result, Status
@@ -533,7 +537,7 @@ def _lp_bellman(nom, Z, sup, rad, lo, hi):
         - \kappa\nu \quad\text{s.t.}\quad \mu_a + \gamma_{a,i} \le \pi_a z_{a,i},\;
         |\gamma_{a,i}| \le \nu,\; \nu \ge 0,\; \pi \in B.
 
-    Returns the policies (R, A), the LP values (R,) and whether each LP succeeded.
+    Returns the policies (R, A) and the LP values (R,).
     """
     import scipy.sparse as sp
     from scipy.optimize import linprog
@@ -541,7 +545,6 @@ def _lp_bellman(nom, Z, sup, rad, lo, hi):
     R, A, n = Z.shape
     pol = np.zeros((R, A))
     val = np.zeros(R)
-    ok = np.ones(R, dtype=bool)
     for i in range(R):
         on = np.ones((A, n), dtype=bool) if sup is None else sup[i]
         a_idx, s_idx = np.nonzero(on)
@@ -572,14 +575,13 @@ def _lp_bellman(nom, Z, sup, rad, lo, hi):
                       options={"primal_feasibility_tolerance": 1e-10,
                                "dual_feasibility_tolerance": 1e-10})
         if sol.status != 0:
-            ok[i] = False
-            pol[i] = np.clip(lo[i], 0.0, None)
-            pol[i] /= max(pol[i].sum(), 1.0)
-            continue
+            raise InputError(f"the joint LP of problem {i} ended with status {sol.status} "
+                             f"({sol.message}); it is always feasible and bounded, so the "
+                             f"input is likely badly scaled: check z, or use method='sort'")
         x = np.clip(sol.x[:A], lo[i], hi[i])
         pol[i] = x / x.sum()
         val[i] = -sol.fun
-    return pol, val, ok
+    return pol, val
 
 
 # --------------------------------------------------------------------------- the set
@@ -880,7 +882,7 @@ class SRectL1Ball(UncertaintySet):
             ``"sort"`` (default): ``"level"`` on the whole simplex, ``"dual"`` with a
             box.  ``"level"``: Newton's method on the level u of
             :math:`\min\{u : \sum_a q_a^{-1}(u) \le \kappa\}` (whole simplex only).
-            ``"dual"``: the tangent search on the budget multiplier (any box).
+            ``"dual"``: the chord search on the budget multiplier (any box).
             ``"lp"``: one joint LP per state (``scipy.optimize.linprog``, HiGHS).
 
         Returns
@@ -889,10 +891,12 @@ class SRectL1Ball(UncertaintySet):
             ``value`` (..., S) the optimal value (the worst case of ``policy``),
             ``policy`` (..., S, A) a maximising policy (randomised where it must be),
             ``p`` (..., S, A, S) the adversary's answer to that policy, ``gap`` (..., S)
-            a certified bound on the distance from optimality (an upper bound on V
-            minus a lower bound on the policy's worst case, from duality; 0 up to
-            rounding), ``method`` (the method used), ``success``, ``status``,
-            ``message``; the LP adds ``lp_value``.
+            a bound on the distance from optimality ("level", "dual": an upper bound
+            on V minus a lower bound on the policy's worst case, both from duality;
+            "lp": the LP's optimum minus the policy's exact worst case; 0 up to
+            rounding), ``method`` (the method used), ``success`` (every gap within
+            1e-9 of the scale of z), ``status``, ``message``; the LP adds
+            ``lp_value``.
         """
         check_choice(method, "method", BELLMAN_METHODS,
                      hint=" ('sort': the exact fast method; 'level': simplex only; 'dual': "
@@ -909,14 +913,12 @@ class SRectL1Ball(UncertaintySet):
             raise InputError("method='level' solves the whole simplex only; drop lo and hi "
                              "or use method='dual' (or 'sort') for a policy box")
         Z, nom, sup, rad, (lo_r, hi_r) = self._rows(zz, JJ, (lo_a, hi_a))
-        R = Z.shape[0]
         extra = {}
         ended = True
         if method == "lp":
-            d, lp_val, ok = _lp_bellman(nom, Z, sup, rad, lo_r, hi_r)
+            d, lp_val = _lp_bellman(nom, Z, sup, rad, lo_r, hi_r)
             p, value, _ = _exact_worst_case(nom, Z, sup, rad, d)
             gap = lp_val - value
-            ended = bool(ok.all())
             extra["lp_value"] = self._shape_out(JJ, lp_val)
         else:
             Q, X, exc, ps, zmin, sig, flat = _breakpoints(nom, Z, sup,
@@ -932,15 +934,17 @@ class SRectL1Ball(UncertaintySet):
                 d, upper, ended = _dual(Q, X, sig, rad, lo_r, hi_r)
                 p, value, _ = _exact_worst_case(nom, Z, sup, rad, d)
                 gap = upper - value
-        scale = 1.0 + np.abs(Z).max(axis=(1, 2)) if R else np.ones(0)
+        scale = 1.0 + np.abs(Z).max(axis=(1, 2))
         good = ended and bool((gap <= 1e-9 * scale).all())
+        if not good and method == "level":  # report the policy's own exact worst case
+            p, value, _ = _exact_worst_case(nom, Z, sup, rad, d)
         return Result(
             value=self._shape_out(JJ, value), policy=self._shape_out(JJ, d),
             p=self._shape_out(JJ, p), gap=self._shape_out(JJ, gap), method=method,
             success=good, status=Status.OPTIMAL if good else Status.OPTIMAL_INACCURATE,
             message=("optimal policy and its worst case, certified by duality" if good else
-                     "the certified gap of some state exceeds 1e-9 of the scale of z (or "
-                     "an LP failed); the policy is still feasible and its value exact"),
+                     "the gap of some state exceeds 1e-9 of the scale of z; value and p "
+                     "are still the exact worst case of the returned policy"),
             **extra,
         )
 
@@ -966,18 +970,21 @@ class SRectL1Ball(UncertaintySet):
         shape = (S, A) if batch is None else (batch, S, A)
         lo_a, hi_a = (np.array(np.broadcast_to(x, shape)) for x in out)
         tol = row_tolerance(A)
+        axes = ("s", "a") if batch is None else ("j", "s", "a")
         bad = lo_a > hi_a + tol
         if bad.any():
             idx = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise InputError(f"the policy box is empty at {idx}: lo = {lo_a[idx]!r} > hi = "
-                             f"{hi_a[idx]!r}; give lo <= hi")
+            raise InputError(f"the policy box is empty at {where(axes, idx)}: lo = "
+                             f"{float(lo_a[idx])!r} > hi = {float(hi_a[idx])!r} (after "
+                             f"clipping to [0, 1]); give lo <= hi")
         slo, shi = lo_a.sum(axis=-1), hi_a.sum(axis=-1)
         bad = (slo > 1.0 + tol) | (shi < 1.0 - tol)
         if bad.any():
             idx = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise InputError(f"the policy box of state {idx} does not meet the simplex: "
-                             f"sum(lo) = {slo[idx]!r}, sum(hi) = {shi[idx]!r}; the bounds "
-                             f"must allow a distribution (sum(lo) <= 1 <= sum(hi))")
+            raise InputError(f"the policy box of {where(axes[:-1], idx)} does not meet the "
+                             f"simplex: sum(lo) = {float(slo[idx])!r}, sum(hi) = "
+                             f"{float(shi[idx])!r}; the bounds must allow a distribution "
+                             f"(sum(lo) <= 1 <= sum(hi))")
         return lo_a, np.maximum(hi_a, lo_a), batch
 
     # ----------------------------------------------------------------- persistence
