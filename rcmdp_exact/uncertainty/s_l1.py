@@ -147,17 +147,17 @@ def _breakpoints(nom, Z, sup, slopes: bool = False):
     R, A, n = Z.shape
     zmin = _zmin(Z, sup)
     Ze = Z if sup is None else np.where(sup, Z, zmin[..., None])
-    gap = Ze - zmin[..., None]  # >= 0
-    o = np.argsort(Ze, axis=-1)[..., ::-1]  # decreasing z
-    flat = o + (np.arange(R * A, dtype=np.int64) * n).reshape(R, A, 1)
+    ngap = np.subtract(zmin[..., None], Ze)  # <= 0
+    flat = np.argsort(ngap, axis=-1)  # decreasing z
+    flat += (np.arange(R * A, dtype=np.int64) * n).reshape(R, A, 1)
     ps = np.take(nom, flat)
-    gs = np.take(gap, flat)
+    gs = np.take(ngap, flat)
+    np.negative(gs, out=gs)
     exc = ps * gs
     C = np.cumsum(exc, axis=-1)
     Q = np.empty((R, A, n + 1))
-    Q[..., 0] = 0.0
-    Q[..., 1:] = C
-    np.subtract(C[..., -1:], Q, out=Q)  # excess left after each breakpoint; 0 at the end
+    Q[..., 0] = C[..., -1]
+    np.subtract(C[..., -1:], C, out=Q[..., 1:])  # excess left after each breakpoint; 0 last
     Q += zmin[..., None]
     X = np.empty((R, A, n + 1))
     X[..., 0] = 0.0
