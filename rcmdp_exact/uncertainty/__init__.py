@@ -6,6 +6,9 @@
 * :mod:`.l1`: :class:`L1Ball` and :func:`l1_ball`; :mod:`.l1_sort`: its inner problem
   (:func:`worst_case_l1`, exact sort and LP); :mod:`.l1_numba`: the compiled row of the
   learners;
+* :mod:`.s_l1`: :class:`SRectL1Ball`, the s-rectangular L1 set (one budget per
+  state shared by its actions): the worst case of a policy and the robust Bellman
+  optimality update;
 * :mod:`.estimate`: the paper's phase 1 (:func:`estimate`) and the Hoeffding ball.
 
 ``rcmdp_exact.uncertainty`` was a module before it became this package; every name it
@@ -16,8 +19,10 @@ from .base import INNERS, RECTANGULARITIES, UncertaintySet, check_set, load_set
 from .estimate import FORMS, collect_counts, estimate, estimate_l1_ball, hoeffding_radius
 from .l1 import SUPPORTS, L1Ball, L1Rows, check_ball, l1_ball, merge_outcomes
 from .l1_sort import INNER_METHODS, LP_SOLVERS, l1_violation, worst_case_l1
+from .s_l1 import BELLMAN_METHODS, SRectL1Ball
 
 __all__ = [
+    "BELLMAN_METHODS",
     "FORMS",
     "INNERS",
     "INNER_METHODS",
@@ -26,6 +31,7 @@ __all__ = [
     "SUPPORTS",
     "L1Ball",
     "L1Rows",
+    "SRectL1Ball",
     "UncertaintySet",
     "check_ball",
     "check_set",

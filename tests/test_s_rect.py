@@ -1,0 +1,563 @@
+"""The s-rectangular L1 set: exact worst case and Bellman update vs LPs and brute force."""
+
+import numpy as np
+import pytest
+from helpers import examples, raises_fact
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rcmdp_exact
+from rcmdp_exact import InputError, OptionError
+from rcmdp_exact._io import LoadError
+from rcmdp_exact.domains import garnet
+from rcmdp_exact.uncertainty import (
+    L1Ball,
+    SRectL1Ball,
+    UncertaintySet,
+    check_set,
+    load_set,
+    worst_case_l1,
+)
+
+FEAS_TOL = 1e-9
+
+
+# --------------------------------------------------------------------------- helpers
+def random_nominal(rng, S, A, restricted, degenerate):
+    """A nominal kernel (S, A, S) and its support (None when full)."""
+    if not restricted:
+        P = rng.dirichlet(np.full(S, 0.6), size=(S, A))
+        P *= rng.random((S, A, S)) < 0.8  # some zeros inside the support
+        sup = None
+    else:
+        sup = rng.random((S, A, S)) < rng.uniform(0.3, 0.9)
+        sup[np.arange(S)[:, None], np.arange(A)[None, :], rng.integers(0, S, (S, A))] = True
+        P = rng.random((S, A, S)) * sup * (rng.random((S, A, S)) < 0.8)
+    empty = P.sum(axis=2) == 0
+    P[empty] = np.ones(S) if sup is None else sup[empty]
+    if degenerate:  # one-hot rows
+        P = np.where(P == P.max(axis=2, keepdims=True), 1.0, 0.0)
+        P *= np.cumsum(P, axis=2) <= 1  # keep the first maximum only
+    P /= P.sum(axis=2, keepdims=True)
+    return P, sup
+
+
+def random_z(rng, shape, kind):
+    if kind == "ties":
+        return rng.integers(-2, 3, size=shape).astype(float)
+    if kind == "constant":
+        return np.full(shape, 1.5)
+    return rng.normal(scale=3.0, size=shape)
+
+
+def random_radius(rng, S, A, kind):
+    if kind == "zero":
+        return np.zeros(S)
+    if kind == "huge":  # covers every kernel on the support
+        return np.full(S, 2.0 * A + 1.0)
+    r = rng.uniform(0.0, 2.0 * A, S)
+    r[rng.random(S) < 0.2] = 0.0
+    return r
+
+
+def random_policies(rng, J, S, A, kind):
+    """J policies (J, S, A): random, deterministic, or with zero-probability actions."""
+    if kind == "deterministic":
+        return np.eye(A)[rng.integers(0, A, size=(J, S))]
+    pi = rng.dirichlet(np.full(A, 0.7), size=(J, S))
+    if kind == "zeros" and A > 1:
+        pi *= rng.random((J, S, A)) < 0.5
+        dead = pi.sum(axis=2) == 0
+        pi[dead, 0] = 1.0
+        pi /= pi.sum(axis=2, keepdims=True)
+    return pi
+
+
+@st.composite
+def s_sets(draw, S=(1, 4), A=(1, 4)):
+    """An SRectL1Ball, values z, and a policy kind, with ties, supports and radii."""
+    S = draw(st.integers(*S))
+    A = draw(st.integers(*A))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    P, sup = random_nominal(rng, S, A, draw(st.booleans()), draw(st.booleans()))
+    radius = random_radius(rng, S, A, draw(st.sampled_from(["random", "random", "zero",
+                                                            "huge"])))
+    z = random_z(rng, (S, A, S), draw(st.sampled_from(["ties", "continuous", "constant"])))
+    kind = draw(st.sampled_from(["random", "deterministic", "zeros"]))
+    return SRectL1Ball(P, radius, sup), z, rng, kind
+
+
+def scale(z):
+    return 1.0 + np.abs(z).max()
+
+
+def policy_value(P, z, pi):
+    """sum_a pi(a|s) P(s, a, .) . z(s, a, .) for kernels P (..., S, A, S)."""
+    return np.einsum("...san,...san,...sa->...s", P, np.broadcast_to(z, P.shape), pi)
+
+
+def sa_policy_value(ball, z, pi, alpha):
+    """The worst case of pi over the sa-rectangular product of L1 balls of radii alpha."""
+    res = worst_case_l1(ball.nominal, z, alpha, ball.support)
+    return np.einsum("sa,sa->s", pi, res.value), res.p
+
+
+def cvxpy_saddle(nom, z, sup, r, lo, hi):
+    """The min-max form of one state's Bellman update, solved by cvxpy.
+
+    min over kernels p of the state's set of max_{lo <= d <= hi, sum d = 1} sum_a d_a
+    p_a.z_a, the inner max replaced by its LP dual min u + hi.w - lo.v subject to
+    p_a.z_a <= u + w_a - v_a (w, v >= 0).  Independent of the package's max-min LP
+    (which dualises the adversary instead).
+    """
+    import cvxpy as cp
+
+    A, n = nom.shape
+    p = cp.Variable((A, n), nonneg=True)
+    t = cp.Variable((A, n))
+    u = cp.Variable()
+    w = cp.Variable(A, nonneg=True)
+    v = cp.Variable(A, nonneg=True)
+    c = cp.sum(cp.multiply(p, z), axis=1)
+    cons = [t >= p - nom, t >= nom - p, cp.sum(t) <= r, cp.sum(p, axis=1) == 1,
+            c <= u + w - v]
+    if sup is not None:
+        cons.append(cp.multiply((~sup).astype(float), p) == 0)
+    prob = cp.Problem(cp.Minimize(u + hi @ w - lo @ v), cons)
+    prob.solve(solver="HIGHS")
+    assert prob.status == cp.OPTIMAL
+    return prob.value
+
+
+def random_box(rng, S, A):
+    lo = rng.uniform(0.0, 1.0 / A, (S, A)) * (rng.random((S, A)) < 0.6)
+    hi = np.maximum(lo, rng.uniform(0.0, 1.0, (S, A)))
+    hi[np.arange(S), rng.integers(0, A, S)] = 1.0  # every box meets the simplex
+    return lo, hi
+
+
+# --------------------------------------------------------------------------- worst case
+@settings(max_examples=examples(60))
+@given(s_sets(S=(3, 5)), st.integers(6, 7))
+def test_worst_case_matches_lp_on_many_states(case, J):
+    """>= 18 (policy, state) instances per example, >= 1,080 in the default run."""
+    ball, z, rng, kind = case
+    S, A = ball.n_states, ball.n_actions
+    pi = random_policies(rng, J, S, A, kind)
+    exact = ball.worst_case(z, pi)
+    lp = ball.worst_case(z, pi, method="lp")
+    assert exact.p.shape == (J, S, A, S) and exact.value.shape == (J, S)
+    assert lp.success
+    np.testing.assert_allclose(exact.value, lp.value, rtol=0, atol=1e-9 * scale(z))
+    for j in range(J):
+        assert ball.contains(exact.p[j], FEAS_TOL).all()
+        assert ball.contains(lp.p[j], FEAS_TOL).all()
+    # the reported value is attained by the reported kernel
+    np.testing.assert_allclose(policy_value(exact.p, z, pi), exact.value, rtol=0,
+                               atol=1e-12 * scale(z))
+
+
+@settings(max_examples=examples(40))
+@given(s_sets())
+def test_worst_case_special_radii_and_policies(case):
+    ball, z, rng, kind = case
+    S, A = ball.n_states, ball.n_actions
+    pi = random_policies(rng, 1, S, A, kind)[0]
+    res = ball.worst_case(z, pi)
+    # radius 0: the nominal kernel
+    zero = ball.with_radius(0.0).worst_case(z, pi)
+    np.testing.assert_array_equal(zero.p, ball.nominal)
+    np.testing.assert_allclose(zero.value, policy_value(ball.nominal, z, pi), atol=1e-12)
+    # a radius that covers everything: every used action at its smallest z on the support
+    full = ball.with_radius(2.0 * A + 1.0).worst_case(z, pi)
+    zmin = np.where(ball.support, z, np.inf).min(axis=2)
+    np.testing.assert_allclose(full.value, (pi * zmin).sum(axis=1), atol=1e-12 * scale(z))
+    # monotone in the radius, between the two
+    assert (full.value <= res.value + 1e-12 * scale(z)).all()
+    assert (res.value <= zero.value + 1e-12 * scale(z)).all()
+    # actions the policy never takes keep their nominal rows
+    unused = pi == 0
+    np.testing.assert_array_equal(res.p[unused], ball.nominal[unused])
+
+
+@settings(max_examples=examples(40))
+@given(s_sets(A=(1, 4)))
+def test_deterministic_policy_spends_the_whole_budget_on_its_action(case):
+    """pi = e_a: the set's worst case is the sa ball of radius kappa(s) on action a."""
+    ball, z, rng, _ = case
+    S, A = ball.n_states, ball.n_actions
+    acts = rng.integers(0, A, S)
+    res = ball.worst_case(z, np.eye(A)[acts])
+    rows = np.arange(S)
+    ref = worst_case_l1(ball.nominal[rows, acts], z[rows, acts], ball.radius,
+                        ball.support[rows, acts])
+    np.testing.assert_allclose(res.value, ref.value, rtol=0, atol=1e-12 * scale(z))
+
+
+@settings(max_examples=examples(40))
+@given(s_sets(A=(2, 2)))
+def test_budget_split_against_brute_force_for_two_actions(case):
+    """A = 2: the best split xi_0 + xi_1 = kappa of the sa responses, found on a grid of
+    2,001 splits refined by a ternary search (the split's value is convex)."""
+    ball, z, rng, kind = case
+    S = ball.n_states
+    pi = random_policies(rng, 1, S, 2, kind)[0]
+    res = ball.worst_case(z, pi)
+    for s in range(S):
+        nom, zz, sup, r = ball.nominal[s], z[s], ball.support[s], ball.radius[s]
+
+        def split(x, nom=nom, zz=zz, sup=sup, r=r, s=s):
+            x = np.atleast_1d(x)
+            q0 = worst_case_l1(np.broadcast_to(nom[0], (x.size, nom.shape[1])), zz[0], x,
+                               sup[0]).value
+            q1 = worst_case_l1(np.broadcast_to(nom[1], (x.size, nom.shape[1])), zz[1],
+                               r - x, sup[1]).value
+            return pi[s, 0] * q0 + pi[s, 1] * q1
+
+        grid = np.linspace(0.0, r, 2001)
+        vals = split(grid)
+        k = int(np.argmin(vals))
+        a, b = grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)]
+        for _ in range(100):
+            m1, m2 = a + (b - a) / 3, b - (b - a) / 3
+            f1, f2 = split(np.array([m1, m2]))
+            a, b = (a, m2) if f1 <= f2 else (m1, b)
+        best = min(vals.min(), float(split(0.5 * (a + b))[0]))
+        assert res.value[s] <= vals.min() + 1e-12 * scale(z)  # no split beats the greedy
+        assert res.value[s] == pytest.approx(best, abs=1e-9 * scale(z))
+
+
+@settings(max_examples=examples(40))
+@given(s_sets(A=(1, 1)))
+def test_one_action_is_the_sa_ball(case):
+    ball, z, _, _ = case
+    S = ball.n_states
+    sa = L1Ball(ball.nominal, ball.radius[:, None], ball.support).worst_case(z)
+    res = ball.worst_case(z, np.ones((S, 1)))
+    np.testing.assert_allclose(res.value, sa.value[:, 0], rtol=0, atol=1e-12 * scale(z))
+    assert ball.contains(res.p, FEAS_TOL).all()  # (the minimiser need not be unique)
+    best = ball.bellman_max_min(z)
+    np.testing.assert_allclose(best.value, sa.value[:, 0], rtol=0, atol=1e-12 * scale(z))
+    np.testing.assert_array_equal(best.policy, 1.0)
+
+
+def test_worst_case_without_a_policy_is_refused():
+    ball = SRectL1Ball(np.full((2, 2, 2), 0.5), 0.3)
+    with raises_fact(InputError, "depends on the policy", "policy="):
+        ball.worst_case(np.zeros(2))
+
+
+def test_batches_and_shared_z_equal_one_call_each():
+    rng = np.random.default_rng(5)
+    S, A, J = 4, 3, 3
+    ball = SRectL1Ball(rng.dirichlet(np.ones(S), size=(S, A)), rng.uniform(0, 2, S))
+    z = rng.normal(size=(J, S, A, S))
+    pi = rng.dirichlet(np.ones(A), size=(J, S))
+    batch = ball.worst_case(z, pi)
+    for j in range(J):
+        one = ball.worst_case(z[j], pi[j])
+        np.testing.assert_allclose(batch.value[j], one.value, atol=1e-14)
+        np.testing.assert_allclose(batch.p[j], one.p, atol=1e-15)
+    # one policy for a batch of z, one z for a batch of policies
+    np.testing.assert_allclose(ball.worst_case(z, pi[0]).value[1],
+                               ball.worst_case(z[1], pi[0]).value, atol=1e-14)
+    np.testing.assert_allclose(ball.worst_case(z[0], pi).value[2],
+                               ball.worst_case(z[0], pi[2]).value, atol=1e-14)
+    # shared vectors (S,) and (J, S)
+    v = rng.normal(size=(J, S))
+    np.testing.assert_allclose(
+        ball.worst_case(v, pi).value,
+        ball.worst_case(np.broadcast_to(v[:, None, None, :], (J, S, A, S)), pi).value,
+        atol=1e-14)
+    np.testing.assert_allclose(
+        ball.worst_case(v[0], pi[0]).value,
+        ball.worst_case(np.broadcast_to(v[0], (S, A, S)), pi[0]).value, atol=1e-14)
+    bb = ball.bellman_max_min(z)
+    for j in range(J):
+        np.testing.assert_allclose(bb.value[j], ball.bellman_max_min(z[j]).value, atol=1e-14)
+
+
+# --------------------------------------------------------------------------- Bellman
+def check_bellman(ball, z, res, lo=None, hi=None):
+    """The returned policy is in the box, attains the value, and the value is certified."""
+    S, A = ball.n_states, ball.n_actions
+    lo = np.zeros((S, A)) if lo is None else lo
+    hi = np.ones((S, A)) if hi is None else hi
+    sc = scale(z)
+    assert res.success
+    np.testing.assert_allclose(res.policy.sum(axis=-1), 1.0, atol=1e-12)
+    assert (res.policy >= lo - 1e-12).all() and (res.policy <= hi + 1e-12).all()
+    again = ball.worst_case(z, res.policy)
+    np.testing.assert_allclose(again.value, res.value, rtol=0, atol=1e-9 * sc)
+    # p is the adversary's answer to the policy: inside the set, attaining the value
+    assert ball.contains(res.p, FEAS_TOL).all()
+    np.testing.assert_allclose(policy_value(res.p, z, res.policy), res.value, rtol=0,
+                               atol=1e-9 * sc)
+    assert (res.gap >= -1e-12 * sc).all() and (res.gap <= 1e-9 * sc).all()
+
+
+@settings(max_examples=examples(60))
+@given(s_sets(), st.booleans())
+def test_bellman_agrees_with_the_lp_and_the_cvxpy_saddle_point(case, boxed):
+    ball, z, rng, _ = case
+    S, A = ball.n_states, ball.n_actions
+    lo, hi = random_box(rng, S, A) if boxed else (None, None)
+    fast = ball.bellman_max_min(z, lo, hi)
+    trivial = not boxed or ((lo <= 0).all() and (hi >= 1).all())
+    assert fast.method == ("level" if trivial else "dual")
+    lp = ball.bellman_max_min(z, lo, hi, method="lp")
+    check_bellman(ball, z, fast, lo, hi)
+    check_bellman(ball, z, lp, lo, hi)
+    lo_c = np.zeros((S, A)) if lo is None else lo
+    hi_c = np.ones((S, A)) if hi is None else hi
+    ref = [cvxpy_saddle(ball.nominal[s], z[s], None if ball.full_support else ball.support[s],
+                        ball.radius[s], lo_c[s], hi_c[s]) for s in range(S)]
+    np.testing.assert_allclose(fast.value, ref, rtol=0, atol=1e-9 * scale(z))
+    np.testing.assert_allclose(lp.lp_value, ref, rtol=0, atol=1e-9 * scale(z))
+
+
+@settings(max_examples=examples(60))
+@given(s_sets(A=(1, 5)))
+def test_level_and_dual_searches_agree_on_the_simplex(case):
+    """Two independent algorithms for the same update: Newton on the level, and the
+    chord search on the budget multiplier."""
+    ball, z, _, _ = case
+    level = ball.bellman_max_min(z, method="level")
+    dual = ball.bellman_max_min(z, method="dual")
+    np.testing.assert_allclose(level.value, dual.value, rtol=0, atol=1e-10 * scale(z))
+    check_bellman(ball, z, level)
+    check_bellman(ball, z, dual)
+
+
+@settings(max_examples=examples(40))
+@given(s_sets(A=(2, 2)), st.booleans())
+def test_bellman_against_brute_force_for_two_actions(case, boxed):
+    """A = 2: a grid of 2,001 policies (t, 1 - t) with the exact inner worst case, then
+    a ternary search around the best (the policy's worst case is concave in t)."""
+    ball, z, rng, _ = case
+    S = ball.n_states
+    lo, hi = random_box(rng, S, 2) if boxed else (np.zeros((S, 2)), np.ones((S, 2)))
+    res = ball.bellman_max_min(z, lo, hi) if boxed else ball.bellman_max_min(z)
+    t_lo = np.maximum(lo[:, 0], 1.0 - hi[:, 1])
+    t_hi = np.minimum(hi[:, 0], 1.0 - lo[:, 1])
+
+    def psi(t):  # t (J, S) -> worst-case values (J, S)
+        return ball.worst_case(z, np.stack([t, 1.0 - t], axis=-1)).value
+
+    grid = t_lo + np.linspace(0.0, 1.0, 2001)[:, None] * (t_hi - t_lo)
+    vals = psi(grid)
+    assert (vals.max(axis=0) <= res.value + 1e-9 * scale(z)).all()
+    k = vals.argmax(axis=0)
+    a = grid[np.maximum(k - 1, 0), np.arange(S)]
+    b = grid[np.minimum(k + 1, 2000), np.arange(S)]
+    for _ in range(100):
+        m1, m2 = a + (b - a) / 3, b - (b - a) / 3
+        f1, f2 = psi(np.stack([m1, m2]))
+        left = f1 >= f2
+        a, b = np.where(left, a, m1), np.where(left, m2, b)
+    best = np.maximum(vals.max(axis=0), psi(0.5 * (a + b)[None])[0])
+    np.testing.assert_allclose(res.value, best, rtol=0, atol=1e-9 * scale(z))
+
+
+def two_action_example(radius=1.5):
+    """One state (and an absorbing one): action 0 earns 1, action 1 earns 2, both only
+    when the next state is 0, which the nominal model makes certain.  Moving mass m to
+    state 1 costs 2m of budget and lowers action 0 by m and action 1 by 2m: by hand,
+    q_0(xi) = 1 - xi/2 and q_1(xi) = 2 - xi (xi <= 2)."""
+    nominal = np.zeros((2, 2, 2))
+    nominal[:, :, 0] = 1.0
+    z = np.zeros((2, 2, 2))
+    z[:, 0, 0] = 1.0
+    z[:, 1, 0] = 2.0
+    return SRectL1Ball(nominal, radius), z
+
+
+def test_the_optimal_policy_can_be_strictly_randomised():
+    """By hand, budget 1.5: a deterministic policy loses the whole budget on its action,
+    1 - 0.75 = 0.25 for action 0 and 2 - 1.5 = 0.5 for action 1.  Against (d, 1 - d) the
+    adversary's spending is worth d/2 or (1 - d) per unit, so d = 2/3 makes it
+    indifferent: 2/3 + 2/3 - 1.5/3 = 5/6 > 1/2."""
+    ball, z = two_action_example()
+    res = ball.bellman_max_min(z)
+    np.testing.assert_allclose(res.policy[0], [2 / 3, 1 / 3], atol=1e-12)
+    assert res.value[0] == pytest.approx(5 / 6, abs=1e-12)
+    det = [ball.worst_case(z, np.eye(2)[[a, a]]).value[0] for a in range(2)]
+    np.testing.assert_allclose(det, [0.25, 0.5], atol=1e-12)
+    assert max(det) < res.value[0] - 0.3  # every deterministic policy is strictly worse
+    for method in ("dual", "lp"):
+        other = ball.bellman_max_min(z, method=method)
+        np.testing.assert_allclose(other.policy[0], [2 / 3, 1 / 3], atol=1e-8)
+    # a box that excludes 2/3 forces the best point of the box: d = 0.5 gives
+    # 0.5 + 1 - 0.5 * ... = min over splits: 1.5 - 1.5 * max(0.25, 0.5) = 0.75
+    boxed = ball.bellman_max_min(z, hi=[[0.5, 1.0], [1.0, 1.0]])
+    np.testing.assert_allclose(boxed.policy[0], [0.5, 0.5], atol=1e-9)
+    assert boxed.value[0] == pytest.approx(0.75, abs=1e-12)
+
+
+def test_radius_zero_and_free_budget_cases():
+    ball, z = two_action_example(0.0)
+    res = ball.bellman_max_min(z)  # the nominal best action, deterministic
+    np.testing.assert_allclose(res.policy[0], [0.0, 1.0])
+    assert res.value[0] == pytest.approx(2.0)
+    # budget 10 >= what it takes to push both actions to their minimum 0: value 0
+    res = ball.with_radius(10.0).bellman_max_min(z)
+    np.testing.assert_allclose(res.value, 0.0, atol=1e-15)
+    assert res.success
+
+
+@settings(max_examples=examples(40))
+@given(s_sets(A=(1, 4)))
+def test_rectangularities_nest(case):
+    """The sa product with radii kappa/A lies inside the s set, which lies inside the sa
+    product with radii kappa: for every policy, sa(kappa) <= s(kappa) <= sa(kappa/A), and
+    the same order for the Bellman optimality update."""
+    ball, z, rng, kind = case
+    S, A = ball.n_states, ball.n_actions
+    pi = random_policies(rng, 1, S, A, kind)[0]
+    small = np.broadcast_to(ball.radius[:, None] / A, (S, A))
+    big = np.broadcast_to(ball.radius[:, None], (S, A))
+    v_small, p_small = sa_policy_value(ball, z, pi, small)
+    v_big, _ = sa_policy_value(ball, z, pi, big)
+    v = ball.worst_case(z, pi).value
+    tol = 1e-12 * scale(z)
+    assert (v_big <= v + tol).all() and (v <= v_small + tol).all()
+    assert ball.contains(p_small, FEAS_TOL).all()  # the inclusion itself
+    q_small = worst_case_l1(ball.nominal, z, small, ball.support).value.max(axis=1)
+    q_big = worst_case_l1(ball.nominal, z, big, ball.support).value.max(axis=1)
+    best = ball.bellman_max_min(z).value
+    assert (q_big <= best + tol).all() and (best <= q_small + tol).all()
+
+
+def test_bellman_on_a_garnet_model_with_a_batch_and_terminal_states():
+    model = garnet(12, 4, 3, seed=2, gamma=0.9)
+    terminal = np.zeros(12, dtype=bool)
+    terminal[[3, 7]] = True
+    ball = SRectL1Ball(model.P, 0.4).absorb_terminal(terminal)
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(3, 12, 4, 12))
+    res = ball.bellman_max_min(z)
+    for j in range(3):
+        check_bellman(ball, z[j], _as_result(res, j))
+    # terminal states: the nominal self-loop, nothing for the adversary to move
+    np.testing.assert_allclose(res.p[:, terminal], ball.nominal[terminal][None].repeat(3, 0))
+
+
+def _as_result(res, j):
+    out = rcmdp_exact.Result(res)
+    for k in ("value", "policy", "p", "gap"):
+        out[k] = res[k][j]
+    return out
+
+
+# --------------------------------------------------------------------------- geometry
+def test_distance_contains_and_pull_inside():
+    rng = np.random.default_rng(1)
+    S, A = 4, 3
+    P = rng.dirichlet(np.ones(S), size=(S, A))
+    ball = SRectL1Ball(P, [0.0, 0.3, 1.0, 2.0])
+    Q = rng.dirichlet(np.ones(S), size=(S, A))
+    dist = np.abs(Q - P).sum(axis=(1, 2))
+    np.testing.assert_allclose(ball.distance(Q), dist)
+    np.testing.assert_array_equal(ball.contains(Q), dist <= ball.radius + 1e-9)
+    assert ball.contains(P).all()
+    pulled = ball.pull_inside(Q)
+    assert ball.contains(pulled).all()
+    outside = dist > ball.radius
+    np.testing.assert_allclose(ball.distance(pulled)[outside], ball.radius[outside])
+    np.testing.assert_array_equal(pulled[~outside], Q[~outside])
+    # on the segment to the nominal
+    for s in np.flatnonzero(outside):
+        lam = ball.radius[s] / dist[s]
+        np.testing.assert_allclose(pulled[s], P[s] + lam * (Q[s] - P[s]))
+    kept = ball.pull_inside(Q, keep=np.array([True, False, False, False]))
+    np.testing.assert_array_equal(kept[0], Q[0])
+    # a kernel off the support, or not a distribution, is not contained
+    bad = np.array(P)
+    bad[1, 0, 0] -= 0.01
+    assert not ball.contains(bad)[1]
+
+
+def test_absorb_terminal_and_with_radius():
+    rng = np.random.default_rng(2)
+    P = rng.dirichlet(np.ones(3), size=(3, 2))
+    ball = SRectL1Ball(P, 0.5)
+    term = ball.absorb_terminal([False, True, False])
+    np.testing.assert_array_equal(term.nominal[1], [[0, 1, 0], [0, 1, 0]])
+    np.testing.assert_array_equal(term.radius, [0.5, 0.0, 0.5])
+    np.testing.assert_array_equal(term.support[1], [[False, True, False]] * 2)
+    assert ball.absorb_terminal([False] * 3) is ball
+    assert ball.with_radius([1, 2, 3]).radius.tolist() == [1, 2, 3]
+    with pytest.raises(AttributeError, match="immutable"):
+        ball.radius = 1.0
+    assert not ball.nominal.flags.writeable
+    assert repr(ball) == "<SRectL1Ball S=3, A=2, radius in [0.5, 0.5]>"
+    assert ball.rectangularity == "s" and ball.n_states == 3 and ball.n_actions == 2
+
+
+def test_save_load_round_trip(tmp_path):
+    rng = np.random.default_rng(3)
+    P, sup = random_nominal(rng, 4, 3, True, False)
+    ball = SRectL1Ball(P, rng.uniform(0, 1, 4), sup)
+    path = ball.save(tmp_path / "set")
+    for loaded in (SRectL1Ball.load(path), UncertaintySet.load(path), load_set(path)):
+        assert isinstance(loaded, SRectL1Ball)
+        np.testing.assert_array_equal(loaded.nominal, ball.nominal)
+        np.testing.assert_array_equal(loaded.radius, ball.radius)
+        np.testing.assert_array_equal(loaded.support, ball.support)
+    with pytest.raises(LoadError):
+        L1Ball.load(path)
+
+
+def test_the_set_follows_the_protocol():
+    assert rcmdp_exact.SRectL1Ball is SRectL1Ball
+    assert "SRectL1Ball" in rcmdp_exact.__all__
+    model = garnet(3, 2, 2, seed=0)
+    ball = SRectL1Ball(model.P, 0.2)
+    check_set(ball, model)
+    with raises_fact(InputError, "sa-rectangular", "SRectL1Ball"):
+        check_set(ball, model, rectangularity="sa", what="this test")
+
+
+# --------------------------------------------------------------------------- errors
+def test_input_errors_name_the_culprit():
+    P = np.full((2, 2, 2), 0.5)
+    with raises_fact(InputError, "radius[1]", "negative"):
+        SRectL1Ball(P, [0.1, -0.2])
+    with raises_fact(InputError, "radius", "(2,)"):
+        SRectL1Ball(P, np.ones((2, 2)))
+    with raises_fact(InputError, "radius", "nan"):
+        SRectL1Ball(P, float("nan"))
+    with raises_fact(InputError, "nominal", "shape"):
+        SRectL1Ball(np.full((2, 2, 3), 1 / 3), 0.1)
+    bad = np.array(P)
+    bad[1, 0] = [0.7, 0.7]
+    with raises_fact(InputError, "nominal[1, 0, :]", "sums to"):
+        SRectL1Ball(bad, 0.1)
+    sup = np.ones((2, 2, 2), dtype=bool)
+    sup[0, 1, 1] = False
+    with raises_fact(InputError, "nominal[0, 1, 1]", "outside the support"):
+        SRectL1Ball(P, 0.1, sup)
+    ball = SRectL1Ball(P, 0.1)
+    z = np.zeros((2, 2, 2))
+    with raises_fact(InputError, "policy[1, :]", "sums to"):
+        ball.worst_case(z, [[0.5, 0.5], [0.9, 0.3]])
+    with raises_fact(InputError, "policy", "(s, a) = (2, 2)"):
+        ball.worst_case(z, np.ones(3))
+    with raises_fact(InputError, "batch of 2", "batch of 3"):
+        ball.worst_case(np.zeros((2, 2, 2, 2)), np.full((3, 2, 2), 0.5))
+    with raises_fact(InputError, "z", "(2, 2, 2)"):
+        ball.worst_case(np.zeros((3, 3)), np.full((2, 2), 0.5))
+    with raises_fact(OptionError, "'sort'", "'lp'"):
+        ball.worst_case(z, np.full((2, 2), 0.5), method="simplex")
+    with raises_fact(OptionError, "'level'", "'dual'"):
+        ball.bellman_max_min(z, method="greedy")
+    with raises_fact(InputError, "(s=0, a=0)", "lo = 0.6", "hi = 0.2"):
+        ball.bellman_max_min(z, lo=[[0.6, 0.0], [0.0, 0.0]], hi=[[0.2, 1.0], [1.0, 1.0]])
+    with raises_fact(InputError, "(s=1)", "sum(lo) = 1.2"):
+        ball.bellman_max_min(z, lo=[[0.0, 0.0], [0.6, 0.6]])
+    with raises_fact(InputError, "sum(hi) = 0.5"):
+        ball.bellman_max_min(z, hi=0.25)
+    with raises_fact(InputError, "method='level'", "'dual'"):
+        ball.bellman_max_min(z, lo=0.1, method="level")
+    # a box that is the whole simplex is solved by the level search
+    assert ball.bellman_max_min(z, lo=0.0, hi=1.0).method == "level"
