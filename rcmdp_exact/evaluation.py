@@ -23,6 +23,8 @@ The factorisation, the properness check and the measurements are in
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
@@ -31,6 +33,7 @@ from ._checks import (
     ImproperPolicyError,
     NotFiniteError,
     as_float_array,
+    check_choice,
     check_int,
     check_real,
     check_shape,
@@ -40,6 +43,7 @@ from .model import TabularCMDP, check_model, check_policy
 
 __all__ = [
     "PENALTY_WEIGHT",
+    "SOLVERS",
     "PolicySystem",
     "check_finite_result",
     "check_proper",
@@ -122,6 +126,25 @@ def _factorise(M) -> spla.SuperLU:
 
 #: Largest number of states for which :class:`PolicySystem` solves densely by default.
 DENSE_SOLVE_LIMIT = 2000
+#: How :class:`PolicySystem` solves a sparse system: chosen by the model's structure
+#: ("auto"), or one of the others.
+SOLVERS = ("auto", "lu", "bicgstab", "gmres", "iteration")
+#: Up to this many states a sparse system is always factorised (a fill-in of at most
+#: S^2 = 10^6 entries: a few hundredths of a second).
+LU_ALWAYS = 1000
+#: Above :data:`LU_ALWAYS`, the LU is kept when the bandwidth after reverse
+#: Cuthill-McKee is at most this fraction of S (grids: about sqrt(S)); otherwise the
+#: factors would fill in (random sparse models: nearly dense) and a Krylov solver is used.
+LU_BANDWIDTH = 0.1
+#: The accuracy every iterative solve reaches: an error bound of at most this times the
+#: value scale max|b| / (1 - gamma) (values, sup norm), and of at most
+#: :data:`ITERATIVE_TOL_T` times sum|b| / (1 - gamma) for a transposed solve (the
+#: occupancy, 1 norm, whose rounding floor grows with the number of states).
+ITERATIVE_TOL = 1e-12
+ITERATIVE_TOL_T = 1e-10
+#: Largest number of states that an iterative solve which missed its accuracy factorises
+#: instead (beyond it, the answer is kept with its error bound and a warning).
+LU_FALLBACK = 5000
 
 
 class PolicySystem:
@@ -142,23 +165,47 @@ class PolicySystem:
     live : bool array (S,), optional
         Solve on these states only (the others get 0: terminal states, or the states
         that are not proper with gamma = 1).
+    method : {"auto", "lu", "bicgstab", "gmres", "iteration"}
+        How a sparse system is solved (a dense batch is always solved by LAPACK).
 
     Notes
     -----
     Dense matrices (the batched engine of the robust code, the learners' exact mode, the
-    gradients) are solved by LAPACK through ``numpy.linalg.solve`` (batched); a sparse
-    matrix, or a dense one with more than :data:`DENSE_SOLVE_LIMIT` states, by one
-    SuperLU factorisation reused for every right-hand side and the transpose
-    (:func:`_factorise`).
+    gradients) are solved by LAPACK through ``numpy.linalg.solve`` (batched).  A sparse
+    matrix, or a dense one with more than :data:`DENSE_SOLVE_LIMIT` states, is solved by
+    ``method``; "auto" chooses by the structure of the matrix:
+
+    * one SuperLU factorisation (:func:`_factorise`, reused for every right-hand side and
+      the transpose) when its fill-in stays small: up to :data:`LU_ALWAYS` states, with
+      gamma = 1, or when the bandwidth after a reverse Cuthill-McKee ordering is at most
+      :data:`LU_BANDWIDTH` times S (grids, chains);
+    * otherwise (a random sparse model, whose factors would be nearly dense) BiCGSTAB with
+      a Jacobi preconditioner, then GMRES, then the LU if neither reaches the accuracy.
+
+    Every iterative solve ends with a residual check.  With gamma < 1,
+    :math:`\|(I - \gamma P_\pi)^{-1}\|_\infty = 1/(1-\gamma)` (P_pi is row-substochastic),
+    so a residual r bounds the error: :math:`\|X - X^*\|_\infty \le \|r\|_\infty /
+    (1 - \gamma)` (and :math:`\|\cdot\|_1` for the transposed system); iterations go on
+    until this bound is at most :data:`ITERATIVE_TOL` times the value scale
+    :math:`\max|B| / (1 - \gamma)`.  ``method`` and ``error_bound`` (the largest bound of
+    the solves so far; 0 for the dense path, the bound of the residual for the LU) say
+    what was done (``bounds[True]`` is the 1-norm bound of the transposed solves).
     """
 
-    def __init__(self, P_pi, gamma: float, live=None):
+    @property
+    def error_bound(self) -> float:
+        """The largest error bound of the (untransposed) solves so far, in the sup norm."""
+        return self.bounds[False]
+
+    def __init__(self, P_pi, gamma: float, live=None, method: str = "auto"):
         self.gamma = float(gamma)
         self.live = None if live is None else np.asarray(live, dtype=bool)
         if live is not None and self.live.all():
             self.live = None
         self.sparse = sp.issparse(P_pi) or P_pi.shape[-1] > DENSE_SOLVE_LIMIT
         self.S = P_pi.shape[-1]
+        self.bounds = {False: 0.0, True: 0.0}
+        self._lu = None
         if self.sparse:
             if not sp.issparse(P_pi):
                 if P_pi.ndim != 2:
@@ -166,14 +213,17 @@ class PolicySystem:
                 P_pi = sp.csr_array(P_pi)
             if self.live is None:
                 M = sp.eye_array(self.S, format="csr") - self.gamma * P_pi
-                n = self.S
             else:
                 idx = np.flatnonzero(self.live)
-                n = idx.size
                 sub = sp.csr_array(P_pi)[idx][:, idx]
-                M = sp.eye_array(n, format="csr") - (sub if self.gamma == 1.0
-                                                     else self.gamma * sub)
-            self._lu = _factorise(M) if n else None
+                M = sp.eye_array(idx.size, format="csr") - (sub if self.gamma == 1.0
+                                                            else self.gamma * sub)
+            self._A = sp.csr_array(M)
+            self.method = self._choose(self._A) if method == "auto" else method
+            if self.method != "lu" and self.gamma >= 1.0:
+                self.method = "lu"  # the error bound needs gamma < 1
+            if self.method == "lu" and M.shape[0]:
+                self._lu = _factorise(M)
         else:
             P = np.asarray(P_pi, dtype=np.float64)
             if self.live is not None:
@@ -183,6 +233,21 @@ class PolicySystem:
             n = M.shape[-1]
             M[..., np.arange(n), np.arange(n)] += 1.0
             self._M = M
+            self.method = "dense"
+
+    def _choose(self, M) -> str:
+        n = M.shape[0]
+        if n <= LU_ALWAYS or self.gamma >= 1.0:
+            return "lu"
+        from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+        pattern = sp.csr_matrix(abs(M) + abs(M).T)
+        perm = reverse_cuthill_mckee(pattern, symmetric_mode=True)
+        rank = np.empty(n, dtype=np.int64)
+        rank[perm] = np.arange(n)
+        coo = M.tocoo()
+        band = int(np.abs(rank[coo.row] - rank[coo.col]).max(initial=0))
+        return "lu" if band <= LU_BANDWIDTH * n else "bicgstab"
 
     def solve(self, rhs, transpose: bool = False) -> np.ndarray:
         """``X`` with the shape of ``rhs`` ((..., S) or (..., S, m)), zero outside ``live``.
@@ -195,8 +260,15 @@ class PolicySystem:
         if self.live is not None:
             b = b[..., self.live, :]
         if self.sparse:
-            x = self._lu.solve(b, trans="T" if transpose else "N") if self._lu is not None \
-                else np.zeros_like(b)
+            if b.shape[0] == 0:
+                x = np.zeros_like(b)
+            elif self.method == "lu":
+                x = self._lu.solve(b, trans="T" if transpose else "N")
+                if self.gamma < 1.0:
+                    self._bound(b, x, transpose)
+            else:
+                x = np.column_stack([self._iterate(b[:, j], transpose)
+                                     for j in range(b.shape[1])])
         elif self._M.shape[-1] == 0:
             x = b
         else:
@@ -207,6 +279,75 @@ class PolicySystem:
             out[..., self.live, :] = x
             x = out
         return x[..., 0] if vector else x
+
+    def _bound(self, b: np.ndarray, x: np.ndarray, transpose: bool) -> float:
+        """The error bound of a solution x (n,) or (n, m) from its residual; recorded."""
+        A = self._A.T if transpose else self._A
+        r = b - A @ x
+        ord_ = 1 if transpose else np.inf
+        res = np.linalg.norm(r.reshape(r.shape[0], -1), ord=ord_, axis=0).max(initial=0.0)
+        bound = float(res) / (1.0 - self.gamma)
+        self.bounds[transpose] = max(self.bounds[transpose], bound)
+        return bound
+
+    def _iterate(self, b: np.ndarray, transpose: bool) -> np.ndarray:
+        """One right-hand side by the iterative methods, in order, until the bound holds."""
+        import scipy.sparse.linalg as spla
+
+        A = sp.csr_array(self._A.T) if transpose else self._A
+        n = A.shape[0]
+        norm = 1 if transpose else np.inf
+        tol = ITERATIVE_TOL_T if transpose else ITERATIVE_TOL
+        target = tol * max(np.linalg.norm(b, ord=norm), 1e-300) / (1.0 - self.gamma)
+        diag = A.diagonal()
+        jacobi = spla.LinearOperator((n, n), matvec=lambda v: v / diag, dtype=np.float64)
+        order = {"bicgstab": ("bicgstab", "gmres"), "gmres": ("gmres",),
+                 "iteration": ("iteration",)}[self.method]
+        x = best = np.zeros(n)
+        best_bound = np.inf
+        for how in order:
+            for _ in range(3):  # a restart from the last x refines a stalled solve
+                if how == "iteration":
+                    x = self._value_iteration(A, b, x, transpose, target)
+                else:
+                    solver = spla.bicgstab if how == "bicgstab" else spla.gmres
+                    kw = {"restart": 100} if how == "gmres" else {}
+                    # the solvers stop on the 2-norm of the residual: ||r||_inf <= ||r||_2
+                    # and ||r||_1 <= sqrt(n) ||r||_2
+                    atol = 0.5 * target * (1.0 - self.gamma) / (np.sqrt(n) if transpose else 1.0)
+                    x, _ = solver(A, b, x0=x, rtol=1e-15, atol=atol, M=jacobi, maxiter=10 * n,
+                                  **kw)
+                if not np.all(np.isfinite(x)):
+                    x = best
+                    break
+                bound = self._bound(b, x, transpose)
+                if bound <= target:
+                    return x
+                if bound < best_bound:
+                    best, best_bound = x, bound
+        if n <= LU_FALLBACK:  # the iterative methods missed the accuracy: factorise
+            self.method = "lu"
+            self._lu = _factorise(self._A)
+            x = self._lu.solve(b, trans="T" if transpose else "N")
+            self._bound(b, x, transpose)
+            return x
+        warnings.warn(f"PolicySystem: the iterative solvers stopped at an error bound of "
+                      f"{best_bound:.2e} (target {target:.2e}); the answer is kept with that "
+                      f"bound (error_bound); try method='lu' or 'iteration'", RuntimeWarning,
+                      stacklevel=4)
+        return best
+
+    def _value_iteration(self, A, b, x, transpose, target):
+        """x <- b + gamma P x (P recovered from A = I - gamma P), until the bound holds."""
+        step = sp.csr_array(sp.eye_array(A.shape[0], format="csr") - A)  # gamma P (or its T)
+        norm = 1 if transpose else np.inf
+        for _ in range(200_000):
+            new = b + step @ x
+            if np.linalg.norm(new - x, ord=norm) * self.gamma / (1.0 - self.gamma) \
+                    <= 0.5 * target:
+                return new
+            x = new
+        return x
 
 
 def policy_matrix(P: np.ndarray, pi: np.ndarray) -> np.ndarray:
@@ -350,8 +491,10 @@ def check_proper(model: TabularCMDP, P_pi: sp.sparray, what: str,
     return ~(members(nx.ancestors(G, sink)) | ~good)
 
 
-def evaluate(model: TabularCMDP, policy, lam=None, *, check: bool = True) -> Result:
-    r"""Exact discounted evaluation of a stochastic policy (one sparse LU).
+def evaluate(model: TabularCMDP, policy, lam=None, *, method: str = "auto",
+             check: bool = True) -> Result:
+    r"""Exact discounted evaluation of a stochastic policy (one sparse LU, or a Krylov
+    solver when the factors would fill in).
 
     Solves :math:`(I - \gamma P_\pi)\,[V, C_1, \dots, C_K] = [r_\pi, c_{\pi,1}, \dots,
     c_{\pi,K}]` with one factorisation, then
@@ -365,6 +508,11 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, check: bool = True) -> Res
     policy : array (S, A) of action probabilities, or int array (S,) of actions
     lam : array (K,) or float, optional
         Lagrange multipliers >= 0 (default 0).
+    method : {"auto", "lu", "bicgstab", "gmres", "iteration"}
+        How :math:`I - \gamma P_\pi` is solved (:class:`PolicySystem`): "auto" factorises
+        it when the factors stay sparse (up to 1,000 states, banded models such as grids,
+        gamma = 1) and otherwise iterates (BiCGSTAB, then GMRES) to an error bound of
+        1e-12 of the value scale.
     check : bool
         Validate the inputs (default).  Internal callers pass ``False`` with a valid
         model, an (S, A) float policy and a (K,) multiplier array.
@@ -377,7 +525,10 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, check: bool = True) -> Res
         (discounted visits from p0, summing to 1/(1-gamma); with gamma = 1 the expected
         visits before absorption, 0 on terminal states), ``value`` = p0.v, ``costs``
         (K,) = p0.c, ``lagrangian_p0`` = value - lam.(cost - d) (the paper's
-        Eq. (Lagrange)), ``policy`` (S, A) and ``lam`` (K,).  With gamma = 1, states
+        Eq. (Lagrange)), ``policy`` (S, A) and ``lam`` (K,); ``solver`` (the method
+        used) and ``error_bound`` (a bound on the error of ``v`` and ``c`` in the sup norm,
+        from the residual: :math:`\|r\|_\infty / (1 - \gamma)`; nan with gamma = 1).
+        With gamma = 1, states
         that p0 never reaches and that do not surely reach a terminal state have
         ``nan`` values (and so have the Q-values of actions that may lead to them).
 
@@ -406,6 +557,8 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, check: bool = True) -> Res
     if check:
         pi = check_policy(policy, S, A)
         lam = model.check_multipliers(lam)
+        check_choice(method, "method", SOLVERS,
+                     hint=" ('auto' chooses by the structure of the model)")
     else:
         pi = policy
         lam = np.zeros(K) if lam is None else lam
@@ -418,7 +571,7 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, check: bool = True) -> Res
         sol = np.zeros((S, 1 + K))
         occ = np.zeros(S)
         if gamma < 1.0:
-            system = PolicySystem(P_pi, gamma)
+            system = PolicySystem(P_pi, gamma, method=method)
             sol[:] = system.solve(rhs)
             sol[model.terminal] = 0.0  # exactly: absorbing and earning nothing
             occ[:] = system.solve(p0, transpose=True)
@@ -439,12 +592,15 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, check: bool = True) -> Res
     check_finite_result(model, sol if gamma < 1.0 else sol[proper], "evaluate")
     v = sol[:, 0]
     cc = sol[:, 1:]
-    nxt = (model.P_sparse @ sol).reshape(S, A, 1 + K)
-    q = model.r + gamma * nxt[:, :, 0]
-    qc = model.c + gamma * nxt[:, :, 1:]
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
+        nxt = (model.P_sparse @ sol).reshape(S, A, 1 + K)
+        q = model.r + gamma * nxt[:, :, 0]
+        qc = model.c + gamma * nxt[:, :, 1:]
     if model.terminal.any():
         q[model.terminal] = 0.0
         qc[model.terminal] = 0.0
+    if gamma < 1.0:  # the values are finite; the Q-values must be too
+        check_finite_result(model, np.concatenate([q[..., None], qc], axis=-1), "evaluate")
     return Result(
         v=v,
         c=cc,
@@ -458,6 +614,8 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, check: bool = True) -> Res
         lagrangian_p0=value - float(lam @ (cost - model.d)),
         policy=pi,
         lam=lam,
+        solver=system.method if gamma < 1.0 or live.any() else "lu",
+        error_bound=system.error_bound if gamma < 1.0 else float("nan"),
     )
 
 

@@ -61,7 +61,7 @@ def greedy_policy(q) -> np.ndarray:
 
 
 def value_scale(model: TabularCMDP, horizon: int | None = None) -> float:
-    """A magnitude of values: max |r|, |c| times the effective horizon (at least 1)."""
+    """A magnitude of values: ``max |r|, |c|`` times the effective horizon (at least 1)."""
     mag = float(np.abs(model.r).max(initial=0.0))
     if model.n_constraints:
         mag = max(mag, float(np.abs(model.c).max()))
@@ -281,7 +281,7 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     >>> from rcmdp_exact import domains
     >>> m = domains.garnet(6, 3, 2, n_constraints=0, seed=1)
     >>> a, b = solve_mdp(m), solve_mdp(m, "value_iteration")
-    >>> bool(abs(a.value - b.value) <= 1e-9 * value_scale(m)), a.status, b.status
+    >>> bool(abs(a.value - b.value) <= 1e-9 * value_scale(m)), str(a.status), str(b.status)
     (True, 'converged', 'converged')
     """
     check_model(model)

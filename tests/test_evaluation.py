@@ -13,6 +13,8 @@ from scipy.stats import norm
 
 from rcmdp_exact import (
     ModelError,
+    NotFiniteError,
+    OptionError,
     TabularCMDP,
     evaluate,
     evaluate_finite_horizon,
@@ -623,3 +625,65 @@ def test_former_result_field_names_still_work_with_a_deprecation_warning():
         assert np.array_equal(res["cost"], res["costs"])
     with pytest.raises(AttributeError, match="no field 'nonsense'"):
         res.nonsense  # noqa: B018
+
+
+# ----------------------------------------------------------------------- the solver choice
+@settings(max_examples=examples(20), deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), S=st.integers(2, 60), gamma=st.sampled_from([0.5, 0.99]),
+       method=st.sampled_from(["bicgstab", "gmres", "iteration"]))
+def test_iterative_solvers_meet_their_error_bound(seed, S, gamma, method):
+    """Every iterative method agrees with the LU within the error bound it reports, and
+    the bound is at most 1e-12 of the value scale (the occupancy: 1e-10 in the 1 norm)."""
+    from rcmdp_exact.domains import garnet
+
+    m = garnet(S, 3, min(S, 3), n_constraints=1, seed=seed, gamma=gamma)
+    pi = np.random.default_rng(seed).dirichlet(np.ones(3), size=S)
+    lu = evaluate(m, pi, 0.3, method="lu")
+    it = evaluate(m, pi, 0.3, method=method)
+    scale = max(1.0, np.abs(m.r).max(), np.abs(m.c).max()) / (1.0 - gamma)
+    assert it.error_bound <= 1e-12 * scale
+    assert np.abs(it.v - lu.v).max() <= it.error_bound + lu.error_bound + 1e-15 * scale
+    assert np.abs(it.c - lu.c).max() <= it.error_bound + lu.error_bound + 1e-15 * scale
+    assert np.abs(it.occupancy - lu.occupancy).sum() <= 2e-10 / (1.0 - gamma)
+    np.testing.assert_allclose(it.q, lu.q, rtol=0, atol=4 * scale * 1e-12)
+
+
+def test_auto_factorises_banded_models_and_iterates_on_random_ones():
+    """A grid keeps the sparse LU (its factors stay banded); a random sparse model of the
+    same size is solved by BiCGSTAB, to the same values."""
+    from rcmdp_exact.domains import garnet
+
+    n = 45
+    S = n * n
+    i, j = np.divmod(np.arange(S), n)
+    right, down = i * n + np.minimum(j + 1, n - 1), np.minimum(i + 1, n - 1) * n + j
+    rows = np.concatenate([np.arange(S) * 2, np.arange(S) * 2 + 1])
+    P = sp.csr_array((np.ones(2 * S), (rows, np.concatenate([right, down]))), shape=(2 * S, S))
+    grid = TabularCMDP(P, -np.ones((S, 2)), gamma=0.99)
+    pi = np.full((S, 2), 0.5)
+    assert evaluate(grid, pi).solver == "lu"
+    rnd = garnet(S, 2, 3, n_constraints=0, seed=1, gamma=0.99)
+    auto = evaluate(rnd, pi)
+    assert auto.solver == "bicgstab"
+    lu = evaluate(rnd, pi, method="lu")
+    assert np.abs(auto.v - lu.v).max() <= auto.error_bound + lu.error_bound
+
+
+def test_q_values_that_overflow_are_an_error():
+    """The values of the policy stay finite (V = (0, 1e308)), but the action it never takes
+    in state 0 earns 1.7e308 and then V(1): its Q-value overflows; evaluate says so
+    (NotFiniteError) instead of returning inf with a numpy warning."""
+    P = np.zeros((2, 2, 2))
+    P[0, 0, 0] = P[0, 1, 1] = P[1, :, 1] = 1.0
+    R = np.array([[0.0, 1.7e308], [0.5e308, 0.0]])
+    m = TabularCMDP(P, R, gamma=0.5)
+    with raises_fact(NotFiniteError, "R", "overflow"):
+        evaluate(m, [[1.0, 0.0], [1.0, 0.0]])
+
+
+def test_unknown_solver_is_refused():
+    from rcmdp_exact.domains import garnet
+
+    m = garnet(3, 2, 2, seed=0)
+    with raises_fact(OptionError, "method", "'cholesky'", "'bicgstab'"):
+        evaluate(m, np.full((3, 2), 0.5), method="cholesky")
