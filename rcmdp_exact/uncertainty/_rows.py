@@ -148,7 +148,9 @@ def convex_rows(N: int, n: int, setup, solver: str, what: str):
     for i in range(N):
         prob, var, on = setup(i)
         try:
-            prob.solve(**opts)
+            with warnings.catch_warnings():  # cvxpy's own note on inaccurate answers
+                warnings.filterwarnings("ignore", "Solution may be inaccurate", UserWarning)
+                prob.solve(**opts)
         except cp.error.SolverError as exc:
             raise InputError(
                 f"the {what} of row {i} failed in solver {solver} ({exc}); use "

@@ -203,7 +203,9 @@ def worst_case_kl(p_hat, z, radius) -> Result:
     inner = (r > 0) & (ymax > 0) & ~corner
     if inner.any():
         i = np.flatnonzero(inner)
-        Yi, Qi = (Y, Q) if i.size == N else (Y[i], Q[i])
+        # y / max(y) in [0, 1]: the problem depends on eta * y only (no overflow)
+        Yi = Y[i] / ymax[i, None]
+        Qi = Q if i.size == N else Q[i]
         mean = rowdot(Qi, Yi)
         var_q = np.maximum(rowdot(Qi, Yi * Yi) - mean * mean, np.finfo(float).tiny)
         eta, ok = _newton(Yi, Qi, r[i], var_q)
@@ -213,7 +215,7 @@ def worst_case_kl(p_hat, z, radius) -> Result:
         Zs = E.sum(axis=1)
         E /= Zs[:, None]
         p[i] = E
-        dual[i] = zmin[i] - (np.log(Zs) + r[i]) / eta
+        dual[i] = zmin[i] - ymax[i] * ((np.log(Zs) + r[i]) / eta)
         converged[i] = ok
     value = rowdot(p, Z)
     plain = ~(inner | corner)
@@ -252,7 +254,7 @@ def _lp_rows(Q, Z, r, sup):
                                          what)
     viol = np.maximum(simplex_violation(p, sup), kl_divergence(np.maximum(p, 0.0), Q) - r)
     ok = recheck(viol, ok, 1e-7, what)
-    return p, rowdot(p, Z), bool(ok.all())
+    return p, rowdot(p, Z), ok
 
 
 class KLBall(Frozen, UncertaintySet):
@@ -343,7 +345,7 @@ class KLBall(Frozen, UncertaintySet):
         Q, r = tile(self._nominal, J), tile(self._radius, J)
         if method == "lp":
             p, val, ok = _lp_rows(Q, Z, r, tile(self._support, J))
-            return p, val, ok, {}
+            return p, val, bool(ok.all()), {"lp_success": ok}
         res = worst_case_kl(Q, Z, r)
         return res.p, res.value, bool(res.converged.all()), {"dual": res.dual}
 

@@ -130,7 +130,7 @@ def _lp_rows(L, U, Z, sup):
 
     p, ok, _ = convex_rows(N, n, setup, "HIGHS", "inner LP (interval set)")
     ok = recheck(interval_violation(p, L, U, sup), ok, 1e-8, "inner LP (interval set)")
-    return p, rowdot(p, Z), bool(ok.all())
+    return p, rowdot(p, Z), ok
 
 
 # --------------------------------------------------------------------------- projection
@@ -340,7 +340,7 @@ class IntervalSet(Frozen, UncertaintySet):
         L, U = tile(self._lower, J), tile(self._upper, J)
         if method == "lp":
             p, val, ok = _lp_rows(L, U, Z, tile(self._support, J))
-            return p, val, ok, {}
+            return p, val, bool(ok.all()), {"lp_success": ok}
         res = worst_case_interval(L, U, Z, tile(self._capacity, J))
         return res.p, res.value, True, {}
 

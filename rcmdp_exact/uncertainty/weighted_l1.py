@@ -390,7 +390,7 @@ def _lp_rows(Q, Z, W, Al, sup):
     what = "inner LP (weighted L1 ball)"
     p, ok, _ = convex_rows(N, n, setup, "HIGHS", what)
     ok = recheck(weighted_l1_violation(p, Q, Al, W, sup), ok, 1e-8, what)
-    return p, rowdot(p, Z), bool(ok.all())
+    return p, rowdot(p, Z), ok
 
 
 # --------------------------------------------------------------------------- the set
@@ -529,7 +529,7 @@ class WeightedL1Ball(Frozen, UncertaintySet):
         sup = tile(self._support, J)
         if method == "lp":
             p, val, ok = _lp_rows(Q, Z, W, Al, sup)
-            return p, val, ok, {}
+            return p, val, bool(ok.all()), {"lp_success": ok}
         full = bool(self._support.all())
         res = worst_case_weighted_l1(Q, Z, Al, W, None if full else sup,
                                      order=self._weight_order(J))
