@@ -31,6 +31,7 @@ __all__ = [
     "rowdot",
     "sa_worst_case",
     "simplex_violation",
+    "spread_rows",
     "tile",
     "weighted_threshold",
 ]
@@ -254,6 +255,42 @@ class _Bracket:
         return np.flatnonzero(self.k_hi - self.k_lo > _SMALL)
 
 
+def _threshold_by_sort(key, c, T, finite):
+    """:func:`weighted_threshold` of short rows: one sort of every row."""
+    N, n = key.shape
+    rows = np.arange(N)
+    o = np.argsort(key, axis=1)
+    sk = np.take_along_axis(key, o, axis=1)
+    cum = np.take_along_axis(c, o, axis=1)
+    if not finite:
+        cum *= sk < np.inf
+    np.cumsum(cum, axis=1, out=cum)
+    total = cum[:, -1]
+    pos = np.minimum(np.count_nonzero(cum < T[:, None], axis=1), n - 1)
+    kappa = sk[rows, pos]
+    n_lt = np.count_nonzero(sk < kappa[:, None], axis=1)
+    eq = sk == kappa[:, None]
+    n_le = n_lt + np.count_nonzero(eq, axis=1)
+    below = np.where(n_lt > 0, cum[rows, np.maximum(n_lt - 1, 0)], 0.0)
+    tied = cum[rows, n_le - 1] - below
+    none = T <= 0
+    every = (T >= total) & ~none
+    kappa[none], below[none], tied[none] = -np.inf, 0.0, 0.0
+    kappa[every], below[every], tied[every] = np.inf, total[every], 0.0
+    eq[none | every] = False
+    er, ec = nonzero2(eq)
+    return kappa, below, tied, (er, o[er, ec])
+
+
+def spread_rows(values, act, N, fill):
+    """``values`` of the rows ``act`` spread over all N rows (``fill`` elsewhere)."""
+    if act.size == N:
+        return values
+    out = np.full(N, fill)
+    out[act] = values
+    return out
+
+
 def weighted_threshold(key: np.ndarray, c: np.ndarray, target: np.ndarray, *,
                        total=None, finite: bool = False):
     r"""The greedy threshold of every row: take keys in increasing order until the
@@ -284,6 +321,8 @@ def weighted_threshold(key: np.ndarray, c: np.ndarray, target: np.ndarray, *,
     """
     N, n = key.shape
     T = np.asarray(target, dtype=np.float64)
+    if n <= _SMALL:
+        return _threshold_by_sort(key, c, T, finite)
     if finite:
         count = np.full(N, n, dtype=np.int64)
         total = c.sum(axis=1) if total is None else total
@@ -336,33 +375,38 @@ def weighted_threshold(key: np.ndarray, c: np.ndarray, target: np.ndarray, *,
         half = np.minimum(0.5, (2.0 * np.sqrt(k) + 2.0) / k)
         br.probe(wide, lo + (hi - lo) * np.maximum(t - half, 0.0))
         br.probe(wide, lo + (hi - lo) * np.minimum(t + half, 1.0))
-    # the keys left inside (lo, hi], sorted
+    # the keys left inside (lo, hi], sorted (or whole rows, when that is about as small)
     lo, hi, f_lo, Ta = br.lo, br.hi, br.f_lo, br.T
-    if act.size == N:
-        ka, ca = key, c
-        inside = (key > lo[:, None]) & (key <= hi[:, None])
+    width = int((br.k_hi - br.k_lo).max())
+    if 2 * width >= n:
+        ka, ca = (key, c) if act.size == N else (key[act], c[act])
+        o = np.argsort(ka, axis=1)
+        sk = np.take_along_axis(ka, o, axis=1)
+        sc = np.take_along_axis(ca, o, axis=1)
+        if not finite:
+            sc *= sk < np.inf
+        scol = o
+        cnt = np.full(act.size, n)
+        f_lo = np.zeros(act.size)
     else:
-        lo_f = np.full(N, np.inf)
-        hi_f = np.full(N, -np.inf)
-        lo_f[act], hi_f[act] = lo, hi
-        inside = (key > lo_f[:, None]) & (key <= hi_f[:, None])
-        ka, ca = key, c
-    cnt = np.count_nonzero(inside, axis=1)
-    width = max(int(cnt.max()), 1)
-    rr, cc = nonzero2(inside)  # rows of the whole batch
-    slot = np.arange(rr.size) - (np.cumsum(cnt) - cnt)[rr]
-    sk = np.full((N, width), np.inf)
-    sc = np.zeros((N, width))
-    scol = np.zeros((N, width), dtype=np.int64)
-    sk[rr, slot] = ka[rr, cc]
-    sc[rr, slot] = ca[rr, cc]
-    scol[rr, slot] = cc
-    sk, sc, scol = sk[act], sc[act], scol[act]
-    cnt = cnt[act]
-    o = np.argsort(sk, axis=1)
-    sk = np.take_along_axis(sk, o, axis=1)
-    sc = np.take_along_axis(sc, o, axis=1)
-    scol = np.take_along_axis(scol, o, axis=1)
+        inside = (key > spread_rows(lo, act, N, np.inf)[:, None]) & (
+            key <= spread_rows(hi, act, N, -np.inf)[:, None])
+        cnt = np.count_nonzero(inside, axis=1)
+        width = max(int(cnt.max()), 1)
+        rr, cc = nonzero2(inside)  # rows of the whole batch
+        slot = np.arange(rr.size) - (np.cumsum(cnt) - cnt)[rr]
+        sk = np.full((N, width), np.inf)
+        sc = np.zeros((N, width))
+        scol = np.zeros((N, width), dtype=np.int64)
+        sk[rr, slot] = key[rr, cc]
+        sc[rr, slot] = c[rr, cc]
+        scol[rr, slot] = cc
+        sk, sc, scol = sk[act], sc[act], scol[act]
+        cnt = cnt[act]
+        o = np.argsort(sk, axis=1)
+        sk = np.take_along_axis(sk, o, axis=1)
+        sc = np.take_along_axis(sc, o, axis=1)
+        scol = np.take_along_axis(scol, o, axis=1)
     cum = np.cumsum(sc, axis=1) + f_lo[:, None]
     pos = np.clip(np.count_nonzero(cum < Ta[:, None], axis=1), 0, np.maximum(cnt - 1, 0))
     ar = np.arange(act.size)

@@ -119,6 +119,10 @@ def weight_order(W, sup=None):
     return order, None if sup is None else np.count_nonzero(sup, axis=1)
 
 
+#: Up to this many entries the Pareto points are found exactly (fewer candidates).
+_EXACT_PARETO = 1 << 18
+
+
 @functools.lru_cache(maxsize=32)
 def _block(n: int) -> int:
     """A width that divides n, near 32 (n itself when there is none)."""
@@ -137,7 +141,7 @@ def _candidates(zw, nsup):
     few more points; the hull removes the extra ones).
     """
     N, n = zw.shape
-    d = _block(n)
+    d = _block(n) if N * n > _EXACT_PARETO else n  # small batches: exact Pareto points
     nb = n // d
     mark = np.empty((N, n), dtype=bool)
     first = zw[:, :d]
@@ -178,6 +182,8 @@ def _envelope(Z, W, forder, nsup):
     valid[rr, slot] = True
     cw = np.take_along_axis(W, cand, axis=1)
     cz = np.take_along_axis(Z, cand, axis=1)
+    if N * H * H <= _PAIRS:
+        return _hull_by_pairs(cand, valid, cw, cz)
     # lower convex hull of (w, z) in increasing w (a monotone chain, vectorised over rows)
     stack = np.zeros((N, H), dtype=np.int64)
     top = np.zeros(N, dtype=np.int64)
@@ -223,6 +229,12 @@ def _envelope(Z, W, forder, nsup):
     K = np.where(inside, cand[R[:, None], pos], -1)
     Kz = cz[R[:, None], pos]
     Kw = cw[R[:, None], pos]
+    return K, Kz, Kw, _breakpoints(Kz, Kw, inside), top
+
+
+def _breakpoints(Kz, Kw, inside):
+    """beta (N, h + 1): 0, the break points between consecutive receivers, +inf."""
+    N, h = Kz.shape
     beta = np.full((N, h + 1), np.inf)
     beta[:, 0] = 0.0
     if h > 1:
@@ -230,6 +242,60 @@ def _envelope(Z, W, forder, nsup):
             b = (Kz[:, 1:] - Kz[:, :-1]) / (Kw[:, :-1] - Kw[:, 1:])
         beta[:, 1:h] = np.where(inside[:, 1:], b, np.inf)
     np.maximum.accumulate(beta, axis=1, out=beta)  # nondecreasing despite rounding
+    return beta
+
+
+#: Largest N H^2 for which the hull is found from all pairs of candidates at once.
+_PAIRS = 1 << 22
+
+
+def _hull_by_pairs(cand, valid, cw, cz):
+    r"""The envelope's receivers from every pair of candidates (no loop over them).
+
+    Candidate j minimises :math:`z + \lambda w` for the :math:`\lambda` with
+    :math:`\lambda \ge r_{jk}` for every k of larger w and :math:`\lambda \le r_{jk}` for
+    every k of smaller w, :math:`r_{jk} = (z_j - z_k) / (w_k - w_j)`; it is a vertex of
+    the envelope when that interval, cut to :math:`\lambda \ge 0`, has a positive length
+    (and no candidate of the same w is lower, or as low with a smaller index).  The
+    vertices in increasing order of the interval's start are the receivers, the starts
+    are the break points.
+    """
+    N, H = cw.shape
+    # arrays (j, k, row): the rows innermost, so that every operation is vectorised
+    wT, zT = np.ascontiguousarray(cw.T), np.ascontiguousarray(cz.T)
+    vk = np.ascontiguousarray(valid.T)[None, :, :]
+    dw = wT[None, :, :] - wT[:, None, :]  # w_k - w_j
+    dz = zT[:, None, :] - zT[None, :, :]  # z_j - z_k
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = dz / dw
+    right = dw > 0
+    right &= vk
+    lo = np.where(right, r, 0.0).max(axis=1)
+    np.less(dw, 0, out=right)
+    right &= vk
+    hi = np.where(right, r, np.inf).min(axis=1)
+    vertex = (lo < hi).T
+    vertex &= valid
+    # candidates of equal w (adjacent in w order): only the lowest, the first of equals
+    same = (cw[:, 1:] == cw[:, :-1]) & valid[:, 1:] & valid[:, :-1]
+    if same.any():
+        idx = np.arange(H)
+        before = (idx[None, :] < idx[:, None])[:, :, None]  # k < j
+        twin = vk & (dw == 0) & ((dz > 0) | ((dz == 0) & before))
+        vertex &= ~twin.any(axis=1).T
+    lo = lo.T
+    key = np.where(vertex, lo, np.inf)
+    top = np.count_nonzero(vertex, axis=1)
+    h = max(int(top.max()), 1)
+    order = np.argsort(key, axis=1, kind="stable")[:, :h]
+    inside = np.arange(h) < top[:, None]
+    K = np.where(inside, np.take_along_axis(cand, order, axis=1), -1)
+    Kz = np.take_along_axis(cz, order, axis=1)
+    Kw = np.take_along_axis(cw, order, axis=1)
+    beta = np.full((N, h + 1), np.inf)
+    beta[:, :h] = np.where(inside, np.take_along_axis(key, order, axis=1), np.inf)
+    beta[:, 0] = 0.0
+    np.maximum.accumulate(beta, axis=1, out=beta)
     return K, Kz, Kw, beta, top
 
 
