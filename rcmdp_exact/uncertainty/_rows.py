@@ -375,48 +375,56 @@ def weighted_threshold(key: np.ndarray, c: np.ndarray, target: np.ndarray, *,
         half = np.minimum(0.5, (2.0 * np.sqrt(k) + 2.0) / k)
         br.probe(wide, lo + (hi - lo) * np.maximum(t - half, 0.0))
         br.probe(wide, lo + (hi - lo) * np.minimum(t + half, 1.0))
-    # the keys left inside (lo, hi], sorted (or whole rows, when that is about as small)
-    lo, hi, f_lo, Ta = br.lo, br.hi, br.f_lo, br.T
-    width = int((br.k_hi - br.k_lo).max())
-    if 2 * width >= n:
-        ka, ca = (key, c) if act.size == N else (key[act], c[act])
-        o = np.argsort(ka, axis=1)
-        sk = np.take_along_axis(ka, o, axis=1)
-        sc = np.take_along_axis(ca, o, axis=1)
-        if not finite:
-            sc *= sk < np.inf
-        scol = o
-        cnt = np.full(act.size, n)
-        f_lo = np.zeros(act.size)
-    else:
-        inside = (key > spread_rows(lo, act, N, np.inf)[:, None]) & (
-            key <= spread_rows(hi, act, N, -np.inf)[:, None])
+    # rows still wide: sorted whole; the others: the keys left inside (lo, hi], sorted
+    wide = (br.k_hi - br.k_lo) > 2 * _SMALL
+    ties_r, ties_c = [], []
+    if wide.any():
+        w = act[wide]
+        kw_, bw, tw, (er, ec) = _threshold_by_sort(key[w], c[w], T[w], finite)
+        kappa[w], below[w], tied[w] = kw_, bw, tw
+        ties_r.append(w[er])
+        ties_c.append(ec)
+    keep = ~wide
+    if keep.any():
+        a_n = act[keep]
+        lo, hi, f_lo, Ta = br.lo[keep], br.hi[keep], br.f_lo[keep], br.T[keep]
+        if a_n.size == N:
+            inside = (key > lo[:, None]) & (key <= hi[:, None])
+        else:
+            inside = (key > spread_rows(lo, a_n, N, np.inf)[:, None]) & (
+                key <= spread_rows(hi, a_n, N, -np.inf)[:, None])
         cnt = np.count_nonzero(inside, axis=1)
         width = max(int(cnt.max()), 1)
-        rr, cc = nonzero2(inside)  # rows of the whole batch
-        slot = np.arange(rr.size) - (np.cumsum(cnt) - cnt)[rr]
-        sk = np.full((N, width), np.inf)
-        sc = np.zeros((N, width))
-        scol = np.zeros((N, width), dtype=np.int64)
-        sk[rr, slot] = key[rr, cc]
-        sc[rr, slot] = c[rr, cc]
-        scol[rr, slot] = cc
-        sk, sc, scol = sk[act], sc[act], scol[act]
-        cnt = cnt[act]
+        flat = np.flatnonzero(inside)  # positions r n + i, row by row
+        rr = flat // n
+        cc = flat - rr * n
+        dest = np.arange(flat.size) + (rr * width - (np.cumsum(cnt) - cnt)[rr])
+        sk = np.full(N * width, np.inf)
+        sc = np.zeros(N * width)
+        scol = np.zeros(N * width, dtype=np.int64)
+        sk[dest] = np.take(key, flat)
+        sc[dest] = np.take(c, flat)
+        scol[dest] = cc
+        sk, sc, scol = (a.reshape(N, width) for a in (sk, sc, scol))
+        if a_n.size < N:
+            sk, sc, scol = sk[a_n], sc[a_n], scol[a_n]
+        cnt = cnt[a_n]
         o = np.argsort(sk, axis=1)
         sk = np.take_along_axis(sk, o, axis=1)
         sc = np.take_along_axis(sc, o, axis=1)
         scol = np.take_along_axis(scol, o, axis=1)
-    cum = np.cumsum(sc, axis=1) + f_lo[:, None]
-    pos = np.clip(np.count_nonzero(cum < Ta[:, None], axis=1), 0, np.maximum(cnt - 1, 0))
-    ar = np.arange(act.size)
-    kap = sk[ar, pos]
-    eq = sk == kap[:, None]
-    n_lt = np.count_nonzero(sk < kap[:, None], axis=1)
-    n_le = n_lt + np.count_nonzero(eq, axis=1)
-    bel = np.where(n_lt > 0, cum[ar, np.maximum(n_lt - 1, 0)], f_lo)
-    kappa[act] = kap
-    below[act] = bel
-    tied[act] = cum[ar, np.maximum(n_le - 1, 0)] - bel
-    er, ec = nonzero2(eq)
-    return kappa, below, tied, (act[er], scol[er, ec])
+        cum = np.cumsum(sc, axis=1) + f_lo[:, None]
+        pos = np.clip(np.count_nonzero(cum < Ta[:, None], axis=1), 0, np.maximum(cnt - 1, 0))
+        ar = np.arange(a_n.size)
+        kap = sk[ar, pos]
+        eq = sk == kap[:, None]
+        n_lt = np.count_nonzero(sk < kap[:, None], axis=1)
+        n_le = n_lt + np.count_nonzero(eq, axis=1)
+        bel = np.where(n_lt > 0, cum[ar, np.maximum(n_lt - 1, 0)], f_lo)
+        kappa[a_n] = kap
+        below[a_n] = bel
+        tied[a_n] = cum[ar, np.maximum(n_le - 1, 0)] - bel
+        er, ec = nonzero2(eq)
+        ties_r.append(a_n[er])
+        ties_c.append(scol[er, ec])
+    return kappa, below, tied, (np.concatenate(ties_r), np.concatenate(ties_c))

@@ -64,12 +64,17 @@ gives 5.45, and the optimum sends 1/3 to outcome 1 and 2/3 to outcome 2, value 1
 (checked in the tests against cvxpy).
 
 **Cost.**  The order of the weights is sorted once per set (cached).  Per row: the
-Pareto points of :math:`(w, z)` by a running minimum of z in that order (O(n)); their
-lower hull by a monotone chain (O(H) for H Pareto points); the piece of
-:math:`\lambda^*` by a binary search over the h break points, each step one O(n)
-evaluation of :math:`\varphi'` (O(n log h)); and one sort of the sources whose ratio
-falls in that piece (O(n log n) at most).  In all :math:`O(n \log n)` per row,
-vectorised over every row of a batch.
+candidate receivers in that order (the Pareto points of :math:`(w, z)`: a running
+minimum of z, exact for small batches, else exact in the first block of about 32
+positions and, after it, every position below the minima of all earlier blocks, a
+superset that the hull trims); their lower hull (from all pairs of candidates at once
+when that is small, else a monotone chain), O(H) to O(H^2) for H candidates; the piece
+of :math:`\lambda^*` by a binary search over the h break points, each step one O(n)
+evaluation of :math:`\varphi'` (O(n log h)); and the greedy of that piece, the
+weighted selection of :func:`~rcmdp_exact.uncertainty._rows.weighted_threshold`
+(a bracket narrowed by sampling and interpolation, then a sort of the few keys left:
+O(n) passes plus a small sort, O(n log n) at worst).  Every step is vectorised over
+the rows of a batch.
 
 ``method="lp"`` solves the LP in cvxpy (HiGHS) row by row and re-checks the answer in
 numpy.
@@ -246,7 +251,7 @@ def _breakpoints(Kz, Kw, inside):
 
 
 #: Largest N H^2 for which the hull is found from all pairs of candidates at once.
-_PAIRS = 1 << 22
+_PAIRS = 1 << 20
 
 
 def _hull_by_pairs(cand, valid, cw, cz):
