@@ -106,7 +106,7 @@ def weissman_radius(n, n_outcomes: int, n_states: int, n_actions: int,
     :func:`hoeffding_radius` (which has :math:`2^{S'}` in place of :math:`2^{S'} - 2`).
 
     >>> round(float(weissman_radius(100, 5, 25, 4, 0.1)), 6)
-    0.452624
+    0.454069
     """
     d = check_real(delta, "delta", 0.0, 1.0, low_open=True, high_open=True,
                    hint=" (the error probability)")
@@ -197,7 +197,7 @@ def entry_radius(n, n_entries: int, delta: float = 0.1) -> np.ndarray:
     n = 0) of the module docstring, for E estimated entries.
 
     >>> round(float(entry_radius(100, 5 * 25 * 4, 0.1)), 6)
-    0.205989
+    0.214597
     """
     d = check_real(delta, "delta", 0.0, 1.0, low_open=True, high_open=True,
                    hint=" (the error probability)")

@@ -337,7 +337,9 @@ class KLBall(Frozen, UncertaintySet):
         Result
             ``p`` (..., S, A, S), ``value`` (..., S, A), ``method``, ``success``; the
             exact solver adds ``dual`` (..., S, A), a lower bound on the value from
-            weak duality (``value - dual`` certifies the accuracy).
+            weak duality (``value - dual`` certifies the accuracy); the LP method adds
+            ``lp_success`` (..., S, A), False on the rows CLARABEL marked inaccurate
+            or whose answer failed the numpy re-check.
         """
         return sa_worst_case(self, z, method, self._solve, _HINT)
 

@@ -332,7 +332,9 @@ class IntervalSet(Frozen, UncertaintySet):
         Returns
         -------
         Result
-            ``p`` (..., S, A, S), ``value`` (..., S, A), ``method``, ``success``.
+            ``p`` (..., S, A, S), ``value`` (..., S, A), ``method``, ``success``; the
+            LP method adds ``lp_success`` (..., S, A), False on the rows a solver
+            marked inaccurate or whose answer failed the numpy re-check.
         """
         return sa_worst_case(self, z, method, self._solve, _HINT)
 
