@@ -470,6 +470,21 @@ def test_kl_limits_by_hand():
     assert kl_divergence(p, P[0, 0]) == pytest.approx(0.1, abs=1e-13)
 
 
+@pytest.mark.parametrize("shrink", [0.0, 1e-16, 1e-12, 1e-6])
+def test_kl_radius_just_below_the_limit(shrink):
+    """r just below -log q0: the root is at a huge eta; the answer is finite, feasible
+    and close to the limit distribution."""
+    P = np.array([[[0.5, 0.25, 0.25]]] * 3)
+    cap = math.log(2.0)
+    r = np.nextafter(cap, 0.0) * (1 - shrink)
+    z = np.array([0.0, 1e-9, 2.0])
+    res = KLBall(P, r).worst_case(z)
+    assert res.success and np.isfinite(res.p).all()
+    assert kl_divergence(res.p[0, 0], P[0, 0]) <= r + 1e-12
+    assert res.value[0, 0] - res.dual[0, 0] <= 1e-12
+    assert res.value[0, 0] - kl_dual_bound(P[0, 0], z, r) <= 1e-9
+
+
 def test_kl_huge_values_do_not_overflow():
     P = np.full((2, 1, 2), 0.5)
     res = KLBall(P, 0.05).worst_case(np.array([1e300, -1e300]))

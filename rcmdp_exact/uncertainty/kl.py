@@ -77,6 +77,8 @@ _HINT = " ('sort': the exact dual solver, batched; 'lp': one cvxpy exponential-c
 
 #: Largest number of Newton steps (the tests never see more than about 15).
 _MAX_STEPS = 80
+#: The largest log(eta) (eta = 1e300; y is scaled to [0, 1]).
+_T_MAX = 690.0
 #: Newton stops when log(eta) changes by less than this.
 _STEP_TOL = 1e-12
 
@@ -149,17 +151,22 @@ def _newton(Y, Q, r, var_q):
         above = kl > ra
         t_hi[act] = np.where(above, ta, t_hi[act])
         t_lo[act] = np.where(above, t_lo[act], ta)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             h = np.log(kl) - np.log(ra)
             dh = eta * eta * var / kl
             step = h / dh
         new = ta - step
         lo, hi = t_lo[act], t_hi[act]
-        conv = (np.abs(step) <= _STEP_TOL) | (kl == ra) | (hi - lo <= _STEP_TOL)
-        bad = ~np.isfinite(new) | (new <= lo) | (new >= hi)
+        good = np.isfinite(step) & np.isfinite(dh) & (dh > 0)  # a Newton step exists
+        conv = (good & (np.abs(step) <= _STEP_TOL)) | (kl == ra) | (hi - lo <= _STEP_TOL)
+        bad = ~good | (new <= lo) | (new >= hi)
         mid = np.where(np.isfinite(lo) & np.isfinite(hi), 0.5 * (lo + hi),
                        np.where(np.isfinite(hi), hi - 2.0, lo + 2.0))
-        t[act] = np.where(conv, np.where(np.isfinite(new), new, ta), np.where(bad, mid, new))
+        # KL below r at the largest eta: r is the limit -log q0 up to rounding, and
+        # p_eta is the limit distribution (every exponent of y > 1e-298 underflows)
+        conv |= (ta >= _T_MAX) & ~above
+        new = np.where(conv, np.where(np.isfinite(new), new, ta), np.where(bad, mid, new))
+        t[act] = np.minimum(new, _T_MAX)
         ok[act[conv]] = True
         act = act[~conv]
     return np.exp(t), ok
