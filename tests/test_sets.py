@@ -450,6 +450,35 @@ def test_weighted_threshold_matches_a_sort(N, n, seed, kind):
     assert (key[tr, tc] == kappa[tr]).all()
 
 
+@settings(max_examples=examples(40))
+@given(N=st.integers(1, 6), n=st.integers(1, 600), seed=st.integers(0, 2**32 - 1),
+       ties=st.booleans())
+def test_weighted_threshold_with_a_known_bracket(N, n, seed, ties):
+    """With bounds (lo, F(lo), hi, F(hi)): the greedy from the keys <= lo up to hi."""
+    rng = np.random.default_rng(seed)
+    key = rng.integers(-4, 4, (N, n)).astype(float) if ties else rng.normal(size=(N, n))
+    c = rng.random((N, n))
+    a, b = np.sort(rng.choice(np.unique(key), size=(N, 2)), axis=1).T
+    lo = np.where(rng.random(N) < 0.2, -np.inf, np.nextafter(a, -np.inf))
+    hi = b
+    f_lo = (c * (key <= lo[:, None])).sum(axis=1)
+    f_hi = (c * (key <= hi[:, None])).sum(axis=1)
+    T = f_lo + (f_hi - f_lo) * rng.uniform(-0.2, 1.2, N)
+    kappa, below, tied, (tr, tc) = weighted_threshold(key, c, T, finite=True,
+                                                      bounds=(lo, f_lo, hi, f_hi))
+    for i in range(N):
+        k, ci = key[i], c[i]
+        if T[i] <= f_lo[i]:  # exactly the keys <= lo
+            assert ((k < kappa[i]) == (k <= lo[i])).all() and tied[i] == 0
+            continue
+        assert lo[i] < kappa[i] <= np.nextafter(hi[i], np.inf)
+        target = min(T[i], f_hi[i])
+        assert abs(below[i] - ci[k < kappa[i]].sum()) <= 1e-12
+        assert abs(tied[i] - ci[k == kappa[i]].sum()) <= 1e-12
+        assert below[i] <= target + 1e-12 and target <= below[i] + tied[i] + 1e-12
+    assert (key[tr, tc] == kappa[tr]).all()
+
+
 # --------------------------------------------------------------------------- KL
 def test_kl_limits_by_hand():
     P = np.array([[[0.5, 0.25, 0.25]]] * 3)

@@ -219,14 +219,10 @@ class _Bracket:
     """The bracket ``lo < kappa <= hi`` of the rows ``act`` of a selection, with the
     weight ``f`` and the number ``k`` of keys <= each end."""
 
-    def __init__(self, key, c, T, act, lo, hi, total, count):
+    def __init__(self, key, c, T, act, lo, f_lo, k_lo, hi, f_hi, k_hi):
         self.key, self.c, self.T, self.act = key, c, T[act], act
-        self.lo = np.nextafter(lo[act], -np.inf)
-        self.f_lo = np.zeros(act.size)
-        self.k_lo = np.zeros(act.size, dtype=np.int64)
-        self.hi = hi[act]
-        self.f_hi = total[act]
-        self.k_hi = count[act]
+        self.lo, self.f_lo, self.k_lo = lo, f_lo, k_lo
+        self.hi, self.f_hi, self.k_hi = hi, f_hi, k_hi
 
     def probe(self, idx, x):
         """Weigh the keys <= x in the rows ``idx`` (of ``act``) and move an end to x."""
@@ -292,7 +288,7 @@ def spread_rows(values, act, N, fill):
 
 
 def weighted_threshold(key: np.ndarray, c: np.ndarray, target: np.ndarray, *,
-                       total=None, finite: bool = False):
+                       total=None, finite: bool = False, bounds=None):
     r"""The greedy threshold of every row: take keys in increasing order until the
     weights taken reach ``target``.
 
@@ -312,6 +308,11 @@ def weighted_threshold(key: np.ndarray, c: np.ndarray, target: np.ndarray, *,
     finite keys (everything is taken).  ``total`` (N,) may give that total weight, and
     ``finite=True`` says that every key is finite (both save a pass).
 
+    ``bounds = (lo, f_lo, hi, f_hi)`` (each (N,)) gives a bracket known beforehand:
+    ``f_lo`` and ``f_hi`` the weights of the keys <= ``lo`` and <= ``hi``.  The target
+    is then taken as at most ``f_hi``, and a row whose target is at most ``f_lo``
+    takes exactly the keys <= ``lo`` (kappa just above lo, tied = 0).
+
     The search needs no full sort.  A bracket ``lo < kappa <= hi`` of key values is
     placed from a sorted sample of each row, then narrowed around the linear
     interpolation of the cumulative weight (two probes per round, each one comparison
@@ -321,34 +322,65 @@ def weighted_threshold(key: np.ndarray, c: np.ndarray, target: np.ndarray, *,
     """
     N, n = key.shape
     T = np.asarray(target, dtype=np.float64)
+    if bounds is not None:
+        lo0, f_lo0, hi0, f_hi0 = (np.asarray(b, dtype=np.float64) for b in bounds)
+        T = np.minimum(T, f_hi0)
+        low = T <= f_lo0  # nothing beyond the keys <= lo
+
+        def settle(kappa, below, tied, ties):
+            every = kappa > hi0  # past hi by rounding: all the keys <= hi
+            kappa[every] = np.nextafter(hi0[every], np.inf)
+            below[every] = f_hi0[every]
+            kappa[low] = np.nextafter(lo0[low], np.inf)
+            below[low] = f_lo0[low]
+            tied[every | low] = 0.0
+            keep = ~(every | low)[ties[0]]
+            return kappa, below, tied, (ties[0][keep], ties[1][keep])
     if n <= _SMALL:
-        return _threshold_by_sort(key, c, T, finite)
-    if finite:
-        count = np.full(N, n, dtype=np.int64)
-        total = c.sum(axis=1) if total is None else total
-        kmax = key.max(axis=1)
-    else:
-        fin = key < np.inf
-        count = np.count_nonzero(fin, axis=1)
-        total = rowdot(fin, c) if total is None else total
-        kmax = np.max(key, axis=1, where=fin, initial=-np.inf)
+        out = _threshold_by_sort(key, c, T, finite)
+        return out if bounds is None else settle(*out[:3], out[3])
     kappa = np.full(N, -np.inf)
     below = np.zeros(N)
     tied = np.zeros(N)
-    take_all = (T >= total) & (T > 0)
-    kappa[take_all] = np.inf
-    below[take_all] = total[take_all]
-    act = np.flatnonzero((T > 0) & ~take_all)
-    if act.size == 0:
-        return kappa, below, tied, (np.zeros(0, dtype=np.int64),) * 2
-    br = _Bracket(key, c, T, act, key.min(axis=1), kmax, total, count)
+    if bounds is None:
+        if finite:
+            count = np.full(N, n, dtype=np.int64)
+            total = c.sum(axis=1) if total is None else total
+            kmax = key.max(axis=1)
+        else:
+            fin = key < np.inf
+            count = np.count_nonzero(fin, axis=1)
+            total = rowdot(fin, c) if total is None else total
+            kmax = np.max(key, axis=1, where=fin, initial=-np.inf)
+        take_all = (T >= total) & (T > 0)
+        kappa[take_all] = np.inf
+        below[take_all] = total[take_all]
+        act = np.flatnonzero((T > 0) & ~take_all)
+        if act.size == 0:
+            return kappa, below, tied, (np.zeros(0, dtype=np.int64),) * 2
+        br = _Bracket(key, c, T, act, np.nextafter(key.min(axis=1)[act], -np.inf),
+                      np.zeros(act.size), np.zeros(act.size, dtype=np.int64), kmax[act],
+                      total[act], count[act])
+    else:
+        act = np.flatnonzero(~low)
+        if act.size == 0:
+            return settle(kappa, below, tied, (np.zeros(0, dtype=np.int64),) * 2)
+        # the numbers of keys at the ends are unknown: 0 and n until the first probes
+        lo = lo0[act].copy()
+        open_end = np.flatnonzero(np.isinf(lo))  # below every key (f_lo = 0)
+        if open_end.size:
+            lo[open_end] = np.nextafter(key[act[open_end]].min(axis=1), -np.inf)
+        br = _Bracket(key, c, T, act, lo, f_lo0[act].copy(),
+                      np.zeros(act.size, dtype=np.int64), hi0[act].copy(), f_hi0[act].copy(),
+                      np.full(act.size, n, dtype=np.int64))
+        total = f_hi0
     # a first bracket from a sorted sample of evenly spaced columns
     wide = br.wide()
     if wide.size and n > 2 * _SAMPLE:
         cols = np.linspace(0, n - 1, _SAMPLE).astype(np.int64)
         r = act[wide]
         sk = key[r[:, None], cols]
-        sc = np.where(sk < np.inf, c[r[:, None], cols], 0.0)
+        sc = np.where(sk <= br.hi[wide, None], c[r[:, None], cols], 0.0)
         o = np.argsort(sk, axis=1)
         sk = np.take_along_axis(sk, o, axis=1)
         cum = np.cumsum(np.take_along_axis(sc, o, axis=1), axis=1)
@@ -427,4 +459,5 @@ def weighted_threshold(key: np.ndarray, c: np.ndarray, target: np.ndarray, *,
         er, ec = nonzero2(eq)
         ties_r.append(a_n[er])
         ties_c.append(scol[er, ec])
-    return kappa, below, tied, (np.concatenate(ties_r), np.concatenate(ties_c))
+    ties = (np.concatenate(ties_r), np.concatenate(ties_c))
+    return (kappa, below, tied, ties) if bounds is None else settle(kappa, below, tied, ties)

@@ -353,20 +353,21 @@ def _solve_rows(Q, Z, W, Al, forder, nsup):
     key /= cost  # minus the gain per unit of budget of moving mass to K_j
     c = cost
     c *= Q  # the budget of emptying each outcome
-    full = key < -b_hi[:, None]  # emptied whatever lambda* is in the piece
+    lo_key = np.nextafter(-b_hi, -np.inf)
+    full = key <= lo_key[:, None]  # gain above b_hi: emptied whatever lambda* is
     BF = rowdot(full, c)
     # lambda* at the break point beta_{j+1}: the emptied sources alone overspend
     edge = (BF >= Al) & ~zero & (b_hi < np.inf)
-    # otherwise one receiver K_j: the greedy over decreasing gain in (b_lo, b_hi]
-    cand = key >= -b_hi[:, None]
-    cand &= key < -b_lo[:, None]
-    target = np.where(edge, 0.0, Al - BF)
-    kappa, below, tied, (tr, tc) = weighted_threshold(key, c * cand, target, finite=True)
+    # otherwise one receiver K_j: the greedy over decreasing gain, from the emptied ones
+    # (keys <= lo_key) up to the gain b_lo (keys <= -b_lo)
+    hi_key = -b_lo
+    f_hi = rowdot(key <= hi_key[:, None], c)
+    target = np.where(edge | zero, BF, Al)
+    kappa, below, tied, (tr, tc) = weighted_threshold(key, c, target, finite=True,
+                                                      bounds=(lo_key, BF, hi_key, f_hi))
     frac = np.divide(target - below, tied, out=np.zeros(N), where=tied > 0)
     np.clip(frac, 0.0, 1.0, out=frac)
     gone = key < kappa[:, None]
-    gone &= cand
-    gone |= full
     keep = ~gone
     p = Q * keep
     part = Q[tr, tc] * frac[tr]
