@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rcmdp_exact.uncertainty.l1_sort as inner_mod
-from rcmdp_exact.uncertainty.l1_sort import l1_violation, worst_case_l1
 from rcmdp_exact.model import ModelError
+from rcmdp_exact.uncertainty.l1_sort import l1_violation, worst_case_l1
 
 FEAS_TOL = 1e-9
 

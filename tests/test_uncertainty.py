@@ -19,7 +19,6 @@ from rcmdp_exact.domains import (
     safe_navigation_1,
     safe_navigation_2,
 )
-from rcmdp_exact.uncertainty.l1_sort import worst_case_l1
 from rcmdp_exact.model import ModelError, TabularCMDP
 from rcmdp_exact.uncertainty import (
     L1Ball,
@@ -30,6 +29,7 @@ from rcmdp_exact.uncertainty import (
     l1_ball,
     merge_outcomes,
 )
+from rcmdp_exact.uncertainty.l1_sort import worst_case_l1
 
 
 @cache
