@@ -14,10 +14,25 @@ row, as with next-state-dependent rewards):
 * ``argsort/floor``  a single ``np.argsort`` of that array against the floor: the
   floor of any method that orders the outcomes by ``np.argsort``.
 
+The second section times the other sa-rectangular sets of
+``rcmdp_exact.uncertainty`` (weighted L1 ball, L-infinity ball, interval set, KL ball)
+on the same kind of dense rows (z per (s, a)):
+
+* ``exact``          one ``worst_case(z)`` of the set on (S, A, S) (its exact solver);
+* ``np.sort``        one ``np.sort`` of the same (S*A, S) array of z, timed in turn with
+  the exact solvers (round-robin);
+* ``cvxpy``          the set's own cross-check, ``worst_case(z, method="lp")`` (one
+  cvxpy problem per row: HiGHS for the polyhedral sets, CLARABEL for the KL ball), on a
+  for S up to ``--set-lp-max`` (100).
+
+Goals: polyhedral sets within 4x of ``np.sort`` and the KL ball within 15x at S = 1000,
+A = 4; every set at least 500x faster than its cvxpy form at S = 100.
+
 Every timing is the minimum over repeats (the machine may be shared); the floor and
 the batched sort are timed in turn, round-robin.  Run with
 
-    python benchmarks/bench_inner.py
+    python benchmarks/bench_inner.py                    # both sections
+    python benchmarks/bench_inner.py --section sets     # the other sets only
 """
 
 from __future__ import annotations
@@ -27,6 +42,7 @@ import time
 
 import numpy as np
 
+from rcmdp_exact.uncertainty import IntervalSet, KLBall, LInfBall, WeightedL1Ball
 from rcmdp_exact.uncertainty.l1_sort import worst_case_l1
 
 
@@ -70,16 +86,83 @@ def lp_time(p_hat, z, alpha, max_rows: int, seed: int = 1):
     return elapsed * N / rows.size, rows.size < N, res, rows
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
-    parser.add_argument("--actions", type=int, default=4)
-    parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--lp-rows", type=int, default=400,
-                        help="solve at most this many LPs per size, extrapolate the rest")
-    parser.add_argument("--loop-rows", type=int, default=4000,
-                        help="time the row loop on at most this many rows, extrapolate")
-    args = parser.parse_args(argv)
+SET_NAMES = ("weighted L1", "L-inf ball", "interval", "KL ball")
+#: Goal of each set against np.sort at S = 1000 (polyhedral 4x, KL 15x).
+SORT_GOALS = {"weighted L1": 4.0, "L-inf ball": 4.0, "interval": 4.0, "KL ball": 15.0}
+
+
+def make_sets(S: int, A: int, seed: int = 0):
+    """One set of each kind around a dense random nominal (radii that move the answer)."""
+    rng = np.random.default_rng(seed)
+    P = rng.dirichlet(np.ones(S), size=(S, A))
+    lo = np.clip(P - rng.uniform(0.0, 2.0 / S, (S, A, S)), 0.0, 1.0)
+    up = np.clip(P + rng.uniform(0.0, 2.0 / S, (S, A, S)), 0.0, 1.0)
+    return {
+        "weighted L1": WeightedL1Ball(P, rng.uniform(0.05, 1.5, (S, A)),
+                                      rng.uniform(0.5, 2.0, (S, A, S))),
+        "L-inf ball": LInfBall(P, rng.uniform(0.2, 5.0, (S, A)) / S),
+        "interval": IntervalSet(lo, up),
+        "KL ball": KLBall(P, rng.uniform(0.01, 0.5, (S, A))),
+    }
+
+
+def sets_section(args) -> dict:
+    """Time every set's exact solver against np.sort and against its cvxpy form."""
+    A = args.actions
+    print(f"\nOther sa-rectangular sets, A = {A}, dense rows, z per row (exact: best of "
+          f"{args.repeats}, round-robin with np.sort; cvxpy: one pass over every row, "
+          f"for S <= {args.set_lp_max})\n")
+    head = (f"{'set':<12} {'S':>5} {'rows':>6} {'exact':>10} {'np.sort':>10} "
+            f"{'exact/sort':>10} {'cvxpy':>10} {'cvxpy/exact':>11} {'max|gap|':>9}")
+    print(head)
+    print("-" * len(head))
+    out = {}
+    for S in args.set_sizes:
+        sets = make_sets(S, A)
+        z = np.random.default_rng(1).normal(size=(S, A, S))
+        flat = z.reshape(S * A, S)
+        fns = [lambda fz=flat: np.sort(fz, axis=-1)]
+        fns += [lambda u=u, z=z: u.worst_case(z) for u in sets.values()]
+        times = best_times(fns, args.repeats)
+        t_sort = times[0]
+        for (name, uset), t in zip(sets.items(), times[1:], strict=True):
+            exact = uset.worst_case(z)
+            if S <= args.set_lp_max:
+                t_lp, gap = set_lp_time(uset, z, exact)
+                lp_text = f"{t_lp:>9.2f}s {t_lp / t:>11.0f} {gap:>9.1e}"
+            else:
+                t_lp, lp_text = None, f"{'-':>10} {'-':>11} {'-':>9}"
+            print(f"{name:<12} {S:>5} {S * A:>6} {t * 1e3:>8.2f}ms {t_sort * 1e3:>8.2f}ms "
+                  f"{t / t_sort:>10.2f} {lp_text}")
+            out[(name, S)] = dict(exact=t, sort=t_sort, lp=t_lp)
+    print()
+    for name in SET_NAMES:
+        if (name, 1000) in out:
+            r = out[(name, 1000)]
+            ratio = r["exact"] / r["sort"]
+            goal = SORT_GOALS[name]
+            print(f"goal S = 1000: {name} within {goal:g}x of np.sort: {ratio:.2f}x -> "
+                  f"{'met' if ratio <= goal else 'NOT met'}")
+        if (name, 100) in out and out[(name, 100)]["lp"] is not None:
+            r = out[(name, 100)]
+            ratio = r["lp"] / r["exact"]
+            print(f"goal S = 100: {name} >= 500x faster than cvxpy: {ratio:.0f}x -> "
+                  f"{'met' if ratio >= 500 else 'NOT met'}")
+    return out
+
+
+def set_lp_time(uset, z, exact):
+    """Seconds of the set's cvxpy form on every row (each problem compiled once per
+    size beforehand) and its largest gap to the exact values."""
+    uset.worst_case(z, method="lp")  # compile the parametrised problems
+    t = time.perf_counter()
+    lp = uset.worst_case(z, method="lp")
+    elapsed = time.perf_counter() - t
+    return elapsed, float(np.abs(lp.value - exact.value).max())
+
+
+def l1_section(args) -> dict:
+    """The L1 ball: the batched sort against np.sort, a row loop and the LP."""
     A = args.actions
     print(f"L1 inner problem over all (s, a), A = {A}, dense rows, z per row "
           f"(times: best of {args.repeats}; * = extrapolated from a subsample)\n")
@@ -139,6 +222,27 @@ def main(argv=None) -> int:
         print(f"goal S = 1000, A = {A}: batched sort within 3x of one np.sort: "
               f"{r['sort'] / r['floor']:.2f}x validated, {r['fast'] / r['floor']:.2f}x "
               f"check=False -> {'met' if ok else 'NOT met'}")
+    return summary
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--section", choices=["all", "l1", "sets"], default="all")
+    parser.add_argument("--set-sizes", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--set-lp-max", type=int, default=100,
+                        help="run the cvxpy forms of the sets up to this S")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--actions", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--lp-rows", type=int, default=400,
+                        help="solve at most this many LPs per size, extrapolate the rest")
+    parser.add_argument("--loop-rows", type=int, default=4000,
+                        help="time the row loop on at most this many rows, extrapolate")
+    args = parser.parse_args(argv)
+    if args.section in ("all", "l1"):
+        l1_section(args)
+    if args.section in ("all", "sets"):
+        sets_section(args)
     return 0
 
 

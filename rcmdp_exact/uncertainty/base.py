@@ -7,7 +7,9 @@ A set :math:`\mathcal P` of transition kernels around a nominal kernel :math:`\h
 * ``rectangularity``: ``"sa"`` when the set is a product of one set per (s, a) (the
   adversary picks each row on its own), ``"s"`` when one set per state is shared by its
   actions (the adversary's choice couples the rows of a state, and depends on the
-  policy);
+  policy), ``"none"`` when the set is a list of whole kernels that the adversary picks
+  as a whole (:class:`~rcmdp_exact.uncertainty.FiniteSet`: no per-row worst case, a
+  robust evaluation takes the worst of the members);
 * :meth:`UncertaintySet.worst_case` of a batch of value vectors: for
   ``"sa"`` sets :math:`\min_{p \in \mathcal P_{s,a}} p^\top z(s, a, \cdot)` for every
   pair, the values and the minimising rows;
@@ -32,8 +34,9 @@ from .._io import load_npz, save_npz
 __all__ = ["INNERS", "RECTANGULARITIES", "UncertaintySet", "check_set", "load_set",
            "split_batch"]
 
-#: ``"sa"``: one set per (state, action); ``"s"``: one set per state.
-RECTANGULARITIES = ("sa", "s")
+#: ``"sa"``: one set per (state, action); ``"s"``: one set per state; ``"none"``: a set
+#: of whole kernels (the adversary picks one kernel, not one row per pair).
+RECTANGULARITIES = ("sa", "s", "none")
 #: Methods of :meth:`UncertaintySet.worst_case`: the set's exact solver ("sort"; a sort
 #: for the polyhedral sets) and its independent convex program through cvxpy ("lp").
 INNERS = ("sort", "lp")
@@ -70,7 +73,7 @@ class UncertaintySet(abc.ABC):
     :meth:`load` use.  Sets are immutable.
     """
 
-    #: "sa" or "s" (see :data:`RECTANGULARITIES`).
+    #: "sa", "s" or "none" (see :data:`RECTANGULARITIES`).
     rectangularity: str = "sa"
 
     def __init_subclass__(cls, **kwargs):
@@ -112,13 +115,14 @@ class UncertaintySet(abc.ABC):
 
     @abc.abstractmethod
     def distance(self, P) -> np.ndarray:
-        """The set's own distance of each row (``"sa"``: (S, A); ``"s"``: (S,)) of a
-        kernel ``P`` (S, A, S) from the nominal."""
+        """The set's own distance of each row (``"sa"`` and ``"none"``: (S, A); ``"s"``:
+        (S,)) of a kernel ``P`` (S, A, S) from the nominal."""
 
     @abc.abstractmethod
     def contains(self, P, tol: float = 1e-9) -> np.ndarray:
         """Whether each row of ``P`` (S, A, S) lies in the set, up to ``tol``: (S, A) for an
-        ``"sa"`` set, (S,) for an ``"s"`` set."""
+        ``"sa"`` set, (S,) for an ``"s"`` set; for a ``"none"`` set, (S, A) all True
+        exactly when P is a member."""
 
     def _kernel(self, P, name: str = "P") -> np.ndarray:
         return as_float_array(P, name, "give an (S, A, S) kernel", shape=self.nominal.shape,
@@ -189,8 +193,10 @@ def check_set(uset, model, rectangularity: str | None = None, what: str = "") ->
                     "model)", ("s", "a", "s'"))
     if rectangularity is not None and uset.rectangularity != rectangularity:
         check_choice(rectangularity, "rectangularity", RECTANGULARITIES)
+        kind = ("not rectangular (the adversary picks a whole kernel)"
+                if uset.rectangularity == "none" else f"{uset.rectangularity}-rectangular")
         raise InputError(
             f"{what or 'this computation'} needs an {rectangularity}-rectangular set, but "
-            f"{type(uset).__name__} is {uset.rectangularity}-rectangular; use an "
-            f"{rectangularity}-rectangular set (L1Ball, ...)"
+            f"{type(uset).__name__} is {kind}; use an {rectangularity}-rectangular set "
+            f"(L1Ball, ...)"
         )
