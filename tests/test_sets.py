@@ -591,7 +591,7 @@ def test_save_and_load_round_trip_exactly(kind, tmp_path):
         z = rng.normal(size=(4, 2, 4))
         np.testing.assert_array_equal(back.worst_case(z).p, uset.worst_case(z).p)
     other = L1Ball(np.full((2, 1, 2), 0.5), 0.1).save(tmp_path / "l1")
-    with raises_fact(rx.InputError, "L1Ball file", type(uset).__name__):
+    with raises_fact(rx.LoadError, "l1.npz", "saved L1Ball", type(uset).__name__):
         type(uset).load(other)
 
 
