@@ -26,7 +26,7 @@ import warnings
 
 import numpy as np
 
-from .._checks import as_float_array, check_choice, check_int, check_real
+from .._checks import InputError, as_float_array, check_choice, check_int, check_real
 from .._progress import tqdm
 from .._result import Result, Status
 from ..evaluation import check_value_scale, evaluate
@@ -48,11 +48,20 @@ __all__ = [
 METHODS = ("policy_iteration", "value_iteration")
 
 
-def check_robust_inputs(model, uset, what: str = "robust evaluation") -> None:
+def check_robust_inputs(model, uset, what: str = "robust evaluation",
+                        kinds: tuple = ("sa", "s")) -> None:
     """Raise unless ``model`` is discounted, its sums stay finite, and ``uset`` is an
-    sa-rectangular uncertainty set of its shape."""
+    uncertainty set of its shape whose rectangularity is one of ``kinds`` (by default the
+    rectangular ones, "sa" and "s", which have a robust Bellman operator)."""
     check_model(model)
-    check_set(uset, model, "sa", what)
+    check_set(uset, model)
+    if uset.rectangularity not in kinds:
+        raise InputError(
+            f"{what} needs a rectangular set ({' or '.join(repr(k) for k in kinds)}), but "
+            f"{type(uset).__name__} is not rectangular (its adversary picks whole kernels, "
+            f"so there is no robust Bellman operator and the robust optimum is NP-hard in "
+            f"general); use robust_evaluate on a policy, or a rectangular set (L1Ball, "
+            f"WeightedL1Ball, LInfBall, IntervalSet, KLBall, SRectL1Ball)")
     check_real(model.gamma, "the model's gamma", 0.0, 1.0, high_open=True,
                hint="; robust evaluation needs a discount < 1 (the robust Bellman operator "
                     "is then a contraction): use a discounted model")
@@ -99,7 +108,8 @@ def _state_values(obj, model, w, v, c) -> np.ndarray:
 
 # --------------------------------------------------------------------------- public API
 def worst_case_kernel(model: TabularCMDP, uset, w=None, *, v=None, c=None,
-                      objective="value", lam=None, inner: str = "sort") -> Result:
+                      objective="value", lam=None, inner: str = "sort",
+                      policy=None) -> Result:
     r"""The worst-case kernel of every (s, a) for given state values.
 
     Solves :math:`\min_{p \in \mathcal P_{s,a}} p^\top (g(s, a, \cdot) + \gamma W)` for
@@ -113,11 +123,17 @@ def worst_case_kernel(model: TabularCMDP, uset, w=None, *, v=None, c=None,
         ``P_worst`` (S, A, S), ``q`` (S, A) the worst-case Q of the objective,
         ``w`` (S,) the W used, ``objective``.
     """
-    check_robust_inputs(model, uset)
+    check_robust_inputs(model, uset, "worst_case_kernel")
     obj, _ = resolve_objective(objective, lam, model)
     w = _state_values(obj, model, w, v, c)
+    pi = None
+    if uset.rectangularity == "s":
+        if policy is None:
+            raise InputError(f"the adversary of the s-rectangular {type(uset).__name__} "
+                             f"depends on the policy: pass policy=")
+        pi = check_policy(policy, model.n_states, model.n_actions)[None]
     game = RobustGame(model, uset, inner=inner)
-    q, P = game.inner(obj.transition_reward(model)[None], w[None])
+    q, P = game.inner(obj.transition_reward(model)[None], w[None], pi)
     return Result(P_worst=P[0], q=q[0], w=w, objective=obj.name)
 
 
@@ -127,15 +143,30 @@ def robust_bellman(model: TabularCMDP, uset, w, policy=None, *,
 
     With a ``policy``: :math:`(T_\pi W)(s) = \sum_a \pi(a|s) Q^+(s, a)`; without:
     the optimality operator :math:`\max_a Q^+(s, a)`, with
-    :math:`Q^+(s, a) = \min_{p \in \mathcal P_{s,a}} p^\top (g + \gamma W)`.
+    :math:`Q^+(s, a) = \min_{p \in \mathcal P_{s,a}} p^\top (g + \gamma W)`.  For an
+    s-rectangular set the optimality operator is the set's robust max-min over the
+    state's policies (``bellman_max_min``), whose maximiser may be randomised.
 
     Returns
     -------
     Result
         ``w`` (S,) the image, ``q`` (S, A), ``P_worst`` (S, A, S); ``actions`` (S,)
-        the greedy actions when no policy is given.
+        the greedy actions when no policy is given (and, for an s-rectangular set, the
+        maximising ``policy`` (S, A)).
     """
-    res = worst_case_kernel(model, uset, w, objective=objective, lam=lam, inner=inner)
+    if policy is None and getattr(uset, "rectangularity", None) == "s":
+        check_robust_inputs(model, uset, "robust_bellman")
+        obj, _ = resolve_objective(objective, lam, model)
+        w = _state_values(obj, model, w, None, None)
+        game = RobustGame(model, uset, inner=inner)
+        g = obj.transition_reward(model)[None]
+        best, tw = game.max_min(g, w[None], np.zeros((1, *g.shape[1:3])),
+                                np.ones((1, *g.shape[1:3])))
+        q, P = game.inner(g, w[None], best)
+        return Result(w=tw[0], q=q[0], P_worst=P[0], policy=best[0],
+                      actions=best[0].argmax(axis=1))
+    res = worst_case_kernel(model, uset, w, objective=objective, lam=lam, inner=inner,
+                            policy=policy)
     if policy is None:
         return Result(w=res.q.max(axis=1), q=res.q, P_worst=res.P_worst,
                       actions=res.q.argmax(axis=1))
@@ -209,11 +240,13 @@ def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=Non
     >>> str(res.status), round(res.value, 9), round(-1 / (1 - 0.9 * 0.6), 9)
     ('converged', -2.173913043, -2.173913043)
     """
-    check_robust_inputs(model, uset)
+    check_robust_inputs(model, uset, "robust_evaluate", kinds=("sa", "s", "none"))
     _check_iteration(method, tol, max_iter)
     obj, lam_arr = resolve_objective(objective, lam, model)
     S, A, K = model.n_states, model.n_actions, model.n_constraints
     pi = check_policy(policy, S, A)
+    if uset.rectangularity == "none":
+        return _evaluate_members(model, pi, uset, obj, lam_arr, per_constraint)
     # the objective, then each constraint under its own (maximising) adversary: one batch
     rewards = [obj.transition_reward(model)]
     own = per_constraint and not (obj.name == "constraint" and K == 1)
@@ -278,6 +311,35 @@ def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=Non
     return out
 
 
+def _evaluate_members(model, pi, uset, obj, lam_arr, per_constraint: bool) -> Result:
+    """robust_evaluate on a finite (not rectangular) set: the worst member of each
+    objective, by the exact evaluation of the policy under every member."""
+    evs = [evaluate(model.with_transitions(P, check=False), pi, lam_arr, check=False)
+           for P in uset.kernels]
+    p0 = model.p0
+    scores = [float(p0 @ obj.scalarise(ev.v, ev.c)) for ev in evs]
+    m = int(np.argmin(scores))
+    ev = evs[m]
+    out = Result(
+        w=obj.scalarise(ev.v, ev.c), q=obj.scalarise(ev.q, ev.qc),
+        P_worst=np.array(uset.kernels[m]), v=ev.v, c=ev.c, lagrangian=ev.lagrangian,
+        value=ev.value, costs=ev.costs, lagrangian_p0=ev.lagrangian_p0, evaluation=ev,
+        converged=True, success=True, status=Status.CONVERGED,
+        message=f"the worst of {len(evs)} members (member {m}), each evaluated exactly",
+        iterations=len(evs), residual=0.0, method="enumeration", objective=obj.name,
+        lam=lam_arr, member=m)
+    if per_constraint:
+        K = model.n_constraints
+        worst = [int(np.argmax([e.costs[k] for e in evs])) for k in range(K)]
+        out.update(c_worst=np.stack([evs[worst[k]].c[:, k] for k in range(K)], axis=1)
+                   if K else np.zeros((model.n_states, 0)),
+                   costs_worst=np.array([evs[worst[k]].costs[k] for k in range(K)]),
+                   P_worst_cost=np.array([uset.kernels[worst[k]] for k in range(K)]).reshape(
+                       K, *model.P.shape),
+                   cost_members=np.array(worst, dtype=np.int64))
+    return out
+
+
 def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
                            method: str = "value_iteration", tol: float = 1e-12,
                            max_iter: int = 100_000, v0=None, inner: str = "sort",
@@ -305,7 +367,9 @@ def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
     Returns
     -------
     Result
-        ``policy`` (S, A) deterministic greedy policy, ``actions`` (S,), ``v`` (S,)
+        ``policy`` (S, A) the optimal policy (deterministic and greedy for an sa-rectangular
+        set; possibly randomised for an s-rectangular one), ``actions`` (S,) its most likely
+        actions, ``v`` (S,)
         robust values (:math:`\max_a Q^+` at the last iterate), ``q`` (S, A),
         ``P_worst`` (S, A, S) the adversary's kernel at ``v``, ``value`` = p0.v,
         ``converged``, ``success``, ``status`` (1 and a :class:`RuntimeWarning` when not
@@ -313,7 +377,7 @@ def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
         (value iteration: :math:`2\gamma\,\mathrm{residual}/(1-\gamma)`), ``lam``,
         ``method``.
     """
-    check_robust_inputs(model, uset)
+    check_robust_inputs(model, uset, "robust_value_iteration")
     _check_iteration(method, tol, max_iter)
     obj, lam_arr = resolve_objective("lagrangian", lam, model)
     S, A = model.n_states, model.n_actions
@@ -327,16 +391,16 @@ def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
         if method == "value_iteration":
             w0 = np.zeros(S) if v0 is None else np.array(as_float_array(
                 v0, "v0", "give one value per state", shape=(S,), axes=("s",)))
-            _, q, P, it, res, conv = game.value_iteration(g, w0[None], max_iter, bar)
-            q, P = q[0], P[0]
-            v = q.max(axis=1)
-            actions = q.argmax(axis=1)
+            _, q, P, it, res, conv, best = game.value_iteration(g, w0[None], max_iter, bar)
+            q, P, policy = q[0], P[0], best[0]
+            v = np.einsum("sa,sa->s", policy, q) if game.s_rect else q.max(axis=1)
+            actions = policy.argmax(axis=1)
             residual, converged = float(res[0]), bool(conv[0])
         else:
             sol = game.solve(g, np.zeros((1, S, A)), np.ones((1, S, A)))
             bar.update(sol["rounds"])
-            q, P, v = sol["q"][0], sol["P"][0], sol["w"][0]
-            actions = sol["pi"][0].argmax(axis=1)
+            q, P, v, policy = sol["q"][0], sol["P"][0], sol["w"][0], sol["pi"][0]
+            actions = policy.argmax(axis=1)
             it = sol["rounds"]
             residual = float(np.abs(q.max(axis=1) - v).max())
             adv = sol["adversary"]
@@ -345,8 +409,6 @@ def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
                 stable_note = _not_converged("policy_iteration", int(adv.iterations[0]),
                                              float(adv.residual[0]), tol,
                                              bool(adv.stalled[0]), max_iter)
-    policy = np.zeros((S, A))
-    policy[np.arange(S), actions] = 1.0
     value = float(model.p0 @ v)
     bound = 2.0 * gamma * residual / (1.0 - gamma)
     if converged:
