@@ -36,10 +36,17 @@ import numpy as np
 
 from .._result import Result
 from ..robust.engine import RobustGame
+from .local_bound import local_bounds, occupancy_intervals
+from .occupancy_bound import OccupancyLP
 from .search import Incumbent
 
-__all__ = ["branch_and_bound", "feasibility_bounds", "lagrangian_bounds", "split_boxes",
-           "tighten"]
+__all__ = ["BOX_BOUNDS", "bound_boxes", "branch_and_bound", "feasibility_bounds",
+           "lagrangian_bounds", "split_boxes", "tighten"]
+
+#: The bounds a box may add to its Lagrangian bound: the performance-difference bound
+#: (:mod:`.local_bound`) and the occupancy LP with McCormick envelopes
+#: (:mod:`.occupancy_bound`); both keep one adversary per objective.
+BOX_BOUNDS = ("local", "lp")
 
 
 def lagrangian_bounds(game: RobustGame, lo, hi, lam, w=None) -> Result:
@@ -95,7 +102,8 @@ def split_boxes(lo, hi, occ):
     return lo2, hi2, np.concatenate([rows, rows]), ok
 
 
-def improve_lam(game: RobustGame, lo, hi, lam, delta, n_steps: int, bounds: Result):
+def improve_lam(game: RobustGame, lo, hi, lam, delta, n_steps: int, bounds: Result,
+                deadline: float = np.inf):
     """Sign steps on lam for each box (Rprop); keeps the best bound of each box.
 
     Each coordinate moves by ``delta`` against the sign of its Danskin slope; after a
@@ -104,6 +112,8 @@ def improve_lam(game: RobustGame, lo, hi, lam, delta, n_steps: int, bounds: Resu
     """
     best, lam, delta = bounds, lam.copy(), delta.copy()
     for _ in range(n_steps if game.K else 0):
+        if time.perf_counter() > deadline:
+            break
         sign = np.sign(best.grad)
         trial = np.maximum(lam - delta * sign, 0.0)
         new = lagrangian_bounds(game, lo, hi, trial, w=best.w)
@@ -117,85 +127,286 @@ def improve_lam(game: RobustGame, lo, hi, lam, delta, n_steps: int, bounds: Resu
     return best, lam, delta
 
 
-class _Open:
-    """The open boxes, as arrays (``step``: the lam steps (n, K) of each box)."""
-
-    def __init__(self, lo, hi, lam, step, bounds: Result):
-        self.lo, self.hi, self.lam, self.step = lo, hi, lam, step
-        self.U, self.occ = bounds.U, bounds.occ
-
-    def keep(self, mask):
-        for key in ("lo", "hi", "lam", "step", "U", "occ"):
-            setattr(self, key, getattr(self, key)[mask])
-
-    def add(self, other: _Open):
-        for key in ("lo", "hi", "lam", "step", "U", "occ"):
-            setattr(self, key, np.concatenate([getattr(self, key), getattr(other, key)]))
-
-
-def _start_bounds(game, lo, hi, lam):
+def _start_bounds(game, lo, hi, lam, w=None):
     """Bounds at the parent's lam and at lam = 0 (one batch); the better of each box."""
     J = lo.shape[0]
+    w2 = None if w is None else np.concatenate([w, w])
     both = lagrangian_bounds(game, np.concatenate([lo, lo]), np.concatenate([hi, hi]),
-                             np.concatenate([lam, np.zeros_like(lam)]))
+                             np.concatenate([lam, np.zeros_like(lam)]), w=w2)
     zero = both.U[J:] < both.U[:J]
     pick = np.where(zero, np.arange(J, 2 * J), np.arange(J))
     return Result({key: val[pick] for key, val in both.items()}), np.where(
         zero[:, None], 0.0, lam)
 
 
-def _children(game, inc, boxes: _Open, take, n_lam_steps, lam_unit):
-    """Split the boxes ``take``, drop infeasible children, bound the rest (a new _Open)."""
+_LPS: dict = {}
+
+
+def _box_lp(game: RobustGame) -> OccupancyLP:
+    """One LP builder (and HiGHS instance) per game and process."""
+    key = id(game)
+    if key not in _LPS or _LPS[key][0] is not game:
+        _LPS.clear()
+        _LPS[key] = (game, OccupancyLP(game))
+    return _LPS[key][1]
+
+
+def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float, *,
+                bounds=BOX_BOUNDS, n_lam_steps: int = 0) -> dict:
+    r"""Certified upper bounds of boxes (J, S, A), each from its parent's data.
+
+    A pure function of its arguments (the same numbers in any process), run on chunks
+    of the children of a round, serially or on a Dask cluster:
+
+    1. drop the boxes where some constraint cannot be met (:func:`feasibility_bounds`);
+    2. the Lagrangian bound at the parent's ``lam`` and at 0, then ``n_lam_steps`` sign
+       steps (:func:`improve_lam`), the fixed points started from the parent's values
+       ``w`` (J, S) (or None);
+    3. the robust evaluation of each box's maximiser (a candidate for the lower side; its
+       worst-case kernels are the kernels of the next bounds);
+    4. with ``"local"`` in ``bounds``, the performance-difference bound
+       (:func:`~.local_bound.local_bounds`); with ``"lp"``, for the boxes whose bound is
+       still above ``threshold``, the occupancy LP (:class:`~.occupancy_bound.OccupancyLP`,
+       from the parent's ``basis``, a list of J basis arrays or None).
+
+    Returns a dict: ``ok`` (J,) the boxes kept, and for those: ``U``, ``lam``, ``step``,
+    ``w``, ``occ`` (occupancies under the maximising pair), ``pi`` (maximisers),
+    ``value``, ``costs`` (their certified robust numbers), ``basis``.
+    """
+    J = lo.shape[0]
+    ok = np.ones(J, dtype=bool)
+    if game.K:
+        ok = np.all(feasibility_bounds(game, lo, hi) <= game.d, axis=1)
+    out = {"ok": ok}
+    idx = np.flatnonzero(ok)
+    if not idx.size:
+        return out
+    lo, hi, lam, step = lo[idx], hi[idx], lam[idx], step[idx]
+    w = None if w is None else w[idx]
+    if game.K:
+        first, lam = _start_bounds(game, lo, hi, lam, w)
+    else:
+        first = lagrangian_bounds(game, lo, hi, lam, w=w)
+    res, lam, step = improve_lam(game, lo, hi, lam, step, n_lam_steps, first)
+    U = res.U.copy()
+    ev = game.evaluate(res.pi)
+    base = [None if basis is None else basis[i] for i in idx]
+    new_basis = list(base)
+    if bounds and np.isfinite(U).any():
+        n = 1 + game.K
+        dlo, dhi = occupancy_intervals(game, ev["P"], lo, hi)
+        if "local" in bounds:
+            U = np.minimum(U, local_bounds(game, lo, hi, ev, dlo, dhi).U)
+        if "lp" in bounds:
+            olp = _box_lp(game)
+            for i in np.flatnonzero(U > threshold):
+                u, b = olp.bound(lo[i], hi[i], ev["P"][i].reshape(n, *ev["P"].shape[2:]),
+                                 dlo[i], dhi[i], basis=base[i])
+                U[i] = min(U[i], u)
+                new_basis[i] = b
+    out.update(U=U, lam=lam, step=step, w=res.w, occ=res.occ, pi=res.pi,
+               value=ev["value"], costs=ev["costs"], basis=new_basis)
+    return out
+
+
+def _chunk_job(game, lo, hi, lam, step, w, basis, threshold, bounds, n_lam_steps):
+    """:func:`bound_boxes` with the bases as arrays (what a Dask worker runs)."""
+    return bound_boxes(game, lo, hi, lam, step, w, basis, threshold, bounds=bounds,
+                       n_lam_steps=n_lam_steps)
+
+
+_FIELDS = ("lo", "hi", "lam", "step", "U", "occ", "w")
+
+
+class _Open:
+    """The open boxes, as arrays, with their LP bases (a list)."""
+
+    def __init__(self, **arrays):
+        for key in _FIELDS:
+            setattr(self, key, arrays[key])
+        self.basis = list(arrays["basis"])
+
+    def keep(self, mask):
+        for key in _FIELDS:
+            setattr(self, key, getattr(self, key)[mask])
+        self.basis = [b for b, m in zip(self.basis, mask, strict=True) if m]
+
+    def add(self, other: _Open):
+        for key in _FIELDS:
+            setattr(self, key, np.concatenate([getattr(self, key), getattr(other, key)]))
+        self.basis += other.basis
+
+
+class _Runner:
+    """Runs the chunks of a round, serially or on a Dask client, in a fixed order."""
+
+    def __init__(self, game, client, bounds, n_lam_steps):
+        self.game, self.client = game, client
+        self.bounds, self.n_lam_steps = tuple(bounds), n_lam_steps
+        self.remote = None
+        if client is not None:
+            self.remote = client.scatter(_remote_game(game), broadcast=True)
+
+    def run(self, chunks, deadline: float) -> list:
+        """Results of the chunks (None for a chunk not run before the deadline)."""
+        if self.client is None:
+            out = []
+            for args in chunks:
+                if time.perf_counter() > deadline:
+                    out.append(None)
+                    continue
+                out.append(bound_boxes(self.game, *args, bounds=self.bounds,
+                                       n_lam_steps=self.n_lam_steps))
+            return out
+        from distributed import wait
+
+        futs = [self.client.submit(_chunk_job, self.remote, *args, self.bounds,
+                                   self.n_lam_steps, pure=False) for args in chunks]
+        wait(futs, timeout=max(deadline - time.perf_counter(), 0.0), return_when="ALL_COMPLETED")
+        out = []
+        for f in futs:
+            if f.status == "finished":
+                out.append(f.result())
+            else:
+                f.cancel()
+                out.append(None)
+        return out
+
+
+def _remote_game(game: RobustGame) -> RobustGame:
+    """A copy of the game for the workers (no deadline: the caller keeps time)."""
+    import copy
+
+    other = copy.copy(game)
+    other.deadline = None
+    return other
+
+
+def _children(runner, boxes: _Open, take, *, threshold, lam_unit, chunk, deadline):
+    """Split the boxes ``take`` and bound the children; a new _Open and the number of
+    children.  Children whose chunk did not run before the deadline keep their parent's
+    bound (valid: a child is a subset of its parent)."""
     lo, hi, parent, ok = split_boxes(boxes.lo[take], boxes.hi[take], boxes.occ[take])
-    if game.K and ok.any():
-        ok[ok] = np.all(feasibility_bounds(game, lo[ok], hi[ok]) <= game.d, axis=1)
     lo, hi, parent = lo[ok], hi[ok], take[parent[ok]]
-    if not lo.shape[0]:
-        return None, 0
+    n = lo.shape[0]
+    if not n:
+        return None, [], 0
     lam = boxes.lam[parent]
     step = np.maximum(boxes.step[parent], 0.01 * np.maximum(lam, lam_unit))
-    if game.K:
-        first, lam = _start_bounds(game, lo, hi, lam)
-    else:
-        first = lagrangian_bounds(game, lo, hi, lam)
-    bounds, lam, step = improve_lam(game, lo, hi, lam, step, n_lam_steps, first)
-    inc.offer(bounds.pi, "branch and bound")
-    return _Open(lo, hi, lam, step, bounds), ok.size
+    w = boxes.w[parent]
+    basis = [boxes.basis[p] for p in parent]
+    cuts = list(range(0, n, chunk))
+    chunks = [(lo[a:a + chunk], hi[a:a + chunk], lam[a:a + chunk], step[a:a + chunk],
+               w[a:a + chunk], basis[a:a + chunk], threshold) for a in cuts]
+    results = runner.run(chunks, deadline)
+    parts, found = [], []
+    for a, res in zip(cuts, results, strict=True):
+        sl = slice(a, a + chunk)
+        if res is None:  # not bounded in time: the parent's bound holds
+            p = parent[sl]
+            parts.append(dict(lo=lo[sl], hi=hi[sl], lam=lam[sl], step=step[sl],
+                              U=boxes.U[p], occ=boxes.occ[p], w=w[sl], basis=basis[sl]))
+            continue
+        keep = res["ok"]
+        if keep.any():
+            parts.append(dict(lo=lo[sl][keep], hi=hi[sl][keep], lam=res["lam"],
+                              step=res["step"], U=res["U"], occ=res["occ"], w=res["w"],
+                              basis=res["basis"]))
+            found.append(res)
+    if not parts:
+        return None, found, n
+    merged = {key: np.concatenate([p[key] for p in parts]) for key in _FIELDS}
+    merged["basis"] = [b for p in parts for b in p["basis"]]
+    return _Open(**merged), found, n
 
 
 def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
                      max_boxes: int, deadline: float, gap_tol, batch: int = 32,
-                     n_lam_steps: int = 2, bar=None) -> Result:
+                     chunk: int = 16, n_lam_steps: int | None = None, bounds=BOX_BOUNDS,
+                     client=None, bar=None, t0: float | None = None, state=None) -> Result:
     """Best-first branch and bound from the full box at ``lam0``; feeds ``inc``.
 
     ``lam_unit``: a typical size of lam; a box's lam step is at least 1% of
     max(lam, lam_unit).  ``gap_tol(lower)``: the target gap at the incumbent's value.
+    Each round splits the ``batch`` boxes of largest bound and bounds their children in
+    chunks of ``chunk`` (:func:`bound_boxes`), serially or on the Dask ``client``; the
+    chunks are the same and are merged in the same order either way, so the result is
+    the same for the same box budget.  ``n_lam_steps``: sign steps on lam per child
+    (default 2 with the Lagrangian bound alone, 0 with the other bounds).
 
-    Returns ``upper`` (certified), ``boxes`` (evaluated), ``open_boxes``, ``closed``
-    (the target gap was reached, or no box is left).
+    Returns ``upper`` (certified), ``boxes`` (bounded), ``open_boxes``, ``closed``
+    (the target gap was reached, or no box is left), ``stopped`` ("gap", "boxes",
+    "time" or "empty"), ``trace`` (rounds, 4): seconds, boxes, lower, upper, and
+    ``state``: pass it back as ``state`` (with a larger ``max_boxes``) to go on from
+    where this call stopped (the boxes count on).
     """
     S, A = game.S, game.A
-    lo, hi = np.zeros((1, S, A)), np.ones((1, S, A))
+    t0 = time.perf_counter() if t0 is None else t0
+    if n_lam_steps is None:
+        n_lam_steps = 0 if bounds else 2
+    runner = _Runner(game, client, bounds, n_lam_steps)
+    if state is not None:
+        boxes, pruned, n_boxes, trace = state
+        return _search(runner, inc, boxes, pruned, n_boxes, trace, lam_unit=lam_unit,
+                       max_boxes=max_boxes, deadline=deadline, gap_tol=gap_tol, batch=batch,
+                       chunk=chunk, bar=bar, t0=t0)
     lam = np.asarray(lam0, dtype=np.float64).reshape(1, game.K)
     step = 0.1 * np.maximum(lam, lam_unit)
-    boxes = _Open(lo, hi, lam, step, lagrangian_bounds(game, lo, hi, lam))
-    pruned, n_boxes = -np.inf, 1
+    root = bound_boxes(game, np.zeros((1, S, A)), np.ones((1, S, A)), lam, step, None,
+                       None, inc.value + 0.5 * gap_tol(inc.value), bounds=bounds,
+                       n_lam_steps=n_lam_steps)
+    n_boxes = 1
+    if bar is not None:
+        bar.update(1)
+    if root["ok"][0]:
+        inc.take(root["pi"], root["value"], root["costs"], "branch and bound")
+        boxes = _Open(lo=np.zeros((1, S, A)), hi=np.ones((1, S, A)), lam=root["lam"],
+                      step=root["step"], U=root["U"], occ=root["occ"], w=root["w"],
+                      basis=root["basis"])
+    else:
+        boxes = _Open(lo=np.zeros((0, S, A)), hi=np.zeros((0, S, A)),
+                      lam=np.zeros((0, game.K)), step=np.zeros((0, game.K)), U=np.zeros(0),
+                      occ=np.zeros((0, S)), w=np.zeros((0, S)), basis=[])
+    return _search(runner, inc, boxes, -np.inf, n_boxes, [], lam_unit=lam_unit,
+                   max_boxes=max_boxes, deadline=deadline, gap_tol=gap_tol, batch=batch,
+                   chunk=chunk, bar=bar, t0=t0)
+
+
+def _search(runner, inc, boxes: _Open, pruned, n_boxes, trace, *, lam_unit, max_boxes,
+            deadline, gap_tol, batch, chunk, bar, t0) -> Result:
+    """The rounds of :func:`branch_and_bound` from the open ``boxes``."""
+    stopped = "empty"
     while boxes.U.size:
         tol = gap_tol(inc.value)
         drop = boxes.U <= inc.value + 0.5 * tol
         pruned = max(pruned, float(boxes.U[drop].max(initial=-np.inf)))
         boxes.keep(~drop)
-        if not boxes.U.size or max(boxes.U.max(), pruned) - inc.value <= tol \
-                or n_boxes >= max_boxes or time.perf_counter() > deadline:
+        upper = max(float(boxes.U.max(initial=-np.inf)), pruned)
+        trace.append((time.perf_counter() - t0, n_boxes, inc.value, upper))
+        if bar is not None:
+            bar.set_postfix_str(f"gap {upper - inc.value:.3g}", refresh=False)
+        if not boxes.U.size:
+            break
+        if upper - inc.value <= tol:
+            stopped = "gap"
+            break
+        if n_boxes >= max_boxes or time.perf_counter() > deadline:
+            stopped = "boxes" if n_boxes >= max_boxes else "time"
             break
         take = np.argsort(-boxes.U, kind="stable")[:batch]
-        kids, n_new = _children(game, inc, boxes, take, n_lam_steps, lam_unit)
+        kids, found, n_new = _children(runner, boxes, take, lam_unit=lam_unit, chunk=chunk,
+                                       threshold=inc.value + 0.5 * tol, deadline=deadline)
         boxes.keep(np.isin(np.arange(boxes.U.size), take, invert=True))
+        for res in found:
+            inc.take(res["pi"], res["value"], res["costs"], "branch and bound")
         if kids is not None:
             boxes.add(kids)
         n_boxes += n_new
         if bar is not None:
             bar.update(n_new)
     upper = max(float(boxes.U.max(initial=-np.inf)), pruned)
+    trace.append((time.perf_counter() - t0, n_boxes, inc.value, upper))
     return Result(upper=upper, boxes=n_boxes, open_boxes=int(boxes.U.size),
-                  closed=bool(upper - inc.value <= gap_tol(inc.value) or not boxes.U.size))
+                  closed=bool(upper - inc.value <= gap_tol(inc.value) or not boxes.U.size),
+                  stopped=stopped, trace=np.array(trace, dtype=np.float64).reshape(-1, 4),
+                  state=(boxes, pruned, n_boxes, trace))

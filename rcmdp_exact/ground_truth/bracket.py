@@ -35,11 +35,19 @@ import warnings
 
 import numpy as np
 
-from .._checks import check_choice, check_int, check_real
+from .._checks import (
+    as_float_array,
+    check_choice,
+    check_distributions,
+    check_int,
+    check_real,
+    check_seed,
+    check_shape,
+)
 from .._progress import tqdm
 from .._result import Result
 from ..robust.engine import RobustGame
-from .boxes import branch_and_bound
+from .boxes import BOX_BOUNDS, branch_and_bound
 from .dual import lagrangian_search
 from .lp import cost_name, fmt, max_slack_policy, solve_cmdp
 from .search import Incumbent, certify, improve
@@ -57,7 +65,8 @@ def _least_costs(game: RobustGame):
     return -(sol["value"] + sol["err"]), sol["pi"]
 
 
-def _lp_candidates(model, game: RobustGame, inc: Incumbent, n_tighten: int = 3) -> list:
+def _lp_candidates(model, game: RobustGame, inc: Incumbent, n_tighten: int = 3,
+                   deadline: float = np.inf) -> list:
     """The nominal CMDP optimum at the budgets, then at budgets lowered by the certified
     worst-case shortfall of the previous LP policy (plus a step that grows from 1e-14 of
     the value scale, for a policy that misses by rounding alone); each policy is offered
@@ -65,6 +74,8 @@ def _lp_candidates(model, game: RobustGame, inc: Incumbent, n_tighten: int = 3) 
     nominal = model.with_transitions(game.nominal, check=False)
     budgets, out = game.d.copy(), []
     for i in range(n_tighten + 1):
+        if time.perf_counter() > deadline:
+            return out
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             lp = solve_cmdp(nominal, budgets=budgets)
@@ -77,7 +88,7 @@ def _lp_candidates(model, game: RobustGame, inc: Incumbent, n_tighten: int = 3) 
             break
         step = 1e-14 * 10.0 ** i * game.scale
         budgets = budgets - np.where(short > -step, np.maximum(short, 0.0) + step, 0.0)
-    if game.K:
+    if game.K and time.perf_counter() <= deadline:
         slack = max_slack_policy(nominal, game.d)
         if slack is not None:
             inc.offer(slack[None], "lp, largest slack")
@@ -119,7 +130,7 @@ def _weighted_least_costs(game: RobustGame, lam: np.ndarray):
     return -(sol["value"] + sol["err"]) - lam @ game.d, sol["pi"]
 
 
-def _joint_infeasibility(game: RobustGame, rounds: int = 12):
+def _joint_infeasibility(game: RobustGame, rounds: int = 12, deadline: float = np.inf):
     r"""Weights :math:`\lambda \ge 0` (sum 1) that prove the budgets cannot be met
     together, or None.
 
@@ -141,6 +152,8 @@ def _joint_infeasibility(game: RobustGame, rounds: int = 12):
     step = 1.0 / n
     moves = [(i, j) for i in range(K) for j in range(K) if i != j]
     for _ in range(rounds):
+        if time.perf_counter() > deadline:
+            break
         trial = np.repeat(lam0[None], len(moves), axis=0)
         for t, (i, j) in enumerate(moves):
             dw = min(step, trial[t, j])
@@ -165,12 +178,13 @@ def _infeasible(game, why: str, pol: np.ndarray, least, extra: dict) -> Result:
                   lower_costs=least.copy(), lower_cost=least.copy(), mix_theta=0.0,
                   upper_policy_value=np.nan, upper_policy_costs=nan, upper_policy_cost=nan,
                   history={"lam": np.zeros((0, game.K)), "g": np.zeros(0)}, n_candidates=0,
-                  boxes=0, open_boxes=0, closed=True, success=False, status="infeasible",
+                  boxes=0, open_boxes=0, closed=True, stopped="infeasible",
+                  trace=np.zeros((0, 4)), success=False, status="infeasible",
                   message=f"infeasible: no policy meets the budgets on every model of the "
                           f"ball; {why}; raise the budget or shrink the ball", **extra)
 
 
-def _infeasibility(game, model, least, safest):
+def _infeasibility(game, model, least, safest, deadline: float = np.inf):
     """(why, policy) when the budgets are certified infeasible (one alone, or together
     for some weights), else None."""
     ks = [k for k in range(game.K) if least[k] > game.d[k]]
@@ -178,7 +192,7 @@ def _infeasibility(game, model, least, safest):
         why = "; ".join(f"the smallest worst-case cost of constraint {cost_name(model, k)} "
                         f"is {fmt(least[k])} > budget d[{k}] = {fmt(game.d[k])}" for k in ks)
         return why, safest[ks[0]]
-    joint = _joint_infeasibility(game) if game.K > 1 else None
+    joint = _joint_infeasibility(game, deadline=deadline) if game.K > 1 else None
     if joint is None:
         return None
     lam, margin, pol = joint
@@ -187,34 +201,55 @@ def _infeasibility(game, model, least, safest):
             f"{fmt(lam @ game.d + margin)} > lambda.d = {fmt(lam @ game.d)}"), pol
 
 
-def _check_bracket(model, ball, variants, kw: dict) -> tuple[float, float]:
+def _check_bracket(model, ball, variants, kw: dict):
+    """Validate the arguments; return (low, high) of the lam range and the candidate
+    policies (n, S, A) (or None)."""
     low, high = check_search(model, ball, kw["n_grid"], kw["lam_range"], kw["feas_tol"],
                              **{k: kw[k] for k in ("n_refine", "n_sweeps", "n_cuts",
-                                                   "mix_steps", "n_partners", "n_ascent")})
+                                                   "mix_steps", "n_partners", "n_ascent",
+                                                   "n_starts")})
     check_real(kw["tol"], "tol", 0.0, low_open=True)
     check_choice(kw["rvi_method"], "rvi_method", ("policy_iteration", "value_iteration"))
     for v in variants:
         check_choice(v, "variant", VARIANTS)
+    for b in kw["box_bounds"]:
+        check_choice(b, "box_bounds entry", BOX_BOUNDS)
     check_int(kw["max_boxes"], "max_boxes", 1)
     check_real(kw["time_limit"], "time_limit", 0.0, low_open=True)
     check_real(kw["rtol"], "rtol", 0.0)
     check_real(kw["atol"], "atol", 0.0)
+    check_seed(kw["seed"])
     if kw["n_sweeps"] != 2 or kw["rvi_method"] != "policy_iteration":
         warnings.warn("rcmdp_bracket: n_sweeps and rvi_method have no effect (the fixed "
                       "points are found by policy iteration and lam by gradient steps and "
                       "cuts)", DeprecationWarning, stacklevel=3)
-    return low, high
+    cands = kw["candidates"]
+    if cands is not None:
+        S, A = model.n_states, model.n_actions
+        cands = as_float_array(cands, "candidates", "give policies of shape (n, S, A) or "
+                               "(S, A)")
+        if cands.ndim == 2:
+            cands = cands[None]
+        check_shape(cands, (cands.shape[0], S, A) if cands.ndim == 3 else (1, S, A),
+                    "candidates", ("candidate", "state", "action"))
+        cands = check_distributions(cands, "candidates", ("candidate", "state"))
+    return low, high, cands
 
 
-def _lower_search(game, inc, dual, lps, safest, variants, kw, deadline, gap_tol) -> None:
-    """Seed the incumbent (LP, Lagrangian, variant and least-cost policies), then search
-    (unless the seeds already close the bracket)."""
-    ev = inc.offer(dual.policies, "lagrangian")
+def _seed_lower(inc, dual, safest, variants) -> None:
+    """Offer the Lagrangian, least-cost and variant policies to the incumbent."""
+    inc.seed_eval = inc.offer(dual.policies, "lagrangian")
     inc.offer(safest, "least worst-case cost")
     for name, var in variants.items():
         inc.offer(var.policy[None], f"variant {name}")
+
+
+def _lower_search(game, inc, dual, lps, kw, deadline, gap_tol, cands) -> None:
+    """The search of the lower side from the seeds (:func:`_seed_lower`): mixtures and
+    local search (unless the seeds already close the bracket)."""
     if dual.U - inc.value <= gap_tol(inc.value):
         return
+    ev = inc.seed_eval
     # the infeasible Lagrangian policies met at the largest lam: the far side of the kink
     bad = np.flatnonzero(np.any(ev["costs"] > inc.limit, axis=1))[::-1]
     plain = [lp for lp in lps if "slack" not in lp]
@@ -222,8 +257,13 @@ def _lower_search(game, inc, dual, lps, safest, variants, kw, deadline, gap_tol)
     starts = [dual.pi] + [lp.policy for lp in plain[:1]]
     if inc.policy is None and len(plain) < len(lps):
         starts.insert(0, lps[-1].policy)  # the largest-slack policy: phase 1 starts there
+    if cands is not None:
+        starts += list(cands)
+    rng = np.random.default_rng(kw["seed"])
+    starts += list(rng.dirichlet(np.ones(game.A), size=(kw["n_starts"], game.S)))
     improve(inc, starts, partners, n_iter=kw["n_ascent"], deadline=deadline,
-            n_partners=kw["n_partners"], rounds=max(1, math.ceil(kw["mix_steps"] / 3)))
+            n_partners=kw["n_partners"], rounds=max(1, math.ceil(kw["mix_steps"] / 3)),
+            gain=0.01 * gap_tol(inc.value))
 
 
 def _certified_lower(model, ball, game, inc, tol: float):
@@ -236,18 +276,37 @@ def _certified_lower(model, ball, game, inc, tol: float):
     return -np.inf, np.full(game.K, np.nan), None, "none", 0.0
 
 
-def _bracket_result(model, ball, game, inc, dual, bb, extra: dict, tol: float) -> Result:
+def _status(pol, upper, lower, bb, cut: list, kw, closed: bool) -> tuple[str, str]:
+    if pol is None and upper == -np.inf:
+        return "infeasible", ("infeasible: branch and bound found no box that meets every "
+                              "budget; no policy is robust-feasible")
+    if pol is None:
+        return "no_feasible_policy", (f"no robust-feasible policy found; upper bound "
+                                      f"{upper:.6g}; raise time_limit or max_boxes")
+    text = (f"certified bracket [{lower:.10g}, {upper:.10g}], gap {upper - lower:.3g} "
+            f"({bb.boxes} boxes)")
+    if closed:
+        return "bracket", text
+    why = []
+    if bb.stopped == "boxes":
+        why.append(f"the box budget max_boxes = {kw['max_boxes']}")
+    if bb.stopped == "time" or cut:
+        why.append(f"the time limit of {kw['time_limit']:g} s")
+    rel = (upper - lower) / max(1.0, abs(lower))
+    skipped = f"; cut at the deadline: {', '.join(cut)}" if cut else ""
+    return "budget_exhausted", (
+        f"budget exhausted ({' and '.join(why) or 'the budget'}) before the target gap: "
+        f"{text}, {rel:.3g} of max(1, |lower|); both bounds hold{skipped}; raise "
+        f"time_limit or max_boxes for a tighter bracket")
+
+
+def _bracket_result(model, ball, game, inc, dual, bb, extra: dict, tol: float, cut: list,
+                    kw, gap_tol) -> Result:
     lower, costs, pol, method, theta = _certified_lower(model, ball, game, inc, tol)
     upper = min(dual.U, bb.upper)
-    if pol is None and upper == -np.inf:
-        status, msg = "infeasible", ("infeasible: branch and bound found no box that meets "
-                                     "every budget; no policy is robust-feasible")
-    elif pol is None:
-        status, msg = "no_feasible_policy", (f"no robust-feasible policy found; upper bound "
-                                             f"{upper:.6g}; raise time_limit or max_boxes")
-    else:
-        status, msg = "bracket", (f"certified bracket [{lower:.10g}, {upper:.10g}], gap "
-                                  f"{upper - lower:.3g} ({bb.boxes} boxes)")
+    closed = bool(upper - lower <= gap_tol(lower) or (bb.closed and not cut))
+    status, msg = _status(pol, upper, lower, bb, cut, kw, closed)
+    game.deadline = None if game.deadline is None else game.deadline + 1.0
     up = game.evaluate(dual.pi[None])
     pol = dual.pi if pol is None else pol
     return Result(
@@ -258,8 +317,8 @@ def _bracket_result(model, ball, game, inc, dual, bb, extra: dict, tol: float) -
         lower_cost=costs, mix_theta=theta if method == "mixture" else 0.0,
         upper_policy_value=float(up["value"][0]), upper_policy_costs=up["costs"][0],
         upper_policy_cost=up["costs"][0], history=dual.history, n_candidates=inc.n_evaluated,
-        boxes=bb.boxes, open_boxes=bb.open_boxes, closed=bb.closed,
-        success=status == "bracket", status=status, message=msg, **extra)
+        boxes=bb.boxes, open_boxes=bb.open_boxes, closed=closed, stopped=bb.stopped,
+        trace=bb.trace, success=status == "bracket", status=status, message=msg, **extra)
 
 
 def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: int = 40,
@@ -268,7 +327,8 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
                   rvi_method: str = "policy_iteration", variants=VARIANTS,
                   n_partners: int = 4, progress: bool = True, max_boxes: int = 100_000,
                   time_limit: float = 10.0, rtol: float = 1e-4, atol: float = 1e-9,
-                  n_ascent: int = 60) -> Result:
+                  n_ascent: int = 60, candidates=None, n_starts: int = 2, seed=0,
+                  box_bounds=BOX_BOUNDS, client=None) -> Result:
     r"""A certified bracket ``lower <= OPT <= upper`` on the RCMDP optimum.
 
     See the module docstring and ``docs/ground_truth.md`` for the methods and what is
@@ -279,7 +339,8 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
     model : TabularCMDP
         Rewards, costs, budgets, gamma < 1, p0, terminal states (the ball's nominal is
         the centre; the model's transitions are not used).
-    ball : L1Ball
+    ball : UncertaintySet
+        The uncertainty set (an :class:`~rcmdp_exact.L1Ball` or any rectangular set).
     n_grid, lam_range, n_refine, n_cuts
         The search over lam of the Lagrangian bound (:mod:`.dual`).
     mix_steps, n_partners
@@ -292,13 +353,28 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
     variants : sequence of {"value", "constraint", "lagrangian"}
         RCPG variant targets to compute (:func:`rcmdp_variant`; also candidates).
     progress : bool
-        A bar over the boxes of the branch and bound.
+        A bar over the boxes of the branch and bound, with the gap reached.
     max_boxes, time_limit
-        Budget of the branch and bound (boxes, seconds from the call).
+        Budget: boxes of the branch and bound, and seconds from the call for the whole
+        computation (every phase stops at the deadline; the bounds stay certified).
     rtol, atol
         Stop when ``upper - lower <= max(atol, rtol * max(1, abs(lower)))``.
     n_ascent : int
-        Trust-region ascent steps per start of the lower search.
+        SLSQP iterations per start of the local search of the lower side.
+    candidates : array_like, optional
+        Policies (n, S, A) (or one (S, A)), for example a learner's trained policies:
+        each is certified and offered to the lower side, and the local search starts
+        from each.
+    n_starts : int
+        Random starting policies of the local search (Dirichlet rows, from ``seed``).
+    seed : int or numpy.random.Generator
+    box_bounds : sequence of {"local", "lp"}
+        The bounds a box adds to its Lagrangian bound (:mod:`.local_bound`, the
+        performance-difference bound; :mod:`.occupancy_bound`, the occupancy LP with
+        McCormick envelopes); ``()`` for the Lagrangian bound alone.
+    client : distributed.Client, optional
+        Bound the children of each round on this Dask cluster (the same answer as
+        without, for the same box budget).
     n_sweeps, rvi_method
         Accepted for compatibility; no effect (a DeprecationWarning if changed).
 
@@ -306,44 +382,63 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
     -------
     Result
         ``lower``, ``upper``, ``gap``; ``lower_method`` ("lp", "lp, tightened budgets",
-        "lagrangian", "variant <name>", "certified search", "mixture", "branch and
-        bound", or "none") and ``upper_method`` ("lagrangian", "branch and bound" or
-        "least worst-case cost"); ``multiplier`` (K,) of the Lagrangian bound;
+        "lagrangian", "variant <name>", "candidate", "certified search", "mixture",
+        "branch and bound", or "none") and ``upper_method`` ("lagrangian", "branch and
+        bound" or "least worst-case cost"); ``multiplier`` (K,) of the Lagrangian bound;
         ``policies`` {"lower": the certified policy, "upper": the robust-Lagrangian
         optimum at ``multiplier``}, ``policy`` (= policies["lower"]); ``lower_costs``
         (K,) its certified worst-case costs; ``mix_theta``; ``upper_policy_value``,
         ``upper_policy_costs``; ``min_robust_costs`` (K,) certified lower bounds on the
         least worst-case costs; ``history`` {"lam", "g"}; ``n_candidates``; ``boxes``,
-        ``open_boxes``, ``closed``, ``seconds``; ``variants``; ``success``, ``status``
-        ("bracket", "no_feasible_policy", "infeasible"), ``message``.  ``lower_cost``,
-        ``upper_policy_cost`` and ``min_robust_cost`` are aliases.
+        ``open_boxes``, ``closed``, ``stopped`` ("gap", "boxes", "time", "empty" or
+        "infeasible"), ``trace`` (rounds, 4) of seconds, boxes, lower and upper over the
+        branch and bound, ``seconds``; ``variants``; ``success``, ``status``
+        ("bracket": the target gap was reached; "budget_exhausted": the time or box
+        budget ended first, both bounds hold; "no_feasible_policy", "infeasible"),
+        ``message``.  ``lower_cost``, ``upper_policy_cost`` and ``min_robust_cost`` are
+        aliases.
     """
     kw = dict(locals())
-    low, high = _check_bracket(model, ball, variants, kw)
+    low, high, cands = _check_bracket(model, ball, variants, kw)
     t0 = time.perf_counter()
-    game = RobustGame(model, ball, tol=tol)
+    deadline = t0 + time_limit
+    game = RobustGame(model, ball, tol=tol, deadline=deadline)
     game.d = game.d + feas_tol
     least, safest = _least_costs(game)
-    var_out = {v: rcmdp_variant(model, ball, v, n_grid=n_grid, lam_range=(low, high),
-                                tol=tol, feas_tol=feas_tol)
-               for v in variants if not (v == "constraint" and game.K == 0)}
+    var_out, cut = {}, []
+    for v in variants:
+        if v == "constraint" and game.K == 0:
+            continue
+        if time.perf_counter() > deadline:
+            cut.append(f"variant {v}")
+            continue
+        res = rcmdp_variant(model, ball, v, n_grid=n_grid, lam_range=(low, high), tol=tol,
+                            feas_tol=feas_tol, deadline=deadline)
+        if time.perf_counter() > deadline:  # cut inside: not an equilibrium to report
+            cut.append(f"variant {v}")
+        else:
+            var_out[v] = res
     extra = dict(min_robust_costs=least, min_robust_cost=least, variants=var_out)
-    proof = _infeasibility(game, model, least, safest)
+    proof = _infeasibility(game, model, least, safest, deadline)
     if proof is not None:
         return _infeasible(game, *proof, least, dict(extra, seconds=time.perf_counter() - t0))
     inc = Incumbent(game, lambda pi: certify(model, ball, pi, tol))
-    deadline = t0 + time_limit
-    lps = _lp_candidates(model, game, inc)
+    lps = _lp_candidates(model, game, inc, deadline=deadline)
+    if cands is not None:
+        inc.offer(cands, "candidate")
     dual = lagrangian_search(game, [np.zeros(game.K)] + [lp.multipliers for lp in lps],
                              low=low, high=high, n_grid=n_grid, n_refine=n_refine,
-                             n_cuts=n_cuts)
+                             n_cuts=n_cuts, deadline=deadline)
+
     def gap_tol(value: float) -> float:
         return max(atol, rtol * max(1.0, abs(value))) if np.isfinite(value) else atol
 
-    _lower_search(game, inc, dual, lps, safest, var_out, kw, deadline, gap_tol)
+    _seed_lower(inc, dual, safest, var_out)
+    bb_kw = dict(lam_unit=max(10.0 * low, float(dual.lam.max(initial=0.0))),
+                 deadline=deadline, gap_tol=gap_tol, bounds=tuple(box_bounds),
+                 client=client, t0=t0)
+    _lower_search(game, inc, dual, lps, kw, deadline, gap_tol, cands)
     with tqdm(desc="rcmdp bracket: boxes", disable=not progress, leave=False) as bar:
-        bb = branch_and_bound(game, inc, dual.lam, lam_unit=max(10.0 * low, float(
-                              dual.lam.max(initial=0.0))), max_boxes=max_boxes,
-                              deadline=deadline, gap_tol=gap_tol, bar=bar)
+        bb = branch_and_bound(game, inc, dual.lam, max_boxes=max_boxes, bar=bar, **bb_kw)
     extra["seconds"] = time.perf_counter() - t0
-    return _bracket_result(model, ball, game, inc, dual, bb, extra, tol)
+    return _bracket_result(model, ball, game, inc, dual, bb, extra, tol, cut, kw, gap_tol)

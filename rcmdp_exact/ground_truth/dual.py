@@ -16,10 +16,14 @@ convex with robustness, so the search is global, then local:
    Without robustness g is convex and piecewise linear and these steps reach its
    minimum exactly; with robustness they are a guide.
 
-Every value met is a certified upper bound; the smallest is kept.
+Every value met is a certified upper bound; the smallest is kept.  Past ``deadline``
+the search stops after the step in progress (the engine's fixed points stop too, with
+their residual bounds), so what it returns is still a bound.
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 from scipy.optimize import linprog
@@ -70,9 +74,11 @@ class _Log:
                                grad=res.grad[i].copy())
 
 
-def _kelley(log: _Log, n_cuts: int, box: float) -> None:
+def _kelley(log: _Log, n_cuts: int, box: float, deadline: float = np.inf) -> None:
     K = log.game.K
     for _ in range(n_cuts):
+        if time.perf_counter() > deadline:
+            return
         G, L, Sl = np.array(log.g), np.array(log.lam), np.array(log.slope)
         c = np.zeros(K + 1)
         c[-1] = 1.0
@@ -88,7 +94,7 @@ def _kelley(log: _Log, n_cuts: int, box: float) -> None:
 
 
 def lagrangian_search(game: RobustGame, starts, *, low: float, high: float, n_grid: int,
-                      n_refine: int, n_cuts: int) -> Result:
+                      n_refine: int, n_cuts: int, deadline: float = np.inf) -> Result:
     """Search for the smallest certified g(lam); see the module docstring.
 
     Returns ``U`` (the bound), ``lam`` (K,), ``pi`` (S, A) the maximiser at ``lam``,
@@ -100,19 +106,20 @@ def lagrangian_search(game: RobustGame, starts, *, low: float, high: float, n_gr
     grid = lam_grid(K, low, high, n_grid)
     pts = np.concatenate([np.reshape(starts, (-1, K)), grid]) if K else grid
     res = log.run(pts)
-    while K and np.argmin(res.U) == res.U.size - 1 and pts[-1, 0] < 1e12 * high:
+    while K and np.argmin(res.U) == res.U.size - 1 and pts[-1, 0] < 1e12 * high \
+            and time.perf_counter() <= deadline:
         pts = pts[-1:] * 10.0
         res = log.run(pts)
-    if K:
+    if K and time.perf_counter() <= deadline:
         order = np.argsort(np.array(log.g), kind="stable")[:3]
         lam0 = np.array(log.lam)[order]
         step = 0.1 * np.maximum(lam0, low)
         first = log.run(lam0)
         bounds, lam, step = improve_lam(game, np.zeros((lam0.shape[0], game.S, game.A)),
                                         np.ones((lam0.shape[0], game.S, game.A)), lam0,
-                                        step, n_refine, first)
+                                        step, n_refine, first, deadline=deadline)
         log.record(lam, bounds)
-        _kelley(log, n_cuts, box=10.0 * max(high, float(np.max(log.lam))))
+        _kelley(log, n_cuts, box=10.0 * max(high, float(np.max(log.lam))), deadline=deadline)
     best = log.best
     order = np.argsort(np.array(log.lam).reshape(len(log.g), K).sum(axis=1), kind="stable")
     pis = np.array(log.pis)[order]

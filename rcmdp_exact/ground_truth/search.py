@@ -90,8 +90,18 @@ class Incumbent:
         ``theta`` (M,), optional: the mixing weight of each policy (kept with the best).
         """
         ev = self.game.evaluate(pis)
+        ev["accepted"], ev["certified_costs"] = self.take(pis, ev["value"], ev["costs"],
+                                                          method, theta)
+        return ev
+
+    def take(self, pis: np.ndarray, value, costs, method: str, theta=None):
+        """Keep the best feasible of policies (M, S, A) whose certified worst-case values
+        (M,) and costs (M, K) are given (by :meth:`RobustGame.evaluate`, here or in
+        another process).  Returns (the index accepted or None, the costs after the
+        second certification)."""
         self.n_evaluated += pis.shape[0]
-        value, costs = ev["value"].copy(), ev["costs"].copy()
+        raw = np.asarray(value, dtype=np.float64)
+        value, costs = raw.copy(), np.array(costs, dtype=np.float64)
         ok = np.all(costs <= self.limit, axis=1)
         near = ~ok & np.all(costs <= self.game.d, axis=1) & (value > self.value)
         if self.second is not None and near.any():
@@ -101,7 +111,7 @@ class Incumbent:
             v2, c2 = self.second(pis[i])
             value[i], costs[i] = min(value[i], v2), np.maximum(costs[i], c2)
             ok[i] = bool(np.all(costs[i] <= self.game.d))
-        ev["accepted"] = None
+        accepted = None
         if ok.any():
             i = int(np.argmax(np.where(ok, value, -np.inf)))
             if value[i] > self.value:
@@ -109,13 +119,12 @@ class Incumbent:
                 self.costs, self.method = costs[i].copy(), method
                 self.theta = 0.0 if theta is None else float(theta[i])
                 self.accepted.append((self.value, self.policy, self.costs, method, self.theta))
-                ev["accepted"] = i
-        ev["certified_costs"] = costs
-        for i in np.flatnonzero(~ok & (ev["value"] > self.value)):
-            self.risky.append((float(ev["value"][i]), pis[i].copy()))
+                accepted = i
+        for i in np.flatnonzero(~ok & (raw > self.value)):
+            self.risky.append((float(raw[i]), pis[i].copy()))
         if len(self.risky) > 64:
             self.risky = sorted(self.risky, key=lambda t: -t[0])[:16]
-        return ev
+        return accepted, costs
 
 
 def _gradients(game: RobustGame, pi: np.ndarray, P: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -227,14 +236,20 @@ def find_feasible(inc: Incumbent, pi0: np.ndarray, *, n_iter: int = 60,
 
 
 def mix_to_boundary(inc: Incumbent, safe: np.ndarray, risky: np.ndarray, rounds: int = 4,
-                    n_points: int = 8, method: str = "certified search") -> float:
+                    n_points: int = 8, method: str = "certified search", gain: float = 0.0,
+                    deadline: float = np.inf) -> float:
     """The largest certified-feasible theta of (1 - theta) safe + theta risky met.
 
     Each round evaluates ``n_points`` mixtures in one batch between the largest feasible
-    theta and the smallest infeasible one found so far; returns that theta.
+    theta and the smallest infeasible one found so far; returns that theta.  The rounds
+    stop early when the worst-case values at the two ends of that interval differ by at
+    most ``gain`` (no mixture between them can improve the incumbent by more), or at the
+    deadline.
     """
     lo, hi = 0.0, 1.0
     for _ in range(rounds):
+        if time.perf_counter() > deadline:
+            break
         thetas = np.linspace(lo, hi, n_points + 2)[1:]
         mixes = (1.0 - thetas)[:, None, None] * safe + thetas[:, None, None] * risky
         ev = inc.offer(mixes, method, theta=thetas)
@@ -246,28 +261,33 @@ def mix_to_boundary(inc: Incumbent, safe: np.ndarray, risky: np.ndarray, rounds:
         if first_bad == thetas.size:
             break
         hi = float(thetas[first_bad])
+        if first_bad > 0 and abs(ev["value"][first_bad] - ev["value"][first_bad - 1]) <= gain:
+            break
     return lo
 
 
-def _mix_all(inc: Incumbent, partners, n_partners: int, rounds: int, deadline) -> None:
+def _mix_all(inc: Incumbent, partners, n_partners: int, rounds: int, deadline,
+             gain: float = 0.0) -> None:
     """Mixtures of the incumbent with ``partners`` and the best infeasible policies met."""
     risky = [pi for _, pi in sorted(inc.risky, key=lambda t: -t[0])[:n_partners]]
     for pi in [*partners, *risky]:
         if inc.policy is not None and time.perf_counter() < deadline:
-            mix_to_boundary(inc, inc.policy, pi, rounds, method="mixture")
+            mix_to_boundary(inc, inc.policy, pi, rounds, method="mixture", gain=gain,
+                            deadline=deadline)
 
 
 def improve(inc: Incumbent, starts, partners, *, n_iter: int, deadline: float,
-            n_partners: int, rounds: int) -> None:
+            n_partners: int, rounds: int, gain: float = 0.0) -> None:
     """Phase 1 when no policy is certified yet; mixtures of the incumbent with
-    ``partners`` and with the best infeasible policies met; local search from the
-    incumbent and from every start; mixtures and local search again if that helped."""
+    ``partners`` and with the best infeasible policies met (refined until the values at
+    the ends differ by at most ``gain``); local search from the incumbent and from every
+    start; mixtures again if that helped."""
     if inc.policy is None and inc.game.K:
         find_feasible(inc, starts[0], n_iter=n_iter, deadline=deadline)
-    _mix_all(inc, partners, n_partners, rounds, deadline)
+    _mix_all(inc, partners, n_partners, rounds, deadline, gain)
     before = inc.value
     for pi in ([] if inc.policy is None else [inc.policy]) + list(starts):
         if time.perf_counter() < deadline:
             ascend(inc, pi, n_iter=n_iter, deadline=deadline)
     if inc.value > before:
-        _mix_all(inc, [], n_partners, rounds, deadline)
+        _mix_all(inc, [], n_partners, rounds, deadline, gain)

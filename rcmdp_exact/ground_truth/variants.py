@@ -26,6 +26,7 @@ The test settings these policies are evaluated on are those of
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -129,7 +130,7 @@ def variant_equilibria(game: RobustGame, variant: str, lams: np.ndarray, max_ite
     return pi, P_out, conv
 
 
-def _crossing(run, grid, n_bisect: int, n_points: int = 8) -> None:
+def _crossing(run, grid, n_bisect: int, n_points: int = 8, deadline=None) -> None:
     """Narrow the lam between the largest infeasible and the smallest feasible grid point:
     ``n_points`` trial points per batch (log-spaced, linear from 0), until the bracket
     shrank as much as ``n_bisect`` bisection steps would."""
@@ -138,7 +139,8 @@ def _crossing(run, grid, n_bisect: int, n_points: int = 8) -> None:
         return
     lo = max([t for t in grid if t < min(feas)], default=None)
     hi, done = min(feas), 0.0
-    while lo is not None and done < n_bisect:
+    while lo is not None and done < n_bisect and (deadline is None
+                                                   or time.perf_counter() <= deadline):
         pts = (np.geomspace(lo, hi, n_points + 2) if lo > 0
                else np.linspace(0.0, hi, n_points + 2))[1:-1].tolist()
         ok = [r.feasible for r in run(pts)]
@@ -169,18 +171,20 @@ def _run_variant(game: RobustGame, variant, grid, n_bisect, max_iter, limit, bar
 
     run(grid)
     if K:
-        _crossing(run, grid, n_bisect)
+        _crossing(run, grid, n_bisect, deadline=game.deadline)
     return rows
 
 
 def rcmdp_variant(model, ball, variant: str, *, n_grid: int = 29,
                   lam_range: tuple[float, float] | None = None, n_bisect: int = 30,
                   max_iter: int = 25, tol: float = 1e-12, feas_tol: float = 0.0,
-                  progress: bool = False) -> Result:
+                  progress: bool = False, deadline: float | None = None) -> Result:
     r"""The target of one RCPG variant: a common worst case :math:`P^+` for value and cost.
 
     See the module docstring.  Every number is an exact evaluation under the kernels
-    found by the robust fixed points.
+    found by the robust fixed points.  ``deadline`` (a ``time.perf_counter()`` time):
+    the search stops there, and what it returns may then not be an equilibrium
+    (:func:`rcmdp_bracket` discards a variant cut so).
 
     Returns
     -------
@@ -201,7 +205,7 @@ def rcmdp_variant(model, ball, variant: str, *, n_grid: int = 29,
     if variant == "constraint":
         check_int(K, "the number of constraints K", 1,
                   hint="; variant 'constraint' needs a model with at least one constraint")
-    game = RobustGame(model, ball, tol=tol)
+    game = RobustGame(model, ball, tol=tol, deadline=deadline)
     grid = [0.0] if K == 0 else [0.0, *np.geomspace(low, high, n_grid).tolist()]
     with tqdm(desc=f"variant {variant}", disable=not progress, leave=False) as bar:
         rows = _run_variant(game, variant, grid, n_bisect, max_iter, game.d + feas_tol, bar)

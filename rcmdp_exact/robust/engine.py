@@ -49,6 +49,8 @@ Terminal states earn nothing and keep the model's self-loop, whatever the set sa
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from .._result import Result
@@ -92,10 +94,14 @@ class RobustGame:
         Iterations of each policy iteration (a cap; the answers carry their residual).
     inner : {"sort", "lp"}
         The set's solver (exact, or its convex program as a cross-check).
+    deadline : float, optional
+        A time (``time.perf_counter()``) after which every fixed point stops at its next
+        iteration; the answers keep their residual bounds, so they stay certified, only
+        looser.  The attribute may be changed between calls.
     """
 
     def __init__(self, model, uset, tol: float = 1e-12, max_iter: int = 200,
-                 inner: str = "sort"):
+                 inner: str = "sort", deadline: float | None = None):
         S, A, K = model.n_states, model.n_actions, model.n_constraints
         self.S, self.A, self.K = S, A, K
         self.gamma = float(model.gamma)
@@ -117,6 +123,10 @@ class RobustGame:
         self.max_iter = int(max_iter)
         self.inner_method = inner
         self.n_inner = 0
+        self.deadline = deadline
+
+    def _late(self) -> bool:
+        return self.deadline is not None and time.perf_counter() > self.deadline
 
     # ------------------------------------------------------------------ rewards
     def objectives(self) -> np.ndarray:
@@ -257,7 +267,7 @@ class RobustGame:
             iterations[(iterations == 0) & converged] = it
             if bar is not None:
                 bar.update(1)
-            if converged.all() or it == max_iter:
+            if converged.all() or it == max_iter or self._late():
                 break
             if method == "value_iteration":
                 w = tw
@@ -303,6 +313,8 @@ class RobustGame:
             if not better.any():
                 stable = True
                 break
+            if self._late():
+                break
             pi = np.where(better[..., None], best, pi)
         tw = self.max_min(g, w, lo, hi)[1] if self.s_rect else \
             np.einsum("jsa,jsa->js", greedy_box(q, lo, hi), q)
@@ -336,7 +348,7 @@ class RobustGame:
             if bar is not None:
                 bar.update(1)
             converged = residual <= self.tol * self._scale(w)
-            if converged.all():
+            if converged.all() or self._late():
                 break
         if self.s_rect:
             pi, _ = self.max_min(g, w, *full)

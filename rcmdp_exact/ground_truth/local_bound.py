@@ -1,0 +1,266 @@
+r"""A second-order bound of a policy box with one adversary per objective.
+
+The Lagrangian bound of a box (:func:`~rcmdp_exact.ground_truth.boxes.lagrangian_bounds`)
+lets one adversary answer the value and the costs together.  Where the value's and the
+costs' adversaries disagree it stays above the optimum of the box by a constant, however
+small the box, so a branch and bound on it alone needs boxes of the size of the target
+gap in every free coordinate.  This module bounds a box with **separate** kernels, one
+per objective, and is exact to second order in the width of the box.
+
+**The bound.**  Fix, for every objective j (the value j = 0 with reward
+:math:`g_0 = r`, each cost k with reward :math:`g_k = -c_k`), a kernel :math:`P_j` of the
+set and any vector :math:`w_j` (S,), and let :math:`q_j(s, a) = P_j(s, a)^\top (g_j +
+\gamma w_j)`.  For every policy :math:`\pi` (the performance difference identity, exact
+for any :math:`w_j`, not only a value function):
+
+.. math::
+
+    p_0^\top V^{g_j}_{\pi, P_j} = p_0^\top w_j + \sum_s d_j^\pi(s)\, a_j(s, \pi_s),
+    \qquad a_j(s, \pi_s) = \sum_a \pi_s(a) q_j(s, a) - w_j(s),
+
+with :math:`d_j^\pi` the discounted occupancy of :math:`(\pi, P_j)` from :math:`p_0`.
+For a robust-feasible :math:`\pi`, :math:`\min_P V_{\pi,P} \le V_{\pi,P_0}` and
+:math:`-C_{k,\pi,P_k} \ge -\max_P C_{k,\pi,P} \ge -d_k`, so for every :math:`\lambda
+\ge 0` (:math:`\theta = (1, \lambda)`)
+
+.. math::
+
+    \min_P V_{\pi,P} \le \sum_j \theta_j \Bigl[p_0^\top w_j + \sum_s d_j^\pi(s)\,
+    a_j(s, \pi_s)\Bigr] + \lambda^\top d .
+
+On a box B the occupancies lie in intervals :math:`[\underline d_j, \overline d_j]`
+(below), with middle :math:`m_j` and half-width :math:`h_j`, so the maximum over
+:math:`\pi \in B` is at most
+
+.. math::
+
+    F_B(\lambda) = \sum_j \theta_j p_0^\top w_j + \lambda^\top d
+    + \sum_s \max_{\pi_s \in B_s} \sum_j \theta_j m_j(s) a_j(s, \pi_s)
+    + \sum_s \sum_j \theta_j h_j(s) \max_{\pi_s \in B_s} |a_j(s, \pi_s)|,
+
+each maximum a greedy fill of the box (:func:`~rcmdp_exact.robust.engine.greedy_box`).
+:math:`F_B` is convex and piecewise linear in :math:`\lambda`; it is minimised by
+bisection on the sign of its slope, one coordinate at a time (any :math:`\lambda \ge 0`
+gives a valid bound).  With :math:`P_j` the worst cases and :math:`w_j` the worst-case
+values of a policy of the box (its robust evaluation), :math:`a_j` and :math:`h_j` are of
+the order of the box's width, so :math:`F_B` exceeds the box's optimum by the width
+squared where the worst cases do not change inside the box; on a box of one policy it
+is that policy's robust value when it is robust-feasible.
+
+**Occupancy intervals.**  :math:`d^\pi = p_0 + \gamma P_\pi^\top d^\pi` with
+:math:`P_\pi(s, s') = \sum_a \pi_s(a) P(s'|s,a)` between :math:`\underline M(s, s') =
+\min_{\pi_s \in B_s}` and :math:`\overline M(s, s') = \max_{\pi_s \in B_s}` of it
+(greedy fills, one per pair (s, s')).  The solution :math:`\underline d` of
+:math:`\underline d = p_0 + \gamma \underline M^\top \underline d` is below every
+:math:`d^\pi` (the difference e satisfies :math:`e \ge \gamma \underline M^\top e`, and
+:math:`\gamma \underline M^\top` has spectral radius below 1), and likewise
+:math:`\overline d` is above when :math:`\gamma \max_s \sum_{s'} \overline M(s, s') < 1`;
+otherwise, and in any case, :math:`d^\pi(s) \le \underline d(s) + 1/(1-\gamma) - \sum_{s'}
+\underline d(s')` because every occupancy sums to :math:`1/(1-\gamma)`.  The solutions
+are moved outwards by :math:`10^{-12}` of their size to cover the rounding of the solve.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._result import Result
+from ..robust.engine import RobustGame, greedy_box
+
+__all__ = ["box_vertices", "local_bounds", "occupancy_intervals"]
+
+#: Relative widening of the solved occupancy intervals (the rounding of the solve).
+_WIDEN = 1e-12
+
+
+def _box_max(q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """max over the box rows of sum_a pi(a) q(a), batched over leading axes."""
+    return np.einsum("...a,...a->...", greedy_box(q, lo, hi), q)
+
+
+def occupancy_intervals(game: RobustGame, P: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                        max_iter: int = 50):
+    r"""Certified intervals on the occupancy of every policy of the boxes under kernels.
+
+    P (J, n, S, A, S): n kernels per box; lo, hi (J, S, A).  For each state s' the
+    largest and the smallest :math:`d^\pi(s')` over the box is a box MDP with reward
+    :math:`\pm 1\{s = s'\}`, solved by Howard's policy iteration (greedy fills, at
+    most ``max_iter`` rounds), with the residual bound :math:`\|T V - V\|_\infty /
+    (1 - \gamma)` added.  Returns (low, high), each (J, n, S).
+    """
+    J0, n0 = P.shape[:2]
+    S, A = game.S, game.A
+    P = P.reshape(J0 * n0, S, A, S)
+    lo, hi = np.repeat(lo, n0, axis=0), np.repeat(hi, n0, axis=0)
+    J = J0 * n0
+    g = game.gamma
+    # batch: (J, sign, target) problems
+    n = J * 2 * S
+    Pb = np.broadcast_to(P[:, None, None], (J, 2, S, S, A, S)).reshape(n, S, A, S)
+    lob = np.broadcast_to(lo[:, None, None], (J, 2, S, S, A)).reshape(n, S, A)
+    hib = np.broadcast_to(hi[:, None, None], (J, 2, S, S, A)).reshape(n, S, A)
+    r = np.zeros((J, 2, S, S))
+    idx = np.arange(S)
+    r[:, 0, idx, idx] = 1.0
+    r[:, 1, idx, idx] = -1.0
+    r = r.reshape(n, S)
+    pi = greedy_box(np.broadcast_to(r[..., None], (n, S, A)).copy(), lob, hib)
+    eye = np.eye(S)
+    for _ in range(max_iter):
+        Ppi = np.einsum("nsa,nsat->nst", pi, Pb)
+        v = np.linalg.solve(eye - g * Ppi, r[..., None])[..., 0]
+        q = r[..., None] + g * np.einsum("nsat,nt->nsa", Pb, v)
+        best = greedy_box(q, lob, hib)
+        gain = np.einsum("nsa,nsa->ns", best - pi, q)
+        better = gain > 1e-13 * np.maximum(1.0, np.abs(v).max(axis=1, keepdims=True))
+        if not better.any():
+            break
+        pi = np.where(better[..., None], best, pi)
+    tv = np.einsum("nsa,nsa->ns", greedy_box(q, lob, hib), q)
+    err = np.abs(tv - v).max(axis=1) / (1.0 - g)
+    val = (v @ game.p0 + err).reshape(J, 2, S)
+    high = val[:, 0] * (1.0 + _WIDEN)
+    low = np.maximum(-val[:, 1] * (1.0 - _WIDEN), 0.0)
+    return low.reshape(J0, n0, S), np.maximum(high, low).reshape(J0, n0, S)
+
+
+def _terms(q, w, lo, hi):
+    """max over the box rows of |a_j(s, pi_s)|, (J, n, S)."""
+    top = _box_max(q, lo[:, None], hi[:, None]) - w
+    bottom = -_box_max(-q, lo[:, None], hi[:, None]) - w
+    return np.maximum(top, -bottom)
+
+
+def box_vertices(lo: np.ndarray, hi: np.ndarray, max_actions: int = 6):
+    """The vertices of every row's box intersected with the simplex, (J, S, C, A), with a
+    mask (J, S, C) of the valid ones; None when A > ``max_actions`` (C = A 2^(A-1)).
+
+    A vertex has every action but one (the free one) at a bound; the free one takes the
+    rest of the mass and must lie within its own bounds.
+    """
+    J, S, A = lo.shape
+    if A > max_actions:
+        return None
+    pats = np.array(list(np.ndindex(*([2] * (A - 1)))), dtype=bool).reshape(-1, A - 1)
+    verts, masks = [], []
+    for f in range(A):
+        others = [a for a in range(A) if a != f]
+        v = np.empty((J, S, pats.shape[0], A))
+        v[..., others] = np.where(pats, hi[:, :, None, others], lo[:, :, None, others])
+        v[..., f] = 1.0 - v[..., others].sum(axis=-1)
+        ok = (v[..., f] >= lo[:, :, None, f] - 1e-12) & (v[..., f] <= hi[:, :, None, f] + 1e-12)
+        v[..., f] = np.clip(v[..., f], lo[:, :, None, f], hi[:, :, None, f])
+        verts.append(v)
+        masks.append(ok)
+    return np.concatenate(verts, axis=2), np.concatenate(masks, axis=2)
+
+
+class _Box:
+    r"""The fixed parts of F_B for a batch: q (J, n, S, A), w (J, n, S), m, h (J, n, S).
+
+    With at most 6 actions the per-state maximum of the convex
+    :math:`\sum_j \theta_j (m_j a_j + h_j |a_j|)` is taken over the vertices of the box
+    row (exact); otherwise the two parts are maximised apart (a greedy fill each).
+    """
+
+    def __init__(self, game, q, w, mid, half, lo, hi):
+        self.game, self.q, self.w, self.mid, self.half = game, q, w, mid, half
+        self.lo, self.hi = lo, hi
+        self.base = w @ game.p0  # (J, n)
+        verts = box_vertices(lo, hi)
+        if verts is not None and not verts[1].any(axis=2).all():
+            verts = None  # a row without a vertex found: the separate maxima are safe
+        self.joint = verts is not None
+        if self.joint:
+            v, self.ok = verts
+            self.av = np.einsum("jscb,jnsb->jnsc", v, q) - w[..., None]  # a_j at vertices
+            self.terms = mid[..., None] * self.av + half[..., None] * np.abs(self.av)
+        else:
+            self.spread = (half * _terms(q, w, lo, hi)).sum(axis=2)  # (J, n)
+
+    def value(self, lam: np.ndarray):
+        """F_B(lam) (J,) and its slope (J, K) at multipliers lam (J, K)."""
+        theta = np.concatenate([np.ones((lam.shape[0], 1)), lam], axis=1)
+        if self.joint:
+            tot = np.where(self.ok, np.einsum("jn,jnsc->jsc", theta, self.terms), -np.inf)
+            c = np.argmax(tot, axis=2)[:, None, :, None]  # (J, 1, S, 1)
+            idx = np.broadcast_to(c, (*self.terms.shape[:3], 1))
+            per = self.base + np.take_along_axis(self.terms, idx, axis=3)[..., 0].sum(axis=2)
+        else:
+            qq = np.einsum("jns,jnsa->jsa", theta[:, :, None] * self.mid, self.q)
+            pi = greedy_box(qq, self.lo, self.hi)
+            a = np.einsum("jsa,jnsa->jns", pi, self.q) - self.w
+            per = self.base + (self.mid * a).sum(axis=2) + self.spread
+        F = (theta * per).sum(axis=1) + lam @ self.game.d
+        return F, per[:, 1:] + self.game.d
+
+
+def _keep(best_F, best_lam, F, lam):
+    better = F < best_F
+    best_F[better] = F[better]
+    best_lam[better] = lam[better]
+
+
+def _minimise(box: _Box, lam0: np.ndarray, sweeps: int, steps: int):
+    """Coordinate bisection of the convex F_B on the sign of its slope: from 0, double
+    until the slope turns non-negative, then ``steps`` bisection steps; ``sweeps``
+    rounds over the coordinates.  Returns the smallest F_B met and its lam."""
+    lam = lam0.copy()
+    J, K = lam.shape
+    best_F, _ = box.value(lam)
+    best_lam = lam.copy()
+    unit = np.maximum(lam.max(axis=1, initial=0.0), 1e-3 * box.game.scale)
+    for _ in range(sweeps if K else 0):
+        for k in range(K):
+            at0 = lam.copy()
+            at0[:, k] = 0.0
+            F0, s0 = box.value(at0)
+            _keep(best_F, best_lam, F0, at0)
+            down = s0[:, k] < 0.0  # F still falls after 0: bracket its minimum
+            lo = np.zeros(J)
+            hi = np.where(down, np.maximum(lam[:, k], unit), 0.0)
+            for _ in range(40):
+                t = lam.copy()
+                t[:, k] = hi
+                Ft, st = box.value(t)
+                _keep(best_F, best_lam, Ft, t)
+                more = down & (st[:, k] < 0.0) & (hi < 1e12 * unit)
+                if not more.any():
+                    break
+                lo = np.where(more, hi, lo)
+                hi = np.where(more, 2.0 * hi, hi)
+            for _ in range(steps):
+                mid = 0.5 * (lo + hi)
+                t = lam.copy()
+                t[:, k] = np.where(down, mid, 0.0)
+                Ft, st = box.value(t)
+                _keep(best_F, best_lam, Ft, t)
+                neg = st[:, k] < 0.0
+                lo, hi = np.where(neg, mid, lo), np.where(neg, hi, mid)
+            lam = best_lam.copy()
+    return best_F, best_lam
+
+
+def local_bounds(game: RobustGame, lo, hi, ev: dict, dlo, dhi, lam0=None, *,
+                 sweeps: int | None = None, steps: int = 16) -> Result:
+    r"""Certified upper bounds (J,) on the robust-feasible optimum of boxes (J, S, A).
+
+    ``ev``: :meth:`RobustGame.evaluate` of one policy per box (its worst-case values
+    ``w`` (J, 1+K, S), Q-functions ``q`` and kernels ``P`` (J, 1+K, S, A, S)), which
+    fix :math:`w_j`, :math:`q_j` and :math:`P_j` of :math:`F_B(\lambda)` (module
+    docstring); ``dlo``, ``dhi`` (J, 1+K, S): :func:`occupancy_intervals` of the boxes
+    under those kernels; ``lam0`` (J, K): where the search over lam starts (0).
+
+    Returns ``U`` (J,) and ``lam`` (J, K).
+    """
+    J = lo.shape[0]
+    mid, half = 0.5 * (dlo + dhi), 0.5 * (dhi - dlo)
+    w = np.array(ev["w"], dtype=np.float64)
+    q = np.array(ev["q"], dtype=np.float64)
+    if game.term.any():  # the terminal self-loop earns nothing: q = gamma w there
+        q[:, :, game.term] = game.gamma * w[:, :, game.term, None]
+    box = _Box(game, q, w, mid, half, lo, hi)
+    lam0 = np.zeros((J, game.K)) if lam0 is None else np.maximum(lam0, 0.0)
+    U, lam = _minimise(box, lam0, (1 if game.K == 1 else 2) if sweeps is None else sweeps,
+                       steps)
+    return Result(U=U, lam=lam)
