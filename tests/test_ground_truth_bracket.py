@@ -33,7 +33,9 @@ from rcmdp_exact.ground_truth import rcmdp_bracket, rcmdp_variant, solve_cmdp
 from rcmdp_exact.robust.engine import RobustGame, greedy_box
 from rcmdp_exact.uncertainty import l1_ball
 
-QUICK = {"variants": (), "progress": False, "time_limit": 2.0, "max_boxes": 400}
+QUICK = {"variants": (), "progress": False, "time_limit": 2.0, "max_boxes": 100}
+#: The statuses of a bracket with finite bounds: closed, or stopped by its budget.
+FINITE = ("bracket", "budget_exhausted")
 
 
 # --------------------------------------------------------------------------- reference
@@ -183,14 +185,14 @@ def test_lower_is_certified_and_upper_bounds_every_feasible_policy_found(case):
     found = [robust_numbers(model, ball, pi) for pi in search_policies(model, seed)]
     feasible = [v for v, c in found if np.all(c <= model.d)]
     tol = 1e-9 * scale(model)
-    assert res.status in ("bracket", "infeasible", "no_feasible_policy")
+    assert res.status in (*FINITE, "infeasible", "no_feasible_policy")
     assert isinstance(res.lower_method, str) and isinstance(res.upper_method, str)
     if res.status == "infeasible":
         assert not feasible  # no policy found contradicts the certificate
         return
     assert res.upper >= max(feasible, default=-np.inf) - tol
     assert res.gap == pytest.approx(res.upper - res.lower)
-    if res.status == "bracket":
+    if res.status in FINITE:
         pol = res.policies["lower"]
         value, costs = robust_numbers(model, ball, pol)
         assert np.all(costs <= model.d + tol)
@@ -217,7 +219,7 @@ def test_bracket_of_a_larger_ball_stays_below_the_smaller_ones(case, shrink):
     big = rcmdp_bracket(model, ball, **QUICK)
     little = rcmdp_bracket(model, small, **QUICK)
     tol = 1e-9 * scale(model)
-    if big.status == "bracket":
+    if big.status in FINITE:
         assert big.lower <= little.upper + tol
         value, costs = robust_numbers(model, small, big.policies["lower"])
         assert np.all(costs <= model.d + tol)
@@ -324,7 +326,9 @@ def test_without_constraints_the_bracket_is_the_robust_optimum(tol):
     ball = l1_ball(m, 0.6, support="all")
     opt = robust_optimum(m, ball)
     res = rcmdp_bracket(m, ball, tol=tol, progress=False, time_limit=2.0)
-    assert res.status == "bracket" and "constraint" not in res.variants
+    # a loose tolerance may leave a gap the budget cannot close: budget_exhausted
+    assert res.status in (("bracket",) if tol < 1e-6 else FINITE)
+    assert "constraint" not in res.variants
     assert res.lower <= opt + 1e-9 and res.upper >= opt - 1e-9
     if tol < 1e-6:
         assert res.lower == pytest.approx(opt, abs=1e-9)
@@ -334,7 +338,7 @@ def test_without_constraints_the_bracket_is_the_robust_optimum(tol):
 def test_lower_policy_stays_feasible_with_a_loose_tolerance():
     m, ball = mid_budget_model(5, 0.5)
     res = rcmdp_bracket(m, ball, tol=0.1, **QUICK)
-    assert res.status == "bracket"
+    assert res.status in FINITE
     value, costs = robust_numbers(m, ball, res.policies["lower"])
     assert costs[0] <= m.d[0] + 1e-9
     assert res.lower <= value + 1e-9
@@ -360,9 +364,10 @@ def test_result_fields():
     res = rcmdp_bracket(m, ball, progress=False, max_boxes=20)
     assert res.lower_method in ("lp", "lp, tightened budgets", "lagrangian",
                                 "least worst-case cost", "certified search", "mixture",
-                                "branch and bound") or res.lower_method.startswith("variant")
+                                "branch and bound", "candidate") or res.lower_method.startswith(
+                                    "variant")
     assert res.upper_method in ("lagrangian", "branch and bound")
-    assert res.boxes <= 20 + 16 and res.seconds > 0 and isinstance(res.status, str)
+    assert res.boxes <= 20 + 64 and res.seconds > 0 and isinstance(res.status, str)
     np.testing.assert_array_equal(res.lower_cost, res.lower_costs)
     assert set(res.variants) == {"value", "constraint", "lagrangian"}
     assert res.history["lam"].shape[1] == 1 and res.history["g"].min() >= res.upper - 1e-12

@@ -209,9 +209,9 @@ def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float,
     return out
 
 
-def _chunk_job(game, lo, hi, lam, step, w, basis, threshold, bounds, n_lam_steps):
-    """:func:`bound_boxes` with the bases as arrays (what a Dask worker runs)."""
-    return bound_boxes(game, lo, hi, lam, step, w, basis, threshold, bounds=bounds,
+def _chunk_job(recipe, lo, hi, lam, step, w, basis, threshold, bounds, n_lam_steps):
+    """:func:`bound_boxes` on a worker, with the game of ``recipe``."""
+    return bound_boxes(recipe.game(), lo, hi, lam, step, w, basis, threshold, bounds=bounds,
                        n_lam_steps=n_lam_steps)
 
 
@@ -237,15 +237,69 @@ class _Open:
         self.basis += other.basis
 
 
+def _set_payload(uset):
+    """The set as it travels to a worker: itself when it pickles, else the bytes of its
+    own ``save`` (sets whose instances are immutable refuse the pickle protocol)."""
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(uset))
+        return "object", uset
+    except Exception:  # noqa: BLE001 - any refusal: fall back to the set's own format
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = uset.save(Path(tmp) / "set.npz")
+            return "npz", Path(path).read_bytes()
+
+
+def _rebuild_game(model, kind, payload, tol, max_iter, inner, d):
+    """The game a worker uses (see :class:`_GameRecipe`)."""
+    if kind == "npz":
+        import tempfile
+        from pathlib import Path
+
+        from ..uncertainty import load_set
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "set.npz"
+            path.write_bytes(payload)
+            payload = load_set(path)
+    game = RobustGame(model, payload, tol=tol, max_iter=max_iter, inner=inner)
+    game.d = d
+    return game
+
+
+class _GameRecipe:
+    """What a worker needs to rebuild the game: the model, the set, the settings (no
+    deadline: the caller keeps time).  The game is built once per process, on first
+    use, and never travels."""
+
+    def __init__(self, model, game: RobustGame):
+        self.args = (model, *_set_payload(game.uset), game.tol, game.max_iter,
+                     game.inner_method, game.d.copy())
+        self.built = None
+
+    def __getstate__(self):
+        return {"args": self.args, "built": None}
+
+    def game(self) -> RobustGame:
+        if self.built is None:
+            self.built = _rebuild_game(*self.args)
+        return self.built
+
+
 class _Runner:
     """Runs the chunks of a round, serially or on a Dask client, in a fixed order."""
 
-    def __init__(self, game, client, bounds, n_lam_steps):
+    def __init__(self, game, client, bounds, n_lam_steps, model=None):
         self.game, self.client = game, client
         self.bounds, self.n_lam_steps = tuple(bounds), n_lam_steps
         self.remote = None
         if client is not None:
-            self.remote = client.scatter(_remote_game(game), broadcast=True)
+            self.remote = client.scatter(_GameRecipe(model, game), broadcast=True,
+                                         hash=False)
 
     def run(self, chunks, deadline: float) -> list:
         """Results of the chunks (None for a chunk not run before the deadline)."""
@@ -271,15 +325,6 @@ class _Runner:
                 f.cancel()
                 out.append(None)
         return out
-
-
-def _remote_game(game: RobustGame) -> RobustGame:
-    """A copy of the game for the workers (no deadline: the caller keeps time)."""
-    import copy
-
-    other = copy.copy(game)
-    other.deadline = None
-    return other
 
 
 def _children(runner, boxes: _Open, take, *, threshold, lam_unit, chunk, deadline):
@@ -309,8 +354,10 @@ def _children(runner, boxes: _Open, take, *, threshold, lam_unit, chunk, deadlin
             continue
         keep = res["ok"]
         if keep.any():
+            # a child is a subset of its parent: the parent's bound holds for it too
+            U = np.minimum(res["U"], boxes.U[parent[sl][keep]])
             parts.append(dict(lo=lo[sl][keep], hi=hi[sl][keep], lam=res["lam"],
-                              step=res["step"], U=res["U"], occ=res["occ"], w=res["w"],
+                              step=res["step"], U=U, occ=res["occ"], w=res["w"],
                               basis=res["basis"]))
             found.append(res)
     if not parts:
@@ -323,7 +370,8 @@ def _children(runner, boxes: _Open, take, *, threshold, lam_unit, chunk, deadlin
 def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
                      max_boxes: int, deadline: float, gap_tol, batch: int = 32,
                      chunk: int = 16, n_lam_steps: int | None = None, bounds=BOX_BOUNDS,
-                     client=None, bar=None, t0: float | None = None, state=None) -> Result:
+                     client=None, bar=None, t0: float | None = None, state=None,
+                     model=None) -> Result:
     """Best-first branch and bound from the full box at ``lam0``; feeds ``inc``.
 
     ``lam_unit``: a typical size of lam; a box's lam step is at least 1% of
@@ -343,8 +391,8 @@ def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
     S, A = game.S, game.A
     t0 = time.perf_counter() if t0 is None else t0
     if n_lam_steps is None:
-        n_lam_steps = 0 if bounds else 2
-    runner = _Runner(game, client, bounds, n_lam_steps)
+        n_lam_steps = 2
+    runner = _Runner(game, client, bounds, n_lam_steps, model)
     if state is not None:
         boxes, pruned, n_boxes, trace = state
         return _search(runner, inc, boxes, pruned, n_boxes, trace, lam_unit=lam_unit,

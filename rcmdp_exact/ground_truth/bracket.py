@@ -436,7 +436,7 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
     _seed_lower(inc, dual, safest, var_out)
     bb_kw = dict(lam_unit=max(10.0 * low, float(dual.lam.max(initial=0.0))),
                  deadline=deadline, gap_tol=gap_tol, bounds=tuple(box_bounds),
-                 client=client, t0=t0)
+                 client=client, t0=t0, model=model)
     _lower_search(game, inc, dual, lps, kw, deadline, gap_tol, cands)
     with tqdm(desc="rcmdp bracket: boxes", disable=not progress, leave=False) as bar:
         bb = branch_and_bound(game, inc, dual.lam, max_boxes=max_boxes, bar=bar, **bb_kw)
