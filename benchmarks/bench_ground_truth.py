@@ -13,8 +13,21 @@ Sections (``--section``, default all):
   its median, and ``lower`` against an independent search for robust-feasible policies
   written here (enumeration, random policies, penalised hill climbing, bisection of
   mixtures; every number by ``robust_evaluate``).
-* ``garnets``: the same on larger Garnets (S = 6 and 10, A = 3, K = 1 and 2, 5 models
-  each), without the reference search.
+* ``garnets``: the table of the goals: Garnets (``garnet_case``: A = 3, branching 3,
+  gamma 0.9, radii 0.1-0.6) of S in ``--sizes`` (default 6, 10, 15, 20, 30), K = 1 and
+  2, seeds ``--seeds`` (default 0-4), ``rcmdp_bracket(..., time_limit=--seconds (60),
+  max_boxes=10**7)``: the relative gap ``gap / max(1, |lower|)`` reached, the seconds
+  (wall and CPU) and the load average; the models certified to 1% within the time.
+* ``bounds``: the box bounds side by side on the same models (``--box-bounds`` lists
+  the variants, default: the Lagrangian bound alone, with the performance-difference
+  bound, with the occupancy LP, with both), at the same time budget: the relative gap.
+* ``small``: every model of ``small_case`` with S <= 3 (24 of the first 40),
+  ``rcmdp_bracket(model, ball, rtol=1e-6)`` with the other arguments at their defaults,
+  after one warm-up call: seconds (wall and CPU) per model, its relative gap and the
+  boxes; the goal is every model certified to 1e-6 in under 0.5 s.
+* ``dask``: one Garnet (``--sizes``, first; K = 1, seed 0) with a budget of
+  ``--boxes`` boxes serially and on a local Dask cluster of 2 single-thread workers:
+  both answers (the same bits) and the ratio of the times.
 * ``domains``: the bracket on the estimated balls of the paper's three domains (seed 0,
   the paper's episodes), with the budget of the ground-truth table and with the
   default budget.
@@ -26,6 +39,10 @@ Sections (``--section``, default all):
 
     python benchmarks/bench_ground_truth.py [--section gaps] [--cases N] [--repeats N]
     python benchmarks/bench_ground_truth.py --section alpha0 --cases 1500 [--magnitudes 1,10]
+    python benchmarks/bench_ground_truth.py --section garnets [--sizes 6,10] [--seeds 0-4]
+        [--seconds 60] [--constraints 1,2]
+    python benchmarks/bench_ground_truth.py --section small
+    python benchmarks/bench_ground_truth.py --section dask --sizes 50 --boxes 400
 """
 
 from __future__ import annotations
@@ -43,7 +60,8 @@ from rcmdp_exact.domains import ESTIMATION_EPISODES, PAPER_DOMAINS, garnet, pape
 from rcmdp_exact.ground_truth import solve_cmdp, solve_cmdp_finite_horizon
 from rcmdp_exact.uncertainty import l1_ball
 
-SECTIONS = ("pipeline", "lp", "gaps", "garnets", "domains", "alpha0")
+SECTIONS = ("pipeline", "lp", "gaps", "garnets", "bounds", "small", "dask", "domains",
+            "alpha0")
 
 
 def best_of(f, repeats: int) -> float:
@@ -180,6 +198,102 @@ def section_gaps(cases, reference: bool, title: str, kw=None) -> None:
               f"{max(below):.3g}")
 
 
+def _load() -> str:
+    import os
+
+    return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
+def _timed_bracket(model, ball, **kw):
+    t0, c0 = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        br = rcmdp_bracket(model, ball, progress=False, **kw)
+    return br, time.perf_counter() - t0, time.process_time() - c0
+
+
+def section_garnets(sizes, seeds, constraints, seconds: float) -> None:
+    print(f"rcmdp_bracket on garnet_case (A = 3), time_limit = {seconds:g} s, "
+          f"max_boxes = 10**7; relative gap = gap / max(1, |lower|)")
+    print(f"{'S':>3} {'K':>2} {'seed':>4} {'lower':>11} {'upper':>11} {'rel gap':>9} "
+          f"{'to 1% (s)':>9} {'wall':>6} {'cpu':>6} {'boxes':>7}  status            load")
+    for S in sizes:
+        for K in constraints:
+            hit = []
+            for seed in seeds:
+                m, ball = garnet_case(seed, S, 3, K)
+                br, wall, cpu = _timed_bracket(m, ball, time_limit=seconds,
+                                               max_boxes=10**7)
+                rel = br.gap / max(1.0, abs(br.lower))
+                tr = br.trace
+                ok = (tr[:, 3] - tr[:, 2]) <= 0.01 * np.maximum(1.0, np.abs(tr[:, 2]))
+                first = f"{tr[np.argmax(ok), 0]:9.1f}" if ok.any() else f"{'-':>9}"
+                hit.append(rel <= 0.01)
+                print(f"{S:>3} {K:>2} {seed:>4} {br.lower:>11.5f} {br.upper:>11.5f} "
+                      f"{rel:>9.2e} {first} {wall:>6.1f} {cpu:>6.1f} {br.boxes:>7} "
+                      f" {br.status:<17} {_load()}", flush=True)
+            print(f"    S = {S}, K = {K}: {sum(hit)} of {len(hit)} within 1%", flush=True)
+
+
+def section_bounds(sizes, seeds, constraints, seconds: float, variants) -> None:
+    print(f"box bounds side by side (time_limit = {seconds:g} s): relative gap, boxes")
+    print(f"{'S':>3} {'K':>2} {'seed':>4} " + " ".join(f"{'+'.join(v) or 'lagrangian':>22}"
+                                                      for v in variants))
+    for S in sizes:
+        for K in constraints:
+            for seed in seeds:
+                m, ball = garnet_case(seed, S, 3, K)
+                cells = []
+                for v in variants:
+                    br, wall, _ = _timed_bracket(m, ball, time_limit=seconds,
+                                                 max_boxes=10**7, box_bounds=v)
+                    cells.append(f"{br.gap / max(1.0, abs(br.lower)):>10.2e} "
+                                 f"{br.boxes:>7} {wall:>3.0f}s")
+                print(f"{S:>3} {K:>2} {seed:>4} " + " ".join(f"{c:>22}" for c in cells)
+                      + f"  {_load()}", flush=True)
+
+
+def section_small() -> None:
+    cases = [c for c in (small_case(i) for i in range(40)) if c[0].n_states <= 3]
+    _timed_bracket(*cases[0])  # imports and compilation out of the timing
+    print(f"rcmdp_bracket(model, ball, rtol=1e-6), defaults otherwise, on the {len(cases)} "
+          f"models of small_case with S <= 3")
+    print(f"{'case':>4} {'S':>2} {'A':>2} {'K':>2} {'rel gap':>9} {'boxes':>6} {'wall':>6} "
+          f"{'cpu':>6}  status")
+    walls, cpus, closed = [], [], 0
+    for i, (m, ball) in enumerate(cases):
+        br, wall, cpu = _timed_bracket(m, ball, rtol=1e-6)
+        walls.append(wall)
+        cpus.append(cpu)
+        closed += br.gap <= max(1e-9, 1e-6 * max(1.0, abs(br.lower)))
+        print(f"{i:>4} {m.n_states:>2} {m.n_actions:>2} {m.n_constraints:>2} "
+              f"{br.gap / max(1.0, abs(br.lower)):>9.1e} {br.boxes:>6} {wall:>6.2f} "
+              f"{cpu:>6.2f}  {br.status}", flush=True)
+    print(f"certified to 1e-6: {closed} of {len(cases)}; wall median {np.median(walls):.2f} s,"
+          f" largest {max(walls):.2f} s; CPU median {np.median(cpus):.2f} s, largest "
+          f"{max(cpus):.2f} s; under 0.5 s (wall): {sum(w < 0.5 for w in walls)}; {_load()}")
+
+
+def section_dask(S: int, boxes: int) -> None:
+    from distributed import Client, LocalCluster
+
+    m, ball = garnet_case(0, S, 3, 1)
+    kw = dict(time_limit=1e6, max_boxes=boxes)
+    serial, t_serial, _ = _timed_bracket(m, ball, **kw)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster, \
+            Client(cluster) as client:
+        dask, t_dask, _ = _timed_bracket(m, ball, client=client, **kw)
+    print(f"garnet_case(0, {S}, 3, 1), max_boxes = {boxes}")
+    for name, br, t in (("serial", serial, t_serial), ("dask, 2 workers", dask, t_dask)):
+        print(f"  {name:<16} [{br.lower!r}, {br.upper!r}] {br.boxes} boxes, {t:.1f} s, "
+              f"branch and bound from {br.trace[0, 0]:.1f} s")
+    same = serial.lower == dask.lower and serial.upper == dask.upper
+    bb_s = t_serial - serial.trace[0, 0]
+    bb_d = t_dask - dask.trace[0, 0]
+    print(f"  the same bounds: {same}; time ratio serial / dask {t_serial / t_dask:.2f} "
+          f"(branch and bound alone {bb_s / bb_d:.2f}); {_load()}")
+
+
 def section_domains() -> None:
     from rcmdp_exact.names import BRACKET_ASCENT, BRACKET_BOXES
     from rcmdp_exact.uncertainty import estimate
@@ -307,7 +421,21 @@ def main() -> None:
                     help="gaps: skip the independent search for feasible policies")
     ap.add_argument("--magnitudes", default="1,10",
                     help="alpha0: magnitudes of rewards and costs, comma-separated")
+    ap.add_argument("--sizes", default="6,10,15,20,30", help="garnets: numbers of states")
+    ap.add_argument("--seeds", default="0-4", help="garnets: seeds, 'a-b' or 'a,b,c'")
+    ap.add_argument("--constraints", default="1,2", help="garnets: values of K")
+    ap.add_argument("--seconds", type=float, default=60.0, help="garnets: time_limit")
+    ap.add_argument("--box-bounds", default="lagrangian,local,lp,local+lp",
+                    help="bounds: the variants of box_bounds, comma-separated")
+    ap.add_argument("--boxes", type=int, default=400, help="dask: the box budget")
     args = ap.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",")]
+    constraints = [int(x) for x in args.constraints.split(",")]
+    if "-" in args.seeds:
+        a, b = (int(x) for x in args.seeds.split("-"))
+        seeds = list(range(a, b + 1))
+    else:
+        seeds = [int(x) for x in args.seeds.split(",")]
     for sec in args.section or SECTIONS:
         if sec == "pipeline":
             section_pipeline()
@@ -318,10 +446,15 @@ def main() -> None:
                          f"rcmdp_bracket (default arguments) on {args.cases} small random "
                          f"RCMDPs")
         elif sec == "garnets":
-            cases = [garnet_case(i, S, 3, K) for S in (6, 10) for K in (1, 2)
-                     for i in range(5)]
-            section_gaps(cases, False, "rcmdp_bracket (default arguments) on Garnets, "
-                         "S = 6 and 10, A = 3, K = 1 and 2")
+            section_garnets(sizes, seeds, constraints, args.seconds)
+        elif sec == "bounds":
+            section_bounds(sizes, seeds, constraints, args.seconds,
+                           [tuple(x for x in v.split("+") if x and x != "lagrangian")
+                            for v in args.box_bounds.split(",")])
+        elif sec == "small":
+            section_small()
+        elif sec == "dask":
+            section_dask(sizes[0], args.boxes)
         elif sec == "alpha0":
             section_alpha0(args.cases, tuple(float(x) for x in args.magnitudes.split(",")))
         else:

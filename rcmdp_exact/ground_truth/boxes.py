@@ -245,7 +245,7 @@ def _set_payload(uset):
     try:
         pickle.loads(pickle.dumps(uset))
         return "object", uset
-    except Exception:  # noqa: BLE001 - any refusal: fall back to the set's own format
+    except Exception:
         import tempfile
         from pathlib import Path
 

@@ -56,6 +56,8 @@ from .variants import VARIANTS, check_search, rcmdp_variant
 __all__ = ["rcmdp_bracket"]
 
 _SOLVED = ("optimal", "optimal_inaccurate", "check_failed")
+#: The share of ``time_limit`` after which no RCPG variant target is started or continued.
+VARIANT_SHARE = 0.25
 
 
 def _least_costs(game: RobustGame):
@@ -406,16 +408,18 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
     game.d = game.d + feas_tol
     least, safest = _least_costs(game)
     var_out, cut = {}, []
+    # the variants are candidates only: they get a share of the time at most
+    var_deadline = t0 + VARIANT_SHARE * time_limit
     for v in variants:
         if v == "constraint" and game.K == 0:
             continue
-        if time.perf_counter() > deadline:
-            cut.append(f"variant {v}")
+        if time.perf_counter() > var_deadline:
+            cut.append(f"variant {v} (past its share of the time)")
             continue
         res = rcmdp_variant(model, ball, v, n_grid=n_grid, lam_range=(low, high), tol=tol,
-                            feas_tol=feas_tol, deadline=deadline)
-        if time.perf_counter() > deadline:  # cut inside: not an equilibrium to report
-            cut.append(f"variant {v}")
+                            feas_tol=feas_tol, deadline=var_deadline)
+        if time.perf_counter() > var_deadline:  # cut inside: not an equilibrium to report
+            cut.append(f"variant {v} (past its share of the time)")
         else:
             var_out[v] = res
     extra = dict(min_robust_costs=least, min_robust_cost=least, variants=var_out)

@@ -58,19 +58,48 @@ is that policy's robust value when it is robust-feasible.
 otherwise, and in any case, :math:`d^\pi(s) \le \underline d(s) + 1/(1-\gamma) - \sum_{s'}
 \underline d(s')` because every occupancy sums to :math:`1/(1-\gamma)`.  The solutions
 are moved outwards by :math:`10^{-12}` of their size to cover the rounding of the solve.
+
+**Within the deadline.**  Each of these box MDPs costs :math:`O(S^3)` per round, 2 S of
+them per kernel, so on large models the rounds stop at the game's deadline (the
+residual bound keeps any round certified), and when even one round would not fit they
+are replaced by the one-step intervals :math:`p_0(s') + \frac{\gamma}{1-\gamma}
+\min_s \underline M(s, s') \le d^\pi(s') \le p_0(s') + \frac{\gamma}{1-\gamma}
+\max_s \overline M(s, s')` (from :math:`d^\pi = p_0 + \gamma P_\pi^\top d^\pi` and
+:math:`\sum_s d^\pi(s) = 1/(1-\gamma)`), :math:`O(S^2 A)`; both are intersected.
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
 from .._result import Result
 from ..robust.engine import RobustGame, greedy_box
 
-__all__ = ["box_vertices", "local_bounds", "occupancy_intervals"]
+__all__ = ["box_vertices", "local_bounds", "occupancy_intervals", "one_step_intervals"]
 
 #: Relative widening of the solved occupancy intervals (the rounding of the solve).
 _WIDEN = 1e-12
+#: Floating-point operations per second assumed when deciding whether one round of the
+#: box MDPs of :func:`occupancy_intervals` fits before the deadline (a low estimate).
+FLOPS = 5e8
+
+
+def one_step_intervals(game: RobustGame, P: np.ndarray, lo: np.ndarray, hi: np.ndarray):
+    r"""The one-step occupancy intervals of the boxes (see the module docstring).
+
+    P (J, S, A, S), lo, hi (J, S, A); returns (low, high), each (J, S).
+    """
+    g = game.gamma
+    Pt = np.swapaxes(P, 2, 3)  # (J, s, s', a)
+    lob = np.broadcast_to(lo[:, :, None, :], Pt.shape)
+    hib = np.broadcast_to(hi[:, :, None, :], Pt.shape)
+    top = np.einsum("jsta,jsta->jst", greedy_box(Pt, lob, hib), Pt).max(axis=1)
+    bottom = np.einsum("jsta,jsta->jst", greedy_box(-Pt, lob, hib), Pt).min(axis=1)
+    high = (game.p0 + g / (1.0 - g) * top) * (1.0 + _WIDEN)
+    low = np.maximum((game.p0 + g / (1.0 - g) * bottom) * (1.0 - _WIDEN), 0.0)
+    return low, np.minimum(high, 1.0 / (1.0 - g))
 
 
 def _box_max(q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -94,6 +123,10 @@ def occupancy_intervals(game: RobustGame, P: np.ndarray, lo: np.ndarray, hi: np.
     lo, hi = np.repeat(lo, n0, axis=0), np.repeat(hi, n0, axis=0)
     J = J0 * n0
     g = game.gamma
+    low1, high1 = one_step_intervals(game, P, lo, hi)
+    flops = 2.0 * J * S * (S**3 + 2 * S * A * S)
+    if game.deadline is not None and time.perf_counter() + flops / FLOPS > game.deadline:
+        return low1.reshape(J0, n0, S), np.maximum(high1, low1).reshape(J0, n0, S)
     # batch: (J, sign, target) problems
     n = J * 2 * S
     Pb = np.broadcast_to(P[:, None, None], (J, 2, S, S, A, S)).reshape(n, S, A, S)
@@ -113,14 +146,14 @@ def occupancy_intervals(game: RobustGame, P: np.ndarray, lo: np.ndarray, hi: np.
         best = greedy_box(q, lob, hib)
         gain = np.einsum("nsa,nsa->ns", best - pi, q)
         better = gain > 1e-13 * np.maximum(1.0, np.abs(v).max(axis=1, keepdims=True))
-        if not better.any():
+        if not better.any() or game.late():
             break
         pi = np.where(better[..., None], best, pi)
     tv = np.einsum("nsa,nsa->ns", greedy_box(q, lob, hib), q)
     err = np.abs(tv - v).max(axis=1) / (1.0 - g)
     val = (v @ game.p0 + err).reshape(J, 2, S)
-    high = val[:, 0] * (1.0 + _WIDEN)
-    low = np.maximum(-val[:, 1] * (1.0 - _WIDEN), 0.0)
+    high = np.minimum(val[:, 0] * (1.0 + _WIDEN), high1)
+    low = np.maximum(np.maximum(-val[:, 1] * (1.0 - _WIDEN), 0.0), low1)
     return low.reshape(J0, n0, S), np.maximum(high, low).reshape(J0, n0, S)
 
 

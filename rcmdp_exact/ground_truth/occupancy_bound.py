@@ -180,9 +180,15 @@ class OccupancyLP:
         box's policies under them; ``basis``: a basis to start from (of the parent).
         ``basis`` is a pair of int8 arrays (the status of every column and row, as
         HiGHS numbers them).  Returns (bound, basis); the bound is ``inf`` when the solver
-        gives no duals.
+        gives no duals.  The solver stops at the game's deadline (duals from a cut run
+        still give a certified bound, or none).
         """
+        import time
+
         import highspy
+
+        if self.game.late():
+            return np.inf, basis
 
         Amat, rl, ru, clo, chi, cost = self.matrix(lo, hi, kernels, dlo, dhi)
         h = self._highs()
@@ -202,6 +208,9 @@ class OccupancyLP:
             b.row_status = [highspy.HighsBasisStatus(int(v)) for v in basis[1]]
             b.valid = True
             h.setBasis(b)
+        if self.game.deadline is not None:
+            h.setOptionValue("time_limit",
+                             max(self.game.deadline - time.perf_counter(), 1e-3))
         h.run()
         sol = h.getSolution()
         if not sol.dual_valid:

@@ -218,7 +218,11 @@ def find_feasible(inc: Incumbent, pi0: np.ndarray, *, n_iter: int = 60,
     scale = game.scale
     f = _Local(inc, np.asarray(pi0, dtype=np.float64), deadline, "certified search")
     n = f.x0.size
-    x0 = np.append(f.x0, max(0.0, float(np.max(f(f.x0)["costs"] - game.d))) / scale + 1e-3)
+    try:
+        excess = max(0.0, float(np.max(f(f.x0)["costs"] - game.d)))
+    except _OutOfTime:
+        return
+    x0 = np.append(f.x0, excess / scale + 1e-3)
     stop = inc.value
 
     def slack(x):

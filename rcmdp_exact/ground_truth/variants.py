@@ -83,6 +83,8 @@ def best_response(game: RobustGame, P: np.ndarray, g: np.ndarray, pi: np.ndarray
         if keep.all():
             break
         act = np.where(keep, act, np.argmax(q, axis=-1))
+        if game.late():  # the caller discards a result cut at the deadline
+            break
     return np.eye(game.A)[act], q
 
 
@@ -123,7 +125,7 @@ def variant_equilibria(game: RobustGame, variant: str, lams: np.ndarray, max_ite
             else:
                 seen[j].add(br[n].tobytes())
                 pi[j] = br[n]
-        if not active.any():
+        if not active.any() or game.late():
             return pi, P_out, conv
     idx = np.flatnonzero(active)
     P_out[idx] = game.adversary(g_var[idx], pi[idx]).P

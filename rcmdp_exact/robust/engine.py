@@ -125,7 +125,8 @@ class RobustGame:
         self.n_inner = 0
         self.deadline = deadline
 
-    def _late(self) -> bool:
+    def late(self) -> bool:
+        """True once the deadline (if any) has passed."""
         return self.deadline is not None and time.perf_counter() > self.deadline
 
     # ------------------------------------------------------------------ rewards
@@ -267,7 +268,7 @@ class RobustGame:
             iterations[(iterations == 0) & converged] = it
             if bar is not None:
                 bar.update(1)
-            if converged.all() or it == max_iter or self._late():
+            if converged.all() or it == max_iter or self.late():
                 break
             if method == "value_iteration":
                 w = tw
@@ -313,7 +314,7 @@ class RobustGame:
             if not better.any():
                 stable = True
                 break
-            if self._late():
+            if self.late():
                 break
             pi = np.where(better[..., None], best, pi)
         tw = self.max_min(g, w, lo, hi)[1] if self.s_rect else \
@@ -348,7 +349,7 @@ class RobustGame:
             if bar is not None:
                 bar.update(1)
             converged = residual <= self.tol * self._scale(w)
-            if converged.all() or self._late():
+            if converged.all() or self.late():
                 break
         if self.s_rect:
             pi, _ = self.max_min(g, w, *full)

@@ -1,0 +1,315 @@
+"""Ground truth, part 3: the bounds of a policy box with one adversary per objective, the
+honest stopping of the bracket, its candidates and its Dask runner.
+
+The references are written here: occupancies by a dense solve of (I - gamma P_pi^T) d =
+p0, the box's policies by greedy fills with random scores (vertices) and their mixtures,
+and every robust number by the independent evaluator of test_ground_truth_bracket (the
+adversary's policy iteration with the protocol's closed-form inner solution).  A bound
+is checked against every robust-feasible policy sampled in its box.
+"""
+
+import time
+import warnings
+
+import numpy as np
+import pytest
+from helpers import raises_fact
+from hypothesis import given
+from hypothesis import strategies as st
+from test_ground_truth import scale, scaled
+from test_ground_truth_bracket import (
+    mid_budget_model,
+    robust_numbers,
+    search_policies,
+    tiny_robust_cases,
+)
+
+from rcmdp_exact import InputError, OptionError
+from rcmdp_exact.ground_truth import rcmdp_bracket
+from rcmdp_exact.ground_truth.boxes import tighten
+from rcmdp_exact.ground_truth.local_bound import local_bounds, occupancy_intervals
+from rcmdp_exact.ground_truth.occupancy_bound import OccupancyLP
+from rcmdp_exact.robust.engine import RobustGame, greedy_box
+from rcmdp_exact.uncertainty import L1Ball
+
+FINITE = ("bracket", "budget_exhausted")
+
+
+# --------------------------------------------------------------------------- reference
+def occupancy(P, pi, gamma, p0):
+    """Discounted occupancy (S,) of pi under P from p0, by a dense solve."""
+    P_pi = np.einsum("sa,sat->st", pi, P)
+    return np.linalg.solve(np.eye(P.shape[0]) - gamma * P_pi.T, p0)
+
+
+def random_box(rng, S, A, width):
+    """A box around a random policy, tightened to the simplex."""
+    centre = rng.dirichlet(np.ones(A), size=S)
+    lo, hi, ok = tighten(np.clip(centre - width * rng.uniform(0, 1, (S, A)), 0, 1)[None],
+                         np.clip(centre + width * rng.uniform(0, 1, (S, A)), 0, 1)[None])
+    assert ok[0]
+    return lo[0], hi[0]
+
+
+def box_policies(rng, lo, hi, n):
+    """Policies of the box: vertices (greedy fills of random scores) and mixtures."""
+    S, A = lo.shape
+    verts = [greedy_box(rng.normal(size=(S, A)), lo, hi) for _ in range(n)]
+    mixes = []
+    for _ in range(n):
+        w = rng.dirichlet(np.ones(3))
+        idx = rng.integers(len(verts), size=3)
+        mixes.append(sum(wi * verts[i] for wi, i in zip(w, idx, strict=True)))
+    return verts + mixes
+
+
+@st.composite
+def boxed_cases(draw):
+    model, ball, seed = draw(tiny_robust_cases())
+    rng = np.random.default_rng(seed)
+    lo, hi = random_box(rng, model.n_states, model.n_actions,
+                        draw(st.sampled_from([0.05, 0.3, 1.0])))
+    return model, ball, lo, hi, rng
+
+
+# --------------------------------------------------------------------------- intervals
+@scaled(25)
+@given(boxed_cases())
+def test_occupancy_intervals_hold_every_policy_of_the_box_and_are_attained(case):
+    """low <= d_pi <= high for every sampled policy of the box (dense solve), and the
+    ends are attained by vertex policies (enumeration of the greedy fills)."""
+    model, ball, lo, hi, rng = case
+    game = RobustGame(model, ball)
+    P = np.asarray(ball.nominal)
+    low, high = occupancy_intervals(game, P[None, None], lo[None], hi[None])
+    low, high = low[0, 0], high[0, 0]
+    occ = np.array([occupancy(P, pi, model.gamma, model.p0)
+                    for pi in box_policies(rng, lo, hi, 40)])
+    tol = 1e-10 / (1 - model.gamma)
+    assert np.all(occ >= low - tol) and np.all(occ <= high + tol)
+    # every state's largest occupancy is that of the greedy fill of its best actions;
+    # the vertices sampled here include it for most states, so the ends are tight
+    assert np.all(high - occ.max(axis=0) <= 0.5 * (high - low) + tol)
+    assert np.all(occ.min(axis=0) - low <= 0.5 * (high - low) + tol)
+
+
+# --------------------------------------------------------------------------- box bounds
+def feasible_values_in_box(model, ball, lo, hi, rng, n=25):
+    vals = []
+    for pi in box_policies(rng, lo, hi, n):
+        v, c = robust_numbers(model, ball, pi)
+        if np.all(c <= model.d):
+            vals.append(v)
+    return vals
+
+
+@scaled(25)
+@given(boxed_cases())
+def test_local_and_lp_bounds_are_above_every_feasible_policy_of_the_box(case):
+    """Both bounds of a box, with the kernels of any policy of the box (here a random
+    vertex), are at least the robust value of every robust-feasible policy sampled in
+    the box (independent evaluation)."""
+    model, ball, lo, hi, rng = case
+    game = RobustGame(model, ball)
+    ref = greedy_box(rng.normal(size=lo.shape), lo, hi)
+    ev = game.evaluate(ref[None])
+    dlo, dhi = occupancy_intervals(game, ev["P"], lo[None], hi[None])
+    local = local_bounds(game, lo[None], hi[None], ev, dlo, dhi).U[0]
+    lp, _ = OccupancyLP(game).bound(lo, hi, ev["P"][0], dlo[0], dhi[0])
+    tol = 1e-9 * scale(model)
+    for v in feasible_values_in_box(model, ball, lo, hi, rng):
+        assert local >= v - tol
+        assert lp >= v - tol
+
+
+@scaled(15)
+@given(tiny_robust_cases())
+def test_bounds_of_a_point_box_are_its_robust_value(case):
+    """On the box of one robust-feasible policy both bounds come down to its robust
+    value (second order in the width: exact at width 0)."""
+    model, ball, seed = case
+    rng = np.random.default_rng(seed)
+    game = RobustGame(model, ball)
+    for pi in rng.dirichlet(np.ones(model.n_actions), size=(6, model.n_states)):
+        v, c = robust_numbers(model, ball, pi)
+        if np.any(c > model.d - 1e-6 * scale(model)):
+            continue
+        ev = game.evaluate(pi[None])
+        dlo, dhi = occupancy_intervals(game, ev["P"], pi[None], pi[None])
+        local = local_bounds(game, pi[None], pi[None], ev, dlo, dhi).U[0]
+        lp, _ = OccupancyLP(game).bound(pi, pi, ev["P"][0], dlo[0], dhi[0])
+        tol = 1e-7 * scale(model)
+        assert v - tol <= local <= v + tol
+        assert v - tol <= lp <= v + tol
+
+
+def test_lp_bound_is_certified_from_any_basis():
+    """The bound comes from weak duality with the solver's multipliers, so a basis from
+    another box (a poor warm start) gives the same certified number up to the solver's
+    tolerance (on a box around a robust-feasible policy, where the LP has a solution)."""
+    m, ball = mid_budget_model(1, 0.3)
+    game = RobustGame(m, ball)
+    rng = np.random.default_rng(0)
+    pi = rcmdp_bracket(m, ball, variants=(), progress=False, max_boxes=1).policies["lower"]
+    lo, hi, _ = tighten(np.clip(pi - 0.2, 0, 1)[None], np.clip(pi + 0.2, 0, 1)[None])
+    lo, hi = lo[0], hi[0]
+    ref = greedy_box(rng.normal(size=lo.shape), lo, hi)
+    ev = game.evaluate(ref[None])
+    dlo, dhi = occupancy_intervals(game, ev["P"], lo[None], hi[None])
+    lp = OccupancyLP(game)
+    cold, basis = lp.bound(lo, hi, ev["P"][0], dlo[0], dhi[0])
+    lo2, hi2 = random_box(rng, m.n_states, m.n_actions, 1.0)
+    _, other = lp.bound(lo2, hi2, ev["P"][0], dlo[0], dhi[0])
+    warm, _ = lp.bound(lo, hi, ev["P"][0], dlo[0], dhi[0], basis=other)
+    assert warm == pytest.approx(cold, abs=1e-7 * scale(m))
+    assert basis is not None and basis[0].dtype == np.int8
+
+
+@scaled(10)
+@given(tiny_robust_cases(), st.sampled_from([(), ("local",), ("lp",), ("local", "lp")]))
+def test_every_choice_of_box_bounds_is_certified(case, bounds):
+    model, ball, seed = case
+    res = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=60,
+                        time_limit=60.0, box_bounds=bounds)
+    found = [robust_numbers(model, ball, pi) for pi in search_policies(model, seed)]
+    feasible = [v for v, c in found if np.all(c <= model.d)]
+    tol = 1e-9 * scale(model)
+    if res.status == "infeasible":
+        assert not feasible
+        return
+    assert res.upper >= max(feasible, default=-np.inf) - tol
+    if res.status in FINITE:
+        value, costs = robust_numbers(model, ball, res.policies["lower"])
+        assert np.all(costs <= model.d + tol) and res.lower <= value + tol
+
+
+# --------------------------------------------------------------------------- stopping
+def test_box_budget_ends_with_budget_exhausted_and_valid_bounds():
+    m, ball = mid_budget_model(3, 0.5, n_constraints=2)
+    res = rcmdp_bracket(m, ball, variants=(), progress=False, max_boxes=3, rtol=1e-12,
+                        atol=0.0, time_limit=60.0)
+    assert res.status == "budget_exhausted" and not res.success and not res.closed
+    assert res.stopped == "boxes"
+    for fact in ("max_boxes = 3", "both bounds hold"):
+        assert fact in res.message
+    found = [robust_numbers(m, ball, pi) for pi in search_policies(m, 0, n_random=50)]
+    assert res.upper >= max(v for v, c in found if np.all(c <= m.d)) - 1e-9
+    value, costs = robust_numbers(m, ball, res.policies["lower"])
+    assert np.all(costs <= m.d + 1e-9) and res.lower <= value + 1e-9
+    # the trace: the upper bound never rises, the lower never falls
+    tr = res.trace
+    assert np.all(np.diff(tr[:, 3]) <= 1e-12) and np.all(np.diff(tr[:, 2]) >= 0.0)
+    assert tr[-1, 3] >= res.upper - 1e-12
+
+
+def test_closed_bracket_says_bracket():
+    m, ball = mid_budget_model(1, 0.3)
+    res = rcmdp_bracket(m, ball, variants=(), progress=False, rtol=1e-6, time_limit=60.0)
+    assert res.status == "bracket" and res.success and res.closed
+    assert res.gap <= 1e-6 * max(1.0, abs(res.lower))
+
+
+class _Clock:
+    """A fake clock that advances one second per call of the set's worst case."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.calls = 0
+
+    def __call__(self):
+        return self.now
+
+
+class SlowBall(L1Ball):
+    """An L1 ball whose every worst case costs a second on the fake clock."""
+
+    clock = None
+
+    def worst_case(self, *args, **kw):
+        SlowBall.clock.now += 1.0
+        SlowBall.clock.calls += 1
+        return super().worst_case(*args, **kw)
+
+
+def _slow_run(monkeypatch, time_limit):
+    m, ball = mid_budget_model(3, 0.5, n_constraints=2)
+    slow = SlowBall(ball.nominal, ball.alpha)
+    clock = _Clock()
+    SlowBall.clock = clock
+    monkeypatch.setattr(time, "perf_counter", clock)
+    res = rcmdp_bracket(m, slow, progress=False, time_limit=time_limit, max_boxes=10**6)
+    monkeypatch.undo()
+    return m, ball, res, clock
+
+
+def test_every_phase_keeps_the_deadline(monkeypatch):
+    """With a set whose worst case costs one (fake) second, the bracket stops within a
+    few calls of the deadline however the phases are cut (variants, the Lagrangian
+    search, the local search, the boxes), and both bounds stay certified.  Without a
+    binding deadline the same call makes far more calls (the test can fail)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        m, ball, res, clock = _slow_run(monkeypatch, 40.0)
+        _, _, free, free_clock = _slow_run(monkeypatch, 1e7)
+    assert free_clock.calls > 400
+    # after the deadline: the step in progress and the final certification
+    # (robust_evaluate of the lower policy, one Bellman step per objective)
+    assert clock.calls <= 40 + 60
+    assert res.status in (*FINITE, "no_feasible_policy")
+    assert res.status != "bracket" or res.closed
+    found = [robust_numbers(m, ball, pi) for pi in search_policies(m, 0, n_random=50)]
+    best = max(v for v, c in found if np.all(c <= m.d))
+    assert res.upper >= best - 1e-9
+    if np.isfinite(res.lower):
+        value, costs = robust_numbers(m, ball, res.policies["lower"])
+        assert np.all(costs <= m.d + 1e-9) and res.lower <= value + 1e-9
+    assert free.upper >= best - 1e-9
+
+
+# --------------------------------------------------------------------------- candidates
+def test_candidates_are_certified_and_used():
+    """The best robust-feasible deterministic policy, offered as a candidate, is
+    certified: lower is at least its robust value, with the search cut short."""
+    m, ball = mid_budget_model(2, 0.3)
+    found = [(robust_numbers(m, ball, pi), pi) for pi in search_policies(m, 0, n_random=0)]
+    (v_best, _), pi_best = max(((vc, pi) for vc, pi in found if np.all(vc[1] <= m.d)),
+                               key=lambda t: t[0][0])
+    res = rcmdp_bracket(m, ball, variants=(), progress=False, max_boxes=1, n_ascent=0,
+                        n_starts=0, candidates=pi_best[None], time_limit=60.0)
+    assert res.lower >= v_best - 1e-9
+    res2 = rcmdp_bracket(m, ball, variants=(), progress=False, max_boxes=1, n_ascent=0,
+                         n_starts=0, candidates=pi_best, time_limit=60.0)
+    assert res2.lower == res.lower
+
+
+@pytest.mark.parametrize(("kw", "error", "facts"), [
+    ({"candidates": np.ones((2, 3, 2))}, InputError, ("candidates",)),
+    ({"candidates": np.full((1, 2, 2), 0.5)}, InputError, ("candidates", "(1, 3, 2)")),
+    ({"box_bounds": ("mccormick",)}, OptionError, ("box_bounds", "mccormick", "lp")),
+    ({"n_starts": -1}, InputError, ("n_starts",)),
+    ({"seed": -2}, InputError, ("seed",)),
+])
+def test_new_argument_errors_name_the_argument(kw, error, facts):
+    m, ball = mid_budget_model(1, 0.3)
+    with raises_fact(error, *facts):
+        rcmdp_bracket(m, ball, progress=False, **kw)
+
+
+# --------------------------------------------------------------------------- dask
+def test_dask_runs_the_same_bracket_as_the_serial_search():
+    """The children of each round are bounded in the same chunks and merged in the same
+    order on a local cluster of two workers: the same bounds, policy and boxes.  (An
+    L1Ball refuses pickle's state protocol; the workers get it in its own file format.)"""
+    import distributed
+
+    m, ball = mid_budget_model(3, 0.5, n_constraints=2)
+    kw = dict(variants=(), progress=False, max_boxes=70, time_limit=600.0)
+    serial = rcmdp_bracket(m, ball, **kw)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        remote = rcmdp_bracket(m, ball, client=client, **kw)
+    assert remote.boxes == serial.boxes and remote.boxes > 1
+    assert remote.lower == serial.lower and remote.upper == serial.upper
+    np.testing.assert_array_equal(remote.policies["lower"], serial.policies["lower"])
+    assert remote.status == serial.status
