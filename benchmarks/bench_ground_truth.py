@@ -14,10 +14,12 @@ Sections (``--section``, default all):
   written here (enumeration, random policies, penalised hill climbing, bisection of
   mixtures; every number by ``robust_evaluate``).
 * ``garnets``: the table of the goals: Garnets (``garnet_case``: A = 3, branching 3,
-  gamma 0.9, radii 0.1-0.6) of S in ``--sizes`` (default 6, 10, 15, 20, 30), K = 1 and
+  gamma 0.9, radii 0.1-0.6) of S in ``--sizes`` (default 6, 10, 15, 20), K = 1 and
   2, seeds ``--seeds`` (default 0-4), ``rcmdp_bracket(..., time_limit=--seconds (60),
-  max_boxes=10**7)``: the relative gap ``gap / max(1, |lower|)`` reached, the seconds
-  (wall and CPU) and the load average; the models certified to 1% within the time.
+  max_boxes=10**7)``, then S in ``--large`` (default 50) with K = 1 and
+  ``--large-seconds`` (600): the relative gap ``gap / max(1, |lower|)`` reached, the
+  first second of the trace within 1%, the seconds (wall and CPU) and the load
+  average; the models certified to 1% within the time.
 * ``bounds``: the box bounds side by side on the same models (``--box-bounds`` lists
   the variants, default: the Lagrangian bound alone, with the performance-difference
   bound, with the occupancy LP, with both), at the same time budget: the relative gap.
@@ -25,6 +27,8 @@ Sections (``--section``, default all):
   ``rcmdp_bracket(model, ball, rtol=1e-6)`` with the other arguments at their defaults,
   after one warm-up call: seconds (wall and CPU) per model, its relative gap and the
   boxes; the goal is every model certified to 1e-6 in under 0.5 s.
+* ``inventory``: the paper's Inventory on its estimated ball (seed 0), the default
+  arguments: the gap relative to the value; the goal is below 0.1%.
 * ``dask``: one Garnet (``--sizes``, first; K = 1, seed 0) with a budget of
   ``--boxes`` boxes serially and on a local Dask cluster of 2 single-thread workers:
   both answers (the same bits) and the ratio of the times.
@@ -40,7 +44,8 @@ Sections (``--section``, default all):
     python benchmarks/bench_ground_truth.py [--section gaps] [--cases N] [--repeats N]
     python benchmarks/bench_ground_truth.py --section alpha0 --cases 1500 [--magnitudes 1,10]
     python benchmarks/bench_ground_truth.py --section garnets [--sizes 6,10] [--seeds 0-4]
-        [--seconds 60] [--constraints 1,2]
+        [--seconds 60] [--constraints 1,2] [--large 50] [--large-seconds 600]
+    python benchmarks/bench_ground_truth.py --section inventory
     python benchmarks/bench_ground_truth.py --section small
     python benchmarks/bench_ground_truth.py --section dask --sizes 50 --boxes 400
 """
@@ -60,8 +65,8 @@ from rcmdp_exact.domains import ESTIMATION_EPISODES, PAPER_DOMAINS, garnet, pape
 from rcmdp_exact.ground_truth import solve_cmdp, solve_cmdp_finite_horizon
 from rcmdp_exact.uncertainty import l1_ball
 
-SECTIONS = ("pipeline", "lp", "gaps", "garnets", "bounds", "small", "dask", "domains",
-            "alpha0")
+SECTIONS = ("pipeline", "lp", "gaps", "garnets", "bounds", "small", "inventory", "dask",
+            "domains", "alpha0")
 
 
 def best_of(f, repeats: int) -> float:
@@ -212,27 +217,30 @@ def _timed_bracket(model, ball, **kw):
     return br, time.perf_counter() - t0, time.process_time() - c0
 
 
-def section_garnets(sizes, seeds, constraints, seconds: float) -> None:
-    print(f"rcmdp_bracket on garnet_case (A = 3), time_limit = {seconds:g} s, "
-          f"max_boxes = 10**7; relative gap = gap / max(1, |lower|)")
+def section_garnets(sizes, seeds, constraints, seconds: float, large=(),
+                    large_seconds: float = 600.0) -> None:
+    runs = [(S, K, seconds) for S in sizes for K in constraints]
+    runs += [(S, 1, large_seconds) for S in large]
+    print("rcmdp_bracket on garnet_case (A = 3), max_boxes = 10**7; relative gap = "
+          "gap / max(1, |lower|)")
     print(f"{'S':>3} {'K':>2} {'seed':>4} {'lower':>11} {'upper':>11} {'rel gap':>9} "
           f"{'to 1% (s)':>9} {'wall':>6} {'cpu':>6} {'boxes':>7}  status            load")
-    for S in sizes:
-        for K in constraints:
-            hit = []
-            for seed in seeds:
-                m, ball = garnet_case(seed, S, 3, K)
-                br, wall, cpu = _timed_bracket(m, ball, time_limit=seconds,
-                                               max_boxes=10**7)
-                rel = br.gap / max(1.0, abs(br.lower))
-                tr = br.trace
-                ok = (tr[:, 3] - tr[:, 2]) <= 0.01 * np.maximum(1.0, np.abs(tr[:, 2]))
-                first = f"{tr[np.argmax(ok), 0]:9.1f}" if ok.any() else f"{'-':>9}"
-                hit.append(rel <= 0.01)
-                print(f"{S:>3} {K:>2} {seed:>4} {br.lower:>11.5f} {br.upper:>11.5f} "
-                      f"{rel:>9.2e} {first} {wall:>6.1f} {cpu:>6.1f} {br.boxes:>7} "
-                      f" {br.status:<17} {_load()}", flush=True)
-            print(f"    S = {S}, K = {K}: {sum(hit)} of {len(hit)} within 1%", flush=True)
+    for S, K, seconds in runs:
+        hit = []
+        for seed in seeds:
+            m, ball = garnet_case(seed, S, 3, K)
+            br, wall, cpu = _timed_bracket(m, ball, time_limit=seconds,
+                                           max_boxes=10**7)
+            rel = br.gap / max(1.0, abs(br.lower))
+            tr = br.trace
+            ok = (tr[:, 3] - tr[:, 2]) <= 0.01 * np.maximum(1.0, np.abs(tr[:, 2]))
+            first = f"{tr[np.argmax(ok), 0]:9.1f}" if ok.any() else f"{'-':>9}"
+            hit.append(rel <= 0.01)
+            print(f"{S:>3} {K:>2} {seed:>4} {br.lower:>11.5f} {br.upper:>11.5f} "
+                  f"{rel:>9.2e} {first} {wall:>6.1f} {cpu:>6.1f} {br.boxes:>7} "
+                  f" {br.status:<17} {_load()}", flush=True)
+        print(f"    S = {S}, K = {K}, time_limit = {seconds:g} s: {sum(hit)} of "
+              f"{len(hit)} within 1%", flush=True)
 
 
 def section_bounds(sizes, seeds, constraints, seconds: float, variants) -> None:
@@ -292,6 +300,22 @@ def section_dask(S: int, boxes: int) -> None:
     bb_d = t_dask - dask.trace[0, 0]
     print(f"  the same bounds: {same}; time ratio serial / dask {t_serial / t_dask:.2f} "
           f"(branch and bound alone {bb_s / bb_d:.2f}); {_load()}")
+
+
+def section_inventory() -> None:
+    from rcmdp_exact.uncertainty import estimate
+
+    est = estimate(paper_domain("inventory"), ESTIMATION_EPISODES["inventory"]["paper"],
+                   seed=0, progress=False)
+    m = est.nominal
+    print(f"rcmdp_bracket on the paper's Inventory (S = {m.n_states}, A = {m.n_actions}, "
+          f"K = {m.n_constraints}; the ball estimated with the paper's episodes, seed 0), "
+          f"default arguments")
+    br, wall, cpu = _timed_bracket(m, est.ball)
+    rel = br.gap / abs(br.lower)
+    print(f"  [{br.lower:.8f}, {br.upper:.8f}] gap {br.gap:.3e} = {100 * rel:.4f}% of |lower|"
+          f"; {br.boxes} boxes, {wall:.1f} s wall, {cpu:.1f} s CPU, status {br.status}; "
+          f"goal < 0.1%: {'met' if rel < 1e-3 else 'not met'}; {_load()}")
 
 
 def section_domains() -> None:
@@ -421,7 +445,12 @@ def main() -> None:
                     help="gaps: skip the independent search for feasible policies")
     ap.add_argument("--magnitudes", default="1,10",
                     help="alpha0: magnitudes of rewards and costs, comma-separated")
-    ap.add_argument("--sizes", default="6,10,15,20,30", help="garnets: numbers of states")
+    ap.add_argument("--sizes", default="6,10,15,20", help="garnets: numbers of states")
+    ap.add_argument("--large", default="50",
+                    help="garnets: numbers of states run with K = 1 and --large-seconds "
+                         "('' for none)")
+    ap.add_argument("--large-seconds", type=float, default=600.0,
+                    help="garnets: time_limit of the --large models")
     ap.add_argument("--seeds", default="0-4", help="garnets: seeds, 'a-b' or 'a,b,c'")
     ap.add_argument("--constraints", default="1,2", help="garnets: values of K")
     ap.add_argument("--seconds", type=float, default=60.0, help="garnets: time_limit")
@@ -446,13 +475,16 @@ def main() -> None:
                          f"rcmdp_bracket (default arguments) on {args.cases} small random "
                          f"RCMDPs")
         elif sec == "garnets":
-            section_garnets(sizes, seeds, constraints, args.seconds)
+            section_garnets(sizes, seeds, constraints, args.seconds,
+                            [int(x) for x in args.large.split(",") if x], args.large_seconds)
         elif sec == "bounds":
             section_bounds(sizes, seeds, constraints, args.seconds,
                            [tuple(x for x in v.split("+") if x and x != "lagrangian")
                             for v in args.box_bounds.split(",")])
         elif sec == "small":
             section_small()
+        elif sec == "inventory":
+            section_inventory()
         elif sec == "dask":
             section_dask(sizes[0], args.boxes)
         elif sec == "alpha0":

@@ -27,7 +27,11 @@ from test_ground_truth_bracket import (
 from rcmdp_exact import InputError, OptionError
 from rcmdp_exact.ground_truth import rcmdp_bracket
 from rcmdp_exact.ground_truth.boxes import tighten
-from rcmdp_exact.ground_truth.local_bound import local_bounds, occupancy_intervals
+from rcmdp_exact.ground_truth.local_bound import (
+    local_bounds,
+    occupancy_intervals,
+    one_step_intervals,
+)
 from rcmdp_exact.ground_truth.occupancy_bound import OccupancyLP
 from rcmdp_exact.robust.engine import RobustGame, greedy_box
 from rcmdp_exact.uncertainty import L1Ball
@@ -93,6 +97,28 @@ def test_occupancy_intervals_hold_every_policy_of_the_box_and_are_attained(case)
     assert np.all(occ.min(axis=0) - low <= 0.5 * (high - low) + tol)
 
 
+@scaled(25)
+@given(boxed_cases())
+def test_intervals_past_the_deadline_still_hold_every_policy_of_the_box(case):
+    """With the deadline passed, occupancy_intervals returns the one-step intervals (no
+    round of the box MDPs): wider, and still below and above every sampled policy's
+    occupancy (dense solve)."""
+    model, ball, lo, hi, rng = case
+    P = np.asarray(ball.nominal)
+    late = RobustGame(model, ball, deadline=time.perf_counter() - 1.0)
+    low, high = occupancy_intervals(late, P[None, None], lo[None], hi[None])
+    one_low, one_high = one_step_intervals(late, P[None], lo[None], hi[None])
+    np.testing.assert_array_equal(low[0, 0], one_low[0])
+    np.testing.assert_array_equal(high[0, 0], one_high[0])
+    full_low, full_high = occupancy_intervals(RobustGame(model, ball), P[None, None],
+                                              lo[None], hi[None])
+    tol = 1e-10 / (1 - model.gamma)
+    assert np.all(low <= full_low + tol) and np.all(high >= full_high - tol)
+    occ = np.array([occupancy(P, pi, model.gamma, model.p0)
+                    for pi in box_policies(rng, lo, hi, 40)])
+    assert np.all(occ >= low[0, 0] - tol) and np.all(occ <= high[0, 0] + tol)
+
+
 # --------------------------------------------------------------------------- box bounds
 def feasible_values_in_box(model, ball, lo, hi, rng, n=25):
     vals = []
@@ -150,7 +176,7 @@ def test_lp_bound_is_certified_from_any_basis():
     m, ball = mid_budget_model(1, 0.3)
     game = RobustGame(m, ball)
     rng = np.random.default_rng(0)
-    pi = rcmdp_bracket(m, ball, variants=(), progress=False, max_boxes=1).policies["lower"]
+    pi = rcmdp_bracket(m, ball, variants=(), progress=False, max_boxes=1).policy
     lo, hi, _ = tighten(np.clip(pi - 0.2, 0, 1)[None], np.clip(pi + 0.2, 0, 1)[None])
     lo, hi = lo[0], hi[0]
     ref = greedy_box(rng.normal(size=lo.shape), lo, hi)
@@ -179,7 +205,7 @@ def test_every_choice_of_box_bounds_is_certified(case, bounds):
         return
     assert res.upper >= max(feasible, default=-np.inf) - tol
     if res.status in FINITE:
-        value, costs = robust_numbers(model, ball, res.policies["lower"])
+        value, costs = robust_numbers(model, ball, res.policy)
         assert np.all(costs <= model.d + tol) and res.lower <= value + tol
 
 
@@ -190,11 +216,12 @@ def test_box_budget_ends_with_budget_exhausted_and_valid_bounds():
                         atol=0.0, time_limit=60.0)
     assert res.status == "budget_exhausted" and not res.success and not res.closed
     assert res.stopped == "boxes"
-    for fact in ("max_boxes = 3", "both bounds hold"):
+    rel = res.gap / max(1.0, abs(res.lower))
+    for fact in ("max_boxes = 3", "both bounds hold", f"gap {res.gap:.3g}", f"{rel:.3g} of"):
         assert fact in res.message
     found = [robust_numbers(m, ball, pi) for pi in search_policies(m, 0, n_random=50)]
     assert res.upper >= max(v for v, c in found if np.all(c <= m.d)) - 1e-9
-    value, costs = robust_numbers(m, ball, res.policies["lower"])
+    value, costs = robust_numbers(m, ball, res.policy)
     assert np.all(costs <= m.d + 1e-9) and res.lower <= value + 1e-9
     # the trace: the upper bound never rises, the lower never falls
     tr = res.trace
@@ -261,7 +288,7 @@ def test_every_phase_keeps_the_deadline(monkeypatch):
     best = max(v for v, c in found if np.all(c <= m.d))
     assert res.upper >= best - 1e-9
     if np.isfinite(res.lower):
-        value, costs = robust_numbers(m, ball, res.policies["lower"])
+        value, costs = robust_numbers(m, ball, res.policy)
         assert np.all(costs <= m.d + 1e-9) and res.lower <= value + 1e-9
     assert free.upper >= best - 1e-9
 
@@ -311,5 +338,5 @@ def test_dask_runs_the_same_bracket_as_the_serial_search():
         remote = rcmdp_bracket(m, ball, client=client, **kw)
     assert remote.boxes == serial.boxes and remote.boxes > 1
     assert remote.lower == serial.lower and remote.upper == serial.upper
-    np.testing.assert_array_equal(remote.policies["lower"], serial.policies["lower"])
+    np.testing.assert_array_equal(remote.policy, serial.policy)
     assert remote.status == serial.status

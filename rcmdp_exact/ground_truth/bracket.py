@@ -94,7 +94,7 @@ def _lp_candidates(model, game: RobustGame, inc: Incumbent, n_tighten: int = 3,
         slack = max_slack_policy(nominal, game.d)
         if slack is not None:
             inc.offer(slack[None], "lp, largest slack")
-            out.append(Result(policy=slack, multipliers=np.zeros(game.K), slack=True))
+            out.append(Result(policy=slack, lam=np.zeros(game.K), slack=True))
     return out
 
 
@@ -175,10 +175,10 @@ def _joint_infeasibility(game: RobustGame, rounds: int = 12, deadline: float = n
 def _infeasible(game, why: str, pol: np.ndarray, least, extra: dict) -> Result:
     nan = np.full(game.K, np.nan)
     return Result(lower=-np.inf, upper=-np.inf, gap=0.0, lower_method="none",
-                  upper_method="least worst-case cost", multiplier=np.full(game.K, np.inf),
+                  upper_method="least worst-case cost", lam=np.full(game.K, np.inf),
                   policies={"lower": pol, "upper": pol}, policy=pol,
-                  lower_costs=least.copy(), lower_cost=least.copy(), mix_theta=0.0,
-                  upper_policy_value=np.nan, upper_policy_costs=nan, upper_policy_cost=nan,
+                  lower_costs=least.copy(), mix_theta=0.0,
+                  upper_policy_value=np.nan, upper_policy_costs=nan,
                   history={"lam": np.zeros((0, game.K)), "g": np.zeros(0)}, n_candidates=0,
                   boxes=0, open_boxes=0, closed=True, stopped="infeasible",
                   trace=np.zeros((0, 4)), success=False, status="infeasible",
@@ -314,11 +314,11 @@ def _bracket_result(model, ball, game, inc, dual, bb, extra: dict, tol: float, c
     return Result(
         lower=float(lower), upper=float(upper), gap=float(upper - lower),
         lower_method=method, upper_method="lagrangian" if upper >= dual.U else
-        "branch and bound", multiplier=dual.lam.copy(),
+        "branch and bound", lam=dual.lam.copy(),
         policies={"lower": pol, "upper": dual.pi}, policy=pol, lower_costs=costs,
-        lower_cost=costs, mix_theta=theta if method == "mixture" else 0.0,
+        mix_theta=theta if method == "mixture" else 0.0,
         upper_policy_value=float(up["value"][0]), upper_policy_costs=up["costs"][0],
-        upper_policy_cost=up["costs"][0], history=dual.history, n_candidates=inc.n_evaluated,
+        history=dual.history, n_candidates=inc.n_evaluated,
         boxes=bb.boxes, open_boxes=bb.open_boxes, closed=closed, stopped=bb.stopped,
         trace=bb.trace, success=status == "bracket", status=status, message=msg, **extra)
 
@@ -386,9 +386,9 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
         ``lower``, ``upper``, ``gap``; ``lower_method`` ("lp", "lp, tightened budgets",
         "lagrangian", "variant <name>", "candidate", "certified search", "mixture",
         "branch and bound", or "none") and ``upper_method`` ("lagrangian", "branch and
-        bound" or "least worst-case cost"); ``multiplier`` (K,) of the Lagrangian bound;
+        bound" or "least worst-case cost"); ``lam`` (K,) of the Lagrangian bound;
         ``policies`` {"lower": the certified policy, "upper": the robust-Lagrangian
-        optimum at ``multiplier``}, ``policy`` (= policies["lower"]); ``lower_costs``
+        optimum at ``lam``}, ``policy`` (= policies["lower"]); ``lower_costs``
         (K,) its certified worst-case costs; ``mix_theta``; ``upper_policy_value``,
         ``upper_policy_costs``; ``min_robust_costs`` (K,) certified lower bounds on the
         least worst-case costs; ``history`` {"lam", "g"}; ``n_candidates``; ``boxes``,
@@ -397,8 +397,9 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
         branch and bound, ``seconds``; ``variants``; ``success``, ``status``
         ("bracket": the target gap was reached; "budget_exhausted": the time or box
         budget ended first, both bounds hold; "no_feasible_policy", "infeasible"),
-        ``message``.  ``lower_cost``, ``upper_policy_cost`` and ``min_robust_cost`` are
-        aliases.
+        ``message``.  The former names ``multiplier``, ``lower_cost``,
+        ``upper_policy_cost`` and ``min_robust_cost`` still read, with a
+        DeprecationWarning.
     """
     kw = dict(locals())
     low, high, cands = _check_bracket(model, ball, variants, kw)
@@ -422,7 +423,7 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
             cut.append(f"variant {v} (past its share of the time)")
         else:
             var_out[v] = res
-    extra = dict(min_robust_costs=least, min_robust_cost=least, variants=var_out)
+    extra = dict(min_robust_costs=least, variants=var_out)
     proof = _infeasibility(game, model, least, safest, deadline)
     if proof is not None:
         return _infeasible(game, *proof, least, dict(extra, seconds=time.perf_counter() - t0))
@@ -430,7 +431,7 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
     lps = _lp_candidates(model, game, inc, deadline=deadline)
     if cands is not None:
         inc.offer(cands, "candidate")
-    dual = lagrangian_search(game, [np.zeros(game.K)] + [lp.multipliers for lp in lps],
+    dual = lagrangian_search(game, [np.zeros(game.K)] + [lp.lam for lp in lps],
                              low=low, high=high, n_grid=n_grid, n_refine=n_refine,
                              n_cuts=n_cuts, deadline=deadline)
 

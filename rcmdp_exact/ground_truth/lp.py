@@ -15,7 +15,7 @@ Eq. "RCMDP objective" with one known model) is the primal LP
 whose dual :math:`\min_{v, \mu \ge 0} p_0^\top v + \mu^\top d` s.t. :math:`v(s) \ge
 r(s, a) - \mu^\top c(s, a) + \gamma P(s, a)^\top v` is :math:`\min_{\mu \ge 0}
 \max_\pi L(\pi, \mu)` with the paper's Lagrangian :math:`L = V - \mu^\top (C - d)`
-(Eq. "Lagrange").  The returned ``multipliers`` are :math:`\mu \ge 0`, the duals of the
+(Eq. "Lagrange").  The returned multipliers ``lam`` are :math:`\mu \ge 0`, the duals of the
 cost rows (:math:`\partial V^*/\partial d_k`).  The policy is
 :math:`\pi(a|s) = x(s, a)/\sum_b x(s, b)`; states with :math:`\sum_a x(s, a) \le`
 ``UNVISITED_TOL`` get the greedy action of :math:`r - \mu^\top c` (``unvisited=
@@ -345,7 +345,7 @@ def _recheck(res: Result, ev, budget: np.ndarray, status: str, tol: float, who: 
              how: str) -> Result:
     """Compare an LP's answer with the exact evaluation ``ev`` of its policy.
 
-    Sets ``value``, ``costs`` (and the alias ``cost``) from ``ev``, ``check_error`` (the
+    Sets ``value``, ``costs`` from ``ev``, ``check_error`` (the
     largest of the value and cost discrepancies and the budget excess), ``status``,
     ``success``, ``message``: "check_failed" above ``tol``; "optimal_inaccurate" with a
     RuntimeWarning; else success.
@@ -355,7 +355,7 @@ def _recheck(res: Result, ev, budget: np.ndarray, status: str, tol: float, who: 
     err_c = float(np.abs(costs - res.lp_costs).max(initial=0.0))
     over = float(np.max(costs - budget, initial=0.0))
     check_error = max(err_v, err_c, over, 0.0)
-    res.update(value=ev.value, costs=costs, cost=costs, check_error=check_error,
+    res.update(value=ev.value, costs=costs, check_error=check_error,
                success=False, status=status)
     if check_error > tol:
         res.status = "check_failed"
@@ -406,7 +406,7 @@ def _infeasible_cmdp(model, data, d, solver, base) -> Result:
         pi, _ = _policy_from_occupancy(xv, pi)
         ev = evaluate(model, pi)
         value, costs = ev.value, np.asarray(ev.costs, dtype=np.float64)
-    return Result(policy=pi, value=value, costs=costs, cost=costs, success=False,
+    return Result(policy=pi, value=value, costs=costs, success=False,
                   status="infeasible", message=infeasible_message(model, min_costs, d),
                   min_costs=min_costs, **base)
 
@@ -434,8 +434,8 @@ def solve_cmdp(model: TabularCMDP, *, solver: str = DEFAULT_LP_SOLVER,
     Returns
     -------
     Result
-        ``policy`` (S, A); ``value`` and ``costs`` (K,) by exact evaluation (``cost``
-        is an alias of ``costs``); ``multipliers`` (K,) :math:`\mu \ge 0`;
+        ``policy`` (S, A); ``value`` and ``costs`` (K,) by exact evaluation;
+        ``lam`` (K,) :math:`\mu \ge 0`;
         ``success``, ``status`` ("optimal", "optimal_inaccurate", "infeasible",
         "unbounded", "solver_error", "check_failed"), ``message``; ``lp_value``,
         ``lp_costs``, ``occupancy`` (S, A), ``visited`` (S,), ``v`` (S,), ``c`` (S, K),
@@ -450,7 +450,7 @@ def solve_cmdp(model: TabularCMDP, *, solver: str = DEFAULT_LP_SOLVER,
     >>> m = TabularCMDP(P, R=[[0.0, 1.0], [0.0, 1.0]], C=[[[0.0], [1.0]]] * 2, d=[5.0],
     ...                 gamma=0.9)
     >>> res = solve_cmdp(m)
-    >>> res.status, round(res.value, 6), round(float(res.multipliers[0]), 6)
+    >>> res.status, round(res.value, 6), round(float(res.lam[0]), 6)
     ('optimal', 5.0, 1.0)
     """
     solver = _check_lp_options(model, solver, unvisited, check_tol)
@@ -459,7 +459,7 @@ def solve_cmdp(model: TabularCMDP, *, solver: str = DEFAULT_LP_SOLVER,
     data = _lp_data(model)
     keep, M, r, c, b = data
     sol = solve_occupancy_lp(M, r, c, b, d, solver)
-    base = dict(solver=solver, multipliers=np.zeros(K), lp_value=np.nan,
+    base = dict(solver=solver, lam=np.zeros(K), lp_value=np.nan,
                 lp_costs=np.full(K, np.nan))
     if sol.status == "solver_error":
         return _failed_result(model, base, "solver_error",
@@ -483,7 +483,7 @@ def solve_cmdp(model: TabularCMDP, *, solver: str = DEFAULT_LP_SOLVER,
         if over_p <= over and abs(ev_p.value - sol.value) <= check_tol * value_scale(model):
             pi, xv, visited, ev = pi_p, xv_p, visited_p, ev_p
             mult = sol.duals if mu_pol is None else mu_pol
-    res = Result(policy=pi, multipliers=mult, lp_value=sol.value, lp_costs=c.T @ sol.x,
+    res = Result(policy=pi, lam=mult, lp_value=sol.value, lp_costs=c.T @ sol.x,
                  occupancy=xv, visited=visited, v=ev.v, c=ev.c, solver=solver)
     return _recheck(res, ev, d, sol.status, check_tol * value_scale(model), "solve_cmdp",
                     "the exact evaluation")
@@ -543,8 +543,8 @@ def solve_cmdp_finite_horizon(model: TabularCMDP, horizon: int | None = None, *,
     Returns
     -------
     Result
-        ``policy`` (T, S, A), ``value``, ``costs`` (K,) by backward induction (``cost``
-        an alias), ``budget``, ``multipliers``, ``success``, ``status``, ``message``,
+        ``policy`` (T, S, A), ``value``, ``costs`` (K,) by backward induction,
+        ``budget``, ``lam``, ``success``, ``status``, ``message``,
         ``lp_value``, ``lp_costs``, ``occupancy`` (T, S, A), ``check_error``,
         ``solver``, ``horizon``; when infeasible ``min_costs`` (K,).
     """
@@ -556,7 +556,7 @@ def solve_cmdp_finite_horizon(model: TabularCMDP, horizon: int | None = None, *,
     S, A, K = model.n_states, model.n_actions, model.n_constraints
     M, rr, cc, rhs = _finite_horizon_lp(model, T, discount)
     sol = solve_occupancy_lp(M, rr, cc, rhs, bud, solver)
-    base = dict(solver=solver, multipliers=np.zeros(K), lp_value=np.nan,
+    base = dict(solver=solver, lam=np.zeros(K), lp_value=np.nan,
                 lp_costs=np.full(K, np.nan), budget=bud, horizon=T)
     if sol.status in ("solver_error", "unbounded"):
         return _failed_result(model, base, sol.status, f"the LP solver {solver} failed "
@@ -570,7 +570,7 @@ def solve_cmdp_finite_horizon(model: TabularCMDP, horizon: int | None = None, *,
                else _finite_horizon_greedy(model, sol.duals, T, discount))
     pi, visited = _policy_from_occupancy(xv, default)
     ev = evaluate_time_dependent(model, pi, discount)
-    res = Result(policy=pi, multipliers=sol.duals, lp_value=sol.value, lp_costs=cc.T @ sol.x,
+    res = Result(policy=pi, lam=sol.duals, lp_value=sol.value, lp_costs=cc.T @ sol.x,
                  occupancy=xv, visited=visited, solver=solver, budget=bud, horizon=T)
     return _recheck(res, ev, bud, sol.status, check_tol * value_scale(model, T),
                     "solve_cmdp_finite_horizon", "backward induction")
@@ -584,7 +584,7 @@ def _finite_horizon_infeasible(model, lp, bud, T, discount, solver, base) -> Res
         pi, _ = _policy_from_occupancy(xo.reshape(T, S, A), pi)
         ev = evaluate_time_dependent(model, pi, discount)
         value, costs = ev.value, ev.costs
-    return Result(policy=pi, value=value, costs=costs, cost=costs, success=False,
+    return Result(policy=pi, value=value, costs=costs, success=False,
                   status="infeasible",
                   message=infeasible_message(model, min_costs, bud, what="T-step"),
                   min_costs=min_costs, **base)

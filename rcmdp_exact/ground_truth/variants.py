@@ -191,10 +191,10 @@ def rcmdp_variant(model, ball, variant: str, *, n_grid: int = 29,
     Returns
     -------
     Result
-        ``variant``, ``policy`` (S, A), ``multiplier`` (K,), ``value`` and ``costs``
-        (K,) under the common :math:`P^+` (``cost`` is an alias), ``P_worst``,
+        ``variant``, ``policy`` (S, A), ``lam`` (K,), ``value`` and ``costs``
+        (K,) under the common :math:`P^+`, ``P_worst``,
         ``feasible`` (costs <= d + feas_tol), ``robust_value`` and ``robust_costs`` (K,)
-        (each cost under its own maximising kernel; alias ``robust_cost``),
+        (each cost under its own maximising kernel),
         ``robust_feasible``, ``converged`` (an equilibrium, not a cycle), ``history``
         {"lam", "value", "costs", "feasible", "converged"}, ``success``, ``status``
         ("ok", "no_feasible_policy"), ``message``.
@@ -230,13 +230,13 @@ def _variant_result(game: RobustGame, variant: str, ordered: list, feas_tol: flo
     rcost = rob["costs_estimate"][0]
     hist_costs = np.array([r.costs for r in ordered]).reshape(len(ordered), K)
     return Result(
-        variant=variant, policy=best.policy, multiplier=best.lam, value=best.value,
-        costs=best.costs, cost=best.costs, P_worst=best.P_worst, feasible=best.feasible,
-        robust_value=float(rob["value_estimate"][0]), robust_costs=rcost, robust_cost=rcost,
+        variant=variant, policy=best.policy, lam=best.lam, value=best.value,
+        costs=best.costs, P_worst=best.P_worst, feasible=best.feasible,
+        robust_value=float(rob["value_estimate"][0]), robust_costs=rcost,
         robust_feasible=bool(np.all(rcost <= d + feas_tol)), converged=best.converged,
-        history={"lam": np.array([r.lam for r in ordered]).reshape(len(ordered), K),
-                 "value": np.array([r.value for r in ordered]), "costs": hist_costs,
-                 "cost": hist_costs, "feasible": np.array([r.feasible for r in ordered]),
-                 "converged": np.array([r.converged for r in ordered])},
+        history=Result(lam=np.array([r.lam for r in ordered]).reshape(len(ordered), K),
+                       value=np.array([r.value for r in ordered]), costs=hist_costs,
+                       feasible=np.array([r.feasible for r in ordered]),
+                       converged=np.array([r.converged for r in ordered])),
         success=bool(ok), status=status, message=message,
     )
