@@ -340,3 +340,17 @@ def test_dask_runs_the_same_bracket_as_the_serial_search():
     assert remote.lower == serial.lower and remote.upper == serial.upper
     np.testing.assert_array_equal(remote.policy, serial.policy)
     assert remote.status == serial.status
+
+
+# --------------------------------------------------------------------------- progress
+def test_progress_bar_shows_the_gap_and_default_follows_the_terminal(capsys):
+    """progress=True draws the bar with the bounds and the gap; the default (None) draws
+    nothing when standard error is not a terminal (as under pytest)."""
+    m, ball = mid_budget_model(3, 0.5, n_constraints=2)
+    kw = dict(variants=(), max_boxes=40, time_limit=60.0, rtol=1e-12, atol=0.0)
+    res = rcmdp_bracket(m, ball, progress=True, **kw)
+    err = capsys.readouterr().err
+    assert "rcmdp bracket: boxes" in err and "gap" in err and "lower" in err
+    assert res.boxes > 1
+    rcmdp_bracket(m, ball, **kw)
+    assert "rcmdp bracket" not in capsys.readouterr().err

@@ -432,7 +432,10 @@ def _search(runner, inc, boxes: _Open, pruned, n_boxes, trace, *, lam_unit, max_
         upper = max(float(boxes.U.max(initial=-np.inf)), pruned)
         trace.append((time.perf_counter() - t0, n_boxes, inc.value, upper))
         if bar is not None:
-            bar.set_postfix_str(f"gap {upper - inc.value:.3g}", refresh=False)
+            gap = upper - inc.value
+            bar.set_postfix_str(f"lower {inc.value:.8g} upper {upper:.8g} gap {gap:.3g} "
+                                f"({gap / max(1.0, abs(inc.value)):.2e} relative)",
+                                refresh=False)
         if not boxes.U.size:
             break
         if upper - inc.value <= tol:

@@ -44,7 +44,7 @@ from .._checks import (
     check_seed,
     check_shape,
 )
-from .._progress import tqdm
+from .._progress import progress_default, tqdm
 from .._result import Result
 from ..robust.engine import RobustGame
 from .boxes import BOX_BOUNDS, branch_and_bound
@@ -327,7 +327,7 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
                   n_sweeps: int = 2, n_cuts: int = 30, mix_steps: int = 40,
                   tol: float = 1e-12, feas_tol: float = 0.0,
                   rvi_method: str = "policy_iteration", variants=VARIANTS,
-                  n_partners: int = 4, progress: bool = True, max_boxes: int = 100_000,
+                  n_partners: int = 4, progress=None, max_boxes: int = 100_000,
                   time_limit: float = 10.0, rtol: float = 1e-4, atol: float = 1e-9,
                   n_ascent: int = 60, candidates=None, n_starts: int = 2, seed=0,
                   box_bounds=BOX_BOUNDS, client=None) -> Result:
@@ -354,8 +354,10 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
         Budget slack: the bracket is then the one of the optimum at budgets d + feas_tol.
     variants : sequence of {"value", "constraint", "lagrangian"}
         RCPG variant targets to compute (:func:`rcmdp_variant`; also candidates).
-    progress : bool
-        A bar over the boxes of the branch and bound, with the gap reached.
+    progress : bool or None
+        A bar over the boxes of the branch and bound that shows the gap reached over
+        time (seconds, lower, upper, relative gap); None (the default): only when
+        standard error is a terminal.
     max_boxes, time_limit
         Budget: boxes of the branch and bound, and seconds from the call for the whole
         computation (every phase stops at the deadline; the bounds stay certified).
@@ -443,7 +445,8 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
                  deadline=deadline, gap_tol=gap_tol, bounds=tuple(box_bounds),
                  client=client, t0=t0, model=model)
     _lower_search(game, inc, dual, lps, kw, deadline, gap_tol, cands)
-    with tqdm(desc="rcmdp bracket: boxes", disable=not progress, leave=False) as bar:
+    with tqdm(desc="rcmdp bracket: boxes", disable=not progress_default(progress),
+              leave=False) as bar:
         bb = branch_and_bound(game, inc, dual.lam, max_boxes=max_boxes, bar=bar, **bb_kw)
     extra["seconds"] = time.perf_counter() - t0
     return _bracket_result(model, ball, game, inc, dual, bb, extra, tol, cut, kw, gap_tol)

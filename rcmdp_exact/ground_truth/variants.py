@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 from .._checks import as_float_array, check_choice, check_int, check_real
-from .._progress import tqdm
+from .._progress import progress_default, tqdm
 from .._result import Result
 from ..names import VARIANTS
 from ..robust import check_robust_inputs
@@ -180,7 +180,7 @@ def _run_variant(game: RobustGame, variant, grid, n_bisect, max_iter, limit, bar
 def rcmdp_variant(model, ball, variant: str, *, n_grid: int = 29,
                   lam_range: tuple[float, float] | None = None, n_bisect: int = 30,
                   max_iter: int = 25, tol: float = 1e-12, feas_tol: float = 0.0,
-                  progress: bool = False, deadline: float | None = None) -> Result:
+                  progress=None, deadline: float | None = None) -> Result:
     r"""The target of one RCPG variant: a common worst case :math:`P^+` for value and cost.
 
     See the module docstring.  Every number is an exact evaluation under the kernels
@@ -209,7 +209,8 @@ def rcmdp_variant(model, ball, variant: str, *, n_grid: int = 29,
                   hint="; variant 'constraint' needs a model with at least one constraint")
     game = RobustGame(model, ball, tol=tol, deadline=deadline)
     grid = [0.0] if K == 0 else [0.0, *np.geomspace(low, high, n_grid).tolist()]
-    with tqdm(desc=f"variant {variant}", disable=not progress, leave=False) as bar:
+    with tqdm(desc=f"variant {variant}", disable=not progress_default(progress),
+              leave=False) as bar:
         rows = _run_variant(game, variant, grid, n_bisect, max_iter, game.d + feas_tol, bar)
     return _variant_result(game, variant, [rows[t] for t in sorted(rows)], feas_tol)
 
