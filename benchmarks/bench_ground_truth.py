@@ -29,6 +29,8 @@ Sections (``--section``, default all):
   boxes; the goal is every model certified to 1e-6 in under 0.5 s.
 * ``inventory``: the paper's Inventory on its estimated ball (seed 0), the default
   arguments: the gap relative to the value; the goal is below 0.1%.
+* ``deadline``: ``time_limit = 3`` on Garnets of ``--deadline-sizes`` states (default 20
+  to 400): the seconds past the limit (the goal: under one second).
 * ``dask``: one Garnet (``--sizes``, first; K = 1, seed 0) with a budget of
   ``--boxes`` boxes serially and on a local Dask cluster of 2 single-thread workers:
   both answers (the same bits) and the ratio of the times.
@@ -65,8 +67,8 @@ from rcmdp_exact.domains import ESTIMATION_EPISODES, PAPER_DOMAINS, garnet, pape
 from rcmdp_exact.ground_truth import solve_cmdp, solve_cmdp_finite_horizon
 from rcmdp_exact.uncertainty import l1_ball
 
-SECTIONS = ("pipeline", "lp", "gaps", "garnets", "bounds", "small", "inventory", "dask",
-            "domains", "alpha0")
+SECTIONS = ("pipeline", "lp", "gaps", "garnets", "bounds", "small", "inventory", "deadline",
+            "dask", "domains", "alpha0")
 
 
 def best_of(f, repeats: int) -> float:
@@ -302,6 +304,17 @@ def section_dask(S: int, boxes: int) -> None:
           f"(branch and bound alone {bb_s / bb_d:.2f}); {_load()}")
 
 
+def section_deadline(sizes, seconds: float) -> None:
+    print(f"time_limit kept: rcmdp_bracket(garnet_case(0, S, 3, 1), time_limit={seconds:g}),"
+          f" defaults otherwise; seconds past the limit")
+    print(f"{'S':>4} {'wall':>7} {'past':>6}  status            stopped  {'boxes':>5}  load")
+    for S in sizes:
+        m, ball = garnet_case(0, S, 3, 1)
+        br, wall, _ = _timed_bracket(m, ball, time_limit=seconds)
+        print(f"{S:>4} {wall:>7.2f} {wall - seconds:>6.2f}  {br.status:<17} "
+              f"{br.stopped:<8} {br.boxes:>5}  {_load()}", flush=True)
+
+
 def section_inventory() -> None:
     from rcmdp_exact.uncertainty import estimate
 
@@ -457,6 +470,8 @@ def main() -> None:
     ap.add_argument("--box-bounds", default="lagrangian,local,lp,local+lp",
                     help="bounds: the variants of box_bounds, comma-separated")
     ap.add_argument("--boxes", type=int, default=400, help="dask: the box budget")
+    ap.add_argument("--deadline-sizes", default="20,50,100,200,400",
+                    help="deadline: numbers of states")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
     constraints = [int(x) for x in args.constraints.split(",")]
@@ -483,6 +498,8 @@ def main() -> None:
                             for v in args.box_bounds.split(",")])
         elif sec == "small":
             section_small()
+        elif sec == "deadline":
+            section_deadline([int(x) for x in args.deadline_sizes.split(",")], 3.0)
         elif sec == "inventory":
             section_inventory()
         elif sec == "dask":
