@@ -473,7 +473,7 @@ def main() -> None:
     ap.add_argument("--deadline-sizes", default="20,50,100,200,400",
                     help="deadline: numbers of states")
     args = ap.parse_args()
-    sizes = [int(x) for x in args.sizes.split(",")]
+    sizes = [int(x) for x in args.sizes.split(",") if x]
     constraints = [int(x) for x in args.constraints.split(",")]
     if "-" in args.seeds:
         a, b = (int(x) for x in args.seeds.split("-"))
