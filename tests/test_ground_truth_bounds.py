@@ -354,3 +354,32 @@ def test_progress_bar_shows_the_gap_and_default_follows_the_terminal(capsys):
     assert res.boxes > 1
     rcmdp_bracket(m, ball, **kw)
     assert "rcmdp bracket" not in capsys.readouterr().err
+
+
+@scaled(10)
+@given(tiny_robust_cases())
+def test_the_paths_for_large_models_stay_certified(case):
+    """With the machine taken to be very slow (local_bound.FLOPS tiny) every estimate of
+    the large-model paths says "does not fit": no variant is computed, the Lagrangian
+    search starts from its starting points alone and every box takes the one-step
+    occupancy intervals.  The bracket is then wider, and still certified."""
+    import rcmdp_exact.ground_truth.local_bound as lb
+
+    model, ball, seed = case
+    saved = lb.FLOPS
+    lb.FLOPS = 1e-3
+    try:
+        res = rcmdp_bracket(model, ball, progress=False, max_boxes=40, time_limit=60.0)
+    finally:
+        lb.FLOPS = saved
+    assert not res.variants
+    found = [robust_numbers(model, ball, pi) for pi in search_policies(model, seed)]
+    feasible = [v for v, c in found if np.all(c <= model.d)]
+    tol = 1e-9 * scale(model)
+    if res.status == "infeasible":
+        assert not feasible
+        return
+    assert res.upper >= max(feasible, default=-np.inf) - tol
+    if res.status in FINITE:
+        value, costs = robust_numbers(model, ball, res.policy)
+        assert np.all(costs <= model.d + tol) and res.lower <= value + tol

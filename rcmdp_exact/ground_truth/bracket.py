@@ -48,7 +48,7 @@ from .._progress import progress_default, tqdm
 from .._result import Result
 from ..robust.engine import RobustGame
 from .boxes import BOX_BOUNDS, branch_and_bound
-from .dual import lagrangian_search
+from .dual import fits, lagrangian_search
 from .lp import cost_name, fmt, max_slack_policy, solve_cmdp
 from .search import Incumbent, certify, improve
 from .variants import VARIANTS, check_search, rcmdp_variant
@@ -416,7 +416,7 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
     for v in variants:
         if v == "constraint" and game.K == 0:
             continue
-        if time.perf_counter() > var_deadline:
+        if not fits(game, n_grid + 1, var_deadline):
             cut.append(f"variant {v} (past its share of the time)")
             continue
         res = rcmdp_variant(model, ball, v, n_grid=n_grid, lam_range=(low, high), tol=tol,

@@ -93,6 +93,14 @@ def _kelley(log: _Log, n_cuts: int, box: float, deadline: float = np.inf) -> Non
         log.run(lam[None])
 
 
+def fits(game: RobustGame, n: int, deadline: float) -> bool:
+    """Whether one round of n robust fixed points (n solves of size S, about n S^3
+    operations, at :data:`~.local_bound.FLOPS`) ends before ``deadline``."""
+    from .local_bound import FLOPS
+
+    return time.perf_counter() + n * float(game.S) ** 3 / FLOPS <= deadline
+
+
 def lagrangian_search(game: RobustGame, starts, *, low: float, high: float, n_grid: int,
                       n_refine: int, n_cuts: int, deadline: float = np.inf) -> Result:
     """Search for the smallest certified g(lam); see the module docstring.
@@ -105,6 +113,8 @@ def lagrangian_search(game: RobustGame, starts, *, low: float, high: float, n_gr
     log = _Log(game)
     grid = lam_grid(K, low, high, n_grid)
     pts = np.concatenate([np.reshape(starts, (-1, K)), grid]) if K else grid
+    if K and not fits(game, pts.shape[0], deadline):  # the starts alone (lam = 0 first)
+        pts = np.reshape(starts, (-1, K))
     res = log.run(pts)
     while K and np.argmin(res.U) == res.U.size - 1 and pts[-1, 0] < 1e12 * high \
             and time.perf_counter() <= deadline:
