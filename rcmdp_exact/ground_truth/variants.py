@@ -186,7 +186,9 @@ def rcmdp_variant(model, ball, variant: str, *, n_grid: int = 29,
     See the module docstring.  Every number is an exact evaluation under the kernels
     found by the robust fixed points.  ``deadline`` (a ``time.perf_counter()`` time):
     the search stops there, and what it returns may then not be an equilibrium
-    (:func:`rcmdp_bracket` discards a variant cut so).
+    (:func:`rcmdp_bracket` discards a variant cut so).  ``progress``: a bar over the
+    multipliers tried; None (the default) draws it only when standard error is a
+    terminal.
 
     Returns
     -------
