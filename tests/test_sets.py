@@ -44,9 +44,12 @@ from rcmdp_exact.uncertainty import (
 )
 from rcmdp_exact.uncertainty._rows import rowdot, weighted_threshold
 from rcmdp_exact.uncertainty.linf import worst_case_interval
-from rcmdp_exact.uncertainty.weighted_l1 import COMPILED_MIN, weighted_l1_violation
+from rcmdp_exact.uncertainty.weighted_l1 import (
+    COMPILED_MIN,
+    weighted_l1_violation,
+    worst_case_weighted_l1,
+)
 from rcmdp_exact.uncertainty.weighted_l1 import _lp_rows as weighted_l1_lp_rows
-from rcmdp_exact.uncertainty.weighted_l1 import worst_case_weighted_l1
 from rcmdp_exact.uncertainty.weighted_l1_numba import MAX_ROUNDS, weighted_select
 
 KINDS = ("weighted_l1", "linf", "interval", "kl")

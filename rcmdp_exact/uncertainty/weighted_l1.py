@@ -76,6 +76,15 @@ weighted selection of :func:`~rcmdp_exact.uncertainty._rows.weighted_threshold`
 O(n) passes plus a small sort, O(n log n) at worst).  Every step is vectorised over
 the rows of a batch.
 
+**Two implementations.**  The steps above, vectorised over the rows in numpy, pay a
+fixed cost of about a millisecond per call and read every (N, n) array several times.
+:mod:`~rcmdp_exact.uncertainty.weighted_l1_numba` runs the same algorithm as one
+compiled loop over the rows (the hull by a monotone chain over the Pareto points, the
+binary search, the greedy by a weighted quickselect: O(n) expected per row), which
+reads each row once from memory.  :func:`worst_case_weighted_l1` takes the compiled
+loop for batches of at least ``COMPILED_MIN`` entries and numpy below (``backend``
+overrides); the tests compare the two.
+
 ``method="lp"`` solves the LP in cvxpy (HiGHS) row by row and re-checks the answer in
 numpy.
 """
@@ -414,9 +423,9 @@ def worst_case_weighted_l1(p_hat, z, alpha, weights, support=None, *,
     compiled row loop of :mod:`~rcmdp_exact.uncertainty.weighted_l1_numba` (numba is
     imported, and the solver compiled or loaded from its cache, at the first call),
     ``"numpy"`` the batch-vectorised solver, ``"auto"`` (default) numba for batches of
-    at least ``COMPILED_MIN`` = 16,384 entries (N n) and numpy below, where a call takes
-    about a millisecond and importing numba is not worth it.  The two agree to
-    rounding (1e-12 of the value scale in the tests).
+    at least ``COMPILED_MIN`` = 16,384 entries (N n), numpy below (a call of about a
+    millisecond, without importing numba).  The two give the same kernel to rounding
+    (1e-12 in the tests).
 
     The example of the module docstring, where two receivers share the mass:
 
