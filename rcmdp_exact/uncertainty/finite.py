@@ -81,16 +81,6 @@ class FiniteSet(Frozen, UncertaintySet):
         return self._kernels
 
     @property
-    def nominal(self) -> np.ndarray:
-        """The first member (S, A, S)."""
-        return self._nominal
-
-    @property
-    def support(self) -> np.ndarray:
-        """Next states that some member reaches (S, A, S)."""
-        return self._support
-
-    @property
     def n_members(self) -> int:
         """The number M of kernels."""
         return self._kernels.shape[0]

@@ -531,6 +531,8 @@ class WeightedL1Ball(Frozen, UncertaintySet):
     [[0.375], [0.375]]
     """
 
+    _SUMMARY = "alpha"
+
     rectangularity = "sa"
 
     def __init__(self, nominal, alpha, weights, support=None):
@@ -568,11 +570,6 @@ class WeightedL1Ball(Frozen, UncertaintySet):
         self._freeze()
 
     @property
-    def nominal(self) -> np.ndarray:
-        """Nominal kernel (S, A, S)."""
-        return self._nominal
-
-    @property
     def alpha(self) -> np.ndarray:
         """Budgets (S, A)."""
         return self._alpha
@@ -581,15 +578,6 @@ class WeightedL1Ball(Frozen, UncertaintySet):
     def weights(self) -> np.ndarray:
         """Weights (S, A, S)."""
         return self._weights
-
-    @property
-    def support(self) -> np.ndarray:
-        """Support mask (S, A, S)."""
-        return self._support
-
-    def __repr__(self) -> str:
-        return (f"<WeightedL1Ball S={self.n_states}, A={self.n_actions}, alpha in "
-                f"[{self._alpha.min():.4g}, {self._alpha.max():.4g}]>")
 
     def distance(self, P) -> np.ndarray:
         r""":math:`\sum_{s'} w |P - \hat P|` over the support, for every pair (S, A)."""
