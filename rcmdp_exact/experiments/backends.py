@@ -84,7 +84,7 @@ BACKENDS = ("serial", "joblib", "dask")
 
 #: Rough relative cost of jobs, to start the long ones first (makespan only).
 _COST = {"suite": 2.0, "bracket": 3.0, "training": 0.5}
-_DOMAIN_COST = {"nav1": 3.0, "inventory": 2.0, "nav2": 1.0}
+_DOMAIN_COST = {"nav1": 3.0, "inventory": 2.0, "nav2": 1.0, "model": 1.0}
 _ALGO_COST = {"adversarial-rcpg": 4.0}
 
 

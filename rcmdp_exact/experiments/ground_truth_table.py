@@ -117,20 +117,20 @@ def _num(x):
 
 # --------------------------------------------------------------------------- optima
 def _optimum(res, **extra) -> dict:
-    return {"value": res.value, "cost": res.costs, "multiplier": res.multipliers,
+    return {"value": res.value, "cost": res.costs, "multiplier": res.lam,
             "status": res.status, "message": res.message, **extra}
 
 
 def _bracket_summary(br) -> dict:
-    keys = ("lower", "upper", "gap", "multiplier", "lower_method", "upper_method",
+    keys = ("lower", "upper", "gap", "lower_method", "upper_method",
             "upper_policy_value", "status", "message", "boxes", "seconds", "closed")
-    return {**{k: br[k] for k in keys}, "lower_cost": br.lower_costs,
+    return {**{k: br[k] for k in keys}, "multiplier": br.lam, "lower_cost": br.lower_costs,
             "upper_policy_cost": br.upper_policy_costs, "min_robust_cost": br.min_robust_costs,
             "n_lambda": int(br.history["g"].size)}
 
 
 def _variant_summary(r) -> dict:
-    return {"value": r.value, "cost": r.costs, "multiplier": r.multiplier,
+    return {"value": r.value, "cost": r.costs, "multiplier": r.lam,
             "feasible": r.feasible, "robust_value": r.robust_value,
             "robust_cost": r.robust_costs, "robust_feasible": r.robust_feasible,
             "converged": r.converged, "status": r.status}

@@ -27,9 +27,11 @@ from pathlib import Path
 
 from .._progress import tqdm
 from .._result import Result
+from ..names import SET_NOTES
 from .spec import ALGORITHMS, OPTION_NOTES, OPTIONS, TESTS
 from .table1 import (
     ALGORITHM_LABELS,
+    ALL_TESTS,
     PAPER_RUNS,
     TEST_LABELS,
     config_of,
@@ -48,7 +50,7 @@ def report_files() -> tuple[str, ...]:
     """Every file name :func:`write_report` may write (its own file set)."""
     from .figures import figure_names
 
-    return REPORT_DOCUMENTS + tuple(f"{n}.png" for n in figure_names(TESTS))
+    return REPORT_DOCUMENTS + tuple(f"{n}.png" for n in figure_names(ALL_TESTS))
 
 #: Settings per test in the paper (1B / 2B: 5 values of N x 50 draws).
 PAPER_SETTINGS = {"inventory": 9, "1A": 5, "1B": 250, "2A": 5, "2B": 250}
@@ -125,7 +127,7 @@ def format_table1_md(rows, mode: str = "greedy", config: str | None = None) -> s
     sel = [r for r in rows if r["mode"] == mode and (config is None or r["config"] == config)]
     by = {(r["test"], r["algorithm"]): r for r in sel}
     algos = [a for a in ALGORITHMS if any(r["algorithm"] == a for r in sel)]
-    tests = [t for t in TESTS if any(r["test"] == t for r in sel)]
+    tests = [t for t in ALL_TESTS if any(r["test"] == t for r in sel)]
     head = ["test", *[ALGORITHM_LABELS[a] for a in algos], "bound", "CMDP opt.",
             "RCMDP lower"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -139,7 +141,8 @@ def format_table1_md(rows, mode: str = "greedy", config: str | None = None) -> s
                 continue
             gt = r
             pm, ps = r["paper_mean"], r["paper_spread"]
-            cells.append(f"{_cell(r)}<br>(paper {pm:.1f} ± {ps:.1f})")
+            cells.append(_cell(r) if pm is None else
+                         f"{_cell(r)}<br>(paper {pm:.1f} ± {ps:.1f})")
         cells += [_f(gt["bound"]) if gt else "—", _f(gt["cmdp_optimum"]) if gt else "—",
                   _f(gt["robust_lower"]) if gt else "—"]
         lines.append("| " + " | ".join(cells) + " |")
@@ -159,13 +162,41 @@ def _configs_md(store, configs, rows) -> list[str]:
                    f"with test seed {spec['test_seed']}")
         out.append(f"- sampled test episodes per setting: {spec['sampled_episodes']} "
                    f"(0 = exact testing only; the paper: 50)")
+        kind = spec.get("set_kind", "l1")
+        out.append(f"- uncertainty set `{kind}`{' (default)' if kind == 'l1' else ''}: "
+                   f"{SET_NOTES[kind]}" + (f", from the saved set with content hash "
+                                           f"`{spec['set_file'][:12]}`"
+                                           if spec.get("set_file") else ""))
+        if spec.get("model"):
+            out += _model_md(spec)
         for name in OPTIONS:
+            if spec.get("model") and name in PAPER_ONLY_OPTIONS:
+                continue
             val = spec[name]
             default = " (default)" if val == OPTIONS[name][0] else ""
             out.append(f"- `{name}` = `{val}`{default}: {OPTION_NOTES[name][val]}")
         if spec.get("extra"):
             out.append(f"- further trainer options: `{json.dumps(spec['extra'])}`")
         out.append("")
+    return out
+
+
+#: Options that choose among the paper's domains' variants (not shown for your model).
+PAPER_ONLY_OPTIONS = ("estimation", "offset_on", "cost_layout", "revenue", "demand")
+
+
+def _model_md(spec) -> list[str]:
+    out = [f"- your model: content hash `{spec['model'][:12]}`"
+           + (f", horizon T = {spec['horizon']} (given on the command line)"
+              if spec.get("horizon") else "")]
+    if not spec.get("set_file"):
+        out.append(f"- estimation: {spec['estimation_episodes']} episodes of the uniform "
+                   f"random policy, delta {spec['delta']}")
+    perts = spec.get("perturbations") or []
+    out.append(f"- test settings: the model itself and {len(perts)} perturbation"
+               f"{'' if len(perts) == 1 else 's'}"
+               + (": " + ", ".join(f"`{n}` (group `{g}`, hash `{h[:12]}`)"
+                                   for n, g, h in perts) if perts else ""))
     return out
 
 
@@ -192,9 +223,10 @@ def _brackets_md(store) -> list[str]:
            "|---|---|---|---|---|---|---|---|"]
     for g in sorted(rows, key=lambda g: (g["domain"], g["spec"]["seed"], g["key"])):
         r = g["result"]
-        a0, a1 = r["alpha_range"]
+        ar = r.get("alpha_range")
+        alpha = "saved set" if ar is None else f"[{ar[0]:.3f}, {ar[1]:.3f}]"
         gap = None if r["status"] == "infeasible" else r["gap"]
-        out.append(f"| {g['domain']} | {g['spec']['seed']} | [{a0:.3f}, {a1:.3f}] | "
+        out.append(f"| {g['domain']} | {g['spec']['seed']} | {alpha} | "
                    f"{r['status']} | {_f(r['lower'], 3)} | {_f(r['upper'], 3)} | "
                    f"{_f(gap, 3)} | {r['policy']} |")
     return out
@@ -296,9 +328,13 @@ def _write_report(store, out_dir, tests, algorithms, figures, progress) -> Resul
 def _report_md(store, rows, configs, figs) -> str:
     sec = _seconds(store)
     n_runs = len(store.runs())
+    own = any(spec.get("model") for spec in configs.values())
     lines = [
         "# Reproduction of the paper's Table 1 and figures",
         "",
+        *(["Configurations with **your model** (test `model`: the model itself and its "
+           "perturbations) are tested like the paper's domains; their cells have no "
+           "paper numbers to compare with.", ""] if own else []),
         "Bossens, *Robust Lagrangian and Adversarial Policy Gradient for Robust "
         "Constrained MDPs* (CAI 2024). Every number below is rebuilt from the results "
         "store alone (`rcmdp report --db PATH --out DIR`).",
@@ -356,11 +392,13 @@ def _report_md(store, rows, configs, figs) -> str:
     sampled = {(r["config"], r["test"], r["algorithm"]): r for r in rows
                if r["mode"] == "sampled"}
     for cfg in sorted(configs):
+        if configs[cfg].get("model"):  # your model: no paper numbers to compare with
+            continue
         n_smp = configs[cfg].get("sampled_episodes", 0)
         lines += [f"### `{cfg}` (greedy, exact)", "", "| test | algorithm | ours | paper | "
                   "verdict | why |", "|---|---|---|---|---|---|"]
         for r in rows:
-            if r["config"] != cfg or r["mode"] != "greedy":
+            if r["config"] != cfg or r["mode"] != "greedy" or r["paper_mean"] is None:
                 continue
             smp = sampled.get((cfg, r["test"], r["algorithm"]))
             if smp is not None:
