@@ -35,6 +35,7 @@ __all__ = [
     "MAX_EPISODES",
     "MAX_EVALUATIONS",
     "MAX_HIDDEN",
+    "MAX_HORIZON",
     "MAX_MC_EPISODES",
     "MAX_RANDOM_MODELS",
     "MAX_SAMPLED_EPISODES",
@@ -234,6 +235,9 @@ MAX_HIDDEN = 10**4
 #: Branch-and-bound boxes of the bracket (``ground-truth --max-boxes``): every open
 #: box is kept in memory.
 MAX_BOXES = 10**6
+#: The horizon T given to your own model (``--horizon``): the test metric takes one
+#: backward-induction step per time step, and the learners sample episodes of T steps.
+MAX_HORIZON = 10**6
 #: Local worker processes: at most this many per CPU (``os.cpu_count()``); more only
 #: wait for a core and each holds its own copy of the models (about 270 MB).
 WORKERS_PER_CPU = 4
@@ -257,4 +261,6 @@ LIMITS = {
     "hidden": (MAX_HIDDEN, "hidden units",
                "the finite differences take one evaluation per parameter"),
     "boxes": (MAX_BOXES, "branch-and-bound boxes", "every open box is kept in memory"),
+    "horizon": (MAX_HORIZON, "steps of the horizon",
+                "the test metric takes one backward-induction step per time step"),
 }

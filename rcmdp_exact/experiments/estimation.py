@@ -123,21 +123,22 @@ def example_set(kind: str, model):
 
 
 def check_set_kind(kind: str, model, algorithms, *, critic=None, inner=None,
-                   gradient="sampled", robust_checks: bool = True, flag: str = "--set") -> None:
+                   robust_checks: bool = True, flag: str = "--set", uset=None) -> None:
     """Refuse, before any work, a set kind that a computation cannot use.
 
     Each robust learner of ``algorithms`` is checked with
     :func:`rcmdp_exact.learners.dynamics.check_learner_set` (with the inner method its
     training will use), and, with ``robust_checks``, the set with
     :func:`rcmdp_exact.robust.check_robust_inputs` (the exact worst case and the
-    bracket).  The error names the flag, the set and the alternatives.
+    bracket).  ``uset`` checks a given set (``--set-file``) in place of one of ``kind``.
+    The error names the flag, the set and the alternatives.
     """
     from .._checks import InputError
     from ..learners.base import ALGORITHMS
     from ..learners.dynamics import check_learner_set
     from ..robust import check_robust_inputs
 
-    uset = example_set(kind, model)
+    uset = example_set(kind, model) if uset is None else uset
     name = f"{flag} {kind}" if flag == "--set" else flag
     try:
         if robust_checks:
@@ -148,5 +149,5 @@ def check_set_kind(kind: str, model, algorithms, *, critic=None, inner=None,
                 check_learner_set(uset, algo, "lp" if (critic == "exact") else (inner or "sort"))
     except InputError as exc:
         others = [k for k in SET_KINDS if k != kind]
-        raise InputError(f"{name}: {exc} (the kinds of --set: {', '.join(others)} or "
-                         f"{kind})") from None
+        alt = f"; the other kinds of --set are {', '.join(others)}" if flag == "--set" else ""
+        raise InputError(f"{name}: {exc}{alt}") from None
