@@ -45,7 +45,7 @@ def test_exact_cpg_reaches_the_lp_optimum_and_pg_does_not_respect_the_budget():
     assert abs(opt.value - value) <= 0.5
     assert cost <= 1.01 * d
     # the multiplier found is the LP's dual
-    assert cpg.lam[0] == pytest.approx(float(opt.multipliers[0]), abs=0.02)
+    assert cpg.lam[0] == pytest.approx(float(opt.lam[0]), abs=0.02)
     pg = train(model, "pg", gradient="exact", entropy=0.0, episodes=5000, eval_every=None,
                progress=False)
     assert pg.records["eval_train_stochastic_cost"][-1, 0] > 2 * d
