@@ -371,7 +371,10 @@ def load_user_model(args, *, need_horizon: str | None = None):
         for entry in read_perturbations(args.perturbations):
             other, pd = load_model_file(entry["file"],
                                         name=f"--perturbations entry {entry['name']!r}:")
-            check_perturbation(model, other, entry["name"])
+            try:
+                check_perturbation(model, other, entry["name"])
+            except InputError as exc:
+                raise type(exc)(f"--perturbations {args.perturbations!r}: {exc}") from None
             out.perturbations.append(dict(entry, model=other, digest=pd))
     return out
 

@@ -222,6 +222,11 @@ class TrainResult:
             arrays[f"rec__{name}"] = arr
         return save_npz(p, arrays, RESULT_FORMAT, compressed=True)
 
+    @classmethod
+    def load(cls, path) -> TrainResult:
+        """Load a result saved by :meth:`save` (the same as :func:`load`)."""
+        return load(path)
+
 
 #: The ``format`` entry of a saved :class:`TrainResult` (files written before it existed
 #: are recognised by their ``settings_json`` and ``meta_json`` entries).
