@@ -325,7 +325,7 @@ def test_renamed_flags_still_work_with_one_warning_line(files):
         "a future release; use --time-limit"]
     proc = rcmdp(files, "ground-truth", "--model", "m.npz", "--bracket-time", "0")
     assert proc.returncode == 2
-    warning, error = proc.stderr.strip().splitlines()
+    _warning, error = proc.stderr.strip().splitlines()
     has(error, "error: --bracket-time", "0.0")  # the flag given is the one named
     from rcmdp_exact.cli import build_parser
 
