@@ -155,7 +155,7 @@ def kernel_outcomes(model: TabularCMDP, kernel=None, outcomes=None):
 
 def rollout(model: TabularCMDP, policy, n_episodes: int, seed=None, *, horizon=None,
             kernel=None, outcomes=None, batch_size: int = 4096,
-            progress: bool = False) -> Episodes:
+            progress=None) -> Episodes:
     r"""Sample episodes of a stationary policy (the package's one sampler).
 
     Episodes start in a state drawn from ``model.p0``, take actions from ``policy`` and
@@ -178,8 +178,8 @@ def rollout(model: TabularCMDP, policy, n_episodes: int, seed=None, *, horizon=N
         The dynamics, as in :func:`kernel_outcomes` (default: the model's own ``P``).
     batch_size : int >= 1
         Episodes simulated at once (does not change the result).
-    progress : bool
-        Show a progress bar over the batches.
+    progress : bool or None
+        Show a progress bar over the batches (None: when standard error is a terminal).
 
     Returns
     -------
@@ -195,7 +195,10 @@ def rollout(model: TabularCMDP, policy, n_episodes: int, seed=None, *, horizon=N
     B = check_int(batch_size, "batch_size", 1)
     rng = rng_from(seed)
     nxt, prob = kernel_outcomes(model, kernel, outcomes)
-    return rollout_arrays(model.p0, model.terminal, pi, nxt, prob, E, T, rng, B, progress)
+    from ._progress import progress_default
+
+    return rollout_arrays(model.p0, model.terminal, pi, nxt, prob, E, T, rng, B,
+                          progress_default(progress))
 
 
 def rollout_arrays(p0, terminal, pi, nxt, prob, n_episodes: int, horizon: int,

@@ -59,7 +59,7 @@ def test_exact_mode_defaults_are_the_documented_ones(tmp_path):
     for name, value in EXACT_DEFAULTS.items():
         assert getattr(s, name) == value, name
     # the multiplier stays at its start value during the warm-up
-    assert np.all(res.records["lambda"] == EXACT_DEFAULTS["lambda_init"])
+    assert np.all(res.records["lam"] == EXACT_DEFAULTS["lambda_init"])
     sampled = train(model, "cpg", episodes=1, eval_every=None, progress=False)
     assert sampled.settings.multiplier_update == "adam-log"
     assert sampled.settings.feature_centre is False
@@ -181,7 +181,7 @@ def test_multiplier_warm_up_in_the_sampled_loop():
     kw = dict(episodes=4, seed=0, eval_every=None, progress=False, multiplier_start=2)
     a = train(model, "cpg", **kw)
     b = train(model, "cpg", backend="numpy", **kw)
-    lam = a.records["lambda"][:, 0]
+    lam = a.records["lam"][:, 0]
     assert lam[0] == lam[1] == 50.0 and lam[2] != 50.0
-    np.testing.assert_allclose(a.records["lambda"], b.records["lambda"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a.records["lam"], b.records["lam"], rtol=0, atol=1e-12)
     np.testing.assert_allclose(a.policy_params, b.policy_params, rtol=0, atol=1e-12)

@@ -445,3 +445,20 @@ def test_weighted_l1_is_the_l1_ball_and_s_l1_contains_it(nav_estimate):
     # each state's distance is within its budget, the sum of the ball's radii
     assert np.all(np.asarray(s_l1.distance(np.asarray(l1.p)[0]))
                   <= np.minimum(est.ball.alpha.sum(axis=1), 2 * model.n_actions) + 1e-9)
+
+
+def test_the_python_reproduce_takes_your_model(files):
+    sys.path.insert(0, TESTS_DIR)
+    try:
+        from test_experiments_standin import standin_train
+    finally:
+        sys.path.remove(TESTS_DIR)
+    from rcmdp_exact.experiments import reproduce
+
+    summary = reproduce(files / "db.sqlite", files / "out", model=files / "m.npz",
+                        perturbations=files / "perts.toml", algorithms=("pg",), seeds=1,
+                        episodes=2, quick=True, trainer=standin_train, workers=1,
+                        progress=False)
+    assert not summary.failed and summary.computed == 4  # 1 run, 3 ground-truth jobs
+    rows = [r for r in summary.report.rows if r["test"] == "model"]
+    assert {r["algorithm"] for r in rows} == {"pg"} and rows[0]["n_settings"] == 2

@@ -328,55 +328,16 @@ def refuse_with_model(parser, args, names) -> None:
 
 
 def load_user_model(args, *, need_horizon: str | None = None):
-    """The ``--model`` of ``args``: ``Result(model, digest, path, set, set_digest,
-    set_path, perturbations)``, or None without ``--model``.
-
-    ``--horizon`` replaces the model's horizon; ``need_horizon`` (the name of what needs
-    it) refuses a model without one.  A file that cannot be used is a
-    :class:`~rcmdp_exact.LoadError` naming the option and the path (one line, exit
-    status 2); so is a perturbation that is not the same problem as the model.
-    """
+    """The ``--model`` of ``args`` and its companions, loaded and checked
+    (:func:`rcmdp_exact.experiments.user.load_problem`), or None without ``--model``."""
     if getattr(args, "model", None) is None:
         return None
-    from .._checks import InputError
-    from .._result import Result
-    from ..experiments.user import (
-        check_perturbation,
-        load_model_file,
-        load_set_file,
-        read_perturbations,
-    )
+    from ..experiments.user import load_problem
 
-    model, digest = load_model_file(args.model)
-    horizon = getattr(args, "horizon", None)
-    if horizon is not None:
-        model = model.replace(horizon=horizon)
-    elif need_horizon is not None and model.horizon is None:
-        raise InputError(f"--model {args.model!r} has no horizon and {need_horizon} needs "
-                         f"the episode length T: give --horizon T (or save the model with "
-                         f"a horizon)")
-    out = Result(model=model, digest=digest, path=str(args.model), set=None,
-                 set_digest="", set_path=None, perturbations=[])
-    if getattr(args, "set_file", None) is not None:
-        from ..uncertainty import check_set
-
-        uset, sd = load_set_file(args.set_file)
-        try:
-            check_set(uset, model, what=f"--set-file {args.set_file!r}")
-        except InputError as exc:
-            raise InputError(f"--set-file {args.set_file!r} does not fit --model "
-                             f"{args.model!r}: {exc}") from None
-        out.update(set=uset, set_digest=sd, set_path=str(args.set_file))
-    if getattr(args, "perturbations", None) is not None:
-        for entry in read_perturbations(args.perturbations):
-            other, pd = load_model_file(entry["file"],
-                                        name=f"--perturbations entry {entry['name']!r}:")
-            try:
-                check_perturbation(model, other, entry["name"])
-            except InputError as exc:
-                raise type(exc)(f"--perturbations {args.perturbations!r}: {exc}") from None
-            out.perturbations.append(dict(entry, model=other, digest=pd))
-    return out
+    return load_problem(args.model, horizon=getattr(args, "horizon", None),
+                        set_file=getattr(args, "set_file", None),
+                        perturbations=getattr(args, "perturbations", None),
+                        need_horizon=need_horizon)
 
 
 # --------------------------------------------------------------------------- trainers

@@ -157,26 +157,6 @@ def check_db(parser, db, out) -> None:
         parser.error(str(exc))
 
 
-def _own_options(parser, args, own, options: dict) -> dict:
-    """The run-spec fields of ``--model`` and its companions."""
-    from ..names import USER_ESTIMATION_EPISODES
-
-    sources = [("model", own.digest, own.path)]
-    perts = []
-    for p in own.perturbations:
-        perts.append((p["name"], p["group"], p["digest"]))
-        sources.append(("model", p["digest"], p["file"]))
-    options.update(model=own.digest, perturbations=tuple(perts),
-                   horizon=int(args.horizon or 0))
-    if own.set is not None:
-        options["set_file"] = own.set_digest
-        sources.append(("set", own.set_digest, own.set_path))
-    else:
-        options["estimation_episodes"] = args.estimation_episodes or USER_ESTIMATION_EPISODES
-    options["sources"] = tuple(sources)
-    return options
-
-
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -230,7 +210,9 @@ def run(args: argparse.Namespace) -> int:
     critic, inner = options["critic"], options["inner"]
     if own is not None:
         tests = [USER_TEST]
-        options = _own_options(parser, args, own, options)
+        from ..experiments.user import spec_options
+
+        options.update(spec_options(own, args.estimation_episodes))
         if own.set is not None:
             check_set_kind(kind, own.model, learners, critic=critic, inner=inner,
                            flag=f"--set-file {own.set_path!r}", uset=own.set)

@@ -258,7 +258,7 @@ def run(args: argparse.Namespace) -> int:
         for pol in ("stochastic", "greedy"):
             m = metrics[(tag, pol)]
             print(_row(f"trained, {pol} ({label})", m["value"], m["cost"], m["test_value"],
-                       m["test_cost"], m["penalised"]))
+                       m["test_cost"], m["penalised_return"]))
     if model is not true:
         opt = solve_cmdp(model)
         print(_row("CMDP optimum (LP, training model)", opt.value, opt.costs))

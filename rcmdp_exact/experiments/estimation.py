@@ -85,7 +85,7 @@ def set_from_estimate(kind: str, est, model, delta: float = 0.1):
 
 
 def estimate_set(model, n_episodes: int, seed, delta: float = 0.1, kind: str = "l1", *,
-                 progress: bool = False) -> Result:
+                 progress=None) -> Result:
     """Phase 1 with a set of ``kind``: the estimation of :func:`rcmdp_exact.estimate`
     and the set built from its counts (module notes).
 
@@ -100,7 +100,10 @@ def estimate_set(model, n_episodes: int, seed, delta: float = 0.1, kind: str = "
     from ..uncertainty import estimate
 
     check_choice(kind, "set kind", SET_KINDS)
-    est = estimate(model, n_episodes, seed=seed, delta=delta, progress=progress)
+    from .._progress import progress_default
+
+    est = estimate(model, n_episodes, seed=seed, delta=delta,
+                   progress=progress_default(progress))
     uset = set_from_estimate(kind, est, model, delta)
     nominal = est.nominal if kind == "l1" else model.with_transitions(uset.nominal)
     return Result(set=uset, nominal=nominal, kind=kind, estimate=est,

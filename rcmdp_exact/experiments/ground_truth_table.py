@@ -171,7 +171,8 @@ def _estimation(true, opts: dict, n_ep: int, source: str) -> Result:
                             "alpha_range": None, "form": None})
     from .estimation import estimate_set
 
-    est = estimate_set(true, n_ep, opts["seed"], opts["delta"], opts["set_kind"])
+    est = estimate_set(true, n_ep, opts["seed"], opts["delta"], opts["set_kind"],
+                       progress=False)
     return Result(nominal=est.nominal, set=est.set,
                   info={"episodes": n_ep, "episodes_source": source,
                         "set": opts["set_kind"], "set_type": type(est.set).__name__,

@@ -110,7 +110,8 @@ def estimated(fields_json: str):
                       n_episodes=0, alpha_range=None)
     n_est = f["episodes"] if f["domain"] == USER_DOMAIN else \
         ESTIMATION_EPISODES[f["domain"]][f["estimation"]]
-    est = estimate_set(true, n_est, estimation_seed(f), f["delta"], f.get("set", "l1"))
+    est = estimate_set(true, n_est, estimation_seed(f), f["delta"], f.get("set", "l1"),
+                       progress=False)
     return Result(true=true, nominal=est.nominal, set=est.set, n_episodes=int(n_est),
                   alpha_range=[float(a) for a in est.alpha_range])
 

@@ -33,7 +33,7 @@ import json
 import math
 from pathlib import Path
 
-from .._progress import tqdm
+from .._progress import progress_default, tqdm
 from .._result import Result
 from ..names import SET_NOTES
 from .spec import ALGORITHMS, OPTION_NOTES, OPTIONS, TESTS
@@ -286,10 +286,11 @@ def _training_md(store) -> list[str]:
 
 
 def write_report(store, out_dir, *, tests=TESTS, algorithms=ALGORITHMS,
-                 figures: bool = True, progress: bool = False) -> Result:
+                 figures: bool = True, progress=None) -> Result:
     """Write ``table1.csv``, ``table1.md``, ``report.md`` and the figures.
 
-    ``progress``: a bar over the outputs (the tables, each figure, the report).
+    ``progress``: a bar over the outputs (the tables, each figure, the report); None:
+    when standard error is a terminal.
 
     Every file of :func:`report_files` in ``out_dir`` that this report does not write is
     removed (module notes); other files are left alone.
@@ -333,7 +334,7 @@ def _write_report(store, out_dir, tests, algorithms, figures, progress) -> Resul
     out.mkdir(parents=True, exist_ok=True)
     n_figs = len(figure_names(tests)) if figures else 0
     with tqdm(total=3 + n_figs, desc="rcmdp report", unit="output",
-              disable=not progress) as bar:
+              disable=not progress_default(progress)) as bar:
         rows = table1(store, tests=tests, algorithms=algorithms)
         paths = [_write_text(out / "table1.csv", table1_csv(rows))]
         bar.update(1)

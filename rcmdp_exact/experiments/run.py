@@ -175,7 +175,7 @@ def sampled_test(settings, policy, n_episodes: int, seed: int) -> dict:
     c_se = np.empty(len(settings))
     for n, st in enumerate(settings):
         m = st.model
-        ep = rollout(m, policy, n_episodes, np.random.default_rng(children[n]))
+        ep = rollout(m, policy, n_episodes, np.random.default_rng(children[n]), progress=False)
         R = np.asarray(m.R)[ep.states, ep.actions, ep.next_states]
         C = np.asarray(m.C)[ep.states, ep.actions, ep.next_states].sum(-1)
         ret = np.where(ep.alive, R, 0.0).sum(1)
@@ -255,7 +255,7 @@ def run_one(spec: RunSpec, trainer=None) -> dict:
     tests = _test_rows(spec, policy, seeds)
     t3 = time.perf_counter()
     steps = int(np.sum(records["length"])) if "length" in records else None
-    lam = records.get("lam", records.get("lambda"))
+    lam = records.get("lam") if "lam" in records else records.get("lambda")
     info = {
         "seeds": seeds, "estimation_episodes": int(est.n_episodes),
         "alpha_range": est.alpha_range,

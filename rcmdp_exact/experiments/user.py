@@ -33,8 +33,9 @@ from .._io import LoadError
 from ..names import USER_DOMAIN, USER_TEST
 
 __all__ = ["USER_DOMAIN", "USER_TEST", "PerturbationError", "check_perturbation",
-           "ensure_sources", "file_digest", "load_model_file", "load_set_file", "model_of",
-           "read_perturbations", "register_model", "register_set", "set_of", "user_settings"]
+           "ensure_sources", "file_digest", "load_model_file", "load_problem", "load_set_file",
+           "model_of", "read_perturbations", "register_model", "register_set", "set_of",
+           "spec_options", "user_settings"]
 
 _MODELS: dict = {}
 _SETS: dict = {}
@@ -251,3 +252,87 @@ def user_settings(fields: dict) -> dict:
         m = model_of(digest).replace(horizon=T)
         out.append(Setting(name, m, group, {"model": digest}))
     return {USER_TEST: tuple(out)}
+
+
+# --------------------------------------------------------------------------- a problem
+def load_problem(model, *, horizon=None, set_file=None, perturbations=None,
+                 need_horizon: str | None = None):
+    """Your model and its companions, loaded and checked, as the commands take them.
+
+    ``model`` (the path of a file written by ``TabularCMDP.save``), ``horizon`` (T in
+    place of the model's own), ``set_file`` (a saved set, which must fit the model),
+    ``perturbations`` (a TOML or JSON file, :func:`read_perturbations`; each model must
+    be the same problem with other transitions).  ``need_horizon`` (the name of what
+    needs it) refuses a model without a horizon.
+
+    Returns
+    -------
+    Result
+        ``model``, ``digest``, ``path``, ``set``, ``set_digest``, ``set_path``,
+        ``perturbations`` (dicts with ``name``, ``group``, ``file``, ``model``,
+        ``digest``), ``horizon`` (as given).
+
+    Raises
+    ------
+    LoadError, InputError
+        One line naming the option and the path: a file that cannot be used, a model
+        without a horizon, a set of another shape, a perturbation that differs in more
+        than its transitions.
+    """
+    from .._result import Result
+
+    loaded, digest = load_model_file(model)
+    if horizon is not None:
+        loaded = loaded.replace(horizon=int(horizon))
+    elif need_horizon is not None and loaded.horizon is None:
+        raise InputError(f"--model {str(model)!r} has no horizon and {need_horizon} needs "
+                         f"the episode length T: give --horizon T (or save the model with "
+                         f"a horizon)")
+    out = Result(model=loaded, digest=digest, path=str(model), set=None, set_digest="",
+                 set_path=None, perturbations=[], horizon=horizon)
+    if set_file is not None:
+        from ..uncertainty import check_set
+
+        uset, sd = load_set_file(set_file)
+        try:
+            check_set(uset, loaded, what=f"--set-file {str(set_file)!r}")
+        except InputError as exc:
+            raise InputError(f"--set-file {str(set_file)!r} does not fit --model "
+                             f"{str(model)!r}: {exc}") from None
+        out.update(set=uset, set_digest=sd, set_path=str(set_file))
+    if perturbations is not None:
+        for entry in read_perturbations(perturbations):
+            other, pd = load_model_file(entry["file"],
+                                        name=f"--perturbations entry {entry['name']!r}:")
+            try:
+                check_perturbation(loaded, other, entry["name"])
+            except InputError as exc:
+                raise type(exc)(f"--perturbations {str(perturbations)!r}: {exc}") from None
+            out.perturbations.append(dict(entry, model=other, digest=pd))
+    return out
+
+
+def spec_options(problem, estimation_episodes: int | None = None) -> dict:
+    """The :class:`~.spec.RunSpec` fields of a problem of :func:`load_problem`: the
+    content hashes, the horizon given, the estimation episodes (default
+    :data:`~rcmdp_exact.names.USER_ESTIMATION_EPISODES`) or the set file, and the
+    ``sources`` a worker loads them from."""
+    from ..names import USER_ESTIMATION_EPISODES
+
+    sources = [("model", problem.digest, problem.path)]
+    perts = []
+    for p in problem.perturbations:
+        perts.append((p["name"], p["group"], p["digest"]))
+        sources.append(("model", p["digest"], p["file"]))
+    options = {"model": problem.digest, "perturbations": tuple(perts),
+               "horizon": int(problem.horizon or 0)}
+    if problem.set is not None:
+        if estimation_episodes is not None:
+            raise InputError("estimation_episodes does not apply with a set file (the saved "
+                             "set replaces the estimation); give one of them")
+        options["set_file"] = problem.set_digest
+        sources.append(("set", problem.set_digest, problem.set_path))
+    else:
+        options["estimation_episodes"] = int(estimation_episodes or USER_ESTIMATION_EPISODES)
+    options["sources"] = tuple(sources)
+    return options
