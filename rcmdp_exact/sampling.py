@@ -203,11 +203,11 @@ def rollout(model: TabularCMDP, policy, n_episodes: int, seed=None, *, horizon=N
 
 def rollout_arrays(p0, terminal, pi, nxt, prob, n_episodes: int, horizon: int,
                    rng: np.random.Generator, batch_size: int = 4096,
-                   progress: bool = False) -> Episodes:
+                   progress=None) -> Episodes:
     """:func:`rollout` on validated arrays (no checks): p0 (S,), terminal (S,) bool,
     pi (S, A), the outcome form ``nxt``, ``prob`` (S, A, O), and a Generator."""
     E, T = int(n_episodes), int(horizon)
-    from ._progress import tqdm
+    from ._progress import progress_default, tqdm
 
     S, A, O = nxt.shape
     cdf_p0 = np.cumsum(p0)[None, :]
@@ -220,7 +220,8 @@ def rollout_arrays(p0, terminal, pi, nxt, prob, n_episodes: int, horizon: int,
     outs = np.empty(shape, dtype=np.int64)
     next_states = np.empty(shape, dtype=np.int64)
     alive = np.empty(shape, dtype=bool)
-    with tqdm(total=E, desc="rollouts", disable=not progress, leave=False) as bar:
+    with tqdm(total=E, desc="rollouts", disable=not progress_default(progress),
+              leave=False) as bar:
         for lo in range(0, E, batch_size):
             hi = min(E, lo + batch_size)
             u = uniforms(rng, hi - lo, T)

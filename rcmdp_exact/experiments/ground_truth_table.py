@@ -250,7 +250,7 @@ def _test_rows(name: str, suites: dict, policies: dict) -> list:
 
 def _paper_suites(name: str, opts: dict) -> dict:
     return {suite: perturbations(suite, seed=opts["seed"], n_draws=opts["n_draws"],
-                                 offset_on=opts["offset_on"])
+                                 offset_on=opts["offset_on"], progress=False)
             for suite in TEST_SUITES[name]}
 
 

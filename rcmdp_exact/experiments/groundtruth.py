@@ -138,7 +138,7 @@ def _settings_cached(text: str):
             kw.update(seed=f["test_seed"], n_draws=f["n_draws"])
         if suite == "inventory":
             kw.update(revenue=f["revenue"], demand=f["demand"])
-        out[suite] = tuple(perturbations(suite, **kw))
+        out[suite] = tuple(perturbations(suite, progress=False, **kw))
     return out
 
 
