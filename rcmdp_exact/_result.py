@@ -42,10 +42,13 @@ class Status(StrEnum):
 
 #: Former field names and the fields they read now (with a DeprecationWarning).
 ALIASES = {"cost": "costs", "cost_worst": "costs_worst", "multipliers": "lam",
-           "multiplier": "lam"}
+           "multiplier": "lam", "lower_cost": "lower_costs",
+           "upper_policy_cost": "upper_policy_costs", "min_robust_cost": "min_robust_costs"}
 #: Former names that a result stores under the new name when it is built or written
 #: (``Result(multipliers=x)`` holds ``lam``), so every result has one name for them.
-WRITTEN_AS = {"multipliers": "lam", "multiplier": "lam"}
+WRITTEN_AS = {"multipliers": "lam", "multiplier": "lam", "lower_cost": "lower_costs",
+              "upper_policy_cost": "upper_policy_costs",
+              "min_robust_cost": "min_robust_costs"}
 #: Modules whose reads of a former name do not warn: the solvers of ``ground_truth``
 #: read the multipliers of their own LP results under the former name (not the user's
 #: code, so there is nothing for a user to change).

@@ -373,8 +373,8 @@ def _bracket(spec) -> dict:
                               ["stochastic", "greedy"])
     return {"status": str(br.status), "lower": _num(br.lower), "upper": _num(br.upper),
             "gap": _num(br.gap), "multiplier": [_num(x) for x in np.atleast_1d(br.lam)],
-            "lower_cost": [_num(x) for x in np.atleast_1d(br.lower_cost)],
-            "min_robust_cost": [_num(x) for x in np.atleast_1d(br.min_robust_cost)],
+            "lower_cost": [_num(x) for x in np.atleast_1d(br.lower_costs)],
+            "min_robust_cost": [_num(x) for x in np.atleast_1d(br.min_robust_costs)],
             "alpha_range": est.alpha_range, "n_episodes": int(est.n_episodes),
             "policy": "safest" if br.status == "infeasible" else "lower", "rows": rows}
 
