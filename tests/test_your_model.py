@@ -462,3 +462,21 @@ def test_the_python_reproduce_takes_your_model(files):
     assert not summary.failed and summary.computed == 4  # 1 run, 3 ground-truth jobs
     rows = [r for r in summary.report.rows if r["test"] == "model"]
     assert {r["algorithm"] for r in rows} == {"pg"} and rows[0]["n_settings"] == 2
+
+
+def test_which_report_files_are_existing_outputs(tmp_path):
+    from rcmdp_exact.experiments.report import REPORT_MARKER, foreign_report
+
+    out = tmp_path / "rep"
+    assert foreign_report(out, tmp_path / "a.sqlite") is None  # no folder
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    assert foreign_report(out, tmp_path / "a.sqlite") is None  # no report files
+    (out / "table1.csv").write_text("x")
+    # report files of an unknown store: existing outputs, unless the store is beside them
+    assert "unknown results store" in foreign_report(out, tmp_path / "a.sqlite")
+    assert foreign_report(out, out / "runs.sqlite") is None
+    (out / REPORT_MARKER).write_text(json.dumps({"store": str((tmp_path / "a.sqlite")
+                                                             .resolve())}))
+    assert foreign_report(out, tmp_path / "a.sqlite") is None
+    assert "another results store" in foreign_report(out, out / "runs.sqlite")

@@ -20,8 +20,9 @@ removed, so the folder never mixes two reports.  Other files in the folder are n
 touched.
 
 **Existing outputs.**  A folder that holds the report of *another* store (or report
-files without :data:`REPORT_MARKER`, whose store is unknown) holds outputs that
-writing this report would replace: :func:`foreign_report` names them, and the commands
+files without :data:`REPORT_MARKER`, whose store is unknown, unless the store itself
+lies in the folder, as ``rcmdp reproduce`` puts it) holds outputs that writing this
+report would replace: :func:`foreign_report` names them, and the commands
 refuse them unless ``--force``.  The report of the *same* store is this store's own
 output: writing it again (after ``rcmdp reproduce`` resumed and added jobs, or with
 ``rcmdp report``) updates it and is not overwriting.
@@ -86,6 +87,8 @@ def foreign_report(out_dir, store_path) -> str | None:
         owner = None
     if owner == _store_id(store_path):
         return None
+    if owner is None and Path(_store_id(store_path)).parent == out.resolve():
+        return None  # a reproduction's folder: its store and its report, side by side
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     whose = f"the report of another results store ({owner})" if owner else \
         "report files of an unknown results store"
