@@ -18,7 +18,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import raises_fact
+from helpers import examples, raises_fact
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rcmdp_exact as rx
 
@@ -480,3 +482,35 @@ def test_which_report_files_are_existing_outputs(tmp_path):
                                                              .resolve())}))
     assert foreign_report(out, tmp_path / "a.sqlite") is None
     assert "another results store" in foreign_report(out, out / "runs.sqlite")
+
+
+@settings(max_examples=examples(15), deadline=None)
+@given(S=st.integers(2, 6), A=st.integers(1, 3), seed=st.integers(0, 10_000),
+       n=st.integers(1, 60), horizon=st.integers(2, 12))
+def test_sets_from_one_estimation_keep_their_invariants(S, A, seed, n, horizon):
+    """On random models and data: the counts keep their total, every set's nominal is a
+    kernel on the ball's support, the weighted ball has the ball's worst case (a second
+    solver), the s-rectangular set contains the ball's worst-case kernels, and the
+    L-infinity, interval and KL sets contain their own nominal."""
+    from rcmdp_exact.experiments.estimation import SET_KINDS, set_from_estimate, state_counts
+
+    model = rx.domains.garnet(S, A, min(S, 3), n_constraints=1, seed=seed,
+                              horizon=horizon)
+    est = rx.estimate(model, n, seed=seed)
+    counts = state_counts(est, model)
+    assert counts.sum() == est.counts.sum() == est.visits.sum()
+    z = np.random.default_rng(seed).normal(size=(2, S))
+    l1 = est.ball.worst_case(z)
+    for kind in SET_KINDS:
+        uset = set_from_estimate(kind, est, model)
+        nominal = np.asarray(uset.nominal)
+        assert np.allclose(nominal.sum(axis=2), 1.0) and np.all(nominal >= 0)
+        assert np.all(nominal[~est.ball.support] == 0)
+        if kind == "weighted-l1":
+            got = np.asarray(uset.worst_case(z).value)
+            assert np.max(np.abs(got - np.asarray(l1.value))) <= 1e-9 * np.abs(z).max()
+        elif kind == "s-l1":
+            for j in range(2):
+                assert np.all(uset.contains(np.asarray(l1.p)[j]))
+        elif kind != "l1":
+            assert np.all(uset.contains(nominal))
