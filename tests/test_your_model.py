@@ -514,3 +514,26 @@ def test_sets_from_one_estimation_keep_their_invariants(S, A, seed, n, horizon):
                 assert np.all(uset.contains(np.asarray(l1.p)[j]))
         elif kind != "l1":
             assert np.all(uset.contains(nominal))
+
+
+def test_train_judges_a_trainer_of_your_own(files):
+    proc = rcmdp(files, "train", "--model", "m.npz", "cpg", "--trainer", STANDIN,
+                 "--episodes", "5", "--no-progress", "--no-bracket")
+    assert proc.returncode == 0, proc.stderr
+    has(proc.stdout, f"cpg ({STANDIN})", "5 episodes", "trained, greedy (worst case)")
+    # the printed value on the true model is the exact value of the trainer's policy,
+    # trained on the estimated nominal model with the command's seed
+    sys.path.insert(0, TESTS_DIR)
+    try:
+        from test_experiments_standin import standin_train
+    finally:
+        sys.path.remove(TESTS_DIR)
+    g = rx.TabularCMDP.load(files / "m.npz")
+    nominal = rx.estimate(g, 100, seed=0).nominal
+    pi = standin_train(nominal, "cpg", seed=0, episodes=5).policy_table()
+    line = next(x for x in proc.stdout.splitlines()
+                if x.startswith("trained, stochastic (true)"))
+    assert float(line.split()[3]) == pytest.approx(policy_values(g, pi)[0], abs=5e-4)
+    line = one_line(rcmdp(files, "train", "--model", "m.npz", "pg", "--trainer", STANDIN,
+                          "--episodes", "2", "--no-bracket", "--out", "r"))
+    has(line, "--out", "no save(path) method", "--trainer")
