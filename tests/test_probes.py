@@ -249,7 +249,7 @@ def test_verify_refuses_a_selection_with_no_check(tmp_path):
 
 
 @pytest.mark.parametrize("args, facts", [
-    (["ground-truth", "--variants", "value", "--no-variants", "--bracket-time", "-1"],
+    (["ground-truth", "--variants", "value", "--no-variants", "--time-limit", "-1"],
      ["--variants value", "--no-variants", "contradict"]),
     (["verify", "--tabular-only", "--hidden", "50", "--tol", "-1"],
      ["--hidden", "--tabular-only"]),
@@ -319,11 +319,15 @@ def test_report_removes_the_stale_files_of_another_report_only(store, tmp_path, 
         (rep / name).write_bytes(b"old")
     (rep / "notes.txt").write_text("mine")
     (rep / "test_2B.png.keep").write_text("mine")
-    proc = rcmdp(tmp_path, "report", "--db", store, "--out", rep, "--no-progress")
+    # the files of another report are existing outputs: refused without --force
+    has(one_line(rcmdp(tmp_path, "report", "--db", store, "--out", rep, "--no-progress")),
+        "--out", "report files of an unknown results store", "table1.md", "--force")
+    assert (rep / "table1.md").read_bytes() == b"old"
+    proc = rcmdp(tmp_path, "report", "--db", store, "--out", rep, "--no-progress", "--force")
     assert proc.returncode == 0, proc.stderr
     names = sorted(p.name for p in rep.iterdir())
-    assert names == ["notes.txt", "report.md", "table1.csv", "table1.md", "test_1A.png",
-                     "test_2B.png.keep", "training_nav1.png"]
+    assert names == [".rcmdp-report.json", "notes.txt", "report.md", "table1.csv", "table1.md",
+                     "test_1A.png", "test_2B.png.keep", "training_nav1.png"]
     assert (rep / "notes.txt").read_text() == "mine"
     assert (rep / "table1.csv").read_bytes() == (reference / "table1.csv").read_bytes()
     assert "removed" in proc.stdout and "test_2B.png" in proc.stdout
@@ -534,7 +538,7 @@ def test_report_on_a_full_disk(store, tmp_path, reference):
     rep = tmp_path / "rep"
     rep.mkdir()
     (rep / "test_1A.png").write_bytes(b"the previous figure")
-    proc = rcmdp(tmp_path, "report", "--db", store, "--out", rep, "--no-progress",
+    proc = rcmdp(tmp_path, "report", "--db", store, "--out", rep, "--no-progress", "--force",
                  preexec_fn=_fsize_limit(40_000))
     line = one_line(proc)
     has(line, "the report cannot be written", "File too large", "test_1A.png",
