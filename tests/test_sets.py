@@ -701,20 +701,21 @@ def test_finite_set_evaluation_takes_the_worst_member():
     K = np.stack([model.P] + [rng.dirichlet(np.ones(5), size=(5, 2)) for _ in range(3)])
     fs = FiniteSet(K)
     policy = rng.dirichlet(np.ones(2), size=5)
-    res = fs.evaluate(model, policy, lam=[0.5, 1.0])
+    res = rx.robust_evaluate(model, policy, fs, "value", lam=[0.5, 1.0])
     each = [rx.evaluate(model.with_transitions(P), policy, [0.5, 1.0]) for P in K]
     values = np.array([e.value for e in each])
     costs = np.array([e.costs for e in each])
-    assert res.value == values.min() and res.value_member == int(np.argmin(values))
-    np.testing.assert_array_equal(res.cost, costs.max(axis=0))
-    np.testing.assert_array_equal(res.cost_member, np.argmax(costs, axis=0))
-    assert res.lagrangian == min(e.lagrangian_p0 for e in each)
+    assert res.value == values.min() and res.member == int(np.argmin(values))
+    np.testing.assert_array_equal(res.costs_worst, costs.max(axis=0))
+    np.testing.assert_array_equal(res.cost_members, np.argmax(costs, axis=0))
+    lag = rx.robust_evaluate(model, policy, fs, "lagrangian", lam=[0.5, 1.0])
+    assert lag.lagrangian_p0 == min(e.lagrangian_p0 for e in each)
 
 
 def test_finite_set_refuses_a_worst_case_per_pair():
     fs = FiniteSet([np.full((2, 1, 2), 0.5)])
-    with raises_fact(rx.InputError, "FiniteSet is not rectangular", "FiniteSet.evaluate",
-                     "sa-rectangular"):
+    with raises_fact(rx.InputError, "FiniteSet is not rectangular", "robust_evaluate",
+                     "rectangular set"):
         fs.worst_case(np.zeros(2))
     model = rx.domains.garnet(2, 1, 1, seed=0)
     with raises_fact(rx.InputError, "robust evaluation", "FiniteSet is not rectangular"):
