@@ -369,22 +369,29 @@ def _cmdline(pid: int) -> str:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
 def test_workers_end_when_the_driver_is_killed(tmp_path):
-    """SIGKILL of ``rcmdp reproduce`` (no handler can run) while its two workers are
-    busy with long jobs: the workers are gone within a few seconds."""
+    """SIGKILL of ``rcmdp reproduce`` (no handler can run) while its workers are busy
+    with long jobs: the workers are gone within a few seconds.  A job marks its process
+    when it starts its 120 s sleep (``RCMDP_STANDIN_MARK``), so the kill lands inside it."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
     proc = subprocess.Popen(
         [sys.executable, "-m", "rcmdp_exact", "reproduce", *SMALL, "--workers", "2",
-         "--out", "out"], cwd=tmp_path, env=_env(RCMDP_STANDIN_SLEEP=120),
+         "--out", "out"], cwd=tmp_path,
+        env=_env(RCMDP_STANDIN_SLEEP=120, RCMDP_STANDIN_MARK=marks),
         preexec_fn=_limits, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True)
     workers: list = []
     try:
-        def busy():  # two workers, one inside its (first, 120 s) job
-            workers[:] = [p for p in _children(proc.pid) if "LokyProcess" in _cmdline(p)]
-            return len(workers) == 2 and max(map(_cpu_seconds, workers)) >= 0.5
-        deadline = time.monotonic() + 120
-        while not busy():
-            assert proc.poll() is None and time.monotonic() < deadline, "no workers"
+        deadline = time.monotonic() + 300
+        while not any(marks.iterdir()):
+            assert proc.poll() is None, "the driver ended before any job started"
+            assert time.monotonic() < deadline, "no job started within 300 s"
             time.sleep(0.05)
+        time.sleep(0.5)  # let the other worker take its job too
+        inside = {int(f.name) for f in marks.iterdir()}
+        workers[:] = sorted(inside | {p for p in _children(proc.pid)
+                                      if "LokyProcess" in _cmdline(p)})
+        assert inside <= set(_children(proc.pid)), "a marked job runs outside the pool"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         deadline = time.monotonic() + 10

@@ -302,12 +302,21 @@ def test_a_set_kind_is_named_in_the_spec_and_the_report(files):
     (["train", "nav1", "rcpg-value", "--set", "kl"],
      ["--set kl", "KLBall", "critic='exact'"]),
     (["reproduce", "--set", "interval", "--out", "rep"], ["--set interval", "IntervalSet"]),
-    (["ground-truth", "--model", "m.npz", "--set", "s-l1"],
-     ["--set s-l1", "sa-rectangular", "SRectL1Ball"]),
+    (["train", "nav1", "rcpg-lagrangian", "--set", "s-l1", "--out", "rep"],
+     ["--set s-l1", "SRectL1Ball", "critic='exact'"]),
 ])
 def test_an_undefined_set_is_refused_before_any_work(files, args, facts):
     has(one_line(rcmdp(files, *args)), *facts)
     assert not (files / "rep").exists()
+
+
+def test_ground_truth_under_an_s_rectangular_set(files):
+    """The exact worst case and the bracket take an s-rectangular set (the adversary
+    answers the policy): the command runs and names the set."""
+    proc = rcmdp(files, "ground-truth", "--model", "m.npz", "--set", "s-l1", "--time-limit",
+                 "5", "--no-variants", "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    has(proc.stdout, "uncertainty set: s-l1 (SRectL1Ball", "rcmdp bracket")
 
 
 def test_train_with_another_set_names_it(files):
