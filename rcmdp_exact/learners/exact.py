@@ -214,7 +214,7 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
         if adversarial:
             return adversary_kernel(adversary_probs(phi))
         res = robust_evaluate(model, pi, ball, algo.objective, lam=lam, per_constraint=False,
-                              inner=s.inner)
+                              inner=s.inner, progress=False)
         return np.asarray(res.P_worst)
 
     t_loop0 = time.perf_counter()

@@ -108,7 +108,8 @@ def _metrics(model, pi) -> dict:
 def _worst_metrics(model, pi, ball, inner: str) -> dict:
     from ..robust import robust_evaluate
 
-    res = robust_evaluate(model, pi, ball, "value", per_constraint=True, inner=inner)
+    res = robust_evaluate(model, pi, ball, "value", per_constraint=True, inner=inner,
+                          progress=False)
     T = model.horizon
     value_fh = evaluate_finite_horizon(model.with_transitions(res.P_worst, check=False),
                                        pi).value

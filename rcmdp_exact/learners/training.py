@@ -133,7 +133,7 @@ def _learner_kernel(model, ball, pb, s, algo, state, critic_exact) -> np.ndarray
 
         pi = _policy_table(pb, s, state.theta)
         res = robust_evaluate(model, pi, ball, algo.objective, lam=state.lam,
-                              per_constraint=False, inner=s.inner)
+                              per_constraint=False, inner=s.inner, progress=False)
         P = np.asarray(res.P_worst).reshape(S * A, S)
         return np.ascontiguousarray(P)
     net = MLP(pb.Xpol.shape[1], 1 + pb.K, hidden=s.hidden, seed=0)

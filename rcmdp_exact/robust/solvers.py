@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 
 from .._checks import InputError, as_float_array, check_choice, check_int, check_real
-from .._progress import tqdm
+from .._progress import progress_default, tqdm
 from .._result import Result, Status
 from ..evaluation import check_value_scale, evaluate
 from ..model import ModelError, TabularCMDP, check_model, check_policy
@@ -187,7 +187,7 @@ def robust_bellman(model: TabularCMDP, uset, w, policy=None, *,
 def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=None,
                     *, method: str = "policy_iteration", tol: float = 1e-12,
                     max_iter: int = 100_000, per_constraint: bool = True,
-                    inner: str = "sort", progress: bool = False,
+                    inner: str = "sort", progress: bool | None = None,
                     nature: str = "pessimistic", cost_nature: str = "pessimistic") -> Result:
     r"""Worst-case evaluation of a fixed stochastic policy over an L1 set.
 
@@ -216,8 +216,9 @@ def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=Non
         Also compute each constraint's own worst case (K more fixed points).
     inner : {"sort", "lp"}
         The set's exact solver, or its convex program (a cross-check).
-    progress : bool
-        Progress bar over the iterations.
+    progress : bool or None
+        Progress bar over the iterations (default None: only when standard error is a
+        terminal).
     nature, cost_nature : {"pessimistic", "optimistic"}
         Who picks the kernel of the objective, and of each constraint's own worst case:
         an adversary (default: the objective minimised, each cost maximised) or an
@@ -280,8 +281,8 @@ def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=Non
     g = np.stack(rewards)
     J = g.shape[0]
     game = RobustGame(model, uset, tol=tol, max_iter=max_iter, inner=inner)
-    with tqdm(total=max_iter, desc=f"robust {obj.name}", disable=not progress,
-              leave=False) as bar:
+    with tqdm(total=max_iter, desc=f"robust {obj.name}",
+              disable=not progress_default(progress), leave=False) as bar:
         fp = game.adversary(g, np.broadcast_to(pi, (J, S, A)), method=method, bar=bar)
     P = fp.P[0]
     notes = [] if fp.converged[0] else [_not_converged(
@@ -374,7 +375,8 @@ def _evaluate_members(model, pi, uset, obj, lam_arr, per_constraint: bool, sign:
 def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
                            method: str = "value_iteration", tol: float = 1e-12,
                            max_iter: int = 100_000, v0=None, inner: str = "sort",
-                           progress: bool = True, nature: str = "pessimistic") -> Result:
+                           progress: bool | None = None,
+                           nature: str = "pessimistic") -> Result:
     r"""Optimal robust policy of the Lagrangian reward :math:`r - \lambda^\top c`.
 
     Parameters
@@ -393,7 +395,9 @@ def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
     v0 : array (S,), optional
         Start of value iteration (default 0).
     inner : {"sort", "lp"}
-    progress : bool
+    progress : bool or None
+        Progress bar over the iterations (default None: only when standard error is a
+        terminal).
     nature : {"pessimistic", "optimistic"}
         The adversary minimises (default, the robust optimum) or an optimistic nature
         maximises: :math:`\max_\pi \max_P`, the best case over the set (value iteration
@@ -431,7 +435,8 @@ def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
     stable_note = None  # policy iteration: the stable policy's evaluation did not converge
     desc = "robust value iteration" if method == "value_iteration" else \
         "robust policy iteration"
-    with tqdm(total=max_iter, desc=desc, disable=not progress, leave=False) as bar:
+    with tqdm(total=max_iter, desc=desc, disable=not progress_default(progress),
+              leave=False) as bar:
         if method == "value_iteration":
             w0 = np.zeros(S) if v0 is None else np.array(as_float_array(
                 v0, "v0", "give one value per state", shape=(S,), axes=("s",)))

@@ -385,7 +385,7 @@ def _resolve_form(model: TabularCMDP, form: str) -> bool:
 
 def collect_counts(model: TabularCMDP, n_episodes: int, seed=None, *,
                    horizon: int | None = None, form: str = "auto",
-                   progress: bool = False) -> np.ndarray:
+                   progress: bool | None = None) -> np.ndarray:
     r"""Roll out the uniform random policy and count transitions.
 
     The episodes come from :func:`rcmdp_exact.sampling.rollout`: each starts in a
@@ -404,8 +404,8 @@ def collect_counts(model: TabularCMDP, n_episodes: int, seed=None, *,
     form : {"auto", "outcomes", "states"}
         Count outcomes (``model.outcomes``; "auto" does when the model has them) or
         next states.  An observed next state goes to the first outcome reaching it.
-    progress : bool
-        Show a progress bar.
+    progress : bool or None
+        Show a progress bar (default None: only when standard error is a terminal).
 
     Returns
     -------
@@ -431,7 +431,7 @@ def collect_counts(model: TabularCMDP, n_episodes: int, seed=None, *,
 
 def estimate(model: TabularCMDP, n_episodes: int, seed=None, delta: float = 0.1, *,
              pseudo_count: float = 1.0, horizon: int | None = None, form: str = "auto",
-             n_outcomes: int | None = None, progress: bool = False) -> Result:
+             n_outcomes: int | None = None, progress: bool | None = None) -> Result:
     r"""Phase 1 of the paper: estimate a nominal model and its Hoeffding L1 ball.
 
     Runs :func:`collect_counts` and :func:`estimate_l1_ball` (with the model's

@@ -412,15 +412,16 @@ class L1Ball(Frozen, UncertaintySet):
         if form == "state":
             if not batched:
                 res = worst_case_l1(self._nominal, zz, self._alpha, sup, method=method,
-                                    check=False)
+                                    check=False, progress=False)
                 return Result(p=res.p, value=res.value, method=method, success=res.success)
             J = zz.shape[0]
             if per_pair:
                 nom, al, supj = self._tile(J)
-                res = worst_case_l1(nom, zz, al, supj, method=method, check=False)
+                res = worst_case_l1(nom, zz, al, supj, method=method, check=False,
+                                    progress=False)
                 return Result(p=res.p, value=res.value, method=method, success=res.success)
             parts = [worst_case_l1(self._nominal, zz[j], self._alpha, sup, method=method,
-                                   check=False) for j in range(J)]
+                                   check=False, progress=False) for j in range(J)]
             return Result(p=np.stack([r.p for r in parts]),
                           value=np.stack([r.value for r in parts]), method=method,
                           success=all(r.success for r in parts))
@@ -434,7 +435,8 @@ class L1Ball(Frozen, UncertaintySet):
                              "batch axis")
         out = self._outcomes
         zo = zz[out] if zz.ndim == 1 else np.take_along_axis(zz, out, axis=2)
-        res = worst_case_l1(self._out_nominal, zo, self._alpha, method=method, check=False)
+        res = worst_case_l1(self._out_nominal, zo, self._alpha, method=method, check=False,
+                            progress=False)
         return Result(
             p=merge_outcomes(res.p, out, S), value=res.value, q=res.p, method=method,
             success=res.success,

@@ -536,7 +536,7 @@ def _solver_options(solver: str) -> dict:
 def _lp_method(P, Z, A, sup, n, solver: str, progress: bool):
     import cvxpy as cp
 
-    from .._progress import tqdm
+    from .._progress import progress_default, tqdm
 
     N = P.shape[0]
     p_out = np.zeros_like(P)
@@ -546,7 +546,8 @@ def _lp_method(P, Z, A, sup, n, solver: str, progress: bool):
     opts = _solver_options(solver)
     if solver == "HIGHS":
         silence_highs_banner()
-    for i in tqdm(range(N), desc="inner LP", disable=not progress, leave=False):
+    for i in tqdm(range(N), desc="inner LP", disable=not progress_default(progress),
+                  leave=False):
         on = np.flatnonzero(sup[i]) if sup is not None else np.arange(n)
         z_i = Z[on] if Z.ndim == 1 else Z[i, on]
         prob, p, ph, zz, al = _lp_problem(on.size)
@@ -638,7 +639,7 @@ def l1_violation(p, p_hat, alpha, support=None) -> np.ndarray:
 
 def worst_case_l1(p_hat, z, alpha, support=None, method: str = "sort", *,
                   check: bool = True, solver: str = "HIGHS",
-                  progress: bool = False) -> Result:
+                  progress: bool | None = None) -> Result:
     r"""Solve the L1 inner problem :math:`\min_p p^\top z` over the ball around ``p_hat``.
 
     Solves the paper's Eq. "robustvalue" (or "robustlagrangian", depending on ``z``)
@@ -665,8 +666,9 @@ def worst_case_l1(p_hat, z, alpha, support=None, method: str = "sort", *,
         pass ``False``.
     solver : {"HIGHS", "CLARABEL"}
         cvxpy solver of the LP method.
-    progress : bool
-        Show a progress bar over the rows of the LP method.
+    progress : bool or None
+        Show a progress bar over the rows of the LP method (default None: only when
+        standard error is a terminal).
 
     Returns
     -------

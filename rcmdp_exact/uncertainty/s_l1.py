@@ -244,7 +244,7 @@ def _allocate(nom, Z, sup, rad, pi):
 def _exact_worst_case(nom, Z, sup, rad, pi):
     """(p (R, A, n), value (R,), row values (R, A)) of the exact method."""
     xi = _allocate(nom, Z, sup, rad, pi)
-    res = worst_case_l1(nom, Z, xi, sup, check=False)
+    res = worst_case_l1(nom, Z, xi, sup, check=False, progress=False)
     return res.p, np.einsum("ra,ra->r", pi, res.value), res.value
 
 
