@@ -467,7 +467,7 @@ def _format_optima(name: str, dom) -> list[str]:
     for key in ("nominal_cmdp", "true_cmdp"):
         o = dom.optima[key]
         lines.append(f"  {key:<16} V = {o['value']:12.6f}  C = {np.round(o['cost'], 6).tolist()}"
-                     f"  multiplier = {np.round(o['multiplier'], 6).tolist()}  [{o['status']}]")
+                     f"  lam = {np.round(o['multiplier'], 6).tolist()}  [{o['status']}]")
     b = dom.bracket
     lines.append(f"  {'rcmdp bracket':<16} [{b['lower']:.6f}, {b['upper']:.6f}] gap "
                  f"{b['gap']:.3g} (lower: {b['lower_method']}, upper: {b['upper_method']}, "
