@@ -157,25 +157,30 @@ SOLVER_OPTIONS = {
 }
 
 
-def convex_rows(N: int, n: int, setup, solver: str, what: str):
+def convex_rows(N: int, n: int, setup, solver: str, what: str, *, opts=None,
+                progress=False):
     """Solve one cvxpy problem per row; returns ``p`` (N, n), ``ok`` (N,) and statuses.
 
     ``setup(i)`` sets the parameters of row i and returns ``(problem, variable, on)``:
     the problem to solve, its distribution variable and the outcomes it covers.  A
     status OPTIMAL_INACCURATE keeps the answer with a RuntimeWarning and ``ok`` False;
     any other non-optimal status or a solver failure raises an :class:`InputError`.
+    ``opts`` replaces :data:`SOLVER_OPTIONS` of the solver; ``progress`` shows a bar
+    over the rows.
     """
     import cvxpy as cp
+
+    from .._progress import progress_default, tqdm
 
     if solver == "HIGHS":
         from .._highs import silence_highs_banner
 
         silence_highs_banner()
-    opts = SOLVER_OPTIONS[solver]
+    opts = SOLVER_OPTIONS[solver] if opts is None else opts
     p_out = np.zeros((N, n))
     ok = np.ones(N, dtype=bool)
     statuses = []
-    for i in range(N):
+    for i in tqdm(range(N), desc=what, disable=not progress_default(progress), leave=False):
         prob, var, on = setup(i)
         try:
             with warnings.catch_warnings():  # cvxpy's own note on inaccurate answers

@@ -68,6 +68,17 @@ L1_BOUNDS = ("hoeffding", "weissman")
 KL_BOUNDS = ("box", "types")
 
 
+def _radius_inputs(n, delta) -> tuple[np.ndarray, float]:
+    """The counts (all > 0) and the error probability in (0, 1) of a radius formula."""
+    d = check_real(delta, "delta", 0.0, 1.0, low_open=True, high_open=True,
+                   hint=" (the error probability)")
+    n = as_float_array(n, "counts n(s, a)", "give positive counts")
+    if (n <= 0).any():
+        raise ModelError("every count n(s, a) must be > 0 to define a radius; use a "
+                         "pseudo-count")
+    return n, d
+
+
 def hoeffding_radius(n, n_outcomes: int, n_states: int, n_actions: int,
                      delta: float = 0.1) -> np.ndarray:
     r"""The paper's Hoeffding radius :math:`\sqrt{\frac{2}{n} \ln \frac{2^{S'} S A}{\delta}}`.
@@ -78,12 +89,7 @@ def hoeffding_radius(n, n_outcomes: int, n_states: int, n_actions: int,
     >>> round(float(hoeffding_radius(100, 5, 25, 4, 0.1)), 6)  # a navigation pair
     0.455489
     """
-    d = check_real(delta, "delta", 0.0, 1.0, low_open=True, high_open=True,
-                   hint=" (the error probability)")
-    n = as_float_array(n, "counts n(s, a)", "give positive counts")
-    if (n <= 0).any():
-        raise ModelError("every count n(s, a) must be > 0 to define a radius; use a "
-                         "pseudo-count")
+    n, d = _radius_inputs(n, delta)
     log_term = n_outcomes * np.log(2.0) + np.log(n_states * n_actions / d)
     return np.sqrt(2.0 * log_term / n)
 
@@ -108,12 +114,7 @@ def weissman_radius(n, n_outcomes: int, n_states: int, n_actions: int,
     >>> round(float(weissman_radius(100, 5, 25, 4, 0.1)), 6)
     0.454069
     """
-    d = check_real(delta, "delta", 0.0, 1.0, low_open=True, high_open=True,
-                   hint=" (the error probability)")
-    n = as_float_array(n, "counts n(s, a)", "give positive counts")
-    if (n <= 0).any():
-        raise ModelError("every count n(s, a) must be > 0 to define a radius; use a "
-                         "pseudo-count")
+    n, d = _radius_inputs(n, delta)
     Sp = check_int(n_outcomes, "n_outcomes", 1)
     if Sp == 1:
         return np.zeros(n.shape)
