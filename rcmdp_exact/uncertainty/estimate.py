@@ -174,14 +174,7 @@ def estimate_l1_ball(counts, delta: float = 0.1, n_outcomes: int | None = None, 
         raise ModelError("give either outcomes or support, not both")
     else:
         mask = np.ones((S, A, O), dtype=bool)
-    total = c + pc * mask
-    n = total.sum(axis=2)
-    if (n <= 0).any():
-        s, a = (int(i) for i in np.argwhere(n <= 0)[0])
-        raise ModelError(
-            f"state-action pair ({s}, {a}) has no counts and pseudo_count=0, so its "
-            f"nominal distribution is undefined; use pseudo_count > 0 or collect more data"
-        )
+    total, n = _smoothed(c, pc, mask, "L1 ball")
     q = total / n[:, :, None]
     Sp = O if n_outcomes is None else check_int(n_outcomes, "n_outcomes", 1)
     check_choice(bound, "bound", L1_BOUNDS)
@@ -222,7 +215,13 @@ def _frequencies(counts, pseudo_count, support, what: str):
     n = c.sum(axis=2)
     with np.errstate(invalid="ignore", divide="ignore"):
         f = np.where(n[:, :, None] > 0, c / n[:, :, None], 0.0)
-    total = c + pc * sup
+    total, m = _smoothed(c, pc, sup, what)
+    return c, sup, n, f, total / m[:, :, None]
+
+
+def _smoothed(c, pc, mask, what: str):
+    """Counts plus the pseudo-count on the support, and their sums n(s, a) (all > 0)."""
+    total = c + pc * mask
     m = total.sum(axis=2)
     if (m <= 0).any():
         s, a = (int(i) for i in np.argwhere(m <= 0)[0])
@@ -231,7 +230,7 @@ def _frequencies(counts, pseudo_count, support, what: str):
             f"nominal distribution of the {what} is undefined; use pseudo_count > 0 or "
             f"collect more data"
         )
-    return c, sup, n, f, total / m[:, :, None]
+    return total, m
 
 
 def estimate_interval_set(counts, delta: float = 0.1, pseudo_count: float = 1.0, *,
