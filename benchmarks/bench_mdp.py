@@ -87,7 +87,7 @@ def main() -> None:
             m = rx.domains.garnet(S, 4, 3, n_constraints=0, seed=0, gamma=gamma)
             exact = rx.solve_mdp(m, "policy_iteration").v
             for method in METHODS:
-                t_ours, res = timed(lambda method=method: rx.solve_mdp(m, method),
+                t_ours, res = timed(lambda m=m, method=method: rx.solve_mdp(m, method),
                                     args.repeats)
                 cells = [f"{t_ours * 1e3:8.1f}ms"]
                 errs = [f"{np.abs(res.v - exact).max():9.1e}"]
