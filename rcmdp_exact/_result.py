@@ -7,6 +7,7 @@ external solver add ``success``, ``status`` and ``message``.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from enum import StrEnum
 
@@ -40,7 +41,26 @@ class Status(StrEnum):
 
 
 #: Former field names and the fields they read now (with a DeprecationWarning).
-ALIASES = {"cost": "costs", "cost_worst": "costs_worst"}
+ALIASES = {"cost": "costs", "cost_worst": "costs_worst", "multipliers": "lam",
+           "multiplier": "lam", "lower_cost": "lower_costs",
+           "upper_policy_cost": "upper_policy_costs", "min_robust_cost": "min_robust_costs"}
+#: Former names that a result stores under the new name when it is built or written
+#: (``Result(multipliers=x)`` holds ``lam``), so every result has one name for them.
+WRITTEN_AS = {"multipliers": "lam", "multiplier": "lam", "lower_cost": "lower_costs",
+              "upper_policy_cost": "upper_policy_costs",
+              "min_robust_cost": "min_robust_costs"}
+#: Modules whose reads of a former name do not warn: the solvers of ``ground_truth``
+#: read the multipliers of their own LP results under the former name (not the user's
+#: code, so there is nothing for a user to change).
+QUIET_READERS = ("rcmdp_exact.ground_truth.",)
+
+
+def _reader_is_quiet() -> bool:
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    name = "" if frame is None else str(frame.f_globals.get("__name__", ""))
+    return name.startswith(QUIET_READERS)
 
 
 class Result(dict):
@@ -53,11 +73,22 @@ class Result(dict):
     1.0
     """
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for old, new in WRITTEN_AS.items():
+            if old in self:
+                value = dict.pop(self, old)
+                dict.setdefault(self, new, value)
+
+    def __setitem__(self, key, value):
+        super().__setitem__(WRITTEN_AS.get(key, key), value)
+
     def __missing__(self, key):
         new = ALIASES.get(key)
         if new is not None and new in self:
-            warnings.warn(f"the result field {key!r} is now called {new!r}",
-                          DeprecationWarning, stacklevel=3)
+            if not _reader_is_quiet():
+                warnings.warn(f"the result field {key!r} is now called {new!r}",
+                              DeprecationWarning, stacklevel=3)
             return self[new]
         raise KeyError(key)
 

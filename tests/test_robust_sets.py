@@ -204,3 +204,41 @@ def test_the_learners_take_any_sa_set_where_their_maths_allows():
         train(model, "rcpg-value", ball=linf, episodes=2, progress=False)
     with raises_fact(InputError, "adversarial-rcpg", "L1Ball", "LInfBall"):
         train(model, "adversarial-rcpg", ball=linf, episodes=2, progress=False)
+
+
+@settings(max_examples=examples(10), deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), kind=st.sampled_from(["l1", "linf", "kl"]),
+       r=st.sampled_from([0.05, 0.3]))
+def test_an_optimistic_nature_is_the_adversary_of_the_negated_objective(seed, kind, r):
+    """The best case over the set: the largest exact value over the extreme kernels,
+    minus the worst case of -R; at least the nominal value; the best costs at most the
+    nominal ones; and the optimistic optimum of robust value iteration is the best of
+    the deterministic policies' optimistic values."""
+    model = _two_outcome_model(seed, K=1)
+    uset = _make(kind, model, r)
+    pi = np.random.default_rng(seed).dirichlet(np.ones(2), size=2)
+    best = rx.robust_evaluate(model, pi, uset, "value", nature="optimistic",
+                              cost_nature="optimistic")
+    neg = rx.robust_evaluate(model.replace(R=-model.R), pi, uset, "value")
+    scale = max(1.0, np.abs(model.R).max(), np.abs(model.C).max()) / (1 - model.gamma)
+    assert float(model.p0 @ best.w) == pytest.approx(-float(model.p0 @ neg.w), abs=1e-9 * scale)
+    ends = [[_ends(kind, model.P[s, a, s], r) for a in range(2)] for s in range(2)]
+    top = -np.inf
+    for choice in itertools.product((0, 1), repeat=4):
+        P = np.zeros((2, 2, 2))
+        for i, c in enumerate(choice):
+            s, a = divmod(i, 2)
+            P[s, a, s], P[s, a, (s + 1) % 2] = ends[s][a][c], 1.0 - ends[s][a][c]
+        top = max(top, rx.evaluate(model.with_transitions(P), pi).value)
+    assert float(model.p0 @ best.w) == pytest.approx(top, abs=1e-8 * scale)
+    nominal = rx.evaluate(model, pi)
+    assert best.value >= nominal.value - 1e-12 * scale
+    assert best.costs_worst[0] <= nominal.costs[0] + 1e-12 * scale
+    opt = rx.robust_value_iteration(model, uset, nature="optimistic", progress=False)
+    det = max(rx.robust_evaluate(model, np.eye(2)[list(a)], uset, "value",
+                                 nature="optimistic").value
+              for a in itertools.product(range(2), repeat=2))
+    assert opt.value == pytest.approx(det, abs=1e-8 * scale)
+    with raises_fact(InputError, "optimistic", "value_iteration"):
+        rx.robust_value_iteration(model, uset, nature="optimistic",
+                                  method="policy_iteration", progress=False)

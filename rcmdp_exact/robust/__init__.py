@@ -14,6 +14,7 @@ from .engine import RobustGame, greedy_box
 from .objectives import OBJECTIVES, WorstCaseObjective, resolve_objective, worst_case_objective
 from .solvers import (
     METHODS,
+    NATURES,
     check_robust_inputs,
     robust_bellman,
     robust_evaluate,
@@ -23,6 +24,7 @@ from .solvers import (
 
 __all__ = [
     "METHODS",
+    "NATURES",
     "OBJECTIVES",
     "RobustGame",
     "WorstCaseObjective",

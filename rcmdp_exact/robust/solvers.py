@@ -27,16 +27,17 @@ import warnings
 import numpy as np
 
 from .._checks import InputError, as_float_array, check_choice, check_int, check_real
-from .._progress import tqdm
+from .._progress import progress_default, tqdm
 from .._result import Result, Status
 from ..evaluation import check_value_scale, evaluate
 from ..model import ModelError, TabularCMDP, check_model, check_policy
 from ..uncertainty import check_set
-from .engine import RobustGame
+from .engine import RobustGame, greedy_box
 from .objectives import resolve_objective
 
 __all__ = [
     "METHODS",
+    "NATURES",
     "check_robust_inputs",
     "robust_bellman",
     "robust_evaluate",
@@ -46,6 +47,9 @@ __all__ = [
 
 #: How a robust fixed point is found.
 METHODS = ("policy_iteration", "value_iteration")
+#: Who chooses the kernel: an adversary ("pessimistic", the robust case) or a friendly
+#: nature that maximises the objective ("optimistic", the best case over the set).
+NATURES = ("pessimistic", "optimistic")
 
 
 def check_robust_inputs(model, uset, what: str = "robust evaluation",
@@ -109,13 +113,15 @@ def _state_values(obj, model, w, v, c) -> np.ndarray:
 # --------------------------------------------------------------------------- public API
 def worst_case_kernel(model: TabularCMDP, uset, w=None, *, v=None, c=None,
                       objective="value", lam=None, inner: str = "sort",
-                      policy=None) -> Result:
+                      policy=None, nature: str = "pessimistic") -> Result:
     r"""The worst-case kernel of every (s, a) for given state values.
 
     Solves :math:`\min_{p \in \mathcal P_{s,a}} p^\top (g(s, a, \cdot) + \gamma W)` for
     all pairs at once, with :math:`W` given directly (``w``, shape (S,)) or built from
     a value ``v`` (S,) and costs ``c`` (S, K) (e.g. a critic's estimates) by the
-    objective.  This is the worst-case step of RCPG.
+    objective.  This is the worst-case step of RCPG.  With ``nature="optimistic"`` the
+    kernel maximises instead (the best case over the set); an s-rectangular set needs
+    the ``policy`` its adversary answers.
 
     Returns
     -------
@@ -132,13 +138,16 @@ def worst_case_kernel(model: TabularCMDP, uset, w=None, *, v=None, c=None,
             raise InputError(f"the adversary of the s-rectangular {type(uset).__name__} "
                              f"depends on the policy: pass policy=")
         pi = check_policy(policy, model.n_states, model.n_actions)[None]
+    check_choice(nature, "nature", NATURES)
+    sign = 1.0 if nature == "pessimistic" else -1.0
     game = RobustGame(model, uset, inner=inner)
-    q, P = game.inner(obj.transition_reward(model)[None], w[None], pi)
-    return Result(P_worst=P[0], q=q[0], w=w, objective=obj.name)
+    q, P = game.inner(sign * obj.transition_reward(model)[None], sign * w[None], pi)
+    return Result(P_worst=P[0], q=sign * q[0], w=w, objective=obj.name, nature=nature)
 
 
 def robust_bellman(model: TabularCMDP, uset, w, policy=None, *,
-                   objective="value", lam=None, inner: str = "sort") -> Result:
+                   objective="value", lam=None, inner: str = "sort",
+                   nature: str = "pessimistic") -> Result:
     r"""One application of the robust Bellman operator to ``w`` (S,).
 
     With a ``policy``: :math:`(T_\pi W)(s) = \sum_a \pi(a|s) Q^+(s, a)`; without:
@@ -154,7 +163,8 @@ def robust_bellman(model: TabularCMDP, uset, w, policy=None, *,
         the greedy actions when no policy is given (and, for an s-rectangular set, the
         maximising ``policy`` (S, A)).
     """
-    if policy is None and getattr(uset, "rectangularity", None) == "s":
+    if policy is None and getattr(uset, "rectangularity", None) == "s" \
+            and nature == "pessimistic":
         check_robust_inputs(model, uset, "robust_bellman")
         obj, _ = resolve_objective(objective, lam, model)
         w = _state_values(obj, model, w, None, None)
@@ -166,7 +176,7 @@ def robust_bellman(model: TabularCMDP, uset, w, policy=None, *,
         return Result(w=tw[0], q=q[0], P_worst=P[0], policy=best[0],
                       actions=best[0].argmax(axis=1))
     res = worst_case_kernel(model, uset, w, objective=objective, lam=lam, inner=inner,
-                            policy=policy)
+                            policy=policy, nature=nature)
     if policy is None:
         return Result(w=res.q.max(axis=1), q=res.q, P_worst=res.P_worst,
                       actions=res.q.argmax(axis=1))
@@ -177,7 +187,8 @@ def robust_bellman(model: TabularCMDP, uset, w, policy=None, *,
 def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=None,
                     *, method: str = "policy_iteration", tol: float = 1e-12,
                     max_iter: int = 100_000, per_constraint: bool = True,
-                    inner: str = "sort", progress: bool = False) -> Result:
+                    inner: str = "sort", progress: bool | None = None,
+                    nature: str = "pessimistic", cost_nature: str = "pessimistic") -> Result:
     r"""Worst-case evaluation of a fixed stochastic policy over an L1 set.
 
     Parameters
@@ -205,8 +216,15 @@ def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=Non
         Also compute each constraint's own worst case (K more fixed points).
     inner : {"sort", "lp"}
         The set's exact solver, or its convex program (a cross-check).
-    progress : bool
-        Progress bar over the iterations.
+    progress : bool or None
+        Progress bar over the iterations (default None: only when standard error is a
+        terminal).
+    nature, cost_nature : {"pessimistic", "optimistic"}
+        Who picks the kernel of the objective, and of each constraint's own worst case:
+        an adversary (default: the objective minimised, each cost maximised) or an
+        optimistic nature (the objective maximised, each cost minimised: the best case
+        over the set, as robust MDP libraries offer it).  The optimistic case of an
+        objective g is the pessimistic case of -g, negated.
 
     Returns
     -------
@@ -221,8 +239,9 @@ def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=Non
         iteration limit or a stalled policy iteration, with a :class:`RuntimeWarning`), ``message``,
         ``iterations``, ``residual``, ``method``, ``objective``, ``lam``;
         with ``per_constraint``: ``c_worst`` (S, K) each cost under its own
-        maximising kernel, ``costs_worst`` (K,) = p0.c_worst and ``P_worst_cost``
-        (K, S, A, S).
+        maximising kernel (minimising, with ``cost_nature="optimistic"``),
+        ``costs_worst`` (K,) = p0.c_worst and ``P_worst_cost`` (K, S, A, S);
+        ``nature``, ``cost_nature``.
 
     Examples
     --------
@@ -242,21 +261,28 @@ def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=Non
     """
     check_robust_inputs(model, uset, "robust_evaluate", kinds=("sa", "s", "none"))
     _check_iteration(method, tol, max_iter)
+    check_choice(nature, "nature", NATURES)
+    check_choice(cost_nature, "cost_nature", NATURES)
     obj, lam_arr = resolve_objective(objective, lam, model)
     S, A, K = model.n_states, model.n_actions, model.n_constraints
     pi = check_policy(policy, S, A)
+    sign = 1.0 if nature == "pessimistic" else -1.0
     if uset.rectangularity == "none":
-        return _evaluate_members(model, pi, uset, obj, lam_arr, per_constraint)
-    # the objective, then each constraint under its own (maximising) adversary: one batch
-    rewards = [obj.transition_reward(model)]
-    own = per_constraint and not (obj.name == "constraint" and K == 1)
+        return _evaluate_members(model, pi, uset, obj, lam_arr, per_constraint, sign,
+                                 cost_nature)
+    # the objective, then each constraint under its own adversary: one batch (the engine
+    # minimises; an optimistic nature minimises the negated reward)
+    rewards = [sign * obj.transition_reward(model)]
+    own = per_constraint and not (obj.name == "constraint" and K == 1
+                                  and nature == cost_nature)
+    cost_sign = -1.0 if cost_nature == "pessimistic" else 1.0
     if per_constraint and own:
-        rewards += [-np.asarray(model.C[..., k]) for k in range(K)]
+        rewards += [cost_sign * np.asarray(model.C[..., k]) for k in range(K)]
     g = np.stack(rewards)
     J = g.shape[0]
     game = RobustGame(model, uset, tol=tol, max_iter=max_iter, inner=inner)
-    with tqdm(total=max_iter, desc=f"robust {obj.name}", disable=not progress,
-              leave=False) as bar:
+    with tqdm(total=max_iter, desc=f"robust {obj.name}",
+              disable=not progress_default(progress), leave=False) as bar:
         fp = game.adversary(g, np.broadcast_to(pi, (J, S, A)), method=method, bar=bar)
     P = fp.P[0]
     notes = [] if fp.converged[0] else [_not_converged(
@@ -265,8 +291,8 @@ def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=Non
     conv = bool(fp.converged[0])
     ev = evaluate(model.with_transitions(P, check=False), pi, lam_arr, check=False)
     out = Result(
-        w=fp.w[0],
-        q=fp.q[0],
+        w=sign * fp.w[0],
+        q=sign * fp.q[0],
         P_worst=P,
         v=ev.v,
         c=ev.c,
@@ -288,6 +314,8 @@ def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=Non
         method=method,
         objective=obj.name,
         lam=lam_arr,
+        nature=nature,
+        cost_nature=cost_nature,
     )
     if per_constraint:
         c_worst = np.empty((S, K))
@@ -311,13 +339,15 @@ def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=Non
     return out
 
 
-def _evaluate_members(model, pi, uset, obj, lam_arr, per_constraint: bool) -> Result:
+def _evaluate_members(model, pi, uset, obj, lam_arr, per_constraint: bool, sign: float,
+                      cost_nature: str) -> Result:
     """robust_evaluate on a finite (not rectangular) set: the worst member of each
-    objective, by the exact evaluation of the policy under every member."""
+    objective (the best, for an optimistic nature), by the exact evaluation of the policy
+    under every member."""
     evs = [evaluate(model.with_transitions(P, check=False), pi, lam_arr, check=False)
            for P in uset.kernels]
     p0 = model.p0
-    scores = [float(p0 @ obj.scalarise(ev.v, ev.c)) for ev in evs]
+    scores = [sign * float(p0 @ obj.scalarise(ev.v, ev.c)) for ev in evs]
     m = int(np.argmin(scores))
     ev = evs[m]
     out = Result(
@@ -327,10 +357,12 @@ def _evaluate_members(model, pi, uset, obj, lam_arr, per_constraint: bool) -> Re
         converged=True, success=True, status=Status.CONVERGED,
         message=f"the worst of {len(evs)} members (member {m}), each evaluated exactly",
         iterations=len(evs), residual=0.0, method="enumeration", objective=obj.name,
-        lam=lam_arr, member=m)
+        lam=lam_arr, member=m, nature="pessimistic" if sign > 0 else "optimistic",
+        cost_nature=cost_nature)
     if per_constraint:
         K = model.n_constraints
-        worst = [int(np.argmax([e.costs[k] for e in evs])) for k in range(K)]
+        pick = np.argmax if cost_nature == "pessimistic" else np.argmin
+        worst = [int(pick([e.costs[k] for e in evs])) for k in range(K)]
         out.update(c_worst=np.stack([evs[worst[k]].c[:, k] for k in range(K)], axis=1)
                    if K else np.zeros((model.n_states, 0)),
                    costs_worst=np.array([evs[worst[k]].costs[k] for k in range(K)]),
@@ -343,7 +375,8 @@ def _evaluate_members(model, pi, uset, obj, lam_arr, per_constraint: bool) -> Re
 def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
                            method: str = "value_iteration", tol: float = 1e-12,
                            max_iter: int = 100_000, v0=None, inner: str = "sort",
-                           progress: bool = True) -> Result:
+                           progress: bool | None = None,
+                           nature: str = "pessimistic") -> Result:
     r"""Optimal robust policy of the Lagrangian reward :math:`r - \lambda^\top c`.
 
     Parameters
@@ -362,7 +395,13 @@ def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
     v0 : array (S,), optional
         Start of value iteration (default 0).
     inner : {"sort", "lp"}
-    progress : bool
+    progress : bool or None
+        Progress bar over the iterations (default None: only when standard error is a
+        terminal).
+    nature : {"pessimistic", "optimistic"}
+        The adversary minimises (default, the robust optimum) or an optimistic nature
+        maximises: :math:`\max_\pi \max_P`, the best case over the set (value iteration
+        on an sa-rectangular set).
 
     Returns
     -------
@@ -379,15 +418,25 @@ def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
     """
     check_robust_inputs(model, uset, "robust_value_iteration")
     _check_iteration(method, tol, max_iter)
+    check_choice(nature, "nature", NATURES)
     obj, lam_arr = resolve_objective("lagrangian", lam, model)
     S, A = model.n_states, model.n_actions
     gamma = model.gamma
     g = obj.transition_reward(model)[None]
     game = RobustGame(model, uset, tol=tol, max_iter=max_iter, inner=inner)
+    if nature == "optimistic":
+        if uset.rectangularity != "sa" or method != "value_iteration":
+            raise InputError(
+                "nature='optimistic' (the best case over the set, max over policies and "
+                "kernels) is solved by value iteration on an sa-rectangular set: use "
+                f"method='value_iteration' and a set such as L1Ball (got {method!r} and a "
+                f"{uset.rectangularity}-rectangular {type(uset).__name__})")
+        return _optimistic_value_iteration(model, game, g, lam_arr, tol, max_iter, v0)
     stable_note = None  # policy iteration: the stable policy's evaluation did not converge
     desc = "robust value iteration" if method == "value_iteration" else \
         "robust policy iteration"
-    with tqdm(total=max_iter, desc=desc, disable=not progress, leave=False) as bar:
+    with tqdm(total=max_iter, desc=desc, disable=not progress_default(progress),
+              leave=False) as bar:
         if method == "value_iteration":
             w0 = np.zeros(S) if v0 is None else np.array(as_float_array(
                 v0, "v0", "give one value per state", shape=(S,), axes=("s",)))
@@ -438,3 +487,37 @@ def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
         lam=lam_arr,
         method=method,
     )
+
+
+def _optimistic_value_iteration(model, game, g, lam_arr, tol, max_iter, v0) -> Result:
+    r"""W <- max_a max_p p.(g + gamma W) = max_a -min_p p.(-g - gamma W): value iteration of
+    the best case over an sa-rectangular set (a plain MDP whose actions are the pairs
+    (a, p))."""
+    S = model.n_states
+    w = np.zeros(S) if v0 is None else np.array(as_float_array(
+        v0, "v0", "give one value per state", shape=(S,), axes=("s",)))
+    residual, converged, it = np.inf, False, 0
+    while it < max_iter:
+        it += 1
+        q = -game.inner(-g, -w[None])[0][0]
+        tw = q.max(axis=1)
+        residual = float(np.abs(tw - w).max())
+        w = tw
+        if residual <= game.tol * max(1.0, float(np.abs(w).max())):
+            converged = True
+            break
+    qn, P = game.inner(-g, -w[None])
+    q = -qn[0]
+    policy = greedy_box(q, np.zeros_like(q), np.ones_like(q))
+    v = q.max(axis=1)
+    message = (f"optimistic value iteration converged in {it} iterations (residual "
+               f"{residual:.2e})" if converged else
+               f"iteration limit {max_iter} reached (residual {residual:.2e}); raise max_iter")
+    if not converged:
+        warnings.warn(f"robust_value_iteration: {message}", RuntimeWarning, stacklevel=3)
+    return Result(policy=policy, actions=policy.argmax(axis=1), v=v, q=q, P_worst=P[0],
+                  value=float(model.p0 @ v), converged=converged, success=converged,
+                  status=Status.CONVERGED if converged else Status.NOT_CONVERGED,
+                  message=message, iterations=it, residual=residual,
+                  suboptimality_bound=2.0 * model.gamma * residual / (1.0 - model.gamma),
+                  lam=lam_arr, method="value_iteration", nature="optimistic")
