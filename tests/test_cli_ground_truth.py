@@ -248,3 +248,36 @@ def test_unwritable_output_folder_is_refused(unwritable_folder, capsys, monkeypa
     assert exit_code(["ground-truth", "--out", os.path.join(unwritable_folder, "gt")]) == 2
     err = capsys.readouterr().err
     assert "not writable" in err and unwritable_folder in err
+
+
+def test_dask_gives_the_same_certified_bracket_as_the_serial_run(tmp_path):
+    """``--dask ADDRESS``: the bracket's branch and bound runs on the cluster (a local
+    one here, two threads in this process) and reports the same certified bracket as
+    the serial run, for the same box budget; the bracket is checked against a search
+    of robust-feasible policies written in the bracket tests."""
+    import distributed
+    from test_ground_truth_bracket import mid_budget_model, robust_numbers, search_policies
+
+    m, ball = mid_budget_model(3, 0.5, n_constraints=2)
+    m.replace(horizon=12).save(tmp_path / "m.npz")
+    ball.save(tmp_path / "ball")
+    args = ["ground-truth", "--model", str(tmp_path / "m.npz"), "--set-file",
+            str(tmp_path / "ball"), "--no-variants", "--max-boxes", "40", "--time-limit",
+            "600", "--no-progress"]
+
+    def bracket(out, extra=()):
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main([*args, "--out", str(out), *extra]) == 0
+        doc = json.loads((out / "ground_truth.json").read_text())
+        (b,) = [d["bracket"] for d in doc["domains"].values()]
+        return b
+
+    serial = bracket(tmp_path / "serial")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  protocol="tcp://", dashboard_address=None) as cluster:
+        remote = bracket(tmp_path / "dask", ["--dask", cluster.scheduler_address])
+    for key in ("lower", "upper", "boxes", "status"):
+        assert remote[key] == serial[key], key
+    assert serial["boxes"] > 1
+    found = [robust_numbers(m, ball, pi) for pi in search_policies(m, 0, n_random=50)]
+    assert serial["upper"] >= max(v for v, c in found if np.all(c <= m.d)) - 1e-9

@@ -364,4 +364,6 @@ def test_the_table_is_the_same_bits_in_every_backend(tmp_path):
               algorithms=["pg", "rcpg-lagrangian"], episodes=20, workers=1, progress=False)
     two = (tmp_path / "two" / "table1.csv").read_bytes()
     assert two == (tmp_path / "one" / "table1.csv").read_bytes()
-    assert b"bracket:1" in two  # the bracket is part of what is compared
+    # the bracket is part of what is compared (its status: closed, or the table's box
+    # budget ended first)
+    assert b"bracket:1" in two or b"budget_exhausted:1" in two

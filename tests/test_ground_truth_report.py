@@ -67,7 +67,7 @@ def test_offset_on_changes_only_test_1b():
     ("kwargs", "error", "facts"),
     [
         ({"domains": ["nav3"]}, OptionError, ("domain", "'nav3'", "inventory")),
-        ({"episodes": "many"}, OptionError, ("episodes", "'many'", "paper")),
+        ({"estimation": "many"}, OptionError, ("estimation", "'many'", "paper")),
         ({"offset_on": "x"}, OptionError, ("offset_on", "'x'", "failure")),
         ({"n_draws": 0}, InputError, ("n_draws", "0")),
         ({"seed": -1}, InputError, ("seed", "-1")),
@@ -75,12 +75,25 @@ def test_offset_on_changes_only_test_1b():
         ({"delta": 1.5}, InputError, ("delta", "1.5")),
         ({"variants": ("robust",)}, OptionError, ("variant", "'robust'")),
         ({"max_boxes": 0}, InputError, ("max_boxes", "0")),
-        ({"bracket_time": -1.0}, InputError, ("bracket_time", "-1.0")),
+        ({"time_limit": -1.0}, InputError, ("time_limit", "-1.0")),
     ],
 )
 def test_bad_table_arguments(kwargs, error, facts):
     kw = {"domains": ["nav1"], "progress": False, **kwargs}
     with pytest.raises(error) as exc:
         ground_truth_table(kw.pop("domains"), **kw)
+    for fact in facts:
+        assert fact in str(exc.value), (fact, str(exc.value))
+
+
+@pytest.mark.parametrize(("kwargs", "facts"), [
+    ({"episodes": "many"}, ("episodes", "'many'", "paper")),
+    ({"bracket_time": -1.0}, ("bracket_time", "-1.0")),
+])
+def test_bad_values_under_former_parameter_names_name_the_name_given(kwargs, facts):
+    """A former parameter name warns, and its bad value is refused under that name."""
+    with pytest.warns(DeprecationWarning, match=next(iter(kwargs))), \
+            pytest.raises((OptionError, InputError)) as exc:
+        ground_truth_table(["nav1"], progress=False, **kwargs)
     for fact in facts:
         assert fact in str(exc.value), (fact, str(exc.value))

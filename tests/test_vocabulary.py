@@ -120,8 +120,6 @@ def test_every_name_is_where_the_page_says(model, trained):
         check_name(ticks(name)[0], model, trained)
 
 
-#: Functions whose progress default is not yet None.
-PROGRESS_ELSEWHERE = {"rcmdp_bracket", "rcmdp_variant"}
 
 
 def check_progress_defaults() -> None:
@@ -134,7 +132,7 @@ def check_progress_defaults() -> None:
             mod = importlib.import_module(info.name)
         for name, fn in vars(mod).items():
             if name.startswith("_") or not inspect.isfunction(fn) or \
-                    fn.__module__ != mod.__name__ or name in PROGRESS_ELSEWHERE:
+                    fn.__module__ != mod.__name__:
                 continue
             p = inspect.signature(fn).parameters.get("progress")
             if p is not None and p.default is not None and p.default is not p.empty:

@@ -37,6 +37,7 @@ from ._args import (
     refuse_with_model,
     seed_arg,
 )
+from .reproduce import connect_dask, dask_address
 
 NAME = "ground-truth"
 HELP = ("exact CMDP optima, a certified RCMDP bracket and their exact test metrics on the "
@@ -82,6 +83,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"branch-and-bound boxes of the RCMDP bracket per domain "
                              f"(default {BRACKET_BOXES}; the bracket is certified whatever "
                              f"the budget)")
+    parser.add_argument("--dask", metavar="ADDRESS", type=dask_address, default=None,
+                        help="run the bracket's branch and bound on the Dask cluster whose "
+                             "scheduler is at ADDRESS (SCHEME://HOST:PORT); the same "
+                             "certified bracket for the same box budget")
     add_model_options(parser, perturbations=True)
     add_progress(parser)
 
@@ -117,28 +122,37 @@ def run(args: argparse.Namespace) -> int:
 
         names = list(PAPER_DOMAINS) if args.domain in (None, "all") else [args.domain]
         check_set_kind(kind, paper_domain(names[0]), ())
-        table = ground_truth_table(names, estimation=args.estimation or "paper",
-                                   seed=args.seed, delta=args.delta, n_draws=args.n_draws,
-                                   offset_on=args.offset_on or "failure", variants=variants,
-                                   progress=progress_enabled(args),
-                                   time_limit=args.time_limit, max_boxes=args.max_boxes,
-                                   set_kind=kind)
+    elif own.set is not None:
+        from ..robust import check_robust_inputs
+
+        check_robust_inputs(own.model, own.set, f"--set-file {own.set_path!r}")
     else:
-        if own.set is not None:
-            from ..robust import check_robust_inputs
-
-            check_robust_inputs(own.model, own.set, f"--set-file {own.set_path!r}")
+        check_set_kind(kind, own.model, ())
+    client = connect_dask(parser, args.dask)
+    try:
+        if own is None:
+            table = ground_truth_table(names, estimation=args.estimation or "paper",
+                                       seed=args.seed, delta=args.delta,
+                                       n_draws=args.n_draws,
+                                       offset_on=args.offset_on or "failure",
+                                       variants=variants, progress=progress_enabled(args),
+                                       time_limit=args.time_limit,
+                                       max_boxes=args.max_boxes, set_kind=kind,
+                                       client=client)
         else:
-            check_set_kind(kind, own.model, ())
-        from ..names import USER_ESTIMATION_EPISODES
+            from ..names import USER_ESTIMATION_EPISODES
 
-        table = model_ground_truth(
-            own.model, uset=own.set, set_kind=kind,
-            estimation_episodes=args.estimation_episodes or USER_ESTIMATION_EPISODES,
-            seed=args.seed, delta=args.delta,
-            perturbations=[(p["name"], p["group"], p["model"]) for p in own.perturbations],
-            variants=variants, progress=progress_enabled(args), time_limit=args.time_limit,
-            max_boxes=args.max_boxes)
+            table = model_ground_truth(
+                own.model, uset=own.set, set_kind=kind,
+                estimation_episodes=args.estimation_episodes or USER_ESTIMATION_EPISODES,
+                seed=args.seed, delta=args.delta,
+                perturbations=[(p["name"], p["group"], p["model"])
+                               for p in own.perturbations],
+                variants=variants, progress=progress_enabled(args),
+                time_limit=args.time_limit, max_boxes=args.max_boxes, client=client)
+    finally:
+        if client is not None:
+            client.close()
     print(format_ground_truth(table))
     if out is not None:
         import os

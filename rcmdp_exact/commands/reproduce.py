@@ -104,6 +104,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 DASK_SCHEMES = ("tcp", "tls", "ucx", "ws", "wss")
 
 
+def connect_dask(parser: argparse.ArgumentParser, address: str | None):
+    """A ``distributed.Client`` of the scheduler at ``address`` (None for None), or a
+    one-line parser error when it cannot be reached within 10 s."""
+    if address is None:
+        return None
+    from distributed import Client
+
+    try:
+        return Client(address, timeout="10s")
+    except (OSError, TimeoutError) as exc:
+        parser.error(f"cannot reach the Dask scheduler at --dask {address!r}: {exc}")
+
+
 def dask_address(text: str) -> str:
     """A Dask scheduler address ``SCHEME://HOST:PORT`` (argparse type), checked before
     any work: a known scheme (tcp, tls, ucx, ws, wss; tcp when omitted), a host name or
@@ -229,14 +242,7 @@ def run(args: argparse.Namespace) -> int:
     jobs = plan(tests, args.algorithms, args.seeds, args.episodes, quick=args.quick,
                 bracket_seeds=args.bracket_seeds, sampled_episodes=args.sampled_episodes,
                 **options)
-    client = None
-    if args.dask is not None:
-        from distributed import Client
-
-        try:
-            client = Client(args.dask, timeout="10s")
-        except (OSError, TimeoutError) as exc:
-            parser.error(f"cannot reach the Dask scheduler at --dask {args.dask!r}: {exc}")
+    client = connect_dask(parser, args.dask)
     out.mkdir(parents=True, exist_ok=True)
     progress = progress_enabled(args)
     try:

@@ -187,7 +187,7 @@ def _domain_optima(true, est: Result, opts: dict, bar, title: str) -> Result:
     bar.update(1)
     br = rcmdp_bracket(est.nominal, est.set, variants=opts["variants"], progress=False,
                        time_limit=opts["bracket_time"], max_boxes=opts["max_boxes"],
-                       n_ascent=BRACKET_ASCENT)
+                       n_ascent=BRACKET_ASCENT, client=opts.get("client"))
     bar.update(1)
     return Result(
         title=title, horizon=true.horizon, estimation=est.info,
@@ -320,7 +320,7 @@ def ground_truth_table(domains=None, *, estimation: str = "paper", seed: int = 0
                        offset_on: str = "failure", variants=VARIANTS, progress=None,
                        time_limit: float = BRACKET_SECONDS,
                        max_boxes: int = BRACKET_BOXES, set_kind: str = "l1",
-                       **renamed) -> Result:
+                       client=None, **renamed) -> Result:
     """Build the ground-truth table of the paper's domains (module docstring).
 
     Parameters
@@ -348,6 +348,9 @@ def ground_truth_table(domains=None, *, estimation: str = "paper", seed: int = 0
         The kind of uncertainty set estimated from the data
         (:data:`rcmdp_exact.names.SET_KINDS`, :mod:`.estimation`; default the paper's
         L1 ball).
+    client : distributed.Client, optional
+        Run each bracket's branch and bound on this Dask cluster (the same certified
+        bracket as without, for the same box budget).
 
     Returns
     -------
@@ -361,7 +364,7 @@ def ground_truth_table(domains=None, *, estimation: str = "paper", seed: int = 0
     opts = {"episodes": values["estimation"], "seed": seed, "delta": delta,
             "n_draws": N_DRAWS if n_draws is None else n_draws, "offset_on": offset_on,
             "variants": tuple(variants), "bracket_time": values["time_limit"],
-            "max_boxes": max_boxes, "set_kind": set_kind}
+            "max_boxes": max_boxes, "set_kind": set_kind, "client": client}
     _check_table(names, opts, given)
     t0 = time.perf_counter()
     out = {}
@@ -378,7 +381,8 @@ def ground_truth_table(domains=None, *, estimation: str = "paper", seed: int = 0
             dom.name = name
             out[name] = dom
             bar.update(1)
-    options = {k: (list(v) if isinstance(v, tuple) else v) for k, v in opts.items()}
+    options = {k: (list(v) if isinstance(v, tuple) else v) for k, v in opts.items()
+               if k != "client"}
     options.update(gamma=0.99, modes=["stochastic", "greedy"], penalty_weight=500.0)
     return Result(domains=out, options=options, runtime=time.perf_counter() - t0)
 
@@ -387,7 +391,7 @@ def model_ground_truth(model, *, name: str = USER_DOMAIN, uset=None, set_kind: s
                        estimation_episodes: int = USER_ESTIMATION_EPISODES, seed: int = 0,
                        delta: float = 0.1, perturbations=(), variants=VARIANTS,
                        progress=None, time_limit: float = BRACKET_SECONDS,
-                       max_boxes: int = BRACKET_BOXES) -> Result:
+                       max_boxes: int = BRACKET_BOXES, client=None) -> Result:
     """The ground-truth table of your own model (``rcmdp ground-truth --model``).
 
     The steps of :func:`ground_truth_table` on ``model`` (discounted, with a horizon T):
@@ -396,6 +400,7 @@ def model_ground_truth(model, *, name: str = USER_DOMAIN, uset=None, set_kind: s
     nominal model); the tests are the model itself and ``perturbations``
     (:class:`~rcmdp_exact.domains.Setting` objects, or (name, group, model) triples: the
     same problem with other transitions, see :mod:`.user`), as suite ``"model"``.
+    ``client``: a ``distributed.Client`` for the bracket's branch and bound.
 
     Returns
     -------
@@ -415,7 +420,7 @@ def model_ground_truth(model, *, name: str = USER_DOMAIN, uset=None, set_kind: s
     opts = {"episodes": int(check_int(estimation_episodes, "estimation_episodes", 1)),
             "seed": seed, "delta": delta, "variants": tuple(variants),
             "bracket_time": time_limit, "max_boxes": max_boxes, "set_kind": set_kind,
-            "set": uset}
+            "set": uset, "client": client}
     _check_common(opts, {})
     if uset is not None:
         from ..uncertainty import check_set
@@ -436,7 +441,7 @@ def model_ground_truth(model, *, name: str = USER_DOMAIN, uset=None, set_kind: s
         dom.name = name
         bar.update(1)
     options = {k: (list(v) if isinstance(v, tuple) else v) for k, v in opts.items()
-               if k != "set"}
+               if k not in ("set", "client")}
     options.update(gamma=model.gamma, modes=["stochastic", "greedy"], penalty_weight=500.0)
     return Result(domains={name: dom}, options=options, runtime=time.perf_counter() - t0)
 

@@ -158,7 +158,7 @@ SOLVER_OPTIONS = {
 
 
 def convex_rows(N: int, n: int, setup, solver: str, what: str, *, opts=None,
-                progress=False):
+                progress=None):
     """Solve one cvxpy problem per row; returns ``p`` (N, n), ``ok`` (N,) and statuses.
 
     ``setup(i)`` sets the parameters of row i and returns ``(problem, variable, on)``:
@@ -166,7 +166,7 @@ def convex_rows(N: int, n: int, setup, solver: str, what: str, *, opts=None,
     status OPTIMAL_INACCURATE keeps the answer with a RuntimeWarning and ``ok`` False;
     any other non-optimal status or a solver failure raises an :class:`InputError`.
     ``opts`` replaces :data:`SOLVER_OPTIONS` of the solver; ``progress`` shows a bar
-    over the rows.
+    over the rows (None: when standard error is a terminal).
     """
     import cvxpy as cp
 

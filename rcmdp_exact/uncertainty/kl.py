@@ -258,7 +258,7 @@ def _lp_rows(Q, Z, r, sup):
     ok = np.ones(N, dtype=bool)
     if pos.size:
         p[pos], ok[pos], _ = convex_rows(pos.size, n, lambda i: setup(pos[i]), "CLARABEL",
-                                         what)
+                                         what, progress=False)
     viol = np.maximum(simplex_violation(p, sup), kl_divergence(np.maximum(p, 0.0), Q) - r)
     ok = recheck(viol, ok, 1e-7, what)
     return p, rowdot(p, Z), ok

@@ -128,7 +128,8 @@ def _lp_rows(L, U, Z, sup):
         zz.value = Z[i, on]
         return prob, p, on
 
-    p, ok, _ = convex_rows(N, n, setup, "HIGHS", "inner LP (interval set)")
+    p, ok, _ = convex_rows(N, n, setup, "HIGHS", "inner LP (interval set)",
+                           progress=False)
     ok = recheck(interval_violation(p, L, U, sup), ok, 1e-8, "inner LP (interval set)")
     return p, rowdot(p, Z), ok
 

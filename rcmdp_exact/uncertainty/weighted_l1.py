@@ -500,7 +500,7 @@ def _lp_rows(Q, Z, W, Al, sup):
         return prob, p, on
 
     what = "inner LP (weighted L1 ball)"
-    p, ok, _ = convex_rows(N, n, setup, "HIGHS", what)
+    p, ok, _ = convex_rows(N, n, setup, "HIGHS", what, progress=False)
     ok = recheck(weighted_l1_violation(p, Q, Al, W, sup), ok, 1e-8, what)
     return p, rowdot(p, Z), ok
 
