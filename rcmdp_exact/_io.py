@@ -34,8 +34,8 @@ import numpy as np
 
 from ._checks import InputError
 
-__all__ = ["LoadError", "find_file", "load_json", "load_npz", "npz_path", "save_json",
-           "save_npz", "suffixed", "write_atomic"]
+__all__ = ["LoadError", "find_file", "load_json", "load_npz", "npz_path", "require_file",
+           "save_json", "save_npz", "suffixed", "write_atomic"]
 
 
 class LoadError(InputError):
@@ -118,15 +118,18 @@ def save_json(path, text: str) -> Path:
     return write_atomic(p, lambda fh: fh.write(text.encode("utf-8")))
 
 
-def _missing(path, p: Path, suffixes, what: str):
+def require_file(path, suffixes, what: str) -> Path:
+    """The file a load reads (:func:`find_file`), or a :class:`LoadError` naming every
+    path tried when there is none (or a folder)."""
+    p = find_file(path, suffixes)
     shown = str(path)
     if not p.exists():
         alts = [str(suffixed(path, s)) for s in suffixes if str(suffixed(path, s)) != shown]
         nor = f" (nor {' or '.join(repr(a) for a in alts)})" if alts else ""
-        return LoadError(f"{shown!r} does not exist{nor}; give the path of {what}")
+        raise LoadError(f"{shown!r} does not exist{nor}; give the path of {what}")
     if p.is_dir():
-        return LoadError(f"{shown!r} is a folder; give the path of {what}")
-    return None
+        raise LoadError(f"{shown!r} is a folder; give the path of {what}")
+    return p
 
 
 def load_json(path, formats, what: str) -> dict:
@@ -136,10 +139,7 @@ def load_json(path, formats, what: str) -> dict:
     import json
 
     formats = (formats,) if isinstance(formats, str) else tuple(formats)
-    p = find_file(path, (".json",))
-    err = _missing(path, p, (".json",), what)
-    if err is not None:
-        raise err
+    p = require_file(path, (".json",), what)
     shown = str(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -186,11 +186,8 @@ def load_npz(path, formats, what: str, legacy_keys=()) -> dict:
         ``.npz`` archive, pickled content, or another kind of archive.
     """
     formats = (formats,) if isinstance(formats, str) else tuple(formats)
-    p = find_file(path, (".npz",))
+    p = require_file(path, (".npz",), what)
     shown = str(path)
-    err = _missing(path, p, (".npz",), what)
-    if err is not None:
-        raise err
 
     def refuse(why: str):
         return LoadError(f"{shown!r} is not {what}: {why}")

@@ -134,9 +134,8 @@ def encode(obj, external=None, where: str = "", arrays: dict | None = None):
     if isinstance(obj, np.ndarray):
         if arrays is None:
             return _encode_array(obj, where)
-        _encode_array(obj[:0].reshape(0), where)  # the same dtype check
         key = f"a{len(arrays)}"
-        arrays[key] = obj
+        arrays[key] = _native(obj, where)
         return {TAG: "array", "key": key}
     if isinstance(obj, np.generic):
         arr = _encode_array(np.asarray(obj), where)
@@ -175,15 +174,20 @@ def _join(where: str, key) -> str:
     return f"{where}.{key}" if where else str(key)
 
 
+def _native(arr: np.ndarray, where: str) -> np.ndarray:
+    """``arr`` in native byte order, or an InputError for a dtype the form does not hold."""
+    if arr.dtype.kind not in _KINDS:
+        raise InputError(
+            f"{where or 'the array'} has dtype {arr.dtype}, which the JSON form of a "
+            f"result does not hold; convert it to bool, int, float or str"
+        )
+    if arr.dtype.byteorder == ">":  # big-endian numbers: the same values, native order
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    return arr
+
+
 def _encode_array(arr: np.ndarray, where: str) -> dict:
-    if arr.dtype.kind not in _KINDS or arr.dtype.byteorder == ">":
-        if arr.dtype.kind in _KINDS:  # big-endian numbers: the same values, native order
-            arr = arr.astype(arr.dtype.newbyteorder("="))
-        else:
-            raise InputError(
-                f"{where or 'the array'} has dtype {arr.dtype}, which the JSON form of a "
-                f"result does not hold; convert it to bool, int, float or str"
-            )
+    arr = _native(arr, where)
     flat = arr.ravel().tolist()
     if arr.dtype.kind == "f" and not np.isfinite(arr).all():
         flat = [_float_out(x) for x in flat]
@@ -375,10 +379,10 @@ class Result(dict):
         """Read a result written by :meth:`save` (``.json`` or ``.npz``; the path with or
         without its suffix).  A missing or foreign file is a
         :class:`~rcmdp_exact.LoadError` naming the path."""
-        from ._io import LoadError, find_file, load_json, load_npz
+        from ._io import LoadError, load_json, load_npz, require_file
 
         what = "a result written by Result.save"
-        p = find_file(path, (".json", ".npz"))
+        p = require_file(path, (".json", ".npz"), what)
         if p.suffix == ".npz":
             data = load_npz(p, FORMAT, what)
             arrays = {k: v for k, v in data.items() if k not in ("format", "structure")}

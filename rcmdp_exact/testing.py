@@ -18,8 +18,8 @@ Strategies
   :func:`interval_sets`, :func:`kl_balls`, :func:`s_rect_l1_balls`,
   :func:`finite_sets`, and :func:`balls` (one of the kinds named);
 * :func:`binding_budgets`: budgets between the least worst-case cost and the worst-case
-  cost of the unconstrained robust optimum; :func:`robust_cmdps` draws a model, a set
-  and such budgets together.
+  cost of the unconstrained robust optimum (:func:`budget_levels` computes both);
+  :func:`robust_cmdps` draws a model, a set and such budgets together.
 
 Every argument that sets a size accepts a number, an inclusive range (low, high) or a
 strategy (as
@@ -75,6 +75,7 @@ __all__ = [
     "SET_KINDS",
     "balls",
     "binding_budgets",
+    "budget_levels",
     "cmdps",
     "exact_settings",
     "example",
@@ -446,9 +447,26 @@ def balls(model: TabularCMDP, kinds=SA_KINDS, grid: int | None = 4) -> SearchStr
 
 
 # =========================================================================== budgets
-def _cost_levels(model: TabularCMDP, uset) -> tuple[np.ndarray, np.ndarray]:
-    """(least, free): each cost's least worst-case value min_pi max_P C_k, and the
-    worst-case costs of the unconstrained robust optimum."""
+def budget_levels(model: TabularCMDP, uset=None) -> Result:
+    r"""The cost levels between which budgets bind (a plain function, no hypothesis).
+
+    Parameters
+    ----------
+    model : TabularCMDP
+        Discounted (gamma < 1), K >= 1.
+    uset : UncertaintySet, optional
+        An sa-rectangular set (default: the nominal model, an L1 ball of radius 0).
+
+    Returns
+    -------
+    Result
+        ``least`` (K,): :math:`\min_\pi \max_P C_k(\pi, P)`, each cost's least
+        worst-case value (by robust policy iteration on the reward :math:`-c_k`);
+        ``joint`` (K,): the worst-case costs of the robust policy of least total
+        worst-case cost :math:`\max_P \sum_k C_k`; ``free`` (K,): the worst-case costs
+        of the unconstrained robust optimum (at least ``least``); ``policies``
+        {"joint", "free"}.
+    """
     from .robust import robust_evaluate, robust_value_iteration
     from .uncertainty import l1_ball
 
@@ -462,10 +480,16 @@ def _cost_levels(model: TabularCMDP, uset) -> tuple[np.ndarray, np.ndarray]:
             mk = model.replace(R=-C[..., k], C=None, d=None)
             least[k] = -robust_value_iteration(mk, uset, method="policy_iteration",
                                                progress=False).value
+        total = model.replace(R=-C.sum(axis=3), C=None, d=None)
+        joint = robust_value_iteration(total, uset, method="policy_iteration",
+                                       progress=False).policy
         free = robust_value_iteration(model, uset, method="policy_iteration",
                                       progress=False).policy
+        joint_costs = robust_evaluate(model, joint, uset).costs_worst
         free_costs = robust_evaluate(model, free, uset).costs_worst
-    return least, np.maximum(free_costs, least)
+    return Result(least=least, joint=np.maximum(joint_costs, least),
+                  free=np.maximum(free_costs, least),
+                  policies={"joint": joint, "free": free})
 
 
 @st.composite
@@ -485,7 +509,8 @@ def binding_budgets(draw, model: TabularCMDP, uset=None, grid: int = 4, slack: f
     """
     check_int(grid, "grid", 1)
     check_real(slack, "slack", 0.0)
-    least, free = _cost_levels(model, uset)
+    levels = budget_levels(model, uset)
+    least, free = levels["least"], levels["free"]
     f = np.array(draw(st.lists(st.integers(1, grid), min_size=model.n_constraints,
                                max_size=model.n_constraints)), dtype=np.float64) / (grid + 1)
     return least + f * (free - least) + slack
@@ -519,6 +544,9 @@ class _Captured(Exception):
 def example(strategy: SearchStrategy, seed: int = 0):
     """One example of ``strategy``, the same for the same ``seed`` (unlike
     ``strategy.example()``, which is random and meant for the interpreter).
+
+    It runs hypothesis, so it cannot be called inside a ``@given`` test: compose the
+    strategies there instead (``cmdps().flatmap(lambda m: binding_budgets(m))``).
 
     Examples
     --------
@@ -558,6 +586,8 @@ def _judge(claim, value, tolerance: float):
     except AssertionError as exc:
         return True, math.inf, f"the claim's assertion failed: {exc}" if str(exc) else \
             "the claim's assertion failed"
+    if out is None:  # a claim written with assert statements that all held
+        return False, 0.0, ""
     if isinstance(out, bool | np.bool_):
         return (not bool(out)), (0.0 if out else math.inf), "the claim returned False"
     try:
@@ -579,8 +609,9 @@ def find_counterexample(claim, strategy: SearchStrategy, *, tolerance: float = 0
     ----------
     claim : callable
         ``claim(example)`` returns a residual that must be ``<= tolerance`` (a number;
-        nan fails) or a bool (False fails); an ``AssertionError`` raised by it also
-        counts as a failure (residual inf).  Other exceptions propagate.
+        nan fails) or a bool (False fails); a claim written with ``assert`` may return
+        None, and an ``AssertionError`` counts as a failure (residual inf).  Other
+        exceptions propagate (after hypothesis has shrunk the example that raises).
     strategy : hypothesis strategy
         Where examples come from (e.g. :func:`robust_cmdps`).
     tolerance : float

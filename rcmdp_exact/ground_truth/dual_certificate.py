@@ -45,7 +45,9 @@ feasible).  So the certificate uses what does hold:
   \underline V)/(d_k - \bar C_k)` has :math:`g(\lambda) > \text{hi} \ge D`: the minimum
   lies in the box :math:`[0, \lambda_{\max}]`.  Candidates for :math:`\bar\pi` are the
   maximisers met and the policies of least worst-case cost; without a Slater point the
-  minimum may lie at infinity and ``lo`` is :math:`-\infty`.
+  minimum may lie at infinity, and ``lo`` falls back on weak duality: the certified
+  worst-case value of a robust-feasible candidate (:math:`\le` OPT :math:`\le` D),
+  or :math:`-\infty`.
 * **Branch and bound** over cells of the box: the cell of smallest lower bound is split
   (K = 1: at the minimum of its envelope, kept inside the middle half; otherwise at the
   middle of its widest side, widths weighted by the slope range) until ``hi - lo`` is
@@ -84,7 +86,8 @@ ASSUMPTIONS = (
     "d_k - cmin_k] (cmin, cmax: the least and largest cost of an allowed transition, "
     "over 1 - gamma) and the box [0, lam_max] justified by a Slater point (a policy "
     "with certified worst-case costs strictly below the budgets); without one, "
-    "lo = -inf."
+    "lo is the certified worst-case value of a robust-feasible policy met (weak "
+    "duality), or -inf."
 )
 
 
@@ -256,7 +259,9 @@ def certified_dual(model, uset, *, tol: float = 1e-6, max_evaluations: int = 200
         (2, K) the slope data :math:`[\underline c, \overline c]`, ``evaluations``,
         ``cells``, ``history`` {"lam" (n, K), "lo" (n,), "hi" (n,)} every g met,
         ``assumptions`` (text), ``success``, ``status`` ("converged",
-        "budget_exhausted" or "bracket" when ``lo = -inf``), ``message``.
+        "budget_exhausted", or "bracket" without a Slater point: ``lo`` is then the
+        certified worst-case value of a robust-feasible policy met, or -inf),
+        ``message``.
 
     Examples
     --------
@@ -297,8 +302,11 @@ def certified_dual(model, uset, *, tol: float = 1e-6, max_evaluations: int = 200
     lam_max = np.full(K, np.inf)
     slater = slater_value = slater_costs = None
     smallest = np.inf
+    feasible = -np.inf  # weak duality: D >= OPT >= the value of a robust-feasible policy
     for pol in cands:
         v_lo, c_hi = _certified_numbers(model, uset, pol)
+        if np.all(c_hi <= d):
+            feasible = max(feasible, v_lo)
         if np.all(c_hi < d):
             box = np.maximum((hi0 - v_lo) / (d - c_hi), 0.0)
             lam_max = np.minimum(lam_max, box)  # each axis from its best Slater point
@@ -307,15 +315,16 @@ def certified_dual(model, uset, *, tol: float = 1e-6, max_evaluations: int = 200
                 smallest, slater, slater_value, slater_costs = size, pol, v_lo, c_hi
     if slater is None:
         hi, lam, pol = ev.best()
-        return _result(ev, -np.inf, hi, lam, pol, lam_max, None, None,
+        return _result(ev, min(feasible, hi), hi, lam, pol, lam_max, None, None,
                        np.stack([cmin, cmax]), 0, tol, start,
                        "no policy met was certified strictly below every budget (a "
                        "Slater point), so the minimum over lam may lie at infinity; lo "
-                       "is -inf and hi a certified upper bound")
+                       "is the certified worst-case value of a robust-feasible policy "
+                       "(weak duality), or -inf without one", slater_found=False)
     # 3. branch and bound over cells of [0, lam_max]
     lo, cells = _branch_and_bound(ev, s1, s2, lam_max, tol)
     hi, lam, pol = ev.best()
-    return _result(ev, min(lo, hi), hi, lam, pol, lam_max, slater,
+    return _result(ev, min(max(lo, feasible), hi), hi, lam, pol, lam_max, slater,
                    (slater_value, slater_costs), np.stack([cmin, cmax]), cells, tol,
                    start, None)
 
@@ -378,10 +387,10 @@ def _branch_and_bound(ev: _Evaluations, s1, s2, lam_max, tol) -> tuple[float, in
 
 
 def _result(ev, lo, hi, lam, pol, lam_max, slater, slater_numbers, cost_range, cells,
-            tol, start, note) -> Result:
+            tol, start, note, slater_found: bool = True) -> Result:
     gap = hi - lo
     closed = bool(gap <= tol * max(1.0, abs(hi)))
-    if not np.isfinite(lo):
+    if not slater_found and not closed:
         status = Status.BRACKET
     elif closed:
         status = Status.CONVERGED
