@@ -17,9 +17,10 @@ Strategies
 * uncertainty sets: :func:`l1_balls`, :func:`weighted_l1_balls`, :func:`linf_balls`,
   :func:`interval_sets`, :func:`kl_balls`, :func:`s_rect_l1_balls`,
   :func:`finite_sets`, and :func:`balls` (one of the kinds named);
-* :func:`binding_budgets`: budgets between the least worst-case cost and the worst-case
-  cost of the unconstrained robust optimum (:func:`budget_levels` computes both);
-  :func:`robust_cmdps` draws a model, a set and such budgets together.
+* :func:`binding_budgets`: budgets between the worst-case costs of the least-cost
+  robust policy and those of the unconstrained robust optimum (:func:`budget_levels`
+  computes both): feasible, and often binding; :func:`robust_cmdps` draws a model, a
+  set and such budgets together.
 
 Every argument that sets a size accepts a number, an inclusive range (low, high) or a
 strategy (as
@@ -494,26 +495,25 @@ def budget_levels(model: TabularCMDP, uset=None) -> Result:
 
 @st.composite
 def binding_budgets(draw, model: TabularCMDP, uset=None, grid: int = 4, slack: float = 0.0):
-    r"""Strategy for budgets d (K,) that bind: :math:`d_k = \ell_k + f_k (u_k - \ell_k)`
-    + slack.
+    r"""Strategy for budgets d (K,) that bind and can be met:
+    :math:`d_k = \ell_k + f_k \max(u_k - \ell_k, 0)` + slack.
 
-    :math:`\ell_k = \min_\pi \max_P C_k(\pi, P)` is the least worst-case cost of
-    constraint k (below it no policy meets the budget) and :math:`u_k` the worst-case
-    cost of the unconstrained robust optimum (at or above it for every k the constraint
-    does not bind); both by :func:`~rcmdp_exact.robust_value_iteration` and
-    :func:`~rcmdp_exact.robust_evaluate` over the sa-rectangular ``uset`` (default:
-    the nominal model, an L1 ball of radius 0).  :math:`f_k` is drawn from
-    :math:`\{1, \dots, \text{grid}\}/(\text{grid} + 1)`, strictly inside the interval,
-    shrinking to the least cost.  With K = 1 the RCMDP is feasible; with K > 1 the
-    budgets may not be met together.
+    :math:`\ell` are the worst-case costs of the robust policy of least total worst-case
+    cost (so that policy meets every budget: the RCMDP is feasible, and with
+    ``slack > 0`` strictly, a Slater point), :math:`u` those of the unconstrained robust
+    optimum (at or above :math:`u_k` for every k the constraints do not bind); both by
+    :func:`budget_levels` over the sa-rectangular ``uset`` (default: the nominal model).
+    :math:`f_k` is drawn from :math:`\{1, \dots, \text{grid}\}/(\text{grid} + 1)`,
+    strictly inside, shrinking towards :math:`\ell`.  With K = 1, :math:`\ell` is the
+    least worst-case cost.
     """
     check_int(grid, "grid", 1)
     check_real(slack, "slack", 0.0)
     levels = budget_levels(model, uset)
-    least, free = levels["least"], levels["free"]
+    low, free = levels["joint"], levels["free"]
     f = np.array(draw(st.lists(st.integers(1, grid), min_size=model.n_constraints,
                                max_size=model.n_constraints)), dtype=np.float64) / (grid + 1)
-    return least + f * (free - least) + slack
+    return low + f * np.maximum(free - low, 0.0) + slack
 
 
 @st.composite

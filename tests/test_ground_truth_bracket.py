@@ -27,6 +27,7 @@ from test_ground_truth import (
     vi,
 )
 
+import rcmdp_exact.testing as T
 from rcmdp_exact import InputError, OptionError, TabularCMDP, robust_evaluate
 from rcmdp_exact.domains import garnet
 from rcmdp_exact.ground_truth import rcmdp_bracket, rcmdp_variant, solve_cmdp
@@ -90,13 +91,13 @@ def search_policies(model, seed, n_random=30):
 
 @st.composite
 def tiny_robust_cases(draw, max_states=3, max_constraints=2):
-    """A tiny Garnet RCMDP with random radii; the budget scale spans infeasible to slack."""
+    """A tiny Garnet RCMDP with random radii (the public strategies: ``cmdps`` above and
+    ``testing.l1_balls`` with continuous radii in [0, top)); the budget scale spans
+    infeasible to slack.  Returns (model, ball, seed) with a seed for the search."""
     model = draw(cmdps(max_states=max_states, max_constraints=max_constraints))
     seed = draw(st.integers(0, 2**31 - 1))
     top = draw(st.sampled_from([0.2, 0.6, 1.5]))
-    rng = np.random.default_rng(seed)
-    alpha = rng.uniform(0, top, size=(model.n_states, model.n_actions))
-    ball = l1_ball(model, alpha, support="all")
+    ball = draw(T.l1_balls(model, max_radius=top, support="all", grid=None))
     frac = draw(st.floats(0.0, 1.0))
     return model.replace(d=model.d * (0.6 + frac)), ball, seed
 
