@@ -35,8 +35,9 @@ Exact checks, counterexamples
 * :func:`example`: one example of a strategy, reproducible from a seed;
 * :func:`find_counterexample`: search for an example that breaks a claim, shrink it, and
   save it as files that :func:`load_counterexample` reads back;
-* :func:`random_cmdp`: a seeded numpy generator of random RCMDPs (continuous values,
-  optional outcome maps and terminal states) for code that does not use hypothesis.
+* :func:`random_cmdp` and :func:`dense_binding_cmdp`: seeded numpy generators of random
+  RCMDPs (continuous values, optional outcome maps and terminal states; dense models
+  with binding budgets) for code that does not use hypothesis.
 
 Examples
 --------
@@ -78,6 +79,7 @@ __all__ = [
     "binding_budgets",
     "budget_levels",
     "cmdps",
+    "dense_binding_cmdp",
     "exact_settings",
     "example",
     "find_counterexample",
@@ -802,3 +804,28 @@ def random_cmdp(seed, S: int, A: int, K: int, gamma: float, n_outcomes: int | No
         out[:S - 1, :, 0] = S - 1  # every pair can end the episode
         out[S - 1] = S - 1
     return TabularCMDP.from_outcomes(out, prob, R, C, **kwargs)
+
+
+def dense_binding_cmdp(seed, magnitudes=(1.0, 10.0)) -> TabularCMDP:
+    """A dense random CMDP (not a Garnet) whose budgets bind, from a seed.
+
+    S in 2..5, A in 2..3, K in 1..3, gamma in {0.5, 0.9, 0.95, 0.99}, rewards and costs
+    of one magnitude drawn from ``magnitudes`` (value scales up to 10^3 by default),
+    transitions Dirichlet(0.2 or 1), p0 a point mass or Dirichlet(1), budgets at 95-100%
+    of the costs of a random stochastic policy (a dense solve): feasible, with large
+    multipliers often.  The generator of the LP and bracket regression tests.
+    """
+    rng = rng_from(seed)
+    S, A, K = int(rng.integers(2, 6)), int(rng.integers(2, 4)), int(rng.integers(1, 4))
+    gamma = float(rng.choice([0.5, 0.9, 0.95, 0.99]))
+    mag = float(rng.choice(list(magnitudes)))
+    P = rng.dirichlet(np.full(S, rng.choice([0.2, 1.0])), size=(S, A))
+    r = mag * rng.uniform(-1, 1, size=(S, A))
+    c = mag * rng.uniform(0, 1, size=(S, A, K))
+    p0 = np.eye(S)[0] if rng.random() < 0.5 else rng.dirichlet(np.ones(S))
+    pi = rng.dirichlet(np.ones(A), size=S)
+    P_pi = np.einsum("sa,sat->st", pi, P)
+    rhs = np.column_stack([np.einsum("sa,sa->s", pi, r), np.einsum("sa,sak->sk", pi, c)])
+    C = np.linalg.solve(np.eye(S) - gamma * P_pi, rhs)[:, 1:]
+    d = (p0 @ C) * rng.uniform(0.95, 1.0, K)
+    return TabularCMDP(P, r, c, d=d, gamma=gamma, p0=p0)
