@@ -521,16 +521,19 @@ def binding_budgets(draw, model: TabularCMDP, uset=None, grid: int = 4, slack: f
 @st.composite
 def robust_cmdps(draw, n_states=(2, 3), n_actions=(2, 3), n_constraints=1,
                  gamma=(0.5, 0.75, 0.9), kinds=("l1",),
-                 budgets: str = "binding", grid: int | None = 4, **model_options):
+                 budgets: str = "binding", grid: int | None = 4, slack: float = 0.0,
+                 **model_options):
     """Strategy for ``(model, uset)``: a model of :func:`cmdps`, a set of :func:`balls`
     (sa-rectangular ``kinds``) and, with ``budgets="binding"``, budgets of
-    :func:`binding_budgets` (``"drawn"`` keeps those of :func:`cmdps`)."""
+    :func:`binding_budgets` with ``slack`` (``"drawn"`` keeps those of :func:`cmdps`).
+    ``model_options`` go to :func:`cmdps` (``terminal``, ``branching``, ...)."""
     check_choice(budgets, "budgets", ("binding", "drawn"))
     model = draw(cmdps(n_states, n_actions, n_constraints, gamma, grid=grid,
                        **model_options))
     uset = draw(balls(model, kinds, grid=grid))
     if budgets == "binding" and model.n_constraints:
-        model = model.replace(d=draw(binding_budgets(model, uset, grid=grid or 4)))
+        model = model.replace(d=draw(binding_budgets(model, uset, grid=grid or 4,
+                                                     slack=slack)))
     return model, uset
 
 

@@ -228,6 +228,8 @@ def test_the_hand_derived_model_has_a_certified_duality_gap():
     dual = certified_dual(model, ball, tol=1e-9)
     assert dual.lo <= 1.0 <= dual.hi and dual.hi - dual.lo <= 1e-8
     assert abs(dual.lam[0] - 1.0) <= 1e-6
+    # a robust-feasible policy's certified worst-case value: a lower bound on OPT = 4/5
+    assert -np.inf < dual.feasible_value <= 0.8 + 1e-12
     br = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=300,
                        time_limit=120)
     assert br.lower <= 0.8 + 1e-12 <= br.upper + 2e-12
@@ -262,3 +264,5 @@ def test_weak_duality_on_random_models(case):
     dual = certified_dual(model, ball)
     if br.status == "bracket":
         assert dual.hi >= br.lower - 1e-9
+        # feasible_value is the worst-case value of a robust-feasible policy: <= OPT
+        assert dual.feasible_value <= br.upper + 1e-9

@@ -101,12 +101,39 @@ class _Evaluations:
         self.rmax = float(np.abs(model.R).max(initial=0.0))
         self.cmax_abs = np.abs(np.asarray(model.C)).max(axis=(0, 1, 2), initial=0.0)
         self.cache: dict = {}
+        self.h_cache: dict = {}
         self.budget, self.deadline = budget, deadline
         self.lam, self.lo, self.hi, self.policies = [], [], [], []
 
+    @property
+    def count(self) -> int:
+        """Robust fixed points computed: values of g and of fixed policies."""
+        return len(self.cache) + len(self.h_cache)
+
     def exhausted(self) -> bool:
-        return len(self.cache) >= self.budget or (
+        return self.count >= self.budget or (
             self.deadline is not None and time.perf_counter() > self.deadline)
+
+    def _scale(self, key) -> float:
+        return (max(1.0, self.rmax + float(np.dot(key, self.cmax_abs))) / (1.0 - self.gamma)
+                + abs(float(np.dot(key, self.d))))
+
+    def h(self, policy: np.ndarray, lam: np.ndarray) -> float:
+        r"""A certified lower bound on :math:`h_\pi(\lambda) = \min_P [V - \lambda^\top
+        C](\pi, P) + \lambda^\top d` (the robust Lagrangian of a fixed policy, concave in
+        :math:`\lambda`)."""
+        key = (policy.tobytes(), tuple(float(x) for x in lam))
+        if key in self.h_cache:
+            return self.h_cache[key]
+        lam_t = key[1]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = robust_evaluate(self.model, policy, self.uset, "lagrangian",
+                                  np.array(lam_t), per_constraint=False)
+        val = float(self.model.p0 @ res.w) + float(np.dot(lam_t, self.d))
+        out = val - float(res.residual) / (1.0 - self.gamma) - 1e-12 * self._scale(lam_t)
+        self.h_cache[key] = out
+        return out
 
     def __call__(self, lam: np.ndarray):
         key = tuple(float(x) for x in lam)
@@ -117,9 +144,7 @@ class _Evaluations:
             res = robust_value_iteration(self.model, self.uset, np.array(key),
                                          method="policy_iteration", progress=False)
         val = float(res.value) + float(np.dot(key, self.d))
-        scale = (max(1.0, self.rmax + float(np.dot(key, self.cmax_abs))) / (1.0 - self.gamma)
-                 + abs(float(np.dot(key, self.d))))
-        err = float(res.residual) / (1.0 - self.gamma) + 1e-12 * scale
+        err = float(res.residual) / (1.0 - self.gamma) + 1e-12 * self._scale(key)
         out = (val - err, val + err, res.policy)
         self.cache[key] = out
         self.lam.append(key)
@@ -181,14 +206,15 @@ def _least_cost_policies(model, uset) -> list[np.ndarray]:
     return out
 
 
-def _cell_bound(corners: list, s1: np.ndarray, s2: np.ndarray, lo: np.ndarray,
-                hi: np.ndarray) -> tuple[float, np.ndarray]:
-    """A certified lower bound of g on the cell [lo, hi] from its corners' lower values.
+def _slope_bound(corners: list, s1: np.ndarray, s2: np.ndarray, lo: np.ndarray,
+                 hi: np.ndarray) -> tuple[float, np.ndarray]:
+    r"""The slope bound of a cell [lo, hi] from its corners' lower values (c, g_c).
 
     Corner c (at the low or high end of each axis) gives the minorant
-    :math:`g_c + \\sum_k \\sigma_k(c) (\\lambda_k - c_k)` on the cell, with
-    :math:`\\sigma_k = s1_k` at a low end and :math:`s2_k` at a high end.  Returns the
-    bound and the point where the envelope is smallest.
+    :math:`g_c + \sum_k \sigma_k(c) (\lambda_k - c_k)` on the cell, with
+    :math:`\sigma_k = s1_k` at a low end and :math:`s2_k` at a high end.  Returns the
+    minimum over the cell of their maximum (closed form for K = 1; an LP certified by
+    its dual weights otherwise) and the point where it is attained.
     """
     K = lo.size
     if K == 1:
@@ -225,6 +251,34 @@ def _cell_bound(corners: list, s1: np.ndarray, s2: np.ndarray, lo: np.ndarray,
     return float(bound), point
 
 
+def _concave_bound(ev, corners: list) -> tuple[float, np.ndarray | None]:
+    r"""The bound of a cell from the policies that maximise g at its corners.
+
+    For the maximiser :math:`\pi_c` at corner c, :math:`g \ge h_{\pi_c}` everywhere,
+    and :math:`h_{\pi_c}(\lambda) = \min_P [V - \lambda^\top C](\pi_c, P) +
+    \lambda^\top d` is concave (a minimum of affine functions), so its minimum over the
+    cell is at a corner: the bound is :math:`\max_c \min_{c'} h_{\pi_c}(c')` (with
+    :math:`h_{\pi_c}(c) = g(c)`).  Tight where one policy is optimal on the whole cell.
+    For K = 1 also returns where the two concave pieces, extended linearly, cross (the
+    kink of g, where its minimum usually lies), or None.
+    """
+    vals = []
+    for c, gc, pol in corners:
+        vals.append(min([gc] + [ev.h(pol, c2) for c2, _, _ in corners
+                                if not np.array_equal(c2, c)]))
+    point = None
+    if len(corners) == 2 and corners[0][0].size == 1:
+        (a, ga, pa), (b, gb, pb) = corners
+        a, b = float(a[0]), float(b[0])
+        ha_b, hb_a = ev.h(pa, np.array([b])), ev.h(pb, np.array([a]))
+        sa, sb = (ha_b - ga) / (b - a), (gb - hb_a) / (b - a)
+        if b > a and sa != sb:
+            x = a + (hb_a - ga) / (sa - sb)
+            if a < x < b:
+                point = np.array([x])
+    return float(max(vals)), point
+
+
 def certified_dual(model, uset, *, tol: float = 1e-6, max_evaluations: int = 2000,
                    time_limit: float | None = None) -> Result:
     r"""A certified interval [lo, hi] on the Lagrangian dual D of an RCMDP.
@@ -255,7 +309,9 @@ def certified_dual(model, uset, *, tol: float = 1e-6, max_evaluations: int = 200
         (K,) the multipliers of ``hi``, ``policy`` (S, A) the maximiser there,
         ``lam_max`` (K,) the search box (inf without a Slater point), ``slater``
         (S, A) the policy that justified it (or None), ``slater_value`` and
-        ``slater_costs`` its certified worst-case value and costs, ``cost_range``
+        ``slater_costs`` its certified worst-case value and costs, ``feasible_value``
+        the certified worst-case value of the best robust-feasible policy met (a lower
+        bound on OPT; -inf if none), ``cost_range``
         (2, K) the slope data :math:`[\underline c, \overline c]`, ``evaluations``,
         ``cells``, ``history`` {"lam" (n, K), "lo" (n,), "hi" (n,)} every g met,
         ``assumptions`` (text), ``success``, ``status`` ("converged",
@@ -286,8 +342,8 @@ def certified_dual(model, uset, *, tol: float = 1e-6, max_evaluations: int = 200
     if K == 0:
         lo, hi, pol = ev(np.zeros(0))
         return _result(ev, lo, hi, np.zeros(0), pol, np.zeros(0), None, None,
-                       np.zeros((2, 0)), 0, tol, start, "no constraints: D is the robust "
-                       "optimum")
+                       np.zeros((2, 0)), 0, tol, start, lo, "no constraints: D is the "
+                       "robust optimum")
     cmin, cmax = _cost_range(model, uset)
     d = np.asarray(model.d, dtype=np.float64)
     s1, s2 = d - cmax, d - cmin
@@ -316,7 +372,7 @@ def certified_dual(model, uset, *, tol: float = 1e-6, max_evaluations: int = 200
     if slater is None:
         hi, lam, pol = ev.best()
         return _result(ev, min(feasible, hi), hi, lam, pol, lam_max, None, None,
-                       np.stack([cmin, cmax]), 0, tol, start,
+                       np.stack([cmin, cmax]), 0, tol, start, feasible,
                        "no policy met was certified strictly below every budget (a "
                        "Slater point), so the minimum over lam may lie at infinity; lo "
                        "is the certified worst-case value of a robust-feasible policy "
@@ -326,7 +382,7 @@ def certified_dual(model, uset, *, tol: float = 1e-6, max_evaluations: int = 200
     hi, lam, pol = ev.best()
     return _result(ev, min(max(lo, feasible), hi), hi, lam, pol, lam_max, slater,
                    (slater_value, slater_costs), np.stack([cmin, cmax]), cells, tol,
-                   start, None)
+                   start, feasible, None)
 
 
 def _unique_policies(policies) -> list[np.ndarray]:
@@ -348,11 +404,19 @@ def _branch_and_bound(ev: _Evaluations, s1, s2, lam_max, tol) -> tuple[float, in
         out = []
         for bits in itertools.product((0, 1), repeat=K):
             c = np.where(np.array(bits, dtype=bool), hi, lo)
-            out.append((c, ev(c)[0]))
+            g_lo, _, pol = ev(c)
+            out.append((c, g_lo, pol))
         return out
 
     def push(heap, lo, hi):
-        bound, point = _cell_bound(corners(lo, hi), s1, s2, lo, hi)
+        cs = corners(lo, hi)
+        bound, point = _slope_bound([(c, g) for c, g, _ in cs], s1, s2, lo, hi)
+        if np.any(hi > lo):
+            concave, kink = _concave_bound(ev, cs)
+            if concave > bound:
+                bound = concave
+            if kink is not None:
+                point = kink
         heapq.heappush(heap, (bound, next(counter), lo, hi, point))
 
     heap: list = []
@@ -377,8 +441,8 @@ def _branch_and_bound(ev: _Evaluations, s1, s2, lam_max, tol) -> tuple[float, in
             return bound, cells  # a cell too small to split: its bound stands
         heapq.heappop(heap)
         cut = lo[k] + 0.5 * w
-        if K == 1:
-            cut = min(max(float(point[0]), lo[0] + 0.25 * w), hi[0] - 0.25 * w)
+        if K == 1:  # at the estimated kink, kept off the ends so that cells shrink
+            cut = min(max(float(point[0]), lo[0] + 0.01 * w), hi[0] - 0.01 * w)
         left_hi, right_lo = hi.copy(), lo.copy()
         left_hi[k] = right_lo[k] = cut
         push(heap, lo, left_hi)
@@ -387,7 +451,7 @@ def _branch_and_bound(ev: _Evaluations, s1, s2, lam_max, tol) -> tuple[float, in
 
 
 def _result(ev, lo, hi, lam, pol, lam_max, slater, slater_numbers, cost_range, cells,
-            tol, start, note, slater_found: bool = True) -> Result:
+            tol, start, feasible, note, slater_found: bool = True) -> Result:
     gap = hi - lo
     closed = bool(gap <= tol * max(1.0, abs(hi)))
     if not slater_found and not closed:
@@ -396,8 +460,8 @@ def _result(ev, lo, hi, lam, pol, lam_max, slater, slater_numbers, cost_range, c
         status = Status.CONVERGED
     else:
         status = Status.BUDGET_EXHAUSTED
-    msg = (f"D in [{lo:.9g}, {hi:.9g}] (gap {gap:.2e}) after {len(ev.cache)} evaluations "
-           f"of g and {cells} cells")
+    msg = (f"D in [{lo:.9g}, {hi:.9g}] (gap {gap:.2e}) after {ev.count} robust fixed "
+           f"points ({len(ev.cache)} values of g) and {cells} cells")
     if note:
         msg += f"; {note}"
     elif status == Status.BUDGET_EXHAUSTED:
@@ -407,7 +471,8 @@ def _result(ev, lo, hi, lam, pol, lam_max, slater, slater_numbers, cost_range, c
         policy=pol, lam_max=np.asarray(lam_max, dtype=np.float64), slater=slater,
         slater_value=None if slater_numbers is None else float(slater_numbers[0]),
         slater_costs=None if slater_numbers is None else slater_numbers[1],
-        cost_range=cost_range, evaluations=len(ev.cache), cells=int(cells),
+        feasible_value=float(feasible),
+        cost_range=cost_range, evaluations=ev.count, cells=int(cells),
         history=Result(lam=np.array(ev.lam, dtype=np.float64).reshape(len(ev.lam), -1),
                        lo=np.array(ev.lo), hi=np.array(ev.hi)),
         assumptions=ASSUMPTIONS, success=bool(np.isfinite(lo)), status=status,
