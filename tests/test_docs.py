@@ -24,7 +24,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 #: Pages whose code blocks are executed (other pages have their own tests).
-RUN_PAGES = ("quickstart", "model", "evaluation", "domains", "robust", "sets", "gradients")
+RUN_PAGES = ("quickstart", "model", "evaluation", "domains", "robust", "sets", "gradients",
+             "theorems")
 PAGES = sorted(DOCS.glob("*.md")) + sorted((DOCS / "tutorials").glob("*.md"))
 TEXT_PAGES = [*PAGES, ROOT / "README.md", *sorted((ROOT / "notebooks").glob("*"))]
 
