@@ -384,10 +384,10 @@ def robust_policy_gradient(model: TabularCMDP, params, uset, objective: str = "v
     Notes
     -----
     Uniqueness test.  Finite set: another member's objective lies within ``tie_tol``
-    * max(1, |J|) of the worst.  sa-rectangular set: the inner problems
+    :math:`\cdot \max(1, |J|)` of the worst.  sa-rectangular set: the inner problems
     :math:`\min_p p^\top z(s, a, \cdot)`, :math:`z = g + \gamma W^+`, are solved
     again at :math:`z \pm \epsilon u` for a random direction u (seeded) and
-    :math:`\epsilon` = ``tie_tol`` * max(1, max|z|); a pair that the policy visits
+    :math:`\epsilon` = ``tie_tol`` :math:`\cdot \max(1, \max|z|)`; a pair that the policy visits
     (positive occupancy and probability) whose minimising row moves by more than 1e-6
     is a tie (a face of minimisers, or a minimiser within :math:`\epsilon` of one).
     A unique, well-separated minimiser does not move; a tie almost surely does.  A
