@@ -50,15 +50,28 @@ MAX_SUPPORT = 12
 _TOL = 1e-12
 #: Decimals to which vertices are rounded to remove duplicates.
 _DECIMALS = 12
+#: Vertices closer than this (largest entry difference) are the same vertex.
+_SAME = 1e-10
 
 
 def _unique_rows(points: np.ndarray) -> np.ndarray:
-    """Distinct rows (rounded to 12 decimals), in lexicographic order."""
+    """Distinct rows (rows within 1e-10 of one another are one), in lexicographic order.
+
+    Rounding alone is not enough: two copies of a vertex computed by different formulas
+    may round to different 12th decimals; the rounded keys sort them next to each other
+    and a distance test merges them.
+    """
     if not len(points):
         return points
     keys = np.round(points, _DECIMALS) + 0.0  # + 0.0 turns -0.0 into 0.0
     _, idx = np.unique(keys, axis=0, return_index=True)
-    return points[np.sort(idx)][np.lexsort(keys[np.sort(idx)].T[::-1])]
+    idx = np.sort(idx)
+    cand = points[idx][np.lexsort(keys[idx].T[::-1])]
+    kept = [0]
+    for i in range(1, len(cand)):
+        if np.abs(cand[kept] - cand[i]).max(axis=1).min() > _SAME:
+            kept.append(i)
+    return cand[kept]
 
 
 def _bits(k: int) -> np.ndarray:
