@@ -279,8 +279,9 @@ fig.tight_layout()
 #
 # At the corner $(0, 0)$ both equal 1, $\nabla V_1 = (-1, 1)$ and $\nabla V_2 =
 # (\tfrac12, -1)$: in every feasible direction $u \ge 0$ one of the two decreases
-# (the directional derivative of $J$ is $\min(\nabla V_1 \cdot u, \nabla V_2 \cdot u)
-# < 0$, since $1 \cdot 1 > \tfrac12 \cdot 1$), so $(0, 0)$ is a strict local maximum.
+# (the directional derivative of $J$ is $\min(-u_1 + u_2, \tfrac12 u_1 - u_2)$: where
+# the first is $\ge 0$, $u_2 \ge u_1$ and the second is $\le -\tfrac12 u_1$, negative
+# unless $u_1 = 0$, and then it is $-u_2 < 0$), so $(0, 0)$ is a strict local maximum.
 # Yet at $(1, 1)$, $J = \min(2, 3/2) = 3/2$.
 
 # %%
@@ -320,7 +321,7 @@ print(f"J(0, 0) = {J(0, 0)},  J(1, 1) = {J(1, 1)}")
 
 # %% [markdown]
 # **Local robust policy-gradient ascent.**  Projected gradient ascent on the direct
-# parametrisation: `robust_policy_gradient` is Danskin's gradient at the worst member
+# parametrisation (Agarwal, Kakade, Lee and Mahajan, 2021): `robust_policy_gradient` is Danskin's gradient at the worst member
 # (one supergradient where the two tie; it says so).  Started near the lower-left
 # corner it ends there, oscillating within a step of $(0, 0)$ where the two kernels take
 # turns as the worst; started elsewhere it finds the global optimum.
