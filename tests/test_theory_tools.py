@@ -30,6 +30,7 @@ from rcmdp_exact import (
     extreme_kernels,
     finite_difference,
     l1_ball,
+    optimistic_evaluate,
     policy_gradient,
     robust_evaluate,
     robust_policy_gradient,
@@ -332,6 +333,44 @@ def test_the_robust_value_is_the_worst_over_the_extreme_kernels(case):
     np.testing.assert_allclose(V.min(axis=0), res.w, atol=1e-10)
     np.testing.assert_allclose(C.max(axis=0), res.c_worst[:, 0], atol=1e-10)
     assert np.abs(V - res.w).max(axis=1).min() <= 1e-10
+
+
+@settings(max_examples=examples(20))
+@given(T.cmdps(n_states=(2, 3), n_actions=2, n_constraints=(1, 2), gamma=(0.5, 0.9)).flatmap(
+    lambda m: st.tuples(st.just(m), T.balls(m, ("l1", "weighted_l1", "linf", "interval"),
+                                            grid=2), T.policies(m, deterministic=False))))
+def test_optimistic_nature_is_the_best_over_the_extreme_kernels(case):
+    """Optimistic nature: the value is the max, each cost the min, of exact dense
+    evaluations over the extreme kernels, each attained by the kernel returned."""
+    model, uset, pi = case
+    kernels = extreme_kernels(uset, model, max_kernels=20_000)
+    vals = [dense_values(model.with_transitions(P, check=False), pi) for P in kernels]
+    V = np.array([v for v, _ in vals])            # (N, S)
+    C = np.array([c for _, c in vals])            # (N, S, K)
+    res = optimistic_evaluate(model, pi, uset)
+    p0 = model.p0
+    assert abs((V @ p0).max() - res.value_best) <= 1e-10
+    np.testing.assert_allclose(V.max(axis=0), res.v_best, atol=1e-10)
+    np.testing.assert_allclose(np.einsum("s,nsk->nk", p0, C).min(axis=0), res.costs_best,
+                               atol=1e-10)
+    np.testing.assert_allclose(C.min(axis=0), res.c_best, atol=1e-10)
+    assert np.all(uset.contains(res.P_best))
+    best_v, _ = dense_values(model.with_transitions(res.P_best, check=False), pi)
+    np.testing.assert_allclose(best_v, res.v_best, atol=1e-10)
+    for k in range(model.n_constraints):
+        _, c = dense_values(model.with_transitions(res.P_best_cost[k], check=False), pi)
+        np.testing.assert_allclose(c[:, k], res.c_best[:, k], atol=1e-10)
+    # optimistic >= nominal >= pessimistic
+    worst = robust_evaluate(model, pi, uset)
+    assert worst.value - 1e-10 <= evaluate(model, pi).value <= res.value_best + 1e-10
+    assert np.all(res.costs_best <= worst.costs_worst + 1e-10)
+
+
+def test_optimistic_nature_input_errors():
+    model = T.example(T.cmdps(n_states=2, gamma=0.9), seed=0)
+    with pytest.raises(InputError):
+        optimistic_evaluate(model, np.full((2, model.n_actions), 1.0 / model.n_actions),
+                            FiniteSet([model.P, model.P]))
 
 
 def test_extreme_kernels_count_and_errors():
