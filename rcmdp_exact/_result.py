@@ -6,10 +6,11 @@ external solver add ``success``, ``status`` and ``message``.
 
 Results out
 -----------
-Every result goes out in four forms (``docs/concepts.md``, "Results out"):
+Every result goes out in four forms (the docs page "Validate your own theorem", "Results
+out"):
 
 * :meth:`Result.to_flat`: a flat dictionary of scalars for a table row; nested results
-  and dictionaries become dotted names (``policies.lower``), arrays per-element keys
+  and dictionaries become dotted names (``dual.lo``), arrays per-element keys
   (``policy[0,1]``) or lists;
 * :meth:`Result.to_json` / :meth:`Result.from_json`: JSON text and back, without pickle,
   exact: floats bit for bit (shortest round-trip decimal), arrays with their dtype and
