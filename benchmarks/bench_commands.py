@@ -12,6 +12,15 @@ Sections (``--section``, default all):
 * ``verify``: ``rcmdp verify``.
 * ``ground-truth``: ``rcmdp ground-truth --no-progress`` (all three domains, into a
   temporary folder).
+* ``train``: ``rcmdp train nav1 cpg --no-progress`` (5,000 episodes, the paper's), first
+  with an empty numba cache (``NUMBA_CACHE_DIR`` a new folder: the first run after an
+  install, which compiles the learners' loop) and then with the compiled loop cached.
+* ``reproduce``: ``rcmdp reproduce --quick --no-progress`` into a new folder, with an
+  empty numba cache and with a warm one.
+* ``report``: ``rcmdp report`` of the store that ``--quick`` wrote.
+* ``model``: the commands on a model of your own (``--model``, a saved FrozenLake 4x4
+  with a cost on its holes): ``evaluate``, ``verify --tabular-only``, ``ground-truth``,
+  ``train ... cpg`` and ``reproduce --quick --algorithms pg,cpg``.
 * ``notebooks``: each tutorial of ``notebooks/`` run as a script (``MPLBACKEND=Agg``).
 * ``quickstart``: the Python of ``docs/quickstart.md`` (its code blocks, in order, as one
   script) and the ``rcmdp train`` command of its step 5.
@@ -42,9 +51,10 @@ REFUSALS = [
     ["evaluate", "--domain", "nav9"],
     ["report", "--db", "missing.sqlite", "--out", "x"],
 ]
-SECTIONS = ("refusals", "evaluate", "verify", "ground-truth", "notebooks", "quickstart")
+SECTIONS = ("refusals", "evaluate", "verify", "ground-truth", "train", "reproduce", "report",
+            "model", "notebooks", "quickstart")
 TRAIN = ["train", "inventory", "cpg", "--gradient", "exact", "--entropy", "0",
-         "--train-on", "true", "--no-progress"]
+         "--train-on", "data", "--no-progress"]
 
 
 def run_once(cmd: list[str], cwd: Path, env: dict) -> tuple[float, float, int]:
@@ -59,11 +69,17 @@ def run_once(cmd: list[str], cwd: Path, env: dict) -> tuple[float, float, int]:
     return wall, cpu, done.returncode
 
 
-def measure(label: str, cmd: list[str], runs: int, cwd: Path = ROOT, env=None) -> dict:
+def measure(label: str, cmd: list[str], runs: int, cwd: Path = ROOT, env=None,
+            warm_up: bool = True, prepare=None) -> dict:
+    """Time ``cmd`` ``runs`` times (after one warm-up run unless ``warm_up`` is False);
+    ``prepare()`` runs before each timed run (to empty a folder or a cache)."""
     env = dict(os.environ, **(env or {}))
-    run_once(cmd, cwd, env)  # warm-up (file caches, numba's cache)
+    if warm_up:
+        run_once(cmd, cwd, env)  # warm-up (file caches, numba's cache)
     walls, cpus, codes = [], [], set()
     for _ in range(runs):
+        if prepare is not None:
+            prepare()
         wall, cpu, code = run_once(cmd, cwd, env)
         walls.append(wall)
         cpus.append(cpu)
@@ -112,6 +128,51 @@ def main(argv=None) -> int:
                     args.runs)
         finally:
             shutil.rmtree(out, ignore_errors=True)
+    if "train" in sections or "reproduce" in sections or "report" in sections:
+        tmp = Path(tempfile.mkdtemp(prefix="bench-commands-"))
+        cache = tmp / "numba-cache"
+
+        def cold():
+            shutil.rmtree(cache, ignore_errors=True)
+
+        env = {"NUMBA_CACHE_DIR": str(cache)}
+        try:
+            if "train" in sections:
+                header("rcmdp train (5,000 episodes)", args.runs)
+                cmd = [*RCMDP, "train", "nav1", "cpg", "--no-progress"]
+                measure("rcmdp train nav1 cpg, empty numba cache", cmd, args.runs, env=env,
+                        warm_up=False, prepare=cold)
+                measure("rcmdp train nav1 cpg, compiled loop cached", cmd, args.runs,
+                        env=env)
+            out = tmp / "quick"
+
+            def fresh_out():
+                shutil.rmtree(out, ignore_errors=True)
+
+            cmd = [*RCMDP, "reproduce", "--quick", "--no-progress", "--out", str(out)]
+            if "reproduce" in sections:
+                header("rcmdp reproduce --quick (a new store each run)", args.runs)
+
+                def cold_and_fresh():
+                    cold()
+                    fresh_out()
+
+                measure("rcmdp reproduce --quick, empty numba cache", cmd, args.runs,
+                        env=env, warm_up=False, prepare=cold_and_fresh)
+                measure("rcmdp reproduce --quick, compiled loop cached", cmd, args.runs,
+                        env=env, prepare=fresh_out)
+            if "report" in sections:
+                header("rcmdp report (the store of --quick)", args.runs)
+                if not (out / "runs.sqlite").exists():
+                    subprocess.run(cmd, env=dict(os.environ, **env), check=True,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                measure("rcmdp report --db QUICK/runs.sqlite --out TMP",
+                        [*RCMDP, "report", "--db", str(out / "runs.sqlite"), "--out",
+                         str(tmp / "rep"), "--no-progress"], args.runs, env=env)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if "model" in sections:
+        _model_section(args.runs)
     if "notebooks" in sections:
         header("Tutorials as scripts", args.runs)
         for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py")):
@@ -130,6 +191,38 @@ def main(argv=None) -> int:
         measure("rcmdp " + " ".join(TRAIN), RCMDP + TRAIN, args.runs)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     return 0
+
+
+def _model_section(runs: int) -> None:
+    """The commands on a saved FrozenLake 4x4 with a cost of 1 on entering a hole."""
+    import gymnasium
+    import numpy as np
+
+    import rcmdp_exact as rx
+
+    env = gymnasium.make("FrozenLake-v1")
+    holes = env.unwrapped.desc.ravel() == b"H"
+    C = np.zeros((16, 4, 16, 1))
+    C[:, :, holes, 0] = 1.0
+    tmp = Path(tempfile.mkdtemp(prefix="bench-model-"))
+    try:
+        rx.TabularCMDP.from_gymnasium(env, costs=C, d=[0.1]).save(tmp / "frozen.npz")
+        header("Your own model: --model frozen.npz (FrozenLake 4x4, cost on holes)", runs)
+        m = ["--model", "frozen.npz"]
+        measure("rcmdp evaluate --model", [*RCMDP, "evaluate", *m], runs, cwd=tmp)
+        measure("rcmdp verify --model --tabular-only",
+                [*RCMDP, "verify", *m, "--tabular-only"], runs, cwd=tmp)
+        measure("rcmdp ground-truth --model --force --out gt",
+                [*RCMDP, "ground-truth", *m, "--no-progress", "--force", "--out", "gt"],
+                runs, cwd=tmp)
+        measure("rcmdp train --model cpg", [*RCMDP, "train", *m, "cpg", "--no-progress"],
+                runs, cwd=tmp)
+        measure("rcmdp reproduce --model --quick --algorithms pg,cpg",
+                [*RCMDP, "reproduce", *m, "--quick", "--algorithms", "pg,cpg",
+                 "--no-progress", "--out", "rep", "--force"], runs, cwd=tmp,
+                prepare=lambda: shutil.rmtree(tmp / "rep", ignore_errors=True))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

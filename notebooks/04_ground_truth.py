@@ -29,7 +29,7 @@
 #
 # The methods and their guarantees are on the documentation's ground-truth page
 # (`docs/ground_truth.md`).  This notebook reads only the public fields of the results:
-# `value`, `costs`, `multipliers`, `status`, `policy` of `solve_cmdp`, and `lower`,
+# `value`, `costs`, `lam`, `status`, `policy` of `solve_cmdp`, and `lower`,
 # `upper`, `status`, `policy` of `rcmdp_bracket`.
 
 # %%
@@ -72,7 +72,7 @@ _ = solve_cmdp(domains.paper_domain("nav1"))
 # %%
 model = domains.paper_domain("inventory")
 lp = solve_cmdp(model)
-mu = lp.multipliers[0]
+mu = lp.lam[0]
 print(f"status {lp.status}: V* = {lp.value:.6f}, cost = {lp.costs[0]:.6f} "
       f"(budget d = {model.d[0]}), multiplier mu = {mu:.6f}")
 

@@ -83,7 +83,7 @@ print(f"S = {nominal.n_states}, A = {nominal.n_actions}, gamma = {nominal.gamma}
       f"T = {nominal.horizon}, d = {d}")
 
 cmdp = solve_cmdp(nominal)
-v_star, mu_star = cmdp.value, float(cmdp.multipliers[0])
+v_star, mu_star = cmdp.value, float(cmdp.lam[0])
 print(f"CMDP optimum of the nominal model: V* = {v_star:.4f}, cost {cmdp.costs[0]:.4f}, "
       f"multiplier mu* = {mu_star:.4f}")
 
@@ -91,7 +91,7 @@ bracket = rcmdp_bracket(nominal, ball, variants=(), progress=False, max_boxes=20
                         time_limit=60.0)
 print(f"RCMDP bracket: {bracket.status}, [{bracket.lower:.4f}, {bracket.upper:.4f}] "
       f"(lower: {bracket.lower_method}; upper: {bracket.upper_method}, "
-      f"multiplier {bracket.multiplier[0]:.4f})")
+      f"multiplier {bracket.lam[0]:.4f})")
 
 # %% [markdown]
 # **Checks.**  The LP's policy, evaluated by an exact linear solve, has the LP's value
@@ -111,7 +111,7 @@ assert np.isclose(ev.value, v_star, rtol=1e-8) and np.isclose(ev.costs[0], d, rt
 rob = rx.robust_evaluate(nominal, bracket.policy, ball, per_constraint=True)
 assert np.isclose(rob.value, bracket.lower, rtol=1e-7) and rob.costs_worst[0] <= d + 1e-6
 
-mu_b = float(bracket.multiplier[0])
+mu_b = float(bracket.lam[0])
 g_mu = rx.robust_value_iteration(nominal, ball, lam=mu_b, method="policy_iteration",
                                  progress=False).value + mu_b * d
 print(f"g(mu) by robust policy iteration = {g_mu:.6f}")
@@ -134,7 +134,7 @@ assert bracket.lower <= bracket.upper <= v_star + 1e-6
 # | `episode`, `length`, `steps` | (E,) | per episode: number, steps, cumulative steps |
 # | `return`, `cost` | (E,), (E, K) | the episode's **sampled** undiscounted reward and cost sums |
 # | `lambda` | (E, K) | the multiplier after the episode |
-# | `lambda_adv`, `adv_deviation`, `adv_inside` | (E,) | the adversary's (NaN without one) |
+# | `lam_adv`, `adv_deviation`, `adv_inside` | (E,) | the adversary's (NaN without one) |
 # | `eval_episode` | (N,) | the episodes after which the policy was evaluated exactly |
 # | `eval_{target}_{policy}_{metric}` | (N,) or (N, K) | target `train`, `true`, `worst`, ...; policy `stochastic` or `greedy` (argmax); metric `value`, `cost` (discounted, from $p_0$), `test_value`, `test_cost` ($T$ steps, undiscounted), `penalised` |
 
@@ -214,7 +214,7 @@ ax[1, 0].plot(ee, rec["eval_train_stochastic_cost"][:, 0], "C0", label="stochast
 ax[1, 0].plot(ee, rec["eval_train_greedy_cost"][:, 0], "C1--", label="greedy policy")
 ax[1, 0].axhline(d, color="C3", ls="--", lw=0.8, label="budget d")
 ax[1, 0].set(xlabel="episode", ylabel="discounted cost $C$", title="exact cost")
-ax[1, 1].semilogy(E, rec["lambda"][:, 0], "C2", label=r"learned $\lambda$")
+ax[1, 1].semilogy(E, rec["lam"][:, 0], "C2", label=r"learned $\lambda$")
 ax[1, 1].axhline(mu_star, color="k", ls="--", lw=0.8, label=r"LP multiplier $\mu^*$")
 ax[1, 1].set(xlabel="episode", ylabel=r"$\lambda$", title="multiplier")
 for a in ax.ravel():
@@ -273,7 +273,7 @@ exact = train(true, "cpg", gradient="exact", entropy=0.0, seed=0, episodes=5000,
 xrec = exact.records
 v_exact = xrec["eval_train_stochastic_value"][-1]
 c_exact = xrec["eval_train_stochastic_cost"][-1, 0]
-mu_true = float(cmdp_true.multipliers[0])
+mu_true = float(cmdp_true.lam[0])
 print(f"LP optimum (true model): V* = {cmdp_true.value:.4f}, cost {cmdp_true.costs[0]:.4f}, "
       f"mu* = {mu_true:.4f}")
 print(f"exact CPG after {exact.episodes} steps: value {v_exact:.4f} (gap "
@@ -307,7 +307,7 @@ ax[0].set(ylim=(cmdp_true.value - 15, cmdp_true.value + 6), ylabel="discounted v
 ax[1].semilogy(steps, xrec["cost"][:, 0], "C0", label="exact CPG")
 ax[1].axhline(float(true.d[0]), color="C3", ls="--", lw=0.8, label="budget d")
 ax[1].set(ylabel="discounted cost", title="cost")
-ax[2].plot(steps, xrec["lambda"][:, 0], "C2", label=r"$\lambda$")
+ax[2].plot(steps, xrec["lam"][:, 0], "C2", label=r"$\lambda$")
 ax[2].axhline(mu_true, color="k", ls="--", lw=0.8, label=r"LP multiplier $\mu^*$")
 ax[2].set(ylabel=r"$\lambda$", title="multiplier")
 for a in ax:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import warnings
 from enum import StrEnum
 from pathlib import Path, PurePath
@@ -70,7 +71,26 @@ class Status(StrEnum):
 
 
 #: Former field names and the fields they read now (with a DeprecationWarning).
-ALIASES = {"cost": "costs", "cost_worst": "costs_worst"}
+ALIASES = {"cost": "costs", "cost_worst": "costs_worst", "multipliers": "lam",
+           "multiplier": "lam", "lower_cost": "lower_costs",
+           "upper_policy_cost": "upper_policy_costs", "min_robust_cost": "min_robust_costs"}
+#: Former names that a result stores under the new name when it is built or written
+#: (``Result(multipliers=x)`` holds ``lam``), so every result has one name for them.
+WRITTEN_AS = {"multipliers": "lam", "multiplier": "lam", "lower_cost": "lower_costs",
+              "upper_policy_cost": "upper_policy_costs",
+              "min_robust_cost": "min_robust_costs"}
+#: Modules whose reads of a former name do not warn: the solvers of ``ground_truth``
+#: read the multipliers of their own LP results under the former name (not the user's
+#: code, so there is nothing for a user to change).
+QUIET_READERS = ("rcmdp_exact.ground_truth.",)
+
+
+def _reader_is_quiet() -> bool:
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    name = "" if frame is None else str(frame.f_globals.get("__name__", ""))
+    return name.startswith(QUIET_READERS)
 
 #: The ``format`` entry of a saved result (JSON and ``.npz``).
 FORMAT = "rcmdp_exact.Result/1"
@@ -261,11 +281,22 @@ class Result(dict):
     1.0
     """
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for old, new in WRITTEN_AS.items():
+            if old in self:
+                value = dict.pop(self, old)
+                dict.setdefault(self, new, value)
+
+    def __setitem__(self, key, value):
+        super().__setitem__(WRITTEN_AS.get(key, key), value)
+
     def __missing__(self, key):
         new = ALIASES.get(key)
         if new is not None and new in self:
-            warnings.warn(f"the result field {key!r} is now called {new!r}",
-                          DeprecationWarning, stacklevel=3)
+            if not _reader_is_quiet():
+                warnings.warn(f"the result field {key!r} is now called {new!r}",
+                              DeprecationWarning, stacklevel=3)
             return self[new]
         raise KeyError(key)
 

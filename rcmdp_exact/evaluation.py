@@ -832,7 +832,7 @@ def evaluate_time_dependent(model: TabularCMDP, policy, discount: float = 1.0) -
     W = time_dependent_values(model.P_sparse, rc, pol, disc)
     value, costs = float(model.p0 @ W[:, 0]), model.p0 @ W[:, 1:]
     budget = rescaled_budget(model.d, model.gamma, T)
-    return Result(value=value, costs=costs, cost=costs, v=W[:, 0], c=W[:, 1:], horizon=T,
+    return Result(value=value, costs=costs, v=W[:, 0], c=W[:, 1:], horizon=T,
                   budget=budget, overshoot=costs - budget,
                   penalised_return=penalised_return(value, costs, budget))
 

@@ -53,7 +53,7 @@ from ._checks import (
     check_shape,
     rng_from,
 )
-from ._progress import tqdm
+from ._progress import progress_default, tqdm
 from ._result import Result
 from .evaluation import PolicySystem, check_proper, evaluate
 from .model import ModelError, TabularCMDP, check_model
@@ -519,7 +519,7 @@ def fd_step(x, step: float | None = None, order: int = 4) -> np.ndarray:
 
 
 def central_difference(f, x, step: float | None = None, order: int = 4,
-                       max_step=None, progress: bool = False) -> np.ndarray:
+                       max_step=None, progress: bool | None = None) -> np.ndarray:
     """Central differences of a scalar function in float64.
 
     Order 2: :math:`(f(x + h e_i) - f(x - h e_i)) / 2h`; order 4 (default):
@@ -541,8 +541,9 @@ def central_difference(f, x, step: float | None = None, order: int = 4,
         second-order one-sided stencil :math:`(-3 f(x) + 4 f(x + h) - f(x + 2h)) / 2h`
         towards the farther side when that side leaves room for the rule's step, and
         otherwise a central stencil shrunk to fit.
-    progress : bool
-        Show a progress bar over the coordinates.
+    progress : bool or None
+        Show a progress bar over the coordinates (default None: only when standard
+        error is a terminal).
     """
     order = _check_order(order)
     x = np.array(x, dtype=np.float64)
@@ -574,7 +575,8 @@ def central_difference(f, x, step: float | None = None, order: int = 4,
                 f"(max_step = {bound[i].tolist()}); move the parameters slightly"
             )
     grad = np.empty(n)
-    for i in tqdm(range(n), disable=not progress, desc="finite differences", leave=False):
+    for i in tqdm(range(n), disable=not progress_default(progress), desc="finite differences",
+                  leave=False):
         if kind[i] == 0:
             offsets, weights = _STENCILS[order]
         else:
@@ -593,7 +595,7 @@ def central_difference(f, x, step: float | None = None, order: int = 4,
 def finite_difference(model: TabularCMDP, params, lam=None, parametrisation="softmax",
                       adversary_params=None, adversary_parametrisation="softmax",
                       wrt: str = "policy", step: float | None = None, order: int = 4,
-                      progress: bool = False) -> np.ndarray:
+                      progress: bool | None = None) -> np.ndarray:
     """Central finite differences of :func:`lagrangian` (the independent reference).
 
     Parameters
@@ -760,7 +762,7 @@ def monte_carlo_estimator(model: TabularCMDP, params, estimator: str, n_episodes
                           seed=None, lam=None, parametrisation="softmax",
                           adversary_params=None, adversary_parametrisation="softmax",
                           horizon="model", directions=None, batch_size: int = 2000,
-                          progress: bool = False) -> Result:
+                          progress: bool | None = None) -> Result:
     """Sample a gradient estimator over independent episodes (seeded).
 
     Each episode gives one sample :math:`X_i = \\sum_{t<T} w_t\\, U_t\\, \\nabla \\log
@@ -826,8 +828,8 @@ def monte_carlo_estimator(model: TabularCMDP, params, estimator: str, n_episodes
     ptotal = None if D is None else np.zeros(D.shape[0])
     ptotal_sq = None if D is None else np.zeros(D.shape[0])
     done = 0
-    bar = tqdm(total=int(n_episodes), disable=not progress, desc=f"sampling {est.name}",
-               leave=False)
+    bar = tqdm(total=int(n_episodes), disable=not progress_default(progress),
+               desc=f"sampling {est.name}", leave=False)
     while done < n_episodes:
         N = min(batch_size, int(n_episodes) - done)
         ep = rollout_arrays(model.p0, model.terminal, pi, outcomes, q_out, N, T, rng)

@@ -35,6 +35,7 @@ __all__ = [
     "MAX_EPISODES",
     "MAX_EVALUATIONS",
     "MAX_HIDDEN",
+    "MAX_HORIZON",
     "MAX_MC_EPISODES",
     "MAX_RANDOM_MODELS",
     "MAX_SAMPLED_EPISODES",
@@ -51,10 +52,15 @@ __all__ = [
     "RUN_OPTIONS",
     "SAMPLED_MULTIPLIER_UPDATES",
     "SCHEDULES",
+    "SET_KINDS",
+    "SET_NOTES",
     "SUITES",
     "TABLE1_ALGORITHMS",
     "TESTS",
     "TEST_SUITES",
+    "USER_DOMAIN",
+    "USER_ESTIMATION_EPISODES",
+    "USER_TEST",
     "VARIANTS",
     "WORKERS_PER_CPU",
 ]
@@ -72,6 +78,27 @@ ESTIMATION_EPISODES = {
     "inventory": {"paper": 100, "reference": 10},
     "nav1": {"paper": 100, "reference": 20},
     "nav2": {"paper": 10_000, "reference": 10_000},
+}
+
+#: Your own model (``--model PATH.npz``): the name it has as a domain and as a test of
+#: ``rcmdp reproduce`` (the model itself and the perturbations of ``--perturbations``),
+#: and the default number of estimation episodes of the uniform random policy on it.
+USER_DOMAIN = "model"
+USER_TEST = "model"
+USER_ESTIMATION_EPISODES = 100
+
+#: The kinds of uncertainty set the commands estimate from data (``--set``), the
+#: paper's L1 ball first (the default), and how each is built from the counts of the
+#: estimation phase (``docs/sets.md``).
+SET_KINDS = ("l1", "weighted-l1", "linf", "interval", "kl", "s-l1")
+SET_NOTES = {
+    "l1": "the paper's Hoeffding L1 ball (sa-rectangular)",
+    "weighted-l1": "the Hoeffding L1 ball written as a weighted L1 ball with unit weights",
+    "linf": "the per-entry Hoeffding L-infinity ball around the smoothed frequencies",
+    "interval": "the per-entry Hoeffding interval set (a bounded-parameter MDP)",
+    "kl": "the KL ball that contains the per-entry Hoeffding box",
+    "s-l1": "the s-rectangular L1 set whose budget per state is the sum of the L1 "
+            "ball's radii over its actions (it contains the L1 ball)",
 }
 
 #: Initial Lagrange multiplier of the paper's learners (and the lam of ``rcmdp verify``):
@@ -208,6 +235,9 @@ MAX_HIDDEN = 10**4
 #: Branch-and-bound boxes of the bracket (``ground-truth --max-boxes``): every open
 #: box is kept in memory.
 MAX_BOXES = 10**6
+#: The horizon T given to your own model (``--horizon``): the test metric takes one
+#: backward-induction step per time step, and the learners sample episodes of T steps.
+MAX_HORIZON = 10**6
 #: Local worker processes: at most this many per CPU (``os.cpu_count()``); more only
 #: wait for a core and each holds its own copy of the models (about 270 MB).
 WORKERS_PER_CPU = 4
@@ -231,4 +261,6 @@ LIMITS = {
     "hidden": (MAX_HIDDEN, "hidden units",
                "the finite differences take one evaluation per parameter"),
     "boxes": (MAX_BOXES, "branch-and-bound boxes", "every open box is kept in memory"),
+    "horizon": (MAX_HORIZON, "steps of the horizon",
+                "the test metric takes one backward-induction step per time step"),
 }

@@ -155,7 +155,7 @@ def kernel_outcomes(model: TabularCMDP, kernel=None, outcomes=None):
 
 def rollout(model: TabularCMDP, policy, n_episodes: int, seed=None, *, horizon=None,
             kernel=None, outcomes=None, batch_size: int = 4096,
-            progress: bool = False) -> Episodes:
+            progress=None) -> Episodes:
     r"""Sample episodes of a stationary policy (the package's one sampler).
 
     Episodes start in a state drawn from ``model.p0``, take actions from ``policy`` and
@@ -178,8 +178,8 @@ def rollout(model: TabularCMDP, policy, n_episodes: int, seed=None, *, horizon=N
         The dynamics, as in :func:`kernel_outcomes` (default: the model's own ``P``).
     batch_size : int >= 1
         Episodes simulated at once (does not change the result).
-    progress : bool
-        Show a progress bar over the batches.
+    progress : bool or None
+        Show a progress bar over the batches (None: when standard error is a terminal).
 
     Returns
     -------
@@ -195,16 +195,19 @@ def rollout(model: TabularCMDP, policy, n_episodes: int, seed=None, *, horizon=N
     B = check_int(batch_size, "batch_size", 1)
     rng = rng_from(seed)
     nxt, prob = kernel_outcomes(model, kernel, outcomes)
-    return rollout_arrays(model.p0, model.terminal, pi, nxt, prob, E, T, rng, B, progress)
+    from ._progress import progress_default
+
+    return rollout_arrays(model.p0, model.terminal, pi, nxt, prob, E, T, rng, B,
+                          progress_default(progress))
 
 
 def rollout_arrays(p0, terminal, pi, nxt, prob, n_episodes: int, horizon: int,
                    rng: np.random.Generator, batch_size: int = 4096,
-                   progress: bool = False) -> Episodes:
+                   progress=None) -> Episodes:
     """:func:`rollout` on validated arrays (no checks): p0 (S,), terminal (S,) bool,
     pi (S, A), the outcome form ``nxt``, ``prob`` (S, A, O), and a Generator."""
     E, T = int(n_episodes), int(horizon)
-    from ._progress import tqdm
+    from ._progress import progress_default, tqdm
 
     S, A, O = nxt.shape
     cdf_p0 = np.cumsum(p0)[None, :]
@@ -217,7 +220,8 @@ def rollout_arrays(p0, terminal, pi, nxt, prob, n_episodes: int, horizon: int,
     outs = np.empty(shape, dtype=np.int64)
     next_states = np.empty(shape, dtype=np.int64)
     alive = np.empty(shape, dtype=bool)
-    with tqdm(total=E, desc="rollouts", disable=not progress, leave=False) as bar:
+    with tqdm(total=E, desc="rollouts", disable=not progress_default(progress),
+              leave=False) as bar:
         for lo in range(0, E, batch_size):
             hi = min(E, lo + batch_size)
             u = uniforms(rng, hi - lo, T)

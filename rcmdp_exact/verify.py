@@ -258,7 +258,7 @@ def verify_theorems(model: TabularCMDP, lam=None, *, label: str | None = None,
                     parametrisations=("softmax", "mlp"), estimators=None, horizons=("model",),
                     seed=0, hidden: int = DEFAULT_HIDDEN, order: int = 4,
                     n_episodes: int = 0, mc_level: float = 0.99, tol: float = EXACT_TOL,
-                    progress: bool = False) -> VerifyTable:
+                    progress=None) -> VerifyTable:
     """Compare the theorems and the sampled estimators with finite differences.
 
     Parameters
@@ -301,6 +301,9 @@ def verify_theorems(model: TabularCMDP, lam=None, *, label: str | None = None,
     -------
     VerifyTable
     """
+    from ._progress import progress_default
+
+    progress = progress_default(progress)
     check_model(model)
     check_real(mc_level, "mc_level", 0.0, 1.0, low_open=True, high_open=True)
     check_real(tol, "tol", 0.0, low_open=True)
@@ -459,17 +462,19 @@ def suite_models(domains=("inventory", "nav1", "nav2"), n_random: int = 2,
 def verify_suite(domains=("inventory", "nav1", "nav2"), n_random: int = 2,
                  variants: bool = True, parametrisations=("softmax", "mlp"), seed: int = 0,
                  hidden: int = DEFAULT_HIDDEN, n_episodes: int = 0, mc_level: float = 0.99,
-                 tol: float = EXACT_TOL, progress: bool = False) -> VerifyTable:
+                 tol: float = EXACT_TOL, progress=None) -> VerifyTable:
     """Run :func:`verify_theorems` on every model of :func:`suite_models`."""
-    from ._progress import tqdm
+    from ._progress import progress_default, tqdm
 
     check_int(n_random, "n_random", 0)
+    progress = progress_default(progress)
     table = VerifyTable()
     models = suite_models(domains, n_random, variants, parametrisations)
     for label, model, lam, kinds, horizons in tqdm(models, desc="verify", disable=not progress):
         table = table + verify_theorems(model, lam, label=label, parametrisations=kinds,
                                         horizons=horizons, seed=seed, hidden=hidden,
-                                        n_episodes=n_episodes, mc_level=mc_level, tol=tol)
+                                        n_episodes=n_episodes, mc_level=mc_level, tol=tol,
+                                        progress=False)
     return table
 
 

@@ -640,3 +640,32 @@ def test_conversions_do_not_import_the_model():
     imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     assert not any(m and m.endswith("model") for m in imported), imported
     assert "gymnasium" not in imported and "quantecon" not in imported
+
+
+def test_frozen_lake_with_a_cost_on_holes_through_the_solvers():
+    """The issue's acceptance path: FrozenLake 4x4 with a cost on entering a hole, loaded
+    from Gymnasium; solve_mdp (each method) equals QuantEcon's DiscreteDP.solve on arrays
+    built from the table to 1e-10; solve_cmdp finds the constrained optimum (a budget
+    below the unconstrained optimum's hole cost binds); rcmdp_bracket runs on an L1 ball
+    and its certified lower side is no better than the nominal CMDP optimum (a robust-
+    feasible policy is feasible for the nominal model, which is in the ball)."""
+    from quantecon.markov import DiscreteDP
+
+    import rcmdp_exact as rx
+
+    env = frozen_lake(True)
+    Q, R, _ = table_arrays(env)
+    qe = DiscreteDP(R, Q, 0.99).solve(method="policy_iteration")
+    desc = env.unwrapped.desc.astype(str).ravel()
+    holes = (desc == "H").astype(float)
+    m = TabularCMDP.from_gymnasium(env, costs=holes, d=[0.5], gamma=0.99)
+    for method in ("policy_iteration", "value_iteration", "modified_policy_iteration", "lp"):
+        np.testing.assert_allclose(rx.solve_mdp(m, method).v, qe.v, rtol=0, atol=1e-10)
+    free = rx.evaluate(m, rx.solve_mdp(m).policy)
+    cm = m.replace(d=[0.5 * float(free.costs[0])])
+    opt = rx.solve_cmdp(cm)
+    assert opt.status == "optimal" and opt.costs[0] <= cm.d[0] + 1e-9
+    assert opt.value < free.value  # the budget binds
+    br = rx.rcmdp_bracket(cm, rx.l1_ball(cm, 0.1), progress=False, max_boxes=20,
+                          time_limit=20.0, variants=())
+    assert br.lower <= br.upper and br.lower <= opt.value + 1e-9

@@ -91,3 +91,67 @@ def test_the_package_calls_none_of_its_deprecated_names():
         rx.robust_evaluate(m, np.full((4, 2), 0.5), ball, "lagrangian", lam=1.0)
         rx.solve_cmdp(m)
         rx.rcmdp_bracket(m, ball, progress=False, time_limit=5.0, max_boxes=20)
+
+
+# --------------------------------------------------------------------------- one vocabulary
+def test_the_multipliers_are_called_lam_and_the_former_names_warn():
+    m = domains.garnet(5, 3, 2, n_constraints=1, seed=3)
+    opt = rx.solve_cmdp(m)
+    assert "lam" in opt and "multipliers" not in opt
+    with pytest.warns(DeprecationWarning, match="'multipliers' is now called 'lam'"):
+        old = opt.multipliers
+    assert old is opt.lam
+    # the LP's multiplier is the budget's shadow price: dV*/dd by a finite difference
+    h = 1e-4
+    up = rx.solve_cmdp(m.replace(d=m.d + h)).value
+    down = rx.solve_cmdp(m.replace(d=m.d - h)).value
+    assert opt.lam[0] == pytest.approx((up - down) / (2 * h), abs=1e-5)
+    br = rx.rcmdp_bracket(m, rx.l1_ball(m, 0.1), progress=False, max_boxes=5)
+    with pytest.warns(DeprecationWarning, match="'multiplier' is now called 'lam'"):
+        assert br.multiplier is br.lam
+    res = rx.Result(multipliers=np.ones(2))
+    assert list(res) == ["lam"]
+    res.multiplier = np.zeros(1)
+    assert list(res) == ["lam"] and res.lam[0] == 0.0
+
+
+def test_training_records_and_results_keep_their_former_names_for_a_release(tmp_path):
+    from rcmdp_exact.learners import TrainResult, train
+
+    m = domains.garnet(5, 3, 2, n_constraints=1, seed=3).replace(horizon=10)
+    res = train(m, "cpg", seed=0, episodes=6, eval_every=3, progress=False)
+    rec = res.records
+    assert "lam" in rec and "lambda" not in rec and "eval_train_greedy_penalised_return" in rec
+    with pytest.warns(DeprecationWarning, match="'lambda' is now called 'lam'"):
+        assert rec["lambda"] is rec["lam"]
+    with pytest.warns(DeprecationWarning, match="penalised_return"):
+        assert rec.get("eval_train_greedy_penalised") is rec["eval_train_greedy_penalised_return"]
+    with pytest.warns(DeprecationWarning, match="lam_adv"):
+        assert np.isnan(res.lambda_adv)
+    assert np.array_equal(res.policy, res.policy_table())
+    # a result saved under the former names loads with the new ones
+    path = res.save(tmp_path / "new")
+    with np.load(path, allow_pickle=False) as f:
+        data = {k: f[k] for k in f.files}
+    import json
+
+    meta = json.loads(str(data["meta_json"]))
+    meta["lambda_adv"] = meta.pop("lam_adv")
+    data["meta_json"] = np.array(json.dumps(meta))
+    data = {("rec__lambda" if k == "rec__lam" else k): v for k, v in data.items()}
+    np.savez(tmp_path / "old.npz", **data)
+    old = TrainResult.load(tmp_path / "old.npz")
+    np.testing.assert_array_equal(old.records["lam"], rec["lam"])
+    np.testing.assert_array_equal(old.policy, res.policy)
+    assert np.isnan(old.lam_adv)
+
+
+def test_ground_truth_table_takes_its_former_parameter_names():
+    from rcmdp_exact.experiments.ground_truth_table import ground_truth_table
+
+    with pytest.warns(DeprecationWarning, match="bracket_time"):
+        t = ground_truth_table(["nav2"], episodes="reference", bracket_time=7.0, n_draws=1,
+                               variants=(), progress=False, max_boxes=1)
+    assert t.options["episodes"] == "reference" and t.options["bracket_time"] == 7.0
+    with pytest.raises(TypeError, match="budget"):
+        ground_truth_table(["nav2"], budget=1)

@@ -6,7 +6,9 @@ gradient of :func:`rcmdp_exact.policy_gradient`), the multiplier by projected gr
 ascent on [0, 500], a start drawn from ``seed``.  Each "episode" is one exact step; the
 records have the contract's names (``length``, ``return``, ``cost`` (E, K),
 ``lambda``).  ``RCMDP_STANDIN_SLEEP`` (seconds) slows every call down without changing
-its result (for the interruption tests).
+its result (for the interruption tests); with ``RCMDP_STANDIN_MARK`` (a folder) each
+call writes the file ``<pid>`` there when it starts to sleep, so that a test knows which
+process is inside a job.
 """
 
 import os
@@ -54,6 +56,10 @@ def standin_train(model, algorithm, *, ball=None, seed=0, episodes=5000, critic=
         if constrained:
             lam = float(np.clip(lam + 0.5 * (cost - model.d[0]), 0.0, 500.0))
         rec["return"][e], rec["cost"][e, 0], rec["lambda"][e] = value, cost, lam
+    mark = os.environ.get("RCMDP_STANDIN_MARK")
+    if mark:
+        with open(os.path.join(mark, str(os.getpid())), "w") as fh:
+            fh.write(f"{algorithm} {seed}\n")
     time.sleep(float(os.environ.get("RCMDP_STANDIN_SLEEP", "0")))
     return StandinResult(_softmax(theta), rec)
 

@@ -310,7 +310,7 @@ def test_reproduce_with_the_learners(tmp_path, capsys):
     assert len(rows) == 2 * 2 * 2 and all(r["n_seeds"] == 2 for r in rows)
     # no policy beats the exact bound of the test, whatever it learned
     assert all(r["mean"] <= r["bound"] + 1e-9 for r in rows)
-    assert {"return", "cost[0]", "lambda[0]", "eval_true_stochastic_test_value"} <= names
+    assert {"return", "cost[0]", "lam[0]", "eval_true_stochastic_test_value"} <= names
 
 
 @pytest.mark.parametrize("argv, fact", [

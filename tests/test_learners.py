@@ -277,7 +277,7 @@ def test_records_and_save_load_round_trip(nav1, tmp_path):
     E, K = 7, model.n_constraints
     for name in EPISODE_RECORDS:
         assert rec[name].shape[0] == E, name
-    assert rec["cost"].shape == (E, K) and rec["lambda"].shape == (E, K)
+    assert rec["cost"].shape == (E, K) and rec["lam"].shape == (E, K)
     assert np.array_equal(rec["episode"], np.arange(1, E + 1))
     assert np.array_equal(np.cumsum(rec["length"]), rec["steps"])
     assert list(rec["eval_episode"]) == [3, 6, 7]
@@ -299,7 +299,7 @@ def test_records_and_save_load_round_trip(nav1, tmp_path):
     assert back.records.keys() == rec.keys()
     for k in rec:
         assert np.array_equal(back.records[k], rec[k], equal_nan=True), k
-    assert back.lambda_adv == res.lambda_adv
+    assert back.lam_adv == res.lam_adv
     with pytest.raises(InputError):
         res.save(path, force=False)
     mix = _short(model, est.ball, "adversarial-rcpg", adversary_form="mixture", episodes=3)
@@ -393,7 +393,7 @@ def test_adversary_prefit_and_multiplier(nav1):
     assert res.info["prefit_inside"] == 1.0 and res.records["adv_inside"][0] == 1.0
     rec = res.records
     outside = rec["adv_inside"] < 1.0
-    assert outside.any() and rec["lambda_adv"][-1] > 1.0
+    assert outside.any() and rec["lam_adv"][-1] > 1.0
     firm = train(model, "adversarial-rcpg", ball=est.ball, episodes=150, seed=0,
                  eval_every=None, progress=False, lambda_adv_init=500.0)
     assert firm.records["adv_inside"].mean() >= 0.95 <= firm.records["adv_inside"][-1]
@@ -419,7 +419,7 @@ def test_exact_gradient_mode_pg_is_infeasible_on_inventory(inventory):
     res = train(model, "pg", gradient="exact", entropy=0.0, episodes=300, eval_every=None,
                 progress=False)
     assert res.records["eval_train_stochastic_cost"][-1, 0] > 1.5 * model.d[0]
-    assert np.all(res.records["lambda"] == 0.0)
+    assert np.all(res.records["lam"] == 0.0)
 
 
 def test_exact_gradient_mode_is_deterministic_and_follows_the_gradient(nav1):

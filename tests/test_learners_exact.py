@@ -45,7 +45,7 @@ def test_exact_cpg_reaches_the_lp_optimum_and_pg_does_not_respect_the_budget():
     assert abs(opt.value - value) <= 0.5
     assert cost <= 1.01 * d
     # the multiplier found is the LP's dual
-    assert cpg.lam[0] == pytest.approx(float(opt.multipliers[0]), abs=0.02)
+    assert cpg.lam[0] == pytest.approx(float(opt.lam[0]), abs=0.02)
     pg = train(model, "pg", gradient="exact", entropy=0.0, episodes=5000, eval_every=None,
                progress=False)
     assert pg.records["eval_train_stochastic_cost"][-1, 0] > 2 * d
@@ -59,7 +59,7 @@ def test_exact_mode_defaults_are_the_documented_ones(tmp_path):
     for name, value in EXACT_DEFAULTS.items():
         assert getattr(s, name) == value, name
     # the multiplier stays at its start value during the warm-up
-    assert np.all(res.records["lambda"] == EXACT_DEFAULTS["lambda_init"])
+    assert np.all(res.records["lam"] == EXACT_DEFAULTS["lambda_init"])
     sampled = train(model, "cpg", episodes=1, eval_every=None, progress=False)
     assert sampled.settings.multiplier_update == "adam-log"
     assert sampled.settings.feature_centre is False
@@ -181,7 +181,7 @@ def test_multiplier_warm_up_in_the_sampled_loop():
     kw = dict(episodes=4, seed=0, eval_every=None, progress=False, multiplier_start=2)
     a = train(model, "cpg", **kw)
     b = train(model, "cpg", backend="numpy", **kw)
-    lam = a.records["lambda"][:, 0]
+    lam = a.records["lam"][:, 0]
     assert lam[0] == lam[1] == 50.0 and lam[2] != 50.0
-    np.testing.assert_allclose(a.records["lambda"], b.records["lambda"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a.records["lam"], b.records["lam"], rtol=0, atol=1e-12)
     np.testing.assert_allclose(a.policy_params, b.policy_params, rtol=0, atol=1e-12)

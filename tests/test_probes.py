@@ -249,7 +249,7 @@ def test_verify_refuses_a_selection_with_no_check(tmp_path):
 
 
 @pytest.mark.parametrize("args, facts", [
-    (["ground-truth", "--variants", "value", "--no-variants", "--bracket-time", "-1"],
+    (["ground-truth", "--variants", "value", "--no-variants", "--time-limit", "-1"],
      ["--variants value", "--no-variants", "contradict"]),
     (["verify", "--tabular-only", "--hidden", "50", "--tol", "-1"],
      ["--hidden", "--tabular-only"]),
@@ -319,11 +319,15 @@ def test_report_removes_the_stale_files_of_another_report_only(store, tmp_path, 
         (rep / name).write_bytes(b"old")
     (rep / "notes.txt").write_text("mine")
     (rep / "test_2B.png.keep").write_text("mine")
-    proc = rcmdp(tmp_path, "report", "--db", store, "--out", rep, "--no-progress")
+    # the files of another report are existing outputs: refused without --force
+    has(one_line(rcmdp(tmp_path, "report", "--db", store, "--out", rep, "--no-progress")),
+        "--out", "report files of an unknown results store", "table1.md", "--force")
+    assert (rep / "table1.md").read_bytes() == b"old"
+    proc = rcmdp(tmp_path, "report", "--db", store, "--out", rep, "--no-progress", "--force")
     assert proc.returncode == 0, proc.stderr
     names = sorted(p.name for p in rep.iterdir())
-    assert names == ["notes.txt", "report.md", "table1.csv", "table1.md", "test_1A.png",
-                     "test_2B.png.keep", "training_nav1.png"]
+    assert names == [".rcmdp-report.json", "notes.txt", "report.md", "table1.csv", "table1.md",
+                     "test_1A.png", "test_2B.png.keep", "training_nav1.png"]
     assert (rep / "notes.txt").read_text() == "mine"
     assert (rep / "table1.csv").read_bytes() == (reference / "table1.csv").read_bytes()
     assert "removed" in proc.stdout and "test_2B.png" in proc.stdout
@@ -365,22 +369,29 @@ def _cmdline(pid: int) -> str:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
 def test_workers_end_when_the_driver_is_killed(tmp_path):
-    """SIGKILL of ``rcmdp reproduce`` (no handler can run) while its two workers are
-    busy with long jobs: the workers are gone within a few seconds."""
+    """SIGKILL of ``rcmdp reproduce`` (no handler can run) while its workers are busy
+    with long jobs: the workers are gone within a few seconds.  A job marks its process
+    when it starts its 120 s sleep (``RCMDP_STANDIN_MARK``), so the kill lands inside it."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
     proc = subprocess.Popen(
         [sys.executable, "-m", "rcmdp_exact", "reproduce", *SMALL, "--workers", "2",
-         "--out", "out"], cwd=tmp_path, env=_env(RCMDP_STANDIN_SLEEP=120),
+         "--out", "out"], cwd=tmp_path,
+        env=_env(RCMDP_STANDIN_SLEEP=120, RCMDP_STANDIN_MARK=marks),
         preexec_fn=_limits, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True)
     workers: list = []
     try:
-        def busy():  # two workers, one inside its (first, 120 s) job
-            workers[:] = [p for p in _children(proc.pid) if "LokyProcess" in _cmdline(p)]
-            return len(workers) == 2 and max(map(_cpu_seconds, workers)) >= 0.5
-        deadline = time.monotonic() + 120
-        while not busy():
-            assert proc.poll() is None and time.monotonic() < deadline, "no workers"
+        deadline = time.monotonic() + 300
+        while not any(marks.iterdir()):
+            assert proc.poll() is None, "the driver ended before any job started"
+            assert time.monotonic() < deadline, "no job started within 300 s"
             time.sleep(0.05)
+        time.sleep(0.5)  # let the other worker take its job too
+        inside = {int(f.name) for f in marks.iterdir()}
+        workers[:] = sorted(inside | {p for p in _children(proc.pid)
+                                      if "LokyProcess" in _cmdline(p)})
+        assert inside <= set(_children(proc.pid)), "a marked job runs outside the pool"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         deadline = time.monotonic() + 10
@@ -534,7 +545,7 @@ def test_report_on_a_full_disk(store, tmp_path, reference):
     rep = tmp_path / "rep"
     rep.mkdir()
     (rep / "test_1A.png").write_bytes(b"the previous figure")
-    proc = rcmdp(tmp_path, "report", "--db", store, "--out", rep, "--no-progress",
+    proc = rcmdp(tmp_path, "report", "--db", store, "--out", rep, "--no-progress", "--force",
                  preexec_fn=_fsize_limit(40_000))
     line = one_line(proc)
     has(line, "the report cannot be written", "File too large", "test_1A.png",

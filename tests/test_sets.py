@@ -43,10 +43,15 @@ from rcmdp_exact.uncertainty import (
     kl_divergence,
     weissman_radius,
 )
-from rcmdp_exact.uncertainty._rows import weighted_threshold
+from rcmdp_exact.uncertainty._rows import rowdot, weighted_threshold
 from rcmdp_exact.uncertainty.linf import worst_case_interval
+from rcmdp_exact.uncertainty.weighted_l1 import (
+    COMPILED_MIN,
+    weighted_l1_violation,
+    worst_case_weighted_l1,
+)
 from rcmdp_exact.uncertainty.weighted_l1 import _lp_rows as weighted_l1_lp_rows
-from rcmdp_exact.uncertainty.weighted_l1 import worst_case_weighted_l1
+from rcmdp_exact.uncertainty.weighted_l1_numba import MAX_ROUNDS, weighted_select
 
 KINDS = ("weighted_l1", "linf", "interval", "kl")
 #: Rows of one hypothesis example (a batch axis J makes up the difference).
@@ -363,6 +368,149 @@ def test_weighted_l1_functional_form_and_zero_radius_rows():
         np.testing.assert_allclose(one.p[0], res.p[i], atol=1e-15)
 
 
+def as_rows(uset, z):
+    """A weighted ball's arrays and a batch z (J, S, A, S) as rows (N, S)."""
+    J, S, A, _ = z.shape
+    N = J * S * A
+
+    def rows(a):
+        return np.broadcast_to(a, (J, *a.shape)).reshape(N, *a.shape[2:])
+
+    return (rows(uset.nominal), z.reshape(N, S), rows(uset.alpha), rows(uset.weights),
+            rows(uset.support))
+
+
+def check_compiled_against_numpy(Q, Z, alpha, W, sup):
+    """The compiled and the numpy solver: the same kernel and value, both in the ball."""
+    ref = worst_case_weighted_l1(Q, Z, alpha, W, sup, backend="numpy")
+    res = worst_case_weighted_l1(Q, Z, alpha, W, sup, backend="numba")
+    scale = row_scale(Z)
+    np.testing.assert_array_less(np.abs(res.value - ref.value), 1e-12 * scale)
+    np.testing.assert_allclose(res.p, ref.p, rtol=0, atol=1e-12)
+    assert (weighted_l1_violation(res.p, Q, alpha, np.where(sup, W, 1.0), sup)
+            <= 1e-12).all()
+    np.testing.assert_array_less(np.abs(rowdot(res.p, Z) - res.value), 1e-12 * scale)
+    zero = alpha == 0
+    np.testing.assert_array_equal(res.p[zero], Q[zero])  # the nominal row, bit for bit
+    return res
+
+
+@settings(max_examples=examples(60))
+@given(data=st.data())
+def test_weighted_l1_compiled_solver_matches_numpy(data):
+    """At least 60 x 20 = 1,200 rows (ties, zero and whole-simplex radii, integer,
+    continuous and unit weights, restricted supports): the compiled row loop gives the
+    numpy solver's kernel to 1e-12."""
+    uset, z = data.draw(cases("weighted_l1", max_S=30))
+    check_compiled_against_numpy(*as_rows(uset, z))
+
+
+@settings(max_examples=examples(30))
+@given(N=st.integers(1, 6), n=st.integers(2, 1000), seed=st.integers(0, 2**32 - 1),
+       zk=st.sampled_from(["normal", "ties", "block"]),
+       wk=st.sampled_from(["uniform", "integers", "ones"]), restricted=st.booleans())
+def test_weighted_l1_compiled_long_rows_match_numpy(N, n, seed, zk, wk, restricted):
+    """Long rows: the quickselect of the compiled greedy runs many rounds."""
+    rng = np.random.default_rng(seed)
+    sup = (rng.random((N, n)) < 0.5) if restricted else np.ones((N, n), dtype=bool)
+    sup[:, 0] = True
+    Q = rng.dirichlet(np.full(n, 0.7), size=N) * sup * (rng.random((N, n)) < 0.9)
+    Q[:, 0] += Q.sum(axis=1) == 0
+    Q /= Q.sum(axis=1, keepdims=True)
+    Z = (rng.integers(-3, 4, (N, n)).astype(float) if zk == "ties" else
+         rng.normal(size=(N, n)))
+    if zk == "block":
+        Z[:, : n // 2] = Z[:, :1]
+    W = (rng.uniform(0.2, 3.0, (N, n)) if wk == "uniform" else
+         rng.integers(1, 4, (N, n)).astype(float) if wk == "integers" else np.ones((N, n)))
+    alpha = rng.uniform(0.0, 2.0 * W.max(), N) * rng.choice([0.0, 0.01, 0.1, 1.0], N)
+    check_compiled_against_numpy(Q, Z, alpha, W, sup)
+
+
+@pytest.mark.parametrize("n", [64, 200, 1000])
+def test_weighted_l1_compiled_long_rows_match_cvxpy(n):
+    rng = np.random.default_rng(n + 1)
+    N = 6
+    Q = rng.dirichlet(np.full(n, 0.7), size=N)
+    Z = rng.normal(size=(N, n))
+    Z[:, ::7] = Z[:, :1]  # ties
+    W = rng.uniform(0.2, 3.0, (N, n))
+    W[:, ::5] = 1.0  # equal weights
+    alpha = np.array([0.01, 0.1, 0.5, 1.0, 2.0, 10.0])
+    ex = worst_case_weighted_l1(Q, Z, alpha, W, backend="numba")
+    _, lp_value, ok = weighted_l1_lp_rows(Q, Z, W, alpha, np.ones((N, n), dtype=bool))
+    assert ok.all()
+    np.testing.assert_allclose(ex.value, lp_value, rtol=0, atol=1e-9)
+    dist = (W * np.abs(ex.p - Q)).sum(axis=1)
+    assert (dist <= alpha + 1e-12).all() and (ex.p >= 0).all()
+    np.testing.assert_allclose(ex.p.sum(axis=1), 1.0, atol=1e-12)
+
+
+def test_weighted_l1_compiled_two_receivers():
+    """The example of the module docstring, where the optimum splits the mass."""
+    res = worst_case_weighted_l1([[1.0, 0.0, 0.0]], [[10.0, 0.0, 5.0]], [5.0],
+                                 [[1.0, 10.0, 1.0]], backend="numba")
+    np.testing.assert_allclose(res.p[0], [0.0, 1 / 3, 2 / 3], rtol=0, atol=1e-15)
+    assert res.value[0] == pytest.approx(10 / 3, abs=1e-14)
+
+
+@pytest.mark.parametrize(("S", "J", "backend"), [(8, 1, "numpy"), (30, 2, "numpy"),
+                                                 (70, 1, "numba"), (40, 3, "numba")])
+def test_weighted_l1_ball_chooses_its_backend_by_batch_size(S, J, backend):
+    """The set answers small batches in numpy and batches of at least COMPILED_MIN
+    entries with the compiled solver (bit for bit the forced backend)."""
+    rng = np.random.default_rng(S)
+    A = 4
+    big = J * S * A * S >= COMPILED_MIN
+    assert big == (backend == "numba")
+    P, sup = random_nominal(rng, S, A, True)
+    ball = WeightedL1Ball(P, rng.uniform(0.0, 2.0, (S, A)), rng.uniform(0.5, 2.0, (S, A, S)),
+                          sup)
+    z = rng.normal(size=(J, S, A, S))
+    res = ball.worst_case(z)
+    Q, Z, alpha, W, supr = as_rows(ball, z)
+    forced = worst_case_weighted_l1(Q, Z, alpha, W, supr, backend=backend)
+    np.testing.assert_array_equal(res.p.reshape(Q.shape), forced.p)
+    np.testing.assert_array_equal(res.value.reshape(-1), forced.value)
+    check_compiled_against_numpy(Q, Z, alpha, W, supr)
+
+
+@settings(max_examples=examples(40))
+@given(m=st.integers(0, 400), seed=st.integers(0, 2**32 - 1), ties=st.booleans(),
+       max_rounds=st.sampled_from([0, 1, 3, MAX_ROUNDS]))
+def test_weighted_select_matches_a_sort(m, seed, ties, max_rounds):
+    """The compiled greedy threshold (quickselect, and its sort after max_rounds)
+    against a sort: the first key value whose cumulative weight reaches the target."""
+    rng = np.random.default_rng(seed)
+    key = rng.integers(-5, 5, m).astype(float) if ties else rng.normal(size=m)
+    c = rng.random(m) * (rng.random(m) < 0.8)
+    acc = rng.random()
+    total = c.sum()
+    reachable = total > 0 and rng.random() < 0.85
+    target = acc + (total * rng.uniform(1e-3, 0.999) if reachable else
+                    total * rng.uniform(1.001, 1.1) + 1e-3)
+    kappa, below, tied, found = weighted_select(key.copy(), c.copy(), np.empty(m),
+                                                np.empty(m), m, acc, target, max_rounds)
+    if not reachable:
+        assert not found
+        assert below == pytest.approx(acc + total, rel=1e-12)
+        return
+    assert found
+    values = np.unique(key)
+    reach = acc + np.array([c[key <= x].sum() for x in values])
+    ref = values[np.flatnonzero(reach >= target)[0]]
+    # the same key, up to keys of zero weight between the two
+    assert c[(key > min(ref, kappa)) & (key < max(ref, kappa))].sum() == 0
+    assert below == pytest.approx(acc + c[key < kappa].sum(), rel=1e-12)
+    assert tied == pytest.approx(c[key == kappa].sum(), rel=1e-12, abs=1e-15)
+    assert below <= target <= below + tied
+
+
+def test_weighted_l1_backend_is_checked():
+    with raises_fact(rx.InputError, "backend", "'fast'", "numba"):
+        worst_case_weighted_l1([[1.0]], [[0.0]], [0.1], [[1.0]], backend="fast")
+
+
 # --------------------------------------------------------------------------- interval / L-inf
 def test_interval_greedy_by_hand():
     lo = np.array([[[0.1, 0.2, 0.0]]] * 3)
@@ -554,20 +702,21 @@ def test_finite_set_evaluation_takes_the_worst_member():
     K = np.stack([model.P] + [rng.dirichlet(np.ones(5), size=(5, 2)) for _ in range(3)])
     fs = FiniteSet(K)
     policy = rng.dirichlet(np.ones(2), size=5)
-    res = fs.evaluate(model, policy, lam=[0.5, 1.0])
+    res = rx.robust_evaluate(model, policy, fs, "value", lam=[0.5, 1.0])
     each = [rx.evaluate(model.with_transitions(P), policy, [0.5, 1.0]) for P in K]
     values = np.array([e.value for e in each])
     costs = np.array([e.costs for e in each])
-    assert res.value == values.min() and res.value_member == int(np.argmin(values))
-    np.testing.assert_array_equal(res.cost, costs.max(axis=0))
-    np.testing.assert_array_equal(res.cost_member, np.argmax(costs, axis=0))
-    assert res.lagrangian == min(e.lagrangian_p0 for e in each)
+    assert res.value == values.min() and res.member == int(np.argmin(values))
+    np.testing.assert_array_equal(res.costs_worst, costs.max(axis=0))
+    np.testing.assert_array_equal(res.cost_members, np.argmax(costs, axis=0))
+    lag = rx.robust_evaluate(model, policy, fs, "lagrangian", lam=[0.5, 1.0])
+    assert lag.lagrangian_p0 == min(e.lagrangian_p0 for e in each)
 
 
 def test_finite_set_refuses_a_worst_case_per_pair():
     fs = FiniteSet([np.full((2, 1, 2), 0.5)])
-    with raises_fact(rx.InputError, "FiniteSet is not rectangular", "FiniteSet.evaluate",
-                     "sa-rectangular"):
+    with raises_fact(rx.InputError, "FiniteSet is not rectangular", "robust_evaluate",
+                     "rectangular set"):
         fs.worst_case(np.zeros(2))
     model = rx.domains.garnet(2, 1, 1, seed=0)
     with raises_fact(rx.InputError, "robust evaluation", "FiniteSet is not rectangular"):

@@ -14,6 +14,14 @@
 * Comma-separated lists are parsed by :func:`comma_list`.
 * Options that act only on some algorithms are refused for the others
   (:func:`refuse_inapplicable`, :data:`rcmdp_exact.names.OPTION_ALGORITHMS`).
+* Your own model: ``--model PATH.npz`` and its companions (``--horizon``, ``--set``,
+  ``--set-file``, ``--estimation-episodes``, ``--perturbations``) are declared by
+  :func:`add_model_options` and read by :func:`load_user_model`; options that choose
+  among the paper's domains are refused beside ``--model`` (:func:`refuse_with_model`).
+* ``--trainer MODULE:FUNCTION`` (:func:`add_trainer`, :func:`resolve_trainer`): a
+  training function that follows the trainer protocol (``docs/your_learner.md``).
+* A renamed flag keeps its former name for a release (:func:`deprecated_flag`): it
+  works, and a one-line warning names the new one.
 """
 
 from __future__ import annotations
@@ -23,17 +31,24 @@ import sys
 
 __all__ = [
     "add_force",
+    "add_model_options",
     "add_progress",
+    "add_trainer",
     "bounded_int",
     "check_npz_output",
     "check_output",
     "comma_list",
+    "deprecated_flag",
+    "flag_given",
+    "load_user_model",
     "max_workers",
     "non_negative_int",
     "positive_int",
     "probability",
     "progress_enabled",
     "refuse_inapplicable",
+    "refuse_with_model",
+    "resolve_trainer",
     "seed_arg",
     "workers_arg",
 ]
@@ -227,3 +242,138 @@ def check_output(parser: argparse.ArgumentParser, path, *, kind: str = "dir",
         return check_out_path(path, kind=kind, force=force, name=name)
     except InputError as exc:
         parser.error(str(exc))
+
+
+# --------------------------------------------------------------------------- renamed flags
+def deprecated_flag(new: str):
+    """An argparse action for the former name of ``new``: it stores the value under
+    ``new``'s destination, remembers the flag given (``flag_given``) and leaves a note
+    that ``rcmdp`` prints as one warning line once the arguments are parsed."""
+
+    class Renamed(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            setattr(namespace, self.dest, values)
+            notes = list(getattr(namespace, "_deprecations", []))
+            notes.append(f"{option_string} is deprecated and will be removed in a future "
+                         f"release; use {new}")
+            namespace._deprecations = notes
+            namespace._flags = {**getattr(namespace, "_flags", {}), self.dest: option_string}
+
+    return Renamed
+
+
+def flag_given(args, dest: str, flag: str) -> str:
+    """The flag the user gave for ``dest``: ``flag``, or its deprecated former name."""
+    return getattr(args, "_flags", {}).get(dest, flag)
+
+
+# --------------------------------------------------------------------------- your model
+def add_model_options(parser: argparse.ArgumentParser, *, kinds: bool = True,
+                      set_file: bool = True, estimation: bool = True,
+                      perturbations: bool = False, horizon: bool = True) -> None:
+    """``--model PATH.npz`` and the options that go with it (module notes)."""
+    from ..names import SET_KINDS, USER_ESTIMATION_EPISODES
+
+    parser.add_argument("--model", metavar="PATH.npz", default=None,
+                        help="your own model: a file written by TabularCMDP.save, in place "
+                             "of the paper's domains")
+    if horizon:
+        parser.add_argument("--horizon", type=bounded_int("horizon"), default=None,
+                            metavar="T",
+                            help="episode length T of --model (needed when the model has "
+                                 "none; replaces its own)")
+    if kinds:
+        parser.add_argument("--set", dest="set_kind", choices=SET_KINDS, default=None,
+                            metavar="KIND",
+                            help=f"kind of uncertainty set estimated from the data: "
+                                 f"{', '.join(SET_KINDS)} (default l1, the paper's; see "
+                                 f"docs/sets.md)")
+    if set_file:
+        parser.add_argument("--set-file", metavar="PATH.npz", default=None,
+                            help="with --model: a saved uncertainty set (save() of a set) "
+                                 "used in place of the estimated one")
+    if estimation:
+        parser.add_argument("--estimation-episodes", type=bounded_int("episodes"),
+                            default=None, metavar="N",
+                            help=f"with --model: episodes of the uniform random policy that "
+                                 f"estimate the set (default {USER_ESTIMATION_EPISODES})")
+    if perturbations:
+        parser.add_argument("--perturbations", metavar="FILE", default=None,
+                            help="with --model: a TOML or JSON file listing saved models "
+                                 "(name, group, file) to test on beside the model itself "
+                                 "(docs/cli.md)")
+
+
+def refuse_with_model(parser, args, names) -> None:
+    """Refuse the options ``names`` (destinations) given beside ``--model`` (they choose
+    among the paper's domains), and the ``--model`` companions given without it."""
+    given = lambda n: getattr(args, n, None) not in (None, False)  # noqa: E731
+    flag = lambda n: "--" + n.replace("_", "-")  # noqa: E731
+    if args.model is not None:
+        for n in names:
+            if given(n):
+                parser.error(f"{flag(n)} chooses among the paper's domains and does not "
+                             f"apply to --model; drop {flag(n)}")
+        if given("set_file") and given("set_kind"):
+            parser.error("--set and --set-file both give the uncertainty set; give one of "
+                         "them")
+        if given("set_file") and given("estimation_episodes"):
+            parser.error("--estimation-episodes does not apply with --set-file (the saved "
+                         "set replaces the estimation); drop one of them")
+        return
+    for n in ("horizon", "set_file", "estimation_episodes", "perturbations"):
+        if given(n):
+            parser.error(f"{flag(n)} applies to your own model: add --model PATH.npz or drop "
+                         f"{flag(n)}")
+
+
+def load_user_model(args, *, need_horizon: str | None = None):
+    """The ``--model`` of ``args`` and its companions, loaded and checked
+    (:func:`rcmdp_exact.experiments.user.load_problem`), or None without ``--model``."""
+    if getattr(args, "model", None) is None:
+        return None
+    from ..experiments.user import load_problem
+
+    return load_problem(args.model, horizon=getattr(args, "horizon", None),
+                        set_file=getattr(args, "set_file", None),
+                        perturbations=getattr(args, "perturbations", None),
+                        need_horizon=need_horizon)
+
+
+# --------------------------------------------------------------------------- trainers
+def add_trainer(parser: argparse.ArgumentParser) -> None:
+    """``--trainer MODULE:FUNCTION``."""
+    parser.add_argument("--trainer", metavar="MODULE:FUNCTION", default=None,
+                        help="train with this function instead of rcmdp_exact.learners."
+                             "train (the trainer protocol: docs/your_learner.md)")
+
+
+def resolve_trainer(parser, text):
+    """The ``--trainer MODULE:FUNCTION`` callable, checked against the trainer protocol
+    before any work (None: the learners, whose presence is checked here)."""
+    import importlib
+    import importlib.util
+
+    if text is None:
+        if importlib.util.find_spec("rcmdp_exact.learners") is None:
+            parser.error("the learners (rcmdp_exact.learners) are not available in this "
+                         "installation; install a version of rcmdp_exact that has them or "
+                         "give --trainer MODULE:FUNCTION")
+        return None
+    mod_name, _, fn_name = text.partition(":")
+    if "" not in sys.path and "." not in sys.path:  # a module in the working folder, last
+        sys.path.append("")
+    try:
+        fn = getattr(importlib.import_module(mod_name), fn_name) if fn_name else None
+    except (ImportError, AttributeError) as exc:
+        parser.error(f"--trainer {text!r} cannot be imported ({exc}); give MODULE:FUNCTION "
+                     f"of an importable module")
+    if not callable(fn):
+        parser.error(f"--trainer {text!r} is not a function; give MODULE:FUNCTION")
+    from ..experiments.run import TrainerError, check_trainer
+
+    try:
+        check_trainer(fn)
+    except TrainerError as exc:
+        parser.error(f"--trainer {text!r}: {exc}")
+    return fn

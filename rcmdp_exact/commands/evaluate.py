@@ -9,6 +9,13 @@ V - 500 max(0, C - d'), and the discounted value and cost (one sparse LU solve).
 Policies: uniform random on every domain; on the grids the shortest path to the goal
 and the path of least cost (cost-free when one exists); on Inventory Management:
 order nothing, order up to ceil(mu), and the myopically greedy order argmax_a r(s, a).
+
+``--model PATH.npz`` evaluates your own model (a file written by ``TabularCMDP.save``)
+instead: the uniform random policy, the myopically greedy policy argmax_a r(s, a), the
+optimal policy of the reward alone (the unconstrained MDP, :func:`rcmdp_exact.solve_mdp`)
+and the policy of least total cost (the MDP of reward -sum_k c_k).  The T-step metrics
+need a horizon (the model's or ``--horizon T``); without one only the discounted value
+and cost are printed.
 """
 
 from __future__ import annotations
@@ -17,11 +24,12 @@ import argparse
 import json
 import math
 
-from ..names import DEMANDS, NAV1_COST_LAYOUTS, PAPER_DOMAINS, REVENUES
+from ..names import DEMANDS, NAV1_COST_LAYOUTS, PAPER_DOMAINS, REVENUES, USER_DOMAIN
+from ._args import add_model_options, load_user_model, refuse_with_model
 
 NAME = "evaluate"
 HELP = ("exact value, cost and penalised return of fixed policies on the paper's three "
-        "domains")
+        "domains or on your own model")
 
 TITLES = {
     "inventory": "Inventory Management",
@@ -32,22 +40,23 @@ TITLES = {
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--domain", choices=("all", *PAPER_DOMAINS), default="all",
-        help="domain to evaluate (default: all three)",
+        "--domain", choices=("all", *PAPER_DOMAINS), default=None,
+        help="domain to evaluate (default: all three; not with --model)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument(
-        "--cost-layout", choices=NAV1_COST_LAYOUTS, default="reference",
+        "--cost-layout", choices=NAV1_COST_LAYOUTS, default=None,
         help="Safe Navigation 1 cost cells (default: reference, 7 cells)",
     )
     parser.add_argument(
-        "--revenue", choices=REVENUES, default="economic",
+        "--revenue", choices=REVENUES, default=None,
         help="Inventory revenue term (default: economic, 3.99 x units sold)",
     )
     parser.add_argument(
-        "--demand", choices=DEMANDS, default="reference",
+        "--demand", choices=DEMANDS, default=None,
         help="Inventory demand discretisation (default: reference, Phi(k) - Phi(k-1))",
     )
+    add_model_options(parser, kinds=False, set_file=False, estimation=False)
 
 
 def build_model(name: str, args: argparse.Namespace):
@@ -55,9 +64,9 @@ def build_model(name: str, args: argparse.Namespace):
     from ..domains import inventory, safe_navigation_1, safe_navigation_2
 
     if name == "inventory":
-        return inventory(revenue=args.revenue, demand=args.demand)
+        return inventory(revenue=args.revenue or REVENUES[0], demand=args.demand or DEMANDS[0])
     if name == "nav1":
-        return safe_navigation_1(cost_layout=args.cost_layout)
+        return safe_navigation_1(cost_layout=args.cost_layout or NAV1_COST_LAYOUTS[0])
     return safe_navigation_2()
 
 
@@ -69,7 +78,14 @@ def fixed_policies(name: str, model) -> list:
 
     S, A = model.n_states, model.n_actions
     out = [("uniform random", np.full((S, A), 1.0 / A))]
-    if name in ("nav1", "nav2"):
+    if name == USER_DOMAIN:
+        from ..mdp import solve_mdp
+
+        least = model.replace(R=-np.asarray(model.c).sum(axis=-1), C=np.asarray(model.c))
+        out.append(("greedy argmax_a r(s,a)", np.argmax(model.r, axis=1).astype(np.int64)))
+        out.append(("optimal for the reward alone", solve_mdp(model).policy))
+        out.append(("least total cost", solve_mdp(least).policy))
+    elif name in ("nav1", "nav2"):
         out.append(("shortest path", shortest_path_policy(model)))
         out.append(("least-cost path", shortest_path_policy(model, minimise_cost=True)))
     else:
@@ -88,22 +104,19 @@ def evaluate_domain(name: str, model) -> dict:
     rows = []
     budget = None
     for label, pol in fixed_policies(name, model):
-        fh = evaluate_finite_horizon(model, pol)
         disc = evaluate(model, pol)
-        budget = fh.budget
-        rows.append({
-            "policy": label,
-            "value": fh.value,
-            "costs": fh.costs.tolist(),
-            "budget": fh.budget.tolist(),
-            "overshoot": fh.overshoot.tolist(),
-            "penalised_return": fh.penalised_return,
-            "discounted_value": disc.value,
-            "discounted_costs": disc.costs.tolist(),
-        })
+        row = {"policy": label, "value": None, "costs": None, "budget": None,
+               "overshoot": None, "penalised_return": None}
+        if model.horizon is not None:
+            fh = evaluate_finite_horizon(model, pol)
+            budget = fh.budget
+            row.update(value=fh.value, costs=fh.costs.tolist(), budget=fh.budget.tolist(),
+                       overshoot=fh.overshoot.tolist(), penalised_return=fh.penalised_return)
+        row.update(discounted_value=disc.value, discounted_costs=disc.costs.tolist())
+        rows.append(row)
     return {
         "domain": name,
-        "title": TITLES[name],
+        "title": TITLES.get(name, "Your model"),
         "model": model.name,
         "horizon": model.horizon,
         "gamma": model.gamma,
@@ -114,11 +127,13 @@ def evaluate_domain(name: str, model) -> dict:
 
 
 def _num(x: float) -> str:
+    if x is None:
+        return "-"
     return f"{round(float(x), 3) + 0.0:.3f}"  # + 0.0 turns -0.0 into 0.0
 
 
 def _fmt_vec(v) -> str:
-    return " ".join(_num(x) for x in v)
+    return "-" if v is None else " ".join(_num(x) for x in v)
 
 
 def format_table(res: dict) -> str:
@@ -127,6 +142,8 @@ def format_table(res: dict) -> str:
         f"{res['title']}: {res['model']}\n"
         f"  T = {res['horizon']}, gamma = {res['gamma']}, d = {_fmt_vec(res['d'])}, "
         f"rescaled budget d' = {_fmt_vec(res['budget'])}"
+        + ("" if res["horizon"] is not None else
+           "\n  (no horizon: T-step metrics need --horizon T; discounted metrics only)")
     )
     cols = ("policy", "value V_T", "cost C_T", "d'", "overshoot", "R_pen",
             "disc. value", "disc. cost")
@@ -145,13 +162,20 @@ def format_table(res: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    names = PAPER_DOMAINS if args.domain == "all" else (args.domain,)
-    results = [evaluate_domain(n, build_model(n, args)) for n in names]
+    parser = args._parser
+    refuse_with_model(parser, args, ("domain", "cost_layout", "revenue", "demand"))
+    own = load_user_model(args)
+    if own is not None:
+        results = [evaluate_domain(USER_DOMAIN, own.model)]
+    else:
+        names = PAPER_DOMAINS if args.domain in (None, "all") else (args.domain,)
+        results = [evaluate_domain(n, build_model(n, args)) for n in names]
     if args.json:
         print(json.dumps({"domains": {r["domain"]: r for r in results}}, indent=2))
     else:
         print("Exact undiscounted T-step metrics from the start state (value V_T, cost "
               "C_T, penalised return R_pen = V_T - 500 max(0, C_T - d')) and discounted "
-              "value/cost, on the training models.\n")
+              f"value/cost, on {'your model' if own is not None else 'the training models'}."
+              f"\n")
         print("\n\n".join(format_table(r) for r in results))
     return 0

@@ -7,6 +7,12 @@ and the exact undiscounted test metrics of all these policies (stochastic and gr
 every test setting.  The maths and the columns are described in
 :mod:`rcmdp_exact.experiments.ground_truth_table` and ``docs/ground_truth.md``.  Every argument
 and the output folder are checked before any work starts.
+
+``--model PATH.npz`` computes the same table for your own model (a file written by
+``TabularCMDP.save``, with a horizon or ``--horizon T``): the set is estimated from
+``--estimation-episodes`` episodes of the uniform random policy (``--set`` chooses its
+kind), or given by ``--set-file``; the tests are the model itself and the perturbations
+listed by ``--perturbations``.
 """
 
 from __future__ import annotations
@@ -18,30 +24,37 @@ from ..names import BRACKET_BOXES, BRACKET_SECONDS, PAPER_DOMAINS, VARIANTS
 from ..names import GROUND_TRUTH_FILES as OUTPUT_FILES
 from ._args import (
     add_force,
+    add_model_options,
     add_progress,
     bounded_int,
     check_output,
     comma_list,
+    deprecated_flag,
+    flag_given,
+    load_user_model,
     probability,
     progress_enabled,
+    refuse_with_model,
     seed_arg,
 )
 
 NAME = "ground-truth"
 HELP = ("exact CMDP optima, a certified RCMDP bracket and their exact test metrics on the "
-        "paper's domains")
+        "paper's domains or on your own model")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--domain", choices=("all", *PAPER_DOMAINS), default="all",
-                        help="domain to compute (default: all three)")
+    parser.add_argument("--domain", choices=("all", *PAPER_DOMAINS), default=None,
+                        help="domain to compute (default: all three; not with --model)")
     parser.add_argument("--out", metavar="DIR", default=None,
                         help="write " + ", ".join(OUTPUT_FILES) + " into DIR (created if "
                              "missing; existing files are refused without --force)")
     add_force(parser)
-    parser.add_argument("--episodes", choices=("paper", "reference"), default="paper",
+    parser.add_argument("--estimation", choices=("paper", "reference"), default=None,
                         help="estimation episodes: the paper's (100/100/10000, default) or "
                              "the reference implementation's (10/20/10000)")
+    parser.add_argument("--episodes", dest="estimation", choices=("paper", "reference"),
+                        action=deprecated_flag("--estimation"), help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=seed_arg, default=0,
                         help="seed of the estimation and of the 1B/2B draws (default 0)")
     parser.add_argument("--delta", type=probability, default=0.1,
@@ -49,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-draws", type=bounded_int("draws"), default=None,
                         help="draws per N in tests 1B and 2B (default 50, the paper's; at "
                              "most 10^4)")
-    parser.add_argument("--offset-on", choices=("failure", "success"), default="failure",
+    parser.add_argument("--offset-on", choices=("failure", "success"), default=None,
                         help="test 1B: the drawn offset replaces a failed move (default, the "
                              "reference implementation) or a successful one (the paper's text)")
     parser.add_argument("--variants", type=comma_list(VARIANTS, "variants"),
@@ -59,14 +72,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "--no-variants)")
     parser.add_argument("--no-variants", action="store_true",
                         help="compute no RCPG variant target")
-    parser.add_argument("--bracket-time", type=float, default=BRACKET_SECONDS,
+    parser.add_argument("--time-limit", type=float, default=BRACKET_SECONDS,
                         metavar="SECONDS",
                         help=f"time limit of the RCMDP bracket per domain (default "
                              f"{BRACKET_SECONDS:g} s, a guard: --max-boxes binds first)")
+    parser.add_argument("--bracket-time", dest="time_limit", type=float,
+                        action=deprecated_flag("--time-limit"), help=argparse.SUPPRESS)
     parser.add_argument("--max-boxes", type=bounded_int("boxes"), default=BRACKET_BOXES,
                         help=f"branch-and-bound boxes of the RCMDP bracket per domain "
                              f"(default {BRACKET_BOXES}; the bracket is certified whatever "
                              f"the budget)")
+    add_model_options(parser, perturbations=True)
     add_progress(parser)
 
 
@@ -75,27 +91,54 @@ def run(args: argparse.Namespace) -> int:
     from ..experiments.ground_truth_table import (
         format_ground_truth,
         ground_truth_table,
+        model_ground_truth,
         save_ground_truth,
     )
 
     parser = args._parser
+    refuse_with_model(parser, args, ("domain", "estimation", "n_draws", "offset_on"))
     if args.no_variants and args.variants is not None:
         parser.error(f"--variants {','.join(args.variants)} and --no-variants contradict "
                      f"each other; give one of them")
-    check_real(args.bracket_time, "--bracket-time", 0.0, low_open=True)
+    check_real(args.time_limit, flag_given(args, "time_limit", "--time-limit"), 0.0,
+               low_open=True)
     variants = () if args.no_variants else (
         list(VARIANTS) if args.variants is None else args.variants)
     out = check_output(parser, args.out, kind="dir", force=args.force)
     if out is not None and out.is_dir():
         for fname in OUTPUT_FILES:
             check_output(parser, out / fname, kind="file", force=args.force)
-    names = list(PAPER_DOMAINS) if args.domain == "all" else [args.domain]
-    table = ground_truth_table(names, episodes=args.episodes, seed=args.seed,
-                               delta=args.delta, n_draws=args.n_draws,
-                               offset_on=args.offset_on,
-                               variants=variants,
-                               progress=progress_enabled(args),
-                               bracket_time=args.bracket_time, max_boxes=args.max_boxes)
+    kind = args.set_kind or "l1"
+    own = load_user_model(args, need_horizon="rcmdp ground-truth (the T-step test metric)")
+    from ..experiments.estimation import check_set_kind
+
+    if own is None:
+        from ..domains import paper_domain
+
+        names = list(PAPER_DOMAINS) if args.domain in (None, "all") else [args.domain]
+        check_set_kind(kind, paper_domain(names[0]), ())
+        table = ground_truth_table(names, estimation=args.estimation or "paper",
+                                   seed=args.seed, delta=args.delta, n_draws=args.n_draws,
+                                   offset_on=args.offset_on or "failure", variants=variants,
+                                   progress=progress_enabled(args),
+                                   time_limit=args.time_limit, max_boxes=args.max_boxes,
+                                   set_kind=kind)
+    else:
+        if own.set is not None:
+            from ..robust import check_robust_inputs
+
+            check_robust_inputs(own.model, own.set, f"--set-file {own.set_path!r}")
+        else:
+            check_set_kind(kind, own.model, ())
+        from ..names import USER_ESTIMATION_EPISODES
+
+        table = model_ground_truth(
+            own.model, uset=own.set, set_kind=kind,
+            estimation_episodes=args.estimation_episodes or USER_ESTIMATION_EPISODES,
+            seed=args.seed, delta=args.delta,
+            perturbations=[(p["name"], p["group"], p["model"]) for p in own.perturbations],
+            variants=variants, progress=progress_enabled(args), time_limit=args.time_limit,
+            max_boxes=args.max_boxes)
     print(format_ground_truth(table))
     if out is not None:
         import os

@@ -5,7 +5,9 @@ Reads the SQLite database written by ``rcmdp reproduce`` (read-only) and writes
 files there that this report does not write (a figure of a test the store lacks, left
 by another report) are removed, and no other file is touched.  A selection of tests
 the store holds no runs of is refused; damaged jobs (checksum mismatch) are named in a
-warning and left out.
+warning and left out.  A folder that holds the report of another store (or report files
+of an unknown store) is refused unless ``--force``; the report of the same store is
+rewritten (it is this store's own output).
 """
 
 from __future__ import annotations
@@ -19,14 +21,16 @@ HELP = "rebuild Table 1, the figures and the report from a results database"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..names import TESTS
+    from ..names import TESTS, USER_TEST
 
     parser.add_argument("--db", metavar="PATH", required=True,
                         help="results database written by rcmdp reproduce")
     parser.add_argument("--out", metavar="DIR", required=True,
                         help="folder for report.md, table1.md, table1.csv and the figures")
-    parser.add_argument("--tests", type=comma_list(TESTS, "tests"), default=None,
+    parser.add_argument("--tests", type=comma_list((*TESTS, USER_TEST), "tests"), default=None,
                         help="comma-separated tests (default: those the sweeps asked for)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace the report of another results store in --out")
     add_progress(parser)
 
 
@@ -46,12 +50,16 @@ def run(args: argparse.Namespace) -> int:
     db = Path(args.db)
     out = check_output(parser, args.out, kind="dir")
     from ..experiments import Store, write_report
+    from ..experiments.report import foreign_report
 
     try:
         store = Store(db, readonly=True)
     except InputError as exc:
         db_error(parser, exc)
     with store:
+        foreign = foreign_report(out, store.path)
+        if foreign is not None and not args.force:
+            parser.error(f"--out {foreign}; give another --out, or --force to replace it")
         if not store.has_schema():
             parser.error(f"--db {str(db)!r} is not a results store written by rcmdp "
                          f"reproduce (it has no tables); give another path")

@@ -5,6 +5,17 @@ tests, computes those missing from the results store (joblib on the local cores,
 Dask cluster with ``--dask``), then writes ``report.md``, ``table1.md``, ``table1.csv``
 and the PNG figures into ``--out``.  Interrupt it at any time: the same command resumes.
 See ``docs/reproduction.md``.
+
+``--model PATH.npz`` reproduces the protocol on your own model (a file written by
+``TabularCMDP.save``; it needs a horizon, or ``--horizon T``): estimation (the set of
+``--set``, or ``--set-file``), the learners (or ``--trainer``), exact tests on the model
+itself and on the perturbations of ``--perturbations``, with the same store, resume and
+report; the jobs are keyed by the content hash of each file.
+
+**Existing outputs.**  Resuming into the store of ``--db`` (default ``OUT/runs.sqlite``)
+adds the missing jobs and never replaces one; the report in ``--out`` is the store's
+own, rewritten as jobs are added.  A folder that holds the report of *another* store
+(or report files of an unknown store) is refused unless ``--force``.
 """
 
 from __future__ import annotations
@@ -12,7 +23,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._args import add_progress, bounded_int, comma_list, workers_arg
+from ._args import (
+    add_model_options,
+    add_progress,
+    add_trainer,
+    bounded_int,
+    comma_list,
+    load_user_model,
+    refuse_with_model,
+    resolve_trainer,
+    workers_arg,
+)
 
 NAME = "reproduce"
 HELP = ("run the paper's protocol (estimation, training, exact testing) and rebuild its "
@@ -27,8 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="every algorithm and test with 2 seeds, 200 episodes and 2 "
                              "draws per N in 1B/2B (under 90 s on 2 cores)")
-    parser.add_argument("--tests", type=comma_list(TESTS, "tests"), default=list(TESTS),
-                        help=f"comma-separated tests (default: {','.join(TESTS)})")
+    parser.add_argument("--tests", type=comma_list(TESTS, "tests"), default=None,
+                        help=f"comma-separated tests (default: {','.join(TESTS)}; not with "
+                             f"--model, whose test is the model and its perturbations)")
     parser.add_argument("--algorithms", type=comma_list(ALGORITHMS, "algorithms"),
                         default=list(ALGORITHMS),
                         help=f"comma-separated algorithms (default: {','.join(ALGORITHMS)})")
@@ -64,9 +86,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bracket-seeds", type=bounded_int("seeds", 0), default=None,
                         help="estimation seeds that get an RCMDP bracket (default: all "
                              "seeds; --quick 1)")
-    parser.add_argument("--trainer", metavar="MODULE:FUNCTION", default=None,
-                        help="train with this function instead of rcmdp_exact.learners.train "
-                             "(same signature and result; see docs/reproduction.md)")
+    add_trainer(parser)
+    add_model_options(parser, perturbations=True)
+    parser.add_argument("--force", action="store_true",
+                        help="replace the report of another results store in --out")
     from ..names import OPTION_ALGORITHMS
 
     for name, choices in OPTIONS.items():
@@ -134,41 +157,15 @@ def check_db(parser, db, out) -> None:
         parser.error(str(exc))
 
 
-def resolve_trainer(parser, text):
-    """The ``--trainer MODULE:FUNCTION`` callable (None: the learners, checked here)."""
-    import importlib
-    import importlib.util
-
-    if text is None:
-        if importlib.util.find_spec("rcmdp_exact.learners") is None:
-            parser.error("the learners (rcmdp_exact.learners) are not available in this "
-                         "installation; install a version of rcmdp_exact that has them or "
-                         "give --trainer MODULE:FUNCTION")
-        return None
-    mod_name, _, fn_name = text.partition(":")
-    try:
-        fn = getattr(importlib.import_module(mod_name), fn_name) if fn_name else None
-    except (ImportError, AttributeError) as exc:
-        parser.error(f"--trainer {text!r} cannot be imported ({exc}); give MODULE:FUNCTION "
-                     f"of an importable module")
-    if not callable(fn):
-        parser.error(f"--trainer {text!r} is not a function; give MODULE:FUNCTION")
-    from ..experiments.run import TrainerError, check_trainer
-
-    try:
-        check_trainer(fn)
-    except TrainerError as exc:
-        parser.error(f"--trainer {text!r}: {exc}")
-    return fn
-
-
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..names import LIMITS
+    from ..names import LIMITS, TESTS, USER_TEST
     from ._args import check_output, progress_enabled, refuse_inapplicable
 
     parser = args._parser
+    refuse_with_model(parser, args, ("tests", "estimation", "offset_on", "cost_layout",
+                                     "revenue", "demand", "n_draws"))
     out = check_output(parser, args.out, kind="dir")
     if args.dask is not None and args.workers is not None:
         parser.error("--workers applies to local runs; a Dask cluster has its own workers "
@@ -186,8 +183,15 @@ def run(args: argparse.Namespace) -> int:
                      f"metrics); give --eval-every at least {-(-episodes // limit)}")
     db = Path(args.db) if args.db is not None else out / "runs.sqlite"
     check_db(parser, db, out)
+    from ..experiments.report import foreign_report
+
+    foreign = foreign_report(out, db)
+    if foreign is not None and not args.force:
+        parser.error(f"--out {foreign}; give another --out (or --db of that store to resume "
+                     f"it), or --force to replace the report")
     trainer = resolve_trainer(parser, args.trainer)
     from ..experiments import Store, plan, sweep, write_report
+    from ..experiments.estimation import check_set_kind
     from ..experiments.spec import OPTIONS
 
     options = {name: (OPTIONS[name][0] if getattr(args, name) is None else getattr(args, name))
@@ -197,7 +201,32 @@ def run(args: argparse.Namespace) -> int:
             options[name] = getattr(args, name)
     if trainer is not None:
         options["trainer"] = args.trainer
-    jobs = plan(args.tests, args.algorithms, args.seeds, args.episodes, quick=args.quick,
+    kind = args.set_kind or "l1"
+    if kind != "l1":
+        options["set_kind"] = kind
+    own = load_user_model(args, need_horizon="rcmdp reproduce (episodes of T steps and the "
+                                             "T-step test metric)")
+    learners = args.algorithms if trainer is None else ()
+    critic, inner = options["critic"], options["inner"]
+    if own is not None:
+        tests = [USER_TEST]
+        from ..experiments.user import spec_options
+
+        options.update(spec_options(own, args.estimation_episodes))
+        if own.set is not None:
+            check_set_kind(kind, own.model, learners, critic=critic, inner=inner,
+                           flag=f"--set-file {own.set_path!r}", uset=own.set)
+        else:
+            check_set_kind(kind, own.model, learners, critic=critic, inner=inner)
+    else:
+        from ..domains import paper_domain
+        from ..names import DOMAIN_OF_TEST
+
+        tests = list(TESTS) if args.tests is None else args.tests
+        if kind != "l1":
+            check_set_kind(kind, paper_domain(DOMAIN_OF_TEST[tests[0]]), learners,
+                           critic=critic, inner=inner)
+    jobs = plan(tests, args.algorithms, args.seeds, args.episodes, quick=args.quick,
                 bracket_seeds=args.bracket_seeds, sampled_episodes=args.sampled_episodes,
                 **options)
     client = None
@@ -214,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
         with Store(db) as store:
             args._interrupted = lambda: (f"{store.kept_text()}; run the same command again "
                                          f"to resume")
-            store.request_tests(args.tests)
+            store.request_tests(tests)
             summary = sweep(store, jobs, trainer=trainer, workers=args.workers,
                             client=client, progress=progress)
             rep = write_report(store, out, tests=store.requested_tests(), progress=progress)

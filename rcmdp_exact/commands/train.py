@@ -1,31 +1,44 @@
-"""``rcmdp train``: train one of the paper's six learners and judge it exactly.
+"""``rcmdp train``: train one of the paper's six learners (or yours) and judge it exactly.
 
-The domain's model is estimated first (the paper's phase 1: uniform random episodes,
-Hoeffding L1 ball); the learner trains on the estimated nominal model (or on the true
-training model with ``--train-on true``), robust learners on the ball.  The final
-policy is evaluated exactly (discounted value and cost, and the T-step test metric) on
-the true training model and, for every learner, on the worst case of the ball, and
-printed beside the CMDP optimum of the true model (occupancy-measure LP) and the
-certified RCMDP bracket of the ball.
+The model is the training model of a paper domain or your own (``--model PATH.npz``, a
+file written by ``TabularCMDP.save``; it needs a horizon, or ``--horizon T``).  It is
+estimated first (the paper's phase 1: uniform random episodes, the uncertainty set of
+``--set``, the Hoeffding L1 ball by default), or ``--set-file`` gives the set (and its
+nominal kernel).  The learner trains on the estimated nominal model (or on the true
+model with ``--train-on data``), robust learners on the set.  ``--trainer
+MODULE:FUNCTION`` trains with a function of your own that follows the trainer protocol
+(``docs/your_learner.md``).  The final policy is evaluated exactly (discounted value and
+cost, and the T-step test metric) on the true model and on the worst case of the set,
+and printed beside the CMDP optimum of the true model (occupancy-measure LP) and the
+certified RCMDP bracket of the set.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ._args import (
     add_force,
+    add_model_options,
     add_progress,
+    add_trainer,
     bounded_int,
     check_npz_output,
+    load_user_model,
     progress_enabled,
     refuse_inapplicable,
+    refuse_with_model,
+    resolve_trainer,
     seed_arg,
 )
 
 NAME = "train"
-HELP = ("train PG, CPG, an RCPG variant or Adversarial RCPG on a paper domain and compare "
-        "it with the exact optimum")
+HELP = ("train PG, CPG, an RCPG variant, Adversarial RCPG or your own learner on a paper "
+        "domain or your own model and compare it with the exact optimum")
+
+#: ``--train-on`` values: ``true`` is the former name of ``data`` (deprecated).
+TRAIN_ON = ("nominal", "data", "true")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,8 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         PAPER_DOMAINS,
     )
 
-    parser.add_argument("domain", choices=PAPER_DOMAINS, metavar="DOMAIN",
-                        help=f"paper domain: {', '.join(PAPER_DOMAINS)}")
+    parser.add_argument("domain", choices=PAPER_DOMAINS, metavar="DOMAIN", nargs="?",
+                        default=None,
+                        help=f"paper domain: {', '.join(PAPER_DOMAINS)} (omit it with "
+                             f"--model)")
     parser.add_argument("algorithm", choices=tuple(ALGORITHMS), metavar="ALGORITHM",
                         help=f"learner: {', '.join(ALGORITHMS)}")
     parser.add_argument("--seed", type=seed_arg, default=0,
@@ -73,21 +88,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="adversarial-rcpg: the adversary's softmax (default) or a "
                              "mixture with the nominal that stays inside the ball by "
                              "construction")
-    parser.add_argument("--entropy", type=float, default=5.0,
-                        help="entropy regularisation (default 5.0, the paper's)")
+    parser.add_argument("--entropy", type=float, default=None,
+                        help="entropy regularisation (default 5.0, the paper's; the "
+                             "learners only)")
     parser.add_argument("--eval-every", type=bounded_int("episodes"), default=100,
                         help="exact evaluation every N episodes (default 100; at most "
                              "10^5 evaluations in a run)")
-    parser.add_argument("--estimation", choices=("paper", "reference"), default="paper",
-                        help="estimation episodes: the paper's (default) or the reference "
-                             "implementation's")
-    parser.add_argument("--train-on", choices=("nominal", "true"), default="nominal",
-                        help="train on the estimated nominal model (default) or the true one")
+    parser.add_argument("--estimation", choices=("paper", "reference"), default=None,
+                        help="estimation episodes of a paper domain: the paper's (default) "
+                             "or the reference implementation's")
+    parser.add_argument("--train-on", choices=TRAIN_ON, default="nominal",
+                        help="train on the estimated nominal model (default) or on the "
+                             "true one, P_data (data; 'true' is its former name)")
     parser.add_argument("--no-bracket", action="store_true",
                         help="skip the RCMDP bracket (the slowest reference number)")
     parser.add_argument("--out", metavar="FILE", default=None,
                         help="save the trained result to FILE, an .npz archive (the suffix "
                              ".npz is added when FILE has none; another suffix is refused)")
+    add_model_options(parser)
+    add_trainer(parser)
     add_force(parser)
     add_progress(parser)
 
@@ -105,16 +124,26 @@ def _row(name: str, value, cost, test_value=None, test_cost=None, pen=None) -> s
             f"{f(pen):>12}")
 
 
-def run(args: argparse.Namespace) -> int:
+def _check_options(parser, args) -> None:
     from ..names import LIMITS
 
-    parser = args._parser
-    if not args.entropy >= 0 or args.entropy == float("inf"):
+    if args.entropy is not None and (not args.entropy >= 0 or args.entropy == float("inf")):
         parser.error(f"--entropy must be a finite number >= 0, got {args.entropy}")
+    if args.domain is None and args.model is None:
+        parser.error("give a paper domain (inventory, nav1, nav2) or --model PATH.npz")
+    if args.domain is not None and args.model is not None:
+        parser.error(f"give a paper domain ({args.domain}) or --model, not both")
+    refuse_with_model(parser, args, ("estimation",))
+    if args.trainer is not None:
+        for name in ("steps", "entropy", "adversary_multiplier_signal", "adversary_form"):
+            if getattr(args, name) is not None:
+                flag = "--" + name.replace("_", "-")
+                parser.error(f"{flag} is an option of the package's learners, not of the "
+                             f"trainer protocol (--trainer); drop {flag}")
     if args.multiplier_update == "augmented" and args.gradient != "exact":
         parser.error("--multiplier-update augmented needs exact costs: add "
                      "--gradient exact, or choose adam-log or sgd")
-    refuse_inapplicable(parser, args, [args.algorithm],  # --train-on true: every learner
+    refuse_inapplicable(parser, args, [args.algorithm],  # --train-on data: every learner
                         options=("critic", "inner", "multiplier_update",
                                  "adversary_multiplier_signal", "adversary_form"))
     if args.gradient == "exact" and args.critic is not None:
@@ -129,49 +158,107 @@ def run(args: argparse.Namespace) -> int:
                      f"{-(-args.episodes // args.eval_every)} exact evaluations, above the "
                      f"limit {limit} (each keeps its metrics in memory); give --eval-every "
                      f"at least {-(-args.episodes // limit)}")
+
+
+def _train(args, trainer, model, uset, true, progress):
+    """``(result, policy table, episodes, steps, seconds)`` of the learners or of the
+    trainer of ``--trainer`` (called as the trainer protocol says)."""
+    import time
+
+    import numpy as np
+
+    from ..learners import ALGORITHMS
+
+    robust = ALGORITHMS[args.algorithm].robust
+    if trainer is None:
+        from ..learners import train
+
+        given = {name: getattr(args, name) for name in (
+            "critic", "inner", "adversary_multiplier_signal", "adversary_form")
+            if getattr(args, name) is not None}
+        res = train(model, args.algorithm, ball=uset if robust else None, seed=args.seed,
+                    episodes=args.episodes, steps=args.steps, gradient=args.gradient,
+                    multiplier_update=args.multiplier_update,
+                    entropy=5.0 if args.entropy is None else args.entropy,
+                    eval_every=args.eval_every, true_model=true, progress=progress, **given)
+        return res, res.policy_table(), res.episodes, res.steps, res.timings["loop"]
+    from ..experiments.run import check_result
+
+    t0 = time.perf_counter()
+    res = trainer(model, args.algorithm, ball=uset if robust else None, seed=args.seed,
+                  episodes=args.episodes, critic=args.critic or "learned",
+                  gradient=args.gradient, inner=args.inner or "sort",
+                  multiplier_update=args.multiplier_update or "adam-log",
+                  eval_every=args.eval_every, true_model=true, progress=progress)
+    seconds = time.perf_counter() - t0
+    table = check_result(res, trainer, model.n_states, model.n_actions)
+    rec = res.records
+    length = rec.get("length") if hasattr(rec, "get") else None
+    episodes = args.episodes if length is None else int(np.asarray(length).shape[0])
+    steps = None if length is None else int(np.sum(length))
+    return res, table, episodes, steps, seconds
+
+
+def run(args: argparse.Namespace) -> int:
+    parser = args._parser
+    _check_options(parser, args)
+    if args.train_on == "true":
+        print("rcmdp train: warning: --train-on true is deprecated and will be removed in a "
+              "future release; use --train-on data (the same choice)", file=sys.stderr)
+        args.train_on = "data"
     out = check_npz_output(parser, args.out, force=args.force, what="a training result")
+    trainer = resolve_trainer(parser, args.trainer)
     import numpy as np
 
     from ..domains import ESTIMATION_EPISODES, paper_domain
+    from ..experiments.estimation import check_set_kind, estimate_set
     from ..ground_truth import rcmdp_bracket, solve_cmdp
-    from ..learners import ALGORITHMS, train
-    from ..uncertainty import estimate
+    from ..learners.records import evaluate_policy
+    from ..names import SET_NOTES, USER_ESTIMATION_EPISODES
 
+    own = load_user_model(args, need_horizon="rcmdp train (episodes of T steps)")
+    true = paper_domain(args.domain) if own is None else own.model
+    kind = args.set_kind or "l1"
+    learners = () if trainer is not None else (args.algorithm,)
+    if own is not None and own.set is not None:
+        check_set_kind(kind, true, learners, critic=args.critic, inner=args.inner,
+                       flag=f"--set-file {own.set_path!r}", uset=own.set)
+    else:
+        check_set_kind(kind, true, learners, critic=args.critic, inner=args.inner)
     args._interrupted = "nothing was written"
     progress = progress_enabled(args)
-    true = paper_domain(args.domain)
-    n_est = ESTIMATION_EPISODES[args.domain][args.estimation]
-    est = estimate(true, n_est, seed=args.seed, progress=progress)
-    model = est.nominal if args.train_on == "nominal" else true
-    algo = ALGORITHMS[args.algorithm]
-    given = {name: getattr(args, name) for name in (
-        "critic", "inner", "adversary_multiplier_signal", "adversary_form")
-        if getattr(args, name) is not None}
-    res = train(model, args.algorithm, ball=est.ball if algo.robust else None, seed=args.seed,
-                episodes=args.episodes, steps=args.steps, gradient=args.gradient,
-                multiplier_update=args.multiplier_update, entropy=args.entropy,
-                eval_every=args.eval_every, true_model=true, progress=progress, **given)
-    rec = res.records
-    print(f"rcmdp train {args.domain} {args.algorithm}: seed {args.seed}, {res.episodes} "
-          f"episodes, {res.steps} steps, trained on the {args.train_on} model "
-          f"({n_est} estimation episodes), loop {res.timings['loop']:.2f} s")
+    if own is not None and own.set is not None:
+        uset, n_est = own.set, 0
+        nominal = true.with_transitions(uset.nominal)
+        source = f"the set of --set-file {own.set_path}"
+    else:
+        n_est = (ESTIMATION_EPISODES[args.domain][args.estimation or "paper"] if own is None
+                 else args.estimation_episodes or USER_ESTIMATION_EPISODES)
+        est = estimate_set(true, n_est, args.seed, 0.1, kind, progress=progress)
+        uset, nominal = est.set, est.nominal
+        source = f"{n_est} estimation episodes"
+    model = nominal if args.train_on == "nominal" else true
+    res, table, episodes, steps, seconds = _train(args, trainer, model, uset, true, progress)
+    label = args.domain if own is None else f"--model {own.path}"
+    who = args.algorithm if trainer is None else f"{args.algorithm} ({args.trainer})"
+    print(f"rcmdp train {label} {who}: seed {args.seed}, {episodes} episodes, "
+          f"{'?' if steps is None else steps} steps, trained on the "
+          f"{'estimated nominal' if model is not true else 'true'} model ({source}), "
+          f"{'loop' if trainer is None else 'training'} {seconds:.2f} s")
+    saved = own is not None and own.set is not None
+    print(f"uncertainty set: {'file' if saved else kind} ({type(uset).__name__}: "
+          f"{'a saved set' if saved else SET_NOTES[kind]})")
     print(f"{'':<38}{'value':>12}{'cost':>12}{'test value':>12}{'test cost':>12}"
           f"{'penalised':>12}")
+    metrics = evaluate_policy(model, table, true_model=true if model is not true else None,
+                              ball=uset)
     where = (("train", "training model"), ("true", "true")) if model is not true else (
-        ("true", "true"),)
-    for tag, label in where:
+        ("train", "true"),)
+    for tag, label in (*where, ("worst", "worst case")):
         for pol in ("stochastic", "greedy"):
-            key = f"eval_{tag}_{pol}_"
-            print(_row(f"trained, {pol} ({label})", rec[key + "value"][-1],
-                       rec[key + "cost"][-1], rec[key + "test_value"][-1],
-                       rec[key + "test_cost"][-1], rec[key + "penalised"][-1]))
-    from ..learners.records import evaluate_policy
-
-    worst = evaluate_policy(model, res.policy_table(), ball=est.ball)
-    for pol in ("stochastic", "greedy"):
-        w = worst[("worst", pol)]
-        print(_row(f"trained, {pol} (worst case)", w["value"], w["cost"], w["test_value"],
-                   w["test_cost"], w["penalised"]))
+            m = metrics[(tag, pol)]
+            print(_row(f"trained, {pol} ({label})", m["value"], m["cost"], m["test_value"],
+                       m["test_cost"], m["penalised_return"]))
     if model is not true:
         opt = solve_cmdp(model)
         print(_row("CMDP optimum (LP, training model)", opt.value, opt.costs))
@@ -182,15 +269,22 @@ def run(args: argparse.Namespace) -> int:
 
         # the ground-truth table's budget: the boxes bind first, so every run prints the
         # same bracket
-        br = rcmdp_bracket(model, est.ball, variants=(), progress=progress,
+        br = rcmdp_bracket(model, uset, variants=(), progress=progress,
                            max_boxes=BRACKET_BOXES, n_ascent=BRACKET_ASCENT,
                            time_limit=BRACKET_SECONDS)
         text = f"[{br.lower:.3f}, {br.upper:.3f}]"
         if not np.isfinite(br.lower):
             text += "  (no robust-feasible policy certified)"
-        print(f"{'RCMDP bracket (ball, value)':<38}{text:>24}")
+        print(f"{'RCMDP bracket (set, value)':<38}{text:>24}")
     if out is not None:
-        written = res.save(out, force=True)
+        save = getattr(res, "save", None)
+        if not callable(save):
+            from .._checks import InputError
+
+            raise InputError(f"--out {str(out)!r}: the result of --trainer {args.trainer} has "
+                             f"no save(path) method, so it cannot be written; give the "
+                             f"result a save method (docs/your_learner.md) or drop --out")
+        written = save(out, force=True) if trainer is None else save(out)
         args._interrupted = f"the result was written to {written}"
         print(f"wrote {written}")
     return 0

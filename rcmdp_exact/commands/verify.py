@@ -8,6 +8,11 @@ finite-difference gradient of the Lagrangian, with a pass/fail check on every ro
 must be exact (and on every Monte Carlo row).  ``--json`` prints JSON instead.  The
 exit status is 0 when every check passes and 1 otherwise; a selection with no model
 (``--domain none --random 0 --no-variants``) or no check is refused (exit status 2).
+
+``--model PATH.npz`` checks your own model (a file written by ``TabularCMDP.save``) with
+the multipliers of ``--lam`` (default 1 per constraint), at its horizon and with
+unbounded episodes (only unbounded episodes when it has no horizon); the paper's models
+are then checked only when ``--domain``, ``--random`` or the variants are asked for.
 """
 
 from __future__ import annotations
@@ -16,7 +21,14 @@ import argparse
 import sys
 
 from ..names import DEFAULT_HIDDEN, EXACT_TOL, PAPER_DOMAINS
-from ._args import add_progress, bounded_int, progress_enabled, seed_arg
+from ._args import (
+    add_model_options,
+    add_progress,
+    bounded_int,
+    load_user_model,
+    progress_enabled,
+    seed_arg,
+)
 
 NAME = "verify"
 HELP = ("check Theorems 1 and 2 and the paper's sampled gradient estimators against "
@@ -28,15 +40,20 @@ _DOMAINS = PAPER_DOMAINS
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument(
-        "--domain", choices=("all", "none", *_DOMAINS), default="all",
-        help="paper domain(s) to check (default: all three)",
+        "--domain", choices=("all", "none", *_DOMAINS), default=None,
+        help="paper domain(s) to check (default: all three; none with --model)",
     )
-    parser.add_argument("--random", type=bounded_int("random_models", 0), default=2,
+    parser.add_argument("--random", type=bounded_int("random_models", 0), default=None,
                         metavar="N",
-                        help="number of seeded random Garnet models (default 2; at most "
-                             "1000)")
-    parser.add_argument("--no-variants", action="store_true",
-                        help="skip the Safe Navigation 1 variants (R, C on (s, a); gamma = 1)")
+                        help="number of seeded random Garnet models (default 2; 0 with "
+                             "--model; at most 1000)")
+    parser.add_argument("--no-variants", action="store_true", default=None,
+                        help="skip the Safe Navigation 1 variants (R, C on (s, a); gamma = "
+                             "1; skipped by default with --model)")
+    add_model_options(parser, kinds=False, set_file=False, estimation=False)
+    parser.add_argument("--lam", type=float, nargs="+", default=None, metavar="LAM",
+                        help="with --model: the multipliers of the checked Lagrangian, one "
+                             "per constraint or one for all (default 1)")
     parser.add_argument("--tabular-only", action="store_true",
                         help="check the tabular softmax form only (no MLP)")
     parser.add_argument("--hidden", type=bounded_int("hidden"), default=None,
@@ -55,6 +72,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    own_model = args.model is not None
+    parser = args._parser
+    if args.lam is not None and not own_model:
+        parser.error("--lam applies to --model (the paper's models are checked at their "
+                     "initial multipliers); add --model PATH.npz or drop --lam")
+    if args.horizon is not None and not own_model:
+        parser.error("--horizon applies to your own model: add --model PATH.npz or drop "
+                     "--horizon")
+    if args.domain is None:
+        args.domain = "none" if own_model else "all"
+    if args.random is None:
+        args.random = 0 if own_model else 2
+    if args.no_variants is None:
+        args.no_variants = own_model
     if args.domain == "all":
         domains = _DOMAINS
     elif args.domain == "none":
@@ -62,8 +93,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         domains = (args.domain,)
     kinds = ("softmax",) if args.tabular_only else ("softmax", "mlp")
-    parser = args._parser
-    if not domains and args.random == 0 and args.no_variants:
+    if not domains and args.random == 0 and args.no_variants and not own_model:
         parser.error("nothing to check: --domain none, --random 0 and --no-variants select "
                      "no model; give a domain, --random N >= 1 or drop --no-variants")
     if args.tabular_only and args.hidden is not None:
@@ -75,12 +105,23 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.tol < float("inf"):
         parser.error(f"argument --tol: {args.tol} is not a positive number")
     hidden = DEFAULT_HIDDEN if args.hidden is None else args.hidden
-    from ..verify import verify_suite
+    own = load_user_model(args)
+    from ..verify import VerifyTable, verify_suite, verify_theorems
 
-    table = verify_suite(domains=domains, n_random=args.random,
-                         variants=not args.no_variants, parametrisations=kinds,
-                         seed=args.seed, hidden=hidden, n_episodes=args.episodes,
-                         tol=args.tol, progress=progress_enabled(args))
+    table = VerifyTable()
+    if own is not None:
+        from pathlib import Path
+
+        table = verify_theorems(own.model, args.lam, label=Path(args.model).name,
+                                parametrisations=kinds,
+                                horizons=("model", None) if own.model.horizon else (None,),
+                                seed=args.seed, hidden=hidden, n_episodes=args.episodes,
+                                tol=args.tol, progress=progress_enabled(args))
+    if domains or args.random or not args.no_variants:
+        table = table + verify_suite(domains=domains, n_random=args.random,
+                                     variants=not args.no_variants, parametrisations=kinds,
+                                     seed=args.seed, hidden=hidden, n_episodes=args.episodes,
+                                     tol=args.tol, progress=progress_enabled(args))
     checked = sum(r.get("check") in ("pass", "fail") for r in table.rows)
     if checked == 0:
         print(f"rcmdp verify: error: the selection made {len(table.rows)} rows and no check; "

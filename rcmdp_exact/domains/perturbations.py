@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._checks import check_choice, check_int
-from .._progress import tqdm
+from .._progress import progress_default, tqdm
 from ..model import TabularCMDP
 from ..names import OFFSET_ON, SUITES
 from .inventory import inventory
@@ -215,7 +215,7 @@ def perturbations(
     revenue: str = "economic",
     demand: str = "reference",
     gamma: float = 0.99,
-    progress: bool = False,
+    progress=None,
     horizon="paper",
 ) -> list[Setting]:
     """The test settings of suite ``name`` in {"inventory", "1A", "1B", "2A", "2B"}.
@@ -236,8 +236,9 @@ def perturbations(
         Inventory variants (see :func:`~rcmdp_exact.domains.inventory`).
     gamma : float
         Discount factor of the models.
-    progress : bool
-        Show a tqdm progress bar while the models are built.
+    progress : bool or None
+        Show a tqdm progress bar while the models are built (None: when standard error
+        is a terminal).
     horizon : "paper", int or None
         The models' T: ``"paper"`` (default) keeps the domain's (100 for inventory and
         Safe Navigation 2, 200 for Safe Navigation 1); an int replaces it; None gives
@@ -278,7 +279,7 @@ def perturbations(
         return out
     sizes = SIZES_1B if name == "1B" else SIZES_2B
     jobs = [(n, j) for n in sizes for j in range(nd)]
-    for n, j in tqdm(jobs, desc=f"test {name}", disable=not progress):
+    for n, j in tqdm(jobs, desc=f"test {name}", disable=not progress_default(progress)):
         if name == "1B":
             out.append(draw_1b(n, j, seed, offset_on=offset_on, cost_layout=cost_layout,
                                gamma=gamma, **kw))

@@ -45,11 +45,16 @@ __all__ = [
 
 def reproduce(db, out=None, *, tests=TESTS, algorithms=ALGORITHMS, seeds=None,
               episodes=None, quick=False, workers=None, backend=None, client=None,
-              address=None, trainer=None, progress=True, **options):
+              address=None, trainer=None, progress=None, model=None, perturbations=None,
+              set_file=None, horizon=None, estimation_episodes=None, **options):
     """Plan the jobs, compute those missing from the store ``db``, write the report.
 
     Parameters are those of :func:`plan` and :func:`sweep`; ``out`` (a folder) receives
-    the report (none when None).  ``trainer`` (a callable, default
+    the report (none when None).  ``model`` (a path: a file written by
+    ``TabularCMDP.save``) reproduces the protocol on your own model, as ``rcmdp reproduce
+    --model`` does, with ``perturbations``, ``set_file``, ``horizon`` and
+    ``estimation_episodes`` (:func:`.user.load_problem`); ``tests`` is then ``["model"]``.
+    ``trainer`` (a callable, default
     ``rcmdp_exact.learners.train``) is named in the specs by its module and qualified
     name (``MODULE:FUNCTION``, as ``--trainer``), so results of different trainers get
     different keys.  Returns the sweep's summary with ``report`` (the
@@ -57,6 +62,13 @@ def reproduce(db, out=None, *, tests=TESTS, algorithms=ALGORITHMS, seeds=None,
     """
     if trainer is not None:
         options.setdefault("trainer", f"{trainer.__module__}:{trainer.__qualname__}")
+    if model is not None:
+        from .user import load_problem, spec_options
+
+        problem = load_problem(model, horizon=horizon, set_file=set_file,
+                               perturbations=perturbations, need_horizon="reproduce")
+        options.update(spec_options(problem, estimation_episodes))
+        tests = ["model"]
     jobs = plan(tests, algorithms, seeds, episodes, quick=quick, **options)
     with Store(db) as store:
         store.request_tests(tests)
@@ -65,5 +77,6 @@ def reproduce(db, out=None, *, tests=TESTS, algorithms=ALGORITHMS, seeds=None,
         summary.report = None
         if out is not None:
             summary.report = write_report(store, out, tests=store.requested_tests(),
+                                          progress=progress,
                                           algorithms=algorithms)
     return summary

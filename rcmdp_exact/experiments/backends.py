@@ -84,7 +84,7 @@ BACKENDS = ("serial", "joblib", "dask")
 
 #: Rough relative cost of jobs, to start the long ones first (makespan only).
 _COST = {"suite": 2.0, "bracket": 3.0, "training": 0.5}
-_DOMAIN_COST = {"nav1": 3.0, "inventory": 2.0, "nav2": 1.0}
+_DOMAIN_COST = {"nav1": 3.0, "inventory": 2.0, "nav2": 1.0, "model": 1.0}
 _ALGO_COST = {"adversarial-rcpg": 4.0}
 
 
@@ -185,7 +185,7 @@ def _dask(pending, trainer, client):
 
 def sweep(store, jobs, *, trainer=None, workers: int | None = None,
           backend: str | None = None, client=None, address: str | None = None,
-          progress: bool = True) -> Result:
+          progress=None) -> Result:
     """Compute the jobs missing from ``store`` and write each as it finishes.
 
     Parameters
@@ -206,8 +206,9 @@ def sweep(store, jobs, *, trainer=None, workers: int | None = None,
     client : distributed.Client, optional
     address : str, optional
         Scheduler address of a Dask cluster (``tcp://host:8786``).
-    progress : bool
-        A progress bar: jobs done, running and left, with an ETA.
+    progress : bool or None
+        A progress bar: jobs done, running and left, with an ETA (None: when standard
+        error is a terminal).
 
     Returns
     -------
@@ -224,7 +225,7 @@ def sweep(store, jobs, *, trainer=None, workers: int | None = None,
         The store cannot be written (read-only, full disk); what was stored stays.
     """
     from .._checks import check_choice, check_int
-    from .._progress import tqdm
+    from .._progress import progress_default, tqdm
     from .run import check_trainer
 
     if workers is None:
@@ -278,7 +279,7 @@ def sweep(store, jobs, *, trainer=None, workers: int | None = None,
     computed = 0
     done_keys: set = set()
     total = sum(len(p) for p in parts)
-    bar = tqdm(total=total, desc="reproduce", unit="job", disable=not progress,
+    bar = tqdm(total=total, desc="reproduce", unit="job", disable=not progress_default(progress),
                smoothing=0.05)
     results = None
     try:

@@ -22,15 +22,26 @@ from pathlib import Path
 
 import numpy as np
 
-from .spec import ALGORITHMS, DOMAIN_OF_TEST, TESTS
-from .table1 import ALGORITHM_LABELS, TEST_LABELS, fields_json, ground_truth_index, run_groups
+from ..names import USER_TEST
+from .spec import ALGORITHMS, TEST_DOMAIN
+from .table1 import (
+    ALGORITHM_LABELS,
+    ALL_TESTS,
+    TEST_LABELS,
+    fields_json,
+    ground_truth_index,
+    run_groups,
+)
 
 __all__ = ["all_figures", "test_figure", "training_figure"]
 
 _COLORS = dict(zip(ALGORITHMS, ("tab:red", "tab:orange", "tab:blue", "tab:green",
                                 "tab:purple", "tab:brown"), strict=True))
 _XLABEL = {"inventory": "demand setting (mu, sigma)", "1A": "p_success", "2A": "p_success",
-           "1B": "N perturbed state-action pairs", "2B": "N perturbed states"}
+           "1B": "N perturbed state-action pairs", "2B": "N perturbed states",
+           USER_TEST: "setting (0: your model, then the perturbations)"}
+#: Curves stored under an earlier name (stores written before the records were renamed).
+_FORMER_CURVES = {"lam": "lambda", "lam[0]": "lambda[0]"}
 
 
 def _figure(ncols: int, width: float = 4.2):
@@ -149,8 +160,9 @@ def _curve_matrix(store, runs, names, cache=None):
         for run in runs:
             if run["key"] not in cache:
                 cache[run["key"]] = store.curves(run["key"])
+            names_of = (name, _FORMER_CURVES.get(name))
             pts = [c for c in cache[run["key"]]
-                   if c["name"] == name and c["episode"] is not None]
+                   if c["name"] in names_of and c["episode"] is not None]
             if not pts:
                 break
             pts.sort(key=lambda c: c["idx"])
@@ -168,7 +180,7 @@ def _curve_matrix(store, runs, names, cache=None):
 
 def training_figure(store, domain: str, path, *, config: str | None = None):
     """Write ``training_<domain>.png`` (module notes); returns the path or None."""
-    tests = [t for t in TESTS if DOMAIN_OF_TEST[t] == domain][:1]
+    tests = [t for t in ALL_TESTS if TEST_DOMAIN[t] == domain][:1]
     groups, _ = run_groups(store, tests, ALGORITHMS)
     cfgs = sorted({k[0] for k in groups})
     if not cfgs:
@@ -178,7 +190,7 @@ def training_figure(store, domain: str, path, *, config: str | None = None):
     fig, axes = _figure(3, width=3.8)
     panels = ((("return",), "episode return", ("eval_true_stochastic_test_value",)),
               (("cost[0]", "cost"), "episode cost", ("eval_true_stochastic_test_cost[0]",)),
-              (("lambda", "lambda[0]"), "lambda", ()))
+              (("lam", "lam[0]"), "lambda", ()))
     spec = None
     cache: dict = {}
     for a in ALGORITHMS:
@@ -226,15 +238,15 @@ def _save(fig, path) -> None:
     write_atomic(path, lambda fh: fig.savefig(fh, format="png"))
 
 
-def figure_names(tests=TESTS) -> list[str]:
+def figure_names(tests=ALL_TESTS) -> list[str]:
     """The figures :func:`all_figures` draws for ``tests``, in order (each is written when
     the store has data for it)."""
-    return ([f"test_{t}" for t in TESTS if t in tests]
-            + [f"training_{d}" for d in dict.fromkeys(DOMAIN_OF_TEST[t] for t in TESTS
+    return ([f"test_{t}" for t in ALL_TESTS if t in tests]
+            + [f"training_{d}" for d in dict.fromkeys(TEST_DOMAIN[t] for t in ALL_TESTS
                                                      if t in tests)])
 
 
-def all_figures(store, out_dir, *, tests=TESTS, mode: str = "greedy", bar=None) -> list[Path]:
+def all_figures(store, out_dir, *, tests=ALL_TESTS, mode: str = "greedy", bar=None) -> list[Path]:
     """Every test and training figure that the store has data for, into ``out_dir``;
     ``bar`` (a progress bar), when given, advances by one per figure."""
     out = Path(out_dir)

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from .._checks import check_choice, check_int, check_real
-from .._progress import tqdm
+from .._progress import progress_default, tqdm
 from .._result import Result
 from ..domains import (
     ESTIMATION_EPISODES,
@@ -60,14 +60,24 @@ from ..evaluation import (
 )
 from ..ground_truth import VARIANTS, rcmdp_bracket, solve_cmdp, solve_cmdp_finite_horizon
 from ..mdp import greedy_policy
-from ..names import BRACKET_ASCENT, BRACKET_BOXES, BRACKET_SECONDS, GROUND_TRUTH_FILES
-from ..uncertainty import estimate
+from ..names import (
+    BRACKET_ASCENT,
+    BRACKET_BOXES,
+    BRACKET_SECONDS,
+    GROUND_TRUTH_FILES,
+    SET_KINDS,
+    SET_NOTES,
+    USER_DOMAIN,
+    USER_ESTIMATION_EPISODES,
+    USER_TEST,
+)
 
 __all__ = [
     "METRICS",
     "POLICY_LABELS",
     "format_ground_truth",
     "ground_truth_table",
+    "model_ground_truth",
     "save_ground_truth",
     "time_dependent_batch",
 ]
@@ -117,20 +127,20 @@ def _num(x):
 
 # --------------------------------------------------------------------------- optima
 def _optimum(res, **extra) -> dict:
-    return {"value": res.value, "cost": res.costs, "multiplier": res.multipliers,
+    return {"value": res.value, "cost": res.costs, "multiplier": res.lam,
             "status": res.status, "message": res.message, **extra}
 
 
 def _bracket_summary(br) -> dict:
-    keys = ("lower", "upper", "gap", "multiplier", "lower_method", "upper_method",
+    keys = ("lower", "upper", "gap", "lower_method", "upper_method",
             "upper_policy_value", "status", "message", "boxes", "seconds", "closed")
-    return {**{k: br[k] for k in keys}, "lower_cost": br.lower_costs,
+    return {**{k: br[k] for k in keys}, "multiplier": br.lam, "lower_cost": br.lower_costs,
             "upper_policy_cost": br.upper_policy_costs, "min_robust_cost": br.min_robust_costs,
             "n_lambda": int(br.history["g"].size)}
 
 
 def _variant_summary(r) -> dict:
-    return {"value": r.value, "cost": r.costs, "multiplier": r.multiplier,
+    return {"value": r.value, "cost": r.costs, "multiplier": r.lam,
             "feasible": r.feasible, "robust_value": r.robust_value,
             "robust_cost": r.robust_costs, "robust_feasible": r.robust_feasible,
             "converged": r.converged, "status": r.status}
@@ -149,23 +159,38 @@ def _policies(nom, tru, tru_T, br) -> dict:
     return pols
 
 
-def _domain_optima(name: str, opts: dict, bar) -> Result:
-    """Estimation, the LPs and the bracket of one domain (steps 1 and 2)."""
-    true = paper_domain(name)
-    n_ep = ESTIMATION_EPISODES[name][opts["episodes"]]
-    est = estimate(true, n_ep, seed=opts["seed"], delta=opts["delta"], progress=False)
+def _estimation(true, opts: dict, n_ep: int, source: str) -> Result:
+    """Step 1: the estimated nominal model and set (of ``opts["set_kind"]``), or the
+    saved set of ``opts["set"]``."""
+    if opts.get("set") is not None:
+        uset = opts["set"]
+        return Result(nominal=true.with_transitions(uset.nominal), set=uset,
+                      info={"episodes": 0, "episodes_source": "set file",
+                            "set": opts["set_kind"], "set_type": type(uset).__name__,
+                            "seed": opts["seed"], "delta": opts["delta"],
+                            "alpha_range": None, "form": None})
+    from .estimation import estimate_set
+
+    est = estimate_set(true, n_ep, opts["seed"], opts["delta"], opts["set_kind"],
+                       progress=False)
+    return Result(nominal=est.nominal, set=est.set,
+                  info={"episodes": n_ep, "episodes_source": source,
+                        "set": opts["set_kind"], "set_type": type(est.set).__name__,
+                        "seed": opts["seed"], "delta": opts["delta"],
+                        "alpha_range": list(est.alpha_range), "form": est.estimate.form})
+
+
+def _domain_optima(true, est: Result, opts: dict, bar, title: str) -> Result:
+    """The LPs and the bracket of one domain (step 2), after its estimation ``est``."""
     bar.update(1)
     nom, tru, tru_T = solve_cmdp(est.nominal), solve_cmdp(true), solve_cmdp_finite_horizon(true)
     bar.update(1)
-    br = rcmdp_bracket(est.nominal, est.ball, variants=opts["variants"], progress=False,
+    br = rcmdp_bracket(est.nominal, est.set, variants=opts["variants"], progress=False,
                        time_limit=opts["bracket_time"], max_boxes=opts["max_boxes"],
                        n_ascent=BRACKET_ASCENT)
     bar.update(1)
     return Result(
-        true=true, title=TITLES.get(name, name), horizon=true.horizon,
-        estimation={"episodes": n_ep, "episodes_source": opts["episodes"],
-                    "seed": opts["seed"], "delta": opts["delta"],
-                    "alpha_range": list(est.alpha_range), "form": est.form},
+        title=title, horizon=true.horizon, estimation=est.info,
         optima={"nominal_cmdp": _optimum(nom), "true_cmdp": _optimum(tru),
                 "true_cmdp_T": _optimum(tru_T, budget=tru_T.budget)},
         bracket=_bracket_summary(br),
@@ -211,16 +236,22 @@ def _same_arrays(a, b) -> bool:
         (a.gamma, a.horizon) == (b.gamma, b.horizon)
 
 
-def _test_rows(name: str, opts: dict, policies: dict) -> list:
+def _test_rows(name: str, suites: dict, policies: dict) -> list:
+    """Rows of every suite ``{suite: settings}``: settings that share their rewards,
+    costs and start are evaluated in one batch."""
     rows = []
-    for suite in TEST_SUITES[name]:
-        settings = perturbations(suite, seed=opts["seed"], n_draws=opts["n_draws"],
-                                 offset_on=opts["offset_on"])
+    for suite, settings in suites.items():
         groups = [settings] if all(_same_arrays(settings[0].model, st.model)
                                    for st in settings) else [[st] for st in settings]
         for group in groups:
             rows.extend(_suite_rows(name, suite, group, policies))
     return rows
+
+
+def _paper_suites(name: str, opts: dict) -> dict:
+    return {suite: perturbations(suite, seed=opts["seed"], n_draws=opts["n_draws"],
+                                 offset_on=opts["offset_on"], progress=False)
+            for suite in TEST_SUITES[name]}
 
 
 def _summarise(rows: list[dict]) -> list[dict]:
@@ -243,32 +274,61 @@ def _summarise(rows: list[dict]) -> list[dict]:
     return out
 
 
-def _check_table(names, opts: dict) -> None:
+def _check_table(names, opts: dict, given: dict) -> None:
     for n in names:
         check_choice(n, "domain", PAPER_DOMAINS)
-    check_choice(opts["episodes"], "episodes", ("paper", "reference"))
+    check_choice(opts["episodes"], given.get("estimation", "estimation"), ("paper", "reference"))
     check_choice(opts["offset_on"], "offset_on", ("failure", "success"))
+    _check_common(opts, given)
+    check_int(opts["n_draws"], "n_draws", 1, hint=" (draws per N in tests 1B and 2B)")
+
+
+def _check_common(opts: dict, given: dict) -> None:
     check_int(opts["seed"], "seed", 0)
     check_real(opts["delta"], "delta", 0.0, 1.0, low_open=True, high_open=True)
-    check_int(opts["n_draws"], "n_draws", 1, hint=" (draws per N in tests 1B and 2B)")
     for v in opts["variants"]:
         check_choice(v, "variant", VARIANTS)
-    check_real(opts["bracket_time"], "bracket_time", 0.0, low_open=True)
+    check_real(opts["bracket_time"], given.get("time_limit", "time_limit"), 0.0,
+               low_open=True)
     check_int(opts["max_boxes"], "max_boxes", 1)
+    check_choice(opts["set_kind"], "set_kind", SET_KINDS)
 
 
-def ground_truth_table(domains=None, *, episodes: str = "paper", seed: int = 0,
+#: Former parameter names of :func:`ground_truth_table` (deprecated) and their new names.
+RENAMED_PARAMETERS = {"episodes": "estimation", "bracket_time": "time_limit"}
+
+
+def _renamed(given: dict, values: dict, where: str) -> tuple[dict, dict]:
+    """The values with the deprecated names of ``given`` moved to their new names, and
+    {new name: the name given} for messages."""
+    import warnings
+
+    names = {}
+    for old, value in given.items():
+        new = RENAMED_PARAMETERS.get(old)
+        if new is None:
+            raise TypeError(f"{where}() got an unexpected keyword argument {old!r}")
+        warnings.warn(f"{where}({old}=...) is deprecated; use {new}=...",
+                      DeprecationWarning, stacklevel=3)
+        values[new] = value
+        names[new] = old
+    return values, names
+
+
+def ground_truth_table(domains=None, *, estimation: str = "paper", seed: int = 0,
                        delta: float = 0.1, n_draws: int | None = None,
-                       offset_on: str = "failure", variants=VARIANTS, progress: bool = True,
-                       bracket_time: float = BRACKET_SECONDS,
-                       max_boxes: int = BRACKET_BOXES) -> Result:
+                       offset_on: str = "failure", variants=VARIANTS, progress=None,
+                       time_limit: float = BRACKET_SECONDS,
+                       max_boxes: int = BRACKET_BOXES, set_kind: str = "l1",
+                       **renamed) -> Result:
     """Build the ground-truth table of the paper's domains (module docstring).
 
     Parameters
     ----------
     domains : sequence of str, optional
         Names in :data:`~rcmdp_exact.domains.PAPER_DOMAINS` (default: all three).
-    episodes : {"paper", "reference"}
+    estimation : {"paper", "reference"}
+        The estimation episodes (``episodes``, its former name, is deprecated).
     seed : int
         Seed of the estimation and of the random draws of tests 1B and 2B (>= 0).
     delta : float
@@ -279,10 +339,15 @@ def ground_truth_table(domains=None, *, episodes: str = "paper", seed: int = 0,
         Test 1B: the drawn offset replaces a failed move (default) or a successful one.
     variants : sequence of str
         RCPG variants whose targets are computed (default all three).
-    progress : bool
-        A bar over the steps of every domain.
-    bracket_time, max_boxes
-        Budget of the bracket's branch and bound per domain.
+    progress : bool or None
+        A bar over the steps of every domain (None: when standard error is a terminal).
+    time_limit, max_boxes
+        Budget of the bracket's branch and bound per domain (``bracket_time``, the
+        former name of ``time_limit``, is deprecated).
+    set_kind : str
+        The kind of uncertainty set estimated from the data
+        (:data:`rcmdp_exact.names.SET_KINDS`, :mod:`.estimation`; default the paper's
+        L1 ball).
 
     Returns
     -------
@@ -290,26 +355,90 @@ def ground_truth_table(domains=None, *, episodes: str = "paper", seed: int = 0,
         ``domains`` {name: Result(estimation, optima, bracket, variants, rows, summary,
         policies)}, ``options``, ``runtime`` (seconds).
     """
+    values, given = _renamed(renamed, {"estimation": estimation, "time_limit": time_limit},
+                             "ground_truth_table")
     names = list(PAPER_DOMAINS) if domains is None else list(domains)
-    opts = {"episodes": episodes, "seed": seed, "delta": delta,
+    opts = {"episodes": values["estimation"], "seed": seed, "delta": delta,
             "n_draws": N_DRAWS if n_draws is None else n_draws, "offset_on": offset_on,
-            "variants": tuple(variants), "bracket_time": bracket_time, "max_boxes": max_boxes}
-    _check_table(names, opts)
+            "variants": tuple(variants), "bracket_time": values["time_limit"],
+            "max_boxes": max_boxes, "set_kind": set_kind}
+    _check_table(names, opts, given)
     t0 = time.perf_counter()
     out = {}
-    with tqdm(total=4 * len(names), desc="ground truth", disable=not progress) as bar:
+    with tqdm(total=4 * len(names), desc="ground truth",
+              disable=not progress_default(progress)) as bar:
         for name in names:
             bar.set_postfix_str(name)
-            dom = _domain_optima(name, opts, bar)
-            dom.rows = _test_rows(name, opts, dom.policies)
+            true = paper_domain(name)
+            est = _estimation(true, opts, ESTIMATION_EPISODES[name][opts["episodes"]],
+                              opts["episodes"])
+            dom = _domain_optima(true, est, opts, bar, TITLES.get(name, name))
+            dom.rows = _test_rows(name, _paper_suites(name, opts), dom.policies)
             dom.summary = _summarise(dom.rows)
             dom.name = name
-            del dom["true"]
             out[name] = dom
             bar.update(1)
     options = {k: (list(v) if isinstance(v, tuple) else v) for k, v in opts.items()}
     options.update(gamma=0.99, modes=["stochastic", "greedy"], penalty_weight=500.0)
     return Result(domains=out, options=options, runtime=time.perf_counter() - t0)
+
+
+def model_ground_truth(model, *, name: str = USER_DOMAIN, uset=None, set_kind: str = "l1",
+                       estimation_episodes: int = USER_ESTIMATION_EPISODES, seed: int = 0,
+                       delta: float = 0.1, perturbations=(), variants=VARIANTS,
+                       progress=None, time_limit: float = BRACKET_SECONDS,
+                       max_boxes: int = BRACKET_BOXES) -> Result:
+    """The ground-truth table of your own model (``rcmdp ground-truth --model``).
+
+    The steps of :func:`ground_truth_table` on ``model`` (discounted, with a horizon T):
+    the set is estimated from ``estimation_episodes`` episodes of the uniform random
+    policy (kind ``set_kind``), or ``uset`` is used as it is (its nominal kernel gives the
+    nominal model); the tests are the model itself and ``perturbations``
+    (:class:`~rcmdp_exact.domains.Setting` objects, or (name, group, model) triples: the
+    same problem with other transitions, see :mod:`.user`), as suite ``"model"``.
+
+    Returns
+    -------
+    Result
+        As :func:`ground_truth_table`, with one domain named ``name``.
+    """
+    from .._checks import check_type
+    from ..domains import Setting
+    from ..model import TabularCMDP, check_model
+    from .user import check_perturbation
+
+    check_type(model, "model", TabularCMDP, "load one with TabularCMDP.load(path)")
+    check_model(model)
+    check_int(model.horizon, "model.horizon", 1,
+              hint="; the test metric takes T steps: give the model a horizon "
+                   "(model.replace(horizon=T))")
+    opts = {"episodes": int(check_int(estimation_episodes, "estimation_episodes", 1)),
+            "seed": seed, "delta": delta, "variants": tuple(variants),
+            "bracket_time": time_limit, "max_boxes": max_boxes, "set_kind": set_kind,
+            "set": uset}
+    _check_common(opts, {})
+    if uset is not None:
+        from ..uncertainty import check_set
+
+        check_set(uset, model)
+        opts["set_kind"] = "file"
+    settings = [Setting(USER_TEST, model, USER_TEST)]
+    for p in perturbations:
+        st = p if isinstance(p, Setting) else Setting(p[0], p[2], p[1])
+        check_perturbation(model, st.model, st.label)
+        settings.append(Setting(st.label, st.model.replace(horizon=model.horizon), st.group))
+    t0 = time.perf_counter()
+    with tqdm(total=4, desc="ground truth", disable=not progress_default(progress)) as bar:
+        est = _estimation(model, opts, opts["episodes"], "episodes")
+        dom = _domain_optima(model, est, opts, bar, model.name or "your model")
+        dom.rows = _test_rows(name, {USER_TEST: settings}, dom.policies)
+        dom.summary = _summarise(dom.rows)
+        dom.name = name
+        bar.update(1)
+    options = {k: (list(v) if isinstance(v, tuple) else v) for k, v in opts.items()
+               if k != "set"}
+    options.update(gamma=model.gamma, modes=["stochastic", "greedy"], penalty_weight=500.0)
+    return Result(domains={name: dom}, options=options, runtime=time.perf_counter() - t0)
 
 
 # ----------------------------------------------------------------------- output
@@ -324,14 +453,21 @@ def _short(group: str) -> str:
 
 def _format_optima(name: str, dom) -> list[str]:
     e = dom.estimation
-    lines = [f"== {name}: {dom.title} (nominal model from {e['episodes']} episodes of the "
-             f"uniform policy, seed {e['seed']}, delta {e['delta']}, alpha in "
-             f"[{e['alpha_range'][0]:.3f}, {e['alpha_range'][1]:.3f}]) ==",
-             "discounted optima (gamma 0.99, from the start state):"]
+    if e["alpha_range"] is None:
+        where = f"the saved {e['set_type']} of --set-file and its nominal kernel"
+    else:
+        where = (f"nominal model from {e['episodes']} episodes of the uniform policy, seed "
+                 f"{e['seed']}, delta {e['delta']}, L1 alpha in [{e['alpha_range'][0]:.3f}, "
+                 f"{e['alpha_range'][1]:.3f}]")
+    kind = e.get("set", "l1")
+    note = SET_NOTES.get(kind, "a saved set")
+    lines = [f"== {name}: {dom.title} ({where}) ==",
+             f"uncertainty set: {kind} ({e.get('set_type', 'L1Ball')}: {note})",
+             "discounted optima (from the start state):"]
     for key in ("nominal_cmdp", "true_cmdp"):
         o = dom.optima[key]
         lines.append(f"  {key:<16} V = {o['value']:12.6f}  C = {np.round(o['cost'], 6).tolist()}"
-                     f"  multiplier = {np.round(o['multiplier'], 6).tolist()}  [{o['status']}]")
+                     f"  lam = {np.round(o['multiplier'], 6).tolist()}  [{o['status']}]")
     b = dom.bracket
     lines.append(f"  {'rcmdp bracket':<16} [{b['lower']:.6f}, {b['upper']:.6f}] gap "
                  f"{b['gap']:.3g} (lower: {b['lower_method']}, upper: {b['upper_method']}, "

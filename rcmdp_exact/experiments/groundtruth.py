@@ -38,11 +38,13 @@ import time
 import numpy as np
 
 from ..mdp import backward_induction, greedy_policy
-from .spec import canonical_json, phase_seed
+from ..names import USER_DOMAIN, USER_TEST
+from .spec import canonical_json, estimation_seed
 
 __all__ = [
     "PENALTY",
     "costs_of",
+    "estimated",
     "exact_test",
     "pooled_bound",
     "run_ground_truth",
@@ -50,12 +52,14 @@ __all__ = [
     "setting_param",
     "suite_settings",
     "training_model",
+    "training_model_of",
 ]
 
 #: The weight of the overshoot in the penalised return (the paper's lambda-bar).
 PENALTY = 500.0
 #: Tests of each domain, in Table 1 order.
-TESTS_OF_DOMAIN = {"inventory": ("inventory",), "nav1": ("1A", "1B"), "nav2": ("2A", "2B")}
+TESTS_OF_DOMAIN = {"inventory": ("inventory",), "nav1": ("1A", "1B"), "nav2": ("2A", "2B"),
+                   USER_DOMAIN: (USER_TEST,)}
 
 
 def training_model(domain: str, cost_layout: str = "reference", revenue: str = "economic",
@@ -70,6 +74,48 @@ def training_model(domain: str, cost_layout: str = "reference", revenue: str = "
     return safe_navigation_2()
 
 
+def training_model_of(fields: dict):
+    """The true model of estimation or test ``fields``: a paper domain with its variants,
+    or your own model (by its content hash, with the given horizon)."""
+    if fields["domain"] == USER_DOMAIN:
+        from .user import model_of
+
+        return model_of(fields["model"], int(fields.get("horizon", 0)))
+    return training_model(fields["domain"], fields.get("cost_layout", "reference"),
+                          fields.get("revenue", "economic"), fields.get("demand", "reference"))
+
+
+@functools.lru_cache(maxsize=4)
+def estimated(fields_json: str):
+    """Phase 1 of the estimation fields ``fields_json`` (cached per process: a pure
+    function of its fields): ``Result(true, nominal, set, n_episodes, alpha_range)``.
+
+    The paper's domains and your own model are estimated by :func:`.estimation.
+    estimate_set` with the kind of set of the fields (the L1 ball by default); with a
+    ``set_file`` (your own model) the saved set replaces the estimation.
+    """
+    import json
+
+    from .._result import Result
+    from ..domains import ESTIMATION_EPISODES
+    from .estimation import estimate_set
+
+    f = json.loads(fields_json)
+    true = training_model_of(f)
+    if "set_file" in f:
+        from .user import set_of
+
+        uset = set_of(f["set_file"])
+        return Result(true=true, nominal=true.with_transitions(uset.nominal), set=uset,
+                      n_episodes=0, alpha_range=None)
+    n_est = f["episodes"] if f["domain"] == USER_DOMAIN else \
+        ESTIMATION_EPISODES[f["domain"]][f["estimation"]]
+    est = estimate_set(true, n_est, estimation_seed(f), f["delta"], f.get("set", "l1"),
+                       progress=False)
+    return Result(true=true, nominal=est.nominal, set=est.set, n_episodes=int(n_est),
+                  alpha_range=[float(a) for a in est.alpha_range])
+
+
 @functools.lru_cache(maxsize=8)
 def _settings_cached(text: str):
     import json
@@ -77,6 +123,10 @@ def _settings_cached(text: str):
     from ..domains import perturbations
 
     f = json.loads(text)
+    if f["domain"] == USER_DOMAIN:
+        from .user import user_settings
+
+        return user_settings(f)
     out = {}
     for suite in TESTS_OF_DOMAIN[f["domain"]]:
         kw = {}
@@ -88,7 +138,7 @@ def _settings_cached(text: str):
             kw.update(seed=f["test_seed"], n_draws=f["n_draws"])
         if suite == "inventory":
             kw.update(revenue=f["revenue"], demand=f["demand"])
-        out[suite] = tuple(perturbations(suite, **kw))
+        out[suite] = tuple(perturbations(suite, progress=False, **kw))
     return out
 
 
@@ -310,17 +360,10 @@ def _suite(spec) -> dict:
 
 
 def _bracket(spec) -> dict:
-    from ..domains import ESTIMATION_EPISODES
     from ..ground_truth import rcmdp_bracket
-    from ..uncertainty import estimate
 
-    est_f = dict(spec.estimation)
-    true = training_model(spec.domain, est_f.get("cost_layout", "reference"),
-                          est_f.get("revenue", "economic"), est_f.get("demand", "reference"))
-    n_ep = ESTIMATION_EPISODES[spec.domain][est_f["estimation"]]
-    est = estimate(true, n_ep, seed=phase_seed(est_f, "estimation"), delta=est_f["delta"],
-                   progress=False)
-    br = rcmdp_bracket(est.nominal, est.ball, progress=False, **dict(spec.bracket))
+    est = estimated(canonical_json(dict(spec.estimation)))
+    br = rcmdp_bracket(est.nominal, est.set, progress=False, **dict(spec.bracket))
     lower_pol = np.asarray(br.policies["lower"], dtype=np.float64)
     pols = np.stack([lower_pol, greedy_policy(lower_pol)])
     rows = []
@@ -329,10 +372,10 @@ def _bracket(spec) -> dict:
         rows += _setting_rows(suite, settings, met, ["rcmdp_lower"] * 2,
                               ["stochastic", "greedy"])
     return {"status": str(br.status), "lower": _num(br.lower), "upper": _num(br.upper),
-            "gap": _num(br.gap), "multiplier": [_num(x) for x in np.atleast_1d(br.multiplier)],
-            "lower_cost": [_num(x) for x in np.atleast_1d(br.lower_cost)],
-            "min_robust_cost": [_num(x) for x in np.atleast_1d(br.min_robust_cost)],
-            "alpha_range": [float(a) for a in est.alpha_range], "n_episodes": int(n_ep),
+            "gap": _num(br.gap), "multiplier": [_num(x) for x in np.atleast_1d(br.lam)],
+            "lower_cost": [_num(x) for x in np.atleast_1d(br.lower_costs)],
+            "min_robust_cost": [_num(x) for x in np.atleast_1d(br.min_robust_costs)],
+            "alpha_range": est.alpha_range, "n_episodes": int(est.n_episodes),
             "policy": "safest" if br.status == "infeasible" else "lower", "rows": rows}
 
 
@@ -340,16 +383,14 @@ def _training(spec) -> dict:
     from ..domains import Setting
     from ..ground_truth import solve_cmdp
 
-    t = dict(spec.test)
-    true = training_model(spec.domain, t.get("cost_layout", "reference"),
-                          t.get("revenue", "economic"), t.get("demand", "reference"))
+    true = training_model_of(dict(spec.test))
     opt = setting_optima([Setting("training", true, "training")])
     lp = solve_cmdp(true)
     return {"T_value": float(opt["value"][0]), "T_cost": float(opt["cost"][0]),
             "T_budget": float(opt["budget"]), "T_optimum": float(opt["bound"][0]),
             "value": float(lp.value), "cost": float(np.sum(lp.costs)),
             "d": float(np.sum(true.d)), "status": str(lp.status),
-            "multiplier": float(np.sum(lp.multipliers))}
+            "multiplier": float(np.sum(lp.lam))}
 
 
 _JOBS = {"suite": _suite, "bracket": _bracket, "training": _training}
@@ -357,7 +398,10 @@ _JOBS = {"suite": _suite, "bracket": _bracket, "training": _training}
 
 def run_ground_truth(spec) -> dict:
     """Compute one ground-truth job; a JSON-able dict with its ``seconds``."""
+    from .user import ensure_sources
+
     t0 = time.perf_counter()
+    ensure_sources(spec.sources)
     out = _JOBS[spec.kind](spec)
     out["seconds"] = time.perf_counter() - t0
     return out

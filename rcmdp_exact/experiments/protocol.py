@@ -19,11 +19,11 @@ from .._checks import check_int
 from ..names import BRACKET_ASCENT, BRACKET_BOXES, BRACKET_SECONDS
 from .spec import (
     ALGORITHMS,
-    DOMAIN_OF_TEST,
+    TEST_DOMAIN,
     TESTS,
     GroundTruthSpec,
     RunSpec,
-    estimation_fields,
+    frozen_items,
     settings_fields,
 )
 
@@ -52,7 +52,9 @@ def plan(tests=TESTS, algorithms=ALGORITHMS, seeds: int | None = None,
     Parameters
     ----------
     tests : sequence of str
-        Tests among "inventory", "1A", "1B", "2A", "2B".
+        Tests among "inventory", "1A", "1B", "2A", "2B", or ``["model"]`` (your own
+        model: give ``model``, ``estimation_episodes`` (or ``set_file``) and ``sources``
+        in ``options``, see :mod:`.spec`).
     algorithms : sequence of str
         Among :data:`~.spec.ALGORITHMS`.
     seeds : int, optional
@@ -80,36 +82,37 @@ def plan(tests=TESTS, algorithms=ALGORITHMS, seeds: int | None = None,
         bracket_seeds = preset.get("bracket_seeds", seeds)
     bracket_seeds = min(check_int(bracket_seeds, "bracket_seeds", 0), seeds)
     bracket_kw = preset.get("bracket", BRACKET_OPTIONS)
-    tests = [check_choice(t, "test", TESTS) for t in tests]
+    import dataclasses
+
+    tests = [check_choice(t, "test", tuple(TEST_DOMAIN)) for t in tests]
     algorithms = [check_choice(a, "algorithm", ALGORITHMS) for a in algorithms]
-    domains = list(dict.fromkeys(DOMAIN_OF_TEST[t] for t in TESTS if t in tests))
+    domains = list(dict.fromkeys(TEST_DOMAIN[t] for t in TEST_DOMAIN if t in tests))
     jobs = [RunSpec(domain=d, algorithm=a, seed=s, episodes=episodes, **options)
             for d in domains for a in algorithms for s in range(seeds)]
     if not ground_truth:
         return jobs
     proto = {d: RunSpec(domain=d, algorithm=algorithms[0], seed=0, episodes=episodes,
                         **options) for d in domains}
-    for t in TESTS:
+    for t in TEST_DOMAIN:
         if t not in tests:
             continue
-        p = proto[DOMAIN_OF_TEST[t]]
-        tf = tuple(sorted(p.settings_fields().items()))
-        jobs.append(GroundTruthSpec("suite", p.domain, suite=t, test=tf))
+        p = proto[TEST_DOMAIN[t]]
+        tf = frozen_items(p.settings_fields())
+        jobs.append(GroundTruthSpec("suite", p.domain, suite=t, test=tf, sources=p.sources))
     for d, p in proto.items():
-        tf = tuple(sorted(p.settings_fields().items()))
-        jobs.append(GroundTruthSpec("training", d, test=tf))
+        tf = frozen_items(p.settings_fields())
+        jobs.append(GroundTruthSpec("training", d, test=tf, sources=p.sources))
         for s in range(bracket_seeds):
-            ef = estimation_fields(d, s, p.estimation, p.delta, p.cost_layout, p.revenue,
-                                   p.demand)
+            ef = dataclasses.replace(p, seed=s).estimation_fields()
             jobs.append(GroundTruthSpec("bracket", d, seed=s, test=tf,
-                                        estimation=tuple(sorted(ef.items())),
-                                        bracket=tuple(bracket_kw)))
+                                        estimation=frozen_items(ef),
+                                        bracket=tuple(bracket_kw), sources=p.sources))
     return jobs
 
 
 def requested_tests(tests) -> list[str]:
     """The tests in Table 1 order."""
-    return [t for t in TESTS if t in tests]
+    return [t for t in TEST_DOMAIN if t in tests]
 
 
 __all__ += ["requested_tests", "settings_fields"]

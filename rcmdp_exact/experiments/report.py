@@ -11,12 +11,21 @@
   ground truth, and the figures;
 * the PNG figures of :mod:`.figures`.
 
-These files (:func:`report_files`: the three documents and the figures of every test
-and training domain) are the report's own: each is replaced as a whole (written to a
-temporary file and renamed, so a full disk leaves the previous file), and those the
-report does not write this time (a figure of a test this store does not have, left by
-a report of another store) are removed, so the folder never mixes two reports.  Other
-files in the folder are never touched.
+These files (:func:`report_files`: the three documents, the figures of every test
+and training domain and the small file :data:`REPORT_MARKER` that names the store the
+report was written from) are the report's own: each is replaced as a whole (written to
+a temporary file and renamed, so a full disk leaves the previous file), and those the
+report does not write this time (a figure of a test this store does not have) are
+removed, so the folder never mixes two reports.  Other files in the folder are never
+touched.
+
+**Existing outputs.**  A folder that holds the report of *another* store (or report
+files without :data:`REPORT_MARKER`, whose store is unknown, unless the store itself
+lies in the folder, as ``rcmdp reproduce`` puts it) holds outputs that writing this
+report would replace: :func:`foreign_report` names them, and the commands
+refuse them unless ``--force``.  The report of the *same* store is this store's own
+output: writing it again (after ``rcmdp reproduce`` resumed and added jobs, or with
+``rcmdp report``) updates it and is not overwriting.
 """
 
 from __future__ import annotations
@@ -25,11 +34,13 @@ import json
 import math
 from pathlib import Path
 
-from .._progress import tqdm
+from .._progress import progress_default, tqdm
 from .._result import Result
+from ..names import SET_NOTES
 from .spec import ALGORITHMS, OPTION_NOTES, OPTIONS, TESTS
 from .table1 import (
     ALGORITHM_LABELS,
+    ALL_TESTS,
     PAPER_RUNS,
     TEST_LABELS,
     config_of,
@@ -38,17 +49,50 @@ from .table1 import (
     table1_csv,
 )
 
-__all__ = ["format_table1_md", "report_files", "verdict", "write_report"]
+__all__ = ["REPORT_MARKER", "foreign_report", "format_table1_md", "report_files", "verdict",
+           "write_report"]
 
 #: The documents of a report.
 REPORT_DOCUMENTS = ("table1.csv", "table1.md", "report.md")
+#: The file of a report folder that names the results store the report was written from
+#: (JSON: ``{"store": absolute path}``).
+REPORT_MARKER = ".rcmdp-report.json"
 
 
 def report_files() -> tuple[str, ...]:
     """Every file name :func:`write_report` may write (its own file set)."""
     from .figures import figure_names
 
-    return REPORT_DOCUMENTS + tuple(f"{n}.png" for n in figure_names(TESTS))
+    return (REPORT_DOCUMENTS + tuple(f"{n}.png" for n in figure_names(ALL_TESTS))
+            + (REPORT_MARKER,))
+
+
+def _store_id(store_path) -> str:
+    return str(Path(store_path).expanduser().resolve())
+
+
+def foreign_report(out_dir, store_path) -> str | None:
+    """What in ``out_dir`` a report of the store ``store_path`` would replace without
+    being its own (module notes): None when the folder holds no report files or the
+    report of this store; otherwise a sentence naming the files and their store."""
+    out = Path(out_dir)
+    if not out.is_dir():
+        return None
+    names = [n for n in report_files() if n != REPORT_MARKER and (out / n).is_file()]
+    if not names:
+        return None
+    try:
+        owner = json.loads((out / REPORT_MARKER).read_text("utf-8"))["store"]
+    except (OSError, ValueError, KeyError, TypeError):
+        owner = None
+    if owner == _store_id(store_path):
+        return None
+    if owner is None and Path(_store_id(store_path)).parent == out.resolve():
+        return None  # a reproduction's folder: its store and its report, side by side
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    whose = f"the report of another results store ({owner})" if owner else \
+        "report files of an unknown results store"
+    return f"{str(out)!r} holds {whose}: {shown}"
 
 #: Settings per test in the paper (1B / 2B: 5 values of N x 50 draws).
 PAPER_SETTINGS = {"inventory": 9, "1A": 5, "1B": 250, "2A": 5, "2B": 250}
@@ -125,7 +169,7 @@ def format_table1_md(rows, mode: str = "greedy", config: str | None = None) -> s
     sel = [r for r in rows if r["mode"] == mode and (config is None or r["config"] == config)]
     by = {(r["test"], r["algorithm"]): r for r in sel}
     algos = [a for a in ALGORITHMS if any(r["algorithm"] == a for r in sel)]
-    tests = [t for t in TESTS if any(r["test"] == t for r in sel)]
+    tests = [t for t in ALL_TESTS if any(r["test"] == t for r in sel)]
     head = ["test", *[ALGORITHM_LABELS[a] for a in algos], "bound", "CMDP opt.",
             "RCMDP lower"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -139,7 +183,8 @@ def format_table1_md(rows, mode: str = "greedy", config: str | None = None) -> s
                 continue
             gt = r
             pm, ps = r["paper_mean"], r["paper_spread"]
-            cells.append(f"{_cell(r)}<br>(paper {pm:.1f} ± {ps:.1f})")
+            cells.append(_cell(r) if pm is None else
+                         f"{_cell(r)}<br>(paper {pm:.1f} ± {ps:.1f})")
         cells += [_f(gt["bound"]) if gt else "—", _f(gt["cmdp_optimum"]) if gt else "—",
                   _f(gt["robust_lower"]) if gt else "—"]
         lines.append("| " + " | ".join(cells) + " |")
@@ -155,17 +200,46 @@ def _configs_md(store, configs, rows) -> list[str]:
         out.append("")
         out.append(f"- training episodes: {spec['episodes']}; exact evaluations every "
                    f"{spec['eval_every']} episodes; trainer `{spec['trainer']}`")
-        out.append(f"- tests 1B / 2B: {spec['n_draws']} draws per N (paper: 50), drawn "
-                   f"with test seed {spec['test_seed']}")
+        if not spec.get("model"):
+            out.append(f"- tests 1B / 2B: {spec['n_draws']} draws per N (paper: 50), drawn "
+                       f"with test seed {spec['test_seed']}")
         out.append(f"- sampled test episodes per setting: {spec['sampled_episodes']} "
                    f"(0 = exact testing only; the paper: 50)")
+        kind = spec.get("set_kind", "l1")
+        out.append(f"- uncertainty set `{kind}`{' (default)' if kind == 'l1' else ''}: "
+                   f"{SET_NOTES[kind]}" + (f", from the saved set with content hash "
+                                           f"`{spec['set_file'][:12]}`"
+                                           if spec.get("set_file") else ""))
+        if spec.get("model"):
+            out += _model_md(spec)
         for name in OPTIONS:
+            if spec.get("model") and name in PAPER_ONLY_OPTIONS:
+                continue
             val = spec[name]
             default = " (default)" if val == OPTIONS[name][0] else ""
             out.append(f"- `{name}` = `{val}`{default}: {OPTION_NOTES[name][val]}")
         if spec.get("extra"):
             out.append(f"- further trainer options: `{json.dumps(spec['extra'])}`")
         out.append("")
+    return out
+
+
+#: Options that choose among the paper's domains' variants (not shown for your model).
+PAPER_ONLY_OPTIONS = ("estimation", "offset_on", "cost_layout", "revenue", "demand")
+
+
+def _model_md(spec) -> list[str]:
+    out = [f"- your model: content hash `{spec['model'][:12]}`"
+           + (f", horizon T = {spec['horizon']} (given on the command line)"
+              if spec.get("horizon") else "")]
+    if not spec.get("set_file"):
+        out.append(f"- estimation: {spec['estimation_episodes']} episodes of the uniform "
+                   f"random policy, delta {spec['delta']}")
+    perts = spec.get("perturbations") or []
+    out.append(f"- test settings: the model itself and {len(perts)} perturbation"
+               f"{'' if len(perts) == 1 else 's'}"
+               + (": " + ", ".join(f"`{n}` (group `{g}`, hash `{h[:12]}`)"
+                                   for n, g, h in perts) if perts else ""))
     return out
 
 
@@ -192,9 +266,10 @@ def _brackets_md(store) -> list[str]:
            "|---|---|---|---|---|---|---|---|"]
     for g in sorted(rows, key=lambda g: (g["domain"], g["spec"]["seed"], g["key"])):
         r = g["result"]
-        a0, a1 = r["alpha_range"]
+        ar = r.get("alpha_range")
+        alpha = "saved set" if ar is None else f"[{ar[0]:.3f}, {ar[1]:.3f}]"
         gap = None if r["status"] == "infeasible" else r["gap"]
-        out.append(f"| {g['domain']} | {g['spec']['seed']} | [{a0:.3f}, {a1:.3f}] | "
+        out.append(f"| {g['domain']} | {g['spec']['seed']} | {alpha} | "
                    f"{r['status']} | {_f(r['lower'], 3)} | {_f(r['upper'], 3)} | "
                    f"{_f(gap, 3)} | {r['policy']} |")
     return out
@@ -214,10 +289,11 @@ def _training_md(store) -> list[str]:
 
 
 def write_report(store, out_dir, *, tests=TESTS, algorithms=ALGORITHMS,
-                 figures: bool = True, progress: bool = False) -> Result:
+                 figures: bool = True, progress=None) -> Result:
     """Write ``table1.csv``, ``table1.md``, ``report.md`` and the figures.
 
-    ``progress``: a bar over the outputs (the tables, each figure, the report).
+    ``progress``: a bar over the outputs (the tables, each figure, the report); None:
+    when standard error is a terminal.
 
     Every file of :func:`report_files` in ``out_dir`` that this report does not write is
     removed (module notes); other files are left alone.
@@ -261,7 +337,7 @@ def _write_report(store, out_dir, tests, algorithms, figures, progress) -> Resul
     out.mkdir(parents=True, exist_ok=True)
     n_figs = len(figure_names(tests)) if figures else 0
     with tqdm(total=3 + n_figs, desc="rcmdp report", unit="output",
-              disable=not progress) as bar:
+              disable=not progress_default(progress)) as bar:
         rows = table1(store, tests=tests, algorithms=algorithms)
         paths = [_write_text(out / "table1.csv", table1_csv(rows))]
         bar.update(1)
@@ -282,8 +358,9 @@ def _write_report(store, out_dir, tests, algorithms, figures, progress) -> Resul
         figs = all_figures(store, out, tests=tests, bar=bar) if figures else []
         paths += figs
         paths.append(_write_text(out / "report.md", _report_md(store, rows, configs, figs)))
+        _write_text(out / REPORT_MARKER, json.dumps({"store": _store_id(store.path)}) + "\n")
         bar.update(1)
-    written = {p.name for p in paths}
+    written = {p.name for p in paths} | {REPORT_MARKER}
     removed = []
     for name in report_files():
         stale = out / name
@@ -296,9 +373,13 @@ def _write_report(store, out_dir, tests, algorithms, figures, progress) -> Resul
 def _report_md(store, rows, configs, figs) -> str:
     sec = _seconds(store)
     n_runs = len(store.runs())
+    own = any(spec.get("model") for spec in configs.values())
     lines = [
         "# Reproduction of the paper's Table 1 and figures",
         "",
+        *(["Configurations with **your model** (test `model`: the model itself and its "
+           "perturbations) are tested like the paper's domains; their cells have no "
+           "paper numbers to compare with.", ""] if own else []),
         "Bossens, *Robust Lagrangian and Adversarial Policy Gradient for Robust "
         "Constrained MDPs* (CAI 2024). Every number below is rebuilt from the results "
         "store alone (`rcmdp report --db PATH --out DIR`).",
@@ -356,11 +437,13 @@ def _report_md(store, rows, configs, figs) -> str:
     sampled = {(r["config"], r["test"], r["algorithm"]): r for r in rows
                if r["mode"] == "sampled"}
     for cfg in sorted(configs):
+        if configs[cfg].get("model"):  # your model: no paper numbers to compare with
+            continue
         n_smp = configs[cfg].get("sampled_episodes", 0)
         lines += [f"### `{cfg}` (greedy, exact)", "", "| test | algorithm | ours | paper | "
                   "verdict | why |", "|---|---|---|---|---|---|"]
         for r in rows:
-            if r["config"] != cfg or r["mode"] != "greedy":
+            if r["config"] != cfg or r["mode"] != "greedy" or r["paper_mean"] is None:
                 continue
             smp = sampled.get((cfg, r["test"], r["algorithm"]))
             if smp is not None:

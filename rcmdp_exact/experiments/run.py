@@ -24,7 +24,6 @@ exact evaluations).
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 
@@ -32,8 +31,8 @@ import numpy as np
 
 from .._checks import InputError
 from ..mdp import greedy_policy
-from .groundtruth import exact_test, setting_param, suite_settings, training_model
-from .spec import RunSpec, canonical_json, phase_seed
+from .groundtruth import estimated, exact_test, setting_param, suite_settings
+from .spec import RunSpec, canonical_json
 
 __all__ = ["CURVE_POINTS", "TEST_MODES", "TrainerError", "check_result", "check_trainer",
            "curve_rows", "default_trainer", "run_one", "sampled_test"]
@@ -176,7 +175,7 @@ def sampled_test(settings, policy, n_episodes: int, seed: int) -> dict:
     c_se = np.empty(len(settings))
     for n, st in enumerate(settings):
         m = st.model
-        ep = rollout(m, policy, n_episodes, np.random.default_rng(children[n]))
+        ep = rollout(m, policy, n_episodes, np.random.default_rng(children[n]), progress=False)
         R = np.asarray(m.R)[ep.states, ep.actions, ep.next_states]
         C = np.asarray(m.C)[ep.states, ep.actions, ep.next_states].sum(-1)
         ret = np.where(ep.alive, R, 0.0).sum(1)
@@ -186,23 +185,6 @@ def sampled_test(settings, policy, n_episodes: int, seed: int) -> dict:
         v_se[n] = ret.std(ddof=ddof) / math.sqrt(n_episodes)
         c_se[n] = cst.std(ddof=ddof) / math.sqrt(n_episodes)
     return {"value": value, "cost": cost, "value_se": v_se, "cost_se": c_se}
-
-
-@functools.lru_cache(maxsize=4)
-def _estimate(fields_json: str):
-    """Phase 1 of a run, cached per process: a pure function of its fields."""
-    import json
-
-    from ..domains import ESTIMATION_EPISODES
-    from ..uncertainty import estimate
-
-    f = json.loads(fields_json)
-    true = training_model(f["domain"], f.get("cost_layout", "reference"),
-                          f.get("revenue", "economic"), f.get("demand", "reference"))
-    n_est = ESTIMATION_EPISODES[f["domain"]][f["estimation"]]
-    est = estimate(true, n_est, seed=phase_seed(f, "estimation"), delta=f["delta"],
-                   progress=False)
-    return true, est, n_est
 
 
 def _test_rows(spec: RunSpec, policy: np.ndarray, seeds: dict) -> list[dict]:
@@ -251,15 +233,18 @@ def run_one(spec: RunSpec, trainer=None) -> dict:
         ``key``, ``spec``, ``info``, ``tests`` and ``curves`` (module notes).
     """
     from .._checks import check_type
+    from .user import ensure_sources
 
     check_type(spec, "spec", RunSpec, "build one with RunSpec(domain, algorithm, seed)")
     train = default_trainer if trainer is None else trainer
+    ensure_sources(spec.sources)
     seeds = spec.seeds()
     t0 = time.perf_counter()
-    true, est, n_est = _estimate(canonical_json(spec.estimation_fields()))
+    est = estimated(canonical_json(spec.estimation_fields()))
+    true = est.true
     model = true if (spec.train_on == "data" and not spec.robust) else est.nominal
     t1 = time.perf_counter()
-    res = train(model, spec.algorithm, ball=est.ball if spec.robust else None,
+    res = train(model, spec.algorithm, ball=est.set if spec.robust else None,
                 seed=seeds["training"], episodes=spec.episodes, critic=spec.critic,
                 gradient=spec.gradient, inner=spec.inner,
                 multiplier_update=spec.multiplier_update, eval_every=spec.eval_every,
@@ -270,10 +255,10 @@ def run_one(spec: RunSpec, trainer=None) -> dict:
     tests = _test_rows(spec, policy, seeds)
     t3 = time.perf_counter()
     steps = int(np.sum(records["length"])) if "length" in records else None
-    lam = records.get("lambda")
+    lam = records.get("lam") if "lam" in records else records.get("lambda")
     info = {
-        "seeds": seeds, "estimation_episodes": int(n_est),
-        "alpha_range": [float(a) for a in est.alpha_range],
+        "seeds": seeds, "estimation_episodes": int(est.n_episodes),
+        "alpha_range": est.alpha_range,
         "steps": steps,
         "final_lambda": (None if lam is None or np.asarray(lam).size == 0
                          else _float(np.asarray(lam, dtype=np.float64).reshape(

@@ -19,6 +19,18 @@ on:
 * training (phase 2) and the sampled test episodes (phase 3, optional): the whole run
   specification.
 
+**Your own model** (``rcmdp reproduce --model PATH.npz``): the domain is ``"model"``
+and the spec names the model by its content hash (``model``), with the horizon given on
+the command line (``horizon``, 0 for the model's own), the perturbations it is tested on
+(``perturbations``: name, group and content hash of each), the estimation episodes
+(``estimation_episodes``) or the content hash of a saved set used in place of the
+estimation (``set_file``); ``sources`` (not part of the key) tells a worker process where
+the files are.  The kind of set (``set_kind``, :data:`rcmdp_exact.names.SET_KINDS`)
+works for every domain.  These fields enter the canonical JSON **only when they differ
+from their defaults**, so the specifications of the paper's protocol, their keys and
+their seeds are those they always were; the estimation seed does not depend on the kind
+of set, so every kind is estimated from the same episodes.
+
 The settings of tests 1B and 2B are drawn with ``test_seed`` (0 by default), the same
 for every run, so that every run is tested on the same settings.
 """
@@ -32,7 +44,16 @@ from dataclasses import asdict, dataclass, field, fields
 import numpy as np
 
 from .._checks import check_choice, check_int, check_real, check_type
-from ..names import DOMAIN_OF_TEST, ROBUST_ALGORITHMS, RUN_OPTIONS, TABLE1_ALGORITHMS, TESTS
+from ..names import (
+    DOMAIN_OF_TEST,
+    ROBUST_ALGORITHMS,
+    RUN_OPTIONS,
+    SET_KINDS,
+    TABLE1_ALGORITHMS,
+    TESTS,
+    USER_DOMAIN,
+    USER_TEST,
+)
 
 ALGORITHMS = TABLE1_ALGORITHMS
 OPTIONS = RUN_OPTIONS
@@ -44,15 +65,24 @@ __all__ = [
     "OPTIONS",
     "ROBUST_ALGORITHMS",
     "TESTS",
+    "TEST_DOMAIN",
     "GroundTruthSpec",
     "RunSpec",
     "canonical_json",
     "estimation_fields",
+    "estimation_seed",
+    "frozen_items",
     "phase_seed",
     "spec_key",
 ]
 
-DOMAINS = ("inventory", "nav1", "nav2")
+DOMAINS = ("inventory", "nav1", "nav2", USER_DOMAIN)
+#: Every test and its domain: the paper's and your model's.
+TEST_DOMAIN = {**DOMAIN_OF_TEST, USER_TEST: USER_DOMAIN}
+#: Fields of a :class:`RunSpec` that enter its canonical JSON only when they differ from
+#: these defaults (module notes).
+OPTIONAL_FIELDS = {"model": "", "horizon": 0, "perturbations": (), "set_kind": "l1",
+                   "set_file": "", "estimation_episodes": 0}
 #: Version of the computation behind a key: part of every spec's JSON, raised whenever a
 #: job would compute something else from the same fields, so old results are not reused.
 JOB_VERSION = 1
@@ -96,6 +126,24 @@ def canonical_json(obj) -> str:
 def spec_key(fields_: dict) -> str:
     """SHA-256 (hex) of the canonical JSON of ``fields_``."""
     return hashlib.sha256(canonical_json(fields_).encode("utf-8")).hexdigest()
+
+
+def frozen(value):
+    """``value`` with every list turned into a tuple (for the frozen specs' fields)."""
+    if isinstance(value, list | tuple):
+        return tuple(frozen(v) for v in value)
+    return value
+
+
+def frozen_items(fields_: dict) -> tuple:
+    """The sorted (name, value) pairs of a dict of fields, lists as tuples."""
+    return tuple(sorted((k, frozen(v)) for k, v in fields_.items()))
+
+
+def estimation_seed(fields_: dict) -> int:
+    """The seed of the estimation phase: :func:`phase_seed` of the estimation fields
+    without the kind of set (every kind is built from the same episodes)."""
+    return phase_seed({k: v for k, v in fields_.items() if k != "set"}, "estimation")
 
 
 def phase_seed(fields_: dict, phase: str) -> int:
@@ -161,6 +209,12 @@ class RunSpec:
     trainer : str
         Name of the training function (``"learners"``: ``rcmdp_exact.learners.train``);
         any other name labels an injected trainer so that its results get other keys.
+    model, horizon, perturbations, set_kind, set_file, estimation_episodes
+        Your own model and the kind of set (module notes); in the JSON only when not
+        at their defaults.
+    sources : tuple of (kind, content hash, path)
+        Where the files of ``model``, ``perturbations`` and ``set_file`` are (not part
+        of the key: a worker loads them and checks their hash).
     """
 
     domain: str
@@ -184,9 +238,17 @@ class RunSpec:
     eval_every: int = 100
     extra: tuple = field(default=())
     trainer: str = "learners"
+    model: str = ""
+    horizon: int = 0
+    perturbations: tuple = field(default=())
+    set_kind: str = "l1"
+    set_file: str = ""
+    estimation_episodes: int = 0
+    sources: tuple = field(default=(), compare=False, repr=False)
 
     def __post_init__(self):
         check_choice(self.domain, "domain", DOMAINS)
+        _check_user_fields(self)
         check_choice(self.algorithm, "algorithm", ALGORITHMS)
         check_int(self.seed, "seed", 0)
         check_int(self.episodes, "episodes", 1)
@@ -202,9 +264,15 @@ class RunSpec:
 
     # ------------------------------------------------------------------ identity
     def fields(self) -> dict:
-        """The specification as a JSON-able dict (``extra`` as a list of pairs)."""
-        out = asdict(self)
+        """The specification as a JSON-able dict (``extra`` as a list of pairs; the
+        fields of :data:`OPTIONAL_FIELDS` only when not at their defaults)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "sources"}
+        for name, default in OPTIONAL_FIELDS.items():
+            if out[name] == default:
+                del out[name]
         out["extra"] = [list(p) for p in self.extra]
+        if "perturbations" in out:
+            out["perturbations"] = [list(p) for p in self.perturbations]
         out["kind"] = "run"
         out["version"] = JOB_VERSION
         return out
@@ -220,18 +288,38 @@ class RunSpec:
 
     def estimation_fields(self) -> dict:
         """The fields the estimation phase depends on (see the module notes)."""
-        return estimation_fields(self.domain, self.seed, self.estimation, self.delta,
-                                 self.cost_layout, self.revenue, self.demand)
+        if self.domain == USER_DOMAIN:
+            out = {"phase": "estimation", "domain": self.domain, "model": self.model}
+            if self.horizon:
+                out["horizon"] = int(self.horizon)
+            if self.set_file:
+                out["set_file"] = self.set_file
+                return out
+            out.update(seed=int(self.seed), episodes=int(self.estimation_episodes),
+                       delta=float(self.delta))
+        else:
+            out = estimation_fields(self.domain, self.seed, self.estimation, self.delta,
+                                    self.cost_layout, self.revenue, self.demand)
+        if self.set_kind != "l1":
+            out["set"] = self.set_kind
+        return out
 
     def settings_fields(self) -> dict:
         """The fields the test settings depend on."""
+        if self.domain == USER_DOMAIN:
+            out = {"phase": "test", "domain": self.domain, "model": self.model}
+            if self.horizon:
+                out["horizon"] = int(self.horizon)
+            if self.perturbations:
+                out["perturbations"] = [list(p) for p in self.perturbations]
+            return out
         return settings_fields(self.domain, self.n_draws, self.test_seed, self.offset_on,
-                           self.cost_layout, self.revenue, self.demand)
+                               self.cost_layout, self.revenue, self.demand)
 
     def seeds(self) -> dict:
         """The seeds of the phases: ``estimation``, ``training``, ``sampled_test``."""
         f = self.fields()
-        return {"estimation": phase_seed(self.estimation_fields(), "estimation"),
+        return {"estimation": estimation_seed(self.estimation_fields()),
                 "training": phase_seed(f, "training"),
                 "sampled_test": phase_seed(f, "sampled_test")}
 
@@ -241,7 +329,45 @@ class RunSpec:
         names = {f.name for f in fields(cls)}  # "kind" and "version" are not fields
         kw = {k: v for k, v in data.items() if k in names}
         kw["extra"] = tuple(tuple(p) for p in kw.get("extra", ()))
+        kw["perturbations"] = tuple(tuple(p) for p in kw.get("perturbations", ()))
         return cls(**kw)
+
+
+def _check_user_fields(spec) -> None:
+    """The fields of your own model and of the kind of set (module notes)."""
+    check_choice(spec.set_kind, "set_kind", SET_KINDS)
+    check_int(spec.horizon, "horizon", 0)
+    check_int(spec.estimation_episodes, "estimation_episodes", 0)
+    for name in ("model", "set_file"):
+        check_type(getattr(spec, name), name, str, "give a content hash (hex) or \"\"")
+    user = spec.domain == USER_DOMAIN
+    if user != bool(spec.model):
+        from .._checks import InputError
+
+        raise InputError(f"domain {spec.domain!r} with model {spec.model!r}: a spec of your "
+                         f"own model has domain {USER_DOMAIN!r} and the content hash of the "
+                         f"model file in model; the paper's domains have model \"\"")
+    if not user and (spec.horizon or spec.perturbations or spec.set_file
+                     or spec.estimation_episodes):
+        from .._checks import InputError
+
+        raise InputError(f"horizon, perturbations, set_file and estimation_episodes apply to "
+                         f"your own model (domain {USER_DOMAIN!r}), not to {spec.domain!r}")
+    if user and not spec.set_file and spec.estimation_episodes < 1:
+        from .._checks import InputError
+
+        raise InputError("a spec of your own model needs estimation_episodes >= 1 (the "
+                         "episodes of the uniform random policy that estimate the set) or "
+                         "set_file")
+    perts = tuple(tuple(p) for p in spec.perturbations)
+    for p in perts:
+        if len(p) != 3 or not all(isinstance(x, str) for x in p):
+            from .._checks import InputError
+
+            raise InputError(f"perturbations must be (name, group, content hash) triples of "
+                             f"strings, got {p!r}")
+    object.__setattr__(spec, "perturbations", perts)
+    object.__setattr__(spec, "sources", tuple(tuple(s) for s in spec.sources))
 
 
 def estimation_fields(domain, seed, estimation, delta, cost_layout, revenue, demand) -> dict:
@@ -298,6 +424,7 @@ class GroundTruthSpec:
     test: tuple = ()
     estimation: tuple = ()
     bracket: tuple = ()
+    sources: tuple = field(default=(), compare=False, repr=False)
 
     def __post_init__(self):
         check_choice(self.kind, "ground-truth kind", GROUND_TRUTH_KINDS)
@@ -305,6 +432,7 @@ class GroundTruthSpec:
 
     def fields(self) -> dict:
         out = asdict(self)
+        del out["sources"]
         for name in ("test", "estimation", "bracket"):
             out[name] = dict(getattr(self, name))
         out["kind_of_job"] = "ground_truth"

@@ -432,7 +432,7 @@ class Store:
     @_guarded
     def stored_tests(self) -> list[str]:
         """The tests that stored runs (not damaged) have rows for (Table 1 order)."""
-        from .spec import TESTS
+        from .spec import TEST_DOMAIN
 
         have = set()
         for key, suite in self.conn.execute(
@@ -440,28 +440,28 @@ class Store:
         ).fetchall():
             if self._usable(key):
                 have.add(suite)
-        return [t for t in TESTS if t in have]
+        return [t for t in TEST_DOMAIN if t in have]
 
     @_guarded
     def requested_tests(self) -> list[str]:
         """The tests any sweep into this store asked for (Table 1 order)."""
-        from .spec import TESTS
+        from .spec import TEST_DOMAIN, TESTS
 
         row = self.conn.execute("SELECT value FROM meta WHERE name = 'tests'").fetchone()
         have = set(json.loads(row[0])) if row else set(TESTS)
-        return [t for t in TESTS if t in have]
+        return [t for t in TEST_DOMAIN if t in have]
 
     @_guarded
     def request_tests(self, tests) -> None:
         """Add ``tests`` to the tests the report shows (the union over sweeps)."""
-        from .spec import TESTS
+        from .spec import TEST_DOMAIN
 
         cur = self.conn.cursor()
         cur.execute("BEGIN IMMEDIATE")
         with self.conn:
             row = cur.execute("SELECT value FROM meta WHERE name = 'tests'").fetchone()
             have = set(json.loads(row[0])) if row else set()
-            new = [t for t in TESTS if t in have or t in set(tests)]
+            new = [t for t in TEST_DOMAIN if t in have or t in set(tests)]
             cur.execute("INSERT OR REPLACE INTO meta VALUES ('tests', ?)",
                         (json.dumps(new),))
 

@@ -34,8 +34,9 @@ import math
 
 import numpy as np
 
+from ..names import USER_TEST
 from .groundtruth import PENALTY
-from .spec import ALGORITHMS, TESTS, canonical_json, spec_key
+from .spec import ALGORITHMS, TEST_DOMAIN, RunSpec, canonical_json, spec_key
 
 __all__ = ["ALGORITHM_LABELS", "COLUMNS", "PAPER_TABLE1", "TEST_LABELS", "config_of",
            "fields_json", "ground_truth_index", "run_groups",
@@ -66,7 +67,9 @@ ALGORITHM_LABELS = {"adversarial-rcpg": "Adv. RCPG", "rcpg-lagrangian": "RCPG (L
                     "rcpg-value": "RCPG (value)", "rcpg-constraint": "RCPG (constr.)",
                     "cpg": "CPG", "pg": "PG"}
 TEST_LABELS = {"inventory": "Inventory", "1A": "Nav 1A", "1B": "Nav 1B", "2A": "Nav 2A",
-               "2B": "Nav 2B"}
+               "2B": "Nav 2B", USER_TEST: "Your model"}
+#: Every test a table can show: the paper's and your own model's.
+ALL_TESTS = tuple(TEST_DOMAIN)
 
 #: Columns of ``table1.csv`` (long layout: one row per configuration, mode, test and
 #: algorithm).
@@ -142,8 +145,6 @@ def _gap(res) -> float:
 
 def run_groups(store, tests, algorithms):
     """{(config, test, algorithm): [run dicts sorted by seed]}, and the configs' specs."""
-    from .spec import DOMAIN_OF_TEST
-
     groups: dict = {}
     configs: dict = {}
     for run in store.runs():
@@ -151,7 +152,7 @@ def run_groups(store, tests, algorithms):
         cfg = config_of(spec)
         configs.setdefault(cfg, spec)
         for t in tests:
-            if DOMAIN_OF_TEST[t] == run["domain"] and run["algorithm"] in algorithms:
+            if TEST_DOMAIN[t] == run["domain"] and run["algorithm"] in algorithms:
                 groups.setdefault((cfg, t, run["algorithm"]), []).append(run)
     for runs in groups.values():
         runs.sort(key=lambda r: (r["seed"], r["key"]))
@@ -159,15 +160,11 @@ def run_groups(store, tests, algorithms):
 
 
 def fields_json(spec: dict, kind: str) -> str:
-    from .spec import estimation_fields, settings_fields
-
-    if kind == "test":
-        return canonical_json(settings_fields(spec["domain"], spec["n_draws"], spec["test_seed"],
-                                          spec["offset_on"], spec["cost_layout"],
-                                          spec["revenue"], spec["demand"]))
-    return canonical_json(estimation_fields(spec["domain"], spec["seed"], spec["estimation"],
-                                            spec["delta"], spec["cost_layout"],
-                                            spec["revenue"], spec["demand"]))
+    """The canonical JSON of the test (``kind="test"``) or estimation fields of a stored
+    run spec (what its ground-truth jobs are keyed by)."""
+    run = RunSpec.from_fields(spec)
+    return canonical_json(run.settings_fields() if kind == "test" else
+                          run.estimation_fields())
 
 
 def _ground_truth(idx, test, mode, runs) -> dict:
@@ -178,7 +175,8 @@ def _ground_truth(idx, test, mode, runs) -> dict:
     su = idx["suite"].get((tf, test))
     if su is not None:
         out["bound"] = su["bound"]["bound"]
-        out["cmdp_optimum"] = float(np.mean([r["optimum"] for r in su["rows"]]))
+        optima = [r["optimum"] for r in su["rows"]]
+        out["cmdp_optimum"] = None if None in optima else float(np.mean(optima))
     pens, lows, ups, statuses = [], [], [], []
     for seed in sorted({r["seed"] for r in runs}):
         est = fields_json(dict(spec, seed=seed), "estimation")
@@ -208,7 +206,7 @@ def _ground_truth(idx, test, mode, runs) -> dict:
     return out
 
 
-def table1(store, *, tests=TESTS, algorithms=ALGORITHMS,
+def table1(store, *, tests=ALL_TESTS, algorithms=ALGORITHMS,
            modes=("greedy", "stochastic", "sampled")) -> list[dict]:
     """The rows of Table 1 from a store (module notes), in a fixed order.
 
@@ -222,7 +220,7 @@ def table1(store, *, tests=TESTS, algorithms=ALGORITHMS,
     tests_rows = {}
     for cfg in cfgs:
         for mode in modes:
-            for t in TESTS:
+            for t in ALL_TESTS:
                 if t not in tests:
                     continue
                 for a in ALGORITHMS:
@@ -249,8 +247,8 @@ def table1(store, *, tests=TESTS, algorithms=ALGORITHMS,
                     if not per_run:
                         continue
                     st = _stats(np.array(per_run))
-                    pm, ps = PAPER_TABLE1[t][a]
-                    se2 = st["spread"] ** 2 + ps ** 2
+                    pm, ps = PAPER_TABLE1.get(t, {}).get(a, (None, None))
+                    se2 = None if ps is None else st["spread"] ** 2 + ps ** 2
                     row = {
                         "config": cfg, "mode": mode, "test": t, "algorithm": a,
                         "n_seeds": len(per_run), "episodes": int(runs[0]["spec"]["episodes"]),
@@ -260,9 +258,9 @@ def table1(store, *, tests=TESTS, algorithms=ALGORITHMS,
                         "value_mean": float(np.mean(vms)), "cost_mean": float(np.mean(cms)),
                         "budget": budget, "feasible_runs": feas,
                         "paper_mean": pm, "paper_spread": ps,
-                        "paper_in_ci95": (None if st["ci95_low"] is None else
-                                          bool(st["ci95_low"] <= pm <= st["ci95_high"])),
-                        "z_vs_paper": ((st["mean"] - pm) / math.sqrt(se2) if se2 > 0
+                        "paper_in_ci95": (None if st["ci95_low"] is None or pm is None
+                                          else bool(st["ci95_low"] <= pm <= st["ci95_high"])),
+                        "z_vs_paper": ((st["mean"] - pm) / math.sqrt(se2) if se2
                                        else None),
                         **_ground_truth(idx, t, mode, runs),
                     }

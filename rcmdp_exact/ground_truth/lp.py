@@ -355,7 +355,7 @@ def _recheck(res: Result, ev, budget: np.ndarray, status: str, tol: float, who: 
     err_c = float(np.abs(costs - res.lp_costs).max(initial=0.0))
     over = float(np.max(costs - budget, initial=0.0))
     check_error = max(err_v, err_c, over, 0.0)
-    res.update(value=ev.value, costs=costs, cost=costs, check_error=check_error,
+    res.update(value=ev.value, costs=costs, check_error=check_error,
                success=False, status=status)
     if check_error > tol:
         res.status = "check_failed"
@@ -406,7 +406,7 @@ def _infeasible_cmdp(model, data, d, solver, base) -> Result:
         pi, _ = _policy_from_occupancy(xv, pi)
         ev = evaluate(model, pi)
         value, costs = ev.value, np.asarray(ev.costs, dtype=np.float64)
-    return Result(policy=pi, value=value, costs=costs, cost=costs, success=False,
+    return Result(policy=pi, value=value, costs=costs, success=False,
                   status="infeasible", message=infeasible_message(model, min_costs, d),
                   min_costs=min_costs, **base)
 
@@ -584,7 +584,7 @@ def _finite_horizon_infeasible(model, lp, bud, T, discount, solver, base) -> Res
         pi, _ = _policy_from_occupancy(xo.reshape(T, S, A), pi)
         ev = evaluate_time_dependent(model, pi, discount)
         value, costs = ev.value, ev.costs
-    return Result(policy=pi, value=value, costs=costs, cost=costs, success=False,
+    return Result(policy=pi, value=value, costs=costs, success=False,
                   status="infeasible",
                   message=infeasible_message(model, min_costs, bud, what="T-step"),
                   min_costs=min_costs, **base)

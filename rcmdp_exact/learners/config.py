@@ -149,7 +149,7 @@ class Records(NamedTuple):
     def head(self, n: int) -> dict:
         """The first n rows under the names of the training records."""
         return {"length": self.length[:n], "return": self.ret[:n], "cost": self.cost[:n],
-                "lambda": self.lam[:n], "lambda_adv": self.lamadv[:n],
+                "lam": self.lam[:n], "lam_adv": self.lamadv[:n],
                 "adv_deviation": self.dev[:n], "adv_inside": self.inside[:n],
                 "steps": self.steps[:n]}
 

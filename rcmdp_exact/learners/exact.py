@@ -187,8 +187,8 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
     term_rows = np.repeat(pb.terminal, A)
     n = s.episodes
     rec = {"length": np.zeros(n, np.int64), "steps": np.zeros(n, np.int64),
-           "return": np.zeros(n), "cost": np.zeros((n, K)), "lambda": np.zeros((n, K)),
-           "lambda_adv": np.full(n, np.nan), "adv_deviation": np.full(n, np.nan),
+           "return": np.zeros(n), "cost": np.zeros((n, K)), "lam": np.zeros((n, K)),
+           "lam_adv": np.full(n, np.nan), "adv_deviation": np.full(n, np.nan),
            "adv_inside": np.full(n, np.nan)}
     evals, eval_eps = [], []
     t_eval = 0.0
@@ -214,7 +214,7 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
         if adversarial:
             return adversary_kernel(adversary_probs(phi))
         res = robust_evaluate(model, pi, ball, algo.objective, lam=lam, per_constraint=False,
-                              inner=s.inner)
+                              inner=s.inner, progress=False)
         return np.asarray(res.P_worst)
 
     t_loop0 = time.perf_counter()
@@ -272,10 +272,10 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
                     _multiplier(lamadv, loglamadv, opt_la, np.array([adv_excess]),
                                 s.lr_adversary_multiplier * sched_step, sched_grad, adv_mode,
                                 s.lambda_max, s.penalty)
-            rec["lambda_adv"][it] = lamadv[0]
+            rec["lam_adv"][it] = lamadv[0]
         rec["return"][it] = ev.value
         rec["cost"][it] = ev.costs
-        rec["lambda"][it] = lam
+        rec["lam"][it] = lam
         if (s.eval_every and n_ep % s.eval_every == 0) or n_ep == n:
             te = time.perf_counter()
             table = softmax(net.logits(X, theta))
@@ -297,7 +297,7 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
     return TrainResult(
         algorithm=algo.name, settings=s, inputs=X, hidden=s.hidden, n_actions=A,
         policy_params=theta, lam=lam.copy(),
-        lambda_adv=float(lamadv[0]) if adversarial else float("nan"), records=rec,
+        lam_adv=float(lamadv[0]) if adversarial else float("nan"), records=rec,
         adversary_params=phi if adversarial else np.zeros(0),
         adversary_inputs=pb.Xadv if adversarial else np.zeros((0, 0)),
         adversary_outcomes=pb.nxt if adversarial else np.zeros((0, 0), np.int64),

@@ -10,8 +10,8 @@ name            shape  meaning
 ``steps``       (E,)   environment steps so far (cumulative)
 ``return``      (E,)   undiscounted sum of the episode's rewards
 ``cost``        (E, K) undiscounted sum of each cost
-``lambda``      (E, K) multipliers after the episode (0 for PG)
-``lambda_adv``  (E,)   the adversary's multiplier (NaN without adversary)
+``lam``         (E, K) multipliers after the episode (0 for PG)
+``lam_adv``     (E,)   the adversary's multiplier (NaN without adversary)
 ``adv_deviation`` (E,) mean L1 distance of the adversary's kernel to the nominal over
                        the non-terminal pairs (next-state form, the ball's norm)
 ``adv_inside``  (E,)   fraction of non-terminal pairs within their radius
@@ -35,6 +35,7 @@ and ``penalised`` (the test metric's penalised return).
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,27 +46,70 @@ from ..mdp import greedy_policy
 from ..nn import MLP, softmax
 from .base import Settings
 
-__all__ = ["EPISODE_RECORDS", "TrainResult", "evaluate_policy", "into_ball", "load"]
+__all__ = ["EPISODE_RECORDS", "FORMER_RECORDS", "TrainResult", "TrainingRecords",
+           "evaluate_policy", "into_ball", "load"]
 
 #: Names of the per-episode records.
-EPISODE_RECORDS = ("episode", "length", "steps", "return", "cost", "lambda", "lambda_adv",
+EPISODE_RECORDS = ("episode", "length", "steps", "return", "cost", "lam", "lam_adv",
                    "adv_deviation", "adv_inside")
 TARGETS = ("train", "true", "worst", "learner", "adversary")
 POLICIES = ("stochastic", "greedy")
-METRICS = ("value", "cost", "test_value", "test_cost", "penalised")
+METRICS = ("value", "cost", "test_value", "test_cost", "penalised_return")
+#: Former record names and the names they read now (``eval_*_penalised`` records are
+#: ``eval_*_penalised_return`` now).
+FORMER_RECORDS = {"lambda": "lam", "lambda_adv": "lam_adv"}
+
+
+def _renamed_record(name: str) -> str | None:
+    """The current name of a former record name (None for a current name)."""
+    if name in FORMER_RECORDS:
+        return FORMER_RECORDS[name]
+    if name.startswith("eval_") and name.endswith("_penalised"):
+        return name + "_return"
+    return None
+
+
+class TrainingRecords(dict):
+    """The records of a training run: a dict of arrays whose former names still read.
+
+    Built from a dict with former names (an old file, a trainer of your own), it holds
+    them under the current names; reading a former name (``records["lambda"]``) returns
+    the current record with a ``DeprecationWarning``.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for old in [k for k in self if _renamed_record(k) is not None]:
+            value = dict.pop(self, old)
+            dict.setdefault(self, _renamed_record(old), value)
+
+    def __missing__(self, key):
+        new = _renamed_record(key) if isinstance(key, str) else None
+        if new is not None and new in self:
+            warnings.warn(f"the training record {key!r} is now called {new!r}",
+                          DeprecationWarning, stacklevel=3)
+            return self[new]
+        raise KeyError(key)
+
+    def get(self, key, default=None):
+        try:
+            return self[key]
+        except KeyError:
+            return default
 
 
 def _metrics(model, pi) -> dict:
     ev = evaluate(model, pi)
     fh = evaluate_finite_horizon(model, pi)
     return {"value": ev.value, "cost": np.asarray(ev.costs), "test_value": fh.value,
-            "test_cost": np.asarray(fh.costs), "penalised": fh.penalised_return}
+            "test_cost": np.asarray(fh.costs), "penalised_return": fh.penalised_return}
 
 
 def _worst_metrics(model, pi, ball, inner: str) -> dict:
     from ..robust import robust_evaluate
 
-    res = robust_evaluate(model, pi, ball, "value", per_constraint=True, inner=inner)
+    res = robust_evaluate(model, pi, ball, "value", per_constraint=True, inner=inner,
+                          progress=False)
     T = model.horizon
     value_fh = evaluate_finite_horizon(model.with_transitions(res.P_worst, check=False),
                                        pi).value
@@ -76,7 +120,8 @@ def _worst_metrics(model, pi, ball, inner: str) -> dict:
     ])
     budget = rescaled_budget(model.d, model.gamma, T)
     return {"value": res.value, "cost": np.asarray(res.costs_worst), "test_value": value_fh,
-            "test_cost": cost_fh, "penalised": penalised_return(value_fh, cost_fh, budget)}
+            "test_cost": cost_fh,
+            "penalised_return": penalised_return(value_fh, cost_fh, budget)}
 
 
 def into_ball(P, ball, terminal) -> np.ndarray:
@@ -131,9 +176,11 @@ def eval_records(evals: list, episodes: list, K: int) -> dict:
 class TrainResult:
     """A trained policy, its records and everything needed to rebuild it.
 
-    ``policy_table()`` gives the (S, A) action probabilities; ``records`` the arrays
-    of ``docs/learners.md`` (per episode and per exact evaluation); ``lam`` the final
-    multipliers; ``lambda_adv`` the adversary's; ``timings`` seconds spent per phase
+    ``policy`` (the same as ``policy_table()``, which stays) gives the (S, A) action
+    probabilities; ``records`` the arrays of ``docs/learners.md`` (per episode and per
+    exact evaluation, a :class:`TrainingRecords`); ``lam`` the final multipliers;
+    ``lam_adv`` the adversary's (``lambda_adv``, its former name, still reads);
+    ``timings`` seconds spent per phase
     (``setup`` including compilation, ``prefit``, ``loop``, ``evaluation``, ``total``);
     ``info`` facts of the run (pre-fit quality, steps, episodes).
     """
@@ -145,7 +192,7 @@ class TrainResult:
     n_actions: int
     policy_params: np.ndarray
     lam: np.ndarray
-    lambda_adv: float
+    lam_adv: float
     records: dict
     adversary_params: np.ndarray = field(default_factory=lambda: np.zeros(0))
     adversary_inputs: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
@@ -158,6 +205,21 @@ class TrainResult:
     timings: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
     model_name: str = ""
+
+    def __post_init__(self):
+        self.records = TrainingRecords(self.records)
+
+    @property
+    def policy(self) -> np.ndarray:
+        """Action probabilities (S, A) of the trained policy (:meth:`policy_table`)."""
+        return self.policy_table()
+
+    @property
+    def lambda_adv(self) -> float:
+        """Deprecated: ``lam_adv``."""
+        warnings.warn("TrainResult.lambda_adv is now called lam_adv", DeprecationWarning,
+                      stacklevel=2)
+        return self.lam_adv
 
     def policy_table(self) -> np.ndarray:
         """Action probabilities (S, A) of the trained policy (numpy forward pass)."""
@@ -205,7 +267,7 @@ class TrainResult:
 
         p = check_out_path(npz_path(path), kind="file", force=force, name="path")
         meta = {"algorithm": self.algorithm, "hidden": self.hidden,
-                "n_actions": self.n_actions, "lambda_adv": self.lambda_adv,
+                "n_actions": self.n_actions, "lam_adv": self.lam_adv,
                 "timings": self.timings, "info": self.info, "model_name": self.model_name,
                 "format": 1}
         arrays = {
@@ -221,6 +283,11 @@ class TrainResult:
         for name, arr in self.records.items():
             arrays[f"rec__{name}"] = arr
         return save_npz(p, arrays, RESULT_FORMAT, compressed=True)
+
+    @classmethod
+    def load(cls, path) -> TrainResult:
+        """Load a result saved by :meth:`save` (the same as :func:`load`)."""
+        return load(path)
 
 
 #: The ``format`` entry of a saved :class:`TrainResult` (files written before it existed
@@ -245,7 +312,8 @@ def load(path) -> TrainResult:
             algorithm=meta["algorithm"], settings=Settings.from_json(str(f["settings_json"])),
             inputs=f["inputs"], hidden=int(meta["hidden"]), n_actions=int(meta["n_actions"]),
             policy_params=f["policy_params"], lam=f["lam"],
-            lambda_adv=float(meta["lambda_adv"]), records=records,
+            lam_adv=float(meta["lam_adv"] if "lam_adv" in meta else meta["lambda_adv"]),
+            records=records,
             adversary_params=f["adversary_params"], adversary_inputs=f["adversary_inputs"],
             adversary_outcomes=f["adversary_outcomes"], critic_params=f["critic_params"],
             adversary_mix=f["adversary_mix"] if "adversary_mix" in f else np.zeros(0),

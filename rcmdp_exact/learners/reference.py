@@ -124,7 +124,7 @@ def run_chunk(n_episodes, cfg, cnt, rng_ep, rng_batch, pb, kcdf_fixed, state, re
             Pk = pb.rows.nominal.copy()
             rows = np.flatnonzero(np.repeat(~pb.terminal, A))
             res = worst_case_l1(pb.rows.nominal[rows], z[rows], pb.rows.radius[rows],
-                                pb.rows.support[rows], check=False)
+                                pb.rows.support[rows], check=False, progress=False)
             Pk[rows] = res.p
             kcdf = np.cumsum(Pk, axis=1)
         mean_dev = inside = np.nan

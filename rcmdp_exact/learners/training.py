@@ -133,7 +133,7 @@ def _learner_kernel(model, ball, pb, s, algo, state, critic_exact) -> np.ndarray
 
         pi = _policy_table(pb, s, state.theta)
         res = robust_evaluate(model, pi, ball, algo.objective, lam=state.lam,
-                              per_constraint=False, inner=s.inner)
+                              per_constraint=False, inner=s.inner, progress=False)
         P = np.asarray(res.P_worst).reshape(S * A, S)
         return np.ascontiguousarray(P)
     net = MLP(pb.Xpol.shape[1], 1 + pb.K, hidden=s.hidden, seed=0)
@@ -316,7 +316,7 @@ def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t
     records = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     records["episode"] = np.arange(1, done + 1, dtype=np.int64)
     if algo.dynamics != "adversary":
-        records["lambda_adv"][:] = np.nan
+        records["lam_adv"][:] = np.nan
     records.update(eval_records(evals, eval_eps, pb.K))
     info.update(episodes=done, steps=int(state.cnt[6]))
     if algo.dynamics == "adversary":  # the final adversary, after the last updates
@@ -329,7 +329,7 @@ def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t
     return TrainResult(
         algorithm=algo.name, settings=s, inputs=pb.Xpol, hidden=s.hidden, n_actions=pb.A,
         policy_params=state.theta.copy(), lam=state.lam.copy(),
-        lambda_adv=float(state.lamadv[0]) if algo.dynamics == "adversary" else float("nan"),
+        lam_adv=float(state.lamadv[0]) if algo.dynamics == "adversary" else float("nan"),
         records=records,
         adversary_params=state.phi.copy() if algo.dynamics == "adversary" else np.zeros(0),
         adversary_inputs=pb.Xadv if algo.dynamics == "adversary" else np.zeros((0, 0)),

@@ -17,6 +17,7 @@ from .objectives import OBJECTIVES, WorstCaseObjective, resolve_objective, worst
 from .optimistic import optimistic_evaluate
 from .solvers import (
     METHODS,
+    NATURES,
     check_robust_inputs,
     robust_bellman,
     robust_evaluate,
@@ -26,6 +27,7 @@ from .solvers import (
 
 __all__ = [
     "METHODS",
+    "NATURES",
     "OBJECTIVES",
     "RobustGame",
     "WorstCaseObjective",

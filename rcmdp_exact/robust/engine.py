@@ -37,6 +37,13 @@ tolerance), or by value iteration for the adversary when asked.  The greedy maxi
 over a box intersected with the simplex starts at :math:`l_s` and fills the best actions
 up to :math:`u_s` (:func:`greedy_box`).
 
+For an s-rectangular set (one budget per state shared by its actions, e.g.
+:class:`~rcmdp_exact.SRectL1Ball`) the adversary depends on the policy: the inner step
+calls ``worst_case(z, policy)`` (one value per state; ``q(s, a) = p_{s,a}^\top z_{s,a}``
+at the adversary's answer, so that :math:`\sum_a \pi_a q_a` is the state's value), and
+the policy player's step over a box is the set's own robust max-min,
+``bellman_max_min(z, lo, hi)``, whose maximiser may be randomised.
+
 Terminal states earn nothing and keep the model's self-loop, whatever the set says.
 """
 
@@ -97,6 +104,7 @@ class RobustGame:
         self.term = np.asarray(model.terminal, dtype=bool)
         self.P_term = np.asarray(model.P)[self.term] if self.term.any() else None
         self.uset = uset
+        self.s_rect = uset.rectangularity == "s"
         self.nominal = np.array(uset.nominal, dtype=np.float64)
         if self.P_term is not None:
             self.nominal[self.term] = self.P_term
@@ -133,9 +141,18 @@ class RobustGame:
             return None
         return g[..., 0], h[:, 0, 0, :]
 
-    def inner(self, g: np.ndarray, w: np.ndarray):
-        """Worst-case Q (J, S, A) and kernels (J, S, A, S) at state values w (J, S)."""
+    def inner(self, g: np.ndarray, w: np.ndarray, pi=None):
+        """Worst-case Q (J, S, A) and kernels (J, S, A, S) at state values w (J, S).
+
+        An s-rectangular set needs the policies pi (J, S, A) its adversary answers.
+        """
         J = g.shape[0]
+        if self.s_rect:
+            z = g + self.gamma * w[:, None, None, :]
+            res = self.uset.worst_case(z, pi, method=self.inner_method)
+            P = np.array(res.p, dtype=np.float64).reshape(J, self.S, self.A, self.S)
+            q = np.einsum("jsat,jsat->jsa", P, z)
+            return self._terminal_rows(q, P)
         shared = self._shared(g)
         if shared is None:
             res = self.uset.worst_case(g + self.gamma * w[:, None, None, :],
@@ -145,14 +162,36 @@ class RobustGame:
             f, h = shared
             res = self.uset.worst_case(h + self.gamma * w, method=self.inner_method)
             q = np.asarray(res.value).reshape(J, self.S, self.A) + f
-        self.n_inner += 1
         P = np.asarray(res.p, dtype=np.float64).reshape(J, self.S, self.A, self.S)
         if not P.flags.writeable:
             P = P.copy()
+        return self._terminal_rows(q, P)
+
+    def _terminal_rows(self, q, P):
+        self.n_inner += 1
         if self.P_term is not None:
             q[:, self.term] = 0.0
             P[:, self.term] = self.P_term
         return q, P
+
+    def max_min(self, g: np.ndarray, w: np.ndarray, lo, hi):
+        """The policy player's step: the box maximiser (J, S, A) of the worst-case values
+        at w, and its values T_B w (J, S).
+
+        For an sa-rectangular set the greedy fill of the box (:func:`greedy_box`) on the
+        worst-case Q; for an s-rectangular set the set's ``bellman_max_min``.
+        """
+        if not self.s_rect:
+            q, _ = self.inner(g, w)
+            best = greedy_box(q, lo, hi)
+            return best, np.einsum("jsa,jsa->js", best, q)
+        z = g + self.gamma * w[:, None, None, :]
+        res = self.uset.bellman_max_min(z, lo, hi)
+        best = np.array(res.policy, dtype=np.float64).reshape(lo.shape)
+        tw = np.array(res.value, dtype=np.float64).reshape(g.shape[:2])
+        if self.term.any():
+            tw[:, self.term] = 0.0
+        return best, tw
 
     def values(self, P, g, pi) -> np.ndarray:
         """Exact values (J, S) of policies pi under kernels P (no adversary)."""
@@ -211,7 +250,7 @@ class RobustGame:
         it = 0
         while it < max_iter:
             it += 1
-            q, P = self.inner(g, w)
+            q, P = self.inner(g, w, pi)
             tw = np.einsum("jsa,jsa->js", pi, q)
             residual = np.abs(tw - w).max(axis=1)
             converged = residual <= self.tol * self._scale(w)
@@ -248,40 +287,50 @@ class RobustGame:
             :meth:`adversary`.
         """
         if pi is None:
-            q0, _ = self.inner(g, np.zeros(g.shape[:2]) if w is None else w)
-            pi = greedy_box(q0, lo, hi)
+            pi, _ = self.max_min(g, np.zeros(g.shape[:2]) if w is None else w, lo, hi)
         rounds, stable = 0, False
         for _ in range(self.max_iter):
             rounds += 1
             adv = self.adversary(g, pi, w)
             w, q, P = adv.w, adv.q, adv.P
-            best = greedy_box(q, lo, hi)
-            gain = np.einsum("jsa,jsa->js", best - pi, q)
-            better = gain > self.tol * self._scale(w)[:, None]
+            if self.s_rect:  # the gain of the box's robust max-min over pi's own value
+                best, tw = self.max_min(g, w, lo, hi)
+                better = (tw - w) > self.tol * self._scale(w)[:, None]
+            else:
+                best = greedy_box(q, lo, hi)
+                gain = np.einsum("jsa,jsa->js", best - pi, q)
+                better = gain > self.tol * self._scale(w)[:, None]
             if not better.any():
                 stable = True
                 break
             pi = np.where(better[..., None], best, pi)
-        tw = np.einsum("jsa,jsa->js", greedy_box(q, lo, hi), q)
+        tw = self.max_min(g, w, lo, hi)[1] if self.s_rect else \
+            np.einsum("jsa,jsa->js", greedy_box(q, lo, hi), q)
         err = np.abs(tw - w).max(axis=1) / (1.0 - self.gamma)
         return {"w": w, "pi": pi, "q": q, "P": P, "value": w @ self.p0, "err": err,
                 "rounds": rounds, "stable": stable, "adversary": adv}
 
     def value_iteration(self, g: np.ndarray, w0: np.ndarray, max_iter: int, bar=None):
-        r"""Robust value iteration :math:`W \leftarrow \max_a Q_W` for a batch g (J, S, A, S).
+        r"""Robust value iteration :math:`W \leftarrow \max_a Q_W` for a batch g (J, S, A, S)
+        (for an s-rectangular set, :math:`W \leftarrow \max_\pi \min_p`).
 
         Stops when every residual is at most tol * max(1, max|W|).  Returns (w, q, P,
-        iterations, residual (J,), converged (J,)) with q and P the worst case at the
-        returned w.
+        iterations, residual (J,), converged (J,), policy (J, S, A)) with q and P the worst
+        case at the returned w against the maximising policy (one-hot greedy for an
+        sa-rectangular set, possibly randomised for an s-rectangular one).
         """
         w = np.array(w0, dtype=np.float64)
         it = 0
         residual = np.full(w.shape[0], np.inf)
         converged = np.zeros(w.shape[0], dtype=bool)
+        full = (np.zeros(g.shape[:3]), np.ones(g.shape[:3]))
         while it < max_iter:
             it += 1
-            q, _ = self.inner(g, w)
-            tw = q.max(axis=2)
+            if self.s_rect:
+                tw = self.max_min(g, w, *full)[1]
+            else:
+                q, _ = self.inner(g, w)
+                tw = q.max(axis=2)
             residual = np.abs(tw - w).max(axis=1)
             w = tw
             if bar is not None:
@@ -289,8 +338,14 @@ class RobustGame:
             converged = residual <= self.tol * self._scale(w)
             if converged.all():
                 break
-        q, P = self.inner(g, w)
-        return w, q, P, it, residual, converged
+        if self.s_rect:
+            pi, _ = self.max_min(g, w, *full)
+        else:
+            pi = None
+        q, P = self.inner(g, w, pi)
+        if pi is None:
+            pi = greedy_box(q, *full)
+        return w, q, P, it, residual, converged, pi
 
     def evaluate(self, pi: np.ndarray, w=None):
         """Certified robust numbers of policies pi (M, S, A) for the value and every cost.

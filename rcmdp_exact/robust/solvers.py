@@ -26,17 +26,18 @@ import warnings
 
 import numpy as np
 
-from .._checks import as_float_array, check_choice, check_int, check_real
-from .._progress import tqdm
+from .._checks import InputError, as_float_array, check_choice, check_int, check_real
+from .._progress import progress_default, tqdm
 from .._result import Result, Status
 from ..evaluation import check_value_scale, evaluate
 from ..model import ModelError, TabularCMDP, check_model, check_policy
 from ..uncertainty import check_set
-from .engine import RobustGame
+from .engine import RobustGame, greedy_box
 from .objectives import resolve_objective
 
 __all__ = [
     "METHODS",
+    "NATURES",
     "check_robust_inputs",
     "robust_bellman",
     "robust_evaluate",
@@ -46,13 +47,25 @@ __all__ = [
 
 #: How a robust fixed point is found.
 METHODS = ("policy_iteration", "value_iteration")
+#: Who chooses the kernel: an adversary ("pessimistic", the robust case) or a friendly
+#: nature that maximises the objective ("optimistic", the best case over the set).
+NATURES = ("pessimistic", "optimistic")
 
 
-def check_robust_inputs(model, uset, what: str = "robust evaluation") -> None:
+def check_robust_inputs(model, uset, what: str = "robust evaluation",
+                        kinds: tuple = ("sa", "s")) -> None:
     """Raise unless ``model`` is discounted, its sums stay finite, and ``uset`` is an
-    sa-rectangular uncertainty set of its shape."""
+    uncertainty set of its shape whose rectangularity is one of ``kinds`` (by default the
+    rectangular ones, "sa" and "s", which have a robust Bellman operator)."""
     check_model(model)
-    check_set(uset, model, "sa", what)
+    check_set(uset, model)
+    if uset.rectangularity not in kinds:
+        raise InputError(
+            f"{what} needs a rectangular set ({' or '.join(repr(k) for k in kinds)}), but "
+            f"{type(uset).__name__} is not rectangular (its adversary picks whole kernels, "
+            f"so there is no robust Bellman operator and the robust optimum is NP-hard in "
+            f"general); use robust_evaluate on a policy, or a rectangular set (L1Ball, "
+            f"WeightedL1Ball, LInfBall, IntervalSet, KLBall, SRectL1Ball)")
     check_real(model.gamma, "the model's gamma", 0.0, 1.0, high_open=True,
                hint="; robust evaluation needs a discount < 1 (the robust Bellman operator "
                     "is then a contraction): use a discounted model")
@@ -99,13 +112,16 @@ def _state_values(obj, model, w, v, c) -> np.ndarray:
 
 # --------------------------------------------------------------------------- public API
 def worst_case_kernel(model: TabularCMDP, uset, w=None, *, v=None, c=None,
-                      objective="value", lam=None, inner: str = "sort") -> Result:
+                      objective="value", lam=None, inner: str = "sort",
+                      policy=None, nature: str = "pessimistic") -> Result:
     r"""The worst-case kernel of every (s, a) for given state values.
 
     Solves :math:`\min_{p \in \mathcal P_{s,a}} p^\top (g(s, a, \cdot) + \gamma W)` for
     all pairs at once, with :math:`W` given directly (``w``, shape (S,)) or built from
     a value ``v`` (S,) and costs ``c`` (S, K) (e.g. a critic's estimates) by the
-    objective.  This is the worst-case step of RCPG.
+    objective.  This is the worst-case step of RCPG.  With ``nature="optimistic"`` the
+    kernel maximises instead (the best case over the set); an s-rectangular set needs
+    the ``policy`` its adversary answers.
 
     Returns
     -------
@@ -113,29 +129,54 @@ def worst_case_kernel(model: TabularCMDP, uset, w=None, *, v=None, c=None,
         ``P_worst`` (S, A, S), ``q`` (S, A) the worst-case Q of the objective,
         ``w`` (S,) the W used, ``objective``.
     """
-    check_robust_inputs(model, uset)
+    check_robust_inputs(model, uset, "worst_case_kernel")
     obj, _ = resolve_objective(objective, lam, model)
     w = _state_values(obj, model, w, v, c)
+    pi = None
+    if uset.rectangularity == "s":
+        if policy is None:
+            raise InputError(f"the adversary of the s-rectangular {type(uset).__name__} "
+                             f"depends on the policy: pass policy=")
+        pi = check_policy(policy, model.n_states, model.n_actions)[None]
+    check_choice(nature, "nature", NATURES)
+    sign = 1.0 if nature == "pessimistic" else -1.0
     game = RobustGame(model, uset, inner=inner)
-    q, P = game.inner(obj.transition_reward(model)[None], w[None])
-    return Result(P_worst=P[0], q=q[0], w=w, objective=obj.name)
+    q, P = game.inner(sign * obj.transition_reward(model)[None], sign * w[None], pi)
+    return Result(P_worst=P[0], q=sign * q[0], w=w, objective=obj.name, nature=nature)
 
 
 def robust_bellman(model: TabularCMDP, uset, w, policy=None, *,
-                   objective="value", lam=None, inner: str = "sort") -> Result:
+                   objective="value", lam=None, inner: str = "sort",
+                   nature: str = "pessimistic") -> Result:
     r"""One application of the robust Bellman operator to ``w`` (S,).
 
     With a ``policy``: :math:`(T_\pi W)(s) = \sum_a \pi(a|s) Q^+(s, a)`; without:
     the optimality operator :math:`\max_a Q^+(s, a)`, with
-    :math:`Q^+(s, a) = \min_{p \in \mathcal P_{s,a}} p^\top (g + \gamma W)`.
+    :math:`Q^+(s, a) = \min_{p \in \mathcal P_{s,a}} p^\top (g + \gamma W)`.  For an
+    s-rectangular set the optimality operator is the set's robust max-min over the
+    state's policies (``bellman_max_min``), whose maximiser may be randomised.
 
     Returns
     -------
     Result
         ``w`` (S,) the image, ``q`` (S, A), ``P_worst`` (S, A, S); ``actions`` (S,)
-        the greedy actions when no policy is given.
+        the greedy actions when no policy is given (and, for an s-rectangular set, the
+        maximising ``policy`` (S, A)).
     """
-    res = worst_case_kernel(model, uset, w, objective=objective, lam=lam, inner=inner)
+    if policy is None and getattr(uset, "rectangularity", None) == "s" \
+            and nature == "pessimistic":
+        check_robust_inputs(model, uset, "robust_bellman")
+        obj, _ = resolve_objective(objective, lam, model)
+        w = _state_values(obj, model, w, None, None)
+        game = RobustGame(model, uset, inner=inner)
+        g = obj.transition_reward(model)[None]
+        best, tw = game.max_min(g, w[None], np.zeros((1, *g.shape[1:3])),
+                                np.ones((1, *g.shape[1:3])))
+        q, P = game.inner(g, w[None], best)
+        return Result(w=tw[0], q=q[0], P_worst=P[0], policy=best[0],
+                      actions=best[0].argmax(axis=1))
+    res = worst_case_kernel(model, uset, w, objective=objective, lam=lam, inner=inner,
+                            policy=policy, nature=nature)
     if policy is None:
         return Result(w=res.q.max(axis=1), q=res.q, P_worst=res.P_worst,
                       actions=res.q.argmax(axis=1))
@@ -146,7 +187,8 @@ def robust_bellman(model: TabularCMDP, uset, w, policy=None, *,
 def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=None,
                     *, method: str = "policy_iteration", tol: float = 1e-12,
                     max_iter: int = 100_000, per_constraint: bool = True,
-                    inner: str = "sort", progress: bool = False) -> Result:
+                    inner: str = "sort", progress: bool | None = None,
+                    nature: str = "pessimistic", cost_nature: str = "pessimistic") -> Result:
     r"""Worst-case evaluation of a fixed stochastic policy over an L1 set.
 
     Parameters
@@ -174,8 +216,15 @@ def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=Non
         Also compute each constraint's own worst case (K more fixed points).
     inner : {"sort", "lp"}
         The set's exact solver, or its convex program (a cross-check).
-    progress : bool
-        Progress bar over the iterations.
+    progress : bool or None
+        Progress bar over the iterations (default None: only when standard error is a
+        terminal).
+    nature, cost_nature : {"pessimistic", "optimistic"}
+        Who picks the kernel of the objective, and of each constraint's own worst case:
+        an adversary (default: the objective minimised, each cost maximised) or an
+        optimistic nature (the objective maximised, each cost minimised: the best case
+        over the set, as robust MDP libraries offer it).  The optimistic case of an
+        objective g is the pessimistic case of -g, negated.
 
     Returns
     -------
@@ -190,8 +239,9 @@ def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=Non
         iteration limit or a stalled policy iteration, with a :class:`RuntimeWarning`), ``message``,
         ``iterations``, ``residual``, ``method``, ``objective``, ``lam``;
         with ``per_constraint``: ``c_worst`` (S, K) each cost under its own
-        maximising kernel, ``costs_worst`` (K,) = p0.c_worst and ``P_worst_cost``
-        (K, S, A, S).
+        maximising kernel (minimising, with ``cost_nature="optimistic"``),
+        ``costs_worst`` (K,) = p0.c_worst and ``P_worst_cost`` (K, S, A, S);
+        ``nature``, ``cost_nature``.
 
     Examples
     --------
@@ -209,21 +259,30 @@ def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=Non
     >>> str(res.status), round(res.value, 9), round(-1 / (1 - 0.9 * 0.6), 9)
     ('converged', -2.173913043, -2.173913043)
     """
-    check_robust_inputs(model, uset)
+    check_robust_inputs(model, uset, "robust_evaluate", kinds=("sa", "s", "none"))
     _check_iteration(method, tol, max_iter)
+    check_choice(nature, "nature", NATURES)
+    check_choice(cost_nature, "cost_nature", NATURES)
     obj, lam_arr = resolve_objective(objective, lam, model)
     S, A, K = model.n_states, model.n_actions, model.n_constraints
     pi = check_policy(policy, S, A)
-    # the objective, then each constraint under its own (maximising) adversary: one batch
-    rewards = [obj.transition_reward(model)]
-    own = per_constraint and not (obj.name == "constraint" and K == 1)
+    sign = 1.0 if nature == "pessimistic" else -1.0
+    if uset.rectangularity == "none":
+        return _evaluate_members(model, pi, uset, obj, lam_arr, per_constraint, sign,
+                                 cost_nature)
+    # the objective, then each constraint under its own adversary: one batch (the engine
+    # minimises; an optimistic nature minimises the negated reward)
+    rewards = [sign * obj.transition_reward(model)]
+    own = per_constraint and not (obj.name == "constraint" and K == 1
+                                  and nature == cost_nature)
+    cost_sign = -1.0 if cost_nature == "pessimistic" else 1.0
     if per_constraint and own:
-        rewards += [-np.asarray(model.C[..., k]) for k in range(K)]
+        rewards += [cost_sign * np.asarray(model.C[..., k]) for k in range(K)]
     g = np.stack(rewards)
     J = g.shape[0]
     game = RobustGame(model, uset, tol=tol, max_iter=max_iter, inner=inner)
-    with tqdm(total=max_iter, desc=f"robust {obj.name}", disable=not progress,
-              leave=False) as bar:
+    with tqdm(total=max_iter, desc=f"robust {obj.name}",
+              disable=not progress_default(progress), leave=False) as bar:
         fp = game.adversary(g, np.broadcast_to(pi, (J, S, A)), method=method, bar=bar)
     P = fp.P[0]
     notes = [] if fp.converged[0] else [_not_converged(
@@ -232,8 +291,8 @@ def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=Non
     conv = bool(fp.converged[0])
     ev = evaluate(model.with_transitions(P, check=False), pi, lam_arr, check=False)
     out = Result(
-        w=fp.w[0],
-        q=fp.q[0],
+        w=sign * fp.w[0],
+        q=sign * fp.q[0],
         P_worst=P,
         v=ev.v,
         c=ev.c,
@@ -255,6 +314,8 @@ def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=Non
         method=method,
         objective=obj.name,
         lam=lam_arr,
+        nature=nature,
+        cost_nature=cost_nature,
     )
     if per_constraint:
         c_worst = np.empty((S, K))
@@ -278,10 +339,44 @@ def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=Non
     return out
 
 
+def _evaluate_members(model, pi, uset, obj, lam_arr, per_constraint: bool, sign: float,
+                      cost_nature: str) -> Result:
+    """robust_evaluate on a finite (not rectangular) set: the worst member of each
+    objective (the best, for an optimistic nature), by the exact evaluation of the policy
+    under every member."""
+    evs = [evaluate(model.with_transitions(P, check=False), pi, lam_arr, check=False)
+           for P in uset.kernels]
+    p0 = model.p0
+    scores = [sign * float(p0 @ obj.scalarise(ev.v, ev.c)) for ev in evs]
+    m = int(np.argmin(scores))
+    ev = evs[m]
+    out = Result(
+        w=obj.scalarise(ev.v, ev.c), q=obj.scalarise(ev.q, ev.qc),
+        P_worst=np.array(uset.kernels[m]), v=ev.v, c=ev.c, lagrangian=ev.lagrangian,
+        value=ev.value, costs=ev.costs, lagrangian_p0=ev.lagrangian_p0, evaluation=ev,
+        converged=True, success=True, status=Status.CONVERGED,
+        message=f"the worst of {len(evs)} members (member {m}), each evaluated exactly",
+        iterations=len(evs), residual=0.0, method="enumeration", objective=obj.name,
+        lam=lam_arr, member=m, nature="pessimistic" if sign > 0 else "optimistic",
+        cost_nature=cost_nature)
+    if per_constraint:
+        K = model.n_constraints
+        pick = np.argmax if cost_nature == "pessimistic" else np.argmin
+        worst = [int(pick([e.costs[k] for e in evs])) for k in range(K)]
+        out.update(c_worst=np.stack([evs[worst[k]].c[:, k] for k in range(K)], axis=1)
+                   if K else np.zeros((model.n_states, 0)),
+                   costs_worst=np.array([evs[worst[k]].costs[k] for k in range(K)]),
+                   P_worst_cost=np.array([uset.kernels[worst[k]] for k in range(K)]).reshape(
+                       K, *model.P.shape),
+                   cost_members=np.array(worst, dtype=np.int64))
+    return out
+
+
 def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
                            method: str = "value_iteration", tol: float = 1e-12,
                            max_iter: int = 100_000, v0=None, inner: str = "sort",
-                           progress: bool = True) -> Result:
+                           progress: bool | None = None,
+                           nature: str = "pessimistic") -> Result:
     r"""Optimal robust policy of the Lagrangian reward :math:`r - \lambda^\top c`.
 
     Parameters
@@ -300,12 +395,20 @@ def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
     v0 : array (S,), optional
         Start of value iteration (default 0).
     inner : {"sort", "lp"}
-    progress : bool
+    progress : bool or None
+        Progress bar over the iterations (default None: only when standard error is a
+        terminal).
+    nature : {"pessimistic", "optimistic"}
+        The adversary minimises (default, the robust optimum) or an optimistic nature
+        maximises: :math:`\max_\pi \max_P`, the best case over the set (value iteration
+        on an sa-rectangular set).
 
     Returns
     -------
     Result
-        ``policy`` (S, A) deterministic greedy policy, ``actions`` (S,), ``v`` (S,)
+        ``policy`` (S, A) the optimal policy (deterministic and greedy for an sa-rectangular
+        set; possibly randomised for an s-rectangular one), ``actions`` (S,) its most likely
+        actions, ``v`` (S,)
         robust values (:math:`\max_a Q^+` at the last iterate), ``q`` (S, A),
         ``P_worst`` (S, A, S) the adversary's kernel at ``v``, ``value`` = p0.v,
         ``converged``, ``success``, ``status`` (1 and a :class:`RuntimeWarning` when not
@@ -313,30 +416,40 @@ def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
         (value iteration: :math:`2\gamma\,\mathrm{residual}/(1-\gamma)`), ``lam``,
         ``method``.
     """
-    check_robust_inputs(model, uset)
+    check_robust_inputs(model, uset, "robust_value_iteration")
     _check_iteration(method, tol, max_iter)
+    check_choice(nature, "nature", NATURES)
     obj, lam_arr = resolve_objective("lagrangian", lam, model)
     S, A = model.n_states, model.n_actions
     gamma = model.gamma
     g = obj.transition_reward(model)[None]
     game = RobustGame(model, uset, tol=tol, max_iter=max_iter, inner=inner)
+    if nature == "optimistic":
+        if uset.rectangularity != "sa" or method != "value_iteration":
+            raise InputError(
+                "nature='optimistic' (the best case over the set, max over policies and "
+                "kernels) is solved by value iteration on an sa-rectangular set: use "
+                f"method='value_iteration' and a set such as L1Ball (got {method!r} and a "
+                f"{uset.rectangularity}-rectangular {type(uset).__name__})")
+        return _optimistic_value_iteration(model, game, g, lam_arr, tol, max_iter, v0)
     stable_note = None  # policy iteration: the stable policy's evaluation did not converge
     desc = "robust value iteration" if method == "value_iteration" else \
         "robust policy iteration"
-    with tqdm(total=max_iter, desc=desc, disable=not progress, leave=False) as bar:
+    with tqdm(total=max_iter, desc=desc, disable=not progress_default(progress),
+              leave=False) as bar:
         if method == "value_iteration":
             w0 = np.zeros(S) if v0 is None else np.array(as_float_array(
                 v0, "v0", "give one value per state", shape=(S,), axes=("s",)))
-            _, q, P, it, res, conv = game.value_iteration(g, w0[None], max_iter, bar)
-            q, P = q[0], P[0]
-            v = q.max(axis=1)
-            actions = q.argmax(axis=1)
+            _, q, P, it, res, conv, best = game.value_iteration(g, w0[None], max_iter, bar)
+            q, P, policy = q[0], P[0], best[0]
+            v = np.einsum("sa,sa->s", policy, q) if game.s_rect else q.max(axis=1)
+            actions = policy.argmax(axis=1)
             residual, converged = float(res[0]), bool(conv[0])
         else:
             sol = game.solve(g, np.zeros((1, S, A)), np.ones((1, S, A)))
             bar.update(sol["rounds"])
-            q, P, v = sol["q"][0], sol["P"][0], sol["w"][0]
-            actions = sol["pi"][0].argmax(axis=1)
+            q, P, v, policy = sol["q"][0], sol["P"][0], sol["w"][0], sol["pi"][0]
+            actions = policy.argmax(axis=1)
             it = sol["rounds"]
             residual = float(np.abs(q.max(axis=1) - v).max())
             adv = sol["adversary"]
@@ -345,8 +458,6 @@ def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
                 stable_note = _not_converged("policy_iteration", int(adv.iterations[0]),
                                              float(adv.residual[0]), tol,
                                              bool(adv.stalled[0]), max_iter)
-    policy = np.zeros((S, A))
-    policy[np.arange(S), actions] = 1.0
     value = float(model.p0 @ v)
     bound = 2.0 * gamma * residual / (1.0 - gamma)
     if converged:
@@ -376,3 +487,37 @@ def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
         lam=lam_arr,
         method=method,
     )
+
+
+def _optimistic_value_iteration(model, game, g, lam_arr, tol, max_iter, v0) -> Result:
+    r"""W <- max_a max_p p.(g + gamma W) = max_a -min_p p.(-g - gamma W): value iteration of
+    the best case over an sa-rectangular set (a plain MDP whose actions are the pairs
+    (a, p))."""
+    S = model.n_states
+    w = np.zeros(S) if v0 is None else np.array(as_float_array(
+        v0, "v0", "give one value per state", shape=(S,), axes=("s",)))
+    residual, converged, it = np.inf, False, 0
+    while it < max_iter:
+        it += 1
+        q = -game.inner(-g, -w[None])[0][0]
+        tw = q.max(axis=1)
+        residual = float(np.abs(tw - w).max())
+        w = tw
+        if residual <= game.tol * max(1.0, float(np.abs(w).max())):
+            converged = True
+            break
+    qn, P = game.inner(-g, -w[None])
+    q = -qn[0]
+    policy = greedy_box(q, np.zeros_like(q), np.ones_like(q))
+    v = q.max(axis=1)
+    message = (f"optimistic value iteration converged in {it} iterations (residual "
+               f"{residual:.2e})" if converged else
+               f"iteration limit {max_iter} reached (residual {residual:.2e}); raise max_iter")
+    if not converged:
+        warnings.warn(f"robust_value_iteration: {message}", RuntimeWarning, stacklevel=3)
+    return Result(policy=policy, actions=policy.argmax(axis=1), v=v, q=q, P_worst=P[0],
+                  value=float(model.p0 @ v), converged=converged, success=converged,
+                  status=Status.CONVERGED if converged else Status.NOT_CONVERGED,
+                  message=message, iterations=it, residual=residual,
+                  suboptimality_bound=2.0 * model.gamma * residual / (1.0 - model.gamma),
+                  lam=lam_arr, method="value_iteration", nature="optimistic")

@@ -38,7 +38,14 @@ __all__ = [
 
 
 class Frozen:
-    """Mixin of the immutable sets: attributes are set in ``__init__``, then frozen."""
+    """Mixin of the toolkit's sets: arrays stored once (``_nominal``, ``_support``) and
+    read-only, attributes set in ``__init__`` and then frozen, one ``repr``.
+
+    A set names the array its ``repr`` summarises with ``_SUMMARY`` (the attribute of its
+    radii or budgets).
+    """
+
+    _SUMMARY: str | None = None
 
     def __setattr__(self, name, value):
         if getattr(self, "_frozen", False):
@@ -47,6 +54,28 @@ class Frozen:
 
     def _freeze(self) -> None:
         object.__setattr__(self, "_frozen", True)
+
+    @property
+    def nominal(self) -> np.ndarray:
+        """The nominal kernel (S, A, S), read-only."""
+        return self._nominal
+
+    @property
+    def support(self) -> np.ndarray:
+        """Next states that may receive mass (S, A, S), read-only."""
+        return self._support
+
+    @property
+    def full_support(self) -> bool:
+        """True when every next state may receive mass."""
+        return bool(self.support.all())
+
+    def __repr__(self) -> str:
+        text = f"<{type(self).__name__} S={self.n_states}, A={self.n_actions}"
+        if self._SUMMARY is not None:
+            arr = getattr(self, self._SUMMARY)
+            text += f", {self._SUMMARY} in [{arr.min():.4g}, {arr.max():.4g}]"
+        return text + ">"
 
 
 def _einsum_rowdot(a, b):
@@ -128,25 +157,30 @@ SOLVER_OPTIONS = {
 }
 
 
-def convex_rows(N: int, n: int, setup, solver: str, what: str):
+def convex_rows(N: int, n: int, setup, solver: str, what: str, *, opts=None,
+                progress=False):
     """Solve one cvxpy problem per row; returns ``p`` (N, n), ``ok`` (N,) and statuses.
 
     ``setup(i)`` sets the parameters of row i and returns ``(problem, variable, on)``:
     the problem to solve, its distribution variable and the outcomes it covers.  A
     status OPTIMAL_INACCURATE keeps the answer with a RuntimeWarning and ``ok`` False;
     any other non-optimal status or a solver failure raises an :class:`InputError`.
+    ``opts`` replaces :data:`SOLVER_OPTIONS` of the solver; ``progress`` shows a bar
+    over the rows.
     """
     import cvxpy as cp
+
+    from .._progress import progress_default, tqdm
 
     if solver == "HIGHS":
         from .._highs import silence_highs_banner
 
         silence_highs_banner()
-    opts = SOLVER_OPTIONS[solver]
+    opts = SOLVER_OPTIONS[solver] if opts is None else opts
     p_out = np.zeros((N, n))
     ok = np.ones(N, dtype=bool)
     statuses = []
-    for i in range(N):
+    for i in tqdm(range(N), desc=what, disable=not progress_default(progress), leave=False):
         prob, var, on = setup(i)
         try:
             with warnings.catch_warnings():  # cvxpy's own note on inaccurate answers

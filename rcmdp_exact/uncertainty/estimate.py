@@ -68,6 +68,17 @@ L1_BOUNDS = ("hoeffding", "weissman")
 KL_BOUNDS = ("box", "types")
 
 
+def _radius_inputs(n, delta) -> tuple[np.ndarray, float]:
+    """The counts (all > 0) and the error probability in (0, 1) of a radius formula."""
+    d = check_real(delta, "delta", 0.0, 1.0, low_open=True, high_open=True,
+                   hint=" (the error probability)")
+    n = as_float_array(n, "counts n(s, a)", "give positive counts")
+    if (n <= 0).any():
+        raise ModelError("every count n(s, a) must be > 0 to define a radius; use a "
+                         "pseudo-count")
+    return n, d
+
+
 def hoeffding_radius(n, n_outcomes: int, n_states: int, n_actions: int,
                      delta: float = 0.1) -> np.ndarray:
     r"""The paper's Hoeffding radius :math:`\sqrt{\frac{2}{n} \ln \frac{2^{S'} S A}{\delta}}`.
@@ -78,12 +89,7 @@ def hoeffding_radius(n, n_outcomes: int, n_states: int, n_actions: int,
     >>> round(float(hoeffding_radius(100, 5, 25, 4, 0.1)), 6)  # a navigation pair
     0.455489
     """
-    d = check_real(delta, "delta", 0.0, 1.0, low_open=True, high_open=True,
-                   hint=" (the error probability)")
-    n = as_float_array(n, "counts n(s, a)", "give positive counts")
-    if (n <= 0).any():
-        raise ModelError("every count n(s, a) must be > 0 to define a radius; use a "
-                         "pseudo-count")
+    n, d = _radius_inputs(n, delta)
     log_term = n_outcomes * np.log(2.0) + np.log(n_states * n_actions / d)
     return np.sqrt(2.0 * log_term / n)
 
@@ -108,12 +114,7 @@ def weissman_radius(n, n_outcomes: int, n_states: int, n_actions: int,
     >>> round(float(weissman_radius(100, 5, 25, 4, 0.1)), 6)
     0.454069
     """
-    d = check_real(delta, "delta", 0.0, 1.0, low_open=True, high_open=True,
-                   hint=" (the error probability)")
-    n = as_float_array(n, "counts n(s, a)", "give positive counts")
-    if (n <= 0).any():
-        raise ModelError("every count n(s, a) must be > 0 to define a radius; use a "
-                         "pseudo-count")
+    n, d = _radius_inputs(n, delta)
     Sp = check_int(n_outcomes, "n_outcomes", 1)
     if Sp == 1:
         return np.zeros(n.shape)
@@ -173,14 +174,7 @@ def estimate_l1_ball(counts, delta: float = 0.1, n_outcomes: int | None = None, 
         raise ModelError("give either outcomes or support, not both")
     else:
         mask = np.ones((S, A, O), dtype=bool)
-    total = c + pc * mask
-    n = total.sum(axis=2)
-    if (n <= 0).any():
-        s, a = (int(i) for i in np.argwhere(n <= 0)[0])
-        raise ModelError(
-            f"state-action pair ({s}, {a}) has no counts and pseudo_count=0, so its "
-            f"nominal distribution is undefined; use pseudo_count > 0 or collect more data"
-        )
+    total, n = _smoothed(c, pc, mask, "L1 ball")
     q = total / n[:, :, None]
     Sp = O if n_outcomes is None else check_int(n_outcomes, "n_outcomes", 1)
     check_choice(bound, "bound", L1_BOUNDS)
@@ -221,7 +215,13 @@ def _frequencies(counts, pseudo_count, support, what: str):
     n = c.sum(axis=2)
     with np.errstate(invalid="ignore", divide="ignore"):
         f = np.where(n[:, :, None] > 0, c / n[:, :, None], 0.0)
-    total = c + pc * sup
+    total, m = _smoothed(c, pc, sup, what)
+    return c, sup, n, f, total / m[:, :, None]
+
+
+def _smoothed(c, pc, mask, what: str):
+    """Counts plus the pseudo-count on the support, and their sums n(s, a) (all > 0)."""
+    total = c + pc * mask
     m = total.sum(axis=2)
     if (m <= 0).any():
         s, a = (int(i) for i in np.argwhere(m <= 0)[0])
@@ -230,7 +230,7 @@ def _frequencies(counts, pseudo_count, support, what: str):
             f"nominal distribution of the {what} is undefined; use pseudo_count > 0 or "
             f"collect more data"
         )
-    return c, sup, n, f, total / m[:, :, None]
+    return total, m
 
 
 def estimate_interval_set(counts, delta: float = 0.1, pseudo_count: float = 1.0, *,
@@ -385,7 +385,7 @@ def _resolve_form(model: TabularCMDP, form: str) -> bool:
 
 def collect_counts(model: TabularCMDP, n_episodes: int, seed=None, *,
                    horizon: int | None = None, form: str = "auto",
-                   progress: bool = False) -> np.ndarray:
+                   progress: bool | None = None) -> np.ndarray:
     r"""Roll out the uniform random policy and count transitions.
 
     The episodes come from :func:`rcmdp_exact.sampling.rollout`: each starts in a
@@ -404,8 +404,8 @@ def collect_counts(model: TabularCMDP, n_episodes: int, seed=None, *,
     form : {"auto", "outcomes", "states"}
         Count outcomes (``model.outcomes``; "auto" does when the model has them) or
         next states.  An observed next state goes to the first outcome reaching it.
-    progress : bool
-        Show a progress bar.
+    progress : bool or None
+        Show a progress bar (default None: only when standard error is a terminal).
 
     Returns
     -------
@@ -431,7 +431,7 @@ def collect_counts(model: TabularCMDP, n_episodes: int, seed=None, *,
 
 def estimate(model: TabularCMDP, n_episodes: int, seed=None, delta: float = 0.1, *,
              pseudo_count: float = 1.0, horizon: int | None = None, form: str = "auto",
-             n_outcomes: int | None = None, progress: bool = False) -> Result:
+             n_outcomes: int | None = None, progress: bool | None = None) -> Result:
     r"""Phase 1 of the paper: estimate a nominal model and its Hoeffding L1 ball.
 
     Runs :func:`collect_counts` and :func:`estimate_l1_ball` (with the model's

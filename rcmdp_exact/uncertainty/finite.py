@@ -4,7 +4,7 @@ A :class:`FiniteSet` holds M kernels :math:`P_1, \dots, P_M` (M, S, A, S); the
 adversary picks one of them as a whole, so the rows of different pairs are coupled and
 there is no worst case per (s, a) (``rectangularity = "none"``).  The robust value of
 a policy is the worst of its values under the members, each objective with its own
-adversary (:meth:`FiniteSet.evaluate`):
+adversary (:func:`rcmdp_exact.robust_evaluate` takes a finite set):
 
 .. math::
 
@@ -24,7 +24,6 @@ from .._checks import (
     check_finite,
     readonly,
 )
-from .._result import Result
 from ._rows import Frozen
 from .base import UncertaintySet
 
@@ -42,9 +41,9 @@ class FiniteSet(Frozen, UncertaintySet):
 
     Notes
     -----
-    Not rectangular (``rectangularity = "none"``): :meth:`worst_case` raises, and the
-    robust evaluation of a policy is :meth:`evaluate`.  :meth:`distance` and
-    :meth:`contains` compare a kernel with its closest member.
+    Not rectangular (``rectangularity = "none"``): :meth:`worst_case` raises, and
+    :func:`rcmdp_exact.robust_evaluate` evaluates a policy against the worst member.
+    :meth:`distance` and :meth:`contains` compare a kernel with its closest member.
 
     Examples
     --------
@@ -79,16 +78,6 @@ class FiniteSet(Frozen, UncertaintySet):
     def kernels(self) -> np.ndarray:
         """The members (M, S, A, S)."""
         return self._kernels
-
-    @property
-    def nominal(self) -> np.ndarray:
-        """The first member (S, A, S)."""
-        return self._nominal
-
-    @property
-    def support(self) -> np.ndarray:
-        """Next states that some member reaches (S, A, S)."""
-        return self._support
 
     @property
     def n_members(self) -> int:
@@ -126,44 +115,10 @@ class FiniteSet(Frozen, UncertaintySet):
         raise InputError(
             f"FiniteSet is not rectangular (the adversary picks one of its "
             f"{self.n_members} kernels as a whole), so it has no worst case per (s, a); "
-            f"evaluate a policy against it with FiniteSet.evaluate(model, policy) (the "
-            f"worst of the members), or use each member of FiniteSet.kernels with "
-            f"model.with_transitions(P); robust_evaluate and the other robust solvers "
-            f"need an sa-rectangular set"
-        )
-
-    def evaluate(self, model, policy, lam=None) -> Result:
-        r"""The robust evaluation of a policy: the worst of its values under the members.
-
-        Each member m gives the exact values of
-        :func:`~rcmdp_exact.evaluation.evaluate` on
-        ``model.with_transitions(kernels[m])``; each objective takes its own worst
-        member (the reward the smallest, each cost the largest, the Lagrangian the
-        smallest).
-
-        Returns
-        -------
-        Result
-            ``values`` (M,), ``costs`` (M, K) and ``lagrangians`` (M,) from p0 per
-            member; ``value`` = min of values with ``value_member``; ``cost`` (K,) =
-            max of costs with ``cost_member`` (K,); ``lagrangian`` = min of
-            lagrangians with ``lagrangian_member``.
-        """
-        from ..evaluation import evaluate
-        from .base import check_set
-
-        check_set(self, model)
-        res = [evaluate(model.with_transitions(P), policy, lam) for P in self._kernels]
-        values = np.array([r.value for r in res])
-        costs = np.array([r.costs for r in res]).reshape(self.n_members, -1)
-        lags = np.array([r.lagrangian_p0 for r in res])
-        cm = np.argmax(costs, axis=0) if costs.shape[1] else np.zeros(0, dtype=np.int64)
-        return Result(
-            values=values, costs=costs, lagrangians=lags,
-            value=float(values.min()), value_member=int(np.argmin(values)),
-            cost=costs.max(axis=0) if costs.shape[1] else np.zeros(0),
-            cost_member=cm,
-            lagrangian=float(lags.min()), lagrangian_member=int(np.argmin(lags)),
+            f"evaluate a policy against it with rcmdp_exact.robust_evaluate(model, "
+            f"policy, set) (the worst of the members), or use each member of "
+            f"FiniteSet.kernels with model.with_transitions(P); the robust Bellman "
+            f"operator, robust value iteration and the bracket need a rectangular set"
         )
 
     def _arrays(self) -> dict:

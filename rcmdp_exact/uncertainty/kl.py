@@ -286,6 +286,8 @@ class KLBall(Frozen, UncertaintySet):
     [[0.0], [0.0]]
     """
 
+    _SUMMARY = "radius"
+
     rectangularity = "sa"
 
     def __init__(self, nominal, radius):
@@ -297,23 +299,9 @@ class KLBall(Frozen, UncertaintySet):
         self._freeze()
 
     @property
-    def nominal(self) -> np.ndarray:
-        """Nominal kernel (S, A, S)."""
-        return self._nominal
-
-    @property
     def radius(self) -> np.ndarray:
         """Radii (S, A)."""
         return self._radius
-
-    @property
-    def support(self) -> np.ndarray:
-        """Where the nominal is positive (S, A, S)."""
-        return self._support
-
-    def __repr__(self) -> str:
-        return (f"<KLBall S={self.n_states}, A={self.n_actions}, radius in "
-                f"[{self._radius.min():.4g}, {self._radius.max():.4g}]>")
 
     def distance(self, P) -> np.ndarray:
         r""":math:`\mathrm{KL}(P(\cdot|s,a) \| \hat P(\cdot|s,a))` for every pair, (S, A)

@@ -36,6 +36,7 @@ from .._checks import (
 )
 from .._result import Result
 from ..model import ModelError, TabularCMDP, check_model, check_transition_rows
+from ._rows import Frozen
 from .base import INNERS, UncertaintySet, split_batch
 from .l1_sort import worst_case_l1
 
@@ -158,7 +159,7 @@ class L1Rows(NamedTuple):
     """(S*A,) radii."""
 
 
-class L1Ball(UncertaintySet):
+class L1Ball(Frozen, UncertaintySet):
     r"""An sa-rectangular L1 uncertainty set around a nominal model.
 
     Parameters
@@ -272,19 +273,9 @@ class L1Ball(UncertaintySet):
 
     # ----------------------------------------------------------------- attributes
     @property
-    def nominal(self) -> np.ndarray:
-        """Nominal transitions (S, A, S)."""
-        return self._nominal
-
-    @property
     def alpha(self) -> np.ndarray:
         """Radii (S, A)."""
         return self._alpha
-
-    @property
-    def support(self) -> np.ndarray:
-        """Support mask (S, A, S)."""
-        return self._support
 
     @property
     def outcomes(self) -> np.ndarray | None:
@@ -295,11 +286,6 @@ class L1Ball(UncertaintySet):
     def outcome_nominal(self) -> np.ndarray | None:
         """Nominal outcome probabilities (S, A, O), or None."""
         return self._out_nominal
-
-    @property
-    def full_support(self) -> bool:
-        """True when every next state may receive mass."""
-        return bool(self._support.all())
 
     def __repr__(self) -> str:
         form = "" if self._outcomes is None else f", O={self._outcomes.shape[2]} outcomes"
@@ -426,15 +412,16 @@ class L1Ball(UncertaintySet):
         if form == "state":
             if not batched:
                 res = worst_case_l1(self._nominal, zz, self._alpha, sup, method=method,
-                                    check=False)
+                                    check=False, progress=False)
                 return Result(p=res.p, value=res.value, method=method, success=res.success)
             J = zz.shape[0]
             if per_pair:
                 nom, al, supj = self._tile(J)
-                res = worst_case_l1(nom, zz, al, supj, method=method, check=False)
+                res = worst_case_l1(nom, zz, al, supj, method=method, check=False,
+                                    progress=False)
                 return Result(p=res.p, value=res.value, method=method, success=res.success)
             parts = [worst_case_l1(self._nominal, zz[j], self._alpha, sup, method=method,
-                                   check=False) for j in range(J)]
+                                   check=False, progress=False) for j in range(J)]
             return Result(p=np.stack([r.p for r in parts]),
                           value=np.stack([r.value for r in parts]), method=method,
                           success=all(r.success for r in parts))
@@ -448,7 +435,8 @@ class L1Ball(UncertaintySet):
                              "batch axis")
         out = self._outcomes
         zo = zz[out] if zz.ndim == 1 else np.take_along_axis(zz, out, axis=2)
-        res = worst_case_l1(self._out_nominal, zo, self._alpha, method=method, check=False)
+        res = worst_case_l1(self._out_nominal, zo, self._alpha, method=method, check=False,
+                            progress=False)
         return Result(
             p=merge_outcomes(res.p, out, S), value=res.value, q=res.p, method=method,
             success=res.success,

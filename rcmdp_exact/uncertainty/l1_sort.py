@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import threading
-import warnings
 
 import numpy as np
 
@@ -35,9 +34,9 @@ from .._checks import (
     check_support,
     row_tolerance,
 )
-from .._highs import silence_highs_banner
 from .._result import Result, Status
 from ..model import ModelError
+from ._rows import convex_rows, problem_cache, recheck
 
 __all__ = [
     "INNER_METHODS",
@@ -497,29 +496,17 @@ def _sort_method(P, Z, A, sup, n, validate=None):
 
 
 # --------------------------------------------------------------------------- LP method
-_LP_CACHE = threading.local()
-
-
 def _lp_problem(m: int):
-    """The parametrised LP over m supported outcomes (compiled once per m and thread)."""
-    cache = getattr(_LP_CACHE, "items", None)
-    if cache is None:
-        cache = _LP_CACHE.items = {}
-    prob = cache.get(m)
-    if prob is None:
-        import cvxpy as cp
+    """The parametrised LP over m supported outcomes."""
+    import cvxpy as cp
 
-        p = cp.Variable(m, nonneg=True)
-        t = cp.Variable(m)
-        ph = cp.Parameter(m, nonneg=True)
-        zz = cp.Parameter(m)
-        al = cp.Parameter(nonneg=True)
-        cons = [t >= p - ph, t >= ph - p, cp.sum(t) <= al, cp.sum(p) == 1]
-        prob = (cp.Problem(cp.Minimize(zz @ p), cons), p, ph, zz, al)
-        if len(cache) >= 64:
-            cache.pop(next(iter(cache)))
-        cache[m] = prob
-    return prob
+    p = cp.Variable(m, nonneg=True)
+    t = cp.Variable(m)
+    ph = cp.Parameter(m, nonneg=True)
+    zz = cp.Parameter(m)
+    al = cp.Parameter(nonneg=True)
+    cons = [t >= p - ph, t >= ph - p, cp.sum(t) <= al, cp.sum(p) == 1]
+    return cp.Problem(cp.Minimize(zz @ p), cons), p, ph, zz, al
 
 
 def _solver_options(solver: str) -> dict:
@@ -533,51 +520,24 @@ def _solver_options(solver: str) -> dict:
             "tol_feas": 1e-11}
 
 
-def _lp_method(P, Z, A, sup, n, solver: str, progress: bool):
-    import cvxpy as cp
-
-    from .._progress import tqdm
-
+def _lp_method(P, Z, A, sup, n, solver: str, progress):
+    """One cvxpy LP per row (:func:`.convex_rows`, with this solver's tolerances); the
+    value of row i is :math:`z_i^\top p_i` over its support."""
     N = P.shape[0]
-    p_out = np.zeros_like(P)
-    val = np.empty(N)
-    ok = np.ones(N, dtype=bool)
-    statuses = []
-    opts = _solver_options(solver)
-    if solver == "HIGHS":
-        silence_highs_banner()
-    for i in tqdm(range(N), desc="inner LP", disable=not progress, leave=False):
-        on = np.flatnonzero(sup[i]) if sup is not None else np.arange(n)
-        z_i = Z[on] if Z.ndim == 1 else Z[i, on]
-        prob, p, ph, zz, al = _lp_problem(on.size)
+    on_rows = [np.flatnonzero(sup[i]) if sup is not None else np.arange(n) for i in range(N)]
+
+    def setup(i):
+        on = on_rows[i]
+        prob, p, ph, zz, al = problem_cache("l1", on.size, _lp_problem)
         ph.value = np.clip(P[i, on], 0.0, None)
-        zz.value = z_i
+        zz.value = Z[on] if Z.ndim == 1 else Z[i, on]
         al.value = float(A[i])
-        try:
-            prob.solve(**opts)
-        except cp.error.SolverError as exc:
-            raise ModelError(
-                f"the LP of row {i} failed in solver {solver} ({exc}); try "
-                f"method='sort' (exact) or the other solver of {LP_SOLVERS}"
-            ) from None
-        status = prob.status
-        statuses.append(status)
-        if status == cp.OPTIMAL_INACCURATE:
-            warnings.warn(
-                f"inner LP of row {i}: solver {solver} returned OPTIMAL_INACCURATE; the "
-                f"answer is kept but marked success=False",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-            ok[i] = False
-        elif status != cp.OPTIMAL:
-            raise ModelError(
-                f"the LP of row {i} ended with status {status!r} in solver {solver}; the "
-                f"inner problem is always feasible (p = p_hat), so the input is likely "
-                f"badly scaled: check z and alpha, or use method='sort'"
-            )
-        p_out[i, on] = p.value
-        val[i] = float(z_i @ p.value)
+        return prob, p, on
+
+    p_out, ok, statuses = convex_rows(N, n, setup, solver, "inner LP",
+                                      opts=_solver_options(solver), progress=progress)
+    val = np.array([float((Z[on] if Z.ndim == 1 else Z[i, on]) @ p_out[i, on])
+                    for i, on in enumerate(on_rows)])
     return p_out, val, ok, statuses
 
 
@@ -638,7 +598,7 @@ def l1_violation(p, p_hat, alpha, support=None) -> np.ndarray:
 
 def worst_case_l1(p_hat, z, alpha, support=None, method: str = "sort", *,
                   check: bool = True, solver: str = "HIGHS",
-                  progress: bool = False) -> Result:
+                  progress: bool | None = None) -> Result:
     r"""Solve the L1 inner problem :math:`\min_p p^\top z` over the ball around ``p_hat``.
 
     Solves the paper's Eq. "robustvalue" (or "robustlagrangian", depending on ``z``)
@@ -665,8 +625,9 @@ def worst_case_l1(p_hat, z, alpha, support=None, method: str = "sort", *,
         pass ``False``.
     solver : {"HIGHS", "CLARABEL"}
         cvxpy solver of the LP method.
-    progress : bool
-        Show a progress bar over the rows of the LP method.
+    progress : bool or None
+        Show a progress bar over the rows of the LP method (default None: only when
+        standard error is a terminal).
 
     Returns
     -------
@@ -719,17 +680,7 @@ def worst_case_l1(p_hat, z, alpha, support=None, method: str = "sort", *,
         )
     p_out, val, ok, statuses = _lp_method(P, Z, A, sup, n, solver, progress)
     viol = l1_violation(p_out, P, A, sup)
-    tol = 1e-8
-    bad = viol > tol
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        warnings.warn(
-            f"inner LP of row {i}: the solver's answer violates the constraints by "
-            f"{viol[i]:.2e} (> {tol:.0e}) when re-checked in numpy; marked success=False",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        ok &= ~bad
+    ok = recheck(viol, ok, 1e-8, "inner LP")
     success = bool(ok.all())
     return Result(
         p=p_out.reshape(*lead, n),

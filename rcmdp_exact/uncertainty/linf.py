@@ -269,11 +269,6 @@ class IntervalSet(Frozen, UncertaintySet):
         self._freeze()
 
     @property
-    def nominal(self) -> np.ndarray:
-        """The nominal kernel (S, A, S)."""
-        return self._nominal
-
-    @property
     def lower(self) -> np.ndarray:
         """Lower bounds (S, A, S)."""
         return self._lower

@@ -97,6 +97,7 @@ from .._checks import (
 from .._highs import silence_highs_banner
 from .._result import Result, Status
 from ..model import check_transition_rows
+from ._rows import Frozen
 from .base import INNERS, UncertaintySet, split_batch
 from .l1 import support_mask
 from .l1_sort import worst_case_l1
@@ -243,7 +244,7 @@ def _allocate(nom, Z, sup, rad, pi):
 def _exact_worst_case(nom, Z, sup, rad, pi):
     """(p (R, A, n), value (R,), row values (R, A)) of the exact method."""
     xi = _allocate(nom, Z, sup, rad, pi)
-    res = worst_case_l1(nom, Z, xi, sup, check=False)
+    res = worst_case_l1(nom, Z, xi, sup, check=False, progress=False)
     return res.p, np.einsum("ra,ra->r", pi, res.value), res.value
 
 
@@ -585,7 +586,7 @@ def _lp_bellman(nom, Z, sup, rad, lo, hi):
 
 
 # --------------------------------------------------------------------------- the set
-class SRectL1Ball(UncertaintySet):
+class SRectL1Ball(Frozen, UncertaintySet):
     r"""An s-rectangular L1 uncertainty set: one budget per state shared by its actions.
 
     .. math::
@@ -631,6 +632,8 @@ class SRectL1Ball(UncertaintySet):
     ([0.666666666667, 0.333333333333], 0.833333333333)
     """
 
+    _SUMMARY = "radius"
+
     rectangularity = "s"
 
     def __init__(self, nominal, radius, support=None):
@@ -671,28 +674,9 @@ class SRectL1Ball(UncertaintySet):
 
     # ----------------------------------------------------------------- attributes
     @property
-    def nominal(self) -> np.ndarray:
-        """Nominal transitions (S, A, S)."""
-        return self._nominal
-
-    @property
     def radius(self) -> np.ndarray:
         """The budget of each state (S,)."""
         return self._radius
-
-    @property
-    def support(self) -> np.ndarray:
-        """Support mask (S, A, S)."""
-        return self._support
-
-    @property
-    def full_support(self) -> bool:
-        """True when every next state may receive mass."""
-        return bool(self._support.all())
-
-    def __repr__(self) -> str:
-        return (f"<SRectL1Ball S={self.n_states}, A={self.n_actions}, radius in "
-                f"[{self._radius.min():.4g}, {self._radius.max():.4g}]>")
 
     # ----------------------------------------------------------------- operations
     def with_radius(self, radius) -> SRectL1Ball:

@@ -1,0 +1,156 @@
+r"""The estimation phase with any kind of uncertainty set (``--set``).
+
+:func:`estimate_set` runs the paper's phase 1 (:func:`rcmdp_exact.estimate`: counts of
+the uniform random policy, the Hoeffding L1 ball) and builds the set of the chosen kind
+from the same counts, so that every kind is estimated from the same data:
+
+=============== ==========================================================================
+kind            the set
+=============== ==========================================================================
+``l1``          the paper's Hoeffding L1 ball (:func:`~rcmdp_exact.estimate_l1_ball`)
+``weighted-l1`` the same ball as a :class:`~rcmdp_exact.WeightedL1Ball` with unit weights
+                (the same set; it checks the weighted solver on the paper's protocol)
+``linf``        :func:`~rcmdp_exact.estimate_linf_ball` (per-entry Hoeffding radius)
+``interval``    :func:`~rcmdp_exact.estimate_interval_set` (per-entry Hoeffding bounds)
+``kl``          :func:`~rcmdp_exact.estimate_kl_ball` (the KL ball that contains the
+                per-entry Hoeffding box)
+``s-l1``        a :class:`~rcmdp_exact.SRectL1Ball` whose budget per state is the sum of
+                the L1 ball's radii over its actions,
+                :math:`\kappa(s) = \min(2A, \sum_a \alpha(s, a))`
+=============== ==========================================================================
+
+The ``s-l1`` budget is the smallest s-rectangular L1 budget that contains the L1 ball
+(every kernel of the ball has :math:`\sum_a \|p_a - \hat p_a\|_1 \le \sum_a \alpha(s,
+a)`), so the s-rectangular set keeps the ball's confidence :math:`1 - \delta`; it lets
+the adversary of a state spend the whole budget on one action, so it is more pessimistic
+than the ball.
+
+The sets of other kinds are estimated over next states: counts over outcomes (the
+navigation grids) are added up per next state, and the support of each row is the L1
+ball's (the next states its outcomes reach; a terminal state's row is its self-loop).
+Their nominal kernel is their own centre (the smoothed frequencies), so the nominal
+model of a run with another kind is ``model.with_transitions(set.nominal)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._checks import check_choice
+from .._result import Result
+from ..names import SET_KINDS, SET_NOTES
+
+__all__ = ["SET_KINDS", "SET_NOTES", "check_set_kind", "estimate_set", "example_set",
+           "set_from_estimate", "state_counts"]
+
+
+def state_counts(est, model) -> np.ndarray:
+    """The counts of an estimation (:func:`rcmdp_exact.estimate`) over next states
+    (S, A, S): counts over outcomes added up per next state."""
+    counts = np.asarray(est.counts)
+    if est.form == "states":
+        return counts.astype(np.float64)
+    S, A = model.n_states, model.n_actions
+    out = np.zeros((S, A, S))
+    s, a, o = np.indices(counts.shape)
+    np.add.at(out, (s, a, np.asarray(model.outcomes)[s, a, o]), counts)
+    return out
+
+
+def set_from_estimate(kind: str, est, model, delta: float = 0.1):
+    """The set of ``kind`` (:data:`SET_KINDS`) from an estimation ``est`` of ``model``
+    (module notes); ``"l1"`` is ``est.ball`` itself."""
+    from ..uncertainty import (
+        SRectL1Ball,
+        WeightedL1Ball,
+        estimate_interval_set,
+        estimate_kl_ball,
+        estimate_linf_ball,
+    )
+
+    check_choice(kind, "set kind", SET_KINDS)
+    ball = est.ball
+    if kind == "l1":
+        return ball
+    support = ball.support
+    if kind == "weighted-l1":
+        return WeightedL1Ball(ball.nominal, ball.alpha, 1.0, support=support)
+    if kind == "s-l1":
+        budget = np.minimum(ball.alpha.sum(axis=1), 2.0 * model.n_actions)
+        return SRectL1Ball(ball.nominal, budget, support=support)
+    counts = state_counts(est, model)
+    build = {"linf": estimate_linf_ball, "interval": estimate_interval_set,
+             "kl": estimate_kl_ball}[kind]
+    return build(counts, delta, support=support)
+
+
+def estimate_set(model, n_episodes: int, seed, delta: float = 0.1, kind: str = "l1", *,
+                 progress=None) -> Result:
+    """Phase 1 with a set of ``kind``: the estimation of :func:`rcmdp_exact.estimate`
+    and the set built from its counts (module notes).
+
+    Returns
+    -------
+    Result
+        ``set`` (the uncertainty set), ``nominal`` (the model with the set's nominal
+        kernel: :func:`~rcmdp_exact.estimate`'s own nominal model for ``"l1"``),
+        ``kind``, ``estimate`` (the result of :func:`~rcmdp_exact.estimate`, with the L1
+        ball and the counts), ``alpha_range`` (of the L1 ball), ``n_episodes``.
+    """
+    from ..uncertainty import estimate
+
+    check_choice(kind, "set kind", SET_KINDS)
+    from .._progress import progress_default
+
+    est = estimate(model, n_episodes, seed=seed, delta=delta,
+                   progress=progress_default(progress))
+    uset = set_from_estimate(kind, est, model, delta)
+    nominal = est.nominal if kind == "l1" else model.with_transitions(uset.nominal)
+    return Result(set=uset, nominal=nominal, kind=kind, estimate=est,
+                  alpha_range=est.alpha_range, n_episodes=int(n_episodes))
+
+
+def example_set(kind: str, model):
+    """A set of ``kind`` around ``model.P`` with radius 0: a set of the model's shape
+    for the checks made before any work (what the learners and the robust solvers accept
+    depends on the kind of set only)."""
+    from ..uncertainty import IntervalSet, KLBall, L1Ball, LInfBall, SRectL1Ball, WeightedL1Ball
+
+    check_choice(kind, "set kind", SET_KINDS)
+    P = np.asarray(model.P)
+    if kind == "interval":
+        return IntervalSet(P, P)
+    return {"l1": lambda: L1Ball(P, 0.0), "weighted-l1": lambda: WeightedL1Ball(P, 0.0, 1.0),
+            "linf": lambda: LInfBall(P, 0.0), "kl": lambda: KLBall(P, 0.0),
+            "s-l1": lambda: SRectL1Ball(P, 0.0)}[kind]()
+
+
+def check_set_kind(kind: str, model, algorithms, *, critic=None, inner=None,
+                   robust_checks: bool = True, flag: str = "--set", uset=None) -> None:
+    """Refuse, before any work, a set kind that a computation cannot use.
+
+    Each robust learner of ``algorithms`` is checked with
+    :func:`rcmdp_exact.learners.dynamics.check_learner_set` (with the inner method its
+    training will use), and, with ``robust_checks``, the set with
+    :func:`rcmdp_exact.robust.check_robust_inputs` (the exact worst case and the
+    bracket).  ``uset`` checks a given set (``--set-file``) in place of one of ``kind``.
+    The error names the flag, the set and the alternatives.
+    """
+    from .._checks import InputError
+    from ..learners.base import ALGORITHMS
+    from ..learners.dynamics import check_learner_set
+    from ..robust import check_robust_inputs
+
+    uset = example_set(kind, model) if uset is None else uset
+    name = f"{flag} {kind}" if flag == "--set" else flag
+    try:
+        if robust_checks:
+            check_robust_inputs(model, uset, f"the exact worst case of {name}")
+        for a in algorithms:
+            algo = ALGORITHMS[a]
+            if algo.robust:
+                check_learner_set(uset, algo, "lp" if (critic == "exact") else (inner or "sort"))
+    except InputError as exc:
+        others = [k for k in SET_KINDS if k != kind]
+        alt = f"; the other kinds of --set are {', '.join(others)}" if flag == "--set" else ""
+        raise InputError(f"{name}: {exc}{alt}") from None

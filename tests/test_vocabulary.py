@@ -1,0 +1,214 @@
+"""docs/vocabulary.md against the code, in both directions.
+
+* Every row of the page's table of names is checked where the page says the name is;
+  a row without a check fails (so a new row needs one).
+* Every former name of the page is a working alias of its new name (it warns and gives
+  the same value), and every alias in the code (result fields, training records,
+  renamed parameters, renamed flags) is on the page.
+* The same choice has the same flag on every command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import pkgutil
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rcmdp_exact as rx
+from rcmdp_exact.cli import build_parser
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "vocabulary.md"
+
+
+def section_rows(title: str) -> list[list[str]]:
+    text = PAGE.read_text("utf-8")
+    part = text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in part.splitlines() if line.startswith("|")][2:]
+    return [[c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]] for row in rows]
+
+
+def ticks(cell: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def subparsers() -> dict:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices
+
+
+def option(command: str, flag: str):
+    for action in subparsers()[command]._actions:
+        if flag in action.option_strings:
+            return action
+    return None
+
+
+@pytest.fixture(scope="module")
+def model():
+    return rx.domains.garnet(5, 3, 2, n_constraints=1, seed=3).replace(horizon=10)
+
+
+@pytest.fixture(scope="module")
+def trained(model):
+    from rcmdp_exact.learners import train
+
+    return train(model, "adversarial-rcpg", ball=rx.l1_ball(model, 0.1), seed=0,
+                 episodes=4, eval_every=2, progress=False, prefit_steps=5)
+
+
+# --------------------------------------------------------------------------- names
+def check_name(name: str, model, trained) -> None:
+    opt = rx.solve_cmdp(model)
+    br = rx.rcmdp_bracket(model, rx.l1_ball(model, 0.1), progress=False, max_boxes=3)
+    if name == "lam":
+        assert "lam" in opt and "lam" in br and "lam" in rx.solve_cmdp_finite_horizon(model)
+        assert all("lam" in v for v in br.variants.values())
+        assert trained.lam.shape == (1,) and trained.records["lam"].shape == (4, 1)
+        assert "lam" in inspect.signature(rx.evaluate).parameters
+    elif name == "lam_adv":
+        assert np.isfinite(trained.lam_adv) and trained.records["lam_adv"].shape == (4,)
+    elif name == "policy":
+        for res in (opt, br):
+            assert np.asarray(res.policy).shape == (5, 3)
+        for res in (rx.solve_mdp(model), rx.policy_iteration(model)):  # one action each
+            assert np.asarray(res.policy).shape in ((5,), (5, 3))
+        assert np.array_equal(trained.policy, trained.policy_table())
+    elif name == "penalised_return":
+        pi = np.full((5, 3), 1 / 3)
+        assert "penalised_return" in rx.evaluate_finite_horizon(model, pi)
+        assert "eval_train_greedy_penalised_return" in trained.records
+    elif name in ("costs", "costs_worst"):
+        assert "costs" in rx.evaluate(model, np.full((5, 3), 1 / 3))
+        res = rx.robust_evaluate(model, np.full((5, 3), 1 / 3), rx.l1_ball(model, 0.1))
+        assert "costs_worst" in res
+    elif name == "time_limit":
+        from rcmdp_exact.experiments.ground_truth_table import ground_truth_table
+
+        for fn in (rx.rcmdp_bracket, ground_truth_table):
+            assert "time_limit" in inspect.signature(fn).parameters
+        assert option("ground-truth", "--time-limit").dest == "time_limit"
+    elif name == "estimation":
+        for command in ("train", "ground-truth", "reproduce"):
+            assert tuple(option(command, "--estimation").choices) == ("paper", "reference")
+    elif name == "train_on":
+        for command in ("train", "reproduce"):
+            assert {"nominal", "data"} <= set(option(command, "--train-on").choices)
+    elif name == "--set KIND":
+        for command in ("ground-truth", "train", "reproduce"):
+            assert tuple(option(command, "--set").choices) == rx.names.SET_KINDS
+    elif name == "progress=None":
+        check_progress_defaults()
+    elif name == "--force":
+        for command in ("train", "ground-truth", "reproduce", "report"):
+            assert option(command, "--force") is not None, command
+    else:
+        pytest.fail(f"docs/vocabulary.md names {name!r}, which this test does not check")
+
+
+def test_every_name_is_where_the_page_says(model, trained):
+    rows = section_rows("Names")
+    assert len(rows) >= 10
+    for _idea, name, _where in rows:
+        check_name(ticks(name)[0], model, trained)
+
+
+#: Functions whose progress default is not yet None.
+PROGRESS_ELSEWHERE = {"rcmdp_bracket", "rcmdp_variant"}
+
+
+def check_progress_defaults() -> None:
+    wrong = []
+    for info in pkgutil.walk_packages(rx.__path__, "rcmdp_exact."):
+        if info.name.endswith(("inner", "reports", ".core", ".report", "__main__")):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mod = importlib.import_module(info.name)
+        for name, fn in vars(mod).items():
+            if name.startswith("_") or not inspect.isfunction(fn) or \
+                    fn.__module__ != mod.__name__ or name in PROGRESS_ELSEWHERE:
+                continue
+            p = inspect.signature(fn).parameters.get("progress")
+            if p is not None and p.default is not None and p.default is not p.empty:
+                wrong.append(f"{mod.__name__}.{name}(progress={p.default})")
+    assert not wrong, wrong
+
+
+# --------------------------------------------------------------------------- former names
+def former_rows(kind: str) -> list[tuple[str, str]]:
+    return [(ticks(n)[0], ticks(f)[0]) for k, n, f in section_rows("Former names")
+            if k == kind]
+
+
+def test_former_result_fields_are_the_aliases_of_the_code():
+    from rcmdp_exact._result import ALIASES
+
+    rows = former_rows("result field")
+    assert {f: n for n, f in rows} == ALIASES
+    for new, old in rows:
+        res = rx.Result(**{new: np.arange(2.0)})
+        with pytest.warns(DeprecationWarning, match=new):
+            assert res[old] is res[new]
+
+
+def test_former_record_names_are_the_aliases_of_the_code():
+    from rcmdp_exact.learners.records import FORMER_RECORDS, TrainingRecords
+
+    rows = former_rows("training record")
+    plain = {f: n for n, f in rows if "*" not in f}
+    assert plain == FORMER_RECORDS
+    for new, old in rows:
+        new, old = new.replace("*", "true_greedy"), old.replace("*", "true_greedy")
+        rec = TrainingRecords({old: np.zeros(3)})
+        assert list(rec) == [new]
+        with pytest.warns(DeprecationWarning, match=new):
+            assert rec[old] is rec[new]
+
+
+def test_former_attributes_parameters_and_flags(trained):
+    (new, old), = former_rows("attribute")
+    attr, new_attr = old.split(".")[1], new.split(".")[1]
+    with pytest.warns(DeprecationWarning, match=new_attr):
+        assert getattr(trained, attr) == getattr(trained, new_attr)
+
+    from rcmdp_exact.experiments.ground_truth_table import RENAMED_PARAMETERS, ground_truth_table
+
+    rows = former_rows("parameter")
+    params = {f: re.search(r"\((\w+)=", n)[1] for n, f in rows}
+    assert params == RENAMED_PARAMETERS
+    assert set(params.values()) <= set(inspect.signature(ground_truth_table).parameters)
+
+    flags = former_rows("flag")
+    documented = set()
+    for new, old in flags:
+        command, flag = new.split()[1], new.split()[2]
+        given = option(command, old)
+        assert given is not None and given.help == argparse.SUPPRESS
+        assert given.dest == option(command, flag).dest
+        documented.add((command, old))
+    in_code = {(command, o) for command, p in subparsers().items() for a in p._actions
+               for o in a.option_strings if type(a).__name__ == "Renamed"}
+    assert in_code == documented
+    (new, old), = former_rows("flag value")
+    command, flag, value = new.split()[1:]
+    assert {value, old} <= set(option(command, flag).choices)
+
+
+def test_the_package_reads_no_former_name_itself(model, trained, tmp_path):
+    """Building, saving and reading results with former-name warnings as errors."""
+    from rcmdp_exact.learners import TrainResult
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        assert rx.solve_cmdp(model).lam.shape == (1,)
+        back = TrainResult.load(trained.save(tmp_path / "r"))
+        assert back.lam_adv == trained.lam_adv
+        np.testing.assert_array_equal(back.records["lam"], trained.records["lam"])
