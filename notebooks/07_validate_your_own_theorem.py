@@ -311,7 +311,7 @@ def policy(x, y):
 
 
 def J(x, y):
-    return kernels.evaluate(model2, policy(x, y)).value
+    return min(rx.evaluate(model2.with_transitions(P), policy(x, y)).value for P in (P1, P2))
 
 
 for x, y in [(0, 0), (1, 1), (0.3, 0.2)]:

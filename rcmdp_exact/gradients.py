@@ -362,7 +362,7 @@ def robust_policy_gradient(model: TabularCMDP, params, uset, objective: str = "v
     uset : UncertaintySet
         An sa-rectangular set (:class:`~rcmdp_exact.L1Ball`, ...: the worst case by
         :func:`~rcmdp_exact.robust_evaluate`) or a :class:`~rcmdp_exact.FiniteSet`
-        (the worst member, :meth:`~rcmdp_exact.FiniteSet.evaluate`).
+        (the worst member, each member evaluated exactly).
     objective : {"value", "constraint", "lagrangian"}
     lam : float or array (K,), optional
         Multipliers of the Lagrangian.
@@ -411,13 +411,13 @@ def robust_policy_gradient(model: TabularCMDP, params, uset, objective: str = "v
     pi = ctx.policy.probs(ctx.theta)
     lam_arr = ctx.lam
     if isinstance(uset, FiniteSet):
-        res = uset.evaluate(model, pi, lam_arr)
+        evs = [evaluate(model.with_transitions(Pm), pi, lam_arr) for Pm in uset.kernels]
         if objective == "value":
-            J_m = res["values"]
+            J_m = np.array([e.value for e in evs])
         elif objective == "constraint":
-            J_m = -res["costs"].sum(axis=1)
+            J_m = -np.array([np.sum(e.costs) for e in evs])
         else:
-            J_m = res["lagrangians"]
+            J_m = np.array([e.lagrangian_p0 for e in evs])
         worst = int(np.argmin(J_m))
         J = float(J_m[worst])
         ties = np.flatnonzero(J_m - J <= tie_tol * max(1.0, abs(J)))

@@ -154,12 +154,16 @@ def test_direct_policy_object():
 def robust_objective(model, uset, objective, lam, policy):
     """J(pi) from the robust evaluation (sa-sets) or the members (finite sets)."""
     if isinstance(uset, FiniteSet):
-        res = uset.evaluate(model, policy, lam)
+        evs = [dense_values(model.with_transitions(P, check=False), policy)
+               for P in uset.kernels]
+        vals = np.array([model.p0 @ v for v, _ in evs])
+        costs = np.array([model.p0 @ c for _, c in evs])  # (m, K)
         if objective == "value":
-            return res["value"]
+            return vals.min()
         if objective == "constraint":
-            return res["costs"].sum(axis=1).max()
-        return res["lagrangian"]
+            return costs.sum(axis=1).max()
+        lam_arr = np.broadcast_to(np.asarray(lam, dtype=float), (model.n_constraints,))
+        return (vals - (costs - model.d) @ lam_arr).min()
     res = robust_evaluate(model, policy, uset, objective, lam, per_constraint=False)
     J = float(model.p0 @ res.w)
     return -J if objective == "constraint" else J + (
