@@ -1,7 +1,7 @@
 """Tools for validating theory: robust policy gradients, the direct parametrisation,
 evaluation from another start distribution, advantages, extreme kernels.
 
-References: central differences of robust_evaluate (and of FiniteSet.evaluate), dense
+References: central differences of robust_evaluate (and of each member of a FiniteSet), dense
 linear solves written here, the performance difference lemma, scipy's linprog over
 each row's set.
 """
