@@ -38,8 +38,9 @@ Sections (``--section``, default all):
   the paper's episodes), with the budget of the ground-truth table and with the
   default budget.
 * ``alpha0``: at alpha = 0 the bracket must equal the CMDP optimum: dense random models
-  with binding budgets (the generator of the tests, ``dense_binding_case``), rewards and
-  costs of magnitude 1 or 10 (``--magnitudes``), K = 1..3, gamma up to 0.99; the largest
+  with binding budgets (the generator of the tests, ``testing.dense_binding_cmdp``),
+  rewards and costs of magnitude 1 or 10 (``--magnitudes``), K = 1..3, gamma up to
+  0.99; the largest
   differences between the bracket and the LP, the LP policy's largest budget excess by
   an exact dense evaluation, and the status agreement.
 
@@ -62,9 +63,10 @@ import warnings
 
 import numpy as np
 
-from rcmdp_exact import rcmdp_bracket, robust_evaluate, robust_value_iteration
+from rcmdp_exact import rcmdp_bracket, robust_evaluate
 from rcmdp_exact.domains import ESTIMATION_EPISODES, PAPER_DOMAINS, garnet, paper_domain
 from rcmdp_exact.ground_truth import solve_cmdp, solve_cmdp_finite_horizon
+from rcmdp_exact.testing import budget_levels, dense_binding_cmdp
 from rcmdp_exact.uncertainty import l1_ball
 
 SECTIONS = ("pipeline", "lp", "gaps", "garnets", "bounds", "small", "inventory", "deadline",
@@ -92,12 +94,8 @@ def small_case(seed: int):
     frac = float(rng.uniform(0.2, 0.8))
     # budgets between the worst-case costs of the policy of least total worst-case cost
     # (kept feasible with a slack) and those of the unconstrained robust optimum
-    total = m.replace(R=-np.asarray(m.C).sum(axis=3), C=None, d=None)
-    safe = robust_value_iteration(total, ball, method="policy_iteration",
-                                  progress=False).policy
-    free = robust_value_iteration(m, ball, method="policy_iteration", progress=False).policy
-    c_safe = robust_evaluate(m, safe, ball).costs_worst
-    c_free = robust_evaluate(m, free, ball).costs_worst
+    levels = budget_levels(m, ball)
+    c_safe, c_free = levels.joint, levels.free
     slack = 0.02 * np.abs(m.c).max() / (1 - gamma)
     d = np.maximum(c_safe + slack, (1 - frac) * c_safe + frac * c_free)
     return m.replace(d=d), ball
@@ -108,12 +106,8 @@ def garnet_case(seed: int, S: int, A: int, K: int):
     rng = np.random.default_rng(np.random.SeedSequence([20261124, S, A, K, seed]))
     m = garnet(S, A, 3, n_constraints=K, seed=int(rng.integers(2**31)), gamma=0.9)
     ball = l1_ball(m, rng.uniform(0.1, 0.6, size=(S, A)), support="all")
-    total = m.replace(R=-np.asarray(m.C).sum(axis=3), C=None, d=None)
-    safe = robust_value_iteration(total, ball, method="policy_iteration",
-                                  progress=False).policy
-    free = robust_value_iteration(m, ball, method="policy_iteration", progress=False).policy
-    c_safe = robust_evaluate(m, safe, ball).costs_worst
-    c_free = robust_evaluate(m, free, ball).costs_worst
+    levels = budget_levels(m, ball)
+    c_safe, c_free = levels.joint, levels.free
     d = np.maximum(c_safe + 0.02 * np.abs(m.c).max() / 0.1, 0.5 * (c_safe + c_free))
     return m.replace(d=d), ball
 
@@ -394,32 +388,13 @@ def section_lp(repeats: int) -> None:
               f"{abs(res['THIGHS'].value - res['TCLARABEL'].value):14.2e}")
 
 
-def dense_binding_case(seed: int, magnitudes=(1.0, 10.0)):
-    """A dense random CMDP with binding budgets (as in the tests): S in 2..5, A in 2..3,
-    K in 1..3, gamma in {0.5, 0.9, 0.95, 0.99}, p0 a point mass or random, budgets at
-    95-100% of a random stochastic policy's costs."""
-    from rcmdp_exact import TabularCMDP, evaluate
-
-    rng = np.random.default_rng(seed)
-    S, A, K = int(rng.integers(2, 6)), int(rng.integers(2, 4)), int(rng.integers(1, 4))
-    gamma = float(rng.choice([0.5, 0.9, 0.95, 0.99]))
-    mag = float(rng.choice(list(magnitudes)))
-    P = rng.dirichlet(np.full(S, rng.choice([0.2, 1.0])), size=(S, A))
-    r = mag * rng.uniform(-1, 1, size=(S, A))
-    c = mag * rng.uniform(0, 1, size=(S, A, K))
-    p0 = np.eye(S)[0] if rng.random() < 0.5 else rng.dirichlet(np.ones(S))
-    pi = rng.dirichlet(np.ones(A), size=S)
-    m = TabularCMDP(P, r, c, d=np.full(K, 1e9), gamma=gamma, p0=p0)
-    return m.replace(d=np.asarray(evaluate(m, pi).costs) * rng.uniform(0.95, 1.0, K))
-
-
 def section_alpha0(cases: int, magnitudes) -> None:
     quick = {"variants": (), "progress": False, "time_limit": 2.0, "max_boxes": 400}
     worst = {"lower": 0.0, "upper": 0.0, "excess": -np.inf}
     rel, n_opt, n_inf, mismatch, t0 = 0.0, 0, 0, [], time.perf_counter()
     off = []  # seeds where a side of the bracket is more than 1e-8 from the LP optimum
     for seed in range(cases):
-        m = dense_binding_case(seed, magnitudes)
+        m = dense_binding_cmdp(seed, magnitudes)
         lp = solve_cmdp(m)
         br = rcmdp_bracket(m, l1_ball(m, 0.0, support="all"), **quick)
         if lp.status != "optimal":

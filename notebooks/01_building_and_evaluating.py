@@ -237,35 +237,27 @@ for name, x, exact in [("value", ret, res.value), ("cost", cost, res.costs[0])]:
 #
 # The independent check: a rectangular set's worst case is attained at a vertex of each
 # row's set.  Our two uncertain rows are intervals with two end points each, so there are
-# only $2 \times 2 = 4$ candidate kernels; we evaluate each by a dense solve and take the
-# minimum value and the maximum cost.
+# only $2 \times 2 = 4$ candidate kernels: `rx.extreme_kernels` lists every combination
+# of the rows' vertices (found by enumerating active constraints, not by the sort).  We
+# evaluate each by a dense solve and take the minimum value and the maximum cost.
 
 # %%
 rob = rx.robust_evaluate(model, pi, ball, objective="value", per_constraint=True)
 print(f"status {rob.status}: robust value {rob.value:.6f}, worst-case cost "
       f"{rob.costs_worst[0]:.6f}  (nominal: {res.value:.6f}, {res.costs[0]:.6f})")
 
-def row_end_points(p_hat, a):
-    """The two end points of {p on the 2-point support : |p - p_hat|_1 <= a}."""
-    i, j = np.flatnonzero(p_hat)
-    t = min(a / 2, p_hat[j]), min(a / 2, p_hat[i])
-    up, down = p_hat.copy(), p_hat.copy()
-    up[i], up[j] = p_hat[i] + t[0], p_hat[j] - t[0]
-    down[i], down[j] = p_hat[i] - t[1], p_hat[j] + t[1]
-    return up, down
-
+kernels = rx.extreme_kernels(ball, model)
+print("extreme kernels:", len(kernels))
+assert len(kernels) == 4
 values, costs = [], []
-for row1 in row_end_points(P[START, WALK], alpha):
-    for row2 in row_end_points(P[BRIDGE, CROSS], alpha):
-        Pk = P.copy()
-        Pk[START, WALK], Pk[BRIDGE, CROSS] = row1, row2
-        Pk_pi = np.einsum("sa,sat->st", pi, Pk)
-        rk = (pi * np.einsum("sat,sat->sa", Pk, np.broadcast_to(R[:, :, None], P.shape))).sum(1)
-        ck = (pi * np.einsum("sat,sat->sa", Pk, C[..., 0])).sum(1)
-        rk[GOAL] = ck[GOAL] = 0.0
-        v, c = np.linalg.solve(np.eye(S) - model.gamma * Pk_pi, np.c_[rk, ck]).T
-        values.append(v[START])
-        costs.append(c[START])
+for Pk in kernels:
+    Pk_pi = np.einsum("sa,sat->st", pi, Pk)
+    rk = (pi * np.einsum("sat,sat->sa", Pk, np.broadcast_to(R[:, :, None], P.shape))).sum(1)
+    ck = (pi * np.einsum("sat,sat->sa", Pk, C[..., 0])).sum(1)
+    rk[GOAL] = ck[GOAL] = 0.0
+    v, c = np.linalg.solve(np.eye(S) - model.gamma * Pk_pi, np.c_[rk, ck]).T
+    values.append(v[START])
+    costs.append(c[START])
 print(f"brute force over 4 kernels: min value {min(values):.6f}, max cost {max(costs):.6f}")
 assert np.isclose(rob.value, min(values), atol=1e-10)
 assert np.isclose(rob.costs_worst[0], max(costs), atol=1e-10)

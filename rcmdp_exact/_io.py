@@ -1,16 +1,18 @@
-"""Saving and loading the toolkit's artefacts: ``.npz`` archives without pickle.
+"""Saving and loading the toolkit's artefacts: ``.npz`` archives and JSON, without pickle.
 
-One rule for every artefact (models, uncertainty sets, training results, brackets):
+One rule for every artefact (models, uncertainty sets, training results, results and
+brackets, counterexamples):
 
-* :func:`save_npz` adds the suffix ``.npz`` when the path has another one (or none),
-  writes to a temporary file in the same folder and renames it into place, so an
-  interrupted save never leaves half a file; it returns the path written;
-* :func:`load_npz` accepts the path with or without the suffix, and answers every file
-  it cannot use (missing, a folder, truncated, not an archive, an archive of another
-  kind, one that needs pickle) with one :class:`LoadError` that names the path and what
-  was expected.
+* a save adds the artefact's suffix (``.npz`` for archives, ``.json`` for JSON) when the
+  path has another one (or none) (:func:`suffixed`), writes to a temporary file in the
+  same folder and renames it into place, so an interrupted save never leaves half a
+  file; it returns the path written (:func:`save_npz`, :func:`save_json`);
+* a load accepts the path with or without the suffix (:func:`find_file`), and answers
+  every file it cannot use (missing, a folder, truncated, not an archive or not JSON,
+  of another kind, one that needs pickle) with one :class:`LoadError` that names the
+  path and what was expected (:func:`load_npz`, :func:`load_json`).
 
-Every archive carries a ``format`` entry, ``"rcmdp_exact.<Kind>/<version>"``; a loader
+Every archive and JSON file carries a ``format`` entry, ``"rcmdp_exact.<Kind>/<version>"``; a loader
 names the formats it reads (and, for files written before the entry existed, the keys
 that identify them).
 
@@ -32,7 +34,8 @@ import numpy as np
 
 from ._checks import InputError
 
-__all__ = ["LoadError", "load_npz", "npz_path", "save_npz", "write_atomic"]
+__all__ = ["LoadError", "find_file", "load_json", "load_npz", "npz_path", "require_file",
+           "save_json", "save_npz", "suffixed", "write_atomic"]
 
 
 class LoadError(InputError):
@@ -40,10 +43,30 @@ class LoadError(InputError):
     and what was expected."""
 
 
+def suffixed(path, suffix: str) -> Path:
+    """``path`` with ``suffix`` (added unless it is already the suffix): ``run`` and
+    ``run.v1`` become ``run.npz`` and ``run.v1.npz``; ``run.npz`` stays."""
+    p = Path(os.fspath(path)).expanduser()
+    return p if p.suffix == suffix else p.with_name(p.name + suffix)
+
+
 def npz_path(path) -> Path:
     """``path`` with the suffix ``.npz`` (added unless it is already the suffix)."""
+    return suffixed(path, ".npz")
+
+
+def find_file(path, suffixes=(".npz",)) -> Path:
+    """The file a load reads: ``path`` itself when it exists, else ``path`` with the
+    first of ``suffixes`` that exists, else ``path`` (the loader then reports it
+    missing)."""
     p = Path(os.fspath(path)).expanduser()
-    return p if p.suffix == ".npz" else p.with_name(p.name + ".npz")
+    if p.exists():
+        return p
+    for suffix in suffixes:
+        alt = suffixed(p, suffix)
+        if alt.exists():
+            return alt
+    return p
 
 
 def _umask() -> int:
@@ -88,12 +111,51 @@ def save_npz(path, arrays: dict, fmt: str, *, compressed: bool = False) -> Path:
         fh, **data))
 
 
-def _resolve(path) -> Path:
-    p = Path(os.fspath(path)).expanduser()
-    if p.exists():
-        return p
-    alt = npz_path(p)
-    return alt if alt.exists() else p
+def save_json(path, text: str) -> Path:
+    """Write JSON ``text`` (which carries its own ``format`` entry) to
+    ``suffixed(path, ".json")`` atomically; return the path written."""
+    p = suffixed(path, ".json")
+    return write_atomic(p, lambda fh: fh.write(text.encode("utf-8")))
+
+
+def require_file(path, suffixes, what: str) -> Path:
+    """The file a load reads (:func:`find_file`), or a :class:`LoadError` naming every
+    path tried when there is none (or a folder)."""
+    p = find_file(path, suffixes)
+    shown = str(path)
+    if not p.exists():
+        alts = [str(suffixed(path, s)) for s in suffixes if str(suffixed(path, s)) != shown]
+        nor = f" (nor {' or '.join(repr(a) for a in alts)})" if alts else ""
+        raise LoadError(f"{shown!r} does not exist{nor}; give the path of {what}")
+    if p.is_dir():
+        raise LoadError(f"{shown!r} is a folder; give the path of {what}")
+    return p
+
+
+def load_json(path, formats, what: str) -> dict:
+    """Read a JSON file written by :func:`save_json` whose ``format`` is one of
+    ``formats``; the path with or without ``.json``.  Every file that cannot be used
+    is a :class:`LoadError` naming the path and ``what``."""
+    import json
+
+    formats = (formats,) if isinstance(formats, str) else tuple(formats)
+    p = require_file(path, (".json",), what)
+    shown = str(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LoadError(f"{shown!r} is not {what}: it cannot be read as UTF-8 text "
+                        f"({exc})") from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise LoadError(f"{shown!r} is not {what}: it is not JSON (truncated or another "
+                        f"kind of file)") from None
+    fmt = data.get("format") if isinstance(data, dict) else None
+    if fmt not in formats:
+        raise LoadError(f"{shown!r} is not {what}: its format is {fmt!r}, expected "
+                        f"{' or '.join(repr(f) for f in formats)}")
+    return data
 
 
 def load_npz(path, formats, what: str, legacy_keys=()) -> dict:
@@ -124,14 +186,8 @@ def load_npz(path, formats, what: str, legacy_keys=()) -> dict:
         ``.npz`` archive, pickled content, or another kind of archive.
     """
     formats = (formats,) if isinstance(formats, str) else tuple(formats)
-    p = _resolve(path)
+    p = require_file(path, (".npz",), what)
     shown = str(path)
-    if not p.exists():
-        alt = str(npz_path(path))
-        nor = f" (nor {alt!r})" if alt != shown else ""
-        raise LoadError(f"{shown!r} does not exist{nor}; give the path of {what}")
-    if p.is_dir():
-        raise LoadError(f"{shown!r} is a folder; give the path of {what}")
 
     def refuse(why: str):
         return LoadError(f"{shown!r} is not {what}: {why}")

@@ -3,14 +3,44 @@
 They follow :class:`scipy.optimize.OptimizeResult` in spirit: a dictionary whose keys
 are also attributes, printed as an aligned table.  Solvers that iterate or call an
 external solver add ``success``, ``status`` and ``message``.
+
+Results out
+-----------
+Every result goes out in four forms (the docs page "Validate your own theorem", "Results
+out"):
+
+* :meth:`Result.to_flat`: a flat dictionary of scalars for a table row; nested results
+  and dictionaries become dotted names (``dual.lo``), arrays per-element keys
+  (``policy[0,1]``) or lists;
+* :meth:`Result.to_json` / :meth:`Result.from_json`: JSON text and back, without pickle,
+  exact: floats bit for bit (shortest round-trip decimal), arrays with their dtype and
+  shape, nested results, dictionaries, lists, tuples, strings, ``None``, bools,
+  statuses, ``inf`` and ``nan`` (strict JSON: non-finite numbers are written as
+  tagged strings);
+* :meth:`Result.to_frame`: a one-row :class:`pandas.DataFrame` of :meth:`to_flat`
+  (pandas is optional);
+* :meth:`Result.save` / :meth:`Result.load`: a ``.json`` file, or an ``.npz`` archive
+  whose arrays are stored as arrays (the path rule of :mod:`rcmdp_exact._io`).
+
+:func:`encode` and :func:`decode` are the tagged JSON form behind them; a caller may
+pass an ``external`` hook for objects that are saved in files of their own (models and
+uncertainty sets in :func:`rcmdp_exact.testing.find_counterexample`).
 """
 
 from __future__ import annotations
 
+import json
+import math
+import os
 import warnings
 from enum import StrEnum
+from pathlib import Path, PurePath
 
 import numpy as np
+
+from ._checks import InputError, check_choice
+
+__all__ = ["ALIASES", "FLAT_ARRAYS", "FORMAT", "Result", "Status", "decode", "encode"]
 
 
 class Status(StrEnum):
@@ -49,6 +79,184 @@ ALIASES = {"cost": "costs", "cost_worst": "costs_worst", "multipliers": "lam",
 WRITTEN_AS = {"multipliers": "lam", "multiplier": "lam", "lower_cost": "lower_costs",
               "upper_policy_cost": "upper_policy_costs",
               "min_robust_cost": "min_robust_costs"}
+
+#: The ``format`` entry of a saved result (JSON and ``.npz``).
+FORMAT = "rcmdp_exact.Result/1"
+#: How :meth:`Result.to_flat` writes an array: one key per element, one list, or not at all.
+FLAT_ARRAYS = ("elements", "list", "drop")
+#: The key that marks a tagged value in the JSON form.
+TAG = "__type__"
+#: Array kinds the JSON form stores (bool, signed and unsigned int, float, unicode).
+_KINDS = "biufU"
+
+
+# =========================================================================== JSON form
+def _float_out(x: float):
+    """A float as JSON: itself when finite, else the string "inf", "-inf" or "nan"."""
+    return x if math.isfinite(x) else ("nan" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
+
+
+def _unsupported(obj, where: str) -> InputError:
+    return InputError(
+        f"{where or 'the value'} is a {type(obj).__module__}.{type(obj).__name__}, which "
+        f"the JSON form of a result does not hold (it holds numbers, strings, None, "
+        f"bools, numpy arrays of bool, int, float or str, lists, tuples, dicts and "
+        f"Results); save such an object with its own save() (TabularCMDP.save, "
+        f"UncertaintySet.save) and keep its path in the result instead"
+    )
+
+
+def encode(obj, external=None, where: str = "", arrays: dict | None = None):
+    """The tagged JSON form of ``obj`` (a structure of dicts, lists, str, int, float, None).
+
+    Python floats, ints, bools, strings and ``None`` stay themselves (a non-finite float
+    becomes ``{"__type__": "float", "value": "inf"}``); everything else is a dictionary
+    with the key ``"__type__"``: ``"ndarray"`` (``dtype``, ``shape`` and the flat
+    ``data``, non-finite floats as strings), ``"scalar"`` (a numpy scalar: ``dtype``,
+    ``value``), ``"Result"`` (``fields``), ``"dict"`` (``items``, or ``pairs`` when a key
+    is not a string), ``"tuple"`` (``items``), ``"Status"`` and ``"path"`` (``value``).
+    Lists are JSON lists.
+
+    Parameters
+    ----------
+    obj
+        The value to encode.
+    external : callable, optional
+        Called as ``external(obj, where)`` on any other object; it returns a JSON-able
+        replacement (a dict with ``"__type__"``) or ``None`` to refuse the object.
+    where : str
+        The dotted name of ``obj`` in its container, for messages.
+    arrays : dict, optional
+        Where to put numpy arrays instead of inlining them (``.npz`` saving): each
+        array is stored under a new key ``"a0"``, ``"a1"``, ... and encoded as
+        ``{"__type__": "array", "key": ...}``.
+
+    Raises
+    ------
+    InputError
+        For an object the form does not hold (naming where it is and what to do).
+    """
+    if obj is None or type(obj) in (bool, str):
+        return obj
+    if isinstance(obj, Status):
+        return {TAG: "Status", "value": obj.value}
+    if isinstance(obj, np.ndarray):
+        if arrays is None:
+            return _encode_array(obj, where)
+        key = f"a{len(arrays)}"
+        arrays[key] = _native(obj, where)
+        return {TAG: "array", "key": key}
+    if isinstance(obj, np.generic):
+        arr = _encode_array(np.asarray(obj), where)
+        return {TAG: "scalar", "dtype": arr["dtype"], "value": arr["data"][0]}
+    if type(obj) is int:
+        return obj
+    if type(obj) is float:
+        return obj if math.isfinite(obj) else {TAG: "float", "value": _float_out(obj)}
+    if isinstance(obj, Result):
+        return {TAG: "Result", "fields": {str(k): encode(v, external, _join(where, k), arrays)
+                                          for k, v in obj.items()}}
+    if isinstance(obj, dict):
+        if all(type(k) is str for k in obj):
+            return {TAG: "dict", "items": {k: encode(v, external, _join(where, k), arrays)
+                                           for k, v in obj.items()}}
+        return {TAG: "dict", "pairs": [[encode(k, external, where, arrays), encode(
+            v, external, _join(where, k), arrays)] for k, v in obj.items()]}
+    if isinstance(obj, list):
+        return [encode(v, external, f"{where}[{i}]", arrays) for i, v in enumerate(obj)]
+    if isinstance(obj, tuple):
+        return {TAG: "tuple", "items": [encode(v, external, f"{where}[{i}]", arrays)
+                                        for i, v in enumerate(obj)]}
+    if isinstance(obj, PurePath):
+        return {TAG: "path", "value": str(obj)}
+    if isinstance(obj, bool | int | float | str):  # subclasses of the plain types
+        plain_type = next(t for t in (bool, int, float, str) if isinstance(obj, t))
+        return encode(plain_type(obj), external, where, arrays)
+    if external is not None:
+        out = external(obj, where)
+        if out is not None:
+            return out
+    raise _unsupported(obj, where)
+
+
+def _join(where: str, key) -> str:
+    return f"{where}.{key}" if where else str(key)
+
+
+def _native(arr: np.ndarray, where: str) -> np.ndarray:
+    """``arr`` in native byte order, or an InputError for a dtype the form does not hold."""
+    if arr.dtype.kind not in _KINDS:
+        raise InputError(
+            f"{where or 'the array'} has dtype {arr.dtype}, which the JSON form of a "
+            f"result does not hold; convert it to bool, int, float or str"
+        )
+    if arr.dtype.byteorder == ">":  # big-endian numbers: the same values, native order
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    return arr
+
+
+def _encode_array(arr: np.ndarray, where: str) -> dict:
+    arr = _native(arr, where)
+    flat = arr.ravel().tolist()
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        flat = [_float_out(x) for x in flat]
+    return {TAG: "ndarray", "dtype": arr.dtype.str, "shape": list(arr.shape), "data": flat}
+
+
+def _decode_array(data: dict) -> np.ndarray:
+    dtype = np.dtype(data["dtype"])
+    flat = data["data"]
+    if dtype.kind == "f":
+        flat = [float(x) if isinstance(x, str) else x for x in flat]
+    return np.array(flat, dtype=dtype).reshape(data["shape"])
+
+
+def decode(data, external=None, arrays: dict | None = None):
+    """The value of a tagged JSON form written by :func:`encode`.
+
+    ``external(data)`` is called on a tagged dictionary of a type that :func:`encode`
+    did not write itself (one written by its ``external`` hook); ``arrays`` holds the
+    arrays stored apart (``encode(..., arrays=...)``).
+    """
+    if isinstance(data, list):
+        return [decode(v, external, arrays) for v in data]
+    if not isinstance(data, dict):
+        return data
+    kind = data.get(TAG)
+    if kind == "ndarray":
+        return _decode_array(data)
+    if kind == "array" and arrays is not None:
+        return np.array(arrays[data["key"]])
+    if kind == "scalar":
+        return _decode_array({"dtype": data["dtype"], "shape": [], "data": [data["value"]]})[()]
+    if kind == "float":
+        return float(data["value"])
+    if kind == "Result":
+        return Result({k: decode(v, external, arrays) for k, v in data["fields"].items()})
+    if kind == "dict":
+        if "items" in data:
+            return {k: decode(v, external, arrays) for k, v in data["items"].items()}
+        return {decode(k, external, arrays): decode(v, external, arrays)
+                for k, v in data["pairs"]}
+    if kind == "tuple":
+        return tuple(decode(v, external, arrays) for v in data["items"])
+    if kind == "Status":
+        return Status(data["value"])
+    if kind == "path":
+        return Path(data["value"])
+    if external is not None and kind is not None:
+        return external(data)
+    raise InputError(f"unknown tagged value {kind!r} in a saved result; it was written by "
+                     f"another program or a newer version")
+
+
+def _flat_scalar(x):
+    """A scalar as a plain Python value for :meth:`Result.to_flat`."""
+    if isinstance(x, Status):
+        return x.value
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
 
 
 class Result(dict):
@@ -96,6 +304,119 @@ class Result(dict):
     def __dir__(self):
         return list(self.keys())
 
+    # ----------------------------------------------------------------- results out
+    def to_flat(self, arrays: str = "elements", sep: str = ".") -> dict:
+        """A flat dictionary of scalars: one table row.
+
+        Nested results and dictionaries give dotted names (``variants.value.policy``);
+        lists and tuples of scalars, and numpy arrays, are written as ``arrays`` says:
+
+        * ``"elements"`` (default): one key per element, the index in brackets:
+          ``policy[0,1]``, ``costs[0]`` (a 0-d array keeps its own name);
+        * ``"list"``: one key holding the nested list (``array.tolist()``);
+        * ``"drop"``: left out.
+
+        Scalars become plain Python values (numpy scalars by ``item()``, statuses by
+        their string); ``None``, strings and bools stay; any other object (a model, an
+        uncertainty set) becomes its ``repr``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> Result(value=1.5, costs=np.array([0.25, 2.0]), lp=Result(status="optimal")
+        ...        ).to_flat()
+        {'value': 1.5, 'costs[0]': 0.25, 'costs[1]': 2.0, 'lp.status': 'optimal'}
+        """
+        check_choice(arrays, "arrays", FLAT_ARRAYS,
+                     hint=" (per-element keys, nested lists, or leave arrays out)")
+        out: dict = {}
+        _flatten(self, "", out, arrays, sep)
+        return out
+
+    def to_json(self, indent: int | None = None) -> str:
+        """The result as strict JSON text (no pickle); :meth:`from_json` reads it back
+        exactly (see the module notes: floats bit for bit, arrays with dtype and shape,
+        nested results, ``inf`` and ``nan``).
+
+        Raises
+        ------
+        InputError
+            When a field holds an object the JSON form does not (a model, an
+            uncertainty set: save those with their own ``save``); the message names
+            the field.
+        """
+        return json.dumps({"format": FORMAT, "result": encode(self)}, indent=indent,
+                          allow_nan=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> Result:
+        """The result of JSON text written by :meth:`to_json`."""
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"the text is not JSON ({exc}); give the output of "
+                             f"Result.to_json()") from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            found = data.get("format") if isinstance(data, dict) else type(data).__name__
+            raise InputError(f"the JSON is not a saved Result (format {found!r}, expected "
+                             f"{FORMAT!r}); give the output of Result.to_json()")
+        return decode(data["result"])
+
+    def to_frame(self, arrays: str = "elements"):
+        """A one-row :class:`pandas.DataFrame` of :meth:`to_flat` (needs pandas).
+
+        Stack results with ``pandas.concat([r.to_frame() for r in results])``.
+        """
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("Result.to_frame needs pandas, which rcmdp_exact does not "
+                              "install; pip install pandas (or use to_flat(), a dict per "
+                              "row)") from None
+        return pd.DataFrame([self.to_flat(arrays)])
+
+    def save(self, path) -> Path:
+        """Save the result (no pickle); :meth:`load` reads it back exactly.
+
+        The format follows the suffix: ``.npz`` writes an archive (arrays stored as
+        arrays, the rest as the JSON form), anything else JSON, with ``.json`` added
+        unless the path already ends with it (the rule of every artefact:
+        :func:`rcmdp_exact._io.suffixed`).  Returns the path written.
+        """
+        from ._io import save_json, save_npz
+
+        p = Path(os.fspath(path)).expanduser()
+        if p.suffix == ".npz":
+            arrays: dict = {}
+            tree = encode(self, arrays=arrays)
+            return save_npz(p, {"structure": np.array(json.dumps(tree, allow_nan=False)),
+                                **arrays}, FORMAT, compressed=True)
+        return save_json(p, self.to_json())
+
+    @classmethod
+    def load(cls, path) -> Result:
+        """Read a result written by :meth:`save` (``.json`` or ``.npz``; the path with or
+        without its suffix).  A missing or foreign file is a
+        :class:`~rcmdp_exact.LoadError` naming the path."""
+        from ._io import LoadError, load_json, load_npz, require_file
+
+        what = "a result written by Result.save"
+        p = require_file(path, (".json", ".npz"), what)
+        if p.suffix == ".npz":
+            data = load_npz(p, FORMAT, what)
+            arrays = {k: v for k, v in data.items() if k not in ("format", "structure")}
+            try:
+                return decode(json.loads(str(data["structure"])), arrays=arrays)
+            except (KeyError, ValueError, TypeError) as exc:
+                raise LoadError(f"{str(path)!r} is not {what}: its content is damaged "
+                                f"({exc})") from None
+        data = load_json(p, FORMAT, what)
+        try:
+            return decode(data["result"])
+        except (KeyError, ValueError, TypeError) as exc:
+            raise LoadError(f"{str(path)!r} is not {what}: its content is damaged "
+                            f"({exc})") from None
+
     def __repr__(self) -> str:
         if not self:
             return f"{type(self).__name__}()"
@@ -108,3 +429,34 @@ class Result(dict):
                 text = repr(val).replace("\n", "\n" + " " * (width + 2))
             lines.append(f"{key.rjust(width)}: {text}")
         return "\n".join(lines)
+
+
+def _is_scalar(x) -> bool:
+    return x is None or isinstance(x, bool | int | float | str | np.generic)
+
+
+def _flatten(obj, prefix: str, out: dict, arrays: str, sep: str) -> None:
+    if isinstance(obj, dict):
+        for key, val in obj.items():
+            _flatten(val, f"{prefix}{sep}{key}" if prefix else str(key), out, arrays, sep)
+        return
+    if isinstance(obj, list | tuple):
+        if all(_is_scalar(x) for x in obj):
+            if arrays == "drop":
+                return
+            if arrays == "list":
+                out[prefix] = [_flat_scalar(x) for x in obj]
+                return
+        for i, val in enumerate(obj):
+            _flatten(val, f"{prefix}[{i}]", out, arrays, sep)
+        return
+    if isinstance(obj, np.ndarray):
+        if arrays == "drop":
+            return
+        if arrays == "list" or obj.ndim == 0:
+            out[prefix] = obj.tolist() if obj.ndim else _flat_scalar(obj[()])
+            return
+        for idx in np.ndindex(obj.shape):
+            out[f"{prefix}[{','.join(map(str, idx))}]"] = _flat_scalar(obj[idx])
+        return
+    out[prefix] = _flat_scalar(obj) if _is_scalar(obj) else repr(obj)

@@ -39,7 +39,7 @@ from ._checks import (
     check_shape,
 )
 from ._result import Result
-from .model import TabularCMDP, check_model, check_policy
+from .model import TabularCMDP, check_model, check_p0, check_policy
 
 __all__ = [
     "PENALTY_WEIGHT",
@@ -409,7 +409,7 @@ IMPROPER_MESSAGE = (
 
 
 def check_proper(model: TabularCMDP, P_pi: sp.sparray, what: str,
-                 message: str = IMPROPER_MESSAGE) -> np.ndarray:
+                 message: str = IMPROPER_MESSAGE, p0=None) -> np.ndarray:
     """Check an undiscounted evaluation and return the mask of proper states.
 
     A state is *proper* under the policy when every path from it reaches a terminal
@@ -438,6 +438,9 @@ def check_proper(model: TabularCMDP, P_pi: sp.sparray, what: str,
     message : str
         Template of the error message, with fields ``what``, ``name`` (the first
         offending state and its label) and ``n`` (how many there are).
+    p0 : array (S,), optional
+        The start distribution whose reachable states must be proper (default: the
+        model's).
 
     Returns
     -------
@@ -468,7 +471,8 @@ def check_proper(model: TabularCMDP, P_pi: sp.sparray, what: str,
     G.add_edges_from(zip((pairs // n_comp).tolist(), (pairs % n_comp).tolist(), strict=True))
     source, sink = -1, -2  # virtual nodes: source -> start states, terminals -> sink
     G.add_nodes_from((source, sink))
-    G.add_edges_from((source, int(c)) for c in np.unique(comp[model.p0 > 0]))
+    start = model.p0 if p0 is None else p0
+    G.add_edges_from((source, int(c)) for c in np.unique(comp[start > 0]))
     G.add_edges_from((int(c), sink) for c in np.unique(comp[model.terminal]))
 
     def members(nodes) -> np.ndarray:
@@ -491,7 +495,7 @@ def check_proper(model: TabularCMDP, P_pi: sp.sparray, what: str,
     return ~(members(nx.ancestors(G, sink)) | ~good)
 
 
-def evaluate(model: TabularCMDP, policy, lam=None, *, method: str = "auto",
+def evaluate(model: TabularCMDP, policy, lam=None, *, p0=None, method: str = "auto",
              check: bool = True) -> Result:
     r"""Exact discounted evaluation of a stochastic policy (one sparse LU, or a Krylov
     solver when the factors would fill in).
@@ -508,6 +512,11 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, method: str = "auto",
     policy : array (S, A) of action probabilities, or int array (S,) of actions
     lam : array (K,) or float, optional
         Lagrange multipliers >= 0 (default 0).
+    p0 : array (S,) or int, optional
+        The start distribution (or a start state) of ``value``, ``costs``,
+        ``lagrangian_p0`` and ``occupancy``, in place of the model's ``p0`` (e.g. the
+        :math:`\mu` of the performance difference lemma).  The values per state
+        (``v``, ``c``, ``q``, ...) do not depend on it.
     method : {"auto", "lu", "bicgstab", "gmres", "iteration"}
         How :math:`I - \gamma P_\pi` is solved (:class:`PolicySystem`): "auto" factorises
         it when the factors stay sparse (up to 1,000 states, banded models such as grids,
@@ -525,7 +534,10 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, method: str = "auto",
         (discounted visits from p0, summing to 1/(1-gamma); with gamma = 1 the expected
         visits before absorption, 0 on terminal states), ``value`` = p0.v, ``costs``
         (K,) = p0.c, ``lagrangian_p0`` = value - lam.(cost - d) (the paper's
-        Eq. (Lagrange)), ``policy`` (S, A) and ``lam`` (K,); ``solver`` (the method
+        Eq. (Lagrange)), ``advantage`` (S, A) = q - v (:math:`A(s, a) = Q(s, a) -
+        V(s)`, whose policy average is 0 in every state), ``advantage_lagrangian``
+        (S, A) = q_lagrangian - lagrangian, ``p0`` (S,) the start distribution used,
+        ``policy`` (S, A) and ``lam`` (K,); ``solver`` (the method
         used) and ``error_bound`` (a bound on the error of ``v`` and ``c`` in the sup norm,
         from the residual: :math:`\|r\|_\infty / (1 - \gamma)`; nan with gamma = 1).
         With gamma = 1, states
@@ -559,14 +571,16 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, method: str = "auto",
         lam = model.check_multipliers(lam)
         check_choice(method, "method", SOLVERS,
                      hint=" ('auto' chooses by the structure of the model)")
+        start = model.p0 if p0 is None else check_p0(p0, S)
     else:
         pi = policy
         lam = np.zeros(K) if lam is None else lam
+        start = model.p0 if p0 is None else p0
     gamma = model.gamma
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
         P_pi = _p_pi(model, pi)
         rhs = _rhs(model, pi)
-        p0 = model.p0
+        p0 = start
 
         sol = np.zeros((S, 1 + K))
         occ = np.zeros(S)
@@ -578,7 +592,7 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, method: str = "auto",
             value = float(p0 @ sol[:, 0])
             cost = p0 @ sol[:, 1:]
         else:
-            proper = check_proper(model, P_pi, "evaluate with gamma = 1")
+            proper = check_proper(model, P_pi, "evaluate with gamma = 1", p0=p0)
             live = proper & ~model.terminal
             sol[~proper] = np.nan
             if live.any():
@@ -608,10 +622,13 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, method: str = "auto",
         q=q,
         qc=qc,
         q_lagrangian=q - qc @ lam,
+        advantage=q - v[:, None],
+        advantage_lagrangian=(q - qc @ lam) - (v - cc @ lam)[:, None],
         occupancy=occ,
         value=value,
         costs=cost,
         lagrangian_p0=value - float(lam @ (cost - model.d)),
+        p0=p0,
         policy=pi,
         lam=lam,
         solver=system.method if gamma < 1.0 or live.any() else "lu",

@@ -38,6 +38,7 @@ formula and explains where the printed forms are biased.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,7 +57,7 @@ from ._progress import progress_default, tqdm
 from ._result import Result
 from .evaluation import PolicySystem, check_proper, evaluate
 from .model import ModelError, TabularCMDP, check_model
-from .parametrisations import make_adversary, make_policy
+from .parametrisations import check_logits, make_adversary, make_policy
 from .sampling import kernel_outcomes, rollout_arrays
 
 __all__ = [
@@ -74,6 +75,7 @@ __all__ = [
     "policy_gradient",
     "relative_error",
     "resolve_horizon",
+    "robust_policy_gradient",
 ]
 
 
@@ -148,6 +150,11 @@ class _Context:
         self.gamma = model.gamma
         self.lam = model.check_multipliers(lam)
         self.policy = make_policy(model, parametrisation, params)
+        if isinstance(parametrisation, str) and self.policy.kind == "softmax":
+            check_logits(params, "policy")
+        if isinstance(adversary_parametrisation, str) and adversary_params is not None \
+                and adversary_parametrisation.lower() in ("softmax", "tabular"):
+            check_logits(adversary_params, "adversary")
         self.params_shape = np.shape(params)
         self.theta = self.policy.check_params(params)
         if adversary_params is None:
@@ -309,6 +316,160 @@ def adversary_gradient(model: TabularCMDP, params, adversary_params, lam=None,
     G[~ctx.nt] = 0.0
     adv = ctx.adversary
     return adv.vjp(ctx.phi, G.reshape(adv.n_rows, adv.n_categories)).reshape(ctx.adv_shape)
+
+
+#: What :func:`robust_policy_gradient` differentiates.
+ROBUST_OBJECTIVES = ("value", "constraint", "lagrangian")
+
+
+def robust_policy_gradient(model: TabularCMDP, params, uset, objective: str = "value",
+                           lam=None, parametrisation="softmax", *, tie_tol: float = 1e-9,
+                           seed=0) -> Result:
+    r"""The gradient of a robust objective with respect to the policy (Danskin).
+
+    The robust objective is the worst case over the set :math:`\mathcal P` of the
+    quantity ``objective`` names, at the start distribution:
+
+    * ``"value"``: :math:`J(\theta) = \min_{P} p_0^\top V(\pi_\theta, P)`;
+    * ``"constraint"``: the worst-case total cost :math:`J(\theta) = \max_{P}
+      \sum_k p_0^\top C_k(\pi_\theta, P)` (with K = 1 the worst-case cost);
+    * ``"lagrangian"``: :math:`J(\theta) = \min_{P} p_0^\top (V - C\lambda)(\pi_\theta,
+      P) + \lambda^\top d`, the paper's robust Lagrangian.
+
+    By Danskin's theorem, where the worst case :math:`P^+` is unique the gradient is
+    the policy gradient under :math:`P^+` (Theorem 1 on
+    ``model.with_transitions(P_worst)``):
+
+    .. math::
+
+        \nabla_\theta J = \sum_s d_\gamma^{\pi, P^+}(s) \sum_a \nabla_\theta
+        \pi(a \mid s)\, Q^{\pi, P^+}(s, a),
+
+    with the Q-function of the objective's reward (:math:`r`, :math:`\sum_k c_k` or
+    :math:`r - \lambda^\top c`).  Where several kernels attain the worst case, J
+    need not be differentiable; the result is then the gradient under one of them:
+    one supergradient of the min (value, Lagrangian: :math:`J(\theta') \le J(\theta)
+    + g^\top (\theta' - \theta) + o(\|\theta' - \theta\|)`), one subgradient of
+    the max (constraint), and ``unique`` is False.
+
+    Parameters
+    ----------
+    model : TabularCMDP
+        Dense, discounted (gamma < 1) for an sa-rectangular set.
+    params : array
+        Softmax logits (S, A), direct probabilities (S, A) (``parametrisation=
+        "direct"``) or an MLP's parameters.
+    uset : UncertaintySet
+        An sa-rectangular set (:class:`~rcmdp_exact.L1Ball`, ...: the worst case by
+        :func:`~rcmdp_exact.robust_evaluate`) or a :class:`~rcmdp_exact.FiniteSet`
+        (the worst member, each member evaluated exactly).
+    objective : {"value", "constraint", "lagrangian"}
+    lam : float or array (K,), optional
+        Multipliers of the Lagrangian.
+    parametrisation : "softmax", "direct", "mlp" or a policy parametrisation object
+    tie_tol : float
+        The uniqueness test (a heuristic, below).
+    seed : int
+        Seeds the random direction of the uniqueness test (the answer is
+        reproducible).
+
+    Returns
+    -------
+    Result
+        ``gradient`` (shaped like ``params``), ``value`` J, ``P_worst`` (S, A, S) the
+        kernel differentiated at, ``unique`` (bool), ``ties`` (for an sa-set the
+        (s, a) pairs flagged, (n, 2); for a finite set the members within ``tie_tol``
+        of the worst, including it), ``objective``, ``lam``, ``message``.
+
+    Notes
+    -----
+    Uniqueness test.  Finite set: another member's objective lies within ``tie_tol``
+    :math:`\cdot \max(1, |J|)` of the worst.  sa-rectangular set: the inner problems
+    :math:`\min_p p^\top z(s, a, \cdot)`, :math:`z = g + \gamma W^+`, are solved
+    again at :math:`z \pm \epsilon u` for a random direction u (seeded) and
+    :math:`\epsilon` = ``tie_tol`` :math:`\cdot \max(1, \max|z|)`; a pair that the policy visits
+    (positive occupancy and probability) whose minimising row moves by more than 1e-6
+    is a tie (a face of minimisers, or a minimiser within :math:`\epsilon` of one).
+    A unique, well-separated minimiser does not move; a tie almost surely does.  A
+    heuristic: a row that moves by less than 1e-6 under a true tie (a set of diameter
+    below 1e-6) is missed, which changes the gradient by about as little.
+    """
+    from .robust import robust_evaluate, worst_case_objective
+    from .uncertainty import FiniteSet, check_set
+
+    check_choice(objective, "objective", ROBUST_OBJECTIVES,
+                 hint=" (the worst-case value, total cost, or Lagrangian)")
+    check_real(tie_tol, "tie_tol", 0.0)
+    ctx = _Context(model, params, lam, parametrisation, None, "softmax")
+    check_set(uset, model)
+    if uset.rectangularity == "s":
+        raise ModelError(
+            "robust_policy_gradient needs an sa-rectangular set or a FiniteSet; an "
+            f"s-rectangular {type(uset).__name__} couples the actions of a state (its "
+            "worst case depends on the policy): use an sa-rectangular set"
+        )
+    pi = ctx.policy.probs(ctx.theta)
+    lam_arr = ctx.lam
+    if isinstance(uset, FiniteSet):
+        evs = [evaluate(model.with_transitions(Pm), pi, lam_arr) for Pm in uset.kernels]
+        if objective == "value":
+            J_m = np.array([e.value for e in evs])
+        elif objective == "constraint":
+            J_m = -np.array([np.sum(e.costs) for e in evs])
+        else:
+            J_m = np.array([e.lagrangian_p0 for e in evs])
+        worst = int(np.argmin(J_m))
+        J = float(J_m[worst])
+        ties = np.flatnonzero(J_m - J <= tie_tol * max(1.0, abs(J)))
+        P = np.asarray(uset.kernels[worst])
+        unique = ties.size == 1
+        where = f"member {worst} of {uset.n_members}"
+        tie_note = "" if unique else f"; members {ties.tolist()} tie for the worst case"
+    else:
+        rng = rng_from(seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            try:
+                res = robust_evaluate(model, pi, uset, objective, lam_arr,
+                                      per_constraint=False)
+            except RuntimeWarning as exc:
+                raise ModelError(f"the robust evaluation did not converge ({exc}); the "
+                                 f"gradient needs its fixed point") from None
+        P = res.P_worst
+        J = float(model.p0 @ res.w)
+        g = worst_case_objective(objective, lam_arr, model).transition_reward(model)
+        z = g + model.gamma * res.w[None, None, :]
+        eps = tie_tol * max(1.0, float(np.abs(z).max()))
+        u = rng.standard_normal(z.shape)
+        ev0 = evaluate(model.with_transitions(P, check=False), pi, lam_arr, check=False)
+        live = (~np.asarray(model.terminal))[:, None] & (ev0.occupancy > 0)[:, None] \
+            & (pi > 0)
+        moved = np.zeros(live.shape, dtype=bool)
+        if eps > 0:
+            for sign in (1.0, -1.0):
+                Pp = np.asarray(uset.worst_case(z + sign * eps * u).p)
+                moved |= np.abs(Pp - P).max(axis=2) > 1e-6
+        tied = moved & live
+        ties = np.argwhere(tied)
+        unique = not tied.any()
+        where = "the worst-case kernel"
+        tie_note = "" if unique else (f"; the worst case is not unique at {len(ties)} "
+                                      f"pair(s), first (s, a) = {tuple(ties[0].tolist())}")
+    if objective == "constraint":
+        J = -J
+    elif objective == "lagrangian" and not isinstance(uset, FiniteSet):
+        J += float(lam_arr @ model.d)
+    ev = evaluate(model.with_transitions(P, check=False), pi, lam_arr, check=False)
+    signal = {"value": ev.q, "constraint": ev.qc.sum(axis=2),
+              "lagrangian": ev.q_lagrangian}[objective]
+    G = ev.occupancy[:, None] * signal
+    G[~ctx.nt] = 0.0
+    grad = ctx.policy.vjp(ctx.theta, G).reshape(ctx.params_shape)
+    kind = "supergradient" if objective != "constraint" else "subgradient"
+    message = (f"the gradient of the robust {objective} under {where} (Danskin)" if unique
+               else f"one {kind} of the robust {objective}, under {where}{tie_note}")
+    return Result(gradient=grad, value=J, P_worst=P, unique=bool(unique), ties=ties,
+                  objective=objective, lam=lam_arr, message=message)
 
 
 def _outcome_signal(ctx: _Context, V_lam: np.ndarray, signal: str) -> np.ndarray:

@@ -68,6 +68,7 @@ __all__ = [
     "ModelError",
     "TabularCMDP",
     "check_model",
+    "check_p0",
     "check_policy",
     "check_transition_rows",
     "row_tolerance",
@@ -94,16 +95,16 @@ def check_transition_rows(P: np.ndarray, name: str = "P", normalize: bool = Fals
                                what="transition probabilities")
 
 
-def _check_p0(p0, S: int) -> np.ndarray:
+def check_p0(p0, S: int, name: str = "p0") -> np.ndarray:
     """The start distribution (S,) from a distribution or a start state index."""
     fix = "give an (S,) distribution or a start state index"
-    raw = as_array(p0, "p0", fix)
+    raw = as_array(p0, name, fix)
     if raw.ndim == 0 and np.issubdtype(raw.dtype, np.integer):
         out = np.zeros(S)
-        out[check_int(p0, "start state p0", 0, S - 1)] = 1.0
+        out[check_int(p0, f"start state {name}", 0, S - 1)] = 1.0
         return out
-    arr = as_float_array(p0, "p0", fix, shape=(S,), axes=("s",))
-    return check_distributions(arr, "p0", (), what="start probabilities").copy()
+    arr = as_float_array(p0, name, fix, shape=(S,), axes=("s",))
+    return check_distributions(arr, name, (), what="start probabilities").copy()
 
 
 def _check_terminal(terminal, S: int) -> np.ndarray:
@@ -317,7 +318,7 @@ class TabularCMDP:
         self._gamma = check_real(gamma, "gamma", 0.0, 1.0,
                                  hint="; use e.g. 0.99, or 1.0 with terminal states or a "
                                       "horizon")
-        self._p0 = readonly(_check_p0(p0, S))
+        self._p0 = readonly(check_p0(p0, S))
         self._horizon = None if horizon is None else check_int(
             horizon, "horizon", 1, hint=" (a number of steps) or None")
         self._terminal = readonly(_check_terminal(terminal, S))

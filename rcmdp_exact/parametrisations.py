@@ -4,7 +4,7 @@ Both the policy :math:`\pi_\theta(a \mid s)` and the adversary
 :math:`\pi_{adv}(o \mid s, a)` are *conditional softmax* distributions: a set of rows
 (states for the policy, state-action pairs for the adversary) each carrying a
 distribution over categories (actions, or next-state outcomes).  Two forms are offered
-for each:
+for each, and a third for the policy:
 
 * **tabular softmax**: one free logit per (row, category),
   :math:`p(c \mid r) = e^{\theta_{rc}} / \sum_{c'} e^{\theta_{rc'}}`; the parameters
@@ -14,6 +14,20 @@ for each:
 * **MLP**: the hand-written network of :mod:`rcmdp_exact.nn` (one hidden ReLU layer,
   softmax head) applied to an input row per state or state-action pair; the
   parameters are its flat vector.
+* **direct** (policies only, :class:`DirectPolicy`): the parameters are the
+  probabilities :math:`\pi(a \mid s)` themselves, (S, A) with rows on the simplex;
+  the Jacobian is the identity, so a gradient is the vector of partial derivatives
+  :math:`\partial L / \partial \pi(a \mid s)` of the Lagrangian extended to all
+  (S, A) arrays by its formula :math:`p_0^\top (I - \gamma P_\pi)^{-1} r_\pi`
+  (Agarwal et al. 2021, "On the theory of policy gradient methods", Lemma 4.1 gives
+  :math:`d_\gamma(s) Q(s, a)`).  Projected gradient ascent uses it as is; the
+  gradient *within* the simplex is its projection, each row minus its mean.
+
+Logits and probabilities are not interchangeable: :func:`check_logits` refuses a
+tabular softmax parameter array whose every row is a probability distribution (with
+two or more actions), the mistake of passing probabilities where logits are
+expected, and a direct policy refuses rows that are not distributions (logits passed
+as probabilities).
 
 Inputs of the MLP forms (the paper's learners; ``docs/protocol.md``)
 --------------------------------------------------------------------
@@ -47,13 +61,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array, check_finite, check_shape, rng_from
+from ._checks import as_float_array, check_finite, check_shape, rng_from, row_tolerance
 from .model import ModelError, TabularCMDP
 from .names import DEFAULT_HIDDEN
 from .nn import MLP, log_softmax, softmax
 
 __all__ = [
     "DEFAULT_HIDDEN",
+    "DirectPolicy",
     "MLPAdversary",
     "MLPPolicy",
     "SoftmaxMLP",
@@ -62,6 +77,7 @@ __all__ = [
     "TabularPolicy",
     "adversary_inputs",
     "adversary_outcomes",
+    "check_logits",
     "make_adversary",
     "make_policy",
     "policy_inputs",
@@ -71,6 +87,33 @@ __all__ = [
 
 _TABULAR_NAMES = ("softmax", "tabular")
 _MLP_NAMES = ("mlp",)
+_DIRECT_NAMES = ("direct",)
+#: The policy parametrisations by name.
+POLICY_PARAMETRISATIONS = ("softmax", "mlp", "direct")
+
+
+def check_logits(params, what: str = "policy") -> None:
+    """Refuse tabular softmax logits that are probabilities (every row a distribution).
+
+    Softmax logits are any real numbers; an (rows, categories) array with two or more
+    categories whose every row is non-negative and sums to 1 (to 1e-12 per entry) is
+    almost surely a probability table passed by mistake, and would be read as the
+    (quite different) policy softmax(params).  Raises an
+    :class:`~rcmdp_exact.InputError` that says how to pass either.
+    """
+    arr = np.asarray(params, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[1] < 2 or not np.isfinite(arr).all():
+        return
+    if (arr >= 0.0).all() and (arr <= 1.0).all() and np.all(
+            np.abs(arr.sum(axis=1) - 1.0) <= 1e-12 * arr.shape[1]):
+        direct = ("parametrisation='direct' for probabilities, or " if what == "policy"
+                  else "")
+        raise ModelError(
+            f"the {what} parameters look like probabilities (every row of the "
+            f"{arr.shape} array is a distribution), but the softmax parametrisation "
+            f"reads logits: pass {direct}the logits np.log(probs) (if these numbers are "
+            f"meant as logits, add a constant to a row: softmax does not change)"
+        )
 
 
 # =========================================================================== generic forms
@@ -267,6 +310,80 @@ class TabularPolicy(_PolicyMixin, SoftmaxTable):
         self.n_states, self.n_actions = model.n_states, model.n_actions
 
 
+class DirectPolicy(_PolicyMixin):
+    """The direct parametrisation: the parameters are the probabilities pi(a|s), (S, A).
+
+    :meth:`check_params` requires rows on the simplex (an
+    :class:`~rcmdp_exact.InputError` naming the row otherwise: logits passed as
+    probabilities); :meth:`probs` returns the array as it is, so that finite
+    differences may step off the simplex (the function is extended by its formula,
+    see the module notes).
+    """
+
+    kind = "direct"
+
+    def __init__(self, model: TabularCMDP):
+        self.n_states, self.n_actions = model.n_states, model.n_actions
+        self.n_rows, self.n_categories = self.n_states, self.n_actions
+        self.param_shape = (self.n_states, self.n_actions)
+        self.n_params = self.n_states * self.n_actions
+
+    def __repr__(self) -> str:
+        return f"DirectPolicy(S={self.n_states}, A={self.n_actions})"
+
+    def _array(self, params, name: str) -> np.ndarray:
+        arr = as_float_array(params, name, "give the probabilities pi(a|s) as an (S, A) "
+                                           "array", finite=False)
+        if arr.shape == (self.n_params,):
+            arr = arr.reshape(self.param_shape)
+        check_shape(arr, self.param_shape, f"{name} (or flat ({self.n_params},))",
+                    ("s", "a"))
+        check_finite(arr, name, ("s", "a"))
+        return arr
+
+    def check_params(self, params) -> np.ndarray:
+        """``params`` as a float64 (S, A) array whose rows are distributions."""
+        name = "direct policy probabilities"
+        arr = self._array(params, name)
+        bad = (arr < 0).any(axis=1) | (np.abs(arr.sum(axis=1) - 1.0)
+                                       > row_tolerance(self.n_actions))
+        if bad.any():
+            s = int(np.flatnonzero(bad)[0])
+            raise ModelError(
+                f"{name}: row s={s} is {arr[s].tolist()}, not a distribution (entries "
+                f">= 0 summing to 1); parametrisation='direct' takes the probabilities "
+                f"themselves: for logits use parametrisation='softmax'"
+            )
+        return arr
+
+    def init(self, seed=None) -> np.ndarray:
+        """Seeded random rows, each uniform on the simplex (Dirichlet(1, ..., 1))."""
+        return rng_from(seed).dirichlet(np.ones(self.n_actions), size=self.n_states)
+
+    def probs(self, params) -> np.ndarray:
+        """The probabilities: ``params`` itself (S, A), not re-checked."""
+        return self._array(params, "direct policy probabilities")
+
+    def log_probs(self, params) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.log(self.probs(params))
+
+    def vjp(self, params, G) -> np.ndarray:
+        r"""Gradient of :math:`\sum_{sa} G_{sa}\, \pi(a \mid s)`: G itself."""
+        return _check_cotangent(G, self.param_shape).copy()
+
+    def jacobian(self, params) -> np.ndarray:
+        """The identity (S, A, S*A)."""
+        return np.eye(self.n_params).reshape(self.n_states, self.n_actions, self.n_params)
+
+    def score(self, params) -> np.ndarray:
+        r""":math:`\nabla \log \pi(a \mid s) = e_{sa} / \pi(a \mid s)` (0 where the
+        probability is 0: such actions are never sampled)."""
+        p = self.probs(params).ravel()
+        inv = np.divide(1.0, p, out=np.zeros_like(p), where=p > 0)
+        return (np.diag(inv)).reshape(self.n_states, self.n_actions, self.n_params)
+
+
 class MLPPolicy(_PolicyMixin, SoftmaxMLP):
     """MLP policy on the scaled state features (see the module notes)."""
 
@@ -373,14 +490,17 @@ def _resolve(model: TabularCMDP, parametrisation, params, hidden, side: str):
         name = parametrisation.lower()
         if name in _TABULAR_NAMES:
             return tabular(model)
+        if name in _DIRECT_NAMES and side == "policy":
+            return DirectPolicy(model)
         if name in _MLP_NAMES:
             if hidden is None:
                 hidden = (DEFAULT_HIDDEN if params is None
                           else _infer_hidden(params, n_in, n_out, side))
             return mlp(model, hidden=hidden)
+        direct = ", 'direct' (probabilities (S, A))" if side == "policy" else ""
         raise ModelError(
             f"unknown {side} parametrisation {parametrisation!r}; use 'softmax' ({shape}), "
-            f"'mlp', or an object such as {mlp.__name__}(model, hidden=16)"
+            f"'mlp'{direct}, or an object such as {mlp.__name__}(model, hidden=16)"
         )
     obj = parametrisation
     if getattr(obj, "side", None) != side or not hasattr(obj, check):
@@ -399,7 +519,8 @@ def _resolve(model: TabularCMDP, parametrisation, params, hidden, side: str):
 
 def make_policy(model: TabularCMDP, parametrisation="softmax", params=None,
                 hidden: int | None = None):
-    """Resolve a policy parametrisation: "softmax" (alias "tabular"), "mlp" or an object.
+    """Resolve a policy parametrisation: "softmax" (alias "tabular"), "mlp", "direct" or
+    an object.
 
     With "mlp" the hidden width is ``hidden``, else inferred from ``params``' length,
     else 100.  An object (e.g. :class:`MLPPolicy`) is returned after a size check.

@@ -15,7 +15,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from rcmdp_exact import ImproperPolicyError, TabularCMDP, evaluate
+from rcmdp_exact import ImproperPolicyError, evaluate
 from rcmdp_exact.gradients import (
     ESTIMATORS,
     adversary_gradient,
@@ -37,40 +37,11 @@ from rcmdp_exact.parametrisations import (
     make_adversary,
     make_policy,
 )
+from rcmdp_exact.testing import random_cmdp as random_rcmdp
 from rcmdp_exact.verify import lagrangian_reward_depends_on_next_state
 
 
 # --------------------------------------------------------------------------- models
-def random_rcmdp(rng, S, A, K, gamma, n_outcomes=None, terminal=False,
-                 next_state_dependent=True, horizon=None):
-    """A random RCMDP; with ``n_outcomes`` an outcome map with repeated next states."""
-    features = rng.normal(size=(S, int(rng.integers(1, 4))))
-    kwargs = dict(d=rng.random(K) * 3, gamma=gamma, p0=rng.dirichlet(np.ones(S)),
-                  horizon=horizon, state_features=features)
-    if terminal:
-        kwargs["terminal"] = np.arange(S) == S - 1
-    if next_state_dependent:
-        R = rng.normal(size=(S, A, S))
-        C = rng.random(size=(S, A, S, K))
-    else:
-        R = rng.normal(size=(S, A))
-        C = rng.random(size=(S, A, K))
-    if n_outcomes is None:
-        P = rng.dirichlet(0.7 * np.ones(S), size=(S, A))
-        if terminal:
-            P[:S - 1, :, S - 1] += 0.3
-            P[S - 1] = 0.0
-            P[S - 1, :, S - 1] = 1.0
-            P /= P.sum(axis=2, keepdims=True)
-        return TabularCMDP(P, R, C, **kwargs)
-    out = rng.integers(0, S, size=(S, A, n_outcomes))
-    prob = rng.dirichlet(np.ones(n_outcomes), size=(S, A))
-    if terminal:
-        out[:S - 1, :, 0] = S - 1  # every pair can end the episode
-        out[S - 1] = S - 1
-    return TabularCMDP.from_outcomes(out, prob, R, C, **kwargs)
-
-
 @st.composite
 def rcmdps(draw, max_states=8, gamma=(0.5, 0.99), allow_terminal=True):
     S = draw(st.integers(1, max_states))

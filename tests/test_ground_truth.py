@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog, minimize_scalar
 
 import rcmdp_exact.ground_truth.lp as lp_module
+import rcmdp_exact.testing as T
 from rcmdp_exact import InputError, OptionError, TabularCMDP
 from rcmdp_exact.domains import garnet
 from rcmdp_exact.evaluation import (
@@ -77,30 +78,22 @@ def scale(model):
     return max(1.0, np.abs(model.r).max(), np.abs(model.c).max()) / (1 - model.gamma)
 
 
-@st.composite
-def cmdps(draw, max_states=6, max_constraints=2):
+def cmdps(max_states=6, max_constraints=2):
     """A Garnet CMDP whose budgets are feasible with slack and often binding.
 
-    d = (1 - f) C(pi_rand) + f C(pi_unconstrained) + slack: the occupancy mixture of the
-    two policies meets it, so the LP is feasible and Slater's condition holds.
+    The public strategies of rcmdp_exact.testing: a Garnet (S in 2..max_states, A in
+    2..3, K in 1..max_constraints, gamma in {0.5, 0.8, 0.9}) and budgets between the
+    least cost of each constraint and the cost of the unconstrained optimum
+    (``binding_budgets``), plus a slack of 5% of max|c| / (1 - gamma): the least-cost
+    policy meets them strictly, so the LP is feasible and Slater's condition holds.
     """
-    S = draw(st.integers(2, max_states))
-    A = draw(st.integers(2, 3))
-    K = draw(st.integers(1, max_constraints))
-    seed = draw(st.integers(0, 2**31 - 1))
-    gamma = draw(st.sampled_from([0.5, 0.8, 0.9]))
-    f = draw(st.floats(0.0, 1.0))
-    nsd = draw(st.booleans())
-    m = garnet(S, A, draw(st.integers(1, S)), n_constraints=K, seed=seed, gamma=gamma,
-               next_state_dependent=nsd)
-    rng = np.random.default_rng(seed)
-    pr = np.eye(A)[rng.integers(0, A, S)]
-    _, qu = vi(m.P, m.r, gamma)
-    pu = np.eye(A)[qu.argmax(axis=1)]
-    cr = m.p0 @ policy_values(m.P, m.r, m.c, gamma, pr)[1]
-    cu = m.p0 @ policy_values(m.P, m.r, m.c, gamma, pu)[1]
-    d = (1 - f) * cr + f * cu + 0.05 * np.abs(m.c).max() / (1 - gamma)
-    return m.replace(d=d)
+    def with_budgets(m):
+        slack = 0.05 * np.abs(m.c).max() / (1 - m.gamma)
+        return T.binding_budgets(m, slack=slack).map(lambda d: m.replace(d=d))
+
+    return T.garnets(n_states=(2, max_states), n_actions=(2, 3),
+                     n_constraints=(1, max_constraints),
+                     gamma=(0.5, 0.8, 0.9)).flatmap(with_budgets)
 
 
 def constant_cost_model(d):

@@ -27,7 +27,8 @@ from test_ground_truth import (
     vi,
 )
 
-from rcmdp_exact import InputError, OptionError, TabularCMDP, robust_evaluate
+import rcmdp_exact.testing as T
+from rcmdp_exact import InputError, OptionError, robust_evaluate
 from rcmdp_exact.domains import garnet
 from rcmdp_exact.ground_truth import rcmdp_bracket, rcmdp_variant, solve_cmdp
 from rcmdp_exact.robust.engine import RobustGame, greedy_box
@@ -92,13 +93,13 @@ def search_policies(model, seed, n_random=30):
 
 @st.composite
 def tiny_robust_cases(draw, max_states=3, max_constraints=2):
-    """A tiny Garnet RCMDP with random radii; the budget scale spans infeasible to slack."""
+    """A tiny Garnet RCMDP with random radii (the public strategies: ``cmdps`` above and
+    ``testing.l1_balls`` with continuous radii in [0, top)); the budget scale spans
+    infeasible to slack.  Returns (model, ball, seed) with a seed for the search."""
     model = draw(cmdps(max_states=max_states, max_constraints=max_constraints))
     seed = draw(st.integers(0, 2**31 - 1))
     top = draw(st.sampled_from([0.2, 0.6, 1.5]))
-    rng = np.random.default_rng(seed)
-    alpha = rng.uniform(0, top, size=(model.n_states, model.n_actions))
-    ball = l1_ball(model, alpha, support="all")
+    ball = draw(T.l1_balls(model, max_radius=top, support="all", grid=None))
     frac = draw(st.floats(0.0, 1.0))
     return model.replace(d=model.d * (0.6 + frac)), ball, seed
 
@@ -127,23 +128,7 @@ def test_bracket_equals_the_lp_optimum_at_alpha_zero(model):
     assert abs(model.p0 @ v - res.lower) <= 1e-9 * scale(model)
 
 
-def dense_binding_cmdp(seed: int):
-    """A dense random CMDP (not a Garnet) whose budgets bind: S in 2..5, A in 2..3,
-    K in 1..3, gamma up to 0.99, rewards and costs of magnitude 1 or 10 (value scale up
-    to 10^3), p0 a point mass or random, budgets 95-100% of a random stochastic policy's
-    costs (feasible, with multipliers often large)."""
-    rng = np.random.default_rng(seed)
-    S, A, K = int(rng.integers(2, 6)), int(rng.integers(2, 4)), int(rng.integers(1, 4))
-    gamma = float(rng.choice([0.5, 0.9, 0.95, 0.99]))
-    mag = float(rng.choice([1.0, 10.0]))
-    P = rng.dirichlet(np.full(S, rng.choice([0.2, 1.0])), size=(S, A))
-    r = mag * rng.uniform(-1, 1, size=(S, A))
-    c = mag * rng.uniform(0, 1, size=(S, A, K))
-    p0 = np.eye(S)[0] if rng.random() < 0.5 else rng.dirichlet(np.ones(S))
-    pi = rng.dirichlet(np.ones(A), size=S)
-    _, C = policy_values(P, r, c, gamma, pi)
-    d = (p0 @ C) * rng.uniform(0.95, 1.0, K)
-    return TabularCMDP(P, r, c, d=d, gamma=gamma, p0=p0)
+dense_binding_cmdp = T.dense_binding_cmdp  # the public generator
 
 
 @scaled(25)

@@ -1,6 +1,5 @@
 """The L1 inner problem: exact sort-based algorithm vs cvxpy LP vs brute force."""
 
-import itertools
 import math
 import re
 import warnings
@@ -13,6 +12,7 @@ from hypothesis import strategies as st
 
 import rcmdp_exact.uncertainty.l1_sort as inner_mod
 from rcmdp_exact.model import ModelError
+from rcmdp_exact.uncertainty import l1_vertices
 from rcmdp_exact.uncertainty.l1_sort import l1_violation, worst_case_l1
 
 FEAS_TOL = 1e-9
@@ -20,38 +20,17 @@ FEAS_TOL = 1e-9
 
 # --------------------------------------------------------------------------- helpers
 def brute_force(p_hat, z, alpha, support=None):
-    """Minimum of z.p over the vertices of the lifted polytope, by enumeration.
+    """Minimum of z.p over the vertices of the row's set, by enumeration.
 
-    Variables x = (p, t) on the m supported outcomes; constraints
-    p - t <= p_hat, -p - t <= -p_hat, -p <= 0, sum t <= alpha and sum p = 1.  A vertex
-    has 2m - 1 active inequalities that, with the equality, have full rank 2m; every
-    such subset is solved and the feasible points are kept.  Independent of the
-    structure the sort-based algorithm exploits.
+    :func:`rcmdp_exact.uncertainty.l1_vertices` lists every point where the active
+    constraints have full rank (every coordinate 0 or p_hat but at most two, fixed by
+    the sum and the ball), which a linear function attains its minimum at; it shares
+    nothing with the sort-based algorithm and is checked against linprog in
+    tests/test_theory_tools.py.
     """
-    p_hat = np.asarray(p_hat, float)
-    z = np.asarray(z, float)
-    on = np.arange(p_hat.size) if support is None else np.flatnonzero(support)
-    ph, zz = p_hat[on], z[on]
-    m = on.size
-    eye = np.eye(m)
-    G = np.block([
-        [eye, -eye],
-        [-eye, -eye],
-        [-eye, np.zeros((m, m))],
-        [np.zeros((1, m)), np.ones((1, m))],
-    ])
-    h = np.concatenate([ph, -ph, np.zeros(m), [alpha]])
-    eq = np.concatenate([np.ones(m), np.zeros(m)])
-    combos = np.array(list(itertools.combinations(range(G.shape[0]), 2 * m - 1)))
-    M = np.concatenate([G[combos], np.broadcast_to(eq, (len(combos), 1, 2 * m))], axis=1)
-    rhs = np.concatenate([h[combos], np.ones((len(combos), 1))], axis=1)
-    det = np.linalg.det(M)
-    keep = np.abs(det) > 1e-10
-    x = np.linalg.solve(M[keep], rhs[keep][..., None])[..., 0]
-    feas = (x @ G.T <= h + 1e-9).all(axis=1)
-    assert feas.any(), "the nominal point is always a feasible vertex candidate"
-    vals = x[feas, :m] @ zz
-    return float(vals.min())
+    V = l1_vertices(p_hat, alpha, support)
+    assert len(V), "the nominal point is in the set, so there is a vertex"
+    return float((V @ np.asarray(z, float)).min())
 
 
 def random_row(rng, n, support_frac=0.7, degenerate=False):

@@ -9,6 +9,7 @@ from helpers import examples, raises_fact
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import rcmdp_exact.testing as T
 from rcmdp_exact.domains import garnet, grid_state, safe_navigation_1, safe_navigation_2
 from rcmdp_exact.evaluation import evaluate
 from rcmdp_exact.model import ModelError
@@ -19,29 +20,22 @@ from rcmdp_exact.robust import (
     worst_case_kernel,
     worst_case_objective,
 )
-from rcmdp_exact.uncertainty import L1Ball, estimate, l1_ball
+from rcmdp_exact.uncertainty import L1Ball, estimate, extreme_kernels, l1_ball
 
 OBJECTIVES = ["value", "constraint", "lagrangian"]
 
 
 # --------------------------------------------------------------------------- strategies
-@st.composite
-def robust_cases(draw, max_states=6):
-    S = draw(st.integers(2, max_states))
-    A = draw(st.integers(1, 3))
-    b = draw(st.integers(1, S))
-    K = draw(st.integers(1, 2))
-    seed = draw(st.integers(0, 2**31 - 1))
-    gamma = draw(st.sampled_from([0.5, 0.9, 0.95]))
-    nsd = draw(st.booleans())
-    model = garnet(S, A, b, n_constraints=K, seed=seed, gamma=gamma, next_state_dependent=nsd)
-    rng = np.random.default_rng(seed + 1)
-    alpha = rng.uniform(0, 2.5, size=(S, A)) * (rng.random((S, A)) < 0.8)
-    support = draw(st.sampled_from(["auto", "all"]))
-    ball = l1_ball(model, alpha, support=support)
-    policy = rng.dirichlet(np.ones(A), size=S)
-    lam = rng.uniform(0, 3, size=K)
-    return model, ball, policy, lam
+def robust_cases(max_states=6):
+    """A Garnet RCMDP (S in 2..max_states, A in 1..3, K in 1..2, gamma in {0.5, 0.9,
+    0.95}), an L1 ball of continuous radii in [0, 2.5) (about a fifth of the pairs
+    certain; support every state or the nominal's), a Dirichlet(1) policy and
+    multipliers in [0, 3): the public strategies of rcmdp_exact.testing."""
+    return T.garnets(n_states=(2, max_states), n_actions=(1, 3), n_constraints=(1, 2),
+                     gamma=(0.5, 0.9, 0.95)).flatmap(lambda m: st.tuples(
+                         st.just(m), T.l1_balls(m, max_radius=2.5, grid=None),
+                         T.policies(m, deterministic=False, grid=None),
+                         T.multipliers(m, max_value=3.0, grid=None)))
 
 
 def objective_of(res, obj, lam):
@@ -139,32 +133,11 @@ def test_sort_operator_equals_lp_operator_on_navigation():
 
 
 # --------------------------------------------------------------------------- brute force
-def row_vertices(p_hat, alpha, support):
-    """Vertices of {p in simplex(support) : ||p - p_hat||_1 <= alpha} by enumeration."""
-    on = np.flatnonzero(support)
-    m = on.size
-    eye = np.eye(m)
-    G = np.block([[eye, -eye], [-eye, -eye], [-eye, np.zeros((m, m))],
-                  [np.zeros((1, m)), np.ones((1, m))]])
-    ph = p_hat[on]
-    h = np.concatenate([ph, -ph, np.zeros(m), [alpha]])
-    eq = np.concatenate([np.ones(m), np.zeros(m)])
-    verts = []
-    for rows in itertools.combinations(range(G.shape[0]), 2 * m - 1):
-        M = np.vstack([G[list(rows)], eq])
-        if abs(np.linalg.det(M)) < 1e-10:
-            continue
-        x = np.linalg.solve(M, np.concatenate([h[list(rows)], [1.0]]))
-        if (G @ x <= h + 1e-10).all():
-            p = np.zeros(p_hat.size)
-            p[on] = x[:m]
-            verts.append(p)
-    return np.unique(np.round(np.array(verts), 12), axis=0)
-
-
 @pytest.mark.parametrize(("seed", "K"), [(0, 1), (1, 2), (2, 2)])
 def test_worst_case_equals_enumeration_of_vertex_kernels(seed, K):
-    """The adversary's MDP attains its optimum at vertices: enumerate them all.
+    """The adversary's MDP attains its optimum at vertices: enumerate them all
+    (``extreme_kernels``: every combination of the rows' vertices, found by enumerating
+    active constraints, independent of the sort).
 
     With K = 2 the "constraint" objective is the largest sum of the two costs, and
     each cost's own worst case (``c_worst``) is the largest of that cost alone.
@@ -174,12 +147,8 @@ def test_worst_case_equals_enumeration_of_vertex_kernels(seed, K):
     ball = l1_ball(model, rng.uniform(0.2, 1.2, size=(3, 2)))
     policy = rng.dirichlet(np.ones(2), size=3)
     lam = np.array([1.5, 0.5])[:K]
-    S, A = 3, 2
-    verts = [row_vertices(ball.nominal[s, a], ball.alpha[s, a], ball.support[s, a])
-             for s in range(S) for a in range(A)]
-    combos = np.array(list(itertools.product(*[range(len(v)) for v in verts])))
-    P = np.stack([verts[i][combos[:, i]] for i in range(S * A)], axis=1)
-    P = P.reshape(len(combos), S, A, S)
+    S = 3
+    P = extreme_kernels(ball, model, max_kernels=10**6)
     P_pi = np.einsum("sa,nsat->nst", policy, P)
     M = np.eye(S) - model.gamma * P_pi
     for obj in OBJECTIVES:

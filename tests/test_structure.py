@@ -70,7 +70,7 @@ def test_the_checker_sees_a_private_import(tmp_path):
 
 
 @pytest.mark.parametrize("heavy", ["cvxpy", "matplotlib", "numba", "dask", "distributed",
-                                   "joblib", "gymnasium"])
+                                   "joblib", "gymnasium", "hypothesis", "pandas"])
 def test_importing_the_package_and_its_command_line_stays_light(heavy):
     """Heavy libraries are imported where they are used, so `rcmdp --help` is quick."""
     code = (f"import sys, rcmdp_exact, rcmdp_exact.cli; rcmdp_exact.cli.build_parser(); "

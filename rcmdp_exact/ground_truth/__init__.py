@@ -3,15 +3,17 @@ targets.
 
 Modules: :mod:`.lp` (the occupancy LP and its duals), :mod:`.dual`, :mod:`.boxes`,
 :mod:`.search` and :mod:`.bracket` (the bracket), :mod:`.variants` (the RCPG variants'
-targets).  The robust fixed points they need come from :mod:`rcmdp_exact.robust`; the
-ground-truth table of the paper's domains is :mod:`rcmdp_exact.experiments.
-ground_truth_table`.
+targets), :mod:`.dual_certificate` (a certified interval on the Lagrangian dual of an
+RCMDP and certified duality gaps).  The robust fixed points they need come from
+:mod:`rcmdp_exact.robust`; the ground-truth table of the paper's domains is
+:mod:`rcmdp_exact.experiments.ground_truth_table`.
 """
 
 import importlib
 import warnings
 
 from .bracket import rcmdp_bracket
+from .dual_certificate import certified_dual, duality_gap
 from .lp import (
     DEFAULT_LP_SOLVER,
     LP_SOLVERS,
@@ -27,6 +29,8 @@ __all__ = [
     "DEFAULT_LP_SOLVER",
     "LP_SOLVERS",
     "VARIANTS",
+    "certified_dual",
+    "duality_gap",
     "greedy_one_hot",
     "infeasible_message",
     "lagrangian_optimal_policy",

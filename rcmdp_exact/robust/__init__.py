@@ -4,7 +4,9 @@
   their fixed points (the only place a robust fixed point is iterated);
 * :mod:`.objectives`: what the adversary minimises (:func:`worst_case_objective`);
 * :mod:`.solvers`: :func:`robust_evaluate`, :func:`robust_value_iteration`,
-  :func:`worst_case_kernel`, :func:`robust_bellman`.
+  :func:`worst_case_kernel`, :func:`robust_bellman`;
+* :mod:`.optimistic`: :func:`optimistic_evaluate` (nature maximises the value and
+  minimises each cost).
 
 ``rcmdp_exact.robust`` was a module before it became this package; every name it had is
 importable from here as before.
@@ -12,6 +14,7 @@ importable from here as before.
 
 from .engine import RobustGame, greedy_box
 from .objectives import OBJECTIVES, WorstCaseObjective, resolve_objective, worst_case_objective
+from .optimistic import optimistic_evaluate
 from .solvers import (
     METHODS,
     NATURES,
@@ -30,6 +33,7 @@ __all__ = [
     "WorstCaseObjective",
     "check_robust_inputs",
     "greedy_box",
+    "optimistic_evaluate",
     "resolve_objective",
     "robust_bellman",
     "robust_evaluate",

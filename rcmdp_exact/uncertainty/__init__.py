@@ -14,6 +14,8 @@
   :mod:`.finite`: :class:`FiniteSet` (whole kernels, not rectangular); each
   sa-rectangular set with its exact solver and its cvxpy cross-check
   (``docs/sets.md``);
+* :mod:`.extreme`: the vertices of the polyhedral sets' rows and their combinations
+  (:func:`extreme_kernels`), for brute-force checks;
 * :mod:`.estimate`: the paper's phase 1 (:func:`estimate`), the Hoeffding ball and the
   confidence sets of the other kinds (:func:`estimate_interval_set`,
   :func:`estimate_linf_ball`, :func:`estimate_kl_ball`).
@@ -37,6 +39,7 @@ from .estimate import (
     hoeffding_radius,
     weissman_radius,
 )
+from .extreme import MAX_SUPPORT, extreme_kernels, extreme_rows, interval_vertices, l1_vertices
 from .finite import FiniteSet
 from .kl import KLBall, kl_divergence
 from .l1 import SUPPORTS, L1Ball, L1Rows, check_ball, l1_ball, merge_outcomes
@@ -53,6 +56,7 @@ __all__ = [
     "KL_BOUNDS",
     "L1_BOUNDS",
     "LP_SOLVERS",
+    "MAX_SUPPORT",
     "RECTANGULARITIES",
     "SUPPORTS",
     "FiniteSet",
@@ -74,9 +78,13 @@ __all__ = [
     "estimate_kl_ball",
     "estimate_l1_ball",
     "estimate_linf_ball",
+    "extreme_kernels",
+    "extreme_rows",
     "hoeffding_radius",
+    "interval_vertices",
     "kl_divergence",
     "l1_ball",
+    "l1_vertices",
     "l1_violation",
     "load_set",
     "merge_outcomes",

@@ -1,0 +1,268 @@
+"""The certified Lagrangian dual of an RCMDP and certified duality gaps.
+
+References, each independent of the certificate:
+
+* brute force: g(lam) = max over deterministic policies of the min over the extreme
+  kernels of the set (``extreme_kernels``, itself checked against linprog) of the exact
+  value by a dense solve written here, on a fine grid of lam;
+* robust value iteration (the engine's other method) on a grid of lam;
+* the CMDP LP at radius 0 (strong duality holds for CMDPs);
+* a model whose primal and dual are derived by hand below.
+"""
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+from helpers import examples
+from hypothesis import given, settings
+
+import rcmdp_exact.testing as T
+from rcmdp_exact import (
+    L1Ball,
+    TabularCMDP,
+    certified_dual,
+    duality_gap,
+    l1_ball,
+    rcmdp_bracket,
+    robust_value_iteration,
+    solve_cmdp,
+)
+from rcmdp_exact.uncertainty import extreme_kernels
+
+
+# --------------------------------------------------------------------------- references
+def brute_force_g(model, uset, lams):
+    """g(lam) for each row of lams (n, K) by enumeration of deterministic policies and
+    extreme kernels, each value by a dense solve: max_pi min_P p0.V + lam.d."""
+    S, A = model.n_states, model.n_actions
+    kernels = extreme_kernels(uset, model, max_kernels=5000)
+    R, C = np.asarray(model.R), np.asarray(model.C)
+    live = ~np.asarray(model.terminal)
+    out = np.full(len(lams), -np.inf)
+    for acts in itertools.product(range(A), repeat=S):
+        idx = (np.arange(S), np.array(acts))
+        Pk = kernels[:, idx[0], idx[1], :]  # (N, S, S)
+        r = np.einsum("nst,st->ns", Pk, R[idx]) * live
+        c = np.einsum("nst,stk->nsk", Pk, C[idx]) * live[:, None]
+        Pk = Pk * live[None, :, None]
+        M = np.eye(S) - model.gamma * Pk
+        vals = np.linalg.solve(M, np.concatenate([r[..., None], c], axis=2))
+        v0 = np.einsum("s,nsj->nj", model.p0, vals)  # (N, 1 + K)
+        lams = np.asarray(lams, dtype=float).reshape(len(lams), -1)
+        g = (v0[None, :, 0] - lams @ v0[:, 1:].T).min(axis=1) + lams @ model.d
+        out = np.maximum(out, g)
+    return out
+
+
+def vi_g(model, uset, lam):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = robust_value_iteration(model, uset, lam, method="value_iteration",
+                                     progress=False, tol=1e-13)
+    return res.value + float(np.dot(lam, model.d))
+
+
+def slope_bound(res, model):
+    """The largest |dg/dlam_k| allowed by the certificate's slope data."""
+    cmin, cmax = res.cost_range
+    return float(np.max(np.maximum(np.abs(model.d - cmin), np.abs(model.d - cmax))))
+
+
+def few_uncertain_pairs(case, n=2):
+    """The model and its L1 ball with radius kept on n pairs only (few extreme kernels)."""
+    model, ball = case
+    alpha = np.array(ball.alpha)
+    keep = np.zeros(alpha.size, dtype=bool)
+    keep[np.argsort(-alpha.ravel(), kind="stable")[:n]] = True
+    alpha = np.where(keep.reshape(alpha.shape), alpha, 0.0)
+    return model, L1Ball(ball.nominal, alpha, ball.support)
+
+
+# --------------------------------------------------------------------------- brute force
+@settings(max_examples=examples(25))
+@given(T.robust_cmdps(n_states=(2, 3), n_actions=2).map(few_uncertain_pairs))
+def test_the_interval_contains_the_brute_force_dual(case):
+    """lo <= D <= min over a fine grid of the brute-force g, and that minimum is within
+    the grid's Lipschitz allowance of hi."""
+    model, ball = case
+    res = certified_dual(model, ball, tol=1e-7)
+    top = float(res.lam_max[0]) if np.isfinite(res.lam_max[0]) else 10.0
+    lams = np.linspace(0.0, max(top, 1e-9), 1001)[:, None]
+    g = brute_force_g(model, ball, lams)
+    assert res.lo <= g.min() + 1e-9
+    if res.slater is not None:  # the minimum lies in the box, so the grid comes close
+        h = lams[1, 0] - lams[0, 0]
+        assert g.min() <= res.hi + slope_bound(res, model) * h + 1e-9
+    # every certified value of g met contains the brute-force value there
+    hist = res.history
+    bf = brute_force_g(model, ball, hist.lam)
+    assert np.all(hist.lo <= bf + 1e-9) and np.all(bf <= hist.hi + 1e-9)
+    if res.status == "converged":
+        assert res.hi - res.lo <= 1e-7 * max(1.0, abs(res.hi))
+
+
+@settings(max_examples=examples(6))
+@given(T.robust_cmdps(n_states=(2, 3), n_actions=(2, 3)))
+def test_the_interval_contains_a_grid_of_robust_value_iteration(case):
+    """The same with g by robust value iteration (the engine's other method), any radii."""
+    model, ball = case
+    res = certified_dual(model, ball)
+    assert res.lo <= res.hi
+    top = float(res.lam_max[0]) if np.isfinite(res.lam_max[0]) else 10.0
+    lams = np.linspace(0.0, max(top, 1e-9), 61)
+    g = np.array([vi_g(model, ball, np.array([t])) for t in lams])
+    assert res.lo <= g.min() + 1e-8
+    if res.slater is not None:
+        assert g.min() <= res.hi + slope_bound(res, model) * (lams[1] - lams[0]) + 1e-8
+    assert abs(vi_g(model, ball, res.lam) - res.hi) <= res.hi - res.history.lo.min() + 1e-8
+
+
+@settings(max_examples=examples(4), deadline=None)
+@given(T.robust_cmdps(n_states=2, n_actions=2, n_constraints=2).map(few_uncertain_pairs))
+def test_two_constraints_against_a_grid(case):
+    """K = 2: the box is split in two dimensions, each cell bounded by an LP."""
+    model, ball = case
+    res = certified_dual(model, ball, tol=1e-6, max_evaluations=3000)
+    assert res.lo <= res.hi
+    assert res.cells >= 1 or res.slater is None
+    tops = [float(x) if np.isfinite(x) else 10.0 for x in res.lam_max]
+    grid = np.stack(np.meshgrid(np.linspace(0, max(tops[0], 1e-9), 61),
+                                np.linspace(0, max(tops[1], 1e-9), 61), indexing="ij"),
+                    axis=-1).reshape(-1, 2)
+    g = brute_force_g(model, ball, grid)
+    assert res.lo <= g.min() + 1e-9
+    bf = brute_force_g(model, ball, res.history.lam)
+    assert np.all(res.history.lo <= bf + 1e-9) and np.all(bf <= res.history.hi + 1e-9)
+    if res.slater is not None:  # the minimum lies in the box, so the grid comes close
+        h = max(tops) / 60
+        assert g.min() <= res.hi + 2 * slope_bound(res, model) * h + 1e-9
+
+
+def test_two_constraints_on_the_hand_model():
+    """A second cost that the safe action also avoids: the box is two-dimensional and the
+    interval still holds D = 1 (the first budget binds, the second does not)."""
+    model, ball = hand_model()
+    C = np.concatenate([np.asarray(model.C), 0.5 * np.asarray(model.C)], axis=-1)
+    model = model.replace(C=C, d=[1.0, 1.0])
+    res = certified_dual(model, ball, tol=1e-6)
+    assert res.slater is not None and res.cells > 1 and res.lam_max.shape == (2,)
+    assert res.lo <= 1.0 <= res.hi and res.status == "converged"
+
+
+@settings(max_examples=examples(15))
+@given(T.cmdps(n_states=(2, 4), n_actions=(2, 3), n_constraints=1, terminal=False)
+       .flatmap(lambda m: T.binding_budgets(m).map(lambda d: m.replace(d=d))))
+def test_at_radius_zero_the_dual_is_the_cmdp_optimum(model):
+    """With no uncertainty, strong duality holds: D is the LP optimum (HiGHS)."""
+    ball = l1_ball(model, 0.0, support="all")
+    lp = solve_cmdp(model)
+    res = certified_dual(model, ball, tol=1e-8)
+    assert lp.status == "optimal"
+    assert res.lo - 1e-7 <= lp.value <= res.hi + 1e-7
+    assert res.status == "converged" or res.slater is None  # d at the least cost: no Slater
+
+
+def test_without_constraints_d_is_the_robust_optimum():
+    model, ball = T.example(T.robust_cmdps(n_constraints=0), seed=2)
+    res = certified_dual(model, ball)
+    rvi = robust_value_iteration(model, ball, method="value_iteration", progress=False)
+    assert res.lo - 1e-9 <= rvi.value <= res.hi + 1e-9 and res.status == "converged"
+
+
+def test_without_a_slater_point_lo_falls_back_on_a_feasible_policy():
+    """Every step costs 1, so every policy costs exactly 1/(1 - gamma) = d: feasible, but
+    never strictly.  g(lam) is then the robust optimum for every lam.  Below that budget
+    no policy is feasible and lo is -inf."""
+    model, ball = T.example(T.robust_cmdps(n_states=2, n_actions=2, terminal=False),
+                            seed=5)
+    top = 1.0 / (1.0 - model.gamma)
+    model = model.replace(C=np.ones((2, 2, 1)), d=[top])
+    res = certified_dual(model, ball)
+    rvi = robust_value_iteration(model, ball, method="policy_iteration", progress=False)
+    assert res.status == "bracket" and res.slater is None
+    assert res.lo <= rvi.value + 1e-9 <= res.hi + 2e-9
+    assert np.isneginf(certified_dual(model.replace(d=[0.95 * top]), ball).lo)
+
+
+# --------------------------------------------------------------------------- hand model
+def hand_model():
+    r"""Two states; state 1 is terminal.  In state 0, action 0 stays (reward 0, cost 0)
+    and action 1 earns reward 1 and cost 1, then stays with probability p and ends with
+    probability 1 - p.  gamma = 1/2, budget d = 1, and the L1 ball of radius 1/2 on the
+    row (0, 1) around p = 1/2 allows every p in [1/4, 3/4]; the other rows are certain.
+
+    **Primal.**  A policy plays action 1 with probability x.  Under p the state is kept
+    with probability 1 - x(1 - p) per step, so
+
+    .. math::  V(x, p) = C(x, p) = \frac{x}{1 - \gamma (1 - x(1 - p))}
+                                 = \frac{x}{1/2 + x(1 - p)/2},
+
+    increasing in x and in p.  The value's adversary takes p = 1/4, the cost's p = 3/4.
+    The robust constraint :math:`C(x, 3/4) = x / (1/2 + x/8) \le 1` gives
+    :math:`x \le 4/7`, and OPT = :math:`V(4/7, 1/4) = (4/7) / (1/2 + 3/14) = 4/5`.
+
+    **Dual.**  With one adversary for :math:`r - \lambda c`, the reward of action 1 is
+    :math:`1 - \lambda`.  For :math:`\lambda < 1` the adversary shortens the episode
+    (p = 1/4) and action 1 is best: :math:`g = (1 - \lambda) / (1 - p/2) + \lambda =
+    8/7 - \lambda/7`; for :math:`\lambda \ge 1` action 0 is best: :math:`g = \lambda d =
+    \lambda`.  So D = :math:`\min_\lambda g = g(1) = 1`, and the gap D - OPT = 1/5.
+    """
+    P = np.zeros((2, 2, 2))
+    P[0, 0, 0] = 1.0
+    P[0, 1] = [0.5, 0.5]
+    P[1, :, 1] = 1.0
+    R = np.zeros((2, 2))
+    R[0, 1] = 1.0
+    C = np.zeros((2, 2, 1))
+    C[0, 1, 0] = 1.0
+    model = TabularCMDP(P, R, C, d=[1.0], gamma=0.5, terminal=[1])
+    alpha = np.zeros((2, 2))
+    alpha[0, 1] = 0.5
+    return model, L1Ball(P, alpha)
+
+
+def test_the_hand_derived_model_has_a_certified_duality_gap():
+    model, ball = hand_model()
+    dual = certified_dual(model, ball, tol=1e-9)
+    assert dual.lo <= 1.0 <= dual.hi and dual.hi - dual.lo <= 1e-8
+    assert abs(dual.lam[0] - 1.0) <= 1e-6
+    # a robust-feasible policy's certified worst-case value: a lower bound on OPT = 4/5
+    assert -np.inf < dual.feasible_value <= 0.8 + 1e-12
+    br = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=300,
+                       time_limit=120)
+    assert br.lower <= 0.8 + 1e-12 <= br.upper + 2e-12
+    gap = duality_gap(model, ball, br, dual)
+    assert gap.strong_duality == "fails" and gap.lo > 0.15
+    assert gap.lo <= 0.2 <= gap.hi
+
+
+@pytest.mark.parametrize("radius", [0.0, 0.5])
+def test_duality_gap_verdicts(radius):
+    """At radius 0 the problem is a CMDP: strong duality holds to the bracket's accuracy;
+    the verdict 'fails' needs a certified positive gap."""
+    model, ball = hand_model()
+    ball = ball.with_alpha(ball.alpha * (radius / 0.5))
+    br = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=300,
+                       time_limit=120)
+    gap = duality_gap(model, ball, br)
+    if radius == 0.0:
+        assert gap.lo <= 1e-9 and gap.strong_duality in ("holds", "undecided")
+        assert abs(gap.dual.hi - solve_cmdp(model).value) <= 1e-6
+    else:
+        assert gap.strong_duality == "fails"
+
+
+@settings(max_examples=examples(6))
+@given(T.robust_cmdps(n_states=2, n_actions=2))
+def test_weak_duality_on_random_models(case):
+    """D >= OPT: the dual's upper side is never below the bracket's lower side."""
+    model, ball = case
+    br = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=60,
+                       time_limit=60)
+    dual = certified_dual(model, ball)
+    if br.status == "bracket":
+        assert dual.hi >= br.lower - 1e-9
+        # feasible_value is the worst-case value of a robust-feasible policy: <= OPT
+        assert dual.feasible_value <= br.upper + 1e-9
