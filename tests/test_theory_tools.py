@@ -30,7 +30,6 @@ from rcmdp_exact import (
     extreme_kernels,
     finite_difference,
     l1_ball,
-    optimistic_evaluate,
     policy_gradient,
     robust_evaluate,
     robust_policy_gradient,
@@ -351,30 +350,30 @@ def test_optimistic_nature_is_the_best_over_the_extreme_kernels(case):
     vals = [dense_values(model.with_transitions(P, check=False), pi) for P in kernels]
     V = np.array([v for v, _ in vals])            # (N, S)
     C = np.array([c for _, c in vals])            # (N, S, K)
-    res = optimistic_evaluate(model, pi, uset)
+    res = robust_evaluate(model, pi, uset, nature="optimistic", cost_nature="optimistic")
     p0 = model.p0
-    assert abs((V @ p0).max() - res.value_best) <= 1e-10
-    np.testing.assert_allclose(V.max(axis=0), res.v_best, atol=1e-10)
-    np.testing.assert_allclose(np.einsum("s,nsk->nk", p0, C).min(axis=0), res.costs_best,
+    assert abs((V @ p0).max() - res.value) <= 1e-10
+    np.testing.assert_allclose(V.max(axis=0), res.v, atol=1e-10)
+    np.testing.assert_allclose(np.einsum("s,nsk->nk", p0, C).min(axis=0), res.costs_worst,
                                atol=1e-10)
-    np.testing.assert_allclose(C.min(axis=0), res.c_best, atol=1e-10)
-    assert np.all(uset.contains(res.P_best))
-    best_v, _ = dense_values(model.with_transitions(res.P_best, check=False), pi)
-    np.testing.assert_allclose(best_v, res.v_best, atol=1e-10)
+    np.testing.assert_allclose(C.min(axis=0), res.c_worst, atol=1e-10)
+    assert np.all(uset.contains(res.P_worst))
+    best_v, _ = dense_values(model.with_transitions(res.P_worst, check=False), pi)
+    np.testing.assert_allclose(best_v, res.v, atol=1e-10)
     for k in range(model.n_constraints):
-        _, c = dense_values(model.with_transitions(res.P_best_cost[k], check=False), pi)
-        np.testing.assert_allclose(c[:, k], res.c_best[:, k], atol=1e-10)
+        _, c = dense_values(model.with_transitions(res.P_worst_cost[k], check=False), pi)
+        np.testing.assert_allclose(c[:, k], res.c_worst[:, k], atol=1e-10)
     # optimistic >= nominal >= pessimistic
     worst = robust_evaluate(model, pi, uset)
-    assert worst.value - 1e-10 <= evaluate(model, pi).value <= res.value_best + 1e-10
-    assert np.all(res.costs_best <= worst.costs_worst + 1e-10)
+    assert worst.value - 1e-10 <= evaluate(model, pi).value <= res.value + 1e-10
+    assert np.all(res.costs_worst <= worst.costs_worst + 1e-10)
 
 
 def test_optimistic_nature_input_errors():
     model = T.example(T.cmdps(n_states=2, gamma=0.9), seed=0)
-    with pytest.raises(InputError):
-        optimistic_evaluate(model, np.full((2, model.n_actions), 1.0 / model.n_actions),
-                            FiniteSet([model.P, model.P]))
+    with raises_fact(InputError, "nature", "optimistic"):
+        robust_evaluate(model, np.full((2, model.n_actions), 1.0 / model.n_actions),
+                        l1_ball(model, 0.1), nature="hopeful")
 
 
 def test_extreme_kernels_count_and_errors():

@@ -4,9 +4,8 @@
   their fixed points (the only place a robust fixed point is iterated);
 * :mod:`.objectives`: what the adversary minimises (:func:`worst_case_objective`);
 * :mod:`.solvers`: :func:`robust_evaluate`, :func:`robust_value_iteration`,
-  :func:`worst_case_kernel`, :func:`robust_bellman`;
-* :mod:`.optimistic`: :func:`optimistic_evaluate` (nature maximises the value and
-  minimises each cost).
+  :func:`worst_case_kernel`, :func:`robust_bellman` (each with a pessimistic or an
+  optimistic nature, ``nature=``).
 
 ``rcmdp_exact.robust`` was a module before it became this package; every name it had is
 importable from here as before.
@@ -14,7 +13,6 @@ importable from here as before.
 
 from .engine import RobustGame, greedy_box
 from .objectives import OBJECTIVES, WorstCaseObjective, resolve_objective, worst_case_objective
-from .optimistic import optimistic_evaluate
 from .solvers import (
     METHODS,
     NATURES,
@@ -33,7 +31,6 @@ __all__ = [
     "WorstCaseObjective",
     "check_robust_inputs",
     "greedy_box",
-    "optimistic_evaluate",
     "resolve_objective",
     "robust_bellman",
     "robust_evaluate",
