@@ -15,11 +15,12 @@ import warnings
 
 import numpy as np
 import pytest
-from helpers import examples
+from helpers import examples, raises_fact
 from hypothesis import given, settings
 
 import rcmdp_exact.testing as T
 from rcmdp_exact import (
+    InputError,
     L1Ball,
     TabularCMDP,
     certified_dual,
@@ -266,3 +267,45 @@ def test_weak_duality_on_random_models(case):
         assert dual.hi >= br.lower - 1e-9
         # feasible_value is the worst-case value of a robust-feasible policy: <= OPT
         assert dual.feasible_value <= br.upper + 1e-9
+
+
+# --------------------------------------------------------------------------- bracket fields
+def test_every_bracket_result_carries_the_certified_dual():
+    """rcmdp_bracket's ``dual`` and ``duality_gap`` on the hand model: D = 1 and the gap
+    D - OPT = 1/5 derived in :func:`hand_model` lie in the certified intervals, and the
+    verdict is that strong duality fails."""
+    model, ball = hand_model()
+    br = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=300,
+                       time_limit=120)
+    assert br.dual.lo <= 1.0 <= br.dual.hi
+    assert br.duality_gap.lo <= 0.2 <= br.duality_gap.hi
+    assert br.duality_gap.lo > 0 and br.duality_gap.strong_duality == "fails"
+    # the fields survive the JSON form of a result
+    back = type(br).from_json(br.to_json())
+    assert back.duality_gap.strong_duality == "fails" and back.dual.hi == br.dual.hi
+
+
+def test_the_bracket_dual_is_skipped_where_it_is_not_defined():
+    model, ball = hand_model()
+    off = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=5,
+                        dual_evaluations=0)
+    assert off.dual is None and off.duality_gap is None
+    from rcmdp_exact import SRectL1Ball
+
+    srect = SRectL1Ball(ball.nominal, 0.5)
+    res = rcmdp_bracket(model, srect, variants=(), progress=False, max_boxes=5)
+    assert res.dual is None and res.duality_gap is None
+    with raises_fact(InputError, "dual_evaluations"):
+        rcmdp_bracket(model, ball, dual_evaluations=-1)
+
+
+@settings(max_examples=examples(6))
+@given(T.robust_cmdps(n_states=2, n_actions=2))
+def test_the_bracket_dual_is_never_below_its_lower_bound(case):
+    """Weak duality through the bracket's own fields: D >= OPT >= lower."""
+    model, ball = case
+    br = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=60,
+                       time_limit=60)
+    if br.dual is not None and np.isfinite(br.lower):
+        assert br.dual.hi >= br.lower - 1e-9
+        assert br.duality_gap.hi >= -1e-9

@@ -49,6 +49,7 @@ from .._result import Result
 from ..robust.engine import RobustGame
 from .boxes import BOX_BOUNDS, branch_and_bound
 from .dual import fits, lagrangian_search
+from .dual_certificate import certified_dual, duality_gap
 from .lp import cost_name, fmt, max_slack_policy, solve_cmdp
 from .search import Incumbent, certify, improve
 from .variants import VARIANTS, check_search, rcmdp_variant
@@ -217,6 +218,7 @@ def _check_bracket(model, ball, variants, kw: dict):
     for b in kw["box_bounds"]:
         check_choice(b, "box_bounds entry", BOX_BOUNDS)
     check_int(kw["max_boxes"], "max_boxes", 1)
+    check_int(kw["dual_evaluations"], "dual_evaluations", 0)
     check_real(kw["time_limit"], "time_limit", 0.0, low_open=True)
     check_real(kw["rtol"], "rtol", 0.0)
     check_real(kw["atol"], "atol", 0.0)
@@ -330,7 +332,7 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
                   n_partners: int = 4, progress=None, max_boxes: int = 100_000,
                   time_limit: float = 10.0, rtol: float = 1e-4, atol: float = 1e-9,
                   n_ascent: int = 60, candidates=None, n_starts: int = 2, seed=0,
-                  box_bounds=BOX_BOUNDS, client=None) -> Result:
+                  box_bounds=BOX_BOUNDS, client=None, dual_evaluations: int = 200) -> Result:
     r"""A certified bracket ``lower <= OPT <= upper`` on the RCMDP optimum.
 
     See the module docstring and ``docs/ground_truth.md`` for the methods and what is
@@ -379,6 +381,10 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
     client : distributed.Client, optional
         Bound the children of each round on this Dask cluster (the same answer as
         without, for the same box budget).
+    dual_evaluations : int
+        Budget (robust fixed points) of the certified Lagrangian dual computed after the
+        bracket (:func:`~rcmdp_exact.ground_truth.certified_dual`, in the time left
+        before ``time_limit``); 0 skips it.
     n_sweeps, rvi_method
         Accepted for compatibility; no effect (a DeprecationWarning if changed).
 
@@ -399,9 +405,15 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
         branch and bound, ``seconds``; ``variants``; ``success``, ``status``
         ("bracket": the target gap was reached; "budget_exhausted": the time or box
         budget ended first, both bounds hold; "no_feasible_policy", "infeasible"),
-        ``message``.  The former names ``multiplier``, ``lower_cost``,
-        ``upper_policy_cost`` and ``min_robust_cost`` still read, with a
-        DeprecationWarning.
+        ``message``; ``dual``: the certified interval [``lo``, ``hi``] on the
+        Lagrangian dual :math:`D = \min_{\lambda \ge 0} \max_\pi \min_P L` (the
+        :func:`~rcmdp_exact.ground_truth.certified_dual` result), and ``duality_gap``:
+        certified bounds [``lo``, ``hi``] on :math:`D - \mathrm{OPT}` with
+        ``strong_duality`` ("fails" when ``lo > 0``: a proof that strong duality fails
+        on this model, "holds" or "undecided") and ``message``; both None when the set
+        is not sa-rectangular, ``dual_evaluations`` is 0 or no time was left.  The
+        former names ``multiplier``, ``lower_cost``, ``upper_policy_cost`` and
+        ``min_robust_cost`` still read, with a DeprecationWarning.
     """
     kw = dict(locals())
     low, high, cands = _check_bracket(model, ball, variants, kw)
@@ -428,7 +440,8 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
     extra = dict(min_robust_costs=least, variants=var_out)
     proof = _infeasibility(game, model, least, safest, deadline)
     if proof is not None:
-        return _infeasible(game, *proof, least, dict(extra, seconds=time.perf_counter() - t0))
+        return _infeasible(game, *proof, least, dict(extra, seconds=time.perf_counter() - t0,
+                                                     dual=None, duality_gap=None))
     inc = Incumbent(game, lambda pi: certify(model, ball, pi, tol))
     lps = _lp_candidates(model, game, inc, deadline=deadline)
     if cands is not None:
@@ -449,4 +462,20 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
               leave=False) as bar:
         bb = branch_and_bound(game, inc, dual.lam, max_boxes=max_boxes, bar=bar, **bb_kw)
     extra["seconds"] = time.perf_counter() - t0
-    return _bracket_result(model, ball, game, inc, dual, bb, extra, tol, cut, kw, gap_tol)
+    res = _bracket_result(model, ball, game, inc, dual, bb, extra, tol, cut, kw, gap_tol)
+    return _with_dual(model, ball, res, dual_evaluations, deadline)
+
+
+def _with_dual(model, ball, res: Result, evaluations: int, deadline: float) -> Result:
+    """``res`` with the fields ``dual`` and ``duality_gap`` (None where not computed)."""
+    res["dual"] = res["duality_gap"] = None
+    left = deadline - time.perf_counter()
+    if evaluations == 0 or left <= 0 or ball.rectangularity != "sa" \
+            or not np.isfinite(res["upper"]):
+        return res
+    dual = certified_dual(model, ball, max_evaluations=max(2, evaluations), time_limit=left)
+    gap = duality_gap(model, ball, res, dual)
+    res["dual"] = dual
+    res["duality_gap"] = Result(lo=gap.lo, hi=gap.hi, strong_duality=gap.strong_duality,
+                                message=gap.message)
+    return res
