@@ -762,11 +762,15 @@ class TabularCMDP:
         """A new model equal to this one except for the given constructor arguments.
 
         The new model is validated like any other (``ModelError`` on bad input).
+        ``C=None`` (no constraints) also drops the cost labels unless ``cost_labels`` is
+        given.
         """
         args = self._constructor_args()
         unknown = set(changes) - set(args)
         if unknown:
             raise TypeError(f"unknown model fields {sorted(unknown)}; valid: {sorted(args)}")
+        if "C" in changes and changes["C"] is None and "cost_labels" not in changes:
+            changes = dict(changes, cost_labels=None)
         args.update(changes)
         return TabularCMDP(**args)
 

@@ -631,3 +631,16 @@ def test_load_refuses_a_file_that_is_not_npz(tmp_path):
     path.write_text("not a model")
     with raises("notes.txt", "not a model file"):
         TabularCMDP.load(path)
+
+
+def test_replace_without_costs_drops_the_cost_labels():
+    """A model with named costs, made into a plain MDP with ``replace(C=None, d=None)``
+    (as the least-cost searches do): the labels go with the costs unless given."""
+    from rcmdp_exact import domains
+
+    nav = domains.inventory()
+    assert nav.cost_labels is not None and len(nav.cost_labels) == nav.n_constraints
+    plain = nav.replace(R=-nav.r, C=None, d=None)
+    assert plain.n_constraints == 0 and not plain.cost_labels
+    with raises("cost_labels"):
+        nav.replace(C=None, d=None, cost_labels=["x"])
