@@ -280,14 +280,18 @@ class PolicySystem:
             x = out
         return x[..., 0] if vector else x
 
-    def _bound(self, b: np.ndarray, x: np.ndarray, transpose: bool) -> float:
-        """The error bound of a solution x (n,) or (n, m) from its residual; recorded."""
+    def _bound(self, b: np.ndarray, x: np.ndarray, transpose: bool,
+               record: bool = True) -> float:
+        """The error bound of a solution x (n,) or (n, m) from its residual; recorded
+        (the error bound of the result) unless ``record`` is False (an attempt that may
+        be refined or replaced)."""
         A = self._A.T if transpose else self._A
         r = b - A @ x
         ord_ = 1 if transpose else np.inf
         res = np.linalg.norm(r.reshape(r.shape[0], -1), ord=ord_, axis=0).max(initial=0.0)
         bound = float(res) / (1.0 - self.gamma)
-        self.bounds[transpose] = max(self.bounds[transpose], bound)
+        if record:
+            self.bounds[transpose] = max(self.bounds[transpose], bound)
         return bound
 
     def _iterate(self, b: np.ndarray, transpose: bool) -> np.ndarray:
@@ -320,21 +324,26 @@ class PolicySystem:
                 if not np.all(np.isfinite(x)):
                     x = best
                     break
-                bound = self._bound(b, x, transpose)
+                bound = self._bound(b, x, transpose, record=False)
                 if bound <= target:
+                    self._bound(b, x, transpose)
                     return x
                 if bound < best_bound:
                     best, best_bound = x, bound
         if n <= LU_FALLBACK:  # the iterative methods missed the accuracy: factorise
             self.method = "lu"
             self._lu = _factorise(self._A)
-            x = self._lu.solve(b, trans="T" if transpose else "N")
+            trans = "T" if transpose else "N"
+            x = self._lu.solve(b, trans=trans)
+            for _ in range(2):  # iterative refinement: the residual to rounding level
+                x = x + self._lu.solve(b - A @ x, trans=trans)
             self._bound(b, x, transpose)
             return x
         warnings.warn(f"PolicySystem: the iterative solvers stopped at an error bound of "
                       f"{best_bound:.2e} (target {target:.2e}); the answer is kept with that "
                       f"bound (error_bound); try method='lu' or 'iteration'", RuntimeWarning,
                       stacklevel=4)
+        self._bound(b, best, transpose)
         return best
 
     def _value_iteration(self, A, b, x, transpose, target):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from helpers import examples, raises_fact
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
@@ -631,6 +631,9 @@ def test_former_result_field_names_still_work_with_a_deprecation_warning():
 @settings(max_examples=examples(20), deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), S=st.integers(2, 60), gamma=st.sampled_from([0.5, 0.99]),
        method=st.sampled_from(["bicgstab", "gmres", "iteration"]))
+# a BiCGSTAB attempt that missed the target was restarted and met it, but the missed
+# attempt's bound had been reported as the result's error_bound
+@example(seed=578, S=43, gamma=0.99, method="bicgstab")
 def test_iterative_solvers_meet_their_error_bound(seed, S, gamma, method):
     """Every iterative method agrees with the LU within the error bound it reports, and
     the bound is at most 1e-12 of the value scale (the occupancy: 1e-10 in the 1 norm)."""
