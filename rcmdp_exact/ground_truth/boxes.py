@@ -237,36 +237,28 @@ class _Open:
         self.basis += other.basis
 
 
-def _set_payload(uset):
-    """The set as it travels to a worker: itself when it pickles, else the bytes of its
-    own ``save`` (sets whose instances are immutable refuse the pickle protocol)."""
-    import pickle
+def _set_payload(uset) -> bytes:
+    """The set as it travels to a worker: the bytes of its own ``save`` (``.npz``, no
+    pickle), read back by :func:`_rebuild_game`."""
+    import tempfile
+    from pathlib import Path
 
-    try:
-        pickle.loads(pickle.dumps(uset))
-        return "object", uset
-    except Exception:
-        import tempfile
-        from pathlib import Path
-
-        with tempfile.TemporaryDirectory() as tmp:
-            path = uset.save(Path(tmp) / "set.npz")
-            return "npz", Path(path).read_bytes()
+    with tempfile.TemporaryDirectory() as tmp:
+        return Path(uset.save(Path(tmp) / "set.npz")).read_bytes()
 
 
-def _rebuild_game(model, kind, payload, tol, max_iter, inner, d):
+def _rebuild_game(model, payload: bytes, tol, max_iter, inner, d):
     """The game a worker uses (see :class:`_GameRecipe`)."""
-    if kind == "npz":
-        import tempfile
-        from pathlib import Path
+    import tempfile
+    from pathlib import Path
 
-        from ..uncertainty import load_set
+    from ..uncertainty import load_set
 
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "set.npz"
-            path.write_bytes(payload)
-            payload = load_set(path)
-    game = RobustGame(model, payload, tol=tol, max_iter=max_iter, inner=inner)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "set.npz"
+        path.write_bytes(payload)
+        uset = load_set(path)
+    game = RobustGame(model, uset, tol=tol, max_iter=max_iter, inner=inner)
     game.d = d
     return game
 
@@ -277,7 +269,7 @@ class _GameRecipe:
     use, and never travels."""
 
     def __init__(self, model, game: RobustGame):
-        self.args = (model, *_set_payload(game.uset), game.tol, game.max_iter,
+        self.args = (model, _set_payload(game.uset), game.tol, game.max_iter,
                      game.inner_method, game.d.copy())
         self.built = None
 
