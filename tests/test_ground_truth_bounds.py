@@ -40,6 +40,22 @@ FINITE = ("bracket", "budget_exhausted")
 
 
 # --------------------------------------------------------------------------- reference
+def assert_certified(res, model, ball, seed):
+    """Both sides of a bracket against the robust-feasible policies a search meets: the
+    upper side is never below one of them, the lower side is the certified worst-case
+    value of its own robust-feasible policy (infeasible only if none is met)."""
+    found = [robust_numbers(model, ball, pi) for pi in search_policies(model, seed)]
+    feasible = [v for v, c in found if np.all(c <= model.d)]
+    tol = 1e-9 * scale(model)
+    if res.status == "infeasible":
+        assert not feasible
+        return
+    assert res.upper >= max(feasible, default=-np.inf) - tol
+    if res.status in FINITE:
+        value, costs = robust_numbers(model, ball, res.policy)
+        assert np.all(costs <= model.d + tol) and res.lower <= value + tol
+
+
 def occupancy(P, pi, gamma, p0):
     """Discounted occupancy (S,) of pi under P from p0, by a dense solve."""
     P_pi = np.einsum("sa,sat->st", pi, P)
@@ -197,16 +213,7 @@ def test_every_choice_of_box_bounds_is_certified(case, bounds):
     model, ball, seed = case
     res = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=60,
                         time_limit=60.0, box_bounds=bounds)
-    found = [robust_numbers(model, ball, pi) for pi in search_policies(model, seed)]
-    feasible = [v for v, c in found if np.all(c <= model.d)]
-    tol = 1e-9 * scale(model)
-    if res.status == "infeasible":
-        assert not feasible
-        return
-    assert res.upper >= max(feasible, default=-np.inf) - tol
-    if res.status in FINITE:
-        value, costs = robust_numbers(model, ball, res.policy)
-        assert np.all(costs <= model.d + tol) and res.lower <= value + tol
+    assert_certified(res, model, ball, seed)
 
 
 # --------------------------------------------------------------------------- stopping
@@ -373,13 +380,4 @@ def test_the_paths_for_large_models_stay_certified(case):
     finally:
         lb.FLOPS = saved
     assert not res.variants
-    found = [robust_numbers(model, ball, pi) for pi in search_policies(model, seed)]
-    feasible = [v for v, c in found if np.all(c <= model.d)]
-    tol = 1e-9 * scale(model)
-    if res.status == "infeasible":
-        assert not feasible
-        return
-    assert res.upper >= max(feasible, default=-np.inf) - tol
-    if res.status in FINITE:
-        value, costs = robust_numbers(model, ball, res.policy)
-        assert np.all(costs <= model.d + tol) and res.lower <= value + tol
+    assert_certified(res, model, ball, seed)
