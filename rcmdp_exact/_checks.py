@@ -37,6 +37,7 @@ import scipy.sparse as sp
 
 __all__ = [
     "ImproperPolicyError",
+    "InnerProblemError",
     "InputError",
     "NotFiniteError",
     "OptionError",
@@ -83,6 +84,13 @@ class NotFiniteError(InputError):
 
 class OutputPathError(InputError):
     """An output path exists, lies in a missing folder, or cannot be written."""
+
+
+class InnerProblemError(RuntimeError):
+    """An uncertainty set's worst case failed: its solver reported a row it could not
+    solve (and a second solver could not repair), or a set returned rows that are not
+    distributions of the set.  The message names the set's class, the (state, action)
+    row and the cause."""
 
 
 # --------------------------------------------------------------------------- messages

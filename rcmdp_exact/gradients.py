@@ -395,6 +395,7 @@ def robust_policy_gradient(model: TabularCMDP, params, uset, objective: str = "v
     below 1e-6) is missed, which changes the gradient by about as little.
     """
     from .robust import robust_evaluate, worst_case_objective
+    from .robust.engine import checked_worst_case
     from .uncertainty import FiniteSet, check_set
 
     check_choice(objective, "objective", ROBUST_OBJECTIVES,
@@ -447,7 +448,7 @@ def robust_policy_gradient(model: TabularCMDP, params, uset, objective: str = "v
         moved = np.zeros(live.shape, dtype=bool)
         if eps > 0:
             for sign in (1.0, -1.0):
-                Pp = np.asarray(uset.worst_case(z + sign * eps * u).p)
+                Pp = np.asarray(checked_worst_case(uset, z + sign * eps * u).p)
                 moved |= np.abs(Pp - P).max(axis=2) > 1e-6
         tied = moved & live
         ties = np.argwhere(tied)

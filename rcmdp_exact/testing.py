@@ -37,7 +37,11 @@ Exact checks, counterexamples
   save it as files that :func:`load_counterexample` reads back;
 * :func:`random_cmdp` and :func:`dense_binding_cmdp`: seeded numpy generators of random
   RCMDPs (continuous values, optional outcome maps and terminal states; dense models
-  with binding budgets) for code that does not use hypothesis.
+  with binding budgets) for code that does not use hypothesis;
+* :func:`skewed_kernel`, :func:`skewed_values` and :func:`skewed_radii`: seeded rows of
+  the kind real data gives (masses from 1e-15 to 1e-2 beside large ones, exact zeros,
+  values up to 1e6, near ties, radii near 0 and radii that cover the simplex), to test
+  an inner solver where friendly random rows never reach.
 
 Examples
 --------
@@ -96,6 +100,9 @@ __all__ = [
     "robust_cmdps",
     "s_rect_l1_balls",
     "save_counterexample",
+    "skewed_kernel",
+    "skewed_radii",
+    "skewed_values",
     "weighted_l1_balls",
 ]
 
@@ -832,3 +839,91 @@ def dense_binding_cmdp(seed, magnitudes=(1.0, 10.0)) -> TabularCMDP:
     C = np.linalg.solve(np.eye(S) - gamma * P_pi, rhs)[:, 1:]
     d = (p0 @ C) * rng.uniform(0.95, 1.0, K)
     return TabularCMDP(P, r, c, d=d, gamma=gamma, p0=p0)
+
+
+# =========================================================================== rows of real data
+#: Families of :func:`skewed_kernel` rows: a few large masses beside masses from 1e-15
+#: to 1e-2 and exact zeros, as kernels estimated from counts have them.
+SKEWED_FAMILIES = ("tiny", "zeros", "one_large", "uniform")
+
+
+def skewed_kernel(seed, S: int, A: int) -> np.ndarray:
+    """A transition kernel (S, A, S) whose rows look like estimated ones.
+
+    Each row is drawn from one family of :data:`SKEWED_FAMILIES`: ``"tiny"`` (one to
+    three large masses, the other entries from 1e-15 to 1e-2 on a log scale),
+    ``"zeros"`` (the same with about a third of the entries exactly 0), ``"one_large"``
+    (a mass of 1 - eps beside entries of 1e-15 to 1e-6) and ``"uniform"`` (Dirichlet(1),
+    the friendly case).  Rows sum to 1 up to rounding and always have a positive entry.
+    """
+    rng = rng_from(seed)
+    P = np.zeros((S, A, S))
+    for s, a in np.ndindex(S, A):
+        fam = SKEWED_FAMILIES[int(rng.integers(len(SKEWED_FAMILIES)))]
+        if fam == "uniform" or S == 1:
+            row = rng.dirichlet(np.ones(S))
+        else:
+            lo, hi = (-15.0, -6.0) if fam == "one_large" else (-15.0, -2.0)
+            row = 10.0 ** rng.uniform(lo, hi, S)
+            if fam == "zeros":
+                row[rng.random(S) < 0.35] = 0.0
+            n_big = 1 if fam == "one_large" else int(rng.integers(1, min(3, S) + 1))
+            big = rng.choice(S, n_big, replace=False)
+            row[big] = rng.dirichlet(np.ones(n_big)) * (1.0 - row.sum() + row[big].sum())
+        row = np.maximum(row, 0.0)
+        P[s, a] = row / row.sum()
+    return P
+
+
+def skewed_values(seed, J: int, P: np.ndarray) -> np.ndarray:
+    """Value vectors z (J, S, A, S) for the rows of ``P`` that stress inner solvers.
+
+    Scales from 1e-3 to 1e6, integer values (ties), near ties (differences of 1e-12 of
+    the scale), a block of equal values, and, on half of the rows, the minimum of z on a
+    next state of tiny nominal mass (where the adversary's answer is the hardest to
+    compute accurately).
+    """
+    rng = rng_from(seed)
+    S, A = P.shape[:2]
+    z = np.empty((J, S, A, S))
+    for j, s, a in np.ndindex(J, S, A):
+        kind = int(rng.integers(5))
+        scale = 10.0 ** rng.uniform(-3.0, 6.0)
+        if kind == 0:
+            row = rng.integers(-2, 3, S).astype(float) * scale
+        elif kind == 1:
+            row = scale * (1.0 + 1e-12 * rng.integers(0, 4, S))
+        elif kind == 2:
+            row = rng.normal(size=S) * scale
+            row[: max(1, S // 2)] = row[0]
+        else:
+            row = rng.normal(size=S) * scale
+        if rng.random() < 0.5:  # the minimum on the smallest positive nominal mass
+            pos = np.flatnonzero(P[s, a] > 0)
+            i = pos[np.argmin(P[s, a, pos])]
+            row[i] = row.min() - scale * rng.uniform(0.1, 2.0)
+        z[j, s, a] = row
+    return z
+
+
+def skewed_radii(seed, P: np.ndarray, kind: str) -> np.ndarray:
+    """Radii (S, A) from near 0 to radii that cover the simplex, for a set ``kind``.
+
+    ``kind`` is ``"l1"`` (radii of an L1 ball, up to 2 and beyond), ``"linf"`` (up to
+    1), ``"kl"`` (up to and beyond :math:`-\\log \\min_i \\hat p_i`, where every
+    distribution on the support is in the ball, including just below that limit).
+    """
+    rng = rng_from(seed)
+    check_choice(kind, "kind", ("l1", "linf", "kl"))
+    S, A = P.shape[:2]
+    top = {"l1": 2.0, "linf": 1.0}.get(kind)
+    if kind == "kl":
+        top = -np.log(np.min(np.where(P > 0, P, 1.0), axis=2))
+    top = np.broadcast_to(np.asarray(top, dtype=float), (S, A))
+    which = rng.integers(0, 5, (S, A))
+    near0 = 10.0 ** rng.uniform(-15.0, -6.0, (S, A))
+    mid = 10.0 ** rng.uniform(-3.0, 0.0, (S, A)) * np.maximum(top, 1e-3)
+    below = top * (1.0 - 10.0 ** rng.uniform(-12.0, -2.0, (S, A)))
+    above = top * rng.uniform(1.0, 1.5, (S, A))
+    out = np.choose(which, [near0, mid, mid, below, above])
+    return np.where(which == 0, near0, np.maximum(out, 0.0))

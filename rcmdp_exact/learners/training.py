@@ -13,6 +13,7 @@ from .._checks import InputError, check_int, check_seed, check_type
 from .._progress import tqdm
 from ..model import TabularCMDP, check_model
 from ..nn import MLP, softmax
+from ..robust.engine import checked_worst_case
 from .base import ALGORITHMS, Settings
 from .config import LoopState, Records, loop_config
 from .dynamics import (
@@ -96,7 +97,7 @@ def _worst_kernel_from_w(pb: Problem, uset, W, w_c, w_r, inner: str) -> np.ndarr
     S, A = pb.S, pb.A
     W = np.where(pb.terminal, 0.0, W)
     z = w_r * pb.R + pb.C @ w_c + pb.gamma * W[None, None, :]
-    Pk = np.array(uset.worst_case(z, method=inner).p).reshape(S * A, S)
+    Pk = np.array(checked_worst_case(uset, z, method=inner).p).reshape(S * A, S)
     term = np.repeat(pb.terminal, A)
     Pk[term] = pb.kprob[term]
     return Pk

@@ -11,7 +11,7 @@
 importable from here as before.
 """
 
-from .engine import RobustGame, greedy_box
+from .engine import CONTAINS_TOL, RobustGame, checked_worst_case, greedy_box
 from .objectives import OBJECTIVES, WorstCaseObjective, resolve_objective, worst_case_objective
 from .solvers import (
     METHODS,
@@ -24,12 +24,14 @@ from .solvers import (
 )
 
 __all__ = [
+    "CONTAINS_TOL",
     "METHODS",
     "NATURES",
     "OBJECTIVES",
     "RobustGame",
     "WorstCaseObjective",
     "check_robust_inputs",
+    "checked_worst_case",
     "greedy_box",
     "resolve_objective",
     "robust_bellman",

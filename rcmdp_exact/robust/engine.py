@@ -45,6 +45,15 @@ the policy player's step over a box is the set's own robust max-min,
 ``bellman_max_min(z, lo, hi)``, whose maximiser may be randomised.
 
 Terminal states earn nothing and keep the model's self-loop, whatever the set says.
+
+**No failure passes silently.**  Every answer of a set goes through
+:func:`checked_worst_case`: a result whose ``success`` is False (a row the set's
+solver could not solve, and its second solver could not repair) raises
+:class:`~rcmdp_exact.InnerProblemError` naming the set, the (state, action) row and the
+cause.  The rows of a set that is not one of the toolkit's own are checked as well, once
+per fixed point (finite, the right shape, distributions, inside the set's own
+``contains()`` within :data:`CONTAINS_TOL`, and ``value`` equal to :math:`p^\top z`),
+and every answer is checked to be finite.
 """
 
 from __future__ import annotations
@@ -53,10 +62,126 @@ import time
 
 import numpy as np
 
+from .._checks import InnerProblemError
 from .._result import Result
 from ..evaluation import PolicySystem, policy_matrix, policy_values
 
-__all__ = ["RobustGame", "greedy_box"]
+__all__ = ["CONTAINS_TOL", "RobustGame", "checked_worst_case", "greedy_box"]
+
+#: Tolerance of the check that a user's set answers with rows inside itself
+#: (``uset.contains(P, tol=CONTAINS_TOL)``), of the row sums of those rows, and of the
+#: relative difference between a returned ``value`` and :math:`p^\top z`.
+CONTAINS_TOL = 1e-7
+
+
+def _builtin(uset) -> bool:
+    return type(uset).__module__.startswith("rcmdp_exact.uncertainty")
+
+
+def _row_name(idx, batched: bool, per_state: bool) -> str:
+    names = (("j",) if batched else ()) + (("s",) if per_state else ("s", "a"))
+    return "(" + ", ".join(f"{n}={int(i)}" for n, i in zip(names, idx, strict=False)) + ")"
+
+
+def _fail(uset, what: str, fix: str):
+    raise InnerProblemError(f"{type(uset).__name__}.worst_case {what}; {fix}")
+
+
+def checked_worst_case(uset, z, policy=None, method: str = "sort", *,
+                       check_rows: bool = False) -> Result:
+    """``uset.worst_case(z[, policy], method=method)``, checked (module docstring).
+
+    ``z`` is (S,), (J, S), (S, A, S) or (J, S, A, S); ``policy`` the (J, S, A) or (S, A)
+    policies of an s-rectangular set.  ``check_rows=True`` also checks that the rows lie
+    in the set (for sets that are not the toolkit's own; their shape and finiteness are
+    always checked).
+
+    Raises
+    ------
+    InnerProblemError
+        If the set reports a failure, or its answer is not finite, not of the right shape
+        or (with ``check_rows``) not a kernel of the set whose values are ``p @ z``.
+    """
+    S, A = uset.n_states, uset.n_actions
+    s_rect = uset.rectangularity == "s"
+    z = np.asarray(z, dtype=np.float64)
+    res = uset.worst_case(z, policy, method=method) if s_rect else \
+        uset.worst_case(z, method=method)
+    builtin = _builtin(uset)
+    if not builtin or check_rows:
+        _check_answer(uset, z, res, S, A, s_rect, check_rows and not builtin)
+    if not bool(res.get("success", True)):
+        ok = res.get("row_success")
+        where = ""
+        if ok is not None:
+            ok = np.asarray(ok, dtype=bool)
+            first = np.argwhere(~ok)
+            if first.size:
+                where = " on row " + _row_name(first[0], ok.ndim == (2 if s_rect else 3),
+                                               s_rect) + f" ({int((~ok).sum())} of {ok.size})"
+        cause = res.get("message") or f"success=False (method={method!r})"
+        _fail(uset, f"failed{where}: {cause}",
+              "the bounds built on this answer would not be certified; report the set and "
+              "the values z (uset.save(...), numpy.save) if it is one of the toolkit's own, "
+              "or fix the set's solver")
+    return res
+
+
+def _check_answer(uset, z, res, S, A, s_rect, in_set):
+    """Shape, finiteness and (``in_set``) membership of a set's answer (module docstring)."""
+    batched = z.ndim in (2, 4)
+    J = z.shape[0] if batched else 1
+    lead = ((J,) if batched else ()) + ((S,) if s_rect else (S, A))
+    if "p" not in res or "value" not in res:
+        _fail(uset, "returned no 'p' or no 'value'",
+              "return a Result (or dict) with p (the minimising rows) and value")
+    p = np.asarray(res["p"], dtype=np.float64)
+    val = np.asarray(res["value"], dtype=np.float64)
+    shape_p = ((J,) if batched else ()) + (S, A, S)
+    if p.shape != shape_p or val.shape != lead:
+        _fail(uset, f"returned p of shape {p.shape} and value of shape {val.shape} for z of "
+              f"shape {z.shape}; expected {shape_p} and {lead}",
+              "see docs/your_set.md for the shapes worst_case returns")
+    for name, arr in (("p", p), ("value", val)):
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            idx = np.argwhere(bad)[0]
+            _fail(uset, f"returned a non-finite {name} ({arr[tuple(idx)]}) at "
+                  f"{_row_name(idx, batched, False)}",
+                  "check the set's solver (and the values z it was given)")
+    if not in_set:
+        return
+    tol = CONTAINS_TOL
+    sums = p.sum(axis=-1)
+    rows = p.reshape(J, S, A, S)
+    zz = np.broadcast_to(z.reshape(J, 1, 1, S) if z.ndim in (1, 2) else z.reshape(J, S, A, S),
+                         (J, S, A, S))
+    bad = (np.abs(sums - 1.0) > tol * max(S, 1)) | (p.min(axis=-1) < -tol)
+    if bad.any():
+        idx = np.argwhere(bad)[0]
+        _fail(uset, f"returned a row that is not a distribution at "
+              f"{_row_name(idx, batched, False)} (sum {sums[tuple(idx)]!r}, min "
+              f"{p[tuple(idx)].min()!r})",
+              "return rows of nonnegative probabilities that sum to 1")
+    for j in range(J):
+        inside = np.asarray(uset.contains(rows[j], tol=tol), dtype=bool)
+        if not inside.all():
+            idx = np.argwhere(~inside)[0]
+            full = ((j,) if batched else ()) + tuple(int(i) for i in idx)
+            dist = np.asarray(uset.distance(rows[j]))[tuple(idx)]
+            _fail(uset, f"returned a row outside the set at "
+                  f"{_row_name(full, batched, s_rect)}: contains(P, tol={tol:g}) is False "
+                  f"(distance {float(dist):.6g})",
+                  "worst_case must return rows of the set (check it against contains())")
+    if not s_rect:
+        pz = np.einsum("jsat,jsat->jsa", rows, zz).reshape(val.shape)
+        scale = np.maximum(1.0, np.abs(zz).max(axis=-1)).reshape(val.shape)
+        off = np.abs(pz - val) > tol * scale
+        if off.any():
+            idx = np.argwhere(off)[0]
+            _fail(uset, f"returned value {val[tuple(idx)]!r} at "
+                  f"{_row_name(idx, batched, False)}, but p @ z there is {pz[tuple(idx)]!r}",
+                  "value must be the value of the returned rows, p @ z")
 
 
 def greedy_box(q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -124,6 +249,7 @@ class RobustGame:
         self.inner_method = inner
         self.n_inner = 0
         self.deadline = deadline
+        self._check_rows = True  # the next inner step checks a user's rows (once per fixed point)
 
     def late(self) -> bool:
         """True once the deadline (if any) has passed."""
@@ -158,20 +284,23 @@ class RobustGame:
         An s-rectangular set needs the policies pi (J, S, A) its adversary answers.
         """
         J = g.shape[0]
+        check = self._check_rows
+        self._check_rows = False
         if self.s_rect:
             z = g + self.gamma * w[:, None, None, :]
-            res = self.uset.worst_case(z, pi, method=self.inner_method)
+            res = checked_worst_case(self.uset, z, pi, self.inner_method, check_rows=check)
             P = np.array(res.p, dtype=np.float64).reshape(J, self.S, self.A, self.S)
             q = np.einsum("jsat,jsat->jsa", P, z)
             return self._terminal_rows(q, P)
         shared = self._shared(g)
         if shared is None:
-            res = self.uset.worst_case(g + self.gamma * w[:, None, None, :],
-                                       method=self.inner_method)
+            res = checked_worst_case(self.uset, g + self.gamma * w[:, None, None, :],
+                                     method=self.inner_method, check_rows=check)
             q = np.array(res.value).reshape(J, self.S, self.A)
         else:
             f, h = shared
-            res = self.uset.worst_case(h + self.gamma * w, method=self.inner_method)
+            res = checked_worst_case(self.uset, h + self.gamma * w, method=self.inner_method,
+                                     check_rows=check)
             q = np.asarray(res.value).reshape(J, self.S, self.A) + f
         P = np.asarray(res.p, dtype=np.float64).reshape(J, self.S, self.A, self.S)
         if not P.flags.writeable:
@@ -200,6 +329,12 @@ class RobustGame:
         res = self.uset.bellman_max_min(z, lo, hi)
         best = np.array(res.policy, dtype=np.float64).reshape(lo.shape)
         tw = np.array(res.value, dtype=np.float64).reshape(g.shape[:2])
+        if not (bool(res.get("success", True)) and np.isfinite(tw).all()
+                and np.isfinite(best).all()):
+            raise InnerProblemError(
+                f"{type(self.uset).__name__}.bellman_max_min failed: "
+                f"{res.get('message') or 'a non-finite value or policy'}; the bounds built "
+                f"on this answer would not be certified")
         if self.term.any():
             tw[:, self.term] = 0.0
         return best, tw
@@ -252,6 +387,7 @@ class RobustGame:
             problem has converged or repeated its kernel; the problems that converged
             earlier keep being improved meanwhile.
         """
+        self._check_rows = True
         J = g.shape[0]
         max_iter = self.max_iter if max_iter is None else int(max_iter)
         w = self.start_values(g, pi) if w is None else np.array(w, dtype=np.float64)
@@ -297,6 +433,7 @@ class RobustGame:
             (no action improved at the end) and ``adversary`` the last fixed point of
             :meth:`adversary`.
         """
+        self._check_rows = True
         if pi is None:
             pi, _ = self.max_min(g, np.zeros(g.shape[:2]) if w is None else w, lo, hi)
         rounds, stable = 0, False
@@ -332,6 +469,7 @@ class RobustGame:
         case at the returned w against the maximising policy (one-hot greedy for an
         sa-rectangular set, possibly randomised for an s-rectangular one).
         """
+        self._check_rows = True
         w = np.array(w0, dtype=np.float64)
         it = 0
         residual = np.full(w.shape[0], np.inf)

@@ -112,8 +112,11 @@ def sa_worst_case(uset, z, method: str, solve, hint: str = "") -> Result:
 
     ``z`` (S,), (J, S), (S, A, S) or (J, S, A, S) becomes rows Z (J S A, S) (a shared
     vector is repeated for every pair); ``solve(Z, J, method)`` returns ``p`` (N, S),
-    ``value`` (N,), ``success`` (bool) and a dict of extra per-row fields (N,), which
-    are shaped like ``value``.
+    ``value`` (N,), the success of every row (an (N,) bool array, or one bool for all)
+    and a dict of extra per-row fields (N,), which are shaped like ``value``.
+
+    The result has ``success`` (every row solved), ``row_success`` (shaped like
+    ``value``) and, when a row failed, a ``message`` naming the first one.
     """
     S, A = uset.n_states, uset.n_actions
     zz, batched, per_pair = split_batch(z, S, A)
@@ -123,11 +126,20 @@ def sa_worst_case(uset, z, method: str, solve, hint: str = "") -> Result:
         Z = np.ascontiguousarray(zz).reshape(J * S * A, S)
     else:
         Z = np.broadcast_to(zz.reshape(J, 1, 1, S), (J, S, A, S)).reshape(J * S * A, S)
-    p, val, success, extra = solve(Z, J, method)
+    p, val, ok, extra = solve(Z, J, method)
     lead = (J, S, A) if batched else (S, A)
+    ok = np.broadcast_to(np.asarray(ok, dtype=bool), val.shape).reshape(lead)
     fields = {k: v.reshape(lead) for k, v in extra.items()}
+    success = bool(ok.all())
+    if not success:
+        first = tuple(int(i) for i in np.argwhere(~ok)[0])
+        names = ("j", "s", "a")[-len(lead):]
+        where = ", ".join(f"{n}={i}" for n, i in zip(names, first, strict=True))
+        fields["message"] = (
+            f"{type(uset).__name__}.worst_case (method={method!r}) did not solve "
+            f"{int((~ok).sum())} of {ok.size} rows; the first is ({where})")
     return Result(p=p.reshape(*lead, S), value=val.reshape(lead), method=method,
-                  success=bool(success), **fields)
+                  success=success, row_success=ok, **fields)
 
 
 # --------------------------------------------------------------------------- cvxpy loop
@@ -158,7 +170,7 @@ SOLVER_OPTIONS = {
 
 
 def convex_rows(N: int, n: int, setup, solver: str, what: str, *, opts=None,
-                progress=None):
+                progress=None, after=None):
     """Solve one cvxpy problem per row; returns ``p`` (N, n), ``ok`` (N,) and statuses.
 
     ``setup(i)`` sets the parameters of row i and returns ``(problem, variable, on)``:
@@ -166,7 +178,8 @@ def convex_rows(N: int, n: int, setup, solver: str, what: str, *, opts=None,
     status OPTIMAL_INACCURATE keeps the answer with a RuntimeWarning and ``ok`` False;
     any other non-optimal status or a solver failure raises an :class:`InputError`.
     ``opts`` replaces :data:`SOLVER_OPTIONS` of the solver; ``progress`` shows a bar
-    over the rows (None: when standard error is a terminal).
+    over the rows (None: when standard error is a terminal); ``after(i, problem)`` is
+    called after each solve (to read the problem's duals).
     """
     import cvxpy as cp
 
@@ -209,6 +222,8 @@ def convex_rows(N: int, n: int, setup, solver: str, what: str, *, opts=None,
                 f"method='sort'"
             )
         p_out[i, on] = np.asarray(var.value, dtype=float)
+        if after is not None:
+            after(i, prob)
     return p_out, ok, statuses
 
 

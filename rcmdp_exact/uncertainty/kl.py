@@ -52,6 +52,9 @@ point :math:`\hat p`, returned without calling the solver.
 
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as np
 
 from .._checks import readonly
@@ -75,19 +78,24 @@ __all__ = ["KLBall", "kl_divergence", "kl_dual_value", "worst_case_kl"]
 _HINT = " ('sort': the exact dual solver, batched; 'lp': one cvxpy exponential-cone " \
         "program per row, a cross-check)"
 
-#: Largest number of Newton steps (the tests never see more than about 15).
-_MAX_STEPS = 80
-#: The largest log(eta) (eta = 1e300; y is scaled to [0, 1]).
+#: Largest number of iterations of the safeguarded Newton search (each either a Newton
+#: step or a halving of the bracket in log(eta); 60 halvings reach the float spacing).
+_MAX_STEPS = 200
+#: The largest log(eta) searched (eta = 1e300; y is scaled to [0, 1]).
 _T_MAX = 690.0
-#: Newton stops when log(eta) changes by less than this.
-_STEP_TOL = 1e-12
+#: Stop a row once its certified gap (primal value - dual bound) is at most this, in
+#: units of the row's value range max(z) - min(z) on the support.
+_GAP_STOP = 1e-13
+#: A row is certified (``converged``) when its gap is at most this, in the same units.
+GAP_CERTIFIED = 1e-10
 
 
 def kl_divergence(p, q) -> np.ndarray:
     r""":math:`\mathrm{KL}(p \| q) = \sum_i p_i \log(p_i / q_i)` along the last axis.
 
     Terms with :math:`p_i \le 0` count 0; a positive :math:`p_i` where
-    :math:`q_i = 0` gives inf.
+    :math:`q_i = 0` gives inf.  Each term is :math:`p_i (\log p_i - \log q_i)`, so
+    masses down to the smallest subnormal float keep their exact contribution.
 
     >>> float(kl_divergence([0.5, 0.5], [0.25, 0.75])).__round__(12)
     0.143841036226
@@ -96,91 +104,206 @@ def kl_divergence(p, q) -> np.ndarray:
     q = np.asarray(q, dtype=np.float64)
     pos = p > 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(pos, p * np.log(np.where(pos, p, 1.0) / q), 0.0)
+        terms = np.where(pos, p * (np.log(np.where(pos, p, 1.0)) - np.log(q)), 0.0)
     return terms.sum(axis=-1)
+
+
+def _logsumexp_rows(W):
+    """log sum_i exp(W[:, i]) of every row (entries may be -inf; no row is all -inf)."""
+    m = W.max(axis=1)
+    return m + np.log(np.exp(W - m[:, None]).sum(axis=1))
 
 
 def kl_dual_value(p_hat, z, radius, beta) -> np.ndarray:
     r"""The dual objective :math:`-\beta \log \sum_i \hat p_i e^{-z_i/\beta} - \beta r`
     of every row at a given :math:`\beta > 0`: a lower bound on the worst case.
 
-    Computed with the minimum of z on the support subtracted (no overflow).
+    Computed in the log domain with the minimum of z on the support subtracted (no
+    overflow, and no underflow of tiny nominal masses).  Leading axes broadcast.
     """
-    Q = np.asarray(p_hat, dtype=np.float64)
-    Z = np.asarray(z, dtype=np.float64)
-    b = np.asarray(beta, dtype=np.float64)
-    r = np.asarray(radius, dtype=np.float64)
+    Q = np.atleast_2d(np.asarray(p_hat, dtype=np.float64))
+    Z = np.atleast_2d(np.asarray(z, dtype=np.float64))
+    Q, Z = np.broadcast_arrays(Q, Z)
+    shape = Q.shape[:-1]
+    Q, Z = Q.reshape(-1, Q.shape[-1]), Z.reshape(-1, Z.shape[-1])
+    b = np.broadcast_to(np.asarray(beta, dtype=np.float64), shape).reshape(-1)
+    r = np.broadcast_to(np.asarray(radius, dtype=np.float64), shape).reshape(-1)
     sup = Q > 0
     zmin = np.min(Z, axis=-1, where=sup, initial=np.inf)
-    Y = np.where(sup, Z - zmin[..., None], 0.0)
-    lse = np.log((Q * np.exp(-Y / b[..., None])).sum(axis=-1))
-    return zmin - b * lse - b * r
+    with np.errstate(divide="ignore"):
+        W = np.where(sup, np.log(Q) - (Z - zmin[:, None]) / b[:, None], -np.inf)
+    out = zmin - b * _logsumexp_rows(W) - b * r
+    return out.reshape(shape)
 
 
-def _moments(Y, Q, eta):
-    """Per row: Z = E_q[exp(-eta y)], and the mean and variance of y under p_eta."""
-    E = np.multiply(Y, -eta[:, None])
-    np.exp(E, out=E)
-    E *= Q
-    Zs = E.sum(axis=1)
-    m1 = rowdot(E, Y)
-    E *= Y
-    m2 = rowdot(E, Y)
-    mu = m1 / Zs
-    var = np.maximum(m2 / Zs - mu * mu, 0.0)
-    return Zs, mu, var
+def _qphi(q, u, e1):
+    r""":math:`q\,\varphi(u)` with :math:`\varphi(u) = u e^u - e^u + 1 \ge 0` and
+    ``e1`` = expm1(u): the terms of :math:`\mathrm{KL}(p \| q) = \sum_i q_i
+    \varphi(\log(p_i / q_i))` (p and q distributions), each >= 0, so that a divergence
+    of 1e-15 is not lost in the cancellation of :math:`-\eta\,E_p[y] - \log Z`.  The
+    closed form :math:`u(1 + e_1) - e_1` for :math:`|u| \ge 0.05` (it loses at most a
+    factor 40 to cancellation there), the series :math:`\sum_{k \ge 2} (k-1) u^k / k!`
+    (ten terms, relative error below 1e-17) below."""
+    out = q * (u * (1.0 + e1) - e1)
+    small = np.abs(u) < 0.05
+    if small.any():
+        us = u[small]
+        acc = np.zeros_like(us)
+        for k in range(11, 2, -1):
+            acc = (acc + (k - 1) / math.factorial(k)) * us
+        out[small] = q[small] * (acc + 0.5) * us * us
+    return out
 
 
-def _newton(Y, Q, r, var_q):
-    """The root eta of KL(p_eta || q) = r of every row (module docstring)."""
-    M = Y.shape[0]
-    t = 0.5 * np.log(2.0 * r / var_q)  # KL ~ eta^2 Var_q(y) / 2 for small eta
+class _Rows:
+    r"""The tilted family :math:`p_\eta \propto q\, e^{-\eta y}` of a block of rows.
+
+    ``Q`` (M, n) are the nominal rows as given: the problem is posed for
+    :math:`q / \sum_i q_i` in exact arithmetic (a float row sums to 1 only up to
+    rounding, and at radii near 1e-15 that rounding would move the answer), which
+    enters only through :math:`\log \sum_i q_i`.  ``Y`` (M, n) are the values scaled to
+    [0, 1] with 0 at the minimum (0 off the support)."""
+
+    def __init__(self, Q, Y):
+        self.Q, self.Y = Q, Y
+        self.on = Q > 0
+        self.qsum = Q.sum(axis=1)
+        self.Qn = Q / self.qsum[:, None]
+        with np.errstate(divide="ignore"):
+            self.LQ = np.where(self.on, np.log(Q) - np.log(self.qsum)[:, None], -np.inf)
+
+    def at(self, idx, eta):
+        r"""For the rows ``idx`` at ``eta``: KL(p_eta || q), the mean and variance of y
+        under p_eta, log Z = log E_q[exp(-eta y)] and p_eta itself.
+
+        log Z by log1p of :math:`\sum_i q_i (e^{-\eta y_i} - 1) / \sum_i q_i` while
+        :math:`\eta \le 1` (accurate as Z tends to 1), by log-sum-exp beyond (accurate
+        as the masses that remain become tiny).  KL as :math:`-\eta E_p[y] - \log Z`,
+        or by :func:`_qphi` (no cancellation) on the rows where that difference keeps
+        fewer than eight digits."""
+        full = idx.size == self.Q.shape[0]
+        Q, Y, Qn = (self.Q, self.Y, self.Qn) if full else (self.Q[idx], self.Y[idx],
+                                                            self.Qn[idx])
+        EY = Y * -eta[:, None]
+        lz = np.empty(eta.size)
+        near = eta <= 1.0
+        if near.all():
+            lz[:] = np.log1p(rowdot(Q, np.expm1(EY)) / self.qsum[idx])
+        else:
+            if near.any():
+                lz[near] = np.log1p(rowdot(Q[near], np.expm1(EY[near])) /
+                                    self.qsum[idx][near])
+            far = ~near
+            W = (self.LQ if full else self.LQ[idx])[far] + EY[far]
+            m = W.max(axis=1)
+            W -= m[:, None]
+            np.exp(W, out=W)
+            lz[far] = m + np.log(W.sum(axis=1))
+        U = EY
+        U -= lz[:, None]  # log(p / q) on the support
+        P = np.exp(U)
+        P *= Qn
+        mu = rowdot(P, Y)
+        D = Y - mu[:, None]
+        D *= D
+        var = rowdot(P, D)
+        kl = -eta * mu - lz
+        fine = np.abs(kl) < 1e-8 * (eta * mu + np.abs(lz))
+        if fine.any():
+            Uf = U[fine]
+            kl[fine] = _qphi(Qn[fine], Uf, np.expm1(Uf)).sum(axis=1)
+        return np.maximum(kl, 0.0), mu, var, lz, P
+
+
+def _search(fam: _Rows, r: np.ndarray):
+    r"""The certified root :math:`\eta^*` of :math:`\mathrm{KL}(p_\eta \| q) = r` of every
+    row (module docstring).
+
+    Newton's method on :math:`f(t) = \log \mathrm{KL}(p_{e^t}) - \log r`, increasing in
+    :math:`t = \log \eta`, safeguarded as in ``rtsafe``: a bracket [lo, hi] with f <= 0
+    at lo (a feasible point) and f > 0 at hi, and a halving of the bracket (or a growing
+    step while one end is open) whenever a Newton step leaves it or does not at least
+    halve the step before last.  From an infeasible point the step aims just left of
+    the root, so that the root met from either side gives a feasible iterate.  Every
+    evaluation adds a dual bound; a row stops when the value of its best feasible
+    iterate is within ``_GAP_STOP`` of the best dual bound, or its bracket is one float
+    wide.
+
+    Returns (p, gap, dual): ``p`` the tilted distribution at the feasible iterate of
+    least value (KL <= r as computed), ``dual`` the best dual bound met (scaled units,
+    relative to min z) and ``gap`` = E_p[y] - dual >= 0, a bound on the error of the
+    value.
+    """
+    M = r.size
+    # KL(eta) <= eta^2 max Var / 2 <= eta^2 / 8 for y in [0, 1]: eta = sqrt(8 r) is
+    # feasible in exact arithmetic, the start; eta = 0 (p = q) is feasible in any
+    t = 0.5 * np.log(8.0 * r)
     t_lo = np.full(M, -np.inf)
     t_hi = np.full(M, np.inf)
-    ok = np.zeros(M, dtype=bool)
+    dx_old = np.full(M, np.inf)  # the step before last (rtsafe's test)
+    dx = np.full(M, np.inf)
+    best_dual = np.full(M, -np.inf)
+    prim = rowdot(fam.Qn, fam.Y)  # E_p[y] at the best feasible point met
+    p_out = fam.Qn.copy()
+    expand = np.ones(M)  # step of the search for an open end of the bracket
     act = np.arange(M)
-    for _ in range(_MAX_STEPS):
-        if act.size == 0:
-            break
-        ta = t[act]
-        eta = np.exp(ta)
-        Ya, Qa = (Y, Q) if act.size == M else (Y[act], Q[act])
-        Zs, mu, var = _moments(Ya, Qa, eta)
-        kl = -eta * mu - np.log(Zs)
-        ra = r[act]
-        above = kl > ra
-        t_hi[act] = np.where(above, ta, t_hi[act])
-        t_lo[act] = np.where(above, t_lo[act], ta)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            h = np.log(kl) - np.log(ra)
-            dh = eta * eta * var / kl
-            step = h / dh
-        new = ta - step
-        lo, hi = t_lo[act], t_hi[act]
-        good = np.isfinite(step) & np.isfinite(dh) & (dh > 0)  # a Newton step exists
-        conv = (good & (np.abs(step) <= _STEP_TOL)) | (kl == ra) | (hi - lo <= _STEP_TOL)
-        bad = ~good | (new <= lo) | (new >= hi)
-        mid = np.where(np.isfinite(lo) & np.isfinite(hi), 0.5 * (lo + hi),
-                       np.where(np.isfinite(hi), hi - 2.0, lo + 2.0))
-        # KL below r at the largest eta: r is the limit -log q0 up to rounding, and
-        # p_eta is the limit distribution (every exponent of y > 1e-298 underflows)
-        conv |= (ta >= _T_MAX) & ~above
-        new = np.where(conv, np.where(np.isfinite(new), new, ta), np.where(bad, mid, new))
-        t[act] = np.minimum(new, _T_MAX)
-        ok[act[conv]] = True
-        act = act[~conv]
-    return np.exp(t), ok
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        for _ in range(_MAX_STEPS):
+            if act.size == 0:
+                break
+            ta = t[act]
+            eta = np.exp(ta)
+            kl, mu, var, lz, P = fam.at(act, eta)
+            ra = r[act]
+            best_dual[act] = np.maximum(best_dual[act], -(lz + ra) / eta)
+            feas = kl <= ra
+            t_lo[act] = np.where(feas, np.maximum(t_lo[act], ta), t_lo[act])
+            t_hi[act] = np.where(feas, t_hi[act], np.minimum(t_hi[act], ta))
+            better = feas & (mu <= prim[act])
+            prim[act[better]] = mu[better]
+            p_out[act[better]] = P[better]
+            gap = prim[act] - best_dual[act]
+            lo, hi = t_lo[act], t_hi[act]
+            both = np.isfinite(lo) & np.isfinite(hi)
+            closed = both.copy()
+            closed[both] = (hi - lo)[both] <= 4e-16 * np.maximum(1.0, np.abs(hi[both]))
+            stop = (gap <= _GAP_STOP) | closed
+            # KL still below r at the largest eta: r is the limit -log q0 up to rounding
+            stop |= feas & (ta >= _T_MAX)
+            # the Newton step, aimed just left of the root from an infeasible point
+            f = np.log(kl) - np.log(ra)
+            new = ta - f / (eta * eta * var / kl)
+            new = np.where(feas, new, new - 1e-14 * np.maximum(1.0, np.abs(ta)))
+            step = new - ta
+            ok = np.isfinite(new) & (new > lo) & (new < hi) & \
+                (np.abs(step) <= 0.5 * np.abs(dx_old[act]))
+            half = np.where(both, 0.5 * (lo + hi),
+                            np.where(np.isfinite(hi), hi - expand[act],
+                                     np.minimum(lo + expand[act], _T_MAX)))
+            expand[act] = np.where(~ok & ~both, 2.0 * expand[act], expand[act])
+            nxt = np.where(ok, new, half)
+            nxt = np.where(nxt == ta, half, nxt)  # a stuck step halves instead
+            nxt = np.minimum(nxt, _T_MAX)
+            dx_old[act] = np.where(ok | both, dx[act], np.inf)
+            dx[act] = np.abs(nxt - ta)
+            t[act] = nxt
+            act = act[~stop]
+    gap = np.maximum(prim - best_dual, 0.0)
+    return p_out, gap, best_dual
 
 
 def worst_case_kl(p_hat, z, radius) -> Result:
     r"""The exact worst case of every row: :math:`\min\{p^\top z :
     \mathrm{KL}(p \| \hat p) \le r\}` (see the module docstring).
 
-    ``p_hat`` and ``z`` are (N, n) float arrays of valid rows, ``radius`` (N,) (no
-    checks here: :class:`KLBall` validates its input).  Returns ``p`` (N, n),
-    ``value`` (N,) (:math:`p^\top z` of the returned p), ``dual`` (N,) (the dual
-    bound at the returned :math:`\beta`; equal to the value in the two limit cases)
-    and ``converged`` (N,) bool.
+    ``p_hat`` and ``z`` are (N, n) float arrays of valid rows (z finite), ``radius``
+    (N,) (no checks here: :class:`KLBall` validates its input).  Returns ``p`` (N, n),
+    ``value`` (N,) (:math:`p^\top z` of the returned p), ``dual`` (N,) (a lower bound
+    on the minimum by weak duality; equal to the value in the two limit cases),
+    ``gap`` (N,) = value - dual, the certified bound on the error of the value, and
+    ``converged`` (N,) bool: the gap is at most :data:`GAP_CERTIFIED` times the row's
+    value range max(z) - min(z) on the support, plus the rounding floor of the value
+    itself, 8 n eps max|z| (a row of near ties cannot be certified below it).
 
     >>> res = worst_case_kl([[0.5, 0.5]], [[0.0, 1.0]], [np.log(2.0)])  # the limit case
     >>> res.p.tolist(), float(res.value[0])
@@ -191,43 +314,47 @@ def worst_case_kl(p_hat, z, radius) -> Result:
     r = np.asarray(radius, dtype=np.float64).reshape(-1)
     N = Q.shape[0]
     sup = Q > 0
-    zmin = np.min(Z, axis=1, where=sup, initial=np.inf)
-    Y = Z - zmin[:, None]
-    Y *= sup  # 0 off the support (no mass there; keeps every exponent finite)
-    low = Y == 0.0
-    q0 = rowdot(low, Q)  # nominal mass on the minimisers of z
+    # z scaled by a power of two (exact) so that its range cannot overflow
+    big = np.max(np.abs(Z), axis=1, where=sup, initial=0.0)
+    with np.errstate(divide="ignore"):
+        pow2 = np.exp2(np.maximum(np.ceil(np.log2(big)) - 1.0, 0.0))
+    Zs = Z / pow2[:, None]
+    zmin = np.min(Zs, axis=1, where=sup, initial=np.inf)
+    Y = np.where(sup, Zs - zmin[:, None], 0.0)
+    low = sup & (Y == 0.0)
+    q_off = rowdot(sup & ~low, Q)  # nominal mass off the minimisers of z
     ymax = Y.max(axis=1)
     p = Q.copy()
     dual = np.full(N, np.nan)
     converged = np.ones(N, dtype=bool)
-    with np.errstate(divide="ignore"):
-        cap = -np.log(q0)
-    corner = (r >= cap) & (r > 0) & (ymax > 0)
+    q0 = rowdot(low, Q)  # nominal mass on the minimisers
+    with np.errstate(divide="ignore"):  # -log q0, from the smaller of the two masses
+        cap = np.where(q0 <= 0.5, -np.log(q0), -np.log1p(-np.minimum(q_off, 1.0)))
+    moving = (r > 0) & (ymax > 0)
+    corner = moving & (r >= cap)
     if corner.any():
         c = np.flatnonzero(corner)
-        p[c] = Q[c] * low[c] / q0[c, None]
-        dual[c] = zmin[c]
-    inner = (r > 0) & (ymax > 0) & ~corner
-    if inner.any():
-        i = np.flatnonzero(inner)
-        # y / max(y) in [0, 1]: the problem depends on eta * y only (no overflow)
-        Yi = Y[i] / ymax[i, None]
-        Qi = Q if i.size == N else Q[i]
-        mean = rowdot(Qi, Yi)
-        var_q = np.maximum(rowdot(Qi, Yi * Yi) - mean * mean, np.finfo(float).tiny)
-        eta, ok = _newton(Yi, Qi, r[i], var_q)
-        E = np.multiply(Yi, -eta[:, None])
-        np.exp(E, out=E)
-        E *= Qi
-        Zs = E.sum(axis=1)
-        E /= Zs[:, None]
-        p[i] = E
-        dual[i] = zmin[i] - ymax[i] * ((np.log(Zs) + r[i]) / eta)
-        converged[i] = ok
+        p[c] = np.where(low[c], Q[c], 0.0)
+        p[c] /= p[c].sum(axis=1, keepdims=True)
+        dual[c] = zmin[c] * pow2[c]
+    inner = np.flatnonzero(moving & ~corner)
+    g = np.zeros(0)
+    if inner.size:
+        ys = ymax[inner]
+        p[inner], g, dl = _search(_Rows(Q[inner], Y[inner] / ys[:, None]), r[inner])
+        dual[inner] = (zmin[inner] + ys * dl) * pow2[inner]
     value = rowdot(p, Z)
-    plain = ~(inner | corner)
+    plain = ~moving
     dual[plain] = value[plain]
-    return Result(p=p, value=value, dual=dual, converged=converged)
+    gap = np.maximum(value - dual, 0.0)
+    gap[corner] = 0.0
+    if inner.size:
+        # the gap's own rounding floor: a dot product of n terms of size max|z|
+        floor = 8.0 * Q.shape[1] * np.finfo(float).eps * big[inner]
+        scale = ymax[inner] * pow2[inner]
+        converged[inner] = (g <= GAP_CERTIFIED + floor / scale) & \
+            (gap[inner] <= GAP_CERTIFIED * scale + floor)
+    return Result(p=p, value=value, dual=dual, gap=gap, converged=converged)
 
 
 def _lp_problem(m: int):
@@ -241,7 +368,9 @@ def _lp_problem(m: int):
     return cp.Problem(cp.Minimize(zz @ p), cons), p, q, zz, r
 
 
-def _lp_rows(Q, Z, r, sup):
+def _lp_rows(Q, Z, r, sup, duals=None):
+    """One exponential-cone program per row; ``duals`` (N,), if given, receives the
+    multiplier beta of each row's KL constraint (nan where the radius is 0)."""
     N, n = Q.shape
 
     def setup(i):
@@ -256,12 +385,57 @@ def _lp_rows(Q, Z, r, sup):
     pos = np.flatnonzero(r > 0)  # radius 0: the nominal is the only feasible point
     p = Q.copy()
     ok = np.ones(N, dtype=bool)
+    if duals is not None:
+        duals[:] = np.nan
+
+    def after(i, prob):
+        if duals is not None:
+            value = prob.constraints[0].dual_value
+            duals[pos[i]] = np.nan if value is None else float(np.asarray(value))
+
     if pos.size:
         p[pos], ok[pos], _ = convex_rows(pos.size, n, lambda i: setup(pos[i]), "CLARABEL",
-                                         what, progress=False)
+                                         what, progress=False, after=after)
     viol = np.maximum(simplex_violation(p, sup), kl_divergence(np.maximum(p, 0.0), Q) - r)
     ok = recheck(viol, ok, 1e-7, what)
     return p, rowdot(p, Z), ok
+
+
+#: A row repaired by the conic solver is accepted when its value is within this much of
+#: the dual bound of the exact solver, in units of the row's value range.
+GAP_REPAIRED = 1e-8
+
+
+def _repair(Q, Z, r, sup, bad, p, val, dual, gap, ok):
+    """The rows ``bad`` whose dual gap the exact solver could not close, solved again by
+    the exponential-cone program (:func:`_lp_rows`, an independent solver), and
+    certified by the dual bound at that solver's own multiplier of the KL constraint
+    (:func:`kl_dual_value`): a row is accepted when the answer passes its numpy
+    feasibility re-check and its value is within :data:`GAP_REPAIRED` of the row's value
+    range (plus the rounding floor) of the better of the two dual bounds; the other rows
+    stay marked failed.  Returns the updated (p, value, dual, gap, ok, repaired)."""
+    beta = np.empty(bad.size)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # judged below, row by row
+        lp_p, lp_val, lp_ok = _lp_rows(Q[bad], Z[bad], r[bad], sup[bad], duals=beta)
+        lp_dual = np.where(np.isfinite(beta) & (beta > 0),
+                           kl_dual_value(Q[bad], Z[bad], r[bad], np.where(beta > 0, beta, 1.0)),
+                           -np.inf)
+    on = sup[bad]
+    big = np.max(np.abs(Z[bad]), axis=1, where=on, initial=0.0)
+    span = (np.max(Z[bad], axis=1, where=on, initial=-np.inf)
+            - np.min(Z[bad], axis=1, where=on, initial=np.inf))
+    best = np.maximum(dual[bad], lp_dual)
+    tol = GAP_REPAIRED * span + 8.0 * Q.shape[1] * np.finfo(float).eps * big
+    good = lp_ok & (lp_val - best <= tol) & (lp_val >= best - tol)
+    rows = bad[good]
+    p, val, dual, gap, ok = p.copy(), val.copy(), dual.copy(), gap.copy(), ok.copy()
+    p[rows], val[rows], dual[rows] = lp_p[good], lp_val[good], best[good]
+    gap[rows] = np.maximum(val[rows] - dual[rows], 0.0)
+    ok[rows] = True
+    repaired = np.zeros(ok.shape, dtype=bool)
+    repaired[rows] = True
+    return p, val, dual, gap, ok, repaired
 
 
 class KLBall(Frozen, UncertaintySet):
@@ -342,9 +516,15 @@ class KLBall(Frozen, UncertaintySet):
         Q, r = tile(self._nominal, J), tile(self._radius, J)
         if method == "lp":
             p, val, ok = _lp_rows(Q, Z, r, tile(self._support, J))
-            return p, val, bool(ok.all()), {"lp_success": ok}
+            return p, val, ok, {"lp_success": ok}
         res = worst_case_kl(Q, Z, r)
-        return res.p, res.value, bool(res.converged.all()), {"dual": res.dual}
+        p, val, dual, gap, ok = res.p, res.value, res.dual, res.gap, res.converged
+        repaired = np.zeros(ok.shape, dtype=bool)
+        if not ok.all():
+            bad = np.flatnonzero(~ok)
+            p, val, dual, gap, ok, repaired = _repair(Q, Z, r, tile(self._support, J), bad,
+                                                      p, val, dual, gap, ok)
+        return p, val, ok, {"dual": dual, "gap": gap, "repaired": repaired}
 
     def _arrays(self) -> dict:
         return {"nominal": self._nominal, "radius": self._radius}

@@ -338,7 +338,7 @@ class IntervalSet(Frozen, UncertaintySet):
         L, U = tile(self._lower, J), tile(self._upper, J)
         if method == "lp":
             p, val, ok = _lp_rows(L, U, Z, tile(self._support, J))
-            return p, val, bool(ok.all()), {"lp_success": ok}
+            return p, val, ok, {"lp_success": ok}
         res = worst_case_interval(L, U, Z, tile(self._capacity, J))
         return res.p, res.value, True, {}
 

@@ -631,7 +631,7 @@ class WeightedL1Ball(Frozen, UncertaintySet):
         sup = tile(self._support, J)
         if method == "lp":
             p, val, ok = _lp_rows(Q, Z, W, Al, sup)
-            return p, val, bool(ok.all()), {"lp_success": ok}
+            return p, val, ok, {"lp_success": ok}
         full = bool(self._support.all())
         res = worst_case_weighted_l1(Q, Z, Al, W, None if full else sup,
                                      order=self._weight_order(J))
