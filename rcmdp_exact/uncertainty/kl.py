@@ -28,14 +28,27 @@ E_{p_\eta}[y] - \log E_q[e^{-\eta y}]` increases in :math:`\eta` from 0 to
 * :math:`r \ge -\log q_0`: the limit :math:`\beta \to 0`, p is q restricted to the
   minimisers of z and renormalised (its KL is exactly :math:`-\log q_0`), value
   :math:`\min z`;
-* otherwise :math:`\eta^*` is the root of :math:`\mathrm{KL}(p_\eta \| q) = r`, found by
-  Newton's method on :math:`\log \mathrm{KL}` as a function of :math:`\log \eta`
-  (:math:`d\mathrm{KL}/d\eta = \eta \operatorname{Var}_{p_\eta}(y)`), safeguarded by a
-  bracket (bisection in :math:`\log\eta` when a step leaves it), to a relative change
-  of :math:`\eta` below 1e-12.  The returned row is :math:`p_\eta` itself (feasible
-  up to rounding), and the answer comes with the dual bound
-  :math:`\min z - (\log E_q[e^{-\eta y}] + r)/\eta` (weak duality: a lower bound for
-  any :math:`\eta > 0`), so ``value - dual`` certifies the gap.
+* otherwise :math:`\eta^*` is the root of :math:`\mathrm{KL}(p_\eta \| q) = r`, found
+  by Newton's method on :math:`\log \mathrm{KL}` as a function of :math:`\log \eta`
+  (:math:`d\mathrm{KL}/d\eta = \eta \operatorname{Var}_{p_\eta}(y)`), safeguarded as in
+  ``rtsafe`` (:func:`_search`).
+
+Skewed rows (masses from 1e-15 to 1e-2 beside large ones, radii from 1e-15 to just
+below :math:`-\log q_0`) are solved exactly: the family :math:`p_\eta` lives in the log
+domain (log-sum-exp for :math:`\eta > 1`, ``log1p`` of :math:`E_q[e^{-\eta y} - 1]`
+below), the divergence of a tiny radius is a sum of nonnegative terms
+(:func:`_qphi`), a row is taken as :math:`q / \sum_i q_i` exactly, and
+:math:`-\log q_0` comes from the smaller of the masses on and off the minimisers.
+
+**Certificate.**  Each evaluation gives the dual bound
+:math:`\min z - (\log E_q[e^{-\eta y}] + r)/\eta` (weak duality: a lower bound for any
+:math:`\eta > 0`); the returned row is the feasible iterate of least value, and
+``value - dual`` (``gap``) bounds its error.  A row is solved when its gap is at most
+:data:`GAP_CERTIFIED` of its value range plus the rounding floor of the value; a row
+that is not is solved again by the exponential-cone program and accepted when that
+answer is feasible and within :data:`GAP_REPAIRED` of the dual bound at the conic
+solver's own multiplier (``repaired``); otherwise it is reported failed
+(``row_success``), never passed on.
 
 All rows of a batch iterate together (vectorised, each iteration a few passes over
 the active rows).
