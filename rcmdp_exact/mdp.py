@@ -11,8 +11,9 @@ QuantEcon's ``DiscreteDP``:
   ``1e-12`` times the value scale;
 * :func:`solve_mdp`: the discounted optimum by policy iteration, value iteration,
   modified policy iteration or linear programming, each with an honest convergence
-  flag (a bound on the distance to the optimal values, not a silent iteration cap),
-  and the T-step optimum by backward induction;
+  flag (a certified bound on the distance to the optimal values that includes the
+  rounding of float64, not a silent iteration cap), and the T-step optimum by backward
+  induction;
 * :func:`backward_induction`: the optimal time-dependent policy of a T-step problem,
 
   .. math::
@@ -553,21 +554,57 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     Discounted (``horizon=None``, gamma < 1), by ``method``:
 
     * ``"policy_iteration"``: Howard's policy iteration with exact evaluations
-      (:func:`policy_iteration`); its values are exact;
+      (:func:`policy_iteration`), its final policy certified (below);
     * ``"value_iteration"``: :math:`v \leftarrow \max_a Q_v` from ``v0`` (default 0);
     * ``"modified_policy_iteration"``: a greedy step, then ``k`` evaluation sweeps of the
       greedy policy, repeated;
     * ``"lp"``: the LP :math:`\min \sum_s v(s)` s.t. :math:`v \ge r + \gamma P v`
-      (HiGHS through scipy), its solution polished by exact evaluation of its greedy
-      policy.
+      (HiGHS through scipy), its greedy policy certified (below).
 
-    Value and modified policy iteration stop when the McQueen-Porteus bounds
-    :math:`Tv + \frac{\gamma}{1-\gamma}[\min(Tv - v), \max(Tv - v)]` put the optimal
-    values within ``tol`` times the value scale, and return the midpoint of the bounds.
-    Every result carries ``error_bound``, a bound on :math:`\|v - v^*\|_\infty`: the
-    half-width of those bounds, or for exact evaluations the contraction bound
-    :math:`\|Tv - v\|_\infty / (1 - \gamma)`; ``converged`` is True only when it is
-    within ``tol`` times the value scale (else a RuntimeWarning says why).
+    **The error bound includes rounding.**  Every result carries ``error_bound``, a
+    bound on :math:`\|v - v^*\|_\infty` for the optimal values :math:`v^*` of the MDP
+    that the float64 arrays define (each float taken as an exact number), which holds
+    with the rounding of every float operation accounted for (IEEE double, round to
+    nearest; underflow covered by an absolute term).  A float computation of
+    :math:`Tv - v` is only accurate to about :math:`L u (|r| + |v|)` (u = 1.1e-16, L
+    next states), and a bound :math:`\|Tv - v\| / (1 - \gamma)` built on it is off by
+    about :math:`L u \max|r| / (1 - \gamma)^2`, which near gamma = 1 exceeds any
+    tolerance; so the bounds are built in double-double arithmetic (error-free
+    TwoSum/TwoProduct sums of the Bellman operator, with a bound on their own error) and
+    :math:`\beta = \gamma \max_i \sum_j P_{ij}` (rounded up) replaces gamma:
+
+    * *certified policy* (policy iteration, LP, and value/modified policy iteration when
+      their own bound is limited by rounding): the policy is evaluated exactly
+      (:class:`~rcmdp_exact.evaluation.PolicySystem`) and refined to a double-double
+      :math:`v_h + v_l`; one more correction d (a solve with the double-double
+      residual) gives :math:`E = \|d\| + \|\text{residual of } d\| / (1 - \beta)
+      \ge \|V_\pi - v_h - v_l\|`; the advantages of the other actions, in double-double,
+      are off by at most :math:`\gamma \|P(s,a) - P(s,\pi(s))\|_1 E` (zero for identical
+      rows); where one is surely positive the policy is improved (a certified
+      improvement step); the largest upper bound :math:`\rho \ge \|T V_\pi -
+      V_\pi\|_\infty` then gives ``error_bound`` :math:`= (\|v_l\|_\infty + E + \rho /
+      (1 - \beta))(1 + 10^{-13})` for the returned :math:`v = v_h` (the
+      :math:`10^{-13}` covers the rounding of the bound's own few operations).  For a
+      certified optimal policy (:math:`\rho = 0`) this is about half a unit in the last
+      place of the largest value, at any gamma;
+    * *value and modified policy iteration* stop when the float McQueen-Porteus bounds
+      :math:`Tv + \frac{\gamma}{1-\gamma}[\min(Tv - v), \max(Tv - v)]` put the optimal
+      values within ``tol`` times the value scale, or when their half-width is below the
+      rounding of the float iteration (:math:`\frac{\gamma}{1-\gamma} 2 (L + 3) u
+      (\max|r| + 2 \max|v|)`: more iterations cannot shrink it), and return the
+      midpoint w of the bounds with the certified bound :math:`\max(hi, -\min(lo, 0)) /
+      (1 - \beta)`, where :math:`lo \le Tw - w \le hi` in double-double.  Near gamma = 1
+      that bound cannot go below about :math:`2 u \max|v| / (1 - \gamma)`; when it
+      misses ``tol`` (and the iteration limit was not reached), the greedy policy of w
+      is certified as above and returned instead (``v`` its exact values) when its bound
+      is smaller.
+
+    ``converged`` (and ``status`` "converged") only when ``error_bound`` is within
+    ``tol`` times the value scale.  Otherwise a RuntimeWarning says why and ``status``
+    is "not_converged" when ``max_iter`` stopped the method (more iterations may help),
+    or "tol_below_rounding" when the method had finished but float64 cannot certify
+    ``tol`` at this gamma (``success`` is True, ``error_bound`` holds, the message gives
+    the tol that can be certified).  A failed LP solve gives "solver_error".
 
     Finite horizon (``horizon`` = T or ``"model"``): backward induction
     (:func:`backward_induction`) with the per-step ``discount`` (1 by default, the
@@ -585,9 +622,10 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     discount : float
         Per-step discount of the T-step problem.
     tol : float
-        Relative accuracy (times :func:`value_scale`).
+        Relative accuracy (times :func:`value_scale`) that ``error_bound`` must meet.
     max_iter : int
-        Iteration cap; reaching it leaves ``converged`` False.
+        Iteration cap (also of the certified improvement steps); reaching it leaves
+        ``converged`` False unless the bound meets ``tol`` anyway.
     k : int
         Evaluation sweeps per step of modified policy iteration.
     v0 : array (S,), optional
@@ -596,9 +634,11 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     Returns
     -------
     Result
-        ``v`` (S,), ``q`` (S, A), ``policy`` (S, A) one-hot greedy (``actions`` (S,)),
-        ``value`` = p0.v, ``iterations``, ``residual`` :math:`\|Tv - v\|_\infty`,
-        ``error_bound``, ``converged``, ``success``, ``status``, ``message``,
+        ``v`` (S,), ``q`` (S, A), ``policy`` (S, A) one-hot (``actions`` (S,)): the
+        certified policy, or for a midpoint of value iteration its greedy policy (ties to
+        the lowest action), ``value`` = p0.v, ``iterations``, ``residual``
+        :math:`\|Tv - v\|_\infty` (in double-double where certified), ``error_bound``
+        (certified, above), ``converged``, ``success``, ``status``, ``message``,
         ``method``, ``lam``.  Finite horizon: ``v`` (S,) at t = 0, ``value``,
         ``policy`` (T, S, A), ``horizon``, ``status`` "optimal".
 
