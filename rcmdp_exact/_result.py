@@ -53,7 +53,10 @@ class Status(StrEnum):
     budgets; ``unbounded``, ``solver_error``, ``check_failed`` (the solver's answer
     failed the independent re-check), ``no_feasible_policy`` (a search found none),
     ``budget_exhausted`` (a search stopped at its work budget; its bounds still hold),
-    ``bracket`` (valid lower and upper bounds that have not met).
+    ``bracket`` (valid lower and upper bounds that have not met),
+    ``tol_below_rounding`` (the method finished, but the error bound that float64 can
+    certify is above the tolerance asked for; ``success`` is True, the bound holds, and
+    more iterations cannot help).
     """
 
     OPTIMAL = "optimal"
@@ -67,6 +70,7 @@ class Status(StrEnum):
     NO_FEASIBLE_POLICY = "no_feasible_policy"
     BUDGET_EXHAUSTED = "budget_exhausted"
     BRACKET = "bracket"
+    TOL_BELOW_ROUNDING = "tol_below_rounding"
 
 
 #: Former field names and the fields they read now (with a DeprecationWarning).

@@ -11,8 +11,9 @@ QuantEcon's ``DiscreteDP``:
   ``1e-12`` times the value scale;
 * :func:`solve_mdp`: the discounted optimum by policy iteration, value iteration,
   modified policy iteration or linear programming, each with an honest convergence
-  flag (a bound on the distance to the optimal values, not a silent iteration cap),
-  and the T-step optimum by backward induction;
+  flag (a certified bound on the distance to the optimal values that includes the
+  rounding of float64, not a silent iteration cap), and the T-step optimum by backward
+  induction;
 * :func:`backward_induction`: the optimal time-dependent policy of a T-step problem,
 
   .. math::
@@ -187,20 +188,346 @@ def _bellman(model: TabularCMDP, g: np.ndarray, v: np.ndarray) -> np.ndarray:
     return g + model.gamma * (model.P_sparse @ v).reshape(S, A)
 
 
-def _finish(model, g, v, lam, method, iterations, converged, message, error_bound):
-    """The result of :func:`solve_mdp`: the greedy policy of v and the residual of v."""
+# ================================================================ certified bounds
+# Float64 facts used below (IEEE 754, round to nearest): u = 2^-53 is the unit
+# roundoff, eta = 2^-1074 the smallest subnormal, gamma_n = n u / (1 - n u) (Higham,
+# *Accuracy and Stability of Numerical Algorithms*, Lemma 3.1).
+_U = 2.0 ** -53
+_ETA = 2.0 ** -1074
+_SPLITTER = 134217729.0  # 2^27 + 1 (Veltkamp's split)
+_SPLIT_MAX = 2.0 ** 995  # beyond it the split may overflow: no certificate
+#: Relative widening of every certified bound: covers the rounding of the few dozen
+#: operations that compute the bound itself (each at most u = 1.1e-16).
+_WIDEN = 1.0 + 1e-13
+#: Rows of the transition matrix handled at once by the accurate sums (memory).
+_CHUNK = 1 << 16
+
+
+def _gam(n: int) -> float:
+    return n * _U / (1.0 - n * _U)
+
+
+def _two_sum(a, b):
+    """s + e == a + b exactly, s = fl(a + b) (Knuth's TwoSum; exact under underflow)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _two_prod(a, b):
+    """x + y == a * b exactly, x = fl(a * b) (Dekker's TwoProduct with Veltkamp's split;
+    with underflow |x + y - a b| <= 5 eta, Ogita, Rump and Oishi, SIAM J. Sci. Comput.
+    26 (2005), Thm. 3.4)."""
+    x = a * b
+    c = _SPLITTER * a
+    ah = c - (c - a)
+    al = a - ah
+    c = _SPLITTER * b
+    bh = c - (c - b)
+    bl = b - bh
+    return x, al * bl - (((x - ah * bh) - al * bh) - ah * bl)
+
+
+def _sum(terms):
+    """fl-sum of arrays by cascaded TwoSum (Ogita-Rump-Oishi's Sum2) and a bound on its
+    error: ``|res - sum| <= u |sum| + gamma_{n-1}^2 sum|t|`` (their Prop. 4.5), so
+    ``<= 2 u |res| + 2 gamma_n^2 sum|t|`` with the float sums of the bound itself."""
+    s = terms[0]
+    c = np.zeros_like(s)
+    mag = np.abs(s)
+    for t in terms[1:]:
+        s, e = _two_sum(s, t)
+        c = c + e
+        mag = mag + np.abs(t)
+    res = s + c
+    # (+ 2 eta: the last rounding and the sum of the e, if they fall below the normal range)
+    return res, (2.0 * _U * np.abs(res) + 2.0 * _gam(len(terms)) ** 2 * mag
+                 + 2.0 * len(terms) * _ETA)
+
+
+class _AccurateBellman:
+    r"""The exact sums :math:`\tilde Q(i) = g(i) + \gamma P(i) \cdot (v_h + v_l)` of the
+    float data, as double-doubles ``s + c`` with a bound on their error.
+
+    The data (P, g, gamma) are taken as exact: the certified bounds are about the MDP that
+    the float64 arrays define.  With :math:`\gamma P_{ik} = p^h_k + p^l_k` exactly and
+    :math:`(x_k, y_k)` = TwoProduct(:math:`p^h_k, v_h`) (:func:`_two_prod`),
+
+    .. math::
+
+        \tilde Q(i) = \underbrace{g(i) + \textstyle\sum_k x_k}_{\text{TwoSum tree: }
+        s + \sum e} + \textstyle\sum_k \big(y_k + p^h_k v_l + p^l_k v_h + p^l_k v_l\big).
+
+    The tree of TwoSums is exact (``s`` plus its error terms ``e``); the N small terms
+    z (the ``e``, the ``y`` and the three rounded products w) are summed in float, within
+    :math:`\gamma_N \sum |z|`, and each rounded product is within :math:`u |w|`, so
+    ``|s + c - Q| <= gamma_N sum|z| + u sum|w|`` (about :math:`N u^2 |Q|`), doubled for
+    the rounding of the bound itself, plus :math:`16\eta (L + \sum_k |v|)` for
+    underflow.
+    """
+
+    def __init__(self, model: TabularCMDP, g: np.ndarray):
+        P = sp.csr_array(model.P_sparse, copy=True)
+        P.sum_duplicates()  # canonical rows: identical rows give identical sums
+        self.S, self.A = g.shape
+        self.P = P
+        self.gamma = float(model.gamma)
+        self.indptr, self.indices = P.indptr, P.indices
+        self.counts = np.diff(P.indptr)
+        self.ph, self.pl = _two_prod(self.gamma, np.asarray(P.data, dtype=np.float64))
+        self.g = np.asarray(g, dtype=np.float64).ravel()
+        L = int(self.counts.max(initial=0))
+        # row sums: the float sums are within gamma_L of the exact ones
+        self.rowsum = np.asarray(P.sum(axis=1)).ravel() * (1.0 + 2.0 * _gam(L + 2))
+        # the contraction factor: beta >= gamma * max_i sum_j P_ij
+        self.beta = self.gamma * float(self.rowsum.max(initial=0.0)) * (1.0 + 4.0 * _U)
+        self.ok = (self.beta < 1.0 and float(np.abs(self.g).max(initial=0.0)) < _SPLIT_MAX)
+
+    def rows(self, vh: np.ndarray, vl: np.ndarray | None, rows: np.ndarray):
+        """(s, c, err) for the given rows: the exact sum lies within err of s + c."""
+        n = rows.size
+        out_s, out_c, out_e = np.empty(n), np.empty(n), np.empty(n)
+        L_all = int(self.counts[rows].max(initial=0))
+        step = max(1, (1 << 20) // (L_all + 1))
+        for lo in range(0, n, step):
+            rr = rows[lo:lo + step]
+            cnt = self.counts[rr]
+            L = int(cnt.max(initial=0))
+            k = np.arange(L)
+            live = k[None, :] < cnt[:, None]
+            pos = np.where(live, self.indptr[rr][:, None] + k[None, :], 0)
+            ph = np.where(live, self.ph[pos], 0.0)
+            pl = np.where(live, self.pl[pos], 0.0)
+            j = self.indices[pos]
+            bh = vh[j]
+            x, y = _two_prod(ph, bh)
+            w = [pl * bh]
+            if vl is not None:
+                bl = vl[j]
+                w += [ph * bl, pl * bl]
+            # the TwoSum tree of g and the x
+            T = np.concatenate([self.g[rr][:, None], x], axis=1)
+            small = [y, *w]
+            while T.shape[1] > 1:
+                if T.shape[1] % 2:
+                    T = np.concatenate([T, np.zeros((T.shape[0], 1))], axis=1)
+                T, e = _two_sum(T[:, 0::2], T[:, 1::2])
+                small.append(e)
+            z = np.concatenate(small, axis=1)
+            N = z.shape[1]
+            wmag = sum(np.abs(t).sum(axis=1) for t in w)
+            vmag = np.abs(bh).sum(axis=1) + (0.0 if vl is None else np.abs(bl).sum(axis=1))
+            out_s[lo:lo + step] = T[:, 0]
+            out_c[lo:lo + step] = z.sum(axis=1)
+            out_e[lo:lo + step] = (2.0 * (_gam(N + 1) * np.abs(z).sum(axis=1) + _U * wmag)
+                                   + 16.0 * _ETA * (N + vmag))
+        return out_s, out_c, out_e
+
+
+def _mp_bound(acc: _AccurateBellman, w: np.ndarray) -> tuple[float, float]:
+    r"""A certified bound on :math:`\|w - v^*\|_\infty` for any w (S,), and the
+    residual :math:`\|Tw - w\|_\infty`.
+
+    With :math:`lo \le (Tw - w)(s) \le hi` for every s (the exact Bellman operator of
+    the float data, bounded through :class:`_AccurateBellman`), the monotone
+    :math:`\beta`-contraction T (:math:`\beta \ge \gamma \max_i \sum_j P_{ij}`) maps
+    :math:`w + c\mathbf 1` below itself for :math:`c = hi / (1 - \beta)` and above
+    itself for :math:`c = \min(lo, 0) / (1 - \beta)`, so :math:`v^* - w` lies between
+    these constants (the McQueen-Porteus bounds written around w, valid whatever the
+    rounding of the row sums).
+    """
+    if not acc.ok or not np.all(np.isfinite(w)) or np.abs(w).max(initial=0.0) >= _SPLIT_MAX:
+        return np.inf, np.inf
+    S, A = acc.S, acc.A
+    s, c, e = acc.rows(w, None, np.arange(S * A))
+    ws = np.repeat(w, A)
+    d, de = _sum([s, c, -ws])
+    d, de = d.reshape(S, A), (de + e).reshape(S, A)
+    pad = de + 2.0 * _U * (np.abs(d) + de) + 2.0 * _ETA  # with the rounding of d +- de
+    hi = float((d + pad).max(axis=1).max())
+    lo = float((d - pad).max(axis=1).min())
+    denom = 1.0 - acc.beta
+    bound = max(abs(hi), abs(min(lo, 0.0))) / denom * _WIDEN + 4.0 * _ETA
+    return bound, float(np.abs(d.max(axis=1)).max())
+
+
+def _certify(model: TabularCMDP, acc: _AccurateBellman, actions: np.ndarray,
+             max_steps: int) -> Result:
+    r"""The exact values of a deterministic policy, refined, and a certified bound on
+    their distance to the optimal values (improving the policy where an improvement is
+    certain).
+
+    1. Solve :math:`(I - \gamma P_\pi) v = g_\pi` (:class:`PolicySystem`), then refine:
+       the residual :math:`r = g_\pi + \gamma P_\pi v - v` of the double-double
+       :math:`v = v_h + v_l` is computed in double-double (:class:`_AccurateBellman`,
+       within :math:`\epsilon_r`), :math:`d` solves :math:`(I - \gamma P_\pi) d = \hat r`
+       and :math:`v \leftarrow v + d`.  For any computed d,
+       :math:`V_\pi - v = d + (I - \gamma P_\pi)^{-1}(r - (I - \gamma P_\pi) d)` and
+       :math:`\|(I - \gamma P_\pi)^{-1}\|_\infty \le 1/(1 - \beta)`, so
+       :math:`E = \|d\|_\infty + (\epsilon_r + \|\hat r - (I - \gamma P_\pi) d\|_\infty +
+       \epsilon_s) / (1 - \beta)` bounds :math:`\|V_\pi - v\|_\infty` (:math:`\epsilon_s`:
+       the standard :math:`\gamma_{L+4}` bound of the float residual of d).
+    2. The advantages :math:`A(s, a) = \tilde Q(s, a) - \tilde Q(s, \pi(s))` at v in
+       double-double: the exact advantage of :math:`V_\pi` differs by
+       :math:`\gamma (P(s,a) - P(s,\pi(s))) \cdot (V_\pi - v)`, at most
+       :math:`\gamma \|P(s, a) - P(s, \pi(s))\|_1 E` (zero for identical rows).  Where its
+       lower bound is > 0 the switch is a certain improvement, taken (policy iteration
+       with a certified tie rule), at most ``max_steps`` times.
+    3. :math:`\rho` = the largest upper bound of an advantage (or 0) bounds
+       :math:`\|T V_\pi - V_\pi\|_\infty`, so :math:`\|v^* - V_\pi\|_\infty \le \rho /
+       (1 - \beta)`, and the returned float :math:`v_h` is within
+       ``bound`` :math:`= (\|v_l\|_\infty + E + \rho / (1 - \beta))(1 + 10^{-13})` of
+       :math:`v^*`.
+    """
+    from .evaluation import PolicySystem
+
+    S, A = acc.S, acc.A
+    gamma, denom = acc.gamma, 1.0 - acc.beta
+    states = np.arange(S)
+    actions = np.asarray(actions, dtype=np.int64).copy()
+    all_rows = np.arange(S * A)
+    steps = 0
+    while True:
+        rows = states * A + actions
+        P_pi = sp.csr_array(acc.P[rows])
+        L = int(np.diff(P_pi.indptr).max(initial=0))
+        system = PolicySystem(P_pi, gamma)
+        with np.errstate(over="ignore", invalid="ignore"):
+            vh = np.asarray(system.solve(acc.g[rows]), dtype=np.float64)
+        vl = np.zeros(S)
+        best = None
+        for _ in range(6):
+            if (not acc.ok or not np.all(np.isfinite(vh))
+                    or np.abs(vh).max(initial=0.0) >= _SPLIT_MAX):
+                best = (vh, vl, np.inf)
+                break
+            s, c, e = acc.rows(vh, vl, rows)
+            r, er = _sum([s, c, -vh, -vl])
+            er = er + e
+            with warnings.catch_warnings():
+                # any d serves (its residual enters E): a solver's accuracy warning about
+                # a correction would only confuse
+                warnings.simplefilter("ignore", RuntimeWarning)
+                d = np.asarray(system.solve(r), dtype=np.float64)
+            with np.errstate(over="ignore", invalid="ignore"):
+                res = r - d + gamma * (P_pi @ d)
+                es = (2.0 * _gam(L + 4) * (np.abs(r) + np.abs(d) + gamma * (P_pi @ np.abs(d)))
+                      + 4.0 * (L + 4) * _ETA)
+                E = (float(np.abs(d).max(initial=0.0))
+                     + float((er + np.abs(res) + es).max(initial=0.0)) / denom) * _WIDEN
+            if not np.isfinite(E):
+                E = np.inf
+            if best is None or E < best[2]:
+                best = (vh, vl, E)
+            elif E >= best[2]:
+                break  # refinement stalled
+            if E <= 1e-3 * _U * float(np.abs(vh).max(initial=0.0)):
+                break  # far below the rounding of the values to float
+            vh, vl = _two_sum(vh, vl + d)
+        vh, vl, E = best
+        if not np.isfinite(E):
+            return Result(v=vh, actions=actions, bound=np.inf, steps=steps, rho=np.inf,
+                          E=np.inf, residual=np.inf, capped=False)
+        # advantages of every action against the policy's, in double-double
+        s, c, e = acc.rows(vh, vl, all_rows)
+        s, c, e = s.reshape(S, A), c.reshape(S, A), e.reshape(S, A)
+        sp_, cp_, ep_ = s[states, actions][:, None], c[states, actions][:, None], \
+            e[states, actions][:, None]
+        adv, ea = _sum([s, c, -np.broadcast_to(sp_, s.shape), -np.broadcast_to(cp_, s.shape)])
+        ea = ea + e + ep_
+        # |P(s,a) - P(s,pi(s))|_1 <= its row sums; exactly (zero for identical rows) only
+        # where an advantage could be positive
+        sig = acc.rowsum.reshape(S, A)
+        delta = sig + sig[states, actions][:, None]
+        near = adv + ea + gamma * delta * E > 0.0
+        near[states, actions] = False
+        if near.any():
+            si, ai = np.nonzero(near)
+            diff = acc.P[si * A + ai] - acc.P[rows[si]]
+            delta[si, ai] = np.asarray(abs(diff).sum(axis=1)).ravel() * _WIDEN
+        slack = (ea + gamma * delta * E) * _WIDEN
+        pad = 2.0 * _U * (np.abs(adv) + slack) + 2.0 * _ETA  # the rounding of adv +- slack
+        upper, lower = adv + slack + pad, adv - slack - pad
+        upper[states, actions] = -np.inf
+        lower[states, actions] = -np.inf
+        better = lower > 0.0
+        if better.any() and steps < max_steps:
+            switch = better.any(axis=1)
+            cand = np.where(better, adv, -np.inf).argmax(axis=1)
+            actions = np.where(switch, cand, actions)
+            steps += 1
+            continue
+        rho = max(0.0, float(upper.max(initial=-np.inf)))
+        bound = (float(np.abs(vl).max(initial=0.0)) + E + rho / denom) * _WIDEN + 4.0 * _ETA
+        # the residual of the returned float values vh (for information)
+        tv, _ = _sum([s, c, -np.broadcast_to(vh[:, None], s.shape)])
+        return Result(v=vh, actions=actions, bound=bound, steps=steps, rho=rho, E=E,
+                      residual=float(np.abs(tv.max(axis=1)).max()),
+                      capped=bool(better.any()))
+
+
+def _finish(model, g, v, lam, method, iterations, status, message, error_bound,
+            residual=None, actions=None):
+    """The result of :func:`solve_mdp`: the policy (by default the greedy policy of v),
+    the residual of v and the status."""
     q = _bellman(model, g, v)
-    tv = q.max(axis=1)
-    residual = float(np.abs(tv - v).max())
-    actions = q.argmax(axis=1)
+    if residual is None or not np.isfinite(residual):
+        residual = float(np.abs(q.max(axis=1) - v).max())
+    if actions is None:
+        actions = q.argmax(axis=1)
+    converged = status == Status.CONVERGED
     if not converged:
         warnings.warn(f"solve_mdp: {message}", RuntimeWarning, stacklevel=3)
     return Result(
-        v=v, q=q, policy=greedy_policy(q), actions=actions, value=float(model.p0 @ v),
-        iterations=int(iterations), residual=residual, error_bound=float(error_bound),
-        converged=bool(converged), success=bool(converged),
-        status=Status.CONVERGED if converged else Status.NOT_CONVERGED, message=message,
-        method=method, lam=lam)
+        v=v, q=q, policy=np.eye(q.shape[1])[actions], actions=actions, value=float(model.p0 @ v),
+        iterations=int(iterations), residual=float(residual), error_bound=float(error_bound),
+        converged=converged, success=status in (Status.CONVERGED, Status.TOL_BELOW_ROUNDING),
+        status=status, message=message, method=method, lam=lam)
+
+
+def _verdict(bound: float, target: float, capped: bool) -> Status:
+    """converged when the certified bound meets the target; else not_converged when an
+    iteration limit stopped the method, tol_below_rounding when it had finished."""
+    if bound <= target:
+        return Status.CONVERGED
+    return Status.NOT_CONVERGED if capped else Status.TOL_BELOW_ROUNDING
+
+
+def _below_rounding_message(what: str, bound: float, target: float, scale: float,
+                            gamma: float) -> str:
+    return (f"{what}, but the error bound that float64 certifies, {bound:.2e}, is above "
+            f"tol * scale = {target:.2e}: at gamma = {gamma:.10g} the rounding of values "
+            f"of size up to {scale:.2e} does not allow a finer certificate (more iterations "
+            f"cannot help); the returned values are within error_bound of the optimum; "
+            f"use tol >= {bound / scale:.1e}")
+
+
+def _certified_finish(model, g, lam, method, acc, actions, max_steps, iterations, what,
+                      target, scale, capped=False):
+    """Certify the policy ``actions`` (:func:`_certify`) and build the result."""
+    cert = _certify(model, acc, actions, max_steps)
+    return _from_certificate(model, g, lam, method, cert, iterations, what, target, scale,
+                             capped)
+
+
+def _from_certificate(model, g, lam, method, cert, iterations, what, target, scale,
+                      capped=False):
+    """The result of a certified policy (:func:`_certify`)."""
+    capped = capped or cert.capped
+    status = _verdict(cert.bound, target, capped)
+    extra = (f"; {cert.steps} certified improvement step(s) after it" if cert.steps else "")
+    if status == Status.CONVERGED:
+        msg = (f"{what}{extra}; the greedy policy evaluated exactly and certified: error "
+               f"bound {cert.bound:.2e}")
+    elif status == Status.NOT_CONVERGED:
+        msg = (f"{what}{extra}: stopped at the iteration limit with a certified error bound "
+               f"{cert.bound:.2e} > tol * scale = {target:.2e}; raise max_iter")
+    else:
+        msg = _below_rounding_message(what + extra, cert.bound, target, scale, model.gamma)
+    if method == "policy_iteration":
+        iterations += cert.steps
+    return _finish(model, g, cert.v, lam, method, iterations, status, msg, cert.bound,
+                   cert.residual, cert.actions)
 
 
 def _lp_values(model: TabularCMDP, g: np.ndarray) -> np.ndarray:
@@ -227,21 +554,57 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     Discounted (``horizon=None``, gamma < 1), by ``method``:
 
     * ``"policy_iteration"``: Howard's policy iteration with exact evaluations
-      (:func:`policy_iteration`); its values are exact;
+      (:func:`policy_iteration`), its final policy certified (below);
     * ``"value_iteration"``: :math:`v \leftarrow \max_a Q_v` from ``v0`` (default 0);
     * ``"modified_policy_iteration"``: a greedy step, then ``k`` evaluation sweeps of the
       greedy policy, repeated;
     * ``"lp"``: the LP :math:`\min \sum_s v(s)` s.t. :math:`v \ge r + \gamma P v`
-      (HiGHS through scipy), its solution polished by exact evaluation of its greedy
-      policy.
+      (HiGHS through scipy), its greedy policy certified (below).
 
-    Value and modified policy iteration stop when the McQueen-Porteus bounds
-    :math:`Tv + \frac{\gamma}{1-\gamma}[\min(Tv - v), \max(Tv - v)]` put the optimal
-    values within ``tol`` times the value scale, and return the midpoint of the bounds.
-    Every result carries ``error_bound``, a bound on :math:`\|v - v^*\|_\infty`: the
-    half-width of those bounds, or for exact evaluations the contraction bound
-    :math:`\|Tv - v\|_\infty / (1 - \gamma)`; ``converged`` is True only when it is
-    within ``tol`` times the value scale (else a RuntimeWarning says why).
+    **The error bound includes rounding.**  Every result carries ``error_bound``, a
+    bound on :math:`\|v - v^*\|_\infty` for the optimal values :math:`v^*` of the MDP
+    that the float64 arrays define (each float taken as an exact number), which holds
+    with the rounding of every float operation accounted for (IEEE double, round to
+    nearest; underflow covered by an absolute term).  A float computation of
+    :math:`Tv - v` is only accurate to about :math:`L u (|r| + |v|)` (u = 1.1e-16, L
+    next states), and a bound :math:`\|Tv - v\| / (1 - \gamma)` built on it is off by
+    about :math:`L u \max|r| / (1 - \gamma)^2`, which near gamma = 1 exceeds any
+    tolerance; so the bounds are built in double-double arithmetic (error-free
+    TwoSum/TwoProduct sums of the Bellman operator, with a bound on their own error) and
+    :math:`\beta = \gamma \max_i \sum_j P_{ij}` (rounded up) replaces gamma:
+
+    * *certified policy* (policy iteration, LP, and value/modified policy iteration when
+      their own bound is limited by rounding): the policy is evaluated exactly
+      (:class:`~rcmdp_exact.evaluation.PolicySystem`) and refined to a double-double
+      :math:`v_h + v_l`; one more correction d (a solve with the double-double
+      residual) gives :math:`E = \|d\| + \|\text{residual of } d\| / (1 - \beta)
+      \ge \|V_\pi - v_h - v_l\|`; the advantages of the other actions, in double-double,
+      are off by at most :math:`\gamma \|P(s,a) - P(s,\pi(s))\|_1 E` (zero for identical
+      rows); where one is surely positive the policy is improved (a certified
+      improvement step); the largest upper bound :math:`\rho \ge \|T V_\pi -
+      V_\pi\|_\infty` then gives ``error_bound`` :math:`= (\|v_l\|_\infty + E + \rho /
+      (1 - \beta))(1 + 10^{-13})` for the returned :math:`v = v_h` (the
+      :math:`10^{-13}` covers the rounding of the bound's own few operations).  For a
+      certified optimal policy (:math:`\rho = 0`) this is about half a unit in the last
+      place of the largest value, at any gamma;
+    * *value and modified policy iteration* stop when the float McQueen-Porteus bounds
+      :math:`Tv + \frac{\gamma}{1-\gamma}[\min(Tv - v), \max(Tv - v)]` put the optimal
+      values within ``tol`` times the value scale, or when their half-width is below the
+      rounding of the float iteration (:math:`\frac{\gamma}{1-\gamma} 2 (L + 3) u
+      (\max|r| + 2 \max|v|)`: more iterations cannot shrink it), and return the
+      midpoint w of the bounds with the certified bound :math:`\max(hi, -\min(lo, 0)) /
+      (1 - \beta)`, where :math:`lo \le Tw - w \le hi` in double-double.  Near gamma = 1
+      that bound cannot go below about :math:`2 u \max|v| / (1 - \gamma)`; when it
+      misses ``tol`` (and the iteration limit was not reached), the greedy policy of w
+      is certified as above and returned instead (``v`` its exact values) when its bound
+      is smaller.
+
+    ``converged`` (and ``status`` "converged") only when ``error_bound`` is within
+    ``tol`` times the value scale.  Otherwise a RuntimeWarning says why and ``status``
+    is "not_converged" when ``max_iter`` stopped the method (more iterations may help),
+    or "tol_below_rounding" when the method had finished but float64 cannot certify
+    ``tol`` at this gamma (``success`` is True, ``error_bound`` holds, the message gives
+    the tol that can be certified).  A failed LP solve gives "solver_error".
 
     Finite horizon (``horizon`` = T or ``"model"``): backward induction
     (:func:`backward_induction`) with the per-step ``discount`` (1 by default, the
@@ -259,9 +622,10 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     discount : float
         Per-step discount of the T-step problem.
     tol : float
-        Relative accuracy (times :func:`value_scale`).
+        Relative accuracy (times :func:`value_scale`) that ``error_bound`` must meet.
     max_iter : int
-        Iteration cap; reaching it leaves ``converged`` False.
+        Iteration cap (also of the certified improvement steps); reaching it leaves
+        ``converged`` False unless the bound meets ``tol`` anyway.
     k : int
         Evaluation sweeps per step of modified policy iteration.
     v0 : array (S,), optional
@@ -270,9 +634,11 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     Returns
     -------
     Result
-        ``v`` (S,), ``q`` (S, A), ``policy`` (S, A) one-hot greedy (``actions`` (S,)),
-        ``value`` = p0.v, ``iterations``, ``residual`` :math:`\|Tv - v\|_\infty`,
-        ``error_bound``, ``converged``, ``success``, ``status``, ``message``,
+        ``v`` (S,), ``q`` (S, A), ``policy`` (S, A) one-hot (``actions`` (S,)): the
+        certified policy, or for a midpoint of value iteration its greedy policy (ties to
+        the lowest action), ``value`` = p0.v, ``iterations``, ``residual``
+        :math:`\|Tv - v\|_\infty` (in double-double where certified), ``error_bound``
+        (certified, above), ``converged``, ``success``, ``status``, ``message``,
         ``method``, ``lam``.  Finite horizon: ``v`` (S,) at t = 0, ``value``,
         ``policy`` (T, S, A), ``horizon``, ``status`` "optimal".
 
@@ -306,37 +672,33 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     gamma, S = model.gamma, model.n_states
     scale = value_scale(model)
     target = tol * scale
+    acc = _AccurateBellman(model, g)
     if method == "policy_iteration":
         pi = policy_iteration(model, lam_arr, max_iter)
-        v = pi.v
-        q = _bellman(model, g, v)
-        bound = float(np.abs(q.max(axis=1) - v).max()) / (1.0 - gamma)
-        ok = pi.converged and bound <= target
-        msg = (f"policy iteration: stable after {pi.iterations} iterations, exact values "
-               f"(error bound {bound:.2e})" if ok else
-               f"policy iteration stopped after {pi.iterations} iterations (error bound "
-               f"{bound:.2e} > tol * scale = {target:.2e}); raise max_iter")
-        return _finish(model, g, v, lam_arr, method, pi.iterations, ok, msg, bound)
+        what = (f"policy iteration: stable after {pi.iterations} iterations" if pi.converged
+                else f"policy iteration: iteration limit {max_iter} reached")
+        return _certified_finish(model, g, lam_arr, method, acc, pi.policy,
+                                 max_iter - pi.iterations, pi.iterations, what, target,
+                                 scale, capped=not pi.converged)
     if method == "lp":
         v = _lp_values(model, g)
         if v is None:
-            return _finish(model, g, np.zeros(S), lam_arr, method, 1, False,
+            return _finish(model, g, np.zeros(S), lam_arr, method, 1, Status.SOLVER_ERROR,
                            "the LP solver did not return an optimum; use method="
                            "'policy_iteration'", np.inf)
-        # polish: the exact values of the LP's greedy policy (an optimal policy)
-        actions = _bellman(model, g, v).argmax(axis=1)
-        v = evaluate(model, np.eye(model.n_actions)[actions], lam_arr, check=False).lagrangian
-        bound = float(np.abs(_bellman(model, g, v).max(axis=1) - v).max()) / (1.0 - gamma)
-        ok = bound <= target
-        msg = (f"LP (HiGHS), its greedy policy evaluated exactly (error bound {bound:.2e})"
-               if ok else f"the LP's greedy policy is not optimal to tol (error bound "
-               f"{bound:.2e}); use method='policy_iteration'")
-        return _finish(model, g, v, lam_arr, method, 1, ok, msg, bound)
+        return _certified_finish(model, g, lam_arr, method, acc,
+                                 _bellman(model, g, v).argmax(axis=1), max_iter, 1,
+                                 "LP (HiGHS) optimal", target, scale)
     check_int(k, "k", 1)
     v = np.zeros(S) if v0 is None else np.array(as_float_array(
         v0, "v0", "give one value per state", shape=(S,), axes=("s",)))
     factor = gamma / (1.0 - gamma)
-    bound, it = np.inf, 0
+    # the rounding floor of the float McQueen-Porteus half-width: each component of
+    # Tv - v is computed within about (L + 3) u (|g| + |v|) (L next states), so a
+    # half-width below factor times twice that says nothing more: stop there
+    L = int(np.diff(acc.indptr).max(initial=0))
+    gmax = float(np.abs(g).max(initial=0.0))
+    bound, it, floor = np.inf, 0, 0.0
     while it < max_iter:
         it += 1
         q = _bellman(model, g, v)
@@ -345,7 +707,8 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
         lo, hi = float(diff.min()), float(diff.max())
         bound = factor * (hi - lo) / 2.0
         mid = tv + factor * (lo + hi) / 2.0  # the centre of the McQueen-Porteus bounds
-        if bound <= target or it == max_iter:
+        floor = factor * 2.0 * (L + 3) * _U * (gmax + 2.0 * float(np.abs(tv).max()))
+        if bound <= max(target, floor) or it == max_iter:
             break
         if method == "value_iteration":
             v = tv
@@ -357,9 +720,25 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
         for _ in range(int(k)):
             v = g_pi + gamma * (P_pi @ v)
     v = mid
-    ok = bound <= target
-    msg = (f"{method.replace('_', ' ')} met the McQueen-Porteus bound after {it} iterations "
-           f"(error bound {bound:.2e})" if ok else
-           f"iteration limit {max_iter} reached with error bound {bound:.2e} > tol * scale "
-           f"= {target:.2e}; raise max_iter or use method='policy_iteration'")
-    return _finish(model, g, v, lam_arr, method, it, ok, msg, bound)
+    capped = bound > max(target, floor)  # the iteration limit stopped it
+    name = method.replace("_", " ")
+    certified, residual = _mp_bound(acc, v)
+    what = (f"{name} met its stopping rule after {it} iterations" if not capped else
+            f"{name}: iteration limit {max_iter} reached")
+    status = _verdict(certified, target, capped)
+    if status == Status.CONVERGED:
+        return _finish(model, g, v, lam_arr, method, it, status,
+                       f"{what}; certified McQueen-Porteus error bound {certified:.2e}",
+                       certified, residual)
+    if not capped:
+        # the bounds around v are limited by rounding (~ u |v| / (1 - gamma)): certify
+        # the greedy policy of v by its exact values instead
+        cert = _certify(model, acc, _bellman(model, g, v).argmax(axis=1), max_iter)
+        if cert.bound <= certified:
+            return _from_certificate(model, g, lam_arr, method, cert, it,
+                                     what + " (its bounds limited by rounding)", target,
+                                     scale)
+    msg = (f"{what} with a certified error bound {certified:.2e} > tol * scale = "
+           f"{target:.2e}; raise max_iter or use method='policy_iteration'" if capped else
+           _below_rounding_message(what, certified, target, scale, gamma))
+    return _finish(model, g, v, lam_arr, method, it, status, msg, certified, residual)

@@ -1,10 +1,12 @@
 """The plain MDP solvers (``rcmdp_exact.mdp``) against QuantEcon, pymdptoolbox, each other,
-brute force and their own error bounds."""
+brute force, a 50-digit reference and their own error bounds."""
 
 from __future__ import annotations
 
 import itertools
+import warnings
 
+import mpmath as mp
 import numpy as np
 import pytest
 from helpers import examples, raises_fact
@@ -128,3 +130,188 @@ def test_bad_inputs():
         solve_mdp(m, "value_iteration", v0=np.zeros(3))
     with raises_fact(InputError, "k", ">= 1"):
         solve_mdp(m, "modified_policy_iteration", k=0)
+
+
+# ------------------------------------------------------------ a 50-digit reference
+DIGITS = 50
+
+
+def _mp_policy_values(rows, G, gam, pi):
+    """The exact values (mpmath) of the deterministic policy pi: (I - gamma P_pi) V = g_pi."""
+    S = len(pi)
+    A = len(G[0])
+    M, b = mp.eye(S), mp.matrix(S, 1)
+    for s in range(S):
+        for j, p in rows[s * A + pi[s]]:
+            M[s, j] -= gam * p
+        b[s] = G[s][pi[s]]
+    return mp.lu_solve(M, b)
+
+
+def _mp_data(model, lam=None):
+    """The model's float arrays (P, g = r - c.lam, gamma) as exact mpmath numbers."""
+    g = np.asarray(model.scalarised_reward(lam), dtype=np.float64)
+    S, A = g.shape
+    P = model.P_sparse.tocsr()
+    rows = [[(int(P.indices[k]), mp.mpf(float(P.data[k])))
+             for k in range(P.indptr[i], P.indptr[i + 1])] for i in range(S * A)]
+    G = [[mp.mpf(float(g[s, a])) for a in range(A)] for s in range(S)]
+    return rows, G, mp.mpf(float(model.gamma))
+
+
+def _reference(model, lam=None):
+    """The optimal values and an optimal policy of the MDP that the float64 arrays define
+    (every float taken as an exact number), to 50 digits: policy iteration in mpmath,
+    switching an action only when its Q-value is higher by more than 1e-40 of the sizes
+    that enter it (mpmath has no underflow, so tiny rewards are resolved too)."""
+    with mp.workdps(DIGITS):
+        rows, G, gam = _mp_data(model, lam)
+        S, A = len(G), len(G[0])
+        pi = [int(np.argmax([float(x) for x in G[s]])) for s in range(S)]
+        tie = mp.mpf(10) ** (-(DIGITS - 10))
+        for _ in range(200):
+            v = _mp_policy_values(rows, G, gam, pi)
+            q = [[G[s][a] + gam * mp.fsum(p * v[j] for j, p in rows[s * A + a])
+                  for a in range(A)] for s in range(S)]
+            size = [[abs(G[s][a]) + gam * mp.fsum(p * abs(v[j]) for j, p in rows[s * A + a])
+                     for a in range(A)] for s in range(S)]
+            new = list(pi)
+            for s in range(S):
+                best = max(range(A), key=lambda a, s=s: q[s][a])
+                if q[s][best] - q[s][pi[s]] > tie * (size[s][best] + size[s][pi[s]]):
+                    new[s] = best
+            if new == pi:
+                return [v[s] for s in range(S)], pi
+            pi = new
+    raise AssertionError("the reference policy iteration did not stop")
+
+
+def _true_error(v, ref):
+    """max_s |v(s) - v*(s)| in mpmath (v's floats are exact numbers there)."""
+    with mp.workdps(DIGITS):
+        return max(abs(mp.mpf(float(x)) - r) for x, r in zip(v, ref, strict=True))
+
+
+def _policy_loss(model, actions, ref, lam=None):
+    """max_s (v*(s) - V_pi(s)) of the deterministic policy ``actions``, to 50 digits."""
+    with mp.workdps(DIGITS):
+        rows, G, gam = _mp_data(model, lam)
+        v = _mp_policy_values(rows, G, gam, [int(a) for a in actions])
+        return max(r - v[s] for s, r in enumerate(ref))
+
+
+def _holds(err, bound, scale):
+    """err <= bound, up to the 50-digit reference's own error (1e-40 of the value scale)."""
+    with mp.workdps(DIGITS):
+        return err <= mp.mpf(float(bound)) + mp.mpf(10) ** -40 * scale
+
+
+def _fixed_models(gamma):
+    """Seeded models for the gamma sweep: Garnets with rewards of size 1, 1e6 (values up
+    to 1e6 / (1 - gamma)) and with tiny entries (1e-300, 1e-12), and a model with a
+    duplicated action (exact ties) and an absorbing terminal state."""
+    a = garnet(3, 2, 2, n_constraints=0, seed=11, gamma=gamma)
+    b = garnet(8, 3, 3, n_constraints=0, seed=12, gamma=gamma)
+    b = TabularCMDP(b.P, R=b.r * 1e6, gamma=gamma)
+    c = garnet(12, 3, 2, n_constraints=1, seed=13, gamma=gamma)
+    r = c.r.copy()
+    r[0] = 1e-300
+    r[1, 1] = 3e-12
+    r[2] *= 1e-12
+    c = TabularCMDP(c.P, R=r, C=c.c, d=c.d, gamma=gamma)
+    base = garnet(5, 2, 3, n_constraints=0, seed=14, gamma=gamma)
+    P = np.concatenate([base.P, base.P[:, :1]], axis=1)  # action 2 copies action 0
+    R = np.concatenate([base.r, base.r[:, :1]], axis=1)
+    P[4], R[4] = 0.0, 0.0
+    P[4, :, 4] = 1.0
+    d = TabularCMDP(P, R=R, gamma=gamma, terminal=[4])
+    return {"garnet": a, "rewards 1e6": b, "tiny rewards": c, "ties and terminal": d}
+
+
+@pytest.mark.parametrize("gamma", [0.99, 0.999, 0.9999, 0.99999])
+def test_error_bounds_hold_against_a_50_digit_reference(gamma):
+    """Near gamma = 1, every method's error_bound holds against the exact optimum of the
+    float data (50 digits), whether or not it converged, and a converged result is within
+    tol * scale.  Policy iteration and the LP, which end at an optimal policy, return an
+    exactly optimal policy and say so (converged, success); value and modified policy
+    iteration either converge or, where the model mixes slowly, stop at their iteration
+    limit and say that (not_converged)."""
+    for name, m in _fixed_models(gamma).items():
+        lam = 0.5 if m.n_constraints else None
+        ref, _ = _reference(m, lam)
+        scale = value_scale(m)
+        for method in MDP_METHODS:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                res = solve_mdp(m, method, lam=lam, max_iter=20_000)
+            err = _true_error(res.v, ref)
+            case = (name, method, float(err), res.error_bound, str(res.status), res.message)
+            assert _holds(err, res.error_bound, scale), case
+            if method in ("policy_iteration", "lp"):
+                assert res.converged and res.success and res.status == "converged", case
+                assert _policy_loss(m, res.actions, ref, lam) <= mp.mpf(10) ** -40 * scale, case
+            elif not res.converged:
+                assert res.status == "not_converged" and res.iterations == 20_000, case
+            if res.converged:
+                assert res.error_bound <= 1e-12 * scale, case
+
+
+def test_value_iteration_near_gamma_one_stops_at_rounding_and_certifies():
+    """At gamma = 0.99999 the float McQueen-Porteus interval of value iteration cannot
+    shrink below rounding (about u |v| / (1 - gamma)); it stops there instead of running
+    to max_iter, and its bound (of the midpoint, or of its greedy policy evaluated
+    exactly) holds against the reference, on rewards of size 1e6 too."""
+    for seed, size in ((21, 1.0), (22, 1e6)):
+        m = garnet(10, 3, 3, n_constraints=0, seed=seed, gamma=0.99999)
+        m = TabularCMDP(m.P, R=m.r * size, gamma=m.gamma)
+        ref, _ = _reference(m)
+        for method in ("value_iteration", "modified_policy_iteration"):
+            res = solve_mdp(m, method, max_iter=50_000)
+            err = _true_error(res.v, ref)
+            assert res.converged and res.iterations < 50_000, (method, res.message)
+            assert _holds(err, res.error_bound, value_scale(m)), (method, float(err),
+                                                                   res.error_bound)
+
+
+def test_a_tolerance_below_rounding_is_reported_as_such():
+    """A tol finer than float64 can certify gives status tol_below_rounding: success (the
+    method finished, its bound holds) but not converged, and a warning that gives the
+    certified bound instead of advising more iterations."""
+    m = garnet(6, 3, 3, n_constraints=0, seed=5, gamma=0.9999)
+    ref, _ = _reference(m)
+    scale = value_scale(m)
+    for method in MDP_METHODS:
+        with pytest.warns(RuntimeWarning, match="float64") as rec:
+            res = solve_mdp(m, method, tol=1e-18)
+        text = " ".join(str(w.message) for w in rec)
+        assert res.status == "tol_below_rounding" and res.success and not res.converged
+        assert "max_iter" not in text and f"{res.error_bound:.2e}" in text, text
+        assert res.error_bound > 1e-18 * scale
+        assert _holds(_true_error(res.v, ref), res.error_bound, scale), method
+
+
+@settings(max_examples=examples(15), deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), S=st.integers(1, 5), A=st.integers(1, 3),
+       gamma=st.sampled_from([0.99, 0.999, 0.9999, 0.99999, 0.999999]),
+       size=st.sampled_from([1e-6, 1.0, 1e6]), tiny=st.booleans(), lam=st.booleans())
+def test_true_error_never_exceeds_the_reported_bound(seed, S, A, gamma, size, tiny, lam):
+    """Property: on random small models near gamma = 1 (rewards of any size, some tiny),
+    no method's error_bound is ever below its true error against the 50-digit reference,
+    and converged means error_bound <= tol * scale."""
+    m = garnet(S, A, min(S, 2), n_constraints=1, seed=seed, gamma=gamma)
+    r = m.r * size
+    if tiny:
+        r[np.random.default_rng(seed).random(r.shape) < 0.4] = 1e-300
+    m = TabularCMDP(m.P, R=r, C=m.c, d=m.d, gamma=gamma)
+    mult = 0.3 if lam else None
+    ref, _ = _reference(m, mult)
+    scale = value_scale(m)
+    for method in MDP_METHODS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = solve_mdp(m, method, lam=mult, max_iter=20_000)
+        err = _true_error(res.v, ref)
+        assert _holds(err, res.error_bound, scale), (method, float(err), res.error_bound,
+                                                      res.message)
+        if res.converged:
+            assert res.error_bound <= 1e-12 * scale, (method, res.error_bound)
