@@ -170,7 +170,7 @@ SOLVER_OPTIONS = {
 
 
 def convex_rows(N: int, n: int, setup, solver: str, what: str, *, opts=None,
-                progress=None, after=None):
+                progress=None, after=None, failures: str = "raise"):
     """Solve one cvxpy problem per row; returns ``p`` (N, n), ``ok`` (N,) and statuses.
 
     ``setup(i)`` sets the parameters of row i and returns ``(problem, variable, on)``:
@@ -179,7 +179,9 @@ def convex_rows(N: int, n: int, setup, solver: str, what: str, *, opts=None,
     any other non-optimal status or a solver failure raises an :class:`InputError`.
     ``opts`` replaces :data:`SOLVER_OPTIONS` of the solver; ``progress`` shows a bar
     over the rows (None: when standard error is a terminal); ``after(i, problem)`` is
-    called after each solve (to read the problem's duals).
+    called after each solve (to read the problem's duals).  ``failures="mark"`` marks a
+    row whose solver failed or ended in another status ``ok`` False (its ``p`` zero)
+    instead of raising: the repair of a row that is judged afterwards.
     """
     import cvxpy as cp
 
@@ -200,6 +202,10 @@ def convex_rows(N: int, n: int, setup, solver: str, what: str, *, opts=None,
                 warnings.filterwarnings("ignore", "Solution may be inaccurate", UserWarning)
                 prob.solve(**opts)
         except cp.error.SolverError as exc:
+            if failures == "mark":
+                ok[i] = False
+                statuses.append("solver_error")
+                continue
             raise InputError(
                 f"the {what} of row {i} failed in solver {solver} ({exc}); use "
                 f"method='sort' (the exact solver)"
@@ -214,6 +220,9 @@ def convex_rows(N: int, n: int, setup, solver: str, what: str, *, opts=None,
                 stacklevel=4,
             )
             ok[i] = False
+        elif status != cp.OPTIMAL and failures == "mark":
+            ok[i] = False
+            continue
         elif status != cp.OPTIMAL:
             raise InputError(
                 f"the {what} of row {i} ended with status {status!r} in solver {solver}; "

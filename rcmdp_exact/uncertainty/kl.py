@@ -179,11 +179,17 @@ class _Rows:
 
     def __init__(self, Q, Y):
         self.Q, self.Y = Q, Y
-        self.on = Q > 0
         self.qsum = Q.sum(axis=1)
         self.Qn = Q / self.qsum[:, None]
-        with np.errstate(divide="ignore"):
-            self.LQ = np.where(self.on, np.log(Q) - np.log(self.qsum)[:, None], -np.inf)
+        self._lq = None
+
+    @property
+    def LQ(self):
+        """log q - log sum(q) (-inf off the support), computed when first needed."""
+        if self._lq is None:
+            with np.errstate(divide="ignore"):
+                self._lq = np.log(self.Qn)
+        return self._lq
 
     def at(self, idx, eta):
         r"""For the rows ``idx`` at ``eta``: KL(p_eta || q), the mean and variance of y
@@ -194,36 +200,51 @@ class _Rows:
         as the masses that remain become tiny).  KL as :math:`-\eta E_p[y] - \log Z`,
         or by :func:`_qphi` (no cancellation) on the rows where that difference keeps
         fewer than eight digits."""
-        full = idx.size == self.Q.shape[0]
-        Q, Y, Qn = (self.Q, self.Y, self.Qn) if full else (self.Q[idx], self.Y[idx],
-                                                            self.Qn[idx])
-        EY = Y * -eta[:, None]
+        M = self.Q.shape[0]
+        if M // 2 < idx.size < M:  # most rows: compute them all (no copies), keep idx
+            out = self.at(np.arange(M), np.bincount(idx, eta, M) + (
+                np.bincount(idx, minlength=M) == 0))
+            kl, mu, var, lz, P = out
+            return kl[idx], mu[idx], var[idx], lz[idx], P[idx]
+        full = idx.size == M
+        Q, Y, Qn, qsum = (self.Q, self.Y, self.Qn, self.qsum) if full else (
+            self.Q[idx], self.Y[idx], self.Qn[idx], self.qsum[idx])
+        EY = np.multiply(Y, -eta[:, None])
+        P = np.empty_like(EY)
         lz = np.empty(eta.size)
         near = eta <= 1.0
-        if near.all():
-            lz[:] = np.log1p(rowdot(Q, np.expm1(EY)) / self.qsum[idx])
-        else:
-            if near.any():
-                lz[near] = np.log1p(rowdot(Q[near], np.expm1(EY[near])) /
-                                    self.qsum[idx][near])
-            far = ~near
-            W = (self.LQ if full else self.LQ[idx])[far] + EY[far]
-            m = W.max(axis=1)
-            W -= m[:, None]
-            np.exp(W, out=W)
-            lz[far] = m + np.log(W.sum(axis=1))
-        U = EY
-        U -= lz[:, None]  # log(p / q) on the support
-        P = np.exp(U)
-        P *= Qn
+        for rows, is_near in ((near, True), (~near, False)):
+            if not rows.any():
+                continue
+            every = rows.all()
+            sub = EY if every else EY[rows]
+            if is_near:  # p = q (1 + expm1(-eta y)) / Z, Z = 1 + E_q[expm1(-eta y)]
+                E = np.expm1(sub)
+                z1 = rowdot(Q if every else Q[rows], E) / (qsum if every else qsum[rows])
+                lzr = np.log1p(z1)
+                E += 1.0
+                E *= Qn if every else Qn[rows]
+                E /= (1.0 + z1)[:, None]
+            else:  # log-sum-exp over log q - eta y
+                E = sub + (self.LQ if full else self.LQ[idx])[rows]
+                m = E.max(axis=1)
+                E -= m[:, None]
+                np.exp(E, out=E)
+                tot = E.sum(axis=1)
+                lzr = m + np.log(tot)
+                E /= tot[:, None]
+            if every:
+                P, lz = E, lzr
+            else:
+                P[rows], lz[rows] = E, lzr
         mu = rowdot(P, Y)
-        D = Y - mu[:, None]
+        D = np.subtract(Y, mu[:, None], out=EY)
         D *= D
         var = rowdot(P, D)
         kl = -eta * mu - lz
         fine = np.abs(kl) < 1e-8 * (eta * mu + np.abs(lz))
         if fine.any():
-            Uf = U[fine]
+            Uf = (self.Y[idx[fine]] * -eta[fine, None]) - lz[fine, None]
             kl[fine] = _qphi(Qn[fine], Uf, np.expm1(Uf)).sum(axis=1)
         return np.maximum(kl, 0.0), mu, var, lz, P
 
@@ -248,15 +269,22 @@ def _search(fam: _Rows, r: np.ndarray):
     value.
     """
     M = r.size
-    # KL(eta) <= eta^2 max Var / 2 <= eta^2 / 8 for y in [0, 1]: eta = sqrt(8 r) is
-    # feasible in exact arithmetic, the start; eta = 0 (p = q) is feasible in any
-    t = 0.5 * np.log(8.0 * r)
+    # KL(eta) ~ eta^2 Var_q(y) / 2 for small eta: the start (at least sqrt(8 r), which is
+    # feasible in exact arithmetic as KL(eta) <= eta^2 / 8 for y in [0, 1]); eta = 0
+    # (p = q) is feasible in any
+    mean = rowdot(fam.Qn, fam.Y)
+    D = fam.Y - mean[:, None]
+    D *= D
+    var_q = rowdot(fam.Qn, D)
+    del D
+    t = 0.5 * np.log(8.0 * r / np.clip(4.0 * var_q, np.finfo(float).tiny, 1.0))
+    t_min = 0.5 * np.log(8.0 * r) - 1.0  # every iterate stays above (the root is above)
     t_lo = np.full(M, -np.inf)
     t_hi = np.full(M, np.inf)
     dx_old = np.full(M, np.inf)  # the step before last (rtsafe's test)
     dx = np.full(M, np.inf)
     best_dual = np.full(M, -np.inf)
-    prim = rowdot(fam.Qn, fam.Y)  # E_p[y] at the best feasible point met
+    prim = mean.copy()  # E_p[y] at the best feasible point met
     p_out = fam.Qn.copy()
     expand = np.ones(M)  # step of the search for an open end of the bracket
     act = np.arange(M)
@@ -274,7 +302,10 @@ def _search(fam: _Rows, r: np.ndarray):
             t_hi[act] = np.where(feas, t_hi[act], np.minimum(t_hi[act], ta))
             better = feas & (mu <= prim[act])
             prim[act[better]] = mu[better]
-            p_out[act[better]] = P[better]
+            if act.size == M and better.all():
+                p_out = P
+            elif better.any():
+                p_out[act[better]] = P[better]
             gap = prim[act] - best_dual[act]
             lo, hi = t_lo[act], t_hi[act]
             both = np.isfinite(lo) & np.isfinite(hi)
@@ -296,7 +327,7 @@ def _search(fam: _Rows, r: np.ndarray):
             expand[act] = np.where(~ok & ~both, 2.0 * expand[act], expand[act])
             nxt = np.where(ok, new, half)
             nxt = np.where(nxt == ta, half, nxt)  # a stuck step halves instead
-            nxt = np.minimum(nxt, _T_MAX)
+            nxt = np.clip(nxt, t_min[act], _T_MAX)
             dx_old[act] = np.where(ok | both, dx[act], np.inf)
             dx[act] = np.abs(nxt - ta)
             t[act] = nxt
@@ -381,9 +412,10 @@ def _lp_problem(m: int):
     return cp.Problem(cp.Minimize(zz @ p), cons), p, q, zz, r
 
 
-def _lp_rows(Q, Z, r, sup, duals=None):
+def _lp_rows(Q, Z, r, sup, duals=None, failures: str = "raise"):
     """One exponential-cone program per row; ``duals`` (N,), if given, receives the
-    multiplier beta of each row's KL constraint (nan where the radius is 0)."""
+    multiplier beta of each row's KL constraint (nan where the radius is 0);
+    ``failures`` as in :func:`convex_rows`."""
     N, n = Q.shape
 
     def setup(i):
@@ -408,7 +440,8 @@ def _lp_rows(Q, Z, r, sup, duals=None):
 
     if pos.size:
         p[pos], ok[pos], _ = convex_rows(pos.size, n, lambda i: setup(pos[i]), "CLARABEL",
-                                         what, progress=False, after=after)
+                                         what, progress=False, after=after,
+                                         failures=failures)
     viol = np.maximum(simplex_violation(p, sup), kl_divergence(np.maximum(p, 0.0), Q) - r)
     ok = recheck(viol, ok, 1e-7, what)
     return p, rowdot(p, Z), ok
@@ -430,7 +463,8 @@ def _repair(Q, Z, r, sup, bad, p, val, dual, gap, ok):
     beta = np.empty(bad.size)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # judged below, row by row
-        lp_p, lp_val, lp_ok = _lp_rows(Q[bad], Z[bad], r[bad], sup[bad], duals=beta)
+        lp_p, lp_val, lp_ok = _lp_rows(Q[bad], Z[bad], r[bad], sup[bad], duals=beta,
+                                       failures="mark")
         lp_dual = np.where(np.isfinite(beta) & (beta > 0),
                            kl_dual_value(Q[bad], Z[bad], r[bad], np.where(beta > 0, beta, 1.0)),
                            -np.inf)
