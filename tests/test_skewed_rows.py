@@ -70,14 +70,14 @@ def kl_reference(q, z, r):
         lq = np.where(sup, np.log(q), -np.inf) - np.log(qs)[:, None]
 
     def dual(t):
-        b = np.exp(t)
-        W = lq - y / b[:, None]
-        m = W.max(axis=1)
-        lse = m + np.log(np.exp(W - m[:, None]).sum(axis=1))
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(all="ignore"):  # beta of 1e-326 and 1e26 at the ends
+            b = np.exp(t)
+            W = lq - y / b[:, None]
+            m = W.max(axis=1)
+            lse = m + np.log(np.exp(W - m[:, None]).sum(axis=1))
             e = (q * np.expm1(-y / b[:, None])).sum(axis=1) / qs
-        lse = np.where(b > 1.0, np.log1p(e), lse)
-        return -b * lse - b * r
+            lse = np.where(b > 1.0, np.log1p(e), lse)
+            return -b * lse - b * r
 
     a, c = np.full(r.size, -750.0), np.full(r.size, 60.0)
     g = (math.sqrt(5.0) - 1.0) / 2.0
