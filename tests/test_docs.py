@@ -146,3 +146,7 @@ def test_site_builds_without_warnings(tmp_path):
     assert (tmp_path / "html" / "cli.html").exists()
     cli = (tmp_path / "html" / "cli.html").read_text("utf-8")
     assert "rcmdp verify" in cli and "--tol" in cli
+    # formulas render without a network: MathJax is served from the site itself
+    page = (tmp_path / "html" / "sets.html").read_text("utf-8")
+    assert "_static/mathjax/tex-chtml.js" in page and "cdn." not in page
+    assert (tmp_path / "html" / "_static" / "mathjax" / "tex-chtml.js").is_file()
