@@ -27,13 +27,43 @@ Error classes (importable from :mod:`rcmdp_exact`):
 
 from __future__ import annotations
 
+import math
 import numbers
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-import scipy.sparse as sp
+
+class _Numpy:
+    """numpy, imported at the first use of ``np`` in this module.
+
+    The checks of paths and plain numbers need no numpy, and the command line runs them
+    before any heavy import, so that a bad argument is refused at once; the first
+    attribute read replaces this stand-in by numpy itself (no cost afterwards).
+    """
+
+    def __getattr__(self, attr):
+        import numpy
+
+        globals()["np"] = numpy
+        return getattr(numpy, attr)
+
+
+np = _Numpy()
+
+
+def _numpy_loaded():
+    """numpy if it is imported already, else None (an object of a numpy type implies
+    that numpy is imported, so a check needs no import to tell)."""
+    return sys.modules.get("numpy")
+
+
+def _is_sparse(x) -> bool:
+    """True for a scipy.sparse matrix or array (scipy.sparse is not imported for it: a
+    sparse object implies that it is)."""
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and bool(sparse.issparse(x))
 
 __all__ = [
     "ImproperPolicyError",
@@ -56,6 +86,7 @@ __all__ = [
     "check_shape",
     "check_support",
     "check_type",
+    "interval_text",
     "plain",
     "readonly",
     "rng_from",
@@ -88,7 +119,8 @@ class OutputPathError(InputError):
 # --------------------------------------------------------------------------- messages
 def plain(x):
     """A numpy scalar as the Python number it holds (for messages)."""
-    return x.item() if isinstance(x, np.generic) else x
+    numpy = _numpy_loaded()
+    return x.item() if numpy is not None and isinstance(x, numpy.generic) else x
 
 
 def where(axes: Sequence[str], idx) -> str:
@@ -124,7 +156,7 @@ NORMALIZE_TOLERANCE = 1e-4
 # --------------------------------------------------------------------------- arrays
 def as_array(x, name: str, fix: str) -> np.ndarray:
     """``np.asarray(x)``, or an :class:`InputError` for sparse, ragged or odd input."""
-    if sp.issparse(x):
+    if _is_sparse(x):
         raise InputError(
             f"{name} must be a dense array here, got a scipy.sparse {type(x).__name__}; {fix}"
         )
@@ -317,19 +349,26 @@ def check_real(value, name: str, low: float | None = None, high: float | None = 
     ``low_open`` / ``high_open`` exclude the end points.
     """
     ok_type = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    if not ok_type and isinstance(value, np.ndarray) and value.ndim == 0 \
-            and value.dtype.kind in "iuf":
+    numpy = _numpy_loaded()
+    if not ok_type and numpy is not None and isinstance(value, numpy.ndarray) \
+            and value.ndim == 0 and value.dtype.kind in "iuf":
         ok_type = True
     v = float(value) if ok_type else None
-    if v is None or not np.isfinite(v) \
+    if v is None or not math.isfinite(v) \
             or (low is not None and (v < low or (low_open and v == low))) \
             or (high is not None and (v > high or (high_open and v == high))):
-        lo = "-inf" if low is None else f"{low:g}"
-        hi = "inf" if high is None else f"{high:g}"
-        interval = f"{'(' if low_open or low is None else '['}{lo}, {hi}" \
-                   f"{')' if high_open or high is None else ']'}"
+        interval = interval_text(low, high, low_open=low_open, high_open=high_open)
         raise InputError(f"{name} must be a number in {interval}, got {plain(value)!r}{hint}")
     return v
+
+
+def interval_text(low: float | None = None, high: float | None = None, *,
+                  low_open: bool = False, high_open: bool = False) -> str:
+    """The interval of :func:`check_real` as text: ``[0, inf)``, ``(0, 1)``."""
+    lo = "-inf" if low is None else f"{low:g}"
+    hi = "inf" if high is None else f"{high:g}"
+    return (f"{'(' if low_open or low is None else '['}{lo}, {hi}"
+            f"{')' if high_open or high is None else ']'}")
 
 
 def check_choice(value, name: str, choices: Sequence[str], hint: str = ""):

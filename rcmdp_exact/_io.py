@@ -30,8 +30,6 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-import numpy as np
-
 from ._checks import InputError
 
 __all__ = ["LoadError", "find_file", "load_json", "load_npz", "npz_path", "require_file",
@@ -105,6 +103,8 @@ def write_atomic(path, write) -> Path:
 
 def save_npz(path, arrays: dict, fmt: str, *, compressed: bool = False) -> Path:
     """Write ``arrays`` and ``format = fmt`` to ``npz_path(path)`` atomically; return it."""
+    import numpy as np
+
     p = npz_path(path)
     data = {"format": np.array(fmt), **arrays}
     return write_atomic(p, lambda fh: (np.savez_compressed if compressed else np.savez)(
@@ -185,6 +185,8 @@ def load_npz(path, formats, what: str, legacy_keys=()) -> dict:
         Naming the path and ``what``: missing, a folder, unreadable, truncated, not an
         ``.npz`` archive, pickled content, or another kind of archive.
     """
+    import numpy as np
+
     formats = (formats,) if isinstance(formats, str) else tuple(formats)
     p = require_file(path, (".npz",), what)
     shown = str(path)

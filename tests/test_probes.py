@@ -337,6 +337,29 @@ def test_report_removes_the_stale_files_of_another_report_only(store, tmp_path, 
     assert (rep / "report.md").stat().st_mode & 0o777 == 0o666 & ~mask
 
 
+def test_reproduce_into_a_folder_of_your_files_refuses_before_any_work(tmp_path, reference):
+    """``rcmdp reproduce --out DIR`` whose new store would sit in DIR: report files that
+    are there (a report.md of your own, a figure) were not written by that store, which
+    does not exist yet, so they are existing outputs: one line, exit status 2, nothing
+    created or touched.  The same rule as ``report`` and ``reproduce --db ELSEWHERE``."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.md").write_text("my own notes")
+    (out / "test_1A.png").write_bytes(b"my figure")
+    line = one_line(rcmdp(tmp_path, "reproduce", *SMALL, "--workers", "1", "--out", "out",
+                          timeout=60))
+    has(line, "--out", "report.md", "test_1A.png", "did not write", "--force")
+    assert sorted(p.name for p in out.iterdir()) == ["report.md", "test_1A.png"]
+    assert (out / "report.md").read_text() == "my own notes"
+    # a reproduction's own folder (its store beside a report without the marker, as
+    # written before the marker existed) resumes without --force
+    shutil.copy(reference / "runs.sqlite", out / "runs.sqlite")
+    proc = rcmdp(tmp_path, "reproduce", *SMALL, "--workers", "1", "--out", "out")
+    assert proc.returncode == 0, proc.stderr
+    assert "0 jobs computed" in proc.stdout
+    assert (out / "report.md").read_text() == (reference / "report.md").read_text()
+
+
 # --------------------------------------------------------------------------- workers
 def _children(pid: int) -> list[int]:
     out = []

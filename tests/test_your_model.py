@@ -486,6 +486,9 @@ def test_which_report_files_are_existing_outputs(tmp_path):
     (out / "table1.csv").write_text("x")
     # report files of an unknown store: existing outputs, unless the store is beside them
     assert "unknown results store" in foreign_report(out, tmp_path / "a.sqlite")
+    # ... and exists already: a store that does not exist has written nothing
+    assert "did not write" in foreign_report(out, out / "runs.sqlite")
+    (out / "runs.sqlite").write_bytes(b"")
     assert foreign_report(out, out / "runs.sqlite") is None
     (out / REPORT_MARKER).write_text(json.dumps({"store": str((tmp_path / "a.sqlite")
                                                              .resolve())}))
@@ -543,6 +546,33 @@ def test_train_judges_a_trainer_of_your_own(files):
     line = next(x for x in proc.stdout.splitlines()
                 if x.startswith("trained, stochastic (true)"))
     assert float(line.split()[3]) == pytest.approx(policy_values(g, pi)[0], abs=5e-4)
-    line = one_line(rcmdp(files, "train", "--model", "m.npz", "pg", "--trainer", STANDIN,
-                          "--episodes", "2", "--no-bracket", "--out", "r"))
-    has(line, "--out", "no save(path) method", "--trainer")
+
+def test_train_keeps_what_a_trainer_without_save_trained(files):
+    """A trainer's result without save(): the output is checked before any work, and
+    after the training what can always be saved is saved (the policy table, its exact
+    evaluation, the numeric records, as a Result archive), with one warning line; the
+    training is never lost to the missing method."""
+    assert one_line(rcmdp(files, "train", "--model", "m.npz", "pg", "--trainer", STANDIN,
+                          "--out", "no/r")).count("does not exist") == 1
+    proc = rcmdp(files, "train", "--model", "m.npz", "pg", "--trainer", STANDIN,
+                 "--episodes", "2", "--no-bracket", "--no-progress", "--out", "r")
+    assert proc.returncode == 0, proc.stderr
+    warning = one_line(proc, code=0)
+    has(warning, "rcmdp train: warning:", "no save(path) method", STANDIN, "r.npz",
+        "Result.load")
+    assert "wrote r.npz" in proc.stdout
+    res = rx.Result.load(files / "r.npz")
+    sys.path.insert(0, TESTS_DIR)
+    try:
+        from test_experiments_standin import standin_train
+    finally:
+        sys.path.remove(TESTS_DIR)
+    nominal = rx.estimate(rx.TabularCMDP.load(files / "m.npz"), 100, seed=0).nominal
+    pi = standin_train(nominal, "pg", seed=0, episodes=2).policy_table()
+    np.testing.assert_array_equal(res.policy, pi)
+    assert res.algorithm == "pg" and res.trainer == STANDIN and res.episodes == 2
+    line = next(x for x in proc.stdout.splitlines()
+                if x.startswith("trained, stochastic (true)"))
+    assert float(line.split()[3]) == pytest.approx(
+        res.evaluation["true"]["stochastic"]["value"], abs=5e-4)
+    assert res.records["return"].shape == (2,)
