@@ -74,7 +74,9 @@ __all__ = [
     "as_array",
     "as_float_array",
     "check_choice",
+    "check_client",
     "check_distributions",
+    "check_fields",
     "check_finite",
     "check_indices",
     "check_int",
@@ -391,6 +393,55 @@ def check_type(value, name: str, cls, fix: str):
         what = cls.__name__ if isinstance(cls, type) else " or ".join(c.__name__ for c in cls)
         raise InputError(f"{name} must be of type {what}, got {type(value).__name__}; {fix}")
     return value
+
+
+def check_fields(value, name: str, fields: Sequence[str], fix: str) -> tuple:
+    """The numbers ``value[f]`` for ``f`` in ``fields`` of a result (a
+    :class:`~rcmdp_exact.Result` or any mapping), as floats (inf allowed, NaN refused).
+
+    Anything else (a list, a mapping without one of the fields, a field that is not a
+    number) is an :class:`InputError` naming ``name``, what it is and what is missing;
+    ``fix`` says what to give instead.
+    """
+    from collections.abc import Mapping
+
+    if not isinstance(value, Mapping):
+        raise InputError(f"{name} must be a result with the fields {', '.join(fields)}, "
+                         f"got a {type(value).__name__}; {fix}")
+    missing = [f for f in fields if f not in value]
+    if missing:
+        raise InputError(f"{name} has no field {', '.join(map(repr, missing))} (it has "
+                         f"{', '.join(map(repr, list(value)[:8])) or 'none'}); {fix}")
+    out = []
+    for f in fields:
+        x = value[f]
+        numpy = _numpy_loaded()
+        number = (isinstance(x, numbers.Real) and not isinstance(x, bool)) or (
+            numpy is not None and isinstance(x, numpy.ndarray) and x.ndim == 0
+            and x.dtype.kind in "iuf")
+        if not number or math.isnan(float(x)):
+            raise InputError(f"{name}[{f!r}] = {plain(x)!r} is not a number; {fix}")
+        out.append(float(x))
+    return tuple(out)
+
+
+def check_client(client, name: str = "client"):
+    """``client`` if it is None or a Dask client: a ``distributed.Client`` or an object
+    with the methods ``scatter`` and ``submit`` that the toolkit calls; else an
+    :class:`InputError` (before any work, not at the first ``scatter``)."""
+    if client is None:
+        return None
+    distributed = sys.modules.get("distributed")
+    if distributed is not None and isinstance(client, distributed.Client):
+        return client
+    lacks = [m for m in ("scatter", "submit") if not callable(getattr(client, m, None))]
+    if lacks:
+        raise InputError(
+            f"{name} must be a Dask client (distributed.Client), got a "
+            f"{type(client).__module__}.{type(client).__name__} without "
+            f"{' and '.join(m + '()' for m in lacks)}; connect one with "
+            f"distributed.Client('tcp://HOST:PORT') or give {name}=None (no cluster)")
+    return client
 
 
 # --------------------------------------------------------------------------- seeds

@@ -224,7 +224,7 @@ def sweep(store, jobs, *, trainer=None, workers: int | None = None,
     OutputPathError
         The store cannot be written (read-only, full disk); what was stored stays.
     """
-    from .._checks import check_choice, check_int
+    from .._checks import check_choice, check_client, check_int
     from .._progress import progress_default, tqdm
     from .run import check_trainer
 
@@ -237,6 +237,7 @@ def sweep(store, jobs, *, trainer=None, workers: int | None = None,
         backend = ("dask" if client is not None or address is not None
                    else "joblib" if workers > 1 else "serial")
     check_choice(backend, "backend", BACKENDS)
+    check_client(client)
     unique = {}
     for job in jobs:
         unique.setdefault(job.key, job)

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._checks import check_choice, check_int, check_real
+from .._checks import check_choice, check_client, check_int, check_real
 from .._progress import progress_default, tqdm
 from .._result import Result
 from ..domains import (
@@ -292,6 +292,7 @@ def _check_common(opts: dict, given: dict) -> None:
                low_open=True)
     check_int(opts["max_boxes"], "max_boxes", 1)
     check_choice(opts["set_kind"], "set_kind", SET_KINDS)
+    check_client(opts["client"])
 
 
 #: Former parameter names of :func:`ground_truth_table` (deprecated) and their new names.
