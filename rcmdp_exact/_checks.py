@@ -73,6 +73,7 @@ __all__ = [
     "OutputPathError",
     "as_array",
     "as_float_array",
+    "bytes_text",
     "check_choice",
     "check_client",
     "check_distributions",
@@ -80,6 +81,7 @@ __all__ = [
     "check_finite",
     "check_indices",
     "check_int",
+    "check_memory",
     "check_nonnegative",
     "check_out_path",
     "check_real",
@@ -371,6 +373,36 @@ def interval_text(low: float | None = None, high: float | None = None, *,
     hi = "inf" if high is None else f"{high:g}"
     return (f"{'(' if low_open or low is None else '['}{lo}, {hi}"
             f"{')' if high_open or high is None else ']'}")
+
+
+def bytes_text(n: float) -> str:
+    """A number of bytes for people: ``4 GiB``, ``36 TiB``, ``6.6e+21 TiB``."""
+    units = ("bytes", "KiB", "MiB", "GiB", "TiB")
+    k = 0
+    n = float(n)
+    while n >= 1024 and k < len(units) - 1:
+        n /= 1024
+        k += 1
+    if n >= 1e6:
+        return f"{n:.2g} {units[k]}"
+    return f"{n:.0f} {units[k]}" if k == 0 or n >= 100 else f"{n:.3g} {units[k]}"
+
+
+def check_memory(n: int, item_bytes: int, limit: int, name: str, what: str, fix: str,
+                 limit_name: str = "") -> None:
+    """Refuse, before any work, ``n`` items of ``item_bytes`` each held in memory at once
+    when they exceed ``limit`` bytes.  The message names the argument ``name`` and its
+    value, the memory it would need for ``what`` (the items), the limit
+    (``limit_name``, where it is set) and the largest ``n`` within it; ``fix`` says how
+    to work within it."""
+    need = int(n) * int(item_bytes)
+    if need > limit:
+        most = limit // max(int(item_bytes), 1)
+        where = f" ({limit_name})" if limit_name else ""
+        raise InputError(
+            f"{name} = {plain(n):,} would hold {bytes_text(need)} of {what} in memory "
+            f"({int(item_bytes):,} bytes each), above the limit of {bytes_text(limit)}"
+            f"{where}; give {name} <= {most:,}{fix}")
 
 
 def check_choice(value, name: str, choices: Sequence[str], hint: str = ""):

@@ -209,3 +209,28 @@ def test_a_valid_entropy_is_accepted(value):
                           "--entropy", value, "--out", "no/x"], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 2 and "does not exist" in out.stderr, out.stderr
+
+
+# --------------------------------------------------------------------------- sizes
+@pytest.mark.parametrize("n", [10**30, 10**12])
+@pytest.mark.parametrize("call", [
+    lambda m, n: rx.estimate(m, n, seed=0),
+    lambda m, n: rx.collect_counts(m, n, seed=0),
+    lambda m, n: rollout(m, np.full((m.n_states, m.n_actions), 1 / m.n_actions), n, 0),
+])
+def test_episodes_beyond_memory_are_refused_before_any_work(call, n):
+    """A raw numpy error or a MemoryError for 36 TiB, before: now one InputError naming
+    the argument, the memory it needs, the limit and the largest count within it."""
+    import time
+
+    from rcmdp_exact.names import MAX_ROLLOUT_BYTES
+    from rcmdp_exact.sampling import STEP_BYTES
+
+    m = domains.safe_navigation_1()
+    most = MAX_ROLLOUT_BYTES // (STEP_BYTES * m.horizon)
+    t0 = time.perf_counter()
+    with raises_fact(InputError, "n_episodes", f"{n:,}", "TiB", "limit of 4 GiB",
+                     "MAX_ROLLOUT_BYTES", f"n_episodes <= {most:,}"):
+        call(m, n)
+    assert time.perf_counter() - t0 < 1.0
+    assert call(m, 3) is not None  # a small count runs
