@@ -576,3 +576,66 @@ def test_train_keeps_what_a_trainer_without_save_trained(files):
     assert float(line.split()[3]) == pytest.approx(
         res.evaluation["true"]["stochastic"]["value"], abs=5e-4)
     assert res.records["return"].shape == (2,)
+
+
+# --------------------------------------------------------------------------- no constraints
+def test_a_model_without_constraints_goes_through_the_protocol(tmp_path):
+    """K = 0 (a plain MDP): the ground-truth jobs failed with an IndexError and the
+    command said "run again to retry".  Now the protocol runs: the penalised return is
+    the value, the pooled bound and each setting's optimum are the T-step optimum of the
+    reward alone (certified gap 0), the training job's optimum is the MDP optimum, and
+    the bracket closes on the robust optimum."""
+    from rcmdp_exact.experiments import GroundTruthSpec, plan
+    from rcmdp_exact.experiments.groundtruth import run_ground_truth
+    from rcmdp_exact.experiments.user import load_problem, spec_options
+
+    g = garnet_model()
+    free = rx.TabularCMDP(g.P, g.R, np.zeros((6, 3, 6, 0)), np.zeros(0), gamma=g.gamma,
+                          horizon=g.horizon)
+    assert free.n_constraints == 0
+    free.save(tmp_path / "free.npz")
+    problem = load_problem(tmp_path / "free.npz")
+    jobs = plan(["model"], ["pg"], 1, 2, quick=True, **spec_options(problem))
+    out = {j.kind: run_ground_truth(j) for j in jobs if isinstance(j, GroundTruthSpec)}
+    P = np.asarray(free.P)
+    live = ~np.asarray(free.terminal)
+    r = np.einsum("sat,sat->sa", P, np.asarray(free.R)) * live[:, None]
+    V = np.zeros(free.n_states)
+    for _ in range(free.horizon):  # the T-step optimum of the reward, by a plain loop
+        V = (r + np.einsum("sat,t->sa", P, V) * live[:, None]).max(axis=1)
+    T_opt = float(free.p0 @ V)
+    bound = out["suite"]["bound"]
+    assert bound["lam"] == 0.0 and bound["budget"] == 0.0
+    assert bound["bound"] == pytest.approx(bound["lower"], abs=1e-12)
+    row = out["suite"]["rows"][0]
+    assert row["optimum"] == pytest.approx(bound["bound"], abs=1e-12)
+    assert row["cost"] == 0.0 and row["overshoot"] == 0.0
+    assert bound["bound"] == pytest.approx(T_opt, abs=1e-9)
+    assert out["training"]["value"] == pytest.approx(rx.solve_mdp(free).value, abs=1e-9)
+    assert out["training"]["multiplier"] == 0.0
+    br = out["bracket"]
+    assert br["status"] == "bracket" and br["lower"] == pytest.approx(br["upper"], abs=1e-6)
+
+
+def test_a_failure_of_the_job_itself_is_not_called_retryable(tmp_path):
+    """A job is a pure function of its specification: an error of its own computation
+    comes back on every run, so the command does not say "run again to retry" for it;
+    a failure of the machine (OSError, MemoryError, a lost worker) does."""
+    (tmp_path / "failing.py").write_text(
+        "def deterministic(model, algorithm, **kwargs):\n"
+        "    raise ValueError('a defect of this trainer')\n\n\n"
+        "def disk_full(model, algorithm, **kwargs):\n"
+        "    raise OSError(28, 'No space left on device')\n")
+    garnet_model().save(tmp_path / "m.npz")
+    for trainer, says, never in (("deterministic", "in their own computation",
+                                  "retry"),
+                                 ("disk_full", "run the same command again to retry",
+                                  "own computation")):
+        proc = rcmdp(tmp_path, "reproduce", "--model", "m.npz", "--trainer",
+                     f"failing:{trainer}", "--algorithms", "pg", "--seeds", "1",
+                     "--episodes", "2", "--quick", "--no-progress", "--workers", "1",
+                     "--out", f"out_{trainer}")
+        assert proc.returncode == 1, proc.stderr
+        last = proc.stderr.strip().splitlines()[-1]
+        has(last, "1 jobs failed", says)
+        assert never not in last, last

@@ -269,7 +269,16 @@ def run(args: argparse.Namespace) -> int:
     for p in rep.paths:
         print(f"wrote {p}")
     if summary.failed:
-        print(f"{len(summary.failed)} jobs failed (their errors are printed above); run "
-              f"the same command again to retry them", file=sys.stderr)
+        again = set(summary.transient)
+        lasting = [key for key, _ in summary.failed if key not in again]
+        if again:
+            print(f"{len(again)} jobs failed for the machine's sake (a lost worker, a full "
+                  f"disk, no memory; printed above); run the same command again to retry "
+                  f"them", file=sys.stderr)
+        if lasting:
+            print(f"{len(lasting)} jobs failed in their own computation (printed above), "
+                  f"which running the command again repeats (a job is a pure function of "
+                  f"its specification): change the inputs or the options that made it "
+                  f"fail, or report it with the printed error", file=sys.stderr)
         return 1
     return 0
