@@ -26,7 +26,7 @@ import sys
 from . import __version__
 
 #: Modules of :mod:`rcmdp_exact.commands`, in the order ``rcmdp --help`` lists them.
-COMMANDS = ("evaluate", "verify", "ground_truth", "train", "reproduce", "report")
+COMMANDS = ("evaluate", "verify", "ground_truth", "train", "reproduce", "report", "recover")
 
 
 #: Arguments that are numbers, not options, although they start with "-": negative

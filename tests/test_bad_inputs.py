@@ -166,6 +166,9 @@ print(code, *heavy)
     (["report", "--db", "folder", "--out", "r"], ["--db 'folder'", "is a folder"]),
     (["report", "--db", "missing", "--out", "r"], ["--db 'missing'", "does not exist"]),
     (["report", "--db", "x", "--out", "afile"], ["--out 'afile'", "existing file"]),
+    (["recover", "--db", ""], ["--db is empty"]),
+    (["recover", "--db", "folder"], ["--db 'folder'", "is a folder"]),
+    (["recover", "--db", "missing"], ["--db 'missing'", "does not exist"]),
     (["evaluate", "--model", "missing"], ["--model 'missing'", "does not exist"]),
     (["verify", "--model", ""], ["--model is empty"]),
 ])

@@ -589,7 +589,55 @@ def test_a_damaged_store_file_is_one_line_that_says_how_to_recover(store, tmp_pa
     for args in (["report", "--db", store, "--out", "rep"],
                  ["reproduce", *SMALL, "--workers", "1", "--out", "out"]):
         line = one_line(rcmdp(tmp_path, *args))
-        has(line, "runs.sqlite", "is damaged", "mv ", ".recover", "rcmdp reproduce again")
+        has(line, "runs.sqlite", "is damaged", "rcmdp recover --db", "runs.sqlite.damaged",
+            "rcmdp reproduce again")
+
+
+@pytest.mark.parametrize("damage", ["intact", "one page", "truncated"])
+def test_rcmdp_recover_keeps_the_readable_jobs_and_reproduce_recomputes_the_rest(
+        store, tmp_path, reference, damage):
+    """The advice of the line above, followed: ``rcmdp recover --db`` copies the jobs
+    that can be read and match their checksums into a new store (through Python's
+    sqlite3, not the sqlite3 program, whose ``.recover`` fails on this schema with
+    sqlite3 3.40) and keeps the damaged file beside it; ``rcmdp reproduce`` then
+    recomputes exactly the missing jobs, and the store and the table are the undamaged
+    ones.  An intact store comes out whole."""
+    data = store.read_bytes()
+    page = 4096
+    if damage == "one page":  # a page in the middle: the jobs on it are lost
+        mid = (len(data) // page) // 2
+        store.write_bytes(data[:mid * page] + b"garbage!" * (page // 8)
+                          + data[(mid + 1) * page:])
+    elif damage == "truncated":
+        store.write_bytes(data[:len(data) * 2 // 3])
+    damaged = store.read_bytes()
+    proc = rcmdp(tmp_path, "recover", "--db", store)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    line = proc.stdout.strip()
+    assert len(line.splitlines()) == 1, line
+    kept = store.with_name("runs.sqlite.damaged")
+    assert kept.read_bytes() == damaged  # kept as it was, only read
+    assert store.exists()
+    assert not list(store.parent.glob(".runs.sqlite.recovering*"))
+    con = sqlite3.connect(store)
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    con.close()
+    recovered = _n(store) + _n(store, "ground_truth")
+    if damage == "intact":
+        has(line, "recovered every job", "7 finished jobs", "runs.sqlite.damaged")
+        assert _dump(store) == _dump(reference / "runs.sqlite")
+    else:
+        has(line, f"recovered {recovered} finished jobs", "rcmdp reproduce",
+            "runs.sqlite.damaged")
+        assert recovered < 7
+    again = rcmdp(tmp_path, "recover", "--db", store)  # the damaged file is kept: refused
+    has(one_line(again), "runs.sqlite.damaged", "exists", "move it away")
+    proc = rcmdp(tmp_path, "reproduce", *SMALL, "--workers", "1", "--out", "out")
+    assert proc.returncode == 0, proc.stderr
+    assert f"{7 - recovered} jobs computed, {recovered} already stored" in proc.stdout
+    assert _dump(store) == _dump(reference / "runs.sqlite")
+    assert (tmp_path / "out" / "table1.csv").read_bytes() == \
+        (reference / "table1.csv").read_bytes()
 
 
 def test_a_changed_float_is_named_left_out_and_recomputed(store, tmp_path, reference):
