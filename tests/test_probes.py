@@ -640,6 +640,35 @@ def test_rcmdp_recover_keeps_the_readable_jobs_and_reproduce_recomputes_the_rest
         (reference / "table1.csv").read_bytes()
 
 
+SITE_FULL_RECOVERY = '''\
+"""Test only: a full disk for the new store of rcmdp recover (SQLite's page limit)."""
+import sqlite3
+
+_connect = sqlite3.connect
+
+
+def connect(database, *args, **kwargs):
+    conn = _connect(database, *args, **kwargs)
+    if ".recovering." in str(database):
+        conn.execute("PRAGMA max_page_count = 4")
+    return conn
+
+
+sqlite3.connect = connect
+'''
+
+
+def test_rcmdp_recover_on_a_full_disk_changes_nothing(store, tmp_path):
+    before = store.read_bytes()
+    site = _site(tmp_path, SITE_FULL_RECOVERY)
+    line = one_line(rcmdp(tmp_path, "recover", "--db", store, env=_env([site])))
+    has(line, "the recovered store cannot be written", "database or disk is full",
+        "is not changed", "rcmdp recover again")
+    assert sorted(p.name for p in store.parent.iterdir() if "-" not in p.name) == \
+        ["runs.sqlite"]
+    assert store.read_bytes() == before
+
+
 def test_a_changed_float_is_named_left_out_and_recomputed(store, tmp_path, reference):
     """One float of a test row and one float of a ground-truth result change (SQLite's
     integrity check still passes): ``report`` names both jobs (key and kind) in one

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
-    from .._checks import InputError, check_out_path
+    from .._checks import InputError, OutputPathError, check_out_path
 
     parser = args._parser
     if not str(args.db).strip():
@@ -54,7 +54,13 @@ def run(args: argparse.Namespace) -> int:
     tmp = db.with_name(f".{db.name}.recovering.{os.getpid()}")
     args._interrupted = f"{db} is not changed"
     try:
-        counts = recover_store(db, tmp)
+        try:
+            counts = recover_store(db, tmp)
+        except (InputError, OSError) as exc:  # a full disk, a folder that turned read-only
+            raise OutputPathError(
+                f"the recovered store cannot be written beside {str(db)!r} ({exc}); "
+                f"{str(db)!r} is not changed: fix the cause (free space, a writable "
+                f"folder) and run rcmdp recover again") from None
         for side in sides:  # the damaged file with its WAL, which belongs to it
             if Path(str(db) + side).exists():
                 os.replace(str(db) + side, str(kept) + side)
