@@ -364,7 +364,8 @@ class Result(dict):
             found = data.get("format") if isinstance(data, dict) else type(data).__name__
             raise InputError(f"the JSON is not a saved Result (format {found!r}, expected "
                              f"{FORMAT!r}); give the output of Result.to_json()")
-        return decode(data["result"])
+        return _saved_result(data, InputError, "the JSON",
+                             "give the output of Result.to_json()")
 
     def to_frame(self, arrays: str = "elements"):
         """A one-row :class:`pandas.DataFrame` of :meth:`to_flat` (needs pandas).
@@ -410,16 +411,14 @@ class Result(dict):
             data = load_npz(p, FORMAT, what)
             arrays = {k: v for k, v in data.items() if k not in ("format", "structure")}
             try:
-                return decode(json.loads(str(data["structure"])), arrays=arrays)
+                tree = {"result": json.loads(str(data["structure"]))}
             except (KeyError, ValueError, TypeError) as exc:
                 raise LoadError(f"{str(path)!r} is not {what}: its content is damaged "
                                 f"({exc})") from None
+            return _saved_result(tree, LoadError, repr(str(path)),
+                                 f"give the path of {what}", arrays)
         data = load_json(p, FORMAT, what)
-        try:
-            return decode(data["result"])
-        except (KeyError, ValueError, TypeError) as exc:
-            raise LoadError(f"{str(path)!r} is not {what}: its content is damaged "
-                            f"({exc})") from None
+        return _saved_result(data, LoadError, repr(str(path)), f"give the path of {what}")
 
     def __repr__(self) -> str:
         if not self:
@@ -433,6 +432,23 @@ class Result(dict):
                 text = repr(val).replace("\n", "\n" + " " * (width + 2))
             lines.append(f"{key.rjust(width)}: {text}")
         return "\n".join(lines)
+
+
+def _saved_result(data: dict, error, where: str, fix: str, arrays=None) -> Result:
+    """The :class:`Result` of the ``"result"`` entry of a saved form; ``error`` (with
+    ``where``, the text or the file, and ``fix``) when the entry is missing, damaged or
+    holds anything but a result (``{"format": ..., "result": 5}`` is not one)."""
+    if "result" not in data:
+        raise error(f"{where} has a Result's format but no 'result' entry; {fix}")
+    try:
+        value = decode(data["result"], arrays=arrays)
+    except (KeyError, ValueError, TypeError, IndexError) as exc:
+        raise error(f"{where} is not a saved Result: its content is damaged ({exc}); "
+                    f"{fix}") from None
+    if not isinstance(value, Result):
+        raise error(f"{where} holds a {type(value).__name__} where a Result was expected "
+                    f"(a tagged {{'__type__': 'Result', 'fields': {{...}}}}); {fix}")
+    return value
 
 
 def _is_scalar(x) -> bool:

@@ -586,16 +586,45 @@ def _start_distribution(p0, base, S: int) -> np.ndarray:
     return out
 
 
-def _array_costs(costs, S: int, A: int, dst):
+#: How :func:`_array_costs` reads a cost array, by its number of axes.
+_COST_READINGS = {1: "the cost of entering each state (S,), K = 1",
+                  2: "the costs of entering each state (S, K)",
+                  3: "costs per pair (S, A, K)", 4: "costs per transition (S, A, S', K)"}
+
+
+def _array_costs(costs, S: int, A: int, dst, d=None):
     """Costs given as an array: (per-entry costs (N, K), None) for entering costs, or
-    (None, the array) for costs per pair (S, A, K) or per transition (S, A, S, K)."""
-    fix = "give costs (S,) or (S, K) of entering each state, (S, A, K) or (S, A, S, K)"
-    arr = as_float_array(costs, "costs", fix, finite=False)
+    (None, the array) for costs per pair (S, A, K) or per transition (S, A, S', K).
+
+    With the budgets ``d``, a number K of costs that differs from the number of budgets
+    is refused with the shape received and how it was read: an (S, A, S') array of one
+    cost per transition is read as (S, A, K) with K = S, an (S, A) array of one cost per
+    pair as (S, K) with K = A."""
+    accepted = (f"the accepted shapes are (S,) or (S, K) for the cost of entering each "
+                f"state, (S, A, K) per pair and (S, A, S', K) per transition, with S={S}, "
+                f"A={A} and K the number of budgets in d")
+    arr = as_float_array(costs, "costs", f"give costs as an array; {accepted}", finite=False)
     want = {1: (S,), 2: (S, None), 3: (S, A, None), 4: (S, A, S, None)}.get(arr.ndim)
     if want is None or any(w is not None and w != n
                            for w, n in zip(want, arr.shape, strict=True)):
-        raise InputError(f"costs must have shape (S,) = ({S},), (S, K), (S, A, K) or "
-                         f"(S, A, S, K) with S={S}, A={A}, got {arr.shape}")
+        raise InputError(f"costs has shape {arr.shape}, which is none of the shapes this "
+                         f"model reads; {accepted}")
+    K = 1 if arr.ndim == 1 else arr.shape[-1]
+    try:
+        n_d = int(np.size(np.asarray(d, dtype=np.float64))) if d is not None else K
+    except (TypeError, ValueError):  # not numbers: the model's own check names d
+        n_d = K
+    if n_d != K:
+        one = {2: ("one cost per pair (S, A)", f"({S}, {A}, 1)", A),
+               3: ("one cost per transition (S, A, S')", f"({S}, {A}, {S}, 1)", S)}
+        hint = ""
+        if arr.ndim in one and n_d == 1 and K == one[arr.ndim][2]:  # the ambiguous shapes
+            what, shape, _ = one[arr.ndim]
+            hint = f"; for {what}, give costs[..., None], of shape {shape}"
+        raise InputError(
+            f"costs of shape {arr.shape} were read as {_COST_READINGS[arr.ndim]} with "
+            f"K = {K} constraint{'s' if K != 1 else ''}, but d gives {n_d} budget"
+            f"{'s' if n_d != 1 else ''}{hint}; {accepted}")
     axes = {1: ("s'",), 2: ("s'", "k"), 3: ("s", "a", "k"), 4: ("s", "a", "s'", "k")}
     check_finite(arr, "costs", axes[arr.ndim])
     if arr.ndim == 1:
@@ -773,7 +802,7 @@ def gymnasium_model_args(env, costs=None, d=None, gamma: float = 0.99, horizon="
             C_entry = np.zeros((src.size, values.shape[1]))
             C_entry[inner] = values
         else:
-            C_entry, C_pair = _array_costs(costs, S, A, dst)
+            C_entry, C_pair = _array_costs(costs, S, A, dst, d)
             if C_entry is not None:
                 C_entry[terminal[src // A]] = 0.0
             elif C_pair.ndim == 4:

@@ -382,6 +382,19 @@ def test_bad_gymnasium_arguments():
         TabularCMDP.from_gymnasium(env, costs=np.ones((16, 3, 1)), d=[1.0])
     with raises_fact(InputError, "costs", "inf", "s'=5"):
         TabularCMDP.from_gymnasium(env, costs=np.where(np.arange(16) == 5, np.inf, 0), d=[1])
+    # an ambiguous shape: one cost per transition (S, A, S') reads as (S, A, K = S)
+    with raises_fact(InputError, "costs of shape (16, 4, 16)", "per pair (S, A, K)",
+                     "K = 16", "d gives 1 budget", "costs[..., None]", "(16, 4, 16, 1)",
+                     "(S, A, S', K) per transition"):
+        TabularCMDP.from_gymnasium(env, costs=np.ones((16, 4, 16)), d=[1.0])
+    # one cost per pair (S, A) reads as entering costs (S, K = A)
+    with raises_fact(InputError, "costs of shape (16, 4)", "entering each state (S, K)",
+                     "K = 4", "d gives 1 budget", "(16, 4, 1)"):
+        TabularCMDP.from_gymnasium(env, costs=np.ones((16, 4)), d=0.5)
+    with raises_fact(InputError, "costs of shape (16, 4, 2)", "K = 2", "d gives 3 budgets"):
+        TabularCMDP.from_gymnasium(env, costs=np.ones((16, 4, 2)), d=[1.0, 1.0, 1.0])
+    for shape in ((16, 4, 16, 1), (16, 4, 1), (16,)):  # the shapes of one cost
+        assert TabularCMDP.from_gymnasium(env, costs=np.ones(shape), d=[1.0]).n_constraints == 1
     with raises_fact(InputError, "costs(0, 0, 4)", "2 values", "1"):
         TabularCMDP.from_gymnasium(
             env, costs=lambda s, a, t: [1.0, 2.0] if t == 4 else 1.0, d=[1.0])

@@ -487,3 +487,36 @@ def test_ignored_arguments_warn():
     with pytest.warns(DeprecationWarning, match="n_sweeps and rvi_method have no effect"):
         rcmdp_bracket(m, ball, rvi_method="value_iteration", max_boxes=1, variants=(),
                       progress=False)
+
+
+class _NotAClient:
+    """Has submit() but no scatter(): not a Dask client."""
+
+    def submit(self, *args, **kwargs):  # pragma: no cover - never called
+        raise AssertionError("used")
+
+
+@pytest.mark.parametrize("client, facts", [
+    ("tcp://10.0.0.1:8786", ["client must be a Dask client", "str", "scatter()",
+                             "distributed.Client("]),
+    (_NotAClient(), ["client", "_NotAClient", "without scatter()"]),
+])
+def test_a_client_that_is_not_a_dask_client_is_refused_before_any_work(client, facts,
+                                                                       monkeypatch):
+    """It ran to its time limit and failed at the first scatter; now it is refused with
+    the other arguments, and the experiments' entry points refuse it too."""
+    from helpers import raises_fact
+
+    import rcmdp_exact.ground_truth.bracket as bracket_module
+    from rcmdp_exact.experiments import Store, sweep
+    from rcmdp_exact.experiments.ground_truth_table import ground_truth_table
+
+    monkeypatch.setattr(bracket_module, "RobustGame",
+                        lambda *a, **k: pytest.fail("work started before the checks"))
+    m = garnet(3, 2, 2, n_constraints=1, seed=0, gamma=0.9)
+    with raises_fact(InputError, *facts):
+        rcmdp_bracket(m, l1_ball(m, 0.1), client=client, progress=False)
+    with raises_fact(InputError, *facts):
+        ground_truth_table(["nav2"], client=client, progress=False)
+    with Store("s.sqlite") as store, raises_fact(InputError, *facts):
+        sweep(store, [], client=client, progress=False)

@@ -143,6 +143,32 @@ def test_from_json_refuses_other_text():
         Result.from_json(json.dumps({"format": "other"}))
 
 
+@pytest.mark.parametrize("inner, facts", [
+    (5, ["holds a int", "Result was expected", "Result.to_json()"]),
+    ([1, 2], ["holds a list", "Result was expected"]),
+    ({"__type__": "dict", "items": {"a": 1}}, ["holds a dict", "Result was expected"]),
+    ({"__type__": "Result"}, ["damaged", "'fields'"]),
+    (None, ["holds a NoneType"]),
+])
+def test_from_json_refuses_a_result_entry_that_is_not_a_result(inner, facts, tmp_path):
+    """{"format": ..., "result": 5} returned the int 5; every form of a saved result
+    (text, .json, .npz) names what it holds and what was expected."""
+    from rcmdp_exact._io import save_json, save_npz
+    from rcmdp_exact._result import FORMAT
+
+    text = json.dumps({"format": FORMAT, "result": inner})
+    with raises_fact(InputError, *facts):
+        Result.from_json(text)
+    save_json(tmp_path / "r.json", text)
+    with raises_fact(LoadError, "r.json", *facts[:1]):
+        Result.load(tmp_path / "r.json")
+    save_npz(tmp_path / "r.npz", {"structure": np.array(json.dumps(inner))}, FORMAT)
+    with raises_fact(LoadError, "r.npz", *facts[:1]):
+        Result.load(tmp_path / "r.npz")
+    with raises_fact(InputError, "no 'result' entry"):
+        Result.from_json(json.dumps({"format": FORMAT}))
+
+
 def test_encode_and_decode_take_a_hook_for_other_objects():
     class Thing:
         pass

@@ -38,6 +38,7 @@ import numpy as np
 from .._checks import (
     as_float_array,
     check_choice,
+    check_client,
     check_distributions,
     check_int,
     check_real,
@@ -223,6 +224,7 @@ def _check_bracket(model, ball, variants, kw: dict):
     check_real(kw["rtol"], "rtol", 0.0)
     check_real(kw["atol"], "atol", 0.0)
     check_seed(kw["seed"])
+    check_client(kw["client"])
     if kw["n_sweeps"] != 2 or kw["rvi_method"] != "policy_iteration":
         warnings.warn("rcmdp_bracket: n_sweeps and rvi_method have no effect (the fixed "
                       "points are found by policy iteration and lam by gradient steps and "
@@ -380,7 +382,9 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
         McCormick envelopes); ``()`` for the Lagrangian bound alone.
     client : distributed.Client, optional
         Bound the children of each round on this Dask cluster (the same answer as
-        without, for the same box budget).
+        without, for the same box budget).  Anything else than a ``distributed.Client``
+        (or an object with its methods ``scatter`` and ``submit``) is refused before
+        any work.
     dual_evaluations : int
         Budget (robust fixed points) of the certified Lagrangian dual computed after the
         bracket (:func:`~rcmdp_exact.ground_truth.certified_dual`, in the time left
@@ -410,7 +414,8 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
         :func:`~rcmdp_exact.ground_truth.certified_dual` result), and ``duality_gap``:
         certified bounds [``lo``, ``hi``] on :math:`D - \mathrm{OPT}` with
         ``strong_duality`` ("fails" when ``lo > 0``: a proof that strong duality fails
-        on this model, "holds" or "undecided") and ``message``; both None when the set
+        on this model, "holds", "undecided", or "inconsistent" when the bracket's own
+        bounds cross) and ``message``; both None when the set
         is not sa-rectangular, ``dual_evaluations`` is 0 or no time was left.  The
         former names ``multiplier``, ``lower_cost``, ``upper_policy_cost`` and
         ``min_robust_cost`` still read, with a DeprecationWarning.
