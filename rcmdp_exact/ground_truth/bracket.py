@@ -66,7 +66,7 @@ def _least_costs(game: RobustGame):
     """Certified lower bounds (K,) on min_pi max_P C_k, and the minimising policies."""
     K, S, A = game.K, game.S, game.A
     sol = game.solve(-game.C, np.zeros((K, S, A)), np.ones((K, S, A)))
-    return -(sol["value"] + sol["err"]), sol["pi"]
+    return -(sol["value"] + sol["err"]) - game.rounding(1.0), sol["pi"]
 
 
 def _lp_candidates(model, game: RobustGame, inc: Incumbent, n_tighten: int = 3,
@@ -131,7 +131,8 @@ def _weighted_least_costs(game: RobustGame, lam: np.ndarray):
     J = lam.shape[0]
     g = -np.einsum("jk,ksat->jsat", lam, game.C)
     sol = game.solve(g, np.zeros((J, game.S, game.A)), np.ones((J, game.S, game.A)))
-    return -(sol["value"] + sol["err"]) - lam @ game.d, sol["pi"]
+    return (-(sol["value"] + sol["err"]) - game.rounding(lam.sum(axis=1)) - lam @ game.d_bound,
+            sol["pi"])
 
 
 def _joint_infeasibility(game: RobustGame, rounds: int = 12, deadline: float = np.inf):
@@ -191,7 +192,7 @@ def _infeasible(game, why: str, pol: np.ndarray, least, extra: dict) -> Result:
 def _infeasibility(game, model, least, safest, deadline: float = np.inf):
     """(why, policy) when the budgets are certified infeasible (one alone, or together
     for some weights), else None."""
-    ks = [k for k in range(game.K) if least[k] > game.d[k]]
+    ks = [k for k in range(game.K) if least[k] > game.d_bound[k]]
     if ks:
         why = "; ".join(f"the smallest worst-case cost of constraint {cost_name(model, k)} "
                         f"is {fmt(least[k])} > budget d[{k}] = {fmt(game.d[k])}" for k in ks)
@@ -426,6 +427,9 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
     deadline = t0 + time_limit
     game = RobustGame(model, ball, tol=tol, deadline=deadline)
     game.d = game.d + feas_tol
+    # a policy accepted on the lower side has costs <= d as computed, so within the
+    # rounding of a cost: the upper side bounds the optimum at budgets that cover it
+    game.d_slack = float(game.rounding(1.0))
     least, safest = _least_costs(game)
     var_out, cut = {}, []
     # the variants are candidates only: they get a share of the time at most
