@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 #: Pages whose code blocks are executed (other pages have their own tests).
 RUN_PAGES = ("quickstart", "model", "evaluation", "mdp", "domains", "robust", "sets", "your_set",
-             "gradients", "your_learner", "theorems")
+             "gradients", "your_learner", "theorems", "results")
 PAGES = sorted(DOCS.glob("*.md")) + sorted((DOCS / "tutorials").glob("*.md"))
 TEXT_PAGES = [*PAGES, ROOT / "README.md", *sorted((ROOT / "notebooks").glob("*"))]
 

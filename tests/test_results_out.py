@@ -224,8 +224,53 @@ def test_to_frame_builds_one_row_from_to_flat(monkeypatch):
 
 def test_to_frame_without_pandas_says_how_to_get_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)
-    with pytest.raises(ImportError, match="pip install pandas"):
+    with pytest.raises(ImportError, match=r"rcmdp_exact\[frames\]"):
         Result(value=1.0).to_frame()
+
+
+def test_max_size_keeps_the_key_numbers_and_drops_the_tables():
+    """A row keeps the costs and multipliers (K,) and drops the policy (S, A) (Safe
+    Navigation 1's solve_cmdp: 285 columns with every element, 10 with max_size=16)."""
+    res = Result(value=1.5, costs=np.array([0.25, 2.0]), policy=np.full((25, 4), 0.25),
+                 pair=(1, 2, 3), lp=Result(lam=np.array([3.0])))
+    row = res.to_flat(max_size=16)
+    assert row == {"value": 1.5, "costs[0]": 0.25, "costs[1]": 2.0, "pair[0]": 1,
+                   "pair[1]": 2, "pair[2]": 3, "lp.lam[0]": 3.0}
+    assert res.to_flat(max_size=2)["costs[1]"] == 2.0 and "pair[0]" not in res.to_flat(
+        max_size=2)
+    assert len(res.to_flat()) == 1 + 2 + 100 + 3 + 1
+    with raises_fact(InputError, "max_size", "-1"):
+        res.to_flat(max_size=-1)
+
+
+def test_the_long_form_has_one_record_per_scalar_and_rebuilds_every_array():
+    pol = np.arange(6.0).reshape(3, 2)
+    res = Result(value=1.5, policy=pol, dual=Result(lo=-1.0, hi=2.0), tags=("a", "b"))
+    long = res.to_long()
+    assert {"field": "value", "index": (), "value": 1.5} in long
+    assert {"field": "dual.hi", "index": (), "value": 2.0} in long
+    assert {"field": "tags", "index": (1,), "value": "b"} in long
+    back = np.zeros((3, 2))
+    for rec in long:
+        if rec["field"] == "policy":
+            back[rec["index"]] = rec["value"]
+    np.testing.assert_array_equal(back, pol)
+    assert len(long) == 1 + 6 + 2 + 2
+    assert [r["field"] for r in res.to_long(max_size=4)] == ["value", "dual.lo", "dual.hi",
+                                                             "tags", "tags"]
+
+
+def test_frames_of_both_forms():
+    pd = pytest.importorskip("pandas")
+    res = Result(value=1.5, costs=np.array([0.25, 2.0]), policy=np.eye(3))
+    wide = res.to_frame(max_size=2)
+    assert list(wide.columns) == ["value", "costs[0]", "costs[1]"] and len(wide) == 1
+    long = res.to_frame(form="long")
+    assert list(long.columns) == ["field", "index", "value"] and len(long) == 1 + 2 + 9
+    stacked = pd.concat([res.to_frame(form="long").assign(run=i) for i in range(3)])
+    assert len(stacked) == 36 and set(stacked["run"]) == {0, 1, 2}
+    with raises_fact(InputError, "form", "'wide'"):
+        res.to_frame(form="tall")
 
 
 # --------------------------------------------------------------------------- paths
