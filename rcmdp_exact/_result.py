@@ -362,8 +362,11 @@ class Result(dict):
         Examples
         --------
         >>> import numpy as np
-        >>> Result(value=1.5, costs=np.array([0.25, 2.0])).to_long()
-        [{'field': 'value', 'index': (), 'value': 1.5}, {'field': 'costs', 'index': (0,), 'value': 0.25}, {'field': 'costs', 'index': (1,), 'value': 2.0}]
+        >>> for rec in Result(value=1.5, costs=np.array([0.25, 2.0])).to_long():
+        ...     print(rec)
+        {'field': 'value', 'index': (), 'value': 1.5}
+        {'field': 'costs', 'index': (0,), 'value': 0.25}
+        {'field': 'costs', 'index': (1,), 'value': 2.0}
         """
         if max_size is not None:
             from ._checks import check_int
