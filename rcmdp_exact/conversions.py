@@ -542,8 +542,19 @@ def _read_table(table, S: int, A: int):
     return np.array(pairs, dtype=np.int64), prob, raw_next.astype(np.int64), reward, done
 
 
-def _merge_entries(pair, prob, nxt, reward, done, S: int):
-    """Merge entries with the same (s, a, s'): summed probability, weighted mean reward."""
+def _weighted_mean(values, prob, first, psum):
+    """Per group of entries (starting at ``first``): the probability-weighted mean of
+    ``values`` (rows), exactly the common value where all entries agree."""
+    vmin = np.minimum.reduceat(values, first)
+    vmax = np.maximum.reduceat(values, first)
+    w = prob.reshape(-1, *([1] * (values.ndim - 1)))
+    mean = np.add.reduceat(w * values, first) / psum.reshape(-1, *([1] * (values.ndim - 1)))
+    return np.where(vmin == vmax, vmin, mean)
+
+
+def _merge_entries(pair, prob, nxt, reward, done, S: int, extra=None):
+    """Merge entries with the same (s, a, s'): summed probability, weighted mean reward
+    (and of the rows of ``extra`` (N, K), per-entry costs, if given)."""
     keep = prob > 0
     pair, prob, nxt, reward, done = pair[keep], prob[keep], nxt[keep], reward[keep], done[keep]
     key = pair * S + nxt
@@ -551,14 +562,14 @@ def _merge_entries(pair, prob, nxt, reward, done, S: int):
     key, prob, reward, done = key[order], prob[order], reward[order], done[order]
     first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     psum = np.add.reduceat(prob, first)
-    rmin = np.minimum.reduceat(reward, first)
-    rmax = np.maximum.reduceat(reward, first)
-    mean = np.add.reduceat(prob * reward, first) / psum
-    r = np.where(rmin == rmax, rmin, mean)
+    r = _weighted_mean(reward, prob, first, psum)
     done_any = np.logical_or.reduceat(done, first)
     done_all = np.logical_and.reduceat(done, first)
     ukey = key[first]
-    return ukey // S, ukey % S, psum, r, done_any, done_all
+    out = (ukey // S, ukey % S, psum, r, done_any, done_all)
+    if extra is None:
+        return out
+    return (*out, _weighted_mean(extra[keep][order], prob, first, psum))
 
 
 def _start_distribution(p0, base, S: int) -> np.ndarray:
@@ -634,12 +645,35 @@ def _array_costs(costs, S: int, A: int, dst, d=None):
     return None, arr
 
 
-def _call_costs(costs: Callable, S: int, A: int, src_pair, dst):
-    """Evaluate ``costs(s, a, s')`` on every listed transition: (N, K)."""
+#: Keyword arguments through which a cost function sees an entry of the table.
+ENTRY_FIELDS = ("reward", "terminated")
+
+
+def _sees_the_entry(costs: Callable) -> bool:
+    """True when ``costs`` takes a keyword named in :data:`ENTRY_FIELDS` (or
+    ``**kwargs``): it is then called on every entry of the table, with its reward and
+    termination."""
+    import inspect
+
+    try:
+        params = inspect.signature(costs).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+    return any(p.kind is p.VAR_KEYWORD or (p.name in ENTRY_FIELDS and p.kind in (
+        p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)) for p in params)
+
+
+def _call_costs(costs: Callable, S: int, A: int, src_pair, dst, reward=None, done=None):
+    """Evaluate ``costs(s, a, s')`` on every listed transition: (N, K); with ``reward``
+    and ``done`` (N,), ``costs(s, a, s', reward=r, terminated=t)`` on every entry."""
     out = None
     for i, (l, t) in enumerate(zip(src_pair.tolist(), dst.tolist(), strict=True)):
         s, a = divmod(l, A)
-        value = np.asarray(costs(s, a, t), dtype=np.float64)
+        if reward is None:
+            value = costs(s, a, t)
+        else:
+            value = costs(s, a, t, reward=float(reward[i]), terminated=bool(done[i]))
+        value = np.asarray(value, dtype=np.float64)
         if value.ndim > 1:
             raise InputError(f"costs({s}, {a}, {t}) returned shape {value.shape}; return a "
                              f"number or a (K,) array")
@@ -697,7 +731,14 @@ def gymnasium_model_args(env, costs=None, d=None, gamma: float = 0.99, horizon="
         * a function ``costs(s, a, s_next)`` returning a number or a (K,) array.  It is
           called once for each transition (s, a, s') of the model's support, that is
           :math:`P(s' \mid s, a) > 0` after merging, with s not terminal, in the order
-          of s, then a, then s' (the replaced rows of terminal states earn nothing).
+          of s, then a, then s' (the replaced rows of terminal states earn nothing);
+        * a function that also takes the keywords ``reward`` and ``terminated``
+          (``costs(s, a, s_next, reward, terminated)``, or ``**kwargs``): it is called
+          on every entry of the table, with the entry's own reward and termination, and
+          the costs of entries merged into one transition are averaged with their
+          probabilities as weights, like the rewards.  CliffWalking's cliff, which sends
+          the agent back to the start with reward -100 and ``terminated=False``, is
+          ``lambda s, a, t, reward, terminated: float(reward == -100)``.
 
         Costs off the support and in terminal states are 0.
     d : array (K,), optional
@@ -721,7 +762,8 @@ def gymnasium_model_args(env, costs=None, d=None, gamma: float = 0.99, horizon="
         boolean mask) and ``name``.
     """
     if env is None or not (hasattr(env, "unwrapped") or hasattr(env, "P")):
-        raise InputError(f"env must be a Gymnasium environment (gymnasium.make(...)), got "
+        raise InputError(f"env must be a Gymnasium environment (gymnasium.make(...)) or, "
+                         f"for TabularCMDP.from_gymnasium, the id of one; got "
                          f"{type(env).__name__}")
     base = getattr(env, "unwrapped", env)
     S = _discrete_size(env, base, "observation_space")
@@ -750,7 +792,13 @@ def gymnasium_model_args(env, costs=None, d=None, gamma: float = 0.99, horizon="
     pair, prob, nxt, reward, done = _read_table(table, S, A)
     sums = np.bincount(pair, weights=prob, minlength=S * A)
     _check_row_sums(sums, "env.unwrapped.P", ("s", "a"), A, S)
-    src, dst, p, r, done_any, done_all = _merge_entries(pair, prob, nxt, reward, done, S)
+    sees = callable(costs) and _sees_the_entry(costs)
+    if sees:  # the costs of every entry of the table, merged like the rewards
+        per_entry = _call_costs(costs, S, A, pair, nxt, reward=reward, done=done)
+        src, dst, p, r, done_any, done_all, c_merged = _merge_entries(
+            pair, prob, nxt, reward, done, S, extra=per_entry)
+    else:
+        src, dst, p, r, done_any, done_all = _merge_entries(pair, prob, nxt, reward, done, S)
     start = _start_distribution(p0, base, S)
 
     # terminal states: entered by a transition with terminated=True
@@ -795,7 +843,10 @@ def gymnasium_model_args(env, costs=None, d=None, gamma: float = 0.99, horizon="
 
     # costs per listed transition (N, K) or per pair (S, A, K)
     C_entry = C_pair = None
-    if costs is not None:
+    if sees:
+        C_entry = np.concatenate([c_merged[outside],
+                                  np.zeros((loops.size, c_merged.shape[1]))])[order]
+    elif costs is not None:
         if callable(costs):
             inner = ~terminal[src // A]
             values = _call_costs(costs, S, A, src[inner], dst[inner])
