@@ -22,7 +22,8 @@ def _fresh(module: str):
 @pytest.mark.parametrize(("old", "new", "names"), [
     ("rcmdp_exact.inner", "rcmdp_exact.uncertainty",
      ["worst_case_l1", "l1_violation", "INNER_METHODS", "LP_SOLVERS"]),
-    ("rcmdp_exact.ground_truth.core", "rcmdp_exact.robust", ["RobustGame", "greedy_box"]),
+    ("rcmdp_exact.ground_truth.core", "rcmdp_exact.robust", ["RobustGame"]),
+    ("rcmdp_exact.ground_truth.core", "rcmdp_exact.mdp", ["greedy_box"]),
 ])
 def test_moved_modules_warn_and_give_the_same_objects(old, new, names):
     with pytest.warns(DeprecationWarning, match=old.replace(".", r"\.")):

@@ -31,7 +31,8 @@ import rcmdp_exact.testing as T
 from rcmdp_exact import InputError, OptionError, robust_evaluate
 from rcmdp_exact.domains import garnet
 from rcmdp_exact.ground_truth import rcmdp_bracket, rcmdp_variant, solve_cmdp
-from rcmdp_exact.robust.engine import RobustGame, greedy_box
+from rcmdp_exact.mdp import greedy_box
+from rcmdp_exact.robust.engine import RobustGame
 from rcmdp_exact.uncertainty import l1_ball
 
 QUICK = {"variants": (), "progress": False, "time_limit": 2.0, "max_boxes": 100}

@@ -33,6 +33,7 @@ import numpy as np
 from .._checks import as_float_array, check_choice, check_int, check_real
 from .._progress import progress_default, tqdm
 from .._result import Result
+from ..mdp import box_policy_iteration, greedy_policy
 from ..names import VARIANTS
 from ..robust import check_robust_inputs
 from ..robust.engine import RobustGame
@@ -67,25 +68,23 @@ def best_response(game: RobustGame, P: np.ndarray, g: np.ndarray, pi: np.ndarray
                   max_iter: int = 10_000) -> tuple[np.ndarray, np.ndarray]:
     """Howard's policy iteration for rewards g under kernels P, a batch (J, S, A, S).
 
-    Starts at the actions of ``pi`` (J, S, A) and keeps the current action unless
-    another is better by more than 1e-12 times the value scale.  Returns the
-    deterministic policies (J, S, A) and their Q-functions (J, S, A).
+    :func:`~rcmdp_exact.mdp.box_policy_iteration` on the full box, each policy evaluated
+    exactly (:meth:`RobustGame.values`); starts at the actions of ``pi`` (J, S, A) and
+    keeps the current action unless another is better by more than 1e-12 times the value
+    scale.  Returns the deterministic policies (J, S, A) and their Q-functions (J, S, A).
     """
-    tol = 1e-12 * game.scale
     r = np.einsum("jsat,jsat->jsa", P, g)
-    act = np.argmax(pi, axis=-1)
-    for _ in range(max_iter):
-        pol = np.eye(game.A)[act]
+
+    def evaluate(pol):
         w = game.values(P, g, pol)
         q = r + game.gamma * np.einsum("jsat,jt->jsa", P, w)
         q[:, game.term] = 0.0
-        keep = np.take_along_axis(q, act[..., None], axis=-1)[..., 0] >= q.max(axis=-1) - tol
-        if keep.all():
-            break
-        act = np.where(keep, act, np.argmax(q, axis=-1))
-        if game.late():  # the caller discards a result cut at the deadline
-            break
-    return np.eye(game.A)[act], q
+        return w, q
+
+    full = (np.zeros(pi.shape), np.ones(pi.shape))
+    sol = box_policy_iteration(evaluate, greedy_policy(pi), *full, max_iter=max_iter,
+                               atol=1e-12 * game.scale, stop=game.late)
+    return sol.pi, sol.q
 
 
 def _variant_reward(game: RobustGame, variant: str, lag: np.ndarray) -> np.ndarray:
