@@ -618,9 +618,10 @@ def _lp_values(model: TabularCMDP, g: np.ndarray) -> np.ndarray:
     S, A = g.shape
     E = sp.kron(sp.identity(S, format="csr"), np.ones((A, 1)), format="csr")
     A_ub = sp.csr_array(model.gamma * model.P_sparse - E)
+    from ._solvers import HIGHS_OPTIONS
+
     sol = linprog(np.full(S, 1.0 / S), A_ub=A_ub, b_ub=-g.ravel(), bounds=[(None, None)] * S,
-                  method="highs", options={"primal_feasibility_tolerance": 1e-10,
-                                           "dual_feasibility_tolerance": 1e-10})
+                  method="highs", options=HIGHS_OPTIONS)
     return None if sol.status != 0 else np.asarray(sol.x, dtype=np.float64)
 
 
