@@ -63,6 +63,7 @@ and every answer is checked to be finite.
 
 from __future__ import annotations
 
+import copy
 import time
 
 import numpy as np
@@ -223,6 +224,7 @@ class RobustGame:
     def __init__(self, model, uset, tol: float = 1e-12, max_iter: int = 200,
                  inner: str = "sort", deadline: float | None = None):
         S, A, K = model.n_states, model.n_actions, model.n_constraints
+        self.model = model
         self.S, self.A, self.K = S, A, K
         self.gamma = float(model.gamma)
         self.p0 = np.asarray(model.p0, dtype=np.float64)
@@ -246,6 +248,18 @@ class RobustGame:
         self.deadline = deadline
         self._check_rows = True  # the next inner step checks a user's rows (once per fixed point)
         self.d_slack = 0.0  # upper bounds hold for the budgets d + d_slack (:attr:`d_bound`)
+
+    def replace(self, **settings) -> RobustGame:
+        """A game on the same arrays and set (nothing is checked or built again) with other
+        settings: any of ``tol``, ``max_iter``, ``deadline``, ``d``, ``d_slack``."""
+        bad = set(settings) - {"tol", "max_iter", "deadline", "d", "d_slack"}
+        if bad:
+            raise TypeError(f"RobustGame.replace: unknown settings {sorted(bad)}")
+        out = copy.copy(self)
+        for key, value in settings.items():
+            setattr(out, key, value)
+        out.n_inner = 0
+        return out
 
     def rounding(self, weight=1.0):
         r"""The rounding allowance of a bound whose objectives carry total weight
