@@ -147,12 +147,3 @@ def test_training_records_and_results_keep_their_former_names_for_a_release(tmp_
     assert np.isnan(old.lam_adv)
 
 
-def test_ground_truth_table_takes_its_former_parameter_names():
-    from rcmdp_exact.experiments.ground_truth_table import ground_truth_table
-
-    with pytest.warns(DeprecationWarning, match="bracket_time"):
-        t = ground_truth_table(["nav2"], episodes="reference", bracket_time=7.0, n_draws=1,
-                               variants=(), progress=False, max_boxes=1)
-    assert t.options["episodes"] == "reference" and t.options["bracket_time"] == 7.0
-    with pytest.raises(TypeError, match="budget"):
-        ground_truth_table(["nav2"], budget=1)
