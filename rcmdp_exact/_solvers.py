@@ -5,7 +5,10 @@ the LP of :func:`rcmdp_exact.solve_mdp`, the sets' cross-checks and the occupanc
 the bracket's boxes) takes its solver options from here:
 
 * :data:`LP_TOL`, the one feasibility and gap tolerance (1e-10, tighter than the solvers'
-  defaults so that optima and duals reach about 1e-9);
+  defaults so that optima and duals reach about 1e-9), and :data:`CROSS_CHECK_TOL`
+  (1e-11), the tighter one of the convex programs that cross-check an exact solver (the
+  L1 ball's sort: at 1e-10 Clarabel's answers move by about 1e-10, at 1e-11 they agree
+  with the sort to 2e-11);
 * :func:`cvxpy_options` (``prob.solve(**cvxpy_options("HIGHS"))``), :data:`HIGHS_OPTIONS`
   (the same options for ``scipy.optimize.linprog(method="highs", options=...)``) and
   :func:`new_highs` (a ``highspy.Highs`` instance, quiet, with the options given).
@@ -25,8 +28,8 @@ import ctypes
 import os
 import sys
 
-__all__ = ["CLARABEL_OPTIONS", "HIGHS_OPTIONS", "LP_SOLVERS", "LP_TOL", "cvxpy_options",
-           "new_highs", "silence_highs_banner"]
+__all__ = ["CLARABEL_OPTIONS", "CROSS_CHECK_TOL", "HIGHS_OPTIONS", "LP_SOLVERS", "LP_TOL",
+           "cvxpy_options", "new_highs", "silence_highs_banner"]
 
 #: The LP solvers the toolkit accepts through cvxpy: HiGHS (simplex: vertices and exact
 #: duals) and Clarabel (interior point).
@@ -35,6 +38,8 @@ LP_SOLVERS = ("HIGHS", "CLARABEL")
 #: The one tolerance of the LP and convex solvers (primal and dual feasibility, and
 #: Clarabel's gaps).
 LP_TOL = 1e-10
+#: The tolerance of the convex programs that cross-check an exact solver.
+CROSS_CHECK_TOL = 1e-11
 #: HiGHS's options (cvxpy's keyword arguments and scipy's ``linprog`` options alike).
 HIGHS_OPTIONS = {"primal_feasibility_tolerance": LP_TOL,
                  "dual_feasibility_tolerance": LP_TOL}
@@ -45,12 +50,16 @@ CLARABEL_OPTIONS = {"tol_gap_abs": LP_TOL, "tol_gap_rel": LP_TOL, "tol_feas": LP
 _CVXPY = {"HIGHS": HIGHS_OPTIONS, "CLARABEL": CLARABEL_OPTIONS}
 
 
-def cvxpy_options(solver: str) -> dict:
+def cvxpy_options(solver: str, tol: float | None = None) -> dict:
     """The keyword arguments of ``cvxpy.Problem.solve`` for ``solver`` ("HIGHS" or
-    "CLARABEL"), ``solver`` included; HiGHS is silenced first (:func:`silence_highs_banner`)."""
+    "CLARABEL"), ``solver`` included, at :data:`LP_TOL` or ``tol`` (e.g.
+    :data:`CROSS_CHECK_TOL`); HiGHS is silenced first (:func:`silence_highs_banner`)."""
     if solver == "HIGHS":
         silence_highs_banner()
-    return {"solver": solver, **_CVXPY[solver]}
+    opts = dict(_CVXPY[solver])
+    if tol is not None:
+        opts.update({k: float(tol) for k in opts if k != "max_iter"})
+    return {"solver": solver, **opts}
 
 
 def new_highs(**options):

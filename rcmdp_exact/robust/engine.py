@@ -504,10 +504,15 @@ class RobustGame:
         ``optimistic`` (sa-rectangular sets) the best case, :math:`W \leftarrow \max_a
         \max_p p^\top (g + \gamma W)`: a plain MDP whose actions are the pairs (a, p).
 
-        Stops when every residual is at most tol * max(1, max|W|).  Returns (w, q, P,
-        iterations, residual (J,), converged (J,), policy (J, S, A)) with q and P the worst
-        case at the returned w against the maximising policy (one-hot greedy for an
-        sa-rectangular set, possibly randomised for an s-rectangular one).
+        Stops when every residual is at most tol * max(1, max|W|).
+
+        Returns
+        -------
+        Result
+            ``w`` (J, S), ``q`` (J, S, A) and ``P`` (J, S, A, S) the worst case at the
+            returned w against the maximising ``policy`` (J, S, A) (one-hot greedy for an
+            sa-rectangular set, possibly randomised for an s-rectangular one),
+            ``iterations``, ``residual`` (J,), ``converged`` (J,).
         """
         self._check_rows = True
         w = np.array(w0, dtype=np.float64)
@@ -536,7 +541,8 @@ class RobustGame:
         q, P = self.inner(g, w, pi, optimistic=optimistic)
         if pi is None:
             pi = greedy_box(q, *full)
-        return w, q, P, it, residual, converged, pi
+        return Result(w=w, q=q, P=P, iterations=it, residual=residual, converged=converged,
+                      policy=pi)
 
     def evaluate(self, pi: np.ndarray, w=None):
         """Certified robust numbers of policies pi (M, S, A) for the value and every cost.

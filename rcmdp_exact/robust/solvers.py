@@ -436,9 +436,9 @@ def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
         if method == "value_iteration":
             w0 = np.zeros(S) if v0 is None else np.array(as_float_array(
                 v0, "v0", "give one value per state", shape=(S,), axes=("s",)))
-            _, q, P, it, res, conv, best = game.value_iteration(g, w0[None], max_iter, bar,
-                                                                optimistic=optimistic)
-            q, P, policy = q[0], P[0], best[0]
+            vi = game.value_iteration(g, w0[None], max_iter, bar, optimistic=optimistic)
+            q, P, policy, it, res, conv = (vi.q[0], vi.P[0], vi.policy[0], vi.iterations,
+                                           vi.residual, vi.converged)
             v = np.einsum("sa,sa->s", policy, q) if game.s_rect else q.max(axis=1)
             actions = policy.argmax(axis=1)
             residual, converged = float(res[0]), bool(conv[0])
