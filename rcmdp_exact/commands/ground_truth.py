@@ -131,21 +131,21 @@ def run(args: argparse.Namespace) -> int:
         check_robust_inputs(own.model, own.set, f"--set-file {own.set_path!r}")
     else:
         check_set_kind(kind, own.model, ())
-    from ..experiments.ground_truth_table import GroundTruthSpec, SetSpec
+    from ..experiments.ground_truth_table import GroundTruthTableSpec, SetSpec
     from ..ground_truth import BracketSettings
     from ..names import BRACKET_ASCENT
 
     bracket = BracketSettings(variants=variants, time_limit=args.time_limit,
                               max_boxes=args.max_boxes, n_ascent=BRACKET_ASCENT)
     if own is None:
-        spec = GroundTruthSpec(set=SetSpec(kind=kind, delta=args.delta),
+        spec = GroundTruthTableSpec(set=SetSpec(kind=kind, delta=args.delta),
                                estimation=args.estimation or "paper", seed=args.seed,
                                offset_on=args.offset_on or "failure", bracket=bracket,
                                **({} if args.n_draws is None else {"n_draws": args.n_draws}))
     else:
         from ..names import USER_ESTIMATION_EPISODES
 
-        spec = GroundTruthSpec(
+        spec = GroundTruthTableSpec(
             set=SetSpec(saved=own.set, delta=args.delta) if own.set is not None
             else SetSpec(kind=kind, delta=args.delta),
             estimation=args.estimation_episodes or USER_ESTIMATION_EPISODES,

@@ -14,7 +14,7 @@ For each domain of :data:`rcmdp_exact.domains.PAPER_DOMAINS`:
    and of the true training model (:func:`~rcmdp_exact.ground_truth.solve_cmdp`), the
    certified bracket of the RCMDP optimum on the estimated ball with the targets of the
    three RCPG variants (:func:`~rcmdp_exact.ground_truth.rcmdp_bracket`, with the
-   settings ``spec.bracket`` of the :class:`GroundTruthSpec`), and the T-step CMDP
+   settings ``spec.bracket`` of the :class:`GroundTruthTableSpec`), and the T-step CMDP
    optimum of the training model under the rescaled budget (a time-dependent policy).
 3. **Test metrics**: every policy of step 2 on every setting of the domain's test
    suites (:func:`rcmdp_exact.domains.perturbations`), undiscounted over T steps from
@@ -83,7 +83,7 @@ from ..names import (
 __all__ = [
     "METRICS",
     "POLICY_LABELS",
-    "GroundTruthSpec",
+    "GroundTruthTableSpec",
     "SetSpec",
     "format_ground_truth",
     "ground_truth_table",
@@ -169,7 +169,7 @@ def _policies(nom, tru, tru_T, br) -> dict:
     return pols
 
 
-def _estimation(true, spec: GroundTruthSpec, n_ep: int, source: str) -> Result:
+def _estimation(true, spec: GroundTruthTableSpec, n_ep: int, source: str) -> Result:
     """Step 1: the estimated nominal model and set (of the kind ``spec.set.kind``), or the
     saved set ``spec.set.saved`` with its nominal kernel."""
     st = spec.set
@@ -190,7 +190,7 @@ def _estimation(true, spec: GroundTruthSpec, n_ep: int, source: str) -> Result:
                         "alpha_range": list(est.alpha_range), "form": est.estimate.form})
 
 
-def _domain_optima(true, est: Result, spec: GroundTruthSpec, bar, title: str,
+def _domain_optima(true, est: Result, spec: GroundTruthTableSpec, bar, title: str,
                    client) -> Result:
     """The LPs and the bracket of one domain (step 2), after its estimation ``est``."""
     bar.update(1)
@@ -257,7 +257,7 @@ def _test_rows(name: str, suites: dict, policies: dict) -> list:
     return rows
 
 
-def _paper_suites(name: str, spec: GroundTruthSpec) -> dict:
+def _paper_suites(name: str, spec: GroundTruthTableSpec) -> dict:
     return {suite: perturbations(suite, seed=spec.seed, n_draws=spec.n_draws,
                                  offset_on=spec.offset_on, progress=False)
             for suite in TEST_SUITES[name]}
@@ -324,7 +324,7 @@ def _default_bracket() -> BracketSettings:
 
 
 @dataclass(frozen=True)
-class GroundTruthSpec:
+class GroundTruthTableSpec:
     """Everything a ground-truth table computes from, as one frozen value.
 
     ``set`` (:class:`SetSpec`), ``estimation`` (``"paper"`` or ``"reference"``: the
@@ -366,11 +366,11 @@ class GroundTruthSpec:
                 "penalty_weight": PENALTY_WEIGHT}
 
 
-def _spec(spec, options: dict, *, where: str, **defaults) -> GroundTruthSpec:
+def _spec(spec, options: dict, *, where: str, **defaults) -> GroundTruthTableSpec:
     """The spec of a table: ``spec`` (or the defaults) with the keyword ``options``
     (:func:`ground_truth_table`'s) replacing its fields, validated once."""
-    spec = GroundTruthSpec(**defaults) if spec is None else check_type(
-        spec, "spec", GroundTruthSpec, "build one with GroundTruthSpec(...)")
+    spec = GroundTruthTableSpec(**defaults) if spec is None else check_type(
+        spec, "spec", GroundTruthTableSpec, "build one with GroundTruthTableSpec(...)")
     opts = {k: v for k, v in options.items() if v is not None}  # None: not given
     unknown = set(opts) - _OPTIONS
     if unknown:
@@ -395,7 +395,7 @@ _OPTIONS = {"estimation", "seed", "n_draws", "offset_on", "delta", "set_kind", "
             "variants", "time_limit", "max_boxes"}
 
 
-def ground_truth_table(domains=None, spec: GroundTruthSpec | None = None, *, progress=None,
+def ground_truth_table(domains=None, spec: GroundTruthTableSpec | None = None, *, progress=None,
                        client=None, **options) -> Result:
     """Build the ground-truth table of the paper's domains (module docstring).
 
@@ -403,8 +403,8 @@ def ground_truth_table(domains=None, spec: GroundTruthSpec | None = None, *, pro
     ----------
     domains : sequence of str, optional
         Names in :data:`~rcmdp_exact.domains.PAPER_DOMAINS` (default: all three).
-    spec : GroundTruthSpec, optional
-        What the table computes from (default ``GroundTruthSpec()``: the paper's
+    spec : GroundTruthTableSpec, optional
+        What the table computes from (default ``GroundTruthTableSpec()``: the paper's
         estimation and L1 ball, seed 0, 50 draws per N).  Keyword options replace its
         fields: ``estimation`` ({"paper", "reference"}), ``seed``, ``n_draws``,
         ``offset_on`` ({"failure", "success"}: test 1B's drawn offset replaces a failed
@@ -421,7 +421,7 @@ def ground_truth_table(domains=None, spec: GroundTruthSpec | None = None, *, pro
     -------
     Result
         ``domains`` {name: Result(estimation, optima, bracket, variants, rows, summary,
-        policies)}, ``spec`` (the :class:`GroundTruthSpec`), ``options`` (its fields as
+        policies)}, ``spec`` (the :class:`GroundTruthTableSpec`), ``options`` (its fields as
         the output files record them), ``runtime`` (seconds).
     """
     names = list(PAPER_DOMAINS) if domains is None else list(domains)
@@ -454,7 +454,7 @@ def ground_truth_table(domains=None, spec: GroundTruthSpec | None = None, *, pro
                   runtime=time.perf_counter() - t0)
 
 
-def model_ground_truth(model, spec: GroundTruthSpec | None = None, *, name: str = USER_DOMAIN,
+def model_ground_truth(model, spec: GroundTruthTableSpec | None = None, *, name: str = USER_DOMAIN,
                        perturbations=(), progress=None, client=None, **options) -> Result:
     """The ground-truth table of your own model (``rcmdp ground-truth --model``).
 
