@@ -9,18 +9,24 @@ each maximum over the set taken separately (the paper's Eq. "RCMDP objective" wi
 robust constraints).  Both sides are certificates whatever the budget of work:
 
 * **lower** is the worst-case value of one stochastic policy whose worst-case costs
-  meet the budgets, both certified by exact robust evaluation
-  (:func:`rcmdp_exact.robust.robust_evaluate`) with the residual bound of one more
-  robust Bellman step (:func:`rcmdp_exact.robust.robust_bellman`) subtracted from the
-  value and added to the costs.  The policy is found by a search
-  (:mod:`~rcmdp_exact.ground_truth.search`): the LP optimum of the nominal CMDP at the
-  budgets and at budgets tightened by the worst-case excess, the robust-Lagrangian
+  meet the budgets, both certified twice on the bracket's one game: by
+  :meth:`~rcmdp_exact.robust.RobustGame.evaluate` and by :func:`.search.certify` (the
+  exact evaluation under each worst-case kernel, with the residual bound of one more
+  robust Bellman step subtracted from the value and added to the costs).  The policy
+  is found by a search (:mod:`~rcmdp_exact.ground_truth.search`): the LP optimum of
+  the nominal CMDP at the budgets and at budgets tightened by the worst-case excess,
+  the robust-Lagrangian
   policies, the RCPG variants' targets, trust-region ascent with exact Danskin
   gradients, mixtures, and every box maximiser of the branch and bound.
 * **upper** is the smaller of :math:`\min_\lambda g(\lambda)`
   (:mod:`~rcmdp_exact.ground_truth.dual`) and the branch-and-bound bound over policy
   boxes (:mod:`~rcmdp_exact.ground_truth.boxes`), every number a robust fixed point
   plus its residual bound.
+
+The model and the set are checked once, at the entrance, and the options are one frozen
+:class:`BracketSettings`; one :class:`~rcmdp_exact.robust.RobustGame` carries them
+through every phase (``RobustGame.replace`` where a phase needs other fixed-point
+settings).
 
 At alpha = 0 the ball is one model, the LP policy is certified by exact evaluation and
 the LP duals give g = the LP optimum: the bracket closes on the CMDP optimum.
