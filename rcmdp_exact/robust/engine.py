@@ -547,10 +547,11 @@ class RobustGame:
     def evaluate(self, pi: np.ndarray, w=None):
         """Certified robust numbers of policies pi (M, S, A) for the value and every cost.
 
-        Returns ``value`` (M,) a lower bound on the worst-case value, ``costs`` (M, K)
-        upper bounds on the worst-case costs, and per objective j (value, then costs):
-        ``w`` (M, 1+K, S), ``q`` (M, 1+K, S, A), ``P`` (M, 1+K, S, A, S) and the
-        estimates ``value_estimate``, ``costs_estimate`` (p0 . w).
+        Returns a :class:`Result`: ``value`` (M,) a lower bound on the worst-case value,
+        ``costs`` (M, K) upper bounds on the worst-case costs, and per objective j (value,
+        then costs): ``w`` (M, 1+K, S), ``q`` (M, 1+K, S, A), ``P`` (M, 1+K, S, A, S), the
+        residual bounds ``err`` (M, 1+K) and the estimates ``value_estimate``,
+        ``costs_estimate`` (p0 . w).
         """
         M, J = pi.shape[0], 1 + self.K
         g = np.broadcast_to(self.objectives(), (M, J, self.S, self.A, self.S))
