@@ -63,6 +63,7 @@ _EXPORTS = {
     "policy_transition_matrix": ".evaluation",
     "PolicySystem": ".evaluation",
     "rcmdp_bracket": ".ground_truth",
+    "BracketSettings": ".ground_truth",
     "rcmdp_variant": ".ground_truth",
     "rescaled_budget": ".evaluation",
     "Result": "._result",
@@ -119,6 +120,7 @@ def __dir__():
 __all__ = [
     "ESTIMATORS",
     "OBJECTIVES",
+    "BracketSettings",
     "DirectPolicy",
     "FiniteSet",
     "ImproperPolicyError",

@@ -71,12 +71,13 @@ from ._checks import (
     as_array,
     as_float_array,
     check_choice,
+    check_distributions,
     check_finite,
     check_indices,
     check_int,
     check_nonnegative,
     check_real,
-    row_tolerance,
+    check_row_sums,
 )
 
 __all__ = [
@@ -136,31 +137,10 @@ def quantecon_arrays(transitions, r: np.ndarray, gamma: float, sparse: bool = Fa
 
 
 # --------------------------------------------------------------------------- helpers
-def _pair_label(row: int, n_second: int, axes: tuple[str, str]) -> str:
-    i, j = divmod(int(row), n_second)
-    return f"({axes[0]}={i}, {axes[1]}={j})"
-
-
-def _check_row_sums(sums: np.ndarray, name: str, axes: tuple[str, str], n_second: int,
-                    n_cols: int) -> None:
-    """Rows (flattened over two axes, row = i*n_second + j) summing to 1."""
-    err = np.abs(sums - 1.0)
-    tol = row_tolerance(n_cols)
-    bad = np.flatnonzero(err > tol)
-    if bad.size:
-        row = int(bad[0])
-        raise InputError(
-            f"the probabilities of {name} at {_pair_label(row, n_second, axes)} sum to "
-            f"{float(sums[row])!r}, not 1 (tolerance {tol:.1e}); every row must be a "
-            f"probability distribution over the {n_cols} next states"
-        )
-
-
 def _check_dense_rows(P: np.ndarray, name: str, axes: tuple[str, str]) -> None:
     """A dense (X, Y, S) array of finite, non-negative rows summing to 1."""
     check_finite(P, name, (*axes, "s'"))
-    check_nonnegative(P, name, "transition probabilities")
-    _check_row_sums(P.sum(axis=-1).reshape(-1), name, axes, P.shape[1], P.shape[2])
+    check_distributions(P, name, axes, what="transition probabilities")
 
 
 def _check_csr_rows(P: sp.csr_array, name: str, axes: tuple[str, str], n_second: int) -> None:
@@ -171,7 +151,7 @@ def _check_csr_rows(P: sp.csr_array, name: str, axes: tuple[str, str], n_second:
     check_nonnegative(P.data, name, "transition probabilities", positions=pos)
     sums = np.zeros(P.shape[0])
     np.add.at(sums, rows, P.data)
-    _check_row_sums(sums, name, axes, n_second, P.shape[1])
+    check_row_sums(sums.reshape(-1, n_second), P.shape[1], name, axes)
 
 
 def _as_csr(M, name: str) -> sp.csr_array:
@@ -589,12 +569,7 @@ def _start_distribution(p0, base, S: int) -> np.ndarray:
         out[check_int(int(raw), f"start state {name}", 0, S - 1)] = 1.0
         return out
     out = as_float_array(p0, name, "give an (S,) distribution", shape=(S,), axes=("s",))
-    check_nonnegative(out, name, "start probabilities")
-    tol = row_tolerance(S)
-    if abs(float(out.sum()) - 1.0) > tol:
-        raise InputError(f"{name} sums to {float(out.sum())!r}, not 1 (tolerance "
-                         f"{tol:.1e}); give a distribution over the {S} states")
-    return out
+    return check_distributions(out, name, what="start probabilities")
 
 
 #: How :func:`_array_costs` reads a cost array, by its number of axes.
@@ -791,7 +766,7 @@ def gymnasium_model_args(env, costs=None, d=None, gamma: float = 0.99, horizon="
 
     pair, prob, nxt, reward, done = _read_table(table, S, A)
     sums = np.bincount(pair, weights=prob, minlength=S * A)
-    _check_row_sums(sums, "env.unwrapped.P", ("s", "a"), A, S)
+    check_row_sums(sums.reshape(S, A), S, "env.unwrapped.P", ("s", "a"))
     sees = callable(costs) and _sees_the_entry(costs)
     if sees:  # the costs of every entry of the table, merged like the rewards
         per_entry = _call_costs(costs, S, A, pair, nxt, reward=reward, done=done)

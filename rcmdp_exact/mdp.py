@@ -38,8 +38,8 @@ from ._result import Result, Status
 from .evaluation import evaluate, rescaled_budget
 from .model import TabularCMDP, check_model
 
-__all__ = ["MDP_METHODS", "backward_induction", "greedy_policy", "policy_iteration",
-           "solve_mdp", "value_scale"]
+__all__ = ["MDP_METHODS", "backward_induction", "box_policy_iteration", "greedy_box",
+           "greedy_policy", "policy_iteration", "solve_mdp", "value_scale"]
 
 #: Methods of :func:`solve_mdp` for the discounted problem.
 MDP_METHODS = ("policy_iteration", "value_iteration", "modified_policy_iteration", "lp")
@@ -73,12 +73,89 @@ def value_scale(model: TabularCMDP, horizon: int | None = None) -> float:
     return max(1.0, mag * eff)
 
 
+def greedy_box(q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    r"""The maximiser of :math:`\sum_a \pi(a) q(a)` over :math:`\{l \le \pi \le u\} \cap \Delta`.
+
+    Start at ``lo`` and give the remaining mass :math:`1 - \sum_a l(a)` to the actions
+    in decreasing order of q (ties to the lowest index), each up to ``hi``.  Every
+    leading axis is a batch axis; the box must be non-empty (:math:`\sum l \le 1 \le
+    \sum u`).  With l = 0 and u = 1 it is the one-hot greedy policy of q
+    (:func:`greedy_policy`).
+    """
+    order = np.argsort(-q, axis=-1, kind="stable")
+    room = np.take_along_axis(hi - lo, order, axis=-1)
+    left = np.maximum(1.0 - lo.sum(axis=-1, keepdims=True), 0.0)
+    before = np.cumsum(room, axis=-1) - room
+    give = np.clip(left - before, 0.0, room)
+    out = lo.copy()
+    np.put_along_axis(out, order, np.take_along_axis(out, order, axis=-1) + give, axis=-1)
+    return out
+
+
+def box_policy_iteration(evaluate, pi: np.ndarray, lo: np.ndarray, hi: np.ndarray, *,
+                         max_iter: int, rtol: float = 0.0, atol=0.0, improve=None,
+                         stop=None) -> Result:
+    r"""Howard's policy iteration for a batch of J box MDPs: the one Howard iteration.
+
+    The policy player of every fixed point of the toolkit: the plain MDP
+    (:func:`policy_iteration`, one problem, the full box), the robust game
+    (:meth:`~rcmdp_exact.robust.RobustGame.solve`: the adversary's fixed point is the
+    evaluation), the RCPG variants' best responses and the occupancy intervals of the
+    bracket's boxes (box MDPs under fixed kernels).
+
+    Each round evaluates the policies, ``w, q = evaluate(pi)`` ((J, S) values and
+    (J, S, A) action values), and takes the box maximiser ``best`` of q
+    (:func:`greedy_box` over :math:`\{l \le \pi \le u\} \cap \Delta`, or ``improve(w, q,
+    pi) -> (best, gain)``); a state switches to ``best`` only where its gain
+    :math:`\sum_a (\text{best} - \pi)(a)\, q(a)` is above ``atol + rtol * max(1,
+    max|w|)`` (the current choice is kept on near-ties, so the iteration cannot cycle on
+    rounding).  It stops when no state switches (``stable``), after ``max_iter``
+    evaluations, or when ``stop()`` is true; the policies are not changed after their
+    last evaluation, so ``pi``, ``w`` and ``q`` belong together.
+
+    Parameters
+    ----------
+    evaluate : callable
+        ``evaluate(pi) -> (w, q)`` (any further items of the tuple are kept as ``info``).
+    pi, lo, hi : arrays (J, S, A)
+        The starting policies (in their boxes) and the boxes.
+    atol : float or array (J,)
+
+    Returns
+    -------
+    Result
+        ``pi``, ``w``, ``q`` (the last evaluation), ``best`` (the box maximiser of that q),
+        ``gain`` (J, S), ``info`` (the rest of the last evaluation's tuple), ``rounds``
+        (evaluations), ``stable``.
+    """
+    atol = np.asarray(atol, dtype=np.float64)
+    rounds, stable = 0, False
+    while True:
+        rounds += 1
+        w, q, *info = evaluate(pi)
+        if improve is None:
+            best = greedy_box(q, lo, hi)
+            gain = np.einsum("jsa,jsa->js", best - pi, q)
+        else:
+            best, gain = improve(w, q, pi)
+        better = gain > (atol + rtol * np.maximum(1.0, np.abs(w).max(axis=1)))[..., None]
+        if not better.any():
+            stable = True
+            break
+        if rounds >= max_iter or (stop is not None and stop()):
+            break
+        pi = np.where(better[..., None], best, pi)
+    return Result(pi=pi, w=w, q=q, best=best, gain=gain, info=info, rounds=rounds,
+                  stable=stable)
+
+
 def policy_iteration(model: TabularCMDP, lam=None, max_iter: int = 10_000) -> Result:
     r"""Optimal deterministic policy of the scalarised reward :math:`r - \lambda^\top c`.
 
-    Howard's policy iteration with exact evaluations
-    (:func:`rcmdp_exact.evaluation.evaluate`), keeping the current action on ties
-    (within ``1e-12`` times the value scale).  Needs gamma < 1.
+    Howard's policy iteration (:func:`box_policy_iteration` on the full box) with exact
+    evaluations (:func:`rcmdp_exact.evaluation.evaluate`, one sparse factorisation per
+    policy), keeping the current action unless another is better by more than ``1e-12``
+    times the value scale.  Needs gamma < 1.
 
     Returns
     -------
@@ -91,18 +168,19 @@ def policy_iteration(model: TabularCMDP, lam=None, max_iter: int = 10_000) -> Re
                hint="; policy iteration needs a discounted model")
     max_iter = check_int(max_iter, "max_iter", 1)
     lam = model.check_multipliers(lam)
-    pi = np.argmax(model.scalarised_reward(lam), axis=1)
-    tol = 1e-12 * value_scale(model)
-    rows = np.arange(model.n_states)
-    for it in range(1, max_iter + 1):
-        ev = evaluate(model, np.eye(model.n_actions)[pi], lam, check=False)
-        q = ev.q_lagrangian
-        keep = q[rows, pi] >= q.max(axis=1) - tol
-        if keep.all() or it == max_iter:
-            break
-        pi = np.where(keep, pi, np.argmax(q, axis=1))
-    return Result(policy=pi, v=ev.lagrangian, q=q, value=float(model.p0 @ ev.lagrangian),
-                  iterations=it, converged=bool(keep.all()))
+    S, A = model.n_states, model.n_actions
+
+    def values(pi):
+        ev = evaluate(model, pi[0], lam, check=False)
+        return ev.lagrangian[None], ev.q_lagrangian[None]
+
+    start = greedy_policy(model.scalarised_reward(lam))[None]
+    full = (np.zeros((1, S, A)), np.ones((1, S, A)))
+    sol = box_policy_iteration(values, start, *full, max_iter=max_iter,
+                               atol=1e-12 * value_scale(model))
+    v = sol.w[0]
+    return Result(policy=np.argmax(sol.pi[0], axis=1), v=v, q=sol.q[0],
+                  value=float(model.p0 @ v), iterations=sol.rounds, converged=sol.stable)
 
 
 def backward_induction(P, r, horizon: int, *, discount: float = 1.0, c=None, lam=None,
@@ -540,9 +618,10 @@ def _lp_values(model: TabularCMDP, g: np.ndarray) -> np.ndarray:
     S, A = g.shape
     E = sp.kron(sp.identity(S, format="csr"), np.ones((A, 1)), format="csr")
     A_ub = sp.csr_array(model.gamma * model.P_sparse - E)
+    from ._solvers import HIGHS_OPTIONS
+
     sol = linprog(np.full(S, 1.0 / S), A_ub=A_ub, b_ub=-g.ravel(), bounds=[(None, None)] * S,
-                  method="highs", options={"primal_feasibility_tolerance": 1e-10,
-                                           "dual_feasibility_tolerance": 1e-10})
+                  method="highs", options=HIGHS_OPTIONS)
     return None if sol.status != 0 else np.asarray(sol.x, dtype=np.float64)
 
 

@@ -79,6 +79,7 @@ from ._checks import (
     rng_from,
 )
 from ._result import Result, decode, encode
+from .evaluation import PolicySystem
 from .model import TabularCMDP
 
 _seed = seed  # hypothesis.seed, before a parameter named seed hides it
@@ -845,7 +846,7 @@ def dense_binding_cmdp(seed, magnitudes=(1.0, 10.0)) -> TabularCMDP:
     pi = rng.dirichlet(np.ones(A), size=S)
     P_pi = np.einsum("sa,sat->st", pi, P)
     rhs = np.column_stack([np.einsum("sa,sa->s", pi, r), np.einsum("sa,sak->sk", pi, c)])
-    C = np.linalg.solve(np.eye(S) - gamma * P_pi, rhs)[:, 1:]
+    C = PolicySystem(P_pi, gamma).solve(rhs)[:, 1:]
     d = (p0 @ C) * rng.uniform(0.95, 1.0, K)
     return TabularCMDP(P, r, c, d=d, gamma=gamma, p0=p0)
 

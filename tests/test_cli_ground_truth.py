@@ -56,7 +56,7 @@ def test_runs_and_prints_the_table(run):
     assert "== inventory: Inventory Management" in text
     assert "test inventory: 9 settings, T = 100" in text
     assert list(doc["domains"]) == ["inventory"]
-    assert doc["options"]["episodes"] == "paper" and doc["options"]["seed"] == 0
+    assert doc["options"]["estimation"] == "paper" and doc["options"]["seed"] == 0
 
 
 def test_every_row_follows_the_metric_formulas(run):

@@ -22,7 +22,8 @@ def _fresh(module: str):
 @pytest.mark.parametrize(("old", "new", "names"), [
     ("rcmdp_exact.inner", "rcmdp_exact.uncertainty",
      ["worst_case_l1", "l1_violation", "INNER_METHODS", "LP_SOLVERS"]),
-    ("rcmdp_exact.ground_truth.core", "rcmdp_exact.robust", ["RobustGame", "greedy_box"]),
+    ("rcmdp_exact.ground_truth.core", "rcmdp_exact.robust", ["RobustGame"]),
+    ("rcmdp_exact.ground_truth.core", "rcmdp_exact.mdp", ["greedy_box"]),
 ])
 def test_moved_modules_warn_and_give_the_same_objects(old, new, names):
     with pytest.warns(DeprecationWarning, match=old.replace(".", r"\.")):
@@ -146,12 +147,3 @@ def test_training_records_and_results_keep_their_former_names_for_a_release(tmp_
     assert np.isnan(old.lam_adv)
 
 
-def test_ground_truth_table_takes_its_former_parameter_names():
-    from rcmdp_exact.experiments.ground_truth_table import ground_truth_table
-
-    with pytest.warns(DeprecationWarning, match="bracket_time"):
-        t = ground_truth_table(["nav2"], episodes="reference", bracket_time=7.0, n_draws=1,
-                               variants=(), progress=False, max_boxes=1)
-    assert t.options["episodes"] == "reference" and t.options["bracket_time"] == 7.0
-    with pytest.raises(TypeError, match="budget"):
-        ground_truth_table(["nav2"], budget=1)

@@ -340,3 +340,21 @@ def test_crossed_bounds_are_reported_as_inconsistent(bracket, dual, facts, monke
     dual = {"lo": 1.0, "hi": 1.0 + 1e-12}
     touching = duality_gap(model, ball, {"lower": 0.8 + 1e-15, "upper": 0.8}, dual)
     assert touching.strong_duality == "fails" and touching.lo == pytest.approx(0.2)
+
+
+def test_the_dual_builds_one_game(monkeypatch):
+    """Every robust fixed point of the dual (values of g, fixed policies, Slater
+    candidates) runs on one game built from the checked model and set."""
+    import rcmdp_exact.robust.engine as engine
+
+    built = []
+    init = engine.RobustGame.__init__
+
+    def counting(self, *args, **kwargs):
+        built.append(1)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(engine.RobustGame, "__init__", counting)
+    m = T.dense_binding_cmdp(3)
+    res = certified_dual(m, l1_ball(m, 0.2), max_evaluations=12)
+    assert res.evaluations >= 12 and len(built) == 1

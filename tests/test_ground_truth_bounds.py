@@ -33,7 +33,8 @@ from rcmdp_exact.ground_truth.local_bound import (
     one_step_intervals,
 )
 from rcmdp_exact.ground_truth.occupancy_bound import OccupancyLP
-from rcmdp_exact.robust.engine import RobustGame, greedy_box
+from rcmdp_exact.mdp import greedy_box
+from rcmdp_exact.robust.engine import RobustGame
 from rcmdp_exact.uncertainty import L1Ball
 
 FINITE = ("bracket", "budget_exhausted")

@@ -86,14 +86,25 @@ def test_bad_table_arguments(kwargs, error, facts):
         assert fact in str(exc.value), (fact, str(exc.value))
 
 
-@pytest.mark.parametrize(("kwargs", "facts"), [
-    ({"episodes": "many"}, ("episodes", "'many'", "paper")),
-    ({"bracket_time": -1.0}, ("bracket_time", "-1.0")),
-])
-def test_bad_values_under_former_parameter_names_name_the_name_given(kwargs, facts):
-    """A former parameter name warns, and its bad value is refused under that name."""
-    with pytest.warns(DeprecationWarning, match=next(iter(kwargs))), \
-            pytest.raises((OptionError, InputError)) as exc:
-        ground_truth_table(["nav1"], progress=False, **kwargs)
-    for fact in facts:
-        assert fact in str(exc.value), (fact, str(exc.value))
+def test_the_table_takes_one_typed_spec():
+    """A spec is one frozen, validated value: a set is a kind or a saved set, never both
+    and never the former "file"; keyword options replace its fields; former parameter
+    names are gone."""
+    import dataclasses
+
+    from rcmdp_exact.experiments.ground_truth_table import GroundTruthTableSpec, SetSpec
+    from rcmdp_exact.uncertainty import l1_ball
+
+    m = garnet(3, 2, 2, n_constraints=1, seed=0)
+    with pytest.raises(InputError, match="not both"):
+        SetSpec(kind="kl", saved=l1_ball(m, 0.1))
+    with pytest.raises(OptionError, match="'file'"):
+        SetSpec(kind="file")
+    assert SetSpec().kind == "l1" and SetSpec(saved=l1_ball(m, 0.1)).label == "saved"
+    spec = GroundTruthTableSpec()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.seed = 1
+    with pytest.raises(TypeError, match="episodes"):
+        ground_truth_table(["nav1"], episodes="paper")
+    with pytest.raises(InputError, match="model_ground_truth"):
+        ground_truth_table(["nav1"], spec, uset=l1_ball(m, 0.1))

@@ -315,3 +315,33 @@ def test_true_error_never_exceeds_the_reported_bound(seed, S, A, gamma, size, ti
                                                       res.message)
         if res.converged:
             assert res.error_bound <= 1e-12 * scale, (method, res.error_bound)
+
+
+def test_the_one_howard_iteration_solves_a_batch_of_box_mdps():
+    """box_policy_iteration on J random MDPs: on the full box its policies satisfy
+    Bellman's optimality equation; on a box of one policy it stops at once with that
+    policy; and mdp.policy_iteration is that iteration on one problem."""
+    from rcmdp_exact.evaluation import PolicySystem, policy_matrix
+    from rcmdp_exact.mdp import box_policy_iteration, greedy_box, policy_iteration
+
+    rng = np.random.default_rng(3)
+    J, S, A, gamma = 5, 6, 3, 0.9
+    P = rng.dirichlet(np.ones(S), size=(J, S, A))
+    r = rng.normal(size=(J, S, A))
+
+    def evaluate(pi):
+        w = PolicySystem(policy_matrix(P, pi), gamma).solve(np.einsum("jsa,jsa->js", pi, r))
+        return w, r + gamma * np.einsum("jsat,jt->jsa", P, w)
+
+    full = (np.zeros((J, S, A)), np.ones((J, S, A)))
+    start = greedy_box(r, *full)
+    sol = box_policy_iteration(evaluate, start, *full, max_iter=100, atol=1e-12)
+    assert sol.stable and sol.rounds > 1
+    np.testing.assert_allclose(sol.q.max(axis=2), sol.w, atol=1e-10)
+    one = box_policy_iteration(evaluate, start, start, start, max_iter=100, atol=1e-12)
+    assert one.stable and one.rounds == 1 and np.array_equal(one.pi, start)
+    capped = box_policy_iteration(evaluate, start, *full, max_iter=1, atol=1e-12)
+    assert not capped.stable and np.array_equal(capped.pi, start)  # pi, w, q belong together
+    m = rx.TabularCMDP(P[0], r[0], gamma=gamma)
+    res = policy_iteration(m)
+    np.testing.assert_array_equal(np.eye(A)[res.policy], sol.pi[0])

@@ -139,3 +139,13 @@ def test_the_suite_passes_beside_the_main_jobs_output(tmp_path):
                          capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert out.returncode == 0, out.stdout[-2000:]
     assert (tmp_path / "reproduction" / "runs.sqlite").read_text() == "from the main job"
+
+
+def test_lp_tolerances_are_written_in_one_place():
+    """The solvers' options live in ``_solvers`` (the sets' cross-checks in uncertainty/
+    are pointed there separately)."""
+    words = ("primal_feasibility_tolerance", "tol_gap_abs", "tol_feas")
+    found = [str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")
+             if path.name != "_solvers.py" and path.parent.name != "uncertainty"
+             and any(w in path.read_text(encoding="utf-8") for w in words)]
+    assert found == []

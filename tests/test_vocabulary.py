@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import inspect
 import pkgutil
@@ -90,10 +91,11 @@ def check_name(name: str, model, trained) -> None:
         res = rx.robust_evaluate(model, np.full((5, 3), 1 / 3), rx.l1_ball(model, 0.1))
         assert "costs_worst" in res
     elif name == "time_limit":
-        from rcmdp_exact.experiments.ground_truth_table import ground_truth_table
+        from rcmdp_exact.experiments.ground_truth_table import GroundTruthTableSpec
 
-        for fn in (rx.rcmdp_bracket, ground_truth_table):
-            assert "time_limit" in inspect.signature(fn).parameters
+        assert "time_limit" in {f.name for f in dataclasses.fields(rx.BracketSettings)}
+        spec = GroundTruthTableSpec()
+        assert dataclasses.replace(spec.bracket, time_limit=7.0).time_limit == 7.0
         assert option("ground-truth", "--time-limit").dest == "time_limit"
     elif name == "estimation":
         for command in ("train", "ground-truth", "reproduce"):
@@ -177,12 +179,7 @@ def test_former_attributes_parameters_and_flags(trained):
     with pytest.warns(DeprecationWarning, match=new_attr):
         assert getattr(trained, attr) == getattr(trained, new_attr)
 
-    from rcmdp_exact.experiments.ground_truth_table import RENAMED_PARAMETERS, ground_truth_table
-
-    rows = former_rows("parameter")
-    params = {f: re.search(r"\((\w+)=", n)[1] for n, f in rows}
-    assert params == RENAMED_PARAMETERS
-    assert set(params.values()) <= set(inspect.signature(ground_truth_table).parameters)
+    assert former_rows("parameter") == []  # the former parameter names are gone
 
     flags = former_rows("flag")
     documented = set()

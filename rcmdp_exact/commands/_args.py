@@ -234,9 +234,11 @@ def add_progress(parser: argparse.ArgumentParser) -> None:
 
 
 def progress_enabled(args: argparse.Namespace) -> bool:
-    """The resolved value of ``--progress / --no-progress``."""
-    value = getattr(args, "progress", None)
-    return sys.stderr.isatty() if value is None else bool(value)
+    """The resolved value of ``--progress / --no-progress`` (the toolkit's one default,
+    :func:`rcmdp_exact._progress.progress_default`)."""
+    from .._progress import progress_default
+
+    return progress_default(getattr(args, "progress", None))
 
 
 def add_force(parser: argparse.ArgumentParser) -> None:

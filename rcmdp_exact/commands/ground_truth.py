@@ -131,28 +131,36 @@ def run(args: argparse.Namespace) -> int:
         check_robust_inputs(own.model, own.set, f"--set-file {own.set_path!r}")
     else:
         check_set_kind(kind, own.model, ())
+    from ..experiments.ground_truth_table import GroundTruthTableSpec, SetSpec
+    from ..ground_truth import BracketSettings
+    from ..names import BRACKET_ASCENT
+
+    bracket = BracketSettings(variants=variants, time_limit=args.time_limit,
+                              max_boxes=args.max_boxes, n_ascent=BRACKET_ASCENT)
+    if own is None:
+        spec = GroundTruthTableSpec(set=SetSpec(kind=kind, delta=args.delta),
+                               estimation=args.estimation or "paper", seed=args.seed,
+                               offset_on=args.offset_on or "failure", bracket=bracket,
+                               **({} if args.n_draws is None else {"n_draws": args.n_draws}))
+    else:
+        from ..names import USER_ESTIMATION_EPISODES
+
+        spec = GroundTruthTableSpec(
+            set=SetSpec(saved=own.set, delta=args.delta) if own.set is not None
+            else SetSpec(kind=kind, delta=args.delta),
+            estimation=args.estimation_episodes or USER_ESTIMATION_EPISODES,
+            seed=args.seed, bracket=bracket)
     client = connect_dask(parser, args.dask)
     try:
         if own is None:
-            table = ground_truth_table(names, estimation=args.estimation or "paper",
-                                       seed=args.seed, delta=args.delta,
-                                       n_draws=args.n_draws,
-                                       offset_on=args.offset_on or "failure",
-                                       variants=variants, progress=progress_enabled(args),
-                                       time_limit=args.time_limit,
-                                       max_boxes=args.max_boxes, set_kind=kind,
+            table = ground_truth_table(names, spec, progress=progress_enabled(args),
                                        client=client)
         else:
-            from ..names import USER_ESTIMATION_EPISODES
-
             table = model_ground_truth(
-                own.model, uset=own.set, set_kind=kind,
-                estimation_episodes=args.estimation_episodes or USER_ESTIMATION_EPISODES,
-                seed=args.seed, delta=args.delta,
+                own.model, spec,
                 perturbations=[(p["name"], p["group"], p["model"])
                                for p in own.perturbations],
-                variants=variants, progress=progress_enabled(args),
-                time_limit=args.time_limit, max_boxes=args.max_boxes, client=client)
+                progress=progress_enabled(args), client=client)
     finally:
         if client is not None:
             client.close()

@@ -7,15 +7,15 @@ For each domain of :data:`rcmdp_exact.domains.PAPER_DOMAINS`:
 
 1. **Estimation** (the paper's phase 1): :func:`rcmdp_exact.uncertainty.estimate` runs
    the uniform random policy on the training model for the protocol's number of
-   episodes (``episodes="paper"``: 100 / 100 / 10,000; ``"reference"``: 10 / 20 /
+   episodes (``estimation="paper"``: 100 / 100 / 10,000; ``"reference"``: 10 / 20 /
    10,000) and returns the estimated nominal model and its Hoeffding L1 ball
    (delta = 0.1).
 2. **Discounted optima** (gamma = 0.99): the CMDP optimum of the estimated nominal model
    and of the true training model (:func:`~rcmdp_exact.ground_truth.solve_cmdp`), the
    certified bracket of the RCMDP optimum on the estimated ball with the targets of the
-   three RCPG variants (:func:`~rcmdp_exact.ground_truth.rcmdp_bracket`, with a budget
-   of ``bracket_time`` seconds), and the T-step CMDP optimum of the training model
-   under the rescaled budget (a time-dependent policy).
+   three RCPG variants (:func:`~rcmdp_exact.ground_truth.rcmdp_bracket`, with the
+   settings ``spec.bracket`` of the :class:`GroundTruthTableSpec`), and the T-step CMDP
+   optimum of the training model under the rescaled budget (a time-dependent policy).
 3. **Test metrics**: every policy of step 2 on every setting of the domain's test
    suites (:func:`rcmdp_exact.domains.perturbations`), undiscounted over T steps from
    the start state, in batched products
@@ -34,14 +34,16 @@ column per constraint, suffixed ``_k`` when K > 1).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .._checks import check_choice, check_client, check_int, check_real
+from .._checks import check_choice, check_client, check_int, check_real, check_type
 from .._progress import progress_default, tqdm
 from .._result import Result
 from ..domains import (
@@ -58,7 +60,13 @@ from ..evaluation import (
     rescaled_budget,
     time_dependent_values,
 )
-from ..ground_truth import VARIANTS, rcmdp_bracket, solve_cmdp, solve_cmdp_finite_horizon
+from ..ground_truth import (
+    VARIANTS,
+    BracketSettings,
+    rcmdp_bracket,
+    solve_cmdp,
+    solve_cmdp_finite_horizon,
+)
 from ..mdp import greedy_policy
 from ..names import (
     BRACKET_ASCENT,
@@ -75,6 +83,8 @@ from ..names import (
 __all__ = [
     "METRICS",
     "POLICY_LABELS",
+    "GroundTruthTableSpec",
+    "SetSpec",
     "format_ground_truth",
     "ground_truth_table",
     "model_ground_truth",
@@ -159,35 +169,34 @@ def _policies(nom, tru, tru_T, br) -> dict:
     return pols
 
 
-def _estimation(true, opts: dict, n_ep: int, source: str) -> Result:
-    """Step 1: the estimated nominal model and set (of ``opts["set_kind"]``), or the
-    saved set of ``opts["set"]``."""
-    if opts.get("set") is not None:
-        uset = opts["set"]
+def _estimation(true, spec: GroundTruthTableSpec, n_ep: int, source: str) -> Result:
+    """Step 1: the estimated nominal model and set (of the kind ``spec.set.kind``), or the
+    saved set ``spec.set.saved`` with its nominal kernel."""
+    st = spec.set
+    if st.saved is not None:
+        uset = st.saved
         return Result(nominal=true.with_transitions(uset.nominal), set=uset,
                       info={"episodes": 0, "episodes_source": "set file",
-                            "set": opts["set_kind"], "set_type": type(uset).__name__,
-                            "seed": opts["seed"], "delta": opts["delta"],
+                            "set": st.label, "set_type": type(uset).__name__,
+                            "seed": spec.seed, "delta": st.delta,
                             "alpha_range": None, "form": None})
     from .estimation import estimate_set
 
-    est = estimate_set(true, n_ep, opts["seed"], opts["delta"], opts["set_kind"],
-                       progress=False)
+    est = estimate_set(true, n_ep, spec.seed, st.delta, st.kind, progress=False)
     return Result(nominal=est.nominal, set=est.set,
                   info={"episodes": n_ep, "episodes_source": source,
-                        "set": opts["set_kind"], "set_type": type(est.set).__name__,
-                        "seed": opts["seed"], "delta": opts["delta"],
+                        "set": st.label, "set_type": type(est.set).__name__,
+                        "seed": spec.seed, "delta": st.delta,
                         "alpha_range": list(est.alpha_range), "form": est.estimate.form})
 
 
-def _domain_optima(true, est: Result, opts: dict, bar, title: str) -> Result:
+def _domain_optima(true, est: Result, spec: GroundTruthTableSpec, bar, title: str,
+                   client) -> Result:
     """The LPs and the bracket of one domain (step 2), after its estimation ``est``."""
     bar.update(1)
     nom, tru, tru_T = solve_cmdp(est.nominal), solve_cmdp(true), solve_cmdp_finite_horizon(true)
     bar.update(1)
-    br = rcmdp_bracket(est.nominal, est.set, variants=opts["variants"], progress=False,
-                       time_limit=opts["bracket_time"], max_boxes=opts["max_boxes"],
-                       n_ascent=BRACKET_ASCENT, client=opts.get("client"))
+    br = rcmdp_bracket(est.nominal, est.set, spec.bracket, progress=False, client=client)
     bar.update(1)
     return Result(
         title=title, horizon=true.horizon, estimation=est.info,
@@ -248,9 +257,9 @@ def _test_rows(name: str, suites: dict, policies: dict) -> list:
     return rows
 
 
-def _paper_suites(name: str, opts: dict) -> dict:
-    return {suite: perturbations(suite, seed=opts["seed"], n_draws=opts["n_draws"],
-                                 offset_on=opts["offset_on"], progress=False)
+def _paper_suites(name: str, spec: GroundTruthTableSpec) -> dict:
+    return {suite: perturbations(suite, seed=spec.seed, n_draws=spec.n_draws,
+                                 offset_on=spec.offset_on, progress=False)
             for suite in TEST_SUITES[name]}
 
 
@@ -274,81 +283,136 @@ def _summarise(rows: list[dict]) -> list[dict]:
     return out
 
 
-def _check_table(names, opts: dict, given: dict) -> None:
-    for n in names:
-        check_choice(n, "domain", PAPER_DOMAINS)
-    check_choice(opts["episodes"], given.get("estimation", "estimation"), ("paper", "reference"))
-    check_choice(opts["offset_on"], "offset_on", ("failure", "success"))
-    _check_common(opts, given)
-    check_int(opts["n_draws"], "n_draws", 1, hint=" (draws per N in tests 1B and 2B)")
+@dataclass(frozen=True)
+class SetSpec:
+    """The uncertainty set of a ground-truth table: a kind estimated from data, or a saved
+    set used as it is.
+
+    ``kind`` (:data:`rcmdp_exact.names.SET_KINDS`, default ``"l1"``, the paper's) is
+    estimated from the episodes of the uniform policy at confidence ``delta``
+    (:func:`~rcmdp_exact.experiments.estimation.estimate_set`); ``saved`` (an
+    :class:`~rcmdp_exact.UncertaintySet`, e.g. loaded from ``--set-file``) replaces the
+    estimation, and then ``kind`` is None.  Validated when built (a saved set against its
+    model later, by :func:`model_ground_truth`).
+    """
+
+    kind: str | None = None
+    delta: float = 0.1
+    saved: object = None
+
+    def __post_init__(self):
+        if self.saved is None:
+            kind = "l1" if self.kind is None else self.kind
+            check_choice(kind, "set kind", SET_KINDS)
+            object.__setattr__(self, "kind", kind)
+        elif self.kind is not None:
+            from .._checks import InputError
+
+            raise InputError(f"a set spec names a kind ({self.kind!r}) or a saved set, not "
+                             f"both; give SetSpec(kind=...) or SetSpec(saved=...)")
+        check_real(self.delta, "delta", 0.0, 1.0, low_open=True, high_open=True)
+
+    @property
+    def label(self) -> str:
+        """The kind, or ``"saved"`` for a saved set (the reports' name of the set)."""
+        return "saved" if self.saved is not None else self.kind
 
 
-def _check_common(opts: dict, given: dict) -> None:
-    check_int(opts["seed"], "seed", 0)
-    check_real(opts["delta"], "delta", 0.0, 1.0, low_open=True, high_open=True)
-    for v in opts["variants"]:
-        check_choice(v, "variant", VARIANTS)
-    check_real(opts["bracket_time"], given.get("time_limit", "time_limit"), 0.0,
-               low_open=True)
-    check_int(opts["max_boxes"], "max_boxes", 1)
-    check_choice(opts["set_kind"], "set_kind", SET_KINDS)
-    check_client(opts["client"])
+def _default_bracket() -> BracketSettings:
+    return BracketSettings(max_boxes=BRACKET_BOXES, n_ascent=BRACKET_ASCENT,
+                           time_limit=BRACKET_SECONDS)
 
 
-#: Former parameter names of :func:`ground_truth_table` (deprecated) and their new names.
-RENAMED_PARAMETERS = {"episodes": "estimation", "bracket_time": "time_limit"}
+@dataclass(frozen=True)
+class GroundTruthTableSpec:
+    """Everything a ground-truth table computes from, as one frozen value.
+
+    ``set`` (:class:`SetSpec`), ``estimation`` (``"paper"`` or ``"reference"``: the
+    protocol's episodes on the paper's domains; a number of episodes on your own model),
+    ``seed`` (of the estimation and of the random draws of tests 1B and 2B), ``n_draws``
+    and ``offset_on`` (the paper's tests 1B and 2B), and ``bracket`` (the
+    :class:`~rcmdp_exact.ground_truth.BracketSettings` of each domain's bracket: by default
+    the RCPG variants' targets, :data:`~rcmdp_exact.names.BRACKET_BOXES` boxes,
+    :data:`~rcmdp_exact.names.BRACKET_ASCENT` ascent steps and a guard of
+    :data:`~rcmdp_exact.names.BRACKET_SECONDS` seconds).  Validated when built.
+    """
+
+    set: SetSpec = field(default_factory=SetSpec)
+    estimation: str | int = "paper"
+    seed: int = 0
+    n_draws: int = N_DRAWS
+    offset_on: str = "failure"
+    bracket: BracketSettings = field(default_factory=_default_bracket)
+
+    def __post_init__(self):
+        check_type(self.set, "set", SetSpec, "give SetSpec(kind=...) or SetSpec(saved=...)")
+        check_type(self.bracket, "bracket", BracketSettings, "give BracketSettings(...)")
+        if isinstance(self.estimation, str):
+            check_choice(self.estimation, "estimation", ("paper", "reference"))
+        else:
+            check_int(self.estimation, "estimation (episodes)", 1)
+        check_int(self.seed, "seed", 0)
+        check_int(self.n_draws, "n_draws", 1, hint=" (draws per N in tests 1B and 2B)")
+        check_choice(self.offset_on, "offset_on", ("failure", "success"))
+
+    def options(self, gamma: float) -> dict:
+        """The options as the output files record them."""
+        b = self.bracket
+        return {"estimation": self.estimation, "seed": self.seed,
+                "delta": self.set.delta, "n_draws": self.n_draws,
+                "offset_on": self.offset_on, "variants": list(b.variants),
+                "time_limit": b.time_limit, "max_boxes": b.max_boxes,
+                "set": self.set.label, "gamma": gamma, "modes": ["stochastic", "greedy"],
+                "penalty_weight": PENALTY_WEIGHT}
 
 
-def _renamed(given: dict, values: dict, where: str) -> tuple[dict, dict]:
-    """The values with the deprecated names of ``given`` moved to their new names, and
-    {new name: the name given} for messages."""
-    import warnings
+def _spec(spec, options: dict, *, where: str, **defaults) -> GroundTruthTableSpec:
+    """The spec of a table: ``spec`` (or the defaults) with the keyword ``options``
+    (:func:`ground_truth_table`'s) replacing its fields, validated once."""
+    spec = GroundTruthTableSpec(**defaults) if spec is None else check_type(
+        spec, "spec", GroundTruthTableSpec, "build one with GroundTruthTableSpec(...)")
+    opts = {k: v for k, v in options.items() if v is not None}  # None: not given
+    unknown = set(opts) - _OPTIONS
+    if unknown:
+        raise TypeError(f"{where}() got an unexpected keyword argument "
+                        f"{sorted(unknown)[0]!r}")
+    set_fields = {k: opts.pop(k) for k in ("delta",) if k in opts}
+    if "set_kind" in opts:
+        set_fields["kind"] = opts.pop("set_kind")
+    if "uset" in opts:
+        set_fields["saved"] = opts.pop("uset")
+        set_fields.setdefault("kind", None)
+    bracket = {k: opts.pop(k) for k in ("variants", "time_limit", "max_boxes") if k in opts}
+    return dataclasses.replace(
+        spec, **opts,
+        **({"set": dataclasses.replace(spec.set, **set_fields)} if set_fields else {}),
+        **({"bracket": dataclasses.replace(spec.bracket, **bracket)} if bracket else {}))
 
-    names = {}
-    for old, value in given.items():
-        new = RENAMED_PARAMETERS.get(old)
-        if new is None:
-            raise TypeError(f"{where}() got an unexpected keyword argument {old!r}")
-        warnings.warn(f"{where}({old}=...) is deprecated; use {new}=...",
-                      DeprecationWarning, stacklevel=3)
-        values[new] = value
-        names[new] = old
-    return values, names
+
+#: The keyword options of :func:`ground_truth_table` and :func:`model_ground_truth` that
+#: replace fields of the spec.
+_OPTIONS = {"estimation", "seed", "n_draws", "offset_on", "delta", "set_kind", "uset",
+            "variants", "time_limit", "max_boxes"}
 
 
-def ground_truth_table(domains=None, *, estimation: str = "paper", seed: int = 0,
-                       delta: float = 0.1, n_draws: int | None = None,
-                       offset_on: str = "failure", variants=VARIANTS, progress=None,
-                       time_limit: float = BRACKET_SECONDS,
-                       max_boxes: int = BRACKET_BOXES, set_kind: str = "l1",
-                       client=None, **renamed) -> Result:
+def ground_truth_table(domains=None, spec: GroundTruthTableSpec | None = None, *, progress=None,
+                       client=None, **options) -> Result:
     """Build the ground-truth table of the paper's domains (module docstring).
 
     Parameters
     ----------
     domains : sequence of str, optional
         Names in :data:`~rcmdp_exact.domains.PAPER_DOMAINS` (default: all three).
-    estimation : {"paper", "reference"}
-        The estimation episodes (``episodes``, its former name, is deprecated).
-    seed : int
-        Seed of the estimation and of the random draws of tests 1B and 2B (>= 0).
-    delta : float
-        Confidence of the Hoeffding radius, in (0, 1).
-    n_draws : int, optional
-        Draws per N in 1B/2B (default 50, the paper's).
-    offset_on : {"failure", "success"}
-        Test 1B: the drawn offset replaces a failed move (default) or a successful one.
-    variants : sequence of str
-        RCPG variants whose targets are computed (default all three).
+    spec : GroundTruthTableSpec, optional
+        What the table computes from (default ``GroundTruthTableSpec()``: the paper's
+        estimation and L1 ball, seed 0, 50 draws per N).  Keyword options replace its
+        fields: ``estimation`` ({"paper", "reference"}), ``seed``, ``n_draws``,
+        ``offset_on`` ({"failure", "success"}: test 1B's drawn offset replaces a failed
+        move, default, or a successful one), ``delta`` and ``set_kind`` (of
+        ``spec.set``), ``variants``, ``time_limit`` and ``max_boxes`` (of
+        ``spec.bracket``).
     progress : bool or None
         A bar over the steps of every domain (None: when standard error is a terminal).
-    time_limit, max_boxes
-        Budget of the bracket's branch and bound per domain (``bracket_time``, the
-        former name of ``time_limit``, is deprecated).
-    set_kind : str
-        The kind of uncertainty set estimated from the data
-        (:data:`rcmdp_exact.names.SET_KINDS`, :mod:`.estimation`; default the paper's
-        L1 ball).
     client : distributed.Client, optional
         Run each bracket's branch and bound on this Dask cluster (the same certified
         bracket as without, for the same box budget).
@@ -357,16 +421,20 @@ def ground_truth_table(domains=None, *, estimation: str = "paper", seed: int = 0
     -------
     Result
         ``domains`` {name: Result(estimation, optima, bracket, variants, rows, summary,
-        policies)}, ``options``, ``runtime`` (seconds).
+        policies)}, ``spec`` (the :class:`GroundTruthTableSpec`), ``options`` (its fields as
+        the output files record them), ``runtime`` (seconds).
     """
-    values, given = _renamed(renamed, {"estimation": estimation, "time_limit": time_limit},
-                             "ground_truth_table")
     names = list(PAPER_DOMAINS) if domains is None else list(domains)
-    opts = {"episodes": values["estimation"], "seed": seed, "delta": delta,
-            "n_draws": N_DRAWS if n_draws is None else n_draws, "offset_on": offset_on,
-            "variants": tuple(variants), "bracket_time": values["time_limit"],
-            "max_boxes": max_boxes, "set_kind": set_kind, "client": client}
-    _check_table(names, opts, given)
+    for n in names:
+        check_choice(n, "domain", PAPER_DOMAINS)
+    spec = _spec(spec, options, where="ground_truth_table")
+    if spec.set.saved is not None or not isinstance(spec.estimation, str):
+        from .._checks import InputError
+
+        raise InputError("the paper's domains estimate their set with the protocol's "
+                         "episodes (estimation 'paper' or 'reference'); a saved set or a "
+                         "number of episodes is for your own model: use model_ground_truth")
+    check_client(client)
     t0 = time.perf_counter()
     out = {}
     with tqdm(total=4 * len(names), desc="ground truth",
@@ -374,41 +442,38 @@ def ground_truth_table(domains=None, *, estimation: str = "paper", seed: int = 0
         for name in names:
             bar.set_postfix_str(name)
             true = paper_domain(name)
-            est = _estimation(true, opts, ESTIMATION_EPISODES[name][opts["episodes"]],
-                              opts["episodes"])
-            dom = _domain_optima(true, est, opts, bar, TITLES.get(name, name))
-            dom.rows = _test_rows(name, _paper_suites(name, opts), dom.policies)
+            est = _estimation(true, spec, ESTIMATION_EPISODES[name][spec.estimation],
+                              spec.estimation)
+            dom = _domain_optima(true, est, spec, bar, TITLES.get(name, name), client)
+            dom.rows = _test_rows(name, _paper_suites(name, spec), dom.policies)
             dom.summary = _summarise(dom.rows)
             dom.name = name
             out[name] = dom
             bar.update(1)
-    options = {k: (list(v) if isinstance(v, tuple) else v) for k, v in opts.items()
-               if k != "client"}
-    options.update(gamma=0.99, modes=["stochastic", "greedy"], penalty_weight=500.0)
-    return Result(domains=out, options=options, runtime=time.perf_counter() - t0)
+    return Result(domains=out, spec=spec, options=spec.options(0.99),
+                  runtime=time.perf_counter() - t0)
 
 
-def model_ground_truth(model, *, name: str = USER_DOMAIN, uset=None, set_kind: str = "l1",
-                       estimation_episodes: int = USER_ESTIMATION_EPISODES, seed: int = 0,
-                       delta: float = 0.1, perturbations=(), variants=VARIANTS,
-                       progress=None, time_limit: float = BRACKET_SECONDS,
-                       max_boxes: int = BRACKET_BOXES, client=None) -> Result:
+def model_ground_truth(model, spec: GroundTruthTableSpec | None = None, *, name: str = USER_DOMAIN,
+                       perturbations=(), progress=None, client=None, **options) -> Result:
     """The ground-truth table of your own model (``rcmdp ground-truth --model``).
 
     The steps of :func:`ground_truth_table` on ``model`` (discounted, with a horizon T):
-    the set is estimated from ``estimation_episodes`` episodes of the uniform random
-    policy (kind ``set_kind``), or ``uset`` is used as it is (its nominal kernel gives the
-    nominal model); the tests are the model itself and ``perturbations``
-    (:class:`~rcmdp_exact.domains.Setting` objects, or (name, group, model) triples: the
-    same problem with other transitions, see :mod:`.user`), as suite ``"model"``.
-    ``client``: a ``distributed.Client`` for the bracket's branch and bound.
+    the set is estimated from ``spec.estimation`` episodes (default
+    :data:`~rcmdp_exact.names.USER_ESTIMATION_EPISODES`) of the uniform random policy
+    (kind ``spec.set.kind``), or the saved set ``spec.set.saved`` is used as it is (its
+    nominal kernel gives the nominal model); the tests are the model itself and
+    ``perturbations`` (:class:`~rcmdp_exact.domains.Setting` objects, or (name, group,
+    model) triples: the same problem with other transitions, see :mod:`.user`), as suite
+    ``"model"``.  Keyword options replace fields of the spec as in
+    :func:`ground_truth_table` (``uset=`` gives a saved set); ``client``: a
+    ``distributed.Client`` for the bracket's branch and bound.
 
     Returns
     -------
     Result
         As :func:`ground_truth_table`, with one domain named ``name``.
     """
-    from .._checks import check_type
     from ..domains import Setting
     from ..model import TabularCMDP, check_model
     from .user import check_perturbation
@@ -418,16 +483,15 @@ def model_ground_truth(model, *, name: str = USER_DOMAIN, uset=None, set_kind: s
     check_int(model.horizon, "model.horizon", 1,
               hint="; the test metric takes T steps: give the model a horizon "
                    "(model.replace(horizon=T))")
-    opts = {"episodes": int(check_int(estimation_episodes, "estimation_episodes", 1)),
-            "seed": seed, "delta": delta, "variants": tuple(variants),
-            "bracket_time": time_limit, "max_boxes": max_boxes, "set_kind": set_kind,
-            "set": uset, "client": client}
-    _check_common(opts, {})
-    if uset is not None:
+    spec = _spec(spec, options, where="model_ground_truth",
+                 estimation=USER_ESTIMATION_EPISODES)
+    if isinstance(spec.estimation, str):
+        check_int(spec.estimation, "estimation (the number of episodes of your model)", 1)
+    if spec.set.saved is not None:
         from ..uncertainty import check_set
 
-        check_set(uset, model)
-        opts["set_kind"] = "file"
+        check_set(spec.set.saved, model)
+    check_client(client)
     settings = [Setting(USER_TEST, model, USER_TEST)]
     for p in perturbations:
         st = p if isinstance(p, Setting) else Setting(p[0], p[2], p[1])
@@ -435,16 +499,17 @@ def model_ground_truth(model, *, name: str = USER_DOMAIN, uset=None, set_kind: s
         settings.append(Setting(st.label, st.model.replace(horizon=model.horizon), st.group))
     t0 = time.perf_counter()
     with tqdm(total=4, desc="ground truth", disable=not progress_default(progress)) as bar:
-        est = _estimation(model, opts, opts["episodes"], "episodes")
-        dom = _domain_optima(model, est, opts, bar, model.name or "your model")
+        est = _estimation(model, spec, spec.estimation, "episodes")
+        dom = _domain_optima(model, est, spec, bar, model.name or "your model", client)
         dom.rows = _test_rows(name, {USER_TEST: settings}, dom.policies)
         dom.summary = _summarise(dom.rows)
         dom.name = name
         bar.update(1)
-    options = {k: (list(v) if isinstance(v, tuple) else v) for k, v in opts.items()
-               if k not in ("set", "client")}
-    options.update(gamma=model.gamma, modes=["stochastic", "greedy"], penalty_weight=500.0)
-    return Result(domains={name: dom}, options=options, runtime=time.perf_counter() - t0)
+    options = spec.options(model.gamma)
+    for key in ("n_draws", "offset_on"):  # the paper's tests only
+        options.pop(key)
+    return Result(domains={name: dom}, spec=spec, options=options,
+                  runtime=time.perf_counter() - t0)
 
 
 # ----------------------------------------------------------------------- output

@@ -12,7 +12,7 @@ RCMDP and certified duality gaps).  The robust fixed points they need come from
 import importlib
 import warnings
 
-from .bracket import rcmdp_bracket
+from .bracket import BracketSettings, rcmdp_bracket
 from .dual_certificate import certified_dual, duality_gap
 from .lp import (
     DEFAULT_LP_SOLVER,
@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_LP_SOLVER",
     "LP_SOLVERS",
     "VARIANTS",
+    "BracketSettings",
     "certified_dual",
     "duality_gap",
     "greedy_one_hot",

@@ -9,12 +9,13 @@ each maximum over the set taken separately (the paper's Eq. "RCMDP objective" wi
 robust constraints).  Both sides are certificates whatever the budget of work:
 
 * **lower** is the worst-case value of one stochastic policy whose worst-case costs
-  meet the budgets, both certified by exact robust evaluation
-  (:func:`rcmdp_exact.robust.robust_evaluate`) with the residual bound of one more
-  robust Bellman step (:func:`rcmdp_exact.robust.robust_bellman`) subtracted from the
-  value and added to the costs.  The policy is found by a search
-  (:mod:`~rcmdp_exact.ground_truth.search`): the LP optimum of the nominal CMDP at the
-  budgets and at budgets tightened by the worst-case excess, the robust-Lagrangian
+  meet the budgets, both certified twice on the bracket's one game: by
+  :meth:`~rcmdp_exact.robust.RobustGame.evaluate` and by :func:`.search.certify` (the
+  exact evaluation under each worst-case kernel, with the residual bound of one more
+  robust Bellman step subtracted from the value and added to the costs).  The policy
+  is found by a search (:mod:`~rcmdp_exact.ground_truth.search`): the LP optimum of
+  the nominal CMDP at the budgets and at budgets tightened by the worst-case excess,
+  the robust-Lagrangian
   policies, the RCPG variants' targets, trust-region ascent with exact Danskin
   gradients, mixtures, and every box maximiser of the branch and bound.
 * **upper** is the smaller of :math:`\min_\lambda g(\lambda)`
@@ -22,16 +23,23 @@ robust constraints).  Both sides are certificates whatever the budget of work:
   boxes (:mod:`~rcmdp_exact.ground_truth.boxes`), every number a robust fixed point
   plus its residual bound.
 
+The model and the set are checked once, at the entrance, and the options are one frozen
+:class:`BracketSettings`; one :class:`~rcmdp_exact.robust.RobustGame` carries them
+through every phase (``RobustGame.replace`` where a phase needs other fixed-point
+settings).
+
 At alpha = 0 the ball is one model, the LP policy is certified by exact evaluation and
 the LP duals give g = the LP optimum: the bracket closes on the CMDP optimum.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import time
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,18 +52,27 @@ from .._checks import (
     check_real,
     check_seed,
     check_shape,
+    check_type,
 )
 from .._progress import progress_default, tqdm
 from .._result import Result
+from ..robust import check_robust_inputs
 from ..robust.engine import RobustGame
 from .boxes import BOX_BOUNDS, branch_and_bound
 from .dual import fits, lagrangian_search
-from .dual_certificate import certified_dual, duality_gap
+from .dual_certificate import DUAL_GAP_TOL, DUAL_ITER, DUAL_TOL, dual_of_game, duality_gap
 from .lp import cost_name, fmt, max_slack_policy, solve_cmdp
 from .search import Incumbent, certify, improve
-from .variants import VARIANTS, check_search, rcmdp_variant
+from .variants import (
+    VARIANT_BISECT,
+    VARIANT_ITER,
+    VARIANTS,
+    check_lam_range,
+    lam_bounds,
+    variant_target,
+)
 
-__all__ = ["rcmdp_bracket"]
+__all__ = ["BracketSettings", "rcmdp_bracket"]
 
 _SOLVED = ("optimal", "optimal_inaccurate", "check_failed")
 #: The share of ``time_limit`` after which no RCPG variant target is started or continued.
@@ -206,41 +223,76 @@ def _infeasibility(game, model, least, safest, deadline: float = np.inf):
             f"{fmt(lam @ game.d + margin)} > lambda.d = {fmt(lam @ game.d)}"), pol
 
 
-def _check_bracket(model, ball, variants, kw: dict):
-    """Validate the arguments; return (low, high) of the lam range and the candidate
-    policies (n, S, A) (or None)."""
-    low, high = check_search(model, ball, kw["n_grid"], kw["lam_range"], kw["feas_tol"],
-                             **{k: kw[k] for k in ("n_refine", "n_sweeps", "n_cuts",
-                                                   "mix_steps", "n_partners", "n_ascent",
-                                                   "n_starts")})
-    check_real(kw["tol"], "tol", 0.0, low_open=True)
-    check_choice(kw["rvi_method"], "rvi_method", ("policy_iteration", "value_iteration"))
-    for v in variants:
-        check_choice(v, "variant", VARIANTS)
-    for b in kw["box_bounds"]:
-        check_choice(b, "box_bounds entry", BOX_BOUNDS)
-    check_int(kw["max_boxes"], "max_boxes", 1)
-    check_int(kw["dual_evaluations"], "dual_evaluations", 0)
-    check_real(kw["time_limit"], "time_limit", 0.0, low_open=True)
-    check_real(kw["rtol"], "rtol", 0.0)
-    check_real(kw["atol"], "atol", 0.0)
-    check_seed(kw["seed"])
-    check_client(kw["client"])
-    if kw["n_sweeps"] != 2 or kw["rvi_method"] != "policy_iteration":
-        warnings.warn("rcmdp_bracket: n_sweeps and rvi_method have no effect (the fixed "
-                      "points are found by policy iteration and lam by gradient steps and "
-                      "cuts)", DeprecationWarning, stacklevel=3)
-    cands = kw["candidates"]
-    if cands is not None:
-        S, A = model.n_states, model.n_actions
-        cands = as_float_array(cands, "candidates", "give policies of shape (n, S, A) or "
-                               "(S, A)")
-        if cands.ndim == 2:
-            cands = cands[None]
-        check_shape(cands, (cands.shape[0], S, A) if cands.ndim == 3 else (1, S, A),
-                    "candidates", ("candidate", "state", "action"))
-        cands = check_distributions(cands, "candidates", ("candidate", "state"))
-    return low, high, cands
+@dataclass(frozen=True)
+class BracketSettings:
+    """The options of :func:`rcmdp_bracket`, validated once, when the object is built.
+
+    Frozen: a bracket's settings are one value, passed whole to its phases (and written
+    into run specifications).  The fields are the keyword options of
+    :func:`rcmdp_bracket` (its docstring says what each does); ``dataclasses.replace``
+    gives a changed copy, validated again.
+    """
+
+    n_grid: int = 29
+    lam_range: tuple | None = None
+    n_refine: int = 40
+    n_cuts: int = 30
+    mix_steps: int = 40
+    tol: float = 1e-12
+    feas_tol: float = 0.0
+    variants: tuple = VARIANTS
+    n_partners: int = 4
+    max_boxes: int = 100_000
+    time_limit: float = 10.0
+    rtol: float = 1e-4
+    atol: float = 1e-9
+    n_ascent: int = 60
+    n_starts: int = 2
+    seed: object = 0
+    box_bounds: tuple = BOX_BOUNDS
+    dual_evaluations: int = 200
+
+    def __post_init__(self):
+        check_int(self.n_grid, "n_grid", 2)
+        for name in ("n_refine", "n_cuts", "mix_steps", "n_partners", "n_ascent",
+                     "n_starts"):
+            check_int(getattr(self, name), name, 0)
+        check_real(self.feas_tol, "feas_tol", 0.0)
+        check_real(self.tol, "tol", 0.0, low_open=True)
+        variants = tuple(self.variants)
+        for v in variants:
+            check_choice(v, "variant", VARIANTS)
+        bounds = tuple(self.box_bounds)
+        for b in bounds:
+            check_choice(b, "box_bounds entry", BOX_BOUNDS)
+        check_int(self.max_boxes, "max_boxes", 1)
+        check_int(self.dual_evaluations, "dual_evaluations", 0)
+        check_real(self.time_limit, "time_limit", 0.0, low_open=True)
+        check_real(self.rtol, "rtol", 0.0)
+        check_real(self.atol, "atol", 0.0)
+        check_seed(self.seed)
+        object.__setattr__(self, "lam_range", check_lam_range(self.lam_range))
+        object.__setattr__(self, "variants", variants)
+        object.__setattr__(self, "box_bounds", bounds)
+
+    def gap_tol(self, value: float) -> float:
+        """The target gap at a lower bound ``value``: max(atol, rtol * max(1, |value|))."""
+        return max(self.atol, self.rtol * max(1.0, abs(value))) if np.isfinite(value) \
+            else self.atol
+
+
+def _check_candidates(model, cands):
+    """The candidate policies (n, S, A), validated, or None."""
+    if cands is None:
+        return None
+    S, A = model.n_states, model.n_actions
+    cands = as_float_array(cands, "candidates", "give policies of shape (n, S, A) or "
+                           "(S, A)")
+    if cands.ndim == 2:
+        cands = cands[None]
+    check_shape(cands, (cands.shape[0], S, A) if cands.ndim == 3 else (1, S, A),
+                "candidates", ("candidate", "state", "action"))
+    return check_distributions(cands, "candidates", ("candidate", "state"))
 
 
 def _seed_lower(inc, dual, safest, variants) -> None:
@@ -251,10 +303,10 @@ def _seed_lower(inc, dual, safest, variants) -> None:
         inc.offer(var.policy[None], f"variant {name}")
 
 
-def _lower_search(game, inc, dual, lps, kw, deadline, gap_tol, cands) -> None:
+def _lower_search(game, inc, dual, lps, st: BracketSettings, deadline, cands) -> None:
     """The search of the lower side from the seeds (:func:`_seed_lower`): mixtures and
     local search (unless the seeds already close the bracket)."""
-    if dual.U - inc.value <= gap_tol(inc.value):
+    if dual.U - inc.value <= st.gap_tol(inc.value):
         return
     ev = inc.seed_eval
     # the infeasible Lagrangian policies met at the largest lam: the far side of the kink
@@ -266,24 +318,26 @@ def _lower_search(game, inc, dual, lps, kw, deadline, gap_tol, cands) -> None:
         starts.insert(0, lps[-1].policy)  # the largest-slack policy: phase 1 starts there
     if cands is not None:
         starts += list(cands)
-    rng = np.random.default_rng(kw["seed"])
-    starts += list(rng.dirichlet(np.ones(game.A), size=(kw["n_starts"], game.S)))
-    improve(inc, starts, partners, n_iter=kw["n_ascent"], deadline=deadline,
-            n_partners=kw["n_partners"], rounds=max(1, math.ceil(kw["mix_steps"] / 3)),
-            gain=0.01 * gap_tol(inc.value))
+    rng = np.random.default_rng(st.seed)
+    starts += list(rng.dirichlet(np.ones(game.A), size=(st.n_starts, game.S)))
+    improve(inc, starts, partners, n_iter=st.n_ascent, deadline=deadline,
+            n_partners=st.n_partners, rounds=max(1, math.ceil(st.mix_steps / 3)),
+            gain=0.01 * st.gap_tol(inc.value))
 
 
-def _certified_lower(model, ball, game, inc, tol: float):
-    """The best incumbent met that robust_evaluate certifies too: (value, costs, policy,
-    method, theta), or (-inf, nan, None, "none", 0) when there is none."""
+def _certified_lower(game, inc):
+    """The best incumbent met that the second certification (:func:`~.search.certify`)
+    certifies too: (value, costs, policy, method, theta), or (-inf, nan, None, "none", 0)
+    when there is none."""
     for value, pol, costs, method, theta in reversed(inc.accepted):
-        pub_value, pub = certify(model, ball, pol, tol)
+        pub_value, pub = certify(game, pol)
         if np.all(pub <= game.d):
             return min(value, pub_value), np.maximum(costs, pub), pol, method, theta
     return -np.inf, np.full(game.K, np.nan), None, "none", 0.0
 
 
-def _status(pol, upper, lower, bb, cut: list, kw, closed: bool) -> tuple[str, str]:
+def _status(pol, upper, lower, bb, cut: list, st: BracketSettings,
+            closed: bool) -> tuple[str, str]:
     if pol is None and upper == -np.inf:
         return "infeasible", ("infeasible: branch and bound found no box that meets every "
                               "budget; no policy is robust-feasible")
@@ -296,9 +350,9 @@ def _status(pol, upper, lower, bb, cut: list, kw, closed: bool) -> tuple[str, st
         return "bracket", text
     why = []
     if bb.stopped == "boxes":
-        why.append(f"the box budget max_boxes = {kw['max_boxes']}")
+        why.append(f"the box budget max_boxes = {st.max_boxes}")
     if bb.stopped == "time" or cut:
-        why.append(f"the time limit of {kw['time_limit']:g} s")
+        why.append(f"the time limit of {st.time_limit:g} s")
     rel = (upper - lower) / max(1.0, abs(lower))
     skipped = f"; cut at the deadline: {', '.join(cut)}" if cut else ""
     return "budget_exhausted", (
@@ -307,12 +361,12 @@ def _status(pol, upper, lower, bb, cut: list, kw, closed: bool) -> tuple[str, st
         f"time_limit or max_boxes for a tighter bracket")
 
 
-def _bracket_result(model, ball, game, inc, dual, bb, extra: dict, tol: float, cut: list,
-                    kw, gap_tol) -> Result:
-    lower, costs, pol, method, theta = _certified_lower(model, ball, game, inc, tol)
+def _bracket_result(game, inc, dual, bb, extra: dict, cut: list,
+                    st: BracketSettings) -> Result:
+    lower, costs, pol, method, theta = _certified_lower(game, inc)
     upper = min(dual.U, bb.upper)
-    closed = bool(upper - lower <= gap_tol(lower) or (bb.closed and not cut))
-    status, msg = _status(pol, upper, lower, bb, cut, kw, closed)
+    closed = bool(upper - lower <= st.gap_tol(lower) or (bb.closed and not cut))
+    status, msg = _status(pol, upper, lower, bb, cut, st, closed)
     game.deadline = None if game.deadline is None else game.deadline + 1.0
     up = game.evaluate(dual.pi[None])
     pol = dual.pi if pol is None else pol
@@ -328,26 +382,27 @@ def _bracket_result(model, ball, game, inc, dual, bb, extra: dict, tol: float, c
         trace=bb.trace, success=status == "bracket", status=status, message=msg, **extra)
 
 
-def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: int = 40,
-                  n_sweeps: int = 2, n_cuts: int = 30, mix_steps: int = 40,
-                  tol: float = 1e-12, feas_tol: float = 0.0,
-                  rvi_method: str = "policy_iteration", variants=VARIANTS,
-                  n_partners: int = 4, progress=None, max_boxes: int = 100_000,
-                  time_limit: float = 10.0, rtol: float = 1e-4, atol: float = 1e-9,
-                  n_ascent: int = 60, candidates=None, n_starts: int = 2, seed=0,
-                  box_bounds=BOX_BOUNDS, client=None, dual_evaluations: int = 200) -> Result:
+def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candidates=None,
+                  client=None, progress=None, **options) -> Result:
     r"""A certified bracket ``lower <= OPT <= upper`` on the RCMDP optimum.
 
     See the module docstring and ``docs/ground_truth.md`` for the methods and what is
-    guaranteed.
+    guaranteed.  The model and the set are checked once, here, and one
+    :class:`~rcmdp_exact.robust.RobustGame` carries them through every phase (the
+    Lagrangian search, the variants' targets, the lower side's search and its second
+    certification, the branch and bound and the certified dual).
 
     Parameters
     ----------
     model : TabularCMDP
-        Rewards, costs, budgets, gamma < 1, p0, terminal states (the ball's nominal is
+        Rewards, costs, budgets, gamma < 1, p0, terminal states (the set's nominal is
         the centre; the model's transitions are not used).
-    ball : UncertaintySet
+    uset : UncertaintySet
         The uncertainty set (an :class:`~rcmdp_exact.L1Ball` or any rectangular set).
+    settings : BracketSettings, optional
+        The options below as one frozen object; keyword options given beside it replace
+        its fields (``dataclasses.replace``).  Every option is validated when the
+        settings are built.
     n_grid, lam_range, n_refine, n_cuts
         The search over lam of the Lagrangian bound (:mod:`.dual`).
     mix_steps, n_partners
@@ -390,8 +445,6 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
         Budget (robust fixed points) of the certified Lagrangian dual computed after the
         bracket (:func:`~rcmdp_exact.ground_truth.certified_dual`, in the time left
         before ``time_limit``); 0 skips it.
-    n_sweeps, rvi_method
-        Accepted for compatibility; no effect (a DeprecationWarning if changed).
 
     Returns
     -------
@@ -421,69 +474,88 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
         former names ``multiplier``, ``lower_cost``, ``upper_policy_cost`` and
         ``min_robust_cost`` still read, with a DeprecationWarning.
     """
-    kw = dict(locals())
-    low, high, cands = _check_bracket(model, ball, variants, kw)
+    check_robust_inputs(model, uset, "rcmdp_bracket")
+    st = BracketSettings() if settings is None and not options else \
+        BracketSettings(**options) if settings is None else \
+        dataclasses.replace(check_type(settings, "settings", BracketSettings,
+                                       "build one with BracketSettings(...)"), **options)
+    cands = _check_candidates(model, candidates)
+    check_client(client)
+    low, high = lam_bounds(model, st.lam_range)
     t0 = time.perf_counter()
-    deadline = t0 + time_limit
-    game = RobustGame(model, ball, tol=tol, deadline=deadline)
-    game.d = game.d + feas_tol
+    deadline = t0 + st.time_limit
+    game = RobustGame(model, uset, tol=st.tol, deadline=deadline)
+    budgets = game.d
+    game.d = game.d + st.feas_tol
     # a policy accepted on the lower side has costs <= d as computed, so within the
     # rounding of a cost: the upper side bounds the optimum at budgets that cover it
     game.d_slack = float(game.rounding(1.0))
     least, safest = _least_costs(game)
-    var_out, cut = {}, []
-    # the variants are candidates only: they get a share of the time at most
-    var_deadline = t0 + VARIANT_SHARE * time_limit
-    for v in variants:
-        if v == "constraint" and game.K == 0:
-            continue
-        if not fits(game, n_grid + 1, var_deadline):
-            cut.append(f"variant {v} (past its share of the time)")
-            continue
-        res = rcmdp_variant(model, ball, v, n_grid=n_grid, lam_range=(low, high), tol=tol,
-                            feas_tol=feas_tol, deadline=var_deadline)
-        if time.perf_counter() > var_deadline:  # cut inside: not an equilibrium to report
-            cut.append(f"variant {v} (past its share of the time)")
-        else:
-            var_out[v] = res
+    var_out, cut = _variant_targets(game, budgets, st, low, high, t0, progress)
     extra = dict(min_robust_costs=least, variants=var_out)
     proof = _infeasibility(game, model, least, safest, deadline)
     if proof is not None:
         return _infeasible(game, *proof, least, dict(extra, seconds=time.perf_counter() - t0,
                                                      dual=None, duality_gap=None))
-    inc = Incumbent(game, lambda pi: certify(model, ball, pi, tol))
+    inc = Incumbent(game, lambda pi: certify(game, pi))
     lps = _lp_candidates(model, game, inc, deadline=deadline)
     if cands is not None:
         inc.offer(cands, "candidate")
     dual = lagrangian_search(game, [np.zeros(game.K)] + [lp.lam for lp in lps],
-                             low=low, high=high, n_grid=n_grid, n_refine=n_refine,
-                             n_cuts=n_cuts, deadline=deadline)
-
-    def gap_tol(value: float) -> float:
-        return max(atol, rtol * max(1.0, abs(value))) if np.isfinite(value) else atol
-
+                             low=low, high=high, n_grid=st.n_grid, n_refine=st.n_refine,
+                             n_cuts=st.n_cuts, deadline=deadline)
     _seed_lower(inc, dual, safest, var_out)
     bb_kw = dict(lam_unit=max(10.0 * low, float(dual.lam.max(initial=0.0))),
-                 deadline=deadline, gap_tol=gap_tol, bounds=tuple(box_bounds),
+                 deadline=deadline, gap_tol=st.gap_tol, bounds=st.box_bounds,
                  client=client, t0=t0, model=model)
-    _lower_search(game, inc, dual, lps, kw, deadline, gap_tol, cands)
+    _lower_search(game, inc, dual, lps, st, deadline, cands)
     with tqdm(desc="rcmdp bracket: boxes", disable=not progress_default(progress),
               leave=False) as bar:
-        bb = branch_and_bound(game, inc, dual.lam, max_boxes=max_boxes, bar=bar, **bb_kw)
+        bb = branch_and_bound(game, inc, dual.lam, max_boxes=st.max_boxes, bar=bar, **bb_kw)
     extra["seconds"] = time.perf_counter() - t0
-    res = _bracket_result(model, ball, game, inc, dual, bb, extra, tol, cut, kw, gap_tol)
-    return _with_dual(model, ball, res, dual_evaluations, deadline)
+    res = _bracket_result(game, inc, dual, bb, extra, cut, st)
+    return _with_dual(game, res, st.dual_evaluations, deadline)
 
 
-def _with_dual(model, ball, res: Result, evaluations: int, deadline: float) -> Result:
-    """``res`` with the fields ``dual`` and ``duality_gap`` (None where not computed)."""
+def _variant_targets(game, budgets, st: BracketSettings, low, high, t0, progress):
+    """The RCPG variants' targets on the bracket's game (at the model's budgets, within
+    their share of the time): ({name: Result}, [the variants cut])."""
+    var_out, cut = {}, []
+    # the variants are candidates only: they get a share of the time at most
+    var_deadline = t0 + VARIANT_SHARE * st.time_limit
+    vgame = game.replace(deadline=var_deadline, d=budgets, d_slack=0.0)
+    for v in st.variants:
+        if v == "constraint" and game.K == 0:
+            continue
+        if not fits(game, st.n_grid + 1, var_deadline):
+            cut.append(f"variant {v} (past its share of the time)")
+            continue
+        with tqdm(desc=f"variant {v}", disable=not progress_default(progress),
+                  leave=False) as bar:
+            res = variant_target(vgame, v, low=low, high=high, n_grid=st.n_grid,
+                                 n_bisect=VARIANT_BISECT, max_iter=VARIANT_ITER,
+                                 feas_tol=st.feas_tol, bar=bar)
+        if time.perf_counter() > var_deadline:  # cut inside: not an equilibrium to report
+            cut.append(f"variant {v} (past its share of the time)")
+        else:
+            var_out[v] = res
+    return var_out, cut
+
+
+def _with_dual(game, res: Result, evaluations: int, deadline: float) -> Result:
+    """``res`` with the fields ``dual`` and ``duality_gap`` (None where not computed): the
+    certified dual on the bracket's game, with the dual's own fixed-point settings."""
     res["dual"] = res["duality_gap"] = None
-    left = deadline - time.perf_counter()
-    if evaluations == 0 or left <= 0 or ball.rectangularity != "sa" \
+    start = time.perf_counter()
+    left = deadline - start
+    if evaluations == 0 or left <= 0 or game.uset.rectangularity != "sa" \
             or not np.isfinite(res["upper"]):
         return res
-    dual = certified_dual(model, ball, max_evaluations=max(2, evaluations), time_limit=left)
-    gap = duality_gap(model, ball, res, dual)
+    dgame = game.replace(tol=DUAL_TOL, max_iter=DUAL_ITER, deadline=None,
+                         d=np.asarray(game.model.d, dtype=np.float64), d_slack=0.0)
+    dual = dual_of_game(dgame, tol=DUAL_GAP_TOL, max_evaluations=max(2, evaluations),
+                        deadline=start + left, start=start)
+    gap = duality_gap(game.model, game.uset, res, dual)
     res["dual"] = dual
     res["duality_gap"] = Result(lo=gap.lo, hi=gap.hi, strong_duality=gap.strong_duality,
                                 message=gap.message)

@@ -7,7 +7,8 @@ one release; ``policy_kernel_values`` is :func:`rcmdp_exact.evaluation.policy_va
 import warnings
 
 from ..evaluation import policy_values as policy_kernel_values
-from ..robust.engine import RobustGame, greedy_box
+from ..mdp import greedy_box
+from ..robust.engine import RobustGame
 
 warnings.warn("rcmdp_exact.ground_truth.core is deprecated; import RobustGame and greedy_box "
               "from rcmdp_exact.robust", DeprecationWarning, stacklevel=2)

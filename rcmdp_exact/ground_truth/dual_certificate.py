@@ -66,16 +66,17 @@ import heapq
 import itertools
 import math
 import time
-import warnings
 
 import numpy as np
 from scipy.optimize import linprog
 
 from .._checks import check_fields, check_int, check_real
 from .._result import Result, Status
-from ..robust import check_robust_inputs, robust_evaluate, robust_value_iteration
+from ..robust import WorstCaseObjective, check_robust_inputs
+from ..robust.engine import RobustGame
 
-__all__ = ["ASSUMPTIONS", "certified_dual", "duality_gap"]
+__all__ = ["ASSUMPTIONS", "DUAL_GAP_TOL", "DUAL_ITER", "DUAL_TOL", "certified_dual", "dual_of_game",
+           "duality_gap"]
 
 #: The assumptions under which ``lo`` and ``hi`` of :func:`certified_dual` bound D.
 ASSUMPTIONS = (
@@ -92,11 +93,29 @@ ASSUMPTIONS = (
 )
 
 
-class _Evaluations:
-    """Certified values of g at the points met, cached by the exact coordinates."""
+#: Tolerance and iteration cap of the robust fixed points of the dual (those of
+#: :func:`~rcmdp_exact.robust_evaluate` and :func:`~rcmdp_exact.robust_value_iteration`).
+DUAL_TOL = 1e-12
+DUAL_ITER = 100_000
+#: The relative gap at which :func:`certified_dual` stops by default.
+DUAL_GAP_TOL = 1e-6
 
-    def __init__(self, model, uset, budget: int, deadline: float | None):
-        self.model, self.uset = model, uset
+
+def _lagrangian_reward(model, lam) -> np.ndarray:
+    r"""The reward :math:`r - \lambda^\top c` (1, S, A, S) of multipliers ``lam`` (K,)."""
+    return WorstCaseObjective("lagrangian", np.asarray(lam, dtype=np.float64)
+                              ).transition_reward(model)[None]
+
+
+class _Evaluations:
+    """Certified values of g at the points met, cached by the exact coordinates; every
+    robust fixed point on the one game (:data:`DUAL_TOL`, :data:`DUAL_ITER`, no deadline:
+    the deadline is checked between fixed points)."""
+
+    def __init__(self, game, budget: int, deadline: float | None):
+        self.game = game
+        model = game.model
+        self.model, self.uset = model, game.uset
         self.gamma = float(model.gamma)
         self.d = np.asarray(model.d, dtype=np.float64)
         self.rmax = float(np.abs(model.R).max(initial=0.0))
@@ -127,12 +146,9 @@ class _Evaluations:
         if key in self.h_cache:
             return self.h_cache[key]
         lam_t = key[1]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            res = robust_evaluate(self.model, policy, self.uset, "lagrangian",
-                                  np.array(lam_t), per_constraint=False)
-        val = float(self.model.p0 @ res.w) + float(np.dot(lam_t, self.d))
-        out = val - float(res.residual) / (1.0 - self.gamma) - 1e-12 * self._scale(lam_t)
+        fp = self.game.adversary(_lagrangian_reward(self.model, lam_t), _one(policy))
+        val = float(self.model.p0 @ fp.w[0]) + float(np.dot(lam_t, self.d))
+        out = val - float(fp.residual[0]) / (1.0 - self.gamma) - 1e-12 * self._scale(lam_t)
         self.h_cache[key] = out
         return out
 
@@ -140,10 +156,7 @@ class _Evaluations:
         key = tuple(float(x) for x in lam)
         if key in self.cache:
             return self.cache[key]
-        with warnings.catch_warnings():  # an unconverged answer is still certified
-            warnings.simplefilter("ignore", RuntimeWarning)
-            res = robust_value_iteration(self.model, self.uset, np.array(key),
-                                         method="policy_iteration", progress=False)
+        res = _robust_optimum(self.game, _lagrangian_reward(self.model, key))
         val = float(res.value) + float(np.dot(key, self.d))
         err = float(res.residual) / (1.0 - self.gamma) + 1e-12 * self._scale(key)
         out = (val - err, val + err, res.policy)
@@ -173,38 +186,49 @@ def _cost_range(model, uset) -> tuple[np.ndarray, np.ndarray]:
     return lo / g, hi / g
 
 
-def _certified_numbers(model, uset, policy) -> tuple[float, np.ndarray]:
-    """A certified lower bound on min_P V(pi, P) and upper bounds (K,) on max_P C_k(pi, P)."""
+def _one(policy: np.ndarray) -> np.ndarray:
+    """A batch (1, S, A) of one policy, a broadcast view as in
+    :func:`~rcmdp_exact.robust_evaluate` (numpy's sums over a broadcast axis and over a
+    copy may differ in the last bit; so do those over the model's broadcast R and over
+    a copy of it, which the adversary of the value gets here as there)."""
+    return np.broadcast_to(policy, (1, *policy.shape))
+
+
+def _robust_optimum(game, g: np.ndarray) -> Result:
+    """The robust optimum of reward g (1, S, A, S) by robust policy iteration: ``value``
+    (p0.v), ``residual`` :math:`\\|\\max_a Q - v\\|_\\infty` and ``policy`` (S, A)."""
+    S, A = game.S, game.A
+    sol = game.solve(g, np.zeros((1, S, A)), np.ones((1, S, A)))
+    v, q = sol.w[0], sol.q[0]
+    return Result(value=float(game.model.p0 @ v), policy=sol.pi[0],
+                  residual=float(np.abs(q.max(axis=1) - v).max()))
+
+
+def _certified_numbers(game, policy) -> tuple[float, np.ndarray]:
+    """A certified lower bound on min_P V(pi, P) and upper bounds (K,) on max_P C_k(pi, P):
+    one robust fixed point per objective."""
+    model = game.model
     gamma = float(model.gamma)
     C = np.asarray(model.C)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = robust_evaluate(model, policy, uset, "value", per_constraint=False)
-        scale = max(1.0, float(np.abs(model.R).max(initial=0.0))) / (1.0 - gamma)
-        v_lo = float(model.p0 @ res.w) - res.residual / (1.0 - gamma) - 1e-12 * scale
-        costs = np.empty(model.n_constraints)
-        for k in range(model.n_constraints):
-            mk = model.replace(C=C[..., k:k + 1], d=model.d[k:k + 1])
-            rk = robust_evaluate(mk, policy, uset, "constraint", per_constraint=False)
-            sk = max(1.0, float(np.abs(C[..., k]).max(initial=0.0))) / (1.0 - gamma)
-            costs[k] = -float(model.p0 @ rk.w) + rk.residual / (1.0 - gamma) + 1e-12 * sk
-    return v_lo, costs
+    res = game.adversary(np.array(model.R, dtype=np.float64)[None], _one(policy))
+    scale = max(1.0, float(np.abs(model.R).max(initial=0.0))) / (1.0 - gamma)
+    v_lo = float(model.p0 @ res.w[0]) - res.residual[0] / (1.0 - gamma) - 1e-12 * scale
+    costs = np.empty(model.n_constraints)
+    for k in range(model.n_constraints):
+        rk = game.adversary(-C[..., k:k + 1].sum(axis=3)[None], _one(policy))
+        sk = max(1.0, float(np.abs(C[..., k]).max(initial=0.0))) / (1.0 - gamma)
+        costs[k] = -float(model.p0 @ rk.w[0]) + rk.residual[0] / (1.0 - gamma) + 1e-12 * sk
+    return float(v_lo), costs
 
 
-def _least_cost_policies(model, uset) -> list[np.ndarray]:
+def _least_cost_policies(game) -> list[np.ndarray]:
     """Robust policies of least worst-case total cost and of least cost k, for each k."""
+    model = game.model
     C = np.asarray(model.C)
     weights = [np.ones(model.n_constraints)]
     if model.n_constraints > 1:
         weights += list(np.eye(model.n_constraints))
-    out = []
-    for w in weights:
-        m = model.replace(R=-(C @ w), C=None, d=None)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            out.append(robust_value_iteration(m, uset, method="policy_iteration",
-                                              progress=False).policy)
-    return out
+    return [_robust_optimum(game, -(C @ w)[None]).policy for w in weights]
 
 
 def _slope_bound(corners: list, s1: np.ndarray, s2: np.ndarray, lo: np.ndarray,
@@ -280,7 +304,7 @@ def _concave_bound(ev, corners: list) -> tuple[float, np.ndarray | None]:
     return float(max(vals)), point
 
 
-def certified_dual(model, uset, *, tol: float = 1e-6, max_evaluations: int = 2000,
+def certified_dual(model, uset, *, tol: float = DUAL_GAP_TOL, max_evaluations: int = 2000,
                    time_limit: float | None = None) -> Result:
     r"""A certified interval [lo, hi] on the Lagrangian dual D of an RCMDP.
 
@@ -337,9 +361,20 @@ def certified_dual(model, uset, *, tol: float = 1e-6, max_evaluations: int = 200
     if time_limit is not None:
         check_real(time_limit, "time_limit", 0.0, low_open=True)
     start = time.perf_counter()
+    game = RobustGame(model, uset, tol=DUAL_TOL, max_iter=DUAL_ITER)
+    return dual_of_game(game, tol=tol, max_evaluations=int(max_evaluations),
+                        deadline=None if time_limit is None else start + float(time_limit),
+                        start=start)
+
+
+def dual_of_game(game, *, tol: float, max_evaluations: int, deadline: float | None,
+                 start: float) -> Result:
+    """:func:`certified_dual` on a game already built from valid inputs (the bracket's,
+    with the settings :data:`DUAL_TOL`, :data:`DUAL_ITER` and no deadline of its own:
+    ``deadline`` is checked between fixed points)."""
+    model, uset = game.model, game.uset
     K = model.n_constraints
-    ev = _Evaluations(model, uset, int(max_evaluations),
-                      None if time_limit is None else start + float(time_limit))
+    ev = _Evaluations(game, max_evaluations, deadline)
     if K == 0:
         lo, hi, pol = ev(np.zeros(0))
         return _result(ev, lo, hi, np.zeros(0), pol, np.zeros(0), None, None,
@@ -355,13 +390,13 @@ def certified_dual(model, uset, *, tol: float = 1e-6, max_evaluations: int = 200
         ev(np.full(K, t))
     # 2. the box: the best Slater point among the maximisers and least-cost policies
     hi0 = ev.best()[0]
-    cands = _unique_policies(ev.policies + _least_cost_policies(model, uset))
+    cands = _unique_policies(ev.policies + _least_cost_policies(game))
     lam_max = np.full(K, np.inf)
     slater = slater_value = slater_costs = None
     smallest = np.inf
     feasible = -np.inf  # weak duality: D >= OPT >= the value of a robust-feasible policy
     for pol in cands:
-        v_lo, c_hi = _certified_numbers(model, uset, pol)
+        v_lo, c_hi = _certified_numbers(game, pol)
         if np.all(c_hi <= d):
             feasible = max(feasible, v_lo)
         if np.all(c_hi < d):

@@ -75,7 +75,9 @@ import time
 import numpy as np
 
 from .._result import Result
-from ..robust.engine import RobustGame, greedy_box
+from ..evaluation import PolicySystem, policy_matrix
+from ..mdp import box_policy_iteration, greedy_box
+from ..robust.engine import RobustGame
 
 __all__ = ["box_vertices", "local_bounds", "occupancy_intervals", "one_step_intervals"]
 
@@ -113,9 +115,11 @@ def occupancy_intervals(game: RobustGame, P: np.ndarray, lo: np.ndarray, hi: np.
 
     P (J, n, S, A, S): n kernels per box; lo, hi (J, S, A).  For each state s' the
     largest and the smallest :math:`d^\pi(s')` over the box is a box MDP with reward
-    :math:`\pm 1\{s = s'\}`, solved by Howard's policy iteration (greedy fills, at
-    most ``max_iter`` rounds), with the residual bound :math:`\|T V - V\|_\infty /
-    (1 - \gamma)` added.  Returns (low, high), each (J, n, S).
+    :math:`\pm 1\{s = s'\}`, solved by Howard's policy iteration
+    (:func:`~rcmdp_exact.mdp.box_policy_iteration`: greedy fills, at most ``max_iter``
+    rounds, each policy evaluated by :class:`~rcmdp_exact.evaluation.PolicySystem`),
+    with the residual bound :math:`\|T V - V\|_\infty / (1 - \gamma)` added.  Returns
+    (low, high), each (J, n, S).
     """
     J0, n0 = P.shape[:2]
     S, A = game.S, game.A
@@ -138,18 +142,15 @@ def occupancy_intervals(game: RobustGame, P: np.ndarray, lo: np.ndarray, hi: np.
     r[:, 1, idx, idx] = -1.0
     r = r.reshape(n, S)
     pi = greedy_box(np.broadcast_to(r[..., None], (n, S, A)).copy(), lob, hib)
-    eye = np.eye(S)
-    for _ in range(max_iter):
-        Ppi = np.einsum("nsa,nsat->nst", pi, Pb)
-        v = np.linalg.solve(eye - g * Ppi, r[..., None])[..., 0]
-        q = r[..., None] + g * np.einsum("nsat,nt->nsa", Pb, v)
-        best = greedy_box(q, lob, hib)
-        gain = np.einsum("nsa,nsa->ns", best - pi, q)
-        better = gain > 1e-13 * np.maximum(1.0, np.abs(v).max(axis=1, keepdims=True))
-        if not better.any() or game.late():
-            break
-        pi = np.where(better[..., None], best, pi)
-    tv = np.einsum("nsa,nsa->ns", greedy_box(q, lob, hib), q)
+
+    def evaluate(pi):
+        v = PolicySystem(policy_matrix(Pb, pi), g).solve(r)
+        return v, r[..., None] + g * np.einsum("nsat,nt->nsa", Pb, v)
+
+    sol = box_policy_iteration(evaluate, pi, lob, hib, max_iter=max_iter, rtol=1e-13,
+                               stop=game.late)
+    v, q = sol.w, sol.q
+    tv = np.einsum("nsa,nsa->ns", sol.best, q)
     err = np.abs(tv - v).max(axis=1) / (1.0 - g)
     val = (v @ game.p0 + err).reshape(J, 2, S)
     high = np.minimum(val[:, 0] * (1.0 + _WIDEN), high1)

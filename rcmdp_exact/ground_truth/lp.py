@@ -43,8 +43,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._checks import as_float_array, check_choice, check_int, check_real, check_shape
-from .._highs import silence_highs_banner
 from .._result import Result
+from .._solvers import LP_SOLVERS, cvxpy_options
 from ..evaluation import evaluate, evaluate_time_dependent, rescaled_budget
 from ..mdp import backward_induction, greedy_policy, policy_iteration, value_scale
 from ..model import TabularCMDP, check_model
@@ -73,13 +73,6 @@ def greedy_one_hot(q) -> np.ndarray:
 
 #: The LP solver used through cvxpy unless ``solver=`` says otherwise.
 DEFAULT_LP_SOLVER = "HIGHS"
-#: Accepted LP solvers: HiGHS (simplex: vertices and exact duals) and CLARABEL.
-LP_SOLVERS = ("HIGHS", "CLARABEL")
-#: Solver tolerances, tighter than the defaults so that optima and duals reach ~1e-9.
-SOLVER_OPTIONS = {
-    "HIGHS": {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
-    "CLARABEL": {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10},
-}
 #: Occupancy below which a state counts as never visited.
 UNVISITED_TOL = 1e-10
 #: cvxpy statuses as the toolkit's status strings.
@@ -192,12 +185,10 @@ def solve_occupancy_lp(M, r, c, b, d, solver: str, objective: str = "value",
                      f"{cp.installed_solvers()}); install it or pass solver=\"CLARABEL\"")
         return out
     prob, x, cost_con = _problem(cp, M, r, c, b, d, objective, k)
-    if solver == "HIGHS":
-        silence_highs_banner()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            prob.solve(solver=solver, **SOLVER_OPTIONS[solver])
+            prob.solve(**cvxpy_options(solver))  # the toolkit's tolerances (_solvers)
     except (cp.error.SolverError, ValueError, ArithmeticError) as exc:
         out.error = f"{type(exc).__name__}: {exc}"
         return out

@@ -50,26 +50,6 @@ import scipy.sparse as sp
 __all__ = ["OccupancyLP"]
 
 
-def _quiet(make):
-    """``make()`` with the process's standard output closed (HiGHS prints its banner
-    from C++ when the first instance of a process is made)."""
-    import os
-    import sys
-
-    sys.stdout.flush()
-    try:
-        saved = os.dup(1)
-    except OSError:  # no file descriptor 1: nothing to silence
-        return make()
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 1)
-            return make()
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
 class OccupancyLP:
     """The LP relaxation of boxes of one model (the structure is built once).
 
@@ -94,12 +74,9 @@ class OccupancyLP:
 
     def _highs(self):
         if self.h is None:
-            import highspy
+            from .._solvers import new_highs
 
-            h = _quiet(highspy.Highs)
-            h.setOptionValue("output_flag", False)
-            h.setOptionValue("presolve", "off")
-            self.h = h
+            self.h = new_highs(presolve="off")
         return self.h
 
     def matrix(self, lo, hi, kernels, dlo, dhi):

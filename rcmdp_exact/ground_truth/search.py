@@ -5,7 +5,8 @@ a certified lower bound on its worst-case value and certified upper bounds on it
 worst-case costs (each constraint under its own maximising kernel).  The best policy
 whose certified costs meet the budgets is the incumbent (:class:`Incumbent`): with a
 margin of 1e-12 times the value scale, or without one when a second, independent
-certification (:func:`certify`, by :func:`rcmdp_exact.robust.robust_evaluate`) agrees.
+certification (:func:`certify`: the exact evaluation under each worst-case kernel and the
+residual of one more robust Bellman step, on the same game) agrees.
 
 Local search (:func:`ascend`) is sequential quadratic programming
 (``scipy.optimize.minimize(method="SLSQP")``) on the worst-case value subject to the
@@ -39,29 +40,58 @@ import warnings
 import numpy as np
 from scipy.optimize import minimize
 
-from ..robust import robust_bellman, robust_evaluate
+from ..evaluation import evaluate
 from ..robust.engine import RobustGame
 
-__all__ = ["Incumbent", "ascend", "certify", "find_feasible", "free_actions", "improve",
-           "mix_to_boundary"]
+__all__ = ["CERTIFY_ITER", "Incumbent", "ascend", "certify", "find_feasible", "free_actions",
+           "improve", "mix_to_boundary"]
 
 
-def certify(model, ball, policy: np.ndarray, tol: float) -> tuple[float, np.ndarray]:
-    """Worst-case value (a lower bound) and costs (K,) (upper bounds) of one policy by
-    :func:`~rcmdp_exact.robust.robust_evaluate`, each with the residual bound of one more
-    robust Bellman step, ``|T w - w| / (1 - gamma)``."""
+#: Iterations of the adversary in the second certification (:func:`certify`): a cap that
+#: policy iteration never meets (the answer carries its residual bound anyway).
+CERTIFY_ITER = 100_000
+
+
+def certify(game: RobustGame, policy: np.ndarray) -> tuple[float, np.ndarray]:
+    r"""Worst-case value (a lower bound) and costs (K,) (upper bounds) of one policy (S, A),
+    each with the residual bound of one more robust Bellman step,
+    :math:`\|T w - w\|_\infty / (1 - \gamma)`.
+
+    The second certification of :class:`Incumbent`, independent of
+    :meth:`RobustGame.evaluate` in what it bounds: the adversary's fixed point of the
+    value and of each cost (one batch, :meth:`RobustGame.adversary`, at most
+    :data:`CERTIFY_ITER` iterations and no deadline), the exact evaluation of the policy
+    under each worst-case kernel (:func:`~rcmdp_exact.evaluation.evaluate`, sparse LU),
+    and the residual of those exact values under one more robust Bellman step
+    (:meth:`RobustGame.inner`).  ``game`` is the bracket's game, already validated.
+    """
+    model, K = game.model, game.K
+    g = game.objectives()
+    J = g.shape[0]
+    fp = game.replace(deadline=None).adversary(
+        g, np.broadcast_to(policy, (J, game.S, game.A)), max_iter=CERTIFY_ITER)
+    scale = 1.0 - model.gamma
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        rv = robust_evaluate(model, policy, ball, "value", per_constraint=True, tol=tol)
-        scale = 1.0 - model.gamma
-        err = np.abs(robust_bellman(model, ball, rv.v, policy).w - rv.v).max() / scale
-        C = np.asarray(model.C)
-        costs = np.array(rv.costs_worst, dtype=np.float64)
-        for k in range(model.n_constraints):
-            mk = model.replace(R=-C[..., k], C=None, d=None, cost_labels=None)
-            ck = -rv.c_worst[:, k]
-            costs[k] += np.abs(robust_bellman(mk, ball, ck, policy).w - ck).max() / scale
-    return float(rv.value) - err, costs
+        ev = evaluate(model.with_transitions(fp.P[0], check=False), policy, check=False)
+        c_worst = np.empty((game.S, K))
+        for k in range(K):
+            c_worst[:, k] = evaluate(model.with_transitions(fp.P[1 + k], check=False),
+                                     policy, check=False).c[:, k]
+    v = ev.v
+    err = np.abs(_bellman(game, game.R, v, policy) - v).max() / scale
+    costs = np.array(model.p0 @ c_worst, dtype=np.float64)
+    for k in range(K):
+        ck = -c_worst[:, k]
+        costs[k] += np.abs(_bellman(game, -game.C[k], ck, policy) - ck).max() / scale
+    return float(ev.value) - err, costs
+
+
+def _bellman(game: RobustGame, g: np.ndarray, w: np.ndarray, policy: np.ndarray):
+    r"""One robust Bellman step of a policy (S, A): :math:`(T_\pi w)(s) = \sum_a \pi(a|s)
+    \min_p p^\top (g(s, a, \cdot) + \gamma w)`."""
+    q, _ = game.inner(g[None], w[None], policy[None] if game.s_rect else None)
+    return np.einsum("sa,sa->s", policy, q[0])
 
 
 class Incumbent:

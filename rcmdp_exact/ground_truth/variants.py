@@ -33,59 +33,75 @@ import numpy as np
 from .._checks import as_float_array, check_choice, check_int, check_real
 from .._progress import progress_default, tqdm
 from .._result import Result
+from ..mdp import box_policy_iteration, greedy_policy
 from ..names import VARIANTS
 from ..robust import check_robust_inputs
 from ..robust.engine import RobustGame
 
-__all__ = ["VARIANTS", "best_response", "check_search", "rcmdp_variant",
-           "variant_equilibria"]
+__all__ = ["VARIANTS", "VARIANT_BISECT", "VARIANT_ITER", "best_response", "check_lam_range",
+           "check_search", "lam_bounds", "rcmdp_variant", "variant_equilibria",
+           "variant_target"]
 
 
+#: Bisection steps of the crossing and best-response rounds of :func:`rcmdp_variant`.
+VARIANT_BISECT = 30
+VARIANT_ITER = 25
 
-def check_search(model, ball, n_grid, lam_range, feas_tol, **counts):
-    """Validate the arguments of the lam searches; return (low, high) of the lam range.
 
-    The default range is (1e-3, 1e4) times max|r| / max|c| (1 without rewards or costs).
-    """
-    check_robust_inputs(model, ball)
-    check_int(n_grid, "n_grid", 2)
-    for name, val in counts.items():
-        check_int(val, name, 0)
-    check_real(feas_tol, "feas_tol", 0.0)
-    rmax = float(np.abs(model.r).max(initial=0.0))
-    cmax = float(np.abs(model.c).max(initial=0.0))
-    ratio = rmax / cmax if cmax > 0 and rmax > 0 else 1.0
+def check_lam_range(lam_range) -> tuple[float, float] | None:
+    """A given range (low, high) of multipliers, validated (0 < low < high), as floats;
+    None stays None (the default range of :func:`lam_bounds`)."""
     if lam_range is None:
-        return 1e-3 * ratio, 1e4 * ratio
+        return None
     pair = as_float_array(lam_range, "lam_range", "give (low, high) with 0 < low < high",
                           shape=(2,))
     low = check_real(pair[0], "lam_range[0] (low)", 0.0, low_open=True)
     return low, check_real(pair[1], "lam_range[1] (high)", low, low_open=True)
 
 
+def lam_bounds(model, lam_range) -> tuple[float, float]:
+    """(low, high): a validated range (:func:`check_lam_range`), or the default (1e-3, 1e4)
+    times max|r| / max|c| (1 without rewards or costs)."""
+    if lam_range is not None:
+        return lam_range
+    rmax = float(np.abs(model.r).max(initial=0.0))
+    cmax = float(np.abs(model.c).max(initial=0.0))
+    ratio = rmax / cmax if cmax > 0 and rmax > 0 else 1.0
+    return 1e-3 * ratio, 1e4 * ratio
+
+
+def check_search(model, ball, n_grid, lam_range, feas_tol, **counts):
+    """Validate the arguments of a lam search; return (low, high) of the lam range
+    (:func:`lam_bounds`)."""
+    check_robust_inputs(model, ball)
+    check_int(n_grid, "n_grid", 2)
+    for name, val in counts.items():
+        check_int(val, name, 0)
+    check_real(feas_tol, "feas_tol", 0.0)
+    return lam_bounds(model, check_lam_range(lam_range))
+
+
 def best_response(game: RobustGame, P: np.ndarray, g: np.ndarray, pi: np.ndarray,
                   max_iter: int = 10_000) -> tuple[np.ndarray, np.ndarray]:
     """Howard's policy iteration for rewards g under kernels P, a batch (J, S, A, S).
 
-    Starts at the actions of ``pi`` (J, S, A) and keeps the current action unless
-    another is better by more than 1e-12 times the value scale.  Returns the
-    deterministic policies (J, S, A) and their Q-functions (J, S, A).
+    :func:`~rcmdp_exact.mdp.box_policy_iteration` on the full box, each policy evaluated
+    exactly (:meth:`RobustGame.values`); starts at the actions of ``pi`` (J, S, A) and
+    keeps the current action unless another is better by more than 1e-12 times the value
+    scale.  Returns the deterministic policies (J, S, A) and their Q-functions (J, S, A).
     """
-    tol = 1e-12 * game.scale
     r = np.einsum("jsat,jsat->jsa", P, g)
-    act = np.argmax(pi, axis=-1)
-    for _ in range(max_iter):
-        pol = np.eye(game.A)[act]
+
+    def evaluate(pol):
         w = game.values(P, g, pol)
         q = r + game.gamma * np.einsum("jsat,jt->jsa", P, w)
         q[:, game.term] = 0.0
-        keep = np.take_along_axis(q, act[..., None], axis=-1)[..., 0] >= q.max(axis=-1) - tol
-        if keep.all():
-            break
-        act = np.where(keep, act, np.argmax(q, axis=-1))
-        if game.late():  # the caller discards a result cut at the deadline
-            break
-    return np.eye(game.A)[act], q
+        return w, q
+
+    full = (np.zeros(pi.shape), np.ones(pi.shape))
+    sol = box_policy_iteration(evaluate, greedy_policy(pi), *full, max_iter=max_iter,
+                               atol=1e-12 * game.scale, stop=game.late)
+    return sol.pi, sol.q
 
 
 def _variant_reward(game: RobustGame, variant: str, lag: np.ndarray) -> np.ndarray:
@@ -178,9 +194,10 @@ def _run_variant(game: RobustGame, variant, grid, n_bisect, max_iter, limit, bar
 
 
 def rcmdp_variant(model, ball, variant: str, *, n_grid: int = 29,
-                  lam_range: tuple[float, float] | None = None, n_bisect: int = 30,
-                  max_iter: int = 25, tol: float = 1e-12, feas_tol: float = 0.0,
-                  progress=None, deadline: float | None = None) -> Result:
+                  lam_range: tuple[float, float] | None = None,
+                  n_bisect: int = VARIANT_BISECT, max_iter: int = VARIANT_ITER,
+                  tol: float = 1e-12, feas_tol: float = 0.0, progress=None,
+                  deadline: float | None = None) -> Result:
     r"""The target of one RCPG variant: a common worst case :math:`P^+` for value and cost.
 
     See the module docstring.  Every number is an exact evaluation under the kernels
@@ -210,10 +227,20 @@ def rcmdp_variant(model, ball, variant: str, *, n_grid: int = 29,
         check_int(K, "the number of constraints K", 1,
                   hint="; variant 'constraint' needs a model with at least one constraint")
     game = RobustGame(model, ball, tol=tol, deadline=deadline)
-    grid = [0.0] if K == 0 else [0.0, *np.geomspace(low, high, n_grid).tolist()]
     with tqdm(desc=f"variant {variant}", disable=not progress_default(progress),
               leave=False) as bar:
-        rows = _run_variant(game, variant, grid, n_bisect, max_iter, game.d + feas_tol, bar)
+        return variant_target(game, variant, low=low, high=high, n_grid=n_grid,
+                              n_bisect=n_bisect, max_iter=max_iter, feas_tol=feas_tol,
+                              bar=bar)
+
+
+def variant_target(game: RobustGame, variant: str, *, low: float, high: float, n_grid: int,
+                   n_bisect: int, max_iter: int, feas_tol: float, bar) -> Result:
+    """:func:`rcmdp_variant` on a game already built from valid inputs (the bracket's,
+    with its budgets ``game.d`` those of the model and its deadline the variants'):
+    the multipliers 0 and ``n_grid`` log-spaced in [low, high], then the crossing."""
+    grid = [0.0] if game.K == 0 else [0.0, *np.geomspace(low, high, n_grid).tolist()]
+    rows = _run_variant(game, variant, grid, n_bisect, max_iter, game.d + feas_tol, bar)
     return _variant_result(game, variant, [rows[t] for t in sorted(rows)], feas_tol)
 
 

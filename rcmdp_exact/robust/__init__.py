@@ -11,7 +11,7 @@
 importable from here as before.
 """
 
-from .engine import CONTAINS_TOL, RobustGame, checked_worst_case, greedy_box
+from .engine import CONTAINS_TOL, RobustGame, checked_worst_case
 from .objectives import OBJECTIVES, WorstCaseObjective, resolve_objective, worst_case_objective
 from .solvers import (
     METHODS,
@@ -32,7 +32,6 @@ __all__ = [
     "WorstCaseObjective",
     "check_robust_inputs",
     "checked_worst_case",
-    "greedy_box",
     "resolve_objective",
     "robust_bellman",
     "robust_evaluate",

@@ -35,7 +35,12 @@ Howard's policy iteration for both players: the adversary's (kernels, each evalu
 the box, keeping the current choice unless another is better by more than the
 tolerance), or by value iteration for the adversary when asked.  The greedy maximiser
 over a box intersected with the simplex starts at :math:`l_s` and fills the best actions
-up to :math:`u_s` (:func:`greedy_box`).
+up to :math:`u_s` (:func:`~rcmdp_exact.mdp.greedy_box`); the policy player's iteration is
+the toolkit's one Howard iteration, :func:`~rcmdp_exact.mdp.box_policy_iteration`.
+
+An optimistic nature (the best case over the set, :math:`\max_p` instead of
+:math:`\min_p`) is the adversary of the negated reward, negated:
+``inner(..., optimistic=True)`` and ``value_iteration(..., optimistic=True)``.
 
 For an s-rectangular set (one budget per state shared by its actions, e.g.
 :class:`~rcmdp_exact.SRectL1Ball`) the adversary depends on the policy: the inner step
@@ -58,6 +63,7 @@ and every answer is checked to be finite.
 
 from __future__ import annotations
 
+import copy
 import time
 
 import numpy as np
@@ -65,8 +71,9 @@ import numpy as np
 from .._checks import InnerProblemError
 from .._result import Result
 from ..evaluation import PolicySystem, policy_matrix, policy_values
+from ..mdp import box_policy_iteration, greedy_box
 
-__all__ = ["CONTAINS_TOL", "RobustGame", "checked_worst_case", "greedy_box"]
+__all__ = ["CONTAINS_TOL", "RobustGame", "checked_worst_case"]
 
 #: Rounding allowance of a certified bound, relative to the value scale: a bound built
 #: from objectives of total weight ``weight`` is moved outwards by ``ROUNDING * scale *
@@ -191,24 +198,6 @@ def _check_answer(uset, z, res, S, A, s_rect, in_set):
                   "value must be the value of the returned rows, p @ z")
 
 
-def greedy_box(q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    r"""The maximiser of :math:`\sum_a \pi(a) q(a)` over :math:`\{l \le \pi \le u\} \cap \Delta`.
-
-    Start at ``lo`` and give the remaining mass :math:`1 - \sum_a l(a)` to the actions
-    in decreasing order of q (ties to the lowest index), each up to ``hi``.  Every
-    leading axis is a batch axis; the box must be non-empty (:math:`\sum l \le 1 \le
-    \sum u`).  With l = 0 and u = 1 it is the one-hot greedy policy of q.
-    """
-    order = np.argsort(-q, axis=-1, kind="stable")
-    room = np.take_along_axis(hi - lo, order, axis=-1)
-    left = np.maximum(1.0 - lo.sum(axis=-1, keepdims=True), 0.0)
-    before = np.cumsum(room, axis=-1) - room
-    give = np.clip(left - before, 0.0, room)
-    out = lo.copy()
-    np.put_along_axis(out, order, np.take_along_axis(out, order, axis=-1) + give, axis=-1)
-    return out
-
-
 class RobustGame:
     r"""The arrays of one model and one uncertainty set, and batched fixed points of
     :math:`T_B`.
@@ -235,6 +224,7 @@ class RobustGame:
     def __init__(self, model, uset, tol: float = 1e-12, max_iter: int = 200,
                  inner: str = "sort", deadline: float | None = None):
         S, A, K = model.n_states, model.n_actions, model.n_constraints
+        self.model = model
         self.S, self.A, self.K = S, A, K
         self.gamma = float(model.gamma)
         self.p0 = np.asarray(model.p0, dtype=np.float64)
@@ -258,6 +248,18 @@ class RobustGame:
         self.deadline = deadline
         self._check_rows = True  # the next inner step checks a user's rows (once per fixed point)
         self.d_slack = 0.0  # upper bounds hold for the budgets d + d_slack (:attr:`d_bound`)
+
+    def replace(self, **settings) -> RobustGame:
+        """A game on the same arrays and set (nothing is checked or built again) with other
+        settings: any of ``tol``, ``max_iter``, ``deadline``, ``d``, ``d_slack``."""
+        bad = set(settings) - {"tol", "max_iter", "deadline", "d", "d_slack"}
+        if bad:
+            raise TypeError(f"RobustGame.replace: unknown settings {sorted(bad)}")
+        out = copy.copy(self)
+        for key, value in settings.items():
+            setattr(out, key, value)
+        out.n_inner = 0
+        return out
 
     def rounding(self, weight=1.0):
         r"""The rounding allowance of a bound whose objectives carry total weight
@@ -303,11 +305,19 @@ class RobustGame:
             return None
         return g[..., 0], h[:, 0, 0, :]
 
-    def inner(self, g: np.ndarray, w: np.ndarray, pi=None):
+    def inner(self, g: np.ndarray, w: np.ndarray, pi=None, *, optimistic: bool = False):
         """Worst-case Q (J, S, A) and kernels (J, S, A, S) at state values w (J, S).
 
         An s-rectangular set needs the policies pi (J, S, A) its adversary answers.
+        ``optimistic``: the best case instead, :math:`\\max_p p^\\top (g + \\gamma w)
+        = -\\min_p p^\\top (-g - \\gamma w)`.
         """
+        if optimistic:
+            q, P = self._inner(-g, -w, pi)
+            return -q, P
+        return self._inner(g, w, pi)
+
+    def _inner(self, g: np.ndarray, w: np.ndarray, pi):
         J = g.shape[0]
         check = self._check_rows
         self._check_rows = False
@@ -445,12 +455,16 @@ class RobustGame:
         return Result(w=w, q=q, P=P, iterations=iterations, residual=residual,
                       converged=converged, stalled=stalled)
 
-    def solve(self, g: np.ndarray, lo: np.ndarray, hi: np.ndarray, w=None, pi=None):
+    def solve(self, g: np.ndarray, lo: np.ndarray, hi: np.ndarray, w=None, pi=None) -> Result:
         r"""Fixed points of :math:`T_B` for a batch: rewards g (J, S, A, S), boxes lo, hi (J, S, A).
+
+        The policy player's Howard iteration (:func:`~rcmdp_exact.mdp.box_policy_iteration`)
+        whose evaluation is the adversary's fixed point (:meth:`adversary`, warm-started
+        from the previous round's values).
 
         Returns
         -------
-        dict
+        Result
             ``w`` (J, S), ``pi`` (J, S, A) the box maximiser, ``q`` (J, S, A) and ``P``
             (J, S, A, S) the worst case at ``w``, ``value`` (J,) = p0.w and ``err``
             (J,) = :math:`\|T_B w - w\|_\infty / (1-\gamma)`: the fixed point lies in
@@ -461,38 +475,44 @@ class RobustGame:
         self._check_rows = True
         if pi is None:
             pi, _ = self.max_min(g, np.zeros(g.shape[:2]) if w is None else w, lo, hi)
-        rounds, stable = 0, False
-        for _ in range(self.max_iter):
-            rounds += 1
-            adv = self.adversary(g, pi, w)
-            w, q, P = adv.w, adv.q, adv.P
-            if self.s_rect:  # the gain of the box's robust max-min over pi's own value
+        start = [w]
+
+        def evaluate(pi):
+            adv = self.adversary(g, pi, start[0])
+            start[0] = adv.w
+            return adv.w, adv.q, adv
+
+        improve = None
+        if self.s_rect:  # the gain of the box's robust max-min over pi's own value
+            def improve(w, q, pi):
                 best, tw = self.max_min(g, w, lo, hi)
-                better = (tw - w) > self.tol * self._scale(w)[:, None]
-            else:
-                best = greedy_box(q, lo, hi)
-                gain = np.einsum("jsa,jsa->js", best - pi, q)
-                better = gain > self.tol * self._scale(w)[:, None]
-            if not better.any():
-                stable = True
-                break
-            if self.late():
-                break
-            pi = np.where(better[..., None], best, pi)
+                return best, tw - w
+
+        sol = box_policy_iteration(evaluate, pi, lo, hi, max_iter=self.max_iter,
+                                   rtol=self.tol, improve=improve, stop=self.late)
+        w, q, adv = sol.w, sol.q, sol.info[0]
         tw = self.max_min(g, w, lo, hi)[1] if self.s_rect else \
-            np.einsum("jsa,jsa->js", greedy_box(q, lo, hi), q)
+            np.einsum("jsa,jsa->js", sol.best, q)
         err = np.abs(tw - w).max(axis=1) / (1.0 - self.gamma)
-        return {"w": w, "pi": pi, "q": q, "P": P, "value": w @ self.p0, "err": err,
-                "rounds": rounds, "stable": stable, "adversary": adv}
+        return Result(w=w, pi=sol.pi, q=q, P=adv.P, value=w @ self.p0, err=err,
+                      rounds=sol.rounds, stable=sol.stable, adversary=adv)
 
-    def value_iteration(self, g: np.ndarray, w0: np.ndarray, max_iter: int, bar=None):
+    def value_iteration(self, g: np.ndarray, w0: np.ndarray, max_iter: int, bar=None, *,
+                        optimistic: bool = False):
         r"""Robust value iteration :math:`W \leftarrow \max_a Q_W` for a batch g (J, S, A, S)
-        (for an s-rectangular set, :math:`W \leftarrow \max_\pi \min_p`).
+        (for an s-rectangular set, :math:`W \leftarrow \max_\pi \min_p`).  With
+        ``optimistic`` (sa-rectangular sets) the best case, :math:`W \leftarrow \max_a
+        \max_p p^\top (g + \gamma W)`: a plain MDP whose actions are the pairs (a, p).
 
-        Stops when every residual is at most tol * max(1, max|W|).  Returns (w, q, P,
-        iterations, residual (J,), converged (J,), policy (J, S, A)) with q and P the worst
-        case at the returned w against the maximising policy (one-hot greedy for an
-        sa-rectangular set, possibly randomised for an s-rectangular one).
+        Stops when every residual is at most tol * max(1, max|W|).
+
+        Returns
+        -------
+        Result
+            ``w`` (J, S), ``q`` (J, S, A) and ``P`` (J, S, A, S) the worst case at the
+            returned w against the maximising ``policy`` (J, S, A) (one-hot greedy for an
+            sa-rectangular set, possibly randomised for an s-rectangular one),
+            ``iterations``, ``residual`` (J,), ``converged`` (J,).
         """
         self._check_rows = True
         w = np.array(w0, dtype=np.float64)
@@ -505,7 +525,7 @@ class RobustGame:
             if self.s_rect:
                 tw = self.max_min(g, w, *full)[1]
             else:
-                q, _ = self.inner(g, w)
+                q, _ = self.inner(g, w, optimistic=optimistic)
                 tw = q.max(axis=2)
             residual = np.abs(tw - w).max(axis=1)
             w = tw
@@ -518,18 +538,20 @@ class RobustGame:
             pi, _ = self.max_min(g, w, *full)
         else:
             pi = None
-        q, P = self.inner(g, w, pi)
+        q, P = self.inner(g, w, pi, optimistic=optimistic)
         if pi is None:
             pi = greedy_box(q, *full)
-        return w, q, P, it, residual, converged, pi
+        return Result(w=w, q=q, P=P, iterations=it, residual=residual, converged=converged,
+                      policy=pi)
 
     def evaluate(self, pi: np.ndarray, w=None):
         """Certified robust numbers of policies pi (M, S, A) for the value and every cost.
 
-        Returns ``value`` (M,) a lower bound on the worst-case value, ``costs`` (M, K)
-        upper bounds on the worst-case costs, and per objective j (value, then costs):
-        ``w`` (M, 1+K, S), ``q`` (M, 1+K, S, A), ``P`` (M, 1+K, S, A, S) and the
-        estimates ``value_estimate``, ``costs_estimate`` (p0 . w).
+        Returns a :class:`Result`: ``value`` (M,) a lower bound on the worst-case value,
+        ``costs`` (M, K) upper bounds on the worst-case costs, and per objective j (value,
+        then costs): ``w`` (M, 1+K, S), ``q`` (M, 1+K, S, A), ``P`` (M, 1+K, S, A, S), the
+        residual bounds ``err`` (M, 1+K) and the estimates ``value_estimate``,
+        ``costs_estimate`` (p0 . w).
         """
         M, J = pi.shape[0], 1 + self.K
         g = np.broadcast_to(self.objectives(), (M, J, self.S, self.A, self.S))
@@ -537,9 +559,9 @@ class RobustGame:
         pis = np.repeat(pi, J, axis=0)
         sol = self.solve(g, pis, pis, w=None if w is None else w.reshape(M * J, self.S),
                          pi=pis)
-        est = sol["value"].reshape(M, J)
-        err = sol["err"].reshape(M, J)
-        return {"value": est[:, 0] - err[:, 0], "costs": -est[:, 1:] + err[:, 1:],
-                "value_estimate": est[:, 0], "costs_estimate": -est[:, 1:],
-                "w": sol["w"].reshape(M, J, self.S), "q": sol["q"].reshape(M, J, self.S, self.A),
-                "P": sol["P"].reshape(M, J, self.S, self.A, self.S)}
+        est = sol.value.reshape(M, J)
+        err = sol.err.reshape(M, J)
+        return Result(value=est[:, 0] - err[:, 0], costs=-est[:, 1:] + err[:, 1:],
+                      value_estimate=est[:, 0], costs_estimate=-est[:, 1:],
+                      w=sol.w.reshape(M, J, self.S), q=sol.q.reshape(M, J, self.S, self.A),
+                      P=sol.P.reshape(M, J, self.S, self.A, self.S), err=err)

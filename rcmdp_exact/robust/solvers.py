@@ -32,7 +32,7 @@ from .._result import Result, Status
 from ..evaluation import check_value_scale, evaluate
 from ..model import ModelError, TabularCMDP, check_model, check_policy
 from ..uncertainty import check_set
-from .engine import RobustGame, greedy_box
+from .engine import RobustGame
 from .objectives import resolve_objective
 
 __all__ = [
@@ -88,9 +88,6 @@ def _not_converged(method: str, it: int, residual: float, tol: float, stalled: b
     )
 
 
-METHODS = ("policy_iteration", "value_iteration")
-
-
 def _check_iteration(method: str, tol, max_iter) -> None:
     check_choice(method, "method", METHODS,
                  hint=" ('policy_iteration': exact, a few linear solves)")
@@ -139,10 +136,10 @@ def worst_case_kernel(model: TabularCMDP, uset, w=None, *, v=None, c=None,
                              f"depends on the policy: pass policy=")
         pi = check_policy(policy, model.n_states, model.n_actions)[None]
     check_choice(nature, "nature", NATURES)
-    sign = 1.0 if nature == "pessimistic" else -1.0
     game = RobustGame(model, uset, inner=inner)
-    q, P = game.inner(sign * obj.transition_reward(model)[None], sign * w[None], pi)
-    return Result(P_worst=P[0], q=sign * q[0], w=w, objective=obj.name, nature=nature)
+    q, P = game.inner(obj.transition_reward(model)[None], w[None], pi,
+                      optimistic=nature == "optimistic")
+    return Result(P_worst=P[0], q=q[0], w=w, objective=obj.name, nature=nature)
 
 
 def robust_bellman(model: TabularCMDP, uset, w, policy=None, *,
@@ -414,7 +411,7 @@ def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
         ``converged``, ``success``, ``status`` (1 and a :class:`RuntimeWarning` when not
         converged), ``message``, ``iterations``, ``residual``, ``suboptimality_bound``
         (value iteration: :math:`2\gamma\,\mathrm{residual}/(1-\gamma)`), ``lam``,
-        ``method``.
+        ``method``, ``nature``.
     """
     check_robust_inputs(model, uset, "robust_value_iteration")
     _check_iteration(method, tol, max_iter)
@@ -424,14 +421,13 @@ def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
     gamma = model.gamma
     g = obj.transition_reward(model)[None]
     game = RobustGame(model, uset, tol=tol, max_iter=max_iter, inner=inner)
-    if nature == "optimistic":
-        if uset.rectangularity != "sa" or method != "value_iteration":
-            raise InputError(
-                "nature='optimistic' (the best case over the set, max over policies and "
-                "kernels) is solved by value iteration on an sa-rectangular set: use "
-                f"method='value_iteration' and a set such as L1Ball (got {method!r} and a "
-                f"{uset.rectangularity}-rectangular {type(uset).__name__})")
-        return _optimistic_value_iteration(model, game, g, lam_arr, tol, max_iter, v0)
+    optimistic = nature == "optimistic"
+    if optimistic and (uset.rectangularity != "sa" or method != "value_iteration"):
+        raise InputError(
+            "nature='optimistic' (the best case over the set, max over policies and "
+            "kernels) is solved by value iteration on an sa-rectangular set: use "
+            f"method='value_iteration' and a set such as L1Ball (got {method!r} and a "
+            f"{uset.rectangularity}-rectangular {type(uset).__name__})")
     stable_note = None  # policy iteration: the stable policy's evaluation did not converge
     desc = "robust value iteration" if method == "value_iteration" else \
         "robust policy iteration"
@@ -440,28 +436,30 @@ def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
         if method == "value_iteration":
             w0 = np.zeros(S) if v0 is None else np.array(as_float_array(
                 v0, "v0", "give one value per state", shape=(S,), axes=("s",)))
-            _, q, P, it, res, conv, best = game.value_iteration(g, w0[None], max_iter, bar)
-            q, P, policy = q[0], P[0], best[0]
+            vi = game.value_iteration(g, w0[None], max_iter, bar, optimistic=optimistic)
+            q, P, policy, it, res, conv = (vi.q[0], vi.P[0], vi.policy[0], vi.iterations,
+                                           vi.residual, vi.converged)
             v = np.einsum("sa,sa->s", policy, q) if game.s_rect else q.max(axis=1)
             actions = policy.argmax(axis=1)
             residual, converged = float(res[0]), bool(conv[0])
         else:
             sol = game.solve(g, np.zeros((1, S, A)), np.ones((1, S, A)))
-            bar.update(sol["rounds"])
-            q, P, v, policy = sol["q"][0], sol["P"][0], sol["w"][0], sol["pi"][0]
+            bar.update(sol.rounds)
+            q, P, v, policy = sol.q[0], sol.P[0], sol.w[0], sol.pi[0]
             actions = policy.argmax(axis=1)
-            it = sol["rounds"]
+            it = sol.rounds
             residual = float(np.abs(q.max(axis=1) - v).max())
-            adv = sol["adversary"]
-            converged = bool(sol["stable"] and adv.converged[0])
-            if sol["stable"] and not converged:
+            adv = sol.adversary
+            converged = bool(sol.stable and adv.converged[0])
+            if sol.stable and not converged:
                 stable_note = _not_converged("policy_iteration", int(adv.iterations[0]),
                                              float(adv.residual[0]), tol,
                                              bool(adv.stalled[0]), max_iter)
     value = float(model.p0 @ v)
     bound = 2.0 * gamma * residual / (1.0 - gamma)
+    what = "optimistic value iteration" if optimistic else method
     if converged:
-        message = f"{method} converged in {it} iterations (residual {residual:.2e})"
+        message = f"{what} converged in {it} iterations (residual {residual:.2e})"
     elif stable_note is not None:
         message = (f"the policy is stable after {it} iterations but its robust evaluation "
                    f"did not converge: {stable_note}")
@@ -486,38 +484,5 @@ def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
         suboptimality_bound=bound,
         lam=lam_arr,
         method=method,
+        nature=nature,
     )
-
-
-def _optimistic_value_iteration(model, game, g, lam_arr, tol, max_iter, v0) -> Result:
-    r"""W <- max_a max_p p.(g + gamma W) = max_a -min_p p.(-g - gamma W): value iteration of
-    the best case over an sa-rectangular set (a plain MDP whose actions are the pairs
-    (a, p))."""
-    S = model.n_states
-    w = np.zeros(S) if v0 is None else np.array(as_float_array(
-        v0, "v0", "give one value per state", shape=(S,), axes=("s",)))
-    residual, converged, it = np.inf, False, 0
-    while it < max_iter:
-        it += 1
-        q = -game.inner(-g, -w[None])[0][0]
-        tw = q.max(axis=1)
-        residual = float(np.abs(tw - w).max())
-        w = tw
-        if residual <= game.tol * max(1.0, float(np.abs(w).max())):
-            converged = True
-            break
-    qn, P = game.inner(-g, -w[None])
-    q = -qn[0]
-    policy = greedy_box(q, np.zeros_like(q), np.ones_like(q))
-    v = q.max(axis=1)
-    message = (f"optimistic value iteration converged in {it} iterations (residual "
-               f"{residual:.2e})" if converged else
-               f"iteration limit {max_iter} reached (residual {residual:.2e}); raise max_iter")
-    if not converged:
-        warnings.warn(f"robust_value_iteration: {message}", RuntimeWarning, stacklevel=3)
-    return Result(policy=policy, actions=policy.argmax(axis=1), v=v, q=q, P_worst=P[0],
-                  value=float(model.p0 @ v), converged=converged, success=converged,
-                  status=Status.CONVERGED if converged else Status.NOT_CONVERGED,
-                  message=message, iterations=it, residual=residual,
-                  suboptimality_bound=2.0 * model.gamma * residual / (1.0 - model.gamma),
-                  lam=lam_arr, method="value_iteration", nature="optimistic")

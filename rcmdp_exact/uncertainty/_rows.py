@@ -188,7 +188,7 @@ def convex_rows(N: int, n: int, setup, solver: str, what: str, *, opts=None,
     from .._progress import progress_default, tqdm
 
     if solver == "HIGHS":
-        from .._highs import silence_highs_banner
+        from .._solvers import silence_highs_banner
 
         silence_highs_banner()
     opts = SOLVER_OPTIONS[solver] if opts is None else opts

@@ -94,8 +94,8 @@ from .._checks import (
     row_tolerance,
     where,
 )
-from .._highs import silence_highs_banner
 from .._result import Result, Status
+from .._solvers import silence_highs_banner
 from ..model import check_transition_rows
 from ._rows import Frozen
 from .base import INNERS, UncertaintySet, split_batch
