@@ -18,6 +18,7 @@
   ``--set-file``, ``--estimation-episodes``, ``--perturbations``) are declared by
   :func:`add_model_options` and read by :func:`load_user_model`; options that choose
   among the paper's domains are refused beside ``--model`` (:func:`refuse_with_model`).
+  ``--set`` is a built-in kind's name or ``MODULE:CLASS`` (:func:`set_kind`).
 * ``--trainer MODULE:FUNCTION`` (:func:`add_trainer`, :func:`resolve_trainer`): a
   training function that follows the trainer protocol (``docs/your_learner.md``).
 * A renamed flag keeps its former name for a release (:func:`deprecated_flag`): it
@@ -50,6 +51,7 @@ __all__ = [
     "refuse_with_model",
     "resolve_trainer",
     "seed_arg",
+    "set_kind",
     "workers_arg",
 ]
 
@@ -272,7 +274,8 @@ def add_model_options(parser: argparse.ArgumentParser, *, kinds: bool = True,
                       set_file: bool = True, estimation: bool = True,
                       perturbations: bool = False, horizon: bool = True) -> None:
     """``--model PATH.npz`` and the options that go with it (module notes)."""
-    from ..names import SET_KINDS, USER_ESTIMATION_EPISODES
+    from ..names import DEFAULT_SET_KIND, USER_ESTIMATION_EPISODES
+    from ..uncertainty.kinds import builtin_kinds
 
     parser.add_argument("--model", metavar="PATH.npz", default=None,
                         help="your own model: a file written by TabularCMDP.save, in place "
@@ -283,11 +286,12 @@ def add_model_options(parser: argparse.ArgumentParser, *, kinds: bool = True,
                             help="episode length T of --model (needed when the model has "
                                  "none; replaces its own)")
     if kinds:
-        parser.add_argument("--set", dest="set_kind", choices=SET_KINDS, default=None,
+        parser.add_argument("--set", dest="set_kind", type=set_kind, default=None,
                             metavar="KIND",
                             help=f"kind of uncertainty set estimated from the data: "
-                                 f"{', '.join(SET_KINDS)} (default l1, the paper's; see "
-                                 f"docs/sets.md)")
+                                 f"{', '.join(builtin_kinds(estimated=True))} (default "
+                                 f"{DEFAULT_SET_KIND}, the paper's; docs/sets.md), or "
+                                 f"MODULE:CLASS, a set class of yours (docs/your_set.md)")
     if set_file:
         parser.add_argument("--set-file", metavar="PATH.npz", default=None,
                             help="with --model: a saved uncertainty set (save() of a set) "
@@ -302,6 +306,27 @@ def add_model_options(parser: argparse.ArgumentParser, *, kinds: bool = True,
                             help="with --model: a TOML or JSON file listing saved models "
                                  "(name, group, file) to test on beside the model itself "
                                  "(docs/cli.md)")
+
+
+def set_kind(text: str) -> str:
+    """An argparse type: ``--set KIND``, a built-in kind that is estimated from data, or
+    ``MODULE:CLASS`` (a set class of yours, imported and checked after parsing, before
+    any work).  The built-in kinds come from :mod:`rcmdp_exact.uncertainty.kinds`, which
+    reads them from the package's files without importing numpy."""
+    from ..uncertainty.kinds import builtin_kinds
+
+    kinds = builtin_kinds(estimated=True)
+    mod, colon, cls = text.partition(":")
+    if colon:
+        if not (mod and cls):
+            raise argparse.ArgumentTypeError(f"{text!r} is not MODULE:CLASS; give both the "
+                                             f"module and the class of your set")
+        return text
+    if text not in kinds:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a kind of set; give one of "
+                                         f"{', '.join(kinds)} or MODULE:CLASS of a set "
+                                         f"class of yours (docs/your_set.md)")
+    return text
 
 
 def refuse_with_model(parser, args, names) -> None:

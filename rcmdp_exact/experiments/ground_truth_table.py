@@ -65,8 +65,6 @@ from ..names import (
     BRACKET_BOXES,
     BRACKET_SECONDS,
     GROUND_TRUTH_FILES,
-    SET_KINDS,
-    SET_NOTES,
     USER_DOMAIN,
     USER_ESTIMATION_EPISODES,
     USER_TEST,
@@ -291,7 +289,9 @@ def _check_common(opts: dict, given: dict) -> None:
     check_real(opts["bracket_time"], given.get("time_limit", "time_limit"), 0.0,
                low_open=True)
     check_int(opts["max_boxes"], "max_boxes", 1)
-    check_choice(opts["set_kind"], "set_kind", SET_KINDS)
+    from ..uncertainty import set_class
+
+    set_class(opts["set_kind"], estimated=True, what="set_kind")
 
 
 #: Former parameter names of :func:`ground_truth_table` (deprecated) and their new names.
@@ -345,9 +345,8 @@ def ground_truth_table(domains=None, *, estimation: str = "paper", seed: int = 0
         Budget of the bracket's branch and bound per domain (``bracket_time``, the
         former name of ``time_limit``, is deprecated).
     set_kind : str
-        The kind of uncertainty set estimated from the data
-        (:data:`rcmdp_exact.names.SET_KINDS`, :mod:`.estimation`; default the paper's
-        L1 ball).
+        The kind of uncertainty set estimated from the data (a kind's name or
+        ``MODULE:CLASS``; :mod:`.estimation`; default the paper's L1 ball).
     client : distributed.Client, optional
         Run each bracket's branch and bound on this Dask cluster (the same certified
         bracket as without, for the same box budget).
@@ -465,7 +464,9 @@ def _format_optima(name: str, dom) -> list[str]:
                  f"{e['seed']}, delta {e['delta']}, L1 alpha in [{e['alpha_range'][0]:.3f}, "
                  f"{e['alpha_range'][1]:.3f}]")
     kind = e.get("set", "l1")
-    note = SET_NOTES.get(kind, "a saved set")
+    from .estimation import set_note
+
+    note = set_note(kind)
     lines = [f"== {name}: {dom.title} ({where}) ==",
              f"uncertainty set: {kind} ({e.get('set_type', 'L1Ball')}: {note})",
              "discounted optima (from the start state):"]

@@ -48,6 +48,7 @@ from .._result import Result
 from ..evaluation import evaluate, evaluate_time_dependent, rescaled_budget
 from ..mdp import backward_induction, greedy_policy, policy_iteration, value_scale
 from ..model import TabularCMDP, check_model
+from ..names import LP_SOLVERS
 
 __all__ = [
     "DEFAULT_LP_SOLVER",
@@ -73,8 +74,6 @@ def greedy_one_hot(q) -> np.ndarray:
 
 #: The LP solver used through cvxpy unless ``solver=`` says otherwise.
 DEFAULT_LP_SOLVER = "HIGHS"
-#: Accepted LP solvers: HiGHS (simplex: vertices and exact duals) and CLARABEL.
-LP_SOLVERS = ("HIGHS", "CLARABEL")
 #: Solver tolerances, tighter than the defaults so that optima and duals reach ~1e-9.
 SOLVER_OPTIONS = {
     "HIGHS": {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
