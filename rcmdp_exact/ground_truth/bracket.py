@@ -47,6 +47,7 @@ from .._checks import (
 from .._progress import progress_default, tqdm
 from .._result import Result
 from ..robust.engine import RobustGame
+from ..uncertainty import SARectangularSet
 from .boxes import BOX_BOUNDS, branch_and_bound
 from .dual import fits, lagrangian_search
 from .dual_certificate import certified_dual, duality_gap
@@ -470,7 +471,7 @@ def _with_dual(model, ball, res: Result, evaluations: int, deadline: float) -> R
     """``res`` with the fields ``dual`` and ``duality_gap`` (None where not computed)."""
     res["dual"] = res["duality_gap"] = None
     left = deadline - time.perf_counter()
-    if evaluations == 0 or left <= 0 or ball.rectangularity != "sa" \
+    if evaluations == 0 or left <= 0 or not isinstance(ball, SARectangularSet) \
             or not np.isfinite(res["upper"]):
         return res
     dual = certified_dual(model, ball, max_evaluations=max(2, evaluations), time_limit=left)

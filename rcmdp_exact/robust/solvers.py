@@ -32,6 +32,7 @@ from .._result import Result, Status
 from ..evaluation import check_value_scale, evaluate
 from ..model import ModelError, TabularCMDP, check_model, check_policy
 from ..uncertainty import (
+    PROTOCOLS,
     KernelSet,
     SARectangularSet,
     SRectangularSet,
@@ -65,7 +66,7 @@ def check_robust_inputs(model, uset, what: str = "robust evaluation",
     rectangular ones, "sa" and "s", which have a robust Bellman operator)."""
     check_model(model)
     check_set(uset, model)
-    if uset.rectangularity not in kinds:
+    if not isinstance(uset, tuple(PROTOCOLS[k] for k in kinds)):
         raise InputError(
             f"{what} needs a rectangular set ({' or '.join(repr(k) for k in kinds)}), but "
             f"{type(uset).__name__} is not rectangular (its adversary picks whole kernels, "

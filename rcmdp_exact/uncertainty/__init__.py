@@ -35,11 +35,13 @@ from .kinds import builtin_class_module, kind_files
 #: Where each public name that is not a set class lives.
 _EXPORTS = {
     "BELLMAN_METHODS": ".s_l1",
+    "CONFORMANCE_CHECKS": ".conformance",
     "FORMS": ".estimators",
     "INNERS": ".base",
     "KL_BOUNDS": ".estimators",
     "L1_BOUNDS": ".estimators",
     "MAX_SUPPORT": ".extreme",
+    "PROTOCOLS": ".base",
     "RECTANGULARITIES": ".base",
     "SUPPORTS": ".l1",
     "ConformanceError": ".conformance",

@@ -62,6 +62,7 @@ from .kinds import KIND_PATTERN, builtin_class_module, builtin_kinds, kind_files
 
 __all__ = [
     "INNERS",
+    "PROTOCOLS",
     "RECTANGULARITIES",
     "KernelSet",
     "SARectangularSet",
@@ -414,20 +415,20 @@ def _register(cls) -> None:
         raise TypeError(f"a set class named {name} exists already ({(old or cls).__module__}"
                         f"{'' if old else ' in rcmdp_exact'}); files name a set by its class, "
                         f"so give yours another name")
-    _FORMATS[name] = cls
     kind = cls.__dict__.get("kind")
-    if kind is None:
-        return
-    if not isinstance(kind, str) or not _KIND_RE.match(kind):
-        raise TypeError(f"{name}.kind = {kind!r} is not a kind's name: use lowercase words "
-                        f"of letters and digits joined by hyphens, like \"weighted-l1\"")
-    info = kind_files().get(kind)
-    taken = _KINDS.get(kind)
-    if (taken is not None and not same(taken)) or (info is not None and info.cls != name):
-        owner = taken.__name__ if taken is not None else info.cls
-        raise TypeError(f"the kind {kind!r} of {name} is the kind of {owner}; give "
-                        f"{name} a kind of its own")
-    _KINDS[kind] = cls
+    if kind is not None:
+        if not isinstance(kind, str) or not _KIND_RE.match(kind):
+            raise TypeError(f"{name}.kind = {kind!r} is not a kind's name: use lowercase "
+                            f"words of letters and digits joined by hyphens, like "
+                            f"\"weighted-l1\"")
+        info = kind_files().get(kind)
+        taken = _KINDS.get(kind)
+        if (taken is not None and not same(taken)) or (info is not None and info.cls != name):
+            owner = taken.__name__ if taken is not None else info.cls
+            raise TypeError(f"the kind {kind!r} of {name} is the kind of {owner}; give "
+                            f"{name} a kind of its own")
+        _KINDS[kind] = cls
+    _FORMATS[name] = cls
 
 
 def load_set(path) -> UncertaintySet:
@@ -625,7 +626,9 @@ class KernelSet(UncertaintySet):
         )
 
 
-_PROTOCOLS = {"sa": SARectangularSet, "s": SRectangularSet, "none": KernelSet}
+#: The protocol class of each rectangularity (code dispatches on these classes; the
+#: strings name them in messages and options).
+PROTOCOLS = {"sa": SARectangularSet, "s": SRectangularSet, "none": KernelSet}
 
 
 def check_set(uset, model, rectangularity: str | None = None, what: str = "") -> None:
@@ -649,7 +652,7 @@ def check_set(uset, model, rectangularity: str | None = None, what: str = "") ->
                     "model)", ("s", "a", "s'"))
     if rectangularity is not None:
         check_choice(rectangularity, "rectangularity", RECTANGULARITIES)
-        if not isinstance(uset, _PROTOCOLS[rectangularity]):
+        if not isinstance(uset, PROTOCOLS[rectangularity]):
             kind = ("not rectangular (the adversary picks a whole kernel)"
                     if isinstance(uset, KernelSet) else f"{uset.rectangularity}-rectangular")
             raise InputError(

@@ -4,7 +4,7 @@ r"""The conformance check of an uncertainty set: every set passes it, built-in o
 scikit-learn's ``check_estimator``) and raises a :class:`ConformanceError` that names
 every check that failed, or returns the list of checks it passed.  The robust code
 trusts a set that passes: its worst case is what the engine, the bracket and the
-command line build on.  The checks (:data:`CHECKS`):
+command line build on.  The checks (:data:`CONFORMANCE_CHECKS`):
 
 ``protocol``
     The set derives from one of the three protocols (:class:`~.SARectangularSet`,
@@ -74,7 +74,7 @@ from .base import (
 )
 
 __all__ = [
-    "CHECKS",
+    "CONFORMANCE_CHECKS",
     "SKEWED_FAMILIES",
     "ConformanceError",
     "check_set_conformance",
@@ -84,8 +84,8 @@ __all__ = [
 ]
 
 #: The checks of :func:`check_set_conformance`, in the order they run.
-CHECKS = ("protocol", "kind", "nominal", "files", "worst_case", "batches", "terminal", "lp",
-          "skewed", "counts", "strategy")
+CONFORMANCE_CHECKS = ("protocol", "kind", "nominal", "files", "worst_case", "batches",
+                      "terminal", "lp", "skewed", "counts", "strategy")
 
 
 class ConformanceError(AssertionError):
@@ -161,7 +161,7 @@ def check_set_conformance(uset, *, seed: int = 0, tol: float = 1e-7, lp: bool = 
     checker = _Checker(uset, seed, float(tol))
     options = {"lp": lp, "counts": counts, "strategy": strategy}
     checks, failures = {}, {}
-    for name in CHECKS:
+    for name in CONFORMANCE_CHECKS:
         if not options.get(name, True):
             checks[name] = "skipped: turned off"
             continue
