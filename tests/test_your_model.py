@@ -419,7 +419,8 @@ def nav_estimate():
 
 
 def test_every_kind_is_built_from_the_same_counts(nav_estimate):
-    from rcmdp_exact.experiments.estimation import SET_KINDS, set_from_estimate, state_counts
+    from rcmdp_exact.experiments.estimation import set_from_estimate, state_counts
+    from rcmdp_exact.uncertainty import builtin_kinds
 
     model, est = nav_estimate
     counts = state_counts(est, model)
@@ -431,7 +432,7 @@ def test_every_kind_is_built_from_the_same_counts(nav_estimate):
     for t in range(model.n_states):
         assert counts[s, a, t] == est.counts[s, a][nxt[s, a] == t].sum()
     term = np.flatnonzero(model.terminal)
-    for kind in SET_KINDS:
+    for kind in builtin_kinds(estimated=True):
         uset = set_from_estimate(kind, est, model)
         nominal = np.asarray(uset.nominal)
         assert np.allclose(nominal.sum(axis=2), 1.0)
@@ -501,7 +502,8 @@ def test_sets_from_one_estimation_keep_their_invariants(S, A, seed, n, horizon):
     kernel on the ball's support, the weighted ball has the ball's worst case (a second
     solver), the s-rectangular set contains the ball's worst-case kernels, and the
     L-infinity, interval and KL sets contain their own nominal."""
-    from rcmdp_exact.experiments.estimation import SET_KINDS, set_from_estimate, state_counts
+    from rcmdp_exact.experiments.estimation import set_from_estimate, state_counts
+    from rcmdp_exact.uncertainty import builtin_kinds
 
     model = rx.domains.garnet(S, A, min(S, 3), n_constraints=1, seed=seed,
                               horizon=horizon)
@@ -510,7 +512,7 @@ def test_sets_from_one_estimation_keep_their_invariants(S, A, seed, n, horizon):
     assert counts.sum() == est.counts.sum() == est.visits.sum()
     z = np.random.default_rng(seed).normal(size=(2, S))
     l1 = est.ball.worst_case(z)
-    for kind in SET_KINDS:
+    for kind in builtin_kinds(estimated=True):
         uset = set_from_estimate(kind, est, model)
         nominal = np.asarray(uset.nominal)
         assert np.allclose(nominal.sum(axis=2), 1.0) and np.all(nominal >= 0)

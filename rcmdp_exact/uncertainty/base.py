@@ -522,16 +522,19 @@ class SARectangularSet(UncertaintySet):
         Z = np.broadcast_to(z.reshape(J, 1, 1, S), (J, S, A, S)).reshape(J * S * A, S)
         return self._solve_rows(Z, J, method)
 
+    #: Why the set gives no vertices of its rows (the message of :meth:`row_vertices`).
+    no_vertices = "its rows are not polytopes whose vertices it enumerates"
+
     def row_vertices(self, s: int, a: int) -> np.ndarray:
         """The vertices (k, S) of the set of rows of pair (s, a), for brute-force checks
         (:func:`~rcmdp_exact.uncertainty.extreme_kernels`).  Sets whose rows are
-        polytopes override it; the default refuses."""
+        polytopes override it; the default refuses, saying why (:attr:`no_vertices`)."""
         from .extreme import polyhedral_kinds
 
         raise InputError(
-            f"{type(self).__name__} gives no vertices of its rows: extreme_kernels "
-            f"enumerates the vertices of polyhedral sa-rectangular sets (the kinds "
-            f"{', '.join(polyhedral_kinds())})")
+            f"{type(self).__name__} gives no vertices of its rows ({self.no_vertices}): "
+            f"extreme_kernels enumerates the vertices of polyhedral sa-rectangular sets "
+            f"(the kinds {', '.join(polyhedral_kinds())})")
 
 
 # =========================================================================== s-rectangular

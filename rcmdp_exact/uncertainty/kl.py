@@ -70,7 +70,7 @@ import warnings
 
 import numpy as np
 
-from .._checks import InputError, readonly
+from .._checks import readonly
 from .._result import Result
 from ._rows import (
     Frozen,
@@ -517,6 +517,7 @@ class KLBall(Frozen, SARectangularSet):
     note = "the KL ball that contains the per-entry Hoeffding box"
     method_hint = " ('sort': the exact dual solver, batched; 'lp': one cvxpy " \
                   "exponential-cone program per row, a cross-check)"
+    no_vertices = "a KL ball is not a polytope: its boundary is curved"
 
     def __init__(self, nominal, radius):
         P = nominal_kernel(nominal)
@@ -565,12 +566,6 @@ class KLBall(Frozen, SARectangularSet):
     @classmethod
     def _from_arrays(cls, data: dict):
         return cls(data["nominal"], data["radius"])
-
-    def row_vertices(self, s: int, a: int) -> np.ndarray:
-        """Not defined: a KL ball is not a polytope (its boundary is curved)."""
-        raise InputError(
-            "extreme_kernels enumerates the vertices of polyhedral sa-rectangular sets; "
-            "a KLBall is not a polytope (its boundary is curved)")
 
     # ----------------------------------------------------------------- the kind
     @classmethod
