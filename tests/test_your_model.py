@@ -304,6 +304,14 @@ def test_a_set_kind_is_named_in_the_spec_and_the_report(files):
     (["reproduce", "--set", "interval", "--out", "rep"], ["--set interval", "IntervalSet"]),
     (["train", "nav1", "rcpg-lagrangian", "--set", "s-l1", "--out", "rep"],
      ["--set s-l1", "SRectL1Ball", "critic='exact'"]),
+    (["ground-truth", "--set", "weighted_l1", "--out", "rep"],
+     ["'weighted_l1' is not a kind of set", "weighted-l1", "MODULE:CLASS"]),
+    (["ground-truth", "--model", "m.npz", "--set", "os:path", "--out", "rep"],
+     ["--set 'os:path'", "not a subclass", "UncertaintySet"]),
+    (["ground-truth", "--model", "m.npz", "--set", "rcmdp_exact:FiniteSet", "--out", "rep"],
+     ["--set 'rcmdp_exact:FiniteSet'", "from_counts", "kl"]),
+    (["train", "nav1", "pg", "--set", "no_such_module:MySet", "--out", "rep"],
+     ["--set 'no_such_module:MySet'", "cannot be imported"]),
 ])
 def test_an_undefined_set_is_refused_before_any_work(files, args, facts):
     has(one_line(rcmdp(files, *args)), *facts)

@@ -136,8 +136,11 @@ def check_set_kind(kind: str, model, algorithms, *, critic=None, inner=None,
     from ..learners.base import ALGORITHMS
     from ..learners.dynamics import check_learner_set
     from ..robust import check_robust_inputs
+    from ..uncertainty import set_class
 
-    uset = example_set(kind, model) if uset is None else uset
+    if uset is None:
+        set_class(kind, estimated=True, what=flag)  # a kind, before its builder runs
+        uset = example_set(kind, model)
     name = f"{flag} {kind}" if flag == "--set" else flag
     try:
         if robust_checks:
