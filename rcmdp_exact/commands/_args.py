@@ -313,19 +313,11 @@ def set_kind(text: str) -> str:
     ``MODULE:CLASS`` (a set class of yours, imported and checked after parsing, before
     any work).  The built-in kinds come from :mod:`rcmdp_exact.uncertainty.kinds`, which
     reads them from the package's files without importing numpy."""
-    from ..uncertainty.kinds import builtin_kinds
+    from ..uncertainty.kinds import kind_name_problem
 
-    kinds = builtin_kinds(estimated=True)
-    mod, colon, cls = text.partition(":")
-    if colon:
-        if not (mod and cls):
-            raise argparse.ArgumentTypeError(f"{text!r} is not MODULE:CLASS; give both the "
-                                             f"module and the class of your set")
-        return text
-    if text not in kinds:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a kind of set; give one of "
-                                         f"{', '.join(kinds)} or MODULE:CLASS of a set "
-                                         f"class of yours (docs/your_set.md)")
+    problem = kind_name_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return text
 
 

@@ -335,9 +335,9 @@ class RunSpec:
 
 def _check_user_fields(spec) -> None:
     """The fields of your own model and of the kind of set (module notes)."""
-    from ..uncertainty import set_class
+    from ..uncertainty.kinds import check_kind_name
 
-    set_class(spec.set_kind, estimated=True, what="set_kind")
+    check_kind_name(spec.set_kind, "set_kind")
     check_int(spec.horizon, "horizon", 0)
     check_int(spec.estimation_episodes, "estimation_episodes", 0)
     for name in ("model", "set_file"):

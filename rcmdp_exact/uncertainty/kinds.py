@@ -23,7 +23,7 @@ from typing import NamedTuple
 from ..names import DEFAULT_SET_KIND
 
 __all__ = ["KIND_PATTERN", "KindFile", "builtin_class_module", "builtin_kinds",
-           "kind_files"]
+           "check_kind_name", "kind_files", "kind_name_problem"]
 
 #: What a kind's name looks like: lowercase words of letters and digits joined by
 #: hyphens ("l1", "weighted-l1", "s-l1").
@@ -33,6 +33,7 @@ _KIND_LINE = re.compile(rf"^KIND\s*=\s*[\"']({KIND_PATTERN})[\"']\s*(?:#.*)?$", 
 _CLASS_LINE = re.compile(r"^class\s+([A-Za-z_]\w*)\s*[(:]")
 _OWN_KIND = re.compile(r"^\s+kind\s*=\s*KIND\b")
 _COUNTS = re.compile(r"^\s+def\s+from_counts\s*\(", re.M)
+_CLASS_SPEC = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
 
 
 class KindFile(NamedTuple):
@@ -96,3 +97,26 @@ def builtin_class_module(name: str) -> str | None:
         if info.cls == name:
             return info.module
     return None
+
+
+def kind_name_problem(kind) -> str | None:
+    """What is wrong with ``kind`` as the name of a kind estimated from data (None: it is
+    a built-in kind's name or has the form ``MODULE:CLASS``, which is not imported here;
+    the class is checked where the kind enters, by
+    :func:`~rcmdp_exact.uncertainty.set_class`).  No numpy: the command line uses it."""
+    kinds = builtin_kinds(estimated=True)
+    if isinstance(kind, str) and (kind in kinds or _CLASS_SPEC.match(kind)):
+        return None
+    return (f"{kind!r} is not a kind of set; give one of {', '.join(kinds)} or "
+            f"MODULE:CLASS of a set class of yours (docs/your_set.md)")
+
+
+def check_kind_name(kind, what: str = "set kind") -> str:
+    """Raise an InputError unless :func:`kind_name_problem` finds nothing; returns
+    ``kind`` (a stored run's kind is checked so, without importing a class)."""
+    problem = kind_name_problem(kind)
+    if problem is None:
+        return kind
+    from .._checks import InputError
+
+    raise InputError(f"{what} {problem}")
