@@ -30,6 +30,7 @@ extensions = [
     "myst_nb",
     "sphinx.ext.autodoc",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax served from _static: formulas render offline
     "sphinx.ext.viewcode",
     "numpydoc",
     "rcmdp_cli",

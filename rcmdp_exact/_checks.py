@@ -27,13 +27,43 @@ Error classes (importable from :mod:`rcmdp_exact`):
 
 from __future__ import annotations
 
+import math
 import numbers
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-import scipy.sparse as sp
+
+class _Numpy:
+    """numpy, imported at the first use of ``np`` in this module.
+
+    The checks of paths and plain numbers need no numpy, and the command line runs them
+    before any heavy import, so that a bad argument is refused at once; the first
+    attribute read replaces this stand-in by numpy itself (no cost afterwards).
+    """
+
+    def __getattr__(self, attr):
+        import numpy
+
+        globals()["np"] = numpy
+        return getattr(numpy, attr)
+
+
+np = _Numpy()
+
+
+def _numpy_loaded():
+    """numpy if it is imported already, else None (an object of a numpy type implies
+    that numpy is imported, so a check needs no import to tell)."""
+    return sys.modules.get("numpy")
+
+
+def _is_sparse(x) -> bool:
+    """True for a scipy.sparse matrix or array (scipy.sparse is not imported for it: a
+    sparse object implies that it is)."""
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and bool(sparse.issparse(x))
 
 __all__ = [
     "ImproperPolicyError",
@@ -44,11 +74,15 @@ __all__ = [
     "OutputPathError",
     "as_array",
     "as_float_array",
+    "bytes_text",
     "check_choice",
+    "check_client",
     "check_distributions",
+    "check_fields",
     "check_finite",
     "check_indices",
     "check_int",
+    "check_memory",
     "check_nonnegative",
     "check_out_path",
     "check_real",
@@ -57,6 +91,7 @@ __all__ = [
     "check_shape",
     "check_support",
     "check_type",
+    "interval_text",
     "plain",
     "readonly",
     "rng_from",
@@ -96,7 +131,8 @@ class InnerProblemError(RuntimeError):
 # --------------------------------------------------------------------------- messages
 def plain(x):
     """A numpy scalar as the Python number it holds (for messages)."""
-    return x.item() if isinstance(x, np.generic) else x
+    numpy = _numpy_loaded()
+    return x.item() if numpy is not None and isinstance(x, numpy.generic) else x
 
 
 def where(axes: Sequence[str], idx) -> str:
@@ -132,7 +168,7 @@ NORMALIZE_TOLERANCE = 1e-4
 # --------------------------------------------------------------------------- arrays
 def as_array(x, name: str, fix: str) -> np.ndarray:
     """``np.asarray(x)``, or an :class:`InputError` for sparse, ragged or odd input."""
-    if sp.issparse(x):
+    if _is_sparse(x):
         raise InputError(
             f"{name} must be a dense array here, got a scipy.sparse {type(x).__name__}; {fix}"
         )
@@ -325,19 +361,56 @@ def check_real(value, name: str, low: float | None = None, high: float | None = 
     ``low_open`` / ``high_open`` exclude the end points.
     """
     ok_type = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    if not ok_type and isinstance(value, np.ndarray) and value.ndim == 0 \
-            and value.dtype.kind in "iuf":
+    numpy = _numpy_loaded()
+    if not ok_type and numpy is not None and isinstance(value, numpy.ndarray) \
+            and value.ndim == 0 and value.dtype.kind in "iuf":
         ok_type = True
     v = float(value) if ok_type else None
-    if v is None or not np.isfinite(v) \
+    if v is None or not math.isfinite(v) \
             or (low is not None and (v < low or (low_open and v == low))) \
             or (high is not None and (v > high or (high_open and v == high))):
-        lo = "-inf" if low is None else f"{low:g}"
-        hi = "inf" if high is None else f"{high:g}"
-        interval = f"{'(' if low_open or low is None else '['}{lo}, {hi}" \
-                   f"{')' if high_open or high is None else ']'}"
+        interval = interval_text(low, high, low_open=low_open, high_open=high_open)
         raise InputError(f"{name} must be a number in {interval}, got {plain(value)!r}{hint}")
     return v
+
+
+def interval_text(low: float | None = None, high: float | None = None, *,
+                  low_open: bool = False, high_open: bool = False) -> str:
+    """The interval of :func:`check_real` as text: ``[0, inf)``, ``(0, 1)``."""
+    lo = "-inf" if low is None else f"{low:g}"
+    hi = "inf" if high is None else f"{high:g}"
+    return (f"{'(' if low_open or low is None else '['}{lo}, {hi}"
+            f"{')' if high_open or high is None else ']'}")
+
+
+def bytes_text(n: float) -> str:
+    """A number of bytes for people: ``4 GiB``, ``36 TiB``, ``6.6e+21 TiB``."""
+    units = ("bytes", "KiB", "MiB", "GiB", "TiB")
+    k = 0
+    n = float(n)
+    while n >= 1024 and k < len(units) - 1:
+        n /= 1024
+        k += 1
+    if n >= 1e6:
+        return f"{n:.2g} {units[k]}"
+    return f"{n:.0f} {units[k]}" if k == 0 or n >= 100 else f"{n:.3g} {units[k]}"
+
+
+def check_memory(n: int, item_bytes: int, limit: int, name: str, what: str, fix: str,
+                 limit_name: str = "") -> None:
+    """Refuse, before any work, ``n`` items of ``item_bytes`` each held in memory at once
+    when they exceed ``limit`` bytes.  The message names the argument ``name`` and its
+    value, the memory it would need for ``what`` (the items), the limit
+    (``limit_name``, where it is set) and the largest ``n`` within it; ``fix`` says how
+    to work within it."""
+    need = int(n) * int(item_bytes)
+    if need > limit:
+        most = limit // max(int(item_bytes), 1)
+        where = f" ({limit_name})" if limit_name else ""
+        raise InputError(
+            f"{name} = {plain(n):,} would hold {bytes_text(need)} of {what} in memory "
+            f"({int(item_bytes):,} bytes each), above the limit of {bytes_text(limit)}"
+            f"{where}; give {name} <= {most:,}{fix}")
 
 
 def check_choice(value, name: str, choices: Sequence[str], hint: str = ""):
@@ -360,6 +433,55 @@ def check_type(value, name: str, cls, fix: str):
         what = cls.__name__ if isinstance(cls, type) else " or ".join(c.__name__ for c in cls)
         raise InputError(f"{name} must be of type {what}, got {type(value).__name__}; {fix}")
     return value
+
+
+def check_fields(value, name: str, fields: Sequence[str], fix: str) -> tuple:
+    """The numbers ``value[f]`` for ``f`` in ``fields`` of a result (a
+    :class:`~rcmdp_exact.Result` or any mapping), as floats (inf allowed, NaN refused).
+
+    Anything else (a list, a mapping without one of the fields, a field that is not a
+    number) is an :class:`InputError` naming ``name``, what it is and what is missing;
+    ``fix`` says what to give instead.
+    """
+    from collections.abc import Mapping
+
+    if not isinstance(value, Mapping):
+        raise InputError(f"{name} must be a result with the fields {', '.join(fields)}, "
+                         f"got a {type(value).__name__}; {fix}")
+    missing = [f for f in fields if f not in value]
+    if missing:
+        raise InputError(f"{name} has no field {', '.join(map(repr, missing))} (it has "
+                         f"{', '.join(map(repr, list(value)[:8])) or 'none'}); {fix}")
+    out = []
+    for f in fields:
+        x = value[f]
+        numpy = _numpy_loaded()
+        number = (isinstance(x, numbers.Real) and not isinstance(x, bool)) or (
+            numpy is not None and isinstance(x, numpy.ndarray) and x.ndim == 0
+            and x.dtype.kind in "iuf")
+        if not number or math.isnan(float(x)):
+            raise InputError(f"{name}[{f!r}] = {plain(x)!r} is not a number; {fix}")
+        out.append(float(x))
+    return tuple(out)
+
+
+def check_client(client, name: str = "client"):
+    """``client`` if it is None or a Dask client: a ``distributed.Client`` or an object
+    with the methods ``scatter`` and ``submit`` that the toolkit calls; else an
+    :class:`InputError` (before any work, not at the first ``scatter``)."""
+    if client is None:
+        return None
+    distributed = sys.modules.get("distributed")
+    if distributed is not None and isinstance(client, distributed.Client):
+        return client
+    lacks = [m for m in ("scatter", "submit") if not callable(getattr(client, m, None))]
+    if lacks:
+        raise InputError(
+            f"{name} must be a Dask client (distributed.Client), got a "
+            f"{type(client).__module__}.{type(client).__name__} without "
+            f"{' and '.join(m + '()' for m in lacks)}; connect one with "
+            f"distributed.Client('tcp://HOST:PORT') or give {name}=None (no cluster)")
+    return client
 
 
 # --------------------------------------------------------------------------- seeds

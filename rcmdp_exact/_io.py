@@ -12,6 +12,12 @@ brackets, counterexamples):
   of another kind, one that needs pickle) with one :class:`LoadError` that names the
   path and what was expected (:func:`load_npz`, :func:`load_json`).
 
+JSON written into an artefact is strict (:func:`json_text`): a non-finite float (NaN,
+inf), which strict parsers (``json.loads(s, parse_constant=...)``, JavaScript) refuse as
+bare ``NaN``, is written as ``{"__type__": "float", "value": "nan"}`` (``"inf"``,
+``"-inf"``), the tag of the JSON form of a result, and read back as the float by
+:func:`json_value` (which also reads the bare constants of files written before).
+
 Every archive and JSON file carries a ``format`` entry, ``"rcmdp_exact.<Kind>/<version>"``; a loader
 names the formats it reads (and, for files written before the entry existed, the keys
 that identify them).
@@ -24,23 +30,55 @@ there before, whole, and raises an ``OSError`` that names the file meant.
 from __future__ import annotations
 
 import errno
+import math
 import os
 import stat
 import tempfile
 import zipfile
 from pathlib import Path
 
-import numpy as np
-
 from ._checks import InputError
 
-__all__ = ["LoadError", "find_file", "load_json", "load_npz", "npz_path", "require_file",
-           "save_json", "save_npz", "suffixed", "write_atomic"]
+__all__ = ["LoadError", "find_file", "json_text", "json_value", "load_json", "load_npz",
+           "npz_path", "require_file", "save_json", "save_npz", "suffixed", "write_atomic"]
 
 
 class LoadError(InputError):
     """A file that cannot be loaded as the expected artefact; the message names the path
     and what was expected."""
+
+
+def _strict(obj):
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return {"__type__": "float",
+                "value": "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")}
+    if isinstance(obj, dict):
+        return {k: _strict(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_strict(v) for v in obj]
+    return obj
+
+
+def _tagged_float(obj: dict):
+    if obj.get("__type__") == "float" and set(obj) == {"__type__", "value"}:
+        return float(obj["value"])
+    return obj
+
+
+def json_text(obj, **kwargs) -> str:
+    """``obj`` as strict JSON: non-finite floats tagged (module notes); ``kwargs`` go to
+    :func:`json.dumps`."""
+    import json
+
+    return json.dumps(_strict(obj), allow_nan=False, **kwargs)
+
+
+def json_value(text: str):
+    """The value of JSON ``text`` written by :func:`json_text` (tagged floats back to
+    floats; bare ``NaN`` and ``Infinity`` of older files read too)."""
+    import json
+
+    return json.loads(text, object_hook=_tagged_float)
 
 
 def suffixed(path, suffix: str) -> Path:
@@ -105,6 +143,8 @@ def write_atomic(path, write) -> Path:
 
 def save_npz(path, arrays: dict, fmt: str, *, compressed: bool = False) -> Path:
     """Write ``arrays`` and ``format = fmt`` to ``npz_path(path)`` atomically; return it."""
+    import numpy as np
+
     p = npz_path(path)
     data = {"format": np.array(fmt), **arrays}
     return write_atomic(p, lambda fh: (np.savez_compressed if compressed else np.savez)(
@@ -185,6 +225,8 @@ def load_npz(path, formats, what: str, legacy_keys=()) -> dict:
         Naming the path and ``what``: missing, a folder, unreadable, truncated, not an
         ``.npz`` archive, pickled content, or another kind of archive.
     """
+    import numpy as np
+
     formats = (formats,) if isinstance(formats, str) else tuple(formats)
     p = require_file(path, (".npz",), what)
     shown = str(path)

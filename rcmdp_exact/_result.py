@@ -6,8 +6,7 @@ external solver add ``success``, ``status`` and ``message``.
 
 Results out
 -----------
-Every result goes out in four forms (the docs page "Validate your own theorem", "Results
-out"):
+Every result goes out in five forms (the docs page "Results out"):
 
 * :meth:`Result.to_flat`: a flat dictionary of scalars for a table row; nested results
   and dictionaries become dotted names (``dual.lo``), arrays per-element keys
@@ -17,8 +16,10 @@ out"):
   shape, nested results, dictionaries, lists, tuples, strings, ``None``, bools,
   statuses, ``inf`` and ``nan`` (strict JSON: non-finite numbers are written as
   tagged strings);
-* :meth:`Result.to_frame`: a one-row :class:`pandas.DataFrame` of :meth:`to_flat`
-  (pandas is optional);
+* :meth:`Result.to_long`: the tidy long form, one record per scalar (field, index,
+  value);
+* :meth:`Result.to_frame`: a :class:`pandas.DataFrame`, one row of :meth:`to_flat` or
+  the frame of :meth:`to_long` (pandas is optional: the ``frames`` extra);
 * :meth:`Result.save` / :meth:`Result.load`: a ``.json`` file, or an ``.npz`` archive
   whose arrays are stored as arrays (the path rule of :mod:`rcmdp_exact._io`).
 
@@ -88,6 +89,8 @@ WRITTEN_AS = {"multipliers": "lam", "multiplier": "lam", "lower_cost": "lower_co
 FORMAT = "rcmdp_exact.Result/1"
 #: How :meth:`Result.to_flat` writes an array: one key per element, one list, or not at all.
 FLAT_ARRAYS = ("elements", "list", "drop")
+#: The forms of :meth:`Result.to_frame`: one row of columns, or one row per scalar.
+FRAME_FORMS = ("wide", "long")
 #: The key that marks a tagged value in the JSON form.
 TAG = "__type__"
 #: Array kinds the JSON form stores (bool, signed and unsigned int, float, unicode).
@@ -309,7 +312,8 @@ class Result(dict):
         return list(self.keys())
 
     # ----------------------------------------------------------------- results out
-    def to_flat(self, arrays: str = "elements", sep: str = ".") -> dict:
+    def to_flat(self, arrays: str = "elements", sep: str = ".",
+                max_size: int | None = None) -> dict:
         """A flat dictionary of scalars: one table row.
 
         Nested results and dictionaries give dotted names (``variants.value.policy``);
@@ -319,6 +323,10 @@ class Result(dict):
           ``policy[0,1]``, ``costs[0]`` (a 0-d array keeps its own name);
         * ``"list"``: one key holding the nested list (``array.tolist()``);
         * ``"drop"``: left out.
+
+        ``max_size``: arrays and lists of more elements than this are left out whatever
+        ``arrays`` says (a row keeps the costs (K,) and drops the policy (S, A) and the
+        occupancies); None keeps every size.
 
         Scalars become plain Python values (numpy scalars by ``item()``, statuses by
         their string); ``None``, strings and bools stay; any other object (a model, an
@@ -333,8 +341,39 @@ class Result(dict):
         """
         check_choice(arrays, "arrays", FLAT_ARRAYS,
                      hint=" (per-element keys, nested lists, or leave arrays out)")
+        if max_size is not None:
+            from ._checks import check_int
+
+            max_size = check_int(max_size, "max_size", 0)
         out: dict = {}
-        _flatten(self, "", out, arrays, sep)
+        _flatten(self, "", out, arrays, sep, max_size)
+        return out
+
+    def to_long(self, sep: str = ".", max_size: int | None = None) -> list:
+        """The tidy long form: one record per scalar, ``{"field", "index", "value"}``.
+
+        ``field`` is the dotted name of the field (``dual.lo``, ``costs``), ``index``
+        the element's index as a tuple (``()`` for a scalar, ``(0, 1)`` for
+        ``policy[0,1]``) and ``value`` the plain value.  Every array is kept, one record
+        per element, so many results of any size stack into one table with three
+        columns (:meth:`to_frame` with ``form="long"``); ``max_size`` leaves out larger
+        arrays.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> for rec in Result(value=1.5, costs=np.array([0.25, 2.0])).to_long():
+        ...     print(rec)
+        {'field': 'value', 'index': (), 'value': 1.5}
+        {'field': 'costs', 'index': (0,), 'value': 0.25}
+        {'field': 'costs', 'index': (1,), 'value': 2.0}
+        """
+        if max_size is not None:
+            from ._checks import check_int
+
+            max_size = check_int(max_size, "max_size", 0)
+        out: list = []
+        _long(self, "", (), out, sep, max_size)
         return out
 
     def to_json(self, indent: int | None = None) -> str:
@@ -364,20 +403,33 @@ class Result(dict):
             found = data.get("format") if isinstance(data, dict) else type(data).__name__
             raise InputError(f"the JSON is not a saved Result (format {found!r}, expected "
                              f"{FORMAT!r}); give the output of Result.to_json()")
-        return decode(data["result"])
+        return _saved_result(data, InputError, "the JSON",
+                             "give the output of Result.to_json()")
 
-    def to_frame(self, arrays: str = "elements"):
-        """A one-row :class:`pandas.DataFrame` of :meth:`to_flat` (needs pandas).
+    def to_frame(self, arrays: str = "elements", *, form: str = "wide",
+                 max_size: int | None = None):
+        """A :class:`pandas.DataFrame` of the result (needs pandas:
+        ``pip install "rcmdp_exact[frames]"``).
 
-        Stack results with ``pandas.concat([r.to_frame() for r in results])``.
+        ``form="wide"`` (default): one row, the columns of :meth:`to_flat` (``arrays``,
+        ``max_size`` as there; ``max_size=16`` keeps the vectors of costs and
+        multipliers and leaves out the policy and the values of every state).
+        ``form="long"``: the tidy form of :meth:`to_long`, columns ``field``, ``index``,
+        ``value``, one row per scalar.  Stack results with
+        ``pandas.concat([r.to_frame(...).assign(run=i) for i, r in enumerate(results)])``.
         """
+        check_choice(form, "form", FRAME_FORMS,
+                     hint=" (one row of columns, or one row per scalar)")
         try:
             import pandas as pd
         except ImportError:
             raise ImportError("Result.to_frame needs pandas, which rcmdp_exact does not "
-                              "install; pip install pandas (or use to_flat(), a dict per "
-                              "row)") from None
-        return pd.DataFrame([self.to_flat(arrays)])
+                              "install; pip install \"rcmdp_exact[frames]\" (or use "
+                              "to_flat(), a dict per row)") from None
+        if form == "long":
+            return pd.DataFrame(self.to_long(max_size=max_size),
+                                columns=["field", "index", "value"])
+        return pd.DataFrame([self.to_flat(arrays, max_size=max_size)])
 
     def save(self, path) -> Path:
         """Save the result (no pickle); :meth:`load` reads it back exactly.
@@ -410,16 +462,14 @@ class Result(dict):
             data = load_npz(p, FORMAT, what)
             arrays = {k: v for k, v in data.items() if k not in ("format", "structure")}
             try:
-                return decode(json.loads(str(data["structure"])), arrays=arrays)
+                tree = {"result": json.loads(str(data["structure"]))}
             except (KeyError, ValueError, TypeError) as exc:
                 raise LoadError(f"{str(path)!r} is not {what}: its content is damaged "
                                 f"({exc})") from None
+            return _saved_result(tree, LoadError, repr(str(path)),
+                                 f"give the path of {what}", arrays)
         data = load_json(p, FORMAT, what)
-        try:
-            return decode(data["result"])
-        except (KeyError, ValueError, TypeError) as exc:
-            raise LoadError(f"{str(path)!r} is not {what}: its content is damaged "
-                            f"({exc})") from None
+        return _saved_result(data, LoadError, repr(str(path)), f"give the path of {what}")
 
     def __repr__(self) -> str:
         if not self:
@@ -435,27 +485,45 @@ class Result(dict):
         return "\n".join(lines)
 
 
+def _saved_result(data: dict, error, where: str, fix: str, arrays=None) -> Result:
+    """The :class:`Result` of the ``"result"`` entry of a saved form; ``error`` (with
+    ``where``, the text or the file, and ``fix``) when the entry is missing, damaged or
+    holds anything but a result (``{"format": ..., "result": 5}`` is not one)."""
+    if "result" not in data:
+        raise error(f"{where} has a Result's format but no 'result' entry; {fix}")
+    try:
+        value = decode(data["result"], arrays=arrays)
+    except (KeyError, ValueError, TypeError, IndexError) as exc:
+        raise error(f"{where} is not a saved Result: its content is damaged ({exc}); "
+                    f"{fix}") from None
+    if not isinstance(value, Result):
+        raise error(f"{where} holds a {type(value).__name__} where a Result was expected "
+                    f"(a tagged {{'__type__': 'Result', 'fields': {{...}}}}); {fix}")
+    return value
+
+
 def _is_scalar(x) -> bool:
     return x is None or isinstance(x, bool | int | float | str | np.generic)
 
 
-def _flatten(obj, prefix: str, out: dict, arrays: str, sep: str) -> None:
+def _flatten(obj, prefix: str, out: dict, arrays: str, sep: str, max_size=None) -> None:
     if isinstance(obj, dict):
         for key, val in obj.items():
-            _flatten(val, f"{prefix}{sep}{key}" if prefix else str(key), out, arrays, sep)
+            _flatten(val, f"{prefix}{sep}{key}" if prefix else str(key), out, arrays, sep,
+                     max_size)
         return
     if isinstance(obj, list | tuple):
         if all(_is_scalar(x) for x in obj):
-            if arrays == "drop":
+            if arrays == "drop" or (max_size is not None and len(obj) > max_size):
                 return
             if arrays == "list":
                 out[prefix] = [_flat_scalar(x) for x in obj]
                 return
         for i, val in enumerate(obj):
-            _flatten(val, f"{prefix}[{i}]", out, arrays, sep)
+            _flatten(val, f"{prefix}[{i}]", out, arrays, sep, max_size)
         return
     if isinstance(obj, np.ndarray):
-        if arrays == "drop":
+        if obj.ndim and (arrays == "drop" or (max_size is not None and obj.size > max_size)):
             return
         if arrays == "list" or obj.ndim == 0:
             out[prefix] = obj.tolist() if obj.ndim else _flat_scalar(obj[()])
@@ -464,3 +532,26 @@ def _flatten(obj, prefix: str, out: dict, arrays: str, sep: str) -> None:
             out[f"{prefix}[{','.join(map(str, idx))}]"] = _flat_scalar(obj[idx])
         return
     out[prefix] = _flat_scalar(obj) if _is_scalar(obj) else repr(obj)
+
+
+def _long(obj, field: str, index: tuple, out: list, sep: str, max_size) -> None:
+    """The records of :meth:`Result.to_long` below ``obj`` (at ``field`` and ``index``)."""
+    if isinstance(obj, dict):
+        for key, val in obj.items():
+            _long(val, f"{field}{sep}{key}" if field else str(key), (), out, sep, max_size)
+        return
+    if isinstance(obj, list | tuple):
+        if max_size is not None and all(_is_scalar(x) for x in obj) and len(obj) > max_size:
+            return
+        for i, val in enumerate(obj):
+            _long(val, field, (*index, i), out, sep, max_size)
+        return
+    if isinstance(obj, np.ndarray):
+        if max_size is not None and obj.ndim and obj.size > max_size:
+            return
+        for idx in np.ndindex(obj.shape):
+            out.append({"field": field, "index": (*index, *idx),
+                        "value": _flat_scalar(obj[idx])})
+        return
+    out.append({"field": field, "index": index,
+                "value": _flat_scalar(obj) if _is_scalar(obj) else repr(obj)})

@@ -20,17 +20,30 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 
 from . import __version__
 
 #: Modules of :mod:`rcmdp_exact.commands`, in the order ``rcmdp --help`` lists them.
-COMMANDS = ("evaluate", "verify", "ground_truth", "train", "reproduce", "report")
+COMMANDS = ("evaluate", "verify", "ground_truth", "train", "reproduce", "report", "recover")
+
+
+#: Arguments that are numbers, not options, although they start with "-": negative
+#: numbers in any notation Python's float() reads, "-inf" and "-nan" (argparse alone
+#: knows only "-5" and "-.5", and reads "--entropy -inf" as a missing value).
+NEGATIVE_NUMBER = re.compile(r"^-(\d[\d_]*\.?[\d_]*|\.\d[\d_]*)([eE][+-]?\d+)?$"
+                             r"|^-(inf|infinity|nan)$", re.IGNORECASE)
 
 
 class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line: what is wrong, and where help is
-    (argparse's default prints the whole usage first).  Subcommands inherit it."""
+    (argparse's default prints the whole usage first), and that reads every negative
+    number (``-1e-3``, ``-inf``) as a value.  Subcommands inherit it."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = NEGATIVE_NUMBER
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")

@@ -542,8 +542,19 @@ def _read_table(table, S: int, A: int):
     return np.array(pairs, dtype=np.int64), prob, raw_next.astype(np.int64), reward, done
 
 
-def _merge_entries(pair, prob, nxt, reward, done, S: int):
-    """Merge entries with the same (s, a, s'): summed probability, weighted mean reward."""
+def _weighted_mean(values, prob, first, psum):
+    """Per group of entries (starting at ``first``): the probability-weighted mean of
+    ``values`` (rows), exactly the common value where all entries agree."""
+    vmin = np.minimum.reduceat(values, first)
+    vmax = np.maximum.reduceat(values, first)
+    w = prob.reshape(-1, *([1] * (values.ndim - 1)))
+    mean = np.add.reduceat(w * values, first) / psum.reshape(-1, *([1] * (values.ndim - 1)))
+    return np.where(vmin == vmax, vmin, mean)
+
+
+def _merge_entries(pair, prob, nxt, reward, done, S: int, extra=None):
+    """Merge entries with the same (s, a, s'): summed probability, weighted mean reward
+    (and of the rows of ``extra`` (N, K), per-entry costs, if given)."""
     keep = prob > 0
     pair, prob, nxt, reward, done = pair[keep], prob[keep], nxt[keep], reward[keep], done[keep]
     key = pair * S + nxt
@@ -551,14 +562,14 @@ def _merge_entries(pair, prob, nxt, reward, done, S: int):
     key, prob, reward, done = key[order], prob[order], reward[order], done[order]
     first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     psum = np.add.reduceat(prob, first)
-    rmin = np.minimum.reduceat(reward, first)
-    rmax = np.maximum.reduceat(reward, first)
-    mean = np.add.reduceat(prob * reward, first) / psum
-    r = np.where(rmin == rmax, rmin, mean)
+    r = _weighted_mean(reward, prob, first, psum)
     done_any = np.logical_or.reduceat(done, first)
     done_all = np.logical_and.reduceat(done, first)
     ukey = key[first]
-    return ukey // S, ukey % S, psum, r, done_any, done_all
+    out = (ukey // S, ukey % S, psum, r, done_any, done_all)
+    if extra is None:
+        return out
+    return (*out, _weighted_mean(extra[keep][order], prob, first, psum))
 
 
 def _start_distribution(p0, base, S: int) -> np.ndarray:
@@ -586,16 +597,45 @@ def _start_distribution(p0, base, S: int) -> np.ndarray:
     return out
 
 
-def _array_costs(costs, S: int, A: int, dst):
+#: How :func:`_array_costs` reads a cost array, by its number of axes.
+_COST_READINGS = {1: "the cost of entering each state (S,), K = 1",
+                  2: "the costs of entering each state (S, K)",
+                  3: "costs per pair (S, A, K)", 4: "costs per transition (S, A, S', K)"}
+
+
+def _array_costs(costs, S: int, A: int, dst, d=None):
     """Costs given as an array: (per-entry costs (N, K), None) for entering costs, or
-    (None, the array) for costs per pair (S, A, K) or per transition (S, A, S, K)."""
-    fix = "give costs (S,) or (S, K) of entering each state, (S, A, K) or (S, A, S, K)"
-    arr = as_float_array(costs, "costs", fix, finite=False)
+    (None, the array) for costs per pair (S, A, K) or per transition (S, A, S', K).
+
+    With the budgets ``d``, a number K of costs that differs from the number of budgets
+    is refused with the shape received and how it was read: an (S, A, S') array of one
+    cost per transition is read as (S, A, K) with K = S, an (S, A) array of one cost per
+    pair as (S, K) with K = A."""
+    accepted = (f"the accepted shapes are (S,) or (S, K) for the cost of entering each "
+                f"state, (S, A, K) per pair and (S, A, S', K) per transition, with S={S}, "
+                f"A={A} and K the number of budgets in d")
+    arr = as_float_array(costs, "costs", f"give costs as an array; {accepted}", finite=False)
     want = {1: (S,), 2: (S, None), 3: (S, A, None), 4: (S, A, S, None)}.get(arr.ndim)
     if want is None or any(w is not None and w != n
                            for w, n in zip(want, arr.shape, strict=True)):
-        raise InputError(f"costs must have shape (S,) = ({S},), (S, K), (S, A, K) or "
-                         f"(S, A, S, K) with S={S}, A={A}, got {arr.shape}")
+        raise InputError(f"costs has shape {arr.shape}, which is none of the shapes this "
+                         f"model reads; {accepted}")
+    K = 1 if arr.ndim == 1 else arr.shape[-1]
+    try:
+        n_d = int(np.size(np.asarray(d, dtype=np.float64))) if d is not None else K
+    except (TypeError, ValueError):  # not numbers: the model's own check names d
+        n_d = K
+    if n_d != K:
+        one = {2: ("one cost per pair (S, A)", f"({S}, {A}, 1)", A),
+               3: ("one cost per transition (S, A, S')", f"({S}, {A}, {S}, 1)", S)}
+        hint = ""
+        if arr.ndim in one and n_d == 1 and K == one[arr.ndim][2]:  # the ambiguous shapes
+            what, shape, _ = one[arr.ndim]
+            hint = f"; for {what}, give costs[..., None], of shape {shape}"
+        raise InputError(
+            f"costs of shape {arr.shape} were read as {_COST_READINGS[arr.ndim]} with "
+            f"K = {K} constraint{'s' if K != 1 else ''}, but d gives {n_d} budget"
+            f"{'s' if n_d != 1 else ''}{hint}; {accepted}")
     axes = {1: ("s'",), 2: ("s'", "k"), 3: ("s", "a", "k"), 4: ("s", "a", "s'", "k")}
     check_finite(arr, "costs", axes[arr.ndim])
     if arr.ndim == 1:
@@ -605,12 +645,35 @@ def _array_costs(costs, S: int, A: int, dst):
     return None, arr
 
 
-def _call_costs(costs: Callable, S: int, A: int, src_pair, dst):
-    """Evaluate ``costs(s, a, s')`` on every listed transition: (N, K)."""
+#: Keyword arguments through which a cost function sees an entry of the table.
+ENTRY_FIELDS = ("reward", "terminated")
+
+
+def _sees_the_entry(costs: Callable) -> bool:
+    """True when ``costs`` takes a keyword named in :data:`ENTRY_FIELDS` (or
+    ``**kwargs``): it is then called on every entry of the table, with its reward and
+    termination."""
+    import inspect
+
+    try:
+        params = inspect.signature(costs).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+    return any(p.kind is p.VAR_KEYWORD or (p.name in ENTRY_FIELDS and p.kind in (
+        p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)) for p in params)
+
+
+def _call_costs(costs: Callable, S: int, A: int, src_pair, dst, reward=None, done=None):
+    """Evaluate ``costs(s, a, s')`` on every listed transition: (N, K); with ``reward``
+    and ``done`` (N,), ``costs(s, a, s', reward=r, terminated=t)`` on every entry."""
     out = None
     for i, (l, t) in enumerate(zip(src_pair.tolist(), dst.tolist(), strict=True)):
         s, a = divmod(l, A)
-        value = np.asarray(costs(s, a, t), dtype=np.float64)
+        if reward is None:
+            value = costs(s, a, t)
+        else:
+            value = costs(s, a, t, reward=float(reward[i]), terminated=bool(done[i]))
+        value = np.asarray(value, dtype=np.float64)
         if value.ndim > 1:
             raise InputError(f"costs({s}, {a}, {t}) returned shape {value.shape}; return a "
                              f"number or a (K,) array")
@@ -668,7 +731,14 @@ def gymnasium_model_args(env, costs=None, d=None, gamma: float = 0.99, horizon="
         * a function ``costs(s, a, s_next)`` returning a number or a (K,) array.  It is
           called once for each transition (s, a, s') of the model's support, that is
           :math:`P(s' \mid s, a) > 0` after merging, with s not terminal, in the order
-          of s, then a, then s' (the replaced rows of terminal states earn nothing).
+          of s, then a, then s' (the replaced rows of terminal states earn nothing);
+        * a function that also takes the keywords ``reward`` and ``terminated``
+          (``costs(s, a, s_next, reward, terminated)``, or ``**kwargs``): it is called
+          on every entry of the table, with the entry's own reward and termination, and
+          the costs of entries merged into one transition are averaged with their
+          probabilities as weights, like the rewards.  CliffWalking's cliff, which sends
+          the agent back to the start with reward -100 and ``terminated=False``, is
+          ``lambda s, a, t, reward, terminated: float(reward == -100)``.
 
         Costs off the support and in terminal states are 0.
     d : array (K,), optional
@@ -692,7 +762,8 @@ def gymnasium_model_args(env, costs=None, d=None, gamma: float = 0.99, horizon="
         boolean mask) and ``name``.
     """
     if env is None or not (hasattr(env, "unwrapped") or hasattr(env, "P")):
-        raise InputError(f"env must be a Gymnasium environment (gymnasium.make(...)), got "
+        raise InputError(f"env must be a Gymnasium environment (gymnasium.make(...)) or, "
+                         f"for TabularCMDP.from_gymnasium, the id of one; got "
                          f"{type(env).__name__}")
     base = getattr(env, "unwrapped", env)
     S = _discrete_size(env, base, "observation_space")
@@ -721,7 +792,13 @@ def gymnasium_model_args(env, costs=None, d=None, gamma: float = 0.99, horizon="
     pair, prob, nxt, reward, done = _read_table(table, S, A)
     sums = np.bincount(pair, weights=prob, minlength=S * A)
     _check_row_sums(sums, "env.unwrapped.P", ("s", "a"), A, S)
-    src, dst, p, r, done_any, done_all = _merge_entries(pair, prob, nxt, reward, done, S)
+    sees = callable(costs) and _sees_the_entry(costs)
+    if sees:  # the costs of every entry of the table, merged like the rewards
+        per_entry = _call_costs(costs, S, A, pair, nxt, reward=reward, done=done)
+        src, dst, p, r, done_any, done_all, c_merged = _merge_entries(
+            pair, prob, nxt, reward, done, S, extra=per_entry)
+    else:
+        src, dst, p, r, done_any, done_all = _merge_entries(pair, prob, nxt, reward, done, S)
     start = _start_distribution(p0, base, S)
 
     # terminal states: entered by a transition with terminated=True
@@ -766,14 +843,17 @@ def gymnasium_model_args(env, costs=None, d=None, gamma: float = 0.99, horizon="
 
     # costs per listed transition (N, K) or per pair (S, A, K)
     C_entry = C_pair = None
-    if costs is not None:
+    if sees:
+        C_entry = np.concatenate([c_merged[outside],
+                                  np.zeros((loops.size, c_merged.shape[1]))])[order]
+    elif costs is not None:
         if callable(costs):
             inner = ~terminal[src // A]
             values = _call_costs(costs, S, A, src[inner], dst[inner])
             C_entry = np.zeros((src.size, values.shape[1]))
             C_entry[inner] = values
         else:
-            C_entry, C_pair = _array_costs(costs, S, A, dst)
+            C_entry, C_pair = _array_costs(costs, S, A, dst, d)
             if C_entry is not None:
                 C_entry[terminal[src // A]] = 0.0
             elif C_pair.ndim == 4:

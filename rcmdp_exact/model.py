@@ -174,6 +174,30 @@ def _labels(labels, n: int, name: str):
 
 
 # --------------------------------------------------------------------------- the model
+
+#: The toy-text environments whose table the conversion reads (id prefixes).
+TOY_TEXT = ("FrozenLake", "CliffWalking", "Taxi")
+
+
+def _make_gymnasium(env_id: str):
+    """``gymnasium.make(env_id)``, with a message that lists the toy-text ids this
+    Gymnasium registers when the id is unknown (Gymnasium 1.x renamed
+    ``CliffWalking-v0`` to ``CliffWalking-v1``)."""
+    try:
+        import gymnasium
+    except ImportError:
+        raise ImportError(f"a Gymnasium id ({env_id!r}) needs gymnasium: pip install "
+                          f"\"rcmdp_exact[gym]\"") from None
+    known = sorted(k for k in gymnasium.registry
+                   if k.split("/")[-1].startswith(TOY_TEXT) and "/" not in k)
+    if env_id not in gymnasium.registry:
+        stem = env_id.split("-v")[0]
+        close = [k for k in known if k.split("-v")[0] == stem]
+        hint = f"; this Gymnasium names it {close[0]!r}" if close else ""
+        raise InputError(f"Gymnasium has no environment {env_id!r}{hint}; the toy-text "
+                         f"ones it registers: {', '.join(known)}")
+    return gymnasium.make(env_id)
+
 class TabularCMDP:
     """An immutable finite constrained MDP with next-state-dependent rewards and costs.
 
@@ -691,9 +715,12 @@ class TabularCMDP:
         environment's); every state entered with ``terminated=True`` becomes a terminal
         state whose rows are zero-reward self-loops (checked to be exact for every
         episode); ``p0`` defaults to ``env.unwrapped.initial_state_distrib`` and the
-        horizon (``"spec"``) to ``env.spec.max_episode_steps``.  ``costs`` are an array
+        horizon (``"spec"``) to ``env.spec.max_episode_steps``.  ``env`` may also be an
+        id (``"CliffWalking-v1"``), made with ``gymnasium.make``.  ``costs`` are an array
         ((S,) or (S, K) per entered state, (S, A, K), (S, A, S, K)) or a function
-        ``costs(s, a, s_next)`` called on every transition of the support; ``d`` is
+        ``costs(s, a, s_next)`` called on every transition of the support, or
+        ``costs(s, a, s_next, reward, terminated)`` called on every entry of the table
+        (a cost can then see the reward and the termination of a transition); ``d`` is
         required with them.  Details: :func:`rcmdp_exact.conversions.gymnasium_model_args`.
 
         Examples
@@ -706,6 +733,8 @@ class TabularCMDP:
         """
         from .conversions import gymnasium_model_args
 
+        if isinstance(env, str):
+            env = _make_gymnasium(env)
         return cls(**gymnasium_model_args(env, costs=costs, d=d, gamma=gamma,
                                           horizon=horizon, p0=p0, name=name))
 

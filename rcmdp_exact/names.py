@@ -40,6 +40,7 @@ __all__ = [
     "MAX_HORIZON",
     "MAX_MC_EPISODES",
     "MAX_RANDOM_MODELS",
+    "MAX_ROLLOUT_BYTES",
     "MAX_SAMPLED_EPISODES",
     "MAX_SEEDS",
     "MAX_STEPS",
@@ -235,6 +236,11 @@ MAX_BOXES = 10**6
 #: The horizon T given to your own model (``--horizon``): the test metric takes one
 #: backward-induction step per time step, and the learners sample episodes of T steps.
 MAX_HORIZON = 10**6
+#: Memory of the episodes that one call of the sampler holds at once
+#: (``rcmdp_exact.sampling.rollout``, behind ``estimate`` and ``collect_counts``): 33
+#: bytes per step (four int64 arrays and a bool mask of shape (episodes, T)), so 4 GiB
+#: is about 650,000 episodes of 200 steps (the paper's largest estimation: 10,000).
+MAX_ROLLOUT_BYTES = 4 * 2**30
 #: Local worker processes: at most this many per CPU (``os.cpu_count()``); more only
 #: wait for a core and each holds its own copy of the models (about 270 MB).
 WORKERS_PER_CPU = 4

@@ -39,9 +39,11 @@ from ._checks import (
     as_float_array,
     check_distributions,
     check_int,
+    check_memory,
     rng_from,
 )
 from .model import TabularCMDP, check_model, check_policy
+from .names import MAX_ROLLOUT_BYTES
 
 __all__ = [
     "Episodes",
@@ -52,6 +54,11 @@ __all__ = [
     "rollout_arrays",
     "uniforms",
 ]
+
+
+#: Bytes of one step of :class:`Episodes` (four int64 arrays and a bool mask):
+#: :func:`rollout` refuses more than :data:`rcmdp_exact.names.MAX_ROLLOUT_BYTES` of them.
+STEP_BYTES = 4 * 8 + 1
 
 
 class Episodes(NamedTuple):
@@ -170,6 +177,8 @@ def rollout(model: TabularCMDP, policy, n_episodes: int, seed=None, *, horizon=N
     policy : array (S, A) or int array (S,)
         Action probabilities (or one action per state).
     n_episodes : int >= 1
+        With the horizon, at most :data:`rcmdp_exact.names.MAX_ROLLOUT_BYTES` of
+        episodes (33 bytes per step) are held at once; more is refused before any work.
     seed : int, numpy.random.Generator or None
         Same seed, same episodes.
     horizon : int >= 1, optional
@@ -193,6 +202,10 @@ def rollout(model: TabularCMDP, policy, n_episodes: int, seed=None, *, horizon=N
     T = check_int(T, "horizon", 1,
                   hint="; pass horizon=T or use a model with a horizon" if T is None else "")
     B = check_int(batch_size, "batch_size", 1)
+    check_memory(E, STEP_BYTES * T, MAX_ROLLOUT_BYTES, "n_episodes",
+                 f"episodes of T = {T:,} steps", "; for more, sample in several calls "
+                 "that share one numpy.random.Generator (they continue one stream, and "
+                 "the counts of collect_counts add up)", "rcmdp_exact.names.MAX_ROLLOUT_BYTES")
     rng = rng_from(seed)
     nxt, prob = kernel_outcomes(model, kernel, outcomes)
     from ._progress import progress_default

@@ -73,7 +73,14 @@ from hypothesis import strategies as st
 from hypothesis.errors import FlakyFailure, FlakyReplay, HypothesisException
 from hypothesis.strategies import SearchStrategy
 
-from ._checks import InputError, check_choice, check_int, check_real, rng_from
+from ._checks import (
+    InputError,
+    check_choice,
+    check_int,
+    check_out_path,
+    check_real,
+    rng_from,
+)
 from ._result import Result, decode, encode
 from .model import TabularCMDP
 from .uncertainty.conformance import SKEWED_FAMILIES, skewed_kernel, skewed_radii, skewed_values
@@ -620,7 +627,9 @@ def find_counterexample(claim, strategy: SearchStrategy, *, tolerance: float = 0
     seed : int
         The search is reproducible: the same seed gives the same examples.
     path : str or path-like, optional
-        A folder to save the counterexample in (:func:`save_counterexample`).
+        A folder to save the counterexample in (:func:`save_counterexample`), checked
+        before the search (an existing file, an unwritable place: an
+        :class:`~rcmdp_exact.OutputPathError` before any example is judged).
 
     Returns
     -------
@@ -647,6 +656,8 @@ def find_counterexample(claim, strategy: SearchStrategy, *, tolerance: float = 0
     check_int(seed, "seed", 0)
     if time_limit is not None:
         check_real(time_limit, "time_limit", 0.0, low_open=True)
+    if path is not None:  # before the search: a counterexample found is never lost
+        check_out_path(path, kind="dir", name="path")
     start = time.perf_counter()
     deadline = None if time_limit is None else start + float(time_limit)
     state = {"judged": 0, "failures": 0, "best": None}
@@ -704,9 +715,7 @@ def save_counterexample(result: Result, path) -> list[Path]:
     from ._io import save_json
     from .uncertainty import UncertaintySet
 
-    folder = Path(path).expanduser()
-    if folder.exists() and not folder.is_dir():
-        raise InputError(f"{str(folder)!r} is a file; give a folder for the counterexample")
+    folder = check_out_path(path, kind="dir", name="path")
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
 

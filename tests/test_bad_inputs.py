@@ -129,3 +129,111 @@ def test_cli_bad_argument_is_one_line_and_exit_2(args):
     assert len(lines) == 1, out.stderr
     assert "error:" in lines[0] and "--help" in lines[0]
     assert args[-1] in lines[0] or "required" in lines[0] or args[-1] == ""
+
+
+# --------------------------------------------------------------------------- refused at once
+#: Runs ``rcmdp ARGS`` in this process and prints its exit status and the heavy modules
+#: it imported: a refusal of an argument must come before numpy, scipy and the solvers.
+REFUSE_LIGHT = """
+import sys
+from rcmdp_exact.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+heavy = [m for m in ("numpy", "scipy", "cvxpy", "matplotlib", "numba") if m in sys.modules]
+print(code, *heavy)
+"""
+
+
+@pytest.mark.parametrize("args, facts", [
+    (["ground-truth", "--out", ""], ["--out is empty"]),
+    (["ground-truth", "--out", "afile"], ["--out 'afile'", "existing file"]),
+    (["ground-truth", "--out", "gt", "--time-limit", "-1"], ["--time-limit", "-1"]),
+    (["ground-truth", "--model", "missing.npz"], ["--model 'missing.npz'", "does not exist"]),
+    (["train", "nav1", "pg", "--out", ""], ["--out is empty"]),
+    (["train", "nav1", "pg", "--out", "folder.npz"], ["--out 'folder.npz'", "is a folder"]),
+    (["train", "nav1", "pg", "--out", "no/x"], ["'no/x.npz'", "does not exist"]),
+    (["train", "nav1", "pg", "--entropy", "-inf"], ["--entropy", "'-inf'", "[0, inf)"]),
+    (["train", "pg", "--model", "folder"], ["--model 'folder'", "is a folder"]),
+    (["reproduce", "--out", ""], ["--out is empty"]),
+    (["reproduce", "--out", "afile"], ["--out 'afile'", "existing file"]),
+    (["reproduce", "--db", ""], ["--db is empty"]),
+    (["reproduce", "--db", "folder"], ["--db 'folder'", "is a folder"]),
+    (["reproduce", "--out", "mine"], ["--out 'mine'", "report.md", "--force"]),
+    (["reproduce", "--model", "m.npz", "--out", "r"], ["--model 'm.npz'", "does not exist"]),
+    (["report", "--db", "", "--out", "r"], ["--db is empty"]),
+    (["report", "--db", "folder", "--out", "r"], ["--db 'folder'", "is a folder"]),
+    (["report", "--db", "missing", "--out", "r"], ["--db 'missing'", "does not exist"]),
+    (["report", "--db", "x", "--out", "afile"], ["--out 'afile'", "existing file"]),
+    (["recover", "--db", ""], ["--db is empty"]),
+    (["recover", "--db", "folder"], ["--db 'folder'", "is a folder"]),
+    (["recover", "--db", "missing"], ["--db 'missing'", "does not exist"]),
+    (["evaluate", "--model", "missing"], ["--model 'missing'", "does not exist"]),
+    (["verify", "--model", ""], ["--model is empty"]),
+])
+def test_a_bad_path_or_number_is_refused_before_any_heavy_import(tmp_path, args, facts):
+    """Empty paths, files where folders go and back, missing inputs, numbers out of
+    range: one line, exit status 2, and numpy (let alone the solvers) never imported,
+    so the answer is as quick as argparse's own."""
+    (tmp_path / "afile").write_text("a file")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder.npz").mkdir()
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "report.md").write_text("my own notes")
+    out = subprocess.run([sys.executable, "-c", REFUSE_LIGHT, *args], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "error:" in lines[0], out.stderr
+    for fact in facts:
+        assert fact in lines[0], (fact, lines[0])
+    assert out.stdout.split() == ["2"], out.stdout  # nothing heavy was imported
+    assert (tmp_path / "mine" / "report.md").read_text() == "my own notes"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "folder", "folder.npz",
+                                                          "mine"]
+
+
+@pytest.mark.parametrize("value", ["-inf", "inf", "nan", "-0.5", "-1e-3"])
+def test_entropy_takes_negative_looking_values_and_names_its_range(value):
+    out = subprocess.run([sys.executable, "-m", "rcmdp_exact", "train", "nav1", "pg",
+                          "--entropy", value, "--out", "no/x"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert "--entropy" in lines[0] and repr(value) in lines[0] and "[0, inf)" in lines[0]
+    assert "expected one argument" not in lines[0]
+
+
+@pytest.mark.parametrize("value", ["0", "1e-3", "7.5"])
+def test_a_valid_entropy_is_accepted(value):
+    """Refused only for the missing output folder, checked after the options."""
+    out = subprocess.run([sys.executable, "-m", "rcmdp_exact", "train", "nav1", "pg",
+                          "--entropy", value, "--out", "no/x"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 2 and "does not exist" in out.stderr, out.stderr
+
+
+# --------------------------------------------------------------------------- sizes
+@pytest.mark.parametrize("n", [10**30, 10**12])
+@pytest.mark.parametrize("call", [
+    lambda m, n: rx.estimate(m, n, seed=0),
+    lambda m, n: rx.collect_counts(m, n, seed=0),
+    lambda m, n: rollout(m, np.full((m.n_states, m.n_actions), 1 / m.n_actions), n, 0),
+])
+def test_episodes_beyond_memory_are_refused_before_any_work(call, n):
+    """A raw numpy error or a MemoryError for 36 TiB, before: now one InputError naming
+    the argument, the memory it needs, the limit and the largest count within it."""
+    import time
+
+    from rcmdp_exact.names import MAX_ROLLOUT_BYTES
+    from rcmdp_exact.sampling import STEP_BYTES
+
+    m = domains.safe_navigation_1()
+    most = MAX_ROLLOUT_BYTES // (STEP_BYTES * m.horizon)
+    t0 = time.perf_counter()
+    with raises_fact(InputError, "n_episodes", f"{n:,}", "TiB", "limit of 4 GiB",
+                     "MAX_ROLLOUT_BYTES", f"n_episodes <= {most:,}"):
+        call(m, n)
+    assert time.perf_counter() - t0 < 1.0
+    assert call(m, 3) is not None  # a small count runs

@@ -224,6 +224,41 @@ def test_existing_output_files_need_force(tmp_path, capsys, monkeypatch):
     assert main(["ground-truth", "--domain", "nav2", "--out", str(out), "--force"]) == 0
 
 
+@pytest.mark.parametrize("fail", ["savez", "replace"])
+def test_a_full_disk_names_the_file_being_written(tmp_path, capsys, monkeypatch, fail):
+    """A write that fails with ENOSPC (no file name, as the kernel reports it) is one line
+    naming the file meant, exit status 2; the files of the earlier run stay whole."""
+    import errno
+
+    from rcmdp_exact.experiments.ground_truth_table import ground_truth_table
+
+    table = ground_truth_table(["nav2"], n_draws=1, variants=(), progress=False,
+                               max_boxes=1)
+    monkeypatch.setattr(command, "ground_truth_table", lambda *a, **k: table)
+    out = tmp_path / "gt"
+    assert main(["ground-truth", "--domain", "nav2", "--out", str(out)]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    capsys.readouterr()
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    real_replace = os.replace
+    if fail == "savez":
+        monkeypatch.setattr(np, "savez_compressed", full)
+        target = "ground_truth_policies.npz"
+    else:
+        target = "ground_truth.json"
+        monkeypatch.setattr(os, "replace", lambda src, dst: full() if str(dst).endswith(
+            target) else real_replace(src, dst))
+    code = exit_code(["ground-truth", "--domain", "nav2", "--out", str(out), "--force"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert os.strerror(errno.ENOSPC) in err[0] and repr(str(out / target)) in err[0], err
+    assert sorted(p.name for p in out.iterdir()) == sorted(before)  # no temporary file
+    assert (out / target).read_bytes() == before[target]
+
+
 @pytest.fixture
 def unwritable_folder(tmp_path):
     """A folder this process cannot write into: a read-only folder of its own, or, for

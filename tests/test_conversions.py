@@ -382,6 +382,19 @@ def test_bad_gymnasium_arguments():
         TabularCMDP.from_gymnasium(env, costs=np.ones((16, 3, 1)), d=[1.0])
     with raises_fact(InputError, "costs", "inf", "s'=5"):
         TabularCMDP.from_gymnasium(env, costs=np.where(np.arange(16) == 5, np.inf, 0), d=[1])
+    # an ambiguous shape: one cost per transition (S, A, S') reads as (S, A, K = S)
+    with raises_fact(InputError, "costs of shape (16, 4, 16)", "per pair (S, A, K)",
+                     "K = 16", "d gives 1 budget", "costs[..., None]", "(16, 4, 16, 1)",
+                     "(S, A, S', K) per transition"):
+        TabularCMDP.from_gymnasium(env, costs=np.ones((16, 4, 16)), d=[1.0])
+    # one cost per pair (S, A) reads as entering costs (S, K = A)
+    with raises_fact(InputError, "costs of shape (16, 4)", "entering each state (S, K)",
+                     "K = 4", "d gives 1 budget", "(16, 4, 1)"):
+        TabularCMDP.from_gymnasium(env, costs=np.ones((16, 4)), d=0.5)
+    with raises_fact(InputError, "costs of shape (16, 4, 2)", "K = 2", "d gives 3 budgets"):
+        TabularCMDP.from_gymnasium(env, costs=np.ones((16, 4, 2)), d=[1.0, 1.0, 1.0])
+    for shape in ((16, 4, 16, 1), (16, 4, 1), (16,)):  # the shapes of one cost
+        assert TabularCMDP.from_gymnasium(env, costs=np.ones(shape), d=[1.0]).n_constraints == 1
     with raises_fact(InputError, "costs(0, 0, 4)", "2 values", "1"):
         TabularCMDP.from_gymnasium(
             env, costs=lambda s, a, t: [1.0, 2.0] if t == 4 else 1.0, d=[1.0])
@@ -395,8 +408,8 @@ def test_bad_gymnasium_arguments():
         TabularCMDP.from_gymnasium(env, horizon=0)
     with raises_fact(InputError, "p0", "sums to 2.0"):
         TabularCMDP.from_gymnasium(env, p0=np.full(16, 0.125))
-    with raises_fact(InputError, "env must be a Gymnasium environment", "str"):
-        TabularCMDP.from_gymnasium("FrozenLake-v1")
+    with raises_fact(InputError, "env must be a Gymnasium environment", "int"):
+        TabularCMDP.from_gymnasium(3)
     no_table = TableEnv(None, 2, 2, [1, 0])
     with raises_fact(InputError, "TableEnv", "no transition table P"):
         TabularCMDP.from_gymnasium(no_table)
@@ -669,3 +682,57 @@ def test_frozen_lake_with_a_cost_on_holes_through_the_solvers():
     br = rx.rcmdp_bracket(cm, rx.l1_ball(cm, 0.1), progress=False, max_boxes=20,
                           time_limit=20.0, variants=())
     assert br.lower <= br.upper and br.lower <= opt.value + 1e-9
+
+
+def test_costs_that_see_the_reward_and_the_termination():
+    """A cost function with the keywords reward and terminated is called on every entry
+    of the table, and merged entries average their costs with their probabilities: on
+    the chain, state 2's action 1 lists two entries into state 2 (probability 0.25 each,
+    rewards 0 and 2), so a cost of (reward == 2) is 0.5 there; entering the terminal
+    state 1 costs 1 when the entry says terminated."""
+    env = TableEnv(chain(), 3, 2, start=[1.0, 0.0, 0.0])
+    seen = []
+
+    def cost(s, a, t, reward, terminated):
+        seen.append((s, a, t, reward, terminated))
+        return [float(reward == 2.0), float(terminated)]
+
+    m = TabularCMDP.from_gymnasium(env, costs=cost, d=[1.0, 1.0])
+    C = np.asarray(m.C)
+    assert C[2, 1, 2].tolist() == [0.5, 0.0]  # (0 * 0.25 + 1 * 0.25) / 0.5
+    assert C[2, 0, 1].tolist() == [1.0, 1.0] and C[0, 0, 1].tolist() == [0.0, 1.0]
+    assert C[0, 1, 2].tolist() == [0.0, 0.0]
+    assert np.all(C[1] == 0.0)  # the terminal state's rows earn nothing
+    assert (2, 1, 2, 0.0, False) in seen and (2, 1, 2, 2.0, False) in seen
+    # **kwargs sees them too; a plain (s, a, t) function is called per merged transition
+    kw = TabularCMDP.from_gymnasium(env, costs=lambda s, a, t, **k: float(k["terminated"]),
+                                    d=[1.0])
+    np.testing.assert_array_equal(np.asarray(kw.C)[..., 0], C[..., 1])
+    calls = []
+    TabularCMDP.from_gymnasium(env, costs=lambda s, a, t: calls.append((s, a, t)) or 0.0,
+                               d=[1.0])
+    assert sorted(calls) == sorted(set(calls))  # one call per transition, merged
+
+
+def test_cliff_walking_cost_from_its_reward_and_an_id():
+    """CliffWalking's cliff returns to the start with reward -100 and terminated=False;
+    a cost that sees the reward marks exactly the table's -100 entries (read here from
+    the table itself), and an id string is made with gymnasium.make."""
+    m = TabularCMDP.from_gymnasium("CliffWalking-v1",
+                                   costs=lambda s, a, t, reward, terminated:
+                                   float(reward == -100.0), d=[0.5])
+    table = gymnasium.make("CliffWalking-v1").unwrapped.P
+    expected = np.zeros((48, 4, 48))
+    for s, a in np.ndindex(48, 4):
+        if m.terminal[s]:
+            continue
+        for _p, t, r, _ in table[s][a]:
+            if r == -100.0:
+                expected[s, a, t] = 1.0
+    np.testing.assert_array_equal(np.asarray(m.C)[..., 0], expected)
+    assert expected.sum() > 0 and m.name == "CliffWalking-v1"
+
+
+def test_an_unknown_gymnasium_id_names_the_current_one():
+    with raises_fact(InputError, "'CliffWalking-v0'", "'CliffWalking-v1'", "FrozenLake-v1"):
+        TabularCMDP.from_gymnasium("CliffWalking-v0")

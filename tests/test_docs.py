@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 #: Pages whose code blocks are executed (other pages have their own tests).
 RUN_PAGES = ("quickstart", "model", "evaluation", "mdp", "domains", "robust", "sets", "your_set",
-             "gradients", "your_learner", "theorems")
+             "gradients", "your_learner", "theorems", "results")
 PAGES = sorted(DOCS.glob("*.md")) + sorted((DOCS / "tutorials").glob("*.md"))
 TEXT_PAGES = [*PAGES, ROOT / "README.md", *sorted((ROOT / "notebooks").glob("*"))]
 
@@ -155,3 +155,7 @@ def test_site_builds_without_warnings(tmp_path):
     assert (tmp_path / "html" / "cli.html").exists()
     cli = (tmp_path / "html" / "cli.html").read_text("utf-8")
     assert "rcmdp verify" in cli and "--tol" in cli
+    # formulas render without a network: MathJax is served from the site itself
+    page = (tmp_path / "html" / "sets.html").read_text("utf-8")
+    assert "_static/mathjax/tex-chtml.js" in page and "cdn." not in page
+    assert (tmp_path / "html" / "_static" / "mathjax" / "tex-chtml.js").is_file()

@@ -22,6 +22,7 @@ import rcmdp_exact.testing as T
 from rcmdp_exact import (
     InputError,
     L1Ball,
+    Result,
     TabularCMDP,
     certified_dual,
     duality_gap,
@@ -299,3 +300,43 @@ def test_the_bracket_dual_is_skipped_where_it_is_not_defined():
     assert res.dual is None and res.duality_gap is None
     with raises_fact(InputError, "dual_evaluations"):
         rcmdp_bracket(model, ball, dual_evaluations=-1)
+
+
+@pytest.mark.parametrize("bracket, facts", [
+    ({"lo": 0.0, "hi": 1.0}, ["no field 'lower', 'upper'", "rcmdp_bracket"]),
+    ({"lower": "a", "upper": 1.0}, ["bracket['lower']", "'a'", "not a number"]),
+    ({"lower": float("nan"), "upper": 1.0}, ["bracket['lower']", "nan"]),
+    ([0.0, 1.0], ["bracket must be a result", "list"]),
+])
+def test_a_bracket_that_is_not_one_is_refused_before_any_work(bracket, facts, monkeypatch):
+    """A dict without the fields failed after the whole dual with a KeyError: refused
+    up front, before the dual is computed."""
+    import rcmdp_exact.ground_truth.dual_certificate as dc
+
+    monkeypatch.setattr(dc, "certified_dual", lambda *a, **k: pytest.fail("work started"))
+    model, ball = hand_model()
+    with raises_fact(InputError, *facts):
+        duality_gap(model, ball, bracket)
+
+
+@pytest.mark.parametrize("bracket, dual, facts", [
+    ({"lower": 2.0, "upper": 1.0}, None, ["lower = 2.0 is above its upper = 1.0"]),
+    (Result(lower=0.0, upper=1.0), {"lo": 1.0, "hi": 0.0}, ["lo = 1.0 is above its hi"]),
+])
+def test_crossed_bounds_are_reported_as_inconsistent(bracket, dual, facts, monkeypatch):
+    """lower > upper gave lo > hi and the verdict "holds"; now the verdict says the
+    bounds cross, nothing is concluded (lo and hi NaN) and no dual is computed."""
+    import rcmdp_exact.ground_truth.dual_certificate as dc
+
+    monkeypatch.setattr(dc, "certified_dual", lambda *a, **k: pytest.fail("work started"))
+    model, ball = hand_model()
+    gap = duality_gap(model, ball, bracket, dual)
+    assert gap.strong_duality == "inconsistent"
+    assert np.isnan(gap.lo) and np.isnan(gap.hi)
+    for fact in facts:
+        assert fact in gap.message, gap.message
+    # bounds that touch up to rounding are a bracket
+    model, ball = hand_model()
+    dual = {"lo": 1.0, "hi": 1.0 + 1e-12}
+    touching = duality_gap(model, ball, {"lower": 0.8 + 1e-15, "upper": 0.8}, dual)
+    assert touching.strong_duality == "fails" and touching.lo == pytest.approx(0.2)

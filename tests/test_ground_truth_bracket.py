@@ -487,3 +487,71 @@ def test_ignored_arguments_warn():
     with pytest.warns(DeprecationWarning, match="n_sweeps and rvi_method have no effect"):
         rcmdp_bracket(m, ball, rvi_method="value_iteration", max_boxes=1, variants=(),
                       progress=False)
+
+
+class _NotAClient:
+    """Has submit() but no scatter(): not a Dask client."""
+
+    def submit(self, *args, **kwargs):  # pragma: no cover - never called
+        raise AssertionError("used")
+
+
+@pytest.mark.parametrize("client, facts", [
+    ("tcp://10.0.0.1:8786", ["client must be a Dask client", "str", "scatter()",
+                             "distributed.Client("]),
+    (_NotAClient(), ["client", "_NotAClient", "without scatter()"]),
+])
+def test_a_client_that_is_not_a_dask_client_is_refused_before_any_work(client, facts,
+                                                                       monkeypatch):
+    """It ran to its time limit and failed at the first scatter; now it is refused with
+    the other arguments, and the experiments' entry points refuse it too."""
+    from helpers import raises_fact
+
+    import rcmdp_exact.ground_truth.bracket as bracket_module
+    from rcmdp_exact.experiments import Store, sweep
+    from rcmdp_exact.experiments.ground_truth_table import ground_truth_table
+
+    monkeypatch.setattr(bracket_module, "RobustGame",
+                        lambda *a, **k: pytest.fail("work started before the checks"))
+    m = garnet(3, 2, 2, n_constraints=1, seed=0, gamma=0.9)
+    with raises_fact(InputError, *facts):
+        rcmdp_bracket(m, l1_ball(m, 0.1), client=client, progress=False)
+    with raises_fact(InputError, *facts):
+        ground_truth_table(["nav2"], client=client, progress=False)
+    with Store("s.sqlite") as store, raises_fact(InputError, *facts):
+        sweep(store, [], client=client, progress=False)
+
+
+@scaled(10)
+@given(T.robust_cmdps(n_states=2, n_actions=2))
+def test_upper_never_below_lower_when_a_budget_binds_exactly(case):
+    """Budgets exactly at a policy's worst-case cost (``rcmdp_exact.testing.robust_cmdps``
+    draws them so): the feasible set can shrink to that policy, and a certified bound
+    must not cross it by rounding.  Before the rounding allowance (``RobustGame.rounding``)
+    the performance-difference bound of the model drawn from seed 1 of this strategy ran
+    its multiplier to 2e10 on a slope of rounding noise (-1.6e-14) and gave an upper
+    bound 3.6e-4 below the certified lower one.  The reference: every policy of a grid
+    of step 1/20, each robust-evaluated on its own (these models have terminal states and
+    restricted supports, which the reference evaluator above does not handle)."""
+    model, ball = case[:2]
+    res = rcmdp_bracket(model, ball, **QUICK)
+    assert res.lower <= res.upper
+    best = -np.inf
+    for a, b in itertools.product(np.linspace(0.0, 1.0, 21), repeat=2):
+        pi = np.array([[a, 1.0 - a], [b, 1.0 - b]])
+        rob = robust_evaluate(model, pi, ball, per_constraint=True)
+        if np.all(rob.costs_worst <= model.d):
+            best = max(best, float(rob.value))
+    assert res.upper >= best
+    if res.duality_gap is not None:
+        assert res.duality_gap.strong_duality != "inconsistent"
+
+
+def test_the_bracket_of_the_model_that_crossed():
+    """The model of seed 1 above, kept as an explicit case (the grid's best feasible
+    value is the lower side's policy, exactly at its budget)."""
+    model, ball = T.example(T.robust_cmdps(n_states=2, n_actions=2), seed=1)[:2]
+    for bounds in (("local",), ("lp",), ("local", "lp")):
+        res = rcmdp_bracket(model, ball, box_bounds=bounds, **QUICK)
+        assert res.lower <= res.upper, bounds
+        assert res.lower == pytest.approx(-9.342105263157897, abs=1e-9)

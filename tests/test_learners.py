@@ -475,3 +475,29 @@ def test_options_by_name_and_settings_passed_whole(nav1):
     with pytest.raises(InputError, match="entropi") as err:
         train(model, "pg", entropi=1.0)
     assert "entropy" in str(err.value) and "Settings" in str(err.value)
+
+
+def test_saved_metadata_is_strict_json_and_reads_back(tmp_path):
+    """A learner without adversary has lam_adv = NaN: the archive's JSON entries hold no
+    bare NaN (strict parsers refuse it), and the loaded result has the NaN back; an
+    archive written before (bare NaN) still loads."""
+    import json
+
+    def strict(text):
+        def refuse(name):
+            raise ValueError(f"bare {name} in JSON")
+        return json.loads(text, parse_constant=refuse)
+
+    res = train(rx.domains.inventory(), "pg", episodes=2, eval_every=1, progress=False)
+    assert np.isnan(res.lam_adv)
+    path = res.save(tmp_path / "run.npz")
+    with np.load(path, allow_pickle=False) as f:
+        arrays = {k: f[k] for k in f.files}
+    meta = strict(str(arrays["meta_json"]))
+    strict(str(arrays["settings_json"]))
+    assert meta["lam_adv"] == {"__type__": "float", "value": "nan"}
+    back = load(path)
+    assert np.isnan(back.lam_adv) and back.settings == res.settings
+    old = dict(arrays, meta_json=np.array(json.dumps(dict(meta, lam_adv=float("nan")))))
+    np.savez(tmp_path / "old.npz", **old)
+    assert np.isnan(load(tmp_path / "old.npz").lam_adv)

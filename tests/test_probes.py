@@ -337,6 +337,29 @@ def test_report_removes_the_stale_files_of_another_report_only(store, tmp_path, 
     assert (rep / "report.md").stat().st_mode & 0o777 == 0o666 & ~mask
 
 
+def test_reproduce_into_a_folder_of_your_files_refuses_before_any_work(tmp_path, reference):
+    """``rcmdp reproduce --out DIR`` whose new store would sit in DIR: report files that
+    are there (a report.md of your own, a figure) were not written by that store, which
+    does not exist yet, so they are existing outputs: one line, exit status 2, nothing
+    created or touched.  The same rule as ``report`` and ``reproduce --db ELSEWHERE``."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.md").write_text("my own notes")
+    (out / "test_1A.png").write_bytes(b"my figure")
+    line = one_line(rcmdp(tmp_path, "reproduce", *SMALL, "--workers", "1", "--out", "out",
+                          timeout=60))
+    has(line, "--out", "report.md", "test_1A.png", "did not write", "--force")
+    assert sorted(p.name for p in out.iterdir()) == ["report.md", "test_1A.png"]
+    assert (out / "report.md").read_text() == "my own notes"
+    # a reproduction's own folder (its store beside a report without the marker, as
+    # written before the marker existed) resumes without --force
+    shutil.copy(reference / "runs.sqlite", out / "runs.sqlite")
+    proc = rcmdp(tmp_path, "reproduce", *SMALL, "--workers", "1", "--out", "out")
+    assert proc.returncode == 0, proc.stderr
+    assert "0 jobs computed" in proc.stdout
+    assert (out / "report.md").read_text() == (reference / "report.md").read_text()
+
+
 # --------------------------------------------------------------------------- workers
 def _children(pid: int) -> list[int]:
     out = []
@@ -566,7 +589,84 @@ def test_a_damaged_store_file_is_one_line_that_says_how_to_recover(store, tmp_pa
     for args in (["report", "--db", store, "--out", "rep"],
                  ["reproduce", *SMALL, "--workers", "1", "--out", "out"]):
         line = one_line(rcmdp(tmp_path, *args))
-        has(line, "runs.sqlite", "is damaged", "mv ", ".recover", "rcmdp reproduce again")
+        has(line, "runs.sqlite", "is damaged", "rcmdp recover --db", "runs.sqlite.damaged",
+            "rcmdp reproduce again")
+
+
+@pytest.mark.parametrize("damage", ["intact", "one page", "truncated"])
+def test_rcmdp_recover_keeps_the_readable_jobs_and_reproduce_recomputes_the_rest(
+        store, tmp_path, reference, damage):
+    """The advice of the line above, followed: ``rcmdp recover --db`` copies the jobs
+    that can be read and match their checksums into a new store (through Python's
+    sqlite3, not the sqlite3 program, whose ``.recover`` fails on this schema with
+    sqlite3 3.40) and keeps the damaged file beside it; ``rcmdp reproduce`` then
+    recomputes exactly the missing jobs, and the store and the table are the undamaged
+    ones.  An intact store comes out whole."""
+    data = store.read_bytes()
+    page = 4096
+    if damage == "one page":  # a page in the middle: the jobs on it are lost
+        mid = (len(data) // page) // 2
+        store.write_bytes(data[:mid * page] + b"garbage!" * (page // 8)
+                          + data[(mid + 1) * page:])
+    elif damage == "truncated":
+        store.write_bytes(data[:len(data) * 2 // 3])
+    damaged = store.read_bytes()
+    proc = rcmdp(tmp_path, "recover", "--db", store)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    line = proc.stdout.strip()
+    assert len(line.splitlines()) == 1, line
+    kept = store.with_name("runs.sqlite.damaged")
+    assert kept.read_bytes() == damaged  # kept as it was, only read
+    assert store.exists()
+    assert not list(store.parent.glob(".runs.sqlite.recovering*"))
+    con = sqlite3.connect(store)
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    con.close()
+    recovered = _n(store) + _n(store, "ground_truth")
+    if damage == "intact":
+        has(line, "recovered every job", "7 finished jobs", "runs.sqlite.damaged")
+        assert _dump(store) == _dump(reference / "runs.sqlite")
+    else:
+        has(line, f"recovered {recovered} finished jobs", "rcmdp reproduce",
+            "runs.sqlite.damaged")
+        assert recovered < 7
+    again = rcmdp(tmp_path, "recover", "--db", store)  # the damaged file is kept: refused
+    has(one_line(again), "runs.sqlite.damaged", "exists", "move it away")
+    proc = rcmdp(tmp_path, "reproduce", *SMALL, "--workers", "1", "--out", "out")
+    assert proc.returncode == 0, proc.stderr
+    assert f"{7 - recovered} jobs computed, {recovered} already stored" in proc.stdout
+    assert _dump(store) == _dump(reference / "runs.sqlite")
+    assert (tmp_path / "out" / "table1.csv").read_bytes() == \
+        (reference / "table1.csv").read_bytes()
+
+
+SITE_FULL_RECOVERY = '''\
+"""Test only: a full disk for the new store of rcmdp recover (SQLite's page limit)."""
+import sqlite3
+
+_connect = sqlite3.connect
+
+
+def connect(database, *args, **kwargs):
+    conn = _connect(database, *args, **kwargs)
+    if ".recovering." in str(database):
+        conn.execute("PRAGMA max_page_count = 4")
+    return conn
+
+
+sqlite3.connect = connect
+'''
+
+
+def test_rcmdp_recover_on_a_full_disk_changes_nothing(store, tmp_path):
+    before = store.read_bytes()
+    site = _site(tmp_path, SITE_FULL_RECOVERY)
+    line = one_line(rcmdp(tmp_path, "recover", "--db", store, env=_env([site])))
+    has(line, "the recovered store cannot be written", "database or disk is full",
+        "is not changed", "rcmdp recover again")
+    assert sorted(p.name for p in store.parent.iterdir() if "-" not in p.name) == \
+        ["runs.sqlite"]
+    assert store.read_bytes() == before
 
 
 def test_a_changed_float_is_named_left_out_and_recomputed(store, tmp_path, reference):

@@ -143,6 +143,32 @@ def test_from_json_refuses_other_text():
         Result.from_json(json.dumps({"format": "other"}))
 
 
+@pytest.mark.parametrize("inner, facts", [
+    (5, ["holds a int", "Result was expected", "Result.to_json()"]),
+    ([1, 2], ["holds a list", "Result was expected"]),
+    ({"__type__": "dict", "items": {"a": 1}}, ["holds a dict", "Result was expected"]),
+    ({"__type__": "Result"}, ["damaged", "'fields'"]),
+    (None, ["holds a NoneType"]),
+])
+def test_from_json_refuses_a_result_entry_that_is_not_a_result(inner, facts, tmp_path):
+    """{"format": ..., "result": 5} returned the int 5; every form of a saved result
+    (text, .json, .npz) names what it holds and what was expected."""
+    from rcmdp_exact._io import save_json, save_npz
+    from rcmdp_exact._result import FORMAT
+
+    text = json.dumps({"format": FORMAT, "result": inner})
+    with raises_fact(InputError, *facts):
+        Result.from_json(text)
+    save_json(tmp_path / "r.json", text)
+    with raises_fact(LoadError, "r.json", *facts[:1]):
+        Result.load(tmp_path / "r.json")
+    save_npz(tmp_path / "r.npz", {"structure": np.array(json.dumps(inner))}, FORMAT)
+    with raises_fact(LoadError, "r.npz", *facts[:1]):
+        Result.load(tmp_path / "r.npz")
+    with raises_fact(InputError, "no 'result' entry"):
+        Result.from_json(json.dumps({"format": FORMAT}))
+
+
 def test_encode_and_decode_take_a_hook_for_other_objects():
     class Thing:
         pass
@@ -198,8 +224,53 @@ def test_to_frame_builds_one_row_from_to_flat(monkeypatch):
 
 def test_to_frame_without_pandas_says_how_to_get_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)
-    with pytest.raises(ImportError, match="pip install pandas"):
+    with pytest.raises(ImportError, match=r"rcmdp_exact\[frames\]"):
         Result(value=1.0).to_frame()
+
+
+def test_max_size_keeps_the_key_numbers_and_drops_the_tables():
+    """A row keeps the costs and multipliers (K,) and drops the policy (S, A) (Safe
+    Navigation 1's solve_cmdp: 285 columns with every element, 10 with max_size=16)."""
+    res = Result(value=1.5, costs=np.array([0.25, 2.0]), policy=np.full((25, 4), 0.25),
+                 pair=(1, 2, 3), lp=Result(lam=np.array([3.0])))
+    row = res.to_flat(max_size=16)
+    assert row == {"value": 1.5, "costs[0]": 0.25, "costs[1]": 2.0, "pair[0]": 1,
+                   "pair[1]": 2, "pair[2]": 3, "lp.lam[0]": 3.0}
+    assert res.to_flat(max_size=2)["costs[1]"] == 2.0 and "pair[0]" not in res.to_flat(
+        max_size=2)
+    assert len(res.to_flat()) == 1 + 2 + 100 + 3 + 1
+    with raises_fact(InputError, "max_size", "-1"):
+        res.to_flat(max_size=-1)
+
+
+def test_the_long_form_has_one_record_per_scalar_and_rebuilds_every_array():
+    pol = np.arange(6.0).reshape(3, 2)
+    res = Result(value=1.5, policy=pol, dual=Result(lo=-1.0, hi=2.0), tags=("a", "b"))
+    long = res.to_long()
+    assert {"field": "value", "index": (), "value": 1.5} in long
+    assert {"field": "dual.hi", "index": (), "value": 2.0} in long
+    assert {"field": "tags", "index": (1,), "value": "b"} in long
+    back = np.zeros((3, 2))
+    for rec in long:
+        if rec["field"] == "policy":
+            back[rec["index"]] = rec["value"]
+    np.testing.assert_array_equal(back, pol)
+    assert len(long) == 1 + 6 + 2 + 2
+    assert [r["field"] for r in res.to_long(max_size=4)] == ["value", "dual.lo", "dual.hi",
+                                                             "tags", "tags"]
+
+
+def test_frames_of_both_forms():
+    pd = pytest.importorskip("pandas")
+    res = Result(value=1.5, costs=np.array([0.25, 2.0]), policy=np.eye(3))
+    wide = res.to_frame(max_size=2)
+    assert list(wide.columns) == ["value", "costs[0]", "costs[1]"] and len(wide) == 1
+    long = res.to_frame(form="long")
+    assert list(long.columns) == ["field", "index", "value"] and len(long) == 1 + 2 + 9
+    stacked = pd.concat([res.to_frame(form="long").assign(run=i) for i in range(3)])
+    assert len(stacked) == 36 and set(stacked["run"]) == {0, 1, 2}
+    with raises_fact(InputError, "form", "'wide'"):
+        res.to_frame(form="tall")
 
 
 # --------------------------------------------------------------------------- paths

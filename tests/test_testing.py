@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import rcmdp_exact.testing as T
 from rcmdp_exact import (
     InputError,
+    OutputPathError,
     TabularCMDP,
     evaluate,
     robust_evaluate,
@@ -246,3 +247,21 @@ def test_random_cmdp_is_seeded():
     b = T.random_cmdp(np.random.default_rng(5), 4, 2, 1, 0.9, n_outcomes=3, terminal=True)
     np.testing.assert_array_equal(a.P, b.P)
     assert a.terminal[-1] and a.outcomes.shape == (4, 2, 3)
+
+
+def test_a_path_that_cannot_hold_the_counterexample_is_refused_before_the_search(tmp_path):
+    """An existing file as the folder: refused before any example is judged (the claim
+    is never called), so no counterexample is found and then thrown away."""
+    afile = tmp_path / "taken"
+    afile.write_text("mine")
+    calls = []
+
+    def claim(n):
+        calls.append(n)
+        return n < 10
+
+    with raises_fact(OutputPathError, "path", str(afile), "existing file"):
+        T.find_counterexample(claim, st.integers(0, 1000), seed=1, path=afile)
+    assert calls == [] and afile.read_text() == "mine"
+    res = T.find_counterexample(claim, st.integers(0, 1000), seed=1, path=tmp_path / "ce")
+    assert res.found and [p.name for p in res.files] == ["counterexample.json"]

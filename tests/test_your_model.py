@@ -495,6 +495,9 @@ def test_which_report_files_are_existing_outputs(tmp_path):
     (out / "table1.csv").write_text("x")
     # report files of an unknown store: existing outputs, unless the store is beside them
     assert "unknown results store" in foreign_report(out, tmp_path / "a.sqlite")
+    # ... and exists already: a store that does not exist has written nothing
+    assert "did not write" in foreign_report(out, out / "runs.sqlite")
+    (out / "runs.sqlite").write_bytes(b"")
     assert foreign_report(out, out / "runs.sqlite") is None
     (out / REPORT_MARKER).write_text(json.dumps({"store": str((tmp_path / "a.sqlite")
                                                              .resolve())}))
@@ -553,6 +556,96 @@ def test_train_judges_a_trainer_of_your_own(files):
     line = next(x for x in proc.stdout.splitlines()
                 if x.startswith("trained, stochastic (true)"))
     assert float(line.split()[3]) == pytest.approx(policy_values(g, pi)[0], abs=5e-4)
-    line = one_line(rcmdp(files, "train", "--model", "m.npz", "pg", "--trainer", STANDIN,
-                          "--episodes", "2", "--no-bracket", "--out", "r"))
-    has(line, "--out", "no save(path) method", "--trainer")
+
+def test_train_keeps_what_a_trainer_without_save_trained(files):
+    """A trainer's result without save(): the output is checked before any work, and
+    after the training what can always be saved is saved (the policy table, its exact
+    evaluation, the numeric records, as a Result archive), with one warning line; the
+    training is never lost to the missing method."""
+    assert one_line(rcmdp(files, "train", "--model", "m.npz", "pg", "--trainer", STANDIN,
+                          "--out", "no/r")).count("does not exist") == 1
+    proc = rcmdp(files, "train", "--model", "m.npz", "pg", "--trainer", STANDIN,
+                 "--episodes", "2", "--no-bracket", "--no-progress", "--out", "r")
+    assert proc.returncode == 0, proc.stderr
+    warning = one_line(proc, code=0)
+    has(warning, "rcmdp train: warning:", "no save(path) method", STANDIN, "r.npz",
+        "Result.load")
+    assert "wrote r.npz" in proc.stdout
+    res = rx.Result.load(files / "r.npz")
+    sys.path.insert(0, TESTS_DIR)
+    try:
+        from test_experiments_standin import standin_train
+    finally:
+        sys.path.remove(TESTS_DIR)
+    nominal = rx.estimate(rx.TabularCMDP.load(files / "m.npz"), 100, seed=0).nominal
+    pi = standin_train(nominal, "pg", seed=0, episodes=2).policy_table()
+    np.testing.assert_array_equal(res.policy, pi)
+    assert res.algorithm == "pg" and res.trainer == STANDIN and res.episodes == 2
+    line = next(x for x in proc.stdout.splitlines()
+                if x.startswith("trained, stochastic (true)"))
+    assert float(line.split()[3]) == pytest.approx(
+        res.evaluation["true"]["stochastic"]["value"], abs=5e-4)
+    assert res.records["return"].shape == (2,)
+
+
+# --------------------------------------------------------------------------- no constraints
+def test_a_model_without_constraints_goes_through_the_protocol(tmp_path):
+    """K = 0 (a plain MDP): the ground-truth jobs failed with an IndexError and the
+    command said "run again to retry".  Now the protocol runs: the penalised return is
+    the value, the pooled bound and each setting's optimum are the T-step optimum of the
+    reward alone (certified gap 0), the training job's optimum is the MDP optimum, and
+    the bracket closes on the robust optimum."""
+    from rcmdp_exact.experiments import GroundTruthSpec, plan
+    from rcmdp_exact.experiments.groundtruth import run_ground_truth
+    from rcmdp_exact.experiments.user import load_problem, spec_options
+
+    g = garnet_model()
+    free = rx.TabularCMDP(g.P, g.R, np.zeros((6, 3, 6, 0)), np.zeros(0), gamma=g.gamma,
+                          horizon=g.horizon)
+    assert free.n_constraints == 0
+    free.save(tmp_path / "free.npz")
+    problem = load_problem(tmp_path / "free.npz")
+    jobs = plan(["model"], ["pg"], 1, 2, quick=True, **spec_options(problem))
+    out = {j.kind: run_ground_truth(j) for j in jobs if isinstance(j, GroundTruthSpec)}
+    P = np.asarray(free.P)
+    live = ~np.asarray(free.terminal)
+    r = np.einsum("sat,sat->sa", P, np.asarray(free.R)) * live[:, None]
+    V = np.zeros(free.n_states)
+    for _ in range(free.horizon):  # the T-step optimum of the reward, by a plain loop
+        V = (r + np.einsum("sat,t->sa", P, V) * live[:, None]).max(axis=1)
+    T_opt = float(free.p0 @ V)
+    bound = out["suite"]["bound"]
+    assert bound["lam"] == 0.0 and bound["budget"] == 0.0
+    assert bound["bound"] == pytest.approx(bound["lower"], abs=1e-12)
+    row = out["suite"]["rows"][0]
+    assert row["optimum"] == pytest.approx(bound["bound"], abs=1e-12)
+    assert row["cost"] == 0.0 and row["overshoot"] == 0.0
+    assert bound["bound"] == pytest.approx(T_opt, abs=1e-9)
+    assert out["training"]["value"] == pytest.approx(rx.solve_mdp(free).value, abs=1e-9)
+    assert out["training"]["multiplier"] == 0.0
+    br = out["bracket"]
+    assert br["status"] == "bracket" and br["lower"] == pytest.approx(br["upper"], abs=1e-6)
+
+
+def test_a_failure_of_the_job_itself_is_not_called_retryable(tmp_path):
+    """A job is a pure function of its specification: an error of its own computation
+    comes back on every run, so the command does not say "run again to retry" for it;
+    a failure of the machine (OSError, MemoryError, a lost worker) does."""
+    (tmp_path / "failing.py").write_text(
+        "def deterministic(model, algorithm, **kwargs):\n"
+        "    raise ValueError('a defect of this trainer')\n\n\n"
+        "def disk_full(model, algorithm, **kwargs):\n"
+        "    raise OSError(28, 'No space left on device')\n")
+    garnet_model().save(tmp_path / "m.npz")
+    for trainer, says, never in (("deterministic", "in their own computation",
+                                  "retry"),
+                                 ("disk_full", "run the same command again to retry",
+                                  "own computation")):
+        proc = rcmdp(tmp_path, "reproduce", "--model", "m.npz", "--trainer",
+                     f"failing:{trainer}", "--algorithms", "pg", "--seeds", "1",
+                     "--episodes", "2", "--quick", "--no-progress", "--workers", "1",
+                     "--out", f"out_{trainer}")
+        assert proc.returncode == 1, proc.stderr
+        last = proc.stderr.strip().splitlines()[-1]
+        has(last, "1 jobs failed", says)
+        assert never not in last, last

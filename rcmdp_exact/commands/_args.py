@@ -2,15 +2,22 @@
 
 * ``--progress / --no-progress``: one flag for every long command; the default is on
   when standard error is a terminal (:func:`add_progress`, :func:`progress_enabled`).
-* Numbers are parsed by :func:`non_negative_int`, :func:`positive_int` and
-  :func:`probability`, so a bad value is an argparse error (exit status 2, one line)
-  before any work starts.  Integers that size the work or the memory are parsed by
-  :func:`bounded_int` with a limit of :data:`rcmdp_exact.names.LIMITS` (the message
-  names the limit and why it exists); local worker processes by :func:`workers_arg`
-  (at most :data:`~rcmdp_exact.names.WORKERS_PER_CPU` per CPU).
+* Numbers are parsed by :func:`non_negative_int`, :func:`positive_int`,
+  :func:`probability` and :func:`real_number`, so a bad value is an argparse error
+  (exit status 2, one line) before any work starts.  Negative numbers, ``-inf`` and
+  ``nan`` are read as values, not as options (``--entropy -inf`` is refused for its
+  value, with the valid range; the parser of :mod:`rcmdp_exact.cli`).  Integers that
+  size the work or the memory are parsed by :func:`bounded_int` with a limit of
+  :data:`rcmdp_exact.names.LIMITS` (the message names the limit and why it exists);
+  local worker processes by :func:`workers_arg` (at most
+  :data:`~rcmdp_exact.names.WORKERS_PER_CPU` per CPU).
 * Output paths are checked before any work starts (:func:`check_output`); an existing
-  file is refused unless ``--force``.  :func:`check_npz_output` adds the suffix
-  ``.npz`` of an artefact when it is missing and refuses another one.
+  file is refused unless ``--force``.  Input files (``--model``, ``--set-file``,
+  ``--perturbations``) that are missing or folders are refused the same way
+  (:func:`check_inputs`).  These checks, and every other refusal of an argument, come
+  before the command imports numpy and the solvers, so a refusal is immediate.
+  :func:`check_npz_output` adds the suffix ``.npz`` of an artefact when it is missing
+  and refuses another one.
 * Comma-separated lists are parsed by :func:`comma_list`.
 * Options that act only on some algorithms are refused for the others
   (:func:`refuse_inapplicable`, :data:`rcmdp_exact.names.OPTION_ALGORITHMS`).
@@ -36,6 +43,7 @@ __all__ = [
     "add_progress",
     "add_trainer",
     "bounded_int",
+    "check_inputs",
     "check_npz_output",
     "check_output",
     "comma_list",
@@ -47,6 +55,7 @@ __all__ = [
     "positive_int",
     "probability",
     "progress_enabled",
+    "real_number",
     "refuse_inapplicable",
     "refuse_with_model",
     "resolve_trainer",
@@ -168,6 +177,31 @@ def probability(text: str) -> float:
     if not 0.0 < value < 1.0:
         raise argparse.ArgumentTypeError(f"{value} is not in the open interval (0, 1)")
     return value
+
+
+def real_number(low: float | None = None, high: float | None = None, *,
+                low_open: bool = False, high_open: bool = False, what: str = "a number"):
+    """An argparse type: a finite number in the interval (``rcmdp_exact._checks.
+    check_real`` decides); ``inf``, ``-inf`` and ``nan`` are refused with the range.
+
+    ``what`` says what the number is, for the message: ``argument --entropy: '-inf' is
+    not a valid entropy weight: give a finite number in [0, inf)``.
+    """
+    from .._checks import InputError, check_real, interval_text
+
+    interval = interval_text(low, high, low_open=low_open, high_open=high_open)
+
+    def parse(text: str) -> float:
+        try:
+            return check_real(float(text), what, low, high, low_open=low_open,
+                              high_open=high_open)
+        except (TypeError, ValueError, InputError):
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a valid {what}: give a finite number in {interval}"
+            ) from None
+
+    parse.__name__ = what
+    return parse
 
 
 def comma_list(choices, what: str):
@@ -321,6 +355,29 @@ def set_kind(text: str) -> str:
     return text
 
 
+def check_inputs(parser, args) -> None:
+    """Refuse, before any heavy import, the input files of ``args`` that are missing or
+    folders (``--model``, ``--set-file`` with or without ``.npz``; ``--perturbations``):
+    one line naming the option and the path.  What a file holds is checked when it is
+    loaded (:func:`load_user_model`)."""
+    from .._io import LoadError, require_file
+
+    for dest, suffixes, what in (
+            ("model", (".npz",), "a model file written by TabularCMDP.save"),
+            ("set_file", (".npz",), "an uncertainty set written by its save()"),
+            ("perturbations", (), "a TOML or JSON file listing saved models")):
+        path = getattr(args, dest, None)
+        if path is None:
+            continue
+        flag = "--" + dest.replace("_", "-")
+        if not str(path).strip():
+            parser.error(f"{flag} is empty; give the path of {what}")
+        try:
+            require_file(path, suffixes, what)
+        except LoadError as exc:
+            parser.error(f"{flag} {exc}")
+
+
 def refuse_with_model(parser, args, names) -> None:
     """Refuse the options ``names`` (destinations) given beside ``--model`` (they choose
     among the paper's domains), and the ``--model`` companions given without it."""
@@ -349,6 +406,9 @@ def load_user_model(args, *, need_horizon: str | None = None):
     (:func:`rcmdp_exact.experiments.user.load_problem`), or None without ``--model``."""
     if getattr(args, "model", None) is None:
         return None
+    parser = getattr(args, "_parser", None)
+    if parser is not None:
+        check_inputs(parser, args)
     from ..experiments.user import load_problem
 
     return load_problem(args.model, horizon=getattr(args, "horizon", None),

@@ -18,7 +18,6 @@ listed by ``--perturbations``.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from ..names import BRACKET_BOXES, BRACKET_SECONDS, PAPER_DOMAINS, VARIANTS
 from ..names import GROUND_TRUTH_FILES as OUTPUT_FILES
@@ -27,6 +26,7 @@ from ._args import (
     add_model_options,
     add_progress,
     bounded_int,
+    check_inputs,
     check_output,
     comma_list,
     deprecated_flag,
@@ -93,12 +93,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .._checks import check_real
-    from ..experiments.ground_truth_table import (
-        format_ground_truth,
-        ground_truth_table,
-        model_ground_truth,
-        save_ground_truth,
-    )
 
     parser = args._parser
     refuse_with_model(parser, args, ("domain", "estimation", "n_draws", "offset_on"))
@@ -113,6 +107,15 @@ def run(args: argparse.Namespace) -> int:
     if out is not None and out.is_dir():
         for fname in OUTPUT_FILES:
             check_output(parser, out / fname, kind="file", force=args.force)
+    check_inputs(parser, args)
+    # every argument is checked: now the solvers
+    from ..experiments.ground_truth_table import (
+        format_ground_truth,
+        ground_truth_table,
+        model_ground_truth,
+        save_ground_truth,
+    )
+
     kind = args.set_kind or "l1"
     own = load_user_model(args, need_horizon="rcmdp ground-truth (the T-step test metric)")
     from ..experiments.estimation import check_set_kind
@@ -155,18 +158,9 @@ def run(args: argparse.Namespace) -> int:
             client.close()
     print(format_ground_truth(table))
     if out is not None:
-        import os
-        import tempfile
-
         args._interrupted = (f"the files in {out} are whole, but some may be those of an "
                              f"earlier run; run the same command again with --force")
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        # written beside, then renamed into place: an interrupt or a full disk leaves
-        # each file whole (old or new)
-        with tempfile.TemporaryDirectory(dir=out, prefix=".ground-truth.") as tmp:
-            for path in save_ground_truth(table, Path(tmp)):
-                os.replace(path, out / path.name)
-                print(f"wrote {out / path.name}")
+        for path in save_ground_truth(table, out):  # each file whole, old or new
+            print(f"wrote {path}")
         args._interrupted = f"the results were written into {out}"
     return 0

@@ -47,10 +47,13 @@ def run(args: argparse.Namespace) -> int:
     from ._args import check_output
 
     parser = args._parser
-    db = Path(args.db)
     out = check_output(parser, args.out, kind="dir")
-    from ..experiments import Store, write_report
-    from ..experiments.report import foreign_report
+    if not str(args.db).strip():
+        parser.error("--db is empty; give the path of a results store written by rcmdp "
+                     "reproduce")
+    db = Path(args.db)
+    from ..experiments.outputs import foreign_report
+    from ..experiments.store import Store
 
     try:
         store = Store(db, readonly=True)
@@ -79,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
         args._interrupted = (f"the results store is not changed and every report file in "
                              f"{out} is whole, some perhaps from an earlier report; run the "
                              f"same command again")
+        from ..experiments.report import write_report  # every argument is checked
+
         rep = write_report(store, out, tests=tests, progress=progress_enabled(args))
     for p in rep.paths:
         print(f"wrote {p}")

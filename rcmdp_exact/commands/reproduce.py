@@ -14,8 +14,10 @@ report; the jobs are keyed by the content hash of each file.
 
 **Existing outputs.**  Resuming into the store of ``--db`` (default ``OUT/runs.sqlite``)
 adds the missing jobs and never replaces one; the report in ``--out`` is the store's
-own, rewritten as jobs are added.  A folder that holds the report of *another* store
-(or report files of an unknown store) is refused unless ``--force``.
+own, rewritten as jobs are added.  A folder that holds the report of *another* store,
+or report files of an unknown store (any ``report.md``, ``table1.*`` or figure that a
+store that does not exist yet cannot have written: your own), is refused before any
+work unless ``--force`` (:mod:`rcmdp_exact.experiments.outputs`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from ._args import (
     add_progress,
     add_trainer,
     bounded_int,
+    check_inputs,
     comma_list,
     load_user_model,
     refuse_with_model,
@@ -184,6 +187,7 @@ def run(args: argparse.Namespace) -> int:
         parser.error("--workers applies to local runs; a Dask cluster has its own workers "
                      "(drop --workers or --dask)")
     refuse_inapplicable(parser, args, args.algorithms)
+    check_inputs(parser, args)
     from ..experiments.protocol import FULL, QUICK
 
     preset = QUICK if args.quick else FULL
@@ -194,14 +198,18 @@ def run(args: argparse.Namespace) -> int:
         parser.error(f"--episodes {episodes} with --eval-every {eval_every} makes {n_evals} "
                      f"exact evaluations per run, above the limit {limit} (each keeps its "
                      f"metrics); give --eval-every at least {-(-episodes // limit)}")
+    if args.db is not None and not str(args.db).strip():
+        parser.error("--db is empty; give the path of a results store (default "
+                     "OUT/runs.sqlite)")
     db = Path(args.db) if args.db is not None else out / "runs.sqlite"
     check_db(parser, db, out)
-    from ..experiments.report import foreign_report
+    from ..experiments.outputs import foreign_report
 
+    # before the store is created: a new store has written no report
     foreign = foreign_report(out, db)
     if foreign is not None and not args.force:
         parser.error(f"--out {foreign}; give another --out (or --db of that store to resume "
-                     f"it), or --force to replace the report")
+                     f"it), or --force to replace these files")
     trainer = resolve_trainer(parser, args.trainer)
     from ..experiments import Store, plan, sweep, write_report
     from ..experiments.estimation import check_set_kind
@@ -261,7 +269,16 @@ def run(args: argparse.Namespace) -> int:
     for p in rep.paths:
         print(f"wrote {p}")
     if summary.failed:
-        print(f"{len(summary.failed)} jobs failed (their errors are printed above); run "
-              f"the same command again to retry them", file=sys.stderr)
+        again = set(summary.transient)
+        lasting = [key for key, _ in summary.failed if key not in again]
+        if again:
+            print(f"{len(again)} jobs failed for the machine's sake (a lost worker, a full "
+                  f"disk, no memory; printed above); run the same command again to retry "
+                  f"them", file=sys.stderr)
+        if lasting:
+            print(f"{len(lasting)} jobs failed in their own computation (printed above), "
+                  f"which running the command again repeats (a job is a pure function of "
+                  f"its specification): change the inputs or the options that made it "
+                  f"fail, or report it with the printed error", file=sys.stderr)
         return 1
     return 0

@@ -24,9 +24,11 @@ from ._args import (
     add_progress,
     add_trainer,
     bounded_int,
+    check_inputs,
     check_npz_output,
     load_user_model,
     progress_enabled,
+    real_number,
     refuse_inapplicable,
     refuse_with_model,
     resolve_trainer,
@@ -88,9 +90,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="adversarial-rcpg: the adversary's softmax (default) or a "
                              "mixture with the nominal that stays inside the ball by "
                              "construction")
-    parser.add_argument("--entropy", type=float, default=None,
-                        help="entropy regularisation (default 5.0, the paper's; the "
-                             "learners only)")
+    parser.add_argument("--entropy", type=real_number(0.0, what="entropy weight"),
+                        default=None,
+                        help="entropy regularisation, a finite number >= 0 (default 5.0, "
+                             "the paper's; the learners only)")
     parser.add_argument("--eval-every", type=bounded_int("episodes"), default=100,
                         help="exact evaluation every N episodes (default 100; at most "
                              "10^5 evaluations in a run)")
@@ -127,8 +130,6 @@ def _row(name: str, value, cost, test_value=None, test_cost=None, pen=None) -> s
 def _check_options(parser, args) -> None:
     from ..names import LIMITS
 
-    if args.entropy is not None and (not args.entropy >= 0 or args.entropy == float("inf")):
-        parser.error(f"--entropy must be a finite number >= 0, got {args.entropy}")
     if args.domain is None and args.model is None:
         parser.error("give a paper domain (inventory, nav1, nav2) or --model PATH.npz")
     if args.domain is not None and args.model is not None:
@@ -199,6 +200,58 @@ def _train(args, trainer, model, uset, true, progress):
     return res, table, episodes, steps, seconds
 
 
+def _save(res, out, args, trainer, table, metrics, facts):
+    """Write the trained result to ``out``: ``(path, note)``.
+
+    The learners' result (and a trainer's result with a working ``save(path)``) saves
+    itself.  A trainer's result without one (or whose ``save`` fails) cannot be refused
+    any more (it is known only after the training): what can always be saved is saved
+    instead, as a :class:`~rcmdp_exact.Result` archive (``Result.load`` reads it): the
+    policy table, its exact evaluation, the run's facts and the result's numeric
+    records; ``note`` says so.
+    """
+    if trainer is None:
+        return res.save(out, force=True), None
+    save = getattr(res, "save", None)
+    why = f"the result of --trainer {args.trainer} has no save(path) method"
+    if callable(save):
+        try:
+            written = save(out)
+            return (out if written is None else written), None
+        except Exception as exc:  # the training must not be lost to a broken save
+            why = (f"save() of the result of --trainer {args.trainer} failed "
+                   f"({type(exc).__name__}: {exc})")
+    import numpy as np
+
+    from .._result import Result
+
+    evaluation = {}
+    for (tag, pol), m in metrics.items():
+        evaluation.setdefault(tag, {})[pol] = Result(m)
+    records = {}
+    rec = getattr(res, "records", None)
+    if isinstance(rec, dict):
+        for name, value in rec.items():
+            try:
+                arr = np.asarray(value)
+            except (TypeError, ValueError):
+                continue
+            if isinstance(name, str) and arr.dtype.kind in "biuf":
+                records[name] = arr
+    from .._io import npz_path
+
+    path = npz_path(out)
+    if path.exists():  # the trainer's failed save may have left a file; ours replaces it
+        path.unlink()
+    written = Result(policy=np.asarray(table), algorithm=args.algorithm,
+                     trainer=args.trainer, seed=args.seed, evaluation=evaluation,
+                     records=records, **facts).save(path)
+    return written, (f"{why}: {written} holds the policy table, its exact evaluation and "
+                     f"the numeric records instead, as a Result (read it with "
+                     f"rcmdp_exact.Result.load); give the result a save(path) method "
+                     f"(docs/your_learner.md) to save it whole")
+
+
 def run(args: argparse.Namespace) -> int:
     parser = args._parser
     _check_options(parser, args)
@@ -207,6 +260,7 @@ def run(args: argparse.Namespace) -> int:
               "future release; use --train-on data (the same choice)", file=sys.stderr)
         args.train_on = "data"
     out = check_npz_output(parser, args.out, force=args.force, what="a training result")
+    check_inputs(parser, args)
     trainer = resolve_trainer(parser, args.trainer)
     import numpy as np
 
@@ -277,14 +331,11 @@ def run(args: argparse.Namespace) -> int:
             text += "  (no robust-feasible policy certified)"
         print(f"{'RCMDP bracket (set, value)':<38}{text:>24}")
     if out is not None:
-        save = getattr(res, "save", None)
-        if not callable(save):
-            from .._checks import InputError
-
-            raise InputError(f"--out {str(out)!r}: the result of --trainer {args.trainer} has "
-                             f"no save(path) method, so it cannot be written; give the "
-                             f"result a save method (docs/your_learner.md) or drop --out")
-        written = save(out, force=True) if trainer is None else save(out)
+        written, note = _save(res, out, args, trainer, table, metrics,
+                              dict(episodes=episodes, steps=steps, seconds=seconds,
+                                   model=label if own is None else own.path))
         args._interrupted = f"the result was written to {written}"
+        if note:
+            print(f"rcmdp train: warning: {note}", file=sys.stderr)
         print(f"wrote {written}")
     return 0

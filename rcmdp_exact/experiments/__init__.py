@@ -16,13 +16,52 @@ The protocol, the aggregation, the ground-truth columns and the measured times a
 ``docs/reproduction.md``.
 """
 
-from .backends import BACKENDS, sweep
-from .protocol import FULL, QUICK, plan
-from .report import write_report
-from .run import run_one
-from .spec import ALGORITHMS, TESTS, GroundTruthSpec, RunSpec
-from .store import Store
-from .table1 import PAPER_TABLE1, table1
+import sys
+import types
+
+from ..names import TABLE1_ALGORITHMS as _ALGORITHMS
+from ..names import TESTS as _TESTS
+
+#: Where each public name lives; the module is imported on first use (PEP 562), so that
+#: the commands read the light modules (the store, the report folder's files) before
+#: numpy and the solvers are imported.
+_EXPORTS = {"BACKENDS": ".backends", "sweep": ".backends", "FULL": ".protocol",
+            "QUICK": ".protocol", "plan": ".protocol", "write_report": ".report",
+            "run_one": ".run", "ALGORITHMS": ".spec", "TESTS": ".spec",
+            "GroundTruthSpec": ".spec", "RunSpec": ".spec", "Store": ".store",
+            "PAPER_TABLE1": ".table1", "table1": ".table1"}
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *__all__})
+
+
+class _Package(types.ModuleType):
+    """This package, whose exported names are never hidden by a submodule of the same
+    name: importing the module ``table1`` (which the import system records as an
+    attribute of its package) leaves ``experiments.table1`` the function, as the eager
+    imports of earlier versions did."""
+
+    def __setattr__(self, name, value):
+        if isinstance(value, types.ModuleType) and name in _EXPORTS \
+                and value.__name__ == f"{__name__}.{name}":
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
 
 __all__ = [
     "ALGORITHMS",
@@ -43,7 +82,7 @@ __all__ = [
 ]
 
 
-def reproduce(db, out=None, *, tests=TESTS, algorithms=ALGORITHMS, seeds=None,
+def reproduce(db, out=None, *, tests=_TESTS, algorithms=_ALGORITHMS, seeds=None,
               episodes=None, quick=False, workers=None, backend=None, client=None,
               address=None, trainer=None, progress=None, model=None, perturbations=None,
               set_file=None, horizon=None, estimation_episodes=None, **options):
@@ -60,6 +99,11 @@ def reproduce(db, out=None, *, tests=TESTS, algorithms=ALGORITHMS, seeds=None,
     different keys.  Returns the sweep's summary with ``report`` (the
     :func:`write_report` result or None).
     """
+    from .backends import sweep
+    from .protocol import plan
+    from .report import write_report
+    from .store import Store
+
     if trainer is not None:
         options.setdefault("trainer", f"{trainer.__module__}:{trainer.__qualname__}")
     if model is not None:

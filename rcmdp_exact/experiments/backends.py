@@ -13,8 +13,10 @@ workers or the order of completion: joblib and Dask give the same bits.
   ``rcmdp_exact`` installed.  A worker that dies has its jobs retried by the scheduler.
 
 A job that raises is reported (key and message) and left out of the store, so the next
-sweep retries it.  Ctrl-C stops the sweep; what was stored stays, and the same command
-resumes.
+sweep retries it; the summary tells the failures of the machine (a lost worker, a full
+disk, no memory), which a new sweep may get past, from errors of the job's own
+computation, which it repeats (``transient``).  Ctrl-C stops the sweep; what was
+stored stays, and the same command resumes.
 
 Local worker processes end with the driver, however it ends (SIGKILL included): each
 worker starts with :func:`exit_with_parent`.  An injected trainer is checked before any
@@ -96,8 +98,11 @@ def execute(job, trainer=None):
 
     ``job`` is a :class:`~.spec.RunSpec` or a :class:`~.spec.GroundTruthSpec`; an
     exception becomes ``("error", key, traceback text)`` so that one failing job does
-    not stop the others, except a :class:`~.run.TrainerError` (the trainer breaks its
-    contract), which becomes ``("contract", key, message)`` and stops the sweep.
+    not stop the others: a job is a pure function of its specification, so its error
+    comes back on every sweep.  An ``OSError`` or a ``MemoryError`` (the machine: a
+    full disk, no memory) becomes ``("transient", key, traceback text)``: a later sweep
+    may succeed.  A :class:`~.run.TrainerError` (the trainer breaks its contract)
+    becomes ``("contract", key, message)`` and stops the sweep.
     """
     from threadpoolctl import threadpool_limits
 
@@ -116,7 +121,9 @@ def execute(job, trainer=None):
             return "ok", key, run_ground_truth(job)
     except TrainerError as exc:
         return "contract", key, str(exc)
-    except Exception:  # reported by the driver, retried by the next sweep
+    except (OSError, MemoryError):  # the machine, not the job: a new sweep may succeed
+        return "transient", key, traceback.format_exc()
+    except Exception:  # the job's own computation: the same again on every sweep
         return "error", key, traceback.format_exc()
 
 
@@ -175,7 +182,7 @@ def _dask(pending, trainer, client):
             try:
                 out = fut.result()
             except Exception as exc:  # a job lost with its worker (KilledWorker), ...
-                out = ("error", job.key, f"{type(exc).__name__}: {exc}")
+                out = ("transient", job.key, f"{type(exc).__name__}: {exc}")
             yield job, out
     finally:
         for f in futs:
@@ -214,7 +221,10 @@ def sweep(store, jobs, *, trainer=None, workers: int | None = None,
     -------
     Result
         ``total`` (distinct jobs), ``stored_before``, ``computed``, ``failed`` (list of
-        (key, message)), ``seconds``.
+        (key, message)), ``transient`` (the keys of the failed jobs that failed for the
+        machine's sake, a lost worker, a full disk, no memory: a new sweep may compute
+        them; the others failed in their own computation, which a new sweep repeats),
+        ``seconds``.
 
     Raises
     ------
@@ -224,7 +234,7 @@ def sweep(store, jobs, *, trainer=None, workers: int | None = None,
     OutputPathError
         The store cannot be written (read-only, full disk); what was stored stays.
     """
-    from .._checks import check_choice, check_int
+    from .._checks import check_choice, check_client, check_int
     from .._progress import progress_default, tqdm
     from .run import check_trainer
 
@@ -237,6 +247,7 @@ def sweep(store, jobs, *, trainer=None, workers: int | None = None,
         backend = ("dask" if client is not None or address is not None
                    else "joblib" if workers > 1 else "serial")
     check_choice(backend, "backend", BACKENDS)
+    check_client(client)
     unique = {}
     for job in jobs:
         unique.setdefault(job.key, job)
@@ -276,6 +287,7 @@ def sweep(store, jobs, *, trainer=None, workers: int | None = None,
             return _serial(part, trainer, workers)
     parts = [p for p in ([first] if first is not None else [], pending) if p]
     failed = []
+    transient = []
     computed = 0
     done_keys: set = set()
     total = sum(len(p) for p in parts)
@@ -298,6 +310,8 @@ def sweep(store, jobs, *, trainer=None, workers: int | None = None,
                 computed += 1
             else:
                 failed.append((key, payload))
+                if status == "transient":
+                    transient.append(key)
                 last = payload.rstrip().splitlines()[-1]
                 bar.write(f"job {key[:12]} ({_label(job)}) failed: "
                           + (payload.rstrip() if len(failed) == 1 else last))
@@ -311,7 +325,8 @@ def sweep(store, jobs, *, trainer=None, workers: int | None = None,
         if own_client is not None:
             own_client.close()
     return Result(total=len(unique), stored_before=len(unique) - n_pending,
-                  computed=computed, failed=failed, seconds=time.perf_counter() - t0)
+                  computed=computed, failed=failed, transient=transient,
+                  seconds=time.perf_counter() - t0)
 
 
 def _chain(parts):
@@ -336,8 +351,8 @@ def _guarded(stream, pending, done_keys):
         msg = (f"{type(exc).__name__}: {exc}".strip().splitlines() or ["backend failure"])
         for job in pending:
             if job.key not in done_keys:
-                yield job, ("error", job.key, f"the backend failed before this job "
-                                              f"finished: {msg[0]}")
+                yield job, ("transient", job.key, f"the backend failed before this "
+                                                  f"job finished: {msg[0]}")
 
 
 def _label(job) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..names import USER_TEST
+from .outputs import figure_names
 from .spec import ALGORITHMS, TEST_DOMAIN
 from .table1 import (
     ALGORITHM_LABELS,
@@ -236,14 +237,6 @@ def _save(fig, path) -> None:
     from .._io import write_atomic
 
     write_atomic(path, lambda fh: fig.savefig(fh, format="png"))
-
-
-def figure_names(tests=ALL_TESTS) -> list[str]:
-    """The figures :func:`all_figures` draws for ``tests``, in order (each is written when
-    the store has data for it)."""
-    return ([f"test_{t}" for t in ALL_TESTS if t in tests]
-            + [f"training_{d}" for d in dict.fromkeys(TEST_DOMAIN[t] for t in ALL_TESTS
-                                                     if t in tests)])
 
 
 def all_figures(store, out_dir, *, tests=ALL_TESTS, mode: str = "greedy", bar=None) -> list[Path]:

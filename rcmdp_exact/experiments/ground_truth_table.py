@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._checks import check_choice, check_int, check_real
+from .._checks import check_choice, check_client, check_int, check_real
 from .._progress import progress_default, tqdm
 from .._result import Result
 from ..domains import (
@@ -292,6 +292,7 @@ def _check_common(opts: dict, given: dict) -> None:
     from ..uncertainty import set_class
 
     set_class(opts["set_kind"], estimated=True, what="set_kind")
+    check_client(opts["client"])
 
 
 #: Former parameter names of :func:`ground_truth_table` (deprecated) and their new names.
@@ -574,12 +575,15 @@ def _clean(x):
 OUTPUT_FILES = GROUND_TRUTH_FILES
 
 
-def _write_csv(path: Path, data: list[dict]) -> None:
+def _csv_text(data: list[dict]) -> str:
+    import io
+
     fields = list(dict.fromkeys(k for r in data for k in r))
-    with path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=fields)
-        w.writeheader()
-        w.writerows(data)
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=fields)
+    w.writeheader()
+    w.writerows(data)
+    return buf.getvalue()
 
 
 def save_ground_truth(table: Result, out_dir) -> list[Path]:
@@ -590,12 +594,20 @@ def save_ground_truth(table: Result, out_dir) -> list[Path]:
     brackets, variants, summary, rows) and ``ground_truth_policies.npz`` (every policy,
     float64, key ``"<domain>__<policy>"``, shape (S, A) or (T, S, A) for
     ``true_cmdp_T``; read with ``numpy.load(path, allow_pickle=False)``).
+
+    Each file is written to a temporary file beside it and renamed into place
+    (:func:`rcmdp_exact._io.write_atomic`), so an interrupt or a full disk leaves each
+    file whole, old or new.
+
+    Raises
+    ------
+    OutputPathError
+        A file cannot be written (a full disk, a read-only folder): one line naming the
+        file.
     """
+    from .._io import write_atomic
+
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f for f in OUTPUT_FILES]
-    _write_csv(paths[0], [_flat_row(r) for d in table.domains.values() for r in d.rows])
-    _write_csv(paths[1], [s for d in table.domains.values() for s in d.summary])
     doc = {"options": table.options, "runtime_seconds": table.runtime,
            "policies": POLICY_LABELS,
            "domains": {name: {"title": d.title, "horizon": d.horizon,
@@ -603,8 +615,24 @@ def save_ground_truth(table: Result, out_dir) -> list[Path]:
                               "bracket": d.bracket, "variants": d.variants,
                               "summary": d.summary, "rows": [_flat_row(r) for r in d.rows]}
                        for name, d in table.domains.items()}}
-    paths[2].write_text(json.dumps(_clean(doc), indent=1))
-    np.savez_compressed(paths[3], **{f"{name}__{pol}": np.asarray(arr, dtype=np.float64)
-                                     for name, d in table.domains.items()
-                                     for pol, arr in d.policies.items()})
+    texts = [_csv_text([_flat_row(r) for d in table.domains.values() for r in d.rows]),
+             _csv_text([s for d in table.domains.values() for s in d.summary]),
+             json.dumps(_clean(doc), indent=1)]
+    policies = {f"{name}__{pol}": np.asarray(arr, dtype=np.float64)
+                for name, d in table.domains.items() for pol, arr in d.policies.items()}
+    paths = [out / f for f in OUTPUT_FILES]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for path, text in zip(paths[:3], texts, strict=True):
+            write_atomic(path, lambda fh, text=text: fh.write(text.encode("utf-8")))
+        write_atomic(paths[3], lambda fh: np.savez_compressed(fh, **policies))
+    except OSError as exc:
+        from .._checks import OutputPathError
+
+        what = exc.strerror or str(exc) or type(exc).__name__
+        where = exc.filename if exc.filename is not None else str(out)
+        raise OutputPathError(
+            f"the ground-truth files cannot be written: {what}: {str(where)!r}; the files "
+            f"in {str(out)!r} are whole (old or new): fix the cause (free space, a "
+            f"writable folder) and run the same command again with --force") from None
     return paths

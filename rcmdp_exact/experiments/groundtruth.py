@@ -202,17 +202,24 @@ def costs_of(result) -> np.ndarray:
 # --------------------------------------------------------------------------- exact oracles
 def _suite_arrays(settings):
     """Kernels (N, S, A, S), expected reward and cost (N, S, A) (zero in terminal
-    states), p0, horizon and rescaled budget of a suite (one constraint)."""
+    states), p0, horizon and rescaled budget of a suite (one constraint).
+
+    A model without constraints (K = 0, a plain MDP) has cost 0 and budget 0: every
+    policy meets it, so the bisection's multiplier stays 0 and the optima are those of
+    the reward alone (the protocol's metric is then the value itself)."""
     from ..evaluation import rescaled_budget
 
     m = settings[0].model
     P = _kernels(settings)
     T = int(m.horizon)
     r = np.einsum("nsat,sat->nsa", P, np.asarray(m.R))
-    c = np.einsum("nsat,sat->nsa", P, np.asarray(m.C)[..., 0])
+    if m.n_constraints:
+        c = np.einsum("nsat,sat->nsa", P, np.asarray(m.C)[..., 0])
+        d = float(rescaled_budget(m.d, m.gamma, T)[0])
+    else:
+        c, d = np.zeros_like(r), 0.0
     r[:, m.terminal] = 0.0
     c[:, m.terminal] = 0.0
-    d = float(rescaled_budget(m.d, m.gamma, T)[0])
     return P, r, c, np.asarray(m.p0), T, d
 
 

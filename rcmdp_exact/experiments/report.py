@@ -11,21 +11,22 @@
   ground truth, and the figures;
 * the PNG figures of :mod:`.figures`.
 
-These files (:func:`report_files`: the three documents, the figures of every test
-and training domain and the small file :data:`REPORT_MARKER` that names the store the
-report was written from) are the report's own: each is replaced as a whole (written to
+These files (:func:`~.outputs.report_files`: the three documents, the figures of every
+test and training domain and the small file :data:`~.outputs.REPORT_MARKER` that names
+the store the report was written from) are the report's own: each is replaced as a whole (written to
 a temporary file and renamed, so a full disk leaves the previous file), and those the
 report does not write this time (a figure of a test this store does not have) are
 removed, so the folder never mixes two reports.  Other files in the folder are never
 touched.
 
 **Existing outputs.**  A folder that holds the report of *another* store (or report
-files without :data:`REPORT_MARKER`, whose store is unknown, unless the store itself
-lies in the folder, as ``rcmdp reproduce`` puts it) holds outputs that writing this
-report would replace: :func:`foreign_report` names them, and the commands
-refuse them unless ``--force``.  The report of the *same* store is this store's own
-output: writing it again (after ``rcmdp reproduce`` resumed and added jobs, or with
-``rcmdp report``) updates it and is not overwriting.
+files without :data:`~.outputs.REPORT_MARKER`, whose store is unknown, unless that
+store already exists in the folder itself, as ``rcmdp reproduce`` puts it) holds
+outputs that writing this report would replace: :func:`~.outputs.foreign_report` names
+them, and the commands refuse them unless ``--force``.  The report of the *same* store
+is this store's own output: writing it again (after ``rcmdp reproduce`` resumed and
+added jobs, or with ``rcmdp report``) updates it and is not overwriting.  These rules
+live in :mod:`.outputs`, which the commands read before any heavy import.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from pathlib import Path
 from .._progress import progress_default, tqdm
 from .._result import Result
 from .estimation import set_note
+from .outputs import REPORT_MARKER, foreign_report, report_files, store_id
 from .spec import ALGORITHMS, OPTION_NOTES, OPTIONS, TESTS
 from .table1 import (
     ALGORITHM_LABELS,
@@ -51,48 +53,6 @@ from .table1 import (
 
 __all__ = ["REPORT_MARKER", "foreign_report", "format_table1_md", "report_files", "verdict",
            "write_report"]
-
-#: The documents of a report.
-REPORT_DOCUMENTS = ("table1.csv", "table1.md", "report.md")
-#: The file of a report folder that names the results store the report was written from
-#: (JSON: ``{"store": absolute path}``).
-REPORT_MARKER = ".rcmdp-report.json"
-
-
-def report_files() -> tuple[str, ...]:
-    """Every file name :func:`write_report` may write (its own file set)."""
-    from .figures import figure_names
-
-    return (REPORT_DOCUMENTS + tuple(f"{n}.png" for n in figure_names(ALL_TESTS))
-            + (REPORT_MARKER,))
-
-
-def _store_id(store_path) -> str:
-    return str(Path(store_path).expanduser().resolve())
-
-
-def foreign_report(out_dir, store_path) -> str | None:
-    """What in ``out_dir`` a report of the store ``store_path`` would replace without
-    being its own (module notes): None when the folder holds no report files or the
-    report of this store; otherwise a sentence naming the files and their store."""
-    out = Path(out_dir)
-    if not out.is_dir():
-        return None
-    names = [n for n in report_files() if n != REPORT_MARKER and (out / n).is_file()]
-    if not names:
-        return None
-    try:
-        owner = json.loads((out / REPORT_MARKER).read_text("utf-8"))["store"]
-    except (OSError, ValueError, KeyError, TypeError):
-        owner = None
-    if owner == _store_id(store_path):
-        return None
-    if owner is None and Path(_store_id(store_path)).parent == out.resolve():
-        return None  # a reproduction's folder: its store and its report, side by side
-    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    whose = f"the report of another results store ({owner})" if owner else \
-        "report files of an unknown results store"
-    return f"{str(out)!r} holds {whose}: {shown}"
 
 #: Settings per test in the paper (1B / 2B: 5 values of N x 50 draws).
 PAPER_SETTINGS = {"inventory": 9, "1A": 5, "1B": 250, "2A": 5, "2B": 250}
@@ -358,7 +318,7 @@ def _write_report(store, out_dir, tests, algorithms, figures, progress) -> Resul
         figs = all_figures(store, out, tests=tests, bar=bar) if figures else []
         paths += figs
         paths.append(_write_text(out / "report.md", _report_md(store, rows, configs, figs)))
-        _write_text(out / REPORT_MARKER, json.dumps({"store": _store_id(store.path)}) + "\n")
+        _write_text(out / REPORT_MARKER, json.dumps({"store": store_id(store.path)}) + "\n")
         bar.update(1)
     written = {p.name for p in paths} | {REPORT_MARKER}
     removed = []

@@ -42,8 +42,6 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields
 
-import numpy as np
-
 from .._checks import check_choice, check_int, check_real, check_type
 from ..names import (
     DOMAIN_OF_TEST,
@@ -152,6 +150,8 @@ def phase_seed(fields_: dict, phase: str) -> int:
     ``SeedSequence(int(sha256, 16), spawn_key=(crc of phase,))`` turned into one
     integer, so each phase has its own independent stream.
     """
+    import numpy as np
+
     entropy = int(spec_key(fields_), 16)
     tag = int.from_bytes(hashlib.sha256(phase.encode("utf-8")).digest()[:4], "little")
     ss = np.random.SeedSequence(entropy, spawn_key=(tag,))

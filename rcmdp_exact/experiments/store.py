@@ -33,7 +33,11 @@ their jobs (trusted as they are) when opened for writing.
 Errors: a path that is not a results store (a folder, a missing file where one must
 exist, a file of another kind, another schema) is a :class:`~rcmdp_exact._io.LoadError`
 naming the path; so is a damaged database file ("database disk image is malformed"),
-whose message says how to recover.  A store that cannot be written (read-only, a full
+whose message says how to recover: ``rcmdp recover --db PATH``
+(:func:`recover_store`) copies the jobs that can still be read and verified into a new
+store with this schema, through Python's own sqlite3 module (SQLite's shell command
+``.recover`` needs a recent sqlite3 program and fails on the WITHOUT ROWID tables of
+this schema with the sqlite3 3.40 of Debian 12).  A store that cannot be written (read-only, a full
 disk, locked) is an :class:`~rcmdp_exact.OutputPathError` that says how many finished
 jobs are kept.
 """
@@ -52,7 +56,7 @@ from .._checks import OutputPathError
 from .._io import LoadError
 
 __all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "DamagedJobWarning", "Store",
-           "check_store_path", "connect_readonly", "job_checksum"]
+           "check_store_path", "connect_readonly", "job_checksum", "recover_store"]
 
 SCHEMA_VERSION = "3"
 #: Schema versions this version reads ("2": without checksums, upgraded when opened
@@ -294,11 +298,11 @@ class Store:
             word in low for word in ("malformed", "not a database", "corrupt"))
         if damaged:
             return LoadError(
-                f"the results store {p!r} is damaged ({msg}): move it away (mv {p} "
-                f"{p}.damaged) and run rcmdp reproduce again, which starts a new store and "
-                f"recomputes its jobs; to keep the finished jobs that are still readable, "
-                f"first run: sqlite3 {p}.damaged .recover | sqlite3 {p} (recovered jobs "
-                f"are checked against their checksums)")
+                f"the results store {p!r} is damaged ({msg}): run rcmdp recover --db {p}, "
+                f"which copies the finished jobs that are still readable (each checked "
+                f"against its checksum) into a new store in its place and keeps the "
+                f"damaged file as {p}.damaged; then run rcmdp reproduce again with the "
+                f"same options, which recomputes the jobs that were lost")
         if self.readonly and ("disk i/o" in low or "full" in low):
             return LoadError(
                 f"the results store {p!r} cannot be read ({msg}): SQLite needs a small "
@@ -527,6 +531,28 @@ class Store:
         return self._transaction(key, "runs", write)
 
     @_guarded
+    def copy_job(self, table: str, row, tests=(), curves=()) -> bool:
+        """Store one job exactly as another store holds it (:func:`recover_store`):
+        ``table`` "runs" with ``row`` (key, domain, algorithm, seed, spec, info), its
+        ``tests`` and ``curves`` rows without the run id, or "ground_truth" with its
+        row.  One transaction with its checksum; False when the key is stored."""
+        key = row[0]
+
+        def write(cur):
+            if table == "runs":
+                cur.execute("INSERT INTO runs (key, domain, algorithm, seed, spec, info) "
+                            "VALUES (?, ?, ?, ?, ?, ?)", tuple(row))
+                run = cur.lastrowid
+                cur.executemany("INSERT INTO tests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                [(run, *t) for t in tests])
+                cur.executemany("INSERT INTO curves VALUES (?, ?, ?, ?, ?)",
+                                [(run, *c) for c in curves])
+            else:
+                cur.execute("INSERT INTO ground_truth VALUES (?, ?, ?, ?, ?, ?)", tuple(row))
+
+        return self._transaction(key, table, write)
+
+    @_guarded
     def add_ground_truth(self, key: str, spec: dict, result: dict) -> bool:
         """Store one ground-truth result atomically (False if already stored)."""
         from .spec import canonical_json
@@ -537,6 +563,115 @@ class Store:
                          canonical_json(spec), json.dumps(result, sort_keys=True)))
 
         return self._transaction(key, "ground_truth", write)
+
+
+# --------------------------------------------------------------------------- recovery
+def _rows(conn, query: str, args=(), errors=None) -> list:
+    """The rows of ``query`` that a damaged file still gives: read forwards until the
+    first unreadable page, then backwards (the query ends in "ORDER BY <key>", and
+    " DESC" is appended) until the first from that side; SQLite errors end a side."""
+    out = []
+    for q in (query, query + " DESC"):
+        try:
+            for row in conn.execute(q, args):
+                out.append(row)
+            if q == query:  # the whole table was read
+                break
+        except sqlite3.Error as exc:
+            if errors is not None:
+                errors.append(str(exc))
+    return list(dict.fromkeys(out))
+
+
+def _one(conn, query: str, args=(), errors=None):
+    try:
+        return conn.execute(query, args).fetchall()
+    except sqlite3.Error as exc:
+        if errors is not None:
+            errors.append(str(exc))
+        return None
+
+
+def recover_store(source, target) -> dict:
+    """Copy the finished jobs of a (damaged) results store ``source`` that can still be
+    read and verified into a new store ``target``, with this version's schema.
+
+    The source is only read (a read-only connection, which sees its WAL).  A run is
+    copied with its test rows and curve points, a ground-truth job with its row, each
+    in one transaction as :meth:`Store.add_run` stores a job, and only when the
+    payload read back matches its stored checksum (stores without checksums, schema
+    version 2, are copied as they read); whatever cannot be read or does not match is
+    left out, and ``rcmdp reproduce`` recomputes it.  Rows are read around damaged
+    pages (forwards, then backwards), so a damaged page loses only the jobs on it.
+
+    Returns ``{"recovered": n, "runs": n, "ground_truth": n, "seen": n, "lost": n,
+    "errors": [...]}`` (``seen``: jobs whose key could be read; ``lost``: those of them
+    not recovered; ``errors``: SQLite's messages on the unreadable parts, empty when
+    the whole file was read, so that nothing else can be missing).  Raises
+    :class:`~rcmdp_exact.OutputPathError` when ``target`` exists.
+    """
+    target = Path(target)
+    if target.exists():
+        raise OutputPathError(f"{str(target)!r} exists; recovery writes a new store")
+    src = check_store_path(source, must_exist=True)
+    try:
+        conn = connect_readonly(src, timeout=5)
+    except sqlite3.Error:
+        conn = None
+    runs, gts, sums, checked, errors = [], [], {}, True, []
+    if conn is None:
+        errors.append("the file cannot be opened")
+    else:
+        try:
+            runs = _rows(conn, "SELECT id, key, domain, algorithm, seed, spec, info FROM "
+                               "runs ORDER BY id", errors=errors)
+            gts = _rows(conn, "SELECT key, kind, domain, suite, spec, result FROM "
+                              "ground_truth ORDER BY rowid", errors=errors)
+            tables = _one(conn, "SELECT name FROM sqlite_master WHERE type = 'table'",
+                          errors=errors)
+            checked = tables is None or ("checksums",) in tables
+            if checked:
+                sums = dict(_rows(conn, "SELECT key, sha256 FROM checksums ORDER BY rowid",
+                                  errors=errors))
+            requested = _one(conn, "SELECT value FROM meta WHERE name = 'tests'",
+                             errors=errors)
+        except BaseException:
+            conn.close()
+            raise
+    counts = {"recovered": 0, "runs": 0, "ground_truth": 0,
+              "seen": len({r[1] for r in runs} | {g[0] for g in gts}), "lost": 0,
+              "errors": errors}
+    with Store(target) as store:
+        if conn is None:
+            return counts
+        try:
+            if requested:
+                store.request_tests(json.loads(requested[0][0]))
+            for row in runs:
+                run_id, key = row[0], row[1]
+                tests = _one(conn, "SELECT suite, grp, setting, param, mode, value, cost, "
+                                   "budget, penalised FROM tests WHERE run = ? ORDER BY "
+                                   "suite, setting, mode", (run_id,), errors)
+                curves = _one(conn, "SELECT name, idx, episode, value FROM curves WHERE "
+                                    "run = ? ORDER BY name, idx", (run_id,), errors)
+                if tests is None or curves is None:
+                    continue
+                payload = ["run", list(row[1:]), [list(t) for t in tests],
+                           [list(c) for c in curves]]
+                if checked and sums.get(key) != _digest(payload):
+                    continue
+                if store.copy_job("runs", row[1:], tests, curves):
+                    counts["runs"] += 1
+            for row in gts:
+                if checked and sums.get(row[0]) != _digest(["ground_truth", list(row)]):
+                    continue
+                if store.copy_job("ground_truth", row):
+                    counts["ground_truth"] += 1
+        finally:
+            conn.close()
+    counts["recovered"] = counts["runs"] + counts["ground_truth"]
+    counts["lost"] = counts["seen"] - counts["recovered"]
+    return counts
 
 
 def _statements(script: str) -> list[str]:

@@ -57,7 +57,7 @@ def lagrangian_bounds(game: RobustGame, lo, hi, lam, w=None) -> Result:
     ``w`` (J, S).
     """
     sol = game.solve(game.lagrangian(lam), lo, hi, w=w)
-    U = sol["value"] + sol["err"] + lam @ game.d
+    U = sol["value"] + sol["err"] + lam @ game.d_bound + game.rounding(1.0 + lam.sum(axis=1))
     P, pi = sol["P"], sol["pi"]
     grad = game.d - game.numbers(P, pi)[1]
     return Result(U=U, pi=pi, grad=grad, occ=game.occupancy(P, pi), w=sol["w"])
@@ -69,7 +69,7 @@ def feasibility_bounds(game: RobustGame, lo, hi) -> np.ndarray:
     g = np.broadcast_to(-game.C, (J, K, game.S, game.A, game.S)).reshape(J * K, game.S,
                                                                          game.A, game.S)
     sol = game.solve(g, np.repeat(lo, K, axis=0), np.repeat(hi, K, axis=0))
-    return -(sol["value"] + sol["err"]).reshape(J, K)
+    return -(sol["value"] + sol["err"]).reshape(J, K) - game.rounding(1.0)
 
 
 def tighten(lo: np.ndarray, hi: np.ndarray):
@@ -176,7 +176,7 @@ def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float,
     J = lo.shape[0]
     ok = np.ones(J, dtype=bool)
     if game.K:
-        ok = np.all(feasibility_bounds(game, lo, hi) <= game.d, axis=1)
+        ok = np.all(feasibility_bounds(game, lo, hi) <= game.d_bound, axis=1)
     out = {"ok": ok}
     idx = np.flatnonzero(ok)
     if not idx.size:
@@ -247,7 +247,7 @@ def _set_payload(uset) -> bytes:
         return Path(uset.save(Path(tmp) / "set.npz")).read_bytes()
 
 
-def _rebuild_game(model, payload: bytes, tol, max_iter, inner, d):
+def _rebuild_game(model, payload: bytes, tol, max_iter, inner, d, d_slack=0.0):
     """The game a worker uses (see :class:`_GameRecipe`)."""
     import tempfile
     from pathlib import Path
@@ -259,7 +259,7 @@ def _rebuild_game(model, payload: bytes, tol, max_iter, inner, d):
         path.write_bytes(payload)
         uset = load_set(path)
     game = RobustGame(model, uset, tol=tol, max_iter=max_iter, inner=inner)
-    game.d = d
+    game.d, game.d_slack = d, d_slack
     return game
 
 
@@ -270,7 +270,7 @@ class _GameRecipe:
 
     def __init__(self, model, game: RobustGame):
         self.args = (model, _set_payload(game.uset), game.tol, game.max_iter,
-                     game.inner_method, game.d.copy())
+                     game.inner_method, game.d.copy(), game.d_slack)
         self.built = None
 
     def __getstate__(self):

@@ -38,6 +38,7 @@ import numpy as np
 from .._checks import (
     as_float_array,
     check_choice,
+    check_client,
     check_distributions,
     check_int,
     check_real,
@@ -66,7 +67,7 @@ def _least_costs(game: RobustGame):
     """Certified lower bounds (K,) on min_pi max_P C_k, and the minimising policies."""
     K, S, A = game.K, game.S, game.A
     sol = game.solve(-game.C, np.zeros((K, S, A)), np.ones((K, S, A)))
-    return -(sol["value"] + sol["err"]), sol["pi"]
+    return -(sol["value"] + sol["err"]) - game.rounding(1.0), sol["pi"]
 
 
 def _lp_candidates(model, game: RobustGame, inc: Incumbent, n_tighten: int = 3,
@@ -131,7 +132,8 @@ def _weighted_least_costs(game: RobustGame, lam: np.ndarray):
     J = lam.shape[0]
     g = -np.einsum("jk,ksat->jsat", lam, game.C)
     sol = game.solve(g, np.zeros((J, game.S, game.A)), np.ones((J, game.S, game.A)))
-    return -(sol["value"] + sol["err"]) - lam @ game.d, sol["pi"]
+    return (-(sol["value"] + sol["err"]) - game.rounding(lam.sum(axis=1)) - lam @ game.d_bound,
+            sol["pi"])
 
 
 def _joint_infeasibility(game: RobustGame, rounds: int = 12, deadline: float = np.inf):
@@ -191,7 +193,7 @@ def _infeasible(game, why: str, pol: np.ndarray, least, extra: dict) -> Result:
 def _infeasibility(game, model, least, safest, deadline: float = np.inf):
     """(why, policy) when the budgets are certified infeasible (one alone, or together
     for some weights), else None."""
-    ks = [k for k in range(game.K) if least[k] > game.d[k]]
+    ks = [k for k in range(game.K) if least[k] > game.d_bound[k]]
     if ks:
         why = "; ".join(f"the smallest worst-case cost of constraint {cost_name(model, k)} "
                         f"is {fmt(least[k])} > budget d[{k}] = {fmt(game.d[k])}" for k in ks)
@@ -224,6 +226,7 @@ def _check_bracket(model, ball, variants, kw: dict):
     check_real(kw["rtol"], "rtol", 0.0)
     check_real(kw["atol"], "atol", 0.0)
     check_seed(kw["seed"])
+    check_client(kw["client"])
     if kw["n_sweeps"] != 2 or kw["rvi_method"] != "policy_iteration":
         warnings.warn("rcmdp_bracket: n_sweeps and rvi_method have no effect (the fixed "
                       "points are found by policy iteration and lam by gradient steps and "
@@ -381,7 +384,9 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
         McCormick envelopes); ``()`` for the Lagrangian bound alone.
     client : distributed.Client, optional
         Bound the children of each round on this Dask cluster (the same answer as
-        without, for the same box budget).
+        without, for the same box budget).  Anything else than a ``distributed.Client``
+        (or an object with its methods ``scatter`` and ``submit``) is refused before
+        any work.
     dual_evaluations : int
         Budget (robust fixed points) of the certified Lagrangian dual computed after the
         bracket (:func:`~rcmdp_exact.ground_truth.certified_dual`, in the time left
@@ -411,7 +416,8 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
         :func:`~rcmdp_exact.ground_truth.certified_dual` result), and ``duality_gap``:
         certified bounds [``lo``, ``hi``] on :math:`D - \mathrm{OPT}` with
         ``strong_duality`` ("fails" when ``lo > 0``: a proof that strong duality fails
-        on this model, "holds" or "undecided") and ``message``; both None when the set
+        on this model, "holds", "undecided", or "inconsistent" when the bracket's own
+        bounds cross) and ``message``; both None when the set
         is not sa-rectangular, ``dual_evaluations`` is 0 or no time was left.  The
         former names ``multiplier``, ``lower_cost``, ``upper_policy_cost`` and
         ``min_robust_cost`` still read, with a DeprecationWarning.
@@ -422,6 +428,9 @@ def rcmdp_bracket(model, ball, *, n_grid: int = 29, lam_range=None, n_refine: in
     deadline = t0 + time_limit
     game = RobustGame(model, ball, tol=tol, deadline=deadline)
     game.d = game.d + feas_tol
+    # a policy accepted on the lower side has costs <= d as computed, so within the
+    # rounding of a cost: the upper side bounds the optimum at budgets that cover it
+    game.d_slack = float(game.rounding(1.0))
     least, safest = _least_costs(game)
     var_out, cut = {}, []
     # the variants are candidates only: they get a share of the time at most

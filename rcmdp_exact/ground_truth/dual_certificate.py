@@ -64,13 +64,14 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import time
 import warnings
 
 import numpy as np
 from scipy.optimize import linprog
 
-from .._checks import check_int, check_real
+from .._checks import check_fields, check_int, check_real
 from .._result import Result, Status
 from ..robust import check_robust_inputs, robust_evaluate, robust_value_iteration
 
@@ -480,12 +481,25 @@ def _result(ev, lo, hi, lam, pol, lam_max, slater, slater_numbers, cost_range, c
     )
 
 
+def _crossed(whose: str, lo_name: str, lo: float, hi_name: str, hi: float) -> str:
+    """"" when ``lo <= hi`` (up to the rounding of the numbers that computed them, 1e-9
+    relative), else the sentence that says they cross."""
+    if not lo > hi + 1e-9 * max(1.0, abs(lo) if math.isfinite(lo) else 1.0,
+                                abs(hi) if math.isfinite(hi) else 1.0):
+        return ""
+    return f"{whose} {lo_name} = {lo!r} is above its {hi_name} = {hi!r} (by {lo - hi:.3g})"
+
+
 def duality_gap(model, uset, bracket, dual=None, **dual_options) -> Result:
     r"""Certified bounds on the duality gap D - OPT of an RCMDP.
 
     ``bracket`` is a result of :func:`~rcmdp_exact.rcmdp_bracket` (``lower <= OPT <=
     upper``) for the same model and set; ``dual`` a result of :func:`certified_dual`
-    (computed with ``dual_options`` when not given).  Then
+    (computed with ``dual_options`` when not given).  Both are checked first, before
+    any work: anything but a result with these numbers is an
+    :class:`~rcmdp_exact.InputError`; bounds that cross (``lower > upper`` or ``lo >
+    hi`` beyond rounding, 1e-9 relative) give the verdict ``"inconsistent"`` with
+    ``lo`` and ``hi`` NaN (nothing follows from them).  Then
 
     .. math::
 
@@ -500,12 +514,26 @@ def duality_gap(model, uset, bracket, dual=None, **dual_options) -> Result:
     Result
         ``lo``, ``hi`` the bounds on the gap (``lo`` may be negative: not certified),
         ``strong_duality`` ("fails" when ``lo > 0``; "holds" when ``hi`` is within the
-        dual's tolerance of 0; "undecided" otherwise), ``dual`` (the
+        dual's tolerance of 0; "undecided" otherwise; "inconsistent" when the bracket
+        or the dual cross), ``dual`` (the
         :func:`certified_dual` result), ``primal`` (lower, upper), ``message``.
     """
+    fix = "give the result of rcmdp_bracket(model, uset) for this model and set"
+    lower, upper = check_fields(bracket, "bracket", ("lower", "upper"), fix)
+    crossed = _crossed("the bracket's", "lower", lower, "upper", upper)
+    if dual is not None:
+        d_lo, d_hi = check_fields(dual, "dual", ("lo", "hi"),
+                                  "give the result of certified_dual(model, uset)")
+        crossed = crossed or _crossed("the dual's", "lo", d_lo, "hi", d_hi)
+    if crossed:  # no bound on D - OPT follows; the dual is not computed for nothing
+        nan = float("nan")
+        return Result(lo=nan, hi=nan, strong_duality="inconsistent", dual=dual,
+                      primal=(lower, upper),
+                      message=f"inconsistent: {crossed}, so no bound on D - OPT follows; "
+                              f"recompute them (rcmdp_bracket, certified_dual) for this "
+                              f"model and set")
     if dual is None:
         dual = certified_dual(model, uset, **dual_options)
-    lower, upper = float(bracket["lower"]), float(bracket["upper"])
     lo, hi = dual["lo"] - upper, dual["hi"] - lower
     if lo > 0:
         verdict = "fails"

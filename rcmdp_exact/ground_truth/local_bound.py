@@ -224,8 +224,11 @@ class _Box:
             pi = greedy_box(qq, self.lo, self.hi)
             a = np.einsum("jsa,jnsa->jns", pi, self.q) - self.w
             per = self.base + (self.mid * a).sum(axis=2) + self.spread
-        F = (theta * per).sum(axis=1) + lam @ self.game.d
-        return F, per[:, 1:] + self.game.d
+        # the rounding allowance grows with the multipliers: a slope of rounding noise
+        # cannot drive lam to 1e10 and the bound below the optimum
+        slack = self.game.rounding(1.0)
+        F = (theta * per).sum(axis=1) + lam @ self.game.d_bound + slack * theta.sum(axis=1)
+        return F, per[:, 1:] + self.game.d_bound + slack
 
 
 def _keep(best_F, best_lam, F, lam):

@@ -159,7 +159,7 @@ class OccupancyLP:
                 rows.append(np.full(n, r0))
                 cols.append(base + np.arange(n))
                 vals.append(rew.ravel())
-                ru.append(np.array([g.d[j - 1]]))
+                ru.append(np.array([g.d_bound[j - 1]]))
             rl.append(np.full(1, -np.inf))
             r0 += 1
         Amat = sp.csc_array((np.concatenate(vals), (np.concatenate(rows),
@@ -222,7 +222,13 @@ class OccupancyLP:
         with np.errstate(invalid="ignore"):
             rows = np.minimum(np.where(y > 0, y * rl, np.inf), np.where(y < 0, y * ru, np.inf))
         rows = np.where(y == 0.0, 0.0, rows)
-        low = float(np.minimum(rho * clo, rho * chi).sum() + rows.sum())
+        terms = np.minimum(rho * clo, rho * chi)
+        low = float(terms.sum() + rows.sum())
+        # the rounding of those two sums (recursive summation: n eps times the sum of
+        # the absolute terms) and of the matrix built from the kernels
+        n_terms = terms.size + rows.size
+        low -= float(n_terms * np.finfo(float).eps * (np.abs(terms).sum() + np.abs(rows).sum()))
+        low -= float(self.game.rounding(1.0 + np.abs(y).sum()))
         hb = h.getBasis()
         out = None
         if hb.valid:

@@ -20,7 +20,6 @@ from (the paper, its published implementation, or this toolkit).
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, fields
 
 from .._checks import InputError, check_choice, check_int, check_real, check_type
@@ -275,10 +274,15 @@ class Settings:
         return ALGORITHMS[self.algorithm]
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        """Strict JSON (non-finite numbers tagged, :func:`rcmdp_exact._io.json_text`)."""
+        from .._io import json_text
+
+        return json_text(asdict(self), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> Settings:
-        data = json.loads(text)
+        from .._io import json_value
+
+        data = json_value(text)
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})

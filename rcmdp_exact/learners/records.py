@@ -34,7 +34,6 @@ and ``penalised`` (the test metric's penalised return).
 
 from __future__ import annotations
 
-import json
 import warnings
 from dataclasses import dataclass, field
 
@@ -259,11 +258,16 @@ class TrainResult:
     def save(self, path, force: bool = True):
         """Save to ``.npz`` (no pickle); :func:`load` gives an equal result back.
 
+        The archive's ``meta_json`` and ``settings_json`` are strict JSON: a NaN (the
+        adversary's multiplier ``lam_adv`` of a learner without adversary, a timing)
+        is written as ``{"__type__": "float", "value": "nan"}`` (and inf as ``"inf"``),
+        read back as the float by :func:`load` (:func:`rcmdp_exact._io.json_text`).
+
         The suffix ``.npz`` is added when ``path`` has another one (or none); an existing
         file is refused unless ``force``; the file is written atomically.  Returns the
         path written.
         """
-        from .._io import npz_path, save_npz
+        from .._io import json_text, npz_path, save_npz
 
         p = check_out_path(npz_path(path), kind="file", force=force, name="path")
         meta = {"algorithm": self.algorithm, "hidden": self.hidden,
@@ -272,7 +276,7 @@ class TrainResult:
                 "format": 1}
         arrays = {
             "settings_json": np.array(self.settings.to_json()),
-            "meta_json": np.array(json.dumps(meta, sort_keys=True)),
+            "meta_json": np.array(json_text(meta, sort_keys=True)),
             "inputs": self.inputs, "policy_params": self.policy_params, "lam": self.lam,
             "adversary_params": self.adversary_params,
             "adversary_inputs": self.adversary_inputs,
@@ -301,12 +305,12 @@ def load(path) -> TrainResult:
     ``path`` with or without the suffix ``.npz``.  A missing, foreign, truncated or
     invalid file is a :class:`~rcmdp_exact.LoadError` naming the path.
     """
-    from .._io import LoadError, load_npz
+    from .._io import LoadError, json_value, load_npz
 
     what = "a training result written by TrainResult.save"
     f = load_npz(path, RESULT_FORMAT, what, legacy_keys=("settings_json", "meta_json"))
     try:
-        meta = json.loads(str(f["meta_json"]))
+        meta = json_value(str(f["meta_json"]))
         records = {k[5:]: f[k] for k in f if k.startswith("rec__")}
         return TrainResult(
             algorithm=meta["algorithm"], settings=Settings.from_json(str(f["settings_json"])),

@@ -69,6 +69,13 @@ from ..uncertainty import SRectangularSet
 
 __all__ = ["CONTAINS_TOL", "RobustGame", "checked_worst_case", "greedy_box"]
 
+#: Rounding allowance of a certified bound, relative to the value scale: a bound built
+#: from objectives of total weight ``weight`` is moved outwards by ``ROUNDING * scale *
+#: weight`` (:meth:`RobustGame.rounding`).  16 eps: twice the rounding of a worst-case
+#: cost seen where a multiplier of 2e10 turned it into a bound 3.6e-4 on the wrong side
+#: (8 eps of the cost); the residual bounds of the fixed points do not see rounding.
+ROUNDING = 16.0 * np.finfo(float).eps
+
 #: Tolerance of the check that a user's set answers with rows inside itself
 #: (``uset.contains(P, tol=CONTAINS_TOL)``), of the row sums of those rows, and of the
 #: relative difference between a returned ``value`` and :math:`p^\top z`.
@@ -251,6 +258,24 @@ class RobustGame:
         self.n_inner = 0
         self.deadline = deadline
         self._check_rows = True  # the next inner step checks a user's rows (once per fixed point)
+        self.d_slack = 0.0  # upper bounds hold for the budgets d + d_slack (:attr:`d_bound`)
+
+    def rounding(self, weight=1.0):
+        r"""The rounding allowance of a bound whose objectives carry total weight
+        ``weight`` (a number or an array): :data:`ROUNDING` times ``scale`` times the
+        weight.  Certified bounds are moved outwards by it, so that the rounding of the
+        solves and sums behind them (which a residual bound does not see) cannot put a
+        bound on the wrong side; a multiplier of 1e10 times a cost rounded by 1e-15 would
+        otherwise move a bound by 1e-5."""
+        return ROUNDING * self.scale * np.asarray(weight, dtype=np.float64)
+
+    @property
+    def d_bound(self) -> np.ndarray:
+        """The budgets at which upper bounds are computed: ``d + d_slack`` (the bracket
+        sets ``d_slack`` to the rounding allowance of a cost, so that a policy accepted on
+        the lower side at ``d``, whose costs are known up to that rounding, is covered by
+        the upper side)."""
+        return self.d + self.d_slack
 
     def late(self) -> bool:
         """True once the deadline (if any) has passed."""
