@@ -14,6 +14,8 @@ _EXPORTS = {
     "central_difference": ".gradients",
     "certified_dual": ".ground_truth",
     "check_policy": ".model",
+    "check_set_conformance": ".uncertainty",
+    "ConformanceError": ".uncertainty",
     "collect_counts": ".uncertainty",
     "DirectPolicy": ".parametrisations",
     "domains": ".domains",
@@ -30,21 +32,17 @@ _EXPORTS = {
     "evaluate_time_dependent": ".evaluation",
     "extreme_kernels": ".uncertainty",
     "finite_difference": ".gradients",
-    "FiniteSet": ".uncertainty",
     "greedy_policy": ".mdp",
     "hoeffding_radius": ".uncertainty",
     "ImproperPolicyError": "._checks",
     "InnerProblemError": "._checks",
     "InputError": "._checks",
     "interop": ".interop",
-    "IntervalSet": ".uncertainty",
-    "KLBall": ".uncertainty",
+    "KernelSet": ".uncertainty",
     "l1_ball": ".uncertainty",
     "l1_violation": ".uncertainty",
-    "L1Ball": ".uncertainty",
     "lagrangian": ".gradients",
     "learners": ".learners",
-    "LInfBall": ".uncertainty",
     "load_set": ".uncertainty",
     "LoadError": "._io",
     "merge_outcomes": ".uncertainty",
@@ -72,17 +70,17 @@ _EXPORTS = {
     "robust_policy_gradient": ".gradients",
     "robust_value_iteration": ".robust",
     "sampling": ".sampling",
+    "SARectangularSet": ".uncertainty",
     "solve_cmdp": ".ground_truth",
     "solve_cmdp_finite_horizon": ".ground_truth",
     "solve_mdp": ".mdp",
-    "SRectL1Ball": ".uncertainty",
+    "SRectangularSet": ".uncertainty",
     "TabularAdversary": ".parametrisations",
     "TabularCMDP": ".model",
     "TabularPolicy": ".parametrisations",
     "UncertaintySet": ".uncertainty",
     "verify_theorems": ".verify",
     "VerifyTable": ".verify",
-    "WeightedL1Ball": ".uncertainty",
     "worst_case_kernel": ".robust",
     "worst_case_l1": ".uncertainty",
     "worst_case_objective": ".robust",
@@ -99,8 +97,21 @@ def _submodules() -> frozenset:
                      and (p.suffix == ".py" or (p / "__init__.py").exists()))
 
 
+def _set_class_names() -> tuple:
+    """The set classes of the built-in kinds (public names of the package, found by
+    :mod:`rcmdp_exact.uncertainty.kinds` without importing them)."""
+    from .uncertainty.kinds import kind_files
+
+    return tuple(info.cls for info in kind_files().values())
+
+
 def __getattr__(name: str):
+    if name == "__all__":  # computed on first use: the set classes come from a file scan
+        value = globals()["__all__"] = sorted([*_STATIC_ALL, *_set_class_names()])
+        return value
     module = _EXPORTS.get(name)
+    if module is None and name in _set_class_names():
+        module = ".uncertainty"
     if module is None and name in _submodules():
         module = "." + name  # a submodule: rcmdp_exact.ground_truth works without an import
     if module is None:
@@ -114,22 +125,20 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted({*globals(), *__all__})
+    return sorted({*globals(), *__getattr__("__all__")})
 
 
-__all__ = [
+#: The public names (``__all__`` adds the set classes of the built-in kinds).
+_STATIC_ALL = [
+    "ConformanceError",
     "ESTIMATORS",
     "OBJECTIVES",
     "BracketSettings",
     "DirectPolicy",
-    "FiniteSet",
     "ImproperPolicyError",
     "InnerProblemError",
     "InputError",
-    "IntervalSet",
-    "KLBall",
-    "L1Ball",
-    "LInfBall",
+    "KernelSet",
     "LoadError",
     "MLPAdversary",
     "MLPPolicy",
@@ -139,13 +148,13 @@ __all__ = [
     "OutputPathError",
     "PolicySystem",
     "Result",
-    "SRectL1Ball",
+    "SARectangularSet",
+    "SRectangularSet",
     "TabularAdversary",
     "TabularCMDP",
     "TabularPolicy",
     "UncertaintySet",
     "VerifyTable",
-    "WeightedL1Ball",
     "WorstCaseObjective",
     "__version__",
     "adversary_gradient",
@@ -153,6 +162,7 @@ __all__ = [
     "central_difference",
     "certified_dual",
     "check_policy",
+    "check_set_conformance",
     "collect_counts",
     "domains",
     "duality_gap",

@@ -396,23 +396,24 @@ def robust_policy_gradient(model: TabularCMDP, params, uset, objective: str = "v
     """
     from .robust import robust_evaluate, worst_case_objective
     from .robust.engine import checked_worst_case
-    from .uncertainty import FiniteSet, check_set
+    from .uncertainty import KernelSet, SRectangularSet, check_set
 
     check_choice(objective, "objective", ROBUST_OBJECTIVES,
                  hint=" (the worst-case value, total cost, or Lagrangian)")
     check_real(tie_tol, "tie_tol", 0.0)
     ctx = _Context(model, params, lam, parametrisation, None, "softmax")
     check_set(uset, model)
-    if uset.rectangularity == "s":
+    if isinstance(uset, SRectangularSet):
         raise ModelError(
-            "robust_policy_gradient needs an sa-rectangular set or a FiniteSet; an "
+            "robust_policy_gradient needs an sa-rectangular set or a set of whole kernels "
+            "(FiniteSet); an "
             f"s-rectangular {type(uset).__name__} couples the actions of a state (its "
             "worst case depends on the policy): use an sa-rectangular set"
         )
     pi = ctx.policy.probs(ctx.theta)
     lam_arr = ctx.lam
-    if isinstance(uset, FiniteSet):
-        evs = [evaluate(model.with_transitions(Pm), pi, lam_arr) for Pm in uset.kernels]
+    if isinstance(uset, KernelSet):
+        evs = [evaluate(model.with_transitions(Pm), pi, lam_arr) for Pm in uset.members]
         if objective == "value":
             J_m = np.array([e.value for e in evs])
         elif objective == "constraint":
@@ -422,7 +423,7 @@ def robust_policy_gradient(model: TabularCMDP, params, uset, objective: str = "v
         worst = int(np.argmin(J_m))
         J = float(J_m[worst])
         ties = np.flatnonzero(J_m - J <= tie_tol * max(1.0, abs(J)))
-        P = np.asarray(uset.kernels[worst])
+        P = np.asarray(uset.members[worst])
         unique = ties.size == 1
         where = f"member {worst} of {uset.n_members}"
         tie_note = "" if unique else f"; members {ties.tolist()} tie for the worst case"
@@ -458,7 +459,7 @@ def robust_policy_gradient(model: TabularCMDP, params, uset, objective: str = "v
                                       f"pair(s), first (s, a) = {tuple(ties[0].tolist())}")
     if objective == "constraint":
         J = -J
-    elif objective == "lagrangian" and not isinstance(uset, FiniteSet):
+    elif objective == "lagrangian" and not isinstance(uset, KernelSet):
         J += float(lam_arr @ model.d)
     ev = evaluate(model.with_transitions(P, check=False), pi, lam_arr, check=False)
     signal = {"value": ev.q, "constraint": ev.qc.sum(axis=2),

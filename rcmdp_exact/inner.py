@@ -7,9 +7,9 @@ DeprecationWarning) for one release; import it from :mod:`rcmdp_exact` or
 
 import warnings
 
-from .uncertainty.l1_sort import INNER_METHODS, LP_SOLVERS, l1_violation, worst_case_l1
+from .uncertainty.l1_sort import l1_violation, worst_case_l1
 
 warnings.warn("rcmdp_exact.inner is deprecated; import worst_case_l1 and l1_violation from "
               "rcmdp_exact or rcmdp_exact.uncertainty", DeprecationWarning, stacklevel=2)
 
-__all__ = ["INNER_METHODS", "LP_SOLVERS", "l1_violation", "worst_case_l1"]
+__all__ = ["l1_violation", "worst_case_l1"]

@@ -14,9 +14,11 @@ Strategies
   (``grid=None``: continuous values from a seeded generator);
 * :func:`garnets`: the toolkit's Garnet models (:func:`rcmdp_exact.domains.garnet`);
 * :func:`policies` (stochastic or deterministic), :func:`multipliers`;
-* uncertainty sets: :func:`l1_balls`, :func:`weighted_l1_balls`, :func:`linf_balls`,
-  :func:`interval_sets`, :func:`kl_balls`, :func:`s_rect_l1_balls`,
-  :func:`finite_sets`, and :func:`balls` (one of the kinds named);
+* uncertainty sets: :func:`balls` (a set of one of the kinds named, drawn by the
+  kind's own ``strategy``: ``rcmdp_exact.L1Ball.strategy(model, max_radius=1.0)`` and
+  so on), and the building blocks of the sets' strategies and of yours
+  (:func:`pair_radii`, :func:`state_budgets`, :func:`supports`, :func:`grid_values`,
+  :func:`kernels`, :func:`sizes`);
 * :func:`binding_budgets`: budgets between the worst-case costs of the least-cost
   robust policy and those of the unconstrained robust optimum (:func:`budget_levels`
   computes both): feasible, and often binding; :func:`robust_cmdps` draws a model, a
@@ -41,7 +43,8 @@ Exact checks, counterexamples
 * :func:`skewed_kernel`, :func:`skewed_values` and :func:`skewed_radii`: seeded rows of
   the kind real data gives (masses from 1e-15 to 1e-2 beside large ones, exact zeros,
   values up to 1e6, near ties, radii near 0 and radii that cover the simplex), to test
-  an inner solver where friendly random rows never reach.
+  an inner solver where friendly random rows never reach (numpy only: they live in
+  :mod:`rcmdp_exact.uncertainty.conformance`, whose check of a set uses them).
 
 Examples
 --------
@@ -81,12 +84,15 @@ from ._checks import (
 from ._result import Result, decode, encode
 from .evaluation import PolicySystem
 from .model import TabularCMDP
+from .uncertainty.conformance import SKEWED_FAMILIES, skewed_kernel, skewed_radii, skewed_values
 
 _seed = seed  # hypothesis.seed, before a parameter named seed hides it
 
 __all__ = [
     "EXACT_PROFILE",
+    "SA_KINDS",
     "SET_KINDS",
+    "SKEWED_FAMILIES",
     "balls",
     "binding_budgets",
     "budget_levels",
@@ -95,23 +101,22 @@ __all__ = [
     "exact_settings",
     "example",
     "find_counterexample",
-    "finite_sets",
     "garnets",
-    "interval_sets",
-    "kl_balls",
-    "l1_balls",
-    "linf_balls",
+    "grid_values",
+    "kernels",
     "load_counterexample",
     "multipliers",
+    "pair_radii",
     "policies",
     "random_cmdp",
     "robust_cmdps",
-    "s_rect_l1_balls",
     "save_counterexample",
+    "sizes",
     "skewed_kernel",
     "skewed_radii",
     "skewed_values",
-    "weighted_l1_balls",
+    "state_budgets",
+    "supports",
 ]
 
 #: The name of the settings profile for exact checks (registered on import).
@@ -126,10 +131,6 @@ settings.register_profile(
     print_blob=True,
 )
 
-#: The kinds of uncertainty set :func:`balls` draws, by name.
-SET_KINDS = ("l1", "weighted_l1", "linf", "interval", "kl", "s_l1", "finite")
-#: The sa-rectangular kinds (those robust_evaluate and the bracket take).
-SA_KINDS = ("l1", "weighted_l1", "linf", "interval", "kl")
 #: Format of a saved counterexample.
 COUNTEREXAMPLE_FORMAT = "rcmdp_exact.Counterexample/1"
 
@@ -325,6 +326,53 @@ def multipliers(draw, model: TabularCMDP, max_value: float = 4.0, grid: int | No
 
 
 # =========================================================================== sets
+@st.composite
+def grid_values(draw, n: int, low: float, high: float, grid: int | None = 4):
+    """Strategy for n values (n,) in [low, high]: multiples of ``1/grid`` (shrinking to
+    the one nearest 0), or continuous draws from a generator seeded by the example
+    (``grid=None``).  A building block of the sets' strategies."""
+    grid = _check_grid(grid)
+    return _values(draw, n, low, high, grid, _generator(draw, grid))
+
+
+@st.composite
+def pair_radii(draw, model: TabularCMDP, max_radius: float, *, grid: int | None = 4):
+    """Strategy for radii (S, A) in [0, max_radius], one per pair, 0 at terminal states
+    (with ``grid=None``, about a fifth of the pairs certain, radius 0)."""
+    return _radii(draw, model, max_radius, _check_grid(grid), "pair")
+
+
+@st.composite
+def state_budgets(draw, model: TabularCMDP, max_radius: float, *, grid: int | None = 4):
+    """Strategy for budgets (S,) in [0, max_radius], one per state, 0 at terminal
+    states (the radii of an s-rectangular set)."""
+    return _radii(draw, model, max_radius, _check_grid(grid), "state")
+
+
+@st.composite
+def supports(draw, model: TabularCMDP, support=("all", "nominal")):
+    """Strategy for supports (S, A, S) bool: every next state (``"all"``) or those of
+    the model's kernel (``"nominal"``); a name, or a tuple of names to draw from."""
+    return _support(draw, model, support)
+
+
+@st.composite
+def kernels(draw, model: TabularCMDP, grid: int | None = 4):
+    """Strategy for transition kernels (S, A, S) with rows on every next state (those
+    of terminal states left 0, for the caller to set)."""
+    grid = _check_grid(grid)
+    S, A = model.n_states, model.n_actions
+    support = np.ones((S, A, S), dtype=bool)
+    support[np.asarray(model.terminal, dtype=bool)] = False
+    return _rows(draw, S, A, support, grid, _generator(draw, grid))
+
+
+def sizes(value) -> SearchStrategy:
+    """Strategy for a size given as an int, an inclusive range (low, high) or a
+    strategy."""
+    return _ints(value)
+
+
 def _radii(draw, model, high, grid, per="pair"):
     S, A = model.n_states, model.n_actions
     n = S * A if per == "pair" else S
@@ -345,123 +393,59 @@ def _support(draw, model, support):
     return np.ones(P.shape, dtype=bool) if kind == "all" else P > 0
 
 
-@st.composite
-def l1_balls(draw, model: TabularCMDP, max_radius: float = 2.0,
-             support=("all", "nominal"), grid: int | None = 4):
-    """Strategy for :class:`~rcmdp_exact.L1Ball` sets around ``model.P``: a radius per
-    pair in [0, max_radius] (0 at terminal states), support every state or the
-    nominal's."""
-    from .uncertainty import L1Ball
+def _kinds_with_strategies() -> tuple[str, ...]:
+    from .uncertainty import builtin_kinds, set_class
 
-    grid = _check_grid(grid)
-    sup = _support(draw, model, support)
-    return L1Ball(model.P, _radii(draw, model, max_radius, grid), sup)
+    return tuple(k for k in builtin_kinds() if set_class(k).has_strategy())
 
 
-@st.composite
-def weighted_l1_balls(draw, model: TabularCMDP, max_radius: float = 2.0,
-                      max_weight: float = 3.0, support=("all", "nominal"),
-                      grid: int | None = 4):
-    """Strategy for :class:`~rcmdp_exact.WeightedL1Ball` sets: weights per entry in
-    [1/grid, max_weight], budgets per pair in [0, max_radius]."""
-    from .uncertainty import WeightedL1Ball
-
-    grid = _check_grid(grid)
-    sup = _support(draw, model, support)
-    n = model.n_states * model.n_actions * model.n_states
-    w = _values(draw, n, 1.0 / (grid or 4), max_weight, grid, _generator(draw, grid))
-    return WeightedL1Ball(model.P, _radii(draw, model, max_radius, grid),
-                          w.reshape(model.P.shape), sup)
+#: The built-in kinds of uncertainty set :func:`balls` draws, by name (each set class's
+#: ``kind``; ``rcmdp_exact.uncertainty.builtin_kinds``).
+SET_KINDS = _kinds_with_strategies()
 
 
-@st.composite
-def linf_balls(draw, model: TabularCMDP, max_radius: float = 1.0,
-               support=("all", "nominal"), grid: int | None = 4):
-    """Strategy for :class:`~rcmdp_exact.LInfBall` sets: a radius per pair."""
-    from .uncertainty import LInfBall
+def _sa_kinds() -> tuple[str, ...]:
+    from .uncertainty import SARectangularSet, set_class
 
-    grid = _check_grid(grid)
-    sup = _support(draw, model, support)
-    return LInfBall(model.P, _radii(draw, model, max_radius, grid), sup)
+    return tuple(k for k in SET_KINDS if issubclass(set_class(k), SARectangularSet))
 
 
-@st.composite
-def interval_sets(draw, model: TabularCMDP, max_width: float = 0.5, grid: int | None = 4):
-    """Strategy for :class:`~rcmdp_exact.IntervalSet` sets: ``[P - a, P + b]`` clipped
-    to [0, 1], with a, b per entry in [0, max_width] (the model's kernel inside)."""
-    from .uncertainty import IntervalSet
-
-    grid = _check_grid(grid)
-    P = np.asarray(model.P)
-    n = P.size
-    rng = _generator(draw, grid)
-    a = _values(draw, n, 0.0, max_width, grid, rng).reshape(P.shape)
-    b = _values(draw, n, 0.0, max_width, grid, rng).reshape(P.shape)
-    term = np.asarray(model.terminal, dtype=bool)
-    a[term] = b[term] = 0.0
-    return IntervalSet(np.clip(P - a, 0.0, 1.0), np.clip(P + b, 0.0, 1.0), nominal=P)
+#: The sa-rectangular kinds (those every robust function takes): the default of
+#: :func:`balls`.
+SA_KINDS = _sa_kinds()
 
 
-@st.composite
-def kl_balls(draw, model: TabularCMDP, max_radius: float = 1.0, grid: int | None = 4):
-    """Strategy for :class:`~rcmdp_exact.KLBall` sets: a radius per pair."""
-    from .uncertainty import KLBall
-
-    grid = _check_grid(grid)
-    return KLBall(model.P, _radii(draw, model, max_radius, grid))
-
-
-@st.composite
-def s_rect_l1_balls(draw, model: TabularCMDP, max_radius: float = 2.0,
-                    support=("all", "nominal"), grid: int | None = 4):
-    """Strategy for :class:`~rcmdp_exact.SRectL1Ball` sets: a budget per state."""
-    from .uncertainty import SRectL1Ball
-
-    grid = _check_grid(grid)
-    sup = _support(draw, model, support)
-    return SRectL1Ball(model.P, _radii(draw, model, max_radius, grid, per="state"), sup)
-
-
-@st.composite
-def finite_sets(draw, model: TabularCMDP, n_kernels=(2, 3),
-                grid: int | None = 4):
-    """Strategy for :class:`~rcmdp_exact.FiniteSet` sets: ``model.P`` first, then
-    kernels drawn on the model's support (terminal states absorbing)."""
-    from .uncertainty import FiniteSet
-
-    grid = _check_grid(grid)
-    M = check_int(draw(_ints(n_kernels)), "n_kernels", 1)
-    P = np.asarray(model.P)
-    term = np.asarray(model.terminal, dtype=bool)
-    support = np.ones(P.shape, dtype=bool)
-    support[term] = False
-    rng = _generator(draw, grid)
-    members = [P]
-    for _ in range(M - 1):
-        Q = _rows(draw, model.n_states, model.n_actions, support, grid, rng)
-        Q[term] = P[term]
-        members.append(Q)
-    return FiniteSet(np.stack(members))
-
-
-_SET_STRATEGIES = {"l1": l1_balls, "weighted_l1": weighted_l1_balls, "linf": linf_balls,
-                   "interval": interval_sets, "kl": kl_balls, "s_l1": s_rect_l1_balls,
-                   "finite": finite_sets}
-
-
-def balls(model: TabularCMDP, kinds=SA_KINDS, grid: int | None = 4) -> SearchStrategy:
+def balls(model: TabularCMDP, kinds=SA_KINDS, grid: int | None = 4,
+          **options) -> SearchStrategy:
     """Strategy for an uncertainty set of one of ``kinds`` around ``model.P``.
 
-    ``kinds`` names from :data:`SET_KINDS`: "l1", "weighted_l1", "linf", "interval",
-    "kl" (the sa-rectangular ones, the default), "s_l1", "finite".
+    ``kinds``: names of kinds (:data:`SET_KINDS`: "l1", "finite", "interval", "kl",
+    "linf", "s-l1", "weighted-l1"; default the sa-rectangular ones, :data:`SA_KINDS`),
+    or ``"MODULE:CLASS"`` of a set class of yours, or the kind of a class of yours
+    already defined; each is drawn by its class's ``strategy(model, grid=grid,
+    **options)`` (``options`` such as ``max_radius`` go to every kind named).
     """
+    from .uncertainty import set_class
+
     kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
     if not kinds:
         raise InputError(f"kinds is empty; name some of {', '.join(SET_KINDS)}")
+    classes = {}
     for k in kinds:
-        check_choice(k, "set kind", SET_KINDS)
+        cls = set_class(k)
+        if not cls.has_strategy():
+            raise InputError(f"the set kind {k!r} ({cls.__name__}) gives no hypothesis "
+                             f"strategy; add a classmethod strategy(model, grid=...) to it")
+        classes[k] = cls
     _check_grid(grid)
-    return st.sampled_from(kinds).flatmap(lambda k: _SET_STRATEGIES[k](model, grid=grid))
+
+    def draw_kind(k):
+        try:
+            return classes[k].strategy(model, grid=grid, **options)
+        except TypeError as exc:
+            raise InputError(f"the set kind {k!r}: {exc}") from None
+
+    return st.sampled_from(kinds).flatmap(draw_kind)
 
 
 # =========================================================================== budgets
@@ -849,91 +833,3 @@ def dense_binding_cmdp(seed, magnitudes=(1.0, 10.0)) -> TabularCMDP:
     C = PolicySystem(P_pi, gamma).solve(rhs)[:, 1:]
     d = (p0 @ C) * rng.uniform(0.95, 1.0, K)
     return TabularCMDP(P, r, c, d=d, gamma=gamma, p0=p0)
-
-
-# =========================================================================== rows of real data
-#: Families of :func:`skewed_kernel` rows: a few large masses beside masses from 1e-15
-#: to 1e-2 and exact zeros, as kernels estimated from counts have them.
-SKEWED_FAMILIES = ("tiny", "zeros", "one_large", "uniform")
-
-
-def skewed_kernel(seed, S: int, A: int) -> np.ndarray:
-    """A transition kernel (S, A, S) whose rows look like estimated ones.
-
-    Each row is drawn from one family of :data:`SKEWED_FAMILIES`: ``"tiny"`` (one to
-    three large masses, the other entries from 1e-15 to 1e-2 on a log scale),
-    ``"zeros"`` (the same with about a third of the entries exactly 0), ``"one_large"``
-    (a mass of 1 - eps beside entries of 1e-15 to 1e-6) and ``"uniform"`` (Dirichlet(1),
-    the friendly case).  Rows sum to 1 up to rounding and always have a positive entry.
-    """
-    rng = rng_from(seed)
-    P = np.zeros((S, A, S))
-    for s, a in np.ndindex(S, A):
-        fam = SKEWED_FAMILIES[int(rng.integers(len(SKEWED_FAMILIES)))]
-        if fam == "uniform" or S == 1:
-            row = rng.dirichlet(np.ones(S))
-        else:
-            lo, hi = (-15.0, -6.0) if fam == "one_large" else (-15.0, -2.0)
-            row = 10.0 ** rng.uniform(lo, hi, S)
-            if fam == "zeros":
-                row[rng.random(S) < 0.35] = 0.0
-            n_big = 1 if fam == "one_large" else int(rng.integers(1, min(3, S) + 1))
-            big = rng.choice(S, n_big, replace=False)
-            row[big] = rng.dirichlet(np.ones(n_big)) * (1.0 - row.sum() + row[big].sum())
-        row = np.maximum(row, 0.0)
-        P[s, a] = row / row.sum()
-    return P
-
-
-def skewed_values(seed, J: int, P: np.ndarray) -> np.ndarray:
-    """Value vectors z (J, S, A, S) for the rows of ``P`` that stress inner solvers.
-
-    Scales from 1e-3 to 1e6, integer values (ties), near ties (differences of 1e-12 of
-    the scale), a block of equal values, and, on half of the rows, the minimum of z on a
-    next state of tiny nominal mass (where the adversary's answer is the hardest to
-    compute accurately).
-    """
-    rng = rng_from(seed)
-    S, A = P.shape[:2]
-    z = np.empty((J, S, A, S))
-    for j, s, a in np.ndindex(J, S, A):
-        kind = int(rng.integers(5))
-        scale = 10.0 ** rng.uniform(-3.0, 6.0)
-        if kind == 0:
-            row = rng.integers(-2, 3, S).astype(float) * scale
-        elif kind == 1:
-            row = scale * (1.0 + 1e-12 * rng.integers(0, 4, S))
-        elif kind == 2:
-            row = rng.normal(size=S) * scale
-            row[: max(1, S // 2)] = row[0]
-        else:
-            row = rng.normal(size=S) * scale
-        if rng.random() < 0.5:  # the minimum on the smallest positive nominal mass
-            pos = np.flatnonzero(P[s, a] > 0)
-            i = pos[np.argmin(P[s, a, pos])]
-            row[i] = row.min() - scale * rng.uniform(0.1, 2.0)
-        z[j, s, a] = row
-    return z
-
-
-def skewed_radii(seed, P: np.ndarray, kind: str) -> np.ndarray:
-    """Radii (S, A) from near 0 to radii that cover the simplex, for a set ``kind``.
-
-    ``kind`` is ``"l1"`` (radii of an L1 ball, up to 2 and beyond), ``"linf"`` (up to
-    1), ``"kl"`` (up to and beyond :math:`-\\log \\min_i \\hat p_i`, where every
-    distribution on the support is in the ball, including just below that limit).
-    """
-    rng = rng_from(seed)
-    check_choice(kind, "kind", ("l1", "linf", "kl"))
-    S, A = P.shape[:2]
-    top = {"l1": 2.0, "linf": 1.0}.get(kind)
-    if kind == "kl":
-        top = -np.log(np.min(np.where(P > 0, P, 1.0), axis=2))
-    top = np.broadcast_to(np.asarray(top, dtype=float), (S, A))
-    which = rng.integers(0, 5, (S, A))
-    near0 = 10.0 ** rng.uniform(-15.0, -6.0, (S, A))
-    mid = 10.0 ** rng.uniform(-3.0, 0.0, (S, A)) * np.maximum(top, 1e-3)
-    below = top * (1.0 - 10.0 ** rng.uniform(-12.0, -2.0, (S, A)))
-    above = top * rng.uniform(1.0, 1.5, (S, A))
-    out = np.choose(which, [near0, mid, mid, below, above])
-    return np.where(which == 0, near0, np.maximum(out, 0.0))

@@ -102,12 +102,12 @@ def search_policies(model, seed, n_random=30):
 @st.composite
 def tiny_robust_cases(draw, max_states=3, max_constraints=2):
     """A tiny Garnet RCMDP with random radii (the public strategies: ``cmdps`` above and
-    ``testing.l1_balls`` with continuous radii in [0, top)); the budget scale spans
+    ``testing.balls(model, "l1")`` with continuous radii in [0, top)); the budget scale spans
     infeasible to slack.  Returns (model, ball, seed) with a seed for the search."""
     model = draw(cmdps(max_states=max_states, max_constraints=max_constraints))
     seed = draw(st.integers(0, 2**31 - 1))
     top = draw(st.sampled_from([0.2, 0.6, 1.5]))
-    ball = draw(T.l1_balls(model, max_radius=top, support="all", grid=None))
+    ball = draw(T.balls(model, "l1", max_radius=top, support="all", grid=None))
     frac = draw(st.floats(0.0, 1.0))
     return model.replace(d=model.d * (0.6 + frac)), ball, seed
 

@@ -104,8 +104,8 @@ def test_every_set_kind_holds_the_model_kernel(case):
     inside = uset.contains(m.P)
     assert np.all(inside), type(uset).__name__
     if isinstance(uset, FiniteSet):
-        np.testing.assert_array_equal(uset.kernels[0], m.P)
-        for Q in uset.kernels:
+        np.testing.assert_array_equal(uset.members[0], m.P)
+        for Q in uset.members:
             rebuild(m.with_transitions(Q))
     elif not isinstance(uset, SRectL1Ball):
         assert uset.rectangularity == "sa"
@@ -118,9 +118,9 @@ def test_each_kind_is_drawn_and_reproducible(kind):
     b = T.example(T.balls(m, kind), seed=7)
     assert type(a) is type(b)
     np.testing.assert_array_equal(a.nominal, b.nominal)
-    assert type(a).__name__ == {"l1": "L1Ball", "weighted_l1": "WeightedL1Ball",
+    assert type(a).__name__ == {"l1": "L1Ball", "weighted-l1": "WeightedL1Ball",
                                 "linf": "LInfBall", "interval": "IntervalSet",
-                                "kl": "KLBall", "s_l1": "SRectL1Ball",
+                                "kl": "KLBall", "s-l1": "SRectL1Ball",
                                 "finite": "FiniteSet"}[kind]
 
 
@@ -180,7 +180,7 @@ def robustness_is_free(case):
     return float(nominal - rob.value)
 
 
-STRATEGY = T.cmdps(n_constraints=0).flatmap(lambda m: T.l1_balls(m).map(lambda b: (m, b)))
+STRATEGY = T.cmdps(n_constraints=0).flatmap(lambda m: T.balls(m, "l1").map(lambda b: (m, b)))
 
 
 def test_a_false_claim_gives_a_shrunk_counterexample_that_reloads(tmp_path):

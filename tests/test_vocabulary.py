@@ -104,8 +104,17 @@ def check_name(name: str, model, trained) -> None:
         for command in ("train", "reproduce"):
             assert {"nominal", "data"} <= set(option(command, "--train-on").choices)
     elif name == "--set KIND":
+        from rcmdp_exact.uncertainty import builtin_kinds
+
+        kinds = builtin_kinds(estimated=True)
+        assert kinds[0] == rx.names.DEFAULT_SET_KIND
         for command in ("ground-truth", "train", "reproduce"):
-            assert tuple(option(command, "--set").choices) == rx.names.SET_KINDS
+            parse = option(command, "--set").type
+            assert [parse(k) for k in kinds] == list(kinds)
+            assert parse("mymodule:MySet") == "mymodule:MySet"
+            for bad in ("finite", "weighted_l1", "nope", "mymodule:"):
+                with pytest.raises(argparse.ArgumentTypeError):
+                    parse(bad)
     elif name == "progress=None":
         check_progress_defaults()
     elif name == "--force":

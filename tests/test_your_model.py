@@ -304,6 +304,14 @@ def test_a_set_kind_is_named_in_the_spec_and_the_report(files):
     (["reproduce", "--set", "interval", "--out", "rep"], ["--set interval", "IntervalSet"]),
     (["train", "nav1", "rcpg-lagrangian", "--set", "s-l1", "--out", "rep"],
      ["--set s-l1", "SRectL1Ball", "critic='exact'"]),
+    (["ground-truth", "--set", "weighted_l1", "--out", "rep"],
+     ["'weighted_l1' is not a kind of set", "weighted-l1", "MODULE:CLASS"]),
+    (["ground-truth", "--model", "m.npz", "--set", "os:path", "--out", "rep"],
+     ["--set 'os:path'", "not a subclass", "UncertaintySet"]),
+    (["ground-truth", "--model", "m.npz", "--set", "rcmdp_exact:FiniteSet", "--out", "rep"],
+     ["--set 'rcmdp_exact:FiniteSet'", "from_counts", "kl"]),
+    (["train", "nav1", "pg", "--set", "no_such_module:MySet", "--out", "rep"],
+     ["--set 'no_such_module:MySet'", "cannot be imported"]),
 ])
 def test_an_undefined_set_is_refused_before_any_work(files, args, facts):
     has(one_line(rcmdp(files, *args)), *facts)
@@ -419,7 +427,8 @@ def nav_estimate():
 
 
 def test_every_kind_is_built_from_the_same_counts(nav_estimate):
-    from rcmdp_exact.experiments.estimation import SET_KINDS, set_from_estimate, state_counts
+    from rcmdp_exact.experiments.estimation import set_from_estimate, state_counts
+    from rcmdp_exact.uncertainty import builtin_kinds
 
     model, est = nav_estimate
     counts = state_counts(est, model)
@@ -431,7 +440,7 @@ def test_every_kind_is_built_from_the_same_counts(nav_estimate):
     for t in range(model.n_states):
         assert counts[s, a, t] == est.counts[s, a][nxt[s, a] == t].sum()
     term = np.flatnonzero(model.terminal)
-    for kind in SET_KINDS:
+    for kind in builtin_kinds(estimated=True):
         uset = set_from_estimate(kind, est, model)
         nominal = np.asarray(uset.nominal)
         assert np.allclose(nominal.sum(axis=2), 1.0)
@@ -504,7 +513,8 @@ def test_sets_from_one_estimation_keep_their_invariants(S, A, seed, n, horizon):
     kernel on the ball's support, the weighted ball has the ball's worst case (a second
     solver), the s-rectangular set contains the ball's worst-case kernels, and the
     L-infinity, interval and KL sets contain their own nominal."""
-    from rcmdp_exact.experiments.estimation import SET_KINDS, set_from_estimate, state_counts
+    from rcmdp_exact.experiments.estimation import set_from_estimate, state_counts
+    from rcmdp_exact.uncertainty import builtin_kinds
 
     model = rx.domains.garnet(S, A, min(S, 3), n_constraints=1, seed=seed,
                               horizon=horizon)
@@ -513,7 +523,7 @@ def test_sets_from_one_estimation_keep_their_invariants(S, A, seed, n, horizon):
     assert counts.sum() == est.counts.sum() == est.visits.sum()
     z = np.random.default_rng(seed).normal(size=(2, S))
     l1 = est.ball.worst_case(z)
-    for kind in SET_KINDS:
+    for kind in builtin_kinds(estimated=True):
         uset = set_from_estimate(kind, est, model)
         nominal = np.asarray(uset.nominal)
         assert np.allclose(nominal.sum(axis=2), 1.0) and np.all(nominal >= 0)

@@ -25,6 +25,7 @@
   ``--set-file``, ``--estimation-episodes``, ``--perturbations``) are declared by
   :func:`add_model_options` and read by :func:`load_user_model`; options that choose
   among the paper's domains are refused beside ``--model`` (:func:`refuse_with_model`).
+  ``--set`` is a built-in kind's name or ``MODULE:CLASS`` (:func:`set_kind`).
 * ``--trainer MODULE:FUNCTION`` (:func:`add_trainer`, :func:`resolve_trainer`): a
   training function that follows the trainer protocol (``docs/your_learner.md``).
 * A renamed flag keeps its former name for a release (:func:`deprecated_flag`): it
@@ -59,6 +60,7 @@ __all__ = [
     "refuse_with_model",
     "resolve_trainer",
     "seed_arg",
+    "set_kind",
     "workers_arg",
 ]
 
@@ -308,7 +310,8 @@ def add_model_options(parser: argparse.ArgumentParser, *, kinds: bool = True,
                       set_file: bool = True, estimation: bool = True,
                       perturbations: bool = False, horizon: bool = True) -> None:
     """``--model PATH.npz`` and the options that go with it (module notes)."""
-    from ..names import SET_KINDS, USER_ESTIMATION_EPISODES
+    from ..names import DEFAULT_SET_KIND, USER_ESTIMATION_EPISODES
+    from ..uncertainty.kinds import builtin_kinds
 
     parser.add_argument("--model", metavar="PATH.npz", default=None,
                         help="your own model: a file written by TabularCMDP.save, in place "
@@ -319,11 +322,12 @@ def add_model_options(parser: argparse.ArgumentParser, *, kinds: bool = True,
                             help="episode length T of --model (needed when the model has "
                                  "none; replaces its own)")
     if kinds:
-        parser.add_argument("--set", dest="set_kind", choices=SET_KINDS, default=None,
+        parser.add_argument("--set", dest="set_kind", type=set_kind, default=None,
                             metavar="KIND",
                             help=f"kind of uncertainty set estimated from the data: "
-                                 f"{', '.join(SET_KINDS)} (default l1, the paper's; see "
-                                 f"docs/sets.md)")
+                                 f"{', '.join(builtin_kinds(estimated=True))} (default "
+                                 f"{DEFAULT_SET_KIND}, the paper's; docs/sets.md), or "
+                                 f"MODULE:CLASS, a set class of yours (docs/your_set.md)")
     if set_file:
         parser.add_argument("--set-file", metavar="PATH.npz", default=None,
                             help="with --model: a saved uncertainty set (save() of a set) "
@@ -338,6 +342,19 @@ def add_model_options(parser: argparse.ArgumentParser, *, kinds: bool = True,
                             help="with --model: a TOML or JSON file listing saved models "
                                  "(name, group, file) to test on beside the model itself "
                                  "(docs/cli.md)")
+
+
+def set_kind(text: str) -> str:
+    """An argparse type: ``--set KIND``, a built-in kind that is estimated from data, or
+    ``MODULE:CLASS`` (a set class of yours, imported and checked after parsing, before
+    any work).  The built-in kinds come from :mod:`rcmdp_exact.uncertainty.kinds`, which
+    reads them from the package's files without importing numpy."""
+    from ..uncertainty.kinds import kind_name_problem
+
+    problem = kind_name_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 def check_inputs(parser, args) -> None:

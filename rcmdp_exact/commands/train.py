@@ -265,10 +265,10 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..domains import ESTIMATION_EPISODES, paper_domain
-    from ..experiments.estimation import check_set_kind, estimate_set
+    from ..experiments.estimation import check_set_kind, estimate_set, set_note
     from ..ground_truth import rcmdp_bracket, solve_cmdp
     from ..learners.records import evaluate_policy
-    from ..names import SET_NOTES, USER_ESTIMATION_EPISODES
+    from ..names import USER_ESTIMATION_EPISODES
 
     own = load_user_model(args, need_horizon="rcmdp train (episodes of T steps)")
     true = paper_domain(args.domain) if own is None else own.model
@@ -301,7 +301,7 @@ def run(args: argparse.Namespace) -> int:
           f"{'loop' if trainer is None else 'training'} {seconds:.2f} s")
     saved = own is not None and own.set is not None
     print(f"uncertainty set: {'file' if saved else kind} ({type(uset).__name__}: "
-          f"{'a saved set' if saved else SET_NOTES[kind]})")
+          f"{'a saved set' if saved else set_note(kind)})")
     print(f"{'':<38}{'value':>12}{'cost':>12}{'test value':>12}{'test cost':>12}"
           f"{'penalised':>12}")
     metrics = evaluate_policy(model, table, true_model=true if model is not true else None,

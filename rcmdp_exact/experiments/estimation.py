@@ -2,7 +2,10 @@ r"""The estimation phase with any kind of uncertainty set (``--set``).
 
 :func:`estimate_set` runs the paper's phase 1 (:func:`rcmdp_exact.estimate`: counts of
 the uniform random policy, the Hoeffding L1 ball) and builds the set of the chosen kind
-from the same counts, so that every kind is estimated from the same data:
+from the same counts, so that every kind is estimated from the same data.  How a kind is
+built is its own class's ``from_counts(counts, delta=, ball=)`` (the counts over next
+states, :func:`state_counts`, and the paper's L1 ball of the same data), and the one
+line that says so is the class's ``note``; the built-in kinds:
 
 =============== ==========================================================================
 kind            the set
@@ -19,11 +22,7 @@ kind            the set
                 :math:`\kappa(s) = \min(2A, \sum_a \alpha(s, a))`
 =============== ==========================================================================
 
-The ``s-l1`` budget is the smallest s-rectangular L1 budget that contains the L1 ball
-(every kernel of the ball has :math:`\sum_a \|p_a - \hat p_a\|_1 \le \sum_a \alpha(s,
-a)`), so the s-rectangular set keeps the ball's confidence :math:`1 - \delta`; it lets
-the adversary of a state spend the whole budget on one action, so it is more pessimistic
-than the ball.
+A kind of yours is ``MODULE:CLASS`` (``docs/your_set.md``).
 
 The sets of other kinds are estimated over next states: counts over outcomes (the
 navigation grids) are added up per next state, and the support of each row is the L1
@@ -36,12 +35,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_choice
 from .._result import Result
-from ..names import SET_KINDS, SET_NOTES
+from ..names import DEFAULT_SET_KIND
 
-__all__ = ["SET_KINDS", "SET_NOTES", "check_set_kind", "estimate_set", "example_set",
-           "set_from_estimate", "state_counts"]
+__all__ = ["check_set_kind", "estimate_set", "example_set", "set_from_estimate",
+           "set_note", "state_counts"]
 
 
 def state_counts(est, model) -> np.ndarray:
@@ -58,34 +56,29 @@ def state_counts(est, model) -> np.ndarray:
 
 
 def set_from_estimate(kind: str, est, model, delta: float = 0.1):
-    """The set of ``kind`` (:data:`SET_KINDS`) from an estimation ``est`` of ``model``
-    (module notes); ``"l1"`` is ``est.ball`` itself."""
-    from ..uncertainty import (
-        SRectL1Ball,
-        WeightedL1Ball,
-        estimate_interval_set,
-        estimate_kl_ball,
-        estimate_linf_ball,
-    )
+    """The set of ``kind`` (a kind's name or ``MODULE:CLASS``) from an estimation
+    ``est`` of ``model`` (module notes): the class's ``from_counts`` of the counts over
+    next states and the estimation's L1 ball (``"l1"`` is ``est.ball`` itself)."""
+    from ..uncertainty import set_class
 
-    check_choice(kind, "set kind", SET_KINDS)
-    ball = est.ball
-    if kind == "l1":
-        return ball
-    support = ball.support
-    if kind == "weighted-l1":
-        return WeightedL1Ball(ball.nominal, ball.alpha, 1.0, support=support)
-    if kind == "s-l1":
-        budget = np.minimum(ball.alpha.sum(axis=1), 2.0 * model.n_actions)
-        return SRectL1Ball(ball.nominal, budget, support=support)
-    counts = state_counts(est, model)
-    build = {"linf": estimate_linf_ball, "interval": estimate_interval_set,
-             "kl": estimate_kl_ball}[kind]
-    return build(counts, delta, support=support)
+    cls = set_class(kind, estimated=True)
+    return cls.from_counts(state_counts(est, model), delta=delta, ball=est.ball)
 
 
-def estimate_set(model, n_episodes: int, seed, delta: float = 0.1, kind: str = "l1", *,
-                 progress=None) -> Result:
+def set_note(kind: str, default: str = "a saved set") -> str:
+    """The note of a kind (its class's ``note``), or ``default`` for a name that is not a
+    kind (``"file"``: a set of ``--set-file``)."""
+    from .._checks import InputError
+    from ..uncertainty import set_class
+
+    try:
+        return set_class(kind).note or default
+    except InputError:
+        return default
+
+
+def estimate_set(model, n_episodes: int, seed, delta: float = 0.1,
+                 kind: str = DEFAULT_SET_KIND, *, progress=None) -> Result:
     """Phase 1 with a set of ``kind``: the estimation of :func:`rcmdp_exact.estimate`
     and the set built from its counts (module notes).
 
@@ -97,32 +90,35 @@ def estimate_set(model, n_episodes: int, seed, delta: float = 0.1, kind: str = "
         ``kind``, ``estimate`` (the result of :func:`~rcmdp_exact.estimate`, with the L1
         ball and the counts), ``alpha_range`` (of the L1 ball), ``n_episodes``.
     """
-    from ..uncertainty import estimate
-
-    check_choice(kind, "set kind", SET_KINDS)
     from .._progress import progress_default
+    from ..uncertainty import estimate, set_class
 
+    set_class(kind, estimated=True)
     est = estimate(model, n_episodes, seed=seed, delta=delta,
                    progress=progress_default(progress))
     uset = set_from_estimate(kind, est, model, delta)
-    nominal = est.nominal if kind == "l1" else model.with_transitions(uset.nominal)
+    nominal = est.nominal if uset is est.ball else model.with_transitions(uset.nominal)
     return Result(set=uset, nominal=nominal, kind=kind, estimate=est,
                   alpha_range=est.alpha_range, n_episodes=int(n_episodes))
 
 
 def example_set(kind: str, model):
-    """A set of ``kind`` around ``model.P`` with radius 0: a set of the model's shape
-    for the checks made before any work (what the learners and the robust solvers accept
-    depends on the kind of set only)."""
-    from ..uncertainty import IntervalSet, KLBall, L1Ball, LInfBall, SRectL1Ball, WeightedL1Ball
+    """A set of ``kind`` of the model's shape, built by the kind's ``from_counts`` from
+    counts equal to ``model.P`` and the L1 ball of radius 0 around it: a set for the
+    checks made before any work (what the learners and the robust solvers accept
+    depends on the kind of set only), which also runs the kind's builder once."""
+    from .._checks import InputError
+    from ..uncertainty import L1Ball, set_class
 
-    check_choice(kind, "set kind", SET_KINDS)
+    cls = set_class(kind, estimated=True)
     P = np.asarray(model.P)
-    if kind == "interval":
-        return IntervalSet(P, P)
-    return {"l1": lambda: L1Ball(P, 0.0), "weighted-l1": lambda: WeightedL1Ball(P, 0.0, 1.0),
-            "linf": lambda: LInfBall(P, 0.0), "kl": lambda: KLBall(P, 0.0),
-            "s-l1": lambda: SRectL1Ball(P, 0.0)}[kind]()
+    try:
+        return cls.from_counts(np.array(P), delta=0.1, ball=L1Ball(P, 0.0))
+    except InputError:
+        raise
+    except Exception as exc:  # a builder of yours that fails: one line, before any work
+        raise InputError(f"set kind {kind!r}: {cls.__name__}.from_counts(counts, delta=, "
+                         f"ball=) raised {type(exc).__name__}: {exc}") from None
 
 
 def check_set_kind(kind: str, model, algorithms, *, critic=None, inner=None,
@@ -140,8 +136,11 @@ def check_set_kind(kind: str, model, algorithms, *, critic=None, inner=None,
     from ..learners.base import ALGORITHMS
     from ..learners.dynamics import check_learner_set
     from ..robust import check_robust_inputs
+    from ..uncertainty import set_class
 
-    uset = example_set(kind, model) if uset is None else uset
+    if uset is None:
+        set_class(kind, estimated=True, what=flag)  # a kind, before its builder runs
+        uset = example_set(kind, model)
     name = f"{flag} {kind}" if flag == "--set" else flag
     try:
         if robust_checks:
@@ -151,6 +150,8 @@ def check_set_kind(kind: str, model, algorithms, *, critic=None, inner=None,
             if algo.robust:
                 check_learner_set(uset, algo, "lp" if (critic == "exact") else (inner or "sort"))
     except InputError as exc:
-        others = [k for k in SET_KINDS if k != kind]
+        from ..uncertainty import builtin_kinds
+
+        others = [k for k in builtin_kinds(estimated=True) if k != kind]
         alt = f"; the other kinds of --set are {', '.join(others)}" if flag == "--set" else ""
         raise InputError(f"{name}: {exc}{alt}") from None

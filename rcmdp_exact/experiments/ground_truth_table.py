@@ -73,8 +73,6 @@ from ..names import (
     BRACKET_BOXES,
     BRACKET_SECONDS,
     GROUND_TRUTH_FILES,
-    SET_KINDS,
-    SET_NOTES,
     USER_DOMAIN,
     USER_ESTIMATION_EPISODES,
     USER_TEST,
@@ -288,7 +286,7 @@ class SetSpec:
     """The uncertainty set of a ground-truth table: a kind estimated from data, or a saved
     set used as it is.
 
-    ``kind`` (:data:`rcmdp_exact.names.SET_KINDS`, default ``"l1"``, the paper's) is
+    ``kind`` (a registered kind's name or ``MODULE:CLASS``, default ``"l1"``, the paper's) is
     estimated from the episodes of the uniform policy at confidence ``delta``
     (:func:`~rcmdp_exact.experiments.estimation.estimate_set`); ``saved`` (an
     :class:`~rcmdp_exact.UncertaintySet`, e.g. loaded from ``--set-file``) replaces the
@@ -303,7 +301,9 @@ class SetSpec:
     def __post_init__(self):
         if self.saved is None:
             kind = "l1" if self.kind is None else self.kind
-            check_choice(kind, "set kind", SET_KINDS)
+            from ..uncertainty import set_class
+
+            set_class(kind, estimated=True, what="set kind")
             object.__setattr__(self, "kind", kind)
         elif self.kind is not None:
             from .._checks import InputError
@@ -531,7 +531,9 @@ def _format_optima(name: str, dom) -> list[str]:
                  f"{e['seed']}, delta {e['delta']}, L1 alpha in [{e['alpha_range'][0]:.3f}, "
                  f"{e['alpha_range'][1]:.3f}]")
     kind = e.get("set", "l1")
-    note = SET_NOTES.get(kind, "a saved set")
+    from .estimation import set_note
+
+    note = set_note(kind)
     lines = [f"== {name}: {dom.title} ({where}) ==",
              f"uncertainty set: {kind} ({e.get('set_type', 'L1Ball')}: {note})",
              "discounted optima (from the start state):"]

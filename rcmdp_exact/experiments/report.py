@@ -37,7 +37,7 @@ from pathlib import Path
 
 from .._progress import progress_default, tqdm
 from .._result import Result
-from ..names import SET_NOTES
+from .estimation import set_note
 from .outputs import REPORT_MARKER, foreign_report, report_files, store_id
 from .spec import ALGORITHMS, OPTION_NOTES, OPTIONS, TESTS
 from .table1 import (
@@ -167,7 +167,7 @@ def _configs_md(store, configs, rows) -> list[str]:
                    f"(0 = exact testing only; the paper: 50)")
         kind = spec.get("set_kind", "l1")
         out.append(f"- uncertainty set `{kind}`{' (default)' if kind == 'l1' else ''}: "
-                   f"{SET_NOTES[kind]}" + (f", from the saved set with content hash "
+                   f"{set_note(kind)}" + (f", from the saved set with content hash "
                                            f"`{spec['set_file'][:12]}`"
                                            if spec.get("set_file") else ""))
         if spec.get("model"):

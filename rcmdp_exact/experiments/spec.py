@@ -25,9 +25,10 @@ the command line (``horizon``, 0 for the model's own), the perturbations it is t
 (``perturbations``: name, group and content hash of each), the estimation episodes
 (``estimation_episodes``) or the content hash of a saved set used in place of the
 estimation (``set_file``); ``sources`` (not part of the key) tells a worker process where
-the files are.  The kind of set (``set_kind``, :data:`rcmdp_exact.names.SET_KINDS`)
-works for every domain.  These fields enter the canonical JSON **only when they differ
-from their defaults**, so the specifications of the paper's protocol, their keys and
+the files are.  The kind of set (``set_kind``: a kind's name, or ``MODULE:CLASS`` of a
+set class of yours; :func:`rcmdp_exact.uncertainty.set_class`) works for every domain.
+These fields enter the canonical JSON **only when they differ from their defaults**,
+so the specifications of the paper's protocol, their keys and
 their seeds are those they always were; the estimation seed does not depend on the kind
 of set, so every kind is estimated from the same episodes.
 
@@ -46,7 +47,6 @@ from ..names import (
     DOMAIN_OF_TEST,
     ROBUST_ALGORITHMS,
     RUN_OPTIONS,
-    SET_KINDS,
     TABLE1_ALGORITHMS,
     TESTS,
     USER_DOMAIN,
@@ -335,7 +335,9 @@ class RunSpec:
 
 def _check_user_fields(spec) -> None:
     """The fields of your own model and of the kind of set (module notes)."""
-    check_choice(spec.set_kind, "set_kind", SET_KINDS)
+    from ..uncertainty.kinds import check_kind_name
+
+    check_kind_name(spec.set_kind, "set_kind")
     check_int(spec.horizon, "horizon", 0)
     check_int(spec.estimation_episodes, "estimation_episodes", 0)
     for name in ("model", "set_file"):

@@ -58,6 +58,7 @@ from .._progress import progress_default, tqdm
 from .._result import Result
 from ..robust import check_robust_inputs
 from ..robust.engine import RobustGame
+from ..uncertainty import SARectangularSet
 from .boxes import BOX_BOUNDS, branch_and_bound
 from .dual import fits, lagrangian_search
 from .dual_certificate import DUAL_GAP_TOL, DUAL_ITER, DUAL_TOL, dual_of_game, duality_gap
@@ -548,7 +549,7 @@ def _with_dual(game, res: Result, evaluations: int, deadline: float) -> Result:
     res["dual"] = res["duality_gap"] = None
     start = time.perf_counter()
     left = deadline - start
-    if evaluations == 0 or left <= 0 or game.uset.rectangularity != "sa" \
+    if evaluations == 0 or left <= 0 or not isinstance(game.uset, SARectangularSet) \
             or not np.isfinite(res["upper"]):
         return res
     dgame = game.replace(tol=DUAL_TOL, max_iter=DUAL_ITER, deadline=None,

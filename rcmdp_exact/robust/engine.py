@@ -72,6 +72,7 @@ from .._checks import InnerProblemError
 from .._result import Result
 from ..evaluation import PolicySystem, policy_matrix, policy_values
 from ..mdp import box_policy_iteration, greedy_box
+from ..uncertainty import SRectangularSet
 
 __all__ = ["CONTAINS_TOL", "RobustGame", "checked_worst_case"]
 
@@ -117,7 +118,7 @@ def checked_worst_case(uset, z, policy=None, method: str = "sort", *,
         or (with ``check_rows``) not a kernel of the set whose values are ``p @ z``.
     """
     S, A = uset.n_states, uset.n_actions
-    s_rect = uset.rectangularity == "s"
+    s_rect = isinstance(uset, SRectangularSet)
     z = np.asarray(z, dtype=np.float64)
     res = uset.worst_case(z, policy, method=method) if s_rect else \
         uset.worst_case(z, method=method)
@@ -232,7 +233,7 @@ class RobustGame:
         self.term = np.asarray(model.terminal, dtype=bool)
         self.P_term = np.asarray(model.P)[self.term] if self.term.any() else None
         self.uset = uset
-        self.s_rect = uset.rectangularity == "s"
+        self.s_rect = isinstance(uset, SRectangularSet)
         self.nominal = np.array(uset.nominal, dtype=np.float64)
         if self.P_term is not None:
             self.nominal[self.term] = self.P_term

@@ -36,19 +36,13 @@ from .._checks import (
 )
 from .._result import Result, Status
 from ..model import ModelError
+from ..names import INNERS, LP_SOLVERS
 from ._rows import convex_rows, problem_cache, recheck
 
 __all__ = [
-    "INNER_METHODS",
-    "LP_SOLVERS",
     "l1_violation",
     "worst_case_l1",
 ]
-
-#: Methods of :func:`worst_case_l1`.
-INNER_METHODS = ("sort", "lp")
-#: cvxpy solvers accepted by the LP method (the first is the default).
-LP_SOLVERS = ("HIGHS", "CLARABEL")
 
 #: Largest number of outcomes for which the packed integer keys are used.
 _PACK_LIMIT = 1 << 16
@@ -656,7 +650,7 @@ def worst_case_l1(p_hat, z, alpha, support=None, method: str = "sort", *,
         one = _one_row(p_hat, z, alpha, support, check)
         if one is not None:
             return one
-    check_choice(method, "method", INNER_METHODS,
+    check_choice(method, "method", INNERS,
                  hint=" ('sort': exact, batched; 'lp': one cvxpy LP per row, a cross-check)")
     if method == "lp":
         check_choice(solver, "LP solver", LP_SOLVERS)

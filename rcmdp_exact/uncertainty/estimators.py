@@ -43,9 +43,11 @@ from .._checks import (
 from .._result import Result
 from ..model import ModelError, TabularCMDP, check_model
 from ..sampling import rollout
+from .base import support_mask
+from .interval import IntervalSet, box_simplex_projection, worst_case_interval
 from .kl import KLBall
-from .l1 import L1Ball, first_outcomes, outcome_map, support_mask
-from .linf import IntervalSet, LInfBall, box_simplex_projection, worst_case_interval
+from .l1 import L1Ball, first_outcomes, outcome_map
+from .linf import LInfBall
 
 __all__ = [
     "FORMS",
