@@ -19,7 +19,6 @@ import numpy as np
 from .._checks import InputError
 
 __all__ = [
-    "SOLVER_OPTIONS",
     "Frozen",
     "convex_rows",
     "nonzero2",
@@ -99,13 +98,6 @@ def problem_cache(kind: str, m: int, build):
     return prob
 
 
-#: Options of the cvxpy solvers used by the cross-checks (tight tolerances).
-SOLVER_OPTIONS = {
-    "HIGHS": {"solver": "HIGHS", "primal_feasibility_tolerance": 1e-10,
-              "dual_feasibility_tolerance": 1e-10},
-    "CLARABEL": {"solver": "CLARABEL", "tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10,
-                 "tol_feas": 1e-10, "max_iter": 500},
-}
 
 
 def convex_rows(N: int, n: int, setup, solver: str, what: str, *, opts=None,
@@ -116,11 +108,12 @@ def convex_rows(N: int, n: int, setup, solver: str, what: str, *, opts=None,
     the problem to solve, its distribution variable and the outcomes it covers.  A
     status OPTIMAL_INACCURATE keeps the answer with a RuntimeWarning and ``ok`` False;
     any other non-optimal status or a solver failure raises an :class:`InputError`.
-    ``opts`` replaces :data:`SOLVER_OPTIONS` of the solver; ``progress`` shows a bar
-    over the rows (None: when standard error is a terminal); ``after(i, problem)`` is
-    called after each solve (to read the problem's duals).  ``failures="mark"`` marks a
-    row whose solver failed or ended in another status ``ok`` False (its ``p`` zero)
-    instead of raising: the repair of a row that is judged afterwards.
+    ``opts`` replaces the solver's options (:func:`rcmdp_exact._solvers.cvxpy_options`);
+    ``progress`` shows a bar over the rows (None: when standard error is a terminal);
+    ``after(i, problem)`` is called after each solve (to read the problem's duals).
+    ``failures="mark"`` marks a row whose solver failed or ended in another status
+    ``ok`` False (its ``p`` zero) instead of raising: the repair of a row that is judged
+    afterwards.
     """
     import cvxpy as cp
 
@@ -130,7 +123,9 @@ def convex_rows(N: int, n: int, setup, solver: str, what: str, *, opts=None,
         from .._solvers import silence_highs_banner
 
         silence_highs_banner()
-    opts = SOLVER_OPTIONS[solver] if opts is None else opts
+    from .._solvers import cvxpy_options
+
+    opts = cvxpy_options(solver) if opts is None else opts
     p_out = np.zeros((N, n))
     ok = np.ones(N, dtype=bool)
     statuses = []

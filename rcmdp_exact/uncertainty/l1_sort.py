@@ -504,14 +504,11 @@ def _lp_problem(m: int):
 
 
 def _solver_options(solver: str) -> dict:
-    if solver == "HIGHS":
-        return {
-            "solver": "HIGHS",
-            "primal_feasibility_tolerance": 1e-10,
-            "dual_feasibility_tolerance": 1e-10,
-        }
-    return {"solver": "CLARABEL", "tol_gap_abs": 1e-11, "tol_gap_rel": 1e-11,
-            "tol_feas": 1e-11}
+    """The options of the LP cross-check (:mod:`rcmdp_exact._solvers`; Clarabel at the
+    cross-checks' tighter tolerance)."""
+    from .._solvers import CROSS_CHECK_TOL, cvxpy_options
+
+    return cvxpy_options(solver, tol=CROSS_CHECK_TOL if solver == "CLARABEL" else None)
 
 
 def _lp_method(P, Z, A, sup, n, solver: str, progress):

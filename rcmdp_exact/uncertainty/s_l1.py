@@ -94,7 +94,7 @@ from .._checks import (
     where,
 )
 from .._result import Result, Status
-from .._solvers import silence_highs_banner
+from .._solvers import HIGHS_OPTIONS, cvxpy_options, silence_highs_banner
 from ..model import check_transition_rows
 from ._rows import Frozen
 from .base import SRectangularSet, split_batch, state_radii, support_mask
@@ -255,8 +255,7 @@ def _lp_worst_case(nom, Z, sup, rad, pi):
         off.value = np.zeros((A, n)) if sup is None else (~sup[i]).astype(float)
         kap.value = float(rad[i])
         try:
-            prob.solve(solver="HIGHS", primal_feasibility_tolerance=1e-10,
-                       dual_feasibility_tolerance=1e-10)
+            prob.solve(**cvxpy_options("HIGHS"))
         except cp.error.SolverError as exc:
             raise InputError(f"the LP of problem {i} failed in HiGHS ({exc}); use "
                              f"method='sort' (exact)") from None
@@ -564,8 +563,7 @@ def _lp_bellman(nom, Z, sup, rad, lo, hi):
                   + [(None, None)] * (A + m) + [(0.0, None)])
         sol = linprog(c, A_ub=A_ub, b_ub=np.zeros(3 * m), A_eq=A_eq, b_eq=[1.0],
                       bounds=bounds, method="highs",
-                      options={"primal_feasibility_tolerance": 1e-10,
-                               "dual_feasibility_tolerance": 1e-10})
+                      options=dict(HIGHS_OPTIONS))
         if sol.status != 0:
             raise InputError(f"the joint LP of problem {i} ended with status {sol.status} "
                              f"({sol.message}); it is always feasible and bounded, so the "
