@@ -339,7 +339,7 @@ def test_reported_worst_case_never_below_the_exact_worst_case(nav1, alg, kw):
     adversary) is a kernel of the ball, so its value is at least the ball's exact worst
     value and its costs at most the exact worst costs, at every evaluation."""
     model, est = nav1
-    base = {"episodes": 40, "eval_every": 10, "lambda_adv_init": 0.0}
+    base = {"episodes": 40, "eval_every": 10, "lam_adv_init": 0.0}
     if kw.get("gradient") == "exact":
         base = {"episodes": 30, "eval_every": 10, "adversary_start": 0}
     res = _short(model, est.ball, alg, **{**base, **kw})
@@ -353,7 +353,7 @@ def test_reported_worst_case_never_below_the_exact_worst_case(nav1, alg, kw):
         if kw.get("adversary_form") == "mixture":
             assert (inside == 1.0).all()
         elif kw.get("adversary_multiplier_signal") == "visited":
-            # lambda_adv = 0: the paper's adversary leaves its ball; its raw kernel is
+            # lam_adv = 0: the paper's adversary leaves its ball; its raw kernel is
             # reported as such and can beat the exact worst case
             assert inside.min() < 1.0
 
@@ -385,8 +385,8 @@ def test_pull_inside(seed, S, radius):
 
 
 def test_adversary_prefit_and_multiplier(nav1):
-    """The pre-fit starts inside the ball; lambda_adv grows while pairs are outside and a
-    large lambda_adv keeps them inside (full runs: docs/learners.md)."""
+    """The pre-fit starts inside the ball; lam_adv grows while pairs are outside and a
+    large lam_adv keeps them inside (full runs: docs/learners.md)."""
     model, est = nav1
     res = train(model, "adversarial-rcpg", ball=est.ball, episodes=150, seed=0,
                 eval_every=None, progress=False)
@@ -395,7 +395,7 @@ def test_adversary_prefit_and_multiplier(nav1):
     outside = rec["adv_inside"] < 1.0
     assert outside.any() and rec["lam_adv"][-1] > 1.0
     firm = train(model, "adversarial-rcpg", ball=est.ball, episodes=150, seed=0,
-                 eval_every=None, progress=False, lambda_adv_init=500.0)
+                 eval_every=None, progress=False, lam_adv_init=500.0)
     assert firm.records["adv_inside"].mean() >= 0.95 <= firm.records["adv_inside"][-1]
     assert 0.0 <= firm.info["adv_inside_final"] <= 1.0
 
