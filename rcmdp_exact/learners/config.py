@@ -181,7 +181,7 @@ class Records(NamedTuple):
     ret: np.ndarray
     cost: np.ndarray
     lam: np.ndarray
-    lamadv: np.ndarray
+    lam_adv: np.ndarray
     dev: np.ndarray
     inside: np.ndarray
     steps: np.ndarray
@@ -189,13 +189,13 @@ class Records(NamedTuple):
     @classmethod
     def empty(cls, n: int, K: int) -> Records:
         return cls(length=np.zeros(n, dtype=np.int64), ret=np.zeros(n), cost=np.zeros((n, K)),
-                   lam=np.zeros((n, K)), lamadv=np.zeros(n), dev=np.zeros(n),
+                   lam=np.zeros((n, K)), lam_adv=np.zeros(n), dev=np.zeros(n),
                    inside=np.zeros(n), steps=np.zeros(n, dtype=np.int64))
 
     def head(self, n: int) -> dict:
         """The first n rows under the names of the training records."""
         return {"length": self.length[:n], "return": self.ret[:n], "cost": self.cost[:n],
-                "lam": self.lam[:n], "lam_adv": self.lamadv[:n],
+                "lam": self.lam[:n], "lam_adv": self.lam_adv[:n],
                 "adv_deviation": self.dev[:n], "adv_inside": self.inside[:n],
                 "steps": self.steps[:n]}
 

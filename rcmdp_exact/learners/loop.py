@@ -696,7 +696,7 @@ def _record(rec, i, L, ret, mean_dev, inside, cost_sum, lam, lam_adv, steps):
     for k in range(cost_sum.shape[0]):
         rec.cost[i, k] = cost_sum[k]
         rec.lam[i, k] = lam[k]
-    rec.lamadv[i] = lam_adv[0]
+    rec.lam_adv[i] = lam_adv[0]
     rec.dev[i] = mean_dev
     rec.inside[i] = inside
     rec.steps[i] = steps

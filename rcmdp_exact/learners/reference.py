@@ -272,7 +272,7 @@ def _record(rec, i, ep, mean_dev, inside, st, cnt):
     rec.ret[i] = sum(ep.rw)
     rec.cost[i] = np.sum(np.array(ep.cs).reshape(ep.L, rec.cost.shape[1]), axis=0)
     rec.lam[i] = st.lam.value
-    rec.lamadv[i] = st.lam_adv.value[0]
+    rec.lam_adv[i] = st.lam_adv.value[0]
     rec.dev[i] = mean_dev
     rec.inside[i] = inside
     rec.steps[i] = cnt[STEPS]
