@@ -173,8 +173,8 @@ class Settings:
     multiplier_signal: str = "cost-to-go"
     """The multiplier ascends C_t - d at every step, or "episode": C_0 - d."""
     adversary_multiplier_signal: str = "batch-hinge"
-    """lambda_adv from the batch's mean hinge, "batch" (mean signed excess) or "visited"
-    (the paper's rule)."""
+    r""":math:`\lambda_{adv}` (``lam_adv``) from the batch's mean hinge, "batch" (mean
+    signed excess) or "visited" (the paper's rule)."""
     adversary_baseline: str = "none"
     """Or "critic": the adversary's signal minus its expectation under a learned critic."""
     adversary_margin: float | None = None
