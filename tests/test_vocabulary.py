@@ -183,10 +183,10 @@ def test_former_record_names_are_the_aliases_of_the_code():
 
 
 def test_former_attributes_parameters_and_flags(trained):
-    (new, old), = former_rows("attribute")
-    attr, new_attr = old.split(".")[1], new.split(".")[1]
-    with pytest.warns(DeprecationWarning, match=new_attr):
-        assert getattr(trained, attr) == getattr(trained, new_attr)
+    for new, old in former_rows("attribute"):
+        attr, new_attr = old.split(".")[1], new.split(".")[1]
+        with pytest.warns(DeprecationWarning, match=new_attr):
+            assert getattr(trained, attr) == getattr(trained, new_attr)
 
     assert former_rows("parameter") == []  # the former parameter names are gone
 
