@@ -198,7 +198,7 @@ def load_json(path, formats, what: str) -> dict:
     return data
 
 
-def load_npz(path, formats, what: str, legacy_keys=()) -> dict:
+def load_npz(path, formats, what: str) -> dict:
     """Read every array of an archive written by :func:`save_npz`.
 
     Parameters
@@ -210,9 +210,6 @@ def load_npz(path, formats, what: str, legacy_keys=()) -> dict:
     what : str
         What the file should be, for messages ("a model file written by
         TabularCMDP.save", ...).
-    legacy_keys : tuple of str
-        Keys that identify a file of this kind written before the ``format`` entry
-        existed (empty: such files are refused).
 
     Returns
     -------
@@ -260,7 +257,5 @@ def load_npz(path, formats, what: str, legacy_keys=()) -> dict:
                 if isinstance(text, str) and text.startswith("rcmdp_exact.") else \
                 "an archive of another kind"
             raise refuse(f"it is {found}")
-        return data
-    if legacy_keys and all(k in data for k in legacy_keys):
         return data
     raise refuse("it is an .npz archive of another kind (no 'format' entry)")

@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import warnings
 from enum import StrEnum
 from pathlib import Path, PurePath
 
@@ -41,7 +40,7 @@ import numpy as np
 
 from ._checks import InputError, check_choice
 
-__all__ = ["ALIASES", "FLAT_ARRAYS", "FORMAT", "Result", "Status", "decode", "encode"]
+__all__ = ["FLAT_ARRAYS", "FORMAT", "Result", "Status", "decode", "encode"]
 
 
 class Status(StrEnum):
@@ -73,17 +72,6 @@ class Status(StrEnum):
     BRACKET = "bracket"
     TOL_BELOW_ROUNDING = "tol_below_rounding"
 
-
-#: Former field names and the fields they read now (with a DeprecationWarning).
-ALIASES = {"cost": "costs", "cost_worst": "costs_worst", "multipliers": "lam",
-           "multiplier": "lam", "lower_cost": "lower_costs",
-           "upper_policy_cost": "upper_policy_costs", "min_robust_cost": "min_robust_costs",
-           "robust_cost": "robust_costs"}
-#: Former names that a result stores under the new name when it is built or written
-#: (``Result(multipliers=x)`` holds ``lam``), so every result has one name for them.
-WRITTEN_AS = {"multipliers": "lam", "multiplier": "lam", "lower_cost": "lower_costs",
-              "upper_policy_cost": "upper_policy_costs",
-              "min_robust_cost": "min_robust_costs"}
 
 #: The ``format`` entry of a saved result (JSON and ``.npz``).
 FORMAT = "rcmdp_exact.Result/1"
@@ -331,24 +319,6 @@ class Result(dict):
     def _from_fields(cls, fields: dict) -> Result:
         """The result of the fields read back from the JSON form."""
         return cls(fields)
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        for old, new in WRITTEN_AS.items():
-            if old in self:
-                value = dict.pop(self, old)
-                dict.setdefault(self, new, value)
-
-    def __setitem__(self, key, value):
-        super().__setitem__(WRITTEN_AS.get(key, key), value)
-
-    def __missing__(self, key):
-        new = ALIASES.get(key)
-        if new is not None and new in self:
-            warnings.warn(f"the result field {key!r} is now called {new!r}",
-                          DeprecationWarning, stacklevel=3)
-            return self[new]
-        raise KeyError(key)
 
     def __getattr__(self, name):
         try:

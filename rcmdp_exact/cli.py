@@ -111,8 +111,6 @@ def main(argv=None) -> int:
             return 2
         from ._checks import InputError
 
-        for note in getattr(args, "_deprecations", ()):  # renamed flags given
-            print(f"{_where(args)}: warning: {note}", file=sys.stderr)
         warnings.showwarning = one_line
         # the multiprocessing resource tracker (a child process started by the worker
         # pools) takes its warning filters from these options: its note about the

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 
 import numpy as np
 from scipy.special import ndtri
@@ -476,10 +475,3 @@ def verify_suite(domains=("inventory", "nav1", "nav2"), n_random: int = 2,
                                         n_episodes=n_episodes, mc_level=mc_level, tol=tol,
                                         progress=False)
     return table
-
-
-def verification_suite(*args, **kwargs):
-    """Deprecated name of :func:`suite_models`."""
-    warnings.warn("verification_suite is deprecated; use suite_models", DeprecationWarning,
-                  stacklevel=2)
-    return suite_models(*args, **kwargs)

@@ -95,7 +95,7 @@ def test_bracket_is_consistent(run):
     assert b["lower"] <= b["upper"] + 1e-8
     assert b["gap"] == pytest.approx(b["upper"] - b["lower"])
     assert isinstance(b["lower_method"], str) and isinstance(b["upper_method"], str)
-    assert b["lower_cost"][0] <= 6.0 + 1e-9  # the lower policy is robust-feasible
+    assert b["lower_costs"][0] <= 6.0 + 1e-9  # the lower policy is robust-feasible
     # the upper bound cannot be below any robust-feasible variant's robust value
     for v in doc["domains"]["inventory"]["variants"].values():
         if v["robust_feasible"]:

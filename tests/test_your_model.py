@@ -334,27 +334,15 @@ def test_train_with_another_set_names_it(files):
     has(proc.stdout, "uncertainty set: interval (IntervalSet", "RCMDP bracket (set, value)")
 
 
-# --------------------------------------------------------------------------- deprecated flags
-def test_renamed_flags_still_work_with_one_warning_line(files):
-    proc = rcmdp(files, "ground-truth", "--model", "m.npz", "--bracket-time", "30",
-                 "--max-boxes", "3", "--no-variants", "--no-progress")
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.strip().splitlines() == [
-        "rcmdp ground-truth: warning: --bracket-time is deprecated and will be removed in "
-        "a future release; use --time-limit"]
-    proc = rcmdp(files, "ground-truth", "--model", "m.npz", "--bracket-time", "0")
-    assert proc.returncode == 2
-    _warning, error = proc.stderr.strip().splitlines()
-    has(error, "error: --bracket-time", "0.0")  # the flag given is the one named
-    from rcmdp_exact.cli import build_parser
-
-    args = build_parser().parse_args(["ground-truth", "--episodes", "reference"])
-    assert args.estimation == "reference" and "--estimation" in args._deprecations[0]
-    proc = rcmdp(files, "train", "--model", "m.npz", "pg", "--train-on", "true",
-                 "--episodes", "10", "--eval-every", "10", "--no-bracket", "--no-progress")
-    assert proc.returncode == 0, proc.stderr
-    has(proc.stderr, "--train-on true is deprecated", "--train-on data")
-    has(proc.stdout, "trained on the true model")
+# --------------------------------------------------------------------------- former flags
+def test_former_flags_are_gone(files):
+    """Renamed before the first release, so not kept: --bracket-time, --episodes and
+    --train-on true are refused like any unknown option or value."""
+    for argv in (["ground-truth", "--model", "m.npz", "--bracket-time", "30"],
+                 ["ground-truth", "--episodes", "reference"],
+                 ["train", "--model", "m.npz", "pg", "--train-on", "true"]):
+        proc = rcmdp(files, *argv)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, argv
 
 
 # --------------------------------------------------------------------------- specs

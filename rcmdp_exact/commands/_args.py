@@ -28,8 +28,6 @@
   ``--set`` is a built-in kind's name or ``MODULE:CLASS`` (:func:`set_kind`).
 * ``--trainer MODULE:FUNCTION`` (:func:`add_trainer`, :func:`resolve_trainer`): a
   training function that follows the trainer protocol (``docs/your_learner.md``).
-* A renamed flag keeps its former name for a release (:func:`deprecated_flag`): it
-  works, and a one-line warning names the new one.
 """
 
 from __future__ import annotations
@@ -47,8 +45,6 @@ __all__ = [
     "check_npz_output",
     "check_output",
     "comma_list",
-    "deprecated_flag",
-    "flag_given",
     "load_user_model",
     "max_workers",
     "non_negative_int",
@@ -280,29 +276,6 @@ def check_output(parser: argparse.ArgumentParser, path, *, kind: str = "dir",
         return check_out_path(path, kind=kind, force=force, name=name)
     except InputError as exc:
         parser.error(str(exc))
-
-
-# --------------------------------------------------------------------------- renamed flags
-def deprecated_flag(new: str):
-    """An argparse action for the former name of ``new``: it stores the value under
-    ``new``'s destination, remembers the flag given (``flag_given``) and leaves a note
-    that ``rcmdp`` prints as one warning line once the arguments are parsed."""
-
-    class Renamed(argparse.Action):
-        def __call__(self, parser, namespace, values, option_string=None):
-            setattr(namespace, self.dest, values)
-            notes = list(getattr(namespace, "_deprecations", []))
-            notes.append(f"{option_string} is deprecated and will be removed in a future "
-                         f"release; use {new}")
-            namespace._deprecations = notes
-            namespace._flags = {**getattr(namespace, "_flags", {}), self.dest: option_string}
-
-    return Renamed
-
-
-def flag_given(args, dest: str, flag: str) -> str:
-    """The flag the user gave for ``dest``: ``flag``, or its deprecated former name."""
-    return getattr(args, "_flags", {}).get(dest, flag)
 
 
 # --------------------------------------------------------------------------- your model

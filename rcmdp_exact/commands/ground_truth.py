@@ -29,8 +29,6 @@ from ._args import (
     check_inputs,
     check_output,
     comma_list,
-    deprecated_flag,
-    flag_given,
     load_user_model,
     probability,
     progress_enabled,
@@ -54,8 +52,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--estimation", choices=("paper", "reference"), default=None,
                         help="estimation episodes: the paper's (100/100/10000, default) or "
                              "the reference implementation's (10/20/10000)")
-    parser.add_argument("--episodes", dest="estimation", choices=("paper", "reference"),
-                        action=deprecated_flag("--estimation"), help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=seed_arg, default=0,
                         help="seed of the estimation and of the 1B/2B draws (default 0)")
     parser.add_argument("--delta", type=probability, default=0.1,
@@ -77,8 +73,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="SECONDS",
                         help=f"time limit of the RCMDP bracket per domain (default "
                              f"{BRACKET_SECONDS:g} s, a guard: --max-boxes binds first)")
-    parser.add_argument("--bracket-time", dest="time_limit", type=float,
-                        action=deprecated_flag("--time-limit"), help=argparse.SUPPRESS)
     parser.add_argument("--max-boxes", type=bounded_int("boxes"), default=BRACKET_BOXES,
                         help=f"branch-and-bound boxes of the RCMDP bracket per domain "
                              f"(default {BRACKET_BOXES}; the bracket is certified whatever "
@@ -99,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     if args.no_variants and args.variants is not None:
         parser.error(f"--variants {','.join(args.variants)} and --no-variants contradict "
                      f"each other; give one of them")
-    check_real(args.time_limit, flag_given(args, "time_limit", "--time-limit"), 0.0,
+    check_real(args.time_limit, "--time-limit", 0.0,
                low_open=True)
     variants = () if args.no_variants else (
         list(VARIANTS) if args.variants is None else args.variants)

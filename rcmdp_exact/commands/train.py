@@ -39,8 +39,8 @@ NAME = "train"
 HELP = ("train PG, CPG, an RCPG variant, Adversarial RCPG or your own learner on a paper "
         "domain or your own model and compare it with the exact optimum")
 
-#: ``--train-on`` values: ``true`` is the former name of ``data`` (deprecated).
-TRAIN_ON = ("nominal", "data", "true")
+#: ``--train-on`` values: the estimated nominal model, or the true data model.
+TRAIN_ON = ("nominal", "data")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -255,10 +255,6 @@ def _save(res, out, args, trainer, table, metrics, facts):
 def run(args: argparse.Namespace) -> int:
     parser = args._parser
     _check_options(parser, args)
-    if args.train_on == "true":
-        print("rcmdp train: warning: --train-on true is deprecated and will be removed in a "
-              "future release; use --train-on data (the same choice)", file=sys.stderr)
-        args.train_on = "data"
     out = check_npz_output(parser, args.out, force=args.force, what="a training result")
     check_inputs(parser, args)
     trainer = resolve_trainer(parser, args.trainer)

@@ -471,9 +471,7 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
         ``strong_duality`` ("fails" when ``lo > 0``: a proof that strong duality fails
         on this model, "holds", "undecided", or "inconsistent" when the bracket's own
         bounds cross) and ``message``; both None when the set
-        is not sa-rectangular, ``dual_evaluations`` is 0 or no time was left.  The
-        former names ``multiplier``, ``lower_cost``, ``upper_policy_cost`` and
-        ``min_robust_cost`` still read, with a DeprecationWarning.
+        is not sa-rectangular, ``dual_evaluations`` is 0 or no time was left.
     """
     check_robust_inputs(model, uset, "rcmdp_bracket")
     st = BracketSettings() if settings is None and not options else \

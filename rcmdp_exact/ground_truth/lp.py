@@ -46,7 +46,7 @@ from .._checks import as_float_array, check_choice, check_int, check_real, check
 from .._result import Result
 from .._solvers import cvxpy_options
 from ..evaluation import evaluate, evaluate_time_dependent, rescaled_budget
-from ..mdp import backward_induction, greedy_policy, policy_iteration, value_scale
+from ..mdp import backward_induction, policy_iteration, value_scale
 from ..model import TabularCMDP, check_model
 from ..names import LP_SOLVERS
 
@@ -54,9 +54,7 @@ __all__ = [
     "DEFAULT_LP_SOLVER",
     "LP_SOLVERS",
     "UNVISITED_TOL",
-    "greedy_one_hot",
     "infeasible_message",
-    "lagrangian_optimal_policy",
     "max_slack_policy",
     "polish_vertex",
     "solve_cmdp",
@@ -65,12 +63,6 @@ __all__ = [
     "value_scale",
 ]
 
-
-def greedy_one_hot(q) -> np.ndarray:
-    """Deprecated name of :func:`rcmdp_exact.mdp.greedy_policy` (the same result)."""
-    warnings.warn("greedy_one_hot is deprecated; use rcmdp_exact.greedy_policy",
-                  DeprecationWarning, stacklevel=2)
-    return greedy_policy(q)
 
 #: The LP solver used through cvxpy unless ``solver=`` says otherwise.
 DEFAULT_LP_SOLVER = "HIGHS"
@@ -368,13 +360,6 @@ def _recheck(res: Result, ev, budget: np.ndarray, status: str, tol: float, who: 
 
 
 # =========================================================================== discounted
-def lagrangian_optimal_policy(model: TabularCMDP, lam=None, max_iter: int = 10_000) -> Result:
-    """Deprecated name of :func:`rcmdp_exact.mdp.policy_iteration` (the same result)."""
-    warnings.warn("lagrangian_optimal_policy is deprecated; use rcmdp_exact.policy_iteration "
-                  "(the same Howard policy iteration)", DeprecationWarning, stacklevel=2)
-    return policy_iteration(model, lam, max_iter)
-
-
 def _default_policy(model: TabularCMDP, mult: np.ndarray, unvisited: str) -> np.ndarray:
     S, A = model.n_states, model.n_actions
     if unvisited == "uniform" or model.gamma >= 1.0:

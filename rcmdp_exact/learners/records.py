@@ -34,7 +34,6 @@ and ``penalised`` (the test metric's penalised return).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import asdict
 
 import numpy as np
@@ -46,8 +45,8 @@ from ..mdp import greedy_policy
 from ..nn import MLP, softmax
 from .base import Settings
 
-__all__ = ["EPISODE_RECORDS", "FORMER_RECORDS", "OPTIONAL_FIELDS", "REQUIRED_FIELDS",
-           "TrainResult", "TrainingRecords", "evaluate_policy", "into_ball", "load"]
+__all__ = ["EPISODE_RECORDS", "OPTIONAL_FIELDS", "REQUIRED_FIELDS", "TrainResult",
+           "evaluate_policy", "load"]
 
 #: Names of the per-episode records.
 EPISODE_RECORDS = ("episode", "length", "steps", "return", "cost", "lam", "lam_adv",
@@ -55,49 +54,6 @@ EPISODE_RECORDS = ("episode", "length", "steps", "return", "cost", "lam", "lam_a
 TARGETS = ("train", "true", "worst", "learner", "adversary")
 POLICIES = ("stochastic", "greedy")
 METRICS = ("value", "cost", "test_value", "test_cost", "penalised_return")
-#: Former record names and the names they read now (``eval_*_penalised`` records are
-#: ``eval_*_penalised_return`` now).
-FORMER_RECORDS = {"lambda": "lam", "lambda_adv": "lam_adv"}
-
-
-def _renamed_record(name: str) -> str | None:
-    """The current name of a former record name (None for a current name)."""
-    if name in FORMER_RECORDS:
-        return FORMER_RECORDS[name]
-    if name.startswith("eval_") and name.endswith("_penalised"):
-        return name + "_return"
-    return None
-
-
-class TrainingRecords(dict):
-    """The records of a training run: a dict of arrays whose former names still read.
-
-    Built from a dict with former names (an old file, a trainer of your own), it holds
-    them under the current names; reading a former name (``records["lambda"]``) returns
-    the current record with a ``DeprecationWarning``.
-    """
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        for old in [k for k in self if _renamed_record(k) is not None]:
-            value = dict.pop(self, old)
-            dict.setdefault(self, _renamed_record(old), value)
-
-    def __missing__(self, key):
-        new = _renamed_record(key) if isinstance(key, str) else None
-        if new is not None and new in self:
-            warnings.warn(f"the training record {key!r} is now called {new!r}",
-                          DeprecationWarning, stacklevel=3)
-            return self[new]
-        raise KeyError(key)
-
-    def get(self, key, default=None):
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
-
 def _metrics(model, pi) -> dict:
     ev = evaluate(model, pi)
     fh = evaluate_finite_horizon(model, pi)
@@ -122,16 +78,6 @@ def _worst_metrics(model, pi, ball, inner: str) -> dict:
     return {"value": res.value, "cost": np.asarray(res.costs_worst), "test_value": value_fh,
             "test_cost": cost_fh,
             "penalised_return": penalised_return(value_fh, cost_fh, budget)}
-
-
-def into_ball(P, ball, terminal) -> np.ndarray:
-    """Deprecated: :meth:`~rcmdp_exact.L1Ball.pull_inside` (``ball.pull_inside(P,
-    keep=terminal)``), the same kernel."""
-    import warnings
-
-    warnings.warn("into_ball is deprecated; use ball.pull_inside(P, keep=terminal)",
-                  DeprecationWarning, stacklevel=2)
-    return ball.pull_inside(P, keep=terminal)
 
 
 def evaluate_policy(model, table, *, true_model=None, ball=None, learner_kernel=None,
@@ -203,7 +149,7 @@ class TrainResult(Result, name="rcmdp_exact.learners.TrainResult"):
     repeats the run); ``inputs`` (S, F), ``hidden``, ``n_actions`` and
     ``policy_params``, the MLP policy; ``lam`` the final multipliers and ``lam_adv`` the
     adversary's (NaN without one); ``records`` the arrays of ``docs/learners.md`` (per
-    episode and per exact evaluation, a :class:`TrainingRecords`); ``adversary_params``,
+    episode and per exact evaluation, a dict of arrays); ``adversary_params``,
     ``adversary_inputs``, ``adversary_outcomes`` the adversary (empty without one), with
     ``adversary_mix`` (S*A,) and ``adversary_nominal`` (S*A, O) for
     ``adversary_form="mixture"``; ``critic_params`` (empty without a critic);
@@ -227,7 +173,7 @@ class TrainResult(Result, name="rcmdp_exact.learners.TrainResult"):
         for name, default in OPTIONAL_FIELDS.items():
             if name not in self:
                 dict.__setitem__(self, name, default())
-        dict.__setitem__(self, "records", TrainingRecords(self["records"]))
+        dict.__setitem__(self, "records", dict(self["records"]))
 
     def _fields_out(self) -> dict:
         return {**self, "settings": asdict(self.settings)}

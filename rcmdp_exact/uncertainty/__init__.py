@@ -52,7 +52,6 @@ _EXPORTS = {
     "UncertaintySet": ".base",
     "box_simplex_projection": ".interval",
     "builtin_kinds": ".kinds",
-    "check_ball": ".l1",
     "check_set": ".base",
     "check_set_conformance": ".conformance",
     "collect_counts": ".estimators",

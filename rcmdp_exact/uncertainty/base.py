@@ -395,7 +395,7 @@ class UncertaintySet(abc.ABC):
         else:
             formats = (cls._format(),)
             what = f"an {cls.__name__} written by {cls.__name__}.save"
-        data = load_npz(path, formats, what, legacy_keys=getattr(cls, "LEGACY_KEYS", ()))
+        data = load_npz(path, formats, what)
         kind = cls
         if "format" in data:
             kind = _FORMATS[str(data["format"]).split("/")[0].removeprefix("rcmdp_exact.")]

@@ -27,7 +27,6 @@ from .._checks import (
     check_choice,
     check_indices,
     check_shape,
-    check_type,
     readonly,
     row_tolerance,
 )
@@ -43,7 +42,6 @@ __all__ = [
     "SUPPORTS",
     "L1Ball",
     "L1Rows",
-    "check_ball",
     "first_outcomes",
     "l1_ball",
     "merge_outcomes",
@@ -52,19 +50,6 @@ __all__ = [
 
 #: The kind of this file's set (``--set l1``, the default; read by :mod:`.kinds`).
 KIND = "l1"
-
-
-def check_ball(ball, model: TabularCMDP) -> None:
-    """Raise unless ``ball`` is an :class:`L1Ball` with the model's (S, A) (deprecated:
-    :func:`~rcmdp_exact.uncertainty.check_set` accepts every set)."""
-    import warnings
-
-    warnings.warn("check_ball is deprecated; use rcmdp_exact.uncertainty.check_set",
-                  DeprecationWarning, stacklevel=2)
-    check_type(ball, "ball", L1Ball, "build one with rcmdp_exact.estimate(model, ...).ball, "
-               "l1_ball(model, alpha) or L1Ball(nominal, alpha)")
-    check_shape(ball.nominal, (model.n_states, model.n_actions, model.n_states),
-                "the ball (its nominal kernel, for this model)", ("s", "a", "s'"))
 
 
 def merge_outcomes(q, outcomes, n_states: int | None = None) -> np.ndarray:
@@ -169,7 +154,6 @@ class L1Ball(Frozen, SARectangularSet):
     method_hint = " ('sort': exact, batched; 'lp': one cvxpy LP per row, a cross-check)"
     _RADII = ("alpha",)
     #: Keys of a ball saved before files carried a format entry.
-    LEGACY_KEYS = ("nominal", "alpha", "support")
     __slots__ = ("_alpha", "_frozen", "_nominal", "_out_nominal", "_outcomes", "_support",
                  "_tiles")
 
