@@ -45,8 +45,8 @@ import numpy as np
 
 import rcmdp_exact as rx
 from rcmdp_exact import domains, evaluate, rcmdp_bracket, solve_cmdp
+from rcmdp_exact.core.sampling import rollout
 from rcmdp_exact.learners import load, train
-from rcmdp_exact.sampling import rollout
 from rcmdp_exact.uncertainty.l1_sort import worst_case_l1
 
 np.set_printoptions(precision=4, suppress=True)

@@ -237,7 +237,7 @@ MAX_BOXES = 10**6
 #: backward-induction step per time step, and the learners sample episodes of T steps.
 MAX_HORIZON = 10**6
 #: Memory of the episodes that one call of the sampler holds at once
-#: (``rcmdp_exact.sampling.rollout``, behind ``estimate`` and ``collect_counts``): 33
+#: (``rcmdp_exact.core.sampling.rollout``, behind ``estimate`` and ``collect_counts``): 33
 #: bytes per step (four int64 arrays and a bool mask of shape (episodes, T)), so 4 GiB
 #: is about 650,000 episodes of 200 steps (the paper's largest estimation: 10,000).
 MAX_ROLLOUT_BYTES = 4 * 2**30

@@ -17,10 +17,10 @@ import sys
 import numpy as np
 import pytest
 
-import rcmdp_exact.experiments.ground_truth_table as command  # the work of the command
+import rcmdp_exact.protocol.ground_truth_table as command  # the work of the command
 from rcmdp_exact.cli import main
+from rcmdp_exact.core.mdp import greedy_policy
 from rcmdp_exact.domains import ESTIMATION_EPISODES, paper_domain
-from rcmdp_exact.mdp import greedy_policy
 from rcmdp_exact.uncertainty import estimate
 
 
@@ -209,7 +209,7 @@ def test_bad_arguments_are_refused_before_any_work(tmp_path, capsys, monkeypatch
 
 
 def test_existing_output_files_need_force(tmp_path, capsys, monkeypatch):
-    from rcmdp_exact.experiments.ground_truth_table import ground_truth_table
+    from rcmdp_exact.protocol.ground_truth_table import ground_truth_table
 
     table = ground_truth_table(["nav2"], n_draws=1, variants=(), progress=False,
                                max_boxes=1)
@@ -230,7 +230,7 @@ def test_a_full_disk_names_the_file_being_written(tmp_path, capsys, monkeypatch,
     naming the file meant, exit status 2; the files of the earlier run stay whole."""
     import errno
 
-    from rcmdp_exact.experiments.ground_truth_table import ground_truth_table
+    from rcmdp_exact.protocol.ground_truth_table import ground_truth_table
 
     table = ground_truth_table(["nav2"], n_draws=1, variants=(), progress=False,
                                max_boxes=1)

@@ -22,7 +22,7 @@ from rcmdp_exact import (
     SARectangularSet,
     check_set_conformance,
 )
-from rcmdp_exact.experiments.estimation import set_from_estimate
+from rcmdp_exact.protocol.estimation import set_from_estimate
 from rcmdp_exact.uncertainty import CONFORMANCE_CHECKS as CHECKS
 from rcmdp_exact.uncertainty import builtin_kinds, set_class
 

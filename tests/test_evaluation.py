@@ -22,7 +22,7 @@ from rcmdp_exact import (
     policy_transition_matrix,
     rescaled_budget,
 )
-from rcmdp_exact.evaluation import PENALTY_WEIGHT, check_proper
+from rcmdp_exact.core.evaluation import PENALTY_WEIGHT, check_proper
 
 
 # --------------------------------------------------------------------------- generators

@@ -1,4 +1,4 @@
-"""Tests of rcmdp_exact.experiments: specs, exact references, one run, store, Table 1.
+"""Tests of rcmdp_exact.protocol: specs, exact references, one run, store, Table 1.
 
 The learners are replaced by the deterministic stand-in of
 ``test_experiments_standin.py`` wherever they are not what is tested.
@@ -24,18 +24,18 @@ from rcmdp_exact import (
     rescaled_budget,
     solve_cmdp_finite_horizon,
 )
-from rcmdp_exact.evaluation import evaluate_finite_horizon_batch
-from rcmdp_exact.experiments import RunSpec, Store, run_one, table1
-from rcmdp_exact.experiments.groundtruth import (
+from rcmdp_exact.core.evaluation import evaluate_finite_horizon_batch
+from rcmdp_exact.protocol import RunSpec, Store, run_one, table1
+from rcmdp_exact.protocol.groundtruth import (
     costs_of,
     exact_test,
     pooled_bound,
     setting_optima,
     suite_settings,
 )
-from rcmdp_exact.experiments.run import curve_rows, sampled_test
-from rcmdp_exact.experiments.spec import ALGORITHMS, GroundTruthSpec, phase_seed
-from rcmdp_exact.experiments.table1 import PAPER_TABLE1, table1_csv
+from rcmdp_exact.protocol.run import curve_rows, sampled_test
+from rcmdp_exact.protocol.spec import ALGORITHMS, GroundTruthSpec, phase_seed
+from rcmdp_exact.protocol.table1 import PAPER_TABLE1, table1_csv
 
 # --------------------------------------------------------------------------- specs
 
@@ -362,7 +362,7 @@ def test_table1_csv_is_the_same_bytes_whatever_the_insertion_order(tmp_path):
 
 
 def test_verdicts_are_computed_from_the_numbers():
-    from rcmdp_exact.experiments.report import verdict
+    from rcmdp_exact.protocol.report import verdict
 
     base = {"n_seeds": 20, "episodes": 5000, "n_settings": 5, "test": "1A",
             "paper_mean": -76.7, "paper_spread": 20.2, "bound": -10.0, "cost_mean": 7.0,

@@ -16,7 +16,17 @@ from hypothesis import strategies as st
 from scipy.stats import norm
 
 from rcmdp_exact import ImproperPolicyError, evaluate
-from rcmdp_exact.gradients import (
+from rcmdp_exact.core.model import ModelError
+from rcmdp_exact.core.parametrisations import (
+    MLPAdversary,
+    MLPPolicy,
+    TabularAdversary,
+    TabularPolicy,
+    make_adversary,
+    make_policy,
+)
+from rcmdp_exact.testing import random_cmdp as random_rcmdp
+from rcmdp_exact.theory.gradients import (
     ESTIMATORS,
     adversary_gradient,
     central_difference,
@@ -28,17 +38,7 @@ from rcmdp_exact.gradients import (
     policy_gradient,
     relative_error,
 )
-from rcmdp_exact.model import ModelError
-from rcmdp_exact.parametrisations import (
-    MLPAdversary,
-    MLPPolicy,
-    TabularAdversary,
-    TabularPolicy,
-    make_adversary,
-    make_policy,
-)
-from rcmdp_exact.testing import random_cmdp as random_rcmdp
-from rcmdp_exact.verify import lagrangian_reward_depends_on_next_state
+from rcmdp_exact.theory.verify import lagrangian_reward_depends_on_next_state
 
 
 # --------------------------------------------------------------------------- models

@@ -19,18 +19,18 @@ from scipy.optimize import linprog, minimize_scalar
 import rcmdp_exact.ground_truth.lp as lp_module
 import rcmdp_exact.testing as T
 from rcmdp_exact import InputError, OptionError, TabularCMDP
-from rcmdp_exact.domains import garnet
-from rcmdp_exact.evaluation import (
+from rcmdp_exact.core.evaluation import (
     evaluate_finite_horizon,
     evaluate_time_dependent,
     rescaled_budget,
 )
+from rcmdp_exact.core.mdp import policy_iteration
+from rcmdp_exact.domains import garnet
 from rcmdp_exact.ground_truth import (
     infeasible_message,
     solve_cmdp,
     solve_cmdp_finite_horizon,
 )
-from rcmdp_exact.mdp import policy_iteration
 
 
 # --------------------------------------------------------------------------- helpers

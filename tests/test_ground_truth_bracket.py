@@ -30,6 +30,7 @@ from test_ground_truth import (
 
 import rcmdp_exact.testing as T
 from rcmdp_exact import InputError, OptionError, robust_evaluate
+from rcmdp_exact.core.mdp import greedy_box
 from rcmdp_exact.domains import garnet
 from rcmdp_exact.ground_truth import (
     VARIANTS,
@@ -38,7 +39,6 @@ from rcmdp_exact.ground_truth import (
     rcmdp_variant,
     solve_cmdp,
 )
-from rcmdp_exact.mdp import greedy_box
 from rcmdp_exact.robust.engine import RobustGame
 from rcmdp_exact.uncertainty import l1_ball
 
@@ -547,8 +547,8 @@ def test_a_client_that_is_not_a_dask_client_is_refused_before_any_work(client, f
     from helpers import raises_fact
 
     import rcmdp_exact.ground_truth.bracket as bracket_module
-    from rcmdp_exact.experiments import Store, sweep
-    from rcmdp_exact.experiments.ground_truth_table import ground_truth_table
+    from rcmdp_exact.protocol import Store, sweep
+    from rcmdp_exact.protocol.ground_truth_table import ground_truth_table
 
     monkeypatch.setattr(bracket_module, "RobustGame",
                         lambda *a, **k: pytest.fail("work started before the checks"))

@@ -16,13 +16,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rcmdp_exact as rx
-from rcmdp_exact.gradients import central_difference
+from rcmdp_exact.core.nn import MLP, softmax
+from rcmdp_exact.core.parametrisations import MLPPolicy
 from rcmdp_exact.learners import ALGORITHMS, Settings, train
 from rcmdp_exact.learners.base import EXACT_DEFAULTS
 from rcmdp_exact.learners.dynamics import build_problem
 from rcmdp_exact.learners.exact import dense_evaluation, exact_policy_gradient
-from rcmdp_exact.nn import MLP, softmax
-from rcmdp_exact.parametrisations import MLPPolicy
+from rcmdp_exact.theory.gradients import central_difference
 
 
 def _arrays(model):

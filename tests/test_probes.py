@@ -221,7 +221,7 @@ def test_workers_are_capped_per_cpu(tmp_path):
     top = 4 * (os.cpu_count() or 1)
     has(line, "--workers", "100000", f"limit {top}", "4 per CPU", f"give at most {top}")
     from rcmdp_exact import InputError
-    from rcmdp_exact.experiments import Store, sweep
+    from rcmdp_exact.protocol import Store, sweep
 
     with Store(tmp_path / "api.sqlite") as s, pytest.raises(InputError, match=str(top)):
         sweep(s, [], workers=top + 1, progress=False)
@@ -235,7 +235,7 @@ def test_report_refuses_tests_the_store_lacks(store, tmp_path):
 
 
 def test_report_refuses_a_store_without_runs(tmp_path):
-    from rcmdp_exact.experiments import Store
+    from rcmdp_exact.protocol import Store
 
     Store(tmp_path / "empty.sqlite").close()
     line = one_line(rcmdp(tmp_path, "report", "--db", "empty.sqlite", "--out", "rep"))

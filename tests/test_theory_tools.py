@@ -34,8 +34,8 @@ from rcmdp_exact import (
     robust_evaluate,
     robust_policy_gradient,
 )
-from rcmdp_exact.gradients import lagrangian, relative_error
-from rcmdp_exact.nn import softmax
+from rcmdp_exact.core.nn import softmax
+from rcmdp_exact.theory.gradients import lagrangian, relative_error
 from rcmdp_exact.uncertainty import SRectL1Ball, interval_vertices, l1_vertices
 
 

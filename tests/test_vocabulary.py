@@ -90,7 +90,7 @@ def check_name(name: str, model, trained) -> None:
         res = rx.robust_evaluate(model, np.full((5, 3), 1 / 3), rx.l1_ball(model, 0.1))
         assert "costs_worst" in res
     elif name == "time_limit":
-        from rcmdp_exact.experiments.ground_truth_table import GroundTruthTableSpec
+        from rcmdp_exact.protocol.ground_truth_table import GroundTruthTableSpec
 
         assert "time_limit" in {f.name for f in dataclasses.fields(rx.BracketSettings)}
         spec = GroundTruthTableSpec()

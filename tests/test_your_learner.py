@@ -53,7 +53,7 @@ def test_example_is_short():
 
 def test_the_worked_example_runs_through_a_reproduction(tmp_path):
     import rcmdp_exact as rx
-    from rcmdp_exact.experiments import RunSpec, Store
+    from rcmdp_exact.protocol import RunSpec, Store
 
     (tmp_path / "my_learner.py").write_text(example_code())
     model = rx.domains.garnet(6, 3, 3, n_constraints=1, seed=3, gamma=0.9, horizon=12)

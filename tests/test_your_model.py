@@ -286,7 +286,7 @@ def test_a_set_kind_is_named_in_the_spec_and_the_report(files):
     assert proc.returncode == 0, proc.stderr
     report = (files / "rep" / "report.md").read_text()
     has(report, "uncertainty set `linf`", "L-infinity")
-    from rcmdp_exact.experiments import Store
+    from rcmdp_exact.protocol import Store
 
     with Store(files / "rep" / "runs.sqlite", readonly=True) as store:
         assert {r["spec"]["set_kind"] for r in store.runs()} == {"linf"}
@@ -350,7 +350,7 @@ def test_default_specs_keep_their_json_and_keys():
     import dataclasses
     import hashlib
 
-    from rcmdp_exact.experiments.spec import OPTIONAL_FIELDS, RunSpec, canonical_json
+    from rcmdp_exact.protocol.spec import OPTIONAL_FIELDS, RunSpec, canonical_json
 
     spec = RunSpec("nav1", "cpg", 3, episodes=10)
     fields = spec.fields()
@@ -371,7 +371,7 @@ def test_default_specs_keep_their_json_and_keys():
 
 def test_specs_of_your_model_round_trip_and_check_their_fields():
     from rcmdp_exact import InputError
-    from rcmdp_exact.experiments.spec import RunSpec
+    from rcmdp_exact.protocol.spec import RunSpec
 
     spec = RunSpec("model", "pg", 0, model="ab" * 32, horizon=7, estimation_episodes=10,
                    perturbations=(("p", "g", "cd" * 32),), sources=(("model", "x", "y"),))
@@ -395,7 +395,7 @@ def dataclasses_replace_key(spec, **changes):
 
 def test_a_worker_refuses_a_file_changed_after_planning(tmp_path):
     from rcmdp_exact import InputError
-    from rcmdp_exact.experiments.user import ensure_sources, load_model_file
+    from rcmdp_exact.protocol.user import ensure_sources, load_model_file
 
     g = garnet_model()
     g.save(tmp_path / "a.npz")
@@ -415,7 +415,7 @@ def nav_estimate():
 
 
 def test_every_kind_is_built_from_the_same_counts(nav_estimate):
-    from rcmdp_exact.experiments.estimation import set_from_estimate, state_counts
+    from rcmdp_exact.protocol.estimation import set_from_estimate, state_counts
     from rcmdp_exact.uncertainty import builtin_kinds
 
     model, est = nav_estimate
@@ -438,7 +438,7 @@ def test_every_kind_is_built_from_the_same_counts(nav_estimate):
 
 
 def test_weighted_l1_is_the_l1_ball_and_s_l1_contains_it(nav_estimate):
-    from rcmdp_exact.experiments.estimation import set_from_estimate
+    from rcmdp_exact.protocol.estimation import set_from_estimate
 
     model, est = nav_estimate
     rng = np.random.default_rng(0)
@@ -461,7 +461,7 @@ def test_the_python_reproduce_takes_your_model(files):
         from test_experiments_standin import standin_train
     finally:
         sys.path.remove(TESTS_DIR)
-    from rcmdp_exact.experiments import reproduce
+    from rcmdp_exact.protocol import reproduce
 
     summary = reproduce(files / "db.sqlite", files / "out", model=files / "m.npz",
                         perturbations=files / "perts.toml", algorithms=("pg",), seeds=1,
@@ -473,7 +473,7 @@ def test_the_python_reproduce_takes_your_model(files):
 
 
 def test_which_report_files_are_existing_outputs(tmp_path):
-    from rcmdp_exact.experiments.report import REPORT_MARKER, foreign_report
+    from rcmdp_exact.protocol.report import REPORT_MARKER, foreign_report
 
     out = tmp_path / "rep"
     assert foreign_report(out, tmp_path / "a.sqlite") is None  # no folder
@@ -501,7 +501,7 @@ def test_sets_from_one_estimation_keep_their_invariants(S, A, seed, n, horizon):
     kernel on the ball's support, the weighted ball has the ball's worst case (a second
     solver), the s-rectangular set contains the ball's worst-case kernels, and the
     L-infinity, interval and KL sets contain their own nominal."""
-    from rcmdp_exact.experiments.estimation import set_from_estimate, state_counts
+    from rcmdp_exact.protocol.estimation import set_from_estimate, state_counts
     from rcmdp_exact.uncertainty import builtin_kinds
 
     model = rx.domains.garnet(S, A, min(S, 3), n_constraints=1, seed=seed,
@@ -583,9 +583,9 @@ def test_a_model_without_constraints_goes_through_the_protocol(tmp_path):
     the value, the pooled bound and each setting's optimum are the T-step optimum of the
     reward alone (certified gap 0), the training job's optimum is the MDP optimum, and
     the bracket closes on the robust optimum."""
-    from rcmdp_exact.experiments import GroundTruthSpec, plan
-    from rcmdp_exact.experiments.groundtruth import run_ground_truth
-    from rcmdp_exact.experiments.user import load_problem, spec_options
+    from rcmdp_exact.protocol import GroundTruthSpec, plan
+    from rcmdp_exact.protocol.groundtruth import run_ground_truth
+    from rcmdp_exact.protocol.user import load_problem, spec_options
 
     g = garnet_model()
     free = rx.TabularCMDP(g.P, g.R, np.zeros((6, 3, 6, 0)), np.zeros(0), gamma=g.gamma,

@@ -6,7 +6,7 @@ Modules: :mod:`.lp` (the occupancy LP and its duals), :mod:`.dual`, :mod:`.boxes
 targets), :mod:`.dual_certificate` (a certified interval on the Lagrangian dual of an
 RCMDP and certified duality gaps).  The robust fixed points they need come from
 :mod:`rcmdp_exact.robust`; the ground-truth table of the paper's domains is
-:mod:`rcmdp_exact.experiments.ground_truth_table`.
+:mod:`rcmdp_exact.protocol.ground_truth_table`.
 """
 
 

@@ -45,9 +45,9 @@ import scipy.sparse as sp
 from .._checks import as_float_array, check_choice, check_int, check_real, check_shape
 from .._result import Result
 from .._solvers import cvxpy_options
-from ..evaluation import evaluate, evaluate_time_dependent, rescaled_budget
-from ..mdp import backward_induction, policy_iteration, value_scale
-from ..model import TabularCMDP, check_model
+from ..core.evaluation import evaluate, evaluate_time_dependent, rescaled_budget
+from ..core.mdp import backward_induction, policy_iteration, value_scale
+from ..core.model import TabularCMDP, check_model
 from ..names import LP_SOLVERS
 
 __all__ = [

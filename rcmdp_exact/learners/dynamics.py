@@ -2,7 +2,7 @@ r"""Where next states come from: the nominal kernel, the L1 worst case, the adve
 
 :func:`build_problem` turns a validated model, ball and settings into the flat arrays
 the training loop reads (the same arrays for the compiled loop and the numpy
-reference).  Kernels are in the outcome form of :mod:`rcmdp_exact.sampling`: outcome o
+reference).  Kernels are in the outcome form of :mod:`rcmdp_exact.core.sampling`: outcome o
 of pair r = s * A + a leads to ``nxt[r, o]``.
 
 * nominal (PG, CPG): ``model.P`` over next states;
@@ -28,8 +28,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .._checks import InputError
-from ..nn import MLP, Adam, softmax
-from ..parametrisations import adversary_inputs, policy_inputs
+from ..core.nn import MLP, Adam, softmax
+from ..core.parametrisations import adversary_inputs, policy_inputs
 from ..uncertainty import L1Ball, L1Rows
 
 __all__ = ["Problem", "build_problem", "check_learner_set", "prefit_adversary",
@@ -103,7 +103,7 @@ def build_problem(model, algo, ball, settings) -> Problem:
 
     ``settings`` the run's validated :class:`~rcmdp_exact.learners.Settings`: inputs are
     the state features times its ``feature_scale``
-    (:func:`~rcmdp_exact.parametrisations.policy_inputs`); with ``feature_centre`` their
+    (:func:`~rcmdp_exact.core.parametrisations.policy_inputs`); with ``feature_centre`` their
     mean over the states is subtracted (policy and the adversary's state columns).
     """
     S, A, K = model.n_states, model.n_actions, model.n_constraints

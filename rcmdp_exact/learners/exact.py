@@ -13,7 +13,7 @@ the algorithm's objective.  Iteration n:
    dynamics (:func:`dense_evaluation`: one dense solve on the non-terminal states);
 3. the policy takes one Adam ascent step on the exact gradient of the Lagrangian
    :math:`V - \lambda_{eff}^\top C` (Theorem 1, the gradient of
-   :func:`rcmdp_exact.gradients.policy_gradient`) plus ``entropy`` times
+   :func:`rcmdp_exact.theory.gradients.policy_gradient`) plus ``entropy`` times
    :math:`\sum_s d_\gamma(s) \nabla H(\pi(\cdot \mid s))`;
 4. the multipliers take one step on :math:`C(p_0) - d` (after ``multiplier_start``
    iterations; until then they stay at ``lam_init``).  With
@@ -46,8 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._progress import tqdm
-from ..evaluation import PolicySystem, policy_matrix
-from ..nn import MLP, Adam, softmax
+from ..core.evaluation import PolicySystem, policy_matrix
+from ..core.nn import MLP, Adam, softmax
 from .dynamics import build_problem, prefit_adversary, seed_generators
 from .records import TrainResult, eval_records, evaluate_policy
 
@@ -117,7 +117,7 @@ def exact_policy_gradient(net: MLP, X, theta, ev: DenseEvaluation, lam, entropy:
 
     The cotangent on the probabilities is :math:`G(s, a) = d_\gamma(s) [Q_\lambda(s, a) -
     \beta (\log \pi(a|s) + 1)]` (0 at terminal states), pulled back through the softmax
-    and the network: Theorem 1, as in :func:`rcmdp_exact.gradients.policy_gradient`.
+    and the network: Theorem 1, as in :func:`rcmdp_exact.theory.gradients.policy_gradient`.
     ``cache`` is ``net.forward(X, theta)`` when the caller has it.
     """
     if cache is None:

@@ -3,7 +3,7 @@ r"""The one per-step training loop of the learners, compiled by numba.
 This module imports numba at its top; :mod:`rcmdp_exact.learners` imports it only
 inside :func:`~rcmdp_exact.learners.train`, so the package and the command line start
 without it.  :mod:`rcmdp_exact.learners.reference` runs the same algorithm on the
-numpy MLP of :mod:`rcmdp_exact.nn` (the reference the tests compare against).
+numpy MLP of :mod:`rcmdp_exact.core.nn` (the reference the tests compare against).
 
 One episode of :func:`run_chunk` is five phases, one compiled function each, over the
 named tuples of :mod:`rcmdp_exact.learners.config` (``docs/learners.md`` has the maths):
@@ -14,8 +14,8 @@ named tuples of :mod:`rcmdp_exact.learners.config` (``docs/learners.md`` has the
    of every (s, a), sort-based inner problem) or :func:`_adversary_kernel` (the
    adversary for all S*A pairs);
 2. :func:`_rollout`: a forward rollout from those tables with the package's sampling
-   convention (:mod:`rcmdp_exact.sampling`: 1 + 2T uniforms of the run's Generator,
-   inverse-CDF draws by :func:`~rcmdp_exact.sampling.draw_one`);
+   convention (:mod:`rcmdp_exact.core.sampling`: 1 + 2T uniforms of the run's Generator,
+   inverse-CDF draws by :func:`~rcmdp_exact.core.sampling.draw_one`);
 3. the backward pass, t = L-1..0 (in :func:`run_chunk`; :func:`_episode_cost` first for
    ``multiplier_signal="episode"``): :math:`V_t = r_t + \gamma V_{t+1}`,
    :math:`C_t = c_t + \gamma C_{t+1}`; :func:`_policy_step`: one Adam step of the policy
@@ -34,7 +34,7 @@ named tuples of :mod:`rcmdp_exact.learners.config` (``docs/learners.md`` has the
 5. :func:`_record`: the episode's row of the records.
 
 :mod:`rcmdp_exact.learners.reference` has the same phases under the same names, written
-separately on :mod:`rcmdp_exact.nn` (the oracle of this module).
+separately on :mod:`rcmdp_exact.core.nn` (the oracle of this module).
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ import math
 import numba
 import numpy as np
 
-from ..nn import MOMENT_FLOOR
-from ..sampling import draw_one
+from ..core.nn import MOMENT_FLOOR
+from ..core.sampling import draw_one
 from ..uncertainty.l1_numba import worst_pair
 from .config import (
     ADAM_LOG,
@@ -165,7 +165,7 @@ def _backward_row_set(x, z, h, W2, g, nin, H, nout, grad):
 @_jit
 def _adam(p, g, m, v, t, lr, b1, b2, eps, scale):
     """One Adam descent step in place on the gradient ``scale * g`` (the update of
-    :class:`rcmdp_exact.nn.Adam`, moments below the smallest normal float flushed to
+    :class:`rcmdp_exact.core.nn.Adam`, moments below the smallest normal float flushed to
     zero: a parameter whose gradient stays 0 would otherwise keep a subnormal moment
     forever, since 0.9 times the smallest subnormal rounds back to it, and subnormal
     arithmetic is many times slower on some CPUs)."""
@@ -443,7 +443,7 @@ def _adversary_kernel(cfg, phi, Xadv, kprob, nxt, nom_state, live, radius, kt, a
 @_phase
 def _rollout(cfg, p0cdf, terminal, R, C, nxt, pol_cdf, kernel_cdf, ep, rng_ep, cnt):
     """Phase 2: one episode from the tables (the sampling convention of
-    :mod:`rcmdp_exact.sampling`) into the :class:`~rcmdp_exact.learners.config.Episode`
+    :mod:`rcmdp_exact.core.sampling`) into the :class:`~rcmdp_exact.learners.config.Episode`
     ``ep``; returns its length and undiscounted return."""
     T, step_budget = cfg.horizon, cfg.step_budget
     A, K = R.shape[1], C.shape[3]

@@ -40,9 +40,9 @@ import numpy as np
 
 from .._checks import check_out_path
 from .._result import Result
-from ..evaluation import evaluate, evaluate_finite_horizon, penalised_return, rescaled_budget
-from ..mdp import greedy_policy
-from ..nn import MLP, softmax
+from ..core.evaluation import evaluate, evaluate_finite_horizon, penalised_return, rescaled_budget
+from ..core.mdp import greedy_policy
+from ..core.nn import MLP, softmax
 from .base import Settings
 
 __all__ = ["EPISODE_RECORDS", "OPTIONAL_FIELDS", "REQUIRED_FIELDS", "TrainResult",

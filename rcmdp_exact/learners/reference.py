@@ -1,8 +1,8 @@
 """The training loop of :mod:`rcmdp_exact.learners.loop` on the numpy MLP (the reference).
 
-The same algorithm step for step, written with :class:`rcmdp_exact.nn.MLP` (forward,
-backward, ``vjp_probs``), :class:`rcmdp_exact.nn.Adam`,
-:func:`rcmdp_exact.uncertainty.worst_case_l1` and :func:`rcmdp_exact.sampling.draw_one`,
+The same algorithm step for step, written with :class:`rcmdp_exact.core.nn.MLP` (forward,
+backward, ``vjp_probs``), :class:`rcmdp_exact.core.nn.Adam`,
+:func:`rcmdp_exact.uncertainty.worst_case_l1` and :func:`rcmdp_exact.core.sampling.draw_one`,
 and nothing of the compiled module.  Its phases have the names of the compiled loop's
 (:func:`_policy_tables`, :func:`_critic_tables`, :func:`_worst_case_kernel`,
 :func:`_adversary_kernel`, :func:`_rollout`, the backward pass in :func:`run_chunk`
@@ -20,8 +20,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..nn import MLP, Adam, softmax
-from ..sampling import draw_one
+from ..core.nn import MLP, Adam, softmax
+from ..core.sampling import draw_one
 from ..uncertainty import worst_case_l1
 from .config import (
     ADAM_LOG,

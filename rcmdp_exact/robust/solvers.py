@@ -29,8 +29,8 @@ import numpy as np
 from .._checks import InputError, as_float_array, check_choice, check_int, check_real
 from .._progress import progress_default, tqdm
 from .._result import Result, Status
-from ..evaluation import check_value_scale, evaluate
-from ..model import ModelError, TabularCMDP, check_model, check_policy
+from ..core.evaluation import check_value_scale, evaluate
+from ..core.model import ModelError, TabularCMDP, check_model, check_policy
 from ..uncertainty import (
     PROTOCOLS,
     KernelSet,
@@ -242,7 +242,7 @@ def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=Non
         the exact evaluation under :math:`P^+`: ``v`` (S,), ``c`` (S, K),
         ``lagrangian`` (S,) = v - c @ lam, ``value`` = p0.v, ``costs`` (K,) = p0.c,
         ``lagrangian_p0`` = value - lam.(cost - d), ``evaluation`` (the full
-        :func:`~rcmdp_exact.evaluation.evaluate` result: Q, occupancy, ...);
+        :func:`~rcmdp_exact.core.evaluation.evaluate` result: Q, occupancy, ...);
         ``converged``, ``success``, ``status`` ("converged", or "not_converged": the
         iteration limit or a stalled policy iteration, with a :class:`RuntimeWarning`), ``message``,
         ``iterations``, ``residual``, ``method``, ``objective``, ``lam``;

@@ -56,7 +56,7 @@ from .._checks import (
 )
 from .._io import load_npz, save_npz
 from .._result import Result
-from ..model import ModelError, check_transition_rows
+from ..core.model import ModelError, check_transition_rows
 from ..names import INNERS
 from .kinds import KIND_PATTERN, builtin_class_module, builtin_kinds, kind_files
 
@@ -220,7 +220,7 @@ def set_class(kind: str, *, estimated: bool = False, what: str = "set kind") -> 
         working folder is searched after ``sys.path``).
     estimated : bool
         Also require a counts builder (``from_counts``): the kinds that ``--set`` and
-        :func:`rcmdp_exact.experiments.estimation.estimate_set` build from data.
+        :func:`rcmdp_exact.protocol.estimation.estimate_set` build from data.
     what : str
         How messages name the argument.
 
@@ -263,7 +263,7 @@ class UncertaintySet(abc.ABC):
     #: lowercase words joined by hyphens.  A class registers its kind when it declares
     #: ``kind`` itself; None (the default): a set used from Python only.
     kind: str | None = None
-    #: One line on the kind, for ``--help``, reports and :func:`rcmdp_exact.experiments.
+    #: One line on the kind, for ``--help``, reports and :func:`rcmdp_exact.protocol.
     #: estimation.estimate_set` (how it is built from the counts).
     note: str = ""
     #: "sa", "s" or "none" (see :data:`RECTANGULARITIES`), set by the three protocol

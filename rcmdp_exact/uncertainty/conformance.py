@@ -554,7 +554,7 @@ class _Checker:
             import hypothesis  # noqa: F401
         except ImportError:
             return "hypothesis is not installed"
-        from ..model import TabularCMDP
+        from ..core.model import TabularCMDP
         from ..testing import example
 
         S, A = self.shape

@@ -41,8 +41,8 @@ from .._checks import (
     check_shape,
 )
 from .._result import Result
-from ..model import ModelError, TabularCMDP, check_model
-from ..sampling import rollout
+from ..core.model import ModelError, TabularCMDP, check_model
+from ..core.sampling import rollout
 from .base import support_mask
 from .interval import IntervalSet, box_simplex_projection, worst_case_interval
 from .kl import KLBall
@@ -390,7 +390,7 @@ def collect_counts(model: TabularCMDP, n_episodes: int, seed=None, *,
                    progress: bool | None = None) -> np.ndarray:
     r"""Roll out the uniform random policy and count transitions.
 
-    The episodes come from :func:`rcmdp_exact.sampling.rollout`: each starts in a
+    The episodes come from :func:`rcmdp_exact.core.sampling.rollout`: each starts in a
     state drawn from :math:`p_0`, picks actions uniformly at random, draws next states
     from ``model.P`` and stops after ``horizon`` steps or on entering a terminal state
     (the transition into it is counted).

@@ -3,7 +3,7 @@
 * :class:`RunSpec` / :class:`GroundTruthSpec` (:mod:`.spec`): frozen job
   specifications, their keys (SHA-256 of the canonical JSON) and their seeds;
 * :func:`run_one` (:mod:`.run`): one run's three phases, a pure function of its spec;
-* :func:`plan` (:mod:`.protocol`): the jobs of a reproduction (``quick=True`` for the
+* :func:`plan` (:mod:`.phases`): the jobs of a reproduction (``quick=True`` for the
   quick preset);
 * :func:`sweep` (:mod:`.backends`): compute what the store is missing, serially, with
   joblib or on a Dask cluster; only the driver writes;
@@ -25,8 +25,8 @@ from ..names import TESTS as _TESTS
 #: Where each public name lives; the module is imported on first use (PEP 562), so that
 #: the commands read the light modules (the store, the report folder's files) before
 #: numpy and the solvers are imported.
-_EXPORTS = {"BACKENDS": ".backends", "sweep": ".backends", "FULL": ".protocol",
-            "QUICK": ".protocol", "plan": ".protocol", "write_report": ".report",
+_EXPORTS = {"BACKENDS": ".backends", "sweep": ".backends", "FULL": ".phases",
+            "QUICK": ".phases", "plan": ".phases", "write_report": ".report",
             "run_one": ".run", "ALGORITHMS": ".spec", "TESTS": ".spec",
             "GroundTruthSpec": ".spec", "RunSpec": ".spec", "Store": ".store",
             "PAPER_TABLE1": ".table1", "table1": ".table1"}
@@ -50,7 +50,7 @@ def __dir__():
 class _Package(types.ModuleType):
     """This package, whose exported names are never hidden by a submodule of the same
     name: importing the module ``table1`` (which the import system records as an
-    attribute of its package) leaves ``experiments.table1`` the function, as the eager
+    attribute of its package) leaves ``protocol.table1`` the function, as the eager
     imports of earlier versions did."""
 
     def __setattr__(self, name, value):
@@ -100,7 +100,7 @@ def reproduce(db, out=None, *, tests=_TESTS, algorithms=_ALGORITHMS, seeds=None,
     :func:`write_report` result or None).
     """
     from .backends import sweep
-    from .protocol import plan
+    from .phases import plan
     from .report import write_report
     from .store import Store
 

@@ -378,13 +378,13 @@ def refuse_with_model(parser, args, names) -> None:
 
 def load_user_model(args, *, need_horizon: str | None = None):
     """The ``--model`` of ``args`` and its companions, loaded and checked
-    (:func:`rcmdp_exact.experiments.user.load_problem`), or None without ``--model``."""
+    (:func:`rcmdp_exact.protocol.user.load_problem`), or None without ``--model``."""
     if getattr(args, "model", None) is None:
         return None
     parser = getattr(args, "_parser", None)
     if parser is not None:
         check_inputs(parser, args)
-    from ..experiments.user import load_problem
+    from ..protocol.user import load_problem
 
     return load_problem(args.model, horizon=getattr(args, "horizon", None),
                         set_file=getattr(args, "set_file", None),
@@ -422,7 +422,7 @@ def resolve_trainer(parser, text):
                      f"of an importable module")
     if not callable(fn):
         parser.error(f"--trainer {text!r} is not a function; give MODULE:FUNCTION")
-    from ..experiments.run import TrainerError, check_trainer
+    from ..protocol.run import TrainerError, check_trainer
 
     try:
         check_trainer(fn)

@@ -31,7 +31,7 @@ in :mod:`rcmdp_exact._checks`.  New dynamics make a new model
 (:meth:`TabularCMDP.with_transitions`; ``check=False`` for a trusted kernel is a cheap
 copy).  Models are saved to ``.npz`` without pickle (:meth:`TabularCMDP.save`).
 
-Conversions (:mod:`rcmdp_exact.conversions`): :meth:`TabularCMDP.to_mdptoolbox`
+Conversions (:mod:`rcmdp_exact.core.conversions`): :meth:`TabularCMDP.to_mdptoolbox`
 (``P[a, s, s']``, ``R[s, a]``) and :meth:`TabularCMDP.to_quantecon` (``R[s, a]``,
 ``Q[s, a, s']``, or the sparse state-action-pair form); models in from a Gymnasium
 toy-text environment, a QuantEcon ``DiscreteDP`` or pymdptoolbox arrays
@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ._checks import (
+from .._checks import (
     InputError,
     as_array,
     as_float_array,
@@ -721,7 +721,7 @@ class TabularCMDP:
         ``costs(s, a, s_next)`` called on every transition of the support, or
         ``costs(s, a, s_next, reward, terminated)`` called on every entry of the table
         (a cost can then see the reward and the termination of a transition); ``d`` is
-        required with them.  Details: :func:`rcmdp_exact.conversions.gymnasium_model_args`.
+        required with them.  Details: :func:`rcmdp_exact.core.conversions.gymnasium_model_args`.
 
         Examples
         --------
@@ -748,7 +748,7 @@ class TabularCMDP:
         convention.  Rewards of -inf (QuantEcon's infeasible actions) and missing pairs
         are refused.  ``from_quantecon(model.to_quantecon())`` reproduces ``P``, the
         expected rewards and ``gamma`` bit for bit.  Details:
-        :func:`rcmdp_exact.conversions.quantecon_model_args`.
+        :func:`rcmdp_exact.core.conversions.quantecon_model_args`.
         """
         from .conversions import quantecon_model_args
 
@@ -763,7 +763,7 @@ class TabularCMDP:
         ``C``, ``d`` and ``kwargs`` in this class's convention.
         ``from_mdptoolbox(*model.to_mdptoolbox(), model.gamma)`` reproduces ``P``, the
         expected rewards and ``gamma`` bit for bit.  Details:
-        :func:`rcmdp_exact.conversions.mdptoolbox_model_args`.
+        :func:`rcmdp_exact.core.conversions.mdptoolbox_model_args`.
         """
         from .conversions import mdptoolbox_model_args
 
@@ -858,7 +858,7 @@ class TabularCMDP:
         keeps its CSR arrays.  The suffix ``.npz`` is added when ``path`` has another
         one (or none); the file is written atomically.  Returns the path written.
         """
-        from ._io import save_npz
+        from .._io import save_npz
 
         arrays = {"d": self._d, "gamma": np.array(self._gamma), "p0": self._p0,
                   "terminal": self._terminal}
@@ -887,7 +887,7 @@ class TabularCMDP:
         ``path`` with or without the suffix ``.npz``.  A missing, foreign, truncated or
         invalid file is a :class:`~rcmdp_exact.LoadError` naming the path.
         """
-        from ._io import LoadError, load_npz
+        from .._io import LoadError, load_npz
 
         what = "a model file written by TabularCMDP.save"
         f = load_npz(path, "rcmdp_exact.TabularCMDP/1", what)

@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ._checks import (
+from .._checks import (
     ImproperPolicyError,
     NotFiniteError,
     as_float_array,
@@ -38,7 +38,7 @@ from ._checks import (
     check_real,
     check_shape,
 )
-from ._result import Result
+from .._result import Result
 from .model import TabularCMDP, check_model, check_p0, check_policy
 
 __all__ = [

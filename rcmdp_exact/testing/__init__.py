@@ -73,7 +73,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import FlakyFailure, FlakyReplay, HypothesisException
 from hypothesis.strategies import SearchStrategy
 
-from ._checks import (
+from .._checks import (
     InputError,
     check_choice,
     check_int,
@@ -81,10 +81,10 @@ from ._checks import (
     check_real,
     rng_from,
 )
-from ._result import Result, decode, encode
-from .evaluation import PolicySystem
-from .model import TabularCMDP
-from .uncertainty.conformance import SKEWED_FAMILIES, skewed_kernel, skewed_radii, skewed_values
+from .._result import Result, decode, encode
+from ..core.evaluation import PolicySystem
+from ..core.model import TabularCMDP
+from ..uncertainty.conformance import SKEWED_FAMILIES, skewed_kernel, skewed_radii, skewed_values
 
 _seed = seed  # hypothesis.seed, before a parameter named seed hides it
 
@@ -288,7 +288,7 @@ def garnets(draw, n_states=(2, 6), n_actions=(1, 3), branching=None, n_constrain
             gamma=(0.5, 0.9, 0.95), next_state_dependent=None):
     """Strategy for :func:`rcmdp_exact.domains.garnet` models (continuous values from a
     drawn seed; ``branching`` defaults to any b in 1..S)."""
-    from .domains import garnet
+    from ..domains import garnet
 
     S = check_int(draw(_ints(n_states)), "n_states", 1)
     A = check_int(draw(_ints(n_actions)), "n_actions", 1)
@@ -394,7 +394,7 @@ def _support(draw, model, support):
 
 
 def _kinds_with_strategies() -> tuple[str, ...]:
-    from .uncertainty import builtin_kinds, set_class
+    from ..uncertainty import builtin_kinds, set_class
 
     return tuple(k for k in builtin_kinds() if set_class(k).has_strategy())
 
@@ -405,7 +405,7 @@ SET_KINDS = _kinds_with_strategies()
 
 
 def _sa_kinds() -> tuple[str, ...]:
-    from .uncertainty import SARectangularSet, set_class
+    from ..uncertainty import SARectangularSet, set_class
 
     return tuple(k for k in SET_KINDS if issubclass(set_class(k), SARectangularSet))
 
@@ -425,7 +425,7 @@ def balls(model: TabularCMDP, kinds=SA_KINDS, grid: int | None = 4,
     already defined; each is drawn by its class's ``strategy(model, grid=grid,
     **options)`` (``options`` such as ``max_radius`` go to every kind named).
     """
-    from .uncertainty import set_class
+    from ..uncertainty import set_class
 
     kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
     if not kinds:
@@ -469,8 +469,8 @@ def budget_levels(model: TabularCMDP, uset=None) -> Result:
         of the unconstrained robust optimum (at least ``least``); ``policies``
         {"joint", "free"}.
     """
-    from .robust import robust_evaluate, robust_value_iteration
-    from .uncertainty import l1_ball
+    from ..robust import robust_evaluate, robust_value_iteration
+    from ..uncertainty import l1_ball
 
     if uset is None:
         uset = l1_ball(model, 0.0, support="all")
@@ -713,8 +713,8 @@ def save_counterexample(result: Result, path) -> list[Path]:
     """
     import json
 
-    from ._io import save_json
-    from .uncertainty import UncertaintySet
+    from .._io import save_json
+    from ..uncertainty import UncertaintySet
 
     folder = check_out_path(path, kind="dir", name="path")
     folder.mkdir(parents=True, exist_ok=True)
@@ -744,8 +744,8 @@ def load_counterexample(path) -> Result:
     """Read a counterexample saved by :func:`save_counterexample` (the folder, or its
     ``counterexample.json``): ``example`` rebuilt with its models and sets,
     ``residual``, ``note``, ``tolerance``, ``seed``."""
-    from ._io import LoadError, load_json
-    from .uncertainty import load_set
+    from .._io import LoadError, load_json
+    from ..uncertainty import load_set
 
     p = Path(path).expanduser()
     file = p / "counterexample.json" if p.is_dir() else p

@@ -4,7 +4,7 @@ r"""Numerical verification of the paper's two gradient theorems and of its estim
 (tabular softmax and MLP), computes the finite-difference gradient of the Lagrangian
 :math:`L = p_0^\top V - \lambda^\top (p_0^\top C - d)` with respect to each, and
 compares with it the exact gradient of each theorem and the exact expected value of
-each sampled estimator of :data:`~rcmdp_exact.gradients.ESTIMATORS`:
+each sampled estimator of :data:`~rcmdp_exact.theory.gradients.ESTIMATORS`:
 
 * ``rel_error`` :math:`= \lVert E - g_{FD}\rVert / \lVert g_{FD}\rVert`,
 * ``cosine`` :math:`= E \cdot g_{FD} / (\lVert E\rVert \lVert g_{FD}\rVert)`,
@@ -28,14 +28,17 @@ import math
 import numpy as np
 from scipy.special import ndtri
 
-from ._checks import (
+from .._checks import (
     ImproperPolicyError,
     check_choice,
     check_int,
     check_real,
     check_seed,
 )
-from .domains import INITIAL_MULTIPLIER as PAPER_LAMBDA  # noqa: F401 (historical name)
+from ..core.model import TabularCMDP, check_model
+from ..core.parametrisations import DEFAULT_HIDDEN, adversary_outcomes, make_adversary, make_policy
+from ..domains import INITIAL_MULTIPLIER as PAPER_LAMBDA  # noqa: F401 (historical name)
+from ..names import EXACT_TOL
 from .gradients import (
     ESTIMATORS,
     cosine_similarity,
@@ -45,9 +48,6 @@ from .gradients import (
     relative_error,
     resolve_horizon,
 )
-from .model import TabularCMDP, check_model
-from .names import EXACT_TOL
-from .parametrisations import DEFAULT_HIDDEN, adversary_outcomes, make_adversary, make_policy
 
 __all__ = [
     "COLUMNS",
@@ -270,7 +270,7 @@ def verify_theorems(model: TabularCMDP, lam=None, *, label: str | None = None,
     parametrisations : sequence of "softmax", "mlp"
         Forms of the policy and adversary to check (the same form for both).
     estimators : sequence of str, optional
-        Names from :data:`~rcmdp_exact.gradients.ESTIMATORS` (default: all).
+        Names from :data:`~rcmdp_exact.theory.gradients.ESTIMATORS` (default: all).
     horizons : sequence of "model", None or int
         Episode lengths T at which the sampled estimators are judged (one row each):
         "model" is the model's horizon, None means unbounded episodes that end only at
@@ -300,7 +300,7 @@ def verify_theorems(model: TabularCMDP, lam=None, *, label: str | None = None,
     -------
     VerifyTable
     """
-    from ._progress import progress_default
+    from .._progress import progress_default
 
     progress = progress_default(progress)
     check_model(model)
@@ -434,7 +434,7 @@ def suite_models(domains=("inventory", "nav1", "nav2"), n_random: int = 2,
     * ``n_random`` seeded Garnet models (S = 8, A = 3, 3 next states, K = 2,
       next-state-dependent R and C, gamma = 0.9, T = 100 and unbounded, lam = (1, 0.5)).
     """
-    from . import domains as dom
+    from .. import domains as dom
 
     both = ("model", None)
     suite = []
@@ -463,7 +463,7 @@ def verify_suite(domains=("inventory", "nav1", "nav2"), n_random: int = 2,
                  hidden: int = DEFAULT_HIDDEN, n_episodes: int = 0, mc_level: float = 0.99,
                  tol: float = EXACT_TOL, progress=None) -> VerifyTable:
     """Run :func:`verify_theorems` on every model of :func:`suite_models`."""
-    from ._progress import progress_default, tqdm
+    from .._progress import progress_default, tqdm
 
     check_int(n_random, "n_random", 0)
     progress = progress_default(progress)

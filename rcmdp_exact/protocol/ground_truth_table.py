@@ -19,7 +19,7 @@ For each domain of :data:`rcmdp_exact.domains.PAPER_DOMAINS`:
 3. **Test metrics**: every policy of step 2 on every setting of the domain's test
    suites (:func:`rcmdp_exact.domains.perturbations`), undiscounted over T steps from
    the start state, in batched products
-   (:func:`rcmdp_exact.evaluation.evaluate_finite_horizon_batch` for stationary
+   (:func:`rcmdp_exact.core.evaluation.evaluate_finite_horizon_batch` for stationary
    policies, :func:`time_dependent_batch` for the T-step optimum): value, cost, rescaled
    budget :math:`d\,T/\sum_{i<T}\gamma^i`, overshoot :math:`C - d'` and penalised
    return :math:`V - 500\max(0, C - d')`.  Each policy is tested as computed
@@ -46,6 +46,13 @@ import numpy as np
 from .._checks import check_choice, check_client, check_int, check_real, check_type
 from .._progress import progress_default, tqdm
 from .._result import Result
+from ..core.evaluation import (
+    PENALTY_WEIGHT,
+    evaluate_finite_horizon_batch,
+    rescaled_budget,
+    time_dependent_values,
+)
+from ..core.mdp import greedy_policy
 from ..domains import (
     ESTIMATION_EPISODES,
     N_DRAWS,
@@ -54,12 +61,6 @@ from ..domains import (
     paper_domain,
     perturbations,
 )
-from ..evaluation import (
-    PENALTY_WEIGHT,
-    evaluate_finite_horizon_batch,
-    rescaled_budget,
-    time_dependent_values,
-)
 from ..ground_truth import (
     VARIANTS,
     BracketSettings,
@@ -67,7 +68,6 @@ from ..ground_truth import (
     solve_cmdp,
     solve_cmdp_finite_horizon,
 )
-from ..mdp import greedy_policy
 from ..names import (
     BRACKET_ASCENT,
     BRACKET_BOXES,
@@ -288,7 +288,7 @@ class SetSpec:
 
     ``kind`` (a registered kind's name or ``MODULE:CLASS``, default ``"l1"``, the paper's) is
     estimated from the episodes of the uniform policy at confidence ``delta``
-    (:func:`~rcmdp_exact.experiments.estimation.estimate_set`); ``saved`` (an
+    (:func:`~rcmdp_exact.protocol.estimation.estimate_set`); ``saved`` (an
     :class:`~rcmdp_exact.UncertaintySet`, e.g. loaded from ``--set-file``) replaces the
     estimation, and then ``kind`` is None.  Validated when built (a saved set against its
     model later, by :func:`model_ground_truth`).
@@ -474,8 +474,8 @@ def model_ground_truth(model, spec: GroundTruthTableSpec | None = None, *, name:
     Result
         As :func:`ground_truth_table`, with one domain named ``name``.
     """
+    from ..core.model import TabularCMDP, check_model
     from ..domains import Setting
-    from ..model import TabularCMDP, check_model
     from .user import check_perturbation
 
     check_type(model, "model", TabularCMDP, "load one with TabularCMDP.load(path)")

@@ -1,6 +1,6 @@
 """The ``rcmdp`` command line (also ``python -m rcmdp_exact``).
 
-Each subcommand lives in :mod:`rcmdp_exact.commands` and is listed in
+Each subcommand lives in :mod:`rcmdp_exact.cli` and is listed in
 :data:`COMMANDS`.  ``rcmdp SUBCOMMAND --help`` describes its options.
 
 Every outcome other than success is one line on standard error (``docs/cli.md``):
@@ -23,9 +23,9 @@ import importlib
 import re
 import sys
 
-from . import __version__
+from .. import __version__
 
-#: Modules of :mod:`rcmdp_exact.commands`, in the order ``rcmdp --help`` lists them.
+#: Modules of :mod:`rcmdp_exact.cli`, in the order ``rcmdp --help`` lists them.
 COMMANDS = ("evaluate", "verify", "ground_truth", "train", "reproduce", "report", "recover")
 
 
@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rcmdp_exact {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for mod_name in COMMANDS:
-        mod = importlib.import_module(f"rcmdp_exact.commands.{mod_name}")
+        mod = importlib.import_module(f"rcmdp_exact.cli.{mod_name}")
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run, _parser=p)
@@ -109,7 +109,7 @@ def main(argv=None) -> int:
         if getattr(args, "_run", None) is None:
             parser.print_help()
             return 2
-        from ._checks import InputError
+        from .._checks import InputError
 
         warnings.showwarning = one_line
         # the multiprocessing resource tracker (a child process started by the worker

@@ -5,7 +5,7 @@ training model (occupancy-measure LP), the certified bracket of the RCMDP optimu
 estimated L1 ball with the targets of the three RCPG variants, the T-step CMDP optimum,
 and the exact undiscounted test metrics of all these policies (stochastic and greedy) on
 every test setting.  The maths and the columns are described in
-:mod:`rcmdp_exact.experiments.ground_truth_table` and ``docs/ground_truth.md``.  Every argument
+:mod:`rcmdp_exact.protocol.ground_truth_table` and ``docs/ground_truth.md``.  Every argument
 and the output folder are checked before any work starts.
 
 ``--model PATH.npz`` computes the same table for your own model (a file written by
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             check_output(parser, out / fname, kind="file", force=args.force)
     check_inputs(parser, args)
     # every argument is checked: now the solvers
-    from ..experiments.ground_truth_table import (
+    from ..protocol.ground_truth_table import (
         format_ground_truth,
         ground_truth_table,
         model_ground_truth,
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
 
     kind = args.set_kind or "l1"
     own = load_user_model(args, need_horizon="rcmdp ground-truth (the T-step test metric)")
-    from ..experiments.estimation import check_set_kind
+    from ..protocol.estimation import check_set_kind
 
     if own is None:
         from ..domains import paper_domain
@@ -125,9 +125,9 @@ def run(args: argparse.Namespace) -> int:
         check_robust_inputs(own.model, own.set, f"--set-file {own.set_path!r}")
     else:
         check_set_kind(kind, own.model, ())
-    from ..experiments.ground_truth_table import GroundTruthTableSpec, SetSpec
     from ..ground_truth import BracketSettings
     from ..names import BRACKET_ASCENT
+    from ..protocol.ground_truth_table import GroundTruthTableSpec, SetSpec
 
     bracket = BracketSettings(variants=variants, time_limit=args.time_limit,
                               max_boxes=args.max_boxes, n_ascent=BRACKET_ASCENT)

@@ -11,7 +11,7 @@ for each, and a third for the policy:
   have shape (rows, categories), e.g. (S, A) for the policy.  Its Jacobian is
   :math:`\partial p(c \mid r) / \partial \theta_{r'c'} = [r = r']\, p(c \mid r)
   ([c = c'] - p(c' \mid r))`.
-* **MLP**: the hand-written network of :mod:`rcmdp_exact.nn` (one hidden ReLU layer,
+* **MLP**: the hand-written network of :mod:`rcmdp_exact.core.nn` (one hidden ReLU layer,
   softmax head) applied to an input row per state or state-action pair; the
   parameters are its flat vector.
 * **direct** (policies only, :class:`DirectPolicy`): the parameters are the
@@ -61,9 +61,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array, check_finite, check_shape, rng_from, row_tolerance
+from .._checks import as_float_array, check_finite, check_shape, rng_from, row_tolerance
+from ..names import DEFAULT_HIDDEN
 from .model import ModelError, TabularCMDP
-from .names import DEFAULT_HIDDEN
 from .nn import MLP, log_softmax, softmax
 
 __all__ = [
@@ -183,7 +183,7 @@ class SoftmaxTable:
 
 
 class SoftmaxMLP:
-    """Conditional softmax computed by an :class:`~rcmdp_exact.nn.MLP` from fixed inputs.
+    """Conditional softmax computed by an :class:`~rcmdp_exact.core.nn.MLP` from fixed inputs.
 
     Parameters
     ----------
@@ -219,7 +219,7 @@ class SoftmaxMLP:
                               shape=self.param_shape, axes=("i",))
 
     def init(self, seed=None, bias_scale: float = 0.1) -> np.ndarray:
-        """Seeded Glorot-uniform weights and small biases (see :class:`~rcmdp_exact.nn.MLP`)."""
+        """Seeded Glorot-uniform weights and small biases (:class:`~rcmdp_exact.core.nn.MLP`)."""
         return self.net.init(seed, bias_scale=bias_scale)
 
     def probs(self, params) -> np.ndarray:

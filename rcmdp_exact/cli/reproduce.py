@@ -17,7 +17,7 @@ adds the missing jobs and never replaces one; the report in ``--out`` is the sto
 own, rewritten as jobs are added.  A folder that holds the report of *another* store,
 or report files of an unknown store (any ``report.md``, ``table1.*`` or figure that a
 store that does not exist yet cannot have written: your own), is refused before any
-work unless ``--force`` (:mod:`rcmdp_exact.experiments.outputs`).
+work unless ``--force`` (:mod:`rcmdp_exact.protocol.outputs`).
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ def check_db(parser, db, out) -> None:
 
     p = Path(db)
     if p.exists() or p.is_dir():
-        from ..experiments.store import Store
+        from ..protocol.store import Store
         from .report import db_error
 
         try:
@@ -188,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
                      "(drop --workers or --dask)")
     refuse_inapplicable(parser, args, args.algorithms)
     check_inputs(parser, args)
-    from ..experiments.protocol import FULL, QUICK
+    from ..protocol.phases import FULL, QUICK
 
     preset = QUICK if args.quick else FULL
     episodes = args.episodes or preset["episodes"]
@@ -203,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
                      "OUT/runs.sqlite)")
     db = Path(args.db) if args.db is not None else out / "runs.sqlite"
     check_db(parser, db, out)
-    from ..experiments.outputs import foreign_report
+    from ..protocol.outputs import foreign_report
 
     # before the store is created: a new store has written no report
     foreign = foreign_report(out, db)
@@ -211,9 +211,9 @@ def run(args: argparse.Namespace) -> int:
         parser.error(f"--out {foreign}; give another --out (or --db of that store to resume "
                      f"it), or --force to replace these files")
     trainer = resolve_trainer(parser, args.trainer)
-    from ..experiments import Store, plan, sweep, write_report
-    from ..experiments.estimation import check_set_kind
-    from ..experiments.spec import OPTIONS
+    from ..protocol import Store, plan, sweep, write_report
+    from ..protocol.estimation import check_set_kind
+    from ..protocol.spec import OPTIONS
 
     options = {name: (OPTIONS[name][0] if getattr(args, name) is None else getattr(args, name))
                for name in OPTIONS}
@@ -231,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
     critic, inner = options["critic"], options["inner"]
     if own is not None:
         tests = [USER_TEST]
-        from ..experiments.user import spec_options
+        from ..protocol.user import spec_options
 
         options.update(spec_options(own, args.estimation_episodes))
         if own.set is not None:

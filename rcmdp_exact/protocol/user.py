@@ -70,7 +70,7 @@ def register_set(digest: str, uset) -> None:
 def load_model_file(path, name: str = "--model"):
     """``(model, digest)`` of a model file; a broken or foreign file is a
     :class:`~rcmdp_exact.LoadError` naming the path (and ``name``, the option)."""
-    from ..model import TabularCMDP
+    from ..core.model import TabularCMDP
 
     try:
         model = TabularCMDP.load(path)

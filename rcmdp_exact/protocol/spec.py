@@ -398,7 +398,7 @@ def settings_fields(domain, n_draws, test_seed, offset_on, cost_layout, revenue,
 
 @dataclass(frozen=True)
 class GroundTruthSpec:
-    """One exact reference computation (:mod:`rcmdp_exact.experiments.groundtruth`).
+    """One exact reference computation (:mod:`rcmdp_exact.protocol.groundtruth`).
 
     Attributes
     ----------

@@ -183,7 +183,7 @@ def _train(args, trainer, model, uset, true, progress):
                     entropy=5.0 if args.entropy is None else args.entropy,
                     eval_every=args.eval_every, true_model=true, progress=progress, **given)
         return res, res.policy_table(), res.episodes, res.steps, res.timings["loop"]
-    from ..experiments.run import check_result
+    from ..protocol.run import check_result
 
     t0 = time.perf_counter()
     res = trainer(model, args.algorithm, ball=uset if robust else None, seed=args.seed,
@@ -261,10 +261,10 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..domains import ESTIMATION_EPISODES, paper_domain
-    from ..experiments.estimation import check_set_kind, estimate_set, set_note
     from ..ground_truth import rcmdp_bracket, solve_cmdp
     from ..learners.records import evaluate_policy
     from ..names import USER_ESTIMATION_EPISODES
+    from ..protocol.estimation import check_set_kind, estimate_set, set_note
 
     own = load_user_model(args, need_horizon="rcmdp train (episodes of T steps)")
     true = paper_domain(args.domain) if own is None else own.model

@@ -15,7 +15,7 @@ Everything is float64.  The parameters live in one flat vector in the order
 
 Every method takes an optional ``params`` argument: without it the network's own
 parameters are used; with it the method is a pure function of ``params``, which is
-what gradient checks and the exact gradients of :mod:`rcmdp_exact.gradients` need.
+what gradient checks and the exact gradients of :mod:`rcmdp_exact.theory.gradients` need.
 
 Backward pass
 -------------
@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import (
+from .._checks import (
     InputError,
     as_float_array,
     check_finite,

@@ -1,6 +1,6 @@
 r"""Models in from, and arrays out to, Gymnasium, QuantEcon and pymdptoolbox.
 
-Pure array code below :mod:`rcmdp_exact.model`: the functions here return the keyword
+Pure array code below :mod:`rcmdp_exact.core.model`: the functions here return the keyword
 arguments of :class:`~rcmdp_exact.TabularCMDP` (``*_model_args``) or another library's
 arrays (``*_arrays``), and the model's classmethods
 (:meth:`~rcmdp_exact.TabularCMDP.from_gymnasium`,
@@ -66,7 +66,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ._checks import (
+from .._checks import (
     InputError,
     as_array,
     as_float_array,

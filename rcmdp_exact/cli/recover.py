@@ -5,7 +5,7 @@ A results store whose file was damaged (truncated, partly overwritten: SQLite sa
 report`` with one line that names this command.  ``rcmdp recover --db PATH`` reads the
 jobs that can still be read from PATH, keeps those whose payload matches its stored
 checksum, writes them into a new store with this version's schema
-(:func:`rcmdp_exact.experiments.store.recover_store`), then moves the damaged file
+(:func:`rcmdp_exact.protocol.store.recover_store`), then moves the damaged file
 (with its ``-wal`` and ``-shm`` companions) to ``PATH.damaged`` and puts the new store
 in its place.  ``rcmdp reproduce`` with the same options then recomputes exactly the
 jobs that were lost.  An intact store comes out with every job.
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     parser = args._parser
     if not str(args.db).strip():
         parser.error("--db is empty; give the path of the damaged results store")
-    from ..experiments.store import check_store_path, recover_store
+    from ..protocol.store import check_store_path, recover_store
     from .report import db_error
 
     try:

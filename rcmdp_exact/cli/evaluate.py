@@ -79,7 +79,7 @@ def fixed_policies(name: str, model) -> list:
     S, A = model.n_states, model.n_actions
     out = [("uniform random", np.full((S, A), 1.0 / A))]
     if name == USER_DOMAIN:
-        from ..mdp import solve_mdp
+        from ..core.mdp import solve_mdp
 
         least = model.replace(R=-np.asarray(model.c).sum(axis=-1), C=np.asarray(model.c))
         out.append(("greedy argmax_a r(s,a)", np.argmax(model.r, axis=1).astype(np.int64)))
@@ -99,7 +99,7 @@ def fixed_policies(name: str, model) -> list:
 
 def evaluate_domain(name: str, model) -> dict:
     """Exact metrics of every fixed policy on ``model``, as a JSON-friendly dict."""
-    from ..evaluation import evaluate, evaluate_finite_horizon
+    from ..core.evaluation import evaluate, evaluate_finite_horizon
 
     rows = []
     budget = None

@@ -52,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
         parser.error("--db is empty; give the path of a results store written by rcmdp "
                      "reproduce")
     db = Path(args.db)
-    from ..experiments.outputs import foreign_report
-    from ..experiments.store import Store
+    from ..protocol.outputs import foreign_report
+    from ..protocol.store import Store
 
     try:
         store = Store(db, readonly=True)
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         args._interrupted = (f"the results store is not changed and every report file in "
                              f"{out} is whole, some perhaps from an earlier report; run the "
                              f"same command again")
-        from ..experiments.report import write_report  # every argument is checked
+        from ..protocol.report import write_report  # every argument is checked
 
         rep = write_report(store, out, tests=tests, progress=progress_enabled(args))
     for p in rep.paths:

@@ -12,7 +12,7 @@ r"""One run of the paper's protocol as a pure function of its :class:`RunSpec`.
 3. **Testing**: the trained policy (greedy: argmax, ties to the lowest action; and
    stochastic: as trained) on every setting of the domain's tests, evaluated exactly
    (undiscounted T steps from the start state); with ``sampled_episodes > 0`` also the
-   greedy policy by that many sampled episodes per setting (:func:`rcmdp_exact.sampling
+   greedy policy by that many sampled episodes per setting (:func:`rcmdp_exact.core.sampling
    .rollout`), the paper's procedure (50).
 
 The result is a dict of plain Python numbers (JSON-able, float64 at full precision):
@@ -30,7 +30,7 @@ import time
 import numpy as np
 
 from .._checks import InputError
-from ..mdp import greedy_policy
+from ..core.mdp import greedy_policy
 from .groundtruth import estimated, exact_test, setting_param, suite_settings
 from .spec import RunSpec, canonical_json
 
@@ -166,7 +166,7 @@ def sampled_test(settings, policy, n_episodes: int, seed: int) -> dict:
     Setting ``n`` uses the ``n``-th child of ``SeedSequence(seed)``.  Returns
     ``value`` (N,), ``cost`` (N,) (summed over constraints) and their standard errors.
     """
-    from ..sampling import rollout
+    from ..core.sampling import rollout
 
     children = np.random.SeedSequence(seed).spawn(len(settings))
     value = np.empty(len(settings))

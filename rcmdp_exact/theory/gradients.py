@@ -11,7 +11,7 @@ where :math:`V_\lambda = V - C\lambda` is the value of the Lagrangian reward
 :math:`R_\lambda(s, a, s') = R(s, a, s') - \lambda^\top C(s, a, s')` (rewards and costs
 may depend on the next state).  Transitions come from the model's ``P``, or from an
 adversary :math:`\pi_{adv}(o \mid s, a)` over the outcomes of each pair
-(:mod:`rcmdp_exact.parametrisations`).  Terminal states are absorbing and earn nothing.
+(:mod:`rcmdp_exact.core.parametrisations`).  Terminal states are absorbing and earn nothing.
 
 Theorem 1 (policy gradient), with the discounted occupancy
 :math:`d_\gamma^\top = p_0^\top (I - \gamma P_\pi)^{-1}` of the linear solve:
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ._checks import (
+from .._checks import (
     ImproperPolicyError,
     as_float_array,
     check_choice,
@@ -53,12 +53,12 @@ from ._checks import (
     check_shape,
     rng_from,
 )
-from ._progress import progress_default, tqdm
-from ._result import Result
-from .evaluation import PolicySystem, check_proper, evaluate
-from .model import ModelError, TabularCMDP, check_model
-from .parametrisations import check_logits, make_adversary, make_policy
-from .sampling import kernel_outcomes, rollout_arrays
+from .._progress import progress_default, tqdm
+from .._result import Result
+from ..core.evaluation import PolicySystem, check_proper, evaluate
+from ..core.model import ModelError, TabularCMDP, check_model
+from ..core.parametrisations import check_logits, make_adversary, make_policy
+from ..core.sampling import kernel_outcomes, rollout_arrays
 
 __all__ = [
     "ESTIMATORS",
@@ -214,7 +214,7 @@ def lagrangian(model: TabularCMDP, params, lam=None, parametrisation="softmax",
     """The Lagrangian :math:`L = p_0^\\top V - \\lambda^\\top (p_0^\\top C - d)`.
 
     Computed by a dense linear solve on the non-terminal states (independent of the
-    sparse LU of :func:`~rcmdp_exact.evaluation.evaluate`), with transitions from the
+    sparse LU of :func:`~rcmdp_exact.core.evaluation.evaluate`), with transitions from the
     model or, when ``adversary_params`` is given, from the adversary.
 
     Parameters
@@ -248,7 +248,7 @@ def policy_gradient(model: TabularCMDP, params, lam=None, parametrisation="softm
         Q_\\lambda(s, a),
 
     with :math:`d_\\gamma` and :math:`Q_\\lambda` from
-    :func:`~rcmdp_exact.evaluation.evaluate` (one sparse LU factorisation).  For the
+    :func:`~rcmdp_exact.core.evaluation.evaluate` (one sparse LU factorisation).  For the
     tabular softmax this is :math:`d_\\gamma(s)\\,\\pi(b \\mid s)(Q_\\lambda(s, b) -
     V_\\lambda(s))`; for an MLP the cotangent :math:`d_\\gamma(s) Q_\\lambda(s, a)` is pulled
     back through the hand-written backward pass.
@@ -394,9 +394,9 @@ def robust_policy_gradient(model: TabularCMDP, params, uset, objective: str = "v
     heuristic: a row that moves by less than 1e-6 under a true tie (a set of diameter
     below 1e-6) is missed, which changes the gradient by about as little.
     """
-    from .robust import robust_evaluate, worst_case_objective
-    from .robust.engine import checked_worst_case
-    from .uncertainty import KernelSet, SRectangularSet, check_set
+    from ..robust import robust_evaluate, worst_case_objective
+    from ..robust.engine import checked_worst_case
+    from ..uncertainty import KernelSet, SRectangularSet, check_set
 
     check_choice(objective, "objective", ROBUST_OBJECTIVES,
                  hint=" (the worst-case value, total cost, or Lagrangian)")
@@ -538,7 +538,7 @@ def central_difference(f, x, step: float | None = None, order: int = 4,
     order : 2 or 4
     max_step : array (n,) or (n, 2), optional
         Per coordinate, how far x may move (up, down) before f stops being smooth,
-        e.g. the distance to a ReLU kink (:meth:`~rcmdp_exact.nn.MLP.kink_free_step`).
+        e.g. the distance to a ReLU kink (:meth:`~rcmdp_exact.core.nn.MLP.kink_free_step`).
         Where the stencil would reach past half of it, the coordinate uses the
         second-order one-sided stencil :math:`(-3 f(x) + 4 f(x + h) - f(x + 2h)) / 2h`
         towards the farther side when that side leaves room for the rule's step, and
@@ -770,7 +770,7 @@ def monte_carlo_estimator(model: TabularCMDP, params, estimator: str, n_episodes
     Each episode gives one sample :math:`X_i = \\sum_{t<T} w_t\\, U_t\\, \\nabla \\log
     p(c_t \\mid r_t)` (the policy's score for the policy estimators, the adversary's for
     the adversary ones); the result is their mean with its standard error.  Episodes
-    come from :func:`rcmdp_exact.sampling.rollout` (over the adversary's outcomes when
+    come from :func:`rcmdp_exact.core.sampling.rollout` (over the adversary's outcomes when
     ``adversary_params`` is given).
 
     Parameters

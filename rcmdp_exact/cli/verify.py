@@ -1,6 +1,6 @@
 """``rcmdp verify``: check the paper's gradient theorems and estimators numerically.
 
-Runs :func:`rcmdp_exact.verify.verify_theorems` on the paper's three domains, on
+Runs :func:`rcmdp_exact.theory.verify.verify_theorems` on the paper's three domains, on
 variants of Safe Navigation 1 that show where the printed estimators become exact, and
 on seeded random (Garnet) models, and prints one table: for every estimator, the
 relative error and cosine similarity of its exact expected value to the
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         parser.error(f"argument --tol: {args.tol} is not a positive number")
     hidden = DEFAULT_HIDDEN if args.hidden is None else args.hidden
     own = load_user_model(args)
-    from ..verify import VerifyTable, verify_suite, verify_theorems
+    from ..theory.verify import VerifyTable, verify_suite, verify_theorems
 
     table = VerifyTable()
     if own is not None:

@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import (
+from .._checks import (
     InputError,
     as_array,
     as_float_array,
@@ -42,8 +42,8 @@ from ._checks import (
     check_memory,
     rng_from,
 )
+from ..names import MAX_ROLLOUT_BYTES
 from .model import TabularCMDP, check_model, check_policy
-from .names import MAX_ROLLOUT_BYTES
 
 __all__ = [
     "Episodes",
@@ -208,7 +208,7 @@ def rollout(model: TabularCMDP, policy, n_episodes: int, seed=None, *, horizon=N
                  "the counts of collect_counts add up)", "rcmdp_exact.names.MAX_ROLLOUT_BYTES")
     rng = rng_from(seed)
     nxt, prob = kernel_outcomes(model, kernel, outcomes)
-    from ._progress import progress_default
+    from .._progress import progress_default
 
     return rollout_arrays(model.p0, model.terminal, pi, nxt, prob, E, T, rng, B,
                           progress_default(progress))
@@ -220,7 +220,7 @@ def rollout_arrays(p0, terminal, pi, nxt, prob, n_episodes: int, horizon: int,
     """:func:`rollout` on validated arrays (no checks): p0 (S,), terminal (S,) bool,
     pi (S, A), the outcome form ``nxt``, ``prob`` (S, A, O), and a Generator."""
     E, T = int(n_episodes), int(horizon)
-    from ._progress import progress_default, tqdm
+    from .._progress import progress_default, tqdm
 
     S, A, O = nxt.shape
     cdf_p0 = np.cumsum(p0)[None, :]

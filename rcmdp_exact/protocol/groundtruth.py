@@ -3,7 +3,7 @@ r"""Exact references for Table 1: test settings, exact test metrics, optima and 
 * :func:`training_model`, :func:`suite_settings`: the true data model of a domain and the
   settings of its tests (cached per process; both are pure functions of their fields).
 * :func:`exact_test`: every policy on every setting of a test by one batched backward
-  induction (:func:`rcmdp_exact.evaluation.evaluate_finite_horizon_batch`).
+  induction (:func:`rcmdp_exact.core.evaluation.evaluate_finite_horizon_batch`).
 * :func:`pooled_bound`: the largest penalised return any agent can reach on a test as
   Table 1 aggregates it, even one that knows each setting's dynamics and may use
   time-dependent policies.  With :math:`N` settings, undiscounted T-step values
@@ -25,7 +25,7 @@ r"""Exact references for Table 1: test settings, exact test metrics, optima and 
   every :math:`\varphi(\lambda)` is an upper bound (weak duality) and the two tangents at
   the ends of the final interval give a lower bound, so the result comes with a
   certified gap.
-* :func:`run_ground_truth`: one :class:`~rcmdp_exact.experiments.spec.GroundTruthSpec`
+* :func:`run_ground_truth`: one :class:`~rcmdp_exact.protocol.spec.GroundTruthSpec`
   (its result is a JSON-able dict that the store keeps).
 """
 
@@ -37,7 +37,7 @@ import time
 
 import numpy as np
 
-from ..mdp import backward_induction, greedy_policy
+from ..core.mdp import backward_induction, greedy_policy
 from ..names import USER_DOMAIN, USER_TEST
 from .spec import canonical_json, estimation_seed
 
@@ -175,7 +175,7 @@ def exact_test(settings, policies) -> dict:
     Settings that share rewards, costs, p0 and terminal states (all of the paper's
     suites) are evaluated in one batched backward induction; otherwise one by one.
     """
-    from ..evaluation import evaluate_finite_horizon_batch
+    from ..core.evaluation import evaluate_finite_horizon_batch
 
     pol = np.asarray(policies, dtype=np.float64)
     if _same_rewards(settings):
@@ -207,7 +207,7 @@ def _suite_arrays(settings):
     A model without constraints (K = 0, a plain MDP) has cost 0 and budget 0: every
     policy meets it, so the bisection's multiplier stays 0 and the optima are those of
     the reward alone (the protocol's metric is then the value itself)."""
-    from ..evaluation import rescaled_budget
+    from ..core.evaluation import rescaled_budget
 
     m = settings[0].model
     P = _kernels(settings)

@@ -7,7 +7,7 @@ QuantEcon's ``DiscreteDP``:
   greedy version of a stochastic policy;
 * :func:`policy_iteration`: Howard's policy iteration for the discounted problem with the
   scalarised reward :math:`r - \lambda^\top c`, each policy evaluated exactly
-  (:func:`rcmdp_exact.evaluation.evaluate`), the current action kept on ties within
+  (:func:`rcmdp_exact.core.evaluation.evaluate`), the current action kept on ties within
   ``1e-12`` times the value scale;
 * :func:`solve_mdp`: the discounted optimum by policy iteration, value iteration,
   modified policy iteration or linear programming, each with an honest convergence
@@ -33,8 +33,8 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ._checks import as_float_array, check_choice, check_int, check_real
-from ._result import Result, Status
+from .._checks import as_float_array, check_choice, check_int, check_real
+from .._result import Result, Status
 from .evaluation import evaluate, rescaled_budget
 from .model import TabularCMDP, check_model
 
@@ -153,7 +153,7 @@ def policy_iteration(model: TabularCMDP, lam=None, max_iter: int = 10_000) -> Re
     r"""Optimal deterministic policy of the scalarised reward :math:`r - \lambda^\top c`.
 
     Howard's policy iteration (:func:`box_policy_iteration` on the full box) with exact
-    evaluations (:func:`rcmdp_exact.evaluation.evaluate`, one sparse factorisation per
+    evaluations (:func:`rcmdp_exact.core.evaluation.evaluate`, one sparse factorisation per
     policy), keeping the current action unless another is better by more than ``1e-12``
     times the value scale.  Needs gamma < 1.
 
@@ -618,7 +618,7 @@ def _lp_values(model: TabularCMDP, g: np.ndarray) -> np.ndarray:
     S, A = g.shape
     E = sp.kron(sp.identity(S, format="csr"), np.ones((A, 1)), format="csr")
     A_ub = sp.csr_array(model.gamma * model.P_sparse - E)
-    from ._solvers import HIGHS_OPTIONS
+    from .._solvers import HIGHS_OPTIONS
 
     sol = linprog(np.full(S, 1.0 / S), A_ub=A_ub, b_ub=-g.ravel(), bounds=[(None, None)] * S,
                   method="highs", options=HIGHS_OPTIONS)
@@ -654,7 +654,7 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
 
     * *certified policy* (policy iteration, LP, and value/modified policy iteration when
       their own bound is limited by rounding): the policy is evaluated exactly
-      (:class:`~rcmdp_exact.evaluation.PolicySystem`) and refined to a double-double
+      (:class:`~rcmdp_exact.core.evaluation.PolicySystem`) and refined to a double-double
       :math:`v_h + v_l`; one more correction d (a solve with the double-double
       residual) gives :math:`E = \|d\| + \|\text{residual of } d\| / (1 - \beta)
       \ge \|V_\pi - v_h - v_l\|`; the advantages of the other actions, in double-double,
