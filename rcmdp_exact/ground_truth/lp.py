@@ -32,7 +32,10 @@ the rescaled budget :math:`d\,T/\sum_{i<T}\gamma^i` by default; the policy has s
 
 Every answer is re-checked by exact evaluation (``check_tol`` times the value scale);
 solver failures, infeasibility and inaccurate optima are statuses, never exceptions.
-cvxpy is imported by :func:`solve_occupancy_lp` only, when an LP is solved.
+The default solver, HiGHS, is called through ``scipy.optimize.linprog`` (simplex: a
+vertex and exact duals, with the tolerances of :mod:`rcmdp_exact._solvers`), so a
+solve does not import cvxpy (whose import takes seconds); cvxpy is imported only for
+``solver="CLARABEL"``, by :func:`solve_occupancy_lp`.
 """
 
 from __future__ import annotations
@@ -71,7 +74,8 @@ def greedy_one_hot(q) -> np.ndarray:
                   DeprecationWarning, stacklevel=2)
     return greedy_policy(q)
 
-#: The LP solver used through cvxpy unless ``solver=`` says otherwise.
+#: The LP solver unless ``solver=`` says otherwise (HiGHS through scipy; CLARABEL through
+#: cvxpy).
 DEFAULT_LP_SOLVER = "HIGHS"
 #: Occupancy below which a state counts as never visited.
 UNVISITED_TOL = 1e-10
@@ -166,23 +170,93 @@ def _problem(cp, M, r, c, b, d, objective: str, k):
     return cp.Problem(cp.Maximize(s), [*cons, c.T @ x - d <= -s, s <= scale]), x, None
 
 
+def _highs_problem(r, c, d, objective: str, k):
+    """One occupancy LP as ``scipy.optimize.linprog`` takes it (the flow rows ``M x =
+    b`` are the caller's): ``(cost to minimise, A_ub, b_ub, bounds, sign)``, where the
+    LP's value is ``sign * fun`` and the variables are ``x`` then the objective's own
+    (``s`` (K,) of "min_overshoot", the slack ``t`` of "max_slack")."""
+    n, K = r.size, c.shape[1]
+    if objective == "value":
+        return -r, (sp.csr_array(c.T) if K else None), (d if K else None), (0, None), -1.0
+    if objective == "min_cost":
+        return np.array(c[:, k], dtype=np.float64), None, None, (0, None), 1.0
+    if objective == "min_overshoot":  # min sum(s) s.t. c^T x - s <= d, s >= 0
+        A = sp.hstack([sp.csr_array(c.T), -sp.identity(K, format="csr")], format="csr")
+        return np.concatenate([np.zeros(n), np.ones(K)]), A, d, [(0, None)] * (n + K), 1.0
+    # max_slack: max t s.t. c^T x + t <= d, t <= max(1, max|d|), t free below
+    scale = max(1.0, float(np.abs(d).max(initial=0.0)))
+    A = sp.hstack([sp.csr_array(c.T), sp.csr_array(np.ones((K, 1)))], format="csr")
+    return (np.concatenate([np.zeros(n), [-1.0]]), A, d, [(0, None)] * n + [(None, scale)],
+            -1.0)
+
+
+#: ``scipy.optimize.linprog``'s statuses as the toolkit's status strings (4, numerical
+#: difficulties, is "infeasible" when HiGHS could not tell infeasible from unbounded, as
+#: cvxpy reads it; a solver error otherwise).
+HIGHS_STATUS = {0: "optimal", 1: "solver_error", 2: "infeasible", 3: "unbounded",
+                4: "solver_error"}
+
+
+def _solve_highs(M, r, c, b, d, objective: str, k) -> Result:
+    """One occupancy LP by HiGHS through ``scipy.optimize.linprog`` (no cvxpy)."""
+    from scipy.optimize import linprog
+
+    from .._solvers import HIGHS_OPTIONS
+
+    out = Result(status="solver_error", x=None, value=np.nan, duals=np.zeros(c.shape[1]),
+                 error=None)
+    cost, A_ub, b_ub, bounds, sign = _highs_problem(r, c, d, objective, k)
+    extra = cost.size - r.size
+    A_eq = sp.csr_array(M) if not extra else sp.hstack(
+        [sp.csr_array(M), sp.csr_array((M.shape[0], extra))], format="csr")
+    try:
+        res = linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b, bounds=bounds,
+                      method="highs", options=dict(HIGHS_OPTIONS))
+    except (ValueError, ArithmeticError) as exc:
+        out.error = f"{type(exc).__name__}: {exc}"
+        return out
+    status = HIGHS_STATUS.get(int(res.status), "solver_error")
+    if res.status == 4 and "infeasible" in str(res.message).lower():
+        status = "infeasible"
+    out.status = status
+    out.error = None if status != "solver_error" else str(res.message)
+    if status == "optimal":
+        out.x = np.maximum(np.asarray(res.x[:r.size], dtype=np.float64), 0.0)
+        out.value = float(sign * res.fun)
+        if objective == "value" and c.shape[1]:
+            # marginals: d fun / d b_ub <= 0 for the minimised -r; the multipliers of
+            # the maximised value are their negatives
+            out.duals = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=np.float64), 0.0)
+    return out
+
+
 def solve_occupancy_lp(M, r, c, b, d, solver: str, objective: str = "value",
                        k: int | None = None) -> Result:
-    r"""Build and solve one occupancy LP through cvxpy (the only place cvxpy is imported).
+    r"""Build and solve one occupancy LP: HiGHS through ``scipy.optimize.linprog``
+    (``solver="HIGHS"``, the default of every caller), or cvxpy for ``"CLARABEL"``
+    (the only place cvxpy is imported).
 
     ``objective``: "value" (:math:`\max r^\top x` s.t. :math:`Mx = b`, :math:`c^\top x
     \le d`), "min_cost" (:math:`\min c_k^\top x`, flows only), "min_overshoot"
     (:math:`\min \sum_k \max(0, c_k^\top x - d_k)`) or "max_slack" (:math:`\max t`
     s.t. :math:`c_k^\top x \le d_k - t`, t at most max(1, max|d|)).  Returns ``status``
     (a status string), ``x``, ``value``, ``duals`` (K,) of the cost rows, ``error``.
+    Both paths take their tolerances from :mod:`rcmdp_exact._solvers`.
     """
+    if solver == "HIGHS":
+        return _solve_highs(M, r, c, b, d, objective, k)
+    return _solve_cvxpy(M, r, c, b, d, solver, objective, k)
+
+
+def _solve_cvxpy(M, r, c, b, d, solver: str, objective: str, k) -> Result:
+    """One occupancy LP through cvxpy with ``solver`` (its tolerances from _solvers)."""
     import cvxpy as cp
 
     out = Result(status="solver_error", x=None, value=np.nan, duals=np.zeros(c.shape[1]),
                  error=None)
     if solver not in cp.installed_solvers():
         out.error = (f"the LP solver {solver} is not installed in cvxpy (installed: "
-                     f"{cp.installed_solvers()}); install it or pass solver=\"CLARABEL\"")
+                     f"{cp.installed_solvers()}); install it or pass solver=\"HIGHS\"")
         return out
     prob, x, cost_con = _problem(cp, M, r, c, b, d, objective, k)
     try:
