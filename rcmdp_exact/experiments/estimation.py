@@ -30,6 +30,28 @@ navigation grids) are added up per next state, and the support of each row is th
 ball's (the next states its outcomes reach; a terminal state's row is its self-loop).
 Their nominal kernel is their own centre (the smoothed frequencies), so the nominal
 model of a run with another kind is ``model.with_transitions(set.nominal)``.
+
+**A set around the model itself** (:func:`set_around`: your own model, judged on itself,
+the default of ``--model`` without ``--estimate``): no estimation; the set of the kind is
+centred on the model's own kernel with one radius R (``--radius``, default
+:data:`~rcmdp_exact.names.USER_RADIUS`) on a stated support (``--support``: the model's
+own next states by default, :data:`~rcmdp_exact.names.AROUND_SUPPORTS`):
+
+=============== ==========================================================================
+kind            the set around the model's kernel P
+=============== ==========================================================================
+``l1``          :func:`~rcmdp_exact.l1_ball` of radius R with the support given
+``weighted-l1`` the same ball as a :class:`~rcmdp_exact.WeightedL1Ball` with unit weights
+``linf``        the L-infinity ball of radius R (every entry within R of P)
+``interval``    the interval set :math:`[\max(0, P - R), \min(1, P + R)]` on the support
+``kl``          the KL ball of radius R (a KL ball never leaves the support of P, so the
+                support must be ``"nominal"``)
+``s-l1``        the s-rectangular L1 set of budget :math:`\min(2A, A R)` per state (the
+                smallest that contains the L1 ball)
+=============== ==========================================================================
+
+A terminal state's row is its self-loop in every kind (radius 0).
+:func:`support_text` says in words which next states a set allows (the reports name it).
 """
 
 from __future__ import annotations
@@ -41,7 +63,7 @@ from .._result import Result
 from ..names import SET_KINDS, SET_NOTES
 
 __all__ = ["SET_KINDS", "SET_NOTES", "check_set_kind", "estimate_set", "example_set",
-           "set_from_estimate", "state_counts"]
+           "set_around", "set_from_estimate", "state_counts", "support_text"]
 
 
 def state_counts(est, model) -> np.ndarray:
@@ -108,6 +130,69 @@ def estimate_set(model, n_episodes: int, seed, delta: float = 0.1, kind: str = "
     nominal = est.nominal if kind == "l1" else model.with_transitions(uset.nominal)
     return Result(set=uset, nominal=nominal, kind=kind, estimate=est,
                   alpha_range=est.alpha_range, n_episodes=int(n_episodes))
+
+
+def set_around(kind: str, model, radius: float, support: str = "nominal"):
+    """The set of ``kind`` centred on ``model``'s own kernel with radius ``radius`` on
+    the support ``support`` (module notes); validated here, the one entrance."""
+    from .._checks import InputError, check_real
+    from ..names import AROUND_SUPPORTS
+    from ..uncertainty import (
+        IntervalSet,
+        KLBall,
+        LInfBall,
+        SRectL1Ball,
+        WeightedL1Ball,
+        l1_ball,
+    )
+
+    check_choice(kind, "set kind", SET_KINDS)
+    check_choice(support, "support", AROUND_SUPPORTS)
+    radius = check_real(radius, "radius", 0.0)
+    if support == "outcomes" and model.outcomes is None:
+        raise InputError("support 'outcomes' needs a model with outcomes (this one has "
+                         "none); give --support nominal or --support all")
+    if kind == "kl" and support != "nominal":
+        raise InputError(f"a KL ball never leaves the support of the model's kernel, so "
+                         f"--set kl takes --support nominal, not {support!r}")
+    ball = l1_ball(model, min(radius, 2.0), support=support)
+    if kind == "l1":
+        return ball
+    P, sup = np.asarray(model.P, dtype=np.float64), np.asarray(ball.support)
+    if kind == "weighted-l1":
+        return WeightedL1Ball(P, ball.alpha, 1.0, support=sup)
+    if kind == "s-l1":
+        budget = np.minimum(ball.alpha.sum(axis=1), 2.0 * model.n_actions)
+        return SRectL1Ball(P, budget, support=sup)
+    if kind == "kl":
+        return KLBall(P, radius)
+    if kind == "linf":
+        return LInfBall(P, min(radius, 1.0), support=sup)
+    lower = np.where(sup, np.maximum(P - radius, 0.0), 0.0)
+    upper = np.where(sup, np.minimum(P + radius, 1.0), 0.0)
+    return IntervalSet(lower, upper, nominal=P)
+
+
+def support_text(uset, model) -> str:
+    """Which next states ``uset`` allows, in words: every state, the model's own next
+    states, the states its outcomes reach, or how many of the S x S entries of the
+    non-terminal rows."""
+    from ..names import SUPPORT_NOTES
+
+    sup = np.asarray(uset.support, dtype=bool)
+    live = ~np.asarray(model.terminal, dtype=bool)
+    if sup[live].all():
+        return f"all: {SUPPORT_NOTES['all']}"
+    if np.array_equal(sup[live], np.asarray(model.P)[live] > 0):
+        return f"nominal: {SUPPORT_NOTES['nominal']}"
+    if model.outcomes is not None:
+        from ..uncertainty import l1_ball
+
+        if np.array_equal(sup[live], np.asarray(l1_ball(model, 0.0, "outcomes").support)[live]):
+            return f"outcomes: {SUPPORT_NOTES['outcomes']}"
+    n = int(sup[live].sum())
+    return f"{n} of the {int(live.sum()) * model.n_actions * model.n_states} next-state entries " \
+           f"of the non-terminal rows"
 
 
 def example_set(kind: str, model):
