@@ -225,7 +225,7 @@ def test_clarabel_agrees_with_highs():
 
 
 def test_the_default_solver_does_not_import_cvxpy():
-    """HiGHS is called through scipy: the default path of solve_cmdp and of its
+    """HiGHS is called through highspy: the default path of solve_cmdp and of its
     finite-horizon variant (and of an infeasible CMDP's least-overshoot LPs) never
     imports cvxpy, whose import takes seconds; CLARABEL still goes through cvxpy."""
     import subprocess
@@ -245,9 +245,10 @@ def test_the_default_solver_does_not_import_cvxpy():
     assert proc.stdout.split() == ["optimal", "optimal", "infeasible", "False", "True"]
 
 
-def test_scipy_and_cvxpy_paths_give_the_same_optimum():
-    """The same LP through scipy's HiGHS and through cvxpy's HiGHS: the same optimum,
-    multipliers and least costs (the two called on the same data)."""
+def test_highspy_and_cvxpy_paths_give_the_same_optimum():
+    """The same LPs through highspy and through cvxpy's HiGHS: the same statuses,
+    optima, multipliers and least costs (the two called on the same data, the value
+    LP with a loose and a tight budget)."""
     m = garnet(8, 3, 3, n_constraints=2, seed=4, gamma=0.9)
     for model in (m, m.replace(d=0.3 * np.asarray(m.d))):
         keep, M, r, c, b = lp_module._lp_data(model)

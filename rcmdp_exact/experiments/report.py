@@ -444,7 +444,8 @@ def _write_report(store, out_dir, tests, algorithms, figures, progress) -> Resul
                 if any(r["mode"] == mode and r["config"] == cfg for r in rows):
                     md += [f"## Configuration `{cfg}`, {mode}: {_MODE_TEXT[mode]}", "",
                            format_table1_md(rows, mode, cfg)]
-        md += [_CELLS_TEXT + (" The paper's numbers, in brackets, are the paper's Table 1."
+        md += [_CELLS_TEXT + (" The paper's numbers, in brackets, are the paper's Table 1 "
+                              "(its ± read as a standard error over its 20 runs)."
                               if paper else ""), ""]
         paths.append(_write_text(out / "table1.md", "\n".join(md)))
         bar.update(1)
@@ -465,8 +466,8 @@ def _write_report(store, out_dir, tests, algorithms, figures, progress) -> Resul
 
 #: What the cells and the columns of a table are (table1.md and report.md).
 _CELLS_TEXT = (
-    "Cells: mean ± standard error over seeds (std with ddof 0 / sqrt(n), our reading of "
-    "the paper's ±), the spread over seeds that a reading needs: learner cells come from "
+    "Cells: mean ± standard error over seeds (std with ddof 0 / sqrt(n)), the spread over "
+    "seeds that a reading needs: learner cells come from "
     "sampled training and can differ between machines by far more than their last digit "
     "(docs/reproduction.md, \"Same seed, same bits: where\"). Every column is the T-step "
     "undiscounted penalised return R_pen on the test settings (the learners' metric): "
