@@ -251,7 +251,7 @@ def test_highspy_and_cvxpy_paths_give_the_same_optimum():
     LP with a loose and a tight budget)."""
     m = garnet(8, 3, 3, n_constraints=2, seed=4, gamma=0.9)
     for model in (m, m.replace(d=0.3 * np.asarray(m.d))):
-        keep, M, r, c, b = lp_module._lp_data(model)
+        _keep, M, r, c, b = lp_module._lp_data(model)
         for objective, k in (("value", None), ("min_cost", 0), ("min_cost", 1),
                              ("min_overshoot", None), ("max_slack", None)):
             a = lp_module._solve_highs(M, r, c, b, model.d, objective, k)

@@ -551,8 +551,18 @@ def model_ground_truth(model, spec: GroundTruthTableSpec | None = None, *, name:
 
 
 # ----------------------------------------------------------------------- output
-def _pm(mean: float, std: float, n: int) -> str:
-    return f"{mean:10.2f}" if n == 1 else f"{mean:10.2f} ±{std:7.2f}"
+def _pm(mean: float, std: float, n: int, nd: int = 2) -> str:
+    return f"{mean:10.{nd}f}" if n == 1 else f"{mean:10.{nd}f} ±{std:7.{nd}f}"
+
+
+def _decimals(entries) -> int:
+    """Decimals by the scale of the means (2 for the paper's domains' tens and hundreds,
+    4 for values in [0, 1]: :func:`rcmdp_exact.experiments.report.decimals`, at least
+    2)."""
+    from .report import decimals
+
+    return max(2, decimals([e[f"{m}_mean"] for e in entries
+                            for m in ("value", "cost", "overshoot", "penalised_return")]))
 
 
 def _short(group: str) -> str:
@@ -607,7 +617,7 @@ def _format_optima(name: str, dom) -> list[str]:
     return lines
 
 
-def _format_groups(dom, suite: str, allrows: list, n: int) -> list[str]:
+def _format_groups(dom, suite: str, allrows: list, n: int, nd: int = 2) -> list[str]:
     groups = [g for g in dict.fromkeys(s["group"] for s in dom.summary
                                        if s["suite"] == suite) if g != "all"]
     if len(groups) <= 1:
@@ -618,7 +628,7 @@ def _format_groups(dom, suite: str, allrows: list, n: int) -> list[str]:
              f"  {'policy':<16} {'mode':<10} " + "".join(f"{x:>{width}}" for x in short)]
     by = {(s["policy"], s["mode"], s["group"]): s for s in dom.summary if s["suite"] == suite}
     for s in allrows:
-        cells = [_pm(e["penalised_return_mean"], e["penalised_return_std"], e["n"])
+        cells = [_pm(e["penalised_return_mean"], e["penalised_return_std"], e["n"], nd)
                  for e in (by[(s["policy"], s["mode"], g)] for g in groups)]
         lines.append(f"  {s['policy']:<16} {s['mode']:<10} "
                      + "".join(f"{c:>{width}}" for c in cells))
@@ -628,15 +638,16 @@ def _format_groups(dom, suite: str, allrows: list, n: int) -> list[str]:
 def _format_suite(dom, suite: str) -> list[str]:
     allrows = [s for s in dom.summary if s["suite"] == suite and s["group"] == "all"]
     n = allrows[0]["n"]
+    nd = _decimals(allrows)
     lines = ["", f"test {suite}: {n} settings, T = {dom.horizon}, undiscounted; mean ± std "
              f"over the settings",
              f"  {'policy':<16} {'mode':<10} {'value':>18} {'cost':>18} {'overshoot':>18} "
              f"{'R_pen':>18}"]
     for s in allrows:
         lines.append(f"  {s['policy']:<16} {s['mode']:<10} "
-                     + "".join(f"{_pm(s[f'{m}_mean'], s[f'{m}_std'], n):>18} " for m in
+                     + "".join(f"{_pm(s[f'{m}_mean'], s[f'{m}_std'], n, nd):>18} " for m in
                                ("value", "cost", "overshoot", "penalised_return")).rstrip())
-    return lines + _format_groups(dom, suite, allrows, n)
+    return lines + _format_groups(dom, suite, allrows, n, nd)
 
 
 def format_ground_truth(table: Result) -> str:

@@ -28,10 +28,10 @@ content hash of a saved set used in place of the estimation (``set_file``), or, 
 default, the ``radius`` and ``support`` of the set built around the model itself (the
 model is judged on itself: no estimation, the learners train on the model);
 ``sources`` (not part of the key) tells a worker process where the files are.  The
-weight of the overshoot in the penalised return (``penalty``, default 500, the
-paper's; ``rcmdp reproduce --penalty W``) works for every domain.  The kind of set (``set_kind``, :data:`rcmdp_exact.names.SET_KINDS`)
-works for every domain.  These fields enter the canonical JSON **only when they differ
-from their defaults**, so the specifications of the paper's protocol, their keys and
+kind of set (``set_kind``, :data:`rcmdp_exact.names.SET_KINDS`) and the weight of the
+overshoot in the penalised return (``penalty``, default 500, the paper's; ``rcmdp
+reproduce --penalty W``) work for every domain.  These fields enter the canonical JSON
+**only when they differ from their defaults**, so the specifications of the paper's protocol, their keys and
 their seeds are those they always were; the estimation seed does not depend on the kind
 of set, so every kind is estimated from the same episodes.
 
