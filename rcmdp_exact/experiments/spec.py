@@ -31,9 +31,9 @@ model is judged on itself: no estimation, the learners train on the model);
 kind of set (``set_kind``, :data:`rcmdp_exact.names.SET_KINDS`) and the weight of the
 overshoot in the penalised return (``penalty``, default 500, the paper's; ``rcmdp
 reproduce --penalty W``) work for every domain.  These fields enter the canonical JSON
-**only when they differ from their defaults**, so the specifications of the paper's protocol, their keys and
-their seeds are those they always were; the estimation seed does not depend on the kind
-of set, so every kind is estimated from the same episodes.
+**only when they differ from their defaults**, so the specifications of the paper's
+protocol, their keys and their seeds are those they always were; the estimation seed
+does not depend on the kind of set, so every kind is estimated from the same episodes.
 
 The settings of tests 1B and 2B are drawn with ``test_seed`` (0 by default), the same
 for every run, so that every run is tested on the same settings.
