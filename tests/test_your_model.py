@@ -253,7 +253,7 @@ def test_reproduction_keys_follow_the_content_of_the_model_file(files):
     g.replace(d=[float(g.d[0]) * 0.5]).save(files / "m.npz")
     proc = rcmdp(files, "reproduce", "--model", "m.npz", *SMALL, "--out", "rep")
     assert proc.returncode == 0, proc.stderr
-    assert not proc.stdout.startswith("0 jobs computed")
+    assert "0 jobs computed" not in proc.stdout
     table = (files / "rep" / "table1.csv").read_text()
     configs = {line.split(",")[0] for line in table.splitlines()[1:]}
     assert len(configs) == 2
@@ -285,7 +285,7 @@ def test_a_set_kind_is_named_in_the_spec_and_the_report(files):
                  "--out", "rep")
     assert proc.returncode == 0, proc.stderr
     report = (files / "rep" / "report.md").read_text()
-    has(report, "uncertainty set `linf`", "L-infinity")
+    has(report, "uncertainty set: `linf` (LInfBall) built around the model's own kernel")
     from rcmdp_exact.experiments import Store
 
     with Store(files / "rep" / "runs.sqlite", readonly=True) as store:
@@ -343,10 +343,11 @@ def test_renamed_flags_still_work_with_one_warning_line(files):
     args = build_parser().parse_args(["ground-truth", "--episodes", "reference"])
     assert args.estimation == "reference" and "--estimation" in args._deprecations[0]
     proc = rcmdp(files, "train", "--model", "m.npz", "pg", "--train-on", "true",
-                 "--episodes", "10", "--eval-every", "10", "--no-bracket", "--no-progress")
+                 "--episodes", "10", "--eval-every", "10", "--no-bracket", "--no-progress",
+                 "--estimate")
     assert proc.returncode == 0, proc.stderr
     has(proc.stderr, "--train-on true is deprecated", "--train-on data")
-    has(proc.stdout, "trained on the true model")
+    has(proc.stdout, "trained on: the true model (--train-on data")
 
 
 # --------------------------------------------------------------------------- specs
@@ -534,15 +535,14 @@ def test_train_judges_a_trainer_of_your_own(files):
     assert proc.returncode == 0, proc.stderr
     has(proc.stdout, f"cpg ({STANDIN})", "5 episodes", "trained, greedy (worst case)")
     # the printed value on the true model is the exact value of the trainer's policy,
-    # trained on the estimated nominal model with the command's seed
+    # trained on the model itself (judged on itself) with the command's seed
     sys.path.insert(0, TESTS_DIR)
     try:
         from test_experiments_standin import standin_train
     finally:
         sys.path.remove(TESTS_DIR)
     g = rx.TabularCMDP.load(files / "m.npz")
-    nominal = rx.estimate(g, 100, seed=0).nominal
-    pi = standin_train(nominal, "cpg", seed=0, episodes=5).policy_table()
+    pi = standin_train(g, "cpg", seed=0, episodes=5).policy_table()
     line = next(x for x in proc.stdout.splitlines()
                 if x.startswith("trained, stochastic (true)"))
     assert float(line.split()[3]) == pytest.approx(policy_values(g, pi)[0], abs=5e-4)
@@ -567,14 +567,15 @@ def test_train_keeps_what_a_trainer_without_save_trained(files):
         from test_experiments_standin import standin_train
     finally:
         sys.path.remove(TESTS_DIR)
-    nominal = rx.estimate(rx.TabularCMDP.load(files / "m.npz"), 100, seed=0).nominal
-    pi = standin_train(nominal, "pg", seed=0, episodes=2).policy_table()
+    pi = standin_train(rx.TabularCMDP.load(files / "m.npz"), "pg", seed=0,
+                       episodes=2).policy_table()
     np.testing.assert_array_equal(res.policy, pi)
     assert res.algorithm == "pg" and res.trainer == STANDIN and res.episodes == 2
     line = next(x for x in proc.stdout.splitlines()
                 if x.startswith("trained, stochastic (true)"))
+    # trained on the model itself: its training model is the true one
     assert float(line.split()[3]) == pytest.approx(
-        res.evaluation["true"]["stochastic"]["value"], abs=5e-4)
+        res.evaluation["train"]["stochastic"]["value"], abs=5e-4)
     assert res.records["return"].shape == (2,)
 
 
@@ -739,6 +740,8 @@ def test_a_reproduction_of_your_model_is_judged_on_itself_and_in_its_own_terms(f
     proc = rcmdp(files, "reproduce", "--model", "m.npz", *SMALL, "--bracket-seeds", "2",
                  "--out", "rep")
     assert proc.returncode == 0, proc.stderr
+    has(proc.stdout, "--model m.npz: trained and judged on the model itself",
+        "set l1 around it, radius 0.1", "support: nominal")
     with Store(files / "rep" / "runs.sqlite", readonly=True) as store:
         specs = [r["spec"] for r in store.runs()]
         assert {(s["radius"], s["support"]) for s in specs} == {(0.1, "nominal")}
@@ -746,7 +749,7 @@ def test_a_reproduction_of_your_model_is_judged_on_itself_and_in_its_own_terms(f
         assert len(store.ground_truth("bracket")) == 1  # no seed changes the set
     report = (files / "rep" / "report.md").read_text()
     has(report, "trained on: the model itself", "judged on: the model itself",
-        "`l1` built around the model's own kernel, radius 0.1",
+        "`l1` (L1Ball) built around the model's own kernel, radius 0.1",
         "support: nominal: the model's own next states",
         "RCMDP brackets of the sets (discounted values, gamma 0.9)")
     assert "gamma 0.99" not in report
@@ -758,6 +761,7 @@ def test_a_reproduction_of_your_model_is_judged_on_itself_and_in_its_own_terms(f
     proc = rcmdp(files, "reproduce", "--model", "m.npz", *SMALL, "--estimate", "20",
                  "--out", "rep2")
     assert proc.returncode == 0, proc.stderr
+    has(proc.stdout, "trained on the nominal model estimated from 20 episodes")
     with Store(files / "rep2" / "runs.sqlite", readonly=True) as store:
         specs = [r["spec"] for r in store.runs()]
         assert {s["estimation_episodes"] for s in specs} == {20}

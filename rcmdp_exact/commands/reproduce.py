@@ -249,9 +249,21 @@ def run(args: argparse.Namespace) -> int:
         try:
             options.update(spec_options(own, args.estimate, args.radius, args.support))
             if "radius" in options:  # the set around the model: refused now, not in a job
-                from ..experiments.estimation import set_around
+                from ..experiments.estimation import set_around, support_text
 
-                set_around(kind, own.model, options["radius"], options["support"])
+                around = set_around(kind, own.model, options["radius"], options["support"])
+                summary_line = (f"--model {own.path}: trained and judged on the model "
+                                f"itself; set {kind} around it, radius "
+                                f"{options['radius']:g}; support: "
+                                f"{support_text(around, own.model)}")
+            elif own.set is not None:
+                summary_line = (f"--model {own.path}: trained on the nominal kernel of "
+                                f"--set-file {own.set_path}, judged on the model itself")
+            else:
+                summary_line = (f"--model {own.path}: trained on the nominal model estimated "
+                                f"from {options['estimation_episodes']} episodes of the "
+                                f"uniform random policy, judged on the model itself; set "
+                                f"{kind} estimated (its radii and support: report.md)")
         except InputError as exc:
             parser.error(str(exc))
         if own.set is not None:
@@ -284,6 +296,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if client is not None:
             client.close()
+    if own is not None:
+        print(summary_line)
     print(f"{summary.computed} jobs computed, {summary.stored_before} already stored "
           f"({summary.total} in the plan), {summary.seconds:.1f} s; results in {db}")
     for p in rep.paths:

@@ -323,8 +323,8 @@ def run(args: argparse.Namespace) -> int:
     judged = (f"the model itself ({own.path})" if own is not None else
               f"the true model P_data of {args.domain}")
     trained_on = (f"the model itself ({own.path})" if around else
-                  f"the true model ({source})" if model is true else
-                  f"the nominal model ({source})")
+                  f"the true model (--train-on data; the set: {source})" if model is true
+                  else f"the nominal model ({source})")
     print(f"rcmdp train {label} {who}: seed {args.seed}, {episodes} episodes, "
           f"{'?' if steps is None else steps} steps, "
           f"{'loop' if trainer is None else 'training'} {seconds:.2f} s")
@@ -359,7 +359,7 @@ def run(args: argparse.Namespace) -> int:
         br = rcmdp_bracket(model, uset, variants=(), progress=progress,
                            max_boxes=BRACKET_BOXES, n_ascent=BRACKET_ASCENT,
                            time_limit=BRACKET_SECONDS)
-        if br.status == "infeasible":
+        if br.get("status") == "infeasible":
             print(f"{'RCMDP bracket (set, value)':<38}{'infeasible':>24}")
             print(f"{'':<38}{br.message}; least worst-case costs "
                   f"{np.round(np.atleast_1d(br.min_robust_costs), 6).tolist()} against the "
@@ -369,7 +369,7 @@ def run(args: argparse.Namespace) -> int:
             if not np.isfinite(br.lower):
                 text += "  (no robust-feasible policy certified)"
             print(f"{'RCMDP bracket (set, value)':<38}{text:>24}")
-            if not np.isfinite(br.lower):
+            if not np.isfinite(br.lower) and br.get("message"):
                 print(f"{'':<38}{br.message}")
     if out is not None:
         written, note = _save(res, out, args, trainer, table, metrics,

@@ -67,6 +67,18 @@ _MODE_TEXT = {
 }
 
 
+#: The modes as a report on your model says them (no paper to refer to).
+_MODE_TEXT_OWN = {
+    "greedy": "greedy policy (argmax), evaluated exactly",
+    "stochastic": "stochastic policy as trained, evaluated exactly",
+    "sampled": "greedy policy, sampled episodes per setting",
+}
+
+
+def _mode_text(spec: dict, mode: str) -> str:
+    return (_MODE_TEXT_OWN if spec.get("model") else _MODE_TEXT)[mode]
+
+
 def _f(x, nd: int = 1) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "—"
@@ -229,11 +241,12 @@ def _trained_judged_md(spec, facts) -> list[str]:
     set (kind, radius or radii range, support)."""
     kind = spec.get("set_kind", "l1")
     support = "; ".join(facts["supports"])
+    types = f" ({', '.join(facts['types'])})" if facts["types"] else ""
     own = bool(spec.get("model"))
     nominal = spec["train_on"] == "nominal"
     if own and spec.get("radius") is not None:
         trained = "the model itself (no estimation: the model is judged on itself)"
-        set_line = (f"`{kind}` built around the model's own kernel, radius "
+        set_line = (f"`{kind}`{types} built around the model's own kernel, radius "
                     f"{spec['radius']:g}")
     elif own and spec.get("set_file"):
         trained = ("the nominal kernel of the saved set" if nominal else "the model itself")
@@ -245,7 +258,7 @@ def _trained_judged_md(spec, facts) -> list[str]:
                    if nominal else f"the true model (PG and CPG; robust learners: the "
                                    f"nominal model estimated from {src} and its set)")
         radii = facts["radii"]
-        set_line = (f"`{kind}` estimated ({SET_NOTES[kind]})"
+        set_line = (f"`{kind}`{types} estimated: {SET_NOTES[kind]}"
                     + (f", L1 radii in [{radii[0]:.3g}, {radii[1]:.3g}]" if radii else ""))
     judged = ("the model itself and its perturbations, exactly (T steps, undiscounted)"
               if own else "every setting of the domain's tests, exactly (T steps, "
@@ -442,7 +455,8 @@ def _write_report(store, out_dir, tests, algorithms, figures, progress) -> Resul
         for cfg in sorted(configs):
             for mode in ("greedy", "stochastic", "sampled"):
                 if any(r["mode"] == mode and r["config"] == cfg for r in rows):
-                    md += [f"## Configuration `{cfg}`, {mode}: {_MODE_TEXT[mode]}", "",
+                    md += [f"## Configuration `{cfg}`, {mode}: "
+                           f"{_mode_text(configs[cfg], mode)}", "",
                            format_table1_md(rows, mode, cfg)]
         md += [_CELLS_TEXT + (" The paper's numbers, in brackets, are the paper's Table 1 "
                               "(its ± read as a standard error over its 20 runs)."
@@ -548,7 +562,7 @@ def _report_md(store, rows, configs, figs) -> str:
     for cfg in sorted(configs):
         for mode in ("greedy", "stochastic", "sampled"):
             if any(r["mode"] == mode and r["config"] == cfg for r in rows):
-                lines += [f"### `{cfg}`: {_MODE_TEXT[mode]}", "",
+                lines += [f"### `{cfg}`: {_mode_text(configs[cfg], mode)}", "",
                           format_table1_md(rows, mode, cfg)]
     lines += [
         "Ground-truth columns (per test), all on the learners' scale, the T-step "
