@@ -229,7 +229,15 @@ def _set_facts(runs) -> dict:
     supports and the L1 radii range recorded in their infos ("not recorded" in a store
     written before they were)."""
     types = sorted({r["info"].get("set_type", "") for r in runs} - {""})
-    supports = sorted({r["info"].get("set_support", "") for r in runs} - {""})
+    by_support: dict = {}
+    for r in runs:
+        sup = r["info"].get("set_support", "")
+        if sup:
+            by_support.setdefault(sup, set()).add(r["domain"])
+    # one support: said once; several (the paper's domains): each with its domains
+    supports = ([next(iter(by_support))] if len(by_support) == 1 else
+                [f"{', '.join(sorted(doms))}: {sup}" for sup, doms in
+                 sorted(by_support.items(), key=lambda kv: sorted(kv[1]))])
     ranges = [r["info"]["alpha_range"] for r in runs if r["info"].get("alpha_range")]
     return {"types": types, "supports": supports or ["not recorded"],
             "radii": (min(a[0] for a in ranges), max(a[1] for a in ranges)) if ranges
