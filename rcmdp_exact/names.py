@@ -14,6 +14,7 @@ __all__ = [
     "ADVERSARY_MULTIPLIER_SIGNALS",
     "ADVERSARY_SIGNALS",
     "ALGORITHMS",
+    "AROUND_SUPPORTS",
     "BACKENDS",
     "BRACKET_ASCENT",
     "BRACKET_BOXES",
@@ -56,11 +57,13 @@ __all__ = [
     "SAMPLED_MULTIPLIER_UPDATES",
     "SCHEDULES",
     "SUITES",
+    "SUPPORT_NOTES",
     "TABLE1_ALGORITHMS",
     "TESTS",
     "TEST_SUITES",
     "USER_DOMAIN",
     "USER_ESTIMATION_EPISODES",
+    "USER_RADIUS",
     "USER_TEST",
     "VARIANTS",
     "WORKERS_PER_CPU",
@@ -87,6 +90,20 @@ ESTIMATION_EPISODES = {
 USER_DOMAIN = "model"
 USER_TEST = "model"
 USER_ESTIMATION_EPISODES = 100
+#: Your own model is judged on itself unless estimation is asked for (``--estimate``):
+#: the uncertainty set is built around the model's own kernel with this radius
+#: (``--radius``) ...
+USER_RADIUS = 0.1
+#: ... on one of these supports (``--support``; the first is the default): the model's
+#: own next states (nature adds no transition the model does not have), every state, or
+#: the states the model's outcomes reach (models with outcomes only).
+AROUND_SUPPORTS = ("nominal", "all", "outcomes")
+#: What each support means, for the reports.
+SUPPORT_NOTES = {
+    "nominal": "the model's own next states, no new transitions",
+    "all": "every state, nature may move mass to any state",
+    "outcomes": "the states the model's outcomes reach",
+}
 
 #: The kind of uncertainty set the commands estimate from data when ``--set`` is not
 #: given: the paper's L1 ball.  The kinds themselves are registered by the set classes

@@ -22,9 +22,13 @@
 * Options that act only on some algorithms are refused for the others
   (:func:`refuse_inapplicable`, :data:`rcmdp_exact.names.OPTION_ALGORITHMS`).
 * Your own model: ``--model PATH.npz`` and its companions (``--horizon``, ``--set``,
-  ``--set-file``, ``--estimation-episodes``, ``--perturbations``) are declared by
-  :func:`add_model_options` and read by :func:`load_user_model`; options that choose
-  among the paper's domains are refused beside ``--model`` (:func:`refuse_with_model`).
+  ``--set-file``, ``--estimate [N]``, ``--radius``, ``--support``, ``--perturbations``)
+  are declared by :func:`add_model_options` and read by :func:`load_user_model`; options
+  that choose among the paper's domains are refused beside ``--model``
+  (:func:`refuse_with_model`).  Without ``--estimate`` or ``--set-file`` the model is
+  judged on itself: the learners train on it and the set is built around its own kernel
+  (radius ``--radius``, support ``--support``; :func:`rcmdp_exact.protocol.estimation.
+  set_around`).
   ``--set`` is a built-in kind's name or ``MODULE:CLASS`` (:func:`set_kind`).
 * ``--trainer MODULE:FUNCTION`` (:func:`add_trainer`, :func:`resolve_trainer`): a
   training function that follows the trainer protocol (``docs/your_learner.md``).
@@ -283,7 +287,7 @@ def add_model_options(parser: argparse.ArgumentParser, *, kinds: bool = True,
                       set_file: bool = True, estimation: bool = True,
                       perturbations: bool = False, horizon: bool = True) -> None:
     """``--model PATH.npz`` and the options that go with it (module notes)."""
-    from ..names import DEFAULT_SET_KIND, USER_ESTIMATION_EPISODES
+    from ..names import AROUND_SUPPORTS, DEFAULT_SET_KIND, USER_ESTIMATION_EPISODES, USER_RADIUS
     from ..uncertainty.kinds import builtin_kinds
 
     parser.add_argument("--model", metavar="PATH.npz", default=None,
@@ -297,19 +301,33 @@ def add_model_options(parser: argparse.ArgumentParser, *, kinds: bool = True,
     if kinds:
         parser.add_argument("--set", dest="set_kind", type=set_kind, default=None,
                             metavar="KIND",
-                            help=f"kind of uncertainty set estimated from the data: "
+                            help=f"kind of uncertainty set: "
                                  f"{', '.join(builtin_kinds(estimated=True))} (default "
                                  f"{DEFAULT_SET_KIND}, the paper's; docs/sets.md), or "
-                                 f"MODULE:CLASS, a set class of yours (docs/your_set.md)")
+                                 f"MODULE:CLASS, a set class of yours (docs/your_set.md): "
+                                 f"estimated from data on a paper domain and with "
+                                 f"--estimate, built around --model otherwise")
     if set_file:
         parser.add_argument("--set-file", metavar="PATH.npz", default=None,
                             help="with --model: a saved uncertainty set (save() of a set) "
-                                 "used in place of the estimated one")
+                                 "used as it is, with its own nominal kernel")
     if estimation:
-        parser.add_argument("--estimation-episodes", type=bounded_int("episodes"),
-                            default=None, metavar="N",
-                            help=f"with --model: episodes of the uniform random policy that "
-                                 f"estimate the set (default {USER_ESTIMATION_EPISODES})")
+        parser.add_argument("--estimate", type=bounded_int("episodes"), nargs="?",
+                            const=USER_ESTIMATION_EPISODES, default=None, metavar="N",
+                            help=f"with --model: the paper's phase 1 instead of judging the "
+                                 f"model on itself: train on a model estimated from N "
+                                 f"episodes of the uniform random policy (default N "
+                                 f"{USER_ESTIMATION_EPISODES}) and its estimated set")
+        parser.add_argument("--radius", type=real_number(0.0, what="radius"), default=None,
+                            metavar="R",
+                            help=f"with --model: radius of the set built around the model "
+                                 f"(default {USER_RADIUS}; the L1 radius of l1, weighted-l1 "
+                                 f"and s-l1 per action, the per-entry radius of linf and "
+                                 f"interval, the KL radius of kl)")
+        parser.add_argument("--support", choices=AROUND_SUPPORTS, default=None,
+                            help="with --model: next states the set around the model allows: "
+                                 "nominal (default: the model's own next states), all (every "
+                                 "state) or outcomes (the states its outcomes reach)")
     if perturbations:
         parser.add_argument("--perturbations", metavar="FILE", default=None,
                             help="with --model: a TOML or JSON file listing saved models "
@@ -366,11 +384,20 @@ def refuse_with_model(parser, args, names) -> None:
         if given("set_file") and given("set_kind"):
             parser.error("--set and --set-file both give the uncertainty set; give one of "
                          "them")
-        if given("set_file") and given("estimation_episodes"):
-            parser.error("--estimation-episodes does not apply with --set-file (the saved "
-                         "set replaces the estimation); drop one of them")
+        if given("set_file") and given("estimate"):
+            parser.error("--estimate does not apply with --set-file (the saved set replaces "
+                         "the estimation); drop one of them")
+        for n in ("radius", "support"):
+            if given(n) and (given("set_file") or given("estimate")):
+                other = "--set-file" if given("set_file") else "--estimate"
+                parser.error(f"{flag(n)} shapes the set built around the model itself and "
+                             f"does not apply with {other}; drop one of them")
+        if given("support") and args.support != "nominal" and getattr(
+                args, "set_kind", None) == "kl":
+            parser.error(f"--set kl takes --support nominal (a KL ball never leaves the "
+                         f"support of the model's kernel), not {args.support}")
         return
-    for n in ("horizon", "set_file", "estimation_episodes", "perturbations"):
+    for n in ("horizon", "set_file", "estimate", "radius", "support", "perturbations"):
         if given(n):
             parser.error(f"{flag(n)} applies to your own model: add --model PATH.npz or drop "
                          f"{flag(n)}")

@@ -9,10 +9,12 @@ every test setting.  The maths and the columns are described in
 and the output folder are checked before any work starts.
 
 ``--model PATH.npz`` computes the same table for your own model (a file written by
-``TabularCMDP.save``, with a horizon or ``--horizon T``): the set is estimated from
-``--estimation-episodes`` episodes of the uniform random policy (``--set`` chooses its
-kind), or given by ``--set-file``; the tests are the model itself and the perturbations
-listed by ``--perturbations``.
+``TabularCMDP.save``, with a horizon or ``--horizon T``), judged on itself: the set of
+``--set`` is built around the model's own kernel (radius ``--radius``, default 0.1, on
+the support ``--support``, the model's own next states by default) and the nominal
+model is the model; ``--estimate [N]`` estimates the set from N episodes of the uniform
+random policy instead (the paper's phase 1, default 100), ``--set-file`` gives it; the
+tests are the model itself and the perturbations listed by ``--perturbations``.
 """
 
 from __future__ import annotations
@@ -137,13 +139,19 @@ def run(args: argparse.Namespace) -> int:
                                offset_on=args.offset_on or "failure", bracket=bracket,
                                **({} if args.n_draws is None else {"n_draws": args.n_draws}))
     else:
-        from ..names import USER_ESTIMATION_EPISODES
+        from ..names import USER_ESTIMATION_EPISODES, USER_RADIUS
 
-        spec = GroundTruthTableSpec(
-            set=SetSpec(saved=own.set, delta=args.delta) if own.set is not None
-            else SetSpec(kind=kind, delta=args.delta),
-            estimation=args.estimation_episodes or USER_ESTIMATION_EPISODES,
-            seed=args.seed, bracket=bracket)
+        if own.set is not None:
+            set_spec = SetSpec(saved=own.set, delta=args.delta)
+        elif args.estimate is not None:
+            set_spec = SetSpec(kind=kind, delta=args.delta)
+        else:  # judged on itself: the set around the model
+            set_spec = SetSpec(kind=kind, delta=args.delta,
+                               radius=USER_RADIUS if args.radius is None else args.radius,
+                               support=args.support or "nominal")
+        spec = GroundTruthTableSpec(set=set_spec,
+                                    estimation=args.estimate or USER_ESTIMATION_EPISODES,
+                                    seed=args.seed, bracket=bracket)
     client = connect_dask(parser, args.dask)
     try:
         if own is None:

@@ -7,10 +7,14 @@ and the PNG figures into ``--out``.  Interrupt it at any time: the same command 
 See ``docs/reproduction.md``.
 
 ``--model PATH.npz`` reproduces the protocol on your own model (a file written by
-``TabularCMDP.save``; it needs a horizon, or ``--horizon T``): estimation (the set of
-``--set``, or ``--set-file``), the learners (or ``--trainer``), exact tests on the model
-itself and on the perturbations of ``--perturbations``, with the same store, resume and
-report; the jobs are keyed by the content hash of each file.
+``TabularCMDP.save``; it needs a horizon, or ``--horizon T``), judged on itself by
+default: the learners train on the model and the set of ``--set`` is built around its
+own kernel (``--radius``, ``--support``); ``--estimate [N]`` runs the paper's phase 1
+instead (estimation from N random episodes), ``--set-file`` gives the set.  Then the
+learners (or ``--trainer``), exact tests on the model itself and on the perturbations of
+``--perturbations``, with the same store, resume and report; the jobs are keyed by the
+content hash of each file.  ``--penalty W`` changes the weight of the overshoot in the
+penalised return (default 500, the paper's; stored in the specs only when changed).
 
 **Existing outputs.**  Resuming into the store of ``--db`` (default ``OUT/runs.sqlite``)
 adds the missing jobs and never replaces one; the report in ``--out`` is the store's
@@ -33,6 +37,7 @@ from ._args import (
     check_inputs,
     comma_list,
     load_user_model,
+    real_number,
     refuse_with_model,
     resolve_trainer,
     workers_arg,
@@ -86,6 +91,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval-every", type=bounded_int("episodes"), default=None,
                         help="episodes between the learners' exact evaluations (default "
                              "100; --quick 50)")
+    parser.add_argument("--penalty", type=real_number(0.0, low_open=True,
+                                                      what="penalty weight"),
+                        default=None, metavar="W",
+                        help="weight of the overshoot in the penalised return R_pen = V - W "
+                             "max(0, C - d') (default 500, the paper's)")
     parser.add_argument("--bracket-seeds", type=bounded_int("seeds", 0), default=None,
                         help="estimation seeds that get an RCMDP bracket (default: all "
                              "seeds; --quick 1)")
@@ -176,6 +186,7 @@ def check_db(parser, db, out) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from .._checks import InputError
     from ..names import LIMITS, TESTS, USER_TEST
     from ._args import check_output, progress_enabled, refuse_inapplicable
 
@@ -222,6 +233,8 @@ def run(args: argparse.Namespace) -> int:
             options[name] = getattr(args, name)
     if trainer is not None:
         options["trainer"] = args.trainer
+    if args.penalty is not None:
+        options["penalty"] = args.penalty
     kind = args.set_kind or "l1"
     if kind != "l1":
         options["set_kind"] = kind
@@ -233,7 +246,26 @@ def run(args: argparse.Namespace) -> int:
         tests = [USER_TEST]
         from ..protocol.user import spec_options
 
-        options.update(spec_options(own, args.estimation_episodes))
+        try:
+            options.update(spec_options(own, args.estimate, args.radius, args.support))
+            if "radius" in options:  # the set around the model: refused now, not in a job
+                from ..protocol.estimation import set_around, support_text
+
+                around = set_around(kind, own.model, options["radius"], options["support"])
+                summary_line = (f"--model {own.path}: trained and judged on the model "
+                                f"itself; set {kind} around it, radius "
+                                f"{options['radius']:g}; support: "
+                                f"{support_text(around, own.model)}")
+            elif own.set is not None:
+                summary_line = (f"--model {own.path}: trained on the nominal kernel of "
+                                f"--set-file {own.set_path}, judged on the model itself")
+            else:
+                summary_line = (f"--model {own.path}: trained on the nominal model estimated "
+                                f"from {options['estimation_episodes']} episodes of the "
+                                f"uniform random policy, judged on the model itself; set "
+                                f"{kind} estimated (its radii and support: report.md)")
+        except InputError as exc:
+            parser.error(str(exc))
         if own.set is not None:
             check_set_kind(kind, own.model, learners, critic=critic, inner=inner,
                            flag=f"--set-file {own.set_path!r}", uset=own.set)
@@ -264,6 +296,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if client is not None:
             client.close()
+    if own is not None:
+        print(summary_line)
     print(f"{summary.computed} jobs computed, {summary.stored_before} already stored "
           f"({summary.total} in the plan), {summary.seconds:.1f} s; results in {db}")
     for p in rep.paths:

@@ -1,16 +1,22 @@
 """``rcmdp train``: train one of the paper's six learners (or yours) and judge it exactly.
 
 The model is the training model of a paper domain or your own (``--model PATH.npz``, a
-file written by ``TabularCMDP.save``; it needs a horizon, or ``--horizon T``).  It is
-estimated first (the paper's phase 1: uniform random episodes, the uncertainty set of
-``--set``, the Hoeffding L1 ball by default), or ``--set-file`` gives the set (and its
-nominal kernel).  The learner trains on the estimated nominal model (or on the true
-model with ``--train-on data``), robust learners on the set.  ``--trainer
+file written by ``TabularCMDP.save``; it needs a horizon, or ``--horizon T``).  A paper
+domain is estimated first (the paper's phase 1: uniform random episodes, the
+uncertainty set of ``--set``, the Hoeffding L1 ball by default) and the learner trains on
+the estimated nominal model (or on the true model with ``--train-on data``).  Your own
+model is judged on itself: the learner trains on it and the set of ``--set`` is built
+around its own kernel (radius ``--radius``, default 0.1, on the support ``--support``,
+the model's own next states by default); ``--estimate [N]`` asks for the paper's phase
+1 on it instead, and ``--set-file`` gives the set (and its nominal kernel).  Robust
+learners train on the set.  ``--trainer
 MODULE:FUNCTION`` trains with a function of your own that follows the trainer protocol
 (``docs/your_learner.md``).  The final policy is evaluated exactly (discounted value and
 cost, and the T-step test metric) on the true model and on the worst case of the set,
 and printed beside the CMDP optimum of the true model (occupancy-measure LP) and the
-certified RCMDP bracket of the set.
+certified RCMDP bracket of the set.  The output names what was trained on, what was
+judged on, the set and its support; an infeasible problem is printed with the reason
+(the budget and the least achievable cost).
 """
 
 from __future__ import annotations
@@ -263,13 +269,20 @@ def run(args: argparse.Namespace) -> int:
     from ..domains import ESTIMATION_EPISODES, paper_domain
     from ..ground_truth import rcmdp_bracket, solve_cmdp
     from ..learners.records import evaluate_policy
-    from ..names import USER_ESTIMATION_EPISODES
-    from ..protocol.estimation import check_set_kind, estimate_set, set_note
+    from ..names import USER_RADIUS
+    from ..protocol.estimation import (
+        check_set_kind,
+        estimate_set,
+        set_around,
+        set_note,
+        support_text,
+    )
 
     own = load_user_model(args, need_horizon="rcmdp train (episodes of T steps)")
     true = paper_domain(args.domain) if own is None else own.model
     kind = args.set_kind or "l1"
     learners = () if trainer is not None else (args.algorithm,)
+    around = own is not None and own.set is None and args.estimate is None
     if own is not None and own.set is not None:
         check_set_kind(kind, true, learners, critic=args.critic, inner=args.inner,
                        flag=f"--set-file {own.set_path!r}", uset=own.set)
@@ -277,27 +290,49 @@ def run(args: argparse.Namespace) -> int:
         check_set_kind(kind, true, learners, critic=args.critic, inner=args.inner)
     args._interrupted = "nothing was written"
     progress = progress_enabled(args)
-    if own is not None and own.set is not None:
+    if around:  # your model judged on itself: the set around its own kernel
+        from .._checks import InputError
+
+        radius = USER_RADIUS if args.radius is None else args.radius
+        try:
+            uset = set_around(kind, true, radius, args.support or "nominal")
+        except InputError as exc:
+            parser.error(str(exc))
+        nominal, n_est = true, 0
+        source = "no estimation: the model itself"
+        set_text = (f"{kind} ({type(uset).__name__}) around the model itself, radius "
+                    f"{radius:g}")
+    elif own is not None and own.set is not None:
         uset, n_est = own.set, 0
         nominal = true.with_transitions(uset.nominal)
-        source = f"the set of --set-file {own.set_path}"
+        source = f"the nominal kernel of --set-file {own.set_path}"
+        set_text = f"the saved {type(uset).__name__} of --set-file {own.set_path}"
     else:
         n_est = (ESTIMATION_EPISODES[args.domain][args.estimation or "paper"] if own is None
-                 else args.estimation_episodes or USER_ESTIMATION_EPISODES)
+                 else args.estimate)
         est = estimate_set(true, n_est, args.seed, 0.1, kind, progress=progress)
         uset, nominal = est.set, est.nominal
-        source = f"{n_est} estimation episodes"
+        source = f"estimated from {n_est} episodes of the uniform random policy"
+        lo, hi = est.alpha_range
+        set_text = (f"{kind} ({type(uset).__name__}: {set_note(kind)}), estimated, L1 radii "
+                    f"in [{lo:.3g}, {hi:.3g}]")
     model = nominal if args.train_on == "nominal" else true
+    if around:
+        model = true
     res, table, episodes, steps, seconds = _train(args, trainer, model, uset, true, progress)
     label = args.domain if own is None else f"--model {own.path}"
     who = args.algorithm if trainer is None else f"{args.algorithm} ({args.trainer})"
+    judged = (f"the model itself ({own.path})" if own is not None else
+              f"the true model P_data of {args.domain}")
+    trained_on = (f"the model itself ({own.path})" if around else
+                  f"the true model (--train-on data; the set: {source})" if model is true
+                  else f"the nominal model ({source})")
     print(f"rcmdp train {label} {who}: seed {args.seed}, {episodes} episodes, "
-          f"{'?' if steps is None else steps} steps, trained on the "
-          f"{'estimated nominal' if model is not true else 'true'} model ({source}), "
+          f"{'?' if steps is None else steps} steps, "
           f"{'loop' if trainer is None else 'training'} {seconds:.2f} s")
-    saved = own is not None and own.set is not None
-    print(f"uncertainty set: {'file' if saved else kind} ({type(uset).__name__}: "
-          f"{'a saved set' if saved else set_note(kind)})")
+    print(f"trained on: {trained_on}")
+    print(f"judged on: {judged} and the worst case of the set")
+    print(f"uncertainty set: {set_text}; support: {support_text(uset, true)}")
     print(f"{'':<38}{'value':>12}{'cost':>12}{'test value':>12}{'test cost':>12}"
           f"{'penalised':>12}")
     metrics = evaluate_policy(model, table, true_model=true if model is not true else None,
@@ -312,8 +347,12 @@ def run(args: argparse.Namespace) -> int:
     if model is not true:
         opt = solve_cmdp(model)
         print(_row("CMDP optimum (LP, training model)", opt.value, opt.costs))
+        if not opt.success:
+            print(f"{'':<38}{opt.message}")
     opt = solve_cmdp(true)
     print(_row("CMDP optimum (LP, true)", opt.value, opt.costs))
+    if not opt.success:
+        print(f"{'':<38}{opt.message}")
     if not args.no_bracket:
         from ..names import BRACKET_ASCENT, BRACKET_BOXES, BRACKET_SECONDS
 
@@ -322,10 +361,18 @@ def run(args: argparse.Namespace) -> int:
         br = rcmdp_bracket(model, uset, variants=(), progress=progress,
                            max_boxes=BRACKET_BOXES, n_ascent=BRACKET_ASCENT,
                            time_limit=BRACKET_SECONDS)
-        text = f"[{br.lower:.3f}, {br.upper:.3f}]"
-        if not np.isfinite(br.lower):
-            text += "  (no robust-feasible policy certified)"
-        print(f"{'RCMDP bracket (set, value)':<38}{text:>24}")
+        if br.get("status") == "infeasible":
+            print(f"{'RCMDP bracket (set, value)':<38}{'infeasible':>24}")
+            print(f"{'':<38}{br.message}; least worst-case costs "
+                  f"{np.round(np.atleast_1d(br.min_robust_costs), 6).tolist()} against the "
+                  f"budgets {np.round(np.atleast_1d(model.d), 6).tolist()}")
+        else:
+            text = f"[{br.lower:.3f}, {br.upper:.3f}]"
+            if not np.isfinite(br.lower):
+                text += "  (no robust-feasible policy certified)"
+            print(f"{'RCMDP bracket (set, value)':<38}{text:>24}")
+            if not np.isfinite(br.lower) and br.get("message"):
+                print(f"{'':<38}{br.message}")
     if out is not None:
         written, note = _save(res, out, args, trainer, table, metrics,
                               dict(episodes=episodes, steps=steps, seconds=seconds,

@@ -85,14 +85,17 @@ __all__ = [
 def reproduce(db, out=None, *, tests=_TESTS, algorithms=_ALGORITHMS, seeds=None,
               episodes=None, quick=False, workers=None, backend=None, client=None,
               address=None, trainer=None, progress=None, model=None, perturbations=None,
-              set_file=None, horizon=None, estimation_episodes=None, **options):
+              set_file=None, horizon=None, estimate=None, radius=None, support=None,
+              **options):
     """Plan the jobs, compute those missing from the store ``db``, write the report.
 
     Parameters are those of :func:`plan` and :func:`sweep`; ``out`` (a folder) receives
     the report (none when None).  ``model`` (a path: a file written by
     ``TabularCMDP.save``) reproduces the protocol on your own model, as ``rcmdp reproduce
-    --model`` does, with ``perturbations``, ``set_file``, ``horizon`` and
-    ``estimation_episodes`` (:func:`.user.load_problem`); ``tests`` is then ``["model"]``.
+    --model`` does, with ``perturbations``, ``set_file``, ``horizon`` and the set:
+    judged on itself by default (the set around the model, ``radius`` and ``support``),
+    or estimated from ``estimate`` episodes (:func:`.user.load_problem`,
+    :func:`.user.spec_options`); ``tests`` is then ``["model"]``.
     ``trainer`` (a callable, default
     ``rcmdp_exact.learners.train``) is named in the specs by its module and qualified
     name (``MODULE:FUNCTION``, as ``--trainer``), so results of different trainers get
@@ -111,7 +114,7 @@ def reproduce(db, out=None, *, tests=_TESTS, algorithms=_ALGORITHMS, seeds=None,
 
         problem = load_problem(model, horizon=horizon, set_file=set_file,
                                perturbations=perturbations, need_horizon="reproduce")
-        options.update(spec_options(problem, estimation_episodes))
+        options.update(spec_options(problem, estimate, radius, support))
         tests = ["model"]
     jobs = plan(tests, algorithms, seeds, episodes, quick=quick, **options)
     with Store(db) as store:

@@ -29,6 +29,28 @@ navigation grids) are added up per next state, and the support of each row is th
 ball's (the next states its outcomes reach; a terminal state's row is its self-loop).
 Their nominal kernel is their own centre (the smoothed frequencies), so the nominal
 model of a run with another kind is ``model.with_transitions(set.nominal)``.
+
+**A set around the model itself** (:func:`set_around`: your own model, judged on itself,
+the default of ``--model`` without ``--estimate``): no estimation; the set of the kind is
+centred on the model's own kernel with one radius R (``--radius``, default
+:data:`~rcmdp_exact.names.USER_RADIUS`) on a stated support (``--support``: the model's
+own next states by default, :data:`~rcmdp_exact.names.AROUND_SUPPORTS`):
+
+=============== ==========================================================================
+kind            the set around the model's kernel P
+=============== ==========================================================================
+``l1``          :func:`~rcmdp_exact.l1_ball` of radius R with the support given
+``weighted-l1`` the same ball as a :class:`~rcmdp_exact.WeightedL1Ball` with unit weights
+``linf``        the L-infinity ball of radius R (every entry within R of P)
+``interval``    the interval set :math:`[\max(0, P - R), \min(1, P + R)]` on the support
+``kl``          the KL ball of radius R (a KL ball never leaves the support of P, so the
+                support must be ``"nominal"``)
+``s-l1``        the s-rectangular L1 set of budget :math:`\min(2A, A R)` per state (the
+                smallest that contains the L1 ball)
+=============== ==========================================================================
+
+A terminal state's row is its self-loop in every kind (radius 0).
+:func:`support_text` says in words which next states a set allows (the reports name it).
 """
 
 from __future__ import annotations
@@ -38,8 +60,8 @@ import numpy as np
 from .._result import Result
 from ..names import DEFAULT_SET_KIND
 
-__all__ = ["check_set_kind", "estimate_set", "example_set", "set_from_estimate",
-           "set_note", "state_counts"]
+__all__ = ["check_set_kind", "estimate_set", "example_set", "set_around",
+           "set_from_estimate", "set_note", "state_counts", "support_text"]
 
 
 def state_counts(est, model) -> np.ndarray:
@@ -100,6 +122,49 @@ def estimate_set(model, n_episodes: int, seed, delta: float = 0.1,
     nominal = est.nominal if uset is est.ball else model.with_transitions(uset.nominal)
     return Result(set=uset, nominal=nominal, kind=kind, estimate=est,
                   alpha_range=est.alpha_range, n_episodes=int(n_episodes))
+
+
+def set_around(kind: str, model, radius: float, support: str = "nominal"):
+    """The set of ``kind`` centred on ``model``'s own kernel with radius ``radius`` on
+    the support ``support`` (module notes): the kind's own ``around(model, radius,
+    support)``; validated here, the one entrance."""
+    from .._checks import InputError, check_choice, check_real
+    from ..names import AROUND_SUPPORTS
+    from ..uncertainty import set_class
+
+    cls = set_class(kind, what="set kind")
+    check_choice(support, "support", AROUND_SUPPORTS)
+    radius = check_real(radius, "radius", 0.0)
+    if support == "outcomes" and model.outcomes is None:
+        raise InputError("support 'outcomes' needs a model with outcomes (this one has "
+                         "none); give --support nominal or --support all")
+    if not cls.has_around_builder():
+        raise InputError(f"the set kind {kind!r} ({cls.__name__}) has no set around a model "
+                         f"(its class defines no classmethod around(model, radius, "
+                         f"support)); give --estimate to estimate it, or --set-file")
+    return cls.around(model, radius, support)
+
+
+def support_text(uset, model) -> str:
+    """Which next states ``uset`` allows, in words: every state, the model's own next
+    states, the states its outcomes reach, or how many of the S x S entries of the
+    non-terminal rows."""
+    from ..names import SUPPORT_NOTES
+
+    sup = np.asarray(uset.support, dtype=bool)
+    live = ~np.asarray(model.terminal, dtype=bool)
+    if sup[live].all():
+        return f"all: {SUPPORT_NOTES['all']}"
+    if np.array_equal(sup[live], np.asarray(model.P)[live] > 0):
+        return f"nominal: {SUPPORT_NOTES['nominal']}"
+    if model.outcomes is not None:
+        from ..uncertainty import l1_ball
+
+        if np.array_equal(sup[live], np.asarray(l1_ball(model, 0.0, "outcomes").support)[live]):
+            return f"outcomes: {SUPPORT_NOTES['outcomes']}"
+    n = int(sup[live].sum())
+    return f"{n} of the {int(live.sum()) * model.n_actions * model.n_states} next-state entries " \
+           f"of the non-terminal rows"
 
 
 def example_set(kind: str, model):

@@ -75,6 +75,7 @@ from ..names import (
     GROUND_TRUTH_FILES,
     USER_DOMAIN,
     USER_ESTIMATION_EPISODES,
+    USER_RADIUS,
     USER_TEST,
 )
 
@@ -170,6 +171,8 @@ def _policies(nom, tru, tru_T, br) -> dict:
 def _estimation(true, spec: GroundTruthTableSpec, n_ep: int, source: str) -> Result:
     """Step 1: the estimated nominal model and set (of the kind ``spec.set.kind``), or the
     saved set ``spec.set.saved`` with its nominal kernel."""
+    from .estimation import estimate_set, set_around, support_text
+
     st = spec.set
     if st.saved is not None:
         uset = st.saved
@@ -177,15 +180,23 @@ def _estimation(true, spec: GroundTruthTableSpec, n_ep: int, source: str) -> Res
                       info={"episodes": 0, "episodes_source": "set file",
                             "set": st.label, "set_type": type(uset).__name__,
                             "seed": spec.seed, "delta": st.delta,
-                            "alpha_range": None, "form": None})
-    from .estimation import estimate_set
-
+                            "alpha_range": None, "form": None,
+                            "support": support_text(uset, true)})
+    if st.radius is not None:  # your model judged on itself
+        uset = set_around(st.kind, true, st.radius, st.support)
+        return Result(nominal=true, set=uset,
+                      info={"episodes": 0, "episodes_source": "none: the set is built "
+                            "around the model itself", "set": st.label,
+                            "set_type": type(uset).__name__, "seed": spec.seed,
+                            "delta": None, "alpha_range": None, "form": None,
+                            "radius": st.radius, "support": support_text(uset, true)})
     est = estimate_set(true, n_ep, spec.seed, st.delta, st.kind, progress=False)
     return Result(nominal=est.nominal, set=est.set,
                   info={"episodes": n_ep, "episodes_source": source,
                         "set": st.label, "set_type": type(est.set).__name__,
                         "seed": spec.seed, "delta": st.delta,
-                        "alpha_range": list(est.alpha_range), "form": est.estimate.form})
+                        "alpha_range": list(est.alpha_range), "form": est.estimate.form,
+                        "support": support_text(est.set, true)})
 
 
 def _domain_optima(true, est: Result, spec: GroundTruthTableSpec, bar, title: str,
@@ -197,7 +208,8 @@ def _domain_optima(true, est: Result, spec: GroundTruthTableSpec, bar, title: st
     br = rcmdp_bracket(est.nominal, est.set, spec.bracket, progress=False, client=client)
     bar.update(1)
     return Result(
-        title=title, horizon=true.horizon, estimation=est.info,
+        title=title, horizon=true.horizon, gamma=float(true.gamma),
+        budget=np.asarray(true.d, dtype=np.float64), estimation=est.info,
         optima={"nominal_cmdp": _optimum(nom), "true_cmdp": _optimum(tru),
                 "true_cmdp_T": _optimum(tru_T, budget=tru_T.budget)},
         bracket=_bracket_summary(br),
@@ -283,34 +295,51 @@ def _summarise(rows: list[dict]) -> list[dict]:
 
 @dataclass(frozen=True)
 class SetSpec:
-    """The uncertainty set of a ground-truth table: a kind estimated from data, or a saved
-    set used as it is.
+    """The uncertainty set of a ground-truth table: a kind estimated from data, a kind
+    built around your model itself, or a saved set used as it is.
 
     ``kind`` (a registered kind's name or ``MODULE:CLASS``, default ``"l1"``, the paper's) is
     estimated from the episodes of the uniform policy at confidence ``delta``
-    (:func:`~rcmdp_exact.protocol.estimation.estimate_set`); ``saved`` (an
-    :class:`~rcmdp_exact.UncertaintySet`, e.g. loaded from ``--set-file``) replaces the
-    estimation, and then ``kind`` is None.  Validated when built (a saved set against its
-    model later, by :func:`model_ground_truth`).
+    (:func:`~rcmdp_exact.protocol.estimation.estimate_set`), or, with a ``radius``,
+    built around the model's own kernel on the ``support`` (default ``"nominal"``, the
+    model's own next states; :func:`~rcmdp_exact.protocol.estimation.set_around`: your
+    own model only); ``saved`` (an :class:`~rcmdp_exact.UncertaintySet`, e.g. loaded
+    from ``--set-file``) replaces the estimation, and then ``kind`` is None.  Validated
+    when built (a saved set against its model later, by :func:`model_ground_truth`).
     """
 
     kind: str | None = None
     delta: float = 0.1
     saved: object = None
+    radius: float | None = None
+    support: str | None = None
 
     def __post_init__(self):
+        from .._checks import InputError
+        from ..names import AROUND_SUPPORTS
+
         if self.saved is None:
             kind = "l1" if self.kind is None else self.kind
             from ..uncertainty import set_class
 
             set_class(kind, estimated=True, what="set kind")
             object.__setattr__(self, "kind", kind)
-        elif self.kind is not None:
-            from .._checks import InputError
-
+        elif self.kind is not None or self.radius is not None:
             raise InputError(f"a set spec names a kind ({self.kind!r}) or a saved set, not "
                              f"both; give SetSpec(kind=...) or SetSpec(saved=...)")
         check_real(self.delta, "delta", 0.0, 1.0, low_open=True, high_open=True)
+        if self.radius is not None:
+            object.__setattr__(self, "radius", check_real(self.radius, "radius", 0.0))
+            object.__setattr__(self, "support", check_choice(
+                self.support or "nominal", "support", AROUND_SUPPORTS))
+        elif self.support is not None:
+            raise InputError("support applies to a set around the model (give radius=R), "
+                             "not to an estimated or saved set")
+
+    @property
+    def around(self) -> bool:
+        """True for a set built around the model itself (``radius`` given)."""
+        return self.radius is not None
 
     @property
     def label(self) -> str:
@@ -363,7 +392,9 @@ class GroundTruthTableSpec:
                 "offset_on": self.offset_on, "variants": list(b.variants),
                 "time_limit": b.time_limit, "max_boxes": b.max_boxes,
                 "set": self.set.label, "gamma": gamma, "modes": ["stochastic", "greedy"],
-                "penalty_weight": PENALTY_WEIGHT}
+                "penalty_weight": PENALTY_WEIGHT,
+                **({"radius": self.set.radius, "support": self.set.support}
+                   if self.set.around else {})}
 
 
 def _spec(spec, options: dict, *, where: str, **defaults) -> GroundTruthTableSpec:
@@ -376,7 +407,7 @@ def _spec(spec, options: dict, *, where: str, **defaults) -> GroundTruthTableSpe
     if unknown:
         raise TypeError(f"{where}() got an unexpected keyword argument "
                         f"{sorted(unknown)[0]!r}")
-    set_fields = {k: opts.pop(k) for k in ("delta",) if k in opts}
+    set_fields = {k: opts.pop(k) for k in ("delta", "radius", "support") if k in opts}
     if "set_kind" in opts:
         set_fields["kind"] = opts.pop("set_kind")
     if "uset" in opts:
@@ -392,7 +423,7 @@ def _spec(spec, options: dict, *, where: str, **defaults) -> GroundTruthTableSpe
 #: The keyword options of :func:`ground_truth_table` and :func:`model_ground_truth` that
 #: replace fields of the spec.
 _OPTIONS = {"estimation", "seed", "n_draws", "offset_on", "delta", "set_kind", "uset",
-            "variants", "time_limit", "max_boxes"}
+            "variants", "time_limit", "max_boxes", "radius", "support"}
 
 
 def ground_truth_table(domains=None, spec: GroundTruthTableSpec | None = None, *, progress=None,
@@ -428,12 +459,13 @@ def ground_truth_table(domains=None, spec: GroundTruthTableSpec | None = None, *
     for n in names:
         check_choice(n, "domain", PAPER_DOMAINS)
     spec = _spec(spec, options, where="ground_truth_table")
-    if spec.set.saved is not None or not isinstance(spec.estimation, str):
+    if spec.set.saved is not None or spec.set.around or not isinstance(spec.estimation, str):
         from .._checks import InputError
 
         raise InputError("the paper's domains estimate their set with the protocol's "
-                         "episodes (estimation 'paper' or 'reference'); a saved set or a "
-                         "number of episodes is for your own model: use model_ground_truth")
+                         "episodes (estimation 'paper' or 'reference'); a saved set, a set "
+                         "around the model (radius) or a number of episodes is for your "
+                         "own model: use model_ground_truth")
     check_client(client)
     t0 = time.perf_counter()
     out = {}
@@ -458,11 +490,14 @@ def model_ground_truth(model, spec: GroundTruthTableSpec | None = None, *, name:
                        perturbations=(), progress=None, client=None, **options) -> Result:
     """The ground-truth table of your own model (``rcmdp ground-truth --model``).
 
-    The steps of :func:`ground_truth_table` on ``model`` (discounted, with a horizon T):
-    the set is estimated from ``spec.estimation`` episodes (default
-    :data:`~rcmdp_exact.names.USER_ESTIMATION_EPISODES`) of the uniform random policy
-    (kind ``spec.set.kind``), or the saved set ``spec.set.saved`` is used as it is (its
-    nominal kernel gives the nominal model); the tests are the model itself and
+    The steps of :func:`ground_truth_table` on ``model`` (discounted, with a horizon T).
+    By default the model is judged on itself: the set of kind ``spec.set.kind`` is built
+    around its own kernel (radius :data:`~rcmdp_exact.names.USER_RADIUS` on its own next
+    states; ``radius=`` and ``support=`` change them) and the nominal model is the model.
+    With ``estimation=N`` (or a spec whose set has no radius) the set is estimated from
+    N episodes of the uniform random policy (the paper's phase 1); the saved set
+    ``spec.set.saved`` (``uset=``) is used as it is (its nominal kernel gives the
+    nominal model).  The tests are the model itself and
     ``perturbations`` (:class:`~rcmdp_exact.domains.Setting` objects, or (name, group,
     model) triples: the same problem with other transitions, see :mod:`.user`), as suite
     ``"model"``.  Keyword options replace fields of the spec as in
@@ -483,8 +518,11 @@ def model_ground_truth(model, spec: GroundTruthTableSpec | None = None, *, name:
     check_int(model.horizon, "model.horizon", 1,
               hint="; the test metric takes T steps: give the model a horizon "
                    "(model.replace(horizon=T))")
-    spec = _spec(spec, options, where="model_ground_truth",
-                 estimation=USER_ESTIMATION_EPISODES)
+    given = {k for k, v in options.items() if v is not None}
+    defaults = {"estimation": USER_ESTIMATION_EPISODES}
+    if spec is None and not given & {"estimation", "uset"}:
+        defaults["set"] = SetSpec(radius=USER_RADIUS)  # judged on itself
+    spec = _spec(spec, options, where="model_ground_truth", **defaults)
     if isinstance(spec.estimation, str):
         check_int(spec.estimation, "estimation (the number of episodes of your model)", 1)
     if spec.set.saved is not None:
@@ -513,8 +551,18 @@ def model_ground_truth(model, spec: GroundTruthTableSpec | None = None, *, name:
 
 
 # ----------------------------------------------------------------------- output
-def _pm(mean: float, std: float, n: int) -> str:
-    return f"{mean:10.2f}" if n == 1 else f"{mean:10.2f} ±{std:7.2f}"
+def _pm(mean: float, std: float, n: int, nd: int = 2) -> str:
+    return f"{mean:10.{nd}f}" if n == 1 else f"{mean:10.{nd}f} ±{std:7.{nd}f}"
+
+
+def _decimals(entries) -> int:
+    """Decimals by the scale of the means (2 for the paper's domains' tens and hundreds,
+    4 for values in [0, 1]: :func:`rcmdp_exact.protocol.report.decimals`, at least
+    2)."""
+    from .report import decimals
+
+    return max(2, decimals([e[f"{m}_mean"] for e in entries
+                            for m in ("value", "cost", "overshoot", "penalised_return")]))
 
 
 def _short(group: str) -> str:
@@ -524,7 +572,9 @@ def _short(group: str) -> str:
 
 def _format_optima(name: str, dom) -> list[str]:
     e = dom.estimation
-    if e["alpha_range"] is None:
+    if e.get("radius") is not None:
+        where = "judged on the model itself: no estimation, the set is built around it"
+    elif e["alpha_range"] is None:
         where = f"the saved {e['set_type']} of --set-file and its nominal kernel"
     else:
         where = (f"nominal model from {e['episodes']} episodes of the uniform policy, seed "
@@ -534,9 +584,12 @@ def _format_optima(name: str, dom) -> list[str]:
     from .estimation import set_note
 
     note = set_note(kind)
+    if e.get("radius") is not None:
+        note = f"around the model itself, radius {e['radius']:g}"
     lines = [f"== {name}: {dom.title} ({where}) ==",
-             f"uncertainty set: {kind} ({e.get('set_type', 'L1Ball')}: {note})",
-             "discounted optima (from the start state):"]
+             f"uncertainty set: {kind} ({e.get('set_type', 'L1Ball')}: {note}); support: "
+             f"{e.get('support', 'not recorded')}",
+             f"discounted optima (gamma {dom.gamma:g}, from the start state):"]
     for key in ("nominal_cmdp", "true_cmdp"):
         o = dom.optima[key]
         lines.append(f"  {key:<16} V = {o['value']:12.6f}  C = {np.round(o['cost'], 6).tolist()}"
@@ -548,6 +601,10 @@ def _format_optima(name: str, dom) -> list[str]:
                  f"[{b['status']}]")
     if b["status"] != "bracket":
         lines.append(f"  {'':<16} {b['message']}")
+        if b["status"] == "infeasible":
+            lines.append(f"  {'':<16} least worst-case costs "
+                         f"{np.round(np.atleast_1d(b['min_robust_cost']), 6).tolist()} "
+                         f"against the budgets {np.round(np.atleast_1d(dom.budget), 6).tolist()}")
     for v, r in dom.variants.items():
         lines.append(f"  {'rcpg_' + v:<16} V+ = {r['value']:12.6f}  C+ = "
                      f"{np.round(r['cost'], 6).tolist()} at lam = "
@@ -562,7 +619,7 @@ def _format_optima(name: str, dom) -> list[str]:
     return lines
 
 
-def _format_groups(dom, suite: str, allrows: list, n: int) -> list[str]:
+def _format_groups(dom, suite: str, allrows: list, n: int, nd: int = 2) -> list[str]:
     groups = [g for g in dict.fromkeys(s["group"] for s in dom.summary
                                        if s["suite"] == suite) if g != "all"]
     if len(groups) <= 1:
@@ -573,7 +630,7 @@ def _format_groups(dom, suite: str, allrows: list, n: int) -> list[str]:
              f"  {'policy':<16} {'mode':<10} " + "".join(f"{x:>{width}}" for x in short)]
     by = {(s["policy"], s["mode"], s["group"]): s for s in dom.summary if s["suite"] == suite}
     for s in allrows:
-        cells = [_pm(e["penalised_return_mean"], e["penalised_return_std"], e["n"])
+        cells = [_pm(e["penalised_return_mean"], e["penalised_return_std"], e["n"], nd)
                  for e in (by[(s["policy"], s["mode"], g)] for g in groups)]
         lines.append(f"  {s['policy']:<16} {s['mode']:<10} "
                      + "".join(f"{c:>{width}}" for c in cells))
@@ -583,15 +640,16 @@ def _format_groups(dom, suite: str, allrows: list, n: int) -> list[str]:
 def _format_suite(dom, suite: str) -> list[str]:
     allrows = [s for s in dom.summary if s["suite"] == suite and s["group"] == "all"]
     n = allrows[0]["n"]
+    nd = _decimals(allrows)
     lines = ["", f"test {suite}: {n} settings, T = {dom.horizon}, undiscounted; mean ± std "
              f"over the settings",
              f"  {'policy':<16} {'mode':<10} {'value':>18} {'cost':>18} {'overshoot':>18} "
              f"{'R_pen':>18}"]
     for s in allrows:
         lines.append(f"  {s['policy']:<16} {s['mode']:<10} "
-                     + "".join(f"{_pm(s[f'{m}_mean'], s[f'{m}_std'], n):>18} " for m in
+                     + "".join(f"{_pm(s[f'{m}_mean'], s[f'{m}_std'], n, nd):>18} " for m in
                                ("value", "cost", "overshoot", "penalised_return")).rstrip())
-    return lines + _format_groups(dom, suite, allrows, n)
+    return lines + _format_groups(dom, suite, allrows, n, nd)
 
 
 def format_ground_truth(table: Result) -> str:

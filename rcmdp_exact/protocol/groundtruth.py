@@ -46,6 +46,7 @@ __all__ = [
     "costs_of",
     "estimated",
     "exact_test",
+    "penalty_of",
     "pooled_bound",
     "run_ground_truth",
     "setting_optima",
@@ -90,9 +91,11 @@ def estimated(fields_json: str):
     """Phase 1 of the estimation fields ``fields_json`` (cached per process: a pure
     function of its fields): ``Result(true, nominal, set, n_episodes, alpha_range)``.
 
-    The paper's domains and your own model are estimated by :func:`.estimation.
-    estimate_set` with the kind of set of the fields (the L1 ball by default); with a
-    ``set_file`` (your own model) the saved set replaces the estimation.
+    The paper's domains and your own model with ``--estimate`` are estimated by
+    :func:`.estimation.estimate_set` with the kind of set of the fields (the L1 ball by
+    default); with a ``set_file`` (your own model) the saved set replaces the
+    estimation; with a ``radius`` (your own model, the default) the set is built around
+    the model itself (:func:`.estimation.set_around`) and the nominal model is the model.
     """
     import json
 
@@ -102,6 +105,11 @@ def estimated(fields_json: str):
 
     f = json.loads(fields_json)
     true = training_model_of(f)
+    if "radius" in f:  # your model judged on itself: the set around its own kernel
+        from .estimation import set_around
+
+        uset = set_around(f.get("set", "l1"), true, f["radius"], f["support"])
+        return Result(true=true, nominal=true, set=uset, n_episodes=0, alpha_range=None)
     if "set_file" in f:
         from .user import set_of
 
@@ -167,11 +175,12 @@ def _same_rewards(settings) -> bool:
                and np.array_equal(s.model.p0, m.p0) for s in settings[1:])
 
 
-def exact_test(settings, policies) -> dict:
+def exact_test(settings, policies, weight: float = PENALTY) -> dict:
     """Exact undiscounted T-step metrics of M policies (M, S, A) on every setting.
 
     Returns ``value`` (N, M), ``cost`` (N, M) (summed over constraints), ``budget``
-    (summed), ``overshoot`` (N, M) and ``penalised`` (N, M) = V - 500 max(0, C - d').
+    (summed), ``overshoot`` (N, M) and ``penalised`` (N, M) = V - w max(0, C - d') with
+    the penalty weight ``weight`` (default 500, the paper's).
     Settings that share rewards, costs, p0 and terminal states (all of the paper's
     suites) are evaluated in one batched backward induction; otherwise one by one.
     """
@@ -188,7 +197,7 @@ def exact_test(settings, policies) -> dict:
         cost = np.concatenate([costs_of(e) for e in evs])
         over = np.concatenate([e.overshoot for e in evs])
         budget = evs[0].budget
-    pen = value - PENALTY * np.maximum(over, 0.0).sum(-1)
+    pen = value - float(weight) * np.maximum(over, 0.0).sum(-1)
     return {"value": value, "cost": cost.sum(-1), "budget": float(np.sum(budget)),
             "overshoot": over.sum(-1), "penalised": pen}
 
@@ -352,9 +361,15 @@ def _setting_rows(suite, settings, metrics, policy_names, modes):
     return rows
 
 
+def penalty_of(test_fields: dict) -> float:
+    """The penalty weight of test fields (500, the paper's, unless they name another)."""
+    return float(test_fields.get("penalty", PENALTY))
+
+
 def _suite(spec) -> dict:
     settings = suite_settings(dict(spec.test))[spec.suite]
-    opt = setting_optima(settings)
+    weight = penalty_of(dict(spec.test))
+    opt = setting_optima(settings, weight)
     rows = []
     for n, st in enumerate(settings):
         rows.append({"suite": spec.suite, "group": st.group, "setting": st.label,
@@ -363,7 +378,7 @@ def _suite(spec) -> dict:
                      "budget": opt["budget"], "overshoot": float(opt["cost"][n]) - opt["budget"],
                      "optimum": float(opt["bound"][n]), "optimum_lower": float(opt["lower"][n]),
                      "lam": float(opt["lam"][n])})
-    return {"bound": pooled_bound(settings), "rows": rows}
+    return {"bound": pooled_bound(settings, weight), "rows": rows}
 
 
 def _bracket(spec) -> dict:
@@ -374,11 +389,14 @@ def _bracket(spec) -> dict:
     lower_pol = np.asarray(br.policies["lower"], dtype=np.float64)
     pols = np.stack([lower_pol, greedy_policy(lower_pol)])
     rows = []
+    weight = penalty_of(dict(spec.test))
     for suite, settings in suite_settings(dict(spec.test)).items():
-        met = exact_test(settings, pols)
+        met = exact_test(settings, pols, weight)
         rows += _setting_rows(suite, settings, met, ["rcmdp_lower"] * 2,
                               ["stochastic", "greedy"])
     return {"status": str(br.status), "lower": _num(br.lower), "upper": _num(br.upper),
+            "message": str(br.message), "gamma": float(est.nominal.gamma),
+            "budget": [_num(x) for x in np.atleast_1d(est.nominal.d)],
             "gap": _num(br.gap), "multiplier": [_num(x) for x in np.atleast_1d(br.lam)],
             "lower_cost": [_num(x) for x in np.atleast_1d(br.lower_costs)],
             "min_robust_cost": [_num(x) for x in np.atleast_1d(br.min_robust_costs)],

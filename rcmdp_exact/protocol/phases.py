@@ -53,8 +53,9 @@ def plan(tests=TESTS, algorithms=ALGORITHMS, seeds: int | None = None,
     ----------
     tests : sequence of str
         Tests among "inventory", "1A", "1B", "2A", "2B", or ``["model"]`` (your own
-        model: give ``model``, ``estimation_episodes`` (or ``set_file``) and ``sources``
-        in ``options``, see :mod:`.spec`).
+        model: give ``model``, ``radius`` and ``support`` (or ``estimation_episodes``,
+        or ``set_file``) and ``sources`` in ``options``, see :mod:`.spec` and
+        :func:`.user.spec_options`).
     algorithms : sequence of str
         Among :data:`~.spec.ALGORITHMS`.
     seeds : int, optional
@@ -102,10 +103,13 @@ def plan(tests=TESTS, algorithms=ALGORITHMS, seeds: int | None = None,
     for d, p in proto.items():
         tf = frozen_items(p.settings_fields())
         jobs.append(GroundTruthSpec("training", d, test=tf, sources=p.sources))
+        seen = set()
         for s in range(bracket_seeds):
-            ef = dataclasses.replace(p, seed=s).estimation_fields()
-            jobs.append(GroundTruthSpec("bracket", d, seed=s, test=tf,
-                                        estimation=frozen_items(ef),
+            ef = frozen_items(dataclasses.replace(p, seed=s).estimation_fields())
+            if ef in seen:  # a set that no seed changes (around your model): one bracket
+                continue
+            seen.add(ef)
+            jobs.append(GroundTruthSpec("bracket", d, seed=s, test=tf, estimation=ef,
                                         bracket=tuple(bracket_kw), sources=p.sources))
     return jobs
 

@@ -188,12 +188,10 @@ def sampled_test(settings, policy, n_episodes: int, seed: int) -> dict:
 
 
 def _test_rows(spec: RunSpec, policy: np.ndarray, seeds: dict) -> list[dict]:
-    from .groundtruth import PENALTY
-
     pols = np.stack([greedy_policy(policy), policy])
     rows = []
     for si, (suite, settings) in enumerate(suite_settings(spec.settings_fields()).items()):
-        met = exact_test(settings, pols)
+        met = exact_test(settings, pols, spec.penalty)
         budget = met["budget"]
         for n, st in enumerate(settings):
             x = setting_param(suite, st, n)
@@ -211,7 +209,7 @@ def _test_rows(spec: RunSpec, policy: np.ndarray, seeds: dict) -> list[dict]:
                 rows.append({"suite": suite, "group": st.group, "setting": st.label,
                              "param": setting_param(suite, st, n), "mode": "sampled",
                              "value": v, "cost": c, "budget": budget,
-                             "penalised": v - PENALTY * max(0.0, c - budget)})
+                             "penalised": v - spec.penalty * max(0.0, c - budget)})
     return rows
 
 
@@ -256,9 +254,13 @@ def run_one(spec: RunSpec, trainer=None) -> dict:
     t3 = time.perf_counter()
     steps = int(np.sum(records["length"])) if "length" in records else None
     lam = records.get("lam") if "lam" in records else records.get("lambda")
+    from .estimation import support_text
+
     info = {
         "seeds": seeds, "estimation_episodes": int(est.n_episodes),
         "alpha_range": est.alpha_range,
+        "set_type": type(est.set).__name__, "set_support": support_text(est.set, true),
+        "trained_on": "true" if model is true else "nominal",
         "steps": steps,
         "final_lambda": (None if lam is None or np.asarray(lam).size == 0
                          else _float(np.asarray(lam, dtype=np.float64).reshape(

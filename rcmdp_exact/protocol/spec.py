@@ -23,14 +23,18 @@ on:
 and the spec names the model by its content hash (``model``), with the horizon given on
 the command line (``horizon``, 0 for the model's own), the perturbations it is tested on
 (``perturbations``: name, group and content hash of each), the estimation episodes
-(``estimation_episodes``) or the content hash of a saved set used in place of the
-estimation (``set_file``); ``sources`` (not part of the key) tells a worker process where
-the files are.  The kind of set (``set_kind``: a kind's name, or ``MODULE:CLASS`` of a
-set class of yours; :func:`rcmdp_exact.uncertainty.set_class`) works for every domain.
-These fields enter the canonical JSON **only when they differ from their defaults**,
-so the specifications of the paper's protocol, their keys and
-their seeds are those they always were; the estimation seed does not depend on the kind
-of set, so every kind is estimated from the same episodes.
+(``estimation_episodes``: the paper's phase 1, asked for with ``--estimate``), the
+content hash of a saved set used in place of the estimation (``set_file``), or, by
+default, the ``radius`` and ``support`` of the set built around the model itself (the
+model is judged on itself: no estimation, the learners train on the model);
+``sources`` (not part of the key) tells a worker process where the files are.  The
+kind of set (``set_kind``: a kind's name, or ``MODULE:CLASS`` of a set class of yours;
+:func:`rcmdp_exact.uncertainty.set_class`) and the weight of the
+overshoot in the penalised return (``penalty``, default 500, the paper's; ``rcmdp
+reproduce --penalty W``) work for every domain.  These fields enter the canonical JSON
+**only when they differ from their defaults**, so the specifications of the paper's
+protocol, their keys and their seeds are those they always were; the estimation seed
+does not depend on the kind of set, so every kind is estimated from the same episodes.
 
 The settings of tests 1B and 2B are drawn with ``test_seed`` (0 by default), the same
 for every run, so that every run is tested on the same settings.
@@ -80,7 +84,8 @@ TEST_DOMAIN = {**DOMAIN_OF_TEST, USER_TEST: USER_DOMAIN}
 #: Fields of a :class:`RunSpec` that enter its canonical JSON only when they differ from
 #: these defaults (module notes).
 OPTIONAL_FIELDS = {"model": "", "horizon": 0, "perturbations": (), "set_kind": "l1",
-                   "set_file": "", "estimation_episodes": 0}
+                   "set_file": "", "estimation_episodes": 0, "radius": None, "support": "",
+                   "penalty": 500.0}
 #: Version of the computation behind a key: part of every spec's JSON, raised whenever a
 #: job would compute something else from the same fields, so old results are not reused.
 JOB_VERSION = 1
@@ -209,9 +214,12 @@ class RunSpec:
     trainer : str
         Name of the training function (``"learners"``: ``rcmdp_exact.learners.train``);
         any other name labels an injected trainer so that its results get other keys.
-    model, horizon, perturbations, set_kind, set_file, estimation_episodes
+    model, horizon, perturbations, set_kind, set_file, estimation_episodes, radius, support
         Your own model and the kind of set (module notes); in the JSON only when not
         at their defaults.
+    penalty : float > 0
+        Weight of the overshoot in the penalised return R_pen (500, the paper's); in
+        the JSON only when not 500.
     sources : tuple of (kind, content hash, path)
         Where the files of ``model``, ``perturbations`` and ``set_file`` are (not part
         of the key: a worker loads them and checks their hash).
@@ -244,10 +252,15 @@ class RunSpec:
     set_kind: str = "l1"
     set_file: str = ""
     estimation_episodes: int = 0
+    radius: float | None = None
+    support: str = ""
+    penalty: float = 500.0
     sources: tuple = field(default=(), compare=False, repr=False)
 
     def __post_init__(self):
         check_choice(self.domain, "domain", DOMAINS)
+        check_real(self.penalty, "penalty", 0.0, low_open=True)
+        object.__setattr__(self, "penalty", float(self.penalty))
         _check_user_fields(self)
         check_choice(self.algorithm, "algorithm", ALGORITHMS)
         check_int(self.seed, "seed", 0)
@@ -295,8 +308,11 @@ class RunSpec:
             if self.set_file:
                 out["set_file"] = self.set_file
                 return out
-            out.update(seed=int(self.seed), episodes=int(self.estimation_episodes),
-                       delta=float(self.delta))
+            if self.radius is not None:  # the set around the model: no estimation
+                out.update(radius=float(self.radius), support=self.support)
+            else:
+                out.update(seed=int(self.seed), episodes=int(self.estimation_episodes),
+                           delta=float(self.delta))
         else:
             out = estimation_fields(self.domain, self.seed, self.estimation, self.delta,
                                     self.cost_layout, self.revenue, self.demand)
@@ -305,16 +321,20 @@ class RunSpec:
         return out
 
     def settings_fields(self) -> dict:
-        """The fields the test settings depend on."""
+        """The fields the test settings and their metric depend on (the penalty weight
+        only when it is not the paper's 500)."""
         if self.domain == USER_DOMAIN:
             out = {"phase": "test", "domain": self.domain, "model": self.model}
             if self.horizon:
                 out["horizon"] = int(self.horizon)
             if self.perturbations:
                 out["perturbations"] = [list(p) for p in self.perturbations]
-            return out
-        return settings_fields(self.domain, self.n_draws, self.test_seed, self.offset_on,
-                               self.cost_layout, self.revenue, self.demand)
+        else:
+            out = settings_fields(self.domain, self.n_draws, self.test_seed, self.offset_on,
+                                  self.cost_layout, self.revenue, self.demand)
+        if self.penalty != OPTIONAL_FIELDS["penalty"]:
+            out["penalty"] = self.penalty
+        return out
 
     def seeds(self) -> dict:
         """The seeds of the phases: ``estimation``, ``training``, ``sampled_test``."""
@@ -350,17 +370,31 @@ def _check_user_fields(spec) -> None:
                          f"own model has domain {USER_DOMAIN!r} and the content hash of the "
                          f"model file in model; the paper's domains have model \"\"")
     if not user and (spec.horizon or spec.perturbations or spec.set_file
-                     or spec.estimation_episodes):
+                     or spec.estimation_episodes or spec.radius is not None or spec.support):
         from .._checks import InputError
 
-        raise InputError(f"horizon, perturbations, set_file and estimation_episodes apply to "
-                         f"your own model (domain {USER_DOMAIN!r}), not to {spec.domain!r}")
-    if user and not spec.set_file and spec.estimation_episodes < 1:
+        raise InputError(f"horizon, perturbations, set_file, estimation_episodes, radius and "
+                         f"support apply to your own model (domain {USER_DOMAIN!r}), not to "
+                         f"{spec.domain!r}")
+    if user:
         from .._checks import InputError
+        from ..names import AROUND_SUPPORTS
 
-        raise InputError("a spec of your own model needs estimation_episodes >= 1 (the "
-                         "episodes of the uniform random policy that estimate the set) or "
-                         "set_file")
+        given = [n for n, on in (("set_file", bool(spec.set_file)),
+                                 ("estimation_episodes", spec.estimation_episodes > 0),
+                                 ("radius", spec.radius is not None)) if on]
+        if len(given) != 1:
+            raise InputError(f"a spec of your own model gives its set by exactly one of "
+                             f"set_file (a saved set), estimation_episodes >= 1 (the episodes "
+                             f"of the uniform random policy that estimate it) or radius (a "
+                             f"set around the model itself, with support); got "
+                             f"{', '.join(given) or 'none of them'}")
+        if spec.radius is not None:
+            object.__setattr__(spec, "radius", check_real(spec.radius, "radius", 0.0))
+            check_choice(spec.support, "support", AROUND_SUPPORTS)
+        elif spec.support:
+            raise InputError("support applies to the set around the model (radius), not to "
+                             "a saved or estimated set")
     perts = tuple(tuple(p) for p in spec.perturbations)
     for p in perts:
         if len(p) != 3 or not all(isinstance(x, str) for x in p):

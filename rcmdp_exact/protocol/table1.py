@@ -5,9 +5,11 @@ definition matches): for one run and one test, the value and the cost are averag
 all the test's settings (each setting weighs the same: the paper ran 50 episodes per
 setting and averaged them all), and the run's penalised return is
 
-.. math::  R_{pen} = \bar V - 500 \max(0, \bar C - d'),
+.. math::  R_{pen} = \bar V - w \max(0, \bar C - d'),
 
-with :math:`d'` the rescaled budget.  A cell is the mean of :math:`R_{pen}` over the
+with :math:`d'` the rescaled budget and the penalty weight :math:`w` = 500, the paper's
+(``rcmdp reproduce --penalty W`` changes it; the paper's numbers are then not shown, as
+they are not comparable).  A cell is the mean of :math:`R_{pen}` over the
 runs (seeds) and its **spread is the standard error**: the standard deviation over runs
 with ddof 0 divided by :math:`\sqrt n` (our reading of the paper's "±": the published
 analysis prints exactly this, and its figures say "mean and standard error over runs").
@@ -39,7 +41,7 @@ from .groundtruth import PENALTY
 from .spec import ALGORITHMS, TEST_DOMAIN, RunSpec, canonical_json, spec_key
 
 __all__ = ["ALGORITHM_LABELS", "COLUMNS", "PAPER_TABLE1", "TEST_LABELS", "config_of",
-           "fields_json", "ground_truth_index", "run_groups",
+           "fields_json", "ground_truth_index", "penalty_of_spec", "run_groups",
            "table1", "table1_csv"]
 
 #: The paper's Table 1: {test: {algorithm: (mean, spread)}} (docs/protocol.md).
@@ -98,13 +100,19 @@ def _t975(n: int) -> float:
     return float(t.ppf(0.975, n - 1))
 
 
-def _pooled(rows) -> tuple[float, float, float, float]:
-    """(R_pen of the means, mean V, mean C, budget) of one run's rows of one test."""
+def _pooled(rows, weight: float = PENALTY) -> tuple[float, float, float, float]:
+    """(R_pen of the means, mean V, mean C, budget) of one run's rows of one test, with
+    the penalty weight ``weight`` (500, the paper's, unless the runs name another)."""
     v = np.array([r["value"] for r in rows], dtype=np.float64)
     c = np.array([r["cost"] for r in rows], dtype=np.float64)
     b = float(rows[0]["budget"])
     vm, cm = float(v.mean()), float(c.mean())
-    return vm - PENALTY * max(0.0, cm - b), vm, cm, b
+    return vm - weight * max(0.0, cm - b), vm, cm, b
+
+
+def penalty_of_spec(spec: dict) -> float:
+    """The penalty weight of a stored run spec (500 when the spec does not name one)."""
+    return float(spec.get("penalty", PENALTY))
 
 
 def _stats(x: np.ndarray) -> dict:
@@ -178,8 +186,12 @@ def _ground_truth(idx, test, mode, runs) -> dict:
         optima = [r["optimum"] for r in su["rows"]]
         out["cmdp_optimum"] = None if None in optima else float(np.mean(optima))
     pens, lows, ups, statuses = [], [], [], []
-    for seed in sorted({r["seed"] for r in runs}):
-        est = fields_json(dict(spec, seed=seed), "estimation")
+    weight = penalty_of_spec(spec)
+    # the estimation of each seed (one set for all seeds when no seed changes it: the
+    # set around your model)
+    ests = dict.fromkeys(fields_json(dict(spec, seed=seed), "estimation")
+                         for seed in sorted({r["seed"] for r in runs}))
+    for est in ests:
         br = idx["bracket"].get((tf, est))
         if br is None:
             continue
@@ -187,7 +199,7 @@ def _ground_truth(idx, test, mode, runs) -> dict:
         rows = [r for r in br["rows"] if r["suite"] == test and r["mode"] == gt_mode]
         rows.sort(key=lambda r: r["setting"])
         if rows:
-            pens.append(_pooled(rows)[0])
+            pens.append(_pooled(rows, weight)[0])
         statuses.append(br["status"])
         if br["lower"] is not None:
             lows.append(br["lower"])
@@ -227,6 +239,7 @@ def table1(store, *, tests=ALL_TESTS, algorithms=ALGORITHMS,
                     if a not in algorithms or (cfg, t, a) not in groups:
                         continue
                     runs = groups[(cfg, t, a)]
+                    weight = penalty_of_spec(runs[0]["spec"])
                     per_run, per_setting, vms, cms, feas = [], [], [], [], 0
                     budget = None
                     for run in runs:
@@ -237,7 +250,7 @@ def table1(store, *, tests=ALL_TESTS, algorithms=ALGORITHMS,
                                 if r["suite"] == t and r["mode"] == mode]
                         if not rows:
                             continue
-                        pen, vm, cm, budget = _pooled(rows)
+                        pen, vm, cm, budget = _pooled(rows, weight)
                         n_settings = len(rows)
                         per_run.append(pen)
                         per_setting.append(float(np.mean([r["penalised"] for r in rows])))
@@ -247,7 +260,9 @@ def table1(store, *, tests=ALL_TESTS, algorithms=ALGORITHMS,
                     if not per_run:
                         continue
                     st = _stats(np.array(per_run))
-                    pm, ps = PAPER_TABLE1.get(t, {}).get(a, (None, None))
+                    # the paper's numbers are comparable under its own penalty weight only
+                    pm, ps = PAPER_TABLE1.get(t, {}).get(a, (None, None)) \
+                        if weight == PENALTY else (None, None)
                     se2 = None if ps is None else st["spread"] ** 2 + ps ** 2
                     row = {
                         "config": cfg, "mode": mode, "test": t, "algorithm": a,

@@ -312,12 +312,21 @@ def load_problem(model, *, horizon=None, set_file=None, perturbations=None,
     return out
 
 
-def spec_options(problem, estimation_episodes: int | None = None) -> dict:
+def spec_options(problem, estimate: int | None = None, radius: float | None = None,
+                 support: str | None = None) -> dict:
     """The :class:`~.spec.RunSpec` fields of a problem of :func:`load_problem`: the
-    content hashes, the horizon given, the estimation episodes (default
-    :data:`~rcmdp_exact.names.USER_ESTIMATION_EPISODES`) or the set file, and the
-    ``sources`` a worker loads them from."""
-    from ..names import USER_ESTIMATION_EPISODES
+    content hashes, the horizon given, what the set is, and the ``sources`` a worker
+    loads the files from.
+
+    The set is the saved one of the problem (``set_file``), or estimated from
+    ``estimate`` episodes of the uniform random policy (``estimation_episodes``: the
+    paper's phase 1, asked for), or, by default, built around the model itself
+    (``radius``, default :data:`~rcmdp_exact.names.USER_RADIUS`, and ``support``,
+    default ``"nominal"``: the model is judged on itself).  ``radius`` and ``support``
+    apply to the set around the model only.
+    """
+    from .._checks import check_choice, check_int, check_real
+    from ..names import AROUND_SUPPORTS, USER_RADIUS
 
     sources = [("model", problem.digest, problem.path)]
     perts = []
@@ -326,13 +335,22 @@ def spec_options(problem, estimation_episodes: int | None = None) -> dict:
         sources.append(("model", p["digest"], p["file"]))
     options = {"model": problem.digest, "perturbations": tuple(perts),
                "horizon": int(problem.horizon or 0)}
+    around = problem.set is None and estimate is None
+    if not around and (radius is not None or support is not None):
+        raise InputError("radius and support shape the set built around the model itself; "
+                         "they do not apply with a set file or an estimation")
     if problem.set is not None:
-        if estimation_episodes is not None:
-            raise InputError("estimation_episodes does not apply with a set file (the saved "
-                             "set replaces the estimation); give one of them")
+        if estimate is not None:
+            raise InputError("an estimation does not apply with a set file (the saved set "
+                             "replaces the estimation); give one of them")
         options["set_file"] = problem.set_digest
         sources.append(("set", problem.set_digest, problem.set_path))
+    elif estimate is not None:
+        options["estimation_episodes"] = check_int(estimate, "estimation episodes", 1)
     else:
-        options["estimation_episodes"] = int(estimation_episodes or USER_ESTIMATION_EPISODES)
+        options["radius"] = check_real(USER_RADIUS if radius is None else radius, "radius",
+                                       0.0)
+        options["support"] = check_choice("nominal" if support is None else support,
+                                          "support", AROUND_SUPPORTS)
     options["sources"] = tuple(sources)
     return options

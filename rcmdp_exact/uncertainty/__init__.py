@@ -66,6 +66,7 @@ _EXPORTS = {
     "hoeffding_radius": ".estimators",
     "interval_vertices": ".extreme",
     "kl_divergence": ".kl",
+    "kl_ball": ".kl",
     "l1_ball": ".l1",
     "l1_vertices": ".extreme",
     "l1_violation": ".l1_sort",

@@ -287,6 +287,12 @@ class UncertaintySet(abc.ABC):
         return callable(getattr(cls, "from_counts", None))
 
     @classmethod
+    def has_around_builder(cls) -> bool:
+        """True when the class builds its kind around a model's own kernel with one
+        radius (``around(model, radius, support)``: a model judged on itself)."""
+        return callable(getattr(cls, "around", None))
+
+    @classmethod
     def has_strategy(cls) -> bool:
         """True when the class gives a hypothesis strategy of its sets (``strategy``)."""
         return callable(getattr(cls, "strategy", None))

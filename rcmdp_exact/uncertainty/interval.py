@@ -346,6 +346,20 @@ class IntervalSet(Frozen, SARectangularSet):
         return estimate_interval_set(counts, delta, support=ball.support)
 
     @classmethod
+    def around(cls, model, radius: float, support: str = "nominal") -> IntervalSet:
+        r"""The kind ``interval`` around ``model``'s own kernel: :math:`[\max(0, P - R),
+        \min(1, P + R)]` on the support of the L1 ball of :meth:`L1Ball.around
+        <rcmdp_exact.L1Ball.around>`, 0 off it."""
+        from .l1 import L1Ball
+
+        P = np.asarray(model.P, dtype=np.float64)
+        sup = np.asarray(L1Ball.around(model, 0.0, support).support)
+        r = float(radius)
+        lower = np.where(sup, np.maximum(P - r, 0.0), 0.0)
+        upper = np.where(sup, np.minimum(P + r, 1.0), 0.0)
+        return cls(lower, upper, nominal=P)
+
+    @classmethod
     def strategy(cls, model, *, max_width: float = 0.5, grid: int | None = 4):
         """Hypothesis strategy of interval sets ``[P - a, P + b]`` clipped to [0, 1], with
         a, b per entry in [0, max_width] (0 at terminal states), the model's kernel

@@ -578,9 +578,34 @@ class KLBall(Frozen, SARectangularSet):
         return estimate_kl_ball(counts, delta, support=ball.support)
 
     @classmethod
+    def around(cls, model, radius: float, support: str = "nominal") -> KLBall:
+        """The kind ``kl`` around ``model``'s own kernel: the KL ball of ``radius``
+        around ``model.P``.  A KL ball never leaves the support of its centre, so
+        ``support`` must be ``"nominal"`` (:func:`kl_ball`)."""
+        from .._checks import InputError
+
+        if support != "nominal":
+            raise InputError(f"a KL ball never leaves the support of the model's kernel, "
+                             f"so the kind kl takes the support 'nominal', not {support!r}")
+        return cls(np.asarray(model.P, dtype=np.float64), float(radius))
+
+    @classmethod
     def strategy(cls, model, *, max_radius: float = 1.0, grid: int | None = 4):
         """Hypothesis strategy of KL balls around ``model.P``: a radius per pair in [0,
         max_radius] (0 at terminal states)."""
         from ..testing import pair_radii
 
         return pair_radii(model, max_radius, grid=grid).map(lambda r: cls(model.P, r))
+
+
+def kl_ball(model, radius) -> KLBall:
+    """A KL ball of ``radius`` (a number, or one per pair (S, A)) around a model's own
+    kernel, the companion of :func:`~rcmdp_exact.l1_ball` (its support is the model's:
+    KL is infinite off the support of the centre).
+
+    >>> import rcmdp_exact as rx
+    >>> model = rx.domains.garnet(3, 2, 2, n_constraints=1, seed=0)
+    >>> kl_ball(model, 0.05).radius.shape
+    (3, 2)
+    """
+    return KLBall(np.asarray(model.P, dtype=np.float64), radius)

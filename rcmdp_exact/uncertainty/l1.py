@@ -429,6 +429,12 @@ class L1Ball(Frozen, SARectangularSet):
         return ball
 
     @classmethod
+    def around(cls, model, radius: float, support: str = "nominal") -> L1Ball:
+        """The kind ``l1`` around ``model``'s own kernel: :func:`l1_ball` of radius
+        ``min(radius, 2)`` on ``support`` ("nominal", "all" or "outcomes")."""
+        return l1_ball(model, min(float(radius), 2.0), support=support)
+
+    @classmethod
     def strategy(cls, model, *, max_radius: float = 2.0, support=("all", "nominal"),
                  grid: int | None = 4):
         """Hypothesis strategy of balls around ``model.P``: a radius per pair in [0,

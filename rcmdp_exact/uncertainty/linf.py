@@ -106,6 +106,17 @@ class LInfBall(IntervalSet):
         return estimate_linf_ball(counts, delta, support=ball.support)
 
     @classmethod
+    def around(cls, model, radius: float, support: str = "nominal") -> LInfBall:
+        """The kind ``linf`` around ``model``'s own kernel: every entry within
+        ``min(radius, 1)`` of ``model.P`` on the support of the L1 ball of
+        :meth:`L1Ball.around <rcmdp_exact.L1Ball.around>`."""
+        from .l1 import L1Ball
+
+        sup = L1Ball.around(model, 0.0, support).support
+        return cls(np.asarray(model.P, dtype=np.float64), min(float(radius), 1.0),
+                   support=sup)
+
+    @classmethod
     def strategy(cls, model, *, max_radius: float = 1.0, support=("all", "nominal"),
                  grid: int | None = 4):
         """Hypothesis strategy of L-infinity balls around ``model.P``: a radius per pair

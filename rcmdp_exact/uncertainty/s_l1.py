@@ -965,6 +965,17 @@ class SRectL1Ball(Frozen, SRectangularSet):
         return cls(ball.nominal, budget, support=ball.support)
 
     @classmethod
+    def around(cls, model, radius: float, support: str = "nominal") -> SRectL1Ball:
+        r"""The kind ``s-l1`` around ``model``'s own kernel: the budget of a state is
+        :math:`\min(2A, \sum_a \alpha(s, a))` for the L1 ball of
+        :meth:`L1Ball.around <rcmdp_exact.L1Ball.around>` (the smallest that contains it)."""
+        from .l1 import L1Ball
+
+        ball = L1Ball.around(model, radius, support)
+        budget = np.minimum(ball.alpha.sum(axis=1), 2.0 * model.n_actions)
+        return cls(ball.nominal, budget, support=ball.support)
+
+    @classmethod
     def strategy(cls, model, *, max_radius: float = 2.0, support=("all", "nominal"),
                  grid: int | None = 4):
         """Hypothesis strategy of s-rectangular sets around ``model.P``: a budget per

@@ -640,6 +640,15 @@ class WeightedL1Ball(Frozen, SARectangularSet):
         return cls(ball.nominal, ball.alpha, 1.0, support=ball.support)
 
     @classmethod
+    def around(cls, model, radius: float, support: str = "nominal") -> WeightedL1Ball:
+        """The kind ``weighted-l1`` around ``model``'s own kernel: the L1 ball of
+        :meth:`L1Ball.around <rcmdp_exact.L1Ball.around>` with unit weights."""
+        from .l1 import L1Ball
+
+        ball = L1Ball.around(model, radius, support)
+        return cls(ball.nominal, ball.alpha, 1.0, support=ball.support)
+
+    @classmethod
     def strategy(cls, model, *, max_radius: float = 2.0, max_weight: float = 3.0,
                  support=("all", "nominal"), grid: int | None = 4):
         """Hypothesis strategy of weighted balls around ``model.P``: weights per entry in
