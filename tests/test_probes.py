@@ -878,3 +878,47 @@ def test_load_error_is_exported_and_an_input_error():
     import rcmdp_exact._checks as checks
 
     assert "LoadError" in checks.__doc__
+
+
+# --------------------------------------------------------------------------- a line per stage
+def test_a_bar_that_is_off_writes_a_line_per_stage(capsys, monkeypatch):
+    """With stage lines on (the command line's choice when its output is not a
+    terminal), a bar that is off says when its stage starts and ends; an inner bar
+    (leave=False) and a run with stage lines off stay silent."""
+    from rcmdp_exact import _progress
+
+    monkeypatch.setattr(_progress, "LINE_EVERY", 0.0)
+    _progress.stage_lines(True, "rcmdp test")
+    try:
+        for _ in _progress.tqdm(range(20), desc="outer", disable=True):
+            for _ in _progress.tqdm(range(3), desc="inner", disable=True, leave=False):
+                pass
+        with _progress.tqdm(total=4, desc="manual", disable=True) as bar:
+            bar.update(4)
+    finally:
+        _progress.stage_lines(False)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "rcmdp test: outer: started (20)"
+    assert "rcmdp test: outer: 2/20" in err and "rcmdp test: outer: 20/20" in err
+    assert err[-3].startswith("rcmdp test: outer: done 20/20 in ")
+    assert err[-2:][0] == "rcmdp test: manual: started (4)"
+    assert err[-1].startswith("rcmdp test: manual: done 4/4 in ")
+    assert not any("inner" in line for line in err)
+    for _ in _progress.tqdm(range(3), desc="quiet", disable=True):
+        pass
+    assert capsys.readouterr().err == ""
+
+
+def test_a_piped_command_prints_its_stages_and_no_progress_silences_them():
+    """rcmdp verify with its output in a pipe (not a terminal): one line when its stage
+    starts and one when it ends, on standard error; --no-progress: none."""
+    base = [sys.executable, "-m", "rcmdp_exact", "verify", "--domain", "nav1",
+            "--tabular-only"]
+    run = subprocess.run(base, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert lines[0] == "rcmdp verify: verify: started (6)"
+    assert lines[-1].startswith("rcmdp verify: verify: done 6/6 in ")
+    quiet = subprocess.run([*base, "--no-progress"], capture_output=True, text=True,
+                           timeout=600)
+    assert quiet.returncode == 0 and quiet.stderr == ""
