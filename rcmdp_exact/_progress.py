@@ -67,6 +67,9 @@ class tqdm(_base):
 
     def _say(self, text: str, desc: str | None = None) -> None:
         desc = self._stage["desc"] if desc is None else desc
+        prefix = _LINES["prefix"]
+        if desc == prefix or desc.startswith(prefix + " "):  # "rcmdp report" under it
+            desc = desc[len(prefix):].strip() or "working"
         try:
             print(f"{_LINES['prefix']}: {desc}: {text}", file=sys.stderr, flush=True)
         except (OSError, ValueError):  # a closed stderr: nothing to say it on

@@ -604,8 +604,12 @@ def test_rcmdp_recover_keeps_the_readable_jobs_and_reproduce_recomputes_the_rest
     ones.  An intact store comes out whole."""
     data = store.read_bytes()
     page = 4096
-    if damage == "one page":  # a page in the middle: the jobs on it are lost
-        mid = (len(data) // page) // 2
+    if damage == "one page":  # a leaf page of the runs: the jobs on it are lost
+        con = sqlite3.connect(store)
+        leaves = [n for (n,) in con.execute(
+            "SELECT pageno FROM dbstat WHERE name = 'runs' AND pagetype = 'leaf'")]
+        con.close()
+        mid = leaves[len(leaves) // 2] - 1  # page numbers count from 1
         store.write_bytes(data[:mid * page] + b"garbage!" * (page // 8)
                           + data[(mid + 1) * page:])
     elif damage == "truncated":
@@ -702,7 +706,8 @@ def test_a_changed_float_is_named_left_out_and_recomputed(store, tmp_path, refer
     assert (tmp_path / "out" / "table1.csv").read_bytes() == \
         (reference / "table1.csv").read_bytes()
     assert _dump(store) == _dump(reference / "runs.sqlite")
-    assert rcmdp(tmp_path, "report", "--db", store, "--out", "rep2").stderr == ""
+    assert rcmdp(tmp_path, "report", "--db", store, "--out", "rep2",
+                 "--no-progress").stderr == ""  # no warning left
 
 
 def test_stores_without_checksums_are_read_and_upgraded(store, tmp_path, reference):
@@ -849,7 +854,7 @@ def test_every_loader_names_the_kind_of_a_mismatched_file(files, loader, other, 
     has(str(info.value), str(files[other]), f"a saved {kind}", f"is not {what}")
 
 
-def test_loaders_accept_the_path_without_its_suffix_and_old_files(files, tmp_path):
+def test_loaders_accept_the_path_without_its_suffix(files, tmp_path):
     import rcmdp_exact as rx
     from rcmdp_exact import learners
 
@@ -858,12 +863,7 @@ def test_loaders_accept_the_path_without_its_suffix_and_old_files(files, tmp_pat
     m = rx.TabularCMDP.load(files["model"].with_suffix(""))
     assert m.n_states == rx.domains.inventory().n_states
     res = learners.load(files["result"].with_suffix(""))
-    # a result written before the format entry existed (same arrays, no "format")
-    with np.load(files["result"], allow_pickle=False) as f:
-        arrays = {k: f[k] for k in f.files if k != "format"}
-    np.savez_compressed(tmp_path / "old.npz", **arrays)
-    old = learners.load(tmp_path / "old.npz")
-    assert np.array_equal(old.policy_table(), res.policy_table())
+    assert np.array_equal(res.policy_table(), learners.load(files["result"]).policy_table())
     # the saves add .npz to another suffix, as every artefact does
     assert res.save(tmp_path / "again.json").name == "again.json.npz"
     assert m.save(tmp_path / "m.json").name == "m.json.npz"
