@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from scipy.stats import norm
 
 from rcmdp_exact import ImproperPolicyError, evaluate
-from rcmdp_exact.core.model import ModelError
+from rcmdp_exact.core.model_checks import ModelError
 from rcmdp_exact.core.parametrisations import (
     MLPAdversary,
     MLPPolicy,

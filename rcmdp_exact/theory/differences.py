@@ -14,7 +14,8 @@ import numpy as np
 
 from .._checks import as_float_array, check_choice, check_real, check_shape
 from .._progress import progress_default, tqdm
-from ..core.model import ModelError, TabularCMDP
+from ..core.model import TabularCMDP
+from ..core.model_checks import ModelError
 from ._context import GradientContext, check_terminates, solve_lagrangian
 
 __all__ = [

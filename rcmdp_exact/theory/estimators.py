@@ -23,7 +23,8 @@ from .._checks import ImproperPolicyError, check_choice, check_int, check_shape,
 from .._progress import progress_default, tqdm
 from .._result import Result
 from ..core.evaluation import PolicySystem
-from ..core.model import ModelError, TabularCMDP
+from ..core.model import TabularCMDP
+from ..core.model_checks import ModelError
 from ..core.sampling import kernel_outcomes, rollout_arrays
 from ._context import GradientContext, check_terminates, outcome_signal, solve_lagrangian
 from .gradients import adversary_gradient, policy_gradient

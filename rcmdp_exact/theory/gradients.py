@@ -46,7 +46,8 @@ import numpy as np
 from .._checks import check_choice, check_real, rng_from
 from .._result import Result
 from ..core.evaluation import evaluate
-from ..core.model import ModelError, TabularCMDP
+from ..core.model import TabularCMDP
+from ..core.model_checks import ModelError
 from ._context import GradientContext, check_terminates, outcome_signal, solve_lagrangian
 
 __all__ = [
