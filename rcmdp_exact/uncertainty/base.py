@@ -57,7 +57,7 @@ from .._checks import (
 )
 from .._io import load_npz, save_npz
 from .._result import Result
-from ..core.model import ModelError, check_transition_rows
+from ..core.model_checks import ModelError, check_transition_rows
 from ..names import INNERS
 from .kinds import KIND_PATTERN, builtin_class_module, builtin_kinds, kind_files
 
