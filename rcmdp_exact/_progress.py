@@ -11,8 +11,9 @@ progress``.
 used to print nothing for minutes.  The command line turns :func:`stage_lines` on when
 ``--progress`` was not given and standard error is not a terminal: every bar that is
 then off (and would have stayed on screen: ``leave`` not False) writes plain lines to
-standard error instead, ``rcmdp: <stage>: started (N)``, a line at each tenth of its
-work or every 60 s, whichever comes later, and ``rcmdp: <stage>: done N in T s``.
+standard error instead, ``rcmdp COMMAND: <stage>: started (N)`` (the stage's name left
+out where it is the command's own), a line at each tenth of its
+work or every 60 s, whichever comes later, and ``... done N in T s``.
 ``--no-progress`` silences them too.
 """
 
@@ -68,10 +69,12 @@ class tqdm(_base):
     def _say(self, text: str, desc: str | None = None) -> None:
         desc = self._stage["desc"] if desc is None else desc
         prefix = _LINES["prefix"]
-        if desc == prefix or desc.startswith(prefix + " "):  # "rcmdp report" under it
-            desc = desc[len(prefix):].strip() or "working"
+        if desc.startswith(prefix + " "):  # "rcmdp report: x" rather than "... rcmdp report x"
+            desc = desc[len(prefix):].strip()
+        # the stage named as the command itself ("reproduce" under "rcmdp reproduce"): once
+        head = prefix if desc in (prefix, prefix.split()[-1], "") else f"{prefix}: {desc}"
         try:
-            print(f"{_LINES['prefix']}: {desc}: {text}", file=sys.stderr, flush=True)
+            print(f"{head}: {text}", file=sys.stderr, flush=True)
         except (OSError, ValueError):  # a closed stderr: nothing to say it on
             pass
 

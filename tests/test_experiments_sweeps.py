@@ -289,7 +289,7 @@ def test_reproduce_quick_writes_the_outputs_and_report_rebuilds_them(tmp_path, c
         assert (again / name).read_bytes() == (out / name).read_bytes()
     # the bar advances over every output: two tables, eight figures, the report
     err = capsys.readouterr().err
-    assert "rcmdp report" in err and "11/11" in err
+    assert "report" in err and "11/11" in err
 
 
 def test_reproduce_with_the_learners(tmp_path, capsys):

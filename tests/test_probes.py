@@ -918,8 +918,8 @@ def test_a_piped_command_prints_its_stages_and_no_progress_silences_them():
     run = subprocess.run(base, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     lines = run.stderr.strip().splitlines()
-    assert lines[0] == "rcmdp verify: verify: started (6)"
-    assert lines[-1].startswith("rcmdp verify: verify: done 6/6 in ")
+    assert lines[0] == "rcmdp verify: started (6)"  # the stage named once
+    assert lines[-1].startswith("rcmdp verify: done 6/6 in ")
     quiet = subprocess.run([*base, "--no-progress"], capture_output=True, text=True,
                            timeout=600)
     assert quiet.returncode == 0 and quiet.stderr == ""

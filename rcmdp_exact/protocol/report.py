@@ -451,7 +451,7 @@ def _write_report(store, out_dir, tests, algorithms, figures, progress) -> Resul
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     n_figs = len(figure_names(tests)) if figures else 0
-    with tqdm(total=3 + n_figs, desc="rcmdp report", unit="output",
+    with tqdm(total=3 + n_figs, desc="report", unit="output",
               disable=not progress_default(progress)) as bar:
         rows = table1(store, tests=tests, algorithms=algorithms)
         paths = [_write_text(out / "table1.csv", table1_csv(rows))]
