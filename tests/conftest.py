@@ -5,9 +5,16 @@ the ``CI`` environment variable is set, or explicitly with ``HYPOTHESIS_PROFILE=
 """
 
 import os
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from hypothesis.configuration import set_hypothesis_home_dir
+
+# hypothesis keeps its example database and caches in ./.hypothesis of the folder the
+# suite starts from, the user's; a folder under the system's temporary one instead
+set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "rcmdp_exact-hypothesis")
 
 settings.register_profile(
     "ci",

@@ -218,3 +218,13 @@ def test_lp_tolerances_are_written_in_one_place():
              if path.name != "_solvers.py"
              and any(w in path.read_text(encoding="utf-8") for w in words)]
     assert found == []
+
+
+def test_hypothesis_keeps_its_files_outside_the_folder_the_suite_starts_from(pytestconfig):
+    """The example database and hypothesis's caches would be ./.hypothesis of the user's
+    folder; conftest moves them under the system's temporary folder."""
+    from hypothesis.configuration import storage_directory
+
+    start = Path(pytestconfig.invocation_params.dir).resolve()
+    where = Path(storage_directory("examples", intent_to_write=False).path).resolve()
+    assert start != where and start not in where.parents, where
