@@ -24,8 +24,16 @@ Sections (``--section``, default all):
 * ``notebooks``: each tutorial of ``notebooks/`` run as a script (``MPLBACKEND=Agg``).
 * ``quickstart``: the Python of ``docs/quickstart.md`` (its code blocks, in order, as one
   script) and the ``rcmdp train`` command of its step 5.
+* ``readme`` (not in the default set: it installs the package three times and runs the
+  whole test suite): the three commands of README.md as a new user runs them, each in a
+  fresh copy of the checkout with a new virtual environment, once (``--runs`` is
+  ignored); the install (``python3 -m venv ... && pip install ...``) and the command
+  after it timed apart.  pip's download cache is the machine's own (a first install
+  on a new machine downloads about 300 MB more); ``--no-pip-cache`` empties it for the
+  run.
 
     python benchmarks/bench_commands.py [--section refusals] [--runs 5]
+    python benchmarks/bench_commands.py --section readme
 """
 
 from __future__ import annotations
@@ -52,7 +60,9 @@ REFUSALS = [
     ["report", "--db", "missing.sqlite", "--out", "x"],
 ]
 SECTIONS = ("refusals", "evaluate", "verify", "ground-truth", "train", "reproduce", "report",
-            "model", "notebooks", "quickstart")
+            "model", "notebooks", "quickstart", "readme")
+#: The sections run when none is asked for (``readme`` only when asked for).
+DEFAULT_SECTIONS = SECTIONS[:-1]
 TRAIN = ["train", "inventory", "cpg", "--gradient", "exact", "--entropy", "0",
          "--train-on", "data", "--no-progress"]
 
@@ -104,8 +114,10 @@ def main(argv=None) -> int:
     parser.add_argument("--section", choices=SECTIONS, action="append",
                         help="a section to run (repeat for several; default: all)")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--no-pip-cache", action="store_true",
+                        help="readme: install without pip's cache (PIP_NO_CACHE_DIR=1)")
     args = parser.parse_args(argv)
-    sections = args.section or list(SECTIONS)
+    sections = args.section or list(DEFAULT_SECTIONS)
     load = os.getloadavg()[0]
     print(f"{os.cpu_count()} CPUs, load average {load:.2f}, Python "
           f"{sys.version.split()[0]}")
@@ -189,8 +201,54 @@ def main(argv=None) -> int:
             measure("python (the code blocks of docs/quickstart.md)",
                     [sys.executable, str(script)], args.runs, cwd=Path(tmp))
         measure("rcmdp " + " ".join(TRAIN), RCMDP + TRAIN, args.runs)
+    if "readme" in sections:
+        _readme_section(args.no_pip_cache)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     return 0
+
+
+def readme_commands() -> list[str]:
+    """The README's install-and-run lines, in their order (the lines .ci/run runs)."""
+    lines = (ROOT / "README.md").read_text("utf-8").splitlines()
+    return [line for line in lines if line.startswith("python3 -m venv .venv && ")]
+
+
+def _fresh_copy() -> Path:
+    """The checkout's files (tracked, and untracked but not ignored) in a new folder."""
+    where = Path(tempfile.mkdtemp(prefix="bench-readme-"))
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                            "--exclude-standard"], cwd=ROOT, check=True,
+                           capture_output=True).stdout.split(b"\0")
+    for name in filter(None, files):
+        src = ROOT / name.decode()
+        if src.is_file():
+            dst = where / name.decode()
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+    return where
+
+
+def _readme_section(no_pip_cache: bool) -> None:
+    print("\nThe README's commands, each in a fresh copy and a new environment (wall s, "
+          "one run; CPU s of the process and its children)")
+    print(f"{'command':70s} {'install':>9s} {'command':>9s} {'CPU':>9s}   exit")
+    env = dict(os.environ)
+    env.pop("VIRTUAL_ENV", None)
+    if no_pip_cache:
+        env["PIP_NO_CACHE_DIR"] = "1"
+    for line in readme_commands():
+        install, _, command = line.rpartition(" && ")
+        where = _fresh_copy()
+        try:
+            w_inst, c_inst, code = run_once(["bash", "-c", install], where, env)
+            w_cmd, c_cmd = float("nan"), float("nan")
+            if code == 0:
+                w_cmd, c_cmd, code = run_once(
+                    ["bash", "-c", f". .venv/bin/activate && {command}"], where, env)
+            print(f"{command[:70]:70s} {w_inst:9.1f} {w_cmd:9.1f} {c_inst + c_cmd:9.1f}   "
+                  f"{code:4d}", flush=True)
+        finally:
+            shutil.rmtree(where, ignore_errors=True)
 
 
 def _model_section(runs: int) -> None:
