@@ -17,7 +17,8 @@ Sections (``--section``, default all):
   install, which compiles the learners' loop) and then with the compiled loop cached.
 * ``reproduce``: ``rcmdp reproduce --quick --no-progress`` into a new folder, with an
   empty numba cache and with a warm one.
-* ``report``: ``rcmdp report`` of the store that ``--quick`` wrote.
+* ``report``: ``rcmdp report`` of the store that ``--quick`` wrote, and ``rcmdp recover``
+  of a copy of it.
 * ``model``: the commands on a model of your own (``--model``, a saved FrozenLake 4x4
   with a cost on its holes): ``evaluate``, ``verify --tabular-only``, ``ground-truth``,
   ``train ... cpg`` and ``reproduce --quick --algorithms pg,cpg``.
@@ -181,6 +182,18 @@ def main(argv=None) -> int:
                 measure("rcmdp report --db QUICK/runs.sqlite --out TMP",
                         [*RCMDP, "report", "--db", str(out / "runs.sqlite"), "--out",
                          str(tmp / "rep"), "--no-progress"], args.runs, env=env)
+                header("rcmdp recover (a copy of the store of --quick)", args.runs)
+                copy = tmp / "recover" / "runs.sqlite"
+
+                def fresh_copy():
+                    shutil.rmtree(copy.parent, ignore_errors=True)
+                    copy.parent.mkdir()
+                    shutil.copy(out / "runs.sqlite", copy)
+
+                fresh_copy()
+                measure("rcmdp recover --db COPY/runs.sqlite",
+                        [*RCMDP, "recover", "--db", str(copy)], args.runs, env=env,
+                        prepare=fresh_copy)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     if "model" in sections:

@@ -159,3 +159,26 @@ def test_site_builds_without_warnings(tmp_path):
     page = (tmp_path / "html" / "sets.html").read_text("utf-8")
     assert "_static/mathjax/tex-chtml.js" in page and "cdn." not in page
     assert (tmp_path / "html" / "_static" / "mathjax" / "tex-chtml.js").is_file()
+
+
+def test_every_command_states_its_measured_time_in_its_help():
+    """Each subcommand's --help gives its time, and each figure is a row of the measured
+    table of docs/cli.md ("Time per command") for that command."""
+    import importlib
+    import re
+
+    from rcmdp_exact.cli import COMMANDS, build_parser
+
+    table = (DOCS / "cli.md").read_text("utf-8").split("## Time per command")[1]
+    table = table.split("```{rcmdp-cli}")[0]
+    helps = {name: p.format_help() for name, p in
+             build_parser()._subparsers._group_actions[0].choices.items()}
+    for mod_name in COMMANDS:
+        mod = importlib.import_module(f"rcmdp_exact.cli.{mod_name}")
+        flat = re.sub(r"\s+", "", helps[mod.NAME])  # argparse wraps at hyphens too
+        assert "idletwo-coremachine" in flat and re.sub(r"\s+", "", mod.TIME) in flat
+        figures = re.findall(r"(\d+(?:\.\d+)?) s\b", mod.TIME)
+        rows = [r for r in table.splitlines() if r.startswith(f"| `rcmdp {mod.NAME}")]
+        assert figures and rows, mod.NAME
+        for fig in figures:
+            assert any(f"| {fig} s |" in r for r in rows), (mod.NAME, fig)

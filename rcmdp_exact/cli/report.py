@@ -19,6 +19,10 @@ from ._args import add_progress, comma_list, progress_enabled
 NAME = "report"
 HELP = "rebuild Table 1, the figures and the report from a results database"
 
+#: The time the command takes on an idle two-core machine (docs/cli.md, "Time per
+#: command", measured by benchmarks/bench_commands.py); ``--help`` shows it.
+TIME = 'about 3.9 s (the store of --quick)'
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..names import TESTS, USER_TEST

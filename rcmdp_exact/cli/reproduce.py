@@ -47,6 +47,11 @@ NAME = "reproduce"
 HELP = ("run the paper's protocol (estimation, training, exact testing) and rebuild its "
         "Table 1 and figures; resumable")
 
+#: The time the command takes on an idle two-core machine (docs/cli.md, "Time per
+#: command", measured by benchmarks/bench_commands.py); ``--help`` shows it.
+TIME = ("about 25 s for --quick the first time after an install, 14 s after; the full "
+        "protocol about 11 minutes")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..names import RUN_OPTIONS as OPTIONS
@@ -55,7 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--quick", action="store_true",
                         help="every algorithm and test with 2 seeds, 200 episodes and 2 "
-                             "draws per N in 1B/2B (under 90 s on 2 cores)")
+                             "draws per N in 1B/2B (25 s the first time, 14 s after, on an "
+                             "idle two-core machine)")
     parser.add_argument("--tests", type=comma_list(TESTS, "tests"), default=None,
                         help=f"comma-separated tests (default: {','.join(TESTS)}; not with "
                              f"--model, whose test is the model and its perturbations)")

@@ -34,6 +34,10 @@ NAME = "verify"
 HELP = ("check Theorems 1 and 2 and the paper's sampled gradient estimators against "
         "finite differences")
 
+#: The time the command takes on an idle two-core machine (docs/cli.md, "Time per
+#: command", measured by benchmarks/bench_commands.py); ``--help`` shows it.
+TIME = 'about 4.4 s'
+
 _DOMAINS = PAPER_DOMAINS
 
 
