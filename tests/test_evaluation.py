@@ -23,23 +23,9 @@ from rcmdp_exact import (
     rescaled_budget,
 )
 from rcmdp_exact.core.evaluation import PENALTY_WEIGHT, check_proper
-
+from rcmdp_exact.testing import random_model_arrays
 
 # --------------------------------------------------------------------------- generators
-def random_arrays(rng, S, A, K, density=0.6, next_state_dependent=True):
-    """Random P (S, A, S) with some zeros, rewards and costs."""
-    P = rng.random((S, A, S)) * (rng.random((S, A, S)) < density)
-    P[np.arange(S)[:, None], np.arange(A)[None, :], rng.integers(0, S, (S, A))] += 0.05
-    P /= P.sum(axis=2, keepdims=True)
-    if next_state_dependent:
-        R = rng.normal(size=(S, A, S))
-        C = rng.random((S, A, S, K))
-    else:
-        R = rng.normal(size=(S, A))
-        C = rng.random((S, A, K))
-    return P, R, C
-
-
 GAMMAS = st.sampled_from([0.0, 0.3, 0.9, 0.99])
 
 
@@ -52,7 +38,7 @@ def models(draw, gammas=GAMMAS, max_states=8):
     gamma = draw(gammas)
     sparse = draw(st.booleans())
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    P, R, C = random_arrays(rng, S, A, K, next_state_dependent=not sparse)
+    P, R, C = random_model_arrays(rng, S, A, K, next_state_dependent=not sparse)
     p0 = rng.dirichlet(np.ones(S))
     if sparse:
         P = sp.csr_array(P.reshape(S * A, S))
@@ -91,7 +77,7 @@ def scale(*arrays):
 # --------------------------------------------------------------------------- (a) other libraries
 def library_model(seed, S=30, A=4, K=2, gamma=0.95):
     rng = np.random.default_rng(seed)
-    P, R, C = random_arrays(rng, S, A, K, density=0.3)
+    P, R, C = random_model_arrays(rng, S, A, K, density=0.3)
     return TabularCMDP(P, R, C, d=np.ones(K), gamma=gamma, p0=rng.dirichlet(np.ones(S)))
 
 
@@ -219,7 +205,7 @@ def within_ci(samples, exact, level=0.99):
 
 def mc_model():
     rng = np.random.default_rng(7)
-    P, R, C = random_arrays(rng, 5, 3, 2, density=0.5)
+    P, R, C = random_model_arrays(rng, 5, 3, 2, density=0.5)
     return TabularCMDP(P, R, C, d=[1.0, 1.0], gamma=0.9, p0=rng.dirichlet(np.ones(5)))
 
 
@@ -426,7 +412,7 @@ def absorbing_models(draw):
     A = draw(st.integers(1, 3))
     K = draw(st.integers(0, 2))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    P, R, C = random_arrays(rng, S, A, K)
+    P, R, C = random_model_arrays(rng, S, A, K)
     P *= 0.9
     P[:, :, S - 1] += 0.1
     P[S - 1] = 0.0

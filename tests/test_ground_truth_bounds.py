@@ -35,6 +35,7 @@ from rcmdp_exact.ground_truth.local_bound import (
 )
 from rcmdp_exact.ground_truth.occupancy_bound import OccupancyLP
 from rcmdp_exact.robust.engine import RobustGame
+from rcmdp_exact.testing import random_box
 from rcmdp_exact.uncertainty import L1Ball
 
 FINITE = ("bracket", "budget_exhausted")
@@ -61,15 +62,6 @@ def occupancy(P, pi, gamma, p0):
     """Discounted occupancy (S,) of pi under P from p0, by a dense solve."""
     P_pi = np.einsum("sa,sat->st", pi, P)
     return np.linalg.solve(np.eye(P.shape[0]) - gamma * P_pi.T, p0)
-
-
-def random_box(rng, S, A, width):
-    """A box around a random policy, tightened to the simplex."""
-    centre = rng.dirichlet(np.ones(A), size=S)
-    lo, hi, ok = tighten(np.clip(centre - width * rng.uniform(0, 1, (S, A)), 0, 1)[None],
-                         np.clip(centre + width * rng.uniform(0, 1, (S, A)), 0, 1)[None])
-    assert ok[0]
-    return lo[0], hi[0]
 
 
 def box_policies(rng, lo, hi, n):

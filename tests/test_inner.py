@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import rcmdp_exact.uncertainty.l1_sort as inner_mod
 from rcmdp_exact.core.model_checks import ModelError
+from rcmdp_exact.testing import inner_problems, random_row
 from rcmdp_exact.uncertainty import l1_vertices
 from rcmdp_exact.uncertainty.l1_sort import l1_violation, worst_case_l1
 
@@ -31,51 +32,6 @@ def brute_force(p_hat, z, alpha, support=None):
     V = l1_vertices(p_hat, alpha, support)
     assert len(V), "the nominal point is in the set, so there is a vertex"
     return float((V @ np.asarray(z, float)).min())
-
-
-def random_row(rng, n, support_frac=0.7, degenerate=False):
-    sup = rng.random(n) < support_frac
-    sup[rng.integers(n)] = True
-    if degenerate:
-        p = np.zeros(n)
-        p[rng.choice(np.flatnonzero(sup))] = 1.0
-    else:
-        p = rng.random(n) * sup * (rng.random(n) < 0.7)
-        if p.sum() == 0:
-            p = sup.astype(float)
-        p /= p.sum()
-    return p, sup
-
-
-@st.composite
-def inner_cases(draw, max_n=60):
-    """Batches of inner problems with random supports, ties and degenerate p_hat."""
-    n = draw(st.integers(1, max_n))
-    rows = draw(st.integers(1, 3))
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    full = draw(st.booleans())
-    degenerate = draw(st.booleans())
-    ps, sups = [], []
-    for _ in range(rows):
-        p, sup = random_row(rng, n, 1.0 if full else rng.uniform(0.1, 1.0),
-                            degenerate and rng.random() < 0.7)
-        ps.append(p)
-        sups.append(sup)
-    p_hat, support = np.array(ps), np.array(sups)
-    tie_kind = draw(st.sampled_from(["ties", "continuous", "constant"]))
-    if tie_kind == "ties":
-        z = rng.integers(-2, 3, size=(rows, n)).astype(float)
-    elif tie_kind == "continuous":
-        z = rng.normal(scale=5.0, size=(rows, n))
-    else:
-        z = np.full((rows, n), 1.5)
-    if draw(st.booleans()):
-        z = z[0]  # shared by all rows
-    alpha = np.array([draw(st.floats(0.0, 3.0)) for _ in range(rows)])
-    if draw(st.booleans()):
-        alpha[rng.integers(rows)] = draw(st.sampled_from([0.0, 2.0, 3.0]))
-    return p_hat, z, alpha, (None if full else support)
 
 
 # --------------------------------------------------------------------------- hand case
@@ -99,7 +55,7 @@ def test_protocol_hand_checked_case(method, alpha, value, p):
 
 # --------------------------------------------------------------------------- sort vs LP
 @settings(max_examples=examples(60))
-@given(inner_cases())
+@given(inner_problems())
 def test_sort_matches_lp_and_both_feasible(case):
     p_hat, z, alpha, support = case
     s = worst_case_l1(p_hat, z, alpha, support, method="sort")
@@ -114,7 +70,7 @@ def test_sort_matches_lp_and_both_feasible(case):
 
 
 @settings(max_examples=examples(40))
-@given(inner_cases(max_n=6))
+@given(inner_problems(max_n=6))
 def test_sort_matches_vertex_enumeration(case):
     p_hat, z, alpha, support = case
     s = worst_case_l1(p_hat, z, alpha, support)
@@ -125,7 +81,7 @@ def test_sort_matches_vertex_enumeration(case):
 
 
 @settings(max_examples=examples(60))
-@given(inner_cases())
+@given(inner_problems())
 def test_value_is_monotone_in_alpha_and_bounded(case):
     p_hat, z, alpha, support = case
     zz = np.broadcast_to(z, p_hat.shape)

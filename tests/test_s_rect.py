@@ -10,6 +10,7 @@ import rcmdp_exact
 from rcmdp_exact import InputError, OptionError
 from rcmdp_exact._io import LoadError
 from rcmdp_exact.domains import garnet
+from rcmdp_exact.testing import random_box, random_kernel, random_policies, random_values
 from rcmdp_exact.uncertainty import (
     L1Ball,
     SRectL1Ball,
@@ -24,30 +25,11 @@ FEAS_TOL = 1e-9
 
 # --------------------------------------------------------------------------- helpers
 def random_nominal(rng, S, A, restricted, degenerate):
-    """A nominal kernel (S, A, S) and its support (None when full)."""
-    if not restricted:
-        P = rng.dirichlet(np.full(S, 0.6), size=(S, A))
-        P *= rng.random((S, A, S)) < 0.8  # some zeros inside the support
-        sup = None
-    else:
-        sup = rng.random((S, A, S)) < rng.uniform(0.3, 0.9)
-        sup[np.arange(S)[:, None], np.arange(A)[None, :], rng.integers(0, S, (S, A))] = True
-        P = rng.random((S, A, S)) * sup * (rng.random((S, A, S)) < 0.8)
-    empty = P.sum(axis=2) == 0
-    P[empty] = np.ones(S) if sup is None else sup[empty]
-    if degenerate:  # one-hot rows
-        P = np.where(P == P.max(axis=2, keepdims=True), 1.0, 0.0)
-        P *= np.cumsum(P, axis=2) <= 1  # keep the first maximum only
-    P /= P.sum(axis=2, keepdims=True)
-    return P, sup
-
-
-def random_z(rng, shape, kind):
-    if kind == "ties":
-        return rng.integers(-2, 3, size=shape).astype(float)
-    if kind == "constant":
-        return np.full(shape, 1.5)
-    return rng.normal(scale=3.0, size=shape)
+    """A nominal kernel (S, A, S) and its support (None when full): Dirichlet(0.6) rows
+    with zeros, or a support of 30% to 90% of the next states; one-hot if degenerate."""
+    P, sup = random_kernel(rng, S, A, density=(0.3, 0.9) if restricted else None,
+                           one_hot=degenerate)
+    return P, sup if restricted else None
 
 
 def random_radius(rng, S, A, kind):
@@ -60,19 +42,6 @@ def random_radius(rng, S, A, kind):
     return r
 
 
-def random_policies(rng, J, S, A, kind):
-    """J policies (J, S, A): random, deterministic, or with zero-probability actions."""
-    if kind == "deterministic":
-        return np.eye(A)[rng.integers(0, A, size=(J, S))]
-    pi = rng.dirichlet(np.full(A, 0.7), size=(J, S))
-    if kind == "zeros" and A > 1:
-        pi *= rng.random((J, S, A)) < 0.5
-        dead = pi.sum(axis=2) == 0
-        pi[dead, 0] = 1.0
-        pi /= pi.sum(axis=2, keepdims=True)
-    return pi
-
-
 @st.composite
 def s_sets(draw, S=(1, 4), A=(1, 4)):
     """An SRectL1Ball, values z, and a policy kind, with ties, supports and radii."""
@@ -82,8 +51,9 @@ def s_sets(draw, S=(1, 4), A=(1, 4)):
     P, sup = random_nominal(rng, S, A, draw(st.booleans()), draw(st.booleans()))
     radius = random_radius(rng, S, A, draw(st.sampled_from(["random", "random", "zero",
                                                             "huge"])))
-    z = random_z(rng, (S, A, S), draw(st.sampled_from(["ties", "continuous", "constant"])))
-    kind = draw(st.sampled_from(["random", "deterministic", "zeros"]))
+    z = random_values(rng, (S, A, S), draw(st.sampled_from(["ties", "normal", "constant"])),
+                      scale=3.0)
+    kind = draw(st.sampled_from(["stochastic", "deterministic", "sparse"]))
     return SRectL1Ball(P, radius, sup), z, rng, kind
 
 
@@ -129,13 +99,6 @@ def cvxpy_saddle(nom, z, sup, r, lo, hi):
     return prob.value
 
 
-def random_box(rng, S, A):
-    lo = rng.uniform(0.0, 1.0 / A, (S, A)) * (rng.random((S, A)) < 0.6)
-    hi = np.maximum(lo, rng.uniform(0.0, 1.0, (S, A)))
-    hi[np.arange(S), rng.integers(0, A, S)] = 1.0  # every box meets the simplex
-    return lo, hi
-
-
 # --------------------------------------------------------------------------- worst case
 @settings(max_examples=examples(60))
 @given(s_sets(S=(3, 5)), st.integers(6, 7))
@@ -143,7 +106,7 @@ def test_worst_case_matches_lp_on_many_states(case, J):
     """>= 18 (policy, state) instances per example, >= 1,080 in the default run."""
     ball, z, rng, kind = case
     S, A = ball.n_states, ball.n_actions
-    pi = random_policies(rng, J, S, A, kind)
+    pi = random_policies(rng, S, A, kind, n=J)
     exact = ball.worst_case(z, pi)
     lp = ball.worst_case(z, pi, method="lp")
     assert exact.p.shape == (J, S, A, S) and exact.value.shape == (J, S)
@@ -162,7 +125,7 @@ def test_worst_case_matches_lp_on_many_states(case, J):
 def test_worst_case_special_radii_and_policies(case):
     ball, z, rng, kind = case
     S, A = ball.n_states, ball.n_actions
-    pi = random_policies(rng, 1, S, A, kind)[0]
+    pi = random_policies(rng, S, A, kind)
     res = ball.worst_case(z, pi)
     # radius 0: the nominal kernel
     zero = ball.with_radius(0.0).worst_case(z, pi)
@@ -201,7 +164,7 @@ def test_budget_split_against_brute_force_for_two_actions(case):
     2,001 splits refined by a ternary search (the split's value is convex)."""
     ball, z, rng, kind = case
     S = ball.n_states
-    pi = random_policies(rng, 1, S, 2, kind)[0]
+    pi = random_policies(rng, S, 2, kind)
     res = ball.worst_case(z, pi)
     for s in range(S):
         nom, zz, sup, r = ball.nominal[s], z[s], ball.support[s], ball.radius[s]
@@ -413,7 +376,7 @@ def test_rectangularities_nest(case):
     the same order for the Bellman optimality update."""
     ball, z, rng, kind = case
     S, A = ball.n_states, ball.n_actions
-    pi = random_policies(rng, 1, S, A, kind)[0]
+    pi = random_policies(rng, S, A, kind)
     small = np.broadcast_to(ball.radius[:, None] / A, (S, A))
     big = np.broadcast_to(ball.radius[:, None], (S, A))
     v_small, p_small = sa_policy_value(ball, z, pi, small)

@@ -22,6 +22,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import logsumexp
 
 import rcmdp_exact as rx
+from rcmdp_exact.testing import random_kernel, random_radii, random_values
 from rcmdp_exact.uncertainty import (
     RECTANGULARITIES,
     FiniteSet,
@@ -60,27 +61,10 @@ MIN_ROWS = 20
 
 # --------------------------------------------------------------------------- builders
 def random_nominal(rng, S, A, restricted):
-    """A kernel, its support (restricted or full) and some point masses."""
-    sup = rng.random((S, A, S)) < (rng.uniform(0.3, 1.0) if restricted else 2.0)
-    rows = np.arange(S * A)
-    flat = sup.reshape(S * A, S)
-    flat[rows, rng.integers(0, S, S * A)] = True
-    P = rng.random((S, A, S)) * sup * (rng.random((S, A, S)) < 0.8)
-    point = rng.random((S, A)) < 0.15
-    for s, a in zip(*np.nonzero(point), strict=True):
-        P[s, a] = 0.0
-        P[s, a, rng.choice(np.flatnonzero(sup[s, a]))] = 1.0
-    empty = P.sum(axis=2) == 0
-    P[empty] = sup[empty]
-    return P / P.sum(axis=2, keepdims=True), sup
-
-
-def random_radii(rng, S, A, small, whole):
-    """Radii per pair: zero, small, moderate and large enough for the whole simplex."""
-    pick = rng.integers(0, 4, size=(S, A))
-    r = np.where(pick == 0, 0.0, np.where(pick == 1, small * rng.random((S, A)),
-                                          rng.uniform(0.0, whole, (S, A))))
-    return np.where(pick == 3, whole * rng.uniform(1.0, 2.0, (S, A)), r)
+    """A kernel, its support (30% to 100% of the next states, or full) and some point
+    masses (15% of the pairs)."""
+    return random_kernel(rng, S, A, density=(0.3, 1.0) if restricted else 1.0,
+                         point_masses=0.15)
 
 
 def make_set(kind, rng, S, A):
@@ -90,10 +74,10 @@ def make_set(kind, rng, S, A):
         wk = rng.integers(3)
         W = (rng.integers(1, 4, (S, A, S)).astype(float) if wk == 0 else
              rng.uniform(0.1, 5.0, (S, A, S)) if wk == 1 else np.ones((S, A, S)))
-        alpha = random_radii(rng, S, A, 0.1, 2.0 * W.max())
+        alpha = random_radii(rng, (S, A), 0.1, 2.0 * W.max())
         return WeightedL1Ball(P, alpha, W, sup if restricted else None)
     if kind == "linf":
-        return LInfBall(P, random_radii(rng, S, A, 0.05, 1.0), sup if restricted else None)
+        return LInfBall(P, random_radii(rng, (S, A), 0.05, 1.0), sup if restricted else None)
     if kind == "interval":
         below = rng.uniform(0.0, 0.5, (S, A, S)) * (rng.random((S, A, S)) < 0.7)
         above = rng.uniform(0.0, 0.5, (S, A, S)) * (rng.random((S, A, S)) < 0.7)
@@ -101,21 +85,7 @@ def make_set(kind, rng, S, A):
         up = np.where(sup, np.clip(P + above, 0.0, 1.0), 0.0)
         return IntervalSet(lo, up, nominal=P if rng.random() < 0.5 else None)
     whole = -np.log(np.min(np.where(P > 0, P, 1.0), axis=2)).max() + 0.1
-    return KLBall(P, random_radii(rng, S, A, 1e-3, whole))
-
-
-def random_z(rng, J, S, A):
-    kind = rng.integers(4)
-    if kind == 0:
-        z = rng.integers(-2, 3, (J, S, A, S)).astype(float)  # many ties
-    elif kind == 1:
-        z = rng.normal(size=(J, S, A, S)) * rng.choice([1e-3, 1.0, 1e3])
-    elif kind == 2:
-        z = np.broadcast_to(rng.normal(size=(J, S, A, 1)), (J, S, A, S)).copy()  # constant
-    else:
-        z = rng.normal(size=(J, S, A, S))
-        z[..., : S // 2] = z[..., :1]  # a block of equal values
-    return z
+    return KLBall(P, random_radii(rng, (S, A), 1e-3, whole))
 
 
 @st.composite
@@ -124,7 +94,7 @@ def cases(draw, kind, max_S=9):
     A = draw(st.integers(1, 3))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     J = math.ceil(MIN_ROWS / (S * A))
-    return make_set(kind, rng, S, A), random_z(rng, J, S, A)
+    return make_set(kind, rng, S, A), random_values(rng, (J, S, A, S))  # ties, scales, blocks
 
 
 def row_scale(z):
@@ -286,7 +256,7 @@ def test_value_decreases_with_the_radius_and_reaches_the_minimum(kind, data):
 def test_unit_weights_give_the_l1_ball(S, A, seed, ties, restricted):
     rng = np.random.default_rng(seed)
     P, sup = random_nominal(rng, S, A, restricted)
-    alpha = random_radii(rng, S, A, 0.1, 2.0)
+    alpha = random_radii(rng, (S, A), 0.1, 2.0)
     z = (rng.integers(-2, 3, (S, A, S)).astype(float) if ties else
          rng.normal(size=(S, A, S)))
     l1 = L1Ball(P, alpha, sup if restricted else None).worst_case(z)

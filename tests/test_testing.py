@@ -1,9 +1,12 @@
-"""rcmdp_exact.testing: the public strategies and the counterexample search.
+"""rcmdp_exact.testing: the public strategies, the counterexample search and the seeded
+generators.
 
 Every model, policy and set the strategies draw is checked against the facts they
 promise (validation, the grid, terminal states, the set holding the model's kernel);
 binding budgets are checked by independent robust evaluations; a deliberately false
 claim must give a shrunk counterexample that reloads from its files and still fails.
+Each seeded generator is checked for its shapes, its rows (distributions on their
+support), the edge cases its docstring promises (seen over many seeds) and its seeding.
 """
 
 import numpy as np
@@ -299,3 +302,216 @@ def test_a_path_that_cannot_hold_the_counterexample_is_refused_before_the_search
     assert calls == [] and afile.read_text() == "mine"
     res = T.find_counterexample(claim, st.integers(0, 1000), seed=1, path=tmp_path / "ce")
     assert res.found and [p.name for p in res.files] == ["counterexample.json"]
+
+
+# --------------------------------------------------------------------------- seeded generators
+#: One call of each seeded generator (the seed first), with the arguments that exercise it.
+GENERATOR_CALLS = {
+    "random_model_arrays": (lambda g: T.random_model_arrays(g, 4, 3, 2, density=0.3)),
+    "random_row": (lambda g: T.random_row(g, 7, 0.5)),
+    "random_kernel": (lambda g: T.random_kernel(g, 4, 2, density=(0.3, 1.0),
+                                                point_masses=0.2)),
+    "random_values": (lambda g: T.random_values(g, (3, 2, 5))),
+    "random_radii": (lambda g: T.random_radii(g, (4, 3), 0.1, 2.0)),
+    "random_policies": (lambda g: T.random_policies(g, 4, 3, "sparse", n=2)),
+    "random_box": (lambda g: T.random_box(g, 4, 3, 0.3)),
+}
+
+
+def flat(x):
+    return np.concatenate([np.ravel(a) for a in x]) if isinstance(x, tuple) else np.ravel(x)
+
+
+@pytest.mark.parametrize("name", sorted(GENERATOR_CALLS))
+def test_generators_reproduce_from_a_seed_and_draw_a_generator_in_place(name):
+    """Same seed, same bits; a Generator of that seed gives the same draws and is
+    advanced (a caller goes on drawing from it); another seed gives other draws."""
+    call = GENERATOR_CALLS[name]
+    a, b = flat(call(11)), flat(call(11))
+    np.testing.assert_array_equal(a, b)
+    rng = np.random.default_rng(11)
+    np.testing.assert_array_equal(flat(call(rng)), a)
+    assert rng.random() != np.random.default_rng(11).random()
+    assert any(not np.array_equal(flat(call(s)), a) for s in range(12, 15))
+    assert name in T.__all__ and name in dir(T)
+
+
+def assert_rows(P, support=None, axis=-1):
+    """Non-negative rows that sum to 1 and vanish off their support."""
+    assert np.all(P >= 0)
+    np.testing.assert_allclose(P.sum(axis=axis), 1.0, rtol=0, atol=1e-12)
+    if support is not None:
+        assert not np.any(P[~support]) and support.any(axis=axis).all()
+
+
+def test_random_model_arrays_build_dense_and_sparse_models():
+    import scipy.sparse as sp
+
+    zeros = 0
+    for seed in range(40):
+        S, A, K = 1 + seed % 5, 1 + seed % 3, seed % 3
+        P, R, C = T.random_model_arrays(seed, S, A, K)
+        assert P.shape == (S, A, S) and R.shape == (S, A, S) and C.shape == (S, A, S, K)
+        assert_rows(P)
+        assert np.all((C >= 0) & (C <= 1))
+        zeros += int(np.sum(P == 0))
+        TabularCMDP(P, R, C, d=np.ones(K), gamma=0.9)
+        P2, R2, C2 = T.random_model_arrays(seed, S, A, K, next_state_dependent=False)
+        assert R2.shape == (S, A) and C2.shape == (S, A, K)
+        TabularCMDP(sp.csr_array(P2.reshape(S * A, S)), R2, C2, d=np.ones(K), gamma=0.9)
+    assert zeros > 0  # exact zeros in the kernels
+    P, _, _ = T.random_model_arrays(0, 5, 2, 1, density=0.0)
+    assert np.all((P == 1.0).sum(axis=2) == 1)  # density 0: point masses
+
+
+def test_random_row_is_a_distribution_on_its_support_with_its_edge_cases():
+    inner_zero = restricted = 0
+    for seed in range(200):
+        n = 1 + seed % 9
+        p, sup = T.random_row(seed, n, support_frac=0.6)
+        assert p.shape == sup.shape == (n,) and sup.dtype == bool
+        assert_rows(p, sup)
+        inner_zero += bool(np.any(sup & (p == 0)))
+        restricted += bool(not sup.all())
+        q, sup_q = T.random_row(seed, n, degenerate=True)
+        assert_rows(q, sup_q)
+        assert np.sum(q == 1.0) == 1  # a point mass
+        assert T.random_row(seed, n, support_frac=1.0)[1].all()
+    assert inner_zero > 20 and restricted > 20  # exact zeros inside; restricted supports
+    assert T.random_row(3, 6, support_frac=0.0)[1].sum() == 1  # one state always in
+
+
+def test_random_kernel_rows_supports_zeros_and_point_masses():
+    inner_zero = point = restricted = 0
+    for seed in range(60):
+        S, A = 1 + seed % 5, 1 + seed % 3
+        P, sup = T.random_kernel(seed, S, A)
+        assert P.shape == sup.shape == (S, A, S) and sup.all()
+        assert_rows(P, sup)
+        inner_zero += int(np.sum(P == 0))
+        P, sup = T.random_kernel(seed, S, A, density=(0.3, 1.0), point_masses=0.3)
+        assert_rows(P, sup)
+        point += int(np.sum(P == 1.0))
+        restricted += int(np.sum(~sup))
+        TabularCMDP(P, np.zeros((S, A)), gamma=0.9)
+        P, sup = T.random_kernel(seed, S, A, density=0.5, one_hot=True)
+        assert_rows(P, sup)
+        assert np.all((P == 1.0).sum(axis=2) == 1)
+    assert inner_zero > 0 and point > 0 and restricted > 0
+    P, sup = T.random_kernel(0, 6, 3, density=1.0)
+    assert sup.all()
+
+
+def test_random_values_kinds():
+    z = T.random_values(0, (4, 6), "ties")
+    assert z.shape == (4, 6) and set(np.unique(z)) <= {-2.0, -1.0, 0.0, 1.0, 2.0}
+    assert np.all(T.random_values(0, (2, 3), "constant") == 1.5)
+    rows = T.random_values(1, (3, 5), "rows", scale=2.0)
+    assert np.all(rows == rows[:, :1]) and len(np.unique(rows)) == 3
+    block = T.random_values(2, (3, 5), "block")
+    assert np.all(block[:, :2] == block[:, :1]) and len(np.unique(block[0])) == 4
+    normal = T.random_values(3, 4000, "normal", scale=5.0)
+    assert normal.shape == (4000,) and 4.5 < normal.std() < 5.5
+    tops = [np.abs(T.random_values(s, 200, "magnitudes")).max() for s in range(30)]
+    scales = {1e-3 if t < 0.1 else 1e3 if t > 100 else 1.0 for t in tops}
+    assert scales == {1e-3, 1.0, 1e3}  # each of the three scales is drawn
+    seen = set()
+    for seed in range(40):  # None: ties, magnitudes, rows or block
+        z = T.random_values(seed, (2, 6))
+        if np.all(z == np.round(z)):
+            seen.add("ties")
+        elif np.all(z == z[:, :1]):
+            seen.add("rows")
+        elif np.all(z[:, :3] == z[:, :1]):
+            seen.add("block")
+        else:
+            seen.add("magnitudes")
+    assert seen == {"ties", "rows", "block", "magnitudes"}
+
+
+def test_random_radii_cover_zero_small_moderate_and_whole():
+    r = np.concatenate([T.random_radii(s, (5, 3), 0.1, 2.0).ravel() for s in range(20)])
+    assert r.shape == (300,) and np.all(r >= 0) and np.all(r < 4.0)
+    assert np.any(r == 0) and np.any((r > 0) & (r < 0.1)) and np.any(r >= 2.0)
+    assert np.any((r > 0.1) & (r < 2.0))
+    assert T.random_radii(0, 7, 0.1, 1.0).shape == (7,)  # one per state
+
+
+@pytest.mark.parametrize("kind", T.POLICY_KINDS)
+def test_random_policies_kinds(kind):
+    zeros = 0
+    for seed in range(30):
+        S, A = 1 + seed % 4, 1 + seed % 3
+        pi = T.random_policies(seed, S, A, kind)
+        assert pi.shape == (S, A)
+        assert_rows(pi)
+        many = T.random_policies(seed, S, A, kind, n=3)
+        assert many.shape == (3, S, A)
+        assert_rows(many)
+        if kind == "deterministic":
+            assert np.all((many == 1.0).sum(axis=2) == 1)
+        zeros += int(np.sum(many[..., :] == 0)) if A > 1 else 0
+    assert (zeros > 0) == (kind != "stochastic")  # exact zeros only where promised
+
+
+@pytest.mark.parametrize("width", [None, 0.0, 0.05, 0.3, 1.0])
+def test_random_box_meets_the_simplex(width):
+    zero_low = 0
+    for seed in range(30):
+        S, A = 1 + seed % 4, 1 + seed % 3
+        lo, hi = T.random_box(seed, S, A, width)
+        assert lo.shape == hi.shape == (S, A)
+        assert np.all((0 <= lo) & (lo <= hi) & (hi <= 1))
+        assert np.all(lo.sum(axis=1) <= 1 + 1e-12) and np.all(hi.sum(axis=1) >= 1 - 1e-12)
+        zero_low += int(np.sum(lo == 0))
+        if width is None:
+            assert np.all((hi == 1.0).any(axis=1))
+        if width == 0.0:
+            np.testing.assert_allclose(lo, hi, rtol=0, atol=1e-12)  # one policy
+    assert zero_low > 0 or width == 0.0
+
+
+def test_generator_arguments_are_checked():
+    with raises_fact(InputError, "S", "0"):
+        T.random_kernel(0, 0, 2)
+    with raises_fact(InputError, "density", "1.5"):
+        T.random_kernel(0, 2, 2, density=1.5)
+    with raises_fact(InputError, "density", "3 numbers"):
+        T.random_kernel(0, 2, 2, density=(0.1, 0.2, 0.3))
+    with raises_fact(InputError, "point_masses"):
+        T.random_kernel(0, 2, 2, point_masses=-0.1)
+    with raises_fact(InputError, "support_frac"):
+        T.random_row(0, 3, support_frac=2.0)
+    with raises_fact(InputError, "n", "0"):
+        T.random_row(0, 0)
+    with raises_fact(InputError, "kind", "'wild'", "'ties'"):
+        T.random_values(0, 3, "wild")
+    with raises_fact(InputError, "scale"):
+        T.random_values(0, 3, "normal", scale=0.0)
+    with raises_fact(InputError, "shape", "-1"):
+        T.random_values(0, (2, -1))
+    with raises_fact(InputError, "whole"):
+        T.random_radii(0, 3, 0.1, 0.0)
+    with raises_fact(InputError, "kind", "'zeros'", "'sparse'"):
+        T.random_policies(0, 2, 2, "zeros")
+    with raises_fact(InputError, "n", "0"):
+        T.random_policies(0, 2, 2, n=0)
+    with raises_fact(InputError, "width"):
+        T.random_box(0, 2, 2, -1.0)
+    with raises_fact(InputError, "density"):
+        T.random_model_arrays(0, 2, 2, 1, density=2.0)
+    with raises_fact(InputError, "seed"):
+        T.random_row(-1, 3)
+
+
+@settings(max_examples=examples(60))
+@given(T.inner_problems(max_n=12))
+def test_inner_problems_are_valid_inputs_of_the_l1_inner_problem(case):
+    from rcmdp_exact import worst_case_l1
+
+    p_hat, z, alpha, support = case
+    rows, n = p_hat.shape
+    assert 1 <= rows <= 3 and 1 <= n <= 12 and alpha.shape == (rows,)
+    assert z.shape in ((rows, n), (n,)) and np.all((alpha >= 0) & (alpha <= 3))
+    assert_rows(p_hat, support)
+    assert worst_case_l1(p_hat, z, alpha, support).success

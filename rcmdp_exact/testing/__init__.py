@@ -15,9 +15,12 @@ Three modules, whose public names are all importable from here:
   an example that breaks a claim, shrinks it, and saves it as files that
   :func:`load_counterexample` reads back;
 * :mod:`rcmdp_exact.testing.generators` (numpy only): seeded generators of random
-  models (:func:`random_cmdp`, :func:`dense_binding_cmdp`) and of the rows that stress
-  an inner solver (:func:`skewed_kernel`, :func:`skewed_values`, :func:`skewed_radii`),
-  for code that does not use hypothesis.
+  models (:func:`random_cmdp`, :func:`dense_binding_cmdp`, :func:`random_model_arrays`),
+  of the parts of sets and inner problems with their edge cases (:func:`random_row`,
+  :func:`random_kernel`, :func:`random_values`, :func:`random_radii`,
+  :func:`random_policies`, :func:`random_box`) and of the rows that stress an inner
+  solver (:func:`skewed_kernel`, :func:`skewed_values`, :func:`skewed_radii`), for code
+  that does not use hypothesis.
 
 ``import rcmdp_exact`` does not load this package, and this package loads each module
 when one of its names is first used (PEP 562): ``rcmdp_exact.testing.random_cmdp`` and
@@ -41,12 +44,14 @@ Examples
 _MODULES = {
     "strategies": ("EXACT_PROFILE", "SA_KINDS", "SET_KINDS", "balls", "binding_budgets",
                    "budget_levels", "cmdps", "exact_settings", "garnets",
-                   "grid_values", "kernels", "multipliers", "pair_radii", "policies",
-                   "robust_cmdps", "sizes", "state_budgets", "supports"),
+                   "grid_values", "inner_problems", "kernels", "multipliers", "pair_radii",
+                   "policies", "robust_cmdps", "sizes", "state_budgets", "supports"),
     "search": ("COUNTEREXAMPLE_FORMAT", "example", "find_counterexample",
                "load_counterexample", "save_counterexample"),
-    "generators": ("SKEWED_FAMILIES", "dense_binding_cmdp", "random_cmdp", "skewed_kernel",
-                   "skewed_radii", "skewed_values"),
+    "generators": ("POLICY_KINDS", "SKEWED_FAMILIES", "VALUE_KINDS", "dense_binding_cmdp",
+                   "random_box", "random_cmdp", "random_kernel", "random_model_arrays",
+                   "random_policies", "random_radii", "random_row", "random_values",
+                   "skewed_kernel", "skewed_radii", "skewed_values"),
 }
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 

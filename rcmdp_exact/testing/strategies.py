@@ -16,6 +16,9 @@ RCMDP") is one ``@given`` away.
   so on), and the building blocks of the sets' strategies and of yours
   (:func:`pair_radii`, :func:`state_budgets`, :func:`supports`, :func:`grid_values`,
   :func:`kernels`, :func:`sizes`);
+* :func:`inner_problems`: batches of L1 inner problems (nominal rows, values, radii,
+  supports) with ties, point masses, restricted supports and radii of 0 and 2, the
+  input of :func:`rcmdp_exact.worst_case_l1` and of your own inner solver;
 * :func:`binding_budgets`: budgets between the worst-case costs of the least-cost
   robust policy and those of the unconstrained robust optimum (:func:`budget_levels`
   computes both): feasible, and often binding; :func:`robust_cmdps` draws a model, a
@@ -54,6 +57,7 @@ __all__ = [
     "exact_settings",
     "garnets",
     "grid_values",
+    "inner_problems",
     "kernels",
     "multipliers",
     "pair_radii",
@@ -388,6 +392,45 @@ def balls(model: TabularCMDP, kinds=SA_KINDS, grid: int | None = 4,
             raise InputError(f"the set kind {k!r}: {exc}") from None
 
     return st.sampled_from(kinds).flatmap(draw_kind)
+
+
+@st.composite
+def inner_problems(draw, max_n: int = 60):
+    """Strategy for batches of L1 inner problems ``(p_hat, z, alpha, support)``.
+
+    One to three rows of length n in 1..``max_n``.  ``p_hat`` (rows, n): rows of
+    :func:`~rcmdp_exact.testing.random_row`, each on a support of every next state or of
+    a random fraction (at least one state), with exact zeros inside the support, and in
+    half of the examples mostly point masses.  ``z``: integers -2..2 (ties), N(0, 25) or
+    constant (:func:`~rcmdp_exact.testing.random_values`), of shape (rows, n) or, in
+    half of the examples, (n,), shared by every row.  ``alpha`` (rows,): floats in
+    [0, 3], in half of the examples one of them exactly 0, 2 or 3 (2: the whole simplex
+    on the support).  ``support`` (rows, n) bool, or None when it is every next state.
+    The values come from a generator seeded by the example.
+    """
+    from .generators import random_row, random_values
+
+    n = draw(st.integers(1, check_int(max_n, "max_n", 1)))
+    rows = draw(st.integers(1, 3))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    full = draw(st.booleans())
+    degenerate = draw(st.booleans())
+    ps, sups = [], []
+    for _ in range(rows):
+        p, sup = random_row(rng, n, 1.0 if full else rng.uniform(0.1, 1.0),
+                            degenerate and rng.random() < 0.7)
+        ps.append(p)
+        sups.append(sup)
+    p_hat, support = np.array(ps), np.array(sups)
+    kind = draw(st.sampled_from(["ties", "normal", "constant"]))
+    z = random_values(rng, (rows, n), kind, scale=5.0)
+    if draw(st.booleans()):
+        z = z[0]  # shared by all rows
+    alpha = np.array([draw(st.floats(0.0, 3.0)) for _ in range(rows)])
+    if draw(st.booleans()):
+        alpha[rng.integers(rows)] = draw(st.sampled_from([0.0, 2.0, 3.0]))
+    return p_hat, z, alpha, (None if full else support)
 
 
 # =========================================================================== budgets
