@@ -570,18 +570,22 @@ def test_upper_never_below_lower_when_a_budget_binds_exactly(case):
     the performance-difference bound of the model drawn from seed 1 of this strategy ran
     its multiplier to 2e10 on a slope of rounding noise (-1.6e-14) and gave an upper
     bound 3.6e-4 below the certified lower one.  The reference: every policy of a grid
-    of step 1/20, each robust-evaluated on its own (these models have terminal states and
-    restricted supports, which the reference evaluator above does not handle)."""
+    of step 1/20, robust-evaluated in one batch by the engine (these models have terminal
+    states and restricted supports, which the reference evaluator above does not
+    handle), the best feasible one again on its own by ``robust_evaluate``."""
     model, ball = case[:2]
     res = rcmdp_bracket(model, ball, **QUICK)
     assert res.lower <= res.upper
-    best = -np.inf
-    for a, b in itertools.product(np.linspace(0.0, 1.0, 21), repeat=2):
-        pi = np.array([[a, 1.0 - a], [b, 1.0 - b]])
-        rob = robust_evaluate(model, pi, ball, per_constraint=True)
-        if np.all(rob.costs_worst <= model.d):
-            best = max(best, float(rob.value))
-    assert res.upper >= best
+    grid = np.array([[[a, 1.0 - a], [b, 1.0 - b]]
+                     for a, b in itertools.product(np.linspace(0.0, 1.0, 21), repeat=2)])
+    ev = RobustGame(model, ball).evaluate(grid)  # the 441 policies in one batch
+    feasible = np.all(ev.costs_estimate <= model.d, axis=1)
+    if feasible.any():
+        i = int(np.flatnonzero(feasible)[np.argmax(ev.value_estimate[feasible])])
+        rob = robust_evaluate(model, grid[i], ball, per_constraint=True)  # one by itself
+        assert rob.value == pytest.approx(ev.value_estimate[i], abs=1e-9)
+        np.testing.assert_allclose(rob.costs_worst, ev.costs_estimate[i], atol=1e-9)
+        assert res.upper >= ev.value_estimate[i]
     if res.duality_gap is not None:
         assert res.duality_gap.strong_duality != "inconsistent"
 
