@@ -32,7 +32,9 @@
 # 4. a Monte Carlo run that confirms it: sampled episodes average to the biased value.
 #
 # Every derivation is on the documentation's gradients page (`docs/gradients.md`); the
-# code is in `rcmdp_exact.theory.gradients` and `rcmdp_exact.theory.verify`.
+# code is in `rcmdp_exact.theory.gradients` (the exact gradients),
+# `rcmdp_exact.theory.differences`, `rcmdp_exact.theory.estimators` and
+# `rcmdp_exact.theory.verify`.
 
 # %%
 import matplotlib.pyplot as plt

@@ -253,7 +253,7 @@ def load_npz(path, formats, what: str) -> dict:
     if fmt is not None:
         text = str(fmt) if fmt.ndim == 0 else None
         if text not in formats:
-            found = f"a saved {text.split('/')[0].removeprefix('rcmdp_exact.')}" \
+            found = f"a saved {text.split('/')[0].rsplit('.', 1)[-1]}" \
                 if isinstance(text, str) and text.startswith("rcmdp_exact.") else \
                 "an archive of another kind"
             raise refuse(f"it is {found}")

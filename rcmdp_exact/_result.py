@@ -306,10 +306,24 @@ class Result(dict):
     #: The name of the class in the saved form (None for Result itself).
     result_name = None
 
-    def __init_subclass__(cls, name: str | None = None, **kwargs):
+    #: The ``format`` entry of the saved form of this class.
+    result_format = FORMAT
+    #: What this class is called in messages ("a result written by Result.save").
+    result_kind = "result"
+
+    def __init_subclass__(cls, name: str | None = None, kind: str | None = None, **kwargs):
         super().__init_subclass__(**kwargs)
         cls.result_name = name or f"{cls.__module__}.{cls.__qualname__}"
+        cls.result_format = f"{cls.result_name}/1"
+        cls.result_kind = kind or cls.__name__
         _SUBCLASSES[cls.result_name] = cls
+
+    @classmethod
+    def _formats(cls) -> tuple[str, ...]:
+        """The ``format`` entries this class reads: its own and its subclasses'."""
+        return tuple(dict.fromkeys(
+            [cls.result_format] + [c.result_format for c in _SUBCLASSES.values()
+                                   if issubclass(c, cls)]))
 
     def _fields_out(self) -> dict:
         """The fields as the JSON form writes them (a subclass may convert some)."""
@@ -414,7 +428,8 @@ class Result(dict):
             uncertainty set: save those with their own ``save``); the message names
             the field.
         """
-        return json.dumps({"format": FORMAT, "result": encode(self)}, indent=indent,
+        return json.dumps({"format": type(self).result_format, "result": encode(self)},
+                          indent=indent,
                           allow_nan=False)
 
     @classmethod
@@ -426,10 +441,16 @@ class Result(dict):
         except (TypeError, ValueError) as exc:
             raise InputError(f"the text is not JSON ({exc}); give the output of "
                              f"Result.to_json()") from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
+        formats = cls._formats()
+        fmt = data.get("format") if isinstance(data, dict) else None
+        # a subclass not defined in this session: its tree says which (decode names it)
+        unknown = (cls is Result and isinstance(fmt, str) and fmt.endswith("/1")
+                   and fmt[:-2] not in _SUBCLASSES and "result" in data)
+        if not unknown and fmt not in formats:
             found = data.get("format") if isinstance(data, dict) else type(data).__name__
-            raise InputError(f"the JSON is not a saved Result (format {found!r}, expected "
-                             f"{FORMAT!r}); give the output of Result.to_json()")
+            raise InputError(f"the JSON is not a saved {cls.__name__} (format {found!r}, "
+                             f"expected {' or '.join(repr(f) for f in formats)}); give the "
+                             f"output of {cls.__name__}.to_json()")
         return _saved_result(data, InputError, "the JSON",
                              f"give the output of {cls.__name__}.to_json()", cls=cls)
 
@@ -473,7 +494,7 @@ class Result(dict):
             arrays: dict = {}
             tree = encode(self, arrays=arrays)
             return save_npz(p, {"structure": np.array(json.dumps(tree, allow_nan=False)),
-                                **arrays}, FORMAT, compressed=True)
+                                **arrays}, type(self).result_format, compressed=True)
         return save_json(p, self.to_json())
 
     @classmethod
@@ -484,11 +505,17 @@ class Result(dict):
         must hold that subclass."""
         from ._io import LoadError, load_json, load_npz, require_file
 
-        kind = "result" if cls is Result else cls.__name__
-        what = f"a {kind} written by {cls.__name__}.save"
+        what = f"a {cls.result_kind} written by {cls.__name__}.save"
         p = require_file(path, (".json", ".npz"), what)
-        if p.suffix == ".npz":
-            data = load_npz(p, FORMAT, what)
+        try:
+            with p.open("rb") as fh:
+                head = fh.read(1)
+        except OSError:
+            head = b""
+        # an archive by its suffix or by its first byte (JSON text starts with "{"):
+        # a .npy array or a pickle is then named as what it is
+        if p.suffix == ".npz" or (head and head not in b"{[ \t\r\n"):
+            data = load_npz(p, cls._formats(), what)
             arrays = {k: v for k, v in data.items() if k not in ("format", "structure")}
             try:
                 tree = {"result": json.loads(str(data["structure"]))}
@@ -497,7 +524,7 @@ class Result(dict):
                                 f"({exc})") from None
             return _saved_result(tree, LoadError, repr(str(path)),
                                  f"give the path of {what}", arrays, cls=cls)
-        data = load_json(p, FORMAT, what)
+        data = load_json(p, cls._formats(), what)
         return _saved_result(data, LoadError, repr(str(path)), f"give the path of {what}",
                              cls=cls)
 

@@ -81,10 +81,10 @@ def test_nominal_optimum_satisfies_strong_duality(run):
     est = estimate(paper_domain("inventory"), ESTIMATION_EPISODES["inventory"]["paper"],
                    seed=0, progress=False)
     m = est.nominal
-    mu = np.array(opt["multiplier"])
+    mu = np.array(opt["lam"])
     dual = float(m.p0 @ vi(m.P, m.r - m.c @ mu, m.gamma) + mu @ m.d)
     assert dual == pytest.approx(opt["value"], abs=1e-6 * 100)
-    assert opt["cost"][0] <= m.d[0] + 1e-7
+    assert opt["costs"][0] <= m.d[0] + 1e-7
 
 
 def test_bracket_is_consistent(run):

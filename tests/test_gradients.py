@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from scipy.stats import norm
 
 from rcmdp_exact import ImproperPolicyError, evaluate
-from rcmdp_exact.core.model import ModelError
+from rcmdp_exact.core.model_checks import ModelError
 from rcmdp_exact.core.parametrisations import (
     MLPAdversary,
     MLPPolicy,
@@ -26,18 +26,15 @@ from rcmdp_exact.core.parametrisations import (
     make_policy,
 )
 from rcmdp_exact.testing import random_cmdp as random_rcmdp
-from rcmdp_exact.theory.gradients import (
+from rcmdp_exact.theory.differences import central_difference, finite_difference
+from rcmdp_exact.theory.estimators import (
     ESTIMATORS,
-    adversary_gradient,
-    central_difference,
     cosine_similarity,
     estimator_expectation,
-    finite_difference,
-    lagrangian,
     monte_carlo_estimator,
-    policy_gradient,
     relative_error,
 )
+from rcmdp_exact.theory.gradients import adversary_gradient, lagrangian, policy_gradient
 from rcmdp_exact.theory.verify import lagrangian_reward_depends_on_next_state
 
 

@@ -20,7 +20,7 @@ from rcmdp_exact.core.nn import MLP, softmax
 from rcmdp_exact.core.sampling import rollout
 from rcmdp_exact.learners import ALGORITHMS, EPISODE_RECORDS, load, train
 from rcmdp_exact.learners.dynamics import seed_generators
-from rcmdp_exact.theory.gradients import central_difference
+from rcmdp_exact.theory.differences import central_difference
 
 ROBUST = [a for a in ALGORITHMS if ALGORITHMS[a].robust]
 

@@ -22,7 +22,7 @@ from rcmdp_exact.learners import ALGORITHMS, Settings, train
 from rcmdp_exact.learners.base import EXACT_DEFAULTS
 from rcmdp_exact.learners.dynamics import build_problem
 from rcmdp_exact.learners.exact import dense_evaluation, exact_policy_gradient
-from rcmdp_exact.theory.gradients import central_difference
+from rcmdp_exact.theory.differences import central_difference
 
 
 def _arrays(model):

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from rcmdp_exact.core.model import ModelError
+from rcmdp_exact.core.model_checks import ModelError
 from rcmdp_exact.core.nn import MLP, Adam, log_softmax, softmax
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import rcmdp_exact.testing as T
 from rcmdp_exact.core.evaluation import evaluate
-from rcmdp_exact.core.model import ModelError
+from rcmdp_exact.core.model_checks import ModelError
 from rcmdp_exact.domains import garnet, grid_state, safe_navigation_1, safe_navigation_2
 from rcmdp_exact.robust import (
     robust_bellman,

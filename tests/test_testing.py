@@ -249,6 +249,32 @@ def test_random_cmdp_is_seeded():
     assert a.terminal[-1] and a.outcomes.shape == (4, 2, 3)
 
 
+def test_the_generators_work_without_hypothesis():
+    """rcmdp_exact.testing.generators, and its names through rcmdp_exact.testing, import
+    and run in a process where hypothesis cannot be imported; a strategy's name then
+    says it needs hypothesis (ImportError)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "sys.modules['hypothesis'] = None  # as if it were not installed\n"
+            "import rcmdp_exact.testing as T\n"
+            "from rcmdp_exact.testing.generators import random_cmdp\n"
+            "assert T.random_cmdp is random_cmdp\n"
+            "print(T.dense_binding_cmdp(0).n_states >= 2, random_cmdp(1, 3, 2, 1, 0.9).S)\n"
+            "try:\n"
+            "    T.cmdps\n"
+            "except ImportError:\n"
+            "    print('strategies need hypothesis')\n")
+    from pathlib import Path
+
+    import rcmdp_exact
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=Path(rcmdp_exact.__file__).parents[1])
+    assert out.stdout.split("\n")[:2] == ["True 3", "strategies need hypothesis"]
+
+
 def test_a_path_that_cannot_hold_the_counterexample_is_refused_before_the_search(tmp_path):
     """An existing file as the folder: refused before any example is judged (the claim
     is never called), so no counterexample is found and then thrown away."""

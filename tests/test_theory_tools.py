@@ -35,7 +35,8 @@ from rcmdp_exact import (
     robust_policy_gradient,
 )
 from rcmdp_exact.core.nn import softmax
-from rcmdp_exact.theory.gradients import lagrangian, relative_error
+from rcmdp_exact.theory.estimators import relative_error
+from rcmdp_exact.theory.gradients import lagrangian
 from rcmdp_exact.uncertainty import SRectL1Ball, interval_vertices, l1_vertices
 
 

@@ -9,8 +9,8 @@ from scipy.stats import norm
 
 from rcmdp_exact import TabularCMDP, domains
 from rcmdp_exact.cli import main
-from rcmdp_exact.core.model import ModelError
-from rcmdp_exact.theory.gradients import ESTIMATORS
+from rcmdp_exact.core.model_checks import ModelError
+from rcmdp_exact.theory.estimators import ESTIMATORS
 from rcmdp_exact.theory.verify import (
     COLUMNS,
     VerifyTable,

@@ -112,6 +112,11 @@ def main(argv=None) -> int:
         from .._checks import InputError
 
         warnings.showwarning = one_line
+        from .._progress import progress_default, stage_lines
+
+        # output to a file or a pipe: no bar, but a line per stage (unless --no-progress)
+        stage_lines(getattr(args, "progress", False) is None and not progress_default(None),
+                    f"rcmdp {getattr(args, 'command', '') or ''}".strip())
         # the multiprocessing resource tracker (a child process started by the worker
         # pools) takes its warning filters from these options: its note about the
         # semaphores of a pool stopped by Ctrl-C, which it removes itself, is not news

@@ -39,7 +39,8 @@ from .._checks import (
     check_shape,
 )
 from .._result import Result
-from .model import TabularCMDP, check_model, check_p0, check_policy
+from .model import TabularCMDP
+from .model_checks import check_model, check_p0, check_policy
 
 __all__ = [
     "PENALTY_WEIGHT",
@@ -751,7 +752,7 @@ def evaluate_finite_horizon_batch(model: TabularCMDP, policies, kernels=None,
         ``value`` (N, M), ``costs`` (N, M, K), ``budget`` (K,), ``overshoot`` (N, M, K),
         ``penalised_return`` (N, M), ``horizon``.
     """
-    from .model import check_transition_rows
+    from .model_checks import check_transition_rows
 
     T, beta = _horizon_and_discount(model, horizon, discount)
     S, A = model.n_states, model.n_actions

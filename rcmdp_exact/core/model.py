@@ -27,9 +27,12 @@ entries and the solvers use :attr:`TabularCMDP.P_sparse`.
 Every check made when a model is built raises :class:`ModelError` (the package's
 :class:`~rcmdp_exact.InputError`, a :class:`ValueError`) whose message names the culprit
 (the argument, the entry, its value) and says how to fix it; the checks themselves live
-in :mod:`rcmdp_exact._checks`.  New dynamics make a new model
+in :mod:`rcmdp_exact.core.model_checks` (which facts make a model, and the checks of a
+policy or a start distribution that solvers call) on top of the facts of
+:mod:`rcmdp_exact._checks`.  New dynamics make a new model
 (:meth:`TabularCMDP.with_transitions`; ``check=False`` for a trusted kernel is a cheap
-copy).  Models are saved to ``.npz`` without pickle (:meth:`TabularCMDP.save`).
+copy).  Models are saved to ``.npz`` without pickle (:meth:`TabularCMDP.save`; the file
+format: :mod:`rcmdp_exact.core.model_io`).
 
 Conversions (:mod:`rcmdp_exact.core.conversions`): :meth:`TabularCMDP.to_mdptoolbox`
 (``P[a, s, s']``, ``R[s, a]``) and :meth:`TabularCMDP.to_quantecon` (``R[s, a]``,
@@ -50,127 +53,37 @@ from .._checks import (
     InputError,
     as_array,
     as_float_array,
-    check_distributions,
-    check_finite,
     check_indices,
     check_int,
     check_nonnegative,
     check_real,
-    check_row_sums,
-    check_shape,
-    check_type,
     readonly,
-    row_tolerance,
+)
+from .model_checks import (
+    TRANSITION_AXES,
+    ModelError,
+    check_budgets,
+    check_dense_transitions,
+    check_labels,
+    check_model,  # noqa: F401  (core.mdp and ground_truth.lp import it from here)
+    check_multipliers,
+    check_outcomes,
+    check_p0,
+    check_sparse_transitions,
+    check_state_features,
+    check_terminal,
+    check_terminal_absorbing,
+    check_transition_rows,
+    per_pair_or_transition,
 )
 
 __all__ = [
     "DENSE_LIMIT",
-    "ModelError",
     "TabularCMDP",
-    "check_model",
-    "check_p0",
-    "check_policy",
-    "check_transition_rows",
-    "row_tolerance",
 ]
 
 #: Largest number of entries (S*A*S) for which a sparse model offers a dense ``P``.
 DENSE_LIMIT = 50_000_000
-
-#: The error of invalid models, policies and solver inputs: :class:`InputError`
-#: under its historical name (the same class).
-ModelError = InputError
-
-_AXES = ("s", "a", "s'")
-
-
-def check_transition_rows(P: np.ndarray, name: str = "P", normalize: bool = False) -> np.ndarray:
-    """Check a dense (S, A, S) tensor of distributions; returns it (renormalised).
-
-    Every entry finite and >= 0, every row ``P[s, a, :]`` summing to 1 within
-    :func:`row_tolerance` (S) (or within 1e-4 and renormalised, with ``normalize``).
-    """
-    check_finite(P, name, _AXES)
-    return check_distributions(P, name, _AXES[:2], normalize=normalize,
-                               what="transition probabilities")
-
-
-def check_p0(p0, S: int, name: str = "p0") -> np.ndarray:
-    """The start distribution (S,) from a distribution or a start state index."""
-    fix = "give an (S,) distribution or a start state index"
-    raw = as_array(p0, name, fix)
-    if raw.ndim == 0 and np.issubdtype(raw.dtype, np.integer):
-        out = np.zeros(S)
-        out[check_int(p0, f"start state {name}", 0, S - 1)] = 1.0
-        return out
-    arr = as_float_array(p0, name, fix, shape=(S,), axes=("s",))
-    return check_distributions(arr, name, (), what="start probabilities").copy()
-
-
-def _check_terminal(terminal, S: int) -> np.ndarray:
-    """The terminal mask (S,) from a boolean mask or a list of state indices."""
-    if terminal is None:
-        return np.zeros(S, dtype=bool)
-    fix = f"give a boolean mask of shape ({S},) or a list of state indices"
-    term = as_array(terminal, "terminal", fix)
-    if term.dtype == bool:
-        check_shape(term, (S,), "terminal (a boolean mask)", ("s",))
-        return term.copy()
-    mask = np.zeros(S, dtype=bool)
-    if term.size == 0:
-        return mask
-    if not np.issubdtype(term.dtype, np.integer) or term.ndim != 1 or term.shape == (S,):
-        raise ModelError(
-            f"terminal must be a bool mask of shape ({S},) or a list of fewer than {S} "
-            f"state indices, got dtype {term.dtype} and shape {term.shape}; for a mask "
-            f"use a bool array (e.g. np.isin(np.arange({S}), indices))"
-        )
-    mask[check_indices(term, "terminal state index", S, "state")] = True
-    return mask
-
-
-def check_model(model) -> None:
-    """Raise unless ``model`` is a :class:`TabularCMDP`."""
-    check_type(model, "model", TabularCMDP,
-               "build one with TabularCMDP(P, R, C, d, ...) or a constructor of "
-               "rcmdp_exact.domains")
-
-
-def check_policy(policy, n_states: int, n_actions: int, name: str = "policy") -> np.ndarray:
-    """Return ``policy`` as a validated (S, A) float64 array of distributions.
-
-    A deterministic policy may be given as an integer array of shape (S,) with one
-    action per state; it is turned into the one-hot (S, A) form.
-
-    Raises
-    ------
-    ModelError
-        On a wrong shape, non-finite or negative entries, or a row that does not
-        sum to 1; the message names the first bad state.
-    """
-    fix = (f"give an (S, A) = ({n_states}, {n_actions}) array of action probabilities or "
-           f"an integer array ({n_states},) of actions")
-    arr = as_array(policy, name, fix)
-    if arr.ndim == 1 and arr.shape == (n_states,) and np.issubdtype(arr.dtype, np.integer):
-        check_indices(arr, f"deterministic {name}", n_actions, "action")
-        out = np.zeros((n_states, n_actions))
-        out[np.arange(n_states), arr] = 1.0
-        return out
-    arr = as_float_array(policy, name, fix, shape=(n_states, n_actions), axes=("s", "a"))
-    arr = check_distributions(arr, name, ("s",), what="action probabilities")
-    return arr.copy() if arr is policy else arr
-
-
-def _labels(labels, n: int, name: str):
-    if labels is None:
-        return None
-    fix = f"give a sequence of {n} strings"
-    if isinstance(labels, str | bytes) or as_array(labels, name, fix).ndim != 1:
-        raise ModelError(f"{name} must be a sequence of {n} strings, got "
-                         f"{type(labels).__name__}")
-    out = tuple(str(x) for x in labels)
-    check_int(len(out), f"the number of {name}", n, n)
-    return out
 
 
 # --------------------------------------------------------------------------- the model
@@ -197,6 +110,7 @@ def _make_gymnasium(env_id: str):
         raise InputError(f"Gymnasium has no environment {env_id!r}{hint}; the toy-text "
                          f"ones it registers: {', '.join(known)}")
     return gymnasium.make(env_id)
+
 
 class TabularCMDP:
     """An immutable finite constrained MDP with next-state-dependent rewards and costs.
@@ -304,18 +218,11 @@ class TabularCMDP:
         self._cache = {}
         # -- transitions
         if sp.issparse(P):
-            S, A = self._init_sparse_transitions(P, R, normalize)
+            self._P_sparse, S, A = check_sparse_transitions(P, R, normalize)
+            self._P = None
         else:
-            Pd = as_float_array(P, "P", "give an (S, A, S) array of probabilities",
-                                finite=False)
-            if Pd.ndim != 3 or Pd.shape[0] != Pd.shape[2] or 0 in Pd.shape:
-                raise ModelError(
-                    f"P must have shape (S, A, S) with S, A >= 1 and P[s, a, s'] the "
-                    f"probability of s' after action a in s, got shape {Pd.shape}; for a "
-                    f"sparse model give a scipy.sparse matrix of shape (S*A, S)"
-                )
+            Pd = check_dense_transitions(P, normalize)
             S, A = Pd.shape[:2]
-            Pd = check_transition_rows(Pd, normalize=normalize)
             self._P = readonly(Pd.copy())
             self._P_sparse = None
         sparse = self._P is None
@@ -323,21 +230,14 @@ class TabularCMDP:
         R_arr = as_float_array(R, "R", "give an (S, A) or (S, A, S) array of rewards",
                                finite=False)
         per_pair = (S, A) if sparse else None
-        self._R_sa, self._R = self._split(R_arr, "R", (S, A), (S, A, S), per_pair)
+        self._R_sa, self._R = per_pair_or_transition(R_arr, "R", (S, A), (S, A, S), per_pair)
         C_arr = (np.zeros((S, A, 0)) if C is None else
                  as_float_array(C, "C", "give an (S, A, S, K) or (S, A, K) array of costs",
                                 finite=False))
         K = C_arr.shape[-1] if C_arr.ndim in (3, 4) else 0
-        self._C_sa, self._C = self._split(C_arr, "C", (S, A, K), (S, A, S, K),
-                                          (S, A, K) if sparse else None)
-        if d is None and K:
-            raise ModelError(f"the model has K={K} cost functions but no budgets d; give d "
-                             f"of shape ({K},), one budget per constraint")
-        d_arr = np.zeros(0) if d is None else as_float_array(
-            d, "budgets d", "give one budget per constraint", finite=False).reshape(-1)
-        check_shape(d_arr, (K,), "budgets d (one per constraint, K from C)", ("k",))
-        check_finite(d_arr, "budgets d", ("k",))
-        self._d = readonly(d_arr.copy())
+        self._C_sa, self._C = per_pair_or_transition(C_arr, "C", (S, A, K), (S, A, S, K),
+                                                     (S, A, K) if sparse else None)
+        self._d = readonly(check_budgets(d, K))
         # -- discount, start, horizon, terminal
         self._gamma = check_real(gamma, "gamma", 0.0, 1.0,
                                  hint="; use e.g. 0.99, or 1.0 with terminal states or a "
@@ -345,104 +245,17 @@ class TabularCMDP:
         self._p0 = readonly(check_p0(p0, S))
         self._horizon = None if horizon is None else check_int(
             horizon, "horizon", 1, hint=" (a number of steps) or None")
-        self._terminal = readonly(_check_terminal(terminal, S))
-        self._state_labels = _labels(state_labels, S, "state_labels")
-        self._action_labels = _labels(action_labels, A, "action_labels")
-        self._cost_labels = _labels(cost_labels, K, "cost_labels")
+        self._terminal = readonly(check_terminal(terminal, S))
+        self._state_labels = check_labels(state_labels, S, "state_labels")
+        self._action_labels = check_labels(action_labels, A, "action_labels")
+        self._cost_labels = check_labels(cost_labels, K, "cost_labels")
         self._name = None if name is None else str(name)
-        self._outcomes = None if outcomes is None else self._check_outcomes(outcomes)
-        self._features = None
-        if state_features is not None:
-            feat = as_float_array(state_features, "state_features", "give an (S, F) array")
-            if feat.ndim != 2 or feat.shape[0] != S:
-                raise ModelError(f"state_features must have shape (S, F) with S={S}, got "
-                                 f"{feat.shape}; give one row of features per state")
-            self._features = readonly(feat.copy())
-        self._check_terminal_absorbing()
+        self._outcomes = None if outcomes is None else check_outcomes(outcomes, self.P_sparse,
+                                                                      S, A)
+        self._features = (None if state_features is None else
+                          check_state_features(state_features, S))
+        check_terminal_absorbing(self._P, self._P_sparse, self._terminal, self._state_labels)
         self._frozen = True
-
-    # ----------------------------------------------------------------- validation
-    @staticmethod
-    def _split(arr, name, pair_shape, transition_shape, only):
-        """(per-pair, per-transition) copies of R or C; exactly one is not None."""
-        if arr.shape == pair_shape:
-            axes = ("s", "a", "k")[:len(pair_shape)]
-            check_finite(arr, name, axes)
-            return readonly(arr.copy()), None
-        if only is not None:
-            raise ModelError(
-                f"a model with sparse P takes {name} per state-action pair, shape "
-                f"{only}, got {arr.shape}; give the expected {name} of each pair"
-            )
-        if arr.shape != transition_shape:
-            S, A = pair_shape[:2]
-            k = ", K" if name == "C" else ""
-            raise ModelError(
-                f"{name} must have shape (S, A{k}) per pair or (S, A, S{k}) per transition, "
-                f"with S={S}, A={A}, got {arr.shape}"
-            )
-        check_finite(arr, name, ("s", "a", "s'", "k")[:arr.ndim])
-        return None, readonly(arr.copy())
-
-    def _init_sparse_transitions(self, P, R, normalize: bool) -> tuple[int, int]:
-        if P.ndim != 2 or np.iscomplexobj(P.data) or P.dtype.kind not in "biuf":
-            raise ModelError(
-                f"a sparse P must be a real 2-D matrix of shape (S*A, S) (row s*A + a holds "
-                f"P(. | s, a)), got {P.ndim} dimensions and dtype {P.dtype}"
-            )
-        Ps = sp.csr_array(P, dtype=np.float64, copy=True)
-        n_rows, S = Ps.shape
-        R_shape = as_array(R, "R", "give an (S, A) array of rewards").shape
-        A = int(R_shape[1]) if len(R_shape) >= 2 else 0
-        if S == 0 or A == 0 or n_rows != S * A:
-            raise ModelError(
-                f"a sparse P must have shape (S*A, S) = ({S * A}, {S}) for S={S}, A={A} "
-                f"(A read from R of shape {R_shape}), got {Ps.shape}; stack the rows "
-                f"P(. | s, a) in the order s*A + a"
-            )
-        Ps.sum_duplicates()
-        Ps.sort_indices()
-        nz_row = np.repeat(np.arange(n_rows), np.diff(Ps.indptr))
-        where_nz = np.column_stack([nz_row // A, nz_row % A, Ps.indices])
-        check_finite(Ps.data, "P", _AXES, positions=where_nz)
-        check_nonnegative(Ps.data, "P", "transition probabilities", positions=where_nz)
-        Ps.eliminate_zeros()
-        sums = np.add.reduceat(Ps.data, Ps.indptr[:-1]) if Ps.nnz else np.zeros(n_rows)
-        sums[np.diff(Ps.indptr) == 0] = 0.0  # reduceat repeats an entry for empty rows
-        scale = check_row_sums(sums.reshape(S, A), S, "P", _AXES[:2], normalize=normalize)
-        if scale is not None:
-            Ps.data /= np.repeat(scale.ravel(), np.diff(Ps.indptr))
-        for arr in (Ps.data, Ps.indices, Ps.indptr):
-            arr.flags.writeable = False
-        self._P = None
-        self._P_sparse = Ps
-        return S, A
-
-    def _check_outcomes(self, outcomes) -> np.ndarray:
-        S, A = self.n_states, self.n_actions
-        out = as_array(outcomes, "outcomes", "give an integer array (S, A, O) of next states")
-        if out.ndim != 3 or out.shape[:2] != (S, A) or out.shape[2] == 0 \
-                or not np.issubdtype(out.dtype, np.integer):
-            raise ModelError(
-                f"outcomes must be an integer array (S, A, O) = ({S}, {A}, O) of next "
-                f"states with O >= 1, got dtype {out.dtype} and shape {out.shape}"
-            )
-        out = check_indices(out, "outcomes", S, "state")
-        # the support of P must lie inside the outcomes of each (s, a)
-        Ps = self.P_sparse
-        O = out.shape[2]
-        rows = np.repeat(np.arange(S * A), np.diff(Ps.indptr))
-        ok = (out.reshape(S * A, O)[rows] == Ps.indices[:, None]).any(axis=1)
-        if not ok.all():
-            k = int(np.flatnonzero(~ok)[0])
-            s, a = divmod(int(rows[k]), A)
-            t = int(Ps.indices[k])
-            raise ModelError(
-                f"P[{s}, {a}, {t}] = {float(Ps.data[k])!r} > 0 but state {t} is none of the "
-                f"outcomes of (s={s}, a={a}), which are {out[s, a].tolist()}; add it "
-                f"to the outcomes or build the model with outcomes=None"
-            )
-        return readonly(out)
 
     # ----------------------------------------------------------------- immutability
     def __setattr__(self, name, value):
@@ -452,32 +265,6 @@ class TabularCMDP:
                 "model.with_transitions(P) for new dynamics"
             )
         object.__setattr__(self, name, value)
-
-    def _check_terminal_absorbing(self) -> None:
-        if not self._terminal.any():
-            return
-        S, A = self.n_states, self.n_actions
-        ts = np.flatnonzero(self._terminal)
-        if self._P is not None:
-            stay = self._P[ts, :, ts]  # (n_terminal, A)
-        else:
-            rows = (ts[:, None] * A + np.arange(A)[None, :]).ravel()
-            stay = np.asarray(
-                self._P_sparse[rows, np.repeat(ts, A)]
-            ).reshape(len(ts), A)
-        bad = np.abs(stay - 1.0) > row_tolerance(S)
-        if bad.any():
-            i, a = (int(x) for x in np.argwhere(bad)[0])
-            s = int(ts[i])
-            raise ModelError(
-                f"terminal state {self._state_name(s)} is not absorbing: "
-                f"P[{s}, {a}, {s}] = {float(stay[i, a])!r}, it must be 1 for every action; "
-                f"make terminal states self-loops or drop them from `terminal`"
-            )
-
-    def _state_name(self, s: int) -> str:
-        lab = self._state_labels
-        return f"{s}" if lab is None else f"{s} ({lab[s]})"
 
     # ----------------------------------------------------------------- sizes
     @property
@@ -829,7 +616,7 @@ class TabularCMDP:
         S, A = self.n_states, self.n_actions
         if check:
             Pd = as_float_array(P, "P", "give an (S, A, S) array of probabilities",
-                                shape=(S, A, S), axes=_AXES, finite=False)
+                                shape=(S, A, S), axes=TRANSITION_AXES, finite=False)
             Pd = check_transition_rows(Pd, normalize=normalize)
         else:
             Pd = np.asarray(P, dtype=np.float64)
@@ -842,9 +629,9 @@ class TabularCMDP:
         new._cache = {}
         new._outcomes = None
         if check:
-            new._check_terminal_absorbing()
+            check_terminal_absorbing(new._P, None, new._terminal, new._state_labels)
             if outcomes is not None:
-                new._outcomes = new._check_outcomes(outcomes)
+                new._outcomes = check_outcomes(outcomes, new.P_sparse, S, A)
         elif outcomes is not None:
             new._outcomes = readonly(np.asarray(outcomes, dtype=np.int64))
         new._frozen = True
@@ -857,28 +644,11 @@ class TabularCMDP:
         Every field is stored exactly (float64 bits, labels as strings); a sparse model
         keeps its CSR arrays.  The suffix ``.npz`` is added when ``path`` has another
         one (or none); the file is written atomically.  Returns the path written.
+        The format: :mod:`rcmdp_exact.core.model_io`.
         """
-        from .._io import save_npz
+        from .model_io import save_model
 
-        arrays = {"d": self._d, "gamma": np.array(self._gamma), "p0": self._p0,
-                  "terminal": self._terminal}
-        if self._P is not None:
-            arrays["P"] = self._P
-        else:
-            Ps = self._P_sparse
-            arrays.update(P_data=Ps.data, P_indices=Ps.indices, P_indptr=Ps.indptr,
-                          P_shape=np.array(Ps.shape))
-        arrays["R"] = self._R if self._R is not None else self._R_sa
-        arrays["C"] = self._C if self._C is not None else self._C_sa
-        optional = {"horizon": self._horizon, "name": self._name,
-                    "state_labels": self._state_labels, "action_labels": self._action_labels,
-                    "cost_labels": self._cost_labels, "outcomes": self._outcomes,
-                    "state_features": self._features}
-        for key, val in optional.items():
-            if val is not None:
-                arrays[key] = np.array(val) if not isinstance(val, tuple) else \
-                    np.array(val, dtype=str)
-        return save_npz(path, arrays, "rcmdp_exact.TabularCMDP/1")
+        return save_model(self._constructor_args(), path)
 
     @classmethod
     def load(cls, path) -> TabularCMDP:
@@ -887,32 +657,9 @@ class TabularCMDP:
         ``path`` with or without the suffix ``.npz``.  A missing, foreign, truncated or
         invalid file is a :class:`~rcmdp_exact.LoadError` naming the path.
         """
-        from .._io import LoadError, load_npz
+        from .model_io import load_model
 
-        what = "a model file written by TabularCMDP.save"
-        f = load_npz(path, "rcmdp_exact.TabularCMDP/1", what)
-        try:
-            if "P" in f:
-                P = f["P"]
-            else:
-                P = sp.csr_array((f["P_data"], f["P_indices"], f["P_indptr"]),
-                                 shape=tuple(int(x) for x in f["P_shape"]))
-            kw = {key: f[key] for key in ("outcomes", "state_features") if key in f}
-            for key in ("state_labels", "action_labels", "cost_labels"):
-                if key in f:
-                    kw[key] = [str(x) for x in f[key]]
-            if "horizon" in f:
-                kw["horizon"] = int(f["horizon"])
-            if "name" in f:
-                kw["name"] = str(f["name"])
-            return cls(P, f["R"], f["C"], d=f["d"], gamma=float(f["gamma"]), p0=f["p0"],
-                       terminal=f["terminal"], **kw)
-        except KeyError as exc:
-            raise LoadError(f"{str(path)!r} is not {what}: it lacks the entry "
-                            f"{exc.args[0]!r}") from None
-        except (TypeError, ValueError) as exc:  # InputError included: invalid content
-            raise LoadError(f"{str(path)!r} is not {what}: its content is invalid ({exc})") \
-                from None
+        return load_model(path, cls)
 
     # ----------------------------------------------------------------- conversions
     def scalarised_reward(self, lam=None) -> np.ndarray:
@@ -925,17 +672,7 @@ class TabularCMDP:
 
         One number is broadcast to every constraint.
         """
-        K = self.n_constraints
-        if lam is None:
-            return np.zeros(K)
-        arr = as_float_array(lam, "lam", "give one multiplier per constraint",
-                             finite=False).reshape(-1)
-        if arr.size == 1 and K > 1:
-            arr = np.full(K, float(arr[0]))
-        check_shape(arr, (K,), "lam (one multiplier per constraint, or one number)", ("k",))
-        check_finite(arr, "lam", ("k",))
-        check_nonnegative(arr, "lam", "Lagrange multipliers")
-        return arr
+        return check_multipliers(lam, self.n_constraints)
 
     def to_mdptoolbox(self, lam=None, sparse: bool = False):
         """Arrays in pymdptoolbox's convention: ``(P[a, s, s'], R[s, a])``.

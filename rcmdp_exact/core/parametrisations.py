@@ -63,7 +63,8 @@ import numpy as np
 
 from .._checks import as_float_array, check_finite, check_shape, rng_from, row_tolerance
 from ..names import DEFAULT_HIDDEN
-from .model import ModelError, TabularCMDP
+from .model import TabularCMDP
+from .model_checks import ModelError
 from .nn import MLP, log_softmax, softmax
 
 __all__ = [

@@ -277,7 +277,7 @@ class BracketSettings:
         object.__setattr__(self, "box_bounds", bounds)
 
     def gap_tol(self, value: float) -> float:
-        """The target gap at a lower bound ``value``: max(atol, rtol * max(1, |value|))."""
+        """The target gap at a lower bound ``value``: ``max(atol, rtol * max(1, abs(value)))``."""
         return max(self.atol, self.rtol * max(1.0, abs(value))) if np.isfinite(value) \
             else self.atol
 

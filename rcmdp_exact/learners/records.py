@@ -139,7 +139,7 @@ REQUIRED_FIELDS = ("algorithm", "settings", "inputs", "hidden", "n_actions", "po
                    "lam", "lam_adv", "records")
 
 
-class TrainResult(Result, name="rcmdp_exact.learners.TrainResult"):
+class TrainResult(Result, name="rcmdp_exact.learners.TrainResult", kind="training result"):
     """A trained policy, its records and everything needed to rebuild it: a
     :class:`~rcmdp_exact.Result` (fields are keys and attributes; ``to_json`` /
     ``from_json``, ``save`` / ``load`` give it back as a TrainResult).

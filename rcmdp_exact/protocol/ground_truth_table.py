@@ -136,22 +136,23 @@ def _num(x):
 
 # --------------------------------------------------------------------------- optima
 def _optimum(res, **extra) -> dict:
-    return {"value": res.value, "cost": res.costs, "multiplier": res.lam,
+    return {"value": res.value, "costs": res.costs, "lam": res.lam,
             "status": res.status, "message": res.message, **extra}
 
 
 def _bracket_summary(br) -> dict:
     keys = ("lower", "upper", "gap", "lower_method", "upper_method",
             "upper_policy_value", "status", "message", "boxes", "seconds", "closed")
-    return {**{k: br[k] for k in keys}, "multiplier": br.lam, "lower_cost": br.lower_costs,
-            "upper_policy_cost": br.upper_policy_costs, "min_robust_cost": br.min_robust_costs,
+    return {**{k: br[k] for k in keys}, "lam": br.lam, "lower_costs": br.lower_costs,
+            "upper_policy_costs": br.upper_policy_costs,
+            "min_robust_costs": br.min_robust_costs,
             "n_lambda": int(br.history["g"].size)}
 
 
 def _variant_summary(r) -> dict:
-    return {"value": r.value, "cost": r.costs, "multiplier": r.lam,
+    return {"value": r.value, "costs": r.costs, "lam": r.lam,
             "feasible": r.feasible, "robust_value": r.robust_value,
-            "robust_cost": r.robust_costs, "robust_feasible": r.robust_feasible,
+            "robust_costs": r.robust_costs, "robust_feasible": r.robust_feasible,
             "converged": r.converged, "status": r.status}
 
 
@@ -509,7 +510,8 @@ def model_ground_truth(model, spec: GroundTruthTableSpec | None = None, *, name:
     Result
         As :func:`ground_truth_table`, with one domain named ``name``.
     """
-    from ..core.model import TabularCMDP, check_model
+    from ..core.model import TabularCMDP
+    from ..core.model_checks import check_model
     from ..domains import Setting
     from .user import check_perturbation
 
@@ -592,29 +594,29 @@ def _format_optima(name: str, dom) -> list[str]:
              f"discounted optima (gamma {dom.gamma:g}, from the start state):"]
     for key in ("nominal_cmdp", "true_cmdp"):
         o = dom.optima[key]
-        lines.append(f"  {key:<16} V = {o['value']:12.6f}  C = {np.round(o['cost'], 6).tolist()}"
-                     f"  lam = {np.round(o['multiplier'], 6).tolist()}  [{o['status']}]")
+        lines.append(f"  {key:<16} V = {o['value']:12.6f}  C = {np.round(o['costs'], 6).tolist()}"
+                     f"  lam = {np.round(o['lam'], 6).tolist()}  [{o['status']}]")
     b = dom.bracket
     lines.append(f"  {'rcmdp bracket':<16} [{b['lower']:.6f}, {b['upper']:.6f}] gap "
                  f"{b['gap']:.3g} (lower: {b['lower_method']}, upper: {b['upper_method']}, "
-                 f"{b['boxes']} boxes), lam = {np.round(b['multiplier'], 6).tolist()} "
+                 f"{b['boxes']} boxes), lam = {np.round(b['lam'], 6).tolist()} "
                  f"[{b['status']}]")
     if b["status"] != "bracket":
         lines.append(f"  {'':<16} {b['message']}")
         if b["status"] == "infeasible":
             lines.append(f"  {'':<16} least worst-case costs "
-                         f"{np.round(np.atleast_1d(b['min_robust_cost']), 6).tolist()} "
+                         f"{np.round(np.atleast_1d(b['min_robust_costs']), 6).tolist()} "
                          f"against the budgets {np.round(np.atleast_1d(dom.budget), 6).tolist()}")
     for v, r in dom.variants.items():
         lines.append(f"  {'rcpg_' + v:<16} V+ = {r['value']:12.6f}  C+ = "
-                     f"{np.round(r['cost'], 6).tolist()} at lam = "
-                     f"{np.round(r['multiplier'], 6).tolist()}; robust V = "
+                     f"{np.round(r['costs'], 6).tolist()} at lam = "
+                     f"{np.round(r['lam'], 6).tolist()}; robust V = "
                      f"{r['robust_value']:.6f}, worst C = "
-                     f"{np.round(r['robust_cost'], 6).tolist()}"
+                     f"{np.round(r['robust_costs'], 6).tolist()}"
                      + ("" if r["status"] == "ok" else f" [{r['status']}]"))
     o = dom.optima["true_cmdp_T"]
     lines.append(f"  {'true_cmdp_T':<16} T-step V = {o['value']:.6f}  C = "
-                 f"{np.round(o['cost'], 6).tolist()} (budget "
+                 f"{np.round(o['costs'], 6).tolist()} (budget "
                  f"{np.round(o['budget'], 4).tolist()}) [{o['status']}]")
     return lines
 

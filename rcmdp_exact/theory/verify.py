@@ -4,7 +4,7 @@ r"""Numerical verification of the paper's two gradient theorems and of its estim
 (tabular softmax and MLP), computes the finite-difference gradient of the Lagrangian
 :math:`L = p_0^\top V - \lambda^\top (p_0^\top C - d)` with respect to each, and
 compares with it the exact gradient of each theorem and the exact expected value of
-each sampled estimator of :data:`~rcmdp_exact.theory.gradients.ESTIMATORS`:
+each sampled estimator of :data:`~rcmdp_exact.theory.estimators.ESTIMATORS`:
 
 * ``rel_error`` :math:`= \lVert E - g_{FD}\rVert / \lVert g_{FD}\rVert`,
 * ``cosine`` :math:`= E \cdot g_{FD} / (\lVert E\rVert \lVert g_{FD}\rVert)`,
@@ -35,15 +35,16 @@ from .._checks import (
     check_real,
     check_seed,
 )
-from ..core.model import TabularCMDP, check_model
+from ..core.model import TabularCMDP
+from ..core.model_checks import check_model
 from ..core.parametrisations import DEFAULT_HIDDEN, adversary_outcomes, make_adversary, make_policy
 from ..domains import INITIAL_MULTIPLIER as PAPER_LAMBDA  # noqa: F401 (historical name)
 from ..names import EXACT_TOL
-from .gradients import (
+from .differences import finite_difference
+from .estimators import (
     ESTIMATORS,
     cosine_similarity,
     estimator_expectation,
-    finite_difference,
     monte_carlo_estimator,
     relative_error,
     resolve_horizon,
@@ -270,7 +271,7 @@ def verify_theorems(model: TabularCMDP, lam=None, *, label: str | None = None,
     parametrisations : sequence of "softmax", "mlp"
         Forms of the policy and adversary to check (the same form for both).
     estimators : sequence of str, optional
-        Names from :data:`~rcmdp_exact.theory.gradients.ESTIMATORS` (default: all).
+        Names from :data:`~rcmdp_exact.theory.estimators.ESTIMATORS` (default: all).
     horizons : sequence of "model", None or int
         Episode lengths T at which the sampled estimators are judged (one row each):
         "model" is the model's horizon, None means unbounded episodes that end only at

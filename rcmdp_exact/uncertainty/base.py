@@ -46,6 +46,7 @@ import numpy as np
 
 from .._checks import (
     InputError,
+    OptionError,
     as_array,
     as_float_array,
     check_choice,
@@ -56,7 +57,7 @@ from .._checks import (
 )
 from .._io import load_npz, save_npz
 from .._result import Result
-from ..core.model import ModelError, check_transition_rows
+from ..core.model_checks import ModelError, check_transition_rows
 from ..names import INNERS
 from .kinds import KIND_PATTERN, builtin_class_module, builtin_kinds, kind_files
 
@@ -237,7 +238,7 @@ def set_class(kind: str, *, estimated: bool = False, what: str = "set kind") -> 
         cls = kinds.get(kind)
         if cls is None:
             names = [k for k, c in kinds.items() if c.has_counts_builder() or not estimated]
-            raise InputError(f"{what} {kind!r} is not a kind of uncertainty set; give one of "
+            raise OptionError(f"{what} {kind!r} is not a kind of uncertainty set; give one of "
                              f"{', '.join(names)}, or MODULE:CLASS of a set class of yours "
                              f"(docs/your_set.md)")
     if estimated and not cls.has_counts_builder():

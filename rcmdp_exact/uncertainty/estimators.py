@@ -41,7 +41,8 @@ from .._checks import (
     check_shape,
 )
 from .._result import Result
-from ..core.model import ModelError, TabularCMDP, check_model
+from ..core.model import TabularCMDP
+from ..core.model_checks import ModelError, check_model
 from ..core.sampling import rollout
 from .base import support_mask
 from .interval import IntervalSet, box_simplex_projection, worst_case_interval

@@ -31,7 +31,8 @@ from .._checks import (
     row_tolerance,
 )
 from .._result import Result
-from ..core.model import ModelError, TabularCMDP, check_model, check_transition_rows
+from ..core.model import TabularCMDP
+from ..core.model_checks import ModelError, check_model, check_transition_rows
 from ._rows import Frozen
 from .base import SARectangularSet, radii, split_batch, support_mask
 from .extreme import l1_vertices

@@ -35,7 +35,7 @@ from .._checks import (
     row_tolerance,
 )
 from .._result import Result, Status
-from ..core.model import ModelError
+from ..core.model_checks import ModelError
 from ..names import INNERS, LP_SOLVERS
 from ._rows import convex_rows, problem_cache, recheck
 

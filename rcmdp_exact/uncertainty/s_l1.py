@@ -95,7 +95,7 @@ from .._checks import (
 )
 from .._result import Result, Status
 from .._solvers import HIGHS_OPTIONS, cvxpy_options, silence_highs_banner
-from ..core.model import check_transition_rows
+from ..core.model_checks import check_transition_rows
 from ._rows import Frozen
 from .base import SRectangularSet, split_batch, state_radii, support_mask
 from .l1_sort import worst_case_l1
