@@ -215,8 +215,31 @@ def _write_job(work: Path, record: dict, policies: dict) -> None:
     os.replace(tmp, work / f"{stem}.json")  # the JSON last: it marks the job finished
 
 
+_WARM = []
+
+
+def warm_up() -> None:
+    """Compile the bracket's numba code once per process (a small bracket), so that no
+    job's time limit is spent compiling."""
+    if _WARM:
+        return
+    import warnings
+
+    from ..domains import riverswim
+    from ..ground_truth import rcmdp_bracket
+    from ..uncertainty import l1_ball
+
+    m = riverswim(4, d=[2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rcmdp_bracket(m, l1_ball(m, 0.1, support="nominal"), time_limit=5.0, max_boxes=20,
+                      progress=False)
+    _WARM.append(True)
+
+
 def _run_and_write(work: str, name: str, kind: str, r: float, settings: dict) -> dict:
     """A job run and written to the work folder (what a worker calls)."""
+    warm_up()
     record, policies = certify_job(name, kind, r, settings)
     _write_job(Path(work), record, policies)
     return record
