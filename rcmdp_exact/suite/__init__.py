@@ -4,12 +4,12 @@ The instances that robust and safe RL papers use (RiverSwim, chains, machine
 replacement, inventory, forest management, gridworlds, FrozenLake, CliffWalking, Taxi,
 the paper's three domains, Garnets), each with a natural constraint and a budget rule
 (:mod:`.instances`); a grid of uncertainty sets per instance (:mod:`.sets`); and, in a
-versioned data file shipped with the package (``data/values.json`` and
-``data/policies.npz``), the certified values of every (instance, set, radius): the
+versioned data file shipped with the package (``data/values.json.gz``), the
+certified values of every (instance, set, radius): the
 nominal optimum, the CMDP optimum, the robust optimum without constraints, the least
 worst-case cost and the RCMDP bracket with its lower policy (:mod:`.certify`).  The
-leaderboard scores learners exactly against them (:mod:`.score`).  ``docs/suite.md``
-describes it all; ``rcmdp suite list | show | verify | certify | score | leaderboard``
+leaderboard scores learners exactly against them (:mod:`.leaderboard`).  ``docs/suite.md``
+describes it all; ``rcmdp suite list | show | verify | certify | score | figure``
 is its command line.
 
 >>> from rcmdp_exact import suite
@@ -27,50 +27,87 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["DATA", "Loaded", "data", "instance", "load", "names", "policies", "record"]
+__all__ = ["BASELINES", "DATA", "DATA_FILE", "NAMES", "Loaded", "data", "instance", "load",
+           "names", "policies", "record", "score", "verify"]
 
-#: The folder of the shipped data files.
+#: The names of the instances, in the order of the data file (the keys of
+#: :data:`.instances.INSTANCES`, kept here so that the command line can check a name
+#: without importing numpy).
+NAMES = ("riverswim-6", "riverswim-20", "chain-10", "machine-10", "machine-20",
+         "inventory-50", "forest-10", "grid-5x5", "frozenlake-4x4", "frozenlake-8x8",
+         "cliffwalking", "taxi", "paper-inventory", "paper-nav1", "paper-nav2",
+         "garnet-15x5-s0", "garnet-15x5-s1", "garnet-15x5-s2")
+#: The plain baselines of :func:`score` besides the six learners: "tabular" (a
+#: tabular Lagrangian actor-critic, :mod:`.baseline`) and "uniform" (the uniform
+#: random policy, the RCMDP literature's comparison).
+BASELINES = ("tabular", "uniform")
+
+#: The folder of the shipped data file.
 DATA = Path(__file__).parent / "data"
+#: The shipped data file (gzip-compressed JSON; ``rcmdp suite certify`` regenerates it).
+DATA_FILE = DATA / "values.json.gz"
 
 
 def names() -> list[str]:
     """The names of the suite's instances, in the order of the data file."""
-    from .instances import INSTANCES
-
-    return list(INSTANCES)
+    return list(NAMES)
 
 
 def _check_name(name: str):
     from .._checks import InputError
     from .instances import INSTANCES
 
-    if name not in INSTANCES:
-        raise InputError(f"unknown instance {name!r}; the suite has {', '.join(INSTANCES)}")
+    if not isinstance(name, str) or name not in INSTANCES:
+        raise InputError(f"unknown instance {name!r}; the suite has {', '.join(INSTANCES)} "
+                         f"(rcmdp_exact.suite.names())")
     return INSTANCES[name]
 
 
 @lru_cache(maxsize=4)
-def _read(path: str, stamp: float) -> dict:
-    return json.loads(Path(path).read_text())
+def _read(path: str, stamp: float, size: int) -> dict:
+    import gzip
+
+    from .._io import LoadError
+    from .certify import SCHEMA
+
+    raw = Path(path).read_bytes()
+    try:
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        payload = json.loads(raw)
+    except (OSError, ValueError, EOFError) as exc:
+        raise LoadError(f"{path!r} is not a suite data file ({exc}); give the file written "
+                        f"by rcmdp suite certify") from None
+    if not isinstance(payload, dict) or "records" not in payload:
+        raise LoadError(f"{path!r} is not a suite data file (no records); give the file "
+                        f"written by rcmdp suite certify")
+    if payload.get("schema") != SCHEMA:
+        raise LoadError(f"{path!r} has schema {payload.get('schema')!r}; this version reads "
+                        f"schema {SCHEMA}: regenerate it with rcmdp suite certify")
+    return payload
 
 
 def data(path=None) -> dict:
-    """The data file (``values.json``) as a dict: its header and ``records``."""
+    """The data file (default: the shipped one, :data:`DATA_FILE`) as a dict: its
+    header (``schema``, ``toolkit``, ``settings``, ``wall_seconds``, ...) and
+    ``records``, one per (instance, kind, r) in the grid's order.  Treat it as read-only
+    (it is cached)."""
     from .._io import LoadError
 
-    p = Path(path) if path is not None else DATA / "values.json"
-    if p.is_dir():
-        p = p / "values.json"
-    if not p.exists():
+    p = Path(path) if path is not None else DATA_FILE
+    if not p.is_file():
         raise LoadError(f"no suite data file at {str(p)!r}; regenerate it with rcmdp "
-                        f"suite certify")
-    return _read(str(p), p.stat().st_mtime)
+                        f"suite certify --out FILE")
+    st = p.stat()
+    return _read(str(p), st.st_mtime, st.st_size)
 
 
 def record(name: str, set: str = "l1", radius: float = 0.1, *, path=None) -> dict | None:
     """The certified record of (``name``, ``set``, ``radius``), or None when the data
     file has none.  ``radius`` is the grid's r (``suite.sets.RADII``); the kind's own
-    radius is the record's ``radius``."""
+    radius is the record's ``radius``.  The lower policy is
+    ``record["bracket"]["lower_policy"]`` (nested lists, (S, A); None when no lower
+    side is certified), the unconstrained robust optimum ``record["free_policy"]``."""
     _check_name(name)
     from .certify import key_of
 
@@ -82,13 +119,15 @@ def record(name: str, set: str = "l1", radius: float = 0.1, *, path=None) -> dic
 
 
 def policies(path=None) -> dict:
-    """The stored policies, ``{"<key>/lower": (S, A), "<key>/free": (S, A)}``."""
+    """The stored policies as arrays, ``{"<key>/lower": (S, A), "<key>/free": (S, A)}``."""
     import numpy as np
 
-    p = Path(path) if path is not None else DATA
-    p = p if p.suffix == ".npz" else (p.parent if p.suffix == ".json" else p) / "policies.npz"
-    with np.load(p) as f:
-        return {k: f[k] for k in f.files}
+    out = {}
+    for rec in data(path)["records"]:
+        if rec["bracket"].get("lower_policy") is not None:
+            out[f"{rec['key']}/lower"] = np.asarray(rec["bracket"]["lower_policy"])
+        out[f"{rec['key']}/free"] = np.asarray(rec["free_policy"])
+    return out
 
 
 class Loaded(NamedTuple):
@@ -139,3 +178,18 @@ def instance(name: str):
     from .sets import REFERENCE
 
     return load(name, REFERENCE[0], REFERENCE[1]).model
+
+
+def score(trainer=None, algorithms=("pg",), names=None, seeds=(0, 1, 2), episodes=1000,
+          **kwargs):
+    """Train and score learners on the suite exactly: :func:`.leaderboard.score`."""
+    from .leaderboard import score as _score
+
+    return _score(trainer, algorithms, names, seeds, episodes, **kwargs)
+
+
+def verify(names=None, **kwargs):
+    """Re-certify the stored lower sides: :func:`.recertify.verify`."""
+    from .recertify import verify as _verify
+
+    return _verify(names, **kwargs)

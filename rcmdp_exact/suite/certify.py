@@ -8,6 +8,10 @@ A job (:func:`certify_job`) builds the instance, the set of the grid
   occupancy LP, :func:`~rcmdp_exact.solve_cmdp`);
 * ``robust_optimum``: :math:`\max_\pi \min_P V(\pi, P)` without constraints (robust
   policy iteration);
+* ``floor_value``: :math:`\min_\pi \min_P V(\pi, P)`, the least value any policy
+  can have on the set (the zero of the leaderboard's share; on the s-rectangular set
+  the same over the sa-rectangular L1 ball of radius A r that contains it, a lower
+  bound);
 * ``least``: the least worst-case cost :math:`\min_\pi \max_P C_k(\pi, P)`, and
   ``free``: the worst-case costs of the unconstrained robust optimum (the budget rule's
   two levels);
@@ -46,7 +50,7 @@ __all__ = ["DEFAULT_SETTINGS", "SCHEMA", "assemble", "certify_job", "job_keys", 
 SCHEMA = 1
 #: The bracket's budget per job: seconds and boxes (whichever comes first), the rest of
 #: :class:`~rcmdp_exact.BracketSettings` at its defaults.
-DEFAULT_SETTINGS = {"time_limit": 20.0, "max_boxes": 100_000}
+DEFAULT_SETTINGS = {"time_limit": 2.0, "max_boxes": 100_000}
 #: The policy class over which the bracket holds.
 POLICY_CLASS = "stationary randomised"
 
@@ -61,14 +65,16 @@ def _file_stem(key: str) -> str:
 
 
 def job_keys(names=None, kinds=None, radii=None) -> list[tuple[str, str, float]]:
-    """The jobs (instance, kind, r) of a selection (default: the whole grid)."""
+    """The jobs (instance, kind, r) of a selection (default: the whole grid; an
+    instance only with its own ``kinds``)."""
     from .instances import INSTANCES
     from .sets import KINDS, RADII
 
     names = list(INSTANCES) if names is None else list(names)
     kinds = KINDS if kinds is None else tuple(kinds)
     radii = RADII if radii is None else tuple(radii)
-    return [(n, k, float(r)) for n in names for k in kinds for r in radii]
+    return [(n, k, float(r)) for n in names for k in kinds for r in radii
+            if k in INSTANCES[n].kinds]
 
 
 def _num(x):
@@ -88,15 +94,15 @@ def value_range(model) -> float:
 
 
 def relative_gap(gap: float, lower: float, model) -> float | None:
-    """gap / max(|lower|, 1e-3 * value range): the gap relative to the value reached,
+    """gap / max(|lower|, 1e-6 * value range): the gap relative to the value reached,
     with a floor for values near 0 (None when the gap is not finite)."""
     if not (math.isfinite(gap) and math.isfinite(lower)):
         return None
-    scale = max(abs(lower), 1e-3 * value_range(model), 1e-12)
+    scale = max(abs(lower), 1e-6 * value_range(model), 1e-300)
     return gap / scale
 
 
-def scaling_bracket(model, uset, lp, robust_free, least_policy, n_theta: int = 8):
+def scaling_bracket(model, uset, lp, robust_free, least_policy, n_theta: int = 4):
     """The bracket of what scales (module notes): a dict with ``lower``, ``upper``,
     ``policy`` (the certified lower policy or None), ``lower_costs``,
     ``lower_method``."""
@@ -151,6 +157,14 @@ def certify_job(name: str, kind: str, r: float, settings: dict | None = None):
     least_model = model.replace(R=-np.asarray(model.C)[..., 0], C=None, d=None)
     least_policy = robust_value_iteration(least_model, uset, method="policy_iteration",
                                           progress=False).policy
+    # the floor of the scores: min over policies and kernels of V = -(max max of -V)
+    # (on the s-rectangular set: over the sa-rectangular L1 ball of radius A r that
+    # contains it, a lower bound of the same quantity)
+    floor_model = model.replace(R=-np.asarray(model.R), C=None, d=None)
+    floor_set = uset if kind != "s-l1" else build_set(
+        base, "l1", min(2.0, model.n_actions * r), inst.support)
+    floor = -float(robust_value_iteration(floor_model, floor_set, method="value_iteration",
+                                          progress=False, nature="optimistic").value)
     t1 = time.perf_counter()
     if inst.bracket:
         br = rcmdp_bracket(model, uset, progress=False, **st)
@@ -158,22 +172,26 @@ def certify_job(name: str, kind: str, r: float, settings: dict | None = None):
         pol = None if not np.isfinite(lower) else np.asarray(br.policy)
         b = dict(lower=_num(lower), upper=_num(upper), gap=_num(upper - lower),
                  status=str(br.status), message=str(br.message),
-                 lower_method=str(br.lower_method), upper_method=str(br.upper_method),
-                 lower_costs=_nums(br.lower_costs), boxes=int(br.boxes),
-                 method="rcmdp_bracket")
+                 lower_method=str(br.get("lower_method", "")),
+                 upper_method=str(br.get("upper_method", "")),
+                 lower_costs=_nums(br.get("lower_costs", np.nan)),
+                 boxes=int(br.get("boxes", 0)), method="rcmdp_bracket", attempted=True)
+        given = br.get("relative_gap")  # the bracket's own, after issue 30
+        if given is not None and np.isfinite(float(given)):
+            b["bracket_relative_gap"] = float(given)
     else:
         sb = scaling_bracket(model, uset, lp, free, least_policy)
         lower, upper, pol = sb["lower"], sb["upper"], sb["policy"]
-        feasible = np.isfinite(lower)
         b = dict(lower=_num(lower), upper=_num(upper), gap=_num(upper - lower),
-                 status="scaling" if feasible else "no_feasible_policy",
-                 message=("the bracket of what scales: the best certified robust-feasible "
-                          "policy among the CMDP policy, the least-cost policy and their "
-                          "mixtures below; min(CMDP optimum, robust optimum) above"
-                          if feasible else "no robust-feasible candidate found; "
-                          "min(CMDP optimum, robust optimum) above"),
+                 status="not_attempted",
+                 message=(f"the branch and bound was not attempted: {inst.skip_bracket} "
+                          "The bounds are those of what scales: below, the best certified "
+                          "robust-feasible policy among the CMDP policy, the least-cost "
+                          "policy and their mixtures with the robust optimum; above, "
+                          "min(CMDP optimum, robust optimum)"),
                  lower_method=sb["lower_method"], upper_method="min(cmdp, robust)",
-                 lower_costs=_nums(sb["lower_costs"]), boxes=0, method="scaling")
+                 lower_costs=_nums(sb["lower_costs"]), boxes=0, method="scaling",
+                 attempted=False)
     gap = upper - lower
     b["relative_gap"] = _num(relative_gap(gap, lower, model)) if np.isfinite(gap) else None
     b["policy_class"] = POLICY_CLASS
@@ -196,6 +214,7 @@ def certify_job(name: str, kind: str, r: float, settings: dict | None = None):
         "cmdp_optimum": _num(lp.value) if lp.success else None,
         "cmdp_status": str(lp.status),
         "robust_optimum": _num(free.value),
+        "floor_value": _num(floor),
         "bracket": b,
         "settings": st if inst.bracket else {},
         "seconds": time.perf_counter() - t0,
@@ -318,11 +337,36 @@ def run_jobs(work, jobs=None, *, settings: dict | None = None, workers: int = 1,
     return {"run": total, "kept": len(jobs) - total, "seconds": time.perf_counter() - t0}
 
 
-def assemble(work, out_dir, jobs=None, *, wall_seconds: float | None = None,
-             workers: int | None = None) -> dict:
-    """Write ``values.json`` and ``policies.npz`` into ``out_dir`` from the work folder
-    (the jobs of ``jobs``, default the whole grid, in the grid's order; a job missing
-    from the folder is an error naming it).  Returns the file's header."""
+def write_data(path, payload: dict) -> None:
+    """Write the data file ``path`` (gzip-compressed JSON when it ends in ``.gz``)
+    atomically: a temporary file in the same folder, then a rename."""
+    import gzip
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(payload, indent=None, separators=(",", ":")).encode()
+    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+    if path.suffix == ".gz":
+        # mtime=0: the same values give the same bytes
+        with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
+            f.write(text)
+    else:
+        tmp.write_bytes(text)
+    os.replace(tmp, path)
+
+
+def _policy_list(a) -> list:
+    """An (S, A) policy as nested lists of floats (JSON keeps every bit of a float)."""
+    return [[float(x) for x in row] for row in np.asarray(a, dtype=np.float64)]
+
+
+def assemble(work, out, jobs=None, *, wall_seconds: float | None = None,
+             workers: int | None = None, settings: dict | None = None) -> dict:
+    """Write the data file ``out`` (``values.json.gz``) from the work folder: the jobs of
+    ``jobs`` (default the whole grid) in the grid's order, each record with its policies
+    (``record["bracket"]["lower_policy"]``, None without a certified lower side, and
+    ``record["free_policy"]``, the unconstrained robust optimum).  A job missing from the
+    folder is an error naming it.  Returns the file's header."""
     import datetime
     import platform
 
@@ -330,9 +374,9 @@ def assemble(work, out_dir, jobs=None, *, wall_seconds: float | None = None,
     from .instances import INSTANCES
     from .sets import KINDS, RADII
 
-    work, out_dir = Path(work), Path(out_dir)
+    work, out = Path(work), Path(out)
     jobs = job_keys() if jobs is None else list(jobs)
-    records, arrays, missing = [], {}, []
+    records, missing = [], []
     for j in jobs:
         stem = _file_stem(key_of(*j))
         p = work / f"{stem}.json"
@@ -340,30 +384,26 @@ def assemble(work, out_dir, jobs=None, *, wall_seconds: float | None = None,
             missing.append(key_of(*j))
             continue
         rec = json.loads(p.read_text())
-        records.append(rec)
         with np.load(work / f"{stem}.npz") as f:
-            for name in f.files:
-                arrays[f"{rec['key']}/{name}"] = f[name]
+            rec["bracket"]["lower_policy"] = (_policy_list(f["lower"]) if "lower" in f.files
+                                              else None)
+            rec["free_policy"] = _policy_list(f["free"])
+        records.append(rec)
     if missing:
         raise FileNotFoundError(f"{len(missing)} jobs are not finished in {work} (first: "
                                 f"{missing[0]}); run the jobs first")
     header = {
+        "format": "rcmdp_exact suite values",
         "schema": SCHEMA,
         "toolkit": __version__,
         "generated": datetime.date.today().isoformat(),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
         "workers": workers,
-        "settings": dict(DEFAULT_SETTINGS, policy_class=POLICY_CLASS),
+        "settings": dict(DEFAULT_SETTINGS, **(settings or {}), policy_class=POLICY_CLASS),
         "kinds": list(KINDS), "radii": list(RADII),
         "instances": [n for n in INSTANCES if any(r["instance"] == n for r in records)],
         "job_seconds": sum(r["seconds"] for r in records),
         "wall_seconds": wall_seconds,
     }
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir / ".values.json.tmp"
-    tmp.write_text(json.dumps({**header, "records": records}, indent=1))
-    os.replace(tmp, out_dir / "values.json")
-    tmp = out_dir / ".policies.tmp.npz"
-    np.savez_compressed(tmp, **arrays)
-    os.replace(tmp, out_dir / "policies.npz")
+    write_data(out, {**header, "records": records})
     return header

@@ -218,7 +218,9 @@ class Instance:
     probabilities of the transitions the model has; "outcomes": the model's outcomes;
     "all": every state), ``support_why`` says why.  ``learn``: whether the leaderboard
     trains the learners on it (``skip_why`` otherwise).  ``bracket``: whether the
-    bracket is computed (``False``: only the values that scale are certified).
+    bracket is computed (``False``: only the values that scale are certified;
+    ``skip_bracket`` says why).  ``kinds``: the kinds of set of the grid certified for
+    it (all four but for Taxi, ``kinds_why`` says why).
     """
 
     name: str
@@ -233,6 +235,9 @@ class Instance:
     learn: bool = True
     skip_why: str = ""
     bracket: bool = True
+    skip_bracket: str = ""
+    kinds: tuple = ("l1", "kl", "s-l1", "interval")
+    kinds_why: str = ""
 
     def build(self) -> TabularCMDP:
         """The model (budget placeholder for the halfway rule, the paper's budget for
@@ -336,7 +341,14 @@ INSTANCES = {i.name: i for i in (
              citation="Dietterich (2000); Gymnasium Taxi-v4 with is_rainy (Towers et al. "
                       "2024)", learn=False,
              skip_why="500 states: beyond a few thousand episodes of tabular learning",
-             bracket=False),
+             bracket=False,
+             skip_bracket="500 states and 6 actions: the policy boxes of the branch and "
+                          "bound have 3000 intervals and one robust fixed point of 500 "
+                          "states per box, beyond a time limit of seconds.",
+             kinds=("l1",),
+             kinds_why="one job on Taxi takes 40 to 70 s (the robust fixed points of 500 "
+                       "states): the shipped file has the sa-rectangular L1 balls of the "
+                       "literature's convention only"),
     Instance("paper-inventory", "paper", _paper("inventory"), {},
              "units ordered above the purchasing limit (the paper's)", budget_rule="paper",
              support="all", support_why="all: the paper's Hoeffding ball of the "
