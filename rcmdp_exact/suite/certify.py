@@ -166,8 +166,15 @@ def certify_job(name: str, kind: str, r: float, settings: dict | None = None):
     floor = -float(robust_value_iteration(floor_model, floor_set, method="value_iteration",
                                           progress=False, nature="optimistic").value)
     t1 = time.perf_counter()
+    failure = None
     if inst.bracket:
-        br = rcmdp_bracket(model, uset, progress=False, **st)
+        try:
+            br = rcmdp_bracket(model, uset, progress=False, **st)
+        except (ArithmeticError, ValueError, RuntimeError) as exc:
+            # a solver that refuses its answer (InnerProblemError, a ValueError): the
+            # bounds of what scales, and the failure in the record
+            failure = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+    if inst.bracket and failure is None:
         lower, upper = float(br.lower), float(br.upper)
         pol = None if not np.isfinite(lower) else np.asarray(br.policy)
         b = dict(lower=_num(lower), upper=_num(upper), gap=_num(upper - lower),
@@ -182,16 +189,18 @@ def certify_job(name: str, kind: str, r: float, settings: dict | None = None):
     else:
         sb = scaling_bracket(model, uset, lp, free, least_policy)
         lower, upper, pol = sb["lower"], sb["upper"], sb["policy"]
+        why = (f"the branch and bound was not attempted: {inst.skip_bracket}"
+               if failure is None else f"the branch and bound failed ({failure}).")
         b = dict(lower=_num(lower), upper=_num(upper), gap=_num(upper - lower),
-                 status="not_attempted",
-                 message=(f"the branch and bound was not attempted: {inst.skip_bracket} "
+                 status="not_attempted" if failure is None else "bracket_failed",
+                 message=(f"{why} "
                           "The bounds are those of what scales: below, the best certified "
                           "robust-feasible policy among the CMDP policy, the least-cost "
                           "policy and their mixtures with the robust optimum; above, "
                           "min(CMDP optimum, robust optimum)"),
                  lower_method=sb["lower_method"], upper_method="min(cmdp, robust)",
                  lower_costs=_nums(sb["lower_costs"]), boxes=0, method="scaling",
-                 attempted=False)
+                 attempted=failure is not None)
     gap = upper - lower
     b["relative_gap"] = _num(relative_gap(gap, lower, model)) if np.isfinite(gap) else None
     b["policy_class"] = POLICY_CLASS
