@@ -27,8 +27,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["BASELINES", "DATA", "DATA_FILE", "NAMES", "Loaded", "data", "instance", "load",
-           "names", "policies", "record", "score", "verify"]
+__all__ = ["BASELINES", "DATA", "DATA_FILE", "NAMES", "Loaded", "data", "definition", "instance",
+           "load", "names", "policies", "record", "score", "verify"]
 
 #: The names of the instances, in the order of the data file (the keys of
 #: :data:`.instances.INSTANCES`, kept here so that the command line can check a name
@@ -53,7 +53,10 @@ def names() -> list[str]:
     return list(NAMES)
 
 
-def _check_name(name: str):
+def definition(name: str):
+    """The :class:`~.instances.Instance` of ``name`` (its builder, constraint, budget
+    rule, support, citation), or an :class:`~rcmdp_exact.InputError` naming the
+    instances."""
     from .._checks import InputError
     from .instances import INSTANCES
 
@@ -108,7 +111,7 @@ def record(name: str, set: str = "l1", radius: float = 0.1, *, path=None) -> dic
     radius is the record's ``radius``.  The lower policy is
     ``record["bracket"]["lower_policy"]`` (nested lists, (S, A); None when no lower
     side is certified), the unconstrained robust optimum ``record["free_policy"]``."""
-    _check_name(name)
+    definition(name)
     from .certify import key_of
 
     key = key_of(name, set, radius)
@@ -150,7 +153,7 @@ def load(name: str, set: str = "l1", radius: float = 0.1, *, path=None) -> Loade
     from .._checks import InputError
     from .sets import KINDS, RADII, budget, build_set
 
-    inst = _check_name(name)
+    inst = definition(name)
     if set not in KINDS:
         raise InputError(f"unknown set {set!r}; the suite's sets are {', '.join(KINDS)}")
     if not any(abs(float(radius) - r) < 1e-12 for r in RADII):

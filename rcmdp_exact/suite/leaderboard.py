@@ -211,7 +211,7 @@ def score(trainer=None, algorithms=("pg",), names=None, seeds=(0, 1, 2), episode
     from .._checks import InputError, check_int
     from .._progress import progress_default, tqdm
     from ..names import ALGORITHMS
-    from . import BASELINES, _check_name, load
+    from . import BASELINES, definition, load
     from .sets import KINDS
 
     algorithms = [algorithms] if isinstance(algorithms, str) else list(algorithms)
@@ -233,7 +233,7 @@ def score(trainer=None, algorithms=("pg",), names=None, seeds=(0, 1, 2), episode
     names = learnable() if names is None else ([names] if isinstance(names, str) else
                                                list(names))
     for n in names:
-        _check_name(n)
+        definition(n)
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise InputError("seeds is empty; give e.g. range(3)")

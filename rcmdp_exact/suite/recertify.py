@@ -29,10 +29,10 @@ def verify_record(rec: dict, tol: float = 1e-7) -> dict:
     import warnings
 
     from ..robust import robust_evaluate
-    from . import _check_name
+    from . import definition
     from .sets import build_set
 
-    inst = _check_name(rec["instance"])
+    inst = definition(rec["instance"])
     b = rec["bracket"]
     budget = np.asarray(rec["budget"], dtype=np.float64)
     row = dict(key=rec["key"], lower=b.get("lower"), value=None, costs=[],
@@ -77,14 +77,14 @@ def verify(names=None, *, path=None, tol: float = 1e-7, progress: bool | None = 
     """
     from .._checks import InputError, check_real
     from .._progress import progress_default, tqdm
-    from . import _check_name, data
+    from . import data, definition
 
     check_real(tol, "tol", 0.0, 1.0)
     if names is not None:
         if isinstance(names, str):
             names = [names]
         for n in names:
-            _check_name(n)
+            definition(n)
     recs = [r for r in data(path)["records"] if names is None or r["instance"] in names]
     if not recs:
         raise InputError("the data file has no record of these instances; rcmdp suite list "
