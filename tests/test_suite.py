@@ -279,6 +279,8 @@ def test_load_round_trip():
         suite.load("nope")
     with pytest.raises(ValueError, match="not on the suite's grid"):
         suite.load("riverswim-6", radius=0.3)
+    with pytest.raises(ValueError, match="radius 'x' is not a number"):
+        suite.load("riverswim-6", radius="x")
     with pytest.raises(ValueError, match="unknown set 'l2'"):
         suite.load("riverswim-6", set="l2")
 

@@ -156,7 +156,12 @@ def load(name: str, set: str = "l1", radius: float = 0.1, *, path=None) -> Loade
     inst = definition(name)
     if set not in KINDS:
         raise InputError(f"unknown set {set!r}; the suite's sets are {', '.join(KINDS)}")
-    if not any(abs(float(radius) - r) < 1e-12 for r in RADII):
+    try:
+        radius = float(radius)
+    except (TypeError, ValueError):
+        raise InputError(f"radius {radius!r} is not a number; give one of "
+                         f"{', '.join(map(str, RADII))}") from None
+    if not any(abs(radius - r) < 1e-12 for r in RADII):
         raise InputError(f"radius {radius!r} is not on the suite's grid; give one of "
                          f"{', '.join(map(str, RADII))}")
     radius = min(RADII, key=lambda r: abs(r - float(radius)))

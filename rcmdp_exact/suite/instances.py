@@ -346,7 +346,7 @@ INSTANCES = {i.name: i for i in (
                           "bound have 3000 intervals and one robust fixed point of 500 "
                           "states per box, beyond a time limit of seconds.",
              kinds=("l1",),
-             kinds_why="one job on Taxi takes 40 to 70 s (the robust fixed points of 500 "
+             kinds_why="one job on Taxi takes about 90 s (the robust fixed points of 500 "
                        "states): the shipped file has the sa-rectangular L1 balls of the "
                        "literature's convention only"),
     Instance("paper-inventory", "paper", _paper("inventory"), {},
