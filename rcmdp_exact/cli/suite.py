@@ -285,9 +285,9 @@ def _certify(parser, args) -> int:
     wall = time.perf_counter() - t0
     header = assemble(work, out, jobs, wall_seconds=wall, workers=args.workers,
                       settings=settings)
-    print(f"rcmdp suite certify: {len(jobs)} job{'s' * (len(jobs) != 1)} ({info['run']} run, {info['kept']} kept "
-          f"from {work}), {wall:.1f} s wall, {header['job_seconds']:.1f} s in jobs; wrote "
-          f"{out}")
+    jobs_text = f"{len(jobs)} job{'s' * (len(jobs) != 1)}"
+    print(f"rcmdp suite certify: {jobs_text} ({info['run']} run, {info['kept']} kept from "
+          f"{work}), {wall:.1f} s wall, {header['job_seconds']:.1f} s in jobs; wrote {out}")
     return 0
 
 
