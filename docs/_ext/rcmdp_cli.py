@@ -66,15 +66,24 @@ class RcmdpCliDirective(SphinxDirective):
         main = nodes.literal_block(text=_help_text(parser))
         main["language"] = "text"
         out.append(main)
+        commands = []
         for name, summary, sub in _subparsers(parser):
+            commands.append((name, summary, sub))
+            # a command with actions of its own (rcmdp suite list|show|...): each its section
+            commands += [(f"{name} {act}", text, nested)
+                         for act, text, nested in _subparsers(sub)]
+        for name, summary, sub in commands:
             section = nodes.section(ids=[nodes.make_id(f"rcmdp-{name}")])
             section += nodes.title(text=f"rcmdp {name}")
             section += nodes.paragraph(text=summary[:1].upper() + summary[1:] + ".")
             table = ["```{list-table}", ":header-rows: 1", ":widths: 35 65", "",
                      "* - option", "  - meaning"]
-            for opt, text in _option_rows(sub):
+            rows = list(_option_rows(sub))
+            for opt, text in rows:
                 table += [f"* - `{opt}`", f"  - {text or ' '}"]
             table.append("```")
+            if not rows:  # only actions: they follow as sections of their own
+                table = []
             holder = nodes.container()
             self.state.nested_parse(StringList(table, source=f"rcmdp {name}"), 0, holder)
             section += holder.children

@@ -26,7 +26,8 @@ import sys
 from .. import __version__
 
 #: Modules of :mod:`rcmdp_exact.cli`, in the order ``rcmdp --help`` lists them.
-COMMANDS = ("evaluate", "verify", "ground_truth", "train", "reproduce", "report", "recover")
+COMMANDS = ("evaluate", "verify", "ground_truth", "train", "reproduce", "report", "recover",
+            "suite")
 
 
 #: Arguments that are numbers, not options, although they start with "-": negative
