@@ -19,6 +19,7 @@ Sections (``--section``, default all):
   empty numba cache and with a warm one.
 * ``report``: ``rcmdp report`` of the store that ``--quick`` wrote, and ``rcmdp recover``
   of a copy of it.
+* ``suite``: ``rcmdp suite list``, ``show riverswim-6`` and ``verify`` (the shipped file).
 * ``model``: the commands on a model of your own (``--model``, a saved FrozenLake 4x4
   with a cost on its holes): ``evaluate``, ``verify --tabular-only``, ``ground-truth``,
   ``train ... cpg`` and ``reproduce --quick --algorithms pg,cpg``.
@@ -61,7 +62,7 @@ REFUSALS = [
     ["report", "--db", "missing.sqlite", "--out", "x"],
 ]
 SECTIONS = ("refusals", "evaluate", "verify", "ground-truth", "train", "reproduce", "report",
-            "model", "notebooks", "quickstart", "readme")
+            "suite", "model", "notebooks", "quickstart", "readme")
 #: The sections run when none is asked for (``readme`` only when asked for).
 DEFAULT_SECTIONS = SECTIONS[:-1]
 TRAIN = ["train", "inventory", "cpg", "--gradient", "exact", "--entropy", "0",
@@ -196,6 +197,10 @@ def main(argv=None) -> int:
                         prepare=fresh_copy)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+    if "suite" in sections:
+        header("rcmdp suite", args.runs)
+        for action in (["list"], ["show", "riverswim-6"], ["verify", "--no-progress"]):
+            measure("rcmdp suite " + " ".join(action), [*RCMDP, "suite", *action], args.runs)
     if "model" in sections:
         _model_section(args.runs)
     if "notebooks" in sections:

@@ -39,6 +39,11 @@ NAME = "suite"
 HELP = ("the certified RCMDP benchmark suite: list, show, verify or regenerate its "
         "certified values, score a learner on it")
 
+#: The time the command takes on an idle two-core machine (docs/cli.md, "Time per
+#: command", measured by benchmarks/bench_commands.py); ``--help`` shows it.
+TIME = ("list 0.48 s, show 0.58 s, verify of the whole shipped file 8.7 s; certify "
+        "about 21 minutes (two seconds per bracket, one process; docs/suite.md)")
+
 #: The subcommands of ``rcmdp suite``.
 ACTIONS = ("list", "show", "verify", "certify", "score", "figure")
 
