@@ -26,7 +26,7 @@ from rcmdp_exact.core.parametrisations import (
     make_policy,
 )
 from rcmdp_exact.testing import random_cmdp as random_rcmdp
-from rcmdp_exact.theory.differences import central_difference, finite_difference
+from rcmdp_exact.theory.differences import FD_STEPS, central_difference, finite_difference
 from rcmdp_exact.theory.estimators import (
     ESTIMATORS,
     cosine_similarity,
@@ -54,12 +54,26 @@ def rcmdps(draw, max_states=8, gamma=(0.5, 0.99), allow_terminal=True):
     return model, lam, rng
 
 
+def _noise_floor(model, lam, params) -> float:
+    """The rounding noise of the order-4 central difference of the Lagrangian: the
+    Lagrangian of a linear solve carries about eps |L| / (1 - gamma) of noise (|L| at
+    most max|r - c lam| / (1 - gamma)), divided by the smallest step h (FD_STEPS[4]
+    times max(1, |x|)) times the stencil's weights (18 / 12), for every coordinate."""
+    gamma = min(float(model.gamma), 1.0 - 1e-12)
+    lam = np.asarray(lam, dtype=np.float64)
+    size = np.max(np.abs(model.R)) + (float(np.abs(lam) @ np.max(np.abs(model.C), axis=(0, 1, 2)))
+                                      if lam.size else 0.0)
+    noise = np.finfo(np.float64).eps * size / (1.0 - gamma) ** 2
+    return 10.0 * 1.5 * noise / FD_STEPS[4] * np.sqrt(np.size(params))
+
+
 def _close(g, fd, tol=1e-6, floor=1e-9):
     """Relative error <= tol, unless both are zero to within the noise floor.
 
     The floor is an absolute bound on ``||g - fd||``; it only matters for gradients
     that vanish identically (one action, p0 on a terminal state, gamma = 0 for the
-    adversary), where the relative error of two noise vectors means nothing.
+    adversary), where the relative error of two noise vectors means nothing; give it
+    from :func:`_noise_floor` where values are large (gamma near 1).
     """
     err = relative_error(g, fd)
     assert err <= tol or np.linalg.norm(np.ravel(g) - np.ravel(fd)) <= floor, (
@@ -145,10 +159,29 @@ def test_theorem2_tabular_matches_finite_differences(case):
     g = adversary_gradient(model, theta, phi, lam)
     assert g.shape == phi.shape
     fd = finite_difference(model, theta, lam, adversary_params=phi, wrt="adversary")
-    _close(g, fd)
+    _close(g, fd, floor=max(1e-9, _noise_floor(model, lam, phi)))
     # the policy gradient under the adversary's dynamics as well
     _close(policy_gradient(model, theta, lam, adversary_params=phi),
-           finite_difference(model, theta, lam, adversary_params=phi))
+           finite_difference(model, theta, lam, adversary_params=phi),
+           floor=max(1e-9, _noise_floor(model, lam, theta)))
+
+
+@pytest.mark.parametrize("seed", [0, 3, 5])
+def test_theorem2_where_the_gradient_vanishes_at_gamma_near_one(seed):
+    """One state, one action, four outcomes, gamma = 63/64: the adversary's gradient is
+    zero up to rounding, and the difference quotients are rounding noise of 1e-9 to 4e-9
+    (values near 100), which the fixed floor of 1e-9 took for an error (seed 0 failed a
+    random run).  The floor follows the noise of the differences, and stays far below
+    any gradient of size."""
+    rng = np.random.default_rng(seed)
+    model = random_rcmdp(rng, 1, 1, 2, 0.984375, 4, False)
+    lam = rng.random(2) * 3
+    theta, phi = TabularPolicy(model).init(rng), TabularAdversary(model).init(rng)
+    g = adversary_gradient(model, theta, phi, lam)
+    fd = finite_difference(model, theta, lam, adversary_params=phi, wrt="adversary")
+    assert np.abs(g).max() <= 1e-11  # the exact gradient: zero up to rounding
+    assert 5e-10 < np.linalg.norm(fd) <= _noise_floor(model, lam, phi) < 1e-6
+    _close(g, fd, floor=_noise_floor(model, lam, phi))
 
 
 @given(rcmdps())
