@@ -6,12 +6,27 @@
 * :func:`perturbations`: the test suites "inventory", "1A", "1B", "2A", "2B" as lists of
   :class:`Setting` (:mod:`~rcmdp_exact.domains.perturbations`);
 * :func:`paper_domain`: the training model of "inventory", "nav1" or "nav2";
-* :func:`garnet`: seeded random CMDPs.
+* :func:`garnet`: seeded random CMDPs;
+* :func:`riverswim`, :func:`chain`, :func:`machine_replacement`, :func:`frozen_lake`,
+  :func:`cliff_walking`: classic robust-RL benchmarks with a constraint, and
+  :func:`halfway_budget`, the budget rule of their benchmarks
+  (:mod:`~rcmdp_exact.domains.classic`).
 
 Every number, and the choice made where the paper and its published implementation
 differ, is in ``docs/domains.md``.
 """
 
+from .classic import (
+    CLASSIC_DOMAINS,
+    chain,
+    classic_instance,
+    cliff_walking,
+    cost_levels,
+    frozen_lake,
+    halfway_budget,
+    machine_replacement,
+    riverswim,
+)
 from .garnet import garnet
 from .inventory import DEMANDS, REVENUES, demand_cdf, inventory, order_up_to_policy
 from .navigation import (
@@ -56,6 +71,7 @@ from .perturbations import (
 
 __all__ = [
     "ACTION_OFFSETS",
+    "CLASSIC_DOMAINS",
     "DEMANDS",
     "ESTIMATION_EPISODES",
     "GOAL",
@@ -74,22 +90,30 @@ __all__ = [
     "SIZES_2B",
     "START",
     "SUITES",
-    "TEST_SUITES",
     "Setting",
+    "TEST_SUITES",
     "arrow_offsets",
     "cell_costs",
+    "chain",
+    "classic_instance",
+    "cliff_walking",
+    "cost_levels",
     "demand_cdf",
     "draw_1b",
     "draw_2b",
+    "frozen_lake",
     "garnet",
     "grid_graph",
     "grid_state",
     "grid_xy",
+    "halfway_budget",
     "inventory",
+    "machine_replacement",
     "order_up_to_policy",
     "outcome_map",
     "paper_domain",
     "perturbations",
+    "riverswim",
     "safe_navigation",
     "safe_navigation_1",
     "safe_navigation_2",

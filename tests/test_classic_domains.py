@@ -1,0 +1,158 @@
+"""The classic robust-RL benchmarks of rcmdp_exact.domains.classic against their cited
+definitions, and the budget rule against brute force."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from rcmdp_exact import robust_evaluate
+from rcmdp_exact.domains import (
+    CLASSIC_DOMAINS,
+    chain,
+    classic_instance,
+    cliff_walking,
+    cost_levels,
+    frozen_lake,
+    halfway_budget,
+    machine_replacement,
+    riverswim,
+)
+from rcmdp_exact.uncertainty import KLBall, l1_ball
+
+
+def test_riverswim_is_strehl_and_littman():
+    """Figure 1 of Strehl and Littman (2008), n = 6, rewards scaled as Osband et al."""
+    m = riverswim()
+    P = np.asarray(m.P)
+    assert (m.n_states, m.n_actions, m.gamma) == (6, 2, 0.95)
+    for s in range(6):  # left: one state down, deterministic
+        assert P[s, 0, max(s - 1, 0)] == 1.0
+    for s in range(1, 5):
+        assert (P[s, 1, s + 1], P[s, 1, s], P[s, 1, s - 1]) == (0.35, 0.6, 0.05)
+    assert (P[0, 1, 1], P[0, 1, 0]) == (0.4, 0.6)
+    assert (P[5, 1, 5], P[5, 1, 4]) == (0.6, 0.4)
+    r = np.asarray(m.r)
+    assert r[0, 0] == 0.005 and r[5, 1] == 1.0 and np.count_nonzero(r) == 2
+    c = np.asarray(m.c)[..., 0]
+    assert np.array_equal(c, np.tile([0.0, 1.0], (6, 1)))  # one per upstream stroke
+    assert np.asarray(m.p0)[0] == 1.0
+    assert riverswim(20).n_states == 20
+
+
+def test_chain_is_strens():
+    """Strens (2000): forward to s + 1, back to 0, slip 0.2; rewards 2 (to 0), 10 (end)."""
+    m = chain(5)
+    P, R = np.asarray(m.P), np.asarray(m.R)
+    for s in range(5):
+        fwd = min(s + 1, 4)
+        assert P[s, 0, fwd] == pytest.approx(0.8 + (0.2 if fwd == 0 else 0.0))
+        assert P[s, 1, 0] == pytest.approx(0.8 + (0.2 if fwd == 0 else 0.0))
+        assert P[s, 1, fwd] == pytest.approx(0.2) or fwd == 0
+    assert np.all(R[:, :, 0] == 2.0) and np.all(R[4, :, 4] == 10.0)
+    assert np.count_nonzero(R) == 5 * 2 + 2
+    # the expected reward of going forward at the end: 0.8 * 10 + 0.2 * 2
+    assert np.asarray(m.r)[4, 0] == pytest.approx(8.4)
+    assert np.array_equal(np.asarray(m.c)[..., 0], np.tile([1.0, 0.0], (5, 1)))
+
+
+def test_machine_replacement_is_delage_and_mannor():
+    m = machine_replacement()
+    P, r = np.asarray(m.P), np.asarray(m.r)
+    assert (m.n_states, m.n_actions) == (10, 2)
+    r1, r2 = 8, 9
+    for s in range(7):
+        assert (P[s, 0, s + 1], P[s, 0, s]) == (0.8, pytest.approx(0.2))
+        assert (P[s, 1, s + 1], P[s, 1, r1], P[s, 1, r2]) == (0.3, 0.6, 0.1)
+    assert P[7, 0, 7] == 1.0 and P[7, 1, 7] == 0.3
+    assert (P[r1, 0, 0], P[r1, 0, r1], P[r1, 1, r1]) == (0.8, pytest.approx(0.2), 1.0)
+    assert (P[r2, 0, r2], P[r2, 1, r1], P[r2, 1, r2]) == (1.0, 0.6, pytest.approx(0.4))
+    assert np.array_equal(r[:, 0], -np.array([0, 0, 0, 0, 0, 0, 0, 20, 2, 10.0]))
+    assert np.array_equal(r[:, 0], r[:, 1])
+    assert np.array_equal(np.asarray(m.c)[..., 0], np.tile([0.0, 1.0], (10, 1)))
+
+
+def _gym_table(env_id, **kw):
+    gymnasium = pytest.importorskip("gymnasium")
+    return gymnasium.make(env_id, **kw).unwrapped
+
+
+@pytest.mark.parametrize("name", ["4x4", "8x8"])
+def test_frozen_lake_is_gymnasiums_table(name):
+    base = _gym_table("FrozenLake-v1", map_name=name)
+    m = frozen_lake(name)
+    desc = np.asarray(base.desc).ravel()
+    S = desc.size
+    assert (m.n_states, m.n_actions) == (S, 4)
+    P = np.asarray(m.P)
+    for s in np.flatnonzero(~np.asarray(m.terminal)):
+        for a in range(4):
+            row = np.zeros(S)
+            for p, t, _, _ in base.P[s][a]:
+                row[t] += p
+            assert np.allclose(P[s, a], row)
+    assert set(np.flatnonzero(m.terminal)) == set(np.flatnonzero((desc == b"H") | (desc == b"G")))
+    C = np.asarray(m.C)[..., 0]
+    live = ~np.asarray(m.terminal)
+    # one per hole entered, on every transition (also off the support)
+    assert np.all(C[live][..., desc == b"H"] == 1.0) and np.all(C[live][..., desc != b"H"] == 0)
+    goal = int(np.flatnonzero(desc == b"G")[0])
+    assert np.all(np.asarray(m.R)[live][..., goal][P[live][..., goal] > 0] == 1.0)
+
+
+def test_cliff_walking_costs_are_the_falls():
+    base = _gym_table("CliffWalking-v1", is_slippery=True)
+    m = cliff_walking()
+    C, R, P = np.asarray(m.C)[..., 0], np.asarray(m.R), np.asarray(m.P)
+    assert (m.n_states, m.n_actions) == (48, 4)
+    for s in range(47):
+        for a in range(4):
+            fall = sum(p for p, _, rew, _ in base.P[s][a] if rew == -100)
+            # the expected cost of (s, a) is the probability of a fall
+            assert (P[s, a] * C[s, a]).sum() == pytest.approx(fall)
+            # the reward of a fall is an ordinary step's: -1 per step whatever happens
+            assert (P[s, a] * R[s, a]).sum() == pytest.approx(-1.0)
+    kept = cliff_walking(fall_reward=-100.0)
+    for s, a in ((36, 1), (25, 2)):
+        want = sum(p * rew for p, _, rew, _ in base.P[s][a])
+        assert (np.asarray(kept.P)[s, a] * np.asarray(kept.R)[s, a]).sum() == pytest.approx(want)
+
+
+def _policies(S, A):
+    return [np.eye(A)[list(a)] for a in itertools.product(range(A), repeat=S)]
+
+
+def test_cost_levels_against_enumeration():
+    """least = the smallest worst-case cost over the deterministic policies (a min over
+    policies of a max over the set is attained at a deterministic policy for an
+    sa-rectangular set), free = the cost of the best worst-case value's policy."""
+    m = riverswim(4)
+    ball = l1_ball(m, 0.1, support="all")
+    lv = cost_levels(m, ball)
+    evs = [robust_evaluate(m, pi, ball) for pi in _policies(4, 2)]
+    costs = np.array([float(e.costs_worst[0]) for e in evs])
+    values = np.array([float(e.value) for e in evs])
+    assert lv.least[0] == pytest.approx(costs.min(), abs=1e-9)
+    best = np.flatnonzero(values >= values.max() - 1e-9)
+    assert any(abs(lv.free[0] - costs[i]) < 1e-9 for i in best)
+    d = halfway_budget(m, ball).d[0]
+    assert d == pytest.approx(0.5 * (lv.least[0] + lv.free[0]))
+    assert halfway_budget(m, ball, 0.25).d[0] == pytest.approx(
+        lv.least[0] + 0.25 * (lv.free[0] - lv.least[0]))
+
+
+@pytest.mark.parametrize("name", CLASSIC_DOMAINS)
+def test_instances_bind(name):
+    """The budget lies strictly between the least cost and the free optimum's cost."""
+    if name in ("frozen_lake", "cliff_walking"):
+        pytest.importorskip("gymnasium")
+    kw = {"n": 6} if name in ("riverswim", "chain") else {}
+    model, ball = classic_instance(name, **kw)
+    lv = cost_levels(model, ball)
+    assert lv.least[0] < model.d[0] < lv.free[0]
+
+
+def test_kl_instance():
+    model, ball = classic_instance("riverswim", "kl", radius=0.05)
+    assert isinstance(ball, KLBall)
+    assert model.d[0] > 0.0
