@@ -266,7 +266,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..domains import ESTIMATION_EPISODES, paper_domain
     from ..experiments.estimation import check_set_kind, estimate_set
-    from ..ground_truth import rcmdp_bracket, solve_cmdp
+    from ..ground_truth import gap_text, rcmdp_bracket, solve_cmdp
     from ..learners.records import evaluate_policy
     from ..names import SET_NOTES, USER_ESTIMATION_EPISODES
 
@@ -330,6 +330,10 @@ def run(args: argparse.Namespace) -> int:
         if not np.isfinite(br.lower):
             text += "  (no robust-feasible policy certified)"
         print(f"{'RCMDP bracket (set, value)':<38}{text:>24}")
+        if np.isfinite(br.lower):
+            print(f"{'':<38}{gap_text(br.lower, br.upper, br.value_range)}, "
+                  f"{'closed' if br.closed else 'NOT closed'}, over {br.policy_class} "
+                  f"policies")
     if out is not None:
         written, note = _save(res, out, args, trainer, table, metrics,
                               dict(episodes=episodes, steps=steps, seconds=seconds,

@@ -61,8 +61,10 @@ from ..evaluation import (
     time_dependent_values,
 )
 from ..ground_truth import (
+    POLICY_CLASS,
     VARIANTS,
     BracketSettings,
+    gap_text,
     rcmdp_bracket,
     solve_cmdp,
     solve_cmdp_finite_horizon,
@@ -142,8 +144,9 @@ def _optimum(res, **extra) -> dict:
 
 
 def _bracket_summary(br) -> dict:
-    keys = ("lower", "upper", "gap", "lower_method", "upper_method",
-            "upper_policy_value", "status", "message", "boxes", "seconds", "closed")
+    keys = ("lower", "upper", "gap", "relative_gap", "value_range", "policy_class",
+            "lower_method", "upper_method", "upper_policy_value", "status", "message",
+            "boxes", "seconds", "closed")
     return {**{k: br[k] for k in keys}, "multiplier": br.lam, "lower_cost": br.lower_costs,
             "upper_policy_cost": br.upper_policy_costs, "min_robust_cost": br.min_robust_costs,
             "n_lambda": int(br.history["g"].size)}
@@ -540,8 +543,12 @@ def _format_optima(name: str, dom) -> list[str]:
         lines.append(f"  {key:<16} V = {o['value']:12.6f}  C = {np.round(o['cost'], 6).tolist()}"
                      f"  lam = {np.round(o['multiplier'], 6).tolist()}  [{o['status']}]")
     b = dom.bracket
-    lines.append(f"  {'rcmdp bracket':<16} [{b['lower']:.6f}, {b['upper']:.6f}] gap "
-                 f"{b['gap']:.3g} (lower: {b['lower_method']}, upper: {b['upper_method']}, "
+    gap = gap_text(b["lower"], b["upper"], b["value_range"]) if "value_range" in b else \
+        f"gap {b['gap']:.3g}"
+    lines.append(f"  {'rcmdp bracket':<16} [{b['lower']:.6f}, {b['upper']:.6f}] {gap}, "
+                 f"{'closed' if b.get('closed') else 'NOT closed'}, over "
+                 f"{b.get('policy_class', POLICY_CLASS)} policies "
+                 f"(lower: {b['lower_method']}, upper: {b['upper_method']}, "
                  f"{b['boxes']} boxes), lam = {np.round(b['multiplier'], 6).tolist()} "
                  f"[{b['status']}]")
     if b["status"] != "bracket":

@@ -12,7 +12,7 @@ RCMDP and certified duality gaps).  The robust fixed points they need come from
 import importlib
 import warnings
 
-from .bracket import BracketSettings, rcmdp_bracket
+from .bracket import POLICY_CLASS, BracketSettings, gap_text, rcmdp_bracket, value_range
 from .dual_certificate import certified_dual, duality_gap
 from .lp import (
     DEFAULT_LP_SOLVER,
@@ -28,10 +28,12 @@ from .variants import VARIANTS, rcmdp_variant
 __all__ = [
     "DEFAULT_LP_SOLVER",
     "LP_SOLVERS",
+    "POLICY_CLASS",
     "VARIANTS",
     "BracketSettings",
     "certified_dual",
     "duality_gap",
+    "gap_text",
     "greedy_one_hot",
     "infeasible_message",
     "lagrangian_optimal_policy",
@@ -39,6 +41,7 @@ __all__ = [
     "rcmdp_variant",
     "solve_cmdp",
     "solve_cmdp_finite_horizon",
+    "value_range",
 ]
 
 #: Names that moved out of this package (deprecated here for one release): name ->

@@ -363,7 +363,7 @@ def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
                      max_boxes: int, deadline: float, gap_tol, batch: int = 32,
                      chunk: int = 16, n_lam_steps: int | None = None, bounds=BOX_BOUNDS,
                      client=None, bar=None, t0: float | None = None, state=None,
-                     model=None) -> Result:
+                     model=None, scale_of=None) -> Result:
     """Best-first branch and bound from the full box at ``lam0``; feeds ``inc``.
 
     ``lam_unit``: a typical size of lam; a box's lam step is at least 1% of
@@ -378,13 +378,15 @@ def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
     (the target gap was reached, or no box is left), ``stopped`` ("gap", "boxes",
     "time" or "empty"), ``trace`` (rounds, 4): seconds, boxes, lower, upper, and
     ``state``: pass it back as ``state`` (with a larger ``max_boxes``) to go on from
-    where this call stopped (the boxes count on).
+    where this call stopped (the boxes count on).  ``scale_of(lower)``: the denominator
+    of the relative gap the progress bar shows (default max(1, |lower|)).
     """
     S, A = game.S, game.A
     t0 = time.perf_counter() if t0 is None else t0
     if n_lam_steps is None:
         n_lam_steps = 2
     runner = _Runner(game, client, bounds, n_lam_steps, model)
+    runner.scale_of = scale_of or (lambda v: max(1.0, abs(v)))
     if state is not None:
         boxes, pruned, n_boxes, trace = state
         return _search(runner, inc, boxes, pruned, n_boxes, trace, lam_unit=lam_unit,
@@ -425,9 +427,10 @@ def _search(runner, inc, boxes: _Open, pruned, n_boxes, trace, *, lam_unit, max_
         trace.append((time.perf_counter() - t0, n_boxes, inc.value, upper))
         if bar is not None:
             gap = upper - inc.value
+            scale = runner.scale_of(inc.value)
+            rel = gap / scale if scale > 0 else np.inf
             bar.set_postfix_str(f"lower {inc.value:.8g} upper {upper:.8g} gap {gap:.3g} "
-                                f"({gap / max(1.0, abs(inc.value)):.2e} relative)",
-                                refresh=False)
+                                f"({rel:.2e} relative)", refresh=False)
         if not boxes.U.size:
             break
         if upper - inc.value <= tol:
