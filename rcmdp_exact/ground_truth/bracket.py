@@ -58,7 +58,7 @@ from .._progress import progress_default, tqdm
 from .._result import Result
 from ..robust import check_robust_inputs
 from ..robust.engine import RobustGame
-from .boxes import BOX_BOUNDS, branch_and_bound
+from .boxes import BOX_BOUNDS, KERNEL_ROUNDS, KERNEL_WIDTH, branch_and_bound
 from .dual import fits, lagrangian_search
 from .dual_certificate import DUAL_GAP_TOL, DUAL_ITER, DUAL_TOL, dual_of_game, duality_gap
 from .lp import cost_name, fmt, max_slack_policy, solve_cmdp
@@ -287,6 +287,8 @@ class BracketSettings:
     n_starts: int = 2
     seed: object = 0
     box_bounds: tuple = BOX_BOUNDS
+    kernel_rounds: int = KERNEL_ROUNDS
+    kernel_width: float = KERNEL_WIDTH
     dual_evaluations: int = 200
 
     def __post_init__(self):
@@ -302,6 +304,8 @@ class BracketSettings:
         bounds = tuple(self.box_bounds)
         for b in bounds:
             check_choice(b, "box_bounds entry", BOX_BOUNDS)
+        check_int(self.kernel_rounds, "kernel_rounds", 0)
+        check_real(self.kernel_width, "kernel_width", 0.0)
         check_int(self.max_boxes, "max_boxes", 1)
         check_int(self.dual_evaluations, "dual_evaluations", 0)
         check_real(self.time_limit, "time_limit", 0.0, low_open=True)
@@ -495,6 +499,11 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
         The bounds a box adds to its Lagrangian bound (:mod:`.local_bound`, the
         performance-difference bound; :mod:`.occupancy_bound`, the occupancy LP with
         McCormick envelopes); ``()`` for the Lagrangian bound alone.
+    kernel_rounds, kernel_width
+        The occupancy LP of a box no wider than ``kernel_width`` (in every interval)
+        adds, up to ``kernel_rounds`` times, the worst-case kernels of its own policy
+        where they are worse than those it has (:func:`~.boxes.lp_bound`); 0 rounds: one
+        kernel per objective, the box maximiser's.
     client : distributed.Client, optional
         Bound the children of each round on this Dask cluster (the same answer as
         without, for the same box budget).  Anything else than a ``distributed.Client``
@@ -575,7 +584,8 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
     bb_kw = dict(lam_unit=max(10.0 * low, float(dual.lam.max(initial=0.0))),
                  deadline=deadline, gap_tol=tol_of, bounds=st.box_bounds,
                  client=client, t0=t0, model=model,
-                 scale_of=lambda v: gap_scale(v, span))
+                 scale_of=lambda v: gap_scale(v, span),
+                 kernels=(st.kernel_rounds, st.kernel_width))
     _lower_search(game, inc, dual, lps, st, deadline, cands, tol_of)
     with tqdm(desc="rcmdp bracket: boxes", disable=not progress_default(progress),
               leave=False) as bar:
