@@ -97,7 +97,12 @@ def test_frozen_lake_is_gymnasiums_table(name):
     # one per hole entered, on every transition (also off the support)
     assert np.all(C[live][..., desc == b"H"] == 1.0) and np.all(C[live][..., desc != b"H"] == 0)
     goal = int(np.flatnonzero(desc == b"G")[0])
-    assert np.all(np.asarray(m.R)[live][..., goal][P[live][..., goal] > 0] == 1.0)
+    R = np.asarray(m.R)
+    assert np.all(R[live][..., goal] == 1.0) and np.count_nonzero(R) == live.sum() * 4
+    for s in np.flatnonzero(live):  # Gymnasium's expected reward of every pair
+        for a in range(4):
+            want = sum(p * rew for p, _, rew, _ in base.P[s][a])
+            assert (P[s, a] * R[s, a]).sum() == pytest.approx(want)
 
 
 def test_cliff_walking_costs_are_the_falls():

@@ -219,7 +219,8 @@ def frozen_lake(map: str = "4x4", gamma: float = 0.95, *, is_slippery: bool = Tr
     r"""Gymnasium's FrozenLake-v1 (``map_name`` "4x4" or "8x8", slippery by default)
     from its own table, with the holes entered as the cost.
 
-    Reward 1 on entering the goal (Gymnasium's); the goal and the holes are terminal
+    Reward 1 on entering the goal (Gymnasium's), on every transition into it (also off
+    the nominal support); the goal and the holes are terminal
     (:meth:`~rcmdp_exact.TabularCMDP.from_gymnasium`).  Cost: 1 for entering a hole,
     C(s, a, s') = 1 for every hole s' (also off the nominal support, so that a set
     that moves mass onto a hole is charged for it): the discounted probability of
@@ -236,9 +237,14 @@ def frozen_lake(map: str = "4x4", gamma: float = 0.95, *, is_slippery: bool = Tr
     # from_gymnasium charges the transitions of the table only; a hole entered off the
     # nominal support (a kernel of a set with a wider support) is charged too
     S, A = m.n_states, m.n_actions
+    live = ~np.asarray(m.terminal)
     C = np.zeros((S, A, S, 1))
-    C[~np.asarray(m.terminal), :, :, 0] = holes
-    return m.replace(C=C)
+    C[live, :, :, 0] = holes
+    # likewise the reward: 1 for entering the goal, on every transition
+    goal = (np.asarray(env.unwrapped.desc) == b"G").ravel().astype(np.float64)
+    R = np.zeros((S, A, S))
+    R[live] = goal
+    return m.replace(R=R, C=C)
 
 
 def cliff_walking(gamma: float = 0.95, *, is_slippery: bool = True,
