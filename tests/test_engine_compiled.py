@@ -71,3 +71,23 @@ def test_only_the_toolkits_own_ball_is_compiled():
     assert RobustGame(m, mine).rows is None
     assert RobustGame(m, ball, inner="lp").rows is None
     assert RobustGame(m, ball).replace(compiled=False).rows is None
+    assert RobustGame(m, mine).greedy is RobustGame(m, ball).greedy
+
+
+@settings(max_examples=examples(40))
+@given(st.integers(0, 10**6), st.integers(1, 6), st.booleans())
+def test_compiled_greedy_fill_equals_greedy_box(seed, A, ties):
+    from rcmdp_exact.mdp import greedy_box
+    from rcmdp_exact.robust.compiled import greedy_fill
+
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=(5, 3, A))
+    if ties:
+        q = np.round(q)
+    lo = rng.uniform(0.0, 1.0 / A, size=(5, 3, A))
+    hi = np.minimum(lo + rng.uniform(0.0, 1.0, size=(5, 3, A)), 1.0)
+    short = hi.sum(axis=-1, keepdims=True) < 1.0  # make every box non-empty
+    hi = np.where(short, 1.0, hi)
+    out, ref = greedy_fill(q, lo, hi), greedy_box(q, lo, hi)
+    assert np.allclose(out, ref, atol=1e-15)
+    assert np.allclose(out.sum(axis=-1), 1.0) and np.all(out >= lo) and np.all(out <= hi)

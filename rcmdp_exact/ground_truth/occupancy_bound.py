@@ -197,8 +197,10 @@ class OccupancyLP:
         h.passModel(lp)
         if basis is not None:
             b = highspy.HighsBasis()
-            b.col_status = [highspy.HighsBasisStatus(int(v)) for v in basis[0]]
-            b.row_status = [highspy.HighsBasisStatus(int(v)) for v in basis[1]]
+            status = list(highspy.HighsBasisStatus.__members__.values())
+            status = [dict((int(x), x) for x in status)[i] for i in range(len(status))]
+            b.col_status = [status[v] for v in basis[0].tolist()]
+            b.row_status = [status[v] for v in basis[1].tolist()]
             b.valid = True
             h.setBasis(b)
         if self.game.deadline is not None:
@@ -228,6 +230,6 @@ class OccupancyLP:
         hb = h.getBasis()
         out = None
         if hb.valid:
-            out = (np.array([int(v) for v in hb.col_status], dtype=np.int8),
-                   np.array([int(v) for v in hb.row_status], dtype=np.int8))
+            out = (np.fromiter((v.value for v in hb.col_status), np.int8),
+                   np.fromiter((v.value for v in hb.row_status), np.int8))
         return -low, out

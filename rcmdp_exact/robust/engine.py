@@ -92,6 +92,13 @@ def _builtin(uset) -> bool:
     return type(uset).__module__.startswith("rcmdp_exact.uncertainty")
 
 
+def _compiled_greedy():
+    """The compiled greedy fill of boxes (:func:`.compiled.greedy_fill`)."""
+    from .compiled import greedy_fill
+
+    return greedy_fill
+
+
 def _compiled_rows(uset, inner: str):
     """The rows of the toolkit's own L1 ball for the compiled inner step, or None (other
     sets, subclasses, and the LP cross-check keep the set's ``worst_case``)."""
@@ -231,7 +238,7 @@ class RobustGame:
         looser.  The attribute may be changed between calls.
     compiled : bool
         On the toolkit's own :class:`~rcmdp_exact.L1Ball` with ``inner="sort"``, solve the
-        rows of a batch in one compiled call (:mod:`~rcmdp_exact.robust.l1_batch`, the
+        rows of a batch in one compiled call (:mod:`~rcmdp_exact.robust.compiled`, the
         ball's own compiled row) instead of the ball's numpy ``worst_case`` (the
         reference, ``compiled=False``).  Both are the exact sort-based solution.
     """
@@ -265,6 +272,8 @@ class RobustGame:
         self._check_rows = True  # the next inner step checks a user's rows (once per fixed point)
         self.d_slack = 0.0  # upper bounds hold for the budgets d + d_slack (:attr:`d_bound`)
         self.rows = _compiled_rows(uset, inner) if compiled else None
+        self.greedy = _compiled_greedy() if compiled else greedy_box
+        self._shared_last = (None, None)
 
     def replace(self, **settings) -> RobustGame:
         """A game on the same arrays and set (nothing is checked or built again) with other
@@ -279,6 +288,7 @@ class RobustGame:
             setattr(out, key, value)
         if compiled is not None:
             out.rows = _compiled_rows(self.uset, self.inner_method) if compiled else None
+            out.greedy = _compiled_greedy() if compiled else greedy_box
         out.n_inner = 0
         return out
 
@@ -316,7 +326,16 @@ class RobustGame:
 
     # ------------------------------------------------------------------ operators
     def _shared(self, g: np.ndarray):
-        """(f, h) with g = f(s, a) + h(s') on the live rows of every problem, or None."""
+        """(f, h) with g = f(s, a) + h(s') on the live rows of every problem, or None
+        (the answer for the last ``g`` is kept: a fixed point asks for it every
+        iteration)."""
+        if self._shared_last[0] is g:
+            return self._shared_last[1]
+        out = self._split(g)
+        self._shared_last = (g, out)
+        return out
+
+    def _split(self, g: np.ndarray):
         live = ~self.term
         gl = g[:, live]
         if not gl.size:
@@ -367,9 +386,9 @@ class RobustGame:
 
     def _compiled_inner(self, g, w):
         """The inner step on the toolkit's L1 ball, every row of the batch in one
-        compiled call (:mod:`.l1_batch`); an answer that is not finite raises like a
+        compiled call (:mod:`.compiled`); an answer that is not finite raises like a
         set's failure."""
-        from .l1_batch import solve_rows
+        from .compiled import solve_rows
 
         shared = self._shared(g)
         if shared is None:
@@ -398,7 +417,7 @@ class RobustGame:
         """
         if not self.s_rect:
             q, _ = self.inner(g, w)
-            best = greedy_box(q, lo, hi)
+            best = self.greedy(q, lo, hi)
             return best, np.einsum("jsa,jsa->js", best, q)
         z = g + self.gamma * w[:, None, None, :]
         res = self.uset.bellman_max_min(z, lo, hi)
@@ -529,7 +548,8 @@ class RobustGame:
                 return best, tw - w
 
         sol = box_policy_iteration(evaluate, pi, lo, hi, max_iter=self.max_iter,
-                                   rtol=self.tol, improve=improve, stop=self.late)
+                                   rtol=self.tol, improve=improve, stop=self.late,
+                                   greedy=self.greedy)
         w, q, adv = sol.w, sol.q, sol.info[0]
         tw = self.max_min(g, w, lo, hi)[1] if self.s_rect else \
             np.einsum("jsa,jsa->js", sol.best, q)
