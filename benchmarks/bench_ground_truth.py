@@ -247,7 +247,7 @@ def section_garnets(sizes, seeds, constraints, seconds: float, large=(),
     runs = [(S, K, seconds) for S in sizes for K in constraints]
     runs += [(S, 1, large_seconds) for S in large]
     print("rcmdp_bracket on garnet_case (A = 3), max_boxes = 10**7; relative gap = "
-          "gap / max(1, |lower|)")
+          "the result's relative_gap (gap / max(|lower|, 1e-6 value range))")
     print(f"{'S':>3} {'K':>2} {'seed':>4} {'lower':>11} {'upper':>11} {'rel gap':>9} "
           f"{'to 1% (s)':>9} {'wall':>6} {'cpu':>6} {'boxes':>7}  status            load")
     for S, K, seconds in runs:
@@ -256,9 +256,10 @@ def section_garnets(sizes, seeds, constraints, seconds: float, large=(),
             m, ball = garnet_case(seed, S, 3, K)
             br, wall, cpu = _timed_bracket(m, ball, time_limit=seconds,
                                            max_boxes=10**7)
-            rel = br.gap / max(1.0, abs(br.lower))
+            rel = br.relative_gap
             tr = br.trace
-            ok = (tr[:, 3] - tr[:, 2]) <= 0.01 * np.maximum(1.0, np.abs(tr[:, 2]))
+            floor = 1e-6 * br.value_range
+            ok = (tr[:, 3] - tr[:, 2]) <= 0.01 * np.maximum(floor, np.abs(tr[:, 2]))
             first = f"{tr[np.argmax(ok), 0]:9.1f}" if ok.any() else f"{'-':>9}"
             hit.append(rel <= 0.01)
             print(f"{S:>3} {K:>2} {seed:>4} {br.lower:>11.5f} {br.upper:>11.5f} "
@@ -280,7 +281,7 @@ def section_bounds(sizes, seeds, constraints, seconds: float, variants) -> None:
                 for v in variants:
                     br, wall, _ = _timed_bracket(m, ball, time_limit=seconds,
                                                  max_boxes=10**7, box_bounds=v)
-                    cells.append(f"{br.gap / max(1.0, abs(br.lower)):>10.2e} "
+                    cells.append(f"{br.relative_gap:>10.2e} "
                                  f"{br.boxes:>7} {wall:>3.0f}s")
                 print(f"{S:>3} {K:>2} {seed:>4} " + " ".join(f"{c:>22}" for c in cells)
                       + f"  {_load()}", flush=True)
@@ -298,9 +299,9 @@ def section_small() -> None:
         br, wall, cpu = _timed_bracket(m, ball, rtol=1e-6)
         walls.append(wall)
         cpus.append(cpu)
-        closed += br.gap <= max(1e-9, 1e-6 * max(1.0, abs(br.lower)))
+        closed += bool(br.closed)
         print(f"{i:>4} {m.n_states:>2} {m.n_actions:>2} {m.n_constraints:>2} "
-              f"{br.gap / max(1.0, abs(br.lower)):>9.1e} {br.boxes:>6} {wall:>6.2f} "
+              f"{br.relative_gap:>9.1e} {br.boxes:>6} {wall:>6.2f} "
               f"{cpu:>6.2f}  {br.status}", flush=True)
     print(f"certified to 1e-6: {closed} of {len(cases)}; wall median {np.median(walls):.2f} s,"
           f" largest {max(walls):.2f} s; CPU median {np.median(cpus):.2f} s, largest "

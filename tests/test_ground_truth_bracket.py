@@ -598,7 +598,7 @@ def test_the_bracket_of_the_model_that_crossed():
 
 
 def test_the_gap_is_reported_honestly():
-    """relative_gap = gap / max(|lower|, 1e-3 x value range); closed by the stated rule;
+    """relative_gap = gap / max(|lower|, 1e-6 x value range); closed by the stated rule;
     the message says NOT closed, the gap relative to |lower| and the policy class."""
     from rcmdp_exact.domains import classic_instance
     from rcmdp_exact.ground_truth import POLICY_CLASS, value_range
@@ -609,7 +609,7 @@ def test_the_gap_is_reported_honestly():
     assert res.status == "budget_exhausted" and not res.closed
     assert res.policy_class == POLICY_CLASS == "stationary randomised"
     assert res.value_range == pytest.approx(value_range(m))
-    scale = max(abs(res.lower), 1e-3 * res.value_range)
+    scale = max(abs(res.lower), 1e-6 * res.value_range)
     assert res.relative_gap == pytest.approx(res.gap / scale)
     # |lower| < 1 here: the former max(1, |lower|) understated the relative gap
     assert abs(res.lower) < 1.0 and res.relative_gap > res.gap
@@ -618,5 +618,5 @@ def test_the_gap_is_reported_honestly():
     assert f"{100 * res.relative_gap:.3g}% of |lower|" in res.message
     tight = rcmdp_bracket(m, ball, variants=(), progress=False, rtol=1e-3, time_limit=120.0)
     assert tight.closed == (tight.gap <= max(1e-9, 1e-3 * max(abs(tight.lower),
-                                                                 1e-3 * tight.value_range)))
+                                                                 1e-6 * tight.value_range)))
     assert tight.closed and tight.message.startswith("closed: ")

@@ -40,7 +40,7 @@ from .local_bound import local_bounds, occupancy_intervals
 from .occupancy_bound import OccupancyLP
 from .search import Incumbent
 
-__all__ = ["BOX_BOUNDS", "KERNEL_ROUNDS", "KERNEL_WIDTH", "bound_boxes", "branch_and_bound",
+__all__ = ["BOX_BOUNDS", "KERNEL_ROUNDS", "bound_boxes", "branch_and_bound",
            "feasibility_bounds", "lagrangian_bounds", "lp_bound", "split_boxes", "tighten"]
 
 #: The bounds a box may add to its Lagrangian bound: the performance-difference bound
@@ -153,10 +153,8 @@ def _box_lp(game: RobustGame) -> OccupancyLP:
 
 #: Kernels a box keeps per objective, beyond its maximiser's, for its children's LPs.
 POOL = 2
-#: Cutting-plane rounds of the occupancy LP (:func:`lp_bound`) on a box, and the largest
-#: interval width of a box that gets them (wider boxes: the envelopes dominate the error).
+#: Cutting-plane rounds of the occupancy LP (:func:`lp_bound`) on a box.
 KERNEL_ROUNDS = 2
-KERNEL_WIDTH = 0.1
 
 
 def _pool_add(pool, objs, kernels):
@@ -238,8 +236,8 @@ def lp_bound(game: RobustGame, olp: OccupancyLP, lo, hi, kernels, dlo, dhi, carr
 
 
 def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float, *,
-                bounds=BOX_BOUNDS, n_lam_steps: int = 0, kernel_rounds: int = KERNEL_ROUNDS,
-                kernel_width: float = KERNEL_WIDTH) -> dict:
+                bounds=BOX_BOUNDS, n_lam_steps: int = 0,
+                kernel_rounds: int = KERNEL_ROUNDS) -> dict:
     r"""Certified upper bounds of boxes (J, S, A), each from its parent's data.
 
     A pure function of its arguments (the same numbers in any process), run on chunks
@@ -255,8 +253,7 @@ def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float,
        (:func:`~.local_bound.local_bounds`); with ``"lp"``, for the boxes whose bound is
        still above ``threshold``, the occupancy LP (:func:`lp_bound`, from the parent's
        ``basis``: a list of J ``{"highs": basis, "pool": kernels}`` or None), with
-       ``kernel_rounds`` rounds of kernels added on boxes no wider than
-       ``kernel_width``.
+       ``kernel_rounds`` rounds of kernels added.
 
     Returns a dict: ``ok`` (J,) the boxes kept, and for those: ``U``, ``lam``, ``step``,
     ``w``, ``occ`` (occupancies under the maximising pair), ``pi`` (maximisers),
@@ -289,11 +286,9 @@ def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float,
         if "lp" in bounds:
             olp = _box_lp(game)
             for i in np.flatnonzero(U > threshold):
-                wide = (hi[i] - lo[i]).max() > kernel_width
                 u, b = lp_bound(game, olp, lo[i], hi[i],
                                 ev["P"][i].reshape(n, *ev["P"].shape[2:]), dlo[i], dhi[i],
-                                base[i], rounds=0 if wide else kernel_rounds,
-                                threshold=threshold)
+                                base[i], rounds=kernel_rounds, threshold=threshold)
                 U[i] = min(U[i], u)
                 new_basis[i] = b
     out.update(U=U, lam=lam, step=step, w=res.w, occ=res.occ, pi=res.pi,
@@ -302,11 +297,10 @@ def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float,
 
 
 def _chunk_job(recipe, lo, hi, lam, step, w, basis, threshold, bounds, n_lam_steps,
-               kernels=(KERNEL_ROUNDS, KERNEL_WIDTH)):
+               kernel_rounds=KERNEL_ROUNDS):
     """:func:`bound_boxes` on a worker, with the game of ``recipe``."""
     return bound_boxes(recipe.game(), lo, hi, lam, step, w, basis, threshold, bounds=bounds,
-                       n_lam_steps=n_lam_steps, kernel_rounds=kernels[0],
-                       kernel_width=kernels[1])
+                       n_lam_steps=n_lam_steps, kernel_rounds=kernel_rounds)
 
 
 _FIELDS = ("lo", "hi", "lam", "step", "U", "occ", "w")
@@ -380,8 +374,8 @@ class _Runner:
     """Runs the chunks of a round, serially or on a Dask client, in a fixed order."""
 
     def __init__(self, game, client, bounds, n_lam_steps, model=None,
-                 kernels=(KERNEL_ROUNDS, KERNEL_WIDTH)):
-        self.game, self.client, self.kernels = game, client, tuple(kernels)
+                 kernel_rounds=KERNEL_ROUNDS):
+        self.game, self.client, self.kernel_rounds = game, client, kernel_rounds
         self.bounds, self.n_lam_steps = tuple(bounds), n_lam_steps
         self.remote = None
         if client is not None:
@@ -398,13 +392,12 @@ class _Runner:
                     continue
                 out.append(bound_boxes(self.game, *args, bounds=self.bounds,
                                        n_lam_steps=self.n_lam_steps,
-                                       kernel_rounds=self.kernels[0],
-                                       kernel_width=self.kernels[1]))
+                                       kernel_rounds=self.kernel_rounds))
             return out
         from distributed import wait
 
         futs = [self.client.submit(_chunk_job, self.remote, *args, self.bounds,
-                                   self.n_lam_steps, self.kernels, pure=False)
+                                   self.n_lam_steps, self.kernel_rounds, pure=False)
                 for args in chunks]
         wait(futs, timeout=max(deadline - time.perf_counter(), 0.0), return_when="ALL_COMPLETED")
         out = []
@@ -462,7 +455,7 @@ def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
                      chunk: int = 16, n_lam_steps: int | None = None, bounds=BOX_BOUNDS,
                      client=None, bar=None, t0: float | None = None, state=None,
                      model=None, scale_of=None,
-                     kernels=(KERNEL_ROUNDS, KERNEL_WIDTH)) -> Result:
+                     kernel_rounds: int = KERNEL_ROUNDS) -> Result:
     """Best-first branch and bound from the full box at ``lam0``; feeds ``inc``.
 
     ``lam_unit``: a typical size of lam; a box's lam step is at least 1% of
@@ -479,13 +472,13 @@ def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
     ``state``: pass it back as ``state`` (with a larger ``max_boxes``) to go on from
     where this call stopped (the boxes count on).  ``scale_of(lower)``: the denominator
     of the relative gap the progress bar shows (default max(1, |lower|)).
-    ``kernels``: (rounds, width) of :func:`lp_bound`'s added kernels.
+    ``kernel_rounds``: the rounds of :func:`lp_bound`'s added kernels.
     """
     S, A = game.S, game.A
     t0 = time.perf_counter() if t0 is None else t0
     if n_lam_steps is None:
         n_lam_steps = 2
-    runner = _Runner(game, client, bounds, n_lam_steps, model, kernels)
+    runner = _Runner(game, client, bounds, n_lam_steps, model, kernel_rounds)
     runner.scale_of = scale_of or (lambda v: max(1.0, abs(v)))
     if state is not None:
         boxes, pruned, n_boxes, trace = state
@@ -496,8 +489,7 @@ def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
     step = 0.1 * np.maximum(lam, lam_unit)
     root = bound_boxes(game, np.zeros((1, S, A)), np.ones((1, S, A)), lam, step, None,
                        None, inc.value + 0.5 * gap_tol(inc.value), bounds=bounds,
-                       n_lam_steps=n_lam_steps, kernel_rounds=kernels[0],
-                       kernel_width=kernels[1])
+                       n_lam_steps=n_lam_steps, kernel_rounds=kernel_rounds)
     n_boxes = 1
     if bar is not None:
         bar.update(1)

@@ -58,7 +58,7 @@ from .._progress import progress_default, tqdm
 from .._result import Result
 from ..robust import check_robust_inputs
 from ..robust.engine import RobustGame
-from .boxes import BOX_BOUNDS, KERNEL_ROUNDS, KERNEL_WIDTH, branch_and_bound
+from .boxes import BOX_BOUNDS, KERNEL_ROUNDS, branch_and_bound
 from .dual import fits, lagrangian_search
 from .dual_certificate import DUAL_GAP_TOL, DUAL_ITER, DUAL_TOL, dual_of_game, duality_gap
 from .lp import cost_name, fmt, max_slack_policy, solve_cmdp
@@ -80,8 +80,9 @@ __all__ = ["POLICY_CLASS", "RELATIVE_FLOOR", "BracketSettings", "gap_scale", "ga
 #: Ganguly and Ghosh, arXiv 2511.07486; docs/ground_truth.md, section 3.1).
 POLICY_CLASS = "stationary randomised"
 #: The relative gap is the gap over max(|lower|, RELATIVE_FLOOR * value range): relative
-#: to the value, except where the value is within a thousandth of the value range of 0.
-RELATIVE_FLOOR = 1e-3
+#: to the value, except where the value is within a millionth of the value range of 0
+#: (a value of 0 itself would leave no scale).
+RELATIVE_FLOOR = 1e-6
 
 _SOLVED = ("optimal", "optimal_inaccurate", "check_failed")
 
@@ -288,7 +289,6 @@ class BracketSettings:
     seed: object = 0
     box_bounds: tuple = BOX_BOUNDS
     kernel_rounds: int = KERNEL_ROUNDS
-    kernel_width: float = KERNEL_WIDTH
     dual_evaluations: int = 200
 
     def __post_init__(self):
@@ -305,7 +305,6 @@ class BracketSettings:
         for b in bounds:
             check_choice(b, "box_bounds entry", BOX_BOUNDS)
         check_int(self.kernel_rounds, "kernel_rounds", 0)
-        check_real(self.kernel_width, "kernel_width", 0.0)
         check_int(self.max_boxes, "max_boxes", 1)
         check_int(self.dual_evaluations, "dual_evaluations", 0)
         check_real(self.time_limit, "time_limit", 0.0, low_open=True)
@@ -485,7 +484,7 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
         Stop, and call the bracket ``closed``, when ``upper - lower <= max(atol, rtol *
         max(|lower|, RELATIVE_FLOOR * value_range))``: the relative gap at most rtol
         (:func:`value_range`: the span of the model's discounted values;
-        :data:`RELATIVE_FLOOR` = 1e-3).
+        :data:`RELATIVE_FLOOR` = 1e-6).
     n_ascent : int
         SLSQP iterations per start of the local search of the lower side.
     candidates : array_like, optional
@@ -499,11 +498,10 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
         The bounds a box adds to its Lagrangian bound (:mod:`.local_bound`, the
         performance-difference bound; :mod:`.occupancy_bound`, the occupancy LP with
         McCormick envelopes); ``()`` for the Lagrangian bound alone.
-    kernel_rounds, kernel_width
-        The occupancy LP of a box no wider than ``kernel_width`` (in every interval)
-        adds, up to ``kernel_rounds`` times, the worst-case kernels of its own policy
-        where they are worse than those it has (:func:`~.boxes.lp_bound`); 0 rounds: one
-        kernel per objective, the box maximiser's.
+    kernel_rounds : int
+        The occupancy LP of a box adds, up to ``kernel_rounds`` (2) times, the worst-case
+        kernels of its own policy where they are worse than those it has
+        (:func:`~.boxes.lp_bound`); 0: one kernel per objective, the box maximiser's.
     client : distributed.Client, optional
         Bound the children of each round on this Dask cluster (the same answer as
         without, for the same box budget).  Anything else than a ``distributed.Client``
@@ -585,7 +583,7 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
                  deadline=deadline, gap_tol=tol_of, bounds=st.box_bounds,
                  client=client, t0=t0, model=model,
                  scale_of=lambda v: gap_scale(v, span),
-                 kernels=(st.kernel_rounds, st.kernel_width))
+                 kernel_rounds=st.kernel_rounds)
     _lower_search(game, inc, dual, lps, st, deadline, cands, tol_of)
     with tqdm(desc="rcmdp bracket: boxes", disable=not progress_default(progress),
               leave=False) as bar:
