@@ -209,7 +209,10 @@ def lp_bound(game: RobustGame, olp: OccupancyLP, lo, hi, kernels, dlo, dhi, carr
         if r == rounds or olp.last is None or best <= threshold or game.late():
             break
         pi = np.clip(olp.last, lo, hi)
-        pi = pi / pi.sum(axis=1, keepdims=True)
+        sums = pi.sum(axis=1, keepdims=True)
+        if not (sums > 0.0).all():
+            break
+        pi = pi / sums  # a policy of the box up to the solver's tolerance; any policy will do
         ev = game.evaluate(pi[None])
         P_new = ev["P"][0]
         vals, costs = game.numbers(allK, np.broadcast_to(pi, (allK.shape[0], *pi.shape)))

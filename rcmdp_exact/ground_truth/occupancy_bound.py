@@ -210,9 +210,11 @@ class OccupancyLP:
         sol = h.getSolution()
         if not sol.dual_valid:
             return np.inf, None
-        if sol.value_valid:
-            self.last = np.asarray(sol.col_value[:self.n], dtype=np.float64).reshape(
+        if sol.value_valid and h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
+            last = np.asarray(sol.col_value[:self.n], dtype=np.float64).reshape(
                 self.game.S, self.game.A)
+            if np.isfinite(last).all():
+                self.last = last
         y = np.asarray(sol.row_dual, dtype=np.float64)
         y = np.where(np.isneginf(rl), np.minimum(y, 0.0), y)
         y = np.where(np.isposinf(ru), np.maximum(y, 0.0), y)
