@@ -377,7 +377,7 @@ def section_pipeline() -> None:
     import cProfile
     import pstats
 
-    from rcmdp_exact.experiments.ground_truth_table import ground_truth_table
+    from rcmdp_exact.protocol.ground_truth_table import ground_truth_table
 
     print("rcmdp ground-truth pipeline (one run per domain, then all three together)")
     print(f"{'domain':<10} {'seconds':>8}")

@@ -19,7 +19,7 @@ import timeit
 
 import numpy as np
 
-from rcmdp_exact.nn import MLP
+from rcmdp_exact.core.nn import MLP
 
 
 def plain(p, x, y, F, H, O):

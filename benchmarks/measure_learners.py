@@ -42,7 +42,7 @@ def exact(seeds: int) -> None:
     opt = rx.solve_cmdp(model)
     d = float(model.d[0])
     print(f"LP optimum {opt.value:.3f} at cost {opt.costs[0]:.3f} (d = {d:g}), "
-          f"multiplier {opt.multipliers[0]:.4f}")
+          f"multiplier {opt.lam[0]:.4f}")
     for alg in ("cpg", "pg"):
         t = time.perf_counter()
         res = train(model, alg, gradient="exact", entropy=0.0, episodes=5000,

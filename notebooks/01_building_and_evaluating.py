@@ -37,8 +37,8 @@ import numpy as np
 
 import rcmdp_exact as rx
 from rcmdp_exact import domains, evaluate, evaluate_finite_horizon
-from rcmdp_exact.evaluation import evaluate_finite_horizon_batch
-from rcmdp_exact.sampling import rollout
+from rcmdp_exact.core.evaluation import evaluate_finite_horizon_batch
+from rcmdp_exact.core.sampling import rollout
 
 np.set_printoptions(precision=4, suppress=True)
 
@@ -211,7 +211,7 @@ print("dense solve, V = sum_a pi Q, occupancy identities: all agree to 1e-12")
 # ### A Monte Carlo check
 #
 # The exact value is an expectation, so sampled episodes must agree with it within their
-# confidence interval.  `rcmdp_exact.sampling.rollout` is the package's one sampler: it
+# confidence interval.  `rcmdp_exact.core.sampling.rollout` is the package's one sampler: it
 # simulates 20,000 seeded episodes at once (here for up to 300 steps, after which
 # $\gamma^{300} < 2\cdot 10^{-7}$), and we accumulate $\sum_t \gamma^t R_t$ and
 # $\sum_t \gamma^t C_t$.  A 99% interval is $\bar X \pm 2.576\, s/\sqrt n$.

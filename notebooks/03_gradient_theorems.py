@@ -32,7 +32,9 @@
 # 4. a Monte Carlo run that confirms it: sampled episodes average to the biased value.
 #
 # Every derivation is on the documentation's gradients page (`docs/gradients.md`); the
-# code is in `rcmdp_exact.gradients` and `rcmdp_exact.verify`.
+# code is in `rcmdp_exact.theory.gradients` (the exact gradients),
+# `rcmdp_exact.theory.differences`, `rcmdp_exact.theory.estimators` and
+# `rcmdp_exact.theory.verify`.
 
 # %%
 import matplotlib.pyplot as plt
@@ -40,7 +42,7 @@ import numpy as np
 
 import rcmdp_exact as rx
 from rcmdp_exact import domains, evaluate
-from rcmdp_exact.parametrisations import TabularAdversary, TabularPolicy
+from rcmdp_exact.core.parametrisations import TabularAdversary, TabularPolicy
 
 np.set_printoptions(precision=4, suppress=True)
 

@@ -38,7 +38,7 @@ import numpy as np
 
 import rcmdp_exact as rx
 from rcmdp_exact import domains, evaluate, rcmdp_bracket, solve_cmdp
-from rcmdp_exact.evaluation import evaluate_finite_horizon_batch
+from rcmdp_exact.core.evaluation import evaluate_finite_horizon_batch
 
 np.set_printoptions(precision=4, suppress=True)
 

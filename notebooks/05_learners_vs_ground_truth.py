@@ -45,9 +45,9 @@ import numpy as np
 
 import rcmdp_exact as rx
 from rcmdp_exact import domains, evaluate, rcmdp_bracket, solve_cmdp
-from rcmdp_exact.uncertainty.l1_sort import worst_case_l1
+from rcmdp_exact.core.sampling import rollout
 from rcmdp_exact.learners import load, train
-from rcmdp_exact.sampling import rollout
+from rcmdp_exact.uncertainty.l1_sort import worst_case_l1
 
 np.set_printoptions(precision=4, suppress=True)
 
@@ -465,10 +465,12 @@ plt.show()
 # %% [markdown]
 # ## 5.5 Saving and loading a result
 #
-# `TrainResult.save(path)` writes one `.npz` file without pickles: the settings and
-# metadata as JSON, the network parameters, the multipliers and every record.
-# `load(path)` gives the result back, and its policy table is rebuilt from the saved
-# parameters.
+# A `TrainResult` is a `rcmdp_exact.Result` (its fields are keys and attributes) with
+# methods of its own.  `TrainResult.save(path)` writes one `.npz` file without pickles:
+# the network parameters, the multipliers and every record as arrays, the settings and
+# the rest as JSON.  `load(path)` gives the result back as a `TrainResult` (so does
+# `Result.load`), and its policy table is rebuilt from the saved parameters; `to_json`
+# and `TrainResult.from_json` do the same through text.
 
 # %%
 with tempfile.TemporaryDirectory() as tmp:
@@ -480,6 +482,9 @@ assert back.settings == cpg.settings and np.array_equal(back.lam, cpg.lam)
 assert back.records.keys() == cpg.records.keys()
 assert all(np.array_equal(back.records[k], cpg.records[k], equal_nan=True)
            for k in cpg.records)
+again = type(cpg).from_json(cpg.to_json())
+assert isinstance(again, rx.Result) and again.settings == cpg.settings
+assert np.array_equal(again.policy_table(), cpg.policy_table())
 
 # %% [markdown]
 # ## 5.6 Reading the gap

@@ -15,7 +15,7 @@
 # # 6. Reproducing Table 1: a small sweep, its table and its figures
 #
 # The paper's Table 1 reports the penalised test return of six learners on five tests,
-# averaged over 20 seeds.  `rcmdp_exact.experiments` runs that protocol and judges it
+# averaged over 20 seeds.  `rcmdp_exact.protocol` runs that protocol and judges it
 # exactly.  This tutorial runs a slice of it (one test, two learners, two seeds, a few
 # hundred episodes) in well under a minute, and reads what comes out.
 #
@@ -44,7 +44,7 @@ import numpy as np
 
 import rcmdp_exact as rx
 from rcmdp_exact import domains
-from rcmdp_exact import experiments as ex
+from rcmdp_exact import protocol as ex
 
 work = Path(tempfile.mkdtemp(prefix="rcmdp-tutorial-6-"))
 db = work / "runs.sqlite"

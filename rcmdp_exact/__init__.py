@@ -9,13 +9,15 @@ __version__ = "0.1.0"
 #: Where each public name lives; the module is imported on first use (PEP 562), so
 #: ``import rcmdp_exact`` and the command line do not load what they do not need.
 _EXPORTS = {
-    "adversary_gradient": ".gradients",
-    "backward_induction": ".mdp",
-    "central_difference": ".gradients",
+    "adversary_gradient": ".theory.gradients",
+    "backward_induction": ".core.mdp",
+    "central_difference": ".theory.differences",
     "certified_dual": ".ground_truth",
-    "check_policy": ".model",
+    "check_policy": ".core.model_checks",
+    "check_set_conformance": ".uncertainty",
+    "ConformanceError": ".uncertainty",
     "collect_counts": ".uncertainty",
-    "DirectPolicy": ".parametrisations",
+    "DirectPolicy": ".core.parametrisations",
     "domains": ".domains",
     "duality_gap": ".ground_truth",
     "estimate": ".uncertainty",
@@ -23,66 +25,63 @@ _EXPORTS = {
     "estimate_kl_ball": ".uncertainty",
     "estimate_l1_ball": ".uncertainty",
     "estimate_linf_ball": ".uncertainty",
-    "estimator_expectation": ".gradients",
-    "ESTIMATORS": ".gradients",
-    "evaluate": ".evaluation",
-    "evaluate_finite_horizon": ".evaluation",
-    "evaluate_time_dependent": ".evaluation",
+    "estimator_expectation": ".theory.estimators",
+    "ESTIMATORS": ".theory.estimators",
+    "evaluate": ".core.evaluation",
+    "evaluate_finite_horizon": ".core.evaluation",
+    "evaluate_time_dependent": ".core.evaluation",
     "extreme_kernels": ".uncertainty",
-    "finite_difference": ".gradients",
-    "FiniteSet": ".uncertainty",
-    "greedy_policy": ".mdp",
+    "finite_difference": ".theory.differences",
+    "greedy_policy": ".core.mdp",
     "hoeffding_radius": ".uncertainty",
     "ImproperPolicyError": "._checks",
     "InnerProblemError": "._checks",
     "InputError": "._checks",
     "interop": ".interop",
-    "IntervalSet": ".uncertainty",
-    "KLBall": ".uncertainty",
+    "KernelSet": ".uncertainty",
+    "kl_ball": ".uncertainty",
     "l1_ball": ".uncertainty",
     "l1_violation": ".uncertainty",
-    "L1Ball": ".uncertainty",
-    "lagrangian": ".gradients",
+    "lagrangian": ".theory.gradients",
     "learners": ".learners",
-    "LInfBall": ".uncertainty",
     "load_set": ".uncertainty",
     "LoadError": "._io",
     "merge_outcomes": ".uncertainty",
-    "MLPAdversary": ".parametrisations",
-    "MLPPolicy": ".parametrisations",
-    "ModelError": ".model",
-    "monte_carlo_estimator": ".gradients",
-    "nn": ".nn",
+    "MLPAdversary": ".core.parametrisations",
+    "MLPPolicy": ".core.parametrisations",
+    "ModelError": ".core.model_checks",
+    "monte_carlo_estimator": ".theory.estimators",
+    "nn": ".core.nn",
     "NotFiniteError": "._checks",
     "OBJECTIVES": ".robust",
     "OptionError": "._checks",
     "OutputPathError": "._checks",
-    "penalised_return": ".evaluation",
-    "policy_gradient": ".gradients",
-    "policy_iteration": ".mdp",
-    "policy_transition_matrix": ".evaluation",
-    "PolicySystem": ".evaluation",
+    "penalised_return": ".core.evaluation",
+    "policy_gradient": ".theory.gradients",
+    "policy_iteration": ".core.mdp",
+    "policy_transition_matrix": ".core.evaluation",
+    "PolicySystem": ".core.evaluation",
     "rcmdp_bracket": ".ground_truth",
     "BracketSettings": ".ground_truth",
     "rcmdp_variant": ".ground_truth",
-    "rescaled_budget": ".evaluation",
+    "rescaled_budget": ".core.evaluation",
     "Result": "._result",
     "robust_bellman": ".robust",
     "robust_evaluate": ".robust",
-    "robust_policy_gradient": ".gradients",
+    "robust_policy_gradient": ".theory.gradients",
     "robust_value_iteration": ".robust",
-    "sampling": ".sampling",
+    "sampling": ".core.sampling",
+    "SARectangularSet": ".uncertainty",
     "solve_cmdp": ".ground_truth",
     "solve_cmdp_finite_horizon": ".ground_truth",
-    "solve_mdp": ".mdp",
-    "SRectL1Ball": ".uncertainty",
-    "TabularAdversary": ".parametrisations",
-    "TabularCMDP": ".model",
-    "TabularPolicy": ".parametrisations",
+    "solve_mdp": ".core.mdp",
+    "SRectangularSet": ".uncertainty",
+    "TabularAdversary": ".core.parametrisations",
+    "TabularCMDP": ".core.model",
+    "TabularPolicy": ".core.parametrisations",
     "UncertaintySet": ".uncertainty",
-    "verify_theorems": ".verify",
-    "VerifyTable": ".verify",
-    "WeightedL1Ball": ".uncertainty",
+    "verify_theorems": ".theory.verify",
+    "VerifyTable": ".theory.verify",
     "worst_case_kernel": ".robust",
     "worst_case_l1": ".uncertainty",
     "worst_case_objective": ".robust",
@@ -99,8 +98,21 @@ def _submodules() -> frozenset:
                      and (p.suffix == ".py" or (p / "__init__.py").exists()))
 
 
+def _set_class_names() -> tuple:
+    """The set classes of the built-in kinds (public names of the package, found by
+    :mod:`rcmdp_exact.uncertainty.kinds` without importing them)."""
+    from .uncertainty.kinds import kind_files
+
+    return tuple(info.cls for info in kind_files().values())
+
+
 def __getattr__(name: str):
+    if name == "__all__":  # computed on first use: the set classes come from a file scan
+        value = globals()["__all__"] = sorted([*_STATIC_ALL, *_set_class_names()])
+        return value
     module = _EXPORTS.get(name)
+    if module is None and name in _set_class_names():
+        module = ".uncertainty"
     if module is None and name in _submodules():
         module = "." + name  # a submodule: rcmdp_exact.ground_truth works without an import
     if module is None:
@@ -108,28 +120,26 @@ def __getattr__(name: str):
     import importlib
 
     mod = importlib.import_module(module, __name__)
-    value = mod if module == "." + name else getattr(mod, name)
+    value = mod if module.rpartition(".")[2] == name else getattr(mod, name)
     globals()[name] = value
     return value
 
 
 def __dir__():
-    return sorted({*globals(), *__all__})
+    return sorted({*globals(), *__getattr__("__all__")})
 
 
-__all__ = [
+#: The public names (``__all__`` adds the set classes of the built-in kinds).
+_STATIC_ALL = [
+    "ConformanceError",
     "ESTIMATORS",
     "OBJECTIVES",
     "BracketSettings",
     "DirectPolicy",
-    "FiniteSet",
     "ImproperPolicyError",
     "InnerProblemError",
     "InputError",
-    "IntervalSet",
-    "KLBall",
-    "L1Ball",
-    "LInfBall",
+    "KernelSet",
     "LoadError",
     "MLPAdversary",
     "MLPPolicy",
@@ -139,13 +149,13 @@ __all__ = [
     "OutputPathError",
     "PolicySystem",
     "Result",
-    "SRectL1Ball",
+    "SARectangularSet",
+    "SRectangularSet",
     "TabularAdversary",
     "TabularCMDP",
     "TabularPolicy",
     "UncertaintySet",
     "VerifyTable",
-    "WeightedL1Ball",
     "WorstCaseObjective",
     "__version__",
     "adversary_gradient",
@@ -153,6 +163,7 @@ __all__ = [
     "central_difference",
     "certified_dual",
     "check_policy",
+    "check_set_conformance",
     "collect_counts",
     "domains",
     "duality_gap",
@@ -170,6 +181,7 @@ __all__ = [
     "greedy_policy",
     "hoeffding_radius",
     "interop",
+    "kl_ball",
     "l1_ball",
     "l1_violation",
     "lagrangian",

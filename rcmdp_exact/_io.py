@@ -198,7 +198,7 @@ def load_json(path, formats, what: str) -> dict:
     return data
 
 
-def load_npz(path, formats, what: str, legacy_keys=()) -> dict:
+def load_npz(path, formats, what: str) -> dict:
     """Read every array of an archive written by :func:`save_npz`.
 
     Parameters
@@ -210,9 +210,6 @@ def load_npz(path, formats, what: str, legacy_keys=()) -> dict:
     what : str
         What the file should be, for messages ("a model file written by
         TabularCMDP.save", ...).
-    legacy_keys : tuple of str
-        Keys that identify a file of this kind written before the ``format`` entry
-        existed (empty: such files are refused).
 
     Returns
     -------
@@ -256,11 +253,9 @@ def load_npz(path, formats, what: str, legacy_keys=()) -> dict:
     if fmt is not None:
         text = str(fmt) if fmt.ndim == 0 else None
         if text not in formats:
-            found = f"a saved {text.split('/')[0].removeprefix('rcmdp_exact.')}" \
+            found = f"a saved {text.split('/')[0].rsplit('.', 1)[-1]}" \
                 if isinstance(text, str) and text.startswith("rcmdp_exact.") else \
                 "an archive of another kind"
             raise refuse(f"it is {found}")
-        return data
-    if legacy_keys and all(k in data for k in legacy_keys):
         return data
     raise refuse("it is an .npz archive of another kind (no 'format' entry)")

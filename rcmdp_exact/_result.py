@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import warnings
 from enum import StrEnum
 from pathlib import Path, PurePath
 
@@ -41,7 +40,7 @@ import numpy as np
 
 from ._checks import InputError, check_choice
 
-__all__ = ["ALIASES", "FLAT_ARRAYS", "FORMAT", "Result", "Status", "decode", "encode"]
+__all__ = ["FLAT_ARRAYS", "FORMAT", "Result", "Status", "decode", "encode"]
 
 
 class Status(StrEnum):
@@ -73,17 +72,6 @@ class Status(StrEnum):
     BRACKET = "bracket"
     TOL_BELOW_ROUNDING = "tol_below_rounding"
 
-
-#: Former field names and the fields they read now (with a DeprecationWarning).
-ALIASES = {"cost": "costs", "cost_worst": "costs_worst", "multipliers": "lam",
-           "multiplier": "lam", "lower_cost": "lower_costs",
-           "upper_policy_cost": "upper_policy_costs", "min_robust_cost": "min_robust_costs",
-           "robust_cost": "robust_costs"}
-#: Former names that a result stores under the new name when it is built or written
-#: (``Result(multipliers=x)`` holds ``lam``), so every result has one name for them.
-WRITTEN_AS = {"multipliers": "lam", "multiplier": "lam", "lower_cost": "lower_costs",
-              "upper_policy_cost": "upper_policy_costs",
-              "min_robust_cost": "min_robust_costs"}
 
 #: The ``format`` entry of a saved result (JSON and ``.npz``).
 FORMAT = "rcmdp_exact.Result/1"
@@ -161,8 +149,11 @@ def encode(obj, external=None, where: str = "", arrays: dict | None = None):
     if type(obj) is float:
         return obj if math.isfinite(obj) else {TAG: "float", "value": _float_out(obj)}
     if isinstance(obj, Result):
-        return {TAG: "Result", "fields": {str(k): encode(v, external, _join(where, k), arrays)
-                                          for k, v in obj.items()}}
+        out = {TAG: "Result", "fields": {str(k): encode(v, external, _join(where, k), arrays)
+                                         for k, v in obj._fields_out().items()}}
+        if type(obj).result_name is not None:
+            out["class"] = type(obj).result_name
+        return out
     if isinstance(obj, dict):
         if all(type(k) is str for k in obj):
             return {TAG: "dict", "items": {k: encode(v, external, _join(where, k), arrays)
@@ -239,7 +230,9 @@ def decode(data, external=None, arrays: dict | None = None):
     if kind == "float":
         return float(data["value"])
     if kind == "Result":
-        return Result({k: decode(v, external, arrays) for k, v in data["fields"].items()})
+        cls = _result_class(data.get("class"))
+        return cls._from_fields({k: decode(v, external, arrays)
+                                 for k, v in data["fields"].items()})
     if kind == "dict":
         if "items" in data:
             return {k: decode(v, external, arrays) for k, v in data["items"].items()}
@@ -266,8 +259,42 @@ def _flat_scalar(x):
     return x
 
 
+#: Subclasses of :class:`Result` by their ``result_name`` (filled as they are defined).
+_SUBCLASSES: dict = {}
+
+
+def _result_class(name):
+    """The Result class a saved result names (``None``: :class:`Result` itself).
+
+    A class of this package whose module is not imported yet is imported (only modules
+    of ``rcmdp_exact``: a file never makes the reader import anything else)."""
+    if name is None:
+        return Result
+    if not isinstance(name, str):
+        raise InputError(f"a saved result names its class {name!r}, which is not a class "
+                         f"name; it was written by another program")
+    if name not in _SUBCLASSES and name.startswith("rcmdp_exact."):
+        import importlib
+
+        try:
+            importlib.import_module(name.rpartition(".")[0])
+        except ImportError:
+            pass
+    if name not in _SUBCLASSES:
+        raise InputError(f"a saved result is a {name}, a subclass of Result that is not "
+                         f"defined in this session; import its module before reading it")
+    return _SUBCLASSES[name]
+
+
 class Result(dict):
     """A dictionary with attribute access, returned by the toolkit's solvers.
+
+    A subclass (for example :class:`rcmdp_exact.learners.TrainResult`) is a Result with
+    methods of its own; it round-trips through :meth:`to_json` / :meth:`from_json` and
+    :meth:`save` / :meth:`load` as itself.  It gives its name in the saved form as a
+    class keyword, ``class MyResult(Result, name="mypackage.MyResult")`` (default: its
+    module and qualified name), and may override ``_fields_out`` (its fields as values
+    the JSON form holds) and ``_from_fields`` (the instance from those fields).
 
     Examples
     --------
@@ -276,23 +303,36 @@ class Result(dict):
     1.0
     """
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        for old, new in WRITTEN_AS.items():
-            if old in self:
-                value = dict.pop(self, old)
-                dict.setdefault(self, new, value)
+    #: The name of the class in the saved form (None for Result itself).
+    result_name = None
 
-    def __setitem__(self, key, value):
-        super().__setitem__(WRITTEN_AS.get(key, key), value)
+    #: The ``format`` entry of the saved form of this class.
+    result_format = FORMAT
+    #: What this class is called in messages ("a result written by Result.save").
+    result_kind = "result"
 
-    def __missing__(self, key):
-        new = ALIASES.get(key)
-        if new is not None and new in self:
-            warnings.warn(f"the result field {key!r} is now called {new!r}",
-                          DeprecationWarning, stacklevel=3)
-            return self[new]
-        raise KeyError(key)
+    def __init_subclass__(cls, name: str | None = None, kind: str | None = None, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.result_name = name or f"{cls.__module__}.{cls.__qualname__}"
+        cls.result_format = f"{cls.result_name}/1"
+        cls.result_kind = kind or cls.__name__
+        _SUBCLASSES[cls.result_name] = cls
+
+    @classmethod
+    def _formats(cls) -> tuple[str, ...]:
+        """The ``format`` entries this class reads: its own and its subclasses'."""
+        return tuple(dict.fromkeys(
+            [cls.result_format] + [c.result_format for c in _SUBCLASSES.values()
+                                   if issubclass(c, cls)]))
+
+    def _fields_out(self) -> dict:
+        """The fields as the JSON form writes them (a subclass may convert some)."""
+        return dict(self)
+
+    @classmethod
+    def _from_fields(cls, fields: dict) -> Result:
+        """The result of the fields read back from the JSON form."""
+        return cls(fields)
 
     def __getattr__(self, name):
         try:
@@ -346,7 +386,7 @@ class Result(dict):
 
             max_size = check_int(max_size, "max_size", 0)
         out: dict = {}
-        _flatten(self, "", out, arrays, sep, max_size)
+        _flatten(self._fields_out(), "", out, arrays, sep, max_size)
         return out
 
     def to_long(self, sep: str = ".", max_size: int | None = None) -> list:
@@ -373,7 +413,7 @@ class Result(dict):
 
             max_size = check_int(max_size, "max_size", 0)
         out: list = []
-        _long(self, "", (), out, sep, max_size)
+        _long(self._fields_out(), "", (), out, sep, max_size)
         return out
 
     def to_json(self, indent: int | None = None) -> str:
@@ -388,23 +428,31 @@ class Result(dict):
             uncertainty set: save those with their own ``save``); the message names
             the field.
         """
-        return json.dumps({"format": FORMAT, "result": encode(self)}, indent=indent,
+        return json.dumps({"format": type(self).result_format, "result": encode(self)},
+                          indent=indent,
                           allow_nan=False)
 
     @classmethod
     def from_json(cls, text: str) -> Result:
-        """The result of JSON text written by :meth:`to_json`."""
+        """The result of JSON text written by :meth:`to_json` (of the class it was written
+        from; called on a subclass, the text must hold that subclass)."""
         try:
             data = json.loads(text)
         except (TypeError, ValueError) as exc:
             raise InputError(f"the text is not JSON ({exc}); give the output of "
                              f"Result.to_json()") from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
+        formats = cls._formats()
+        fmt = data.get("format") if isinstance(data, dict) else None
+        # a subclass not defined in this session: its tree says which (decode names it)
+        unknown = (cls is Result and isinstance(fmt, str) and fmt.endswith("/1")
+                   and fmt[:-2] not in _SUBCLASSES and "result" in data)
+        if not unknown and fmt not in formats:
             found = data.get("format") if isinstance(data, dict) else type(data).__name__
-            raise InputError(f"the JSON is not a saved Result (format {found!r}, expected "
-                             f"{FORMAT!r}); give the output of Result.to_json()")
+            raise InputError(f"the JSON is not a saved {cls.__name__} (format {found!r}, "
+                             f"expected {' or '.join(repr(f) for f in formats)}); give the "
+                             f"output of {cls.__name__}.to_json()")
         return _saved_result(data, InputError, "the JSON",
-                             "give the output of Result.to_json()")
+                             f"give the output of {cls.__name__}.to_json()", cls=cls)
 
     def to_frame(self, arrays: str = "elements", *, form: str = "wide",
                  max_size: int | None = None):
@@ -446,20 +494,28 @@ class Result(dict):
             arrays: dict = {}
             tree = encode(self, arrays=arrays)
             return save_npz(p, {"structure": np.array(json.dumps(tree, allow_nan=False)),
-                                **arrays}, FORMAT, compressed=True)
+                                **arrays}, type(self).result_format, compressed=True)
         return save_json(p, self.to_json())
 
     @classmethod
     def load(cls, path) -> Result:
         """Read a result written by :meth:`save` (``.json`` or ``.npz``; the path with or
         without its suffix).  A missing or foreign file is a
-        :class:`~rcmdp_exact.LoadError` naming the path."""
+        :class:`~rcmdp_exact.LoadError` naming the path; called on a subclass, the file
+        must hold that subclass."""
         from ._io import LoadError, load_json, load_npz, require_file
 
-        what = "a result written by Result.save"
+        what = f"a {cls.result_kind} written by {cls.__name__}.save"
         p = require_file(path, (".json", ".npz"), what)
-        if p.suffix == ".npz":
-            data = load_npz(p, FORMAT, what)
+        try:
+            with p.open("rb") as fh:
+                head = fh.read(1)
+        except OSError:
+            head = b""
+        # an archive by its suffix or by its first byte (JSON text starts with "{"):
+        # a .npy array or a pickle is then named as what it is
+        if p.suffix == ".npz" or (head and head not in b"{[ \t\r\n"):
+            data = load_npz(p, cls._formats(), what)
             arrays = {k: v for k, v in data.items() if k not in ("format", "structure")}
             try:
                 tree = {"result": json.loads(str(data["structure"]))}
@@ -467,9 +523,10 @@ class Result(dict):
                 raise LoadError(f"{str(path)!r} is not {what}: its content is damaged "
                                 f"({exc})") from None
             return _saved_result(tree, LoadError, repr(str(path)),
-                                 f"give the path of {what}", arrays)
-        data = load_json(p, FORMAT, what)
-        return _saved_result(data, LoadError, repr(str(path)), f"give the path of {what}")
+                                 f"give the path of {what}", arrays, cls=cls)
+        data = load_json(p, cls._formats(), what)
+        return _saved_result(data, LoadError, repr(str(path)), f"give the path of {what}",
+                             cls=cls)
 
     def __repr__(self) -> str:
         if not self:
@@ -485,10 +542,11 @@ class Result(dict):
         return "\n".join(lines)
 
 
-def _saved_result(data: dict, error, where: str, fix: str, arrays=None) -> Result:
+def _saved_result(data: dict, error, where: str, fix: str, arrays=None, cls=None) -> Result:
     """The :class:`Result` of the ``"result"`` entry of a saved form; ``error`` (with
     ``where``, the text or the file, and ``fix``) when the entry is missing, damaged or
-    holds anything but a result (``{"format": ..., "result": 5}`` is not one)."""
+    holds anything but a result (``{"format": ..., "result": 5}`` is not one), or holds a
+    result of another class than ``cls`` (a subclass reads only its own kind)."""
     if "result" not in data:
         raise error(f"{where} has a Result's format but no 'result' entry; {fix}")
     try:
@@ -499,6 +557,8 @@ def _saved_result(data: dict, error, where: str, fix: str, arrays=None) -> Resul
     if not isinstance(value, Result):
         raise error(f"{where} holds a {type(value).__name__} where a Result was expected "
                     f"(a tagged {{'__type__': 'Result', 'fields': {{...}}}}); {fix}")
+    if cls is not None and not isinstance(value, cls):
+        raise error(f"{where} holds a {type(value).__name__}, not a {cls.__name__}; {fix}")
     return value
 
 
@@ -507,6 +567,8 @@ def _is_scalar(x) -> bool:
 
 
 def _flatten(obj, prefix: str, out: dict, arrays: str, sep: str, max_size=None) -> None:
+    if isinstance(obj, Result):
+        obj = obj._fields_out()
     if isinstance(obj, dict):
         for key, val in obj.items():
             _flatten(val, f"{prefix}{sep}{key}" if prefix else str(key), out, arrays, sep,
@@ -536,6 +598,8 @@ def _flatten(obj, prefix: str, out: dict, arrays: str, sep: str, max_size=None) 
 
 def _long(obj, field: str, index: tuple, out: list, sep: str, max_size) -> None:
     """The records of :meth:`Result.to_long` below ``obj`` (at ``field`` and ``index``)."""
+    if isinstance(obj, Result):
+        obj = obj._fields_out()
     if isinstance(obj, dict):
         for key, val in obj.items():
             _long(val, f"{field}{sep}{key}" if field else str(key), (), out, sep, max_size)

@@ -31,9 +31,7 @@ import sys
 __all__ = ["CLARABEL_OPTIONS", "CROSS_CHECK_TOL", "HIGHS_OPTIONS", "LP_SOLVERS", "LP_TOL",
            "cvxpy_options", "new_highs", "silence_highs_banner"]
 
-#: The LP solvers the toolkit accepts through cvxpy: HiGHS (simplex: vertices and exact
-#: duals) and Clarabel (interior point).
-LP_SOLVERS = ("HIGHS", "CLARABEL")
+from .names import LP_SOLVERS  # the vocabulary list, in its one home
 
 #: The one tolerance of the LP and convex solvers (primal and dual feasibility, and
 #: Clarabel's gaps).

@@ -14,12 +14,14 @@ __all__ = [
     "ADVERSARY_MULTIPLIER_SIGNALS",
     "ADVERSARY_SIGNALS",
     "ALGORITHMS",
+    "AROUND_SUPPORTS",
     "BACKENDS",
     "BRACKET_ASCENT",
     "BRACKET_BOXES",
     "BRACKET_SECONDS",
     "CRITICS",
     "DEFAULT_HIDDEN",
+    "DEFAULT_SET_KIND",
     "DEMANDS",
     "DOMAIN_OF_TEST",
     "ENTROPY_FORMS",
@@ -30,6 +32,7 @@ __all__ = [
     "INITIAL_MULTIPLIER",
     "INNERS",
     "LIMITS",
+    "LP_SOLVERS",
     "MAX_BOXES",
     "MAX_DRAWS",
     "MAX_EPISODES",
@@ -53,14 +56,14 @@ __all__ = [
     "RUN_OPTIONS",
     "SAMPLED_MULTIPLIER_UPDATES",
     "SCHEDULES",
-    "SET_KINDS",
-    "SET_NOTES",
     "SUITES",
+    "SUPPORT_NOTES",
     "TABLE1_ALGORITHMS",
     "TESTS",
     "TEST_SUITES",
     "USER_DOMAIN",
     "USER_ESTIMATION_EPISODES",
+    "USER_RADIUS",
     "USER_TEST",
     "VARIANTS",
     "WORKERS_PER_CPU",
@@ -87,20 +90,25 @@ ESTIMATION_EPISODES = {
 USER_DOMAIN = "model"
 USER_TEST = "model"
 USER_ESTIMATION_EPISODES = 100
-
-#: The kinds of uncertainty set the commands estimate from data (``--set``), the
-#: paper's L1 ball first (the default), and how each is built from the counts of the
-#: estimation phase (``docs/sets.md``).
-SET_KINDS = ("l1", "weighted-l1", "linf", "interval", "kl", "s-l1")
-SET_NOTES = {
-    "l1": "the paper's Hoeffding L1 ball (sa-rectangular)",
-    "weighted-l1": "the Hoeffding L1 ball written as a weighted L1 ball with unit weights",
-    "linf": "the per-entry Hoeffding L-infinity ball around the smoothed frequencies",
-    "interval": "the per-entry Hoeffding interval set (a bounded-parameter MDP)",
-    "kl": "the KL ball that contains the per-entry Hoeffding box",
-    "s-l1": "the s-rectangular L1 set whose budget per state is the sum of the L1 "
-            "ball's radii over its actions (it contains the L1 ball)",
+#: Your own model is judged on itself unless estimation is asked for (``--estimate``):
+#: the uncertainty set is built around the model's own kernel with this radius
+#: (``--radius``) ...
+USER_RADIUS = 0.1
+#: ... on one of these supports (``--support``; the first is the default): the model's
+#: own next states (nature adds no transition the model does not have), every state, or
+#: the states the model's outcomes reach (models with outcomes only).
+AROUND_SUPPORTS = ("nominal", "all", "outcomes")
+#: What each support means, for the reports.
+SUPPORT_NOTES = {
+    "nominal": "the model's own next states, no new transitions",
+    "all": "every state, nature may move mass to any state",
+    "outcomes": "the states the model's outcomes reach",
 }
+
+#: The kind of uncertainty set the commands estimate from data when ``--set`` is not
+#: given: the paper's L1 ball.  The kinds themselves are registered by the set classes
+#: (``rcmdp_exact.uncertainty.kinds`` names the built-in ones without importing them).
+DEFAULT_SET_KIND = "l1"
 
 #: Initial Lagrange multiplier of the paper's learners (and the lam of ``rcmdp verify``):
 #: 50 for Inventory Management, 1 for the navigation grids (Appendix D).
@@ -142,7 +150,13 @@ GROUND_TRUTH_FILES = ("ground_truth_settings.csv", "ground_truth_summary.csv",
 #: Options of the learners (``rcmdp_exact.learners.train``; ``docs/learners.md``).
 CRITICS = ("learned", "exact")
 GRADIENTS = ("sampled", "exact")
+#: The solvers of a set's worst case (``worst_case(..., method=)``, the learners'
+#: ``inner``): the set's exact solver ("sort"; a sort for the L1 ball) and its
+#: independent convex program through cvxpy ("lp"), a cross-check.
 INNERS = ("sort", "lp")
+#: The LP solvers of cvxpy the toolkit's linear programs name (the inner LP of the L1
+#: ball, the CMDP LP).
+LP_SOLVERS = ("HIGHS", "CLARABEL")
 MULTIPLIER_UPDATES = ("adam-log", "sgd", "augmented")
 #: The multiplier rules of the sampled loop ("augmented" needs exact costs).
 SAMPLED_MULTIPLIER_UPDATES = ("adam-log", "sgd")
@@ -240,7 +254,7 @@ MAX_BOXES = 10**6
 #: backward-induction step per time step, and the learners sample episodes of T steps.
 MAX_HORIZON = 10**6
 #: Memory of the episodes that one call of the sampler holds at once
-#: (``rcmdp_exact.sampling.rollout``, behind ``estimate`` and ``collect_counts``): 33
+#: (``rcmdp_exact.core.sampling.rollout``, behind ``estimate`` and ``collect_counts``): 33
 #: bytes per step (four int64 arrays and a bool mask of shape (episodes, T)), so 4 GiB
 #: is about 650,000 episodes of 200 steps (the paper's largest estimation: 10,000).
 MAX_ROLLOUT_BYTES = 4 * 2**30

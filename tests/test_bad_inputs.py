@@ -11,7 +11,7 @@ from helpers import raises_fact
 
 import rcmdp_exact as rx
 from rcmdp_exact import InputError, NotFiniteError, domains
-from rcmdp_exact.sampling import rollout
+from rcmdp_exact.core.sampling import rollout
 
 
 # --------------------------------------------------------------------------- overflow
@@ -226,8 +226,8 @@ def test_episodes_beyond_memory_are_refused_before_any_work(call, n):
     the argument, the memory it needs, the limit and the largest count within it."""
     import time
 
+    from rcmdp_exact.core.sampling import STEP_BYTES
     from rcmdp_exact.names import MAX_ROLLOUT_BYTES
-    from rcmdp_exact.sampling import STEP_BYTES
 
     m = domains.safe_navigation_1()
     most = MAX_ROLLOUT_BYTES // (STEP_BYTES * m.horizon)

@@ -17,10 +17,10 @@ import sys
 import numpy as np
 import pytest
 
-import rcmdp_exact.experiments.ground_truth_table as command  # the work of the command
+import rcmdp_exact.protocol.ground_truth_table as command  # the work of the command
 from rcmdp_exact.cli import main
+from rcmdp_exact.core.mdp import greedy_policy
 from rcmdp_exact.domains import ESTIMATION_EPISODES, paper_domain
-from rcmdp_exact.mdp import greedy_policy
 from rcmdp_exact.uncertainty import estimate
 
 
@@ -81,10 +81,10 @@ def test_nominal_optimum_satisfies_strong_duality(run):
     est = estimate(paper_domain("inventory"), ESTIMATION_EPISODES["inventory"]["paper"],
                    seed=0, progress=False)
     m = est.nominal
-    mu = np.array(opt["multiplier"])
+    mu = np.array(opt["lam"])
     dual = float(m.p0 @ vi(m.P, m.r - m.c @ mu, m.gamma) + mu @ m.d)
     assert dual == pytest.approx(opt["value"], abs=1e-6 * 100)
-    assert opt["cost"][0] <= m.d[0] + 1e-7
+    assert opt["costs"][0] <= m.d[0] + 1e-7
 
 
 def test_bracket_is_consistent(run):
@@ -95,7 +95,7 @@ def test_bracket_is_consistent(run):
     assert b["lower"] <= b["upper"] + 1e-8
     assert b["gap"] == pytest.approx(b["upper"] - b["lower"])
     assert isinstance(b["lower_method"], str) and isinstance(b["upper_method"], str)
-    assert b["lower_cost"][0] <= 6.0 + 1e-9  # the lower policy is robust-feasible
+    assert b["lower_costs"][0] <= 6.0 + 1e-9  # the lower policy is robust-feasible
     # the upper bound cannot be below any robust-feasible variant's robust value
     for v in doc["domains"]["inventory"]["variants"].values():
         if v["robust_feasible"]:
@@ -209,7 +209,7 @@ def test_bad_arguments_are_refused_before_any_work(tmp_path, capsys, monkeypatch
 
 
 def test_existing_output_files_need_force(tmp_path, capsys, monkeypatch):
-    from rcmdp_exact.experiments.ground_truth_table import ground_truth_table
+    from rcmdp_exact.protocol.ground_truth_table import ground_truth_table
 
     table = ground_truth_table(["nav2"], n_draws=1, variants=(), progress=False,
                                max_boxes=1)
@@ -230,7 +230,7 @@ def test_a_full_disk_names_the_file_being_written(tmp_path, capsys, monkeypatch,
     naming the file meant, exit status 2; the files of the earlier run stay whole."""
     import errno
 
-    from rcmdp_exact.experiments.ground_truth_table import ground_truth_table
+    from rcmdp_exact.protocol.ground_truth_table import ground_truth_table
 
     table = ground_truth_table(["nav2"], n_draws=1, variants=(), progress=False,
                                max_boxes=1)

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rcmdp_exact import InputError, OptionError, TabularCMDP, evaluate, evaluate_finite_horizon
-from rcmdp_exact import conversions as conv
+from rcmdp_exact.core import conversions as conv
 
 gymnasium = pytest.importorskip("gymnasium")
 
@@ -644,7 +644,7 @@ def test_bad_mdptoolbox_inputs():
 
 
 def test_conversions_do_not_import_the_model():
-    """The module sits below the model: it never imports rcmdp_exact.model."""
+    """The module sits below the model: it never imports rcmdp_exact.core.model."""
     import ast
     from pathlib import Path
 

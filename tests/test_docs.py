@@ -1,9 +1,12 @@
 """The documentation stays true: its code runs, what it names exists, and it builds.
 
 * Every ``python`` code block of the pages below runs, in order, in one namespace per
-  page (a block preceded by a MyST comment line ``% skip-test: reason`` is skipped; it
-  must say why), and what a page says the code prints (a ``text`` block or an inline
-  literal after the word "prints") is what it prints.
+  page, in a folder of its own (a block preceded by a MyST comment line
+  ``% skip-test: reason`` is skipped; it must say why; a block preceded by
+  ``% file: NAME.py`` is a module of the reader's: it is written to that file in the
+  folder, which the blocks after it import from, as a reader would), and what a page
+  says the code prints (a ``text`` block or an inline literal after the word "prints")
+  is what it prints.
 * Every test (``tests/test_x.py::name``), benchmark script and ``rcmdp`` subcommand
   option a page names exists.
 * The pages cite no file outside the repository (the protocol facts live in
@@ -31,11 +34,13 @@ TEXT_PAGES = [*PAGES, ROOT / "README.md", *sorted((ROOT / "notebooks").glob("*")
 
 PRINTED = re.compile(r"^prints\n\n```text\n(?P<block>.*?)^```|prints `(?P<inline>[^`]+)`",
                      re.S | re.M)
-FENCE = re.compile(r"^(?P<skip>% skip-test:[^\n]+\n)?```python\n(?P<code>.*?)^```", re.S | re.M)
+FENCE = re.compile(r"^(?:(?P<skip>% skip-test:[^\n]+\n)|% file: (?P<file>\w+\.py)\n)?"
+                   r"```python\n(?P<code>.*?)^```", re.S | re.M)
 
 
-def _blocks(page: Path) -> list[tuple[str, bool]]:
-    return [(m["code"], bool(m["skip"])) for m in FENCE.finditer(page.read_text("utf-8"))]
+def _blocks(page: Path) -> list[tuple[str, bool, str | None]]:
+    return [(m["code"], bool(m["skip"]), m["file"])
+            for m in FENCE.finditer(page.read_text("utf-8"))]
 
 
 @pytest.mark.parametrize("name", RUN_PAGES)
@@ -44,10 +49,14 @@ def test_code_blocks_run(name, monkeypatch, tmp_path, capsys):
     blocks = _blocks(page)
     assert blocks, f"{page.name} has no python block"
     monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("MPLBACKEND", "Agg")
     namespace: dict = {"__name__": f"docs_{name}"}
-    for i, (code, skip) in enumerate(blocks):
+    for i, (code, skip, file) in enumerate(blocks):
         if skip:
+            continue
+        if file:
+            (tmp_path / file).write_text(code, "utf-8")
             continue
         try:
             exec(compile(code, f"{page.name} block {i + 1}", "exec"), namespace)

@@ -22,7 +22,7 @@ from rcmdp_exact import (
     policy_transition_matrix,
     rescaled_budget,
 )
-from rcmdp_exact.evaluation import PENALTY_WEIGHT, check_proper
+from rcmdp_exact.core.evaluation import PENALTY_WEIGHT, check_proper
 
 
 # --------------------------------------------------------------------------- generators
@@ -616,15 +616,13 @@ def test_result_is_a_dict_with_attribute_access():
     np.testing.assert_array_equal(copy.deepcopy(r).v, r.v)
 
 
-def test_former_result_field_names_still_work_with_a_deprecation_warning():
+def test_a_missing_field_names_the_fields_there_are():
     model = corridor(n=4, p=1.0, cell_cost=[0.0, 1.0, 0.0, 2.0], horizon=10)
     res = evaluate_finite_horizon(model, np.ones(4, dtype=int))
-    with pytest.warns(DeprecationWarning, match="'cost' is now called 'costs'"):
-        assert np.array_equal(res.cost, res.costs)
-    with pytest.warns(DeprecationWarning):
-        assert np.array_equal(res["cost"], res["costs"])
-    with pytest.raises(AttributeError, match="no field 'nonsense'"):
-        res.nonsense  # noqa: B018
+    with pytest.raises(AttributeError, match=r"no field 'cost'.*'costs'"):
+        res.cost  # noqa: B018
+    with pytest.raises(KeyError):
+        res["cost"]
 
 
 # ----------------------------------------------------------------------- the solver choice

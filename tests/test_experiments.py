@@ -1,4 +1,4 @@
-"""Tests of rcmdp_exact.experiments: specs, exact references, one run, store, Table 1.
+"""Tests of rcmdp_exact.protocol: specs, exact references, one run, store, Table 1.
 
 The learners are replaced by the deterministic stand-in of
 ``test_experiments_standin.py`` wherever they are not what is tested.
@@ -24,18 +24,18 @@ from rcmdp_exact import (
     rescaled_budget,
     solve_cmdp_finite_horizon,
 )
-from rcmdp_exact.evaluation import evaluate_finite_horizon_batch
-from rcmdp_exact.experiments import RunSpec, Store, run_one, table1
-from rcmdp_exact.experiments.groundtruth import (
+from rcmdp_exact.core.evaluation import evaluate_finite_horizon_batch
+from rcmdp_exact.protocol import RunSpec, Store, run_one, table1
+from rcmdp_exact.protocol.groundtruth import (
     costs_of,
     exact_test,
     pooled_bound,
     setting_optima,
     suite_settings,
 )
-from rcmdp_exact.experiments.run import curve_rows, sampled_test
-from rcmdp_exact.experiments.spec import ALGORITHMS, GroundTruthSpec, phase_seed
-from rcmdp_exact.experiments.table1 import PAPER_TABLE1, table1_csv
+from rcmdp_exact.protocol.run import curve_rows, sampled_test
+from rcmdp_exact.protocol.spec import ALGORITHMS, GroundTruthSpec, phase_seed
+from rcmdp_exact.protocol.table1 import PAPER_TABLE1, table1_csv
 
 # --------------------------------------------------------------------------- specs
 
@@ -362,7 +362,7 @@ def test_table1_csv_is_the_same_bytes_whatever_the_insertion_order(tmp_path):
 
 
 def test_verdicts_are_computed_from_the_numbers():
-    from rcmdp_exact.experiments.report import verdict
+    from rcmdp_exact.protocol.report import verdict
 
     base = {"n_seeds": 20, "episodes": 5000, "n_settings": 5, "test": "1A",
             "paper_mean": -76.7, "paper_spread": 20.2, "bound": -10.0, "cost_mean": 7.0,
@@ -372,14 +372,62 @@ def test_verdicts_are_computed_from_the_numbers():
     assert verdict(inside)[0] == "agrees"
     degenerate = dict(base, mean=-100.0, spread=0.0, ci95_low=-100.0, ci95_high=-100.0,
                       paper_in_ci95=False, z_vs_paper=(-100.0 + 76.7) / 20.2)
-    assert verdict(degenerate)[0].startswith("consistent")
+    assert verdict(degenerate)[0] == "agrees (z = -1.2)"
     far = dict(base, mean=-300.0, ci95_low=-320.0, ci95_high=-280.0, paper_in_ci95=False,
                z_vs_paper=-10.0)
     short, why = verdict(far)
-    assert short == "ours lower (z = -10.0)"
+    assert short == "differs: ours lower (z = -10.0)"
     assert "12/20 runs meet the budget" in why and "penalty" in why
     assert "seeds" not in why and "settings" not in why  # the paper's protocol
-    above = dict(far, paper_mean=5.0, test="1B", n_settings=10, n_seeds=2)
+    above = dict(far, paper_mean=5.0, test="1B", n_settings=10, n_seeds=20)
     why = verdict(above)[1]
     assert "exceeds the exact bound -10.0" in why
-    assert "2 seeds" in why and "10 test settings (paper: 250)" in why
+    assert "10 test settings (paper: 250)" in why
+
+
+def test_two_seeds_or_a_wide_interval_are_inconclusive():
+    """With 2 seeds the t interval has one degree of freedom: the verdict is
+    "inconclusive" whatever the means (the issue's cell: an interval from -170,888 to
+    146,635); from 3 seeds an interval wider than the magnitude compared is too."""
+    from rcmdp_exact.protocol.report import verdict
+
+    base = {"n_seeds": 2, "episodes": 200, "n_settings": 9, "test": "inventory",
+            "paper_mean": -3058.6, "paper_spread": 1341.6, "bound": 423.7,
+            "cost_mean": 30.0, "budget": 6.5, "value_mean": 390.0, "feasible_runs": 1,
+            "spread": 8835.2, "mean": -12126.5, "ci95_low": -170888.0,
+            "ci95_high": 146635.0, "paper_in_ci95": True, "z_vs_paper": -1.0}
+    short, why = verdict(base)
+    assert short == "inconclusive"
+    assert why.startswith("2 seeds: a t interval with 1 degree of freedom cannot decide")
+    far = dict(base, mean=-300000.0, ci95_low=-300100.0, ci95_high=-299900.0,
+               paper_in_ci95=False, z_vs_paper=-30.0)
+    assert verdict(far)[0] == "inconclusive"  # 2 seeds decide nothing, even far away
+    assert verdict(dict(far, n_seeds=3))[0] == "differs: ours lower (z = -30.0)"
+    wide = dict(base, n_seeds=5, mean=-3000.0, ci95_low=-9000.0, ci95_high=3000.0)
+    short, why = verdict(wide)
+    assert short == "inconclusive" and "wider (12000.0) than the magnitude compared" in why
+    narrow = dict(wide, ci95_low=-3500.0, ci95_high=-2500.0)
+    assert verdict(narrow)[0] == "agrees"
+
+
+def test_table_decimals_follow_the_scale_and_columns_name_it():
+    """Values in [0, 1] get 4 decimals, the paper's hundreds 1; every ground-truth column
+    names its scale; an RCMDP lower cell of an infeasible bracket is marked (safest)."""
+    from rcmdp_exact.protocol.report import decimals, format_table1_md
+
+    assert decimals([0.407, 0.003, None, float("nan")]) == 4
+    assert decimals([3.5, -0.2]) == 3 and decimals([-12.0]) == 2
+    assert decimals([-28092.3, 31.8]) == 1 and decimals([]) == 4
+    row = {"config": "c", "mode": "greedy", "test": "model", "algorithm": "cpg",
+           "mean": 0.40712, "spread": 0.00321, "paper_mean": None, "paper_spread": None,
+           "bound": 0.41, "cmdp_optimum": 0.407, "robust_lower": 0.0123,
+           "bracket_status": "infeasible:1"}
+    text = format_table1_md([row], "greedy", "c")
+    assert "| Your model | 0.4071 ± 0.0032 | 0.4100 | 0.4070 | 0.0123 (safest) |" in text
+    for label in ("bound (T-step R_pen)", "CMDP opt. (T-step R_pen)",
+                  "RCMDP lower (T-step R_pen)"):
+        assert label in text
+    assert "paper" not in text
+    big = dict(row, mean=-12126.5, spread=8835.2, bound=423.7, cmdp_optimum=420.0,
+               robust_lower=403.7, bracket_status="bracket:1")
+    assert "| -12126.5 ± 8835.2 | 423.7 | 420.0 | 403.7 |" in format_table1_md([big])

@@ -1,6 +1,6 @@
 """A small deterministic stand-in for ``rcmdp_exact.learners.train`` (no tests here).
 
-It follows the trainer contract of :func:`rcmdp_exact.experiments.run.run_one`: a few
+It follows the trainer contract of :func:`rcmdp_exact.protocol.run.run_one`: a few
 exact projected-gradient steps on a tabular softmax policy (the exact Lagrangian
 gradient of :func:`rcmdp_exact.policy_gradient`), the multiplier by projected gradient
 ascent on [0, 500], a start drawn from ``seed``.  Each "episode" is one exact step; the
@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from rcmdp_exact import InputError, evaluate, policy_gradient
-from rcmdp_exact.experiments.spec import ROBUST_ALGORITHMS
+from rcmdp_exact.protocol.spec import ROBUST_ALGORITHMS
 
 
 class StandinResult:

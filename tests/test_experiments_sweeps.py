@@ -1,4 +1,4 @@
-"""Sweeps of rcmdp_exact.experiments: backends, interruption and resumption, the CLI.
+"""Sweeps of rcmdp_exact.protocol: backends, interruption and resumption, the CLI.
 
 Acceptance checks of the reproduction: joblib and a real Dask LocalCluster give the
 same bits; a sweep interrupted by Ctrl-C and by SIGKILL resumes to the same tables as an
@@ -22,8 +22,8 @@ import pytest
 from test_experiments_standin import standin_train
 
 from rcmdp_exact.cli import main
-from rcmdp_exact.experiments import Store, plan, reproduce, sweep, table1
-from rcmdp_exact.experiments.table1 import table1_csv
+from rcmdp_exact.protocol import Store, plan, reproduce, sweep, table1
+from rcmdp_exact.protocol.table1 import table1_csv
 
 TESTS_DIR = str(Path(__file__).resolve().parent)
 LABEL = "test_experiments_standin:standin_train"

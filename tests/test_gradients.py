@@ -16,20 +16,8 @@ from hypothesis import strategies as st
 from scipy.stats import norm
 
 from rcmdp_exact import ImproperPolicyError, evaluate
-from rcmdp_exact.gradients import (
-    ESTIMATORS,
-    adversary_gradient,
-    central_difference,
-    cosine_similarity,
-    estimator_expectation,
-    finite_difference,
-    lagrangian,
-    monte_carlo_estimator,
-    policy_gradient,
-    relative_error,
-)
-from rcmdp_exact.model import ModelError
-from rcmdp_exact.parametrisations import (
+from rcmdp_exact.core.model_checks import ModelError
+from rcmdp_exact.core.parametrisations import (
     MLPAdversary,
     MLPPolicy,
     TabularAdversary,
@@ -38,7 +26,16 @@ from rcmdp_exact.parametrisations import (
     make_policy,
 )
 from rcmdp_exact.testing import random_cmdp as random_rcmdp
-from rcmdp_exact.verify import lagrangian_reward_depends_on_next_state
+from rcmdp_exact.theory.differences import central_difference, finite_difference
+from rcmdp_exact.theory.estimators import (
+    ESTIMATORS,
+    cosine_similarity,
+    estimator_expectation,
+    monte_carlo_estimator,
+    relative_error,
+)
+from rcmdp_exact.theory.gradients import adversary_gradient, lagrangian, policy_gradient
+from rcmdp_exact.theory.verify import lagrangian_reward_depends_on_next_state
 
 
 # --------------------------------------------------------------------------- models

@@ -19,18 +19,18 @@ from scipy.optimize import linprog, minimize_scalar
 import rcmdp_exact.ground_truth.lp as lp_module
 import rcmdp_exact.testing as T
 from rcmdp_exact import InputError, OptionError, TabularCMDP
-from rcmdp_exact.domains import garnet
-from rcmdp_exact.evaluation import (
+from rcmdp_exact.core.evaluation import (
     evaluate_finite_horizon,
     evaluate_time_dependent,
     rescaled_budget,
 )
+from rcmdp_exact.core.mdp import policy_iteration
+from rcmdp_exact.domains import garnet
 from rcmdp_exact.ground_truth import (
     infeasible_message,
     solve_cmdp,
     solve_cmdp_finite_horizon,
 )
-from rcmdp_exact.mdp import policy_iteration
 
 
 # --------------------------------------------------------------------------- helpers
@@ -222,6 +222,44 @@ def test_clarabel_agrees_with_highs():
     assert a.success and b.success and b.solver == "CLARABEL"
     assert a.value == pytest.approx(b.value, abs=1e-6)
     np.testing.assert_allclose(a.lam, b.lam, atol=1e-5)
+
+
+def test_the_default_solver_does_not_import_cvxpy():
+    """HiGHS is called through highspy: the default path of solve_cmdp and of its
+    finite-horizon variant (and of an infeasible CMDP's least-overshoot LPs) never
+    imports cvxpy, whose import takes seconds; CLARABEL still goes through cvxpy."""
+    import subprocess
+    import sys
+
+    code = ("import sys, rcmdp_exact as rx\n"
+            "m = rx.domains.safe_navigation_1()\n"
+            "a = rx.solve_cmdp(m)\n"
+            "b = rx.solve_cmdp_finite_horizon(m)\n"
+            "c = rx.solve_cmdp(m.replace(d=[-1.0]))\n"
+            "print(a.status, b.status, c.status, 'cvxpy' in sys.modules)\n"
+            "rx.solve_cmdp(m, solver='CLARABEL')\n"
+            "print('cvxpy' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["optimal", "optimal", "infeasible", "False", "True"]
+
+
+def test_highspy_and_cvxpy_paths_give_the_same_optimum():
+    """The same LPs through highspy and through cvxpy's HiGHS: the same statuses,
+    optima, multipliers and least costs (the two called on the same data, the value
+    LP with a loose and a tight budget)."""
+    m = garnet(8, 3, 3, n_constraints=2, seed=4, gamma=0.9)
+    for model in (m, m.replace(d=0.3 * np.asarray(m.d))):
+        _keep, M, r, c, b = lp_module._lp_data(model)
+        for objective, k in (("value", None), ("min_cost", 0), ("min_cost", 1),
+                             ("min_overshoot", None), ("max_slack", None)):
+            a = lp_module._solve_highs(M, r, c, b, model.d, objective, k)
+            z = lp_module._solve_cvxpy(M, r, c, b, model.d, "HIGHS", objective, k)
+            assert a.status == z.status, (objective, a.status, z.status)
+            if a.status == "optimal":
+                assert a.value == pytest.approx(z.value, abs=1e-8)
+                np.testing.assert_allclose(a.duals, z.duals, atol=1e-8)
 
 
 # --------------------------------------------------------------------------- unvisited

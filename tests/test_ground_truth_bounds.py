@@ -25,6 +25,7 @@ from test_ground_truth_bracket import (
 )
 
 from rcmdp_exact import InputError, OptionError
+from rcmdp_exact.core.mdp import greedy_box
 from rcmdp_exact.ground_truth import rcmdp_bracket
 from rcmdp_exact.ground_truth.boxes import lp_bound, tighten
 from rcmdp_exact.ground_truth.local_bound import (
@@ -33,7 +34,6 @@ from rcmdp_exact.ground_truth.local_bound import (
     one_step_intervals,
 )
 from rcmdp_exact.ground_truth.occupancy_bound import OccupancyLP
-from rcmdp_exact.mdp import greedy_box
 from rcmdp_exact.robust.engine import RobustGame
 from rcmdp_exact.uncertainty import L1Ball
 

@@ -30,6 +30,7 @@ from test_ground_truth import (
 
 import rcmdp_exact.testing as T
 from rcmdp_exact import InputError, OptionError, robust_evaluate
+from rcmdp_exact.core.mdp import greedy_box
 from rcmdp_exact.domains import garnet
 from rcmdp_exact.ground_truth import (
     VARIANTS,
@@ -38,7 +39,6 @@ from rcmdp_exact.ground_truth import (
     rcmdp_variant,
     solve_cmdp,
 )
-from rcmdp_exact.mdp import greedy_box
 from rcmdp_exact.robust.engine import RobustGame
 from rcmdp_exact.uncertainty import l1_ball
 
@@ -102,12 +102,12 @@ def search_policies(model, seed, n_random=30):
 @st.composite
 def tiny_robust_cases(draw, max_states=3, max_constraints=2):
     """A tiny Garnet RCMDP with random radii (the public strategies: ``cmdps`` above and
-    ``testing.l1_balls`` with continuous radii in [0, top)); the budget scale spans
+    ``testing.balls(model, "l1")`` with continuous radii in [0, top)); the budget scale spans
     infeasible to slack.  Returns (model, ball, seed) with a seed for the search."""
     model = draw(cmdps(max_states=max_states, max_constraints=max_constraints))
     seed = draw(st.integers(0, 2**31 - 1))
     top = draw(st.sampled_from([0.2, 0.6, 1.5]))
-    ball = draw(T.l1_balls(model, max_radius=top, support="all", grid=None))
+    ball = draw(T.balls(model, "l1", max_radius=top, support="all", grid=None))
     frac = draw(st.floats(0.0, 1.0))
     return model.replace(d=model.d * (0.6 + frac)), ball, seed
 
@@ -547,8 +547,8 @@ def test_a_client_that_is_not_a_dask_client_is_refused_before_any_work(client, f
     from helpers import raises_fact
 
     import rcmdp_exact.ground_truth.bracket as bracket_module
-    from rcmdp_exact.experiments import Store, sweep
-    from rcmdp_exact.experiments.ground_truth_table import ground_truth_table
+    from rcmdp_exact.protocol import Store, sweep
+    from rcmdp_exact.protocol.ground_truth_table import ground_truth_table
 
     monkeypatch.setattr(bracket_module, "RobustGame",
                         lambda *a, **k: pytest.fail("work started before the checks"))

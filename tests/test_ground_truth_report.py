@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from rcmdp_exact import InputError, OptionError
+from rcmdp_exact.core.mdp import greedy_policy
 from rcmdp_exact.domains import garnet
-from rcmdp_exact.experiments.ground_truth_table import ground_truth_table, time_dependent_batch
-from rcmdp_exact.mdp import greedy_policy
+from rcmdp_exact.protocol.ground_truth_table import ground_truth_table, time_dependent_batch
 
 
 def t_step(model, P, pi):
@@ -92,7 +92,7 @@ def test_the_table_takes_one_typed_spec():
     names are gone."""
     import dataclasses
 
-    from rcmdp_exact.experiments.ground_truth_table import GroundTruthTableSpec, SetSpec
+    from rcmdp_exact.protocol.ground_truth_table import GroundTruthTableSpec, SetSpec
     from rcmdp_exact.uncertainty import l1_ball
 
     m = garnet(3, 2, 2, n_constraints=1, seed=0)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rcmdp_exact.uncertainty.l1_sort as inner_mod
-from rcmdp_exact.model import ModelError
+from rcmdp_exact.core.model_checks import ModelError
 from rcmdp_exact.uncertainty import l1_vertices
 from rcmdp_exact.uncertainty.l1_sort import l1_violation, worst_case_l1
 

@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 
 import rcmdp_exact as rx
 from rcmdp_exact import InputError, OptionError
-from rcmdp_exact.gradients import central_difference
+from rcmdp_exact.core.nn import MLP, softmax
+from rcmdp_exact.core.sampling import rollout
 from rcmdp_exact.learners import ALGORITHMS, EPISODE_RECORDS, load, train
 from rcmdp_exact.learners.dynamics import seed_generators
-from rcmdp_exact.nn import MLP, softmax
-from rcmdp_exact.sampling import rollout
+from rcmdp_exact.theory.differences import central_difference
 
 ROBUST = [a for a in ALGORITHMS if ALGORITHMS[a].robust]
 
@@ -339,7 +339,7 @@ def test_reported_worst_case_never_below_the_exact_worst_case(nav1, alg, kw):
     adversary) is a kernel of the ball, so its value is at least the ball's exact worst
     value and its costs at most the exact worst costs, at every evaluation."""
     model, est = nav1
-    base = {"episodes": 40, "eval_every": 10, "lambda_adv_init": 0.0}
+    base = {"episodes": 40, "eval_every": 10, "lam_adv_init": 0.0}
     if kw.get("gradient") == "exact":
         base = {"episodes": 30, "eval_every": 10, "adversary_start": 0}
     res = _short(model, est.ball, alg, **{**base, **kw})
@@ -353,7 +353,7 @@ def test_reported_worst_case_never_below_the_exact_worst_case(nav1, alg, kw):
         if kw.get("adversary_form") == "mixture":
             assert (inside == 1.0).all()
         elif kw.get("adversary_multiplier_signal") == "visited":
-            # lambda_adv = 0: the paper's adversary leaves its ball; its raw kernel is
+            # lam_adv = 0: the paper's adversary leaves its ball; its raw kernel is
             # reported as such and can beat the exact worst case
             assert inside.min() < 1.0
 
@@ -385,8 +385,8 @@ def test_pull_inside(seed, S, radius):
 
 
 def test_adversary_prefit_and_multiplier(nav1):
-    """The pre-fit starts inside the ball; lambda_adv grows while pairs are outside and a
-    large lambda_adv keeps them inside (full runs: docs/learners.md)."""
+    """The pre-fit starts inside the ball; lam_adv grows while pairs are outside and a
+    large lam_adv keeps them inside (full runs: docs/learners.md)."""
     model, est = nav1
     res = train(model, "adversarial-rcpg", ball=est.ball, episodes=150, seed=0,
                 eval_every=None, progress=False)
@@ -395,7 +395,7 @@ def test_adversary_prefit_and_multiplier(nav1):
     outside = rec["adv_inside"] < 1.0
     assert outside.any() and rec["lam_adv"][-1] > 1.0
     firm = train(model, "adversarial-rcpg", ball=est.ball, episodes=150, seed=0,
-                 eval_every=None, progress=False, lambda_adv_init=500.0)
+                 eval_every=None, progress=False, lam_adv_init=500.0)
     assert firm.records["adv_inside"].mean() >= 0.95 <= firm.records["adv_inside"][-1]
     assert 0.0 <= firm.info["adv_inside_final"] <= 1.0
 
@@ -478,9 +478,8 @@ def test_options_by_name_and_settings_passed_whole(nav1):
 
 
 def test_saved_metadata_is_strict_json_and_reads_back(tmp_path):
-    """A learner without adversary has lam_adv = NaN: the archive's JSON entries hold no
-    bare NaN (strict parsers refuse it), and the loaded result has the NaN back; an
-    archive written before (bare NaN) still loads."""
+    """A learner without adversary has lam_adv = NaN: the archive's JSON holds no bare
+    NaN (strict parsers refuse it), and the loaded result has the NaN back."""
     import json
 
     def strict(text):
@@ -492,12 +491,94 @@ def test_saved_metadata_is_strict_json_and_reads_back(tmp_path):
     assert np.isnan(res.lam_adv)
     path = res.save(tmp_path / "run.npz")
     with np.load(path, allow_pickle=False) as f:
-        arrays = {k: f[k] for k in f.files}
-    meta = strict(str(arrays["meta_json"]))
-    strict(str(arrays["settings_json"]))
-    assert meta["lam_adv"] == {"__type__": "float", "value": "nan"}
+        strict(str(f["structure"]))
+    strict(res.to_json())
     back = load(path)
     assert np.isnan(back.lam_adv) and back.settings == res.settings
-    old = dict(arrays, meta_json=np.array(json.dumps(dict(meta, lam_adv=float("nan")))))
-    np.savez(tmp_path / "old.npz", **old)
-    assert np.isnan(load(tmp_path / "old.npz").lam_adv)
+    strict(res.settings.to_json())
+
+# ----------------------------------------------------------------------- one result type
+def test_train_result_is_a_result_that_round_trips_as_itself(nav1, tmp_path):
+    """TrainResult is a Result (fields as keys and attributes) whose JSON form, file and
+    Result.load give a TrainResult back with the same settings, arrays and records."""
+    from rcmdp_exact import LoadError, Result
+    from rcmdp_exact.learners import TrainResult
+
+    model, est = nav1
+    res = _short(model, est.ball, "adversarial-rcpg", episodes=3, adversary_form="mixture")
+    assert isinstance(res, Result) and res["lam"] is res.lam and res.episodes == 3
+    for back in (TrainResult.from_json(res.to_json()), Result.from_json(res.to_json()),
+                 Result.load(res.save(tmp_path / "r")), load(tmp_path / "r")):
+        assert type(back) is TrainResult and back.settings == res.settings
+        assert set(back) == set(res)
+        for name, value in res.items():
+            if isinstance(value, np.ndarray):
+                assert value.dtype == back[name].dtype, name
+                assert np.array_equal(value, back[name], equal_nan=True), name
+        assert back.records.keys() == res.records.keys()
+        for k in res.records:
+            assert np.array_equal(back.records[k], res.records[k], equal_nan=True), k
+        assert np.array_equal(back.adversary_table(), res.adversary_table())
+    flat = res.to_flat(arrays="drop")
+    assert flat["settings.lam_init"] == res.settings.lam_init and flat["algorithm"]
+    with pytest.raises(LoadError, match="TrainResult"):
+        load(Result(policy=np.eye(2)).save(tmp_path / "plain.npz"))
+    with pytest.raises(TypeError, match="records"):
+        TrainResult(**{k: v for k, v in res.items() if k != "records"})
+
+
+def test_settings_are_checked_once_and_passed_whole(nav1, monkeypatch):
+    """train validates one Settings at its entrance and gives that object to every
+    function after it; the former lambda_* names are refused, naming the lam_* ones."""
+    from rcmdp_exact.learners import Settings, training
+
+    model, est = nav1
+    checked, given = [], []
+    real_checked, real_build = Settings.checked, training.build_problem
+
+    def counting(self, m):
+        checked.append(self)
+        return real_checked(self, m)
+
+    def build(m, algo, ball, settings):
+        given.append(settings)
+        return real_build(m, algo, ball, settings)
+
+    monkeypatch.setattr(Settings, "checked", counting)
+    monkeypatch.setattr(training, "build_problem", build)
+    res = _short(model, est.ball, "adversarial-rcpg", episodes=2, lam_init=2.0)
+    assert len(checked) == 1 and len(given) == 1 and given[0] is res.settings
+    assert res.settings.lam_init == 2.0 and abs(res.records["lam"][0, 0] - 2.0) < 0.1
+    for former in ("lambda_init", "lambda_adv_init", "lambda_max"):
+        with pytest.raises(InputError, match=former) as err:
+            train(model, "pg", episodes=1, progress=False, **{former: 1.0})
+        assert former.replace("lambda", "lam") in str(err.value)
+        with pytest.raises(InputError, match=former):
+            Settings.from_dict({"algorithm": "pg", former: 1.0})
+
+
+def test_the_reference_has_the_phases_of_the_compiled_loop():
+    """The compiled loop is run_chunk calling one function per phase, and the numpy
+    reference (its oracle, written without it) has the same phases by name."""
+    import ast
+    import inspect
+
+    from rcmdp_exact.learners import loop, reference
+
+    phases = {"_schedule", "_policy_tables", "_critic_tables", "_worst_case_kernel",
+              "_adversary_kernel", "_rollout", "_episode_cost", "_policy_step",
+              "_multiplier_update", "_adversary_step", "_critic_update", "_record"}
+    trees = {m: ast.parse(inspect.getsource(m)) for m in (loop, reference)}
+    for module, tree in trees.items():
+        defined = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+        assert phases <= set(defined), (module.__name__, phases - set(defined))
+        called = {n.func.id for n in ast.walk(defined["run_chunk"])
+                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        assert phases <= called, (module.__name__, phases - called)
+    imports = {a.name for n in ast.walk(trees[reference]) if isinstance(n, ast.ImportFrom)
+               for a in n.names} | {n.module for n in ast.walk(trees[reference])
+                                    if isinstance(n, ast.ImportFrom)}
+    assert "loop" not in imports and "numba" not in imports
+    # no positional unpacking of the configuration: the loop reads cfg's fields by name
+    src = inspect.getsource(loop)
+    assert "= cfg\n" not in src and "*cfg" not in src

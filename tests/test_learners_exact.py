@@ -16,13 +16,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rcmdp_exact as rx
-from rcmdp_exact.gradients import central_difference
-from rcmdp_exact.learners import ALGORITHMS, train
+from rcmdp_exact.core.nn import MLP, softmax
+from rcmdp_exact.core.parametrisations import MLPPolicy
+from rcmdp_exact.learners import ALGORITHMS, Settings, train
 from rcmdp_exact.learners.base import EXACT_DEFAULTS
 from rcmdp_exact.learners.dynamics import build_problem
 from rcmdp_exact.learners.exact import dense_evaluation, exact_policy_gradient
-from rcmdp_exact.nn import MLP, softmax
-from rcmdp_exact.parametrisations import MLPPolicy
+from rcmdp_exact.theory.differences import central_difference
 
 
 def _arrays(model):
@@ -59,7 +59,7 @@ def test_exact_mode_defaults_are_the_documented_ones(tmp_path):
     for name, value in EXACT_DEFAULTS.items():
         assert getattr(s, name) == value, name
     # the multiplier stays at its start value during the warm-up
-    assert np.all(res.records["lam"] == EXACT_DEFAULTS["lambda_init"])
+    assert np.all(res.records["lam"] == EXACT_DEFAULTS["lam_init"])
     sampled = train(model, "cpg", episodes=1, eval_every=None, progress=False)
     assert sampled.settings.multiplier_update == "adam-log"
     assert sampled.settings.feature_centre is False
@@ -109,7 +109,8 @@ def test_exact_policy_gradient_equals_policy_gradient(domain):
     """The loop's gradient (centred inputs, entropy 0) is that of
     :func:`rcmdp_exact.policy_gradient` for the same MLP policy."""
     model = rx.domains.paper_domain(domain)
-    pb = build_problem(model, ALGORITHMS["cpg"], None, 1.0, True)
+    pb = build_problem(model, ALGORITHMS["cpg"], None,
+                       Settings("cpg", feature_scale=1.0, feature_centre=True))
     net = MLP(pb.Xpol.shape[1], model.n_actions, hidden=100, seed=0)
     theta = MLP(pb.Xpol.shape[1], model.n_actions, hidden=100, seed=3).get_params()
     lam = np.array([0.7])

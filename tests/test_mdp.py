@@ -1,4 +1,4 @@
-"""The plain MDP solvers (``rcmdp_exact.mdp``) against QuantEcon, pymdptoolbox, each other,
+"""The plain MDP solvers (``rcmdp_exact.core.mdp``) against QuantEcon, pymdptoolbox, each other,
 brute force, a 50-digit reference and their own error bounds."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 import rcmdp_exact as rx
 from rcmdp_exact import InputError, OptionError, TabularCMDP
+from rcmdp_exact.core.mdp import MDP_METHODS, solve_mdp, value_scale
 from rcmdp_exact.domains import garnet
-from rcmdp_exact.mdp import MDP_METHODS, solve_mdp, value_scale
 
 quantecon = pytest.importorskip("quantecon")
 mdptoolbox = pytest.importorskip("mdptoolbox.mdp")
@@ -321,8 +321,8 @@ def test_the_one_howard_iteration_solves_a_batch_of_box_mdps():
     """box_policy_iteration on J random MDPs: on the full box its policies satisfy
     Bellman's optimality equation; on a box of one policy it stops at once with that
     policy; and mdp.policy_iteration is that iteration on one problem."""
-    from rcmdp_exact.evaluation import PolicySystem, policy_matrix
-    from rcmdp_exact.mdp import box_policy_iteration, greedy_box, policy_iteration
+    from rcmdp_exact.core.evaluation import PolicySystem, policy_matrix
+    from rcmdp_exact.core.mdp import box_policy_iteration, greedy_box, policy_iteration
 
     rng = np.random.default_rng(3)
     J, S, A, gamma = 5, 6, 3, 0.9

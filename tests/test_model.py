@@ -21,7 +21,8 @@ from rcmdp_exact import (
     penalised_return,
     rescaled_budget,
 )
-from rcmdp_exact.model import DENSE_LIMIT, check_policy, row_tolerance
+from rcmdp_exact.core.model import DENSE_LIMIT
+from rcmdp_exact.core.model_checks import check_policy, row_tolerance
 
 
 # --------------------------------------------------------------------------- fixtures

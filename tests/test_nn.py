@@ -11,8 +11,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from rcmdp_exact.model import ModelError
-from rcmdp_exact.nn import MLP, Adam, log_softmax, softmax
+from rcmdp_exact.core.model_checks import ModelError
+from rcmdp_exact.core.nn import MLP, Adam, log_softmax, softmax
 
 
 def _fd(f, x, h=1e-6):

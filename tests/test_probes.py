@@ -221,7 +221,7 @@ def test_workers_are_capped_per_cpu(tmp_path):
     top = 4 * (os.cpu_count() or 1)
     has(line, "--workers", "100000", f"limit {top}", "4 per CPU", f"give at most {top}")
     from rcmdp_exact import InputError
-    from rcmdp_exact.experiments import Store, sweep
+    from rcmdp_exact.protocol import Store, sweep
 
     with Store(tmp_path / "api.sqlite") as s, pytest.raises(InputError, match=str(top)):
         sweep(s, [], workers=top + 1, progress=False)
@@ -235,7 +235,7 @@ def test_report_refuses_tests_the_store_lacks(store, tmp_path):
 
 
 def test_report_refuses_a_store_without_runs(tmp_path):
-    from rcmdp_exact.experiments import Store
+    from rcmdp_exact.protocol import Store
 
     Store(tmp_path / "empty.sqlite").close()
     line = one_line(rcmdp(tmp_path, "report", "--db", "empty.sqlite", "--out", "rep"))
@@ -604,8 +604,12 @@ def test_rcmdp_recover_keeps_the_readable_jobs_and_reproduce_recomputes_the_rest
     ones.  An intact store comes out whole."""
     data = store.read_bytes()
     page = 4096
-    if damage == "one page":  # a page in the middle: the jobs on it are lost
-        mid = (len(data) // page) // 2
+    if damage == "one page":  # a leaf page of the runs: the jobs on it are lost
+        con = sqlite3.connect(store)
+        leaves = [n for (n,) in con.execute(
+            "SELECT pageno FROM dbstat WHERE name = 'runs' AND pagetype = 'leaf'")]
+        con.close()
+        mid = leaves[len(leaves) // 2] - 1  # page numbers count from 1
         store.write_bytes(data[:mid * page] + b"garbage!" * (page // 8)
                           + data[(mid + 1) * page:])
     elif damage == "truncated":
@@ -702,7 +706,8 @@ def test_a_changed_float_is_named_left_out_and_recomputed(store, tmp_path, refer
     assert (tmp_path / "out" / "table1.csv").read_bytes() == \
         (reference / "table1.csv").read_bytes()
     assert _dump(store) == _dump(reference / "runs.sqlite")
-    assert rcmdp(tmp_path, "report", "--db", store, "--out", "rep2").stderr == ""
+    assert rcmdp(tmp_path, "report", "--db", store, "--out", "rep2",
+                 "--no-progress").stderr == ""  # no warning left
 
 
 def test_stores_without_checksums_are_read_and_upgraded(store, tmp_path, reference):
@@ -849,7 +854,7 @@ def test_every_loader_names_the_kind_of_a_mismatched_file(files, loader, other, 
     has(str(info.value), str(files[other]), f"a saved {kind}", f"is not {what}")
 
 
-def test_loaders_accept_the_path_without_its_suffix_and_old_files(files, tmp_path):
+def test_loaders_accept_the_path_without_its_suffix(files, tmp_path):
     import rcmdp_exact as rx
     from rcmdp_exact import learners
 
@@ -858,12 +863,7 @@ def test_loaders_accept_the_path_without_its_suffix_and_old_files(files, tmp_pat
     m = rx.TabularCMDP.load(files["model"].with_suffix(""))
     assert m.n_states == rx.domains.inventory().n_states
     res = learners.load(files["result"].with_suffix(""))
-    # a result written before the format entry existed (same arrays, no "format")
-    with np.load(files["result"], allow_pickle=False) as f:
-        arrays = {k: f[k] for k in f.files if k != "format"}
-    np.savez_compressed(tmp_path / "old.npz", **arrays)
-    old = learners.load(tmp_path / "old.npz")
-    assert np.array_equal(old.policy_table(), res.policy_table())
+    assert np.array_equal(res.policy_table(), learners.load(files["result"]).policy_table())
     # the saves add .npz to another suffix, as every artefact does
     assert res.save(tmp_path / "again.json").name == "again.json.npz"
     assert m.save(tmp_path / "m.json").name == "m.json.npz"
@@ -878,3 +878,48 @@ def test_load_error_is_exported_and_an_input_error():
     import rcmdp_exact._checks as checks
 
     assert "LoadError" in checks.__doc__
+
+
+# --------------------------------------------------------------------------- a line per stage
+def test_a_bar_that_is_off_writes_a_line_per_stage(capsys, monkeypatch):
+    """With stage lines on (the command line's choice when its output is not a
+    terminal), a bar that is off says when its stage starts and ends; an inner bar
+    (leave=False) and a run with stage lines off stay silent."""
+    from rcmdp_exact import _progress
+
+    monkeypatch.setattr(_progress, "LINE_EVERY", 0.0)
+    _progress.stage_lines(True, "rcmdp test")
+    try:
+        for _ in _progress.tqdm(range(20), desc="outer", disable=True):
+            for _ in _progress.tqdm(range(3), desc="inner", disable=True, leave=False):
+                pass
+        with _progress.tqdm(total=4, desc="manual", disable=True) as bar:
+            bar.update(4)
+    finally:
+        _progress.stage_lines(False)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "rcmdp test: outer: started (20)"
+    assert "rcmdp test: outer: 2/20" in err and "rcmdp test: outer: 20/20" in err
+    done = [i for i, line in enumerate(err) if line.startswith("rcmdp test: outer: done 20/20 in ")]
+    start = err.index("rcmdp test: manual: started (4)")
+    assert done == [start - 1]  # the outer stage ends before the next one starts
+    assert err[-1].startswith("rcmdp test: manual: done 4/4 in ")
+    assert not any("inner" in line for line in err)
+    for _ in _progress.tqdm(range(3), desc="quiet", disable=True):
+        pass
+    assert capsys.readouterr().err == ""
+
+
+def test_a_piped_command_prints_its_stages_and_no_progress_silences_them():
+    """rcmdp verify with its output in a pipe (not a terminal): one line when its stage
+    starts and one when it ends, on standard error; --no-progress: none."""
+    base = [sys.executable, "-m", "rcmdp_exact", "verify", "--domain", "nav1",
+            "--tabular-only"]
+    run = subprocess.run(base, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert lines[0] == "rcmdp verify: verify: started (6)"
+    assert lines[-1].startswith("rcmdp verify: verify: done 6/6 in ")
+    quiet = subprocess.run([*base, "--no-progress"], capture_output=True, text=True,
+                           timeout=600)
+    assert quiet.returncode == 0 and quiet.stderr == ""

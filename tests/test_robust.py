@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rcmdp_exact.testing as T
+from rcmdp_exact.core.evaluation import evaluate
+from rcmdp_exact.core.model_checks import ModelError
 from rcmdp_exact.domains import garnet, grid_state, safe_navigation_1, safe_navigation_2
-from rcmdp_exact.evaluation import evaluate
-from rcmdp_exact.model import ModelError
 from rcmdp_exact.robust import (
     robust_bellman,
     robust_evaluate,
@@ -33,7 +33,7 @@ def robust_cases(max_states=6):
     multipliers in [0, 3): the public strategies of rcmdp_exact.testing."""
     return T.garnets(n_states=(2, max_states), n_actions=(1, 3), n_constraints=(1, 2),
                      gamma=(0.5, 0.9, 0.95)).flatmap(lambda m: st.tuples(
-                         st.just(m), T.l1_balls(m, max_radius=2.5, grid=None),
+                         st.just(m), T.balls(m, "l1", max_radius=2.5, grid=None),
                          T.policies(m, deterministic=False, grid=None),
                          T.multipliers(m, max_value=3.0, grid=None)))
 

@@ -44,7 +44,7 @@ from rcmdp_exact.uncertainty import (
     weissman_radius,
 )
 from rcmdp_exact.uncertainty._rows import rowdot, weighted_threshold
-from rcmdp_exact.uncertainty.linf import worst_case_interval
+from rcmdp_exact.uncertainty.interval import worst_case_interval
 from rcmdp_exact.uncertainty.weighted_l1 import (
     COMPILED_MIN,
     weighted_l1_violation,
@@ -53,7 +53,7 @@ from rcmdp_exact.uncertainty.weighted_l1 import (
 from rcmdp_exact.uncertainty.weighted_l1 import _lp_rows as weighted_l1_lp_rows
 from rcmdp_exact.uncertainty.weighted_l1_numba import MAX_ROUNDS, weighted_select
 
-KINDS = ("weighted_l1", "linf", "interval", "kl")
+KINDS = ("weighted-l1", "linf", "interval", "kl")
 #: Rows of one hypothesis example (a batch axis J makes up the difference).
 MIN_ROWS = 20
 
@@ -86,7 +86,7 @@ def random_radii(rng, S, A, small, whole):
 def make_set(kind, rng, S, A):
     restricted = rng.random() < 0.5
     P, sup = random_nominal(rng, S, A, restricted)
-    if kind == "weighted_l1":
+    if kind == "weighted-l1":
         wk = rng.integers(3)
         W = (rng.integers(1, 4, (S, A, S)).astype(float) if wk == 0 else
              rng.uniform(0.1, 5.0, (S, A, S)) if wk == 1 else np.ones((S, A, S)))
@@ -136,7 +136,7 @@ def pairs_value(p, z):
 
 
 # --------------------------------------------------------------------------- exact vs cvxpy
-@pytest.mark.parametrize("kind", ["weighted_l1", "linf", "interval"])
+@pytest.mark.parametrize("kind", ["weighted-l1", "linf", "interval"])
 @settings(max_examples=examples(60))
 @given(data=st.data())
 def test_polyhedral_exact_solver_matches_cvxpy(kind, data):
@@ -212,7 +212,7 @@ def test_kl_solver_matches_cvxpy_and_is_certified(case):
 def test_zero_radius_gives_the_nominal_bit_for_bit(kind, data):
     uset, z = data.draw(cases(kind))
     S, A = uset.n_states, uset.n_actions
-    if kind == "weighted_l1":
+    if kind == "weighted-l1":
         uset = WeightedL1Ball(uset.nominal, 0.0, uset.weights, uset.support)
     elif kind == "linf":
         uset = LInfBall(uset.nominal, 0.0, uset.support)
@@ -250,7 +250,7 @@ def test_batched_shapes_agree_with_row_by_row_calls(kind, data):
             1 + np.abs(shared[j]).max()))
 
 
-@pytest.mark.parametrize("kind", ["weighted_l1", "linf", "kl"])
+@pytest.mark.parametrize("kind", ["weighted-l1", "linf", "kl"])
 @settings(max_examples=examples(30))
 @given(data=st.data())
 def test_value_decreases_with_the_radius_and_reaches_the_minimum(kind, data):
@@ -258,7 +258,7 @@ def test_value_decreases_with_the_radius_and_reaches_the_minimum(kind, data):
     nom = uset.nominal
     sup = uset.support
     zmin = np.min(np.where(sup, z, np.inf), axis=-1)
-    if kind == "weighted_l1":
+    if kind == "weighted-l1":
         r = uset.alpha
         grow = WeightedL1Ball(nom, 2 * r + 0.1, uset.weights, sup)
         whole = WeightedL1Ball(nom, 2.0 * uset.weights.max() + 1e-9, uset.weights, sup)
@@ -344,7 +344,7 @@ def test_weighted_l1_hull_by_chain_equals_hull_by_pairs(data):
     """The two ways of finding the envelope give the same worst case."""
     import rcmdp_exact.uncertainty.weighted_l1 as module
 
-    uset, z = data.draw(cases("weighted_l1", max_S=30))
+    uset, z = data.draw(cases("weighted-l1", max_S=30))
     pairs = uset.worst_case(z)
     saved = module._PAIRS, module._EXACT_PARETO
     try:
@@ -401,7 +401,7 @@ def test_weighted_l1_compiled_solver_matches_numpy(data):
     """At least 60 x 20 = 1,200 rows (ties, zero and whole-simplex radii, integer,
     continuous and unit weights, restricted supports): the compiled row loop gives the
     numpy solver's kernel to 1e-12."""
-    uset, z = data.draw(cases("weighted_l1", max_S=30))
+    uset, z = data.draw(cases("weighted-l1", max_S=30))
     check_compiled_against_numpy(*as_rows(uset, z))
 
 
@@ -677,7 +677,7 @@ def test_finite_set_members_distance_and_contains():
     fs = FiniteSet(K)
     assert fs.rectangularity == "none" and "none" in RECTANGULARITIES
     np.testing.assert_array_equal(fs.nominal, K[0])
-    np.testing.assert_array_equal(fs.kernels, K)
+    np.testing.assert_array_equal(fs.members, K)
     for m in range(4):
         assert fs.contains(K[m]).all() and fs.distance(K[m]).max() == 0.0
         assert fs.closest(K[m]) == m

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -66,7 +67,7 @@ def test_the_checker_sees_a_private_import(tmp_path):
     names = [a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names]
     assert names == ["_secret", "_checks"]
     resolved = _resolve(tree.body[0], "rcmdp_exact.robust", False)
-    assert resolved == "rcmdp_exact.model"
+    assert resolved == "rcmdp_exact.model"  # textual: .model from the package robust
 
 
 @pytest.mark.parametrize("heavy", ["cvxpy", "matplotlib", "numba", "dask", "distributed",
@@ -96,6 +97,74 @@ def test_the_light_vocabulary_matches_the_registries():
     assert tuple(ALGORITHMS) == names.ALGORITHMS
     assert tuple(VARIANTS) == names.VARIANTS
     assert tuple(PAPER_DOMAINS) == names.PAPER_DOMAINS
+
+
+def test_the_light_kinds_are_the_registered_kinds():
+    """The command line reads the built-in kinds from the files' KIND lines without
+    importing them; the classes that register themselves must say the same: each kind
+    names its class, and a kind is estimated exactly when its class builds it from
+    counts."""
+    from rcmdp_exact.uncertainty import kinds, registered_kinds
+
+    registry = registered_kinds()
+    builtin = {k: c for k, c in registry.items()
+               if c.__module__.startswith("rcmdp_exact.uncertainty.")}
+    files = kinds.kind_files()
+    assert list(files) == list(builtin)
+    assert next(iter(files)) == rcmdp_exact.names.DEFAULT_SET_KIND
+    for kind, info in files.items():
+        cls = builtin[kind]
+        assert cls.kind == kind and cls.__name__ == info.cls
+        assert cls.__module__ == "rcmdp_exact.uncertainty" + info.module
+        assert info.estimated == cls.has_counts_builder(), kind
+        assert getattr(rcmdp_exact, info.cls) is cls  # a public name of the package
+    assert kinds.builtin_kinds(estimated=True) == tuple(
+        k for k in files if builtin[k].has_counts_builder())
+
+
+def test_the_kind_scan_reads_a_new_file(tmp_path, monkeypatch):
+    """A file with a KIND line is a built-in kind: the scan finds it, its class and
+    whether it is estimated, with no list to edit (and refuses a KIND without its
+    class)."""
+    from rcmdp_exact.uncertainty import kinds
+
+    (tmp_path / "chi2.py").write_text(
+        'KIND = "chi2"\n\n\nclass Chi2Ball(Base):\n    """A set."""\n\n    kind = KIND\n\n'
+        '    @classmethod\n    def from_counts(cls, counts, *, delta, ball):\n'
+        '        return None\n')
+    (tmp_path / "helper.py").write_text("X = 1\n")
+    monkeypatch.setattr(kinds, "__file__", str(tmp_path / "kinds.py"))
+    kinds.kind_files.cache_clear()
+    try:
+        assert kinds.kind_files() == {"chi2": kinds.KindFile("chi2", ".chi2", "Chi2Ball",
+                                                             True)}
+        (tmp_path / "bad.py").write_text('KIND = "bad"\n\nclass Bad:\n    pass\n')
+        kinds.kind_files.cache_clear()
+        with pytest.raises(RuntimeError, match="bad"):
+            kinds.kind_files()
+    finally:
+        kinds.kind_files.cache_clear()
+
+
+#: Reads of a set's inside: its radii, weights, bounds, members or private fields.
+INSIDE = re.compile(r"\.(alpha|kernels|weights)\b|\b(uset|ball|kl|box)\.(radius|lower|upper|"
+                    r"with_alpha|with_radius|_[a-z]\w*)\b")
+
+
+def test_no_code_outside_the_sets_reads_their_inside():
+    """Outside rcmdp_exact.uncertainty a set is used through its protocol (nominal,
+    support, worst_case, bellman_max_min, members, contains, distance, save/load); the
+    compiled learners take the L1 ball's rows from the ball itself (L1Ball.rows())."""
+    found = []
+    for path in _modules():
+        if "uncertainty" in path.relative_to(PACKAGE).parts:
+            continue
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if INSIDE.search(line):
+                found.append(f"{path.relative_to(PACKAGE.parent)}:{i}: {line.strip()}")
+    assert not found, "\n".join(found)
+    assert INSIDE.search("r = est.ball.alpha[0]") and INSIDE.search("uset.radius")
+    assert not INSIDE.search("pb.rows.radius[live]") and not INSIDE.search("br.lower")
 
 
 def test_lp_solves_print_nothing():
@@ -142,10 +211,10 @@ def test_the_suite_passes_beside_the_main_jobs_output(tmp_path):
 
 
 def test_lp_tolerances_are_written_in_one_place():
-    """The solvers' options live in ``_solvers`` (the sets' cross-checks in uncertainty/
-    are pointed there separately)."""
+    """The solvers' options live in ``_solvers``, for every solver of the package (the
+    sets' cross-checks included)."""
     words = ("primal_feasibility_tolerance", "tol_gap_abs", "tol_feas")
     found = [str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")
-             if path.name != "_solvers.py" and path.parent.name != "uncertainty"
+             if path.name != "_solvers.py"
              and any(w in path.read_text(encoding="utf-8") for w in words)]
     assert found == []

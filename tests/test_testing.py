@@ -104,8 +104,8 @@ def test_every_set_kind_holds_the_model_kernel(case):
     inside = uset.contains(m.P)
     assert np.all(inside), type(uset).__name__
     if isinstance(uset, FiniteSet):
-        np.testing.assert_array_equal(uset.kernels[0], m.P)
-        for Q in uset.kernels:
+        np.testing.assert_array_equal(uset.members[0], m.P)
+        for Q in uset.members:
             rebuild(m.with_transitions(Q))
     elif not isinstance(uset, SRectL1Ball):
         assert uset.rectangularity == "sa"
@@ -118,9 +118,9 @@ def test_each_kind_is_drawn_and_reproducible(kind):
     b = T.example(T.balls(m, kind), seed=7)
     assert type(a) is type(b)
     np.testing.assert_array_equal(a.nominal, b.nominal)
-    assert type(a).__name__ == {"l1": "L1Ball", "weighted_l1": "WeightedL1Ball",
+    assert type(a).__name__ == {"l1": "L1Ball", "weighted-l1": "WeightedL1Ball",
                                 "linf": "LInfBall", "interval": "IntervalSet",
-                                "kl": "KLBall", "s_l1": "SRectL1Ball",
+                                "kl": "KLBall", "s-l1": "SRectL1Ball",
                                 "finite": "FiniteSet"}[kind]
 
 
@@ -180,7 +180,7 @@ def robustness_is_free(case):
     return float(nominal - rob.value)
 
 
-STRATEGY = T.cmdps(n_constraints=0).flatmap(lambda m: T.l1_balls(m).map(lambda b: (m, b)))
+STRATEGY = T.cmdps(n_constraints=0).flatmap(lambda m: T.balls(m, "l1").map(lambda b: (m, b)))
 
 
 def test_a_false_claim_gives_a_shrunk_counterexample_that_reloads(tmp_path):
@@ -247,6 +247,32 @@ def test_random_cmdp_is_seeded():
     b = T.random_cmdp(np.random.default_rng(5), 4, 2, 1, 0.9, n_outcomes=3, terminal=True)
     np.testing.assert_array_equal(a.P, b.P)
     assert a.terminal[-1] and a.outcomes.shape == (4, 2, 3)
+
+
+def test_the_generators_work_without_hypothesis():
+    """rcmdp_exact.testing.generators, and its names through rcmdp_exact.testing, import
+    and run in a process where hypothesis cannot be imported; a strategy's name then
+    says it needs hypothesis (ImportError)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "sys.modules['hypothesis'] = None  # as if it were not installed\n"
+            "import rcmdp_exact.testing as T\n"
+            "from rcmdp_exact.testing.generators import random_cmdp\n"
+            "assert T.random_cmdp is random_cmdp\n"
+            "print(T.dense_binding_cmdp(0).n_states >= 2, random_cmdp(1, 3, 2, 1, 0.9).S)\n"
+            "try:\n"
+            "    T.cmdps\n"
+            "except ImportError:\n"
+            "    print('strategies need hypothesis')\n")
+    from pathlib import Path
+
+    import rcmdp_exact
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=Path(rcmdp_exact.__file__).parents[1])
+    assert out.stdout.split("\n")[:2] == ["True 3", "strategies need hypothesis"]
 
 
 def test_a_path_that_cannot_hold_the_counterexample_is_refused_before_the_search(tmp_path):

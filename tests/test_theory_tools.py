@@ -34,8 +34,9 @@ from rcmdp_exact import (
     robust_evaluate,
     robust_policy_gradient,
 )
-from rcmdp_exact.gradients import lagrangian, relative_error
-from rcmdp_exact.nn import softmax
+from rcmdp_exact.core.nn import softmax
+from rcmdp_exact.theory.estimators import relative_error
+from rcmdp_exact.theory.gradients import lagrangian
 from rcmdp_exact.uncertainty import SRectL1Ball, interval_vertices, l1_vertices
 
 
@@ -154,7 +155,7 @@ def robust_objective(model, uset, objective, lam, policy):
     """J(pi) from the robust evaluation (sa-sets) or the members (finite sets)."""
     if isinstance(uset, FiniteSet):
         evs = [dense_values(model.with_transitions(P, check=False), policy)
-               for P in uset.kernels]
+               for P in uset.members]
         vals = np.array([model.p0 @ v for v, _ in evs])
         costs = np.array([model.p0 @ c for _, c in evs])  # (m, K)
         if objective == "value":
@@ -179,7 +180,7 @@ def kernel_of(model, uset, objective, lam, policy):
 @settings(max_examples=examples(30))
 @given(T.cmdps(n_states=(2, 4), n_actions=(2, 3), n_constraints=(1, 2), grid=None,
                terminal=False).flatmap(
-    lambda m: st.tuples(st.just(m), T.balls(m, ("l1", "linf", "weighted_l1", "finite"),
+    lambda m: st.tuples(st.just(m), T.balls(m, ("l1", "linf", "weighted-l1", "finite"),
                                             grid=None),
                         st.sampled_from(["value", "constraint", "lagrangian"]),
                         T.multipliers(m, grid=None), st.integers(0, 2**31 - 1))))
@@ -319,7 +320,7 @@ def test_vertices_by_hand():
 
 @settings(max_examples=examples(20))
 @given(T.cmdps(n_states=(2, 3), n_actions=2, n_constraints=1, gamma=0.9).flatmap(
-    lambda m: st.tuples(st.just(m), T.balls(m, ("l1", "weighted_l1", "linf", "interval"),
+    lambda m: st.tuples(st.just(m), T.balls(m, ("l1", "weighted-l1", "linf", "interval"),
                                             grid=2), T.policies(m, deterministic=False))))
 def test_the_robust_value_is_the_worst_over_the_extreme_kernels(case):
     """Each robust quantity is the min (max for costs) of exact dense evaluations over
@@ -340,7 +341,7 @@ def test_the_robust_value_is_the_worst_over_the_extreme_kernels(case):
 
 @settings(max_examples=examples(20))
 @given(T.cmdps(n_states=(2, 3), n_actions=2, n_constraints=(1, 2), gamma=(0.5, 0.9)).flatmap(
-    lambda m: st.tuples(st.just(m), T.balls(m, ("l1", "weighted_l1", "linf", "interval"),
+    lambda m: st.tuples(st.just(m), T.balls(m, ("l1", "weighted-l1", "linf", "interval"),
                                             grid=2), T.policies(m, deterministic=False))))
 def test_optimistic_nature_is_the_best_over_the_extreme_kernels(case):
     """Optimistic nature: the value is the max, each cost the min, of exact dense
@@ -385,7 +386,7 @@ def test_extreme_kernels_count_and_errors():
     assert extreme_kernels(IntervalSet(P * 0, P * 0 + 1)).shape == (4, 2, 1, 2)
     assert extreme_kernels(WeightedL1Ball(P, 0.5, [1.0, 2.0])).shape == (4, 2, 1, 2)
     fs = FiniteSet([P, P[:, :, ::-1]])
-    np.testing.assert_array_equal(extreme_kernels(fs), fs.kernels)
+    np.testing.assert_array_equal(extreme_kernels(fs), fs.members)
     big = l1_ball(T.example(T.cmdps(n_states=4, n_actions=3), seed=0), 1.0)
     with raises_fact(InputError, "extreme kernels", "max_kernels = 10", "(s="):
         extreme_kernels(big, max_kernels=10)

@@ -9,6 +9,8 @@ from helpers import examples, raises_fact
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rcmdp_exact.core.model import TabularCMDP
+from rcmdp_exact.core.model_checks import ModelError
 from rcmdp_exact.domains import (
     ESTIMATION_EPISODES,
     PAPER_ALPHA_RANGES,
@@ -19,7 +21,6 @@ from rcmdp_exact.domains import (
     safe_navigation_1,
     safe_navigation_2,
 )
-from rcmdp_exact.model import ModelError, TabularCMDP
 from rcmdp_exact.uncertainty import (
     L1Ball,
     collect_counts,

@@ -9,9 +9,9 @@ from scipy.stats import norm
 
 from rcmdp_exact import TabularCMDP, domains
 from rcmdp_exact.cli import main
-from rcmdp_exact.gradients import ESTIMATORS
-from rcmdp_exact.model import ModelError
-from rcmdp_exact.verify import (
+from rcmdp_exact.core.model_checks import ModelError
+from rcmdp_exact.theory.estimators import ESTIMATORS
+from rcmdp_exact.theory.verify import (
     COLUMNS,
     VerifyTable,
     expected_exact,

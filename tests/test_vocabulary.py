@@ -2,9 +2,8 @@
 
 * Every row of the page's table of names is checked where the page says the name is;
   a row without a check fails (so a new row needs one).
-* Every former name of the page is a working alias of its new name (it warns and gives
-  the same value), and every alias in the code (result fields, training records,
-  renamed parameters, renamed flags) is on the page.
+* The package has no former names (0.1.0 is its first release): no alias module, no
+  deprecation warning, no hidden renamed flag.
 * The same choice has the same flag on every command.
 """
 
@@ -91,7 +90,7 @@ def check_name(name: str, model, trained) -> None:
         res = rx.robust_evaluate(model, np.full((5, 3), 1 / 3), rx.l1_ball(model, 0.1))
         assert "costs_worst" in res
     elif name == "time_limit":
-        from rcmdp_exact.experiments.ground_truth_table import GroundTruthTableSpec
+        from rcmdp_exact.protocol.ground_truth_table import GroundTruthTableSpec
 
         assert "time_limit" in {f.name for f in dataclasses.fields(rx.BracketSettings)}
         spec = GroundTruthTableSpec()
@@ -104,8 +103,17 @@ def check_name(name: str, model, trained) -> None:
         for command in ("train", "reproduce"):
             assert {"nominal", "data"} <= set(option(command, "--train-on").choices)
     elif name == "--set KIND":
+        from rcmdp_exact.uncertainty import builtin_kinds
+
+        kinds = builtin_kinds(estimated=True)
+        assert kinds[0] == rx.names.DEFAULT_SET_KIND
         for command in ("ground-truth", "train", "reproduce"):
-            assert tuple(option(command, "--set").choices) == rx.names.SET_KINDS
+            parse = option(command, "--set").type
+            assert [parse(k) for k in kinds] == list(kinds)
+            assert parse("mymodule:MySet") == "mymodule:MySet"
+            for bad in ("finite", "weighted_l1", "nope", "mymodule:"):
+                with pytest.raises(argparse.ArgumentTypeError):
+                    parse(bad)
     elif name == "progress=None":
         check_progress_defaults()
     elif name == "--force":
@@ -142,68 +150,22 @@ def check_progress_defaults() -> None:
     assert not wrong, wrong
 
 
-# --------------------------------------------------------------------------- former names
-def former_rows(kind: str) -> list[tuple[str, str]]:
-    return [(ticks(n)[0], ticks(f)[0]) for k, n, f in section_rows("Former names")
-            if k == kind]
+# --------------------------------------------------------------------------- no former names
+def test_no_deprecated_name_is_left():
+    """No module of the package warns of a deprecation, no alias module is left, no
+    command has a hidden (renamed) flag, and a result stores what it was given."""
+    import rcmdp_exact
 
-
-def test_former_result_fields_are_the_aliases_of_the_code():
-    from rcmdp_exact._result import ALIASES
-
-    rows = former_rows("result field")
-    assert {f: n for n, f in rows} == ALIASES
-    for new, old in rows:
-        res = rx.Result(**{new: np.arange(2.0)})
-        with pytest.warns(DeprecationWarning, match=new):
-            assert res[old] is res[new]
-
-
-def test_former_record_names_are_the_aliases_of_the_code():
-    from rcmdp_exact.learners.records import FORMER_RECORDS, TrainingRecords
-
-    rows = former_rows("training record")
-    plain = {f: n for n, f in rows if "*" not in f}
-    assert plain == FORMER_RECORDS
-    for new, old in rows:
-        new, old = new.replace("*", "true_greedy"), old.replace("*", "true_greedy")
-        rec = TrainingRecords({old: np.zeros(3)})
-        assert list(rec) == [new]
-        with pytest.warns(DeprecationWarning, match=new):
-            assert rec[old] is rec[new]
-
-
-def test_former_attributes_parameters_and_flags(trained):
-    (new, old), = former_rows("attribute")
-    attr, new_attr = old.split(".")[1], new.split(".")[1]
-    with pytest.warns(DeprecationWarning, match=new_attr):
-        assert getattr(trained, attr) == getattr(trained, new_attr)
-
-    assert former_rows("parameter") == []  # the former parameter names are gone
-
-    flags = former_rows("flag")
-    documented = set()
-    for new, old in flags:
-        command, flag = new.split()[1], new.split()[2]
-        given = option(command, old)
-        assert given is not None and given.help == argparse.SUPPRESS
-        assert given.dest == option(command, flag).dest
-        documented.add((command, old))
-    in_code = {(command, o) for command, p in subparsers().items() for a in p._actions
-               for o in a.option_strings if type(a).__name__ == "Renamed"}
-    assert in_code == documented
-    (new, old), = former_rows("flag value")
-    command, flag, value = new.split()[1:]
-    assert {value, old} <= set(option(command, flag).choices)
-
-
-def test_the_package_reads_no_former_name_itself(model, trained, tmp_path):
-    """Building, saving and reading results with former-name warnings as errors."""
-    from rcmdp_exact.learners import TrainResult
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        assert rx.solve_cmdp(model).lam.shape == (1,)
-        back = TrainResult.load(trained.save(tmp_path / "r"))
-        assert back.lam_adv == trained.lam_adv
-        np.testing.assert_array_equal(back.records["lam"], trained.records["lam"])
+    root = Path(rcmdp_exact.__file__).parent
+    offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
+                 if "DeprecationWarning" in p.read_text(encoding="utf-8")]
+    assert offenders == []
+    for alias in ("reports.py", "inner.py", "ground_truth/core.py", "ground_truth/report.py"):
+        assert not (root / alias).exists(), alias
+    hidden = [(command, a.option_strings) for command, p in subparsers().items()
+              for a in p._actions if a.help == argparse.SUPPRESS and a.option_strings
+              and a.dest != "help"]
+    assert hidden == []
+    res = rx.Result(multipliers=np.ones(1))
+    assert "multipliers" in res and "lam" not in res
+    assert not (Path(rcmdp_exact.__file__).parents[1] / "docs" / "api" / "deprecated.md").exists()

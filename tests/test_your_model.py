@@ -253,7 +253,7 @@ def test_reproduction_keys_follow_the_content_of_the_model_file(files):
     g.replace(d=[float(g.d[0]) * 0.5]).save(files / "m.npz")
     proc = rcmdp(files, "reproduce", "--model", "m.npz", *SMALL, "--out", "rep")
     assert proc.returncode == 0, proc.stderr
-    assert not proc.stdout.startswith("0 jobs computed")
+    assert "0 jobs computed" not in proc.stdout
     table = (files / "rep" / "table1.csv").read_text()
     configs = {line.split(",")[0] for line in table.splitlines()[1:]}
     assert len(configs) == 2
@@ -285,8 +285,8 @@ def test_a_set_kind_is_named_in_the_spec_and_the_report(files):
                  "--out", "rep")
     assert proc.returncode == 0, proc.stderr
     report = (files / "rep" / "report.md").read_text()
-    has(report, "uncertainty set `linf`", "L-infinity")
-    from rcmdp_exact.experiments import Store
+    has(report, "uncertainty set: `linf` (LInfBall) built around the model's own kernel")
+    from rcmdp_exact.protocol import Store
 
     with Store(files / "rep" / "runs.sqlite", readonly=True) as store:
         assert {r["spec"]["set_kind"] for r in store.runs()} == {"linf"}
@@ -304,6 +304,14 @@ def test_a_set_kind_is_named_in_the_spec_and_the_report(files):
     (["reproduce", "--set", "interval", "--out", "rep"], ["--set interval", "IntervalSet"]),
     (["train", "nav1", "rcpg-lagrangian", "--set", "s-l1", "--out", "rep"],
      ["--set s-l1", "SRectL1Ball", "critic='exact'"]),
+    (["ground-truth", "--set", "weighted_l1", "--out", "rep"],
+     ["'weighted_l1' is not a kind of set", "weighted-l1", "MODULE:CLASS"]),
+    (["ground-truth", "--model", "m.npz", "--set", "os:path", "--out", "rep"],
+     ["--set 'os:path'", "not a subclass", "UncertaintySet"]),
+    (["ground-truth", "--model", "m.npz", "--set", "rcmdp_exact:FiniteSet", "--out", "rep"],
+     ["--set 'rcmdp_exact:FiniteSet'", "from_counts", "kl"]),
+    (["train", "nav1", "pg", "--set", "no_such_module:MySet", "--out", "rep"],
+     ["--set 'no_such_module:MySet'", "cannot be imported"]),
 ])
 def test_an_undefined_set_is_refused_before_any_work(files, args, facts):
     has(one_line(rcmdp(files, *args)), *facts)
@@ -326,27 +334,15 @@ def test_train_with_another_set_names_it(files):
     has(proc.stdout, "uncertainty set: interval (IntervalSet", "RCMDP bracket (set, value)")
 
 
-# --------------------------------------------------------------------------- deprecated flags
-def test_renamed_flags_still_work_with_one_warning_line(files):
-    proc = rcmdp(files, "ground-truth", "--model", "m.npz", "--bracket-time", "30",
-                 "--max-boxes", "3", "--no-variants", "--no-progress")
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.strip().splitlines() == [
-        "rcmdp ground-truth: warning: --bracket-time is deprecated and will be removed in "
-        "a future release; use --time-limit"]
-    proc = rcmdp(files, "ground-truth", "--model", "m.npz", "--bracket-time", "0")
-    assert proc.returncode == 2
-    _warning, error = proc.stderr.strip().splitlines()
-    has(error, "error: --bracket-time", "0.0")  # the flag given is the one named
-    from rcmdp_exact.cli import build_parser
-
-    args = build_parser().parse_args(["ground-truth", "--episodes", "reference"])
-    assert args.estimation == "reference" and "--estimation" in args._deprecations[0]
-    proc = rcmdp(files, "train", "--model", "m.npz", "pg", "--train-on", "true",
-                 "--episodes", "10", "--eval-every", "10", "--no-bracket", "--no-progress")
-    assert proc.returncode == 0, proc.stderr
-    has(proc.stderr, "--train-on true is deprecated", "--train-on data")
-    has(proc.stdout, "trained on the true model")
+# --------------------------------------------------------------------------- former flags
+def test_former_flags_are_gone(files):
+    """Renamed before the first release, so not kept: --bracket-time, --episodes and
+    --train-on true are refused like any unknown option or value."""
+    for argv in (["ground-truth", "--model", "m.npz", "--bracket-time", "30"],
+                 ["ground-truth", "--episodes", "reference"],
+                 ["train", "--model", "m.npz", "pg", "--train-on", "true"]):
+        proc = rcmdp(files, *argv)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, argv
 
 
 # --------------------------------------------------------------------------- specs
@@ -354,7 +350,7 @@ def test_default_specs_keep_their_json_and_keys():
     import dataclasses
     import hashlib
 
-    from rcmdp_exact.experiments.spec import OPTIONAL_FIELDS, RunSpec, canonical_json
+    from rcmdp_exact.protocol.spec import OPTIONAL_FIELDS, RunSpec, canonical_json
 
     spec = RunSpec("nav1", "cpg", 3, episodes=10)
     fields = spec.fields()
@@ -375,7 +371,7 @@ def test_default_specs_keep_their_json_and_keys():
 
 def test_specs_of_your_model_round_trip_and_check_their_fields():
     from rcmdp_exact import InputError
-    from rcmdp_exact.experiments.spec import RunSpec
+    from rcmdp_exact.protocol.spec import RunSpec
 
     spec = RunSpec("model", "pg", 0, model="ab" * 32, horizon=7, estimation_episodes=10,
                    perturbations=(("p", "g", "cd" * 32),), sources=(("model", "x", "y"),))
@@ -399,7 +395,7 @@ def dataclasses_replace_key(spec, **changes):
 
 def test_a_worker_refuses_a_file_changed_after_planning(tmp_path):
     from rcmdp_exact import InputError
-    from rcmdp_exact.experiments.user import ensure_sources, load_model_file
+    from rcmdp_exact.protocol.user import ensure_sources, load_model_file
 
     g = garnet_model()
     g.save(tmp_path / "a.npz")
@@ -419,7 +415,8 @@ def nav_estimate():
 
 
 def test_every_kind_is_built_from_the_same_counts(nav_estimate):
-    from rcmdp_exact.experiments.estimation import SET_KINDS, set_from_estimate, state_counts
+    from rcmdp_exact.protocol.estimation import set_from_estimate, state_counts
+    from rcmdp_exact.uncertainty import builtin_kinds
 
     model, est = nav_estimate
     counts = state_counts(est, model)
@@ -431,7 +428,7 @@ def test_every_kind_is_built_from_the_same_counts(nav_estimate):
     for t in range(model.n_states):
         assert counts[s, a, t] == est.counts[s, a][nxt[s, a] == t].sum()
     term = np.flatnonzero(model.terminal)
-    for kind in SET_KINDS:
+    for kind in builtin_kinds(estimated=True):
         uset = set_from_estimate(kind, est, model)
         nominal = np.asarray(uset.nominal)
         assert np.allclose(nominal.sum(axis=2), 1.0)
@@ -441,7 +438,7 @@ def test_every_kind_is_built_from_the_same_counts(nav_estimate):
 
 
 def test_weighted_l1_is_the_l1_ball_and_s_l1_contains_it(nav_estimate):
-    from rcmdp_exact.experiments.estimation import set_from_estimate
+    from rcmdp_exact.protocol.estimation import set_from_estimate
 
     model, est = nav_estimate
     rng = np.random.default_rng(0)
@@ -464,7 +461,7 @@ def test_the_python_reproduce_takes_your_model(files):
         from test_experiments_standin import standin_train
     finally:
         sys.path.remove(TESTS_DIR)
-    from rcmdp_exact.experiments import reproduce
+    from rcmdp_exact.protocol import reproduce
 
     summary = reproduce(files / "db.sqlite", files / "out", model=files / "m.npz",
                         perturbations=files / "perts.toml", algorithms=("pg",), seeds=1,
@@ -476,7 +473,7 @@ def test_the_python_reproduce_takes_your_model(files):
 
 
 def test_which_report_files_are_existing_outputs(tmp_path):
-    from rcmdp_exact.experiments.report import REPORT_MARKER, foreign_report
+    from rcmdp_exact.protocol.report import REPORT_MARKER, foreign_report
 
     out = tmp_path / "rep"
     assert foreign_report(out, tmp_path / "a.sqlite") is None  # no folder
@@ -504,7 +501,8 @@ def test_sets_from_one_estimation_keep_their_invariants(S, A, seed, n, horizon):
     kernel on the ball's support, the weighted ball has the ball's worst case (a second
     solver), the s-rectangular set contains the ball's worst-case kernels, and the
     L-infinity, interval and KL sets contain their own nominal."""
-    from rcmdp_exact.experiments.estimation import SET_KINDS, set_from_estimate, state_counts
+    from rcmdp_exact.protocol.estimation import set_from_estimate, state_counts
+    from rcmdp_exact.uncertainty import builtin_kinds
 
     model = rx.domains.garnet(S, A, min(S, 3), n_constraints=1, seed=seed,
                               horizon=horizon)
@@ -513,7 +511,7 @@ def test_sets_from_one_estimation_keep_their_invariants(S, A, seed, n, horizon):
     assert counts.sum() == est.counts.sum() == est.visits.sum()
     z = np.random.default_rng(seed).normal(size=(2, S))
     l1 = est.ball.worst_case(z)
-    for kind in SET_KINDS:
+    for kind in builtin_kinds(estimated=True):
         uset = set_from_estimate(kind, est, model)
         nominal = np.asarray(uset.nominal)
         assert np.allclose(nominal.sum(axis=2), 1.0) and np.all(nominal >= 0)
@@ -534,15 +532,14 @@ def test_train_judges_a_trainer_of_your_own(files):
     assert proc.returncode == 0, proc.stderr
     has(proc.stdout, f"cpg ({STANDIN})", "5 episodes", "trained, greedy (worst case)")
     # the printed value on the true model is the exact value of the trainer's policy,
-    # trained on the estimated nominal model with the command's seed
+    # trained on the model itself (judged on itself) with the command's seed
     sys.path.insert(0, TESTS_DIR)
     try:
         from test_experiments_standin import standin_train
     finally:
         sys.path.remove(TESTS_DIR)
     g = rx.TabularCMDP.load(files / "m.npz")
-    nominal = rx.estimate(g, 100, seed=0).nominal
-    pi = standin_train(nominal, "cpg", seed=0, episodes=5).policy_table()
+    pi = standin_train(g, "cpg", seed=0, episodes=5).policy_table()
     line = next(x for x in proc.stdout.splitlines()
                 if x.startswith("trained, stochastic (true)"))
     assert float(line.split()[3]) == pytest.approx(policy_values(g, pi)[0], abs=5e-4)
@@ -567,14 +564,15 @@ def test_train_keeps_what_a_trainer_without_save_trained(files):
         from test_experiments_standin import standin_train
     finally:
         sys.path.remove(TESTS_DIR)
-    nominal = rx.estimate(rx.TabularCMDP.load(files / "m.npz"), 100, seed=0).nominal
-    pi = standin_train(nominal, "pg", seed=0, episodes=2).policy_table()
+    pi = standin_train(rx.TabularCMDP.load(files / "m.npz"), "pg", seed=0,
+                       episodes=2).policy_table()
     np.testing.assert_array_equal(res.policy, pi)
     assert res.algorithm == "pg" and res.trainer == STANDIN and res.episodes == 2
     line = next(x for x in proc.stdout.splitlines()
                 if x.startswith("trained, stochastic (true)"))
+    # trained on the model itself: its training model is the true one
     assert float(line.split()[3]) == pytest.approx(
-        res.evaluation["true"]["stochastic"]["value"], abs=5e-4)
+        res.evaluation["train"]["stochastic"]["value"], abs=5e-4)
     assert res.records["return"].shape == (2,)
 
 
@@ -585,9 +583,9 @@ def test_a_model_without_constraints_goes_through_the_protocol(tmp_path):
     the value, the pooled bound and each setting's optimum are the T-step optimum of the
     reward alone (certified gap 0), the training job's optimum is the MDP optimum, and
     the bracket closes on the robust optimum."""
-    from rcmdp_exact.experiments import GroundTruthSpec, plan
-    from rcmdp_exact.experiments.groundtruth import run_ground_truth
-    from rcmdp_exact.experiments.user import load_problem, spec_options
+    from rcmdp_exact.protocol import GroundTruthSpec, plan
+    from rcmdp_exact.protocol.groundtruth import run_ground_truth
+    from rcmdp_exact.protocol.user import load_problem, spec_options
 
     g = garnet_model()
     free = rx.TabularCMDP(g.P, g.R, np.zeros((6, 3, 6, 0)), np.zeros(0), gamma=g.gamma,
@@ -639,3 +637,165 @@ def test_a_failure_of_the_job_itself_is_not_called_retryable(tmp_path):
         last = proc.stderr.strip().splitlines()[-1]
         has(last, "1 jobs failed", says)
         assert never not in last, last
+
+
+# --------------------------------------------------------------------------- judged on itself
+def test_a_model_is_trained_and_judged_on_itself_unless_estimation_is_asked_for(files):
+    """``--model`` without ``--estimate``: the learner trains on the model itself, the
+    set is the L1 ball of radius 0.1 around its own kernel on its own next states, and
+    the output says so; ``--estimate [N]`` restores the paper's phase 1."""
+    g = rx.TabularCMDP.load(files / "m.npz")
+    proc = rcmdp(files, "train", "--model", "m.npz", "cpg", "--episodes", "20",
+                 "--eval-every", "10", "--no-progress", "--no-bracket")
+    assert proc.returncode == 0, proc.stderr
+    has(proc.stdout, "trained on: the model itself (m.npz)",
+        "judged on: the model itself (m.npz)", "around the model itself, radius 0.1",
+        "support: nominal: the model's own next states")
+    assert "training model" not in proc.stdout and "estimat" not in proc.stdout
+    # the LP optimum printed is the model's own, read independently of the command
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("CMDP optimum (LP, true)"))
+    assert float(line.split()[-2]) == pytest.approx(rx.solve_cmdp(g).value, abs=5e-4)
+
+    proc = rcmdp(files, "train", "--model", "m.npz", "cpg", "--episodes", "20",
+                 "--eval-every", "10", "--no-progress", "--no-bracket", "--estimate", "30")
+    assert proc.returncode == 0, proc.stderr
+    has(proc.stdout, "trained on: the nominal model (estimated from 30 episodes",
+        "trained, stochastic (training model)", "L1 radii in [")
+    proc = rcmdp(files, "train", "--model", "m.npz", "cpg", "--episodes", "20",
+                 "--eval-every", "10", "--no-progress", "--no-bracket", "--estimate")
+    assert proc.returncode == 0, proc.stderr
+    has(proc.stdout, "estimated from 100 episodes")
+
+
+def test_the_set_around_a_model_is_the_documented_ball(files):
+    """The set around the model: l1_ball(model, R, support) with the support given, and
+    each kind on the model's own support (every row of each set is checked against the
+    model's kernel, independently of the code's helpers)."""
+    from rcmdp_exact.protocol.estimation import set_around, support_text
+
+    g = rx.TabularCMDP.load(files / "m.npz")
+    P = np.asarray(g.P)
+    ball = set_around("l1", g, 0.2, "nominal")
+    assert np.array_equal(np.asarray(ball.support)[~g.terminal], (P > 0)[~g.terminal])
+    np.testing.assert_array_equal(np.asarray(ball.nominal), P)
+    assert np.allclose(np.asarray(ball.alpha)[~g.terminal], 0.2)
+    assert np.asarray(set_around("l1", g, 0.2, "all").support)[~g.terminal].all()
+    assert support_text(ball, g).startswith("nominal")
+    assert support_text(set_around("l1", g, 0.2, "all"), g).startswith("all")
+    for kind in ("weighted-l1", "linf", "interval", "kl", "s-l1"):
+        uset = set_around(kind, g, 0.2, "nominal")
+        # the model's own kernel is in the set, and nothing leaves its support
+        assert np.all(np.asarray(uset.support)[P > 0])
+        assert not np.any(np.asarray(uset.support)[~g.terminal][(P == 0)[~g.terminal]])
+    with raises_fact(rx.InputError, "KL", "nominal"):
+        set_around("kl", g, 0.2, "all")
+
+
+@pytest.mark.parametrize(("args", "facts"), [
+    (["train", "--model", "m.npz", "pg", "--radius", "0.2", "--estimate"],
+     ["--radius", "--estimate"]),
+    (["train", "--model", "m.npz", "pg", "--support", "all", "--set-file", "set4.npz"],
+     ["--support", "--set-file"]),
+    (["train", "nav1", "pg", "--radius", "0.2"], ["--radius", "--model"]),
+    (["reproduce", "--estimate", "5"], ["--estimate", "--model"]),
+    (["train", "--model", "m.npz", "pg", "--radius", "-1"], ["--radius", "'-1'"]),
+    (["train", "--model", "m.npz", "pg", "--set", "kl", "--support", "all"],
+     ["--set kl", "--support nominal"]),
+    (["ground-truth", "--model", "m.npz", "--estimate", "0"], ["--estimate", "0"]),
+    (["reproduce", "--penalty", "0"], ["--penalty", "'0'"]),
+])
+def test_options_of_the_set_around_the_model_are_refused_where_they_do_not_apply(
+        files, args, facts):
+    import time
+
+    t0 = time.perf_counter()
+    has(one_line(rcmdp(files, *args)), *facts)
+    assert time.perf_counter() - t0 < 30  # refused before any work (a fresh process)
+
+
+def test_an_infeasible_robust_problem_says_why(files):
+    """A budget below every policy's cost: the LP and the bracket print the reason (the
+    budget and the least achievable cost), not only -inf."""
+    g = rx.TabularCMDP.load(files / "m.npz")
+    g.replace(d=[0.5]).save(files / "tight.npz")
+    proc = rcmdp(files, "train", "--model", "tight.npz", "cpg", "--episodes", "20",
+                 "--eval-every", "10", "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    has(proc.stdout, "infeasible: no policy meets the budgets",
+        "smallest achievable discounted cost of constraint 0",
+        "smallest worst-case cost of constraint 0", "> budget d[0] = 0.5",
+        "least worst-case costs")
+
+
+def test_a_reproduction_of_your_model_is_judged_on_itself_and_in_its_own_terms(files):
+    """The default reproduction of your model: specs with the radius and support of the
+    set around the model (no estimation), one bracket for all seeds, a report that names
+    what was trained and judged on and the set's support, with gamma from the model and
+    no paper wording; --estimate restores the estimation."""
+    from rcmdp_exact.protocol import Store
+
+    proc = rcmdp(files, "reproduce", "--model", "m.npz", *SMALL, "--bracket-seeds", "2",
+                 "--out", "rep")
+    assert proc.returncode == 0, proc.stderr
+    has(proc.stdout, "--model m.npz: trained and judged on the model itself",
+        "set l1 around it, radius 0.1", "support: nominal")
+    with Store(files / "rep" / "runs.sqlite", readonly=True) as store:
+        specs = [r["spec"] for r in store.runs()]
+        assert {(s["radius"], s["support"]) for s in specs} == {(0.1, "nominal")}
+        assert all("estimation_episodes" not in s for s in specs)
+        assert len(store.ground_truth("bracket")) == 1  # no seed changes the set
+    report = (files / "rep" / "report.md").read_text()
+    has(report, "trained on: the model itself", "judged on: the model itself",
+        "`l1` (L1Ball) built around the model's own kernel, radius 0.1",
+        "support: nominal: the model's own next states",
+        "RCMDP brackets of the sets (discounted values, gamma 0.9)")
+    assert "gamma 0.99" not in report
+    table = (files / "rep" / "table1.md").read_text()
+    assert "paper" not in table.lower()
+    assert table.startswith("# Your model: penalised return of the learners")
+    assert "Where ours differs from the paper" not in report
+
+    proc = rcmdp(files, "reproduce", "--model", "m.npz", *SMALL, "--estimate", "20",
+                 "--out", "rep2")
+    assert proc.returncode == 0, proc.stderr
+    has(proc.stdout, "trained on the nominal model estimated from 20 episodes")
+    with Store(files / "rep2" / "runs.sqlite", readonly=True) as store:
+        specs = [r["spec"] for r in store.runs()]
+        assert {s["estimation_episodes"] for s in specs} == {20}
+        assert all("radius" not in s for s in specs)
+    has((files / "rep2" / "report.md").read_text(),
+        "trained on: the nominal model estimated from 20 episodes", "L1 radii in [")
+
+
+def test_the_penalty_weight_is_an_option_kept_out_of_the_paper_keys(files):
+    """--penalty W: R_pen = V - W max(0, C - d') in table1.csv (a budget below every
+    cost, so every run overshoots and the mean is linear in W); the spec holds the
+    weight only when it is not 500, so the default keys stay those of the paper."""
+    import csv
+    import dataclasses
+
+    from rcmdp_exact.protocol.spec import RunSpec
+
+    spec = RunSpec("nav1", "cpg", 0)
+    assert "penalty" not in spec.fields() and "penalty" not in spec.settings_fields()
+    other = dataclasses.replace(spec, penalty=1000.0)
+    assert other.fields()["penalty"] == 1000.0 and other.key != spec.key
+    assert other.settings_fields()["penalty"] == 1000.0
+
+    g = rx.TabularCMDP.load(files / "m.npz")
+    g.replace(d=[0.01]).save(files / "over.npz")
+    means = {}
+    for w, out in ((None, "rep500"), ("1000", "rep1000")):
+        proc = rcmdp(files, "reproduce", "--model", "over.npz", *SMALL, "--out", out,
+                     *(["--penalty", w] if w else []))
+        assert proc.returncode == 0, proc.stderr
+        rows = list(csv.DictReader((files / out / "table1.csv").open()))
+        for r in rows:
+            v, c, b = float(r["value_mean"]), float(r["cost_mean"]), float(r["budget"])
+            assert c > b
+            weight = 500.0 if w is None else float(w)
+            assert float(r["mean"]) == pytest.approx(v - weight * (c - b), rel=1e-12)
+            means[(out, r["algorithm"], r["mode"])] = float(r["mean"])
+    assert means[("rep1000", "pg", "greedy")] < means[("rep500", "pg", "greedy")]
+    has((files / "rep1000" / "report.md").read_text(), "penalty weight of R_pen: 1000",
+        "penalty weight w = 1000")

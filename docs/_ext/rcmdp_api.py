@@ -18,10 +18,12 @@ from sphinx.util.docutils import SphinxDirective
 
 #: Modules with a page in docs/api (in the order searched for a name's home).
 DOCUMENTED = (
-    "rcmdp_exact.model", "rcmdp_exact.evaluation", "rcmdp_exact.sampling",
-    "rcmdp_exact.uncertainty", "rcmdp_exact.robust", "rcmdp_exact.mdp",
-    "rcmdp_exact.gradients", "rcmdp_exact.parametrisations", "rcmdp_exact.nn",
-    "rcmdp_exact.verify", "rcmdp_exact.ground_truth", "rcmdp_exact.domains",
+    "rcmdp_exact.core.model", "rcmdp_exact.core.model_checks", "rcmdp_exact.core.evaluation",
+    "rcmdp_exact.core.sampling",
+    "rcmdp_exact.uncertainty", "rcmdp_exact.robust", "rcmdp_exact.core.mdp",
+    "rcmdp_exact.theory.gradients", "rcmdp_exact.theory.differences",
+    "rcmdp_exact.theory.estimators", "rcmdp_exact.core.parametrisations", "rcmdp_exact.core.nn",
+    "rcmdp_exact.theory.verify", "rcmdp_exact.ground_truth", "rcmdp_exact.domains",
     "rcmdp_exact.interop",
 )
 

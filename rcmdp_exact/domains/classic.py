@@ -43,7 +43,7 @@ import numpy as np
 
 from .._checks import check_choice, check_int, check_real
 from .._result import Result
-from ..model import TabularCMDP
+from ..core.model import TabularCMDP
 
 __all__ = ["CLASSIC_DOMAINS", "chain", "classic_instance", "cliff_walking", "cost_levels",
            "frozen_lake", "halfway_budget", "machine_replacement", "riverswim"]

@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._checks import InputError, check_int, check_real, rng_from
-from ..model import TabularCMDP
+from ..core.model import TabularCMDP
 
 __all__ = ["SPARSE_ABOVE", "distinct_draws", "garnet"]
 

@@ -44,7 +44,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from .._checks import as_float_array, check_choice, check_int, check_real
-from ..model import TabularCMDP
+from ..core.model import TabularCMDP
 from ..names import DEMANDS, REVENUES
 
 __all__ = [

@@ -64,7 +64,8 @@ from .._checks import (
     check_real,
     check_shape,
 )
-from ..model import TabularCMDP, check_model
+from ..core.model import TabularCMDP
+from ..core.model_checks import check_model
 from ..names import NAV1_COST_LAYOUTS
 
 __all__ = [

@@ -9,7 +9,7 @@ reference cost layout) and Safe Navigation 2 (p_success = 1.0).
 from __future__ import annotations
 
 from .._checks import check_choice
-from ..model import TabularCMDP
+from ..core.model import TabularCMDP
 from ..names import ESTIMATION_EPISODES, INITIAL_MULTIPLIER, PAPER_DOMAINS, TEST_SUITES
 from .inventory import inventory
 from .navigation import safe_navigation_1, safe_navigation_2

@@ -31,7 +31,7 @@ import numpy as np
 
 from .._checks import check_choice, check_int
 from .._progress import progress_default, tqdm
-from ..model import TabularCMDP
+from ..core.model import TabularCMDP
 from ..names import OFFSET_ON, SUITES
 from .inventory import inventory
 from .navigation import (

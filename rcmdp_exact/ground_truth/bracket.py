@@ -58,6 +58,7 @@ from .._progress import progress_default, tqdm
 from .._result import Result
 from ..robust import check_robust_inputs
 from ..robust.engine import RobustGame
+from ..uncertainty import SARectangularSet
 from .boxes import BOX_BOUNDS, KERNEL_ROUNDS, branch_and_bound
 from .dual import fits, lagrangian_search
 from .dual_certificate import DUAL_GAP_TOL, DUAL_ITER, DUAL_TOL, dual_of_game, duality_gap
@@ -101,7 +102,7 @@ def value_range(model) -> float:
 
 
 def gap_scale(lower: float, span: float) -> float:
-    """The denominator of the relative gap: max(|lower|, RELATIVE_FLOOR * span)."""
+    """The denominator of the relative gap: ``max(abs(lower), RELATIVE_FLOOR * span)``."""
     low = abs(lower) if np.isfinite(lower) else 0.0
     return max(low, RELATIVE_FLOOR * span)
 
@@ -317,7 +318,7 @@ class BracketSettings:
 
     def gap_tol(self, value: float, span: float = 0.0) -> float:
         """The target gap at a lower bound ``value`` on a model of value range ``span``
-        (:func:`value_range`): max(atol, rtol * max(|value|, RELATIVE_FLOOR * span)), the
+        (:func:`value_range`): ``max(atol, rtol * max(abs(value), RELATIVE_FLOOR * span))``, the
         rule of ``closed`` (the relative gap at most rtol, or the gap at most atol)."""
         return max(self.atol, self.rtol * gap_scale(value, span)) if np.isfinite(value) \
             else self.atol
@@ -516,7 +517,7 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
     -------
     Result
         ``lower``, ``upper``, ``gap`` (absolute), ``relative_gap`` (the gap over
-        max(|lower|, RELATIVE_FLOOR * ``value_range``)), ``value_range``,
+        ``max(abs(lower), RELATIVE_FLOOR * value_range)``), ``value_range``,
         ``policy_class`` ("stationary randomised": the bracket bounds the optimum over
         Markov stationary randomised policies); ``lower_method`` ("lp", "lp, tightened budgets",
         "lagrangian", "variant <name>", "candidate", "certified search", "mixture",
@@ -539,9 +540,7 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
         ``strong_duality`` ("fails" when ``lo > 0``: a proof that strong duality fails
         on this model, "holds", "undecided", or "inconsistent" when the bracket's own
         bounds cross) and ``message``; both None when the set
-        is not sa-rectangular, ``dual_evaluations`` is 0 or no time was left.  The
-        former names ``multiplier``, ``lower_cost``, ``upper_policy_cost`` and
-        ``min_robust_cost`` still read, with a DeprecationWarning.
+        is not sa-rectangular, ``dual_evaluations`` is 0 or no time was left.
     """
     check_robust_inputs(model, uset, "rcmdp_bracket")
     st = BracketSettings() if settings is None and not options else \
@@ -624,7 +623,7 @@ def _with_dual(game, res: Result, evaluations: int, deadline: float) -> Result:
     res["dual"] = res["duality_gap"] = None
     start = time.perf_counter()
     left = deadline - start
-    if evaluations == 0 or left <= 0 or game.uset.rectangularity != "sa" \
+    if evaluations == 0 or left <= 0 or not isinstance(game.uset, SARectangularSet) \
             or not np.isfinite(res["upper"]):
         return res
     dgame = game.replace(tol=DUAL_TOL, max_iter=DUAL_ITER, deadline=None,

@@ -75,8 +75,8 @@ import time
 import numpy as np
 
 from .._result import Result
-from ..evaluation import PolicySystem, policy_matrix
-from ..mdp import box_policy_iteration, greedy_box
+from ..core.evaluation import PolicySystem, policy_matrix
+from ..core.mdp import box_policy_iteration, greedy_box
 from ..robust.engine import RobustGame
 
 __all__ = ["box_vertices", "local_bounds", "occupancy_intervals", "one_step_intervals"]
@@ -116,8 +116,8 @@ def occupancy_intervals(game: RobustGame, P: np.ndarray, lo: np.ndarray, hi: np.
     P (J, n, S, A, S): n kernels per box; lo, hi (J, S, A).  For each state s' the
     largest and the smallest :math:`d^\pi(s')` over the box is a box MDP with reward
     :math:`\pm 1\{s = s'\}`, solved by Howard's policy iteration
-    (:func:`~rcmdp_exact.mdp.box_policy_iteration`: greedy fills, at most ``max_iter``
-    rounds, each policy evaluated by :class:`~rcmdp_exact.evaluation.PolicySystem`),
+    (:func:`~rcmdp_exact.core.mdp.box_policy_iteration`: greedy fills, at most ``max_iter``
+    rounds, each policy evaluated by :class:`~rcmdp_exact.core.evaluation.PolicySystem`),
     with the residual bound :math:`\|T V - V\|_\infty / (1 - \gamma)` added.  Returns
     (low, high), each (J, n, S).
     """

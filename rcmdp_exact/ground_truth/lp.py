@@ -32,7 +32,12 @@ the rescaled budget :math:`d\,T/\sum_{i<T}\gamma^i` by default; the policy has s
 
 Every answer is re-checked by exact evaluation (``check_tol`` times the value scale);
 solver failures, infeasibility and inaccurate optima are statuses, never exceptions.
-cvxpy is imported by :func:`solve_occupancy_lp` only, when an LP is solved.
+The default solver, HiGHS, is called through its own Python interface ``highspy`` (the
+HiGHS that cvxpy called before; simplex: a vertex and exact duals, with the tolerances
+of :mod:`rcmdp_exact._solvers`), so a solve does not import cvxpy (whose import takes
+seconds); cvxpy is imported only for ``solver="CLARABEL"``, by
+:func:`solve_occupancy_lp`.  (scipy's ``linprog`` bundles an older HiGHS whose simplex
+stops with status "Not Set" on some Inventory T-step LPs at these tolerances.)
 """
 
 from __future__ import annotations
@@ -44,18 +49,17 @@ import scipy.sparse as sp
 
 from .._checks import as_float_array, check_choice, check_int, check_real, check_shape
 from .._result import Result
-from .._solvers import LP_SOLVERS, cvxpy_options
-from ..evaluation import evaluate, evaluate_time_dependent, rescaled_budget
-from ..mdp import backward_induction, greedy_policy, policy_iteration, value_scale
-from ..model import TabularCMDP, check_model
+from .._solvers import cvxpy_options
+from ..core.evaluation import evaluate, evaluate_time_dependent, rescaled_budget
+from ..core.mdp import backward_induction, policy_iteration, value_scale
+from ..core.model import TabularCMDP, check_model
+from ..names import LP_SOLVERS
 
 __all__ = [
     "DEFAULT_LP_SOLVER",
     "LP_SOLVERS",
     "UNVISITED_TOL",
-    "greedy_one_hot",
     "infeasible_message",
-    "lagrangian_optimal_policy",
     "max_slack_policy",
     "polish_vertex",
     "solve_cmdp",
@@ -65,13 +69,8 @@ __all__ = [
 ]
 
 
-def greedy_one_hot(q) -> np.ndarray:
-    """Deprecated name of :func:`rcmdp_exact.mdp.greedy_policy` (the same result)."""
-    warnings.warn("greedy_one_hot is deprecated; use rcmdp_exact.greedy_policy",
-                  DeprecationWarning, stacklevel=2)
-    return greedy_policy(q)
-
-#: The LP solver used through cvxpy unless ``solver=`` says otherwise.
+#: The LP solver unless ``solver=`` says otherwise (HiGHS through highspy; CLARABEL
+#: through cvxpy).
 DEFAULT_LP_SOLVER = "HIGHS"
 #: Occupancy below which a state counts as never visited.
 UNVISITED_TOL = 1e-10
@@ -166,23 +165,114 @@ def _problem(cp, M, r, c, b, d, objective: str, k):
     return cp.Problem(cp.Maximize(s), [*cons, c.T @ x - d <= -s, s <= scale]), x, None
 
 
+def _highs_problem(r, c, d, objective: str, k):
+    """One occupancy LP as HiGHS takes it, beside the caller's flow rows ``M x = b``:
+    ``(cost to minimise, A_ub, b_ub, column bounds (lower, upper), sign)``, where the
+    LP's value is ``sign * objective`` and the columns are ``x`` then the objective's
+    own (``s`` (K,) of "min_overshoot", the slack ``t`` of "max_slack")."""
+    n, K = r.size, c.shape[1]
+    inf = np.inf
+    if objective == "value":
+        return (-r, sp.csr_array(c.T), d, (np.zeros(n), np.full(n, inf)), -1.0)
+    if objective == "min_cost":
+        return (np.array(c[:, k], dtype=np.float64), sp.csr_array((0, n)), np.zeros(0),
+                (np.zeros(n), np.full(n, inf)), 1.0)
+    if objective == "min_overshoot":  # min sum(s) s.t. c^T x - s <= d, s >= 0
+        A = sp.hstack([sp.csr_array(c.T), -sp.identity(K, format="csr")], format="csr")
+        return (np.concatenate([np.zeros(n), np.ones(K)]), A, d,
+                (np.zeros(n + K), np.full(n + K, inf)), 1.0)
+    # max_slack: max t s.t. c^T x + t <= d, t <= max(1, max|d|), t free below
+    scale = max(1.0, float(np.abs(d).max(initial=0.0)))
+    A = sp.hstack([sp.csr_array(c.T), sp.csr_array(np.ones((K, 1)))], format="csr")
+    return (np.concatenate([np.zeros(n), [-1.0]]), A, d,
+            (np.append(np.zeros(n), -inf), np.append(np.full(n, inf), scale)), -1.0)
+
+
+def _solve_highs(M, r, c, b, d, objective: str, k) -> Result:
+    """One occupancy LP by HiGHS through ``highspy`` (no cvxpy), with the toolkit's
+    tolerances (:data:`rcmdp_exact._solvers.HIGHS_OPTIONS`).
+
+    Statuses as cvxpy reads HiGHS's: optimal; infeasible (also "unbounded or
+    infeasible", which presolve may answer when the budgets cannot be met); unbounded;
+    anything else a solver error naming HiGHS's status."""
+    import highspy
+
+    from .._solvers import HIGHS_OPTIONS, new_highs
+
+    out = Result(status="solver_error", x=None, value=np.nan, duals=np.zeros(c.shape[1]),
+                 error=None)
+    cost, A_ub, b_ub, (lo, hi), sign = _highs_problem(r, c, d, objective, k)
+    n_col = cost.size
+    M = sp.csr_array(M)
+    if n_col > M.shape[1]:
+        M = sp.hstack([M, sp.csr_array((M.shape[0], n_col - M.shape[1]))], format="csr")
+    A = sp.csc_array(sp.vstack([M, A_ub], format="csr"))
+    n_eq, n_ub = M.shape[0], A_ub.shape[0]
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n_col, n_eq + n_ub
+    lp.col_cost_ = np.asarray(cost, dtype=np.float64)
+    lp.col_lower_, lp.col_upper_ = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    lp.row_lower_ = np.concatenate([b, np.full(n_ub, -np.inf)])
+    lp.row_upper_ = np.concatenate([b, np.asarray(b_ub, dtype=np.float64)])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data.astype(np.float64)
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_col, n_eq + n_ub
+    h = new_highs(**HIGHS_OPTIONS)
+    try:
+        h.passModel(lp)
+        h.run()
+    except (RuntimeError, ValueError, ArithmeticError) as exc:
+        out.error = f"{type(exc).__name__}: {exc}"
+        return out
+    st = h.getModelStatus()
+    MS = highspy.HighsModelStatus
+    status = {MS.kOptimal: "optimal", MS.kInfeasible: "infeasible",
+              MS.kUnboundedOrInfeasible: "infeasible", MS.kUnbounded: "unbounded"}.get(
+        st, "solver_error")
+    out.status = status
+    out.error = None if status != "solver_error" else h.modelStatusToString(st)
+    if status == "optimal":
+        sol = h.getSolution()
+        out.x = np.maximum(np.asarray(sol.col_value, dtype=np.float64)[:r.size], 0.0)
+        out.value = float(sign * h.getInfo().objective_function_value)
+        if objective == "value" and c.shape[1]:
+            # HiGHS's row duals are d objective / d bound (<= 0 for a binding <= row of a
+            # minimisation); the multipliers of the maximised value are their negatives
+            duals = np.asarray(sol.row_dual, dtype=np.float64)[n_eq:]
+            out.duals = np.maximum(-duals, 0.0)
+    return out
+
+
 def solve_occupancy_lp(M, r, c, b, d, solver: str, objective: str = "value",
                        k: int | None = None) -> Result:
-    r"""Build and solve one occupancy LP through cvxpy (the only place cvxpy is imported).
+    r"""Build and solve one occupancy LP: HiGHS through ``highspy`` (``solver="HIGHS"``,
+    the default of every caller), or cvxpy for ``"CLARABEL"`` (the only place cvxpy is
+    imported).
 
     ``objective``: "value" (:math:`\max r^\top x` s.t. :math:`Mx = b`, :math:`c^\top x
     \le d`), "min_cost" (:math:`\min c_k^\top x`, flows only), "min_overshoot"
     (:math:`\min \sum_k \max(0, c_k^\top x - d_k)`) or "max_slack" (:math:`\max t`
     s.t. :math:`c_k^\top x \le d_k - t`, t at most max(1, max|d|)).  Returns ``status``
     (a status string), ``x``, ``value``, ``duals`` (K,) of the cost rows, ``error``.
+    Both paths take their tolerances from :mod:`rcmdp_exact._solvers`.
     """
+    if solver == "HIGHS":
+        return _solve_highs(M, r, c, b, d, objective, k)
+    return _solve_cvxpy(M, r, c, b, d, solver, objective, k)
+
+
+def _solve_cvxpy(M, r, c, b, d, solver: str, objective: str, k) -> Result:
+    """One occupancy LP through cvxpy with ``solver`` (its tolerances from _solvers)."""
     import cvxpy as cp
 
     out = Result(status="solver_error", x=None, value=np.nan, duals=np.zeros(c.shape[1]),
                  error=None)
     if solver not in cp.installed_solvers():
         out.error = (f"the LP solver {solver} is not installed in cvxpy (installed: "
-                     f"{cp.installed_solvers()}); install it or pass solver=\"CLARABEL\"")
+                     f"{cp.installed_solvers()}); install it or pass solver=\"HIGHS\"")
         return out
     prob, x, cost_con = _problem(cp, M, r, c, b, d, objective, k)
     try:
@@ -367,13 +457,6 @@ def _recheck(res: Result, ev, budget: np.ndarray, status: str, tol: float, who: 
 
 
 # =========================================================================== discounted
-def lagrangian_optimal_policy(model: TabularCMDP, lam=None, max_iter: int = 10_000) -> Result:
-    """Deprecated name of :func:`rcmdp_exact.mdp.policy_iteration` (the same result)."""
-    warnings.warn("lagrangian_optimal_policy is deprecated; use rcmdp_exact.policy_iteration "
-                  "(the same Howard policy iteration)", DeprecationWarning, stacklevel=2)
-    return policy_iteration(model, lam, max_iter)
-
-
 def _default_policy(model: TabularCMDP, mult: np.ndarray, unvisited: str) -> np.ndarray:
     S, A = model.n_states, model.n_actions
     if unvisited == "uniform" or model.gamma >= 1.0:

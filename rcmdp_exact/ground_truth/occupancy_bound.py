@@ -168,9 +168,9 @@ class OccupancyLP:
         objective of each kernel (0 the value, k the cost k; several kernels of one
         objective are each a valid relaxation: the value is at most the smallest of its
         kernels' values, and every kernel's cost must meet the budget).  After the call
-        :attr:`last` holds the LP's policy (S, A), or None.  Returns (bound, basis); the bound is ``inf`` when the solver
-        gives no duals.  The solver stops at the game's deadline (duals from a cut run
-        still give a certified bound, or none).
+        :attr:`last` holds the LP's policy (S, A), or None.  Returns (bound, basis); the
+        bound is ``inf`` when the solver gives no duals.  The solver stops at the game's
+        deadline (duals from a cut run still give a certified bound, or none).
         """
         import time
 

@@ -40,7 +40,7 @@ import warnings
 import numpy as np
 from scipy.optimize import minimize
 
-from ..evaluation import evaluate
+from ..core.evaluation import evaluate
 from ..robust.engine import RobustGame
 
 __all__ = ["CERTIFY_ITER", "Incumbent", "ascend", "certify", "find_feasible", "free_actions",
@@ -61,7 +61,7 @@ def certify(game: RobustGame, policy: np.ndarray) -> tuple[float, np.ndarray]:
     :meth:`RobustGame.evaluate` in what it bounds: the adversary's fixed point of the
     value and of each cost (one batch, :meth:`RobustGame.adversary`, at most
     :data:`CERTIFY_ITER` iterations and no deadline), the exact evaluation of the policy
-    under each worst-case kernel (:func:`~rcmdp_exact.evaluation.evaluate`, sparse LU),
+    under each worst-case kernel (:func:`~rcmdp_exact.core.evaluation.evaluate`, sparse LU),
     and the residual of those exact values under one more robust Bellman step
     (:meth:`RobustGame.inner`).  ``game`` is the bracket's game, already validated.
     """

@@ -33,7 +33,7 @@ import numpy as np
 from .._checks import as_float_array, check_choice, check_int, check_real
 from .._progress import progress_default, tqdm
 from .._result import Result
-from ..mdp import box_policy_iteration, greedy_policy
+from ..core.mdp import box_policy_iteration, greedy_policy
 from ..names import VARIANTS
 from ..robust import check_robust_inputs
 from ..robust.engine import RobustGame
@@ -85,7 +85,7 @@ def best_response(game: RobustGame, P: np.ndarray, g: np.ndarray, pi: np.ndarray
                   max_iter: int = 10_000) -> tuple[np.ndarray, np.ndarray]:
     """Howard's policy iteration for rewards g under kernels P, a batch (J, S, A, S).
 
-    :func:`~rcmdp_exact.mdp.box_policy_iteration` on the full box, each policy evaluated
+    :func:`~rcmdp_exact.core.mdp.box_policy_iteration` on the full box, each policy evaluated
     exactly (:meth:`RobustGame.values`); starts at the actions of ``pi`` (J, S, A) and
     keeps the current action unless another is better by more than 1e-12 times the value
     scale.  Returns the deterministic policies (J, S, A) and their Q-functions (J, S, A).

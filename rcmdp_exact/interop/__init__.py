@@ -12,7 +12,7 @@ The other direction, models built from Gymnasium toy-text environments, QuantEco
 :meth:`~rcmdp_exact.TabularCMDP.from_gymnasium`,
 :meth:`~rcmdp_exact.TabularCMDP.from_quantecon` and
 :meth:`~rcmdp_exact.TabularCMDP.from_mdptoolbox` (array code in
-:mod:`rcmdp_exact.conversions`).
+:mod:`rcmdp_exact.core.conversions`).
 """
 
 from __future__ import annotations

@@ -34,9 +34,10 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     ) from exc
 
 from .._checks import check_choice, check_int
+from ..core.model import TabularCMDP
+from ..core.model_checks import ModelError, check_model
+from ..core.sampling import draw_one
 from ..domains import paper_domain
-from ..model import ModelError, TabularCMDP, check_model
-from ..sampling import draw_one
 
 __all__ = ["ENV_IDS", "TabularCMDPEnv", "paper_env", "register_envs"]
 
@@ -127,7 +128,7 @@ class TabularCMDPEnv(gymnasium.Env):
         return self._features[s].copy()
 
     def _sample(self, cum: np.ndarray) -> int:
-        """Inverse-CDF draw of :func:`rcmdp_exact.sampling.draw_one`."""
+        """Inverse-CDF draw of :func:`rcmdp_exact.core.sampling.draw_one`."""
         return int(draw_one(cum, self.np_random.random()))
 
     # ----------------------------------------------------------------- Gymnasium API

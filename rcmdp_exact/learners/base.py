@@ -40,7 +40,7 @@ from ..names import (  # the learners' option names, re-exported here
     SCHEDULES,
 )
 
-__all__ = ["ALGORITHMS", "EXACT_DEFAULTS", "Algorithm", "Settings", "default_lambda"]
+__all__ = ["ALGORITHMS", "EXACT_DEFAULTS", "Algorithm", "Settings", "default_lam_init"]
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ EXACT_DEFAULTS = {
     "lr_multiplier": 3e-4,
     "lr_adversary": 1e-3,
     "lr_adversary_multiplier": 3e-3,
-    "lambda_init": 0.04,
+    "lam_init": 0.04,
     "feature_scale": 1.0,
     "feature_centre": True,
     "multiplier_update": "augmented",
@@ -99,7 +99,7 @@ EXACT_DEFAULTS = {
 }
 
 
-def default_lambda(model) -> float:
+def default_lam_init(model) -> float:
     """The paper's initial multiplier: 50 for Inventory Management, 1 otherwise."""
     name = getattr(model, "name", None) or ""
     return 50.0 if name.startswith("inventory") else 1.0
@@ -140,12 +140,12 @@ class Settings:
     """Entropy regularisation of the policy (paper)."""
     entropy_form: str = "weight"
     """Entropy added to the score's weight (reference) or "gradient": its gradient."""
-    lambda_init: float | None = None
+    lam_init: float | None = None
     """Initial multiplier; None: 50 for Inventory, 1 otherwise (exact mode 0.04)."""
-    lambda_adv_init: float | None = None
-    """Initial adversary multiplier; None: as ``lambda_init``'s sampled default."""
-    lambda_max: float = 500.0
-    """Multipliers stay in [0, lambda_max]."""
+    lam_adv_init: float | None = None
+    """Initial adversary multiplier; None: as ``lam_init``'s sampled default."""
+    lam_max: float = 500.0
+    """Multipliers stay in [0, lam_max]."""
     lr_policy: float | None = None
     """Adam step size of the policy; None: 1e-3."""
     lr_multiplier: float | None = None
@@ -172,8 +172,8 @@ class Settings:
     multiplier_signal: str = "cost-to-go"
     """The multiplier ascends C_t - d at every step, or "episode": C_0 - d."""
     adversary_multiplier_signal: str = "batch-hinge"
-    """lambda_adv from the batch's mean hinge, "batch" (mean signed excess) or "visited"
-    (the paper's rule)."""
+    r""":math:`\lambda_{adv}` (``lam_adv``) from the batch's mean hinge, "batch" (mean
+    signed excess) or "visited" (the paper's rule)."""
     adversary_baseline: str = "none"
     """Or "critic": the adversary's signal minus its expectation under a learned critic."""
     adversary_margin: float | None = None
@@ -192,7 +192,7 @@ class Settings:
     feature_centre: bool | None = None
     """Subtract the features' mean over the states; None: False (exact mode True)."""
     multiplier_start: int | None = None
-    """The multipliers stay at lambda_init for this many episodes; None: 0 (exact 1500)."""
+    """The multipliers stay at lam_init for this many episodes; None: 0 (exact 1500)."""
     penalty: float = 0.02
     """rho of ``multiplier_update="augmented"``."""
     backend: str = "numba"
@@ -242,16 +242,16 @@ class Settings:
         check_real(self.penalty, "penalty", 0.0, low_open=True)
         if self.feature_scale is not None:
             check_real(self.feature_scale, "feature_scale", 0.0, low_open=True)
-        check_real(self.lambda_max, "lambda_max", 0.0, low_open=True)
-        lam0 = default_lambda(model)
+        check_real(self.lam_max, "lam_max", 0.0, low_open=True)
+        lam0 = default_lam_init(model)
         # None means "the default of the gradient mode" (docs/learners.md)
         defaults = EXACT_DEFAULTS if exact else {
             "lr_policy": 1e-3, "lr_multiplier": 1e-4, "lr_adversary": 1e-3,
-            "lr_adversary_multiplier": 1e-4, "lambda_init": lam0, "feature_scale": None,
+            "lr_adversary_multiplier": 1e-4, "lam_init": lam0, "feature_scale": None,
             "feature_centre": False, "multiplier_update": "adam-log", "schedule": "gradient",
             "multiplier_start": 0,
         }
-        defaults = {"lambda_adv_init": lam0, "adversary_margin": (
+        defaults = {"lam_adv_init": lam0, "adversary_margin": (
             ADVERSARY_MARGIN if self.adversary_multiplier_signal == "batch-hinge" else 0.0),
             **defaults}
         values = {}
@@ -262,8 +262,8 @@ class Settings:
                      "lr_critic", "prefit_lr"):
             value = values.get(name, getattr(self, name))
             values[name] = check_real(value, name, 0.0, low_open=True)
-        for name in ("lambda_init", "lambda_adv_init"):
-            values[name] = check_real(values[name], name, 0.0, self.lambda_max)
+        for name in ("lam_init", "lam_adv_init"):
+            values[name] = check_real(values[name], name, 0.0, self.lam_max)
         if exact and self.steps is not None:
             raise InputError(f"steps={self.steps} cannot be used with gradient='exact': each "
                              f"episode is one exact gradient step; give episodes instead")
@@ -274,15 +274,28 @@ class Settings:
         return ALGORITHMS[self.algorithm]
 
     def to_json(self) -> str:
-        """Strict JSON (non-finite numbers tagged, :func:`rcmdp_exact._io.json_text`)."""
+        """The settings as strict JSON (non-finite numbers tagged,
+        :func:`rcmdp_exact._io.json_text`); :meth:`from_json` reads them back equal."""
         from .._io import json_text
 
         return json_text(asdict(self), sort_keys=True)
 
     @classmethod
+    def from_dict(cls, data: dict) -> Settings:
+        """Settings from a dict of fields (``dataclasses.asdict`` of a Settings); a name
+        that is not a field is an :class:`~rcmdp_exact.InputError` naming it."""
+        names = [f.name for f in fields(cls)]
+        unknown = sorted(set(data) - set(names))
+        if unknown:
+            raise InputError(f"{', '.join(map(repr, unknown))} "
+                             f"{'are not fields' if len(unknown) > 1 else 'is not a field'} "
+                             f"of rcmdp_exact.learners.Settings; its fields: "
+                             f"{', '.join(names)}")
+        return cls(**data)
+
+    @classmethod
     def from_json(cls, text: str) -> Settings:
+        """The settings of JSON text written by :meth:`to_json`."""
         from .._io import json_value
 
-        data = json_value(text)
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        return cls.from_dict(json_value(text))

@@ -2,7 +2,7 @@ r"""Where next states come from: the nominal kernel, the L1 worst case, the adve
 
 :func:`build_problem` turns a validated model, ball and settings into the flat arrays
 the training loop reads (the same arrays for the compiled loop and the numpy
-reference).  Kernels are in the outcome form of :mod:`rcmdp_exact.sampling`: outcome o
+reference).  Kernels are in the outcome form of :mod:`rcmdp_exact.core.sampling`: outcome o
 of pair r = s * A + a leads to ``nxt[r, o]``.
 
 * nominal (PG, CPG): ``model.P`` over next states;
@@ -28,8 +28,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .._checks import InputError
-from ..nn import MLP, Adam, softmax
-from ..parametrisations import adversary_inputs, policy_inputs
+from ..core.nn import MLP, Adam, softmax
+from ..core.parametrisations import adversary_inputs, policy_inputs
 from ..uncertainty import L1Ball, L1Rows
 
 __all__ = ["Problem", "build_problem", "check_learner_set", "prefit_adversary",
@@ -98,18 +98,19 @@ def check_learner_set(uset, algo, inner: str) -> None:
             f"set, every episode) or inner='lp', or use an L1Ball")
 
 
-def build_problem(model, algo, ball, feature_scale=None, feature_centre=False) -> Problem:
+def build_problem(model, algo, ball, settings) -> Problem:
     """The loop's arrays for ``model`` under the dynamics of ``algo`` (validated inputs).
 
-    Inputs are the state features times ``feature_scale``
-    (:func:`~rcmdp_exact.parametrisations.policy_inputs`); with ``feature_centre`` their
+    ``settings`` the run's validated :class:`~rcmdp_exact.learners.Settings`: inputs are
+    the state features times its ``feature_scale``
+    (:func:`~rcmdp_exact.core.parametrisations.policy_inputs`); with ``feature_centre`` their
     mean over the states is subtracted (policy and the adversary's state columns).
     """
     S, A, K = model.n_states, model.n_actions, model.n_constraints
     SA = S * A
     states = np.ascontiguousarray(np.broadcast_to(np.arange(S, dtype=np.int64), (SA, S)))
-    Xpol = np.asarray(policy_inputs(model, feature_scale), dtype=np.float64)
-    shift = Xpol.mean(axis=0) if feature_centre else np.zeros(Xpol.shape[1])
+    Xpol = np.asarray(policy_inputs(model, settings.feature_scale), dtype=np.float64)
+    shift = Xpol.mean(axis=0) if settings.feature_centre else np.zeros(Xpol.shape[1])
     Xpol = Xpol - shift
     terminal = np.ascontiguousarray(model.terminal, dtype=np.bool_)
     live_states = np.flatnonzero(~terminal)
@@ -133,7 +134,7 @@ def build_problem(model, algo, ball, feature_scale=None, feature_centre=False) -
         else:
             out = ball.outcome_rows()
             nxt, kprob = (states, rows.nominal) if out is None else out
-            Xadv = np.array(adversary_inputs(model, feature_scale), dtype=np.float64)
+            Xadv = np.array(adversary_inputs(model, settings.feature_scale), dtype=np.float64)
             Xadv[:, :shift.size] -= shift
             nom_state = rows.nominal
     def own(x, dtype=np.float64):
@@ -150,13 +151,14 @@ def build_problem(model, algo, ball, feature_scale=None, feature_centre=False) -
     )
 
 
-def prefit_adversary(problem: Problem, hidden: int, rng, steps: int, lr: float):
+def prefit_adversary(problem: Problem, settings, rng):
     r"""Adversary parameters fitted to the nominal by mean absolute error on all pairs.
 
     Minimises :math:`\frac{1}{SA\,S}\sum_{r,s'} |P_{adv}(s' \mid r) - \hat P(s' \mid
     r)|`, with :math:`P_{adv}` the adversary's outcome distribution merged onto next
     states (the ball's own norm: outcomes that reach the same state are one), by
-    full-batch Adam (``steps`` steps of size ``lr``) from a seeded initialisation.
+    full-batch Adam (``settings.prefit_steps`` steps of size ``settings.prefit_lr``) from
+    an initialisation drawn from ``rng``, with ``settings.hidden`` hidden units.
 
     Returns
     -------
@@ -179,11 +181,11 @@ def prefit_adversary(problem: Problem, hidden: int, rng, steps: int, lr: float):
             np.add.at(out, (rows, nxt[:, o]), q[:, o])
         return out
 
-    net = MLP(X.shape[1], problem.n_outcomes, hidden=hidden, seed=rng)
+    net = MLP(X.shape[1], problem.n_outcomes, hidden=settings.hidden, seed=rng)
     params = net.get_params()
-    opt = Adam(net.n_params, lr=lr)
+    opt = Adam(net.n_params, lr=settings.prefit_lr)
     n = target.size
-    for _ in range(steps):
+    for _ in range(settings.prefit_steps):
         q = net.probs(X, params)
         gap = merged(q) - target
         G = np.sign(np.take_along_axis(gap, nxt, axis=1)) / n

@@ -13,10 +13,10 @@ the algorithm's objective.  Iteration n:
    dynamics (:func:`dense_evaluation`: one dense solve on the non-terminal states);
 3. the policy takes one Adam ascent step on the exact gradient of the Lagrangian
    :math:`V - \lambda_{eff}^\top C` (Theorem 1, the gradient of
-   :func:`rcmdp_exact.gradients.policy_gradient`) plus ``entropy`` times
+   :func:`rcmdp_exact.theory.gradients.policy_gradient`) plus ``entropy`` times
    :math:`\sum_s d_\gamma(s) \nabla H(\pi(\cdot \mid s))`;
 4. the multipliers take one step on :math:`C(p_0) - d` (after ``multiplier_start``
-   iterations; until then they stay at ``lambda_init``).  With
+   iterations; until then they stay at ``lam_init``).  With
    ``multiplier_update="augmented"`` (the exact-mode default) the policy's
    :math:`\lambda_{eff} = \max(0, \lambda + \rho (C - d))` is the multiplier of the
    augmented Lagrangian :math:`V - \sum_k \psi_\rho(C_k - d_k, \lambda_k)`,
@@ -46,8 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._progress import tqdm
-from ..evaluation import PolicySystem, policy_matrix
-from ..nn import MLP, Adam, softmax
+from ..core.evaluation import PolicySystem, policy_matrix
+from ..core.nn import MLP, Adam, softmax
 from .dynamics import build_problem, prefit_adversary, seed_generators
 from .records import TrainResult, eval_records, evaluate_policy
 
@@ -117,7 +117,7 @@ def exact_policy_gradient(net: MLP, X, theta, ev: DenseEvaluation, lam, entropy:
 
     The cotangent on the probabilities is :math:`G(s, a) = d_\gamma(s) [Q_\lambda(s, a) -
     \beta (\log \pi(a|s) + 1)]` (0 at terminal states), pulled back through the softmax
-    and the network: Theorem 1, as in :func:`rcmdp_exact.gradients.policy_gradient`.
+    and the network: Theorem 1, as in :func:`rcmdp_exact.theory.gradients.policy_gradient`.
     ``cache`` is ``net.forward(X, theta)`` when the caller has it.
     """
     if cache is None:
@@ -158,7 +158,7 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
     from ..robust import robust_evaluate
 
     gens = seed_generators(seed)
-    pb = build_problem(model, algo, ball, s.feature_scale, s.feature_centre)
+    pb = build_problem(model, algo, ball, s)
     S, A, K = pb.S, pb.A, pb.K
     X = pb.Xpol
     net = MLP(X.shape[1], A, hidden=s.hidden, seed=0)
@@ -166,13 +166,13 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
     info: dict = {}
     adversarial = algo.dynamics == "adversary"
     if adversarial:
-        phi, fit = prefit_adversary(pb, s.hidden, gens[1], s.prefit_steps, s.prefit_lr)
+        phi, fit = prefit_adversary(pb, s, gens[1])
         info.update(fit)
         adv = MLP(pb.Xadv.shape[1], pb.n_outcomes, hidden=s.hidden, seed=0)
         opt_ph = Adam(phi.size, lr=s.lr_adversary)
-    lam = np.full(K, float(s.lambda_init if algo.learn_multiplier else 0.0))
+    lam = np.full(K, float(s.lam_init if algo.learn_multiplier else 0.0))
     loglam = np.log(np.maximum(lam, 1e-300))
-    lamadv = np.array([float(s.lambda_adv_init)])
+    lamadv = np.array([float(s.lam_adv_init)])
     loglamadv = np.log(np.maximum(lamadv, 1e-300))
     opt_th = Adam(theta.size, lr=s.lr_policy)
     opt_lam = Adam(K, lr=s.lr_multiplier)
@@ -231,12 +231,12 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
         learning = algo.learn_multiplier and n_ep > s.multiplier_start
         lam_eff = lam
         if learning and s.multiplier_update == "augmented":
-            lam_eff = np.clip(lam + s.penalty * excess, 0.0, s.lambda_max)
+            lam_eff = np.clip(lam + s.penalty * excess, 0.0, s.lam_max)
         grad = exact_policy_gradient(net, X, theta, ev, lam_eff, s.entropy, nonterminal, cache)
         theta = opt_th.step(theta, -sched_grad * grad, lr=s.lr_policy * sched_step)
         if learning:
             _multiplier(lam, loglam, opt_lam, excess, s.lr_multiplier * sched_step, sched_grad,
-                        s.multiplier_update, s.lambda_max, s.penalty)
+                        s.multiplier_update, s.lam_max, s.penalty)
         if adversarial:
             merged = adversary_kernel(adversary_probs(phi)).reshape(S * A, S)
             dist = np.abs(merged - pb.nom_state).sum(axis=1)[live]
@@ -271,7 +271,7 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
                         adv_excess = float(w @ excess / max(w.sum(), 1e-300))
                     _multiplier(lamadv, loglamadv, opt_la, np.array([adv_excess]),
                                 s.lr_adversary_multiplier * sched_step, sched_grad, adv_mode,
-                                s.lambda_max, s.penalty)
+                                s.lam_max, s.penalty)
             rec["lam_adv"][it] = lamadv[0]
         rec["return"][it] = ev.value
         rec["cost"][it] = ev.costs

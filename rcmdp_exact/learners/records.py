@@ -34,19 +34,19 @@ and ``penalised`` (the test metric's penalised return).
 
 from __future__ import annotations
 
-import warnings
-from dataclasses import dataclass, field
+from dataclasses import asdict
 
 import numpy as np
 
 from .._checks import check_out_path
-from ..evaluation import evaluate, evaluate_finite_horizon, penalised_return, rescaled_budget
-from ..mdp import greedy_policy
-from ..nn import MLP, softmax
+from .._result import Result
+from ..core.evaluation import evaluate, evaluate_finite_horizon, penalised_return, rescaled_budget
+from ..core.mdp import greedy_policy
+from ..core.nn import MLP, softmax
 from .base import Settings
 
-__all__ = ["EPISODE_RECORDS", "FORMER_RECORDS", "TrainResult", "TrainingRecords",
-           "evaluate_policy", "into_ball", "load"]
+__all__ = ["EPISODE_RECORDS", "OPTIONAL_FIELDS", "REQUIRED_FIELDS", "TrainResult",
+           "evaluate_policy", "load"]
 
 #: Names of the per-episode records.
 EPISODE_RECORDS = ("episode", "length", "steps", "return", "cost", "lam", "lam_adv",
@@ -54,49 +54,6 @@ EPISODE_RECORDS = ("episode", "length", "steps", "return", "cost", "lam", "lam_a
 TARGETS = ("train", "true", "worst", "learner", "adversary")
 POLICIES = ("stochastic", "greedy")
 METRICS = ("value", "cost", "test_value", "test_cost", "penalised_return")
-#: Former record names and the names they read now (``eval_*_penalised`` records are
-#: ``eval_*_penalised_return`` now).
-FORMER_RECORDS = {"lambda": "lam", "lambda_adv": "lam_adv"}
-
-
-def _renamed_record(name: str) -> str | None:
-    """The current name of a former record name (None for a current name)."""
-    if name in FORMER_RECORDS:
-        return FORMER_RECORDS[name]
-    if name.startswith("eval_") and name.endswith("_penalised"):
-        return name + "_return"
-    return None
-
-
-class TrainingRecords(dict):
-    """The records of a training run: a dict of arrays whose former names still read.
-
-    Built from a dict with former names (an old file, a trainer of your own), it holds
-    them under the current names; reading a former name (``records["lambda"]``) returns
-    the current record with a ``DeprecationWarning``.
-    """
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        for old in [k for k in self if _renamed_record(k) is not None]:
-            value = dict.pop(self, old)
-            dict.setdefault(self, _renamed_record(old), value)
-
-    def __missing__(self, key):
-        new = _renamed_record(key) if isinstance(key, str) else None
-        if new is not None and new in self:
-            warnings.warn(f"the training record {key!r} is now called {new!r}",
-                          DeprecationWarning, stacklevel=3)
-            return self[new]
-        raise KeyError(key)
-
-    def get(self, key, default=None):
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
-
 def _metrics(model, pi) -> dict:
     ev = evaluate(model, pi)
     fh = evaluate_finite_horizon(model, pi)
@@ -121,16 +78,6 @@ def _worst_metrics(model, pi, ball, inner: str) -> dict:
     return {"value": res.value, "cost": np.asarray(res.costs_worst), "test_value": value_fh,
             "test_cost": cost_fh,
             "penalised_return": penalised_return(value_fh, cost_fh, budget)}
-
-
-def into_ball(P, ball, terminal) -> np.ndarray:
-    """Deprecated: :meth:`~rcmdp_exact.L1Ball.pull_inside` (``ball.pull_inside(P,
-    keep=terminal)``), the same kernel."""
-    import warnings
-
-    warnings.warn("into_ball is deprecated; use ball.pull_inside(P, keep=terminal)",
-                  DeprecationWarning, stacklevel=2)
-    return ball.pull_inside(P, keep=terminal)
 
 
 def evaluate_policy(model, table, *, true_model=None, ball=None, learner_kernel=None,
@@ -171,54 +118,74 @@ def eval_records(evals: list, episodes: list, K: int) -> dict:
     return recs
 
 
-@dataclass
-class TrainResult:
-    """A trained policy, its records and everything needed to rebuild it.
+def _no_adversary_inputs():
+    return np.zeros((0, 0))
+
+
+#: The fields of a :class:`TrainResult` that a trainer may leave out, and their defaults.
+OPTIONAL_FIELDS = {
+    "adversary_params": lambda: np.zeros(0),
+    "adversary_inputs": _no_adversary_inputs,
+    "adversary_outcomes": lambda: np.zeros((0, 0), np.int64),
+    "critic_params": lambda: np.zeros(0),
+    "adversary_mix": lambda: np.zeros(0),
+    "adversary_nominal": _no_adversary_inputs,
+    "timings": dict,
+    "info": dict,
+    "model_name": str,
+}
+#: The fields every :class:`TrainResult` has.
+REQUIRED_FIELDS = ("algorithm", "settings", "inputs", "hidden", "n_actions", "policy_params",
+                   "lam", "lam_adv", "records")
+
+
+class TrainResult(Result, name="rcmdp_exact.learners.TrainResult", kind="training result"):
+    """A trained policy, its records and everything needed to rebuild it: a
+    :class:`~rcmdp_exact.Result` (fields are keys and attributes; ``to_json`` /
+    ``from_json``, ``save`` / ``load`` give it back as a TrainResult).
+
+    Fields: ``algorithm``; ``settings`` (the run's validated
+    :class:`~rcmdp_exact.learners.Settings`: ``train(..., settings=res.settings)``
+    repeats the run); ``inputs`` (S, F), ``hidden``, ``n_actions`` and
+    ``policy_params``, the MLP policy; ``lam`` the final multipliers and ``lam_adv`` the
+    adversary's (NaN without one); ``records`` the arrays of ``docs/learners.md`` (per
+    episode and per exact evaluation, a dict of arrays); ``adversary_params``,
+    ``adversary_inputs``, ``adversary_outcomes`` the adversary (empty without one), with
+    ``adversary_mix`` (S*A,) and ``adversary_nominal`` (S*A, O) for
+    ``adversary_form="mixture"``; ``critic_params`` (empty without a critic);
+    ``timings`` seconds spent per phase (``setup`` including compilation, ``prefit``,
+    ``loop``, ``evaluation``, ``total``); ``info`` facts of the run (pre-fit quality,
+    steps, episodes); ``model_name``.
 
     ``policy`` (the same as ``policy_table()``, which stays) gives the (S, A) action
-    probabilities; ``records`` the arrays of ``docs/learners.md`` (per episode and per
-    exact evaluation, a :class:`TrainingRecords`); ``lam`` the final multipliers;
-    ``lam_adv`` the adversary's (``lambda_adv``, its former name, still reads);
-    ``timings`` seconds spent per phase
-    (``setup`` including compilation, ``prefit``, ``loop``, ``evaluation``, ``total``);
-    ``info`` facts of the run (pre-fit quality, steps, episodes).
+    probabilities.
     """
 
-    algorithm: str
-    settings: Settings
-    inputs: np.ndarray
-    hidden: int
-    n_actions: int
-    policy_params: np.ndarray
-    lam: np.ndarray
-    lam_adv: float
-    records: dict
-    adversary_params: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    adversary_inputs: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
-    adversary_outcomes: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
-    critic_params: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    adversary_mix: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    """Mixture weights (S*A,) of ``adversary_form="mixture"`` (empty for the softmax)."""
-    adversary_nominal: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
-    """The nominal outcome probabilities (S*A, O) the mixture starts from."""
-    timings: dict = field(default_factory=dict)
-    info: dict = field(default_factory=dict)
-    model_name: str = ""
+    def __init__(self, *args, **fields):
+        super().__init__(*args, **fields)
+        missing = [name for name in REQUIRED_FIELDS if name not in self]
+        if missing:
+            raise TypeError(f"TrainResult needs the field{'s' if len(missing) > 1 else ''} "
+                            f"{', '.join(missing)}")
+        if not isinstance(self["settings"], Settings):
+            raise TypeError(f"TrainResult.settings must be a rcmdp_exact.learners.Settings, "
+                            f"not {type(self['settings']).__name__}")
+        for name, default in OPTIONAL_FIELDS.items():
+            if name not in self:
+                dict.__setitem__(self, name, default())
+        dict.__setitem__(self, "records", dict(self["records"]))
 
-    def __post_init__(self):
-        self.records = TrainingRecords(self.records)
+    def _fields_out(self) -> dict:
+        return {**self, "settings": asdict(self.settings)}
+
+    @classmethod
+    def _from_fields(cls, fields: dict) -> TrainResult:
+        return cls({**fields, "settings": Settings.from_dict(fields["settings"])})
 
     @property
     def policy(self) -> np.ndarray:
         """Action probabilities (S, A) of the trained policy (:meth:`policy_table`)."""
         return self.policy_table()
-
-    @property
-    def lambda_adv(self) -> float:
-        """Deprecated: ``lam_adv``."""
-        warnings.warn("TrainResult.lambda_adv is now called lam_adv", DeprecationWarning,
-                      stacklevel=2)
-        return self.lam_adv
 
     def policy_table(self) -> np.ndarray:
         """Action probabilities (S, A) of the trained policy (numpy forward pass)."""
@@ -252,11 +219,13 @@ class TrainResult:
 
     def __repr__(self) -> str:
         return (f"TrainResult(algorithm={self.algorithm!r}, episodes={self.episodes}, "
-                f"steps={self.steps}, lam={self.lam.tolist()}, model={self.model_name!r})")
+                f"steps={self.steps}, lam={np.asarray(self.lam).tolist()}, "
+                f"model={self.model_name!r})")
 
     # ------------------------------------------------------------------ persistence
     def save(self, path, force: bool = True):
-        """Save to ``.npz`` (no pickle); :func:`load` gives an equal result back.
+        """Save to ``.npz`` (no pickle; :meth:`Result.save`'s archive); :func:`load` (or
+        :meth:`Result.load`) gives an equal TrainResult back.
 
         The archive's ``meta_json`` and ``settings_json`` are strict JSON: a NaN (the
         adversary's multiplier ``lam_adv`` of a learner without adversary, a timing)
@@ -267,67 +236,17 @@ class TrainResult:
         file is refused unless ``force``; the file is written atomically.  Returns the
         path written.
         """
-        from .._io import json_text, npz_path, save_npz
+        from .._io import npz_path
 
-        p = check_out_path(npz_path(path), kind="file", force=force, name="path")
-        meta = {"algorithm": self.algorithm, "hidden": self.hidden,
-                "n_actions": self.n_actions, "lam_adv": self.lam_adv,
-                "timings": self.timings, "info": self.info, "model_name": self.model_name,
-                "format": 1}
-        arrays = {
-            "settings_json": np.array(self.settings.to_json()),
-            "meta_json": np.array(json_text(meta, sort_keys=True)),
-            "inputs": self.inputs, "policy_params": self.policy_params, "lam": self.lam,
-            "adversary_params": self.adversary_params,
-            "adversary_inputs": self.adversary_inputs,
-            "adversary_outcomes": self.adversary_outcomes,
-            "critic_params": self.critic_params,
-            "adversary_mix": self.adversary_mix, "adversary_nominal": self.adversary_nominal,
-        }
-        for name, arr in self.records.items():
-            arrays[f"rec__{name}"] = arr
-        return save_npz(p, arrays, RESULT_FORMAT, compressed=True)
-
-    @classmethod
-    def load(cls, path) -> TrainResult:
-        """Load a result saved by :meth:`save` (the same as :func:`load`)."""
-        return load(path)
-
-
-#: The ``format`` entry of a saved :class:`TrainResult` (files written before it existed
-#: are recognised by their ``settings_json`` and ``meta_json`` entries).
-RESULT_FORMAT = "rcmdp_exact.TrainResult/1"
+        return super().save(check_out_path(npz_path(path), kind="file", force=force,
+                                           name="path"))
 
 
 def load(path) -> TrainResult:
-    """Load a :class:`TrainResult` saved by :meth:`TrainResult.save`.
+    """Load a :class:`TrainResult` saved by :meth:`TrainResult.save` (the same as
+    :meth:`TrainResult.load`).
 
     ``path`` with or without the suffix ``.npz``.  A missing, foreign, truncated or
     invalid file is a :class:`~rcmdp_exact.LoadError` naming the path.
     """
-    from .._io import LoadError, json_value, load_npz
-
-    what = "a training result written by TrainResult.save"
-    f = load_npz(path, RESULT_FORMAT, what, legacy_keys=("settings_json", "meta_json"))
-    try:
-        meta = json_value(str(f["meta_json"]))
-        records = {k[5:]: f[k] for k in f if k.startswith("rec__")}
-        return TrainResult(
-            algorithm=meta["algorithm"], settings=Settings.from_json(str(f["settings_json"])),
-            inputs=f["inputs"], hidden=int(meta["hidden"]), n_actions=int(meta["n_actions"]),
-            policy_params=f["policy_params"], lam=f["lam"],
-            lam_adv=float(meta["lam_adv"] if "lam_adv" in meta else meta["lambda_adv"]),
-            records=records,
-            adversary_params=f["adversary_params"], adversary_inputs=f["adversary_inputs"],
-            adversary_outcomes=f["adversary_outcomes"], critic_params=f["critic_params"],
-            adversary_mix=f["adversary_mix"] if "adversary_mix" in f else np.zeros(0),
-            adversary_nominal=(f["adversary_nominal"] if "adversary_nominal" in f
-                               else np.zeros((0, 0))),
-            timings=meta["timings"], info=meta["info"], model_name=meta["model_name"],
-        )
-    except KeyError as exc:
-        raise LoadError(f"{str(path)!r} is not {what}: it lacks the entry "
-                        f"{exc.args[0]!r}") from None
-    except (TypeError, ValueError) as exc:  # bad JSON, invalid settings
-        raise LoadError(f"{str(path)!r} is not {what}: its content is invalid ({exc})") \
-            from None
+    return TrainResult.load(path)

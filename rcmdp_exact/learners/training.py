@@ -11,11 +11,20 @@ import numpy as np
 
 from .._checks import InputError, check_int, check_seed, check_type
 from .._progress import tqdm
-from ..model import TabularCMDP, check_model
-from ..nn import MLP, softmax
+from ..core.model import TabularCMDP
+from ..core.model_checks import check_model
+from ..core.nn import MLP, softmax
 from ..robust.engine import checked_worst_case
 from .base import ALGORITHMS, Settings
-from .config import LoopState, Records, loop_config
+from .config import (
+    COUNTERS,
+    STEPS,
+    AdamState,
+    LoopState,
+    MultiplierState,
+    Records,
+    loop_config,
+)
 from .dynamics import (
     Problem,
     build_problem,
@@ -64,25 +73,25 @@ def _init_state(s: Settings, pb: Problem, algo, gens, info) -> LoopState:
     theta = MLP(F, pb.A, hidden=s.hidden, seed=gens[0]).get_params()
     psi = MLP(F, 1 + pb.K, hidden=s.hidden, seed=gens[2]).get_params()
     if algo.dynamics == "adversary":
-        phi, fit = prefit_adversary(pb, s.hidden, gens[1], s.prefit_steps, s.prefit_lr)
+        phi, fit = prefit_adversary(pb, s, gens[1])
         info.update(fit)
     else:
         phi = MLP(pb.Xadv.shape[1], pb.n_outcomes, hidden=s.hidden, seed=gens[1]).get_params()
-    lam0 = s.lambda_init if algo.learn_multiplier else 0.0
-    lam = np.full(pb.K, float(lam0))
-    lamadv = np.array([float(s.lambda_adv_init)])
+    lam0 = s.lam_init if algo.learn_multiplier else 0.0
     tiny = 1e-300
 
-    def z(n):
-        return np.zeros(n)
+    def adam(params):
+        return AdamState(params=params, m=np.zeros(params.size), v=np.zeros(params.size))
+
+    def multiplier(lam):
+        return MultiplierState(value=lam, log=np.log(np.maximum(lam, tiny)),
+                               m=np.zeros(lam.size), v=np.zeros(lam.size))
 
     return LoopState(
-        theta=theta, m_th=z(theta.size), v_th=z(theta.size),
-        psi=psi, m_ps=z(psi.size), v_ps=z(psi.size),
-        phi=phi, m_ph=z(phi.size), v_ph=z(phi.size),
-        lam=lam, loglam=np.log(np.maximum(lam, tiny)), m_lam=z(pb.K), v_lam=z(pb.K),
-        lamadv=lamadv, loglamadv=np.log(np.maximum(lamadv, tiny)), m_la=z(1), v_la=z(1),
-        cnt=np.zeros(7, dtype=np.int64),
+        policy=adam(theta), critic=adam(psi), adversary=adam(phi),
+        lam=multiplier(np.full(pb.K, float(lam0))),
+        lam_adv=multiplier(np.array([float(s.lam_adv_init)])),
+        cnt=np.zeros(len(COUNTERS), dtype=np.int64),
     )
 
 
@@ -121,24 +130,24 @@ def _learner_kernel(model, ball, pb, s, algo, state, critic_exact) -> np.ndarray
     if algo.dynamics == "nominal":
         return pb.kprob
     if algo.dynamics == "adversary":
-        q = adversary_table(pb, s, state.phi)
+        q = adversary_table(pb, s, state.adversary.params)
         P = np.zeros((S * A, S))
         np.add.at(P, (np.arange(S * A)[:, None], pb.nxt), q)
         term = np.repeat(pb.terminal, A)
         P[term] = np.asarray(model.P).reshape(S * A, S)[term]
         return P
     w_r = 0.0 if algo.objective == "constraint" else 1.0
-    w_c = -state.lam.copy() if algo.objective == "lagrangian" else pb.w_c0
+    w_c = -state.lam.value.copy() if algo.objective == "lagrangian" else pb.w_c0
     if critic_exact:
         from ..robust import robust_evaluate
 
-        pi = _policy_table(pb, s, state.theta)
-        res = robust_evaluate(model, pi, ball, algo.objective, lam=state.lam,
+        pi = _policy_table(pb, s, state.policy.params)
+        res = robust_evaluate(model, pi, ball, algo.objective, lam=state.lam.value,
                               per_constraint=False, inner=s.inner, progress=False)
         P = np.asarray(res.P_worst).reshape(S * A, S)
         return np.ascontiguousarray(P)
     net = MLP(pb.Xpol.shape[1], 1 + pb.K, hidden=s.hidden, seed=0)
-    Vc = net.logits(pb.Xpol, state.psi)
+    Vc = net.logits(pb.Xpol, state.critic.params)
     W = w_r * Vc[:, 0] + Vc[:, 1:] @ w_c
     return _worst_kernel_from_w(pb, ball, W, w_c, w_r, s.inner)
 
@@ -156,15 +165,15 @@ def _runner(backend: str, pb: Problem, state: LoopState, cfg, rng_ep, rng_batch)
     if backend == "numba":
         from . import loop as compiled_loop
 
-        def run(n, rec, kcdf):
-            return compiled_loop.run_chunk(n, cfg, state.cnt, rng_ep, rng_batch, pb, kcdf,
-                                           state, rec)
-        return run
-    from . import reference
+        run_chunk = compiled_loop.run_chunk
+    else:
+        from . import reference
 
-    def run_np(n, rec, kcdf):
-        return reference.run_chunk(n, cfg, state.cnt, rng_ep, rng_batch, pb, kcdf, state, rec)
-    return run_np
+        run_chunk = reference.run_chunk
+
+    def run(n, rec, kcdf):
+        return run_chunk(n, cfg, rng_ep, rng_batch, pb, kcdf, state, rec)
+    return run
 
 
 def settings_from(algorithm, seed, settings: Settings | None, options: dict) -> Settings:
@@ -243,7 +252,7 @@ def train(model, algorithm, *, ball=None, seed=0, true_model=None, progress=None
 
 def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t_start):
     gens = seed_generators(seed)
-    pb = build_problem(model, algo, ball, s.feature_scale, s.feature_centre)
+    pb = build_problem(model, algo, ball, s)
     info: dict = {}
     t0 = time.perf_counter()
     state = _init_state(s, pb, algo, gens, info)
@@ -268,7 +277,7 @@ def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t
     ball_eval = ball
 
     def evaluate_now():
-        table = _policy_table(pb, s, state.theta)
+        table = _policy_table(pb, s, state.policy.params)
         kernel = raw = None
         if algo.robust:
             kernel = _learner_kernel(model, ball, pb, s, algo, state, critic_exact).reshape(
@@ -295,7 +304,7 @@ def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t
             t_loop += time.perf_counter() - tl
             cpu_loop += time.process_time() - cl
             parts.append(rec.head(got))
-            steps_before = int(state.cnt[6])
+            steps_before = int(state.cnt[STEPS])
             done += got
             bar.update(got if unit == "episodes" else 0)
             if unit == "steps":
@@ -319,7 +328,7 @@ def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t
     if algo.dynamics != "adversary":
         records["lam_adv"][:] = np.nan
     records.update(eval_records(evals, eval_eps, pb.K))
-    info.update(episodes=done, steps=int(state.cnt[6]))
+    info.update(episodes=done, steps=int(state.cnt[STEPS]))
     if algo.dynamics == "adversary":  # the final adversary, after the last updates
         kern = _learner_kernel(model, ball, pb, s, algo, state, False)
         dist = np.abs(kern - pb.nom_state).sum(axis=1)[pb.live]
@@ -327,16 +336,16 @@ def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t
                     adv_inside_final=float((dist <= pb.rows.radius[pb.live] + 1e-9).mean()))
     timings = {"setup": t_setup, "prefit": t_prefit, "loop": t_loop, "loop_cpu": cpu_loop,
                "evaluation": t_eval, "total": time.perf_counter() - t_start}
+    adversarial = algo.dynamics == "adversary"
     return TrainResult(
         algorithm=algo.name, settings=s, inputs=pb.Xpol, hidden=s.hidden, n_actions=pb.A,
-        policy_params=state.theta.copy(), lam=state.lam.copy(),
-        lam_adv=float(state.lamadv[0]) if algo.dynamics == "adversary" else float("nan"),
+        policy_params=state.policy.params.copy(), lam=state.lam.value.copy(),
+        lam_adv=float(state.lam_adv.value[0]) if adversarial else float("nan"),
         records=records,
-        adversary_params=state.phi.copy() if algo.dynamics == "adversary" else np.zeros(0),
-        adversary_inputs=pb.Xadv if algo.dynamics == "adversary" else np.zeros((0, 0)),
-        adversary_outcomes=pb.nxt if algo.dynamics == "adversary" else np.zeros((0, 0),
-                                                                                 np.int64),
-        critic_params=state.psi.copy() if train_critic else np.zeros(0),
+        adversary_params=state.adversary.params.copy() if adversarial else np.zeros(0),
+        adversary_inputs=pb.Xadv if adversarial else np.zeros((0, 0)),
+        adversary_outcomes=pb.nxt if adversarial else np.zeros((0, 0), np.int64),
+        critic_params=state.critic.params.copy() if train_critic else np.zeros(0),
         **_mixture_fields(pb, s, algo),
         timings=timings, info=info, model_name=model.name or "",
     )

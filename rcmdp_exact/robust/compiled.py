@@ -10,7 +10,7 @@ batch, and the greedy fill of policy boxes.
   ties follow the ball's compiled row :func:`~rcmdp_exact.uncertainty.l1_numba.worst_row`
   (the argmin: the largest index among the smallest z on the support; the removal: the
   lowest index first among equal z).  Its value is :math:`p^\\top z`.
-* :func:`greedy_fill`: :func:`rcmdp_exact.mdp.greedy_box` (the numpy oracle), row by
+* :func:`greedy_fill`: :func:`rcmdp_exact.core.mdp.greedy_box` (the numpy oracle), row by
   row: start at l and give the remaining mass to the actions in decreasing order of q
   (ties to the lowest index), each up to u.
 
@@ -140,7 +140,7 @@ def _fill(q, lo, hi, out):
 
 
 def greedy_fill(q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """:func:`rcmdp_exact.mdp.greedy_box`, compiled (any leading batch axes)."""
+    """:func:`rcmdp_exact.core.mdp.greedy_box`, compiled (any leading batch axes)."""
     shape = np.broadcast_shapes(q.shape, lo.shape, hi.shape)
     A = shape[-1]
     qq = np.ascontiguousarray(np.broadcast_to(q, shape), dtype=np.float64).reshape(-1, A)

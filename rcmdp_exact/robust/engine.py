@@ -31,12 +31,12 @@ worst_case`, called once per iteration for the whole batch (with one vector per 
 when every reward of the batch is :math:`f(s, a) + h(s')` on the live states: then a
 set may sort once per problem instead of once per pair).  The fixed point is found by
 Howard's policy iteration for both players: the adversary's (kernels, each evaluated by
-:class:`~rcmdp_exact.evaluation.PolicySystem`) inside the policy player's (greedy in
+:class:`~rcmdp_exact.core.evaluation.PolicySystem`) inside the policy player's (greedy in
 the box, keeping the current choice unless another is better by more than the
 tolerance), or by value iteration for the adversary when asked.  The greedy maximiser
 over a box intersected with the simplex starts at :math:`l_s` and fills the best actions
-up to :math:`u_s` (:func:`~rcmdp_exact.mdp.greedy_box`); the policy player's iteration is
-the toolkit's one Howard iteration, :func:`~rcmdp_exact.mdp.box_policy_iteration`.
+up to :math:`u_s` (:func:`~rcmdp_exact.core.mdp.greedy_box`); the policy player's iteration is
+the toolkit's one Howard iteration, :func:`~rcmdp_exact.core.mdp.box_policy_iteration`.
 
 An optimistic nature (the best case over the set, :math:`\max_p` instead of
 :math:`\min_p`) is the adversary of the negated reward, negated:
@@ -70,8 +70,9 @@ import numpy as np
 
 from .._checks import InnerProblemError
 from .._result import Result
-from ..evaluation import PolicySystem, policy_matrix, policy_values
-from ..mdp import box_policy_iteration, greedy_box
+from ..core.evaluation import PolicySystem, policy_matrix, policy_values
+from ..core.mdp import box_policy_iteration, greedy_box
+from ..uncertainty import SRectangularSet
 
 __all__ = ["CONTAINS_TOL", "RobustGame", "checked_worst_case"]
 
@@ -134,7 +135,7 @@ def checked_worst_case(uset, z, policy=None, method: str = "sort", *,
         or (with ``check_rows``) not a kernel of the set whose values are ``p @ z``.
     """
     S, A = uset.n_states, uset.n_actions
-    s_rect = uset.rectangularity == "s"
+    s_rect = isinstance(uset, SRectangularSet)
     z = np.asarray(z, dtype=np.float64)
     res = uset.worst_case(z, policy, method=method) if s_rect else \
         uset.worst_case(z, method=method)
@@ -255,7 +256,7 @@ class RobustGame:
         self.term = np.asarray(model.terminal, dtype=bool)
         self.P_term = np.asarray(model.P)[self.term] if self.term.any() else None
         self.uset = uset
-        self.s_rect = uset.rectangularity == "s"
+        self.s_rect = isinstance(uset, SRectangularSet)
         self.nominal = np.array(uset.nominal, dtype=np.float64)
         if self.P_term is not None:
             self.nominal[self.term] = self.P_term
@@ -517,7 +518,7 @@ class RobustGame:
     def solve(self, g: np.ndarray, lo: np.ndarray, hi: np.ndarray, w=None, pi=None) -> Result:
         r"""Fixed points of :math:`T_B` for a batch: rewards g (J, S, A, S), boxes lo, hi (J, S, A).
 
-        The policy player's Howard iteration (:func:`~rcmdp_exact.mdp.box_policy_iteration`)
+        The policy player's Howard iteration (:func:`~rcmdp_exact.core.mdp.box_policy_iteration`)
         whose evaluation is the adversary's fixed point (:meth:`adversary`, warm-started
         from the previous round's values).
 

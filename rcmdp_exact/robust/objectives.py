@@ -21,7 +21,7 @@ from .._checks import (
     check_shape,
     readonly,
 )
-from ..model import TabularCMDP
+from ..core.model import TabularCMDP
 
 __all__ = ["OBJECTIVES", "WorstCaseObjective", "resolve_objective", "worst_case_objective"]
 

@@ -29,9 +29,17 @@ import numpy as np
 from .._checks import InputError, as_float_array, check_choice, check_int, check_real
 from .._progress import progress_default, tqdm
 from .._result import Result, Status
-from ..evaluation import check_value_scale, evaluate
-from ..model import ModelError, TabularCMDP, check_model, check_policy
-from ..uncertainty import check_set
+from ..core.evaluation import check_value_scale, evaluate
+from ..core.model import TabularCMDP
+from ..core.model_checks import ModelError, check_model, check_policy
+from ..uncertainty import (
+    PROTOCOLS,
+    KernelSet,
+    SARectangularSet,
+    SRectangularSet,
+    check_set,
+    registered_kinds,
+)
 from .engine import RobustGame
 from .objectives import resolve_objective
 
@@ -59,18 +67,23 @@ def check_robust_inputs(model, uset, what: str = "robust evaluation",
     rectangular ones, "sa" and "s", which have a robust Bellman operator)."""
     check_model(model)
     check_set(uset, model)
-    if uset.rectangularity not in kinds:
+    if not isinstance(uset, tuple(PROTOCOLS[k] for k in kinds)):
         raise InputError(
             f"{what} needs a rectangular set ({' or '.join(repr(k) for k in kinds)}), but "
             f"{type(uset).__name__} is not rectangular (its adversary picks whole kernels, "
             f"so there is no robust Bellman operator and the robust optimum is NP-hard in "
-            f"general); use robust_evaluate on a policy, or a rectangular set (L1Ball, "
-            f"WeightedL1Ball, LInfBall, IntervalSet, KLBall, SRectL1Ball)")
+            f"general); use robust_evaluate on a policy, or a rectangular set "
+            f"({', '.join(_rectangular_sets())})")
     check_real(model.gamma, "the model's gamma", 0.0, 1.0, high_open=True,
                hint="; robust evaluation needs a discount < 1 (the robust Bellman operator "
                     "is then a contraction): use a discounted model")
     check_value_scale(model, model.R, "R")
     check_value_scale(model, model.C, "C")
+
+
+def _rectangular_sets() -> list[str]:
+    """The set classes of the rectangular kinds (for messages)."""
+    return [c.__name__ for c in registered_kinds().values() if not issubclass(c, KernelSet)]
 
 
 def _not_converged(method: str, it: int, residual: float, tol: float, stalled: bool,
@@ -130,7 +143,7 @@ def worst_case_kernel(model: TabularCMDP, uset, w=None, *, v=None, c=None,
     obj, _ = resolve_objective(objective, lam, model)
     w = _state_values(obj, model, w, v, c)
     pi = None
-    if uset.rectangularity == "s":
+    if isinstance(uset, SRectangularSet):
         if policy is None:
             raise InputError(f"the adversary of the s-rectangular {type(uset).__name__} "
                              f"depends on the policy: pass policy=")
@@ -160,8 +173,7 @@ def robust_bellman(model: TabularCMDP, uset, w, policy=None, *,
         the greedy actions when no policy is given (and, for an s-rectangular set, the
         maximising ``policy`` (S, A)).
     """
-    if policy is None and getattr(uset, "rectangularity", None) == "s" \
-            and nature == "pessimistic":
+    if policy is None and isinstance(uset, SRectangularSet) and nature == "pessimistic":
         check_robust_inputs(model, uset, "robust_bellman")
         obj, _ = resolve_objective(objective, lam, model)
         w = _state_values(obj, model, w, None, None)
@@ -231,7 +243,7 @@ def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=Non
         the exact evaluation under :math:`P^+`: ``v`` (S,), ``c`` (S, K),
         ``lagrangian`` (S,) = v - c @ lam, ``value`` = p0.v, ``costs`` (K,) = p0.c,
         ``lagrangian_p0`` = value - lam.(cost - d), ``evaluation`` (the full
-        :func:`~rcmdp_exact.evaluation.evaluate` result: Q, occupancy, ...);
+        :func:`~rcmdp_exact.core.evaluation.evaluate` result: Q, occupancy, ...);
         ``converged``, ``success``, ``status`` ("converged", or "not_converged": the
         iteration limit or a stalled policy iteration, with a :class:`RuntimeWarning`), ``message``,
         ``iterations``, ``residual``, ``method``, ``objective``, ``lam``;
@@ -264,7 +276,7 @@ def robust_evaluate(model: TabularCMDP, policy, uset, objective="value", lam=Non
     S, A, K = model.n_states, model.n_actions, model.n_constraints
     pi = check_policy(policy, S, A)
     sign = 1.0 if nature == "pessimistic" else -1.0
-    if uset.rectangularity == "none":
+    if isinstance(uset, KernelSet):
         return _evaluate_members(model, pi, uset, obj, lam_arr, per_constraint, sign,
                                  cost_nature)
     # the objective, then each constraint under its own adversary: one batch (the engine
@@ -342,14 +354,14 @@ def _evaluate_members(model, pi, uset, obj, lam_arr, per_constraint: bool, sign:
     objective (the best, for an optimistic nature), by the exact evaluation of the policy
     under every member."""
     evs = [evaluate(model.with_transitions(P, check=False), pi, lam_arr, check=False)
-           for P in uset.kernels]
+           for P in uset.members]
     p0 = model.p0
     scores = [sign * float(p0 @ obj.scalarise(ev.v, ev.c)) for ev in evs]
     m = int(np.argmin(scores))
     ev = evs[m]
     out = Result(
         w=obj.scalarise(ev.v, ev.c), q=obj.scalarise(ev.q, ev.qc),
-        P_worst=np.array(uset.kernels[m]), v=ev.v, c=ev.c, lagrangian=ev.lagrangian,
+        P_worst=np.array(uset.members[m]), v=ev.v, c=ev.c, lagrangian=ev.lagrangian,
         value=ev.value, costs=ev.costs, lagrangian_p0=ev.lagrangian_p0, evaluation=ev,
         converged=True, success=True, status=Status.CONVERGED,
         message=f"the worst of {len(evs)} members (member {m}), each evaluated exactly",
@@ -363,7 +375,7 @@ def _evaluate_members(model, pi, uset, obj, lam_arr, per_constraint: bool, sign:
         out.update(c_worst=np.stack([evs[worst[k]].c[:, k] for k in range(K)], axis=1)
                    if K else np.zeros((model.n_states, 0)),
                    costs_worst=np.array([evs[worst[k]].costs[k] for k in range(K)]),
-                   P_worst_cost=np.array([uset.kernels[worst[k]] for k in range(K)]).reshape(
+                   P_worst_cost=np.array([uset.members[worst[k]] for k in range(K)]).reshape(
                        K, *model.P.shape),
                    cost_members=np.array(worst, dtype=np.int64))
     return out
@@ -422,7 +434,7 @@ def robust_value_iteration(model: TabularCMDP, uset, lam=None, *,
     g = obj.transition_reward(model)[None]
     game = RobustGame(model, uset, tol=tol, max_iter=max_iter, inner=inner)
     optimistic = nature == "optimistic"
-    if optimistic and (uset.rectangularity != "sa" or method != "value_iteration"):
+    if optimistic and (not isinstance(uset, SARectangularSet) or method != "value_iteration"):
         raise InputError(
             "nature='optimistic' (the best case over the set, max over policies and "
             "kernels) is solved by value iteration on an sa-rectangular set: use "

@@ -1,93 +1,102 @@
-"""Uncertainty sets: the protocol, the L1 ball and its inner problem, estimation from data.
+"""Uncertainty sets: the protocol, the kinds of set, estimation from data, checks.
 
-* :mod:`.base`: :class:`UncertaintySet`, the protocol every set follows (the only
-  place, with the set classes, that knows a set's inside), :func:`check_set`,
-  :func:`load_set`;
-* :mod:`.l1`: :class:`L1Ball` and :func:`l1_ball`; :mod:`.l1_sort`: its inner problem
-  (:func:`worst_case_l1`, exact sort and LP); :mod:`.l1_numba`: the compiled row of the
-  learners;
-* :mod:`.s_l1`: :class:`SRectL1Ball`, the s-rectangular L1 set (one budget per
-  state shared by its actions): the worst case of a policy and the robust Bellman
-  optimality update;
-* :mod:`.weighted_l1`: :class:`WeightedL1Ball`; :mod:`.linf`: :class:`IntervalSet`
-  (bounded-parameter MDPs) and :class:`LInfBall`; :mod:`.kl`: :class:`KLBall`;
-  :mod:`.finite`: :class:`FiniteSet` (whole kernels, not rectangular); each
-  sa-rectangular set with its exact solver and its cvxpy cross-check
-  (``docs/sets.md``);
+* :mod:`.base`: the protocol, :class:`UncertaintySet` and its three protocols
+  :class:`SARectangularSet` (with the one batch flow of ``worst_case``),
+  :class:`SRectangularSet` and :class:`KernelSet`; the registry of kinds
+  (:func:`set_class`, :func:`registered_kinds`), :func:`check_set`, :func:`load_set`,
+  and the helpers of a set's constructor (:func:`nominal_kernel`, :func:`radii`,
+  :func:`state_radii`, :func:`support_mask`, :func:`tile`);
+* one file per kind of set, each with its exact solver, its cvxpy cross-check, its
+  counts builder and its hypothesis strategy: :mod:`.l1` (:class:`L1Ball`, the paper's;
+  its inner problem in :mod:`.l1_sort` and :mod:`.l1_numba`), :mod:`.weighted_l1`
+  (:class:`WeightedL1Ball`), :mod:`.interval` (:class:`IntervalSet`, bounded-parameter
+  MDPs), :mod:`.linf` (:class:`LInfBall`), :mod:`.kl` (:class:`KLBall`), :mod:`.s_l1`
+  (:class:`SRectL1Ball`, s-rectangular), :mod:`.finite` (:class:`FiniteSet`, whole
+  kernels); :mod:`.kinds` names them without importing them;
+* :mod:`.conformance`: :func:`check_set_conformance`, the protocol checks that every
+  set passes, built-in or yours (``docs/your_set.md``);
 * :mod:`.extreme`: the vertices of the polyhedral sets' rows and their combinations
   (:func:`extreme_kernels`), for brute-force checks;
-* :mod:`.estimate`: the paper's phase 1 (:func:`estimate`), the Hoeffding ball and the
-  confidence sets of the other kinds (:func:`estimate_interval_set`,
+* :mod:`.estimators`: the paper's phase 1 (:func:`estimate`), the Hoeffding ball and
+  the confidence sets of the other kinds (:func:`estimate_interval_set`,
   :func:`estimate_linf_ball`, :func:`estimate_kl_ball`).
 
-``rcmdp_exact.uncertainty`` was a module before it became this package; every name it
-had is importable from here as before.
+Names are imported on first use (PEP 562), so that ``import rcmdp_exact.uncertainty``
+(and the command line, which reads :mod:`.kinds`) does not load numpy.  The set class
+of every built-in kind is a name of this package without being listed here.
 """
 
-from .base import INNERS, RECTANGULARITIES, UncertaintySet, check_set, load_set
-from .estimate import (
-    FORMS,
-    KL_BOUNDS,
-    L1_BOUNDS,
-    collect_counts,
-    entry_radius,
-    estimate,
-    estimate_interval_set,
-    estimate_kl_ball,
-    estimate_l1_ball,
-    estimate_linf_ball,
-    hoeffding_radius,
-    weissman_radius,
-)
-from .extreme import MAX_SUPPORT, extreme_kernels, extreme_rows, interval_vertices, l1_vertices
-from .finite import FiniteSet
-from .kl import KLBall, kl_divergence
-from .l1 import SUPPORTS, L1Ball, L1Rows, check_ball, l1_ball, merge_outcomes
-from .l1_sort import INNER_METHODS, LP_SOLVERS, l1_violation, worst_case_l1
-from .linf import IntervalSet, LInfBall, box_simplex_projection
-from .s_l1 import BELLMAN_METHODS, SRectL1Ball
-from .weighted_l1 import WeightedL1Ball
+from __future__ import annotations
 
-__all__ = [
-    "BELLMAN_METHODS",
-    "FORMS",
-    "INNERS",
-    "INNER_METHODS",
-    "KL_BOUNDS",
-    "L1_BOUNDS",
-    "LP_SOLVERS",
-    "MAX_SUPPORT",
-    "RECTANGULARITIES",
-    "SUPPORTS",
-    "FiniteSet",
-    "IntervalSet",
-    "KLBall",
-    "L1Ball",
-    "L1Rows",
-    "LInfBall",
-    "SRectL1Ball",
-    "UncertaintySet",
-    "WeightedL1Ball",
-    "box_simplex_projection",
-    "check_ball",
-    "check_set",
-    "collect_counts",
-    "entry_radius",
-    "estimate",
-    "estimate_interval_set",
-    "estimate_kl_ball",
-    "estimate_l1_ball",
-    "estimate_linf_ball",
-    "extreme_kernels",
-    "extreme_rows",
-    "hoeffding_radius",
-    "interval_vertices",
-    "kl_divergence",
-    "l1_ball",
-    "l1_vertices",
-    "l1_violation",
-    "load_set",
-    "merge_outcomes",
-    "weissman_radius",
-    "worst_case_l1",
-]
+import importlib
+
+from .kinds import builtin_class_module, kind_files
+
+#: Where each public name that is not a set class lives.
+_EXPORTS = {
+    "BELLMAN_METHODS": ".s_l1",
+    "CONFORMANCE_CHECKS": ".conformance",
+    "FORMS": ".estimators",
+    "INNERS": ".base",
+    "KL_BOUNDS": ".estimators",
+    "L1_BOUNDS": ".estimators",
+    "MAX_SUPPORT": ".extreme",
+    "PROTOCOLS": ".base",
+    "RECTANGULARITIES": ".base",
+    "SUPPORTS": ".l1",
+    "ConformanceError": ".conformance",
+    "KernelSet": ".base",
+    "L1Rows": ".l1",
+    "SARectangularSet": ".base",
+    "SRectangularSet": ".base",
+    "UncertaintySet": ".base",
+    "box_simplex_projection": ".interval",
+    "builtin_kinds": ".kinds",
+    "check_set": ".base",
+    "check_set_conformance": ".conformance",
+    "collect_counts": ".estimators",
+    "entry_radius": ".estimators",
+    "estimate": ".estimators",
+    "estimate_interval_set": ".estimators",
+    "estimate_kl_ball": ".estimators",
+    "estimate_l1_ball": ".estimators",
+    "estimate_linf_ball": ".estimators",
+    "extreme_kernels": ".extreme",
+    "extreme_rows": ".extreme",
+    "hoeffding_radius": ".estimators",
+    "interval_vertices": ".extreme",
+    "kl_divergence": ".kl",
+    "kl_ball": ".kl",
+    "l1_ball": ".l1",
+    "l1_vertices": ".extreme",
+    "l1_violation": ".l1_sort",
+    "load_set": ".base",
+    "merge_outcomes": ".l1",
+    "nominal_kernel": ".base",
+    "polyhedral_kinds": ".extreme",
+    "radii": ".base",
+    "registered_kinds": ".base",
+    "set_class": ".base",
+    "state_radii": ".base",
+    "support_mask": ".base",
+    "tile": ".base",
+    "weissman_radius": ".estimators",
+    "worst_case_l1": ".l1_sort",
+}
+
+
+def __getattr__(name: str):
+    if name == "__all__":  # computed on first use: the set classes come from a file scan
+        value = globals()["__all__"] = sorted(
+            [*_EXPORTS, *(info.cls for info in kind_files().values())])
+        return value
+    module = _EXPORTS.get(name) or builtin_class_module(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *__getattr__("__all__")})

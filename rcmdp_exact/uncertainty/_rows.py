@@ -1,11 +1,12 @@
-"""Shared machinery of the sa-rectangular sets: rows, batches, and the cvxpy loop.
+"""Shared machinery of the toolkit's own sets: frozen arrays, the cvxpy loop, selection.
 
-Every sa-rectangular set solves its inner problem row by row: a row is one (s, a) pair
-of one batch entry, with n = S outcomes.  :func:`sa_worst_case` turns the value vectors
-``z`` a user passes to ``worst_case`` into rows (N, n), calls the set's row solver and
-shapes the answer back; :func:`tile` repeats a set's per-pair arrays for a batch;
-:func:`convex_rows` is the loop of the cvxpy cross-checks (one small problem per row,
-statuses checked, OPTIMAL_INACCURATE a warning).
+Every sa-rectangular set solves its inner problem row by row (a row is one (s, a) pair
+of one batch entry, with n = S outcomes; the batch flow is
+:meth:`~rcmdp_exact.uncertainty.base.SARectangularSet.worst_case`).  Here:
+:class:`Frozen`, the read-only arrays of the toolkit's sets; :func:`convex_rows`, the
+loop of the cvxpy cross-checks (one small problem per row, statuses checked,
+OPTIMAL_INACCURATE a warning); :func:`weighted_threshold`, the greedy threshold of a
+weighted selection without a full sort.
 """
 
 from __future__ import annotations
@@ -15,24 +16,17 @@ import warnings
 
 import numpy as np
 
-from .._checks import InputError, as_float_array, check_choice
-from .._result import Result
-from ..model import check_transition_rows
-from .base import INNERS, split_batch
+from .._checks import InputError
 
 __all__ = [
-    "SOLVER_OPTIONS",
     "Frozen",
     "convex_rows",
-    "nominal_kernel",
     "nonzero2",
     "problem_cache",
     "recheck",
     "rowdot",
-    "sa_worst_case",
     "simplex_violation",
     "spread_rows",
-    "tile",
     "weighted_threshold",
 ]
 
@@ -86,62 +80,6 @@ def _einsum_rowdot(a, b):
 rowdot = getattr(np, "vecdot", _einsum_rowdot)
 
 
-def nominal_kernel(nominal, name: str = "nominal") -> np.ndarray:
-    """A checked copy of a nominal kernel (S, A, S): finite, >= 0, rows summing to 1."""
-    P = np.array(as_float_array(nominal, name, "give an array (S, A, S)", finite=False))
-    if P.ndim != 3 or P.shape[0] != P.shape[2] or 0 in P.shape:
-        raise InputError(
-            f"{name} must have shape (S, A, S) with S, A >= 1 and {name}[s, a, s'] the "
-            f"probability of s' after a in s, got shape {P.shape}"
-        )
-    check_transition_rows(P, name)
-    return P
-
-
-def tile(arr: np.ndarray, J: int) -> np.ndarray:
-    """A per-pair array (S, A, ...) as rows (J S A, ...) of a batch of J (a view for J=1)."""
-    S, A = arr.shape[:2]
-    rest = arr.shape[2:]
-    if J == 1:
-        return arr.reshape(S * A, *rest)
-    return np.broadcast_to(arr, (J, *arr.shape)).reshape(J * S * A, *rest)
-
-
-def sa_worst_case(uset, z, method: str, solve, hint: str = "") -> Result:
-    """The batch flow of ``worst_case`` of an sa-rectangular set.
-
-    ``z`` (S,), (J, S), (S, A, S) or (J, S, A, S) becomes rows Z (J S A, S) (a shared
-    vector is repeated for every pair); ``solve(Z, J, method)`` returns ``p`` (N, S),
-    ``value`` (N,), the success of every row (an (N,) bool array, or one bool for all)
-    and a dict of extra per-row fields (N,), which are shaped like ``value``.
-
-    The result has ``success`` (every row solved), ``row_success`` (shaped like
-    ``value``) and, when a row failed, a ``message`` naming the first one.
-    """
-    S, A = uset.n_states, uset.n_actions
-    zz, batched, per_pair = split_batch(z, S, A)
-    check_choice(method, "method", INNERS, hint=hint)
-    J = zz.shape[0] if batched else 1
-    if per_pair:
-        Z = np.ascontiguousarray(zz).reshape(J * S * A, S)
-    else:
-        Z = np.broadcast_to(zz.reshape(J, 1, 1, S), (J, S, A, S)).reshape(J * S * A, S)
-    p, val, ok, extra = solve(Z, J, method)
-    lead = (J, S, A) if batched else (S, A)
-    ok = np.broadcast_to(np.asarray(ok, dtype=bool), val.shape).reshape(lead)
-    fields = {k: v.reshape(lead) for k, v in extra.items()}
-    success = bool(ok.all())
-    if not success:
-        first = tuple(int(i) for i in np.argwhere(~ok)[0])
-        names = ("j", "s", "a")[-len(lead):]
-        where = ", ".join(f"{n}={i}" for n, i in zip(names, first, strict=True))
-        fields["message"] = (
-            f"{type(uset).__name__}.worst_case (method={method!r}) did not solve "
-            f"{int((~ok).sum())} of {ok.size} rows; the first is ({where})")
-    return Result(p=p.reshape(*lead, S), value=val.reshape(lead), method=method,
-                  success=success, row_success=ok, **fields)
-
-
 # --------------------------------------------------------------------------- cvxpy loop
 _CACHE = threading.local()
 
@@ -160,13 +98,6 @@ def problem_cache(kind: str, m: int, build):
     return prob
 
 
-#: Options of the cvxpy solvers used by the cross-checks (tight tolerances).
-SOLVER_OPTIONS = {
-    "HIGHS": {"solver": "HIGHS", "primal_feasibility_tolerance": 1e-10,
-              "dual_feasibility_tolerance": 1e-10},
-    "CLARABEL": {"solver": "CLARABEL", "tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10,
-                 "tol_feas": 1e-10, "max_iter": 500},
-}
 
 
 def convex_rows(N: int, n: int, setup, solver: str, what: str, *, opts=None,
@@ -177,11 +108,12 @@ def convex_rows(N: int, n: int, setup, solver: str, what: str, *, opts=None,
     the problem to solve, its distribution variable and the outcomes it covers.  A
     status OPTIMAL_INACCURATE keeps the answer with a RuntimeWarning and ``ok`` False;
     any other non-optimal status or a solver failure raises an :class:`InputError`.
-    ``opts`` replaces :data:`SOLVER_OPTIONS` of the solver; ``progress`` shows a bar
-    over the rows (None: when standard error is a terminal); ``after(i, problem)`` is
-    called after each solve (to read the problem's duals).  ``failures="mark"`` marks a
-    row whose solver failed or ended in another status ``ok`` False (its ``p`` zero)
-    instead of raising: the repair of a row that is judged afterwards.
+    ``opts`` replaces the solver's options (:func:`rcmdp_exact._solvers.cvxpy_options`);
+    ``progress`` shows a bar over the rows (None: when standard error is a terminal);
+    ``after(i, problem)`` is called after each solve (to read the problem's duals).
+    ``failures="mark"`` marks a row whose solver failed or ended in another status
+    ``ok`` False (its ``p`` zero) instead of raising: the repair of a row that is judged
+    afterwards.
     """
     import cvxpy as cp
 
@@ -191,7 +123,9 @@ def convex_rows(N: int, n: int, setup, solver: str, what: str, *, opts=None,
         from .._solvers import silence_highs_banner
 
         silence_highs_banner()
-    opts = SOLVER_OPTIONS[solver] if opts is None else opts
+    from .._solvers import cvxpy_options
+
+    opts = cvxpy_options(solver) if opts is None else opts
     p_out = np.zeros((N, n))
     ok = np.ones(N, dtype=bool)
     statuses = []

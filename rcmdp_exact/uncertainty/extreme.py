@@ -10,10 +10,13 @@ models that is a brute-force reference that shares nothing with the sets' solver
   p_i| \le \alpha,\ p = 0 \text{ off the support}\}` (the L1 ball, weighted or not);
 * :func:`interval_vertices`: the vertices of :math:`\{p : \ell \le p \le u, \sum p =
   1\}` (interval sets and L-infinity balls);
-* :func:`extreme_rows`: the vertices of every row of an :class:`~.L1Ball`,
-  :class:`~.WeightedL1Ball`, :class:`~.IntervalSet` or :class:`~.LInfBall`;
+* :func:`extreme_rows`: the vertices of every row of a polyhedral sa-rectangular set,
+  from the set's own :meth:`~.SARectangularSet.row_vertices` (the L1 ball, weighted or
+  not, with :func:`l1_vertices`; interval sets and L-infinity balls with
+  :func:`interval_vertices`);
 * :func:`extreme_kernels`: all their combinations over the pairs, (N, S, A, S), with a
-  clear error past ``max_kernels``; the members of a :class:`~.FiniteSet`.
+  clear error past ``max_kernels``; the members of a set of whole kernels
+  (:class:`~.KernelSet`, e.g. :class:`~.FiniteSet`).
 
 How the vertices are found (independent of the sort-based solvers).  On the m entries
 of the support, a vertex is a point of the set where the active constraints have rank
@@ -35,14 +38,10 @@ import math
 import numpy as np
 
 from .._checks import InputError, as_float_array, check_int, check_shape
-from .base import check_set
-from .finite import FiniteSet
-from .l1 import L1Ball
-from .linf import IntervalSet
-from .weighted_l1 import WeightedL1Ball
+from .base import KernelSet, SARectangularSet, check_set, registered_kinds
 
 __all__ = ["MAX_SUPPORT", "extreme_kernels", "extreme_rows", "interval_vertices",
-           "l1_vertices"]
+           "l1_vertices", "polyhedral_kinds"]
 
 #: Largest number of supported next states of a row whose vertices are enumerated.
 MAX_SUPPORT = 12
@@ -234,12 +233,22 @@ def interval_vertices(lower, upper) -> np.ndarray:
     return out
 
 
+def polyhedral_kinds() -> list[str]:
+    """The kinds of set whose rows give their vertices (:meth:`~.SARectangularSet.
+    row_vertices`)."""
+    return [k for k, cls in registered_kinds().items() if issubclass(cls, SARectangularSet)
+            and cls.row_vertices is not SARectangularSet.row_vertices]
+
+
 def extreme_rows(uset, model=None) -> list[list[np.ndarray]]:
     """The vertices of every row of a polyhedral sa-rectangular set.
 
     Parameters
     ----------
-    uset : L1Ball, WeightedL1Ball, IntervalSet or LInfBall
+    uset : SARectangularSet
+        A set whose rows give their vertices (:meth:`~.SARectangularSet.row_vertices`:
+        the kinds of :func:`polyhedral_kinds`, e.g. L1Ball, WeightedL1Ball, IntervalSet,
+        LInfBall).
     model : TabularCMDP, optional
         When given, the rows of its terminal states are the model's self-loops (one
         vertex), as in every robust computation of the toolkit.
@@ -249,35 +258,29 @@ def extreme_rows(uset, model=None) -> list[list[np.ndarray]]:
     list of lists
         ``rows[s][a]`` is an array (k, S) of the vertices of the set of pair (s, a).
     """
-    kind = type(uset).__name__
-    if not isinstance(uset, L1Ball | WeightedL1Ball | IntervalSet):
+    if isinstance(uset, KernelSet):
         raise InputError(
-            f"extreme_rows enumerates the vertices of polyhedral sa-rectangular sets "
-            f"(L1Ball, WeightedL1Ball, IntervalSet, LInfBall), not of a {kind}"
-            + ("; a FiniteSet's kernels are its members: extreme_kernels returns them"
-               if isinstance(uset, FiniteSet) else
-               "; a KL ball is not a polytope (its boundary is curved)" if kind == "KLBall"
-               else "")
-        )
+            f"extreme_rows enumerates the vertices of the rows of polyhedral "
+            f"sa-rectangular sets; a {type(uset).__name__} is a set of whole kernels: "
+            f"extreme_kernels returns its members")
+    if not isinstance(uset, SARectangularSet):
+        raise InputError(
+            f"extreme_rows enumerates the vertices of the rows of polyhedral "
+            f"sa-rectangular sets (the kinds {', '.join(polyhedral_kinds())}), not of a "
+            f"{type(uset).__name__}")
     S, A = uset.n_states, uset.n_actions
     term = np.zeros(S, dtype=bool)
     if model is not None:
         check_set(uset, model)
         term = np.asarray(model.terminal, dtype=bool)
-    nom, sup = uset.nominal, uset.support
     rows = []
     for s in range(S):
         row = []
         for a in range(A):
             if term[s]:
                 row.append(np.asarray(model.P[s, a])[None].copy())
-            elif isinstance(uset, IntervalSet):
-                row.append(interval_vertices(uset.lower[s, a], uset.upper[s, a]))
-            elif isinstance(uset, WeightedL1Ball):
-                row.append(l1_vertices(nom[s, a], uset.alpha[s, a], sup[s, a],
-                                       np.where(sup[s, a], uset.weights[s, a], 1.0)))
             else:
-                row.append(l1_vertices(nom[s, a], uset.alpha[s, a], sup[s, a]))
+                row.append(np.asarray(uset.row_vertices(s, a), dtype=np.float64))
         rows.append(row)
     return rows
 
@@ -288,11 +291,13 @@ def extreme_kernels(uset, model=None, *, max_kernels: int = 10_000) -> np.ndarra
     For an sa-rectangular polyhedral set the worst case of any policy is attained at
     one of these kernels (in every state at once), so the robust value of a policy is
     the minimum of its exact values over them: a brute-force check on small models.
-    A :class:`~rcmdp_exact.FiniteSet` returns its members.
+    A set of whole kernels (:class:`~rcmdp_exact.FiniteSet`) returns its members.
 
     Parameters
     ----------
-    uset : L1Ball, WeightedL1Ball, IntervalSet, LInfBall or FiniteSet
+    uset : SARectangularSet or KernelSet
+        A polyhedral sa-rectangular set (:func:`extreme_rows`) or a set of whole
+        kernels (its members).
     model : TabularCMDP, optional
         Fixes the rows of terminal states to the model's self-loops.
     max_kernels : int
@@ -317,13 +322,13 @@ def extreme_kernels(uset, model=None, *, max_kernels: int = 10_000) -> np.ndarra
     (4, 2, 1, 2)
     """
     check_int(max_kernels, "max_kernels", 1)
-    if isinstance(uset, FiniteSet):
+    if isinstance(uset, KernelSet):
         if model is not None:
             check_set(uset, model)
         if uset.n_members > max_kernels:
-            raise InputError(f"the FiniteSet has {uset.n_members} members, more than "
-                             f"max_kernels = {max_kernels}; raise max_kernels")
-        return np.array(uset.kernels)
+            raise InputError(f"the {type(uset).__name__} has {uset.n_members} members, more "
+                             f"than max_kernels = {max_kernels}; raise max_kernels")
+        return np.array(uset.members)
     rows = extreme_rows(uset, model)
     S, A = uset.n_states, uset.n_actions
     flat = [rows[s][a] for s in range(S) for a in range(A)]

@@ -25,12 +25,15 @@ from .._checks import (
     readonly,
 )
 from ._rows import Frozen
-from .base import UncertaintySet
+from .base import KernelSet
 
-__all__ = ["FiniteSet"]
+__all__ = ["KIND", "FiniteSet"]
+
+#: The kind of this file's set (read by :mod:`.kinds`; not estimated from data).
+KIND = "finite"
 
 
-class FiniteSet(Frozen, UncertaintySet):
+class FiniteSet(Frozen, KernelSet):
     r"""A finite set of M whole kernels; the adversary picks one of them.
 
     Parameters
@@ -41,9 +44,10 @@ class FiniteSet(Frozen, UncertaintySet):
 
     Notes
     -----
-    Not rectangular (``rectangularity = "none"``): :meth:`worst_case` raises, and
-    :func:`rcmdp_exact.robust_evaluate` evaluates a policy against the worst member.
-    :meth:`distance` and :meth:`contains` compare a kernel with its closest member.
+    Not rectangular (a :class:`~rcmdp_exact.uncertainty.KernelSet`): :meth:`worst_case`
+    raises, and :func:`rcmdp_exact.robust_evaluate` evaluates a policy against the worst
+    member.  :meth:`distance` and :meth:`contains` compare a kernel with its closest
+    member.
 
     Examples
     --------
@@ -55,7 +59,8 @@ class FiniteSet(Frozen, UncertaintySet):
     ([[True], [True]], [[False], [True]])
     """
 
-    rectangularity = "none"
+    kind = KIND
+    note = "a finite set of whole kernels, the adversary's choices (not estimated from data)"
 
     def __init__(self, kernels):
         K = np.array(as_float_array(kernels, "kernels", "give an array (M, S, A, S) of M "
@@ -75,51 +80,41 @@ class FiniteSet(Frozen, UncertaintySet):
         self._freeze()
 
     @property
-    def kernels(self) -> np.ndarray:
+    def members(self) -> np.ndarray:
         """The members (M, S, A, S)."""
         return self._kernels
-
-    @property
-    def n_members(self) -> int:
-        """The number M of kernels."""
-        return self._kernels.shape[0]
 
     def __repr__(self) -> str:
         return f"<FiniteSet of {self.n_members} kernels, S={self.n_states}, " \
                f"A={self.n_actions}>"
 
-    def closest(self, P) -> int:
-        """The index of the member closest to ``P`` in the largest absolute difference
-        over all entries (the first of equally close ones)."""
-        P = self._kernel(P)
-        return int(np.argmin(np.abs(self._kernels - P).max(axis=(1, 2, 3))))
+    def _absorb_arrays(self, data: dict, ts: np.ndarray) -> None:
+        K = data["kernels"]
+        K[:, ts] = 0.0
+        K[:, ts, :, ts] = 1.0
 
-    def distance(self, P) -> np.ndarray:
-        r"""Per pair (S, A): :math:`\max_{s'} |P(s'|s,a) - P_{m^*}(s'|s,a)|` for the
-        closest member :math:`m^*` (:meth:`closest`: smallest largest difference over
-        the whole kernel).  All zero exactly when P is a member."""
-        P = self._kernel(P)
-        return np.abs(P - self._kernels[self.closest(P)]).max(axis=2)
+    @classmethod
+    def strategy(cls, model, *, n_kernels=(2, 3), grid: int | None = 4):
+        """Hypothesis strategy of finite sets: ``model.P`` first, then kernels drawn on
+        the model's support (terminal states absorbing)."""
+        from hypothesis import strategies as st
 
-    def contains(self, P, tol: float = 1e-9) -> np.ndarray:
-        """(S, A): the rows of ``P`` that equal, up to ``tol``, those of the closest member.
+        from .._checks import check_int
+        from ..testing import kernels, sizes
 
-        All True exactly when P is a member up to ``tol``; otherwise the pairs where
-        P differs from the closest member are False (rows taken from different members
-        do not make a member: the set is not rectangular).
-        """
-        return self.distance(P) <= tol
+        P = np.asarray(model.P)
+        term = np.asarray(model.terminal, dtype=bool)
 
-    def worst_case(self, z, policy=None, *, method: str = "sort"):
-        """Not defined: a finite set is not rectangular (always raises an InputError)."""
-        raise InputError(
-            f"FiniteSet is not rectangular (the adversary picks one of its "
-            f"{self.n_members} kernels as a whole), so it has no worst case per (s, a); "
-            f"evaluate a policy against it with rcmdp_exact.robust_evaluate(model, "
-            f"policy, set) (the worst of the members), or use each member of "
-            f"FiniteSet.kernels with model.with_transitions(P); the robust Bellman "
-            f"operator, robust value iteration and the bracket need a rectangular set"
-        )
+        def members(M):
+            M = check_int(M, "n_kernels", 1)
+            return st.lists(kernels(model, grid=grid), min_size=M - 1, max_size=M - 1)
+
+        def build(others):
+            for Q in others:
+                Q[term] = P[term]
+            return cls(np.stack([P, *others]))
+
+        return sizes(n_kernels).flatmap(members).map(build)
 
     def _arrays(self) -> dict:
         return {"kernels": self._kernels}

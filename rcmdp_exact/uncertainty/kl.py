@@ -75,21 +75,17 @@ from .._result import Result
 from ._rows import (
     Frozen,
     convex_rows,
-    nominal_kernel,
     problem_cache,
     recheck,
     rowdot,
-    sa_worst_case,
     simplex_violation,
-    tile,
 )
-from .base import UncertaintySet
-from .l1 import radii
+from .base import SARectangularSet, nominal_kernel, radii, tile
 
-__all__ = ["KLBall", "kl_divergence", "kl_dual_value", "worst_case_kl"]
+__all__ = ["KIND", "KLBall", "kl_divergence", "kl_dual_value", "worst_case_kl"]
 
-_HINT = " ('sort': the exact dual solver, batched; 'lp': one cvxpy exponential-cone " \
-        "program per row, a cross-check)"
+#: The kind of this file's set (``--set kl``; read by :mod:`.kinds`).
+KIND = "kl"
 
 #: Largest number of iterations of the safeguarded Newton search (each either a Newton
 #: step or a halving of the bracket in log(eta); 60 halvings reach the float spacing).
@@ -485,7 +481,7 @@ def _repair(Q, Z, r, sup, bad, p, val, dual, gap, ok):
     return p, val, dual, gap, ok, repaired
 
 
-class KLBall(Frozen, UncertaintySet):
+class KLBall(Frozen, SARectangularSet):
     r"""An sa-rectangular KL ball: :math:`\mathrm{KL}(p \| \hat P(\cdot|s, a)) \le
     r(s, a)`, p a distribution on the support of the nominal row.
 
@@ -499,6 +495,14 @@ class KLBall(Frozen, UncertaintySet):
         :math:`-\log \min_i \hat p_i` or more allows every distribution on the
         support).
 
+    Notes
+    -----
+    :meth:`worst_case` (the batch flow of every sa-rectangular set) with the exact
+    solver adds, per row, ``dual`` (a lower bound on the value from weak duality),
+    ``gap`` (``value - dual``, a certified bound on the error) and ``repaired`` (the row
+    was solved again by the exponential-cone program); ``method="lp"`` adds
+    ``lp_success``.
+
     Examples
     --------
     >>> import numpy as np
@@ -508,8 +512,12 @@ class KLBall(Frozen, UncertaintySet):
     """
 
     _SUMMARY = "radius"
-
-    rectangularity = "sa"
+    _RADII = ("radius",)
+    kind = KIND
+    note = "the KL ball that contains the per-entry Hoeffding box"
+    method_hint = " ('sort': the exact dual solver, batched; 'lp': one cvxpy " \
+                  "exponential-cone program per row, a cross-check)"
+    no_vertices = "a KL ball is not a polytope: its boundary is curved"
 
     def __init__(self, nominal, radius):
         P = nominal_kernel(nominal)
@@ -534,32 +542,11 @@ class KLBall(Frozen, UncertaintySet):
         P = self._kernel(P)
         return self._rows_ok(P, tol) & (self.distance(P) <= self._radius + tol)
 
-    def worst_case(self, z, policy=None, *, method: str = "sort") -> Result:
-        r"""The worst case of every (s, a): :math:`\min_p p^\top z(s, a, \cdot)` over
-        the KL ball.
-
-        Parameters
-        ----------
-        z : array (S,), (J, S), (S, A, S) or (J, S, A, S)
-            Shared by all pairs or one vector per pair, with an optional batch axis J.
-        policy : None
-            Not used (an sa-rectangular set does not depend on the policy).
-        method : {"sort", "lp"}
-            The exact dual solver (module docstring) or one cvxpy exponential-cone
-            program per row (CLARABEL; agrees to about 1e-7).
-
-        Returns
-        -------
-        Result
-            ``p`` (..., S, A, S), ``value`` (..., S, A), ``method``, ``success``; the
-            exact solver adds ``dual`` (..., S, A), a lower bound on the value from
-            weak duality (``value - dual`` certifies the accuracy); the LP method adds
-            ``lp_success`` (..., S, A), False on the rows CLARABEL marked inaccurate
-            or whose answer failed the numpy re-check.
-        """
-        return sa_worst_case(self, z, method, self._solve, _HINT)
-
-    def _solve(self, Z, J, method):
+    def _solve_rows(self, Z, J, method):
+        """The exact dual solver of the module docstring, whose rows carry ``dual`` (a
+        lower bound on the value, by weak duality), ``gap`` (``value - dual``) and
+        ``repaired`` (solved again by the conic program); or one cvxpy
+        exponential-cone program per row (CLARABEL; ``lp_success``)."""
         Q, r = tile(self._nominal, J), tile(self._radius, J)
         if method == "lp":
             p, val, ok = _lp_rows(Q, Z, r, tile(self._support, J))
@@ -580,3 +567,45 @@ class KLBall(Frozen, UncertaintySet):
     def _from_arrays(cls, data: dict):
         return cls(data["nominal"], data["radius"])
 
+    # ----------------------------------------------------------------- the kind
+    @classmethod
+    def from_counts(cls, counts, *, delta: float, ball) -> KLBall:
+        """The kind ``kl`` of an estimation: the KL ball that contains the per-entry
+        Hoeffding box of the counts (:func:`~rcmdp_exact.estimate_kl_ball`), on the
+        support of the L1 ball ``ball``."""
+        from .estimators import estimate_kl_ball
+
+        return estimate_kl_ball(counts, delta, support=ball.support)
+
+    @classmethod
+    def around(cls, model, radius: float, support: str = "nominal") -> KLBall:
+        """The kind ``kl`` around ``model``'s own kernel: the KL ball of ``radius``
+        around ``model.P``.  A KL ball never leaves the support of its centre, so
+        ``support`` must be ``"nominal"`` (:func:`kl_ball`)."""
+        from .._checks import InputError
+
+        if support != "nominal":
+            raise InputError(f"a KL ball never leaves the support of the model's kernel, "
+                             f"so the kind kl takes the support 'nominal', not {support!r}")
+        return cls(np.asarray(model.P, dtype=np.float64), float(radius))
+
+    @classmethod
+    def strategy(cls, model, *, max_radius: float = 1.0, grid: int | None = 4):
+        """Hypothesis strategy of KL balls around ``model.P``: a radius per pair in [0,
+        max_radius] (0 at terminal states)."""
+        from ..testing import pair_radii
+
+        return pair_radii(model, max_radius, grid=grid).map(lambda r: cls(model.P, r))
+
+
+def kl_ball(model, radius) -> KLBall:
+    """A KL ball of ``radius`` (a number, or one per pair (S, A)) around a model's own
+    kernel, the companion of :func:`~rcmdp_exact.l1_ball` (its support is the model's:
+    KL is infinite off the support of the centre).
+
+    >>> import rcmdp_exact as rx
+    >>> model = rx.domains.garnet(3, 2, 2, n_constraints=1, seed=0)
+    >>> kl_ball(model, 0.05).radius.shape
+    (3, 2)
+    """
+    return KLBall(np.asarray(model.P, dtype=np.float64), radius)

@@ -11,7 +11,7 @@ is an :class:`L1Ball` (nominal (S, A, S), radii (S, A), support (S, A, S), and t
 outcome form when the model has outcomes: merging outcomes maps the outcome ball onto the
 state ball, so both give the same worst case).  Its inner problem is solved by
 :func:`~rcmdp_exact.uncertainty.l1_sort.worst_case_l1`; :func:`l1_ball` builds a ball
-around a model's own kernel, and :mod:`~rcmdp_exact.uncertainty.estimate` one from
+around a model's own kernel, and :mod:`~rcmdp_exact.uncertainty.estimators` one from
 counts.  Terminal rows are the model's self-loop with radius 0.  The proofs are in
 ``docs/robust.md``.
 """
@@ -23,58 +23,34 @@ from typing import NamedTuple
 import numpy as np
 
 from .._checks import (
-    as_array,
     as_float_array,
     check_choice,
     check_indices,
-    check_nonnegative,
     check_shape,
-    check_support,
-    check_type,
     readonly,
     row_tolerance,
 )
 from .._result import Result
-from ..model import ModelError, TabularCMDP, check_model, check_transition_rows
+from ..core.model import TabularCMDP
+from ..core.model_checks import ModelError, check_model, check_transition_rows
 from ._rows import Frozen
-from .base import INNERS, UncertaintySet, split_batch
+from .base import SARectangularSet, radii, split_batch, support_mask
+from .extreme import l1_vertices
 from .l1_sort import worst_case_l1
 
 __all__ = [
+    "KIND",
     "SUPPORTS",
     "L1Ball",
     "L1Rows",
-    "check_ball",
     "first_outcomes",
     "l1_ball",
     "merge_outcomes",
     "outcome_map",
-    "radii",
-    "support_mask",
 ]
 
-
-def radii(alpha, S: int, A: int, name: str = "alpha") -> np.ndarray:
-    """Radii as a float (S, A) array, each finite and >= 0."""
-    al = as_float_array(alpha, name, "give a number or an array (S, A) of radii")
-    if al.shape not in ((), (S, A)):
-        check_shape(al, (S, A), f"{name} (or one number)", ("s", "a"))
-    al = np.array(np.broadcast_to(al, (S, A)))
-    check_nonnegative(al, name, "radii (0 gives the nominal distribution)")
-    return al
-
-
-def check_ball(ball, model: TabularCMDP) -> None:
-    """Raise unless ``ball`` is an :class:`L1Ball` with the model's (S, A) (deprecated:
-    :func:`~rcmdp_exact.uncertainty.check_set` accepts every set)."""
-    import warnings
-
-    warnings.warn("check_ball is deprecated; use rcmdp_exact.uncertainty.check_set",
-                  DeprecationWarning, stacklevel=2)
-    check_type(ball, "ball", L1Ball, "build one with rcmdp_exact.estimate(model, ...).ball, "
-               "l1_ball(model, alpha) or L1Ball(nominal, alpha)")
-    check_shape(ball.nominal, (model.n_states, model.n_actions, model.n_states),
-                "the ball (its nominal kernel, for this model)", ("s", "a", "s'"))
+#: The kind of this file's set (``--set l1``, the default; read by :mod:`.kinds`).
+KIND = "l1"
 
 
 def merge_outcomes(q, outcomes, n_states: int | None = None) -> np.ndarray:
@@ -112,22 +88,6 @@ def outcome_map(outcomes, shape, n_states=None) -> np.ndarray:
     return out
 
 
-def support_mask(support, S: int, A: int, values=None, name: str = "",
-                  fix: str = "") -> np.ndarray:
-    """A copy of a boolean support mask of shape (S, A, S), or a ModelError.
-
-    With ``values`` (S, A, S), also refuse a positive entry outside the support, naming
-    it as ``name[s, a, s']`` and ending the message with ``fix``.
-    """
-    sup = as_array(support, "support", "give a boolean array (S, A, S)")
-    if sup.dtype != bool:
-        raise ModelError(f"support must be a boolean array (S, A, S), got dtype {sup.dtype}")
-    check_shape(sup, (S, A, S), "support", ("s", "a", "s'"))
-    if values is not None:
-        check_support(values, sup, name, fix)
-    return sup.copy()
-
-
 def first_outcome_split(P: np.ndarray, outcomes: np.ndarray) -> np.ndarray:
     """Outcome distribution putting each state's mass on the first outcome reaching it."""
     vals = np.take_along_axis(P, outcomes, axis=2)
@@ -159,7 +119,7 @@ class L1Rows(NamedTuple):
     """(S*A,) radii."""
 
 
-class L1Ball(Frozen, UncertaintySet):
+class L1Ball(Frozen, SARectangularSet):
     r"""An sa-rectangular L1 uncertainty set around a nominal model.
 
     Parameters
@@ -190,9 +150,11 @@ class L1Ball(Frozen, UncertaintySet):
     implementation of :class:`~rcmdp_exact.uncertainty.UncertaintySet`.
     """
 
-    rectangularity = "sa"
+    kind = KIND
+    note = "the paper's Hoeffding L1 ball (sa-rectangular)"
+    method_hint = " ('sort': exact, batched; 'lp': one cvxpy LP per row, a cross-check)"
+    _RADII = ("alpha",)
     #: Keys of a ball saved before files carried a format entry.
-    LEGACY_KEYS = ("nominal", "alpha", "support")
     __slots__ = ("_alpha", "_frozen", "_nominal", "_out_nominal", "_outcomes", "_support",
                  "_tiles")
 
@@ -301,27 +263,12 @@ class L1Ball(Frozen, UncertaintySet):
         return L1Ball._trusted(self._nominal, radii(alpha, S, A), self._support,
                                self._outcomes, self._out_nominal)
 
-    def absorb_terminal(self, terminal) -> L1Ball:
-        """The ball with the rows of terminal states (S,) bool made self-loops of radius 0."""
-        term = np.asarray(terminal, dtype=bool)
-        if not term.any():
-            return self
-        ts = np.flatnonzero(term)
-        nominal = np.array(self._nominal)
-        alpha = np.array(self._alpha)
-        support = np.array(self._support)
-        nominal[ts] = 0.0
-        nominal[ts, :, ts] = 1.0
-        alpha[ts] = 0.0
-        support[ts] = False
-        support[ts, :, ts] = True
-        out = q = None
-        if self._outcomes is not None:
-            out = np.array(self._outcomes)
-            q = np.array(self._out_nominal)
-            out[ts] = ts[:, None, None]
-            q[ts] = 1.0 / out.shape[2]
-        return L1Ball._trusted(nominal, alpha, support, out, q)
+    def _absorb_arrays(self, data: dict, ts: np.ndarray) -> None:
+        """The terminal rows of the outcome form too: every outcome reaches the state."""
+        super()._absorb_arrays(data, ts)
+        if "outcomes" in data:
+            data["outcomes"][ts] = ts[:, None, None]
+            data["outcome_nominal"][ts] = 1.0 / data["outcomes"].shape[2]
 
     def distance(self, P) -> np.ndarray:
         r""":math:`\|P(\cdot|s,a) - \hat P(\cdot|s,a)\|_1` for every pair, shape (S, A)."""
@@ -384,6 +331,10 @@ class L1Ball(Frozen, UncertaintySet):
                    form: str = "state") -> Result:
         r"""Solve the inner problem of every (s, a): :math:`\min_{p} p^\top z(s, a, \cdot)`.
 
+        The batch flow of every sa-rectangular set
+        (:meth:`~rcmdp_exact.uncertainty.SARectangularSet.worst_case`), and the outcome
+        form of the ball.
+
         Parameters
         ----------
         z : array (S,), (J, S), (S, A, S) or (J, S, A, S)
@@ -400,31 +351,17 @@ class L1Ball(Frozen, UncertaintySet):
         Returns
         -------
         Result
-            ``p`` (..., S, A, S) worst-case kernel, ``value`` (..., S, A); the outcome
-            form adds ``q`` (S, A, O), the worst-case outcome distributions.
+            ``p`` (..., S, A, S) worst-case kernel, ``value`` (..., S, A), ``method``,
+            ``success``, ``row_success``; the LP method adds ``lp_success``; the outcome
+            form returns ``q`` (S, A, O), the worst-case outcome distributions, in place
+            of the per-row fields.
         """
-        S, A = self.n_states, self.n_actions
-        zz, batched, per_pair = split_batch(z, S, A)
-        check_choice(method, "method", INNERS,
-                     hint=" ('sort': exact, batched; 'lp': one cvxpy LP per row, a cross-check)")
         check_choice(form, "form", ("state", "outcome"))
-        sup = None if self.full_support else self._support
         if form == "state":
-            if not batched:
-                res = worst_case_l1(self._nominal, zz, self._alpha, sup, method=method,
-                                    check=False, progress=False)
-                return Result(p=res.p, value=res.value, method=method, success=res.success)
-            J = zz.shape[0]
-            if per_pair:
-                nom, al, supj = self._tile(J)
-                res = worst_case_l1(nom, zz, al, supj, method=method, check=False,
-                                    progress=False)
-                return Result(p=res.p, value=res.value, method=method, success=res.success)
-            parts = [worst_case_l1(self._nominal, zz[j], self._alpha, sup, method=method,
-                                   check=False, progress=False) for j in range(J)]
-            return Result(p=np.stack([r.p for r in parts]),
-                          value=np.stack([r.value for r in parts]), method=method,
-                          success=all(r.success for r in parts))
+            return super().worst_case(z, method=method)
+        S, A = self.n_states, self.n_actions
+        zz, batched, _ = split_batch(z, S, A)
+        check_choice(method, "method", self.methods, hint=self.method_hint)
         if self._outcomes is None:
             raise ModelError(
                 "this ball has no outcome form; build it with L1Ball.from_outcomes, "
@@ -441,6 +378,74 @@ class L1Ball(Frozen, UncertaintySet):
             p=merge_outcomes(res.p, out, S), value=res.value, q=res.p, method=method,
             success=res.success,
         )
+
+    def _result(self, res, method):
+        """(p, value, ok, extra) of a result of worst_case_l1."""
+        if method == "lp":
+            ok = (np.asarray(res.lp_status) == "optimal") & (
+                np.asarray(res.violation) <= 1e-8)
+            return res.p, res.value, ok, {"lp_success": ok}
+        return res.p, res.value, res.success, {}
+
+    def _solve_rows(self, Z, J, method):
+        S, A = self.n_states, self.n_actions
+        zz = Z.reshape(J, S, A, S)
+        if J == 1:
+            sup = None if self.full_support else self._support
+            res = worst_case_l1(self._nominal, zz[0], self._alpha, sup, method=method,
+                                check=False, progress=False)
+        else:
+            nom, al, supj = self._tile(J)
+            res = worst_case_l1(nom, zz, al, supj, method=method, check=False,
+                                progress=False)
+        p, val, ok, extra = self._result(res, method)
+        return (np.reshape(p, (J * S * A, S)), np.reshape(val, -1),
+                np.reshape(ok, -1) if np.ndim(ok) else ok,
+                {k: np.reshape(v, -1) for k, v in extra.items()})
+
+    def _solve_shared(self, z, method):
+        """One vector per state: each is sorted once for every pair."""
+        S, A = self.n_states, self.n_actions
+        sup = None if self.full_support else self._support
+        parts = [self._result(worst_case_l1(self._nominal, zj, self._alpha, sup,
+                                            method=method, check=False, progress=False),
+                              method) for zj in z]
+        ok = [np.broadcast_to(np.asarray(part[2], dtype=bool), (S, A)) for part in parts]
+        extra = {k: np.stack([part[3][k] for part in parts]).reshape(-1)
+                 for k in parts[0][3]}
+        return (np.stack([part[0] for part in parts]).reshape(-1, S),
+                np.stack([part[1] for part in parts]).reshape(-1),
+                np.stack(ok).reshape(-1), extra)
+
+    def row_vertices(self, s: int, a: int) -> np.ndarray:
+        """The vertices of the ball's row (s, a) (:func:`~rcmdp_exact.uncertainty.
+        l1_vertices`)."""
+        return l1_vertices(self._nominal[s, a], self._alpha[s, a], self._support[s, a])
+
+    # ----------------------------------------------------------------- the kind
+    @classmethod
+    def from_counts(cls, counts, *, delta: float, ball: L1Ball) -> L1Ball:
+        """The kind ``l1`` of an estimation: the paper's Hoeffding ball ``ball`` itself
+        (:func:`~rcmdp_exact.estimate`, on outcomes when the model has them)."""
+        return ball
+
+    @classmethod
+    def around(cls, model, radius: float, support: str = "nominal") -> L1Ball:
+        """The kind ``l1`` around ``model``'s own kernel: :func:`l1_ball` of radius
+        ``min(radius, 2)`` on ``support`` ("nominal", "all" or "outcomes")."""
+        return l1_ball(model, min(float(radius), 2.0), support=support)
+
+    @classmethod
+    def strategy(cls, model, *, max_radius: float = 2.0, support=("all", "nominal"),
+                 grid: int | None = 4):
+        """Hypothesis strategy of balls around ``model.P``: a radius per pair in [0,
+        max_radius] (0 at terminal states), support every state or the nominal's."""
+        from hypothesis import strategies as st
+
+        from ..testing import pair_radii, supports
+
+        return st.tuples(supports(model, support), pair_radii(model, max_radius, grid=grid)
+                         ).map(lambda t: cls(model.P, t[1], t[0]))
 
     # ----------------------------------------------------------------- persistence
     def _arrays(self) -> dict:

@@ -35,20 +35,14 @@ from .._checks import (
     row_tolerance,
 )
 from .._result import Result, Status
-from ..model import ModelError
+from ..core.model_checks import ModelError
+from ..names import INNERS, LP_SOLVERS
 from ._rows import convex_rows, problem_cache, recheck
 
 __all__ = [
-    "INNER_METHODS",
-    "LP_SOLVERS",
     "l1_violation",
     "worst_case_l1",
 ]
-
-#: Methods of :func:`worst_case_l1`.
-INNER_METHODS = ("sort", "lp")
-#: cvxpy solvers accepted by the LP method (the first is the default).
-LP_SOLVERS = ("HIGHS", "CLARABEL")
 
 #: Largest number of outcomes for which the packed integer keys are used.
 _PACK_LIMIT = 1 << 16
@@ -510,14 +504,11 @@ def _lp_problem(m: int):
 
 
 def _solver_options(solver: str) -> dict:
-    if solver == "HIGHS":
-        return {
-            "solver": "HIGHS",
-            "primal_feasibility_tolerance": 1e-10,
-            "dual_feasibility_tolerance": 1e-10,
-        }
-    return {"solver": "CLARABEL", "tol_gap_abs": 1e-11, "tol_gap_rel": 1e-11,
-            "tol_feas": 1e-11}
+    """The options of the LP cross-check (:mod:`rcmdp_exact._solvers`; Clarabel at the
+    cross-checks' tighter tolerance)."""
+    from .._solvers import CROSS_CHECK_TOL, cvxpy_options
+
+    return cvxpy_options(solver, tol=CROSS_CHECK_TOL if solver == "CLARABEL" else None)
 
 
 def _lp_method(P, Z, A, sup, n, solver: str, progress):
@@ -656,7 +647,7 @@ def worst_case_l1(p_hat, z, alpha, support=None, method: str = "sort", *,
         one = _one_row(p_hat, z, alpha, support, check)
         if one is not None:
             return one
-    check_choice(method, "method", INNER_METHODS,
+    check_choice(method, "method", INNERS,
                  hint=" ('sort': exact, batched; 'lp': one cvxpy LP per row, a cross-check)")
     if method == "lp":
         check_choice(solver, "LP solver", LP_SOLVERS)

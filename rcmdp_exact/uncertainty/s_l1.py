@@ -88,21 +88,22 @@ from .._checks import (
     as_float_array,
     check_choice,
     check_distributions,
-    check_nonnegative,
     check_shape,
     readonly,
     row_tolerance,
     where,
 )
 from .._result import Result, Status
-from .._solvers import silence_highs_banner
-from ..model import check_transition_rows
+from .._solvers import HIGHS_OPTIONS, cvxpy_options, silence_highs_banner
+from ..core.model_checks import check_transition_rows
 from ._rows import Frozen
-from .base import INNERS, UncertaintySet, split_batch
-from .l1 import support_mask
+from .base import SRectangularSet, split_batch, state_radii, support_mask
 from .l1_sort import worst_case_l1
 
-__all__ = ["BELLMAN_METHODS", "SRectL1Ball", "state_radii"]
+__all__ = ["BELLMAN_METHODS", "KIND", "SRectL1Ball"]
+
+#: The kind of this file's set (``--set s-l1``; read by :mod:`.kinds`).
+KIND = "s-l1"
 
 #: Methods of :meth:`SRectL1Ball.bellman_max_min`: "sort" (the exact fast choice:
 #: "level" on the whole simplex, "dual" with a box), "level", "dual", "lp".
@@ -111,16 +112,6 @@ BELLMAN_METHODS = ("sort", "level", "dual", "lp")
 #: Largest number of steps of the Newton and tangent searches (each finds a new linear
 #: piece, so the count is finite; a few to a dozen steps are typical).
 _MAX_STEPS = 500
-
-
-def state_radii(radius, S: int, name: str = "radius") -> np.ndarray:
-    """Radii as a float (S,) array, each finite and >= 0 (a number is shared)."""
-    r = as_float_array(radius, name, "give a number or an array (S,) of radii, one per state")
-    if r.shape not in ((), (S,)):
-        check_shape(r, (S,), f"{name} (or one number)", ("s",))
-    r = np.array(np.broadcast_to(r, (S,)))
-    check_nonnegative(r, name, "radii (0 gives the nominal kernel)")
-    return r
 
 
 # --------------------------------------------------------------------------- the rows
@@ -264,8 +255,7 @@ def _lp_worst_case(nom, Z, sup, rad, pi):
         off.value = np.zeros((A, n)) if sup is None else (~sup[i]).astype(float)
         kap.value = float(rad[i])
         try:
-            prob.solve(solver="HIGHS", primal_feasibility_tolerance=1e-10,
-                       dual_feasibility_tolerance=1e-10)
+            prob.solve(**cvxpy_options("HIGHS"))
         except cp.error.SolverError as exc:
             raise InputError(f"the LP of problem {i} failed in HiGHS ({exc}); use "
                              f"method='sort' (exact)") from None
@@ -573,8 +563,7 @@ def _lp_bellman(nom, Z, sup, rad, lo, hi):
                   + [(None, None)] * (A + m) + [(0.0, None)])
         sol = linprog(c, A_ub=A_ub, b_ub=np.zeros(3 * m), A_eq=A_eq, b_eq=[1.0],
                       bounds=bounds, method="highs",
-                      options={"primal_feasibility_tolerance": 1e-10,
-                               "dual_feasibility_tolerance": 1e-10})
+                      options=dict(HIGHS_OPTIONS))
         if sol.status != 0:
             raise InputError(f"the joint LP of problem {i} ended with status {sol.status} "
                              f"({sol.message}); it is always feasible and bounded, so the "
@@ -586,7 +575,7 @@ def _lp_bellman(nom, Z, sup, rad, lo, hi):
 
 
 # --------------------------------------------------------------------------- the set
-class SRectL1Ball(Frozen, UncertaintySet):
+class SRectL1Ball(Frozen, SRectangularSet):
     r"""An s-rectangular L1 uncertainty set: one budget per state shared by its actions.
 
     .. math::
@@ -633,8 +622,10 @@ class SRectL1Ball(Frozen, UncertaintySet):
     """
 
     _SUMMARY = "radius"
-
-    rectangularity = "s"
+    _RADII = ("radius",)
+    kind = KIND
+    note = ("the s-rectangular L1 set whose budget per state is the sum of the L1 ball's "
+            "radii over its actions (it contains the L1 ball)")
 
     def __init__(self, nominal, radius, support=None):
         P = as_float_array(nominal, "nominal", "give an (S, A, S) array of transition "
@@ -647,11 +638,8 @@ class SRectL1Ball(Frozen, UncertaintySet):
         S, A, _ = P.shape
         check_transition_rows(P, "nominal")
         rad = state_radii(radius, S)
-        if support is None:
-            sup = np.ones((S, A, S), dtype=bool)
-        else:
-            sup = support_mask(support, S, A, P, "nominal",
-                               "put the nominal mass on the support or enlarge it")
+        sup = support_mask(support, S, A, P, "nominal",
+                           "put the nominal mass on the support or enlarge it")
         self._set(np.array(P), rad, sup)
 
     def _set(self, P, rad, sup) -> None:
@@ -683,22 +671,6 @@ class SRectL1Ball(Frozen, UncertaintySet):
         """The same set with new radii (only the radii are checked)."""
         return SRectL1Ball._trusted(self._nominal, state_radii(radius, self.n_states),
                                     self._support)
-
-    def absorb_terminal(self, terminal) -> SRectL1Ball:
-        """The set with the rows of terminal states (S,) bool made self-loops of radius 0."""
-        term = np.asarray(terminal, dtype=bool)
-        if not term.any():
-            return self
-        ts = np.flatnonzero(term)
-        nominal = np.array(self._nominal)
-        radius = np.array(self._radius)
-        support = np.array(self._support)
-        nominal[ts] = 0.0
-        nominal[ts, :, ts] = 1.0
-        radius[ts] = 0.0
-        support[ts] = False
-        support[ts, :, ts] = True
-        return SRectL1Ball._trusted(nominal, radius, support)
 
     def distance(self, P) -> np.ndarray:
         r""":math:`\sum_a \|P(\cdot \mid s, a) - \hat P(\cdot \mid s, a)\|_1` per state, (S,)."""
@@ -811,7 +783,7 @@ class SRectL1Ball(Frozen, UncertaintySet):
                 "minimises the policy's mixture of the rows of each state; pass "
                 "policy= (an (S, A) array of action probabilities)"
             )
-        check_choice(method, "method", INNERS,
+        check_choice(method, "method", self.methods,
                      hint=" ('sort': exact, batched; 'lp': one cvxpy LP per state)")
         zz, J = self._flat(z)
         pol, PJ = self._policies(policy, J)
@@ -978,6 +950,42 @@ class SRectL1Ball(Frozen, UncertaintySet):
     @classmethod
     def _from_arrays(cls, data: dict) -> SRectL1Ball:
         return cls(data["nominal"], data["radius"], data["support"])
+
+    # ----------------------------------------------------------------- the kind
+    @classmethod
+    def from_counts(cls, counts, *, delta: float, ball) -> SRectL1Ball:
+        r"""The kind ``s-l1`` of an estimation: the budget of a state is the sum of the L1
+        ball's radii over its actions, :math:`\kappa(s) = \min(2A, \sum_a \alpha(s, a))`,
+        around the ball's nominal and on its support.  It is the smallest s-rectangular
+        L1 budget that contains the ball ``ball`` (every kernel of the ball has
+        :math:`\sum_a \|p_a - \hat p_a\|_1 \le \sum_a \alpha(s, a)`), so the set keeps
+        the ball's confidence :math:`1 - \delta`; it lets the adversary of a state
+        spend the whole budget on one action, so it is more pessimistic than the ball."""
+        budget = np.minimum(ball.alpha.sum(axis=1), 2.0 * ball.n_actions)
+        return cls(ball.nominal, budget, support=ball.support)
+
+    @classmethod
+    def around(cls, model, radius: float, support: str = "nominal") -> SRectL1Ball:
+        r"""The kind ``s-l1`` around ``model``'s own kernel: the budget of a state is
+        :math:`\min(2A, \sum_a \alpha(s, a))` for the L1 ball of
+        :meth:`L1Ball.around <rcmdp_exact.L1Ball.around>` (the smallest that contains it)."""
+        from .l1 import L1Ball
+
+        ball = L1Ball.around(model, radius, support)
+        budget = np.minimum(ball.alpha.sum(axis=1), 2.0 * model.n_actions)
+        return cls(ball.nominal, budget, support=ball.support)
+
+    @classmethod
+    def strategy(cls, model, *, max_radius: float = 2.0, support=("all", "nominal"),
+                 grid: int | None = 4):
+        """Hypothesis strategy of s-rectangular sets around ``model.P``: a budget per
+        state in [0, max_radius] (0 at terminal states)."""
+        from hypothesis import strategies as st
+
+        from ..testing import state_budgets, supports
+
+        return st.tuples(supports(model, support), state_budgets(model, max_radius, grid=grid)
+                         ).map(lambda t: cls(model.P, t[1], t[0]))
 
 
 def _violation(p, nom, sup, rad) -> np.ndarray:

@@ -100,29 +100,28 @@ from .._result import Result
 from ._rows import (
     Frozen,
     convex_rows,
-    nominal_kernel,
     nonzero2,
     problem_cache,
     recheck,
     rowdot,
-    sa_worst_case,
     simplex_violation,
-    tile,
     weighted_threshold,
 )
-from .base import UncertaintySet
-from .l1 import radii, support_mask
+from .base import SARectangularSet, nominal_kernel, radii, support_mask, tile
+from .extreme import l1_vertices
 
 __all__ = [
     "BACKENDS",
     "COMPILED_MIN",
+    "KIND",
     "WeightedL1Ball",
     "weight_order",
     "weighted_l1_violation",
     "worst_case_weighted_l1",
 ]
 
-_HINT = " ('sort': the exact solver, batched; 'lp': one cvxpy LP per row, a cross-check)"
+#: The kind of this file's set (``--set weighted-l1``; read by :mod:`.kinds`).
+KIND = "weighted-l1"
 
 
 # --------------------------------------------------------------------------- the solver
@@ -506,7 +505,7 @@ def _lp_rows(Q, Z, W, Al, sup):
 
 
 # --------------------------------------------------------------------------- the set
-class WeightedL1Ball(Frozen, UncertaintySet):
+class WeightedL1Ball(Frozen, SARectangularSet):
     r"""An sa-rectangular weighted L1 ball: :math:`\sum_{s'} w(s, a, s') |p(s') -
     \hat P(s'|s, a)| \le \alpha(s, a)`, rows of p distributions on the support.
 
@@ -532,8 +531,11 @@ class WeightedL1Ball(Frozen, UncertaintySet):
     """
 
     _SUMMARY = "alpha"
-
-    rectangularity = "sa"
+    _RADII = ("alpha",)
+    kind = KIND
+    note = "the Hoeffding L1 ball written as a weighted L1 ball with unit weights"
+    method_hint = " ('sort': the exact solver, batched; 'lp': one cvxpy LP per row, a " \
+                  "cross-check)"
 
     def __init__(self, nominal, alpha, weights, support=None):
         P = nominal_kernel(nominal)
@@ -604,29 +606,10 @@ class WeightedL1Ball(Frozen, UncertaintySet):
         big = (order[None] + (np.arange(J, dtype=np.int64) * M * n)[:, None, None])
         return big.reshape(J * M, n), None if nsup is None else np.tile(nsup, J)
 
-    def worst_case(self, z, policy=None, *, method: str = "sort") -> Result:
-        r"""The worst case of every (s, a): :math:`\min_p p^\top z(s, a, \cdot)` over
-        the weighted ball.
-
-        Parameters
-        ----------
-        z : array (S,), (J, S), (S, A, S) or (J, S, A, S)
-            Shared by all pairs or one vector per pair, with an optional batch axis J.
-        policy : None
-            Not used (an sa-rectangular set does not depend on the policy).
-        method : {"sort", "lp"}
-            The exact solver (module docstring) or one cvxpy LP per row.
-
-        Returns
-        -------
-        Result
-            ``p`` (..., S, A, S), ``value`` (..., S, A), ``method``, ``success``; the
-            LP method adds ``lp_success`` (..., S, A), False on the rows a solver
-            marked inaccurate or whose answer failed the numpy re-check.
-        """
-        return sa_worst_case(self, z, method, self._solve, _HINT)
-
-    def _solve(self, Z, J, method):
+    def _solve_rows(self, Z, J, method):
+        """The exact solver of the module docstring (or one cvxpy LP per row, whose
+        ``lp_success`` is False on the rows a solver marked inaccurate or whose answer
+        failed the numpy re-check)."""
         Q, W, Al = tile(self._nominal, J), tile(self._w_solve, J), tile(self._alpha, J)
         sup = tile(self._support, J)
         if method == "lp":
@@ -636,6 +619,50 @@ class WeightedL1Ball(Frozen, UncertaintySet):
         res = worst_case_weighted_l1(Q, Z, Al, W, None if full else sup,
                                      order=self._weight_order(J))
         return res.p, res.value, True, {}
+
+    def row_vertices(self, s: int, a: int) -> np.ndarray:
+        """The vertices of the ball's row (s, a) (:func:`~rcmdp_exact.uncertainty.
+        l1_vertices` with the weights)."""
+        sup = self._support[s, a]
+        return l1_vertices(self._nominal[s, a], self._alpha[s, a], sup,
+                           np.where(sup, self._weights[s, a], 1.0))
+
+    def _absorb_arrays(self, data: dict, ts: np.ndarray) -> None:
+        super()._absorb_arrays(data, ts)
+        data["weights"][ts] = 1.0  # the self-loop is on the support: a positive weight
+
+    # ----------------------------------------------------------------- the kind
+    @classmethod
+    def from_counts(cls, counts, *, delta: float, ball) -> WeightedL1Ball:
+        """The kind ``weighted-l1`` of an estimation: the Hoeffding L1 ball ``ball`` with
+        unit weights (the same set; it checks the weighted solver on the paper's
+        protocol)."""
+        return cls(ball.nominal, ball.alpha, 1.0, support=ball.support)
+
+    @classmethod
+    def around(cls, model, radius: float, support: str = "nominal") -> WeightedL1Ball:
+        """The kind ``weighted-l1`` around ``model``'s own kernel: the L1 ball of
+        :meth:`L1Ball.around <rcmdp_exact.L1Ball.around>` with unit weights."""
+        from .l1 import L1Ball
+
+        ball = L1Ball.around(model, radius, support)
+        return cls(ball.nominal, ball.alpha, 1.0, support=ball.support)
+
+    @classmethod
+    def strategy(cls, model, *, max_radius: float = 2.0, max_weight: float = 3.0,
+                 support=("all", "nominal"), grid: int | None = 4):
+        """Hypothesis strategy of weighted balls around ``model.P``: weights per entry in
+        [1/grid, max_weight], budgets per pair in [0, max_radius] (0 at terminal
+        states)."""
+        from hypothesis import strategies as st
+
+        from ..testing import grid_values, pair_radii, supports
+
+        n = model.n_states * model.n_actions * model.n_states
+        low = 1.0 / (grid or 4)
+        return st.tuples(supports(model, support), grid_values(n, low, max_weight, grid),
+                         pair_radii(model, max_radius, grid=grid)).map(
+            lambda t: cls(model.P, t[2], t[1].reshape(model.P.shape), t[0]))
 
     def _arrays(self) -> dict:
         return {"nominal": self._nominal, "alpha": self._alpha, "weights": self._weights,

@@ -1,0 +1,479 @@
+r"""Hypothesis strategies for RCMDPs, and a settings profile for exact checks.
+
+Part of :mod:`rcmdp_exact.testing` (needs hypothesis, the ``testing`` extra): strategies
+that generate valid models, policies, multipliers, uncertainty sets of every kind and
+budgets that bind, so that a property of your own ("my theorem holds on every small
+RCMDP") is one ``@given`` away.
+
+* :func:`cmdps`: tabular CMDPs with given sizes, constraints, discount, sparsity
+  (``branching``), terminal states and next-state-dependent rewards; values lie on a
+  grid (multiples of ``1/grid``) so that a shrunk example reads as fractions
+  (``grid=None``: continuous values from a seeded generator);
+* :func:`garnets`: the toolkit's Garnet models (:func:`rcmdp_exact.domains.garnet`);
+* :func:`policies` (stochastic or deterministic), :func:`multipliers`;
+* uncertainty sets: :func:`balls` (a set of one of the kinds named, drawn by the
+  kind's own ``strategy``: ``rcmdp_exact.L1Ball.strategy(model, max_radius=1.0)`` and
+  so on), and the building blocks of the sets' strategies and of yours
+  (:func:`pair_radii`, :func:`state_budgets`, :func:`supports`, :func:`grid_values`,
+  :func:`kernels`, :func:`sizes`);
+* :func:`binding_budgets`: budgets between the worst-case costs of the least-cost
+  robust policy and those of the unconstrained robust optimum (:func:`budget_levels`
+  computes both): feasible, and often binding; :func:`robust_cmdps` draws a model, a
+  set and such budgets together;
+* :data:`EXACT_PROFILE`: the name of a registered settings profile for exact checks
+  (derandomized, no deadline, the slow-data health checks off);
+  ``hypothesis.settings.load_profile(EXACT_PROFILE)`` or :func:`exact_settings`.
+
+Every argument that sets a size accepts a number, an inclusive range (low, high) or a
+strategy (as ``hypothesis.extra.numpy.arrays`` does).  Every model drawn passes the
+model's validation; every set drawn contains the model's kernel.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.strategies import SearchStrategy
+
+from .._checks import InputError, check_choice, check_int, check_real
+from .._result import Result
+from ..core.model import TabularCMDP
+
+__all__ = [
+    "EXACT_PROFILE",
+    "SA_KINDS",
+    "SET_KINDS",
+    "balls",
+    "binding_budgets",
+    "budget_levels",
+    "cmdps",
+    "exact_settings",
+    "garnets",
+    "grid_values",
+    "kernels",
+    "multipliers",
+    "pair_radii",
+    "policies",
+    "robust_cmdps",
+    "sizes",
+    "state_budgets",
+    "supports",
+]
+
+#: The name of the settings profile for exact checks (registered on import).
+EXACT_PROFILE = "rcmdp_exact"
+settings.register_profile(
+    EXACT_PROFILE,
+    derandomize=True,
+    deadline=None,
+    max_examples=60,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    print_blob=True,
+)
+
+
+def exact_settings(**changes) -> settings:
+    """The :data:`EXACT_PROFILE` settings, with ``changes`` (e.g. ``max_examples=20``)."""
+    return settings(settings.get_profile(EXACT_PROFILE), **changes)
+
+
+# =========================================================================== helpers
+def _strategy(value) -> SearchStrategy:
+    """A strategy as is; a tuple or list of choices (``sampled_from``); a value (``just``)."""
+    if isinstance(value, SearchStrategy):
+        return value
+    if isinstance(value, tuple | list):
+        return st.sampled_from(tuple(value))
+    return st.just(value)
+
+
+def _ints(value) -> SearchStrategy:
+    """A size: an int, an inclusive range (low, high), or a strategy."""
+    if isinstance(value, tuple) and len(value) == 2:
+        return st.integers(int(value[0]), int(value[1]))
+    return _strategy(value)
+
+
+def _flag(value) -> SearchStrategy:
+    """A bool, or None for either."""
+    return st.booleans() if value is None else _strategy(value)
+
+
+def _values(draw, n: int, low: float, high: float, grid: int | None, rng=None) -> np.ndarray:
+    """n values in [low, high]: multiples of 1/grid (shrinking to the one nearest 0), or
+    continuous draws of the generator ``rng``."""
+    if grid is None:
+        return rng.uniform(low, high, size=n)
+    lo, hi = math.ceil(low * grid), math.floor(high * grid)
+    if lo > hi:
+        return np.full(n, float(low))
+    ints = draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n))
+    return np.array(ints, dtype=np.float64) / grid
+
+
+def _composition(draw, n: int, grid: int) -> np.ndarray:
+    """A distribution over n entries in multiples of 1/grid; shrinks to all mass on 0."""
+    out = np.zeros(n)
+    left = grid
+    for j in range(n - 1, 0, -1):
+        c = draw(st.integers(0, left))
+        out[j] = c
+        left -= c
+    out[0] = left
+    return out / grid
+
+
+def _rows(draw, S: int, A: int, support: np.ndarray, grid: int | None, rng) -> np.ndarray:
+    """A kernel (S, A, S) with every row a distribution on its support."""
+    P = np.zeros((S, A, S))
+    for s in range(S):
+        for a in range(A):
+            on = np.flatnonzero(support[s, a])
+            if not on.size:  # a terminal row, set by the caller
+                continue
+            if grid is None:
+                P[s, a, on] = rng.dirichlet(np.ones(on.size))
+            else:
+                P[s, a, on] = _composition(draw, on.size, grid)
+    return P
+
+
+def _generator(draw, grid):
+    return None if grid is not None else np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+
+
+def _check_grid(grid) -> int | None:
+    return None if grid is None else check_int(grid, "grid", 1)
+
+
+# =========================================================================== models
+@st.composite
+def cmdps(draw, n_states=(1, 4), n_actions=(1, 3), n_constraints=(0, 2),
+          gamma=(0.5, 0.75, 0.9), *, branching=None, terminal=None,
+          next_state_dependent=None, rewards=(-2.0, 2.0), costs=(0.0, 2.0),
+          start="state", grid: int | None = 4):
+    r"""Strategy for valid :class:`~rcmdp_exact.TabularCMDP` models.
+
+    Parameters
+    ----------
+    n_states, n_actions, n_constraints : int, (low, high) or strategy
+        S >= 1, A >= 1, K >= 0 (a pair is an inclusive range).
+    gamma : float, tuple of choices, or strategy
+        The discount (default 1/2, 3/4 or 9/10).
+    branching : int, (low, high) or strategy, optional
+        The number of next states each pair may reach (a Garnet's b; default: any).
+        The states are drawn per pair (shrinking to 0, 1, ...).
+    terminal : bool, strategy or None
+        Make the last state terminal (absorbing, earning nothing), when S >= 2 (None:
+        either).
+    next_state_dependent : bool, strategy or None
+        Rewards R (S, A, S) and costs C (S, A, S, K) per transition, else per pair
+        (None: either).
+    rewards, costs : (low, high)
+        Ranges of the rewards and costs.
+    start : {"state", "distribution"}
+        p0: the state 0, or a distribution drawn on the grid.
+    grid : int or None
+        Probabilities, rewards, costs and budgets are multiples of ``1/grid`` (default
+        4, so a shrunk model reads as quarters); ``None`` draws continuous values from
+        a generator seeded by the example.
+
+    Notes
+    -----
+    Budgets are drawn in ``[0, costs[1] / (1 - gamma)]``; for budgets that bind, draw
+    them with :func:`binding_budgets` (or use :func:`robust_cmdps`).
+    """
+    grid = _check_grid(grid)
+    check_choice(start, "start", ("state", "distribution"))
+    S = check_int(draw(_ints(n_states)), "n_states", 1)
+    A = check_int(draw(_ints(n_actions)), "n_actions", 1)
+    K = check_int(draw(_ints(n_constraints)), "n_constraints", 0)
+    g = check_real(draw(_strategy(gamma)), "gamma", 0.0, 1.0)
+    rng = _generator(draw, grid)
+    term = np.zeros(S, dtype=bool)
+    if S >= 2 and draw(_flag(terminal)):
+        term[-1] = True
+    support = np.ones((S, A, S), dtype=bool)
+    if branching is not None:
+        for s in range(S):
+            for a in range(A):
+                b = min(check_int(draw(_ints(branching)), "branching", 1), S)
+                order = draw(st.permutations(range(S)))
+                support[s, a] = False
+                support[s, a, list(order[:b])] = True
+    support[term] = False
+    P = _rows(draw, S, A, support, grid, rng)
+    P[term] = 0.0
+    P[term, :, term] = 1.0
+    nsd = bool(draw(_flag(next_state_dependent)))
+    shape = (S, A, S) if nsd else (S, A)
+    R = _values(draw, int(np.prod(shape)), rewards[0], rewards[1], grid, rng).reshape(shape)
+    C = None
+    d = None
+    if K:
+        C = _values(draw, int(np.prod(shape)) * K, costs[0], costs[1], grid, rng
+                    ).reshape(*shape, K)
+        top = max(costs[1], 0.0) / (1.0 - g) if g < 1 else max(costs[1], 0.0) * S
+        d = _values(draw, K, 0.0, top, grid, rng)
+    p0 = 0 if start == "state" else _composition(draw, S, grid) if grid else \
+        rng.dirichlet(np.ones(S))
+    return TabularCMDP(P, R, C, d=d, gamma=g, p0=p0, terminal=term)
+
+
+@st.composite
+def garnets(draw, n_states=(2, 6), n_actions=(1, 3), branching=None, n_constraints=(1, 2),
+            gamma=(0.5, 0.9, 0.95), next_state_dependent=None):
+    """Strategy for :func:`rcmdp_exact.domains.garnet` models (continuous values from a
+    drawn seed; ``branching`` defaults to any b in 1..S)."""
+    from ..domains import garnet
+
+    S = check_int(draw(_ints(n_states)), "n_states", 1)
+    A = check_int(draw(_ints(n_actions)), "n_actions", 1)
+    b = draw(st.integers(1, S)) if branching is None else min(
+        check_int(draw(_ints(branching)), "branching", 1), S)
+    K = check_int(draw(_ints(n_constraints)), "n_constraints", 0)
+    seed_ = draw(st.integers(0, 2**31 - 1))
+    g = draw(_strategy(gamma))
+    nsd = bool(draw(_flag(next_state_dependent)))
+    return garnet(S, A, b, n_constraints=K, seed=seed_, gamma=g, next_state_dependent=nsd)
+
+
+@st.composite
+def policies(draw, model: TabularCMDP, deterministic=None, grid: int | None = 4):
+    """Strategy for policies (S, A) of ``model``: one-hot rows (``deterministic=True``),
+    rows on the grid of ``1/grid`` (False; continuous with ``grid=None``), or either
+    (None).  Deterministic policies shrink to action 0 everywhere."""
+    grid = _check_grid(grid)
+    S, A = model.n_states, model.n_actions
+    det = draw(st.booleans()) if deterministic is None else bool(deterministic)
+    if det:
+        acts = draw(st.lists(st.integers(0, A - 1), min_size=S, max_size=S))
+        return np.eye(A)[acts]
+    if grid is None:
+        rng = _generator(draw, grid)
+        return rng.dirichlet(np.ones(A), size=S)
+    return np.stack([_composition(draw, A, grid) for _ in range(S)])
+
+
+@st.composite
+def multipliers(draw, model: TabularCMDP, max_value: float = 4.0, grid: int | None = 4):
+    """Strategy for Lagrange multipliers (K,) >= 0 of ``model``, at most ``max_value``."""
+    grid = _check_grid(grid)
+    return _values(draw, model.n_constraints, 0.0, max_value, grid, _generator(draw, grid))
+
+
+# =========================================================================== sets
+@st.composite
+def grid_values(draw, n: int, low: float, high: float, grid: int | None = 4):
+    """Strategy for n values (n,) in [low, high]: multiples of ``1/grid`` (shrinking to
+    the one nearest 0), or continuous draws from a generator seeded by the example
+    (``grid=None``).  A building block of the sets' strategies."""
+    grid = _check_grid(grid)
+    return _values(draw, n, low, high, grid, _generator(draw, grid))
+
+
+@st.composite
+def pair_radii(draw, model: TabularCMDP, max_radius: float, *, grid: int | None = 4):
+    """Strategy for radii (S, A) in [0, max_radius], one per pair, 0 at terminal states
+    (with ``grid=None``, about a fifth of the pairs certain, radius 0)."""
+    return _radii(draw, model, max_radius, _check_grid(grid), "pair")
+
+
+@st.composite
+def state_budgets(draw, model: TabularCMDP, max_radius: float, *, grid: int | None = 4):
+    """Strategy for budgets (S,) in [0, max_radius], one per state, 0 at terminal
+    states (the radii of an s-rectangular set)."""
+    return _radii(draw, model, max_radius, _check_grid(grid), "state")
+
+
+@st.composite
+def supports(draw, model: TabularCMDP, support=("all", "nominal")):
+    """Strategy for supports (S, A, S) bool: every next state (``"all"``) or those of
+    the model's kernel (``"nominal"``); a name, or a tuple of names to draw from."""
+    return _support(draw, model, support)
+
+
+@st.composite
+def kernels(draw, model: TabularCMDP, grid: int | None = 4):
+    """Strategy for transition kernels (S, A, S) with rows on every next state (those
+    of terminal states left 0, for the caller to set)."""
+    grid = _check_grid(grid)
+    S, A = model.n_states, model.n_actions
+    support = np.ones((S, A, S), dtype=bool)
+    support[np.asarray(model.terminal, dtype=bool)] = False
+    return _rows(draw, S, A, support, grid, _generator(draw, grid))
+
+
+def sizes(value) -> SearchStrategy:
+    """Strategy for a size given as an int, an inclusive range (low, high) or a
+    strategy."""
+    return _ints(value)
+
+
+def _radii(draw, model, high, grid, per="pair"):
+    S, A = model.n_states, model.n_actions
+    n = S * A if per == "pair" else S
+    rng = _generator(draw, grid)
+    r = _values(draw, n, 0.0, high, grid, rng)
+    if grid is None:
+        r = r * (rng.random(n) < 0.8)  # about a fifth of the rows certain
+    r = r.reshape((S, A) if per == "pair" else (S,))
+    term = np.asarray(model.terminal, dtype=bool)
+    r[term] = 0.0
+    return r
+
+
+def _support(draw, model, support):
+    kind = draw(_strategy(support))
+    check_choice(kind, "support", ("all", "nominal"))
+    P = np.asarray(model.P)
+    return np.ones(P.shape, dtype=bool) if kind == "all" else P > 0
+
+
+def _kinds_with_strategies() -> tuple[str, ...]:
+    from ..uncertainty import builtin_kinds, set_class
+
+    return tuple(k for k in builtin_kinds() if set_class(k).has_strategy())
+
+
+#: The built-in kinds of uncertainty set :func:`balls` draws, by name (each set class's
+#: ``kind``; ``rcmdp_exact.uncertainty.builtin_kinds``).
+SET_KINDS = _kinds_with_strategies()
+
+
+def _sa_kinds() -> tuple[str, ...]:
+    from ..uncertainty import SARectangularSet, set_class
+
+    return tuple(k for k in SET_KINDS if issubclass(set_class(k), SARectangularSet))
+
+
+#: The sa-rectangular kinds (those every robust function takes): the default of
+#: :func:`balls`.
+SA_KINDS = _sa_kinds()
+
+
+def balls(model: TabularCMDP, kinds=SA_KINDS, grid: int | None = 4,
+          **options) -> SearchStrategy:
+    """Strategy for an uncertainty set of one of ``kinds`` around ``model.P``.
+
+    ``kinds``: names of kinds (:data:`SET_KINDS`: "l1", "finite", "interval", "kl",
+    "linf", "s-l1", "weighted-l1"; default the sa-rectangular ones, :data:`SA_KINDS`),
+    or ``"MODULE:CLASS"`` of a set class of yours, or the kind of a class of yours
+    already defined; each is drawn by its class's ``strategy(model, grid=grid,
+    **options)`` (``options`` such as ``max_radius`` go to every kind named).
+    """
+    from ..uncertainty import set_class
+
+    kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    if not kinds:
+        raise InputError(f"kinds is empty; name some of {', '.join(SET_KINDS)}")
+    classes = {}
+    for k in kinds:
+        cls = set_class(k)
+        if not cls.has_strategy():
+            raise InputError(f"the set kind {k!r} ({cls.__name__}) gives no hypothesis "
+                             f"strategy; add a classmethod strategy(model, grid=...) to it")
+        classes[k] = cls
+    _check_grid(grid)
+
+    def draw_kind(k):
+        try:
+            return classes[k].strategy(model, grid=grid, **options)
+        except TypeError as exc:
+            raise InputError(f"the set kind {k!r}: {exc}") from None
+
+    return st.sampled_from(kinds).flatmap(draw_kind)
+
+
+# =========================================================================== budgets
+def budget_levels(model: TabularCMDP, uset=None) -> Result:
+    r"""The cost levels between which budgets bind (a plain function, no hypothesis).
+
+    Parameters
+    ----------
+    model : TabularCMDP
+        Discounted (gamma < 1), K >= 1.
+    uset : UncertaintySet, optional
+        An sa-rectangular set (default: the nominal model, an L1 ball of radius 0).
+
+    Returns
+    -------
+    Result
+        ``least`` (K,): :math:`\min_\pi \max_P C_k(\pi, P)`, each cost's least
+        worst-case value (by robust policy iteration on the reward :math:`-c_k`);
+        ``joint`` (K,): the worst-case costs of the robust policy of least total
+        worst-case cost :math:`\max_P \sum_k C_k`; ``free`` (K,): the worst-case costs
+        of the unconstrained robust optimum (at least ``least``); ``policies``
+        {"joint", "free"}.
+    """
+    from ..robust import robust_evaluate, robust_value_iteration
+    from ..uncertainty import l1_ball
+
+    if uset is None:
+        uset = l1_ball(model, 0.0, support="all")
+    C = np.asarray(model.C)
+    least = np.empty(model.n_constraints)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for k in range(model.n_constraints):
+            mk = model.replace(R=-C[..., k], C=None, d=None)
+            least[k] = -robust_value_iteration(mk, uset, method="policy_iteration",
+                                               progress=False).value
+        total = model.replace(R=-C.sum(axis=3), C=None, d=None)
+        joint = robust_value_iteration(total, uset, method="policy_iteration",
+                                       progress=False).policy
+        free = robust_value_iteration(model, uset, method="policy_iteration",
+                                      progress=False).policy
+        joint_costs = robust_evaluate(model, joint, uset).costs_worst
+        free_costs = robust_evaluate(model, free, uset).costs_worst
+    return Result(least=least, joint=np.maximum(joint_costs, least),
+                  free=np.maximum(free_costs, least),
+                  policies={"joint": joint, "free": free})
+
+
+@st.composite
+def binding_budgets(draw, model: TabularCMDP, uset=None, grid: int = 4, slack: float = 0.0):
+    r"""Strategy for budgets d (K,) that bind and can be met:
+    :math:`d_k = \ell_k + f_k \max(u_k - \ell_k, 0)` + slack.
+
+    :math:`\ell` are the worst-case costs of the robust policy of least total worst-case
+    cost (so that policy meets every budget: the RCMDP is feasible, and with
+    ``slack > 0`` strictly, a Slater point), :math:`u` those of the unconstrained robust
+    optimum (at or above :math:`u_k` for every k the constraints do not bind); both by
+    :func:`budget_levels` over the sa-rectangular ``uset`` (default: the nominal model).
+    :math:`f_k` is drawn from :math:`\{1, \dots, \text{grid}\}/(\text{grid} + 1)`,
+    strictly inside, shrinking towards :math:`\ell`.  With K = 1, :math:`\ell` is the
+    least worst-case cost.
+    """
+    check_int(grid, "grid", 1)
+    check_real(slack, "slack", 0.0)
+    levels = budget_levels(model, uset)
+    low, free = levels["joint"], levels["free"]
+    f = np.array(draw(st.lists(st.integers(1, grid), min_size=model.n_constraints,
+                               max_size=model.n_constraints)), dtype=np.float64) / (grid + 1)
+    return low + f * np.maximum(free - low, 0.0) + slack
+
+
+@st.composite
+def robust_cmdps(draw, n_states=(2, 3), n_actions=(2, 3), n_constraints=1,
+                 gamma=(0.5, 0.75, 0.9), kinds=("l1",),
+                 budgets: str = "binding", grid: int | None = 4, slack: float = 0.0,
+                 **model_options):
+    """Strategy for ``(model, uset)``: a model of :func:`cmdps`, a set of :func:`balls`
+    (sa-rectangular ``kinds``) and, with ``budgets="binding"``, budgets of
+    :func:`binding_budgets` with ``slack`` (``"drawn"`` keeps those of :func:`cmdps`).
+    ``model_options`` go to :func:`cmdps` (``terminal``, ``branching``, ...)."""
+    check_choice(budgets, "budgets", ("binding", "drawn"))
+    model = draw(cmdps(n_states, n_actions, n_constraints, gamma, grid=grid,
+                       **model_options))
+    uset = draw(balls(model, kinds, grid=grid))
+    if budgets == "binding" and model.n_constraints:
+        model = model.replace(d=draw(binding_budgets(model, uset, grid=grid or 4,
+                                                     slack=slack)))
+    return model, uset
+

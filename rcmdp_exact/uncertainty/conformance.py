@@ -1,0 +1,654 @@
+r"""The conformance check of an uncertainty set: every set passes it, built-in or yours.
+
+:func:`check_set_conformance` runs the protocol's checks on a set (in the spirit of
+scikit-learn's ``check_estimator``) and raises a :class:`ConformanceError` that names
+every check that failed, or returns the list of checks it passed.  The robust code
+trusts a set that passes: its worst case is what the engine, the bracket and the
+command line build on.  The checks (:data:`CONFORMANCE_CHECKS`):
+
+``protocol``
+    The set derives from one of the three protocols (:class:`~.SARectangularSet`,
+    :class:`~.SRectangularSet`, :class:`~.KernelSet`); ``nominal`` is a kernel (S, A, S)
+    on its ``support`` (S, A, S) bool; an unknown ``method`` is refused.
+``kind``
+    The class declares a ``kind`` registered to it and a ``note``.
+``nominal``
+    ``contains(nominal)`` is all True and ``distance(nominal)`` is 0 (to 1e-12), with
+    the shapes of the protocol ((S, A); (S,) for an s-rectangular set).
+``files``
+    ``save`` and ``load`` (the class's and :func:`~.load_set`) give a set of the same
+    class with equal arrays.
+``worst_case``
+    On value vectors of every shape ((S,), (J, S), (S, A, S), (J, S, A, S); with the
+    policy (S, A) or (J, S, A) for an s-rectangular set, which must refuse a call
+    without one): ``p`` and ``value`` have the documented shapes and are finite,
+    ``success`` is True, the rows of ``p`` are distributions inside the set's own
+    ``contains()``, ``value`` is ``p @ z`` (the policy's mixture for an s-rectangular
+    set) and is at most the nominal's value (the nominal is in the set); for a set of
+    whole kernels, every member is in the set and ``worst_case`` is refused.
+``batches``
+    A batch gives what its elements give one by one, and a vector shared by every
+    pair gives what it gives repeated per pair; an s-rectangular set's
+    ``bellman_max_min`` returns a policy whose worst case is its value, and no policy
+    does better.
+``terminal``
+    ``absorb_terminal`` makes the rows of a terminal state self-loops that the
+    adversary cannot move, and leaves the worst case of the other rows as it was.
+``lp``
+    When the set offers ``method="lp"``: its convex program agrees with the exact
+    solver (to 1e-6 of the row's scale, on the rows it solved).
+``skewed``
+    Rows of the kind estimated data gives (:func:`skewed_values`: values from 1e-3 to
+    1e6, ties, the minimum on a tiny mass) do not break it: no exception, finite
+    answers, and every row it reports solved is in the set with ``value = p @ z``;
+    a row it could not solve is reported (``success`` False and a ``message``).
+``counts``
+    When the class builds its kind from counts (``from_counts``): a set built from the
+    counts of a skewed kernel (:func:`skewed_kernel`, masses from 1e-15) is of the
+    class, holds its nominal, and passes ``worst_case`` and ``skewed`` too.
+``strategy``
+    When the class gives a hypothesis strategy and hypothesis is installed: an example
+    of it around the set's nominal model is of the class and holds the model's kernel.
+
+The rows that stress a solver (:func:`skewed_kernel`, :func:`skewed_values`,
+:func:`skewed_radii`; numpy only, also in :mod:`rcmdp_exact.testing`) live here.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from .._checks import InputError, check_choice, check_int, check_real, rng_from
+from .._result import Result
+from .base import (
+    KernelSet,
+    SARectangularSet,
+    SRectangularSet,
+    UncertaintySet,
+    load_set,
+    registered_kinds,
+)
+
+__all__ = [
+    "CONFORMANCE_CHECKS",
+    "SKEWED_FAMILIES",
+    "ConformanceError",
+    "check_set_conformance",
+    "skewed_kernel",
+    "skewed_radii",
+    "skewed_values",
+]
+
+#: The checks of :func:`check_set_conformance`, in the order they run.
+CONFORMANCE_CHECKS = ("protocol", "kind", "nominal", "files", "worst_case", "batches",
+                      "terminal", "lp", "skewed", "counts", "strategy")
+
+
+class ConformanceError(AssertionError):
+    """A set failed checks of :func:`check_set_conformance`; ``failures`` maps the name
+    of each failed check to what went wrong."""
+
+    def __init__(self, name: str, failures: dict):
+        self.failures = dict(failures)
+        lines = "; ".join(f"[{k}] {v}" for k, v in failures.items())
+        super().__init__(f"{name} fails {len(failures)} conformance check"
+                         f"{'s' if len(failures) > 1 else ''}: {lines}")
+
+
+class _Fail(Exception):
+    """One check failed (the message says why)."""
+
+
+def _require(ok, message: str) -> None:
+    if not bool(np.all(ok)):
+        raise _Fail(message)
+
+
+def _where(mask: np.ndarray) -> str:
+    idx = np.argwhere(~np.asarray(mask, dtype=bool))
+    return "" if not idx.size else f" (first at index {tuple(int(i) for i in idx[0])})"
+
+
+# =========================================================================== the check
+def check_set_conformance(uset, *, seed: int = 0, tol: float = 1e-7, lp: bool = True,
+                          counts: bool = True, strategy: bool = True) -> Result:
+    """Check that ``uset`` follows the uncertainty-set protocol (module docstring).
+
+    Parameters
+    ----------
+    uset : UncertaintySet
+        Any set: one of the toolkit's or one of yours.
+    seed : int
+        The value vectors, policies and skewed rows are drawn from this seed.
+    tol : float
+        Tolerance of membership (``contains(P, tol=tol)``), of row sums and of
+        ``value == p @ z`` (relative to the row's largest ``|z|``, at least 1): the
+        robust engine's own check of a set that is not the toolkit's (1e-7).
+    lp, counts, strategy : bool
+        Run the checks ``lp``, ``counts`` and ``strategy`` (when the set offers them).
+
+    Returns
+    -------
+    Result
+        ``checks`` (every check: ``"passed"`` or ``"skipped: why"``), ``passed`` (the
+        names of the checks passed), ``set`` (the class name), ``kind``.
+
+    Raises
+    ------
+    ConformanceError
+        An ``AssertionError`` naming every check that failed and why
+        (``failures``: check name -> message).
+    InputError
+        When ``uset`` is not an uncertainty set at all.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rcmdp_exact import KLBall
+    >>> P = np.full((2, 1, 2), 0.5)
+    >>> check_set_conformance(KLBall(P, 0.1), counts=False).passed[:3]
+    ['protocol', 'kind', 'nominal']
+    """
+    if not isinstance(uset, UncertaintySet):
+        raise InputError(f"check_set_conformance checks an uncertainty set, got a "
+                         f"{type(uset).__name__}; give an instance of your set class")
+    check_int(seed, "seed", 0)
+    check_real(tol, "tol", 0.0, low_open=True)
+    checker = _Checker(uset, seed, float(tol))
+    options = {"lp": lp, "counts": counts, "strategy": strategy}
+    checks, failures = {}, {}
+    for name in CONFORMANCE_CHECKS:
+        if not options.get(name, True):
+            checks[name] = "skipped: turned off"
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a solver's own notes
+                skipped = getattr(checker, f"check_{name}")()
+        except _Fail as exc:
+            failures[name] = str(exc)
+            checks[name] = f"failed: {exc}"
+            continue
+        except Exception as exc:  # a check that raised is a failed check, by name
+            failures[name] = f"raised {type(exc).__name__}: {exc}"
+            checks[name] = f"failed: {failures[name]}"
+            continue
+        checks[name] = "passed" if skipped is None else f"skipped: {skipped}"
+    if failures:
+        raise ConformanceError(type(uset).__name__, failures)
+    return Result(checks=checks, passed=[k for k, v in checks.items() if v == "passed"],
+                  set=type(uset).__name__, kind=type(uset).__dict__.get("kind"))
+
+
+class _Checker:
+    """The checks of one set (each ``check_*`` raises :class:`_Fail`, or returns the
+    reason it was skipped, or None)."""
+
+    J = 3
+
+    def __init__(self, uset, seed: int, tol: float):
+        self.u = uset
+        self.seed = seed
+        self.tol = tol
+        self.sa = isinstance(uset, SARectangularSet)
+        self.s_rect = isinstance(uset, SRectangularSet)
+        self.whole = isinstance(uset, KernelSet)
+
+    # ----------------------------------------------------------------- helpers
+    @property
+    def shape(self):
+        return self.u.n_states, self.u.n_actions
+
+    def rng(self, salt: int) -> np.random.Generator:
+        return np.random.default_rng([self.seed, salt])
+
+    def values(self, rng, shape) -> np.ndarray:
+        """Values with ties (integers), a block of equal values, and plain normals."""
+        z = rng.normal(size=shape)
+        ties = rng.random(shape[:-1]) < 0.3
+        z[ties] = np.round(2.0 * z[ties])
+        return z
+
+    def policy(self, rng, lead=()) -> np.ndarray:
+        S, A = self.shape
+        pi = rng.dirichlet(np.ones(A), size=(*lead, S))
+        pi[..., 0, :] = np.eye(A)[0]  # a deterministic state
+        return pi
+
+    def call(self, uset, z, pi=None, method="sort"):
+        if isinstance(uset, SRectangularSet):
+            return uset.worst_case(z, pi, method=method)
+        return uset.worst_case(z, method=method)
+
+    def answer(self, uset, z, pi, res, *, success=True, what="worst_case"):
+        """The fields of an answer, checked (shape, finiteness, rows, values); returns
+        (p (J, S, A, S), value (J, lead...), rows solved)."""
+        S, A = uset.n_states, uset.n_actions
+        s_rect = isinstance(uset, SRectangularSet)
+        batched = np.ndim(z) in (2, 4)
+        J = np.shape(z)[0] if batched else 1
+        lead = ((J,) if batched else ()) + ((S,) if s_rect else (S, A))
+        _require("p" in res and "value" in res, f"{what} returned no 'p' or no 'value'")
+        p = np.asarray(res["p"], dtype=np.float64)
+        val = np.asarray(res["value"], dtype=np.float64)
+        _require(p.shape == ((J,) if batched else ()) + (S, A, S) and val.shape == lead,
+                 f"{what} of z {np.shape(z)} returned p {p.shape} and value {val.shape}; "
+                 f"expected {((J,) if batched else ()) + (S, A, S)} and {lead}")
+        _require(np.isfinite(p).all() and np.isfinite(val).all(),
+                 f"{what} of z {np.shape(z)} returned a value or row that is not finite")
+        ok = np.ones(lead, dtype=bool)
+        if "row_success" in res:
+            rs = np.asarray(res["row_success"], dtype=bool)
+            _require(rs.shape == lead, f"{what}: row_success has shape {rs.shape}, "
+                     f"expected {lead}")
+            ok = rs
+        solved = bool(res.get("success", True))
+        if success:
+            _require(solved, f"{what} of z {np.shape(z)} reported success=False on "
+                     f"friendly values: {res.get('message', '')}")
+        elif not solved:
+            _require(bool(res.get("message")), f"{what} reported success=False without a "
+                     f"message naming the row")
+        else:
+            _require(ok.all(), f"{what} reported success=True but row_success False")
+        P = p.reshape(J, S, A, S)
+        zz = np.asarray(z, dtype=np.float64)
+        Z = (np.broadcast_to(zz.reshape(J, 1, 1, S), (J, S, A, S)) if zz.ndim in (1, 2)
+             else zz.reshape(J, S, A, S))
+        okJ = ok.reshape((J, S) if s_rect else (J, S, A))
+        okr = okJ[:, :, None] if s_rect else okJ  # (J, S, A) or (J, S, 1)
+        tol = self.tol
+        rows_ok = (np.abs(P.sum(axis=-1) - 1.0) <= tol * S) & (P.min(axis=-1) >= -tol)
+        _require(rows_ok | ~okr, f"{what} returned a row that is not a distribution"
+                 f"{_where(rows_ok | ~okr)}")
+        for j in range(J):
+            inside = np.asarray(uset.contains(P[j], tol=tol), dtype=bool)
+            need = okJ[j]
+            _require(inside | ~need, f"{what} returned a row outside the set: contains(p, "
+                     f"tol={tol:g}) is False{_where(inside | ~need)} (batch element {j})")
+        scale = np.maximum(1.0, np.abs(Z).max(axis=-1))  # (J, S, A)
+        pz = np.einsum("jsat,jsat->jsa", P, Z)
+        nom = np.einsum("sat,jsat->jsa", np.asarray(uset.nominal, dtype=np.float64), Z)
+        if s_rect:
+            pi = np.broadcast_to(pi, (J, S, A))
+            want = np.einsum("jsa,jsa->js", pi, pz)
+            top = np.einsum("jsa,jsa->js", pi, nom)
+            sc = scale.max(axis=-1)
+        else:
+            want, top, sc = pz, nom, scale
+        v = val.reshape(want.shape)
+        okv = okJ
+        good = (np.abs(v - want) <= tol * sc) | ~okv
+        _require(good, f"{what} returned a value that is not p @ z{_where(good)}")
+        good = (v <= top + tol * sc) | ~okv
+        _require(good, f"{what} returned a value above the nominal's, which is in the set"
+                 f"{_where(good)}")
+        return P, v, okv
+
+    # ----------------------------------------------------------------- checks
+    def check_protocol(self):
+        u = self.u
+        _require(self.sa or self.s_rect or self.whole,
+                 f"{type(u).__name__} derives from none of SARectangularSet, "
+                 f"SRectangularSet and KernelSet")
+        P = np.asarray(u.nominal)
+        _require(P.ndim == 3 and P.shape[0] == P.shape[2] and 0 not in P.shape,
+                 f"nominal has shape {P.shape}, not (S, A, S)")
+        _require((u.n_states, u.n_actions) == P.shape[:2],
+                 "n_states and n_actions are not the nominal's")
+        S = P.shape[0]
+        _require(np.isfinite(P).all() and (P >= 0).all()
+                 and (np.abs(P.sum(axis=2) - 1.0) <= 1e-9 * S).all(),
+                 "nominal is not a transition kernel (rows of probabilities summing to 1)")
+        sup = np.asarray(u.support)
+        _require(sup.dtype == bool and sup.shape == P.shape,
+                 f"support is not a bool array (S, A, S): {sup.dtype} {sup.shape}")
+        _require(~((P > 0) & ~sup), "nominal has mass off the support")
+        if self.whole:
+            return None
+        _require("sort" in u.methods, f"methods {u.methods} has no 'sort' (the exact "
+                 f"solver)")
+        z = np.zeros(S)
+        pi = np.full(self.shape, 1.0 / self.shape[1])
+        try:
+            self.call(u, z, pi, method="no-such-method")
+        except InputError:
+            return None
+        raise _Fail("worst_case(method='no-such-method') was not refused with an "
+                    "InputError")
+
+    def check_kind(self):
+        cls = type(self.u)
+        kind = cls.__dict__.get("kind")
+        _require(isinstance(kind, str), f"{cls.__name__} declares no kind of its own "
+                 f"(class attribute kind = \"a-name\")")
+        _require(registered_kinds().get(kind) is cls,
+                 f"the kind {kind!r} is not registered to {cls.__name__}")
+        _require(isinstance(cls.note, str) and cls.note.strip(),
+                 f"{cls.__name__} has no note (one line on the kind)")
+
+    def check_nominal(self):
+        u = self.u
+        S, A = self.shape
+        want = (S,) if self.s_rect else (S, A)
+        inside = np.asarray(u.contains(u.nominal))
+        _require(inside.shape == want, f"contains(nominal) has shape {inside.shape}, "
+                 f"expected {want}")
+        _require(inside.astype(bool), f"contains(nominal) is False{_where(inside)}")
+        dist = np.asarray(u.distance(u.nominal), dtype=np.float64)
+        _require(dist.shape == want, f"distance(nominal) has shape {dist.shape}, expected "
+                 f"{want}")
+        _require(np.abs(dist) <= 1e-12, f"distance(nominal) is not 0: largest "
+                 f"{float(np.abs(dist).max())!r}")
+
+    def check_files(self):
+        u = self.u
+        with tempfile.TemporaryDirectory() as folder:
+            path = u.save(Path(folder) / "set")
+            back = (type(u).load(path), load_set(path))
+        mine = u._arrays()
+        for b in back:
+            _require(type(b) is type(u), f"load gave a {type(b).__name__}")
+            theirs = b._arrays()
+            _require(set(theirs) == set(mine), f"load gave the arrays {sorted(theirs)}, "
+                     f"saved {sorted(mine)}")
+            for k in mine:
+                _require(np.array_equal(np.asarray(mine[k]), np.asarray(theirs[k]),
+                                        equal_nan=np.asarray(mine[k]).dtype.kind == "f"),
+                         f"the array {k!r} changed in a save and load")
+            _require(np.array_equal(b.nominal, u.nominal) and np.array_equal(b.support,
+                                                                              u.support),
+                     "nominal or support changed in a save and load")
+
+    def check_worst_case(self):
+        u = self.u
+        S, A = self.shape
+        if self.whole:
+            M = np.asarray(u.members)
+            _require(M.ndim == 4 and M.shape[1:] == (S, A, S),
+                     f"members has shape {M.shape}, not (M, S, A, S)")
+            for m in range(M.shape[0]):
+                _require(np.asarray(u.contains(M[m])).all(), f"member {m} is not in the set")
+            _require(any(np.array_equal(M[m], u.nominal) for m in range(M.shape[0])),
+                     "the nominal is not a member")
+            try:
+                u.worst_case(np.zeros(S))
+            except InputError:
+                return None
+            raise _Fail("worst_case of a set of whole kernels was not refused")
+        rng = self.rng(1)
+        J = self.J
+        for shape in ((S,), (J, S), (S, A, S), (J, S, A, S)):
+            z = self.values(rng, shape)
+            pi = self.policy(rng, (J,) if len(shape) in (2, 4) and rng.random() < 0.5
+                             else ())
+            self.answer(u, z, pi, self.call(u, z, pi))
+        if self.s_rect:
+            try:
+                u.worst_case(np.zeros(S))
+            except InputError:
+                return None
+            raise _Fail("worst_case without a policy was not refused with an InputError "
+                        "(the adversary of an s-rectangular set depends on it)")
+        return None
+
+    def check_batches(self):
+        u = self.u
+        S, A = self.shape
+        if self.whole:
+            return "a set of whole kernels has no worst case"
+        rng = self.rng(2)
+        J = self.J
+        z = self.values(rng, (J, S, A, S))
+        pi = self.policy(rng, (J,))
+        batch = np.asarray(self.call(u, z, pi).value)
+        scale = max(1.0, float(np.abs(z).max()))
+        for j in range(J):
+            one = np.asarray(self.call(u, z[j], pi[j]).value)
+            _require(np.abs(batch[j] - one) <= 1e-9 * scale,
+                     f"the batch (J, S, A, S) differs from its element {j} alone by "
+                     f"{float(np.abs(batch[j] - one).max()):.3g}")
+        zs = self.values(rng, (J, S))
+        shared = np.asarray(self.call(u, zs, pi).value)
+        per_pair = np.asarray(self.call(
+            u, np.broadcast_to(zs[:, None, None, :], (J, S, A, S)).copy(), pi).value)
+        _require(np.abs(shared - per_pair) <= 1e-9 * max(1.0, float(np.abs(zs).max())),
+                 "a vector per state (J, S) differs from the same vector repeated for "
+                 "every pair (J, S, A, S)")
+        if not self.s_rect:
+            return None
+        zp = self.values(rng, (S, A, S))
+        res = u.bellman_max_min(zp)
+        _require(bool(res.get("success", True)), f"bellman_max_min failed: "
+                 f"{res.get('message', '')}")
+        best = np.asarray(res["policy"], dtype=np.float64)
+        value = np.asarray(res["value"], dtype=np.float64)
+        _require(best.shape == (S, A) and value.shape == (S,),
+                 f"bellman_max_min returned policy {best.shape} and value {value.shape}; "
+                 f"expected {(S, A)} and {(S,)}")
+        _require((best >= -self.tol).all() and (np.abs(best.sum(axis=1) - 1) <= self.tol
+                                                 ).all(),
+                 "bellman_max_min returned a policy that is not a distribution per state")
+        sc = max(1.0, float(np.abs(zp).max()))
+        own = np.asarray(u.worst_case(zp, best).value)
+        _require(np.abs(own - value) <= self.tol * sc,
+                 "bellman_max_min's value is not the worst case of its own policy")
+        for _ in range(4):
+            other = np.asarray(u.worst_case(zp, self.policy(rng)).value)
+            _require(other <= value + self.tol * sc,
+                     "a policy does better than bellman_max_min's maximiser")
+        return None
+
+    def check_terminal(self):
+        u = self.u
+        S, A = self.shape
+        _require(u.absorb_terminal(np.zeros(S, dtype=bool)) is u,
+                 "absorb_terminal without terminal states did not return the set itself")
+        t = S - 1
+        term = np.arange(S) == t
+        ab = u.absorb_terminal(term)
+        _require(type(ab) is type(u), f"absorb_terminal gave a {type(ab).__name__}")
+        loop = np.zeros((A, S))
+        loop[:, t] = 1.0
+        _require(np.array_equal(np.asarray(ab.nominal)[t], loop),
+                 "absorb_terminal did not make the nominal rows of the terminal state "
+                 "self-loops")
+        keep = ~term
+        _require(np.array_equal(np.asarray(ab.nominal)[keep], np.asarray(u.nominal)[keep]),
+                 "absorb_terminal changed the nominal rows of other states")
+        if self.whole:
+            M = np.asarray(ab.members)
+            _require((M[:, t] == loop).all(), "absorb_terminal left a member whose "
+                     "terminal rows are not self-loops")
+            return None
+        rng = self.rng(3)
+        z = self.values(rng, (S, A, S))
+        pi = self.policy(rng)
+        res = self.call(ab, z, pi)
+        P, _, _ = self.answer(ab, z, pi, res, what="worst_case after absorb_terminal")
+        _require(np.abs(P[0, t] - loop) <= self.tol, "the worst case moved a row of a "
+                 "terminal state")
+        before = np.asarray(self.call(u, z, pi).value)
+        after = np.asarray(res.value)
+        scale = max(1.0, float(np.abs(z).max()))
+        _require(np.abs(after[keep] - before[keep]) <= 1e-9 * scale,
+                 "absorb_terminal changed the worst case of the other states")
+        return None
+
+    def check_lp(self):
+        u = self.u
+        if self.whole or "lp" not in u.methods:
+            return "the set offers no method='lp'"
+        S, A = self.shape
+        rng = self.rng(4)
+        z = self.values(rng, (S, A, S))
+        pi = self.policy(rng)
+        exact = self.call(u, z, pi)
+        lp = self.call(u, z, pi, method="lp")
+        _, v, ok = self.answer(u, z, pi, lp, success=False, what="worst_case(method='lp')")
+        ve = np.asarray(exact.value, dtype=np.float64).reshape(v.shape)
+        scale = max(1.0, float(np.abs(z).max()))
+        close = (np.abs(v - ve) <= 1e-6 * scale) | ~ok
+        _require(close, f"method='lp' and the exact solver differ by "
+                 f"{float(np.abs(v - ve)[ok].max()):.3g}{_where(close)}")
+        if self.s_rect:
+            a = u.bellman_max_min(z)
+            b = u.bellman_max_min(z, method="lp")
+            _require(np.abs(np.asarray(a.value) - np.asarray(b.value)) <= 1e-6 * scale,
+                     "bellman_max_min: method='lp' and the exact method differ")
+        return None
+
+    def skewed_answer(self, uset, rng, what):
+        """worst_case on skewed values: nothing breaks, solved rows are right."""
+        S, A = uset.n_states, uset.n_actions
+        z = skewed_values(rng, 2, np.asarray(uset.nominal))
+        pi = rng.dirichlet(np.ones(A), size=(2, S))
+        res = self.call(uset, z, pi)
+        # values up to 1e6: the tolerance is relative to each row's scale
+        self.answer(uset, z, pi, res, success=False, what=what)
+
+    def check_skewed(self):
+        if self.whole:
+            return "a set of whole kernels has no worst case"
+        self.skewed_answer(self.u, self.rng(5), "worst_case on skewed values")
+        return None
+
+    def check_counts(self):
+        cls = type(self.u)
+        if not cls.has_counts_builder():
+            return "the class has no from_counts"
+        from .l1 import L1Ball
+
+        rng = self.rng(6)
+        S, A = 5, 2
+        P = skewed_kernel(rng, S, A)
+        counts = P * 10.0 ** rng.uniform(0.0, 8.0, (S, A, 1))
+        ball = L1Ball(P, skewed_radii(rng, P, "l1"))
+        built = cls.from_counts(counts, delta=0.1, ball=ball)
+        _require(isinstance(built, cls), f"from_counts gave a {type(built).__name__}, not a "
+                 f"{cls.__name__}")
+        _require(built.nominal.shape == (S, A, S), f"from_counts of counts (5, 2, 5) gave a "
+                 f"set of shape {built.nominal.shape}")
+        inside = np.asarray(built.contains(built.nominal), dtype=bool)
+        _require(inside, "the set from_counts built does not contain its nominal")
+        if isinstance(built, KernelSet):
+            return None
+        for z_shape in ((S, A, S), (2, S)):
+            z = self.values(rng, z_shape)
+            pi = rng.dirichlet(np.ones(A), size=S)
+            self.answer(built, z, pi, self.call(built, z, pi), success=False,
+                        what="worst_case of the set from_counts built")
+        self.skewed_answer(built, rng, "worst_case on skewed values of the set "
+                           "from_counts built")
+        return None
+
+    def check_strategy(self):
+        cls = type(self.u)
+        if not cls.has_strategy():
+            return "the class has no strategy"
+        try:
+            import hypothesis  # noqa: F401
+        except ImportError:
+            return "hypothesis is not installed"
+        from ..core.model import TabularCMDP
+        from ..testing import example
+
+        S, A = self.shape
+        model = TabularCMDP(np.asarray(self.u.nominal), np.zeros((S, A)), gamma=0.9)
+        drawn = example(cls.strategy(model), seed=self.seed)
+        _require(isinstance(drawn, cls), f"strategy drew a {type(drawn).__name__}")
+        _require(np.asarray(drawn.contains(model.P)).all(),
+                 "strategy drew a set that does not hold the model's kernel")
+        return None
+
+
+# =========================================================================== rows of real data
+#: Families of :func:`skewed_kernel` rows: a few large masses beside masses from 1e-15
+#: to 1e-2 and exact zeros, as kernels estimated from counts have them.
+SKEWED_FAMILIES = ("tiny", "zeros", "one_large", "uniform")
+
+
+def skewed_kernel(seed, S: int, A: int) -> np.ndarray:
+    """A transition kernel (S, A, S) whose rows look like estimated ones.
+
+    Each row is drawn from one family of :data:`SKEWED_FAMILIES`: ``"tiny"`` (one to
+    three large masses, the other entries from 1e-15 to 1e-2 on a log scale),
+    ``"zeros"`` (the same with about a third of the entries exactly 0), ``"one_large"``
+    (a mass of 1 - eps beside entries of 1e-15 to 1e-6) and ``"uniform"`` (Dirichlet(1),
+    the friendly case).  Rows sum to 1 up to rounding and always have a positive entry.
+    """
+    rng = rng_from(seed)
+    P = np.zeros((S, A, S))
+    for s, a in np.ndindex(S, A):
+        fam = SKEWED_FAMILIES[int(rng.integers(len(SKEWED_FAMILIES)))]
+        if fam == "uniform" or S == 1:
+            row = rng.dirichlet(np.ones(S))
+        else:
+            lo, hi = (-15.0, -6.0) if fam == "one_large" else (-15.0, -2.0)
+            row = 10.0 ** rng.uniform(lo, hi, S)
+            if fam == "zeros":
+                row[rng.random(S) < 0.35] = 0.0
+            n_big = 1 if fam == "one_large" else int(rng.integers(1, min(3, S) + 1))
+            big = rng.choice(S, n_big, replace=False)
+            row[big] = rng.dirichlet(np.ones(n_big)) * (1.0 - row.sum() + row[big].sum())
+        row = np.maximum(row, 0.0)
+        P[s, a] = row / row.sum()
+    return P
+
+
+def skewed_values(seed, J: int, P: np.ndarray) -> np.ndarray:
+    """Value vectors z (J, S, A, S) for the rows of ``P`` that stress inner solvers.
+
+    Scales from 1e-3 to 1e6, integer values (ties), near ties (differences of 1e-12 of
+    the scale), a block of equal values, and, on half of the rows, the minimum of z on a
+    next state of tiny nominal mass (where the adversary's answer is the hardest to
+    compute accurately).
+    """
+    rng = rng_from(seed)
+    S, A = P.shape[:2]
+    z = np.empty((J, S, A, S))
+    for j, s, a in np.ndindex(J, S, A):
+        kind = int(rng.integers(5))
+        scale = 10.0 ** rng.uniform(-3.0, 6.0)
+        if kind == 0:
+            row = rng.integers(-2, 3, S).astype(float) * scale
+        elif kind == 1:
+            row = scale * (1.0 + 1e-12 * rng.integers(0, 4, S))
+        elif kind == 2:
+            row = rng.normal(size=S) * scale
+            row[: max(1, S // 2)] = row[0]
+        else:
+            row = rng.normal(size=S) * scale
+        if rng.random() < 0.5:  # the minimum on the smallest positive nominal mass
+            pos = np.flatnonzero(P[s, a] > 0)
+            i = pos[np.argmin(P[s, a, pos])]
+            row[i] = row.min() - scale * rng.uniform(0.1, 2.0)
+        z[j, s, a] = row
+    return z
+
+
+def skewed_radii(seed, P: np.ndarray, kind: str) -> np.ndarray:
+    """Radii (S, A) from near 0 to radii that cover the simplex, for a set ``kind``.
+
+    ``kind`` is ``"l1"`` (radii of an L1 ball, up to 2 and beyond), ``"linf"`` (up to
+    1), ``"kl"`` (up to and beyond :math:`-\\log \\min_i \\hat p_i`, where every
+    distribution on the support is in the ball, including just below that limit).
+    """
+    rng = rng_from(seed)
+    check_choice(kind, "kind", ("l1", "linf", "kl"))
+    S, A = P.shape[:2]
+    top = {"l1": 2.0, "linf": 1.0}.get(kind)
+    if kind == "kl":
+        top = -np.log(np.min(np.where(P > 0, P, 1.0), axis=2))
+    top = np.broadcast_to(np.asarray(top, dtype=float), (S, A))
+    which = rng.integers(0, 5, (S, A))
+    near0 = 10.0 ** rng.uniform(-15.0, -6.0, (S, A))
+    mid = 10.0 ** rng.uniform(-3.0, 0.0, (S, A)) * np.maximum(top, 1e-3)
+    below = top * (1.0 - 10.0 ** rng.uniform(-12.0, -2.0, (S, A)))
+    above = top * rng.uniform(1.0, 1.5, (S, A))
+    out = np.choose(which, [near0, mid, mid, below, above])
+    return np.where(which == 0, near0, np.maximum(out, 0.0))
