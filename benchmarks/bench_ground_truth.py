@@ -454,15 +454,30 @@ def section_alpha0(cases: int, magnitudes) -> None:
 
 
 def structured_case(builder: str, kw: dict, kind: str, support):
-    """(model, set) of a classic instance with the halfway budget of its set."""
-    from rcmdp_exact.domains import classic_instance
+    """(model, set) of a classic instance with the halfway budget of its set.  With a
+    version of the package that has no ``domains.classic`` (the baseline of the speed
+    goals: ``PYTHONPATH=<older tree>``), the module is loaded from this tree's file."""
+    try:
+        from rcmdp_exact.domains import classic_instance
+    except ImportError:
+        import importlib.util
+        import sys
+        from pathlib import Path
+
+        name = "rcmdp_exact.domains.classic"
+        path = Path(__file__).resolve().parents[1] / "rcmdp_exact" / "domains" / "classic.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        classic_instance = module.classic_instance
 
     return classic_instance(builder, "l1" if kind == "l1" else "kl", 0.1,
                             support=support or "all", **kw)
 
 
 def section_structured(quick: bool, only=None, max_boxes: int | None = None,
-                       scale: float = 1.0) -> None:
+                       scale: float = 1.0, sets=None) -> None:
     print(f"rcmdp_bracket on the classic instances (domains.classic, halfway budgets), "
           f"{'--quick: 10 s / 30 s' if quick else 'the goals: 60 s / 600 s'}"
           + (f", max_boxes = {max_boxes}" if max_boxes else "")
@@ -471,7 +486,8 @@ def section_structured(quick: bool, only=None, max_boxes: int | None = None,
           f"{'rel':>9} {'rel*':>9} {'boxes':>7} {'box/s':>7} {'wall':>6} {'cpu':>6}  "
           f"status            load")
     for name, builder, kw, (kind, support), seconds in STRUCTURED:
-        if only and name not in only:
+        set_name = f"{kind} {support}" if kind == "l1" else "kl"
+        if (only and name not in only) or (sets and set_name.replace(" ", "-") not in sets):
             continue
         model, uset = structured_case(builder, kw, kind, support)
         limit = (10.0 if seconds <= 60 else 30.0) if quick else seconds
@@ -484,7 +500,6 @@ def section_structured(quick: bool, only=None, max_boxes: int | None = None,
             else np.inf
         bb = br.trace[-1, 0] - br.trace[0, 0] if br.trace.shape[0] > 1 else 0.0
         rate = (br.boxes - 1) / bb if bb > 0 else float("nan")
-        set_name = f"{kind} {support}" if kind == "l1" else "kl"
         print(f"{name:<13} {set_name:<10} {br.lower:>11.6g} {br.upper:>11.6g} "
               f"{br.gap:>9.3g} {rel:>9.2e} {br.get('relative_gap', np.nan):>9.2e} "
               f"{br.boxes:>7} {rate:>7.1f} {wall:>6.1f} {cpu:>6.1f}  {br.status:<17} "
@@ -517,6 +532,9 @@ def main() -> None:
                     help="structured: 10 s and 30 s instead of 60 s and 600 s")
     ap.add_argument("--only", default="",
                     help="structured: instance names, comma-separated (default all)")
+    ap.add_argument("--sets", default="",
+                    help="structured: sets, comma-separated, of l1-all, l1-nominal, kl "
+                         "(default all)")
     ap.add_argument("--max-boxes", type=int, default=0,
                     help="structured: a box budget (the time limit becomes a guard)")
     ap.add_argument("--time-scale", type=float, default=1.0,
@@ -557,7 +575,8 @@ def main() -> None:
             section_dask(sizes[0], args.boxes)
         elif sec == "structured":
             section_structured(args.quick, [x for x in args.only.split(",") if x],
-                               args.max_boxes or None, args.time_scale)
+                               args.max_boxes or None, args.time_scale,
+                               [x for x in args.sets.split(",") if x])
         elif sec == "alpha0":
             section_alpha0(args.cases, tuple(float(x) for x in args.magnitudes.split(",")))
         else:
