@@ -287,7 +287,8 @@ def section_bounds(sizes, seeds, constraints, seconds: float, variants) -> None:
                       + f"  {_load()}", flush=True)
 
 
-def section_small() -> None:
+def section_small(kernel_rounds=None) -> None:
+    kw = {} if kernel_rounds is None else {"kernel_rounds": kernel_rounds}
     cases = [c for c in (small_case(i) for i in range(40)) if c[0].n_states <= 3]
     _timed_bracket(*cases[0])  # imports and compilation out of the timing
     print(f"rcmdp_bracket(model, ball, rtol=1e-6), defaults otherwise, on the {len(cases)} "
@@ -296,7 +297,7 @@ def section_small() -> None:
           f"{'cpu':>6}  status")
     walls, cpus, closed = [], [], 0
     for i, (m, ball) in enumerate(cases):
-        br, wall, cpu = _timed_bracket(m, ball, rtol=1e-6)
+        br, wall, cpu = _timed_bracket(m, ball, rtol=1e-6, **kw)
         walls.append(wall)
         cpus.append(cpu)
         closed += bool(br.closed)
@@ -477,7 +478,7 @@ def structured_case(builder: str, kw: dict, kind: str, support):
 
 
 def section_structured(quick: bool, only=None, max_boxes: int | None = None,
-                       scale: float = 1.0, sets=None) -> None:
+                       scale: float = 1.0, sets=None, kernel_rounds=None) -> None:
     print(f"rcmdp_bracket on the classic instances (domains.classic, halfway budgets), "
           f"{'--quick: 10 s / 30 s' if quick else 'the goals: 60 s / 600 s'}"
           + (f", max_boxes = {max_boxes}" if max_boxes else "")
@@ -493,6 +494,8 @@ def section_structured(quick: bool, only=None, max_boxes: int | None = None,
         limit = (10.0 if seconds <= 60 else 30.0) if quick else seconds
         limit *= scale
         opts = dict(time_limit=limit, max_boxes=max_boxes or 10**7)
+        if kernel_rounds is not None:
+            opts["kernel_rounds"] = kernel_rounds
         if max_boxes:
             opts["time_limit"] = max(limit, 3600.0)
         br, wall, cpu = _timed_bracket(model, uset, **opts)
@@ -535,6 +538,9 @@ def main() -> None:
     ap.add_argument("--sets", default="",
                     help="structured: sets, comma-separated, of l1-all, l1-nominal, kl "
                          "(default all)")
+    ap.add_argument("--kernel-rounds", type=int, default=-1,
+                    help="structured and small: BracketSettings.kernel_rounds (default: its "
+                         "default)")
     ap.add_argument("--max-boxes", type=int, default=0,
                     help="structured: a box budget (the time limit becomes a guard)")
     ap.add_argument("--time-scale", type=float, default=1.0,
@@ -566,7 +572,7 @@ def main() -> None:
                            [tuple(x for x in v.split("+") if x and x != "lagrangian")
                             for v in args.box_bounds.split(",")])
         elif sec == "small":
-            section_small()
+            section_small(None if args.kernel_rounds < 0 else args.kernel_rounds)
         elif sec == "deadline":
             section_deadline([int(x) for x in args.deadline_sizes.split(",")], 3.0)
         elif sec == "inventory":
@@ -576,7 +582,8 @@ def main() -> None:
         elif sec == "structured":
             section_structured(args.quick, [x for x in args.only.split(",") if x],
                                args.max_boxes or None, args.time_scale,
-                               [x for x in args.sets.split(",") if x])
+                               [x for x in args.sets.split(",") if x],
+                               None if args.kernel_rounds < 0 else args.kernel_rounds)
         elif sec == "alpha0":
             section_alpha0(args.cases, tuple(float(x) for x in args.magnitudes.split(",")))
         else:
