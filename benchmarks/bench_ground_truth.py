@@ -302,7 +302,7 @@ def section_small(kernel_rounds=None) -> None:
         cpus.append(cpu)
         closed += bool(br.closed)
         print(f"{i:>4} {m.n_states:>2} {m.n_actions:>2} {m.n_constraints:>2} "
-              f"{br.relative_gap:>9.1e} {br.boxes:>6} {wall:>6.2f} "
+              f"{br.get('relative_gap', np.nan):>9.1e} {br.boxes:>6} {wall:>6.2f} "
               f"{cpu:>6.2f}  {br.status}", flush=True)
     print(f"certified to 1e-6: {closed} of {len(cases)}; wall median {np.median(walls):.2f} s,"
           f" largest {max(walls):.2f} s; CPU median {np.median(cpus):.2f} s, largest "
