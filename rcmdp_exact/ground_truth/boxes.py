@@ -153,8 +153,12 @@ def _box_lp(game: RobustGame) -> OccupancyLP:
 
 #: Kernels a box keeps per objective, beyond its maximiser's, for its children's LPs.
 POOL = 2
-#: Cutting-plane rounds of the occupancy LP (:func:`lp_bound`) on a box.
-KERNEL_ROUNDS = 2
+#: Cutting-plane rounds of the occupancy LP (:func:`lp_bound`) on a box.  0 by default:
+#: within a time limit the rounds lose (RiverSwim-6 in 60 s: a gap of 51% with two
+#: rounds, 25% without; RiverSwim-20 in 600 s: 26% and 23%); at a box budget they win
+#: (RiverSwim-6 at 8,000 boxes: upper 0.2103 with two, 0.2334 without).  docs/ground_truth.md
+#: section 3.9.
+KERNEL_ROUNDS = 0
 
 
 def _pool_add(pool, objs, kernels):

@@ -500,9 +500,11 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
         performance-difference bound; :mod:`.occupancy_bound`, the occupancy LP with
         McCormick envelopes); ``()`` for the Lagrangian bound alone.
     kernel_rounds : int
-        The occupancy LP of a box adds, up to ``kernel_rounds`` (2) times, the worst-case
+        The occupancy LP of a box adds, up to ``kernel_rounds`` times, the worst-case
         kernels of its own policy where they are worse than those it has
-        (:func:`~.boxes.lp_bound`); 0: one kernel per objective, the box maximiser's.
+        (:func:`~.boxes.lp_bound`); 0 (the default): one kernel per objective, the box
+        maximiser's.  The rounds tighten a bracket at a box budget but cost more than
+        they give within a time limit (docs/ground_truth.md, section 3.9).
     client : distributed.Client, optional
         Bound the children of each round on this Dask cluster (the same answer as
         without, for the same box budget).  Anything else than a ``distributed.Client``
