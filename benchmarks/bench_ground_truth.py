@@ -37,6 +37,15 @@ Sections (``--section``, default all):
 * ``domains``: the bracket on the estimated balls of the paper's three domains (seed 0,
   the paper's episodes), with the budget of the ground-truth table and with the
   default budget.
+* ``structured``: the classic instances of robust RL papers
+  (:mod:`rcmdp_exact.domains.classic`, budgets by its halfway rule): RiverSwim-6 (60 s),
+  RiverSwim-20, the 10-state chain, machine replacement with 10 states, FrozenLake 4x4
+  (600 s each), FrozenLake 8x8 and CliffWalking (600 s), each on an L1 ball of radius
+  0.1 over all next states and over the nominal support, and FrozenLake 8x8 on a KL
+  ball of radius 0.1: lower, upper, the gap absolute and relative to |lower|, boxes,
+  boxes per second, seconds and the load.  ``--quick``: 10 s and 30 s instead of 60 s and
+  600 s; ``--only`` a comma-separated list of instance names; ``--max-boxes`` a box
+  budget (box counts do not depend on the machine; the time limit is then a guard).
 * ``alpha0``: at alpha = 0 the bracket must equal the CMDP optimum: dense random models
   with binding budgets (the generator of the tests, ``testing.dense_binding_cmdp``),
   rewards and costs of magnitude 1 or 10 (``--magnitudes``), K = 1..3, gamma up to
@@ -50,6 +59,8 @@ Sections (``--section``, default all):
         [--seconds 60] [--constraints 1,2] [--large 50] [--large-seconds 600]
     python benchmarks/bench_ground_truth.py --section inventory
     python benchmarks/bench_ground_truth.py --section small
+    python benchmarks/bench_ground_truth.py --section structured [--quick] [--only riverswim6]
+        [--max-boxes 2000]
     python benchmarks/bench_ground_truth.py --section dask --sizes 50 --boxes 400
 """
 
@@ -70,7 +81,25 @@ from rcmdp_exact.testing import budget_levels, dense_binding_cmdp
 from rcmdp_exact.uncertainty import l1_ball
 
 SECTIONS = ("pipeline", "lp", "gaps", "garnets", "bounds", "small", "inventory", "deadline",
-            "dask", "domains", "alpha0")
+            "dask", "domains", "alpha0", "structured")
+
+#: The instances of ``--section structured``: (name, builder keywords, set, seconds of
+#: the goal).  Sets: ("l1", support) or ("kl", None), radius 0.1.
+STRUCTURED = (
+    ("riverswim6", "riverswim", {"n": 6}, ("l1", "all"), 60.0),
+    ("riverswim6", "riverswim", {"n": 6}, ("l1", "nominal"), 60.0),
+    ("riverswim20", "riverswim", {"n": 20}, ("l1", "all"), 600.0),
+    ("riverswim20", "riverswim", {"n": 20}, ("l1", "nominal"), 600.0),
+    ("chain10", "chain", {"n": 10}, ("l1", "all"), 600.0),
+    ("chain10", "chain", {"n": 10}, ("l1", "nominal"), 600.0),
+    ("machine10", "machine_replacement", {"n": 10}, ("l1", "all"), 600.0),
+    ("machine10", "machine_replacement", {"n": 10}, ("l1", "nominal"), 600.0),
+    ("frozenlake4", "frozen_lake", {"map": "4x4"}, ("l1", "all"), 600.0),
+    ("frozenlake4", "frozen_lake", {"map": "4x4"}, ("l1", "nominal"), 600.0),
+    ("frozenlake8", "frozen_lake", {"map": "8x8"}, ("l1", "all"), 600.0),
+    ("frozenlake8", "frozen_lake", {"map": "8x8"}, ("kl", None), 600.0),
+    ("cliffwalking", "cliff_walking", {}, ("l1", "all"), 600.0),
+)
 
 
 def best_of(f, repeats: int) -> float:
@@ -218,7 +247,7 @@ def section_garnets(sizes, seeds, constraints, seconds: float, large=(),
     runs = [(S, K, seconds) for S in sizes for K in constraints]
     runs += [(S, 1, large_seconds) for S in large]
     print("rcmdp_bracket on garnet_case (A = 3), max_boxes = 10**7; relative gap = "
-          "gap / max(1, |lower|)")
+          "the result's relative_gap (gap / max(|lower|, 1e-6 value range))")
     print(f"{'S':>3} {'K':>2} {'seed':>4} {'lower':>11} {'upper':>11} {'rel gap':>9} "
           f"{'to 1% (s)':>9} {'wall':>6} {'cpu':>6} {'boxes':>7}  status            load")
     for S, K, seconds in runs:
@@ -227,9 +256,10 @@ def section_garnets(sizes, seeds, constraints, seconds: float, large=(),
             m, ball = garnet_case(seed, S, 3, K)
             br, wall, cpu = _timed_bracket(m, ball, time_limit=seconds,
                                            max_boxes=10**7)
-            rel = br.gap / max(1.0, abs(br.lower))
+            rel = br.relative_gap
             tr = br.trace
-            ok = (tr[:, 3] - tr[:, 2]) <= 0.01 * np.maximum(1.0, np.abs(tr[:, 2]))
+            floor = 1e-6 * br.value_range
+            ok = (tr[:, 3] - tr[:, 2]) <= 0.01 * np.maximum(floor, np.abs(tr[:, 2]))
             first = f"{tr[np.argmax(ok), 0]:9.1f}" if ok.any() else f"{'-':>9}"
             hit.append(rel <= 0.01)
             print(f"{S:>3} {K:>2} {seed:>4} {br.lower:>11.5f} {br.upper:>11.5f} "
@@ -251,13 +281,14 @@ def section_bounds(sizes, seeds, constraints, seconds: float, variants) -> None:
                 for v in variants:
                     br, wall, _ = _timed_bracket(m, ball, time_limit=seconds,
                                                  max_boxes=10**7, box_bounds=v)
-                    cells.append(f"{br.gap / max(1.0, abs(br.lower)):>10.2e} "
+                    cells.append(f"{br.relative_gap:>10.2e} "
                                  f"{br.boxes:>7} {wall:>3.0f}s")
                 print(f"{S:>3} {K:>2} {seed:>4} " + " ".join(f"{c:>22}" for c in cells)
                       + f"  {_load()}", flush=True)
 
 
-def section_small() -> None:
+def section_small(kernel_rounds=None) -> None:
+    kw = {} if kernel_rounds is None else {"kernel_rounds": kernel_rounds}
     cases = [c for c in (small_case(i) for i in range(40)) if c[0].n_states <= 3]
     _timed_bracket(*cases[0])  # imports and compilation out of the timing
     print(f"rcmdp_bracket(model, ball, rtol=1e-6), defaults otherwise, on the {len(cases)} "
@@ -266,12 +297,12 @@ def section_small() -> None:
           f"{'cpu':>6}  status")
     walls, cpus, closed = [], [], 0
     for i, (m, ball) in enumerate(cases):
-        br, wall, cpu = _timed_bracket(m, ball, rtol=1e-6)
+        br, wall, cpu = _timed_bracket(m, ball, rtol=1e-6, **kw)
         walls.append(wall)
         cpus.append(cpu)
-        closed += br.gap <= max(1e-9, 1e-6 * max(1.0, abs(br.lower)))
+        closed += bool(br.closed)
         print(f"{i:>4} {m.n_states:>2} {m.n_actions:>2} {m.n_constraints:>2} "
-              f"{br.gap / max(1.0, abs(br.lower)):>9.1e} {br.boxes:>6} {wall:>6.2f} "
+              f"{br.get('relative_gap', np.nan):>9.1e} {br.boxes:>6} {wall:>6.2f} "
               f"{cpu:>6.2f}  {br.status}", flush=True)
     print(f"certified to 1e-6: {closed} of {len(cases)}; wall median {np.median(walls):.2f} s,"
           f" largest {max(walls):.2f} s; CPU median {np.median(cpus):.2f} s, largest "
@@ -423,6 +454,61 @@ def section_alpha0(cases: int, magnitudes) -> None:
     print(f"  largest budget excess of the LP policy (dense evaluation): {worst['excess']:.3g}")
 
 
+def structured_case(builder: str, kw: dict, kind: str, support):
+    """(model, set) of a classic instance with the halfway budget of its set.  With a
+    version of the package that has no ``domains.classic`` (the baseline of the speed
+    goals: ``PYTHONPATH=<older tree>``), the module is loaded from this tree's file."""
+    try:
+        from rcmdp_exact.domains import classic_instance
+    except ImportError:
+        import importlib.util
+        import sys
+        from pathlib import Path
+
+        name = "rcmdp_exact.domains.classic"
+        path = Path(__file__).resolve().parents[1] / "rcmdp_exact" / "domains" / "classic.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        classic_instance = module.classic_instance
+
+    return classic_instance(builder, "l1" if kind == "l1" else "kl", 0.1,
+                            support=support or "all", **kw)
+
+
+def section_structured(quick: bool, only=None, max_boxes: int | None = None,
+                       scale: float = 1.0, sets=None, kernel_rounds=None) -> None:
+    print(f"rcmdp_bracket on the classic instances (domains.classic, halfway budgets), "
+          f"{'--quick: 10 s / 30 s' if quick else 'the goals: 60 s / 600 s'}"
+          + (f", max_boxes = {max_boxes}" if max_boxes else "")
+          + "; rel = gap / |lower| (the goals), rel* = the result's relative_gap")
+    print(f"{'instance':<13} {'set':<10} {'lower':>11} {'upper':>11} {'gap':>9} "
+          f"{'rel':>9} {'rel*':>9} {'boxes':>7} {'box/s':>7} {'wall':>6} {'cpu':>6}  "
+          f"status            load")
+    for name, builder, kw, (kind, support), seconds in STRUCTURED:
+        set_name = f"{kind} {support}" if kind == "l1" else "kl"
+        if (only and name not in only) or (sets and set_name.replace(" ", "-") not in sets):
+            continue
+        model, uset = structured_case(builder, kw, kind, support)
+        limit = (10.0 if seconds <= 60 else 30.0) if quick else seconds
+        limit *= scale
+        opts = dict(time_limit=limit, max_boxes=max_boxes or 10**7)
+        if kernel_rounds is not None:
+            opts["kernel_rounds"] = kernel_rounds
+        if max_boxes:
+            opts["time_limit"] = max(limit, 3600.0)
+        br, wall, cpu = _timed_bracket(model, uset, **opts)
+        rel = br.gap / abs(br.lower) if br.lower not in (0.0,) and np.isfinite(br.lower) \
+            else np.inf
+        bb = br.trace[-1, 0] - br.trace[0, 0] if br.trace.shape[0] > 1 else 0.0
+        rate = (br.boxes - 1) / bb if bb > 0 else float("nan")
+        print(f"{name:<13} {set_name:<10} {br.lower:>11.6g} {br.upper:>11.6g} "
+              f"{br.gap:>9.3g} {rel:>9.2e} {br.get('relative_gap', np.nan):>9.2e} "
+              f"{br.boxes:>7} {rate:>7.1f} {wall:>6.1f} {cpu:>6.1f}  {br.status:<17} "
+              f"{_load()}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--section", choices=SECTIONS, action="append",
@@ -445,6 +531,20 @@ def main() -> None:
     ap.add_argument("--box-bounds", default="lagrangian,local,lp,local+lp",
                     help="bounds: the variants of box_bounds, comma-separated")
     ap.add_argument("--boxes", type=int, default=400, help="dask: the box budget")
+    ap.add_argument("--quick", action="store_true",
+                    help="structured: 10 s and 30 s instead of 60 s and 600 s")
+    ap.add_argument("--only", default="",
+                    help="structured: instance names, comma-separated (default all)")
+    ap.add_argument("--sets", default="",
+                    help="structured: sets, comma-separated, of l1-all, l1-nominal, kl "
+                         "(default all)")
+    ap.add_argument("--kernel-rounds", type=int, default=-1,
+                    help="structured and small: BracketSettings.kernel_rounds (default: its "
+                         "default)")
+    ap.add_argument("--max-boxes", type=int, default=0,
+                    help="structured: a box budget (the time limit becomes a guard)")
+    ap.add_argument("--time-scale", type=float, default=1.0,
+                    help="structured: multiply every time limit by this")
     ap.add_argument("--deadline-sizes", default="20,50,100,200,400",
                     help="deadline: numbers of states")
     args = ap.parse_args()
@@ -472,13 +572,18 @@ def main() -> None:
                            [tuple(x for x in v.split("+") if x and x != "lagrangian")
                             for v in args.box_bounds.split(",")])
         elif sec == "small":
-            section_small()
+            section_small(None if args.kernel_rounds < 0 else args.kernel_rounds)
         elif sec == "deadline":
             section_deadline([int(x) for x in args.deadline_sizes.split(",")], 3.0)
         elif sec == "inventory":
             section_inventory()
         elif sec == "dask":
             section_dask(sizes[0], args.boxes)
+        elif sec == "structured":
+            section_structured(args.quick, [x for x in args.only.split(",") if x],
+                               args.max_boxes or None, args.time_scale,
+                               [x for x in args.sets.split(",") if x],
+                               None if args.kernel_rounds < 0 else args.kernel_rounds)
         elif sec == "alpha0":
             section_alpha0(args.cases, tuple(float(x) for x in args.magnitudes.split(",")))
         else:

@@ -27,7 +27,7 @@ from test_ground_truth_bracket import (
 from rcmdp_exact import InputError, OptionError
 from rcmdp_exact.core.mdp import greedy_box
 from rcmdp_exact.ground_truth import rcmdp_bracket
-from rcmdp_exact.ground_truth.boxes import tighten
+from rcmdp_exact.ground_truth.boxes import lp_bound, tighten
 from rcmdp_exact.ground_truth.local_bound import (
     local_bounds,
     occupancy_intervals,
@@ -157,6 +157,34 @@ def test_local_and_lp_bounds_are_above_every_feasible_policy_of_the_box(case):
         assert lp >= v - tol
 
 
+@scaled(25)
+@given(boxed_cases())
+def test_lp_bound_with_added_kernels_is_above_every_feasible_policy_of_the_box(case):
+    """The occupancy LP with several kernels per objective (lp_bound: inherited kernels
+    of other policies, then the worst cases of the LP's own policy added) is still at
+    least the robust value of every robust-feasible policy sampled in the box, and,
+    without inherited kernels, at most the bound with one kernel per objective."""
+    model, ball, lo, hi, rng = case
+    game = RobustGame(model, ball)
+    ref = greedy_box(rng.normal(size=lo.shape), lo, hi)
+    ev = game.evaluate(ref[None])
+    dlo, dhi = occupancy_intervals(game, ev["P"], lo[None], hi[None])
+    olp = OccupancyLP(game)
+    one, _ = olp.bound(lo, hi, ev["P"][0], dlo[0], dhi[0])
+    others = game.evaluate(rng.dirichlet(np.ones(model.n_actions), size=(2, model.n_states)))
+    objs = np.tile(np.arange(1 + model.n_constraints), 2)
+    pool = (objs, others["P"].reshape(-1, *others["P"].shape[2:]))
+    tol = 1e-9 * scale(model)
+    for carried in (None, {"highs": None, "pool": pool}):
+        many, out = lp_bound(game, olp, lo, hi, ev["P"][0], dlo[0], dhi[0], carried,
+                             rounds=3)
+        if carried is None:  # the first LP is the one-kernel LP: the smallest is kept
+            assert many <= one + tol
+        assert out["pool"] is None or out["pool"][0].size <= 2 * (1 + model.n_constraints)
+        for v in feasible_values_in_box(model, ball, lo, hi, rng):
+            assert many >= v - tol
+
+
 @scaled(15)
 @given(tiny_robust_cases())
 def test_bounds_of_a_point_box_are_its_robust_value(case):
@@ -216,8 +244,10 @@ def test_box_budget_ends_with_budget_exhausted_and_valid_bounds():
                         atol=0.0, time_limit=60.0)
     assert res.status == "budget_exhausted" and not res.success and not res.closed
     assert res.stopped == "boxes"
-    rel = res.gap / max(1.0, abs(res.lower))
-    for fact in ("max_boxes = 3", "both bounds hold", f"gap {res.gap:.3g}", f"{rel:.3g} of"):
+    rel = res.relative_gap
+    assert rel == pytest.approx(res.gap / max(abs(res.lower), 1e-6 * res.value_range))
+    for fact in ("max_boxes = 3", "both bounds hold", f"gap {res.gap:.3g}",
+                 f"{100 * rel:.3g}% of", "NOT closed"):
         assert fact in res.message
     found = [robust_numbers(m, ball, pi) for pi in search_policies(m, 0, n_random=50)]
     assert res.upper >= max(v for v, c in found if np.all(c <= m.d)) - 1e-9

@@ -599,3 +599,28 @@ def test_the_bracket_of_the_model_that_crossed():
         res = rcmdp_bracket(model, ball, box_bounds=bounds, **dict(QUICK, time_limit=600.0))
         assert res.lower <= res.upper, bounds
         assert res.lower == pytest.approx(-9.342105263157897, abs=1e-9)
+
+
+def test_the_gap_is_reported_honestly():
+    """relative_gap = gap / max(|lower|, 1e-6 x value range); closed by the stated rule;
+    the message says NOT closed, the gap relative to |lower| and the policy class."""
+    from rcmdp_exact.domains import classic_instance
+    from rcmdp_exact.ground_truth import POLICY_CLASS, value_range
+
+    m, ball = classic_instance("riverswim", n=4)
+    assert value_range(m) == pytest.approx(1.0 / (1.0 - m.gamma))  # rewards in [0, 1]
+    res = rcmdp_bracket(m, ball, variants=(), progress=False, max_boxes=3, time_limit=60.0)
+    assert res.status == "budget_exhausted" and not res.closed
+    assert res.policy_class == POLICY_CLASS == "stationary randomised"
+    assert res.value_range == pytest.approx(value_range(m))
+    scale = max(abs(res.lower), 1e-6 * res.value_range)
+    assert res.relative_gap == pytest.approx(res.gap / scale)
+    # |lower| < 1 here: the former max(1, |lower|) understated the relative gap
+    assert abs(res.lower) < 1.0 and res.relative_gap > res.gap
+    assert res.gap > 1e-4 * scale
+    assert "NOT closed" in res.message and "stationary randomised" in res.message
+    assert f"{100 * res.relative_gap:.3g}% of |lower|" in res.message
+    tight = rcmdp_bracket(m, ball, variants=(), progress=False, rtol=1e-3, time_limit=120.0)
+    assert tight.closed == (tight.gap <= max(1e-9, 1e-3 * max(abs(tight.lower),
+                                                                 1e-6 * tight.value_range)))
+    assert tight.closed and tight.message.startswith("closed: ")

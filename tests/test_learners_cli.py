@@ -52,7 +52,9 @@ def test_output_file_and_bracket(tmp_path, capsys, monkeypatch):
 
     def stub(model, ball, **kwargs):
         calls.append(kwargs)
-        return Result(lower=1.25, upper=2.5)
+        # the fields of a bracket's result that the command prints
+        return Result(lower=1.25, upper=2.5, value_range=10.0, closed=False,
+                      policy_class=gt.POLICY_CLASS, status="budget_exhausted")
 
     monkeypatch.setattr(gt, "rcmdp_bracket", stub)
     path = tmp_path / "cpg.npz"
@@ -60,6 +62,9 @@ def test_output_file_and_bracket(tmp_path, capsys, monkeypatch):
                  "--out", str(path)]) == 0
     out = capsys.readouterr().out
     assert "RCMDP bracket" in out and "[1.250, 2.500]" in out and str(path) in out
+    # the gap absolute and relative to |lower| (1.25 of 1.25: 100%), NOT closed, the class
+    assert "NOT closed" in out and "stationary randomised" in out
+    assert "gap 1.25 = 100% of |lower| (1.25)" in out
     # a budget in boxes, so that every run prints the same bracket
     assert calls[0]["max_boxes"] == BRACKET_BOXES and calls[0]["variants"] == ()
     # trained on the estimated model: judged against that model's optimum and the true one

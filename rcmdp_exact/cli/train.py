@@ -272,7 +272,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..domains import ESTIMATION_EPISODES, paper_domain
-    from ..ground_truth import rcmdp_bracket, solve_cmdp
+    from ..ground_truth import gap_text, rcmdp_bracket, solve_cmdp
     from ..learners.records import evaluate_policy
     from ..names import USER_RADIUS
     from ..protocol.estimation import (
@@ -376,7 +376,11 @@ def run(args: argparse.Namespace) -> int:
             if not np.isfinite(br.lower):
                 text += "  (no robust-feasible policy certified)"
             print(f"{'RCMDP bracket (set, value)':<38}{text:>24}")
-            if not np.isfinite(br.lower) and br.get("message"):
+            if np.isfinite(br.lower):
+                print(f"{'':<38}{gap_text(br.lower, br.upper, br.value_range)}, "
+                      f"{'closed' if br.closed else 'NOT closed'}, over {br.policy_class} "
+                      f"policies")
+            elif br.get("message"):
                 print(f"{'':<38}{br.message}")
     if out is not None:
         written, note = _save(res, out, args, trainer, table, metrics,

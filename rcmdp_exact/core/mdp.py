@@ -94,7 +94,7 @@ def greedy_box(q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 def box_policy_iteration(evaluate, pi: np.ndarray, lo: np.ndarray, hi: np.ndarray, *,
                          max_iter: int, rtol: float = 0.0, atol=0.0, improve=None,
-                         stop=None) -> Result:
+                         stop=None, greedy=None) -> Result:
     r"""Howard's policy iteration for a batch of J box MDPs: the one Howard iteration.
 
     The policy player of every fixed point of the toolkit: the plain MDP
@@ -119,6 +119,9 @@ def box_policy_iteration(evaluate, pi: np.ndarray, lo: np.ndarray, hi: np.ndarra
         ``evaluate(pi) -> (w, q)`` (any further items of the tuple are kept as ``info``).
     pi, lo, hi : arrays (J, S, A)
         The starting policies (in their boxes) and the boxes.
+    greedy : callable, optional
+        The box maximiser, ``greedy(q, lo, hi)`` (default :func:`greedy_box`; the robust
+        engine passes its compiled equal, :func:`rcmdp_exact.robust.compiled.greedy_fill`).
     atol : float or array (J,)
 
     Returns
@@ -134,7 +137,7 @@ def box_policy_iteration(evaluate, pi: np.ndarray, lo: np.ndarray, hi: np.ndarra
         rounds += 1
         w, q, *info = evaluate(pi)
         if improve is None:
-            best = greedy_box(q, lo, hi)
+            best = (greedy or greedy_box)(q, lo, hi)
             gain = np.einsum("jsa,jsa->js", best - pi, q)
         else:
             best, gain = improve(w, q, pi)

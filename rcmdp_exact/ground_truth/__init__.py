@@ -10,7 +10,7 @@ RCMDP and certified duality gaps).  The robust fixed points they need come from
 """
 
 
-from .bracket import BracketSettings, rcmdp_bracket
+from .bracket import POLICY_CLASS, BracketSettings, gap_text, rcmdp_bracket, value_range
 from .dual_certificate import certified_dual, duality_gap
 from .lp import (
     DEFAULT_LP_SOLVER,
@@ -24,13 +24,16 @@ from .variants import VARIANTS, rcmdp_variant
 __all__ = [
     "DEFAULT_LP_SOLVER",
     "LP_SOLVERS",
+    "POLICY_CLASS",
     "VARIANTS",
     "BracketSettings",
     "certified_dual",
     "duality_gap",
+    "gap_text",
     "infeasible_message",
     "rcmdp_bracket",
     "rcmdp_variant",
     "solve_cmdp",
     "solve_cmdp_finite_horizon",
+    "value_range",
 ]

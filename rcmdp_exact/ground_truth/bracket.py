@@ -59,7 +59,7 @@ from .._result import Result
 from ..robust import check_robust_inputs
 from ..robust.engine import RobustGame
 from ..uncertainty import SARectangularSet
-from .boxes import BOX_BOUNDS, branch_and_bound
+from .boxes import BOX_BOUNDS, KERNEL_ROUNDS, branch_and_bound
 from .dual import fits, lagrangian_search
 from .dual_certificate import DUAL_GAP_TOL, DUAL_ITER, DUAL_TOL, dual_of_game, duality_gap
 from .lp import cost_name, fmt, max_slack_policy, solve_cmdp
@@ -73,9 +73,45 @@ from .variants import (
     variant_target,
 )
 
-__all__ = ["BracketSettings", "rcmdp_bracket"]
+__all__ = ["POLICY_CLASS", "RELATIVE_FLOOR", "BracketSettings", "gap_scale", "gap_text",
+           "rcmdp_bracket", "value_range"]
+
+#: The policies over which the bracket bounds the optimum: Markov, stationary and
+#: randomised (history-dependent policies can do better on robust constrained problems,
+#: Ganguly and Ghosh, arXiv 2511.07486; docs/ground_truth.md, section 3.1).
+POLICY_CLASS = "stationary randomised"
+#: The relative gap is the gap over max(|lower|, RELATIVE_FLOOR * value range): relative
+#: to the value, except where the value is within a millionth of the value range of 0
+#: (a value of 0 itself would leave no scale).
+RELATIVE_FLOOR = 1e-6
 
 _SOLVED = ("optimal", "optimal_inaccurate", "check_failed")
+
+
+def value_range(model) -> float:
+    r"""The span of every discounted value of the model: :math:`(\max r - \min r) / (1 -
+    \gamma)` over the rewards of the live states (and 0, what a terminal state earns).
+    Every policy's value under every kernel lies in an interval of this length."""
+    R = np.asarray(model.R, dtype=np.float64)
+    live = R[~np.asarray(model.terminal, dtype=bool)]
+    hi = float(live.max(initial=-np.inf))
+    lo = float(live.min(initial=np.inf))
+    if np.asarray(model.terminal).any() or not live.size:
+        hi, lo = max(hi, 0.0), min(lo, 0.0)
+    return (hi - lo) / (1.0 - float(model.gamma))
+
+
+def gap_scale(lower: float, span: float) -> float:
+    """The denominator of the relative gap: ``max(abs(lower), RELATIVE_FLOOR * span)``."""
+    low = abs(lower) if np.isfinite(lower) else 0.0
+    return max(low, RELATIVE_FLOOR * span)
+
+
+def _relative(gap: float, lower: float, span: float) -> float:
+    scale = gap_scale(lower, span)
+    if gap <= 0.0:
+        return 0.0
+    return gap / scale if scale > 0.0 and np.isfinite(gap) else np.inf
 #: The share of ``time_limit`` after which no RCPG variant target is started or continued.
 VARIANT_SHARE = 0.25
 
@@ -195,7 +231,9 @@ def _joint_infeasibility(game: RobustGame, rounds: int = 12, deadline: float = n
 
 def _infeasible(game, why: str, pol: np.ndarray, least, extra: dict) -> Result:
     nan = np.full(game.K, np.nan)
-    return Result(lower=-np.inf, upper=-np.inf, gap=0.0, lower_method="none",
+    return Result(lower=-np.inf, upper=-np.inf, gap=0.0, relative_gap=0.0,
+                  value_range=value_range(game.model), policy_class=POLICY_CLASS,
+                  lower_method="none",
                   upper_method="least worst-case cost", lam=np.full(game.K, np.inf),
                   policies={"lower": pol, "upper": pol}, policy=pol,
                   lower_costs=least.copy(), mix_theta=0.0,
@@ -251,6 +289,7 @@ class BracketSettings:
     n_starts: int = 2
     seed: object = 0
     box_bounds: tuple = BOX_BOUNDS
+    kernel_rounds: int = KERNEL_ROUNDS
     dual_evaluations: int = 200
 
     def __post_init__(self):
@@ -266,6 +305,7 @@ class BracketSettings:
         bounds = tuple(self.box_bounds)
         for b in bounds:
             check_choice(b, "box_bounds entry", BOX_BOUNDS)
+        check_int(self.kernel_rounds, "kernel_rounds", 0)
         check_int(self.max_boxes, "max_boxes", 1)
         check_int(self.dual_evaluations, "dual_evaluations", 0)
         check_real(self.time_limit, "time_limit", 0.0, low_open=True)
@@ -276,9 +316,11 @@ class BracketSettings:
         object.__setattr__(self, "variants", variants)
         object.__setattr__(self, "box_bounds", bounds)
 
-    def gap_tol(self, value: float) -> float:
-        """The target gap at a lower bound ``value``: ``max(atol, rtol * max(1, abs(value)))``."""
-        return max(self.atol, self.rtol * max(1.0, abs(value))) if np.isfinite(value) \
+    def gap_tol(self, value: float, span: float = 0.0) -> float:
+        """The target gap at a lower bound ``value`` on a model of value range ``span``
+        (:func:`value_range`): ``max(atol, rtol * max(abs(value), RELATIVE_FLOOR * span))``, the
+        rule of ``closed`` (the relative gap at most rtol, or the gap at most atol)."""
+        return max(self.atol, self.rtol * gap_scale(value, span)) if np.isfinite(value) \
             else self.atol
 
 
@@ -304,10 +346,11 @@ def _seed_lower(inc, dual, safest, variants) -> None:
         inc.offer(var.policy[None], f"variant {name}")
 
 
-def _lower_search(game, inc, dual, lps, st: BracketSettings, deadline, cands) -> None:
+def _lower_search(game, inc, dual, lps, st: BracketSettings, deadline, cands,
+                  tol_of) -> None:
     """The search of the lower side from the seeds (:func:`_seed_lower`): mixtures and
     local search (unless the seeds already close the bracket)."""
-    if dual.U - inc.value <= st.gap_tol(inc.value):
+    if dual.U - inc.value <= tol_of(inc.value):
         return
     ev = inc.seed_eval
     # the infeasible Lagrangian policies met at the largest lam: the far side of the kink
@@ -323,7 +366,7 @@ def _lower_search(game, inc, dual, lps, st: BracketSettings, deadline, cands) ->
     starts += list(rng.dirichlet(np.ones(game.A), size=(st.n_starts, game.S)))
     improve(inc, starts, partners, n_iter=st.n_ascent, deadline=deadline,
             n_partners=st.n_partners, rounds=max(1, math.ceil(st.mix_steps / 3)),
-            gain=0.01 * st.gap_tol(inc.value))
+            gain=0.01 * tol_of(inc.value))
 
 
 def _certified_lower(game, inc):
@@ -337,42 +380,58 @@ def _certified_lower(game, inc):
     return -np.inf, np.full(game.K, np.nan), None, "none", 0.0
 
 
-def _status(pol, upper, lower, bb, cut: list, st: BracketSettings,
-            closed: bool) -> tuple[str, str]:
+def gap_text(lower: float, upper: float, span: float) -> str:
+    """The gap of a bracket in words: absolute, and relative to what (every message and
+    report of a bracket uses it)."""
+    gap = upper - lower
+    rel = _relative(gap, lower, span)
+    scale = gap_scale(lower, span)
+    if np.isfinite(lower) and abs(lower) >= RELATIVE_FLOOR * span:
+        of = "of |lower|"
+    else:
+        of = f"of {RELATIVE_FLOOR:g} x the value range {span:.4g} (lower is near 0)"
+    return f"gap {gap:.3g} = {100.0 * rel:.3g}% {of} ({scale:.4g})"
+
+
+def _status(pol, upper, lower, bb, cut: list, st: BracketSettings, closed: bool,
+            span: float) -> tuple[str, str]:
     if pol is None and upper == -np.inf:
         return "infeasible", ("infeasible: branch and bound found no box that meets every "
                               "budget; no policy is robust-feasible")
     if pol is None:
         return "no_feasible_policy", (f"no robust-feasible policy found; upper bound "
-                                      f"{upper:.6g}; raise time_limit or max_boxes")
-    text = (f"certified bracket [{lower:.10g}, {upper:.10g}], gap {upper - lower:.3g} "
-            f"({bb.boxes} boxes)")
+                                      f"{upper:.6g} on the optimum over {POLICY_CLASS} "
+                                      f"policies; raise time_limit or max_boxes")
+    text = (f"certified bracket [{lower:.10g}, {upper:.10g}] on the optimum over "
+            f"{POLICY_CLASS} policies, {gap_text(lower, upper, span)}, {bb.boxes} boxes")
     if closed:
-        return "bracket", text
+        return "bracket", f"closed: {text}"
     why = []
     if bb.stopped == "boxes":
         why.append(f"the box budget max_boxes = {st.max_boxes}")
     if bb.stopped == "time" or cut:
         why.append(f"the time limit of {st.time_limit:g} s")
-    rel = (upper - lower) / max(1.0, abs(lower))
     skipped = f"; cut at the deadline: {', '.join(cut)}" if cut else ""
     return "budget_exhausted", (
-        f"budget exhausted ({' and '.join(why) or 'the budget'}) before the target gap: "
-        f"{text}, {rel:.3g} of max(1, |lower|); both bounds hold{skipped}; raise "
+        f"NOT closed: budget exhausted ({' and '.join(why) or 'the budget'}) before the "
+        f"target relative gap {st.rtol:g}: {text}; both bounds hold{skipped}; raise "
         f"time_limit or max_boxes for a tighter bracket")
 
 
 def _bracket_result(game, inc, dual, bb, extra: dict, cut: list,
-                    st: BracketSettings) -> Result:
+                    st: BracketSettings, span: float) -> Result:
     lower, costs, pol, method, theta = _certified_lower(game, inc)
     upper = min(dual.U, bb.upper)
-    closed = bool(upper - lower <= st.gap_tol(lower) or (bb.closed and not cut))
-    status, msg = _status(pol, upper, lower, bb, cut, st, closed)
+    # closed by the one stated rule: the gap at most max(atol, rtol * the gap's scale)
+    closed = bool(upper - lower <= st.gap_tol(lower, span))
+    status, msg = _status(pol, upper, lower, bb, cut, st, closed, span)
     game.deadline = None if game.deadline is None else game.deadline + 1.0
     up = game.evaluate(dual.pi[None])
     pol = dual.pi if pol is None else pol
     return Result(
         lower=float(lower), upper=float(upper), gap=float(upper - lower),
+        relative_gap=float(_relative(upper - lower, lower, span)), value_range=span,
+        policy_class=POLICY_CLASS,
         lower_method=method, upper_method="lagrangian" if upper >= dual.U else
         "branch and bound", lam=dual.lam.copy(),
         policies={"lower": pol, "upper": dual.pi}, policy=pol, lower_costs=costs,
@@ -423,7 +482,10 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
         Budget: boxes of the branch and bound, and seconds from the call for the whole
         computation (every phase stops at the deadline; the bounds stay certified).
     rtol, atol
-        Stop when ``upper - lower <= max(atol, rtol * max(1, abs(lower)))``.
+        Stop, and call the bracket ``closed``, when ``upper - lower <= max(atol, rtol *
+        max(|lower|, RELATIVE_FLOOR * value_range))``: the relative gap at most rtol
+        (:func:`value_range`: the span of the model's discounted values;
+        :data:`RELATIVE_FLOOR` = 1e-6).
     n_ascent : int
         SLSQP iterations per start of the local search of the lower side.
     candidates : array_like, optional
@@ -437,6 +499,12 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
         The bounds a box adds to its Lagrangian bound (:mod:`.local_bound`, the
         performance-difference bound; :mod:`.occupancy_bound`, the occupancy LP with
         McCormick envelopes); ``()`` for the Lagrangian bound alone.
+    kernel_rounds : int
+        The occupancy LP of a box adds, up to ``kernel_rounds`` times, the worst-case
+        kernels of its own policy where they are worse than those it has
+        (:func:`~.boxes.lp_bound`); 0 (the default): one kernel per objective, the box
+        maximiser's.  The rounds tighten a bracket at a box budget but cost more than
+        they give within a time limit (docs/ground_truth.md, section 3.9).
     client : distributed.Client, optional
         Bound the children of each round on this Dask cluster (the same answer as
         without, for the same box budget).  Anything else than a ``distributed.Client``
@@ -450,7 +518,10 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
     Returns
     -------
     Result
-        ``lower``, ``upper``, ``gap``; ``lower_method`` ("lp", "lp, tightened budgets",
+        ``lower``, ``upper``, ``gap`` (absolute), ``relative_gap`` (the gap over
+        ``max(abs(lower), RELATIVE_FLOOR * value_range)``), ``value_range``,
+        ``policy_class`` ("stationary randomised": the bracket bounds the optimum over
+        Markov stationary randomised policies); ``lower_method`` ("lp", "lp, tightened budgets",
         "lagrangian", "variant <name>", "candidate", "certified search", "mixture",
         "branch and bound", or "none") and ``upper_method`` ("lagrangian", "branch and
         bound" or "least worst-case cost"); ``lam`` (K,) of the Lagrangian bound;
@@ -504,15 +575,22 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
                              low=low, high=high, n_grid=st.n_grid, n_refine=st.n_refine,
                              n_cuts=st.n_cuts, deadline=deadline)
     _seed_lower(inc, dual, safest, var_out)
+    span = value_range(model)
+
+    def tol_of(value):
+        return st.gap_tol(value, span)
+
     bb_kw = dict(lam_unit=max(10.0 * low, float(dual.lam.max(initial=0.0))),
-                 deadline=deadline, gap_tol=st.gap_tol, bounds=st.box_bounds,
-                 client=client, t0=t0, model=model)
-    _lower_search(game, inc, dual, lps, st, deadline, cands)
+                 deadline=deadline, gap_tol=tol_of, bounds=st.box_bounds,
+                 client=client, t0=t0, model=model,
+                 scale_of=lambda v: gap_scale(v, span),
+                 kernel_rounds=st.kernel_rounds)
+    _lower_search(game, inc, dual, lps, st, deadline, cands, tol_of)
     with tqdm(desc="rcmdp bracket: boxes", disable=not progress_default(progress),
               leave=False) as bar:
         bb = branch_and_bound(game, inc, dual.lam, max_boxes=st.max_boxes, bar=bar, **bb_kw)
     extra["seconds"] = time.perf_counter() - t0
-    res = _bracket_result(game, inc, dual, bb, extra, cut, st)
+    res = _bracket_result(game, inc, dual, bb, extra, cut, st, span)
     return _with_dual(game, res, st.dual_evaluations, deadline)
 
 

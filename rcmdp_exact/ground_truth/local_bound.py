@@ -141,14 +141,14 @@ def occupancy_intervals(game: RobustGame, P: np.ndarray, lo: np.ndarray, hi: np.
     r[:, 0, idx, idx] = 1.0
     r[:, 1, idx, idx] = -1.0
     r = r.reshape(n, S)
-    pi = greedy_box(np.broadcast_to(r[..., None], (n, S, A)).copy(), lob, hib)
+    pi = game.greedy(np.broadcast_to(r[..., None], (n, S, A)).copy(), lob, hib)
 
     def evaluate(pi):
         v = PolicySystem(policy_matrix(Pb, pi), g).solve(r)
         return v, r[..., None] + g * np.einsum("nsat,nt->nsa", Pb, v)
 
     sol = box_policy_iteration(evaluate, pi, lob, hib, max_iter=max_iter, rtol=1e-13,
-                               stop=game.late)
+                               stop=game.late, greedy=game.greedy)
     v, q = sol.w, sol.q
     tv = np.einsum("nsa,nsa->ns", sol.best, q)
     err = np.abs(tv - v).max(axis=1) / (1.0 - g)

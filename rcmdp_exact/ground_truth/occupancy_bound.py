@@ -71,6 +71,7 @@ class OccupancyLP:
         same = s_of[:, None] * A + np.arange(A)[None, :]  # (n, A): the pairs of the state
         self.same = same
         self.h = None
+        self.last = None
 
     def _highs(self):
         if self.h is None:
@@ -79,9 +80,15 @@ class OccupancyLP:
             self.h = new_highs(presolve="off")
         return self.h
 
-    def matrix(self, lo, hi, kernels, dlo, dhi):
-        """(A (csc), row lower, row upper, column lower, upper, cost) of one box."""
-        g, S, A, n, m = self.game, self.game.S, self.game.A, self.n, self.m
+    def matrix(self, lo, hi, kernels, dlo, dhi, objectives=None):
+        """(A (csc), row lower, row upper, column lower, upper, cost) of one box.
+
+        ``objectives`` (m,): the objective of each kernel (0 the value, k the cost k);
+        default one kernel per objective, in order."""
+        g, S, A, n = self.game, self.game.S, self.game.A, self.n
+        objectives = np.arange(self.m) if objectives is None else np.asarray(objectives)
+        m = len(objectives)
+        N = n * (1 + m) + 1
         rows, cols, vals = [], [], []
         # simplex rows
         rows.append(self.s_of)
@@ -92,6 +99,7 @@ class OccupancyLP:
         l, u = lo.ravel(), hi.ravel()
         xb_hi = []
         for j in range(m):
+            o = int(objectives[j])
             base = n * (1 + j)
             P = kernels[j].reshape(n, S)
             flow = -g.gamma * P.T  # (S', n)
@@ -124,54 +132,62 @@ class OccupancyLP:
             rl.append(np.full(4 * n, -np.inf))
             ru.append(rhs.ravel())
             r0 += 4 * n
-            gj = g.R if j == 0 else g.C[j - 1]
+            gj = g.R if o == 0 else g.C[o - 1]
             rew = np.einsum("sat,sat->sa", kernels[j], gj)
             rew[g.term] = 0.0
-            if j == 0:  # t - r.x_0 <= 0
+            if o == 0:  # t - r.x_0 <= 0 (for every kernel of the value)
                 rows.append(np.full(n + 1, r0))
-                cols.append(np.append(base + np.arange(n), self.N - 1))
+                cols.append(np.append(base + np.arange(n), N - 1))
                 vals.append(np.append(-rew.ravel(), 1.0))
                 ru.append(np.zeros(1))
             else:  # c_k.x_k <= d_k
                 rows.append(np.full(n, r0))
                 cols.append(base + np.arange(n))
                 vals.append(rew.ravel())
-                ru.append(np.array([g.d_bound[j - 1]]))
+                ru.append(np.array([g.d_bound[o - 1]]))
             rl.append(np.full(1, -np.inf))
             r0 += 1
         Amat = sp.csc_array((np.concatenate(vals), (np.concatenate(rows),
                                                      np.concatenate(cols))),
-                            shape=(r0, self.N))
+                            shape=(r0, N))
         Amat.sum_duplicates()
         clo = np.concatenate([l, np.zeros(n * m), [-2.0 * g.scale]])
         chi = np.concatenate([u, *xb_hi, [2.0 * g.scale]])
-        cost = np.zeros(self.N)
+        cost = np.zeros(N)
         cost[-1] = -1.0
         return Amat, np.concatenate(rl), np.concatenate(ru), clo, chi, cost
 
-    def bound(self, lo, hi, kernels, dlo, dhi, basis=None):
+    def bound(self, lo, hi, kernels, dlo, dhi, basis=None, objectives=None):
         r"""A certified upper bound on the robust-feasible optimum of one box (S, A).
 
         ``kernels`` (1 + K, S, A, S): one kernel of the set per objective (value, then
         each cost); ``dlo``, ``dhi`` (1 + K, S): certified occupancy intervals of the
         box's policies under them; ``basis``: a basis to start from (of the parent).
         ``basis`` is a pair of int8 arrays (the status of every column and row, as
-        HiGHS numbers them).  Returns (bound, basis); the bound is ``inf`` when the solver
-        gives no duals.  The solver stops at the game's deadline (duals from a cut run
-        still give a certified bound, or none).
+        HiGHS numbers them); one of another shape is ignored.  ``objectives`` (m,): the
+        objective of each kernel (0 the value, k the cost k; several kernels of one
+        objective are each a valid relaxation: the value is at most the smallest of its
+        kernels' values, and every kernel's cost must meet the budget).  After the call
+        :attr:`last` holds the LP's policy (S, A), or None.  Returns (bound, basis); the
+        bound is ``inf`` when the solver gives no duals.  The solver stops at the game's
+        deadline (duals from a cut run still give a certified bound, or none).
         """
         import time
 
         import highspy
 
+        self.last = None
         if self.game.late():
             return np.inf, basis
 
-        Amat, rl, ru, clo, chi, cost = self.matrix(lo, hi, kernels, dlo, dhi)
+        self.last = None
+        Amat, rl, ru, clo, chi, cost = self.matrix(lo, hi, kernels, dlo, dhi, objectives)
+        if basis is not None and (basis[0].size != cost.size or basis[1].size != rl.size):
+            basis = None
         h = self._highs()
         h.clearModel()
         lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = self.N, Amat.shape[0]
+        lp.num_col_, lp.num_row_ = cost.size, Amat.shape[0]
         lp.col_cost_, lp.col_lower_, lp.col_upper_ = cost, clo, chi
         lp.row_lower_, lp.row_upper_ = rl, ru
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
@@ -181,8 +197,10 @@ class OccupancyLP:
         h.passModel(lp)
         if basis is not None:
             b = highspy.HighsBasis()
-            b.col_status = [highspy.HighsBasisStatus(int(v)) for v in basis[0]]
-            b.row_status = [highspy.HighsBasisStatus(int(v)) for v in basis[1]]
+            status = list(highspy.HighsBasisStatus.__members__.values())
+            status = [dict((int(x), x) for x in status)[i] for i in range(len(status))]
+            b.col_status = [status[v] for v in basis[0].tolist()]
+            b.row_status = [status[v] for v in basis[1].tolist()]
             b.valid = True
             h.setBasis(b)
         if self.game.deadline is not None:
@@ -192,6 +210,11 @@ class OccupancyLP:
         sol = h.getSolution()
         if not sol.dual_valid:
             return np.inf, None
+        if sol.value_valid and h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
+            last = np.asarray(sol.col_value[:self.n], dtype=np.float64).reshape(
+                self.game.S, self.game.A)
+            if np.isfinite(last).all():
+                self.last = last
         y = np.asarray(sol.row_dual, dtype=np.float64)
         y = np.where(np.isneginf(rl), np.minimum(y, 0.0), y)
         y = np.where(np.isposinf(ru), np.maximum(y, 0.0), y)
@@ -209,6 +232,6 @@ class OccupancyLP:
         hb = h.getBasis()
         out = None
         if hb.valid:
-            out = (np.array([int(v) for v in hb.col_status], dtype=np.int8),
-                   np.array([int(v) for v in hb.row_status], dtype=np.int8))
+            out = (np.fromiter((v.value for v in hb.col_status), np.int8),
+                   np.fromiter((v.value for v in hb.row_status), np.int8))
         return -low, out

@@ -62,8 +62,10 @@ from ..domains import (
     perturbations,
 )
 from ..ground_truth import (
+    POLICY_CLASS,
     VARIANTS,
     BracketSettings,
+    gap_text,
     rcmdp_bracket,
     solve_cmdp,
     solve_cmdp_finite_horizon,
@@ -141,8 +143,9 @@ def _optimum(res, **extra) -> dict:
 
 
 def _bracket_summary(br) -> dict:
-    keys = ("lower", "upper", "gap", "lower_method", "upper_method",
-            "upper_policy_value", "status", "message", "boxes", "seconds", "closed")
+    keys = ("lower", "upper", "gap", "relative_gap", "value_range", "policy_class",
+            "lower_method", "upper_method", "upper_policy_value", "status", "message",
+            "boxes", "seconds", "closed")
     return {**{k: br[k] for k in keys}, "lam": br.lam, "lower_costs": br.lower_costs,
             "upper_policy_costs": br.upper_policy_costs,
             "min_robust_costs": br.min_robust_costs,
@@ -597,8 +600,12 @@ def _format_optima(name: str, dom) -> list[str]:
         lines.append(f"  {key:<16} V = {o['value']:12.6f}  C = {np.round(o['costs'], 6).tolist()}"
                      f"  lam = {np.round(o['lam'], 6).tolist()}  [{o['status']}]")
     b = dom.bracket
-    lines.append(f"  {'rcmdp bracket':<16} [{b['lower']:.6f}, {b['upper']:.6f}] gap "
-                 f"{b['gap']:.3g} (lower: {b['lower_method']}, upper: {b['upper_method']}, "
+    gap = gap_text(b["lower"], b["upper"], b["value_range"]) if "value_range" in b else \
+        f"gap {b['gap']:.3g}"
+    lines.append(f"  {'rcmdp bracket':<16} [{b['lower']:.6f}, {b['upper']:.6f}] {gap}, "
+                 f"{'closed' if b.get('closed') else 'NOT closed'}, over "
+                 f"{b.get('policy_class', POLICY_CLASS)} policies "
+                 f"(lower: {b['lower_method']}, upper: {b['upper_method']}, "
                  f"{b['boxes']} boxes), lam = {np.round(b['lam'], 6).tolist()} "
                  f"[{b['status']}]")
     if b["status"] != "bracket":

@@ -93,6 +93,23 @@ def _builtin(uset) -> bool:
     return type(uset).__module__.startswith("rcmdp_exact.uncertainty")
 
 
+def _compiled_greedy():
+    """The compiled greedy fill of boxes (:func:`.compiled.greedy_fill`)."""
+    from .compiled import greedy_fill
+
+    return greedy_fill
+
+
+def _compiled_rows(uset, inner: str):
+    """The rows of the toolkit's own L1 ball for the compiled inner step, or None (other
+    sets, subclasses, and the LP cross-check keep the set's ``worst_case``)."""
+    from ..uncertainty import L1Ball
+
+    if inner != "sort" or type(uset) is not L1Ball:
+        return None
+    return uset.rows()
+
+
 def _row_name(idx, batched: bool, per_state: bool) -> str:
     names = (("j",) if batched else ()) + (("s",) if per_state else ("s", "a"))
     return "(" + ", ".join(f"{n}={int(i)}" for n, i in zip(names, idx, strict=False)) + ")"
@@ -220,10 +237,16 @@ class RobustGame:
         A time (``time.perf_counter()``) after which every fixed point stops at its next
         iteration; the answers keep their residual bounds, so they stay certified, only
         looser.  The attribute may be changed between calls.
+    compiled : bool
+        On the toolkit's own :class:`~rcmdp_exact.L1Ball` with ``inner="sort"``, solve the
+        rows of a batch in one compiled call (:mod:`~rcmdp_exact.robust.compiled`, the
+        ball's own compiled row) instead of the ball's numpy ``worst_case`` (the
+        reference, ``compiled=False``).  Both are the exact sort-based solution.
     """
 
     def __init__(self, model, uset, tol: float = 1e-12, max_iter: int = 200,
-                 inner: str = "sort", deadline: float | None = None):
+                 inner: str = "sort", deadline: float | None = None,
+                 compiled: bool = True):
         S, A, K = model.n_states, model.n_actions, model.n_constraints
         self.model = model
         self.S, self.A, self.K = S, A, K
@@ -249,16 +272,24 @@ class RobustGame:
         self.deadline = deadline
         self._check_rows = True  # the next inner step checks a user's rows (once per fixed point)
         self.d_slack = 0.0  # upper bounds hold for the budgets d + d_slack (:attr:`d_bound`)
+        self.rows = _compiled_rows(uset, inner) if compiled else None
+        self.greedy = _compiled_greedy() if compiled else greedy_box
+        self._shared_last = (None, None)
 
     def replace(self, **settings) -> RobustGame:
         """A game on the same arrays and set (nothing is checked or built again) with other
-        settings: any of ``tol``, ``max_iter``, ``deadline``, ``d``, ``d_slack``."""
-        bad = set(settings) - {"tol", "max_iter", "deadline", "d", "d_slack"}
+        settings: any of ``tol``, ``max_iter``, ``deadline``, ``d``, ``d_slack``,
+        ``compiled``."""
+        bad = set(settings) - {"tol", "max_iter", "deadline", "d", "d_slack", "compiled"}
         if bad:
             raise TypeError(f"RobustGame.replace: unknown settings {sorted(bad)}")
         out = copy.copy(self)
+        compiled = settings.pop("compiled", None)
         for key, value in settings.items():
             setattr(out, key, value)
+        if compiled is not None:
+            out.rows = _compiled_rows(self.uset, self.inner_method) if compiled else None
+            out.greedy = _compiled_greedy() if compiled else greedy_box
         out.n_inner = 0
         return out
 
@@ -296,7 +327,16 @@ class RobustGame:
 
     # ------------------------------------------------------------------ operators
     def _shared(self, g: np.ndarray):
-        """(f, h) with g = f(s, a) + h(s') on the live rows of every problem, or None."""
+        """(f, h) with g = f(s, a) + h(s') on the live rows of every problem, or None
+        (the answer for the last ``g`` is kept: a fixed point asks for it every
+        iteration)."""
+        if self._shared_last[0] is g:
+            return self._shared_last[1]
+        out = self._split(g)
+        self._shared_last = (g, out)
+        return out
+
+    def _split(self, g: np.ndarray):
         live = ~self.term
         gl = g[:, live]
         if not gl.size:
@@ -322,6 +362,8 @@ class RobustGame:
         J = g.shape[0]
         check = self._check_rows
         self._check_rows = False
+        if self.rows is not None:
+            return self._terminal_rows(*self._compiled_inner(g, w))
         if self.s_rect:
             z = g + self.gamma * w[:, None, None, :]
             res = checked_worst_case(self.uset, z, pi, self.inner_method, check_rows=check)
@@ -343,6 +385,23 @@ class RobustGame:
             P = P.copy()
         return self._terminal_rows(q, P)
 
+    def _compiled_inner(self, g, w):
+        """The inner step on the toolkit's L1 ball, every row of the batch in one
+        compiled call (:mod:`.compiled`); an answer that is not finite raises like a
+        set's failure."""
+        from .compiled import solve_rows
+
+        shared = self._shared(g)
+        if shared is None:
+            q, P = solve_rows(self.rows, g + self.gamma * w[:, None, None, :])
+        else:
+            f, h = shared
+            q, P = solve_rows(self.rows, h + self.gamma * w, f)
+        if not np.isfinite(q).all():
+            _fail(self.uset, "gave a non-finite worst-case value (compiled rows)",
+                  "check the values z it was given (rewards and values must be finite)")
+        return q, P
+
     def _terminal_rows(self, q, P):
         self.n_inner += 1
         if self.P_term is not None:
@@ -359,7 +418,7 @@ class RobustGame:
         """
         if not self.s_rect:
             q, _ = self.inner(g, w)
-            best = greedy_box(q, lo, hi)
+            best = self.greedy(q, lo, hi)
             return best, np.einsum("jsa,jsa->js", best, q)
         z = g + self.gamma * w[:, None, None, :]
         res = self.uset.bellman_max_min(z, lo, hi)
@@ -490,7 +549,8 @@ class RobustGame:
                 return best, tw - w
 
         sol = box_policy_iteration(evaluate, pi, lo, hi, max_iter=self.max_iter,
-                                   rtol=self.tol, improve=improve, stop=self.late)
+                                   rtol=self.tol, improve=improve, stop=self.late,
+                                   greedy=self.greedy)
         w, q, adv = sol.w, sol.q, sol.info[0]
         tw = self.max_min(g, w, lo, hi)[1] if self.s_rect else \
             np.einsum("jsa,jsa->js", sol.best, q)
