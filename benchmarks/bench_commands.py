@@ -31,8 +31,7 @@ Sections (``--section``, default all):
   fresh copy of the checkout with a new virtual environment, once (``--runs`` is
   ignored); the install (``python3 -m venv ... && pip install ...``) and the command
   after it timed apart.  pip's download cache is the machine's own (a first install
-  on a new machine downloads about 300 MB more); ``--no-pip-cache`` empties it for the
-  run.
+  on a new machine also downloads every wheel); ``--no-pip-cache`` installs without it.
 
     python benchmarks/bench_commands.py [--section refusals] [--runs 5]
     python benchmarks/bench_commands.py --section readme
