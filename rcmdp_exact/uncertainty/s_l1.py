@@ -355,36 +355,37 @@ def _level(Q, X, exc, ps, zmin, kappa):
     # unspent or overspent.  Take the segments on both sides of u, spend the residual
     # budget exactly on the flattest action's segment (the other actions' radii are exact
     # to an ulp of u), and keep the side whose dual certificate is the larger.
-    invL, jL = _segments_below(Q, exc, ps, u)
+    # u on a breakpoint of some action (rare: a tie, or the root in one ulp): only there
+    # do the segments below u differ from those above it
+    hit = np.flatnonzero(binding & (Q == u[:, None, None]).any(axis=(1, 2)))
+    invL = inv.copy()
+    jL = np.full((R, A), -1)
+    if hit.size:
+        invL[hit], jL[hit] = _segments_below(Q[hit], exc[hit], ps[hit], u[hit])
     res = kappa - xi.sum(axis=-1)
-    side = np.where((res > 0.0)[:, None], invL, inv)
+    up = res > 0.0
+    side = np.where(up[:, None], invL, inv)
     a = side.argmax(axis=-1)
-    j = np.where(res > 0.0, jL[rows, a],
-                 np.count_nonzero(Q[rows, a] > u[:, None], axis=-1) - 1)
+    jR = np.count_nonzero(Q[rows, a] > u[:, None], axis=-1) - 1
+    j = np.where(up & np.isin(rows, hit), jL[rows, a], jR)
     ok = binding & (side[rows, a] > 0.0) & (j >= 0)
     jj = np.maximum(j, 0)
     x0 = xi[rows, a]  # never past the segment's far end, never back past x0's side
-    xa = np.where(res > 0.0, np.minimum(x0 + res, np.maximum(x0, X[rows, a, jj + 1])),
+    xa = np.where(up, np.minimum(x0 + res, np.maximum(x0, X[rows, a, jj + 1])),
                   np.maximum(x0 + res, np.minimum(x0, X[rows, a, jj])))
     xi[rows[ok], a[ok]] = xa[ok]
     F = xi.sum(axis=-1)
     # keep the radii inside the budget when rounding put their sum above it
     over = F > kappa
     xi = np.where(over[:, None], xi * (kappa / np.where(over, F, 1.0))[:, None], xi)
-    cand = []
-    for iv in (inv, invL):
-        d = np.zeros((R, A))
-        sinv = iv.sum(axis=-1)
-        bd = binding & (sinv > 0)
-        d[bd] = iv[bd] / sinv[bd, None]
-        lam = np.where(bd, 1.0 / np.where(bd, sinv, 1.0), 0.0)
-        cand.append((d, lam, bd))
-    cR = _certificate(Q, X, cand[0][0], cand[0][1], kappa)
-    cL = _certificate(Q, X, cand[1][0], cand[1][1], kappa)
-    left = cand[1][2] & (cL > cR)
-    d = np.where(left[:, None], cand[1][0], cand[0][0])
-    lam = np.where(left, cand[1][1], cand[0][1])
-    binding = np.where(left, cand[1][2], cand[0][2])
+    d, lam, binding = _proportional(inv, binding)
+    if hit.size:  # keep the side whose certificate is the larger
+        dL, lamL, bL = _proportional(invL[hit], np.ones(hit.size, dtype=bool))
+        cR = _certificate(Q[hit], X[hit], d[hit], lam[hit], kappa[hit])
+        cL = _certificate(Q[hit], X[hit], dL, lamL, kappa[hit])
+        left = bL & (cL > cR)
+        sel = hit[left]
+        d[sel], lam[sel], binding[sel] = dL[left], lamL[left], True
     # radius 0: any lam >= the steepest slope makes the dual bound the nominal value
     if zero.any():
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -395,6 +396,18 @@ def _level(Q, X, exc, ps, zmin, kappa):
     d[rows[single], best[single]] = 1.0
     xi[zero] = 0.0
     return xi, d, lam, ended
+
+
+def _proportional(inv, binding):
+    """The policy d proportional to ``inv`` (R, A) and the multiplier 1/sum(inv) on the
+    binding rows with some active action (zeros elsewhere), and those rows."""
+    R, A = inv.shape
+    d = np.zeros((R, A))
+    sinv = inv.sum(axis=-1)
+    bd = binding & (sinv > 0)
+    d[bd] = inv[bd] / sinv[bd, None]
+    lam = np.where(bd, 1.0 / np.where(bd, sinv, 1.0), 0.0)
+    return d, lam, bd
 
 
 def _segments_below(Q, exc, ps, u):
