@@ -53,7 +53,13 @@ function is bilinear and both sets are compact and convex, so max-min = min-max
   conditions: :math:`\pi_a \propto 1 / |q_a'(\xi_a)|` on the actions with
   :math:`q_a(0) > u` (the budget multiplier equalises :math:`\pi_a |q_a'|`); when the
   budget does not bind, the action of largest :math:`\min z_a`; at radius 0, the
-  nominal best action.
+  nominal best action.  The final step is exact on the active set: u is a float, so
+  near-ties of z (an action nearly flat in its radius) can put u one rounding step past
+  the root, on a breakpoint, or resolve the flat action's radius only to
+  :math:`\mathrm{ulp}(u)/|q_a'|`; the residual budget goes to the flattest action's
+  segment, and the multiplier is taken from the side of u (segments above or below it)
+  whose certificate is the larger.  Where that certificate is still loose, the policy's
+  exact worst case (the greedy split) is the lower bound.
 * ``"dual"`` (any box): dualising the budget with :math:`\lambda \ge 0`,
   :math:`V = \max_{\lambda \ge 0} \Psi(\lambda)`,
   :math:`\Psi(\lambda) = -\lambda\kappa + \max_{\pi \in B} \sum_a h_a(\pi_a, \lambda)`,
@@ -73,7 +79,10 @@ function is bilinear and both sets are compact and convex, so max-min = min-max
 
 Every method returns the policy's exact worst case and a ``gap``: for "level" and
 "dual" a certified one (an upper bound on V minus a lower bound on the policy's worst
-case, both from duality), for "lp" the LP's optimum minus that worst case.  The proofs and
+case, both from duality), for "lp" the LP's optimum minus that worst case.  A state whose
+"level" or "dual" gap still exceeds 1e-9 of the scale of z is repaired: it takes the
+joint LP's policy when that policy's exact worst case is closer to the method's certified
+upper bound (``repaired`` marks those states); success needs every gap certified.  The proofs and
 the measured speed are in ``docs/s_rect.md``.
 """
 
@@ -337,15 +346,46 @@ def _level(Q, X, exc, ps, zmin, kappa):
         done |= stalled | (F <= kappa + tol)
     else:
         ended = bool(done.all())
+    binding = ~zero & ~free
+    # The final exact step.  u is a float at (or one rounding step past) the root, so
+    # (1) u may sit on a breakpoint of an active action while the root lies on the
+    # segment just below it (a tie of z within an ulp: 1/|q'| of the segment above u is
+    # then the wrong multiplier), and (2) an action that is nearly flat in u (a huge
+    # 1/|q'|) gets its radius quantised to ulp(u) / |q'|, leaving up to that much budget
+    # unspent or overspent.  Take the segments on both sides of u, spend the residual
+    # budget exactly on the flattest action's segment (the other actions' radii are exact
+    # to an ulp of u), and keep the side whose dual certificate is the larger.
+    # u on a breakpoint of some action (rare: a tie, or the root in one ulp): only there
+    # do the segments below u differ from those above it
+    hit = np.flatnonzero(binding & (Q == u[:, None, None]).any(axis=(1, 2)))
+    invL = inv.copy()
+    jL = np.full((R, A), -1)
+    if hit.size:
+        invL[hit], jL[hit] = _segments_below(Q[hit], exc[hit], ps[hit], u[hit])
+    res = kappa - xi.sum(axis=-1)
+    up = res > 0.0
+    side = np.where(up[:, None], invL, inv)
+    a = side.argmax(axis=-1)
+    jR = np.count_nonzero(Q[rows, a] > u[:, None], axis=-1) - 1
+    j = np.where(up & np.isin(rows, hit), jL[rows, a], jR)
+    ok = binding & (side[rows, a] > 0.0) & (j >= 0)
+    jj = np.maximum(j, 0)
+    x0 = xi[rows, a]  # never past the segment's far end, never back past x0's side
+    xa = np.where(up, np.minimum(x0 + res, np.maximum(x0, X[rows, a, jj + 1])),
+                  np.maximum(x0 + res, np.minimum(x0, X[rows, a, jj])))
+    xi[rows[ok], a[ok]] = xa[ok]
+    F = xi.sum(axis=-1)
     # keep the radii inside the budget when rounding put their sum above it
     over = F > kappa
     xi = np.where(over[:, None], xi * (kappa / np.where(over, F, 1.0))[:, None], xi)
-    d = np.zeros((R, A))
-    binding = ~zero & ~free
-    sinv = inv.sum(axis=-1)
-    binding &= sinv > 0
-    d[binding] = inv[binding] / sinv[binding, None]
-    lam = np.where(binding, 1.0 / np.where(binding, sinv, 1.0), 0.0)
+    d, lam, binding = _proportional(inv, binding)
+    if hit.size:  # keep the side whose certificate is the larger
+        dL, lamL, bL = _proportional(invL[hit], np.ones(hit.size, dtype=bool))
+        cR = _certificate(Q[hit], X[hit], d[hit], lam[hit], kappa[hit])
+        cL = _certificate(Q[hit], X[hit], dL, lamL, kappa[hit])
+        left = bL & (cL > cR)
+        sel = hit[left]
+        d[sel], lam[sel], binding[sel] = dL[left], lamL[left], True
     # radius 0: any lam >= the steepest slope makes the dual bound the nominal value
     if zero.any():
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -356,6 +396,32 @@ def _level(Q, X, exc, ps, zmin, kappa):
     d[rows[single], best[single]] = 1.0
     xi[zero] = 0.0
     return xi, d, lam, ended
+
+
+def _proportional(inv, binding):
+    """The policy d proportional to ``inv`` (R, A) and the multiplier 1/sum(inv) on the
+    binding rows with some active action (zeros elsewhere), and those rows."""
+    R, A = inv.shape
+    d = np.zeros((R, A))
+    sinv = inv.sum(axis=-1)
+    bd = binding & (sinv > 0)
+    d[bd] = inv[bd] / sinv[bd, None]
+    lam = np.where(bd, 1.0 / np.where(bd, sinv, 1.0), 0.0)
+    return d, lam, bd
+
+
+def _segments_below(Q, exc, ps, u):
+    r"""1/|q_a'| (R, A) on the segment of each action just below the level ``u`` (the
+    left side of u; 0 for actions whose minimum is not below u) and the segment's index
+    (R, A) (-1 for those)."""
+    n = exc.shape[-1]
+    j = np.count_nonzero(Q >= u[:, None, None], axis=-1)  # first breakpoint < u
+    act = (j > 0) & (j <= n)
+    jm = np.clip(j - 1, 0, n - 1)
+    e, m = _take(exc, jm), _take(ps, jm)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = np.where(act & (e > 0.0), 2.0 * m / np.where(e > 0.0, e, 1.0), 0.0)
+    return inv, np.where(act, jm, -1)
 
 
 def _box_pieces(Q, sig, lo, hi):
@@ -851,7 +917,10 @@ class SRectL1Ball(Frozen, SRectangularSet):
             on V minus a lower bound on the policy's worst case, both from duality;
             "lp": the LP's optimum minus the policy's exact worst case; 0 up to
             rounding), ``method`` (the method used), ``success`` (every gap within
-            1e-9 of the scale of z), ``status``, ``message``; the LP adds
+            1e-9 of the scale of z), ``status``, ``message``, ``repaired`` (..., S)
+            (bool: the states whose "level" or "dual" gap exceeded that and that took
+            the joint LP's policy instead, its gap measured from the method's own
+            certified upper bound to the policy's exact worst case); the LP adds
             ``lp_value``.
         """
         check_choice(method, "method", BELLMAN_METHODS,
@@ -890,15 +959,43 @@ class SRectL1Ball(Frozen, SRectangularSet):
                 d, upper, ended = _dual(Q, X, sig, rad, lo_r, hi_r)
                 p, value, _ = _exact_worst_case(nom, Z, sup, rad, d)
                 gap = upper - value
+            value, gap = np.array(value), np.array(gap)
         scale = 1.0 + np.abs(Z).max(axis=(1, 2))
+        repaired = np.zeros(Z.shape[0], dtype=bool)
+        bad = ~(gap <= 1e-9 * scale)
+        if bad.any():
+            p, d = np.array(p), np.array(d)
+        if bad.any() and method == "level":
+            # the cheap certificate (one multiplier) is loose there: bound the policy's
+            # worst case by its exact value instead (the upper side is unchanged)
+            p_b, v_b, _ = _exact_worst_case(nom[bad], Z[bad], _sub(sup, bad), rad[bad],
+                                            d[bad])
+            p[bad], value[bad], gap[bad] = p_b, v_b, upper[bad] - v_b
+            bad = ~(gap <= 1e-9 * scale)
+        if bad.any() and method != "lp":
+            # the repair: the joint LP's policy on those states, certified by this
+            # method's own upper bound on V minus the exact worst case of the LP policy
+            try:
+                d_b, _ = _lp_bellman(nom[bad], Z[bad], _sub(sup, bad), rad[bad], lo_r[bad],
+                                     hi_r[bad])
+            except InputError:  # HiGHS failed too: keep the uncertified answer, unrepaired
+                d_b = d[bad]
+            p_b, v_b, _ = _exact_worst_case(nom[bad], Z[bad], _sub(sup, bad), rad[bad], d_b)
+            gap_b = upper[bad] - v_b
+            fix = np.flatnonzero(bad)[gap_b < gap[bad]]
+            take = gap_b < gap[bad]
+            d[fix], p[fix], value[fix], gap[fix] = d_b[take], p_b[take], v_b[take], gap_b[take]
+            repaired[fix] = True
         good = ended and bool((gap <= 1e-9 * scale).all())
-        if not good and method == "level":  # report the policy's own exact worst case
-            p, value, _ = _exact_worst_case(nom, Z, sup, rad, d)
         return Result(
             value=self._shape_out(JJ, value), policy=self._shape_out(JJ, d),
             p=self._shape_out(JJ, p), gap=self._shape_out(JJ, gap), method=method,
+            repaired=self._shape_out(JJ, repaired),
             success=good, status=Status.OPTIMAL if good else Status.OPTIMAL_INACCURATE,
-            message=("optimal policy and its worst case, certified by duality" if good else
+            message=(("optimal policy and its worst case, certified by duality"
+                      + (f" ({int(repaired.sum())} state(s) repaired by the joint LP, its "
+                         f"policy certified by this method's upper bound)"
+                         if repaired.any() else "")) if good else
                      "the gap of some state exceeds 1e-9 of the scale of z; value and p "
                      "are still the exact worst case of the returned policy"),
             **extra,
@@ -986,6 +1083,11 @@ class SRectL1Ball(Frozen, SRectangularSet):
 
         return st.tuples(supports(model, support), state_budgets(model, max_radius, grid=grid)
                          ).map(lambda t: cls(model.P, t[1], t[0]))
+
+
+def _sub(sup, rows):
+    """The support of the selected problems (None: all next states)."""
+    return None if sup is None else sup[rows]
 
 
 def _violation(p, nom, sup, rad) -> np.ndarray:
