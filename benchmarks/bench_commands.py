@@ -253,19 +253,27 @@ def _readme_section(no_pip_cache: bool) -> None:
     env.pop("VIRTUAL_ENV", None)
     if no_pip_cache:
         env["PIP_NO_CACHE_DIR"] = "1"
-    for line in readme_commands():
+    logs = Path(tempfile.mkdtemp(prefix="bench-readme-logs-"))
+    for i, line in enumerate(readme_commands(), start=1):
         install, _, command = line.rpartition(" && ")
         where = _fresh_copy()
+        log = logs / f"command{i}.log"
         try:
-            w_inst, c_inst, code = run_once(["bash", "-c", install], where, env)
+            w_inst, c_inst, code = run_once(["bash", "-c", f"({install}) > {log} 2>&1"],
+                                            where, env)
             w_cmd, c_cmd = float("nan"), float("nan")
             if code == 0:
                 w_cmd, c_cmd, code = run_once(
-                    ["bash", "-c", f". .venv/bin/activate && {command}"], where, env)
+                    ["bash", "-c", f"(. .venv/bin/activate && {command}) >> {log} 2>&1"],
+                    where, env)
             print(f"{command[:70]:70s} {w_inst:9.1f} {w_cmd:9.1f} {c_inst + c_cmd:9.1f}   "
                   f"{code:4d}", flush=True)
+            if code != 0:
+                tail = log.read_text("utf-8", errors="replace").splitlines()[-25:]
+                print("\n".join(["    " + t for t in tail]), flush=True)
         finally:
             shutil.rmtree(where, ignore_errors=True)
+    print(f"(the output of each command: {logs})")
 
 
 def _model_section(runs: int) -> None:
