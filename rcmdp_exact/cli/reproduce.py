@@ -49,8 +49,8 @@ HELP = ("run the paper's protocol (estimation, training, exact testing) and rebu
 
 #: The time the command takes on an idle two-core machine (docs/cli.md, "Time per
 #: command", measured by benchmarks/bench_commands.py); ``--help`` shows it.
-TIME = ("about 25 s for --quick the first time after an install, 14 s after; the full "
-        "protocol about 11 minutes")
+TIME = ("about 54 s for --quick the first time in a new environment, 14 s once the "
+        "learners' loop is compiled; the full protocol about 11 minutes")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,8 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--quick", action="store_true",
                         help="every algorithm and test with 2 seeds, 200 episodes and 2 "
-                             "draws per N in 1B/2B (25 s the first time, 14 s after, on an "
-                             "idle two-core machine)")
+                             "draws per N in 1B/2B (54 s the first time in a new environment, "
+                             "14 s after, on an idle two-core machine)")
     parser.add_argument("--tests", type=comma_list(TESTS, "tests"), default=None,
                         help=f"comma-separated tests (default: {','.join(TESTS)}; not with "
                              f"--model, whose test is the model and its perturbations)")
