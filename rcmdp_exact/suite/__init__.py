@@ -191,13 +191,13 @@ def instance(name: str):
 def score(trainer=None, algorithms=("pg",), names=None, seeds=(0, 1, 2), episodes=1000,
           **kwargs):
     """Train and score learners on the suite exactly: :func:`.leaderboard.score`."""
-    from .leaderboard import score as _score
+    from . import leaderboard
 
-    return _score(trainer, algorithms, names, seeds, episodes, **kwargs)
+    return leaderboard.score(trainer, algorithms, names, seeds, episodes, **kwargs)
 
 
 def verify(names=None, **kwargs):
     """Re-certify the stored lower sides: :func:`.recertify.verify`."""
-    from .recertify import verify as _verify
+    from . import recertify
 
-    return _verify(names, **kwargs)
+    return recertify.verify(names, **kwargs)
