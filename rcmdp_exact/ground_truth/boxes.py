@@ -39,6 +39,7 @@ from ..robust.engine import RobustGame
 from .local_bound import local_bounds, occupancy_intervals
 from .occupancy_bound import OccupancyLP
 from .search import Incumbent
+from .structure import Pseudocosts
 
 __all__ = ["BOX_BOUNDS", "KERNEL_ROUNDS", "bound_boxes", "branch_and_bound",
            "feasibility_bounds", "lagrangian_bounds", "lp_bound", "split_boxes", "tighten"]
@@ -159,24 +160,31 @@ POOL = 2
 #: (RiverSwim-6 at 8,000 boxes: upper 0.2103 with two, 0.2334 without).  docs/ground_truth.md
 #: section 3.9.
 KERNEL_ROUNDS = 0
+#: The split rule of :func:`branch_and_bound`: "occupancy" (:func:`split_boxes`) or
+#: "pseudocost" (:class:`~.structure.Pseudocosts`, docs/ground_truth.md section 3.9).
+BRANCHING = "occupancy"
+#: Whether each box's last LP policy passes its worst-case kernels to the children's
+#: LPs (:func:`lp_bound`'s ``lazy``; docs/ground_truth.md section 3.9).
+LAZY_KERNELS = False
 
 
-def _pool_add(pool, objs, kernels):
+def _pool_add(pool, objs, kernels, intervals=None):
     """The pool (objectives (p,), kernels (p, S, A, S)) with new kernels added; at most
-    :data:`POOL` per objective, the newest kept."""
-    if pool is None:
-        o, k = objs, kernels
-    else:
-        o = np.concatenate([pool[0], objs])
-        k = np.concatenate([pool[1], kernels])
+    :data:`POOL` per objective, the newest kept.  With ``intervals`` (low, high), each
+    (p, S), certified occupancy intervals of the kernels over a box that contains the
+    children (lazy kernels), the pool carries them: (objectives, kernels, low, high)."""
+    parts = [objs, kernels] + ([] if intervals is None else list(intervals))
+    if pool is not None and len(pool) == len(parts):
+        parts = [np.concatenate([a, b]) for a, b in zip(pool, parts, strict=True)]
+    o = parts[0]
     keep = np.zeros(o.size, dtype=bool)
     for j in np.unique(o):
         keep[np.flatnonzero(o == j)[-POOL:]] = True
-    return o[keep], k[keep]
+    return tuple(a[keep] for a in parts)
 
 
 def lp_bound(game: RobustGame, olp: OccupancyLP, lo, hi, kernels, dlo, dhi, carried,
-             rounds: int = 2, threshold: float = -np.inf):
+             rounds: int = 2, threshold: float = -np.inf, lazy: bool = False):
     r"""The occupancy-LP bound of one box (S, A) with several kernels per objective.
 
     Starts from ``kernels`` (1 + K, S, A, S) (the worst cases of the box's maximiser,
@@ -189,7 +197,12 @@ def lp_bound(game: RobustGame, olp: OccupancyLP, lo, hi, kernels, dlo, dhi, carr
     relaxation, and the worst-case cost is convex where its adversary switches, so one
     kernel alone misses it to first order in the box's width).  Every LP solved is a
     certified bound; the smallest is returned, with ``{"highs": its basis, "pool":
-    the kernels added}`` for the children.
+    the kernels added}`` for the children.  ``lazy``: after the last LP, its policy's
+    worst-case kernels that would have been added go to the pool without another LP,
+    with their occupancy intervals over this box, which hold for every sub-box: the
+    children's LPs start with them and compute no intervals for them (one robust
+    evaluation and the intervals of at most 1 + K kernels per box, instead of an LP
+    and a set of intervals per round and per child).
     """
     n = 1 + game.K
     objs = np.arange(n)
@@ -197,7 +210,10 @@ def lp_bound(game: RobustGame, olp: OccupancyLP, lo, hi, kernels, dlo, dhi, carr
     highs = None if carried is None else carried.get("highs")
     Ks, Ls, Hs = [kernels], [dlo], [dhi]
     if pool is not None and pool[0].size:
-        plo, phi = occupancy_intervals(game, pool[1][None], lo[None], hi[None])
+        if len(pool) == 4:  # hook (lazy kernels): intervals of a box containing this one
+            plo, phi = pool[2][None], pool[3][None]
+        else:
+            plo, phi = occupancy_intervals(game, pool[1][None], lo[None], hi[None])
         objs = np.concatenate([objs, pool[0]])
         Ks.append(pool[1])
         Ls.append(plo[0])
@@ -210,7 +226,8 @@ def lp_bound(game: RobustGame, olp: OccupancyLP, lo, hi, kernels, dlo, dhi, carr
                          basis=highs, objectives=objs)
         if u < best:
             best, best_basis = u, b
-        if r == rounds or olp.last is None or best <= threshold or game.late():
+        final = r == rounds  # hook (lazy kernels): a last cut for the children only
+        if (final and not lazy) or olp.last is None or best <= threshold or game.late():
             break
         pi = np.clip(olp.last, lo, hi)
         sums = pi.sum(axis=1, keepdims=True)
@@ -231,6 +248,12 @@ def lp_bound(game: RobustGame, olp: OccupancyLP, lo, hi, kernels, dlo, dhi, carr
         if not add:
             break
         add = np.array(add)
+        if final:  # hook (lazy kernels): no LP now; the children's LPs get the kernels
+            # with their intervals over this box (valid for every sub-box)
+            nlo, nhi = occupancy_intervals(game, P_new[add][None], lo[None], hi[None])
+            pool = _pool_add(pool if pool is None or len(pool) == 4 else None, add,
+                             P_new[add], (nlo[0], nhi[0]))
+            break
         nlo, nhi = occupancy_intervals(game, P_new[add][None], lo[None], hi[None])
         objs = np.concatenate([objs, add])
         Ks.append(P_new[add])
@@ -295,7 +318,8 @@ def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float,
             for i in np.flatnonzero(U > threshold):
                 u, b = lp_bound(game, olp, lo[i], hi[i],
                                 ev["P"][i].reshape(n, *ev["P"].shape[2:]), dlo[i], dhi[i],
-                                base[i], rounds=kernel_rounds, threshold=threshold)
+                                base[i], rounds=kernel_rounds, threshold=threshold,
+                                lazy=LAZY_KERNELS)  # hook (lazy kernels)
                 U[i] = min(U[i], u)
                 new_basis[i] = b
     out.update(U=U, lam=lam, step=step, w=res.w, occ=res.occ, pi=res.pi,
@@ -421,10 +445,21 @@ def _children(runner, boxes: _Open, take, *, threshold, lam_unit, chunk, deadlin
     """Split the boxes ``take`` and bound the children; a new _Open and the number of
     children.  Children whose chunk did not run before the deadline keep their parent's
     bound (valid: a child is a subset of its parent)."""
-    lo, hi, parent, ok = split_boxes(boxes.lo[take], boxes.hi[take], boxes.occ[take])
+    # --- hook (branching, structure.py): the split rule
+    pseudo = getattr(runner, "pseudo", None)
+    if pseudo is not None:
+        lo, hi, parent, ok = pseudo.split(boxes.lo[take], boxes.hi[take], boxes.occ[take],
+                                          boxes.U[take])
+    else:
+        lo, hi, parent, ok = split_boxes(boxes.lo[take], boxes.hi[take], boxes.occ[take])
+    kids_of = np.flatnonzero(ok)  # each bounded child's place among all children
+    child_U = np.where(ok, np.nan, -np.inf)
+    # --- end hook
     lo, hi, parent = lo[ok], hi[ok], take[parent[ok]]
     n = lo.shape[0]
     if not n:
+        if pseudo is not None:
+            pseudo.update(child_U, threshold)
         return None, [], 0
     lam = boxes.lam[parent]
     step = np.maximum(boxes.step[parent], 0.01 * np.maximum(lam, lam_unit))
@@ -443,6 +478,8 @@ def _children(runner, boxes: _Open, take, *, threshold, lam_unit, chunk, deadlin
                               U=boxes.U[p], occ=boxes.occ[p], w=w[sl], basis=basis[sl]))
             continue
         keep = res["ok"]
+        child_U[kids_of[sl]] = -np.inf  # hook (branching): dropped, or its bound below
+        child_U[kids_of[sl][keep]] = res["U"] if keep.any() else []
         if keep.any():
             # a child is a subset of its parent: the parent's bound holds for it too
             U = np.minimum(res["U"], boxes.U[parent[sl][keep]])
@@ -450,6 +487,8 @@ def _children(runner, boxes: _Open, take, *, threshold, lam_unit, chunk, deadlin
                               step=res["step"], U=U, occ=res["occ"], w=res["w"],
                               basis=res["basis"]))
             found.append(res)
+    if pseudo is not None:  # hook (branching): the gains of this round's splits
+        pseudo.update(child_U, threshold)
     if not parts:
         return None, found, n
     merged = {key: np.concatenate([p[key] for p in parts]) for key in _FIELDS}
@@ -462,7 +501,8 @@ def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
                      chunk: int = 16, n_lam_steps: int | None = None, bounds=BOX_BOUNDS,
                      client=None, bar=None, t0: float | None = None, state=None,
                      model=None, scale_of=None,
-                     kernel_rounds: int = KERNEL_ROUNDS) -> Result:
+                     kernel_rounds: int = KERNEL_ROUNDS,
+                     branching: str | None = None) -> Result:
     """Best-first branch and bound from the full box at ``lam0``; feeds ``inc``.
 
     ``lam_unit``: a typical size of lam; a box's lam step is at least 1% of
@@ -479,13 +519,20 @@ def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
     ``state``: pass it back as ``state`` (with a larger ``max_boxes``) to go on from
     where this call stopped (the boxes count on).  ``scale_of(lower)``: the denominator
     of the relative gap the progress bar shows (default max(1, |lower|)).
-    ``kernel_rounds``: the rounds of :func:`lp_bound`'s added kernels.
+    ``kernel_rounds``: the rounds of :func:`lp_bound`'s added kernels.  ``branching``:
+    ``"occupancy"`` (:func:`split_boxes`) or ``"pseudocost"``
+    (:class:`~.structure.Pseudocosts`); default :data:`BRANCHING`.
     """
+    branching = BRANCHING if branching is None else branching
+    if branching not in ("occupancy", "pseudocost"):
+        raise ValueError(f"branching must be 'occupancy' or 'pseudocost', not {branching!r}")
     S, A = game.S, game.A
     t0 = time.perf_counter() if t0 is None else t0
     if n_lam_steps is None:
         n_lam_steps = 2
     runner = _Runner(game, client, bounds, n_lam_steps, model, kernel_rounds)
+    # hook (branching, structure.py): pseudocost branching instead of width x occupancy
+    runner.pseudo = Pseudocosts(S, A) if branching == "pseudocost" else None
     runner.scale_of = scale_of or (lambda v: max(1.0, abs(v)))
     if state is not None:
         boxes, pruned, n_boxes, trace = state

@@ -1,0 +1,185 @@
+"""Branching where the bound loses most (pseudocosts), lazy kernels of the occupancy LP,
+and the value-form relaxation (ground_truth/structure.py): every bound certified
+against independent robust evaluations (tests/test_ground_truth_bracket.py's
+references) of deterministic and sampled stochastic policies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from test_ground_truth import scale, scaled
+from test_ground_truth_bounds import (
+    assert_certified,
+    box_policies,
+    boxed_cases,
+    feasible_values_in_box,
+)
+from test_ground_truth_bracket import mid_budget_model, robust_fixed_point, tiny_robust_cases
+
+from rcmdp_exact.core.mdp import greedy_box
+from rcmdp_exact.ground_truth import boxes, rcmdp_bracket
+from rcmdp_exact.ground_truth.boxes import lp_bound
+from rcmdp_exact.ground_truth.local_bound import occupancy_intervals
+from rcmdp_exact.ground_truth.occupancy_bound import OccupancyLP
+from rcmdp_exact.ground_truth.structure import (
+    Pseudocosts,
+    ValueFormLP,
+    split_on,
+    value_intervals,
+)
+from rcmdp_exact.robust.engine import RobustGame
+
+
+# --------------------------------------------------------------------------- branching
+def test_pseudocosts_split_where_the_bound_fell_most_per_unit_width():
+    """Before any record the default rule's weight (width x occupancy); after records,
+    width x mean gain per unit width; children of a split partition the parent."""
+    S, A = 3, 2
+    pc = Pseudocosts(S, A)
+    lo, hi = np.zeros((1, S, A)), np.ones((1, S, A))
+    occ = np.array([[5.0, 1.0, 1.0]])
+    lo2, hi2, parent, ok = pc.split(lo, hi, occ, np.array([1.0]))
+    assert ok.all() and (parent == 0).all()
+    assert pc.pending[0][0] == 0  # the state of largest occupancy
+    # the lower child of state 0 fell to 0.2, the upper one was dropped (lower = 0.1)
+    pc.update(np.array([0.2, -np.inf]), 0.1)
+    assert pc.count[0, 0] == 2 and pc.sum[0, 0] == pytest.approx((0.8 + 0.9) / 1.0)
+    lo3, hi3, _, _ = pc.split(lo, hi, occ, np.array([1.0]))
+    s = pc.pending[0][0]
+    assert s == 0  # the only coordinate with records; the others take the mean
+    # a second round: splitting state 2 paid much more per unit width
+    pc.update(np.array([1.0, 1.0]), 0.1)  # state 0 bought nothing this time
+    pc.sum[2, 0], pc.count[2, 0] = 50.0, 1.0
+    pc.split(lo, hi, occ, np.array([1.0]))
+    assert pc.pending[0][0] == 2
+    # children: each within the parent, together the parent (on the split coordinate)
+    for a in range(A):
+        l2, h2, _, ok = split_on(lo, hi, np.array([1]), np.array([a]))
+        assert ok.all()
+        assert np.all(l2 >= lo - 1e-15) and np.all(h2 <= hi + 1e-15)
+        assert h2[0, 1, a] == pytest.approx(l2[1, 1, a])
+
+
+def test_pseudocost_means_are_floored_so_every_coordinate_is_split():
+    pc = Pseudocosts(2, 2)
+    pc.sum[0, 0], pc.count[0, 0] = 10.0, 1.0
+    pc.sum[1, 1], pc.count[1, 1] = 0.0, 1.0
+    mean = pc.means()
+    assert mean[1, 1] > 0 and mean.min() >= 0.05 * mean.max() - 1e-15
+
+
+@scaled(10)
+@given(tiny_robust_cases())
+def test_bracket_with_pseudocost_branching_and_lazy_kernels_is_certified(case):
+    """The whole bracket with the pseudocost rule and lazy kernels: the upper side above
+    every robust-feasible deterministic and sampled stochastic policy (independent
+    evaluation), the lower side certified."""
+    model, ball, seed = case
+    old = boxes.BRANCHING, boxes.LAZY_KERNELS
+    try:
+        boxes.BRANCHING, boxes.LAZY_KERNELS = "pseudocost", True
+        res = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=60,
+                            time_limit=60.0)
+    finally:
+        boxes.BRANCHING, boxes.LAZY_KERNELS = old
+    assert_certified(res, model, ball, seed)
+
+
+def test_unknown_branching_is_refused():
+    from rcmdp_exact.ground_truth.search import Incumbent
+
+    m, ball = mid_budget_model(3, 0.5)
+    game = RobustGame(m, ball)
+    with pytest.raises(ValueError, match="branching"):
+        boxes.branch_and_bound(game, Incumbent(game), np.zeros(1), lam_unit=1.0,
+                               max_boxes=2, deadline=np.inf, gap_tol=lambda v: 1e-9,
+                               branching="widest")
+
+
+# --------------------------------------------------------------------------- lazy kernels
+@scaled(25)
+@given(boxed_cases())
+def test_lazy_kernels_keep_the_bound_and_pass_the_cut_to_the_children(case):
+    """lp_bound(rounds=r, lazy=True) returns the bound of rounds=r (no extra LP) and a
+    pool that holds the worst-case kernels of its last LP policy; a child box's LP
+    with that pool is above every robust-feasible policy sampled in the child."""
+    model, ball, lo, hi, rng = case
+    game = RobustGame(model, ball)
+    ref = greedy_box(rng.normal(size=lo.shape), lo, hi)
+    ev = game.evaluate(ref[None])
+    dlo, dhi = occupancy_intervals(game, ev["P"], lo[None], hi[None])
+    olp = OccupancyLP(game)
+    plain, _ = lp_bound(game, olp, lo, hi, ev["P"][0], dlo[0], dhi[0], None, rounds=0)
+    lazy, out = lp_bound(game, olp, lo, hi, ev["P"][0], dlo[0], dhi[0], None, rounds=0,
+                         lazy=True)
+    tol = 1e-9 * scale(model)
+    assert lazy == pytest.approx(plain, abs=tol)
+    pool = out["pool"]
+    assert pool is None or pool[0].size <= 2 * (1 + model.n_constraints)
+    # a child: the lower half of the widest interval
+    s, a = np.unravel_index(np.argmax(hi - lo), lo.shape)
+    l2, h2, _, ok = split_on(lo[None], hi[None], np.array([s]), np.array([a]))
+    if not ok[0]:
+        return
+    clo, chi = l2[0], h2[0]
+    cref = greedy_box(rng.normal(size=lo.shape), clo, chi)
+    cev = game.evaluate(cref[None])
+    cdl, cdh = occupancy_intervals(game, cev["P"], clo[None], chi[None])
+    child, _ = lp_bound(game, olp, clo, chi, cev["P"][0], cdl[0], cdh[0], out, rounds=0,
+                        lazy=True)
+    for v in feasible_values_in_box(model, ball, clo, chi, rng):
+        assert child >= v - tol
+
+
+# --------------------------------------------------------------------------- value form
+@scaled(25)
+@given(boxed_cases())
+def test_value_intervals_hold_every_policy_of_the_box(case):
+    """The value intervals contain the robust value and costs of every sampled policy
+    of the box (independent robust evaluation)."""
+    model, ball, lo, hi, rng = case
+    game = RobustGame(model, ball)
+    low, high = value_intervals(game, lo[None], hi[None])
+    R, C = np.asarray(model.R), np.asarray(model.C)
+    tol = 1e-9 * scale(model)
+    for pi in box_policies(rng, lo, hi, 10):
+        v = robust_fixed_point(ball, R, model.gamma, pi)
+        assert np.all(v >= low[0, 0] - tol) and np.all(v <= high[0, 0] + tol)
+        for k in range(model.n_constraints):
+            c = robust_fixed_point(ball, C[..., k], model.gamma, pi, -1.0)
+            assert np.all(-c >= low[0, 1 + k] - tol) and np.all(-c <= high[0, 1 + k] + tol)
+
+
+@scaled(25)
+@given(boxed_cases())
+def test_value_form_bound_is_above_every_feasible_policy_of_the_box(case):
+    """The value-form LP (each objective with its exact adversary, McCormick on pi x h)
+    is at least the robust value of every robust-feasible policy sampled in the box,
+    and at most the box's max-min value bound (its w is bounded by it)."""
+    model, ball, lo, hi, rng = case
+    game = RobustGame(model, ball)
+    low, high = value_intervals(game, lo[None], hi[None])
+    bound = ValueFormLP(game).bound(lo, hi, low[0], high[0])
+    tol = 1e-9 * scale(model)
+    # (up to the solver's tolerances, which the certified dual value may carry)
+    assert bound <= game.p0 @ high[0, 0] + 1e-5 * scale(model)
+    for v in feasible_values_in_box(model, ball, lo, hi, rng):
+        assert bound >= v - tol
+
+
+@scaled(15)
+@given(tiny_robust_cases())
+def test_value_form_bound_of_a_point_box_is_its_robust_value(case):
+    """On a box of one robust-feasible policy the relaxation is exact (McCormick is
+    exact at a bound of pi): the bound is that policy's robust value."""
+    model, ball, seed = case
+    rng = np.random.default_rng(seed)
+    pi = rng.dirichlet(np.ones(model.n_actions), size=model.n_states)
+    game = RobustGame(model, ball)
+    low, high = value_intervals(game, pi[None], pi[None])
+    bound = ValueFormLP(game).bound(pi, pi, low[0], high[0])
+    ev = game.evaluate(pi[None])
+    tol = 1e-7 * scale(model)
+    if np.all(ev["costs"][0] <= model.d - tol):
+        assert bound == pytest.approx(ev["value_estimate"][0], abs=tol)
