@@ -39,13 +39,13 @@ def test_pseudocosts_split_where_the_bound_fell_most_per_unit_width():
     pc = Pseudocosts(S, A)
     lo, hi = np.zeros((1, S, A)), np.ones((1, S, A))
     occ = np.array([[5.0, 1.0, 1.0]])
-    lo2, hi2, parent, ok = pc.split(lo, hi, occ, np.array([1.0]))
+    _, _, parent, ok = pc.split(lo, hi, occ, np.array([1.0]))
     assert ok.all() and (parent == 0).all()
     assert pc.pending[0][0] == 0  # the state of largest occupancy
     # the lower child of state 0 fell to 0.2, the upper one was dropped (lower = 0.1)
     pc.update(np.array([0.2, -np.inf]), 0.1)
     assert pc.count[0, 0] == 2 and pc.sum[0, 0] == pytest.approx((0.8 + 0.9) / 1.0)
-    lo3, hi3, _, _ = pc.split(lo, hi, occ, np.array([1.0]))
+    pc.split(lo, hi, occ, np.array([1.0]))
     s = pc.pending[0][0]
     assert s == 0  # the only coordinate with records; the others take the mean
     # a second round: splitting state 2 paid much more per unit width
