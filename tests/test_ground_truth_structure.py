@@ -86,6 +86,22 @@ def test_bracket_with_pseudocost_branching_and_lazy_kernels_is_certified(case):
     assert_certified(res, model, ball, seed)
 
 
+@scaled(10)
+@given(tiny_robust_cases())
+def test_bracket_with_kernel_rounds_on_narrow_boxes_only_is_certified(case):
+    """Kernel rounds gated by the width of the box (boxes.ROUND_WIDTH): the bracket stays
+    certified against independent evaluations of deterministic and sampled policies."""
+    model, ball, seed = case
+    old = boxes.ROUND_WIDTH
+    try:
+        boxes.ROUND_WIDTH = 0.25
+        res = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=60,
+                            time_limit=60.0, kernel_rounds=2)
+    finally:
+        boxes.ROUND_WIDTH = old
+    assert_certified(res, model, ball, seed)
+
+
 def test_unknown_branching_is_refused():
     from rcmdp_exact.ground_truth.search import Incumbent
 

@@ -169,6 +169,10 @@ KERNEL_ROUNDS = 0
 #: in 3,175 boxes for 7,255; docs/ground_truth.md section 3.9) or "occupancy"
 #: (:func:`split_boxes`: width times the occupancy under the box's maximising pair).
 BRANCHING = "pseudocost"
+#: Kernel rounds (``kernel_rounds``) run only on boxes whose widest interval is at most
+#: this (inf: on every box).  Wide boxes are split anyway; on narrow ones the cost's
+#: adversary switching inside the box is what the one-kernel LP misses (section 3.9).
+ROUND_WIDTH = np.inf
 #: Whether each box's last LP policy passes its worst-case kernels to the children's
 #: LPs (:func:`lp_bound`'s ``lazy``; docs/ground_truth.md section 3.9).
 LAZY_KERNELS = False
@@ -322,9 +326,11 @@ def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float,
         if "lp" in bounds:
             olp = _box_lp(game)
             for i in np.flatnonzero(U > threshold):
+                # hook (kernel rounds on narrow boxes only): :data:`ROUND_WIDTH`
+                rounds_i = kernel_rounds if (hi[i] - lo[i]).max() <= ROUND_WIDTH else 0
                 u, b = lp_bound(game, olp, lo[i], hi[i],
                                 ev["P"][i].reshape(n, *ev["P"].shape[2:]), dlo[i], dhi[i],
-                                base[i], rounds=kernel_rounds, threshold=threshold,
+                                base[i], rounds=rounds_i, threshold=threshold,
                                 lazy=LAZY_KERNELS)  # hook (lazy kernels)
                 U[i] = min(U[i], u)
                 new_basis[i] = b
