@@ -149,3 +149,141 @@ def greedy_fill(q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     out = np.empty_like(qq)
     _fill(qq, ll, hh, out)
     return out.reshape(shape)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _lu_solve(M, b, piv):
+    """Solve M x = b in place (x into b) by Gaussian elimination with partial pivoting;
+    M (S, S) is overwritten by its factors, piv (S,) int scratch."""
+    S = M.shape[0]
+    for k in range(S):
+        p = k
+        big = abs(M[k, k])
+        for i in range(k + 1, S):
+            if abs(M[i, k]) > big:
+                big = abs(M[i, k])
+                p = i
+        piv[k] = p
+        if p != k:
+            for c in range(S):
+                tmp = M[k, c]
+                M[k, c] = M[p, c]
+                M[p, c] = tmp
+            tmp = b[k]
+            b[k] = b[p]
+            b[p] = tmp
+        d = M[k, k]
+        for i in range(k + 1, S):
+            f = M[i, k] / d
+            if f != 0.0:
+                M[i, k] = f
+                for c in range(k + 1, S):
+                    M[i, c] -= f * M[k, c]
+                b[i] -= f * b[k]
+    for i in range(S - 1, -1, -1):
+        acc = b[i]
+        for c in range(i + 1, S):
+            acc -= M[i, c] * b[c]
+        b[i] = acc / M[i, i]
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _occupancy_howard(P, lo, hi, gamma, v0, warm, max_iter, rtol, v_out, rounds_out):
+    """Howard's iteration of the 2 S box MDPs of every kernel (see
+    :func:`occupancy_values`); writes v_out (J, 2, S, S) and rounds_out (J, 2, S)."""
+    J, S, A = P.shape[0], P.shape[1], P.shape[2]
+    M = np.empty((S, S))
+    v = np.empty(S)
+    r = np.empty(S)
+    piv = np.empty(S, dtype=np.int64)
+    q = np.empty((S, A))
+    pi = np.empty((S, A))
+    best = np.empty((S, A))
+    for j in range(J):
+        Pj = P[j]
+        for sg in range(2):
+            sign = 1.0 if sg == 0 else -1.0
+            for t in range(S):
+                for s in range(S):
+                    r[s] = 0.0
+                r[t] = sign
+                # the starting policy: greedy in the box for r + gamma P v0 (warm) or r
+                for s in range(S):
+                    for a in range(A):
+                        acc = 0.0
+                        if warm:
+                            for u in range(S):
+                                acc += Pj[s, a, u] * v0[j, sg, t, u]
+                        q[s, a] = r[s] + gamma * acc
+                _fill(q, lo[j], hi[j], pi)
+                it = 0
+                while True:
+                    it += 1
+                    for s in range(S):
+                        for u in range(S):
+                            M[s, u] = 0.0
+                        M[s, s] = 1.0
+                        for a in range(A):
+                            w = gamma * pi[s, a]
+                            if w != 0.0:
+                                for u in range(S):
+                                    M[s, u] -= w * Pj[s, a, u]
+                        v[s] = r[s]
+                    _lu_solve(M, v, piv)
+                    vmax = 1.0
+                    for s in range(S):
+                        if abs(v[s]) > vmax:
+                            vmax = abs(v[s])
+                        for a in range(A):
+                            acc = 0.0
+                            for u in range(S):
+                                acc += Pj[s, a, u] * v[u]
+                            q[s, a] = r[s] + gamma * acc
+                    _fill(q, lo[j], hi[j], best)
+                    thr = rtol * vmax
+                    changed = False
+                    for s in range(S):
+                        gain = 0.0
+                        for a in range(A):
+                            gain += (best[s, a] - pi[s, a]) * q[s, a]
+                        if gain > thr:
+                            changed = True
+                            for a in range(A):
+                                pi[s, a] = best[s, a]
+                    if not changed or it >= max_iter:
+                        break
+                for u in range(S):
+                    v_out[j, sg, t, u] = v[u]
+                rounds_out[j, sg, t] = it
+
+
+def occupancy_values(P: np.ndarray, lo: np.ndarray, hi: np.ndarray, gamma: float,
+                     start: np.ndarray | None = None, max_iter: int = 50,
+                     rtol: float = 1e-13):
+    r"""Values of the occupancy box MDPs, compiled: for every kernel j and state t, the
+    box MDPs with reward :math:`\pm 1\{s = t\}` under ``P[j]`` (J, S, A, S) over the box
+    ``lo[j]``, ``hi[j]`` (J, S, A).
+
+    Howard's policy iteration, each problem on its own (it stops when no state gains more
+    than ``rtol * max(1, max|v|)``, as :func:`rcmdp_exact.core.mdp.box_policy_iteration`,
+    or after ``max_iter`` evaluations), each evaluation one dense LU solve of
+    :math:`(I - \gamma P_\pi) v = r` with partial pivoting.  ``start`` (J, 2, S, S):
+    values to start from (the first policy is the box's greedy one for
+    :math:`r + \gamma P v_0`; default: for r).  The values are a proposal: the caller
+    certifies them by their residual (:func:`rcmdp_exact.ground_truth.local_bound.
+    occupancy_intervals`), so neither the start nor the rounding of the solve can make
+    an interval wrong.
+
+    Returns (v (J, 2, S, S): sign + then -, target t, state; rounds (J, 2, S)).
+    """
+    P = np.ascontiguousarray(P, dtype=np.float64)
+    J, S = P.shape[0], P.shape[1]
+    lo = np.ascontiguousarray(lo, dtype=np.float64)
+    hi = np.ascontiguousarray(hi, dtype=np.float64)
+    warm = start is not None
+    v0 = np.ascontiguousarray(start, dtype=np.float64) if warm else np.zeros((1, 2, 1, 1))
+    v = np.empty((J, 2, S, S))
+    rounds = np.empty((J, 2, S), dtype=np.int64)
+    _occupancy_howard(P, lo, hi, float(gamma), v0, warm, int(max_iter), float(rtol), v,
+                      rounds)
+    return v, rounds
