@@ -86,6 +86,9 @@ _WIDEN = 1e-12
 #: Floating-point operations per second assumed when deciding whether one round of the
 #: box MDPs of :func:`occupancy_intervals` fits before the deadline (a low estimate).
 FLOPS = 5e8
+#: Operations per call of the compiled occupancy iteration (the deadline is checked
+#: between calls): about 0.05 s.
+COMPILED_BATCH_FLOPS = 2.5e7
 
 
 def one_step_intervals(game: RobustGame, P: np.ndarray, lo: np.ndarray, hi: np.ndarray):
@@ -97,8 +100,8 @@ def one_step_intervals(game: RobustGame, P: np.ndarray, lo: np.ndarray, hi: np.n
     Pt = np.swapaxes(P, 2, 3)  # (J, s, s', a)
     lob = np.broadcast_to(lo[:, :, None, :], Pt.shape)
     hib = np.broadcast_to(hi[:, :, None, :], Pt.shape)
-    top = np.einsum("jsta,jsta->jst", greedy_box(Pt, lob, hib), Pt).max(axis=1)
-    bottom = np.einsum("jsta,jsta->jst", greedy_box(-Pt, lob, hib), Pt).min(axis=1)
+    top = np.einsum("jsta,jsta->jst", game.greedy(Pt, lob, hib), Pt).max(axis=1)
+    bottom = np.einsum("jsta,jsta->jst", game.greedy(-Pt, lob, hib), Pt).min(axis=1)
     high = (game.p0 + g / (1.0 - g) * top) * (1.0 + _WIDEN)
     low = np.maximum((game.p0 + g / (1.0 - g) * bottom) * (1.0 - _WIDEN), 0.0)
     return low, np.minimum(high, 1.0 / (1.0 - g))
@@ -195,19 +198,23 @@ def _values_numpy(game, P, lo, hi, v0, max_iter):
 
 def _values_compiled(game, P, lo, hi, v0, max_iter):
     """The values (J, 2, S, S) of the occupancy box MDPs by the compiled Howard iteration,
-    one kernel per call so that the deadline is checked between kernels; a mask (J,) of
-    the kernels solved (the others keep the one-step intervals)."""
+    in calls of :data:`COMPILED_BATCH_FLOPS` operations at most, so that the deadline is
+    checked between them; a mask (J,) of the kernels solved (the others keep the
+    one-step intervals)."""
     from ..robust.compiled import occupancy_values
 
-    J, S = P.shape[0], game.S
+    J, S, A = P.shape[0], game.S, game.A
     v = np.zeros((J, 2, S, S))
     done = np.zeros(J, dtype=bool)
-    for j in range(J):
-        if j and game.late():
+    per = 2.0 * S * (S**3 / 3.0 + 2 * S * A * S) * 4  # about four rounds per problem
+    step = max(1, int(COMPILED_BATCH_FLOPS // per))
+    for a in range(0, J, step):
+        if a and game.late():
             break
-        v[j] = occupancy_values(P[j:j + 1], lo[j:j + 1], hi[j:j + 1], game.gamma,
-                                None if v0 is None else v0[j:j + 1], max_iter=max_iter)[0][0]
-        done[j] = True
+        b = min(a + step, J)
+        v[a:b] = occupancy_values(P[a:b], lo[a:b], hi[a:b], game.gamma,
+                                  None if v0 is None else v0[a:b], max_iter=max_iter)[0]
+        done[a:b] = True
     return v, done
 
 

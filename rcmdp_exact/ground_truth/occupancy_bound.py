@@ -302,6 +302,14 @@ class OccupancyLP:
             g = self.game
             lay = LPLayout(g.S, g.A, objectives)
             lay.G = np.stack([g.R if o == 0 else g.C[o - 1] for o in key])  # (m, S, A, S)
+            lay.sign_m = lay.sign[:, 0].copy()
+            lay.rl = lay.row_lower.copy()
+            lay.rl[lay.flow_rows] = np.tile(g.p0, lay.m)
+            lay.rl.flags.writeable = False  # shared by every box
+            lay.ru = lay.row_upper.copy()
+            lay.ru[lay.flow_rows] = lay.rl[lay.flow_rows]
+            lay.clo = np.concatenate([np.zeros(lay.n * (1 + lay.m)), [-2.0 * g.scale]])
+            lay.chi = np.concatenate([np.zeros(lay.n * (1 + lay.m)), [2.0 * g.scale]])
             if len(self._layouts) > 64:
                 self._layouts.clear()
             self._layouts[key] = lay
@@ -309,27 +317,29 @@ class OccupancyLP:
 
     def values(self, lay: LPLayout, lo, hi, kernels, dlo, dhi):
         """(CSC values, row lower, row upper, column lower, upper) of one box in the
-        pattern ``lay``: the numbers of :meth:`matrix`, without building it."""
-        g, S, A, n, m = self.game, self.game.S, self.game.A, lay.n, lay.m
-        l, u = lo.ravel(), hi.ravel()
-        L, U = np.repeat(dlo, A, axis=1), np.repeat(dhi, A, axis=1)  # (m, n)
-        kernels = np.asarray(kernels, dtype=np.float64)
-        flow = lay.eye - g.gamma * np.swapaxes(kernels.reshape(m, n, S), 1, 2)  # (m, S, n)
-        c_pi = np.stack([L, U, -U, -L], axis=1)  # (m, 4, n)
-        c_d = np.broadcast_to(np.stack([l, u, -l, -u])[None, :, :, None], (m, 4, n, A))
-        rew = np.einsum("jsat,jsat->jsa", kernels, lay.G)
-        rew[:, g.term] = 0.0
-        vals = np.concatenate([np.ones(n), flow.ravel(), c_pi.ravel(), c_d.ravel(),
-                               lay.c_x.ravel(), (lay.sign * rew.reshape(m, n)).ravel(),
-                               np.ones(lay.n_value)])
-        data = np.bincount(lay.pos, weights=vals, minlength=lay.nnz)
-        ru = lay.row_upper.copy()
-        rl = lay.row_lower.copy()
-        rl[lay.flow_rows] = ru[lay.flow_rows] = np.tile(g.p0, m)
-        ru[lay.mc_rows] = np.stack([L * l, U * u, -U * l, -L * u], axis=1).ravel()
+        pattern ``lay``: the numbers of :meth:`matrix`, without building it (the values
+        by :func:`~rcmdp_exact.robust.compiled.lp_fill`)."""
+        from ..robust.compiled import lp_fill
+
+        g, n, m = self.game, lay.n, lay.m
+        l = np.ascontiguousarray(lo, dtype=np.float64).ravel()
+        u = np.ascontiguousarray(hi, dtype=np.float64).ravel()
+        data = np.empty(lay.nnz)
+        rhs = np.empty((m, 4, n))
+        xhi = np.empty((m, n))
+        lp_fill(lay.pos, np.ascontiguousarray(kernels, dtype=np.float64), lay.G, g.term,
+                lay.sign_m, l, u, np.ascontiguousarray(dlo, dtype=np.float64),
+                np.ascontiguousarray(dhi, dtype=np.float64), g.gamma, lay.n_value, data,
+                rhs, xhi)
+        rl = lay.rl
+        ru = lay.ru.copy()
+        ru[lay.mc_rows] = rhs.ravel()
         ru[lay.cost_rows] = g.d_bound[lay.cost_k]
-        clo = np.concatenate([l, np.zeros(n * m), [-2.0 * g.scale]])
-        chi = np.concatenate([u, (U * u).ravel(), [2.0 * g.scale]])
+        clo = lay.clo.copy()
+        clo[:n] = l
+        chi = lay.chi.copy()
+        chi[:n] = u
+        chi[n:n * (1 + m)] = xhi.ravel()
         return data, rl, ru, clo, chi
 
     def bound(self, lo, hi, kernels, dlo, dhi, basis=None, objectives=None):
@@ -390,9 +400,9 @@ class OccupancyLP:
         y` (module docstring), less the rounding of its sums and of the matrix."""
         y = np.where(np.isneginf(rl), np.minimum(y, 0.0), y)
         y = np.where(np.isposinf(ru), np.maximum(y, 0.0), y)
+        # a positive multiplier meets a finite lower bound, a negative one a finite upper
         with np.errstate(invalid="ignore"):
-            rows = np.minimum(np.where(y > 0, y * rl, np.inf), np.where(y < 0, y * ru, np.inf))
-        rows = np.where(y == 0.0, 0.0, rows)
+            rows = np.where(y > 0, y * rl, np.where(y < 0, y * ru, 0.0))
         terms = np.minimum(rho * clo, rho * chi)
         low = float(terms.sum() + rows.sum())
         # the rounding of those two sums (recursive summation: n eps times the sum of

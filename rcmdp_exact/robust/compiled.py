@@ -1,5 +1,6 @@
-"""Compiled hot loops of the robust engine: the L1 ball's inner step for every row of a
-batch, and the greedy fill of policy boxes.
+"""Compiled hot loops of the robust engine and of the bracket's box bounds: the L1 ball's
+inner step for every row of a batch, the greedy fill of policy boxes, the Howard
+iteration of the occupancy intervals and the values of the occupancy LP.
 
 * :func:`solve_rows`: the worst case of every (j, s, a) row of a batch on the toolkit's
   own :class:`~rcmdp_exact.L1Ball`, in one call.  Each row is the exact sort-based
@@ -13,10 +14,18 @@ batch, and the greedy fill of policy boxes.
 * :func:`greedy_fill`: :func:`rcmdp_exact.core.mdp.greedy_box` (the numpy oracle), row by
   row: start at l and give the remaining mass to the actions in decreasing order of q
   (ties to the lowest index), each up to u.
+* :func:`occupancy_values`: the box MDPs of
+  :func:`rcmdp_exact.ground_truth.local_bound.occupancy_intervals`, each problem iterated
+  on its own (the oracle: :func:`rcmdp_exact.core.mdp.box_policy_iteration` with
+  :class:`~rcmdp_exact.core.evaluation.PolicySystem`); its values are only a proposal,
+  certified by their residual in numpy.
+* :func:`lp_fill`: the values of the occupancy LP in its fixed pattern (the oracle:
+  :meth:`rcmdp_exact.ground_truth.occupancy_bound.OccupancyLP.matrix`).
 
-``tests/test_engine_compiled.py`` compares both with their oracles.  On the small batches
-of a branch and bound over policy boxes (tens of problems of a few states) one compiled
-call replaces a Python loop of numpy calls.  This module imports numba at its top; the
+``tests/test_engine_compiled.py`` compares the first two with their oracles,
+``tests/test_occupancy_compiled.py`` and ``tests/test_occupancy_lp.py`` the others.  On
+the small batches of a branch and bound over policy boxes (tens of problems of a few
+states) one compiled call replaces a Python loop of numpy calls.  This module imports numba at its top; the
 engine imports it on first use.
 """
 
@@ -25,7 +34,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["greedy_fill", "solve_rows", "worst_rows", "worst_rows_shared"]
+__all__ = ["greedy_fill", "lp_fill", "occupancy_values", "solve_rows", "worst_rows",
+           "worst_rows_shared"]
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -287,3 +297,67 @@ def occupancy_values(P: np.ndarray, lo: np.ndarray, hi: np.ndarray, gamma: float
     _occupancy_howard(P, lo, hi, float(gamma), v0, warm, int(max_iter), float(rtol), v,
                       rounds)
     return v, rounds
+
+
+@numba.njit(cache=True, error_model="numpy")
+def lp_fill(pos, kernels, G, term, sign, lo, hi, dlo, dhi, gamma, n_value, data, rhs, xhi):
+    """The values of the bracket's occupancy LP of one box in its fixed pattern
+    (:class:`~rcmdp_exact.ground_truth.occupancy_bound.LPLayout`), compiled: the entries
+    in the order the layout lists them, each added at its CSC position ``pos``, into
+    ``data`` (nnz,); the McCormick right-hand sides into ``rhs`` (m, 4, n) and the upper
+    bounds of the occupancies into ``xhi`` (m, n).  ``OccupancyLP.matrix`` (numpy, from
+    scratch) is the reference the tests compare with."""
+    m, S, A = kernels.shape[0], kernels.shape[1], kernels.shape[2]
+    n = S * A
+    for i in range(data.shape[0]):
+        data[i] = 0.0
+    k = 0
+    for i in range(n):  # simplex rows
+        data[pos[k]] += 1.0
+        k += 1
+    for j in range(m):  # flow rows: 1{s = s'} - gamma P(s'|s, a)
+        for sp in range(S):
+            for i in range(n):
+                s, a = i // A, i % A
+                data[pos[k]] += (1.0 if s == sp else 0.0) - gamma * kernels[j, s, a, sp]
+                k += 1
+    for j in range(m):  # McCormick rows, on pi: L, U, -U, -L
+        for c in range(4):
+            for i in range(n):
+                s = i // A
+                L, U = dlo[j, s], dhi[j, s]
+                data[pos[k]] += L if c == 0 else (U if c == 1 else (-U if c == 2 else -L))
+                k += 1
+    for j in range(m):  # on d (every x of the state): l, u, -l, -u
+        for c in range(4):
+            for i in range(n):
+                v = lo[i] if c == 0 else (hi[i] if c == 1 else (-lo[i] if c == 2 else -hi[i]))
+                for _a in range(A):
+                    data[pos[k]] += v
+                    k += 1
+    for j in range(m):  # on x itself: -1, -1, 1, 1
+        for c in range(4):
+            for i in range(n):
+                data[pos[k]] += -1.0 if c < 2 else 1.0
+                k += 1
+    for j in range(m):  # objective rows
+        for i in range(n):
+            s, a = i // A, i % A
+            r = 0.0
+            if not term[s]:
+                for t in range(S):
+                    r += kernels[j, s, a, t] * G[j, s, a, t]
+            data[pos[k]] += sign[j] * r
+            k += 1
+    for _ in range(n_value):  # t in the value rows
+        data[pos[k]] += 1.0
+        k += 1
+    for j in range(m):
+        for i in range(n):
+            s = i // A
+            L, U, lv, uv = dlo[j, s], dhi[j, s], lo[i], hi[i]
+            rhs[j, 0, i] = L * lv
+            rhs[j, 1, i] = U * uv
+            rhs[j, 2, i] = -U * lv
+            rhs[j, 3, i] = -L * uv
+            xhi[j, i] = U * uv
