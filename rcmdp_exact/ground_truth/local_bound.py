@@ -269,6 +269,10 @@ class _Box:
             v, self.ok = verts
             self.av = np.einsum("jscb,jnsb->jnsc", v, q) - w[..., None]  # a_j at vertices
             self.terms = mid[..., None] * self.av + half[..., None] * np.abs(self.av)
+            self.not_ok = ~self.ok
+            J, n, S = self.terms.shape[:3]
+            self.pick = (np.arange(J)[:, None, None], np.arange(n)[None, :, None],
+                         np.arange(S)[None, None, :])
         else:
             self.spread = (half * _terms(q, w, lo, hi)).sum(axis=2)  # (J, n)
 
@@ -276,10 +280,11 @@ class _Box:
         """F_B(lam) (J,) and its slope (J, K) at multipliers lam (J, K)."""
         theta = np.concatenate([np.ones((lam.shape[0], 1)), lam], axis=1)
         if self.joint:
-            tot = np.where(self.ok, np.einsum("jn,jnsc->jsc", theta, self.terms), -np.inf)
-            c = np.argmax(tot, axis=2)[:, None, :, None]  # (J, 1, S, 1)
-            idx = np.broadcast_to(c, (*self.terms.shape[:3], 1))
-            per = self.base + np.take_along_axis(self.terms, idx, axis=3)[..., 0].sum(axis=2)
+            tot = np.einsum("jn,jnsc->jsc", theta, self.terms)
+            tot[self.not_ok] = -np.inf
+            c = np.argmax(tot, axis=2)  # (J, S): the best vertex of each state
+            jj, nn, ss = self.pick
+            per = self.base + self.terms[jj, nn, ss, c[:, None, :]].sum(axis=2)
         else:
             qq = np.einsum("jns,jnsa->jsa", theta[:, :, None] * self.mid, self.q)
             pi = greedy_box(qq, self.lo, self.hi)
