@@ -630,8 +630,12 @@ def _with_dual(game, res: Result, evaluations: int, deadline: float) -> Result:
         return res
     dgame = game.replace(tol=DUAL_TOL, max_iter=DUAL_ITER, deadline=None,
                          d=np.asarray(game.model.d, dtype=np.float64), d_slack=0.0)
+    # the bracket's lower side is a policy certified robust-feasible at the budgets
+    # (unless feas_tol moved them): by weak duality a lower bound on D from the start
+    floor = res["lower"] if np.array_equal(game.d, dgame.d) else -np.inf
     dual = dual_of_game(dgame, tol=DUAL_GAP_TOL, max_evaluations=max(2, evaluations),
-                        deadline=start + left, start=start)
+                        deadline=start + left, start=start, floor=floor,
+                        starts=np.reshape(res["lam"], (1, -1)))
     gap = duality_gap(game.model, game.uset, res, dual)
     res["dual"] = dual
     res["duality_gap"] = Result(lo=gap.lo, hi=gap.hi, strong_duality=gap.strong_duality,

@@ -68,7 +68,6 @@ import math
 import time
 
 import numpy as np
-from scipy.optimize import linprog
 
 from .._checks import check_fields, check_int, check_real
 from .._result import Result, Status
@@ -255,25 +254,66 @@ def _slope_bound(corners: list, s1: np.ndarray, s2: np.ndarray, lo: np.ndarray,
     # min t s.t. g_c + sigma_c.(lam - c) <= t for every corner, lo <= lam <= hi
     rows, rhs, sig = [], [], []
     for c, gc in corners:
-        sc = np.where(np.isclose(c, lo, rtol=0.0, atol=0.0), s1, s2)
+        sc = np.where(c == lo, s1, s2)
         rows.append(np.concatenate([sc, [-1.0]]))
         rhs.append(float(sc @ c) - gc)
         sig.append((sc, float(gc - sc @ c)))
-    res = linprog(np.concatenate([np.zeros(K), [1.0]]), A_ub=np.array(rows),
-                  b_ub=np.array(rhs), bounds=[(float(x), float(y)) for x, y in zip(lo, hi,
-                                                                              strict=True)]
-                  + [(None, None)], method="highs")
     mu = np.ones(len(corners)) / len(corners)
     point = 0.5 * (lo + hi)
-    if res.status == 0:
-        mu = np.maximum(-np.asarray(res.ineqlin.marginals), 0.0)
+    sol = _cell_lp(np.array(rows), np.array(rhs), lo, hi)
+    if sol is not None:
+        x, duals = sol
+        mu = np.maximum(-duals, 0.0)
         mu = mu / mu.sum() if mu.sum() > 0 else np.ones(len(corners)) / len(corners)
-        point = np.asarray(res.x[:K])
+        point = x[:K]
     # certified: the minimum over the cell of the mu-weighted minorant (affine)
     slope = sum(m * sc for m, (sc, _) in zip(mu, sig, strict=True))
     const = sum(m * k0 for m, (_, k0) in zip(mu, sig, strict=True))
     bound = const + float(np.sum(np.minimum(slope * lo, slope * hi)))
     return float(bound), point
+
+
+_HIGHS: list = []  # one quiet highspy.Highs for the cell LPs, made at the first use
+
+
+def _cell_lp(rows: np.ndarray, rhs: np.ndarray, lo: np.ndarray, hi: np.ndarray):
+    """min t s.t. rows @ (lam, t) <= rhs, lo <= lam <= hi, t free: (x, row duals) or None.
+
+    HiGHS through ``highspy`` (a few corners and K + 1 columns: ``scipy.optimize.linprog``
+    spends 4 times as long checking its options as HiGHS solving).  Only a guide: the
+    bound of :func:`_slope_bound` is certified by its dual weights, whatever they are.
+    """
+    import highspy
+
+    from .._solvers import new_highs
+
+    if not _HIGHS:
+        _HIGHS.append(new_highs())
+    h = _HIGHS[0]
+    m, n = rows.shape
+    h.clearModel()
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n, m
+    lp.col_cost_ = np.concatenate([np.zeros(n - 1), [1.0]])
+    lp.col_lower_ = np.append(np.asarray(lo, dtype=np.float64), -np.inf)
+    lp.col_upper_ = np.append(np.asarray(hi, dtype=np.float64), np.inf)
+    lp.row_lower_, lp.row_upper_ = np.full(m, -np.inf), np.asarray(rhs, dtype=np.float64)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.arange(0, m * n + 1, m, dtype=np.int32)
+    lp.a_matrix_.index_ = np.tile(np.arange(m, dtype=np.int32), n)
+    lp.a_matrix_.value_ = np.ascontiguousarray(rows.T, dtype=np.float64).ravel()
+    try:
+        h.passModel(lp)
+        h.run()
+    except (RuntimeError, ValueError, ArithmeticError):
+        return None
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    sol = h.getSolution()
+    if not sol.dual_valid:
+        return None
+    return (np.asarray(sol.col_value, dtype=np.float64),
+            np.asarray(sol.row_dual, dtype=np.float64))
 
 
 def _concave_bound(ev, corners: list) -> tuple[float, np.ndarray | None]:
@@ -368,13 +408,23 @@ def certified_dual(model, uset, *, tol: float = DUAL_GAP_TOL, max_evaluations: i
 
 
 def dual_of_game(game, *, tol: float, max_evaluations: int, deadline: float | None,
-                 start: float) -> Result:
+                 start: float, floor: float = -np.inf, starts=()) -> Result:
     """:func:`certified_dual` on a game already built from valid inputs (the bracket's,
     with the settings :data:`DUAL_TOL`, :data:`DUAL_ITER` and no deadline of its own:
-    ``deadline`` is checked between fixed points)."""
+    ``deadline`` is checked between fixed points).
+
+    ``floor``: a certified lower bound on OPT at the game's budgets (the bracket's
+    ``lower``, the worst-case value of a policy certified robust-feasible there), so on
+    D by weak duality: it joins ``feasible_value`` and stops the search as soon as the
+    smallest g met is within ``tol`` of it.  ``starts``: multipliers (n, K) where g is
+    evaluated first (the bracket's best: a small ``hi`` from the start).
+    """
     model, uset = game.model, game.uset
     K = model.n_constraints
     ev = _Evaluations(game, max_evaluations, deadline)
+    for lam in np.reshape(np.asarray(starts, dtype=np.float64), (-1, K)) if K else ():
+        if np.all(np.isfinite(lam)) and np.all(lam >= 0.0):
+            ev(lam)
     if K == 0:
         lo, hi, pol = ev(np.zeros(0))
         return _result(ev, lo, hi, np.zeros(0), pol, np.zeros(0), None, None,
@@ -394,7 +444,8 @@ def dual_of_game(game, *, tol: float, max_evaluations: int, deadline: float | No
     lam_max = np.full(K, np.inf)
     slater = slater_value = slater_costs = None
     smallest = np.inf
-    feasible = -np.inf  # weak duality: D >= OPT >= the value of a robust-feasible policy
+    # weak duality: D >= OPT >= the value of a robust-feasible policy
+    feasible = float(floor)
     for pol in cands:
         v_lo, c_hi = _certified_numbers(game, pol)
         if np.all(c_hi <= d):
@@ -414,7 +465,7 @@ def dual_of_game(game, *, tol: float, max_evaluations: int, deadline: float | No
                        "is the certified worst-case value of a robust-feasible policy "
                        "(weak duality), or -inf without one", slater_found=False)
     # 3. branch and bound over cells of [0, lam_max]
-    lo, cells = _branch_and_bound(ev, s1, s2, lam_max, tol)
+    lo, cells = _branch_and_bound(ev, s1, s2, lam_max, tol, feasible)
     hi, lam, pol = ev.best()
     return _result(ev, min(max(lo, feasible), hi), hi, lam, pol, lam_max, slater,
                    (slater_value, slater_costs), np.stack([cmin, cmax]), cells, tol,
@@ -431,8 +482,11 @@ def _unique_policies(policies) -> list[np.ndarray]:
     return out
 
 
-def _branch_and_bound(ev: _Evaluations, s1, s2, lam_max, tol) -> tuple[float, int]:
-    """The smallest certified lower bound of g over [0, lam_max]; returns (lo, cells)."""
+def _branch_and_bound(ev: _Evaluations, s1, s2, lam_max, tol,
+                      floor: float = -np.inf) -> tuple[float, int]:
+    """The smallest certified lower bound of g over [0, lam_max]; returns (lo, cells).
+    Stops when the smallest g met is within ``tol`` of that bound or of ``floor`` (a
+    certified lower bound on D known beforehand)."""
     K = lam_max.size
     counter = itertools.count()
 
@@ -468,7 +522,7 @@ def _branch_and_bound(ev: _Evaluations, s1, s2, lam_max, tol) -> tuple[float, in
     while True:
         bound, _, lo, hi, point = heap[0]
         best = ev.best()[0]
-        if best - bound <= tol * max(1.0, abs(best)) or ev.exhausted():
+        if best - max(bound, floor) <= tol * max(1.0, abs(best)) or ev.exhausted():
             return bound, cells
         width = (hi - lo) * np.maximum(s2 - s1, 1e-300)
         k = int(np.argmax(width))
