@@ -315,7 +315,8 @@ def improve(inc: Incumbent, starts, partners, *, n_iter: int, deadline: float,
     """Phase 1 when no policy is certified yet; mixtures of the incumbent with
     ``partners`` and with the best infeasible policies met (refined until the values at
     the ends differ by at most ``gain``); local search from the incumbent and from every
-    start; mixtures again if that helped."""
+    start; mixtures again if that helped by more than ``gain`` (a smaller step leaves
+    the incumbent where the mixtures already refined it to within ``gain``)."""
     if inc.policy is None and inc.game.K:
         find_feasible(inc, starts[0], n_iter=n_iter, deadline=deadline)
     _mix_all(inc, partners, n_partners, rounds, deadline, gain)
@@ -323,5 +324,5 @@ def improve(inc: Incumbent, starts, partners, *, n_iter: int, deadline: float,
     for pi in ([] if inc.policy is None else [inc.policy]) + list(starts):
         if time.perf_counter() < deadline:
             ascend(inc, pi, n_iter=n_iter, deadline=deadline)
-    if inc.value > before:
+    if inc.value > before + gain:
         _mix_all(inc, [], n_partners, rounds, deadline, gain)
