@@ -354,7 +354,7 @@ def test_a_stochastic_lower_policy_is_evaluated_as_a_policy():
 
 def test_result_fields():
     m, ball = mid_budget_model(1, 0.3)
-    res = rcmdp_bracket(m, ball, progress=False, max_boxes=20)
+    res = rcmdp_bracket(m, ball, progress=False, max_boxes=20, variants=VARIANTS)
     assert res.lower_method in ("lp", "lp, tightened budgets", "lagrangian",
                                 "least worst-case cost", "certified search", "mixture",
                                 "branch and bound", "candidate") or res.lower_method.startswith(
@@ -523,7 +523,7 @@ def test_the_bracket_builds_one_game(monkeypatch):
     monkeypatch.setattr(engine.RobustGame, "__init__", counting)
     m, ball = mid_budget_model(1, 0.3)
     res = rcmdp_bracket(m, ball, max_boxes=20, dual_evaluations=4, progress=False,
-                        time_limit=1e3)
+                        time_limit=1e3, variants=VARIANTS)
     assert res.dual is not None and set(res.variants) == set(VARIANTS)
     assert len(built) == 1
 
@@ -624,3 +624,22 @@ def test_the_gap_is_reported_honestly():
     assert tight.closed == (tight.gap <= max(1e-9, 1e-3 * max(abs(tight.lower),
                                                                  1e-6 * tight.value_range)))
     assert tight.closed and tight.message.startswith("closed: ")
+
+
+def test_the_variant_targets_are_computed_only_when_asked():
+    """The RCPG variants' targets are reference points, not bounds: none by default (the
+    result says so with an empty ``variants``); asked for, they are the targets of
+    :func:`variant_target` on the bracket's game, and the bounds are certified either
+    way (the lower side of the default run is no worse than a third of the gap below)."""
+    m, ball = mid_budget_model(1, 0.3)
+    kw = dict(progress=False, max_boxes=40, time_limit=1e3)
+    plain = rcmdp_bracket(m, ball, **kw)
+    assert plain.variants == {} and BracketSettings().variants == ()
+    asked = rcmdp_bracket(m, ball, variants=VARIANTS, **kw)
+    assert set(asked.variants) == set(VARIANTS)
+    for v in VARIANTS:
+        ref = rcmdp_variant(m, ball, v, progress=False)
+        assert np.array_equal(asked.variants[v].policy, ref.policy)
+    for res in (plain, asked):
+        assert res.lower <= res.upper
+    assert max(plain.lower, asked.lower) <= min(plain.upper, asked.upper) + 1e-12
