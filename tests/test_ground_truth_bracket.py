@@ -643,3 +643,61 @@ def test_the_variant_targets_are_computed_only_when_asked():
     for res in (plain, asked):
         assert res.lower <= res.upper
     assert max(plain.lower, asked.lower) <= min(plain.upper, asked.upper) + 1e-12
+
+
+# --------------------------------------------------------------------------- lower side
+@scaled(12)
+@given(st.integers(0, 2**31 - 1))
+def test_the_mixtures_reach_the_feasibility_boundary(seed):
+    """``search.mix_to_boundary`` (regula falsi on the largest excess after one round of
+    even spacing) against an independent bisection of the same path with 60 steps: the
+    theta it returns is certified feasible, and where feasibility along the path is one
+    interval [0, theta*] it lies within 1e-6 of theta*, or its value within the gain of
+    the value at theta*; from an incumbent on the boundary (every mixture infeasible) it
+    stops within 5 rounds."""
+    from rcmdp_exact.ground_truth.search import Incumbent, mix_to_boundary
+
+    rng = np.random.default_rng(seed)
+    S, A = int(rng.integers(2, 4)), int(rng.integers(2, 4))
+    m = garnet(S, A, S, n_constraints=1, seed=int(rng.integers(2**31)), gamma=0.9)
+    ball = l1_ball(m, float(rng.uniform(0.1, 0.5)), support="all")
+    game = RobustGame(m, ball, tol=1e-12)
+    safe = rng.dirichlet(np.ones(A), size=S)
+    risky = rng.dirichlet(np.ones(A), size=S)
+    cs, cr = (float(game.evaluate(p[None])["costs"][0, 0]) for p in (safe, risky))
+    if not cs < cr:
+        safe, risky, cs, cr = risky, safe, cr, cs
+    if not cs < cr:
+        return
+    game.d = np.array([cs + float(rng.uniform(0.05, 0.95)) * (cr - cs)])
+    inc = Incumbent(game)
+    ok = inc.offer(safe[None], "safe")["accepted"] is not None
+    assert ok
+    gain = 1e-9
+
+    def feasible(theta):
+        ev = game.evaluate(((1 - theta) * safe + theta * risky)[None])
+        return bool(ev["costs"][0, 0] <= inc.limit[0]), float(ev["value"][0])
+
+    grid = np.linspace(0.0, 1.0, 101)
+    flags = [feasible(t)[0] for t in grid]
+    theta = mix_to_boundary(inc, safe, risky, rounds=30, gain=gain,
+                            safe_numbers=(inc.value, inc.costs))
+    assert feasible(theta)[0]
+    if flags == sorted(flags, reverse=True):  # one feasible interval [0, theta*]
+        lo, hi = 0.0, 1.0
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if feasible(mid)[0] else (lo, mid)
+        assert theta <= hi + 1e-9  # rounding: feasibility flips at 1e-14 near theta*
+        assert lo - theta <= 1e-6 or feasible(lo)[1] - feasible(theta)[1] <= 10 * gain
+    # from the boundary: every mixture towards risky is infeasible
+    inc2 = Incumbent(game)
+    edge = (1 - theta) * safe + theta * risky
+    inc2.offer(edge[None], "edge")
+    calls = []
+    offer = inc2.offer
+    inc2.offer = lambda *a, **k: calls.append(1) or offer(*a, **k)
+    mix_to_boundary(inc2, edge, risky, rounds=30, gain=1e-6 * max(1.0, abs(inc2.value)),
+                    safe_numbers=(inc2.value, inc2.costs))
+    assert len(calls) <= 5
