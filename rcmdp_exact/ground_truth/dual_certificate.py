@@ -151,6 +151,29 @@ class _Evaluations:
         self.h_cache[key] = out
         return out
 
+    def h_many(self, pairs) -> None:
+        """:meth:`h` of every (policy, lam) pair not met yet, in one batch of fixed points
+        (the adversary of each pair stops by its own residual, so each bound is certified
+        as in :meth:`h`; one call instead of one per pair)."""
+        todo, seen = [], set()
+        for policy, lam in pairs:
+            key = (policy.tobytes(), tuple(float(x) for x in lam))
+            if key not in self.h_cache and key not in seen:
+                seen.add(key)
+                todo.append((key, policy))
+        if len(todo) < 2:
+            for key, policy in todo:
+                self.h(policy, np.array(key[1]))
+            return
+        g = np.concatenate([_lagrangian_reward(self.model, key[1]) for key, _ in todo])
+        pis = np.stack([policy for _, policy in todo])
+        fp = self.game.adversary(g, pis)
+        for j, (key, _) in enumerate(todo):
+            lam_t = key[1]
+            val = float(self.model.p0 @ fp.w[j]) + float(np.dot(lam_t, self.d))
+            self.h_cache[key] = (val - float(fp.residual[j]) / (1.0 - self.gamma)
+                                 - 1e-12 * self._scale(lam_t))
+
     def __call__(self, lam: np.ndarray):
         key = tuple(float(x) for x in lam)
         if key in self.cache:
@@ -327,6 +350,8 @@ def _concave_bound(ev, corners: list) -> tuple[float, np.ndarray | None]:
     For K = 1 also returns where the two concave pieces, extended linearly, cross (the
     kink of g, where its minimum usually lies), or None.
     """
+    ev.h_many([(pol, c2) for c, _, pol in corners for c2, _, _ in corners
+               if not np.array_equal(c2, c)])
     vals = []
     for c, gc, pol in corners:
         vals.append(min([gc] + [ev.h(pol, c2) for c2, _, _ in corners
