@@ -701,3 +701,27 @@ def test_the_mixtures_reach_the_feasibility_boundary(seed):
     mix_to_boundary(inc2, edge, risky, rounds=30, gain=1e-6 * max(1.0, abs(inc2.value)),
                     safe_numbers=(inc2.value, inc2.costs))
     assert len(calls) <= 5
+
+
+def test_the_refinement_of_lam_in_rounds_and_its_early_stop(monkeypatch):
+    """The sign steps of the Lagrangian search run in rounds of REFINE_ROUND that
+    continue one another exactly (all steps in one round give the same bound, bit for
+    bit, when no round stops early); a round that gains at most ``gain`` ends them, which
+    can only leave the bound higher, and every bound stays above the certified lower
+    side."""
+    import rcmdp_exact.ground_truth.dual as dual_mod
+    from rcmdp_exact.ground_truth.variants import lam_bounds
+
+    m, ball = mid_budget_model(1, 0.3)
+    game = RobustGame(m, ball, tol=1e-12)
+    low, high = lam_bounds(m, None)
+    kw = dict(low=low, high=high, n_grid=29, n_refine=40, n_cuts=0)
+    rounds = dual_mod.lagrangian_search(game, [np.zeros(game.K)], gain=-np.inf, **kw)
+    monkeypatch.setattr(dual_mod, "REFINE_ROUND", 40)
+    whole = dual_mod.lagrangian_search(game, [np.zeros(game.K)], gain=-np.inf, **kw)
+    assert rounds.U == whole.U and np.array_equal(rounds.lam, whole.lam)
+    monkeypatch.setattr(dual_mod, "REFINE_ROUND", 10)
+    quick = dual_mod.lagrangian_search(game, [np.zeros(game.K)], gain=np.inf, **kw)
+    assert quick.U >= whole.U
+    br = rcmdp_bracket(m, ball, progress=False, max_boxes=20, dual_evaluations=0)
+    assert min(quick.U, whole.U) >= br.lower - 1e-9

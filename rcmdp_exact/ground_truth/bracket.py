@@ -596,11 +596,13 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
     lps = _lp_candidates(model, game, inc, deadline=deadline)
     if cands is not None:
         inc.offer(cands, "candidate")
+    span = value_range(model)
+    # the refinement of lam stops once 10 sign steps gain less than 1% of the target gap
     dual = lagrangian_search(game, [np.zeros(game.K)] + [lp.lam for lp in lps],
                              low=low, high=high, n_grid=st.n_grid, n_refine=st.n_refine,
-                             n_cuts=st.n_cuts, deadline=deadline)
+                             n_cuts=st.n_cuts, deadline=deadline,
+                             gain=0.01 * st.gap_tol(inc.value, span))
     _seed_lower(inc, dual, safest, var_out)
-    span = value_range(model)
 
     def tol_of(value):
         return st.gap_tol(value, span)

@@ -65,6 +65,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import threading
 import time
 
 import numpy as np
@@ -296,7 +297,7 @@ def _slope_bound(corners: list, s1: np.ndarray, s2: np.ndarray, lo: np.ndarray,
     return float(bound), point
 
 
-_HIGHS: list = []  # one quiet highspy.Highs for the cell LPs, made at the first use
+_HIGHS = threading.local()  # one quiet highspy.Highs per thread for the cell LPs
 
 
 def _cell_lp(rows: np.ndarray, rhs: np.ndarray, lo: np.ndarray, hi: np.ndarray):
@@ -310,9 +311,9 @@ def _cell_lp(rows: np.ndarray, rhs: np.ndarray, lo: np.ndarray, hi: np.ndarray):
 
     from .._solvers import new_highs
 
-    if not _HIGHS:
-        _HIGHS.append(new_highs())
-    h = _HIGHS[0]
+    h = getattr(_HIGHS, "solver", None)
+    if h is None:
+        h = _HIGHS.solver = new_highs()
     m, n = rows.shape
     h.clearModel()
     lp = highspy.HighsLp()
