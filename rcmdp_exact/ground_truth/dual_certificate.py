@@ -175,11 +175,22 @@ class _Evaluations:
             self.h_cache[key] = (val - float(fp.residual[j]) / (1.0 - self.gamma)
                                  - 1e-12 * self._scale(lam_t))
 
-    def __call__(self, lam: np.ndarray):
-        key = tuple(float(x) for x in lam)
-        if key in self.cache:
-            return self.cache[key]
-        res = _robust_optimum(self.game, _lagrangian_reward(self.model, key))
+    def many(self, lams) -> None:
+        """g at every point of ``lams`` not met yet, in one batch of robust fixed points
+        (each certified by its own residual, as in :meth:`__call__`)."""
+        keys = list(dict.fromkeys(tuple(float(x) for x in lam) for lam in lams))
+        keys = [k for k in keys if k not in self.cache]
+        if len(keys) < 2:
+            return
+        S, A, J = self.game.S, self.game.A, len(keys)
+        g = np.concatenate([_lagrangian_reward(self.model, k) for k in keys])
+        sol = self.game.solve(g, np.zeros((J, S, A)), np.ones((J, S, A)))
+        for j, key in enumerate(keys):
+            res = Result(value=float(self.model.p0 @ sol.w[j]), policy=sol.pi[j],
+                         residual=float(np.abs(sol.q[j].max(axis=1) - sol.w[j]).max()))
+            self._store(key, res)
+
+    def _store(self, key, res):
         val = float(res.value) + float(np.dot(key, self.d))
         err = float(res.residual) / (1.0 - self.gamma) + 1e-12 * self._scale(key)
         out = (val - err, val + err, res.policy)
@@ -189,6 +200,13 @@ class _Evaluations:
         self.hi.append(out[1])
         self.policies.append(res.policy)
         return out
+
+    def __call__(self, lam: np.ndarray):
+        key = tuple(float(x) for x in lam)
+        if key in self.cache:
+            return self.cache[key]
+        return self._store(key, _robust_optimum(self.game,
+                                                _lagrangian_reward(self.model, key)))
 
     def best(self):
         i = int(np.argmin(self.hi))
@@ -462,8 +480,11 @@ def dual_of_game(game, *, tol: float, max_evaluations: int, deadline: float | No
     # 1. a log-spaced diagonal: upper bounds and candidate Slater points
     rscale = max(float(np.abs(model.R).max(initial=0.0)), 1e-12)
     cscale = max(float(np.abs(model.C).max(initial=0.0)), 1e-12)
-    for t in np.concatenate([[0.0], np.geomspace(1e-3, 1e3, 13) * rscale / cscale]):
-        ev(np.full(K, t))
+    diagonal = [np.full(K, t) for t in
+                np.concatenate([[0.0], np.geomspace(1e-3, 1e3, 13) * rscale / cscale])]
+    ev.many(diagonal)
+    for lam in diagonal:
+        ev(lam)
     # 2. the box: the best Slater point among the maximisers and least-cost policies
     hi0 = ev.best()[0]
     cands = _unique_policies(ev.policies + _least_cost_policies(game))
@@ -518,8 +539,10 @@ def _branch_and_bound(ev: _Evaluations, s1, s2, lam_max, tol,
 
     def corners(lo, hi):
         out = []
-        for bits in itertools.product((0, 1), repeat=K):
-            c = np.where(np.array(bits, dtype=bool), hi, lo)
+        cs = [np.where(np.array(bits, dtype=bool), hi, lo)
+              for bits in itertools.product((0, 1), repeat=K)]
+        ev.many(cs)
+        for c in cs:
             g_lo, _, pol = ev(c)
             out.append((c, g_lo, pol))
         return out
