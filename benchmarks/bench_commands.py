@@ -31,10 +31,12 @@ Sections (``--section``, default all):
   fresh copy of the checkout with a new virtual environment, once (``--runs`` is
   ignored); the install (``python3 -m venv ... && pip install ...``) and the command
   after it timed apart.  pip's download cache is the machine's own (a first install
-  on a new machine also downloads every wheel); ``--no-pip-cache`` installs without it.
+  on a new machine also downloads every wheel); ``--no-pip-cache`` installs without it;
+  ``--readme-commands 2`` runs only the second (numbers of the README's order,
+  comma-separated).
 
     python benchmarks/bench_commands.py [--section refusals] [--runs 5]
-    python benchmarks/bench_commands.py --section readme
+    python benchmarks/bench_commands.py --section readme [--readme-commands 2]
 """
 
 from __future__ import annotations
@@ -117,7 +119,19 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--no-pip-cache", action="store_true",
                         help="readme: install without pip's cache (PIP_NO_CACHE_DIR=1)")
+    parser.add_argument("--readme-commands", default=None, metavar="N[,N]",
+                        help="readme: only these commands, by their number in the README "
+                             "(default: all)")
     args = parser.parse_args(argv)
+    only = None
+    if args.readme_commands is not None:
+        try:
+            only = {int(x) for x in args.readme_commands.split(",")}
+        except ValueError:
+            parser.error("--readme-commands takes numbers, e.g. 2 or 1,3")
+        if not only <= set(range(1, len(readme_commands()) + 1)):
+            parser.error(f"--readme-commands: the README has "
+                         f"{len(readme_commands())} commands")
     sections = args.section or list(DEFAULT_SECTIONS)
     load = os.getloadavg()[0]
     print(f"{os.cpu_count()} CPUs, load average {load:.2f}, Python "
@@ -219,7 +233,7 @@ def main(argv=None) -> int:
                     [sys.executable, str(script)], args.runs, cwd=Path(tmp))
         measure("rcmdp " + " ".join(TRAIN), RCMDP + TRAIN, args.runs)
     if "readme" in sections:
-        _readme_section(args.no_pip_cache)
+        _readme_section(args.no_pip_cache, only)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     return 0
 
@@ -245,7 +259,7 @@ def _fresh_copy() -> Path:
     return where
 
 
-def _readme_section(no_pip_cache: bool) -> None:
+def _readme_section(no_pip_cache: bool, only=None) -> None:
     print("\nThe README's commands, each in a fresh copy and a new environment (wall s, "
           "one run; CPU s of the process and its children)")
     print(f"{'command':70s} {'install':>9s} {'command':>9s} {'CPU':>9s}   exit")
@@ -255,6 +269,8 @@ def _readme_section(no_pip_cache: bool) -> None:
         env["PIP_NO_CACHE_DIR"] = "1"
     logs = Path(tempfile.mkdtemp(prefix="bench-readme-logs-"))
     for i, line in enumerate(readme_commands(), start=1):
+        if only is not None and i not in only:
+            continue
         install, _, command = line.rpartition(" && ")
         where = _fresh_copy()
         log = logs / f"command{i}.log"

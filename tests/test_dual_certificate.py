@@ -358,3 +358,53 @@ def test_the_dual_builds_one_game(monkeypatch):
     m = T.dense_binding_cmdp(3)
     res = certified_dual(m, l1_ball(m, 0.2), max_evaluations=12)
     assert res.evaluations >= 12 and len(built) == 1
+
+
+# --------------------------------------------------------------------------- the cell LP
+@pytest.mark.parametrize("K", [2, 3])
+def test_the_slope_bound_of_a_cell_is_the_lp_minimum_and_certified(K):
+    """The slope bound of a cell (HiGHS through highspy, certified by its dual weights)
+    against scipy's linprog on random cells: never above the LP's minimum (the minimum
+    over the cell of the largest corner minorant), and equal to it up to rounding."""
+    from scipy.optimize import linprog
+
+    from rcmdp_exact.ground_truth.dual_certificate import _slope_bound
+
+    rng = np.random.default_rng(K)
+    for _ in range(40):
+        lo = rng.uniform(0.0, 2.0, K)
+        hi = lo + rng.uniform(0.0, 3.0, K) * (rng.random(K) < 0.9)
+        s1 = -rng.uniform(0.0, 5.0, K)
+        s2 = s1 + rng.uniform(0.0, 10.0, K)
+        corners = [(np.where(np.array(bits, bool), hi, lo), float(rng.normal()))
+                   for bits in itertools.product((0, 1), repeat=K)]
+        bound, point = _slope_bound(corners, s1, s2, lo, hi)
+        rows, rhs = [], []
+        for c, gc in corners:
+            sc = np.where(c == lo, s1, s2)
+            rows.append(np.append(sc, -1.0))
+            rhs.append(sc @ c - gc)
+        ref = linprog(np.append(np.zeros(K), 1.0), A_ub=np.array(rows), b_ub=rhs,
+                      bounds=[*zip(lo, hi, strict=True), (None, None)], method="highs")
+        assert ref.status == 0
+        assert bound <= ref.fun + 1e-9 * max(1.0, abs(ref.fun))
+        assert bound >= ref.fun - 1e-7 * max(1.0, abs(ref.fun))
+        assert np.all(point >= lo - 1e-9) and np.all(point <= hi + 1e-9)
+
+
+@settings(max_examples=examples(6))
+@given(T.robust_cmdps(n_states=2, n_actions=2))
+def test_the_bracket_dual_starts_from_the_bracket_and_agrees_with_the_plain_one(case):
+    """The bracket's dual uses its lower side as a floor (weak duality) and its
+    multipliers as a first point: an interval on the same D as the plain certified dual
+    (the two intersect), with ``lo`` at least the bracket's lower side."""
+    model, ball = case
+    br = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=60,
+                       time_limit=60)
+    if br.dual is None or not np.isfinite(br.lower):
+        return
+    plain = certified_dual(model, ball, max_evaluations=200)
+    assert br.dual.lo >= min(br.lower, br.dual.hi) - 1e-12
+    tol = 1e-9 * max(1.0, abs(plain.hi))
+    assert max(br.dual.lo, plain.lo) <= min(br.dual.hi, plain.hi) + tol
+    assert br.dual.feasible_value >= br.lower

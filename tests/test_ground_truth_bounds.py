@@ -404,3 +404,30 @@ def test_the_paths_for_large_models_stay_certified(case):
         lb.FLOPS = saved
     assert not res.variants
     assert_certified(res, model, ball, seed)
+
+
+@scaled(10)
+@given(tiny_robust_cases())
+def test_the_small_model_default_bounds_give_the_full_bracket(case):
+    """Up to SMALL_STATES states the default box bounds are the occupancy LP alone: the
+    result says so, both sides are certified, and the bracket meets the one of the full
+    bounds ("local", "lp") at the same box budget (the two intersect, and at rtol 1e-6
+    both close or the fast one is no wider than the full one plus its target)."""
+    from rcmdp_exact.ground_truth.boxes import BOX_BOUNDS
+    from rcmdp_exact.ground_truth.bracket import SMALL_BOX_BOUNDS, SMALL_STATES
+
+    model, ball, seed = case
+    kw = dict(progress=False, max_boxes=200, time_limit=600.0, rtol=1e-6,
+              dual_evaluations=0)
+    fast = rcmdp_bracket(model, ball, **kw)
+    full = rcmdp_bracket(model, ball, box_bounds=BOX_BOUNDS, **kw)
+    assert full.box_bounds == BOX_BOUNDS
+    assert fast.box_bounds == (SMALL_BOX_BOUNDS if model.n_states <= SMALL_STATES
+                               else BOX_BOUNDS)
+    assert_certified(fast, model, ball, seed)
+    assert fast.status == full.status or "budget_exhausted" in (fast.status, full.status)
+    if fast.status in FINITE and full.status in FINITE:
+        tol = 1e-9 * scale(model)
+        assert max(fast.lower, full.lower) <= min(fast.upper, full.upper) + tol
+        if full.closed:
+            assert fast.closed or fast.boxes >= 200

@@ -354,7 +354,7 @@ def test_a_stochastic_lower_policy_is_evaluated_as_a_policy():
 
 def test_result_fields():
     m, ball = mid_budget_model(1, 0.3)
-    res = rcmdp_bracket(m, ball, progress=False, max_boxes=20)
+    res = rcmdp_bracket(m, ball, progress=False, max_boxes=20, variants=VARIANTS)
     assert res.lower_method in ("lp", "lp, tightened budgets", "lagrangian",
                                 "least worst-case cost", "certified search", "mixture",
                                 "branch and bound", "candidate") or res.lower_method.startswith(
@@ -523,7 +523,7 @@ def test_the_bracket_builds_one_game(monkeypatch):
     monkeypatch.setattr(engine.RobustGame, "__init__", counting)
     m, ball = mid_budget_model(1, 0.3)
     res = rcmdp_bracket(m, ball, max_boxes=20, dual_evaluations=4, progress=False,
-                        time_limit=1e3)
+                        time_limit=1e3, variants=VARIANTS)
     assert res.dual is not None and set(res.variants) == set(VARIANTS)
     assert len(built) == 1
 
@@ -624,3 +624,104 @@ def test_the_gap_is_reported_honestly():
     assert tight.closed == (tight.gap <= max(1e-9, 1e-3 * max(abs(tight.lower),
                                                                  1e-6 * tight.value_range)))
     assert tight.closed and tight.message.startswith("closed: ")
+
+
+def test_the_variant_targets_are_computed_only_when_asked():
+    """The RCPG variants' targets are reference points, not bounds: none by default (the
+    result says so with an empty ``variants``); asked for, they are the targets of
+    :func:`variant_target` on the bracket's game, and the bounds are certified either
+    way (the lower side of the default run is no worse than a third of the gap below)."""
+    m, ball = mid_budget_model(1, 0.3)
+    kw = dict(progress=False, max_boxes=40, time_limit=1e3)
+    plain = rcmdp_bracket(m, ball, **kw)
+    assert plain.variants == {} and BracketSettings().variants == ()
+    asked = rcmdp_bracket(m, ball, variants=VARIANTS, **kw)
+    assert set(asked.variants) == set(VARIANTS)
+    for v in VARIANTS:
+        ref = rcmdp_variant(m, ball, v, progress=False)
+        assert np.array_equal(asked.variants[v].policy, ref.policy)
+    for res in (plain, asked):
+        assert res.lower <= res.upper
+    assert max(plain.lower, asked.lower) <= min(plain.upper, asked.upper) + 1e-12
+
+
+# --------------------------------------------------------------------------- lower side
+@scaled(12)
+@given(st.integers(0, 2**31 - 1))
+def test_the_mixtures_reach_the_feasibility_boundary(seed):
+    """``search.mix_to_boundary`` (regula falsi on the largest excess after one round of
+    even spacing) against an independent bisection of the same path with 60 steps: the
+    theta it returns is certified feasible, and where feasibility along the path is one
+    interval [0, theta*] it lies within 1e-6 of theta*, or its value within the gain of
+    the value at theta*; from an incumbent on the boundary (every mixture infeasible) it
+    stops within 5 rounds."""
+    from rcmdp_exact.ground_truth.search import Incumbent, mix_to_boundary
+
+    rng = np.random.default_rng(seed)
+    S, A = int(rng.integers(2, 4)), int(rng.integers(2, 4))
+    m = garnet(S, A, S, n_constraints=1, seed=int(rng.integers(2**31)), gamma=0.9)
+    ball = l1_ball(m, float(rng.uniform(0.1, 0.5)), support="all")
+    game = RobustGame(m, ball, tol=1e-12)
+    safe = rng.dirichlet(np.ones(A), size=S)
+    risky = rng.dirichlet(np.ones(A), size=S)
+    cs, cr = (float(game.evaluate(p[None])["costs"][0, 0]) for p in (safe, risky))
+    if not cs < cr:
+        safe, risky, cs, cr = risky, safe, cr, cs
+    if not cs < cr:
+        return
+    game.d = np.array([cs + float(rng.uniform(0.05, 0.95)) * (cr - cs)])
+    inc = Incumbent(game)
+    ok = inc.offer(safe[None], "safe")["accepted"] is not None
+    assert ok
+    gain = 1e-9
+
+    def feasible(theta):
+        ev = game.evaluate(((1 - theta) * safe + theta * risky)[None])
+        return bool(ev["costs"][0, 0] <= inc.limit[0]), float(ev["value"][0])
+
+    grid = np.linspace(0.0, 1.0, 101)
+    flags = [feasible(t)[0] for t in grid]
+    theta = mix_to_boundary(inc, safe, risky, rounds=30, gain=gain,
+                            safe_numbers=(inc.value, inc.costs))
+    assert feasible(theta)[0]
+    if flags == sorted(flags, reverse=True):  # one feasible interval [0, theta*]
+        lo, hi = 0.0, 1.0
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if feasible(mid)[0] else (lo, mid)
+        assert theta <= hi + 1e-9  # rounding: feasibility flips at 1e-14 near theta*
+        assert lo - theta <= 1e-6 or feasible(lo)[1] - feasible(theta)[1] <= 10 * gain
+    # from the boundary: every mixture towards risky is infeasible
+    inc2 = Incumbent(game)
+    edge = (1 - theta) * safe + theta * risky
+    inc2.offer(edge[None], "edge")
+    calls = []
+    offer = inc2.offer
+    inc2.offer = lambda *a, **k: calls.append(1) or offer(*a, **k)
+    mix_to_boundary(inc2, edge, risky, rounds=30, gain=1e-6 * max(1.0, abs(inc2.value)),
+                    safe_numbers=(inc2.value, inc2.costs))
+    assert len(calls) <= 5
+
+
+def test_the_refinement_of_lam_in_rounds_and_its_early_stop(monkeypatch):
+    """The sign steps of the Lagrangian search run in rounds of REFINE_ROUND that
+    continue one another exactly (all steps in one round give the same bound, bit for
+    bit, when no round stops early); a round that gains at most ``gain`` ends them, which
+    can only leave the bound higher, and every bound stays above the certified lower
+    side."""
+    import rcmdp_exact.ground_truth.dual as dual_mod
+    from rcmdp_exact.ground_truth.variants import lam_bounds
+
+    m, ball = mid_budget_model(1, 0.3)
+    game = RobustGame(m, ball, tol=1e-12)
+    low, high = lam_bounds(m, None)
+    kw = dict(low=low, high=high, n_grid=29, n_refine=40, n_cuts=0)
+    rounds = dual_mod.lagrangian_search(game, [np.zeros(game.K)], gain=-np.inf, **kw)
+    monkeypatch.setattr(dual_mod, "REFINE_ROUND", 40)
+    whole = dual_mod.lagrangian_search(game, [np.zeros(game.K)], gain=-np.inf, **kw)
+    assert rounds.U == whole.U and np.array_equal(rounds.lam, whole.lam)
+    monkeypatch.setattr(dual_mod, "REFINE_ROUND", 10)
+    quick = dual_mod.lagrangian_search(game, [np.zeros(game.K)], gain=np.inf, **kw)
+    assert quick.U >= whole.U
+    br = rcmdp_bracket(m, ball, progress=False, max_boxes=20, dual_evaluations=0)
+    assert min(quick.U, whole.U) >= br.lower - 1e-9

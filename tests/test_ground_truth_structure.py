@@ -178,8 +178,10 @@ def test_value_form_bound_is_above_every_feasible_policy_of_the_box(case):
     low, high = value_intervals(game, lo[None], hi[None])
     bound = ValueFormLP(game).bound(lo, hi, low[0], high[0])
     tol = 1e-9 * scale(model)
-    # (up to the solver's tolerances, which the certified dual value may carry)
-    assert bound <= game.p0 @ high[0, 0] + 1e-5 * scale(model)
+    # the LP's optimum is at most p0.high; the certified value is the weak-duality value
+    # of the solver's multipliers, above the optimum by their inaccuracy (HiGHS's
+    # tolerances times the columns' ranges): a loose check of tightness only
+    assert bound <= game.p0 @ high[0, 0] + 1e-3 * scale(model)
     for v in feasible_values_in_box(model, ball, lo, hi, rng):
         assert bound >= v - tol
 

@@ -321,6 +321,37 @@ def test_verify_fails_on_a_tampered_record(tmp_path, what):
     assert proc.returncode == 1 and "FAILED" in proc.stdout
 
 
+def test_verify_recomputes_the_infeasibility_claims():
+    """An ``infeasible`` record is confirmed by robust value iteration on -c (a second
+    method); a budget raised above the least worst-case cost makes it fail."""
+    res = suite.verify(["paper-nav2"], progress=False)
+    rows = {r["key"]: r for r in res.rows}
+    claims = [k for k, r in rows.items() if "confirmed" in r]
+    assert sorted(claims) == ["paper-nav2/s-l1/0.1", "paper-nav2/s-l1/0.2"]
+    assert res.infeasible == 2 and res.success
+    payload = json.loads(gzip.decompress(suite.DATA_FILE.read_bytes()))
+    for key in claims:
+        rec = next(r for r in payload["records"] if r["key"] == key)
+        stored = rec["bracket"]["lower_costs"][0]
+        # the least cost of the bracket (Howard's iteration of the engine) and of
+        # robust value iteration agree; both exceed the budget
+        assert rows[key]["costs"][0] == pytest.approx(stored, rel=1e-8)
+        assert rows[key]["costs"][0] > rec["budget"][0]
+
+
+def test_verify_fails_on_a_false_infeasibility_claim(tmp_path):
+    payload = json.loads(gzip.decompress(suite.DATA_FILE.read_bytes()))
+    payload["records"] = [r for r in payload["records"]
+                          if r["key"] in ("paper-nav2/s-l1/0.1", "paper-nav2/s-l1/0.2")]
+    payload["records"][0]["budget"] = [0.6]  # above the least worst-case cost 0.5376
+    path = tmp_path / "false_claim.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(payload).encode()))
+    res = suite.verify(path=path, progress=False)
+    bad = [r for r in res.rows if r["ok"] is False]
+    assert [r["key"] for r in bad] == ["paper-nav2/s-l1/0.1"] and not res.success
+    assert "stored as infeasible" in bad[0]["why"] and res.infeasible == 1
+
+
 # --------------------------------------------------------------------------- command line
 @pytest.mark.parametrize("argv, fact", [
     (["show", "nope"], "'nope'"),

@@ -275,6 +275,20 @@ def lp_bound(game: RobustGame, olp: OccupancyLP, lo, hi, kernels, dlo, dhi, carr
     return best, {"highs": best_basis, "pool": pool}
 
 
+def _occupancy_start(base, n: int, S: int):
+    """The values (J, n, 2, S, S) of the parents' occupancy problems (zeros, the cold
+    start, where a parent has none), or None when no parent has them."""
+    have = [b is not None and b.get("occ") is not None and b["occ"].shape == (n, 2, S, S)
+            for b in base]
+    if not any(have):
+        return None
+    out = np.zeros((len(base), n, 2, S, S))
+    for i, ok in enumerate(have):
+        if ok:
+            out[i] = base[i]["occ"]
+    return out
+
+
 def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float, *,
                 bounds=BOX_BOUNDS, n_lam_steps: int = 0,
                 kernel_rounds: int = KERNEL_ROUNDS) -> dict:
@@ -320,7 +334,12 @@ def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float,
     new_basis = list(base)
     if bounds and np.isfinite(U).any():
         n = 1 + game.K
-        dlo, dhi = occupancy_intervals(game, ev["P"], lo, hi)
+        dlo, dhi, occ_v = occupancy_intervals(game, ev["P"], lo, hi,
+                                              start=_occupancy_start(base, n, game.S),
+                                              values=True)
+        if occ_v is not None:  # the children start their occupancy problems from these
+            occ_v = occ_v.astype(np.float32)
+            new_basis = [dict(b or {}, occ=occ_v[i]) for i, b in enumerate(base)]
         if "local" in bounds:
             U = np.minimum(U, local_bounds(game, lo, hi, ev, dlo, dhi).U)
         if "lp" in bounds:
@@ -333,7 +352,7 @@ def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float,
                                 base[i], rounds=rounds_i, threshold=threshold,
                                 lazy=LAZY_KERNELS)  # hook (lazy kernels)
                 U[i] = min(U[i], u)
-                new_basis[i] = b
+                new_basis[i] = dict(new_basis[i] or {}, **b)
     out.update(U=U, lam=lam, step=step, w=res.w, occ=res.occ, pi=res.pi,
                value=ev["value"], costs=ev["costs"], basis=new_basis)
     return out

@@ -15,9 +15,9 @@ robust constraints).  Both sides are certificates whatever the budget of work:
   robust Bellman step subtracted from the value and added to the costs).  The policy
   is found by a search (:mod:`~rcmdp_exact.ground_truth.search`): the LP optimum of
   the nominal CMDP at the budgets and at budgets tightened by the worst-case excess,
-  the robust-Lagrangian
-  policies, the RCPG variants' targets, trust-region ascent with exact Danskin
-  gradients, mixtures, and every box maximiser of the branch and bound.
+  the robust-Lagrangian policies, the RCPG variants' targets (when asked for),
+  trust-region ascent with exact Danskin gradients, mixtures, and every box maximiser
+  of the branch and bound.
 * **upper** is the smaller of :math:`\min_\lambda g(\lambda)`
   (:mod:`~rcmdp_exact.ground_truth.dual`) and the branch-and-bound bound over policy
   boxes (:mod:`~rcmdp_exact.ground_truth.boxes`), every number a robust fixed point
@@ -73,7 +73,8 @@ from .variants import (
     variant_target,
 )
 
-__all__ = ["POLICY_CLASS", "RELATIVE_FLOOR", "BracketSettings", "gap_scale", "gap_text",
+__all__ = ["POLICY_CLASS", "RELATIVE_FLOOR", "SMALL_BOX_BOUNDS", "SMALL_STATES",
+           "BracketSettings", "gap_scale", "gap_text",
            "rcmdp_bracket", "value_range"]
 
 #: The policies over which the bracket bounds the optimum: Markov, stationary and
@@ -86,6 +87,12 @@ POLICY_CLASS = "stationary randomised"
 RELATIVE_FLOOR = 1e-6
 
 _SOLVED = ("optimal", "optimal_inaccurate", "check_failed")
+#: Up to this many states the default box bounds are :data:`SMALL_BOX_BOUNDS`.
+SMALL_STATES = 3
+#: The default box bounds of small models: the occupancy LP alone (on the small models of
+#: ``benchmarks/bench_ground_truth.py --section small`` the performance-difference bound
+#: never cut a box the LP had not; docs/ground_truth.md, section 3.9).
+SMALL_BOX_BOUNDS = ("lp",)
 
 
 def value_range(model) -> float:
@@ -279,7 +286,7 @@ class BracketSettings:
     mix_steps: int = 40
     tol: float = 1e-12
     feas_tol: float = 0.0
-    variants: tuple = VARIANTS
+    variants: tuple = ()
     n_partners: int = 4
     max_boxes: int = 100_000
     time_limit: float = 10.0
@@ -288,7 +295,7 @@ class BracketSettings:
     n_ascent: int = 60
     n_starts: int = 2
     seed: object = 0
-    box_bounds: tuple = BOX_BOUNDS
+    box_bounds: tuple | None = None
     kernel_rounds: int = KERNEL_ROUNDS
     dual_evaluations: int = 200
 
@@ -302,8 +309,8 @@ class BracketSettings:
         variants = tuple(self.variants)
         for v in variants:
             check_choice(v, "variant", VARIANTS)
-        bounds = tuple(self.box_bounds)
-        for b in bounds:
+        bounds = None if self.box_bounds is None else tuple(self.box_bounds)
+        for b in bounds or ():
             check_choice(b, "box_bounds entry", BOX_BOUNDS)
         check_int(self.kernel_rounds, "kernel_rounds", 0)
         check_int(self.max_boxes, "max_boxes", 1)
@@ -315,6 +322,14 @@ class BracketSettings:
         object.__setattr__(self, "lam_range", check_lam_range(self.lam_range))
         object.__setattr__(self, "variants", variants)
         object.__setattr__(self, "box_bounds", bounds)
+
+    def bounds_for(self, n_states: int) -> tuple:
+        """The box bounds of a model with ``n_states`` states: ``box_bounds`` when given,
+        else :data:`SMALL_BOX_BOUNDS` up to :data:`SMALL_STATES` states and
+        :data:`~.boxes.BOX_BOUNDS` beyond."""
+        if self.box_bounds is not None:
+            return self.box_bounds
+        return SMALL_BOX_BOUNDS if n_states <= SMALL_STATES else BOX_BOUNDS
 
     def gap_tol(self, value: float, span: float = 0.0) -> float:
         """The target gap at a lower bound ``value`` on a model of value range ``span``
@@ -473,7 +488,10 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
     feas_tol : float
         Budget slack: the bracket is then the one of the optimum at budgets d + feas_tol.
     variants : sequence of {"value", "constraint", "lagrangian"}
-        RCPG variant targets to compute (:func:`rcmdp_variant`; also candidates).
+        RCPG variant targets to compute (:func:`rcmdp_variant`; also candidates of the
+        lower side).  None by default: they are reference points (of the ground-truth
+        table, which asks for all three), not bounds, and took a tenth of the time of a
+        small model; ``variants=VARIANTS`` computes all three.
     progress : bool or None
         A bar over the boxes of the branch and bound that shows the gap reached over
         time (seconds, lower, upper, relative gap); None (the default): only when
@@ -495,10 +513,14 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
     n_starts : int
         Random starting policies of the local search (Dirichlet rows, from ``seed``).
     seed : int or numpy.random.Generator
-    box_bounds : sequence of {"local", "lp"}
+    box_bounds : sequence of {"local", "lp"} or None
         The bounds a box adds to its Lagrangian bound (:mod:`.local_bound`, the
         performance-difference bound; :mod:`.occupancy_bound`, the occupancy LP with
-        McCormick envelopes); ``()`` for the Lagrangian bound alone.
+        McCormick envelopes); ``()`` for the Lagrangian bound alone.  None (the
+        default): ``("lp",)`` up to :data:`SMALL_STATES` (3) states, where the
+        performance-difference bound never cut a box the LP had not (the same boxes on
+        the 24 small models of the benchmark) and took 30% of the time, and ``("local",
+        "lp")`` beyond.  The result's ``box_bounds`` says which were used.
     kernel_rounds : int
         The occupancy LP of a box adds, up to ``kernel_rounds`` times, the worst-case
         kernels of its own policy where they are worse than those it has
@@ -531,9 +553,11 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
         ``upper_policy_costs``; ``min_robust_costs`` (K,) certified lower bounds on the
         least worst-case costs; ``history`` {"lam", "g"}; ``n_candidates``; ``boxes``,
         ``open_boxes``, ``closed``, ``stopped`` ("gap", "boxes", "time", "empty" or
-        "infeasible"), ``trace`` (rounds, 4) of seconds, boxes, lower and upper over the
-        branch and bound, ``seconds``; ``variants``; ``success``, ``status``
-        ("bracket": the target gap was reached; "budget_exhausted": the time or box
+        "infeasible"), ``box_bounds`` (the box bounds used), ``trace`` (rounds, 4) of
+        seconds, boxes, lower and upper over the branch and bound, ``seconds``;
+        ``variants`` {name: the target of each variant asked for and finished in its
+        share of the time} ({} by default); ``success``, ``status`` ("bracket": the
+        target gap was reached; "budget_exhausted": the time or box
         budget ended first, both bounds hold; "no_feasible_policy", "infeasible"),
         ``message``; ``dual``: the certified interval [``lo``, ``hi``] on the
         Lagrangian dual :math:`D = \min_{\lambda \ge 0} \max_\pi \min_P L` (the
@@ -562,7 +586,8 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
     game.d_slack = float(game.rounding(1.0))
     least, safest = _least_costs(game)
     var_out, cut = _variant_targets(game, budgets, st, low, high, t0, progress)
-    extra = dict(min_robust_costs=least, variants=var_out)
+    bounds = st.bounds_for(game.S)
+    extra = dict(min_robust_costs=least, variants=var_out, box_bounds=bounds)
     proof = _infeasibility(game, model, least, safest, deadline)
     if proof is not None:
         return _infeasible(game, *proof, least, dict(extra, seconds=time.perf_counter() - t0,
@@ -571,17 +596,19 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
     lps = _lp_candidates(model, game, inc, deadline=deadline)
     if cands is not None:
         inc.offer(cands, "candidate")
+    span = value_range(model)
+    # the refinement of lam stops once 10 sign steps gain less than 1% of the target gap
     dual = lagrangian_search(game, [np.zeros(game.K)] + [lp.lam for lp in lps],
                              low=low, high=high, n_grid=st.n_grid, n_refine=st.n_refine,
-                             n_cuts=st.n_cuts, deadline=deadline)
+                             n_cuts=st.n_cuts, deadline=deadline,
+                             gain=0.01 * st.gap_tol(inc.value, span))
     _seed_lower(inc, dual, safest, var_out)
-    span = value_range(model)
 
     def tol_of(value):
         return st.gap_tol(value, span)
 
     bb_kw = dict(lam_unit=max(10.0 * low, float(dual.lam.max(initial=0.0))),
-                 deadline=deadline, gap_tol=tol_of, bounds=st.box_bounds,
+                 deadline=deadline, gap_tol=tol_of, bounds=bounds,
                  client=client, t0=t0, model=model,
                  scale_of=lambda v: gap_scale(v, span),
                  kernel_rounds=st.kernel_rounds)
@@ -630,8 +657,12 @@ def _with_dual(game, res: Result, evaluations: int, deadline: float) -> Result:
         return res
     dgame = game.replace(tol=DUAL_TOL, max_iter=DUAL_ITER, deadline=None,
                          d=np.asarray(game.model.d, dtype=np.float64), d_slack=0.0)
+    # the bracket's lower side is a policy certified robust-feasible at the budgets
+    # (unless feas_tol moved them): by weak duality a lower bound on D from the start
+    floor = res["lower"] if np.array_equal(game.d, dgame.d) else -np.inf
     dual = dual_of_game(dgame, tol=DUAL_GAP_TOL, max_evaluations=max(2, evaluations),
-                        deadline=start + left, start=start)
+                        deadline=start + left, start=start, floor=floor,
+                        starts=np.reshape(res["lam"], (1, -1)))
     gap = duality_gap(game.model, game.uset, res, dual)
     res["dual"] = dual
     res["duality_gap"] = Result(lo=gap.lo, hi=gap.hi, strong_duality=gap.strong_duality,

@@ -10,7 +10,9 @@ convex with robustness, so the search is global, then local:
    grid of ``n_grid`` points per axis for K = 2), all evaluated in one batch; the grid
    is extended by factors of 10 while its largest point is the best;
 2. ``n_refine`` sign steps (:func:`~rcmdp_exact.ground_truth.boxes.improve_lam`) from
-   the three best points (Danskin slope :math:`d - C(\pi_\lambda, P_\lambda)`);
+   the three best points (Danskin slope :math:`d - C(\pi_\lambda, P_\lambda)`), in
+   rounds of :data:`REFINE_ROUND` that stop once a round lowers the bound by at most
+   ``gain``;
 3. up to ``n_cuts`` cutting-plane (Kelley) steps: the next :math:`\lambda` minimises
    :math:`\max_i [g_i + s_i^\top (\lambda - \lambda_i)]` over the points met (an LP).
    Without robustness g is convex and piecewise linear and these steps reach its
@@ -32,7 +34,10 @@ from .._result import Result
 from ..robust.engine import RobustGame
 from .boxes import improve_lam, lagrangian_bounds
 
-__all__ = ["lagrangian_search", "lam_grid"]
+__all__ = ["REFINE_ROUND", "lagrangian_search", "lam_grid"]
+
+#: Sign steps per round of the refinement of :func:`lagrangian_search`.
+REFINE_ROUND = 10
 
 
 def lam_grid(K: int, low: float, high: float, n_grid: int) -> np.ndarray:
@@ -102,7 +107,8 @@ def fits(game: RobustGame, n: int, deadline: float) -> bool:
 
 
 def lagrangian_search(game: RobustGame, starts, *, low: float, high: float, n_grid: int,
-                      n_refine: int, n_cuts: int, deadline: float = np.inf) -> Result:
+                      n_refine: int, n_cuts: int, deadline: float = np.inf,
+                      gain: float = 0.0) -> Result:
     """Search for the smallest certified g(lam); see the module docstring.
 
     Returns ``U`` (the bound), ``lam`` (K,), ``pi`` (S, A) the maximiser at ``lam``,
@@ -124,10 +130,18 @@ def lagrangian_search(game: RobustGame, starts, *, low: float, high: float, n_gr
         order = np.argsort(np.array(log.g), kind="stable")[:3]
         lam0 = np.array(log.lam)[order]
         step = 0.1 * np.maximum(lam0, low)
-        first = log.run(lam0)
-        bounds, lam, step = improve_lam(game, np.zeros((lam0.shape[0], game.S, game.A)),
-                                        np.ones((lam0.shape[0], game.S, game.A)), lam0,
-                                        step, n_refine, first, deadline=deadline)
+        bounds = log.run(lam0)
+        lam, full = lam0, (np.zeros((lam0.shape[0], game.S, game.A)),
+                           np.ones((lam0.shape[0], game.S, game.A)))
+        done = 0
+        while done < n_refine and time.perf_counter() <= deadline:
+            n = min(REFINE_ROUND, n_refine - done)
+            before = float(np.min(bounds.U))
+            bounds, lam, step = improve_lam(game, *full, lam, step, n, bounds,
+                                            deadline=deadline)
+            done += n
+            if before - float(np.min(bounds.U)) <= gain:
+                break
         log.record(lam, bounds)
         _kelley(log, n_cuts, box=10.0 * max(high, float(np.max(log.lam))), deadline=deadline)
     best = log.best

@@ -65,10 +65,10 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import threading
 import time
 
 import numpy as np
-from scipy.optimize import linprog
 
 from .._checks import check_fields, check_int, check_real
 from .._result import Result, Status
@@ -152,11 +152,45 @@ class _Evaluations:
         self.h_cache[key] = out
         return out
 
-    def __call__(self, lam: np.ndarray):
-        key = tuple(float(x) for x in lam)
-        if key in self.cache:
-            return self.cache[key]
-        res = _robust_optimum(self.game, _lagrangian_reward(self.model, key))
+    def h_many(self, pairs) -> None:
+        """:meth:`h` of every (policy, lam) pair not met yet, in one batch of fixed points
+        (the adversary of each pair stops by its own residual, so each bound is certified
+        as in :meth:`h`; one call instead of one per pair)."""
+        todo, seen = [], set()
+        for policy, lam in pairs:
+            key = (policy.tobytes(), tuple(float(x) for x in lam))
+            if key not in self.h_cache and key not in seen:
+                seen.add(key)
+                todo.append((key, policy))
+        if len(todo) < 2:
+            for key, policy in todo:
+                self.h(policy, np.array(key[1]))
+            return
+        g = np.concatenate([_lagrangian_reward(self.model, key[1]) for key, _ in todo])
+        pis = np.stack([policy for _, policy in todo])
+        fp = self.game.adversary(g, pis)
+        for j, (key, _) in enumerate(todo):
+            lam_t = key[1]
+            val = float(self.model.p0 @ fp.w[j]) + float(np.dot(lam_t, self.d))
+            self.h_cache[key] = (val - float(fp.residual[j]) / (1.0 - self.gamma)
+                                 - 1e-12 * self._scale(lam_t))
+
+    def many(self, lams) -> None:
+        """g at every point of ``lams`` not met yet, in one batch of robust fixed points
+        (each certified by its own residual, as in :meth:`__call__`)."""
+        keys = list(dict.fromkeys(tuple(float(x) for x in lam) for lam in lams))
+        keys = [k for k in keys if k not in self.cache]
+        if len(keys) < 2:
+            return
+        S, A, J = self.game.S, self.game.A, len(keys)
+        g = np.concatenate([_lagrangian_reward(self.model, k) for k in keys])
+        sol = self.game.solve(g, np.zeros((J, S, A)), np.ones((J, S, A)))
+        for j, key in enumerate(keys):
+            res = Result(value=float(self.model.p0 @ sol.w[j]), policy=sol.pi[j],
+                         residual=float(np.abs(sol.q[j].max(axis=1) - sol.w[j]).max()))
+            self._store(key, res)
+
+    def _store(self, key, res):
         val = float(res.value) + float(np.dot(key, self.d))
         err = float(res.residual) / (1.0 - self.gamma) + 1e-12 * self._scale(key)
         out = (val - err, val + err, res.policy)
@@ -166,6 +200,13 @@ class _Evaluations:
         self.hi.append(out[1])
         self.policies.append(res.policy)
         return out
+
+    def __call__(self, lam: np.ndarray):
+        key = tuple(float(x) for x in lam)
+        if key in self.cache:
+            return self.cache[key]
+        return self._store(key, _robust_optimum(self.game,
+                                                _lagrangian_reward(self.model, key)))
 
     def best(self):
         i = int(np.argmin(self.hi))
@@ -255,25 +296,66 @@ def _slope_bound(corners: list, s1: np.ndarray, s2: np.ndarray, lo: np.ndarray,
     # min t s.t. g_c + sigma_c.(lam - c) <= t for every corner, lo <= lam <= hi
     rows, rhs, sig = [], [], []
     for c, gc in corners:
-        sc = np.where(np.isclose(c, lo, rtol=0.0, atol=0.0), s1, s2)
+        sc = np.where(c == lo, s1, s2)
         rows.append(np.concatenate([sc, [-1.0]]))
         rhs.append(float(sc @ c) - gc)
         sig.append((sc, float(gc - sc @ c)))
-    res = linprog(np.concatenate([np.zeros(K), [1.0]]), A_ub=np.array(rows),
-                  b_ub=np.array(rhs), bounds=[(float(x), float(y)) for x, y in zip(lo, hi,
-                                                                              strict=True)]
-                  + [(None, None)], method="highs")
     mu = np.ones(len(corners)) / len(corners)
     point = 0.5 * (lo + hi)
-    if res.status == 0:
-        mu = np.maximum(-np.asarray(res.ineqlin.marginals), 0.0)
+    sol = _cell_lp(np.array(rows), np.array(rhs), lo, hi)
+    if sol is not None:
+        x, duals = sol
+        mu = np.maximum(-duals, 0.0)
         mu = mu / mu.sum() if mu.sum() > 0 else np.ones(len(corners)) / len(corners)
-        point = np.asarray(res.x[:K])
+        point = x[:K]
     # certified: the minimum over the cell of the mu-weighted minorant (affine)
     slope = sum(m * sc for m, (sc, _) in zip(mu, sig, strict=True))
     const = sum(m * k0 for m, (_, k0) in zip(mu, sig, strict=True))
     bound = const + float(np.sum(np.minimum(slope * lo, slope * hi)))
     return float(bound), point
+
+
+_HIGHS = threading.local()  # one quiet highspy.Highs per thread for the cell LPs
+
+
+def _cell_lp(rows: np.ndarray, rhs: np.ndarray, lo: np.ndarray, hi: np.ndarray):
+    """min t s.t. rows @ (lam, t) <= rhs, lo <= lam <= hi, t free: (x, row duals) or None.
+
+    HiGHS through ``highspy`` (a few corners and K + 1 columns: ``scipy.optimize.linprog``
+    spends 4 times as long checking its options as HiGHS solving).  Only a guide: the
+    bound of :func:`_slope_bound` is certified by its dual weights, whatever they are.
+    """
+    import highspy
+
+    from .._solvers import new_highs
+
+    h = getattr(_HIGHS, "solver", None)
+    if h is None:
+        h = _HIGHS.solver = new_highs()
+    m, n = rows.shape
+    h.clearModel()
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n, m
+    lp.col_cost_ = np.concatenate([np.zeros(n - 1), [1.0]])
+    lp.col_lower_ = np.append(np.asarray(lo, dtype=np.float64), -np.inf)
+    lp.col_upper_ = np.append(np.asarray(hi, dtype=np.float64), np.inf)
+    lp.row_lower_, lp.row_upper_ = np.full(m, -np.inf), np.asarray(rhs, dtype=np.float64)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.arange(0, m * n + 1, m, dtype=np.int32)
+    lp.a_matrix_.index_ = np.tile(np.arange(m, dtype=np.int32), n)
+    lp.a_matrix_.value_ = np.ascontiguousarray(rows.T, dtype=np.float64).ravel()
+    try:
+        h.passModel(lp)
+        h.run()
+    except (RuntimeError, ValueError, ArithmeticError):
+        return None
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    sol = h.getSolution()
+    if not sol.dual_valid:
+        return None
+    return (np.asarray(sol.col_value, dtype=np.float64),
+            np.asarray(sol.row_dual, dtype=np.float64))
 
 
 def _concave_bound(ev, corners: list) -> tuple[float, np.ndarray | None]:
@@ -287,6 +369,8 @@ def _concave_bound(ev, corners: list) -> tuple[float, np.ndarray | None]:
     For K = 1 also returns where the two concave pieces, extended linearly, cross (the
     kink of g, where its minimum usually lies), or None.
     """
+    ev.h_many([(pol, c2) for c, _, pol in corners for c2, _, _ in corners
+               if not np.array_equal(c2, c)])
     vals = []
     for c, gc, pol in corners:
         vals.append(min([gc] + [ev.h(pol, c2) for c2, _, _ in corners
@@ -368,13 +452,23 @@ def certified_dual(model, uset, *, tol: float = DUAL_GAP_TOL, max_evaluations: i
 
 
 def dual_of_game(game, *, tol: float, max_evaluations: int, deadline: float | None,
-                 start: float) -> Result:
+                 start: float, floor: float = -np.inf, starts=()) -> Result:
     """:func:`certified_dual` on a game already built from valid inputs (the bracket's,
     with the settings :data:`DUAL_TOL`, :data:`DUAL_ITER` and no deadline of its own:
-    ``deadline`` is checked between fixed points)."""
+    ``deadline`` is checked between fixed points).
+
+    ``floor``: a certified lower bound on OPT at the game's budgets (the bracket's
+    ``lower``, the worst-case value of a policy certified robust-feasible there), so on
+    D by weak duality: it joins ``feasible_value`` and stops the search as soon as the
+    smallest g met is within ``tol`` of it.  ``starts``: multipliers (n, K) where g is
+    evaluated first (the bracket's best: a small ``hi`` from the start).
+    """
     model, uset = game.model, game.uset
     K = model.n_constraints
     ev = _Evaluations(game, max_evaluations, deadline)
+    for lam in np.reshape(np.asarray(starts, dtype=np.float64), (-1, K)) if K else ():
+        if np.all(np.isfinite(lam)) and np.all(lam >= 0.0):
+            ev(lam)
     if K == 0:
         lo, hi, pol = ev(np.zeros(0))
         return _result(ev, lo, hi, np.zeros(0), pol, np.zeros(0), None, None,
@@ -386,15 +480,19 @@ def dual_of_game(game, *, tol: float, max_evaluations: int, deadline: float | No
     # 1. a log-spaced diagonal: upper bounds and candidate Slater points
     rscale = max(float(np.abs(model.R).max(initial=0.0)), 1e-12)
     cscale = max(float(np.abs(model.C).max(initial=0.0)), 1e-12)
-    for t in np.concatenate([[0.0], np.geomspace(1e-3, 1e3, 13) * rscale / cscale]):
-        ev(np.full(K, t))
+    diagonal = [np.full(K, t) for t in
+                np.concatenate([[0.0], np.geomspace(1e-3, 1e3, 13) * rscale / cscale])]
+    ev.many(diagonal)
+    for lam in diagonal:
+        ev(lam)
     # 2. the box: the best Slater point among the maximisers and least-cost policies
     hi0 = ev.best()[0]
     cands = _unique_policies(ev.policies + _least_cost_policies(game))
     lam_max = np.full(K, np.inf)
     slater = slater_value = slater_costs = None
     smallest = np.inf
-    feasible = -np.inf  # weak duality: D >= OPT >= the value of a robust-feasible policy
+    # weak duality: D >= OPT >= the value of a robust-feasible policy
+    feasible = float(floor)
     for pol in cands:
         v_lo, c_hi = _certified_numbers(game, pol)
         if np.all(c_hi <= d):
@@ -414,7 +512,7 @@ def dual_of_game(game, *, tol: float, max_evaluations: int, deadline: float | No
                        "is the certified worst-case value of a robust-feasible policy "
                        "(weak duality), or -inf without one", slater_found=False)
     # 3. branch and bound over cells of [0, lam_max]
-    lo, cells = _branch_and_bound(ev, s1, s2, lam_max, tol)
+    lo, cells = _branch_and_bound(ev, s1, s2, lam_max, tol, feasible)
     hi, lam, pol = ev.best()
     return _result(ev, min(max(lo, feasible), hi), hi, lam, pol, lam_max, slater,
                    (slater_value, slater_costs), np.stack([cmin, cmax]), cells, tol,
@@ -431,15 +529,20 @@ def _unique_policies(policies) -> list[np.ndarray]:
     return out
 
 
-def _branch_and_bound(ev: _Evaluations, s1, s2, lam_max, tol) -> tuple[float, int]:
-    """The smallest certified lower bound of g over [0, lam_max]; returns (lo, cells)."""
+def _branch_and_bound(ev: _Evaluations, s1, s2, lam_max, tol,
+                      floor: float = -np.inf) -> tuple[float, int]:
+    """The smallest certified lower bound of g over [0, lam_max]; returns (lo, cells).
+    Stops when the smallest g met is within ``tol`` of that bound or of ``floor`` (a
+    certified lower bound on D known beforehand)."""
     K = lam_max.size
     counter = itertools.count()
 
     def corners(lo, hi):
         out = []
-        for bits in itertools.product((0, 1), repeat=K):
-            c = np.where(np.array(bits, dtype=bool), hi, lo)
+        cs = [np.where(np.array(bits, dtype=bool), hi, lo)
+              for bits in itertools.product((0, 1), repeat=K)]
+        ev.many(cs)
+        for c in cs:
             g_lo, _, pol = ev(c)
             out.append((c, g_lo, pol))
         return out
@@ -468,7 +571,7 @@ def _branch_and_bound(ev: _Evaluations, s1, s2, lam_max, tol) -> tuple[float, in
     while True:
         bound, _, lo, hi, point = heap[0]
         best = ev.best()[0]
-        if best - bound <= tol * max(1.0, abs(best)) or ev.exhausted():
+        if best - max(bound, floor) <= tol * max(1.0, abs(best)) or ev.exhausted():
             return bound, cells
         width = (hi - lo) * np.maximum(s2 - s1, 1e-300)
         k = int(np.argmax(width))

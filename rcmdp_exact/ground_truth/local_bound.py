@@ -86,6 +86,9 @@ _WIDEN = 1e-12
 #: Floating-point operations per second assumed when deciding whether one round of the
 #: box MDPs of :func:`occupancy_intervals` fits before the deadline (a low estimate).
 FLOPS = 5e8
+#: Operations per call of the compiled occupancy iteration (the deadline is checked
+#: between calls): about 0.05 s.
+COMPILED_BATCH_FLOPS = 2.5e7
 
 
 def one_step_intervals(game: RobustGame, P: np.ndarray, lo: np.ndarray, hi: np.ndarray):
@@ -97,8 +100,8 @@ def one_step_intervals(game: RobustGame, P: np.ndarray, lo: np.ndarray, hi: np.n
     Pt = np.swapaxes(P, 2, 3)  # (J, s, s', a)
     lob = np.broadcast_to(lo[:, :, None, :], Pt.shape)
     hib = np.broadcast_to(hi[:, :, None, :], Pt.shape)
-    top = np.einsum("jsta,jsta->jst", greedy_box(Pt, lob, hib), Pt).max(axis=1)
-    bottom = np.einsum("jsta,jsta->jst", greedy_box(-Pt, lob, hib), Pt).min(axis=1)
+    top = np.einsum("jsta,jsta->jst", game.greedy(Pt, lob, hib), Pt).max(axis=1)
+    bottom = np.einsum("jsta,jsta->jst", game.greedy(-Pt, lob, hib), Pt).min(axis=1)
     high = (game.p0 + g / (1.0 - g) * top) * (1.0 + _WIDEN)
     low = np.maximum((game.p0 + g / (1.0 - g) * bottom) * (1.0 - _WIDEN), 0.0)
     return low, np.minimum(high, 1.0 / (1.0 - g))
@@ -110,16 +113,25 @@ def _box_max(q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def occupancy_intervals(game: RobustGame, P: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                        max_iter: int = 50):
+                        max_iter: int = 50, *, start: np.ndarray | None = None,
+                        compiled: bool | None = None, values: bool = False):
     r"""Certified intervals on the occupancy of every policy of the boxes under kernels.
 
     P (J, n, S, A, S): n kernels per box; lo, hi (J, S, A).  For each state s' the
     largest and the smallest :math:`d^\pi(s')` over the box is a box MDP with reward
-    :math:`\pm 1\{s = s'\}`, solved by Howard's policy iteration
-    (:func:`~rcmdp_exact.core.mdp.box_policy_iteration`: greedy fills, at most ``max_iter``
-    rounds, each policy evaluated by :class:`~rcmdp_exact.core.evaluation.PolicySystem`),
-    with the residual bound :math:`\|T V - V\|_\infty / (1 - \gamma)` added.  Returns
-    (low, high), each (J, n, S).
+    :math:`\pm 1\{s = s'\}`, solved by Howard's policy iteration (at most ``max_iter``
+    evaluations), with the residual bound :math:`\|T V - V\|_\infty / (1 - \gamma)`
+    added.  The iteration is compiled (:func:`~rcmdp_exact.robust.compiled.
+    occupancy_values`: every problem on its own, one dense LU per evaluation) when the
+    game is (``compiled=None``: ``game.compiled``); otherwise it is
+    :func:`~rcmdp_exact.core.mdp.box_policy_iteration` with every policy evaluated by
+    :class:`~rcmdp_exact.core.evaluation.PolicySystem` (the numpy oracle).  Either way the
+    values are only a proposal: the residual and the intervals are computed here, in
+    numpy, from the values alone, so they hold whatever the values are.
+
+    ``start`` (J, n, 2, S, S): values of the same problems (of a parent box, say) to start
+    the iteration from (the first policy is greedy for them); ``values=True`` also returns
+    the final values (J, n, 2, S, S) for that.  Returns (low, high), each (J, n, S).
     """
     J0, n0 = P.shape[:2]
     S, A = game.S, game.A
@@ -130,18 +142,50 @@ def occupancy_intervals(game: RobustGame, P: np.ndarray, lo: np.ndarray, hi: np.
     low1, high1 = one_step_intervals(game, P, lo, hi)
     flops = 2.0 * J * S * (S**3 + 2 * S * A * S)
     if game.deadline is not None and time.perf_counter() + flops / FLOPS > game.deadline:
-        return low1.reshape(J0, n0, S), np.maximum(high1, low1).reshape(J0, n0, S)
-    # batch: (J, sign, target) problems
+        out = low1.reshape(J0, n0, S), np.maximum(high1, low1).reshape(J0, n0, S)
+        return (*out, None) if values else out
+    v0 = None if start is None else np.asarray(start, dtype=np.float64).reshape(J, 2, S, S)
+    if compiled is None:
+        compiled = getattr(game, "compiled", False)
+    v, done = (_values_compiled if compiled else _values_numpy)(game, P, lo, hi, v0, max_iter)
+    # the certificate, from v alone: T v by greedy fills of the box, the residual bound
+    r = _rewards(S)
+    q = r[None, ..., None] + g * np.einsum("jsat,jxt->jxsa", P, v.reshape(J, 2 * S, S)
+                                           ).reshape(J, 2, S, S, A)
+    best = game.greedy(q, lo[:, None, None], hi[:, None, None])
+    tv = np.einsum("jxtsa,jxtsa->jxts", best, q)
+    err = np.abs(tv - v).max(axis=3) / (1.0 - g)
+    val = v @ game.p0 + err  # (J, 2, S)
+    high = np.where(done[:, None], np.minimum(val[:, 0] * (1.0 + _WIDEN), high1), high1)
+    low = np.where(done[:, None],
+                   np.maximum(np.maximum(-val[:, 1] * (1.0 - _WIDEN), 0.0), low1), low1)
+    out = low.reshape(J0, n0, S), np.maximum(high, low).reshape(J0, n0, S)
+    return (*out, v.reshape(J0, n0, 2, S, S)) if values else out
+
+
+def _rewards(S: int) -> np.ndarray:
+    """The rewards (2, S, S) of the occupancy box MDPs: sign, target, state."""
+    r = np.zeros((2, S, S))
+    idx = np.arange(S)
+    r[0, idx, idx] = 1.0
+    r[1, idx, idx] = -1.0
+    return r
+
+
+def _values_numpy(game, P, lo, hi, v0, max_iter):
+    """The values (J, 2, S, S) of the occupancy box MDPs by the numpy Howard iteration
+    (the oracle), and a mask (J,) of the kernels solved (all)."""
+    J, S, A = P.shape[0], game.S, game.A
+    g = game.gamma
     n = J * 2 * S
     Pb = np.broadcast_to(P[:, None, None], (J, 2, S, S, A, S)).reshape(n, S, A, S)
     lob = np.broadcast_to(lo[:, None, None], (J, 2, S, S, A)).reshape(n, S, A)
     hib = np.broadcast_to(hi[:, None, None], (J, 2, S, S, A)).reshape(n, S, A)
-    r = np.zeros((J, 2, S, S))
-    idx = np.arange(S)
-    r[:, 0, idx, idx] = 1.0
-    r[:, 1, idx, idx] = -1.0
-    r = r.reshape(n, S)
-    pi = game.greedy(np.broadcast_to(r[..., None], (n, S, A)).copy(), lob, hib)
+    r = np.broadcast_to(_rewards(S), (J, 2, S, S)).reshape(n, S)
+    q0 = np.broadcast_to(r[..., None], (n, S, A)).copy()
+    if v0 is not None:
+        q0 = q0 + g * np.einsum("nsat,nt->nsa", Pb, v0.reshape(n, S))
+    pi = game.greedy(q0, lob, hib)
 
     def evaluate(pi):
         v = PolicySystem(policy_matrix(Pb, pi), g).solve(r)
@@ -149,13 +193,29 @@ def occupancy_intervals(game: RobustGame, P: np.ndarray, lo: np.ndarray, hi: np.
 
     sol = box_policy_iteration(evaluate, pi, lob, hib, max_iter=max_iter, rtol=1e-13,
                                stop=game.late, greedy=game.greedy)
-    v, q = sol.w, sol.q
-    tv = np.einsum("nsa,nsa->ns", sol.best, q)
-    err = np.abs(tv - v).max(axis=1) / (1.0 - g)
-    val = (v @ game.p0 + err).reshape(J, 2, S)
-    high = np.minimum(val[:, 0] * (1.0 + _WIDEN), high1)
-    low = np.maximum(np.maximum(-val[:, 1] * (1.0 - _WIDEN), 0.0), low1)
-    return low.reshape(J0, n0, S), np.maximum(high, low).reshape(J0, n0, S)
+    return sol.w.reshape(J, 2, S, S), np.ones(J, dtype=bool)
+
+
+def _values_compiled(game, P, lo, hi, v0, max_iter):
+    """The values (J, 2, S, S) of the occupancy box MDPs by the compiled Howard iteration,
+    in calls of :data:`COMPILED_BATCH_FLOPS` operations at most, so that the deadline is
+    checked between them; a mask (J,) of the kernels solved (the others keep the
+    one-step intervals)."""
+    from ..robust.compiled import occupancy_values
+
+    J, S, A = P.shape[0], game.S, game.A
+    v = np.zeros((J, 2, S, S))
+    done = np.zeros(J, dtype=bool)
+    per = 2.0 * S * (S**3 / 3.0 + 2 * S * A * S) * 4  # about four rounds per problem
+    step = max(1, int(COMPILED_BATCH_FLOPS // per))
+    for a in range(0, J, step):
+        if a and game.late():
+            break
+        b = min(a + step, J)
+        v[a:b] = occupancy_values(P[a:b], lo[a:b], hi[a:b], game.gamma,
+                                  None if v0 is None else v0[a:b], max_iter=max_iter)[0]
+        done[a:b] = True
+    return v, done
 
 
 def _terms(q, w, lo, hi):
@@ -209,6 +269,10 @@ class _Box:
             v, self.ok = verts
             self.av = np.einsum("jscb,jnsb->jnsc", v, q) - w[..., None]  # a_j at vertices
             self.terms = mid[..., None] * self.av + half[..., None] * np.abs(self.av)
+            self.not_ok = ~self.ok
+            J, n, S = self.terms.shape[:3]
+            self.pick = (np.arange(J)[:, None, None], np.arange(n)[None, :, None],
+                         np.arange(S)[None, None, :])
         else:
             self.spread = (half * _terms(q, w, lo, hi)).sum(axis=2)  # (J, n)
 
@@ -216,10 +280,11 @@ class _Box:
         """F_B(lam) (J,) and its slope (J, K) at multipliers lam (J, K)."""
         theta = np.concatenate([np.ones((lam.shape[0], 1)), lam], axis=1)
         if self.joint:
-            tot = np.where(self.ok, np.einsum("jn,jnsc->jsc", theta, self.terms), -np.inf)
-            c = np.argmax(tot, axis=2)[:, None, :, None]  # (J, 1, S, 1)
-            idx = np.broadcast_to(c, (*self.terms.shape[:3], 1))
-            per = self.base + np.take_along_axis(self.terms, idx, axis=3)[..., 0].sum(axis=2)
+            tot = np.einsum("jn,jnsc->jsc", theta, self.terms)
+            tot[self.not_ok] = -np.inf
+            c = np.argmax(tot, axis=2)  # (J, S): the best vertex of each state
+            jj, nn, ss = self.pick
+            per = self.base + self.terms[jj, nn, ss, c[:, None, :]].sum(axis=2)
         else:
             qq = np.einsum("jns,jnsa->jsa", theta[:, :, None] * self.mid, self.q)
             pi = greedy_box(qq, self.lo, self.hi)

@@ -40,6 +40,16 @@ imposed) the weak-duality value
     \qquad \rho = c - A^\top y,
 
 bounds the minimum of :math:`c^\top z = -t` from below, whatever the accuracy of y.
+
+**Built once, filled per box.**  The LP's sparsity pattern depends only on S, A and the
+objectives of its kernels, so it is built once (:class:`LPLayout`: the flow rows with
+every entry of the kernels, zeros included, which HiGHS drops; the duplicates of the
+McCormick rows summed in place); a box only computes the values, in the pattern's order,
+and the bounds, and passes the arrays to HiGHS as they are.  :meth:`OccupancyLP.matrix`
+builds the same LP from scratch (the reference the tests compare with).  The basis
+handed to the children is HiGHS's own object (:class:`LPBasis`: converted to arrays only
+when it is pickled, for a Dask worker), because converting a basis status by status
+costs about as much as the solve.
 """
 
 from __future__ import annotations
@@ -47,7 +57,131 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["OccupancyLP"]
+__all__ = ["LPBasis", "LPLayout", "OccupancyLP"]
+
+
+class LPBasis:
+    """A basis of the LP: HiGHS's own object (set as it is, no conversion), or the status
+    of every column and row as int8 arrays (HiGHS's numbers; what a pickle holds).
+
+    ``basis[0]``, ``basis[1]``: the column and row arrays (converted on first use)."""
+
+    __slots__ = ("_highs", "_arrays", "shape")
+
+    def __init__(self, highs=None, arrays=None, shape=None):
+        self._highs, self._arrays = highs, arrays
+        self.shape = shape if arrays is None else (arrays[0].size, arrays[1].size)
+
+    @staticmethod
+    def of(basis):
+        """An :class:`LPBasis` from an LPBasis, a pair of int8 arrays or None."""
+        if basis is None or isinstance(basis, LPBasis):
+            return basis
+        return LPBasis(arrays=(np.asarray(basis[0], dtype=np.int8),
+                               np.asarray(basis[1], dtype=np.int8)))
+
+    def arrays(self):
+        if self._arrays is None:
+            self._arrays = (
+                np.fromiter((v.value for v in self._highs.col_status), np.int8),
+                np.fromiter((v.value for v in self._highs.row_status), np.int8))
+        return self._arrays
+
+    def __getitem__(self, i):
+        return self.arrays()[i]
+
+    def highs(self):
+        """The basis as a ``highspy.HighsBasis``."""
+        if self._highs is None:
+            import highspy
+
+            table = _status_table()
+            b = highspy.HighsBasis()
+            b.col_status = [table[v] for v in self._arrays[0].tolist()]
+            b.row_status = [table[v] for v in self._arrays[1].tolist()]
+            b.valid = True
+            self._highs = b
+        return self._highs
+
+    def __getstate__(self):
+        return {"arrays": self.arrays(), "shape": self.shape}
+
+    def __setstate__(self, state):
+        self._highs, self._arrays, self.shape = None, state["arrays"], state["shape"]
+
+
+def _status_table():
+    import highspy
+
+    status = list(highspy.HighsBasisStatus.__members__.values())
+    by_int = {int(x): x for x in status}
+    return [by_int[i] for i in range(len(status))]
+
+
+class LPLayout:
+    r"""The sparsity pattern (CSC) of the LP of one list of objectives, and where each
+    value of a box goes in it.
+
+    Columns: :math:`\pi` (n), then :math:`x_j` (n) per kernel, then t.  Rows: the S
+    simplex rows, then per kernel its S flow rows, 4 n McCormick rows and its objective
+    row (``t - r^\top x_j \le 0`` for the value, ``c_k^\top x_j \le d_k`` for a cost).
+    The values of a box are produced in a fixed order (:meth:`OccupancyLP.values`) and
+    summed into the CSC positions by ``pos`` (the McCormick rows' entry on
+    :math:`x(s, a)` appears twice)."""
+
+    def __init__(self, S: int, A: int, objectives):
+        objectives = np.asarray(objectives, dtype=np.int64)
+        n, m = S * A, objectives.size
+        self.S, self.A, self.n, self.m = S, A, n, m
+        self.objectives = objectives
+        self.N = N = n * (1 + m) + 1
+        block = S + 4 * n + 1
+        self.n_rows = n_rows = S + m * block
+        s_of = np.repeat(np.arange(S), A)
+        same = s_of[:, None] * A + np.arange(A)[None, :]  # (n, A): the pairs of the state
+        r0 = S + block * np.arange(m)  # (m,) first row of each kernel's block
+        base = n * (1 + np.arange(m))  # (m,) first column of each kernel's x
+        mc = (r0[:, None, None] + S + np.arange(4 * n).reshape(1, 4, n))  # (m, 4, n)
+        obj = r0 + S + 4 * n
+        self.value_rows = obj[objectives == 0]
+        rows = [s_of,
+                np.broadcast_to(r0[:, None, None] + np.arange(S)[None, :, None], (m, S, n)),
+                mc,
+                np.broadcast_to(mc[..., None], (m, 4, n, A)),
+                mc,
+                np.broadcast_to(obj[:, None], (m, n)),
+                self.value_rows]
+        cols = [np.arange(n),
+                np.broadcast_to(base[:, None, None] + np.arange(n), (m, S, n)),
+                np.broadcast_to(np.arange(n), (m, 4, n)),
+                np.broadcast_to(base[:, None, None, None] + same[None, None], (m, 4, n, A)),
+                np.broadcast_to(base[:, None, None] + np.arange(n), (m, 4, n)),
+                base[:, None] + np.arange(n),
+                np.full(self.value_rows.size, N - 1)]
+        rows = np.concatenate([np.ravel(r) for r in rows])
+        cols = np.concatenate([np.ravel(c) for c in cols])
+        keys = cols * n_rows + rows
+        uniq, self.pos = np.unique(keys, return_inverse=True)
+        self.nnz = uniq.size
+        self.indices = (uniq % n_rows).astype(np.int32)
+        self.col_of = (uniq // n_rows).astype(np.int64)
+        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(self.col_of, minlength=N))]
+                                     ).astype(np.int32)
+        self.eye = (s_of[None, :] == np.arange(S)[:, None]).astype(np.float64)  # (S, n)
+        self.c_x = np.broadcast_to(np.array([-1.0, -1.0, 1.0, 1.0])[:, None], (m, 4, n))
+        self.mc_rows = mc.ravel()
+        self.cost_rows = obj[objectives > 0]
+        self.cost_k = objectives[objectives > 0] - 1
+        self.sign = np.where(objectives == 0, -1.0, 1.0)[:, None]  # (m, 1)
+        self.n_value = int((objectives == 0).sum())
+        self.row_lower = np.full(n_rows, -np.inf)
+        self.row_lower[:S] = 1.0
+        self.row_upper = np.zeros(n_rows)
+        self.row_upper[:S] = 1.0
+        self.flow_rows = (r0[:, None] + np.arange(S)).ravel()
+        self.cost = np.zeros(N)
+        self.cost[-1] = -1.0
+        self.integrality = np.zeros(N, dtype=np.int32)  # every column continuous
 
 
 class OccupancyLP:
@@ -72,6 +206,7 @@ class OccupancyLP:
         self.same = same
         self.h = None
         self.last = None
+        self._layouts: dict = {}
 
     def _highs(self):
         if self.h is None:
@@ -157,20 +292,71 @@ class OccupancyLP:
         cost[-1] = -1.0
         return Amat, np.concatenate(rl), np.concatenate(ru), clo, chi, cost
 
+    def layout(self, objectives=None) -> LPLayout:
+        """The (cached) :class:`LPLayout` of a list of objectives (default one kernel per
+        objective, in order), with the rewards of its kernels' objectives."""
+        objectives = np.arange(self.m) if objectives is None else np.asarray(objectives)
+        key = tuple(int(o) for o in objectives)
+        lay = self._layouts.get(key)
+        if lay is None:
+            g = self.game
+            lay = LPLayout(g.S, g.A, objectives)
+            lay.G = np.stack([g.R if o == 0 else g.C[o - 1] for o in key])  # (m, S, A, S)
+            lay.sign_m = lay.sign[:, 0].copy()
+            lay.rl = lay.row_lower.copy()
+            lay.rl[lay.flow_rows] = np.tile(g.p0, lay.m)
+            lay.rl.flags.writeable = False  # shared by every box
+            lay.ru = lay.row_upper.copy()
+            lay.ru[lay.flow_rows] = lay.rl[lay.flow_rows]
+            lay.clo = np.concatenate([np.zeros(lay.n * (1 + lay.m)), [-2.0 * g.scale]])
+            lay.chi = np.concatenate([np.zeros(lay.n * (1 + lay.m)), [2.0 * g.scale]])
+            if len(self._layouts) > 64:
+                self._layouts.clear()
+            self._layouts[key] = lay
+        return lay
+
+    def values(self, lay: LPLayout, lo, hi, kernels, dlo, dhi):
+        """(CSC values, row lower, row upper, column lower, upper) of one box in the
+        pattern ``lay``: the numbers of :meth:`matrix`, without building it (the values
+        by :func:`~rcmdp_exact.robust.compiled.lp_fill`)."""
+        from ..robust.compiled import lp_fill
+
+        g, n, m = self.game, lay.n, lay.m
+        l = np.ascontiguousarray(lo, dtype=np.float64).ravel()
+        u = np.ascontiguousarray(hi, dtype=np.float64).ravel()
+        data = np.empty(lay.nnz)
+        rhs = np.empty((m, 4, n))
+        xhi = np.empty((m, n))
+        lp_fill(lay.pos, np.ascontiguousarray(kernels, dtype=np.float64), lay.G, g.term,
+                lay.sign_m, l, u, np.ascontiguousarray(dlo, dtype=np.float64),
+                np.ascontiguousarray(dhi, dtype=np.float64), g.gamma, lay.n_value, data,
+                rhs, xhi)
+        rl = lay.rl
+        ru = lay.ru.copy()
+        ru[lay.mc_rows] = rhs.ravel()
+        ru[lay.cost_rows] = g.d_bound[lay.cost_k]
+        clo = lay.clo.copy()
+        clo[:n] = l
+        chi = lay.chi.copy()
+        chi[:n] = u
+        chi[n:n * (1 + m)] = xhi.ravel()
+        return data, rl, ru, clo, chi
+
     def bound(self, lo, hi, kernels, dlo, dhi, basis=None, objectives=None):
         r"""A certified upper bound on the robust-feasible optimum of one box (S, A).
 
-        ``kernels`` (1 + K, S, A, S): one kernel of the set per objective (value, then
-        each cost); ``dlo``, ``dhi`` (1 + K, S): certified occupancy intervals of the
-        box's policies under them; ``basis``: a basis to start from (of the parent).
-        ``basis`` is a pair of int8 arrays (the status of every column and row, as
-        HiGHS numbers them); one of another shape is ignored.  ``objectives`` (m,): the
-        objective of each kernel (0 the value, k the cost k; several kernels of one
+        ``kernels`` (m, S, A, S): kernels of the set (default one per objective: value,
+        then each cost); ``dlo``, ``dhi`` (m, S): certified occupancy intervals of the
+        box's policies under them; ``basis``: a basis to start from (of the parent), an
+        :class:`LPBasis` or a pair of int8 arrays (the status of every column and row,
+        as HiGHS numbers them); one of another shape is ignored.  ``objectives`` (m,):
+        the objective of each kernel (0 the value, k the cost k; several kernels of one
         objective are each a valid relaxation: the value is at most the smallest of its
         kernels' values, and every kernel's cost must meet the budget).  After the call
-        :attr:`last` holds the LP's policy (S, A), or None.  Returns (bound, basis); the
-        bound is ``inf`` when the solver gives no duals.  The solver stops at the game's
-        deadline (duals from a cut run still give a certified bound, or none).
+        :attr:`last` holds the LP's policy (S, A), or None.  Returns (bound, basis: an
+        :class:`LPBasis` or None); the bound is ``inf`` when the solver gives no duals.
+        The solver stops at the game's deadline (duals from a cut run still give a
+        certified bound, or none).
         """
         import time
 
@@ -179,30 +365,16 @@ class OccupancyLP:
         self.last = None
         if self.game.late():
             return np.inf, basis
-
-        self.last = None
-        Amat, rl, ru, clo, chi, cost = self.matrix(lo, hi, kernels, dlo, dhi, objectives)
-        if basis is not None and (basis[0].size != cost.size or basis[1].size != rl.size):
+        lay = self.layout(objectives)
+        data, rl, ru, clo, chi = self.values(lay, lo, hi, kernels, dlo, dhi)
+        basis = LPBasis.of(basis)
+        if basis is not None and basis.shape != (lay.N, lay.n_rows):
             basis = None
         h = self._highs()
-        h.clearModel()
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = cost.size, Amat.shape[0]
-        lp.col_cost_, lp.col_lower_, lp.col_upper_ = cost, clo, chi
-        lp.row_lower_, lp.row_upper_ = rl, ru
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = Amat.indptr
-        lp.a_matrix_.index_ = Amat.indices
-        lp.a_matrix_.value_ = Amat.data
-        h.passModel(lp)
+        h.passModel(lay.N, lay.n_rows, lay.nnz, 1, 1, 0.0, lay.cost, clo, chi, rl, ru,
+                    lay.indptr[:-1], lay.indices, data, lay.integrality)
         if basis is not None:
-            b = highspy.HighsBasis()
-            status = list(highspy.HighsBasisStatus.__members__.values())
-            status = [dict((int(x), x) for x in status)[i] for i in range(len(status))]
-            b.col_status = [status[v] for v in basis[0].tolist()]
-            b.row_status = [status[v] for v in basis[1].tolist()]
-            b.valid = True
-            h.setBasis(b)
+            h.setBasis(basis.highs())
         if self.game.deadline is not None:
             h.setOptionValue("time_limit",
                              max(self.game.deadline - time.perf_counter(), 1e-3))
@@ -216,12 +388,21 @@ class OccupancyLP:
             if np.isfinite(last).all():
                 self.last = last
         y = np.asarray(sol.row_dual, dtype=np.float64)
+        aty = np.bincount(lay.col_of, weights=data * y[lay.indices], minlength=lay.N)
+        low = self.certify(y, lay.cost - aty, rl, ru, clo, chi)
+        hb = h.getBasis()
+        out = LPBasis(highs=hb, shape=(lay.N, lay.n_rows)) if hb.valid else None
+        return -low, out
+
+    def certify(self, y, rho, rl, ru, clo, chi) -> float:
+        r"""The weak-duality lower bound on :math:`\min c^\top z` from row multipliers y
+        (the sign of each inequality imposed) and reduced costs :math:`\rho = c - A^\top
+        y` (module docstring), less the rounding of its sums and of the matrix."""
         y = np.where(np.isneginf(rl), np.minimum(y, 0.0), y)
         y = np.where(np.isposinf(ru), np.maximum(y, 0.0), y)
-        rho = cost - Amat.T @ y
+        # a positive multiplier meets a finite lower bound, a negative one a finite upper
         with np.errstate(invalid="ignore"):
-            rows = np.minimum(np.where(y > 0, y * rl, np.inf), np.where(y < 0, y * ru, np.inf))
-        rows = np.where(y == 0.0, 0.0, rows)
+            rows = np.where(y > 0, y * rl, np.where(y < 0, y * ru, 0.0))
         terms = np.minimum(rho * clo, rho * chi)
         low = float(terms.sum() + rows.sum())
         # the rounding of those two sums (recursive summation: n eps times the sum of
@@ -229,9 +410,4 @@ class OccupancyLP:
         n_terms = terms.size + rows.size
         low -= float(n_terms * np.finfo(float).eps * (np.abs(terms).sum() + np.abs(rows).sum()))
         low -= float(self.game.rounding(1.0 + np.abs(y).sum()))
-        hb = h.getBasis()
-        out = None
-        if hb.valid:
-            out = (np.fromiter((v.value for v in hb.col_status), np.int8),
-                   np.fromiter((v.value for v in hb.row_status), np.int8))
-        return -low, out
+        return low

@@ -209,23 +209,24 @@ class _Local:
         return {"type": "eq", "fun": lambda x: self.rowsum @ x[:n] - 1.0, "jac": lambda x: jac}
 
 
-def _slsqp(fun, jac, x0, cons, bounds, n_iter: int) -> None:
+def _slsqp(fun, jac, x0, cons, bounds, n_iter: int, ftol: float = 1e-13) -> None:
     try:
         minimize(fun, x0, jac=jac, method="SLSQP", bounds=bounds, constraints=cons,
-                 options={"maxiter": n_iter, "ftol": 1e-13})
+                 options={"maxiter": n_iter, "ftol": ftol})
     except _OutOfTime:
         pass
 
 
 def ascend(inc: Incumbent, pi0: np.ndarray, *, n_iter: int = 60, deadline: float = np.inf,
-           method: str = "certified search") -> np.ndarray:
+           method: str = "certified search", gain: float = 0.0) -> np.ndarray:
     r"""Local search from ``pi0`` by sequential quadratic programming; feeds ``inc``.
 
     ``scipy.optimize.minimize(method="SLSQP")`` on the worst-case value with the
     worst-case costs as constraints (budgets lowered by 1e-9 times the value scale),
     over the policies on the actions of :func:`free_actions`, exact Danskin gradients,
-    at most ``n_iter`` iterations.  Every policy it evaluates is offered to ``inc``.
-    Returns the last policy evaluated.
+    at most ``n_iter`` iterations, stopped when the value changes by less than ``gain``
+    (SLSQP's ``ftol``, at least 1e-13 of the value scale).  Every policy it evaluates is
+    offered to ``inc``.  Returns the last policy evaluated.
     """
     game = inc.game
     scale, K = game.scale, game.K
@@ -236,7 +237,7 @@ def ascend(inc: Incumbent, pi0: np.ndarray, *, n_iter: int = 60, deadline: float
         cons.append({"type": "ineq", "fun": lambda x: (cut - f(x)["costs"]) / scale,
                      "jac": lambda x: f(x)["grads"][1:] / scale})
     _slsqp(lambda x: -f(x)["value"] / scale, lambda x: -f(x)["grads"][0] / scale, f.x0,
-           cons, [(0.0, 1.0)] * f.x0.size, n_iter)
+           cons, [(0.0, 1.0)] * f.x0.size, n_iter, ftol=max(1e-13, gain / scale))
     return f.memo["pi"]
 
 
@@ -271,31 +272,57 @@ def find_feasible(inc: Incumbent, pi0: np.ndarray, *, n_iter: int = 60,
 
 def mix_to_boundary(inc: Incumbent, safe: np.ndarray, risky: np.ndarray, rounds: int = 4,
                     n_points: int = 8, method: str = "certified search", gain: float = 0.0,
-                    deadline: float = np.inf) -> float:
+                    deadline: float = np.inf, safe_numbers=None) -> float:
     """The largest certified-feasible theta of (1 - theta) safe + theta risky met.
 
-    Each round evaluates ``n_points`` mixtures in one batch between the largest feasible
-    theta and the smallest infeasible one found so far; returns that theta.  The rounds
-    stop early when the worst-case values at the two ends of that interval differ by at
-    most ``gain`` (no mixture between them can improve the incumbent by more), or at the
-    deadline.
+    Each round evaluates about ``n_points`` mixtures in one batch between the largest
+    feasible theta and the smallest infeasible one found so far; returns that theta.
+    The first round (and any round where the excess at an end is not known) spreads them
+    evenly; once the largest excess of the certified costs over the limits is known at
+    both ends, a round puts them around the root of its secant (regula falsi), at
+    1e-4 to 0.1 of the interval on each side, with the midpoint as a safeguard: the
+    interval then shrinks by about 1e-4 per round where the excess is smooth, instead
+    of the factor n_points + 1 of even spacing.  The rounds stop early when the
+    worst-case values at the two ends of that interval differ by at most ``gain`` (no
+    mixture between them can improve the incumbent by more), or at the deadline.
+    ``safe_numbers``: the certified worst-case value and costs (K,) of ``safe`` where
+    known (the incumbent's): the excess and value at theta = 0, so that an incumbent on
+    the boundary (every mixture infeasible) stops after a few rounds too.
     """
+    scale = inc.game.scale
     lo, hi = 0.0, 1.0
+    e_lo = e_hi = v_lo = v_hi = None  # the largest scaled excess, the value at lo, hi
+    if safe_numbers is not None:
+        v_lo = float(safe_numbers[0])
+        e_lo = float(np.max(np.asarray(safe_numbers[1]) - inc.limit, initial=-np.inf)) / scale
+    side = max(1, (n_points - 2) // 2)
     for _ in range(rounds):
         if time.perf_counter() > deadline:
             break
-        thetas = np.linspace(lo, hi, n_points + 2)[1:]
+        w = hi - lo
+        if e_lo is not None and e_hi is not None and e_hi > e_lo:
+            t = lo + w * float(np.clip(-e_lo / (e_hi - e_lo), 0.0, 1.0))
+            offs = w * np.geomspace(1e-4, 0.1, side)
+            thetas = np.concatenate([t - offs, [t], t + offs, [lo + 0.5 * w]])
+            thetas = np.unique(np.clip(thetas, lo + 1e-6 * w, hi - 1e-6 * w))
+            thetas = thetas[(thetas > lo) & (thetas < hi)]
+            if not thetas.size:
+                break
+        else:
+            thetas = np.linspace(lo, hi, n_points + 2)[1:]
         mixes = (1.0 - thetas)[:, None, None] * safe + thetas[:, None, None] * risky
         ev = inc.offer(mixes, method, theta=thetas)
-        ok = np.all(ev["costs"] <= inc.limit, axis=1)
-        bad = np.flatnonzero(~ok)
+        excess = np.max(ev["costs"] - inc.limit, axis=1, initial=-np.inf) / scale
+        bad = np.flatnonzero(~(excess <= 0.0))
         first_bad = int(bad[0]) if bad.size else thetas.size
         if first_bad > 0:
-            lo = float(thetas[first_bad - 1])
+            i = first_bad - 1
+            lo, e_lo, v_lo = float(thetas[i]), float(excess[i]), float(ev["value"][i])
         if first_bad == thetas.size:
             break
-        hi = float(thetas[first_bad])
-        if first_bad > 0 and abs(ev["value"][first_bad] - ev["value"][first_bad - 1]) <= gain:
+        hi, e_hi = float(thetas[first_bad]), float(excess[first_bad])
+        v_hi = float(ev["value"][first_bad])
+        if v_lo is not None and abs(v_hi - v_lo) <= gain:
             break
     return lo
 
@@ -307,7 +334,7 @@ def _mix_all(inc: Incumbent, partners, n_partners: int, rounds: int, deadline,
     for pi in [*partners, *risky]:
         if inc.policy is not None and time.perf_counter() < deadline:
             mix_to_boundary(inc, inc.policy, pi, rounds, method="mixture", gain=gain,
-                            deadline=deadline)
+                            deadline=deadline, safe_numbers=(inc.value, inc.costs))
 
 
 def improve(inc: Incumbent, starts, partners, *, n_iter: int, deadline: float,
@@ -315,13 +342,14 @@ def improve(inc: Incumbent, starts, partners, *, n_iter: int, deadline: float,
     """Phase 1 when no policy is certified yet; mixtures of the incumbent with
     ``partners`` and with the best infeasible policies met (refined until the values at
     the ends differ by at most ``gain``); local search from the incumbent and from every
-    start; mixtures again if that helped."""
+    start; mixtures again if that helped by more than ``gain`` (a smaller step leaves
+    the incumbent where the mixtures already refined it to within ``gain``)."""
     if inc.policy is None and inc.game.K:
         find_feasible(inc, starts[0], n_iter=n_iter, deadline=deadline)
     _mix_all(inc, partners, n_partners, rounds, deadline, gain)
     before = inc.value
     for pi in ([] if inc.policy is None else [inc.policy]) + list(starts):
         if time.perf_counter() < deadline:
-            ascend(inc, pi, n_iter=n_iter, deadline=deadline)
-    if inc.value > before:
+            ascend(inc, pi, n_iter=n_iter, deadline=deadline, gain=gain)
+    if inc.value > before + gain:
         _mix_all(inc, [], n_partners, rounds, deadline, gain)

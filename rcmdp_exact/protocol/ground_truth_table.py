@@ -353,7 +353,7 @@ class SetSpec:
 
 def _default_bracket() -> BracketSettings:
     return BracketSettings(max_boxes=BRACKET_BOXES, n_ascent=BRACKET_ASCENT,
-                           time_limit=BRACKET_SECONDS)
+                           time_limit=BRACKET_SECONDS, variants=VARIANTS)
 
 
 @dataclass(frozen=True)

@@ -272,6 +272,7 @@ class RobustGame:
         self.deadline = deadline
         self._check_rows = True  # the next inner step checks a user's rows (once per fixed point)
         self.d_slack = 0.0  # upper bounds hold for the budgets d + d_slack (:attr:`d_bound`)
+        self.compiled = bool(compiled)
         self.rows = _compiled_rows(uset, inner) if compiled else None
         self.greedy = _compiled_greedy() if compiled else greedy_box
         self._shared_last = (None, None)
@@ -288,6 +289,7 @@ class RobustGame:
         for key, value in settings.items():
             setattr(out, key, value)
         if compiled is not None:
+            out.compiled = bool(compiled)
             out.rows = _compiled_rows(self.uset, self.inner_method) if compiled else None
             out.greedy = _compiled_greedy() if compiled else greedy_box
         out.n_inner = 0

@@ -7,8 +7,16 @@ rebuilds each record's model and set from the instance's builder (not from the f
 only the budget and the policy come from it), evaluates the stored policy exactly
 (:func:`~rcmdp_exact.robust_evaluate`: robust policy iteration to a residual of
 1e-12, each cost under its own maximising kernel) and checks both claims with the
-tolerance ``tol * max(1, |value|)``.  A record without a stored lower policy (no
-robust-feasible policy was certified) is skipped and counted.
+tolerance ``tol * max(1, |value|)``.
+
+A record of status ``infeasible`` claims that no policy is robust-feasible because the
+least worst-case cost of one constraint, :math:`\min_\pi \max_P C_k(\pi, P)`, exceeds
+its budget.  :func:`verify` recomputes that least cost by a second method, robust value
+iteration on the reward :math:`-c_k` (:func:`~rcmdp_exact.robust_value_iteration` with
+a zero reward and the multiplier :math:`e_k`), and confirms the claim when the least
+cost, less the iteration's suboptimality bound, exceeds the budget by more than the
+tolerance.  Other records without a stored lower policy (no robust-feasible policy was
+found within the budget, or the bracket was not attempted) are skipped and counted.
 """
 
 from __future__ import annotations
@@ -25,7 +33,9 @@ __all__ = ["verify", "verify_record"]
 def verify_record(rec: dict, tol: float = 1e-7) -> dict:
     """One record's check: a dict with ``key``, ``lower``, ``value``, ``costs``,
     ``budget``, ``ok`` and ``why`` (empty when ok; None as ``ok`` when the record has
-    no lower policy)."""
+    no lower policy and is not ``infeasible``).  An ``infeasible`` record's row has the
+    recomputed least worst-case costs as ``costs`` and, when confirmed, the sentence
+    ``confirmed``."""
     import warnings
 
     from ..robust import robust_evaluate
@@ -38,11 +48,13 @@ def verify_record(rec: dict, tol: float = 1e-7) -> dict:
     row = dict(key=rec["key"], lower=b.get("lower"), value=None, costs=[],
                budget=budget.tolist(), ok=None, why="no lower policy stored")
     pol = b.get("lower_policy")
-    if pol is None:
+    if pol is None and b.get("status") != "infeasible":
         return row
     base = inst.build()
     model = base.replace(d=budget)
     uset = build_set(base, rec["kind"], rec["r"], inst.support)
+    if pol is None:
+        return _verify_infeasible(row, model, uset, budget, tol)
     pol = np.asarray(pol, dtype=np.float64)
     why = []
     if pol.shape != (model.n_states, model.n_actions) or np.any(pol < 0) or not np.allclose(
@@ -67,13 +79,50 @@ def verify_record(rec: dict, tol: float = 1e-7) -> dict:
     return row
 
 
+def _verify_infeasible(row: dict, model, uset, budget: np.ndarray, tol: float) -> dict:
+    """Confirm an ``infeasible`` record: some constraint's least worst-case cost,
+    recomputed by robust value iteration, exceeds its budget (the ``costs`` of the row
+    are the certified lower bounds on the least costs)."""
+    import warnings
+
+    from ..robust import robust_value_iteration
+
+    zero = model.replace(R=np.zeros_like(model.R))
+    least = []
+    for k in range(model.n_constraints):
+        lam = np.zeros(model.n_constraints)
+        lam[k] = 1.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            rv = robust_value_iteration(zero, uset, lam=lam, progress=False)
+        # max_pi min_P (-C_k) = -min_pi max_P C_k, to within the suboptimality bound
+        least.append(-float(rv.value) - float(rv.suboptimality_bound)
+                     if rv.converged else -np.inf)
+    least = np.asarray(least)
+    over = least > budget + tol * np.maximum(1.0, np.abs(budget))
+    if over.any():
+        k = int(np.argmax(over))
+        row.update(costs=least.tolist(), ok=True,
+                   why="", value=None,
+                   confirmed=f"infeasible: the least worst-case cost of constraint {k} is "
+                             f"at least {least[k]:.10g} > budget {budget[k]:.10g}")
+    else:
+        row.update(costs=least.tolist(), ok=False,
+                   why="stored as infeasible, but no constraint's least worst-case cost "
+                       "(robust value iteration) exceeds its budget: "
+                       + ", ".join(f"{c:.10g} vs {d:.10g}" for c, d in zip(
+                           least, budget, strict=True)))
+    return row
+
+
 def verify(names=None, *, path=None, tol: float = 1e-7, progress: bool | None = None) -> Result:
     """Re-certify the lower side of every record of ``names`` (default: all) in the data
     file ``path`` (default: the shipped one).
 
     Returns a :class:`~rcmdp_exact.Result` with ``rows`` (one dict per record, see
-    :func:`verify_record`), ``checked``, ``failed``, ``skipped``, ``seconds`` and
-    ``success`` (no failure).
+    :func:`verify_record`), ``checked`` (lower sides and infeasibility claims),
+    ``infeasible`` (of those, the infeasibility claims confirmed), ``failed``,
+    ``skipped``, ``seconds`` and ``success`` (no failure).
     """
     from .._checks import InputError, check_real
     from .._progress import progress_default, tqdm
@@ -95,7 +144,10 @@ def verify(names=None, *, path=None, tol: float = 1e-7, progress: bool | None = 
         rows.append(verify_record(rec, tol))
     failed = sum(r["ok"] is False for r in rows)
     skipped = sum(r["ok"] is None for r in rows)
+    infeasible = sum("confirmed" in r for r in rows)
     return Result(rows=rows, checked=len(rows) - skipped, failed=failed, skipped=skipped,
-                  seconds=time.perf_counter() - t0, success=failed == 0,
-                  status="verified" if failed == 0 else "failed",
-                  message=f"{len(rows) - skipped} lower sides re-certified, {failed} failed")
+                  infeasible=infeasible, seconds=time.perf_counter() - t0,
+                  success=failed == 0, status="verified" if failed == 0 else "failed",
+                  message=f"{len(rows) - skipped - infeasible} lower sides and "
+                          f"{infeasible} infeasibility claims re-certified, {failed} "
+                          f"failed")
