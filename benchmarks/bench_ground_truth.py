@@ -60,7 +60,8 @@ Sections (``--section``, default all):
     python benchmarks/bench_ground_truth.py --section inventory
     python benchmarks/bench_ground_truth.py --section small
     python benchmarks/bench_ground_truth.py --section structured [--quick] [--only riverswim6]
-        [--max-boxes 2000]
+        [--max-boxes 2000] [--kernel-rounds 2] [--branching occupancy] [--round-width 0.125]
+        [--lazy-kernels]
     python benchmarks/bench_ground_truth.py --section dask --sizes 50 --boxes 400
 """
 
@@ -547,7 +548,26 @@ def main() -> None:
                     help="structured: multiply every time limit by this")
     ap.add_argument("--deadline-sizes", default="20,50,100,200,400",
                     help="deadline: numbers of states")
+    ap.add_argument("--branching", choices=("pseudocost", "occupancy"), default=None,
+                    help="structured and small: the split rule (boxes.BRANCHING; default "
+                         "pseudocost)")
+    ap.add_argument("--round-width", type=float, default=None,
+                    help="structured and small: kernel rounds only on boxes whose widest "
+                         "interval is at most this (boxes.ROUND_WIDTH; default inf)")
+    ap.add_argument("--lazy-kernels", action="store_true",
+                    help="structured and small: lazy kernels for the occupancy LP "
+                         "(boxes.LAZY_KERNELS)")
     args = ap.parse_args()
+    # the branch and bound's module settings (one process: the serial search reads them)
+    from rcmdp_exact.ground_truth import boxes as _boxes
+    if args.branching is not None:
+        _boxes.BRANCHING = args.branching
+    if args.round_width is not None:
+        _boxes.ROUND_WIDTH = args.round_width
+    if args.lazy_kernels:
+        _boxes.LAZY_KERNELS = True
+    print(f"split rule {_boxes.BRANCHING}, round width {_boxes.ROUND_WIDTH}, lazy kernels "
+          f"{_boxes.LAZY_KERNELS}")
     sizes = [int(x) for x in args.sizes.split(",") if x]
     constraints = [int(x) for x in args.constraints.split(",")]
     if "-" in args.seeds:
