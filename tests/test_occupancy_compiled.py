@@ -64,7 +64,7 @@ def test_compiled_occupancy_values_are_the_box_mdp_optima(case):
     """Every compiled value is the value of the box MDP's optimum: the values of its own
     greedy policy (a dense solve) and no policy of the box does better (sampled)."""
     model, _ball, _game, lo, hi, P, rng = case
-    S, A = model.n_states, model.n_actions
+    S = model.n_states
     Pk = P[:, 0]
     v, rounds = occupancy_values(Pk, lo, hi, model.gamma)
     assert v.shape == (lo.shape[0], 2, S, S) and np.all(rounds >= 1)
@@ -130,7 +130,7 @@ def test_branch_and_bound_children_start_from_their_parents_values():
                        None, -np.inf)
     carried = root["basis"][0]
     assert carried["occ"].shape == (2, 2, S, S) and carried["occ"].dtype == np.float32
-    lo, hi, parent, ok = split_boxes(np.zeros((1, S, A)), np.ones((1, S, A)), root["occ"])
+    lo, hi, _parent, ok = split_boxes(np.zeros((1, S, A)), np.ones((1, S, A)), root["occ"])
     lo, hi = lo[ok], hi[ok]
     J = lo.shape[0]
     args = (lo, hi, np.repeat(root["lam"], J, 0), np.repeat(root["step"], J, 0),

@@ -97,13 +97,9 @@ def split_boxes(lo, hi, occ):
     weight = occ + 0.1 * occ.max(axis=1, keepdims=True)  # every state is split in the end
     score = (hi - lo) * weight[..., None]
     flat = np.argmax(score.reshape(n, S * A), axis=1)
-    s, a, rows = flat // A, flat % A, np.arange(n)
-    mid = 0.5 * (lo[rows, s, a] + hi[rows, s, a])
-    lo2, hi2 = np.concatenate([lo, lo]), np.concatenate([hi, hi])
-    hi2[rows, s, a] = mid
-    lo2[n + rows, s, a] = mid
-    lo2, hi2, ok = tighten(lo2, hi2)
-    return lo2, hi2, np.concatenate([rows, rows]), ok
+    from .structure import split_on
+
+    return split_on(lo, hi, flat // A, flat % A)
 
 
 def improve_lam(game: RobustGame, lo, hi, lam, delta, n_steps: int, bounds: Result,
@@ -630,6 +626,9 @@ def _search(runner, inc, boxes: _Open, pruned, n_boxes, trace, *, lam_unit, max_
         n_boxes += n_new
         if bar is not None:
             bar.update(n_new)
+    if bar is not None:
+        bar.refresh()  # the last bounds drawn once, however fast the search (tqdm draws
+        # at most every 0.1 s)
     upper = max(float(boxes.U.max(initial=-np.inf)), pruned)
     trace.append((time.perf_counter() - t0, n_boxes, inc.value, upper))
     boxes.pseudo = getattr(runner, "pseudo", None)  # hook (branching): kept in the state

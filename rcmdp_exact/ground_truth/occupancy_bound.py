@@ -66,7 +66,7 @@ class LPBasis:
 
     ``basis[0]``, ``basis[1]``: the column and row arrays (converted on first use)."""
 
-    __slots__ = ("_highs", "_arrays", "shape")
+    __slots__ = ("_arrays", "_highs", "shape")
 
     def __init__(self, highs=None, arrays=None, shape=None):
         self._highs, self._arrays = highs, arrays

@@ -212,7 +212,8 @@ class ValueFormLP:
         if not self.ok:
             return
         S, A = game.S, game.A
-        self.alpha = np.asarray(game.uset.alpha, dtype=np.float64) * np.ones((S, A))
+        # the ball's radii through its public rows (the set's protocol for compiled code)
+        self.radii = np.asarray(game.uset.rows().radius, dtype=np.float64).reshape(S, A)
         self.support = np.asarray(game.uset.support, dtype=bool).copy()
         self.phat = np.where(self.support, game.nominal, 0.0)
         self.live = ~game.term
@@ -295,7 +296,7 @@ class ValueFormLP:
                     # h - gam phat.w + alpha kappa + phat.eta <= phat.g
                     ph = self.phat[s, a]
                     add_row(np.concatenate([[hc, ka], wc[P], eta]),
-                            np.concatenate([[1.0, self.alpha[s, a]], -gam * ph[P], ph[P]]),
+                            np.concatenate([[1.0, self.radii[s, a]], -gam * ph[P], ph[P]]),
                             float(ph @ G[j, s, a]))
                     for t in T:  # -nu - kappa - gam w(t) <= g(t)
                         add_row([nu, ka, wc[t]], [-1.0, -1.0, -gam], float(G[j, s, a, t]))

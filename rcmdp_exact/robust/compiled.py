@@ -25,8 +25,8 @@ iteration of the occupancy intervals and the values of the occupancy LP.
 ``tests/test_engine_compiled.py`` compares the first two with their oracles,
 ``tests/test_occupancy_compiled.py`` and ``tests/test_occupancy_lp.py`` the others.  On
 the small batches of a branch and bound over policy boxes (tens of problems of a few
-states) one compiled call replaces a Python loop of numpy calls.  This module imports numba at its top; the
-engine imports it on first use.
+states) one compiled call replaces a Python loop of numpy calls.  This module imports
+numba at its top; the engine imports it on first use.
 """
 
 from __future__ import annotations
@@ -312,7 +312,7 @@ def lp_fill(pos, kernels, G, term, sign, lo, hi, dlo, dhi, gamma, n_value, data,
     for i in range(data.shape[0]):
         data[i] = 0.0
     k = 0
-    for i in range(n):  # simplex rows
+    for _i in range(n):  # simplex rows
         data[pos[k]] += 1.0
         k += 1
     for j in range(m):  # flow rows: 1{s = s'} - gamma P(s'|s, a)
@@ -328,16 +328,16 @@ def lp_fill(pos, kernels, G, term, sign, lo, hi, dlo, dhi, gamma, n_value, data,
                 L, U = dlo[j, s], dhi[j, s]
                 data[pos[k]] += L if c == 0 else (U if c == 1 else (-U if c == 2 else -L))
                 k += 1
-    for j in range(m):  # on d (every x of the state): l, u, -l, -u
+    for _j in range(m):  # on d (every x of the state): l, u, -l, -u
         for c in range(4):
             for i in range(n):
                 v = lo[i] if c == 0 else (hi[i] if c == 1 else (-lo[i] if c == 2 else -hi[i]))
                 for _a in range(A):
                     data[pos[k]] += v
                     k += 1
-    for j in range(m):  # on x itself: -1, -1, 1, 1
+    for _j in range(m):  # on x itself: -1, -1, 1, 1
         for c in range(4):
-            for i in range(n):
+            for _i in range(n):
                 data[pos[k]] += -1.0 if c < 2 else 1.0
                 k += 1
     for j in range(m):  # objective rows
