@@ -35,6 +35,15 @@ settings.register_profile("thorough", deadline=None, max_examples=600)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
+def pytest_collection_modifyitems(config, items):
+    """The tests marked ``slow`` (each tens of seconds: notebooks, the site, whole
+    command-line runs) run first, the rest in their order after them: with ``--dist
+    worksteal`` a worker that runs out takes queued tests from the other, so starting
+    the long ones first leaves only short tests for the end, and both cores finish
+    together (a long test started last kept one core busy alone)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True)
 def _working_folder_of_its_own(tmp_path_factory, monkeypatch):
     """Every test runs in an empty folder of its own: a test never reads or writes the

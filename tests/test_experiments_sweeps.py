@@ -64,6 +64,7 @@ def _dump(path) -> dict:
     return out
 
 
+@pytest.mark.slow
 def test_serial_joblib_and_dask_give_the_same_bits(tmp_path, monkeypatch):
     distributed = pytest.importorskip("distributed")
     # the Dask worker is a separate process on TCP loopback: it imports the stand-in
@@ -215,6 +216,7 @@ def _interrupt(cmd, db, sig, at_least: int) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
+@pytest.mark.slow
 def test_ctrl_c_and_sigkill_then_resume_give_the_uninterrupted_tables(tmp_path):
     # the reference: uninterrupted, in this process and serially (another backend than
     # the interrupted sweeps' joblib workers: the tables must not depend on it)
@@ -257,6 +259,7 @@ def test_ctrl_c_and_sigkill_then_resume_give_the_uninterrupted_tables(tmp_path):
 
 
 # --------------------------------------------------------------------------- command line
+@pytest.mark.slow
 def test_reproduce_quick_writes_the_outputs_and_report_rebuilds_them(tmp_path, capsys,
                                                                      monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([TESTS_DIR,
@@ -292,6 +295,7 @@ def test_reproduce_quick_writes_the_outputs_and_report_rebuilds_them(tmp_path, c
     assert "report" in err and "11/11" in err
 
 
+@pytest.mark.slow
 def test_reproduce_with_the_learners(tmp_path, capsys):
     """The real learners through the command line (a corner of --quick: Safe Navigation
     2 with two algorithms; the whole --quick is timed in benchmarks/bench_reproduce.py).
@@ -347,6 +351,7 @@ def test_bad_arguments_fail_before_any_work(tmp_path, capsys, monkeypatch, argv,
     assert not (tmp_path / "reproduction").exists()
 
 
+@pytest.mark.slow
 def test_the_table_is_the_same_bits_in_every_backend(tmp_path):
     """Table 1 is a function of the code and the seeds, not of how it was computed: a
     corner of --quick with the real learners and the exact bracket, once through the

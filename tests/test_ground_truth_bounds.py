@@ -299,6 +299,7 @@ def _slow_run(monkeypatch, time_limit):
     return m, ball, res, clock
 
 
+@pytest.mark.slow
 def test_every_phase_keeps_the_deadline(monkeypatch):
     """With a set whose worst case costs one (fake) second, the bracket stops within a
     few calls of the deadline however the phases are cut (variants, the Lagrangian
@@ -353,6 +354,7 @@ def test_new_argument_errors_name_the_argument(kw, error, facts):
 
 
 # --------------------------------------------------------------------------- dask
+@pytest.mark.slow
 def test_dask_runs_the_same_bracket_as_the_serial_search():
     """The children of each round are bounded in the same chunks and merged in the same
     order on a local cluster of two workers: the same bounds, policy and boxes.  (An

@@ -170,6 +170,7 @@ def test_bracket_equals_the_lp_optimum_at_alpha_zero_when_budgets_bind(seed):
 
 
 # --------------------------------------------------------------------------- certificates
+@pytest.mark.slow
 @scaled(20)
 @given(tiny_robust_cases())
 def test_lower_is_certified_and_upper_bounds_every_feasible_policy_found(case):
@@ -401,6 +402,7 @@ def box_fixed_point(ball, g, gamma, lo, hi, tol=1e-12):
         w = nw
 
 
+@pytest.mark.slow
 @scaled(10)
 @given(tiny_robust_cases(max_constraints=1), st.integers(0, 2**31 - 1))
 def test_box_bound_brackets_the_independent_box_fixed_point(case, seed):

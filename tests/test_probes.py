@@ -228,6 +228,7 @@ def test_workers_are_capped_per_cpu(tmp_path):
 
 
 # --------------------------------------------------------------------------- empty selections
+@pytest.mark.slow
 def test_report_refuses_tests_the_store_lacks(store, tmp_path):
     line = one_line(rcmdp(tmp_path, "report", "--db", store, "--out", "rep", "--tests", "2B"))
     has(line, "--tests 2B", "no run", "1A")
@@ -312,6 +313,7 @@ def test_a_reader_that_goes_away_ends_the_command_silently(tmp_path):
 
 
 # --------------------------------------------------------------------------- report folder
+@pytest.mark.slow
 def test_report_removes_the_stale_files_of_another_report_only(store, tmp_path, reference):
     rep = tmp_path / "rep"
     rep.mkdir()
@@ -337,6 +339,7 @@ def test_report_removes_the_stale_files_of_another_report_only(store, tmp_path, 
     assert (rep / "report.md").stat().st_mode & 0o777 == 0o666 & ~mask
 
 
+@pytest.mark.slow
 def test_reproduce_into_a_folder_of_your_files_refuses_before_any_work(tmp_path, reference):
     """``rcmdp reproduce --out DIR`` whose new store would sit in DIR: report files that
     are there (a report.md of your own, a figure) were not written by that store, which
@@ -444,6 +447,7 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path, args, cpu):
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_ctrl_c_of_reproduce_says_what_was_kept(tmp_path):
     db = tmp_path / "out" / "runs.sqlite"
     args = ["reproduce", *SMALL, "--seeds", "6", "--workers", "2", "--out", "out"]
@@ -531,6 +535,7 @@ def test_reproduce_on_a_store_it_cannot_write(store, tmp_path):
     assert _dump(store) == before
 
 
+@pytest.mark.slow
 def test_reproduce_on_a_full_disk(store, tmp_path):
     """SQLite's page limit stands in for the full disk (``SITE_FULL``): the sweep stops
     at the first job that does not fit, with one line saying how many are kept; the
@@ -560,6 +565,7 @@ def _fsize_limit(limit: int):
     return apply
 
 
+@pytest.mark.slow
 def test_report_on_a_full_disk(store, tmp_path, reference):
     """A file-size limit (RLIMIT_FSIZE) makes the kernel refuse every write beyond
     40,000 bytes (EFBIG; Python ignores SIGXFSZ), the failure a full disk (ENOSPC) is
@@ -594,6 +600,7 @@ def test_a_damaged_store_file_is_one_line_that_says_how_to_recover(store, tmp_pa
 
 
 @pytest.mark.parametrize("damage", ["intact", "one page", "truncated"])
+@pytest.mark.slow
 def test_rcmdp_recover_keeps_the_readable_jobs_and_reproduce_recomputes_the_rest(
         store, tmp_path, reference, damage):
     """The advice of the line above, followed: ``rcmdp recover --db`` copies the jobs
@@ -673,6 +680,7 @@ def test_rcmdp_recover_on_a_full_disk_changes_nothing(store, tmp_path):
     assert store.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_a_changed_float_is_named_left_out_and_recomputed(store, tmp_path, reference):
     """One float of a test row and one float of a ground-truth result change (SQLite's
     integrity check still passes): ``report`` names both jobs (key and kind) in one
@@ -710,6 +718,7 @@ def test_a_changed_float_is_named_left_out_and_recomputed(store, tmp_path, refer
                  "--no-progress").stderr == ""  # no warning left
 
 
+@pytest.mark.slow
 def test_stores_without_checksums_are_read_and_upgraded(store, tmp_path, reference):
     """A store of schema version 2 (no checksums) is reported as it is; opened for
     writing, its jobs get their checksums (trusted) and nothing is recomputed."""
@@ -910,6 +919,7 @@ def test_a_bar_that_is_off_writes_a_line_per_stage(capsys, monkeypatch):
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.slow
 def test_a_piped_command_prints_its_stages_and_no_progress_silences_them():
     """rcmdp verify with its output in a pipe (not a terminal): one line when its stage
     starts and one when it ends, on standard error; --no-progress: none."""

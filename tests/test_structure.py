@@ -196,6 +196,7 @@ def test_every_public_module_is_an_attribute_of_a_fresh_package():
     assert out.stdout.strip() == "solve_cmdp"
 
 
+@pytest.mark.slow
 def test_the_suite_passes_beside_the_main_jobs_output(tmp_path):
     """The README's two commands run in one folder, the main job first: a test that looked
     at the working folder would see ./reproduction.  The bad-arguments test, run from a

@@ -211,6 +211,7 @@ def test_cli_verify_exit_status_is_non_zero_on_a_failed_check(capsys):
     assert exc.value.code == 2
 
 
+@pytest.mark.slow
 def test_cli_verify_runs_and_its_json_parses(capsys):
     assert main(["verify", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "your_learner.md"
@@ -51,6 +52,7 @@ def test_example_is_short():
     assert len(example_code().strip().splitlines()) < 80
 
 
+@pytest.mark.slow
 def test_the_worked_example_runs_through_a_reproduction(tmp_path):
     import rcmdp_exact as rx
     from rcmdp_exact.protocol import RunSpec, Store

@@ -87,6 +87,7 @@ def policy_values(model, pi):
 
 
 # --------------------------------------------------------------------------- five commands
+@pytest.mark.slow
 def test_a_saved_model_runs_through_all_five_commands(files):
     g = rx.TabularCMDP.load(files / "m.npz")
     proc = rcmdp(files, "evaluate", "--model", "m.npz", "--json")
@@ -237,6 +238,7 @@ def test_a_bad_perturbations_file_is_one_line(files, text, name, facts):
 
 
 # --------------------------------------------------------------------------- reproduce
+@pytest.mark.slow
 def test_reproduction_keys_follow_the_content_of_the_model_file(files):
     proc = rcmdp(files, "reproduce", "--model", "m.npz", *SMALL, "--out", "rep")
     assert proc.returncode == 0, proc.stderr
@@ -259,6 +261,7 @@ def test_reproduction_keys_follow_the_content_of_the_model_file(files):
     assert len(configs) == 2
 
 
+@pytest.mark.slow
 def test_another_stores_report_is_not_overwritten_without_force(files):
     proc = rcmdp(files, "reproduce", "--model", "m.npz", *SMALL, "--out", "rep")
     assert proc.returncode == 0, proc.stderr
@@ -280,6 +283,7 @@ def test_another_stores_report_is_not_overwritten_without_force(files):
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.slow
 def test_a_set_kind_is_named_in_the_spec_and_the_report(files):
     proc = rcmdp(files, "reproduce", "--model", "m.npz", *SMALL, "--set", "linf",
                  "--out", "rep")
@@ -615,6 +619,7 @@ def test_a_model_without_constraints_goes_through_the_protocol(tmp_path):
     assert br["status"] == "bracket" and br["lower"] == pytest.approx(br["upper"], abs=1e-6)
 
 
+@pytest.mark.slow
 def test_a_failure_of_the_job_itself_is_not_called_retryable(tmp_path):
     """A job is a pure function of its specification: an error of its own computation
     comes back on every run, so the command does not say "run again to retry" for it;
@@ -640,6 +645,7 @@ def test_a_failure_of_the_job_itself_is_not_called_retryable(tmp_path):
 
 
 # --------------------------------------------------------------------------- judged on itself
+@pytest.mark.slow
 def test_a_model_is_trained_and_judged_on_itself_unless_estimation_is_asked_for(files):
     """``--model`` without ``--estimate``: the learner trains on the model itself, the
     set is the L1 ball of radius 0.1 around its own kernel on its own next states, and
@@ -727,6 +733,7 @@ def test_an_infeasible_robust_problem_says_why(files):
         "least worst-case costs")
 
 
+@pytest.mark.slow
 def test_a_reproduction_of_your_model_is_judged_on_itself_and_in_its_own_terms(files):
     """The default reproduction of your model: specs with the radius and support of the
     set around the model (no estimation), one bracket for all seeds, a report that names
@@ -767,6 +774,7 @@ def test_a_reproduction_of_your_model_is_judged_on_itself_and_in_its_own_terms(f
         "trained on: the nominal model estimated from 20 episodes", "L1 radii in [")
 
 
+@pytest.mark.slow
 def test_the_penalty_weight_is_an_option_kept_out_of_the_paper_keys(files):
     """--penalty W: R_pen = V - W max(0, C - d') in table1.csv (a budget below every
     cost, so every run overshoots and the mean is linear in W); the spec holds the
