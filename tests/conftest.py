@@ -35,6 +35,33 @@ settings.register_profile("thorough", deadline=None, max_examples=600)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
+def pytest_configure(config):
+    """In the controller of a run on several workers (``-n auto``), compile the package's
+    numba code once before the workers start: the learners' loop (about 35 s to compile)
+    and the bracket's compiled steps.  numba caches what it compiles next to the package
+    (``cache=True``), so every worker and every command the tests start loads it instead
+    of compiling it again, in parallel, in a new environment.  A failure here is left to
+    the tests to report."""
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    import warnings
+
+    try:
+        import rcmdp_exact as rx
+        from rcmdp_exact import domains
+        from rcmdp_exact.learners import train
+        from rcmdp_exact.suite.certify import warm_up
+
+        m = domains.garnet(3, 2, 2, n_constraints=1, seed=0).replace(horizon=5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            train(m, "adversarial-rcpg", ball=rx.l1_ball(m, 0.1), seed=0, episodes=2,
+                  eval_every=1, progress=False)
+            warm_up()
+    except Exception:  # the tests report what is wrong
+        pass
+
+
 def pytest_collection_modifyitems(config, items):
     """The tests marked ``slow`` (each tens of seconds: notebooks, the site, whole
     command-line runs) run first, the rest in their order after them: with ``--dist
