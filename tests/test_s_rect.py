@@ -72,13 +72,14 @@ def sa_policy_value(ball, z, pi, alpha):
     return np.einsum("sa,sa->s", pi, res.value), res.p
 
 
-def cvxpy_saddle(nom, z, sup, r, lo, hi):
+def cvxpy_saddle(nom, z, sup, r, lo, hi, **solve):
     """The min-max form of one state's Bellman update, solved by cvxpy.
 
     min over kernels p of the state's set of max_{lo <= d <= hi, sum d = 1} sum_a d_a
     p_a.z_a, the inner max replaced by its LP dual min u + hi.w - lo.v subject to
     p_a.z_a <= u + w_a - v_a (w, v >= 0).  Independent of the package's max-min LP
-    (which dualises the adversary instead).
+    (which dualises the adversary instead).  ``solve``: cvxpy's solve options (default
+    HiGHS).
     """
     import cvxpy as cp
 
@@ -94,7 +95,7 @@ def cvxpy_saddle(nom, z, sup, r, lo, hi):
     if sup is not None:
         cons.append(cp.multiply((~sup).astype(float), p) == 0)
     prob = cp.Problem(cp.Minimize(u + hi @ w - lo @ v), cons)
-    prob.solve(solver="HIGHS")
+    prob.solve(**(solve or {"solver": "HIGHS"}))
     assert prob.status == cp.OPTIMAL
     return prob.value
 

@@ -16,6 +16,7 @@ import pytest
 from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_s_rect import cvxpy_saddle
 
 from rcmdp_exact.uncertainty import SRectL1Ball
 
@@ -62,25 +63,10 @@ def one_state_case(case):
 
 
 def cvxpy_max_min(nom, z, sup, r, lo, hi):
-    """max over the box of min over the state's set, written as the min-max
-    min_p max_d sum_a d_a p_a.z_a with the inner max over the box dualised
-    (min u + hi.w - lo.v s.t. p_a.z_a <= u + w_a - v_a); solved by cvxpy with Clarabel at
-    tight tolerances."""
-    import cvxpy as cp
-
-    A, n = nom.shape
-    p = cp.Variable((A, n), nonneg=True)
-    t = cp.Variable((A, n))
-    u = cp.Variable()
-    w = cp.Variable(A, nonneg=True)
-    v = cp.Variable(A, nonneg=True)
-    cons = [t >= p - nom, t >= nom - p, cp.sum(t) <= r, cp.sum(p, axis=1) == 1,
-            cp.sum(cp.multiply(p, z), axis=1) <= u + w - v,
-            cp.multiply((~sup).astype(float), p) == 0]
-    prob = cp.Problem(cp.Minimize(u + hi @ w - lo @ v), cons)
-    prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
-    assert prob.status == cp.OPTIMAL
-    return prob.value
+    """max over the box of min over the state's set, as the min-max of
+    ``test_s_rect.cvxpy_saddle``, solved by cvxpy with Clarabel at tight tolerances."""
+    return cvxpy_saddle(nom, z, sup, r, lo, hi, solver="CLARABEL", tol_gap_abs=1e-12,
+                        tol_gap_rel=1e-12, tol_feas=1e-12)
 
 
 def scale(z):
