@@ -86,6 +86,18 @@ def boxed_cases(draw):
 
 
 # --------------------------------------------------------------------------- intervals
+def box_and_intervals(case):
+    """A case of :func:`boxed_cases` with its game, the robust evaluation of a random
+    vertex of the box and the occupancy intervals of the box under that vertex's
+    kernels: (model, ball, lo, hi, rng, game, ev, dlo, dhi)."""
+    model, ball, lo, hi, rng = case
+    game = RobustGame(model, ball)
+    ref = greedy_box(rng.normal(size=lo.shape), lo, hi)
+    ev = game.evaluate(ref[None])
+    dlo, dhi = occupancy_intervals(game, ev["P"], lo[None], hi[None])
+    return model, ball, lo, hi, rng, game, ev, dlo, dhi
+
+
 @scaled(25)
 @given(boxed_cases())
 def test_occupancy_intervals_hold_every_policy_of_the_box_and_are_attained(case):
@@ -144,11 +156,7 @@ def test_local_and_lp_bounds_are_above_every_feasible_policy_of_the_box(case):
     """Both bounds of a box, with the kernels of any policy of the box (here a random
     vertex), are at least the robust value of every robust-feasible policy sampled in
     the box (independent evaluation)."""
-    model, ball, lo, hi, rng = case
-    game = RobustGame(model, ball)
-    ref = greedy_box(rng.normal(size=lo.shape), lo, hi)
-    ev = game.evaluate(ref[None])
-    dlo, dhi = occupancy_intervals(game, ev["P"], lo[None], hi[None])
+    model, ball, lo, hi, rng, game, ev, dlo, dhi = box_and_intervals(case)
     local = local_bounds(game, lo[None], hi[None], ev, dlo, dhi).U[0]
     lp, _ = OccupancyLP(game).bound(lo, hi, ev["P"][0], dlo[0], dhi[0])
     tol = 1e-9 * scale(model)
@@ -164,11 +172,7 @@ def test_lp_bound_with_added_kernels_is_above_every_feasible_policy_of_the_box(c
     of other policies, then the worst cases of the LP's own policy added) is still at
     least the robust value of every robust-feasible policy sampled in the box, and,
     without inherited kernels, at most the bound with one kernel per objective."""
-    model, ball, lo, hi, rng = case
-    game = RobustGame(model, ball)
-    ref = greedy_box(rng.normal(size=lo.shape), lo, hi)
-    ev = game.evaluate(ref[None])
-    dlo, dhi = occupancy_intervals(game, ev["P"], lo[None], hi[None])
+    model, ball, lo, hi, rng, game, ev, dlo, dhi = box_and_intervals(case)
     olp = OccupancyLP(game)
     one, _ = olp.bound(lo, hi, ev["P"][0], dlo[0], dhi[0])
     others = game.evaluate(rng.dirichlet(np.ones(model.n_actions), size=(2, model.n_states)))

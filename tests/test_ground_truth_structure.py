@@ -11,6 +11,7 @@ from hypothesis import given
 from test_ground_truth import scale, scaled
 from test_ground_truth_bounds import (
     assert_certified,
+    box_and_intervals,
     box_policies,
     boxed_cases,
     feasible_values_in_box,
@@ -120,11 +121,7 @@ def test_lazy_kernels_keep_the_bound_and_pass_the_cut_to_the_children(case):
     """lp_bound(rounds=r, lazy=True) returns the bound of rounds=r (no extra LP) and a
     pool that holds the worst-case kernels of its last LP policy; a child box's LP
     with that pool is above every robust-feasible policy sampled in the child."""
-    model, ball, lo, hi, rng = case
-    game = RobustGame(model, ball)
-    ref = greedy_box(rng.normal(size=lo.shape), lo, hi)
-    ev = game.evaluate(ref[None])
-    dlo, dhi = occupancy_intervals(game, ev["P"], lo[None], hi[None])
+    model, ball, lo, hi, rng, game, ev, dlo, dhi = box_and_intervals(case)
     olp = OccupancyLP(game)
     plain, _ = lp_bound(game, olp, lo, hi, ev["P"][0], dlo[0], dhi[0], None, rounds=0)
     lazy, out = lp_bound(game, olp, lo, hi, ev["P"][0], dlo[0], dhi[0], None, rounds=0,
