@@ -88,7 +88,7 @@ def _verify_infeasible(row: dict, model, uset, budget: np.ndarray, tol: float) -
     from ..robust import robust_value_iteration
 
     zero = model.replace(R=np.zeros_like(model.R))
-    least = []
+    least, stalled = [], []
     for k in range(model.n_constraints):
         lam = np.zeros(model.n_constraints)
         lam[k] = 1.0
@@ -98,6 +98,8 @@ def _verify_infeasible(row: dict, model, uset, budget: np.ndarray, tol: float) -
         # max_pi min_P (-C_k) = -min_pi max_P C_k, to within the suboptimality bound
         least.append(-float(rv.value) - float(rv.suboptimality_bound)
                      if rv.converged else -np.inf)
+        if not rv.converged:
+            stalled.append(k)
     least = np.asarray(least)
     over = least > budget + tol * np.maximum(1.0, np.abs(budget))
     if over.any():
@@ -111,7 +113,9 @@ def _verify_infeasible(row: dict, model, uset, budget: np.ndarray, tol: float) -
                    why="stored as infeasible, but no constraint's least worst-case cost "
                        "(robust value iteration) exceeds its budget: "
                        + ", ".join(f"{c:.10g} vs {d:.10g}" for c, d in zip(
-                           least, budget, strict=True)))
+                           least, budget, strict=True))
+                       + (f" (robust value iteration did not converge for constraints "
+                          f"{stalled})" if stalled else ""))
     return row
 
 
