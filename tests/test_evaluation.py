@@ -674,3 +674,59 @@ def test_unknown_solver_is_refused():
     m = garnet(3, 2, 2, seed=0)
     with raises_fact(OptionError, "method", "'cholesky'", "'bicgstab'"):
         evaluate(m, np.full((3, 2), 0.5), method="cholesky")
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), S=st.integers(1, 30), A=st.integers(1, 3),
+       gamma=st.sampled_from([0.0, 0.5, 0.99, 0.9999]),
+       scale=st.sampled_from([1e-3, 1.0, 1e6]))
+def test_small_models_solved_by_lapack_agree_with_the_sparse_lu(seed, S, A, gamma, scale):
+    """A small model stored densely is solved by LAPACK ("dense"); on rows of estimated
+    kernels (masses from 1e-15 to 1e-2 beside large ones, exact zeros), rewards and costs
+    up to 1e6 and gamma up to 0.9999 it agrees with SuperLU (``method="lu"``, a second
+    factorisation) within the two error bounds, and its own bound is a rounding-level
+    fraction of the value scale (the agreement: up to the rounding of the matrix, times
+    its condition number)."""
+    from rcmdp_exact.testing import skewed_kernel
+
+    rng = np.random.default_rng(seed)
+    P = skewed_kernel(rng, S, A)
+    R = rng.normal(size=(S, A)) * scale
+    C = rng.random((S, A, 2)) * scale
+    m = TabularCMDP(P, R=R, C=C, d=[scale, scale], gamma=gamma,
+                    p0=rng.dirichlet(np.ones(S)))
+    pi = rng.dirichlet(np.full(A, 0.5), size=S)
+    dense = evaluate(m, pi, [0.5, 2.0])
+    lu = evaluate(m, pi, [0.5, 2.0], method="lu")
+    assert dense.solver == "dense" and lu.solver == "lu"
+    top = scale / (1.0 - gamma)
+    assert dense.error_bound <= 1e-11 * top
+    # the two build I - gamma P_pi with different roundings: a perturbation of eps of
+    # the matrix moves the solution by up to cond = (1 + gamma) / (1 - gamma) times eps
+    cond = (1.0 + gamma) / (1.0 - gamma)
+    size = max(np.abs(lu.v).max(), np.abs(lu.c).max())
+    tol = dense.error_bound + lu.error_bound + 16 * np.finfo(float).eps * cond * size
+    assert np.abs(dense.v - lu.v).max() <= tol
+    assert np.abs(dense.c - lu.c).max() <= tol
+    assert np.abs(dense.q - lu.q).max() <= 2 * tol
+    assert abs(dense.value - lu.value) <= tol
+    assert np.abs(dense.occupancy - lu.occupancy).sum() <= 1e-10 / (1.0 - gamma)
+    assert abs(dense.occupancy.sum() - 1.0 / (1.0 - gamma)) <= 1e-10 / (1.0 - gamma)
+
+
+def test_the_dense_path_is_for_small_dense_models_only():
+    """Above EVALUATE_DENSE_LIMIT states, for a model stored sparsely, with gamma = 1 or
+    a solver asked for by name, the sparse path runs as before."""
+    from rcmdp_exact.core.evaluation import EVALUATE_DENSE_LIMIT
+    from rcmdp_exact.domains import garnet
+
+    small = garnet(5, 2, 2, n_constraints=1, seed=0, gamma=0.9)
+    pi = np.full((5, 2), 0.5)
+    assert evaluate(small, pi).solver == "dense"
+    assert evaluate(small, pi, method="lu").solver == "lu"
+    as_sparse = TabularCMDP(sp.csr_array(small.P.reshape(10, 5)), R=small.r, C=small.c,
+                            d=small.d, gamma=0.9)
+    assert evaluate(as_sparse, pi).solver == "lu"
+    n = EVALUATE_DENSE_LIMIT + 1
+    big = garnet(n, 2, 2, n_constraints=0, seed=0, gamma=0.9)
+    assert evaluate(big, np.full((n, 2), 0.5)).solver == "lu"

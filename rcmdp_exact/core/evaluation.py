@@ -127,6 +127,12 @@ def _factorise(M) -> spla.SuperLU:
 
 #: Largest number of states for which :class:`PolicySystem` solves densely by default.
 DENSE_SOLVE_LIMIT = 2000
+#: Largest number of states of a model stored densely that :func:`evaluate` (with
+#: ``method="auto"`` and gamma < 1) solves by LAPACK instead of a sparse LU: below it
+#: the sparse set-up costs more than the solve (2 states: 1.0 ms sparse against 0.07 ms
+#: dense; 200 states: 5.3 against 1.4 ms; ``benchmarks/bench_evaluation.py --section
+#: small``).
+EVALUATE_DENSE_LIMIT = 200
 #: How :class:`PolicySystem` solves a sparse system: chosen by the model's structure
 #: ("auto"), or one of the others.
 SOLVERS = ("auto", "lu", "bicgstab", "gmres", "iteration")
@@ -507,14 +513,14 @@ def check_proper(model: TabularCMDP, P_pi: sp.sparray, what: str,
 
 def evaluate(model: TabularCMDP, policy, lam=None, *, p0=None, method: str = "auto",
              check: bool = True) -> Result:
-    r"""Exact discounted evaluation of a stochastic policy (one sparse LU, or a Krylov
-    solver when the factors would fill in).
+    r"""Exact discounted evaluation of a stochastic policy (LAPACK on a small model, one
+    sparse LU, or a Krylov solver when the factors would fill in).
 
     Solves :math:`(I - \gamma P_\pi)\,[V, C_1, \dots, C_K] = [r_\pi, c_{\pi,1}, \dots,
     c_{\pi,K}]` with one factorisation, then
     :math:`Q = r + \gamma P V`, :math:`Q^c_k = c_k + \gamma P C_k` and the occupancy
     :math:`d_\gamma = (I - \gamma P_\pi)^{-\top} p_0` from the same factors.  The dense
-    ``model.P`` is never formed.
+    ``model.P`` of a model stored sparsely is never formed.
 
     Parameters
     ----------
@@ -528,10 +534,12 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, p0=None, method: str = "au
         :math:`\mu` of the performance difference lemma).  The values per state
         (``v``, ``c``, ``q``, ...) do not depend on it.
     method : {"auto", "lu", "bicgstab", "gmres", "iteration"}
-        How :math:`I - \gamma P_\pi` is solved (:class:`PolicySystem`): "auto" factorises
-        it when the factors stay sparse (up to 1,000 states, banded models such as grids,
-        gamma = 1) and otherwise iterates (BiCGSTAB, then GMRES) to an error bound of
-        1e-12 of the value scale.
+        How :math:`I - \gamma P_\pi` is solved (:class:`PolicySystem`): "auto" solves a
+        model stored densely with at most :data:`EVALUATE_DENSE_LIMIT` (200) states and
+        gamma < 1 by LAPACK (``solver`` "dense"; the sparse set-up would cost more than
+        the solve), factorises the others when the factors stay sparse (up to 1,000
+        states, banded models such as grids, gamma = 1) and otherwise iterates (BiCGSTAB,
+        then GMRES) to an error bound of 1e-12 of the value scale.
     check : bool
         Validate the inputs (default).  Internal callers pass ``False`` with a valid
         model, an (S, A) float policy and a (K,) multiplier array.
@@ -588,28 +596,36 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, p0=None, method: str = "au
         start = model.p0 if p0 is None else p0
     gamma = model.gamma
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
-        P_pi = _p_pi(model, pi)
         rhs = _rhs(model, pi)
         p0 = start
 
         sol = np.zeros((S, 1 + K))
         occ = np.zeros(S)
-        if gamma < 1.0:
-            system = PolicySystem(P_pi, gamma, method=method)
+        dense = (gamma < 1.0 and method == "auto" and S <= EVALUATE_DENSE_LIMIT
+                 and not model.is_sparse)
+        if dense:  # a small model: LAPACK, the sparse set-up would cost more
+            solver, bound = "dense", _solve_dense(model.P, pi, gamma, rhs, p0, sol, occ)
+        elif gamma < 1.0:
+            system = PolicySystem(_p_pi(model, pi), gamma, method=method)
             sol[:] = system.solve(rhs)
-            sol[model.terminal] = 0.0  # exactly: absorbing and earning nothing
             occ[:] = system.solve(p0, transpose=True)
+            solver, bound = system.method, system.error_bound
+        if gamma < 1.0:
+            sol[model.terminal] = 0.0  # exactly: absorbing and earning nothing
             value = float(p0 @ sol[:, 0])
             cost = p0 @ sol[:, 1:]
         else:
+            P_pi = _p_pi(model, pi)
             proper = check_proper(model, P_pi, "evaluate with gamma = 1", p0=p0)
             live = proper & ~model.terminal
             sol[~proper] = np.nan
+            solver, bound = "lu", float("nan")
             if live.any():
                 # expected visits to each proper non-terminal state before absorption
                 system = PolicySystem(P_pi, 1.0, live)
                 sol[live] = system.solve(rhs)[live]
                 occ[:] = system.solve(p0, transpose=True)
+                solver = system.method
             # p0 is zero outside the proper states (check_proper), so skip their nan
             value = float(p0[proper] @ sol[proper, 0])
             cost = p0[proper] @ sol[proper, 1:]
@@ -617,7 +633,8 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, p0=None, method: str = "au
     v = sol[:, 0]
     cc = sol[:, 1:]
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
-        nxt = (model.P_sparse @ sol).reshape(S, A, 1 + K)
+        P_flat = model.P.reshape(S * A, S) if dense else model.P_sparse
+        nxt = (P_flat @ sol).reshape(S, A, 1 + K)
         q = model.r + gamma * nxt[:, :, 0]
         qc = model.c + gamma * nxt[:, :, 1:]
     if model.terminal.any():
@@ -641,9 +658,23 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, p0=None, method: str = "au
         p0=p0,
         policy=pi,
         lam=lam,
-        solver=system.method if gamma < 1.0 or live.any() else "lu",
-        error_bound=system.error_bound if gamma < 1.0 else float("nan"),
+        solver=solver,
+        error_bound=bound,
     )
+
+
+def _solve_dense(P: np.ndarray, pi: np.ndarray, gamma: float, rhs: np.ndarray,
+                 p0: np.ndarray, sol: np.ndarray, occ: np.ndarray) -> float:
+    r"""Values (into ``sol``) and occupancy (into ``occ``) of a small dense model by
+    LAPACK; returns the error bound of the values from their residual,
+    :math:`\|r\|_\infty / (1 - \gamma)` (as the sparse LU reports it)."""
+    S = P.shape[0]
+    M = -gamma * np.einsum("sa,sat->st", pi, P)
+    M[np.arange(S), np.arange(S)] += 1.0
+    sol[:] = np.linalg.solve(M, rhs)
+    occ[:] = np.linalg.solve(M.T, p0)
+    res = np.abs(rhs - M @ sol).max(initial=0.0)
+    return float(res) / (1.0 - gamma)
 
 
 def _horizon_and_discount(model: TabularCMDP, horizon, discount):
