@@ -288,8 +288,8 @@ def section_bounds(sizes, seeds, constraints, seconds: float, variants) -> None:
                       + f"  {_load()}", flush=True)
 
 
-def section_small(kernel_rounds=None) -> None:
-    kw = {} if kernel_rounds is None else {"kernel_rounds": kernel_rounds}
+def section_small(rules=None) -> None:
+    kw = dict(rules or {})
     cases = [c for c in (small_case(i) for i in range(40)) if c[0].n_states <= 3]
     _timed_bracket(*cases[0])  # imports and compilation out of the timing
     print(f"rcmdp_bracket(model, ball, rtol=1e-6), defaults otherwise, on the {len(cases)} "
@@ -479,7 +479,7 @@ def structured_case(builder: str, kw: dict, kind: str, support):
 
 
 def section_structured(quick: bool, only=None, max_boxes: int | None = None,
-                       scale: float = 1.0, sets=None, kernel_rounds=None) -> None:
+                       scale: float = 1.0, sets=None, rules=None) -> None:
     print(f"rcmdp_bracket on the classic instances (domains.classic, halfway budgets), "
           f"{'--quick: 10 s / 30 s' if quick else 'the goals: 60 s / 600 s'}"
           + (f", max_boxes = {max_boxes}" if max_boxes else "")
@@ -494,9 +494,7 @@ def section_structured(quick: bool, only=None, max_boxes: int | None = None,
         model, uset = structured_case(builder, kw, kind, support)
         limit = (10.0 if seconds <= 60 else 30.0) if quick else seconds
         limit *= scale
-        opts = dict(time_limit=limit, max_boxes=max_boxes or 10**7)
-        if kernel_rounds is not None:
-            opts["kernel_rounds"] = kernel_rounds
+        opts = dict(time_limit=limit, max_boxes=max_boxes or 10**7, **(rules or {}))
         if max_boxes:
             opts["time_limit"] = max(limit, 3600.0)
         br, wall, cpu = _timed_bracket(model, uset, **opts)
@@ -549,25 +547,34 @@ def main() -> None:
     ap.add_argument("--deadline-sizes", default="20,50,100,200,400",
                     help="deadline: numbers of states")
     ap.add_argument("--branching", choices=("pseudocost", "occupancy"), default=None,
-                    help="structured and small: the split rule (boxes.BRANCHING; default "
-                         "pseudocost)")
+                    help="structured and small: the split rule (BracketSettings.branching; "
+                         "default pseudocost)")
     ap.add_argument("--round-width", type=float, default=None,
                     help="structured and small: kernel rounds only on boxes whose widest "
-                         "interval is at most this (boxes.ROUND_WIDTH; default inf)")
+                         "interval is at most this (BracketSettings.round_width; default "
+                         "inf)")
     ap.add_argument("--lazy-kernels", action="store_true",
                     help="structured and small: lazy kernels for the occupancy LP "
-                         "(boxes.LAZY_KERNELS)")
+                         "(BracketSettings.lazy_kernels)")
+    ap.add_argument("--bracket-bounds", default=None,
+                    help="structured and small: the box bounds of the bracket, e.g. "
+                         "'local+lp+value' (BracketSettings.box_bounds; default: its "
+                         "default)")
     args = ap.parse_args()
-    # the branch and bound's module settings (one process: the serial search reads them)
-    from rcmdp_exact.ground_truth import boxes as _boxes
+    # the branch and bound's rules, as bracket options (they reach Dask workers too)
+    rules = {}
+    if args.bracket_bounds is not None:
+        rules["box_bounds"] = tuple(x for x in args.bracket_bounds.split("+")
+                                    if x and x != "lagrangian")
+    if args.kernel_rounds >= 0:
+        rules["kernel_rounds"] = args.kernel_rounds
     if args.branching is not None:
-        _boxes.BRANCHING = args.branching
+        rules["branching"] = args.branching
     if args.round_width is not None:
-        _boxes.ROUND_WIDTH = args.round_width
+        rules["round_width"] = args.round_width
     if args.lazy_kernels:
-        _boxes.LAZY_KERNELS = True
-    print(f"split rule {_boxes.BRANCHING}, round width {_boxes.ROUND_WIDTH}, lazy kernels "
-          f"{_boxes.LAZY_KERNELS}")
+        rules["lazy_kernels"] = True
+    print(f"bracket options beyond the defaults: {rules or 'none'}")
     sizes = [int(x) for x in args.sizes.split(",") if x]
     constraints = [int(x) for x in args.constraints.split(",")]
     if "-" in args.seeds:
@@ -592,7 +599,7 @@ def main() -> None:
                            [tuple(x for x in v.split("+") if x and x != "lagrangian")
                             for v in args.box_bounds.split(",")])
         elif sec == "small":
-            section_small(None if args.kernel_rounds < 0 else args.kernel_rounds)
+            section_small(rules)
         elif sec == "deadline":
             section_deadline([int(x) for x in args.deadline_sizes.split(",")], 3.0)
         elif sec == "inventory":
@@ -603,7 +610,7 @@ def main() -> None:
             section_structured(args.quick, [x for x in args.only.split(",") if x],
                                args.max_boxes or None, args.time_scale,
                                [x for x in args.sets.split(",") if x],
-                               None if args.kernel_rounds < 0 else args.kernel_rounds)
+                               rules)
         elif sec == "alpha0":
             section_alpha0(args.cases, tuple(float(x) for x in args.magnitudes.split(",")))
         else:

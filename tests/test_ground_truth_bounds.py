@@ -367,15 +367,21 @@ def test_dask_runs_the_same_bracket_as_the_serial_search():
 
     m, ball = mid_budget_model(3, 0.5, n_constraints=2)
     kw = dict(variants=(), progress=False, max_boxes=70, time_limit=600.0)
+    # the box rules travel with the chunks: the workers use the caller's, not defaults
+    rules = dict(kernel_rounds=2, round_width=0.5, lazy_kernels=True, branching="occupancy")
     serial = rcmdp_bracket(m, ball, **kw)
+    serial_ruled = rcmdp_bracket(m, ball, **kw, **rules)
+    assert serial_ruled.upper != serial.upper  # the rules change this bracket
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         remote = rcmdp_bracket(m, ball, client=client, **kw)
-    assert remote.boxes == serial.boxes and remote.boxes > 1
-    assert remote.lower == serial.lower and remote.upper == serial.upper
-    np.testing.assert_array_equal(remote.policy, serial.policy)
-    assert remote.status == serial.status
+        remote_ruled = rcmdp_bracket(m, ball, client=client, **kw, **rules)
+    for one, other in ((remote, serial), (remote_ruled, serial_ruled)):
+        assert one.boxes == other.boxes and one.boxes > 1
+        assert one.lower == other.lower and one.upper == other.upper
+        np.testing.assert_array_equal(one.policy, other.policy)
+        assert one.status == other.status
 
 
 # --------------------------------------------------------------------------- progress

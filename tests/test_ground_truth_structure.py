@@ -18,6 +18,7 @@ from test_ground_truth_bounds import (
 )
 from test_ground_truth_bracket import mid_budget_model, robust_fixed_point, tiny_robust_cases
 
+from rcmdp_exact import InputError
 from rcmdp_exact.core.mdp import greedy_box
 from rcmdp_exact.ground_truth import boxes, rcmdp_bracket
 from rcmdp_exact.ground_truth.boxes import lp_bound
@@ -77,41 +78,76 @@ def test_bracket_with_pseudocost_branching_and_lazy_kernels_is_certified(case):
     every robust-feasible deterministic and sampled stochastic policy (independent
     evaluation), the lower side certified."""
     model, ball, seed = case
-    old = boxes.BRANCHING, boxes.LAZY_KERNELS
-    try:
-        boxes.BRANCHING, boxes.LAZY_KERNELS = "pseudocost", True
-        res = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=60,
-                            time_limit=60.0)
-    finally:
-        boxes.BRANCHING, boxes.LAZY_KERNELS = old
+    res = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=60,
+                        time_limit=60.0, branching="pseudocost", lazy_kernels=True)
     assert_certified(res, model, ball, seed)
 
 
 @scaled(10)
 @given(tiny_robust_cases())
 def test_bracket_with_kernel_rounds_on_narrow_boxes_only_is_certified(case):
-    """Kernel rounds gated by the width of the box (boxes.ROUND_WIDTH): the bracket stays
+    """Kernel rounds gated by the width of the box (``round_width``): the bracket stays
     certified against independent evaluations of deterministic and sampled policies."""
     model, ball, seed = case
-    old = boxes.ROUND_WIDTH
-    try:
-        boxes.ROUND_WIDTH = 0.25
-        res = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=60,
-                            time_limit=60.0, kernel_rounds=2)
-    finally:
-        boxes.ROUND_WIDTH = old
+    res = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=60,
+                        time_limit=60.0, kernel_rounds=2, round_width=0.25)
     assert_certified(res, model, ball, seed)
 
 
-def test_unknown_branching_is_refused():
-    from rcmdp_exact.ground_truth.search import Incumbent
-
+@pytest.mark.parametrize(("option", "value", "words"), [
+    ("branching", "widest", ("branching", "'widest'", "pseudocost", "occupancy")),
+    ("round_width", 0.0, ("round_width", "inf")),
+    ("round_width", "wide", ("round_width",)),
+    ("lazy_kernels", 1, ("lazy_kernels", "True or False")),
+])
+def test_bad_box_rules_are_refused_before_any_work(option, value, words):
     m, ball = mid_budget_model(3, 0.5)
-    game = RobustGame(m, ball)
-    with pytest.raises(ValueError, match="branching"):
-        boxes.branch_and_bound(game, Incumbent(game), np.zeros(1), lam_unit=1.0,
-                               max_boxes=2, deadline=np.inf, gap_tol=lambda v: 1e-9,
-                               branching="widest")
+    with pytest.raises(InputError) as err:
+        rcmdp_bracket(m, ball, progress=False, **{option: value})
+    for w in words:
+        assert w in str(err.value)
+
+
+@scaled(10)
+@given(tiny_robust_cases())
+def test_bracket_with_the_value_form_bound_is_certified(case):
+    """box_bounds with "value" (the value-form LP beside the others): the bracket stays
+    certified against independent evaluations of deterministic and sampled policies,
+    and the result names the bounds it used."""
+    model, ball, seed = case
+    res = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=40,
+                        time_limit=60.0, box_bounds=("lp", "value"))
+    assert res.box_bounds == ("lp", "value")
+    assert_certified(res, model, ball, seed)
+
+
+def test_the_value_form_bound_cuts_boxes_the_lagrangian_bound_does_not():
+    """bound_boxes with bounds=("value",) takes the minimum with the value-form LP: never
+    above the Lagrangian bound alone on the same boxes, below it on some (RiverSwim-6's
+    top boxes), and above every robust-feasible policy sampled in each box."""
+    from rcmdp_exact.domains.classic import classic_instance
+    from rcmdp_exact.ground_truth.boxes import bound_boxes, split_boxes
+
+    model, ball = classic_instance("riverswim", "l1", 0.1, support="all", n=6)
+    game = RobustGame(model, ball)
+    S, A = model.n_states, model.n_actions
+    lam, step = np.zeros((1, 1)), np.full((1, 1), 0.1)
+    root = bound_boxes(game, np.zeros((1, S, A)), np.ones((1, S, A)), lam, step, None,
+                       None, -np.inf, bounds=())
+    lo, hi, _parent, ok = split_boxes(np.zeros((1, S, A)), np.ones((1, S, A)), root["occ"])
+    lo, hi = lo[ok], hi[ok]
+    J = lo.shape[0]
+    args = (lo, hi, np.repeat(root["lam"], J, 0), np.repeat(root["step"], J, 0), None, None,
+            -np.inf)
+    plain = bound_boxes(game, *args, bounds=())
+    value = bound_boxes(game, *args, bounds=("value",))
+    assert np.array_equal(plain["ok"], value["ok"])
+    assert np.all(value["U"] <= plain["U"]) and np.any(value["U"] < plain["U"] - 1e-6)
+    rng = np.random.default_rng(0)
+    kept = np.flatnonzero(value["ok"])
+    for j, i in enumerate(kept):
+        for v in feasible_values_in_box(model, ball, lo[i], hi[i], rng):
+            assert value["U"][j] >= v - 1e-9 * scale(model)
 
 
 # --------------------------------------------------------------------------- lazy kernels

@@ -34,6 +34,7 @@ the budget.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -42,15 +43,19 @@ from ..robust.engine import RobustGame
 from .local_bound import local_bounds, occupancy_intervals
 from .occupancy_bound import OccupancyLP
 from .search import Incumbent
-from .structure import Pseudocosts
+from .structure import Pseudocosts, ValueFormLP, value_intervals
 
-__all__ = ["BOX_BOUNDS", "KERNEL_ROUNDS", "bound_boxes", "branch_and_bound",
-           "feasibility_bounds", "lagrangian_bounds", "lp_bound", "split_boxes", "tighten"]
+__all__ = ["BOX_BOUNDS", "BOX_BOUND_CHOICES", "BRANCHING_RULES", "KERNEL_ROUNDS", "BoxRules", "bound_boxes",
+           "branch_and_bound", "feasibility_bounds", "lagrangian_bounds", "lp_bound", "split_boxes", "tighten"]
 
-#: The bounds a box may add to its Lagrangian bound: the performance-difference bound
-#: (:mod:`.local_bound`) and the occupancy LP with McCormick envelopes
+#: The bounds a box adds to its Lagrangian bound by default: the performance-difference
+#: bound (:mod:`.local_bound`) and the occupancy LP with McCormick envelopes
 #: (:mod:`.occupancy_bound`); both keep one adversary per objective.
 BOX_BOUNDS = ("local", "lp")
+#: Every bound a box may add: those of :data:`BOX_BOUNDS` and the value-form LP
+#: (:class:`~.structure.ValueFormLP`, each objective with its exact adversary; L1 balls
+#: only, elsewhere it bounds nothing), off by default (docs/ground_truth.md, 3.9).
+BOX_BOUND_CHOICES = ("local", "lp", "value")
 
 
 def lagrangian_bounds(game: RobustGame, lo, hi, lam, w=None) -> Result:
@@ -142,12 +147,13 @@ def _start_bounds(game, lo, hi, lam, w=None):
 _LPS: dict = {}
 
 
-def _box_lp(game: RobustGame) -> OccupancyLP:
-    """One LP builder (and HiGHS instance) per game and process."""
-    key = id(game)
+def _box_lp(game: RobustGame, kind=OccupancyLP):
+    """One LP builder (and HiGHS instance) of each kind per game and process."""
+    key = (id(game), kind)
     if key not in _LPS or _LPS[key][0] is not game:
-        _LPS.clear()
-        _LPS[key] = (game, OccupancyLP(game))
+        for old in [k for k in _LPS if _LPS[k][0] is not game]:
+            del _LPS[old]
+        _LPS[key] = (game, kind(game))
     return _LPS[key][1]
 
 
@@ -159,19 +165,41 @@ POOL = 2
 #: (RiverSwim-6 at 8,000 boxes: upper 0.2103 with two, 0.2334 without).  docs/ground_truth.md
 #: section 3.9.
 KERNEL_ROUNDS = 0
-#: The split rule of :func:`branch_and_bound`: "pseudocost" (:class:`~.structure.Pseudocosts`:
-#: the coordinate whose splits lowered the bound most per unit width; RiverSwim-6 at
-#: 10,000 boxes: a gap of 7.4% for 13.9% with "occupancy"; machine replacement closed
-#: in 3,175 boxes for 7,255; docs/ground_truth.md section 3.9) or "occupancy"
-#: (:func:`split_boxes`: width times the occupancy under the box's maximising pair).
-BRANCHING = "pseudocost"
-#: Kernel rounds (``kernel_rounds``) run only on boxes whose widest interval is at most
-#: this (inf: on every box).  Wide boxes are split anyway; on narrow ones the cost's
-#: adversary switching inside the box is what the one-kernel LP misses (section 3.9).
-ROUND_WIDTH = np.inf
-#: Whether each box's last LP policy passes its worst-case kernels to the children's
-#: LPs (:func:`lp_bound`'s ``lazy``; docs/ground_truth.md section 3.9).
-LAZY_KERNELS = False
+#: The split rules of :func:`branch_and_bound` (:attr:`BoxRules.branching`).
+BRANCHING_RULES = ("pseudocost", "occupancy")
+
+
+@dataclass(frozen=True)
+class BoxRules:
+    """How the branch and bound bounds and splits its boxes: one value, passed whole to
+    every chunk of boxes (on this process or a Dask worker), so a worker bounds with the
+    rules of the caller.
+
+    kernel_rounds : int
+        Cutting-plane rounds of the occupancy LP (:func:`lp_bound`) on a box
+        (:data:`KERNEL_ROUNDS`).
+    round_width : float
+        The rounds run only on boxes whose widest interval is at most this (inf: on every
+        box).  Wide boxes are split anyway; on narrow ones the cost's adversary switching
+        inside the box is what the one-kernel LP misses (docs/ground_truth.md, 3.9).
+    lazy_kernels : bool
+        Each box's last LP policy passes its worst-case kernels to the children's LPs
+        (:func:`lp_bound`'s ``lazy``).
+    branching : {"pseudocost", "occupancy"}
+        The split rule: "pseudocost" (:class:`~.structure.Pseudocosts`: the coordinate
+        whose splits lowered the bound most per unit width; RiverSwim-6 at 10,000 boxes:
+        a gap of 7.4% for 13.9% with "occupancy"; machine replacement closed in 3,175
+        boxes for 7,255; docs/ground_truth.md section 3.9) or "occupancy"
+        (:func:`split_boxes`: width times the occupancy under the box's maximising pair).
+
+    The fields are validated by :class:`~.bracket.BracketSettings`, where a user sets
+    them.
+    """
+
+    kernel_rounds: int = KERNEL_ROUNDS
+    round_width: float = np.inf
+    lazy_kernels: bool = False
+    branching: str = "pseudocost"
 
 
 def _pool_add(pool, objs, kernels, intervals=None):
@@ -286,8 +314,7 @@ def _occupancy_start(base, n: int, S: int):
 
 
 def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float, *,
-                bounds=BOX_BOUNDS, n_lam_steps: int = 0,
-                kernel_rounds: int = KERNEL_ROUNDS) -> dict:
+                bounds=BOX_BOUNDS, n_lam_steps: int = 0, rules: BoxRules = BoxRules()) -> dict:
     r"""Certified upper bounds of boxes (J, S, A), each from its parent's data.
 
     A pure function of its arguments (the same numbers in any process), run on chunks
@@ -302,8 +329,9 @@ def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float,
     4. with ``"local"`` in ``bounds``, the performance-difference bound
        (:func:`~.local_bound.local_bounds`); with ``"lp"``, for the boxes whose bound is
        still above ``threshold``, the occupancy LP (:func:`lp_bound`, from the parent's
-       ``basis``: a list of J ``{"highs": basis, "pool": kernels}`` or None), with
-       ``kernel_rounds`` rounds of kernels added.
+       ``basis``: a list of J ``{"highs": basis, "pool": kernels}`` or None), with the
+       kernel rounds of ``rules`` (:class:`BoxRules`); with ``"value"``, for the boxes
+       still above ``threshold``, the value-form LP (:class:`~.structure.ValueFormLP`).
 
     Returns a dict: ``ok`` (J,) the boxes kept, and for those: ``U``, ``lam``, ``step``,
     ``w``, ``occ`` (occupancies under the maximising pair), ``pi`` (maximisers),
@@ -341,24 +369,30 @@ def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float,
         if "lp" in bounds:
             olp = _box_lp(game)
             for i in np.flatnonzero(U > threshold):
-                # hook (kernel rounds on narrow boxes only): :data:`ROUND_WIDTH`
-                rounds_i = kernel_rounds if (hi[i] - lo[i]).max() <= ROUND_WIDTH else 0
+                narrow = (hi[i] - lo[i]).max() <= rules.round_width
                 u, b = lp_bound(game, olp, lo[i], hi[i],
                                 ev["P"][i].reshape(n, *ev["P"].shape[2:]), dlo[i], dhi[i],
-                                base[i], rounds=rounds_i, threshold=threshold,
-                                lazy=LAZY_KERNELS)  # hook (lazy kernels)
+                                base[i], rounds=rules.kernel_rounds if narrow else 0,
+                                threshold=threshold, lazy=rules.lazy_kernels)
                 U[i] = min(U[i], u)
                 new_basis[i] = dict(new_basis[i] or {}, **b)
+        if "value" in bounds and (U > threshold).any():
+            vlp = _box_lp(game, ValueFormLP)
+            high = np.flatnonzero(U > threshold)
+            wlo, whi = value_intervals(game, lo[high], hi[high])
+            for j, i in enumerate(high):
+                U[i] = min(U[i], vlp.bound(lo[i], hi[i], wlo[j], whi[j]))
     out.update(U=U, lam=lam, step=step, w=res.w, occ=res.occ, pi=res.pi,
                value=ev["value"], costs=ev["costs"], basis=new_basis)
     return out
 
 
 def _chunk_job(recipe, lo, hi, lam, step, w, basis, threshold, bounds, n_lam_steps,
-               kernel_rounds=KERNEL_ROUNDS):
-    """:func:`bound_boxes` on a worker, with the game of ``recipe``."""
+               rules: BoxRules):
+    """:func:`bound_boxes` on a worker, with the game of ``recipe`` and the caller's
+    ``rules``."""
     return bound_boxes(recipe.game(), lo, hi, lam, step, w, basis, threshold, bounds=bounds,
-                       n_lam_steps=n_lam_steps, kernel_rounds=kernel_rounds)
+                       n_lam_steps=n_lam_steps, rules=rules)
 
 
 _FIELDS = ("lo", "hi", "lam", "step", "U", "occ", "w")
@@ -432,8 +466,8 @@ class _Runner:
     """Runs the chunks of a round, serially or on a Dask client, in a fixed order."""
 
     def __init__(self, game, client, bounds, n_lam_steps, model=None,
-                 kernel_rounds=KERNEL_ROUNDS):
-        self.game, self.client, self.kernel_rounds = game, client, kernel_rounds
+                 rules: BoxRules = BoxRules()):
+        self.game, self.client, self.rules = game, client, rules
         self.bounds, self.n_lam_steps = tuple(bounds), n_lam_steps
         self.remote = None
         if client is not None:
@@ -449,13 +483,12 @@ class _Runner:
                     out.append(None)
                     continue
                 out.append(bound_boxes(self.game, *args, bounds=self.bounds,
-                                       n_lam_steps=self.n_lam_steps,
-                                       kernel_rounds=self.kernel_rounds))
+                                       n_lam_steps=self.n_lam_steps, rules=self.rules))
             return out
         from distributed import wait
 
         futs = [self.client.submit(_chunk_job, self.remote, *args, self.bounds,
-                                   self.n_lam_steps, self.kernel_rounds, pure=False)
+                                   self.n_lam_steps, self.rules, pure=False)
                 for args in chunks]
         wait(futs, timeout=max(deadline - time.perf_counter(), 0.0), return_when="ALL_COMPLETED")
         out = []
@@ -527,9 +560,7 @@ def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
                      max_boxes: int, deadline: float, gap_tol, batch: int = 32,
                      chunk: int = 16, n_lam_steps: int | None = None, bounds=BOX_BOUNDS,
                      client=None, bar=None, t0: float | None = None, state=None,
-                     model=None, scale_of=None,
-                     kernel_rounds: int = KERNEL_ROUNDS,
-                     branching: str | None = None) -> Result:
+                     model=None, scale_of=None, rules: BoxRules = BoxRules()) -> Result:
     """Best-first branch and bound from the full box at ``lam0``; feeds ``inc``.
 
     ``lam_unit``: a typical size of lam; a box's lam step is at least 1% of
@@ -546,20 +577,15 @@ def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
     ``state``: pass it back as ``state`` (with a larger ``max_boxes``) to go on from
     where this call stopped (the boxes count on).  ``scale_of(lower)``: the denominator
     of the relative gap the progress bar shows (default max(1, |lower|)).
-    ``kernel_rounds``: the rounds of :func:`lp_bound`'s added kernels.  ``branching``:
-    ``"occupancy"`` (:func:`split_boxes`) or ``"pseudocost"``
-    (:class:`~.structure.Pseudocosts`); default :data:`BRANCHING`.
+    ``rules`` (:class:`BoxRules`): the kernel rounds of :func:`lp_bound` and the split
+    rule, the same on every worker.
     """
-    branching = BRANCHING if branching is None else branching
-    if branching not in ("occupancy", "pseudocost"):
-        raise ValueError(f"branching must be 'occupancy' or 'pseudocost', not {branching!r}")
     S, A = game.S, game.A
     t0 = time.perf_counter() if t0 is None else t0
     if n_lam_steps is None:
         n_lam_steps = 2
-    runner = _Runner(game, client, bounds, n_lam_steps, model, kernel_rounds)
-    # hook (branching, structure.py): pseudocost branching instead of width x occupancy
-    runner.pseudo = Pseudocosts(S, A) if branching == "pseudocost" else None
+    runner = _Runner(game, client, bounds, n_lam_steps, model, rules)
+    runner.pseudo = Pseudocosts(S, A) if rules.branching == "pseudocost" else None
     runner.scale_of = scale_of or (lambda v: max(1.0, abs(v)))
     if state is not None:
         boxes, pruned, n_boxes, trace = state
@@ -572,7 +598,7 @@ def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
     step = 0.1 * np.maximum(lam, lam_unit)
     root = bound_boxes(game, np.zeros((1, S, A)), np.ones((1, S, A)), lam, step, None,
                        None, inc.value + 0.5 * gap_tol(inc.value), bounds=bounds,
-                       n_lam_steps=n_lam_steps, kernel_rounds=kernel_rounds)
+                       n_lam_steps=n_lam_steps, rules=rules)
     n_boxes = 1
     if bar is not None:
         bar.update(1)

@@ -59,7 +59,7 @@ from .._result import Result
 from ..robust import check_robust_inputs
 from ..robust.engine import RobustGame
 from ..uncertainty import SARectangularSet
-from .boxes import BOX_BOUNDS, KERNEL_ROUNDS, branch_and_bound
+from .boxes import BOX_BOUND_CHOICES, BOX_BOUNDS, BRANCHING_RULES, KERNEL_ROUNDS, BoxRules, branch_and_bound
 from .dual import fits, lagrangian_search
 from .dual_certificate import DUAL_GAP_TOL, DUAL_ITER, DUAL_TOL, dual_of_game, duality_gap
 from .lp import cost_name, fmt, max_slack_policy, solve_cmdp
@@ -297,6 +297,9 @@ class BracketSettings:
     seed: object = 0
     box_bounds: tuple | None = None
     kernel_rounds: int = KERNEL_ROUNDS
+    round_width: float = np.inf
+    lazy_kernels: bool = False
+    branching: str = "pseudocost"
     dual_evaluations: int = 200
 
     def __post_init__(self):
@@ -311,8 +314,13 @@ class BracketSettings:
             check_choice(v, "variant", VARIANTS)
         bounds = None if self.box_bounds is None else tuple(self.box_bounds)
         for b in bounds or ():
-            check_choice(b, "box_bounds entry", BOX_BOUNDS)
+            check_choice(b, "box_bounds entry", BOX_BOUND_CHOICES)
         check_int(self.kernel_rounds, "kernel_rounds", 0)
+        if not (isinstance(self.round_width, float) and self.round_width == np.inf):
+            check_real(self.round_width, "round_width", 0.0, low_open=True,
+                       hint=" (or inf: kernel rounds on every box)")
+        check_type(self.lazy_kernels, "lazy_kernels", (bool, np.bool_), "give True or False")
+        check_choice(self.branching, "branching", BRANCHING_RULES)
         check_int(self.max_boxes, "max_boxes", 1)
         check_int(self.dual_evaluations, "dual_evaluations", 0)
         check_real(self.time_limit, "time_limit", 0.0, low_open=True)
@@ -322,6 +330,13 @@ class BracketSettings:
         object.__setattr__(self, "lam_range", check_lam_range(self.lam_range))
         object.__setattr__(self, "variants", variants)
         object.__setattr__(self, "box_bounds", bounds)
+
+    @property
+    def box_rules(self) -> BoxRules:
+        """The branch and bound's rules (:class:`~.boxes.BoxRules`), which travel to
+        every worker."""
+        return BoxRules(kernel_rounds=self.kernel_rounds, round_width=self.round_width,
+                        lazy_kernels=self.lazy_kernels, branching=self.branching)
 
     def bounds_for(self, n_states: int) -> tuple:
         """The box bounds of a model with ``n_states`` states: ``box_bounds`` when given,
@@ -513,20 +528,34 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
     n_starts : int
         Random starting policies of the local search (Dirichlet rows, from ``seed``).
     seed : int or numpy.random.Generator
-    box_bounds : sequence of {"local", "lp"} or None
+    box_bounds : sequence of {"local", "lp", "value"} or None
         The bounds a box adds to its Lagrangian bound (:mod:`.local_bound`, the
         performance-difference bound; :mod:`.occupancy_bound`, the occupancy LP with
-        McCormick envelopes); ``()`` for the Lagrangian bound alone.  None (the
-        default): ``("lp",)`` up to :data:`SMALL_STATES` (3) states, where the
-        performance-difference bound never cut a box the LP had not (the same boxes on
-        the 24 small models of the benchmark) and took 30% of the time, and ``("local",
-        "lp")`` beyond.  The result's ``box_bounds`` says which were used.
+        McCormick envelopes; :class:`~.structure.ValueFormLP`, the value-form LP in
+        which each objective keeps its exact adversary, L1 balls only); ``()`` for the
+        Lagrangian bound alone.  None (the default): ``("lp",)`` up to
+        :data:`SMALL_STATES` (3) states, where the performance-difference bound never
+        cut a box the LP had not (the same boxes on the 24 small models of the
+        benchmark) and took 30% of the time, and ``("local", "lp")`` beyond ("value"
+        is an option: docs/ground_truth.md, section 3.9).  The result's ``box_bounds``
+        says which were used.
     kernel_rounds : int
         The occupancy LP of a box adds, up to ``kernel_rounds`` times, the worst-case
         kernels of its own policy where they are worse than those it has
         (:func:`~.boxes.lp_bound`); 0 (the default): one kernel per objective, the box
         maximiser's.  The rounds tighten a bracket at a box budget but cost more than
         they give within a time limit (docs/ground_truth.md, section 3.9).
+    round_width : float
+        Kernel rounds only on boxes whose widest interval is at most this (default inf:
+        on every box).
+    lazy_kernels : bool
+        Each box's last LP policy passes its worst-case kernels to its children's LPs
+        instead of solving one more LP (default False).
+    branching : {"pseudocost", "occupancy"}
+        The split rule of the branch and bound: "pseudocost" (default; the coordinate
+        whose past splits lowered the bound most per unit width) or "occupancy" (the
+        widest interval weighted by the occupancy under the box's maximising pair).
+        docs/ground_truth.md, section 3.3.
     client : distributed.Client, optional
         Bound the children of each round on this Dask cluster (the same answer as
         without, for the same box budget).  Anything else than a ``distributed.Client``
@@ -611,7 +640,7 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
                  deadline=deadline, gap_tol=tol_of, bounds=bounds,
                  client=client, t0=t0, model=model,
                  scale_of=lambda v: gap_scale(v, span),
-                 kernel_rounds=st.kernel_rounds)
+                 rules=st.box_rules)
     _lower_search(game, inc, dual, lps, st, deadline, cands, tol_of)
     with tqdm(desc="rcmdp bracket: boxes", disable=not progress_default(progress),
               leave=False) as bar:
