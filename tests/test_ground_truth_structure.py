@@ -20,7 +20,7 @@ from test_ground_truth_bracket import mid_budget_model, robust_fixed_point, tiny
 
 from rcmdp_exact import InputError
 from rcmdp_exact.core.mdp import greedy_box
-from rcmdp_exact.ground_truth import boxes, rcmdp_bracket
+from rcmdp_exact.ground_truth import rcmdp_bracket
 from rcmdp_exact.ground_truth.boxes import lp_bound
 from rcmdp_exact.ground_truth.local_bound import occupancy_intervals
 from rcmdp_exact.ground_truth.occupancy_bound import OccupancyLP

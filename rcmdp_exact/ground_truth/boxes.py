@@ -45,8 +45,9 @@ from .occupancy_bound import OccupancyLP
 from .search import Incumbent
 from .structure import Pseudocosts, ValueFormLP, value_intervals
 
-__all__ = ["BOX_BOUNDS", "BOX_BOUND_CHOICES", "BRANCHING_RULES", "KERNEL_ROUNDS", "BoxRules", "bound_boxes",
-           "branch_and_bound", "feasibility_bounds", "lagrangian_bounds", "lp_bound", "split_boxes", "tighten"]
+__all__ = ["BOX_BOUNDS", "BOX_BOUND_CHOICES", "BRANCHING_RULES", "KERNEL_ROUNDS", "BoxRules",
+           "bound_boxes", "branch_and_bound", "feasibility_bounds", "lagrangian_bounds",
+           "lp_bound", "split_boxes", "tighten"]
 
 #: The bounds a box adds to its Lagrangian bound by default: the performance-difference
 #: bound (:mod:`.local_bound`) and the occupancy LP with McCormick envelopes

@@ -59,7 +59,14 @@ from .._result import Result
 from ..robust import check_robust_inputs
 from ..robust.engine import RobustGame
 from ..uncertainty import SARectangularSet
-from .boxes import BOX_BOUND_CHOICES, BOX_BOUNDS, BRANCHING_RULES, KERNEL_ROUNDS, BoxRules, branch_and_bound
+from .boxes import (
+    BOX_BOUND_CHOICES,
+    BOX_BOUNDS,
+    BRANCHING_RULES,
+    KERNEL_ROUNDS,
+    BoxRules,
+    branch_and_bound,
+)
 from .dual import fits, lagrangian_search
 from .dual_certificate import DUAL_GAP_TOL, DUAL_ITER, DUAL_TOL, dual_of_game, duality_gap
 from .lp import cost_name, fmt, max_slack_policy, solve_cmdp
