@@ -170,6 +170,37 @@ def random_section(max_lu: int, max_quantecon: int, repeats: int) -> list[dict]:
     return rows
 
 
+def small_section(repeats: int) -> list[dict]:
+    """Small dense models: evaluate's LAPACK path ("auto", solver "dense") against the
+    sparse LU it replaced (method="lu") and pymdptoolbox's dense matrix evaluation, on
+    Garnets with A = 4 and a stochastic policy."""
+    from rcmdp_exact.domains import garnet
+
+    print("small dense models (Garnet, A = 4, a stochastic policy, K = 1): evaluate with "
+          "method='auto' (LAPACK up to EVALUATE_DENSE_LIMIT states) against method='lu'")
+    print(f"{'S':>5} {'auto':>10} {'lu':>10} {'lu/auto':>8} {'mdptoolbox':>11} "
+          f"{'max|dV|':>9} {'bound':>9}")
+    rows = []
+    for S in (2, 5, 10, 50, 100, 200, 400):
+        model = garnet(S, 4, max(2, S // 5), n_constraints=1, seed=0, gamma=0.95)
+        pi = np.random.default_rng(0).dirichlet(np.ones(4), size=S)
+        n = max(repeats, 2000 // S)
+        t_auto, auto = median_time(lambda m=model, p=pi: evaluate(m, p), n)
+        t_lu, lu = median_time(lambda m=model, p=pi: evaluate(m, p, method="lu"), n)
+        P_pi = policy_transition_matrix(model, pi).toarray()[None]
+        r_pi = np.einsum("sa,sa->s", pi, model.r)[:, None]
+        t_mdp, _ = median_time(
+            mdptoolbox_evaluation(P_pi, r_pi, model.gamma, np.zeros(S, dtype=int)), n)
+        row = dict(S=S, auto=t_auto, lu=t_lu, mdptoolbox=t_mdp, solver=auto.solver,
+                   max_abs_diff=float(np.abs(auto.v - lu.v).max()),
+                   error_bound=auto.error_bound)
+        rows.append(row)
+        print(f"{S:>5} {fmt_ms(t_auto):>10} {fmt_ms(t_lu):>10} {t_lu / t_auto:>7.1f}x "
+              f"{fmt_ms(t_mdp):>11} {row['max_abs_diff']:>9.1e} {auto.error_bound:>9.1e}"
+              f"  ({auto.solver})", flush=True)
+    return rows
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--max-mdptoolbox", type=int, default=5000,
@@ -184,7 +215,15 @@ def main(argv=None) -> int:
                         help="largest random S also solved with method='lu'")
     parser.add_argument("--max-quantecon", type=int, default=20000,
                         help="largest random S given to QuantEcon")
+    parser.add_argument("--small", action="store_true",
+                        help="small dense models: the LAPACK path against the sparse LU")
     args = parser.parse_args(argv)
+    if args.small:
+        rows = small_section(args.repeats)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(rows, fh, indent=2)
+        return 0
     if args.random:
         rows = random_section(args.max_lu, args.max_quantecon, args.repeats)
         if args.json:

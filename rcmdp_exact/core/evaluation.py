@@ -129,9 +129,9 @@ def _factorise(M) -> spla.SuperLU:
 DENSE_SOLVE_LIMIT = 2000
 #: Largest number of states of a model stored densely that :func:`evaluate` (with
 #: ``method="auto"`` and gamma < 1) solves by LAPACK instead of a sparse LU: below it
-#: the sparse set-up costs more than the solve (2 states: 1.0 ms sparse against 0.07 ms
-#: dense; 200 states: 5.3 against 1.4 ms; ``benchmarks/bench_evaluation.py --section
-#: small``).
+#: the sparse set-up costs more than the solve (Garnets with 4 actions: 0.3 against
+#: 0.7 ms at 2 states, 1.7 against 5.4 ms at 200; a 20 x 20 grid stored densely: 5.4
+#: against 1.6 ms; ``benchmarks/bench_evaluation.py --small``, docs/evaluation.md).
 EVALUATE_DENSE_LIMIT = 200
 #: How :class:`PolicySystem` solves a sparse system: chosen by the model's structure
 #: ("auto"), or one of the others.
