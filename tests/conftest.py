@@ -35,31 +35,67 @@ settings.register_profile("thorough", deadline=None, max_examples=600)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
+#: The warm-up a run on several workers starts in the background (see pytest_configure).
+_WARM_UP = """
+import sys, warnings
+from pathlib import Path
+try:
+    import rcmdp_exact as rx
+    from rcmdp_exact import domains
+    from rcmdp_exact.learners import train
+    from rcmdp_exact.suite.certify import warm_up
+    m = domains.garnet(3, 2, 2, n_constraints=1, seed=0).replace(horizon=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        train(m, "adversarial-rcpg", ball=rx.l1_ball(m, 0.1), seed=0, episodes=2,
+              eval_every=1, progress=False)
+        warm_up()
+finally:
+    Path(sys.argv[1]).touch()
+"""
+#: Environment variable naming the file the warm-up touches when it is done.
+_WARM_UP_DONE = "RCMDP_EXACT_TEST_WARM_UP_DONE"
+
+
 def pytest_configure(config):
     """In the controller of a run on several workers (``-n auto``), compile the package's
-    numba code once before the workers start: the learners' loop (about 35 s to compile)
-    and the bracket's compiled steps.  numba caches what it compiles next to the package
-    (``cache=True``), so every worker and every command the tests start loads it instead
-    of compiling it again, in parallel, in a new environment.  A failure here is left to
-    the tests to report."""
+    numba code once, in a background process, while the first worker builds the site
+    (the one long test that uses no numba code): the learners' loop (about 30 s to
+    compile) and the bracket's compiled steps.  numba caches what it compiles next to the
+    package (``cache=True``), so every worker and every command the tests start loads it
+    instead of compiling it again, in parallel, in a new environment.  Every other test
+    waits until the warm-up is done (:func:`pytest_runtest_setup`).  A failure of the
+    warm-up is left to the tests to report."""
     if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
         return
-    import warnings
+    import subprocess
+    import sys
 
-    try:
-        import rcmdp_exact as rx
-        from rcmdp_exact import domains
-        from rcmdp_exact.learners import train
-        from rcmdp_exact.suite.certify import warm_up
+    done = Path(tempfile.mkdtemp(prefix="rcmdp_exact-warm-up-")) / "done"
+    os.environ[_WARM_UP_DONE] = str(done)  # the workers inherit it
+    config._rcmdp_warm_up = subprocess.Popen(
+        [sys.executable, "-c", _WARM_UP, str(done)], stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
 
-        m = domains.garnet(3, 2, 2, n_constraints=1, seed=0).replace(horizon=5)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            train(m, "adversarial-rcpg", ball=rx.l1_ball(m, 0.1), seed=0, episodes=2,
-                  eval_every=1, progress=False)
-            warm_up()
-    except Exception:  # the tests report what is wrong
-        pass
+
+def pytest_unconfigure(config):
+    proc = getattr(config, "_rcmdp_warm_up", None)
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+
+
+def pytest_runtest_setup(item):
+    """On a worker, wait for the controller's warm-up (at most 10 minutes) before a test
+    not marked ``before_warm_up``."""
+    import time
+
+    done = os.environ.get(_WARM_UP_DONE)
+    if not done or item.get_closest_marker("before_warm_up") is not None:
+        return
+    path = Path(done)
+    end = time.monotonic() + 600.0
+    while not path.exists() and time.monotonic() < end:
+        time.sleep(0.2)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -67,8 +103,10 @@ def pytest_collection_modifyitems(config, items):
     command-line runs) run first, the rest in their order after them: with ``--dist
     worksteal`` a worker that runs out takes queued tests from the other, so starting
     the long ones first leaves only short tests for the end, and both cores finish
-    together (a long test started last kept one core busy alone)."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    together (a long test started last kept one core busy alone).  The tests that may run
+    during the numba warm-up (``before_warm_up``: the site build) come first of all."""
+    items.sort(key=lambda item: (item.get_closest_marker("before_warm_up") is None,
+                                 item.get_closest_marker("slow") is None))
 
 
 @pytest.fixture(autouse=True)

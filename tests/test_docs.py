@@ -142,6 +142,7 @@ def test_no_citation_of_files_outside_the_repository(page):
 
 
 @pytest.mark.slow
+@pytest.mark.before_warm_up
 def test_site_builds_without_warnings(tmp_path):
     pytest.importorskip("sphinx")
     pytest.importorskip("myst_nb")

@@ -20,17 +20,26 @@ from rcmdp_exact.ground_truth.boxes import bound_boxes, split_boxes
 from rcmdp_exact.ground_truth.local_bound import occupancy_intervals
 from rcmdp_exact.robust.compiled import _lu_solve, occupancy_values
 from rcmdp_exact.robust.engine import RobustGame
-from rcmdp_exact.testing import random_box
+from rcmdp_exact.testing import random_box, skewed_kernel
 from rcmdp_exact.uncertainty import l1_ball
 
 
 @st.composite
 def kernel_boxes(draw):
     """A model, a set, J boxes and one kernel of the set per box (the worst cases of a
-    policy of the box, as in the branch and bound), and a Generator."""
+    policy of the box, as in the branch and bound), and a Generator.
+
+    One case in three has the rows of an estimated kernel (``testing.skewed_kernel``:
+    masses from 1e-15 to 1e-2 beside large ones, exact zeros), a radius from 1e-6 to one
+    that covers the simplex, and gamma up to 0.999, where Howard's iteration and the
+    McCormick envelopes are hardest."""
     model, ball, seed = draw(tiny_robust_cases(max_states=6))
     rng = np.random.default_rng(seed)
     S, A = model.n_states, model.n_actions
+    if draw(st.integers(0, 2)) == 0:
+        gamma = draw(st.sampled_from([model.gamma, 0.99, 0.999]))
+        model = model.replace(P=skewed_kernel(rng, S, A), outcomes=None, gamma=gamma)
+        ball = l1_ball(model, draw(st.sampled_from([1e-6, 0.05, 0.5, 2.5])), support="all")
     J = int(rng.integers(1, 4))
     width = draw(st.sampled_from([0.05, 0.3, 1.0, None]))
     boxes = [random_box(rng, S, A, width) for _ in range(J)]
