@@ -245,7 +245,7 @@ def lp_bound(game: RobustGame, olp: OccupancyLP, lo, hi, kernels, dlo, dhi, carr
     highs = None if carried is None else carried.get("highs")
     Ks, Ls, Hs = [kernels], [dlo], [dhi]
     if pool is not None and pool[0].size:
-        if len(pool) == 4:  # hook (lazy kernels): intervals of a box containing this one
+        if len(pool) == 4:  # lazy kernels: intervals of a box containing this one
             plo, phi = pool[2][None], pool[3][None]
         else:
             plo, phi = occupancy_intervals(game, pool[1][None], lo[None], hi[None])
@@ -261,7 +261,7 @@ def lp_bound(game: RobustGame, olp: OccupancyLP, lo, hi, kernels, dlo, dhi, carr
                          basis=highs, objectives=objs)
         if u < best:
             best, best_basis = u, b
-        final = r == rounds  # hook (lazy kernels): a last cut for the children only
+        final = r == rounds  # lazy kernels: a last cut for the children only
         if (final and not lazy) or olp.last is None or best <= threshold or game.late():
             break
         pi = np.clip(olp.last, lo, hi)
@@ -283,7 +283,7 @@ def lp_bound(game: RobustGame, olp: OccupancyLP, lo, hi, kernels, dlo, dhi, carr
         if not add:
             break
         add = np.array(add)
-        if final:  # hook (lazy kernels): no LP now; the children's LPs get the kernels
+        if final:  # lazy kernels: no LP now; the children's LPs get the kernels
             # with their intervals over this box (valid for every sub-box)
             nlo, nhi = occupancy_intervals(game, P_new[add][None], lo[None], hi[None])
             pool = _pool_add(pool if pool is None or len(pool) == 4 else None, add,
@@ -506,7 +506,7 @@ def _children(runner, boxes: _Open, take, *, threshold, lam_unit, chunk, deadlin
     """Split the boxes ``take`` and bound the children; a new _Open and the number of
     children.  Children whose chunk did not run before the deadline keep their parent's
     bound (valid: a child is a subset of its parent)."""
-    # --- hook (branching, structure.py): the split rule
+    # the split rule (pseudocosts, structure.py, or width x occupancy)
     pseudo = getattr(runner, "pseudo", None)
     if pseudo is not None:
         lo, hi, parent, ok = pseudo.split(boxes.lo[take], boxes.hi[take], boxes.occ[take],
@@ -515,7 +515,6 @@ def _children(runner, boxes: _Open, take, *, threshold, lam_unit, chunk, deadlin
         lo, hi, parent, ok = split_boxes(boxes.lo[take], boxes.hi[take], boxes.occ[take])
     kids_of = np.flatnonzero(ok)  # each bounded child's place among all children
     child_U = np.where(ok, np.nan, -np.inf)
-    # --- end hook
     lo, hi, parent = lo[ok], hi[ok], take[parent[ok]]
     n = lo.shape[0]
     if not n:
@@ -539,7 +538,7 @@ def _children(runner, boxes: _Open, take, *, threshold, lam_unit, chunk, deadlin
                               U=boxes.U[p], occ=boxes.occ[p], w=w[sl], basis=basis[sl]))
             continue
         keep = res["ok"]
-        child_U[kids_of[sl]] = -np.inf  # hook (branching): dropped, or its bound below
+        child_U[kids_of[sl]] = -np.inf  # pseudocost branching: dropped, or its bound below
         child_U[kids_of[sl][keep]] = res["U"] if keep.any() else []
         if keep.any():
             # a child is a subset of its parent: the parent's bound holds for it too
@@ -548,7 +547,7 @@ def _children(runner, boxes: _Open, take, *, threshold, lam_unit, chunk, deadlin
                               step=res["step"], U=U, occ=res["occ"], w=res["w"],
                               basis=res["basis"]))
             found.append(res)
-    if pseudo is not None:  # hook (branching): the gains of this round's splits
+    if pseudo is not None:  # pseudocost branching: the gains of this round's splits
         pseudo.update(child_U, threshold)
     if not parts:
         return None, found, n
@@ -591,7 +590,7 @@ def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
     if state is not None:
         boxes, pruned, n_boxes, trace = state
         if runner.pseudo is not None and getattr(boxes, "pseudo", None) is not None:
-            runner.pseudo = boxes.pseudo  # hook (branching): the records go on
+            runner.pseudo = boxes.pseudo  # pseudocost branching: the records go on
         return _search(runner, inc, boxes, pruned, n_boxes, trace, lam_unit=lam_unit,
                        max_boxes=max_boxes, deadline=deadline, gap_tol=gap_tol, batch=batch,
                        chunk=chunk, bar=bar, t0=t0)
@@ -658,7 +657,7 @@ def _search(runner, inc, boxes: _Open, pruned, n_boxes, trace, *, lam_unit, max_
         # at most every 0.1 s)
     upper = max(float(boxes.U.max(initial=-np.inf)), pruned)
     trace.append((time.perf_counter() - t0, n_boxes, inc.value, upper))
-    boxes.pseudo = getattr(runner, "pseudo", None)  # hook (branching): kept in the state
+    boxes.pseudo = getattr(runner, "pseudo", None)  # pseudocost branching: kept in the state
     return Result(upper=upper, boxes=n_boxes, open_boxes=int(boxes.U.size),
                   closed=bool(upper - inc.value <= gap_tol(inc.value) or not boxes.U.size),
                   stopped=stopped, trace=np.array(trace, dtype=np.float64).reshape(-1, 4),
