@@ -84,6 +84,41 @@ def pytest_unconfigure(config):
         proc.kill()
 
 
+#: The checkout the tests come from (a test never writes into it).
+_CHECKOUT = Path(__file__).resolve().parent.parent
+#: Folders of the checkout that Python, numba and environments write on their own.
+_NOT_OURS = {".git", ".venv", "__pycache__", ".pytest_cache", ".ruff_cache"}
+
+
+def _checkout_files() -> set:
+    """The files of the checkout, outside what Python and tools write on their own."""
+    out = set()
+    for dirpath, dirnames, filenames in os.walk(_CHECKOUT):
+        dirnames[:] = [d for d in dirnames if d not in _NOT_OURS
+                       and not d.endswith(".egg-info")]
+        out.update(os.path.join(dirpath, f) for f in filenames)
+    return out
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):
+        session.config._rcmdp_checkout = _checkout_files()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The run fails when a test left a new file in the checkout (tests write under
+    tmp_path only)."""
+    before = getattr(session.config, "_rcmdp_checkout", None)
+    if before is None:
+        return
+    new = sorted(_checkout_files() - before)
+    if new:
+        shown = "\n  ".join(os.path.relpath(f, _CHECKOUT) for f in new[:20])
+        print(f"\nthe tests wrote {len(new)} new file(s) into the checkout {_CHECKOUT}:"
+              f"\n  {shown}\nwrite under tmp_path instead", flush=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_runtest_setup(item):
     """On a worker, wait for the controller's warm-up (at most 10 minutes) before a test
     not marked ``before_warm_up``."""

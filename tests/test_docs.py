@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -148,10 +149,17 @@ def test_site_builds_without_warnings(tmp_path):
     pytest.importorskip("myst_nb")
     pytest.importorskip("numpydoc")
     pytest.importorskip("furo")
+    # the sources are copied: the build writes the tutorials' .ipynb next to the pages,
+    # and a test never writes into the checkout
+    src = tmp_path / "src"
+    shutil.copytree(DOCS, src / "docs", ignore=shutil.ignore_patterns(
+        "_build", "[0-9][0-9]_*.ipynb", "__pycache__"))
+    shutil.copytree(ROOT / "notebooks", src / "notebooks",
+                    ignore=shutil.ignore_patterns(".hypothesis", ".ipynb_checkpoints"))
     cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
            "-D", "nb_execution_mode=off", "-d", str(tmp_path / "doctrees"),
-           str(DOCS), str(tmp_path / "html")]
-    run = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
+           str(src / "docs"), str(tmp_path / "html")]
+    run = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert run.returncode == 0, f"sphinx-build failed:\n{run.stdout}\n{run.stderr}"
     assert (tmp_path / "html" / "cli.html").exists()
     cli = (tmp_path / "html" / "cli.html").read_text("utf-8")

@@ -72,8 +72,13 @@ def test_notebook_is_valid_percent_format(path: Path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs(path: Path, monkeypatch):
+def test_notebook_runs(path: Path, monkeypatch, tmp_path):
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    # what a notebook writes goes under tmp_path, never into the checkout: its temporary
+    # folders (tutorial 6 keeps its store for the reader) and hypothesis's storage
+    # (tutorial 7; by default ./.hypothesis of the notebook's folder)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setenv("HYPOTHESIS_STORAGE_DIRECTORY", str(tmp_path / "hypothesis"))
     monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     # ipykernel captures file descriptor 1 (output printed by C code) into the notebook
     # unless it finds this variable; without it the kernel behaves as in Jupyter.
