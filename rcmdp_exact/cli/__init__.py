@@ -144,6 +144,11 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         lead = "\n" if sys.stderr.isatty() else ""  # after the terminal's ^C
         print(lead + _interrupted(args), file=sys.stderr)
+        # CPython marks an interrupt that left code run by exec() of a string (scipy's
+        # and numpy's imports do that) as unhandled even once caught, and `python -m`
+        # then ends by SIGINT (status -2) instead of 130; the next exec() of a string
+        # clears the mark
+        exec("pass")
         return 130
     finally:
         warnings.showwarning = shown
