@@ -357,7 +357,7 @@ def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float,
     ev = game.evaluate(res.pi)
     base = [None if basis is None else basis[i] for i in idx]
     new_basis = list(base)
-    if bounds and np.isfinite(U).any():
+    if {"local", "lp"} & set(bounds) and np.isfinite(U).any():
         n = 1 + game.K
         dlo, dhi, occ_v = occupancy_intervals(game, ev["P"], lo, hi,
                                               start=_occupancy_start(base, n, game.S),
@@ -377,12 +377,12 @@ def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float,
                                 threshold=threshold, lazy=rules.lazy_kernels)
                 U[i] = min(U[i], u)
                 new_basis[i] = dict(new_basis[i] or {}, **b)
-        if "value" in bounds and (U > threshold).any():
-            vlp = _box_lp(game, ValueFormLP)
-            high = np.flatnonzero(U > threshold)
-            wlo, whi = value_intervals(game, lo[high], hi[high])
-            for j, i in enumerate(high):
-                U[i] = min(U[i], vlp.bound(lo[i], hi[i], wlo[j], whi[j]))
+    if "value" in bounds and (U > threshold).any():
+        vlp = _box_lp(game, ValueFormLP)
+        high = np.flatnonzero(U > threshold)
+        wlo, whi = value_intervals(game, lo[high], hi[high])
+        for j, i in enumerate(high):
+            U[i] = min(U[i], vlp.bound(lo[i], hi[i], wlo[j], whi[j]))
     out.update(U=U, lam=lam, step=step, w=res.w, occ=res.occ, pi=res.pi,
                value=ev["value"], costs=ev["costs"], basis=new_basis)
     return out
