@@ -20,7 +20,7 @@ from test_ground_truth_bracket import mid_budget_model, robust_fixed_point, tiny
 
 from rcmdp_exact import InputError
 from rcmdp_exact.core.mdp import greedy_box
-from rcmdp_exact.ground_truth import rcmdp_bracket
+from rcmdp_exact.ground_truth import boxes, rcmdp_bracket
 from rcmdp_exact.ground_truth.boxes import lp_bound
 from rcmdp_exact.ground_truth.local_bound import occupancy_intervals
 from rcmdp_exact.ground_truth.occupancy_bound import OccupancyLP
@@ -92,6 +92,11 @@ def test_bracket_with_kernel_rounds_on_narrow_boxes_only_is_certified(case):
     res = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=60,
                         time_limit=60.0, kernel_rounds=2, round_width=0.25)
     assert_certified(res, model, ball, seed)
+
+
+def test_box_rules_refuse_an_unknown_split_rule():
+    with pytest.raises(ValueError, match="branching"):
+        boxes.BoxRules(branching="widest")
 
 
 @pytest.mark.parametrize(("option", "value", "words"), [

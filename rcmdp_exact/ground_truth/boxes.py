@@ -193,14 +193,19 @@ class BoxRules:
         boxes for 7,255; docs/ground_truth.md section 3.9) or "occupancy"
         (:func:`split_boxes`: width times the occupancy under the box's maximising pair).
 
-    The fields are validated by :class:`~.bracket.BracketSettings`, where a user sets
-    them.
+    A user sets them through :class:`~.bracket.BracketSettings`, which validates them
+    with messages that say how to fix them; here an unknown split rule is refused too.
     """
 
     kernel_rounds: int = KERNEL_ROUNDS
     round_width: float = np.inf
     lazy_kernels: bool = False
     branching: str = "pseudocost"
+
+    def __post_init__(self):
+        if self.branching not in BRANCHING_RULES:
+            raise ValueError(f"branching must be one of {BRANCHING_RULES}, not "
+                             f"{self.branching!r}")
 
 
 def _pool_add(pool, objs, kernels, intervals=None):
