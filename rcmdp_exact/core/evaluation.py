@@ -195,13 +195,17 @@ class PolicySystem:
     (1 - \gamma)` (and :math:`\|\cdot\|_1` for the transposed system); iterations go on
     until this bound is at most :data:`ITERATIVE_TOL` times the value scale
     :math:`\max|B| / (1 - \gamma)`.  ``method`` and ``error_bound`` (the largest bound of
-    the solves so far; 0 for the dense path, the bound of the residual for the LU) say
-    what was done (``bounds[True]`` is the 1-norm bound of the transposed solves).
+    the solves so far, from their residuals; a single dense system computes it when it is
+    read, so that loops which never read it pay nothing; a dense batch records none, 0)
+    say what was done (``bounds[True]`` is the 1-norm bound of the transposed solves,
+    complete once ``error_bound`` was read).
     """
 
     @property
     def error_bound(self) -> float:
         """The largest error bound of the (untransposed) solves so far, in the sup norm."""
+        while self._unbounded:  # the dense solves' residuals, computed once, when read
+            self._bound(*self._unbounded.pop())
         return self.bounds[False]
 
     def __init__(self, P_pi, gamma: float, live=None, method: str = "auto"):
@@ -212,6 +216,7 @@ class PolicySystem:
         self.sparse = sp.issparse(P_pi) or P_pi.shape[-1] > DENSE_SOLVE_LIMIT
         self.S = P_pi.shape[-1]
         self.bounds = {False: 0.0, True: 0.0}
+        self._unbounded = []  # dense solves (b, x, transpose) whose bound is not yet known
         self._lu = None
         if self.sparse:
             if not sp.issparse(P_pi):
@@ -281,6 +286,8 @@ class PolicySystem:
         else:
             M = np.swapaxes(self._M, -1, -2) if transpose else self._M
             x = np.linalg.solve(M, b)
+            if self._M.ndim == 2 and self.gamma < 1.0:  # one system: bounded when read
+                self._unbounded.append((b, x, transpose))
         if self.live is not None:
             out = np.zeros(rhs.shape if not vector else (*rhs.shape, 1))
             out[..., self.live, :] = x
@@ -292,7 +299,10 @@ class PolicySystem:
         """The error bound of a solution x (n,) or (n, m) from its residual; recorded
         (the error bound of the result) unless ``record`` is False (an attempt that may
         be refined or replaced)."""
-        A = self._A.T if transpose else self._A
+        if self.sparse:
+            A = self._A.T if transpose else self._A
+        else:
+            A = self._M.T if transpose else self._M
         r = b - A @ x
         ord_ = 1 if transpose else np.inf
         res = np.linalg.norm(r.reshape(r.shape[0], -1), ord=ord_, axis=0).max(initial=0.0)
@@ -603,14 +613,12 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, p0=None, method: str = "au
         occ = np.zeros(S)
         dense = (gamma < 1.0 and method == "auto" and S <= EVALUATE_DENSE_LIMIT
                  and not model.is_sparse)
-        if dense:  # a small model: LAPACK, the sparse set-up would cost more
-            solver, bound = "dense", _solve_dense(model.P, pi, gamma, rhs, p0, sol, occ)
-        elif gamma < 1.0:
-            system = PolicySystem(_p_pi(model, pi), gamma, method=method)
+        if gamma < 1.0:  # a small model densely (LAPACK): the sparse set-up costs more
+            P_pi = policy_matrix(model.P, pi) if dense else _p_pi(model, pi)
+            system = PolicySystem(P_pi, gamma, method=method)
             sol[:] = system.solve(rhs)
             occ[:] = system.solve(p0, transpose=True)
             solver, bound = system.method, system.error_bound
-        if gamma < 1.0:
             sol[model.terminal] = 0.0  # exactly: absorbing and earning nothing
             value = float(p0 @ sol[:, 0])
             cost = p0 @ sol[:, 1:]
@@ -661,20 +669,6 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, p0=None, method: str = "au
         solver=solver,
         error_bound=bound,
     )
-
-
-def _solve_dense(P: np.ndarray, pi: np.ndarray, gamma: float, rhs: np.ndarray,
-                 p0: np.ndarray, sol: np.ndarray, occ: np.ndarray) -> float:
-    r"""Values (into ``sol``) and occupancy (into ``occ``) of a small dense model by
-    LAPACK; returns the error bound of the values from their residual,
-    :math:`\|r\|_\infty / (1 - \gamma)` (as the sparse LU reports it)."""
-    S = P.shape[0]
-    M = -gamma * np.einsum("sa,sat->st", pi, P)
-    M[np.arange(S), np.arange(S)] += 1.0
-    sol[:] = np.linalg.solve(M, rhs)
-    occ[:] = np.linalg.solve(M.T, p0)
-    res = np.abs(rhs - M @ sol).max(initial=0.0)
-    return float(res) / (1.0 - gamma)
 
 
 def _horizon_and_discount(model: TabularCMDP, horizon, discount):
