@@ -63,7 +63,6 @@ from .boxes import (
     BOX_BOUND_CHOICES,
     BOX_BOUNDS,
     BRANCHING_RULES,
-    KERNEL_ROUNDS,
     BoxRules,
     branch_and_bound,
 )
@@ -303,10 +302,11 @@ class BracketSettings:
     n_starts: int = 2
     seed: object = 0
     box_bounds: tuple | None = None
-    kernel_rounds: int = KERNEL_ROUNDS
-    round_width: float = np.inf
-    lazy_kernels: bool = False
-    branching: str = "pseudocost"
+    # the branch and bound's rules: their defaults are BoxRules's
+    kernel_rounds: int = BoxRules.kernel_rounds
+    round_width: float = BoxRules.round_width
+    lazy_kernels: bool = BoxRules.lazy_kernels
+    branching: str = BoxRules.branching
     dual_evaluations: int = 200
 
     def __post_init__(self):
