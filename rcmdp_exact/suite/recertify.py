@@ -88,7 +88,7 @@ def _verify_infeasible(row: dict, model, uset, budget: np.ndarray, tol: float) -
     from ..robust import robust_value_iteration
 
     zero = model.replace(R=np.zeros_like(model.R))
-    least, stalled = [], []
+    least = []
     for k in range(model.n_constraints):
         lam = np.zeros(model.n_constraints)
         lam[k] = 1.0
@@ -98,9 +98,8 @@ def _verify_infeasible(row: dict, model, uset, budget: np.ndarray, tol: float) -
         # max_pi min_P (-C_k) = -min_pi max_P C_k, to within the suboptimality bound
         least.append(-float(rv.value) - float(rv.suboptimality_bound)
                      if rv.converged else -np.inf)
-        if not rv.converged:
-            stalled.append(k)
     least = np.asarray(least)
+    stalled = np.flatnonzero(least == -np.inf).tolist()  # not converged: no measurement
     over = least > budget + tol * np.maximum(1.0, np.abs(budget))
     if over.any():
         k = int(np.argmax(over))
