@@ -229,3 +229,29 @@ def test_hypothesis_keeps_its_files_outside_the_folder_the_suite_starts_from(pyt
     start = Path(pytestconfig.invocation_params.dir).resolve()
     where = Path(storage_directory("examples", intent_to_write=False).path).resolve()
     assert start != where and start not in where.parents, where
+
+
+@pytest.mark.parametrize("writes", [True, False])
+def test_a_run_that_writes_into_the_checkout_fails(tmp_path, writes):
+    """tests/conftest.py compares the checkout's files before and after a run: a copy of
+    it in a checkout of its own, beside a test that writes a file next to itself, makes
+    the run fail and names the file; the same test writing under tmp_path passes."""
+    tests = tmp_path / "checkout" / "tests"
+    tests.mkdir(parents=True)
+    (tests / "conftest.py").write_text(
+        (PACKAGE.parent / "tests" / "conftest.py").read_text("utf-8"), "utf-8")
+    where = "Path(__file__).parent" if writes else "tmp_path"
+    (tests / "test_one.py").write_text(
+        "from pathlib import Path\n\n\n"
+        "def test_one(tmp_path):\n"
+        f"    ({where} / 'left.txt').write_text('x')\n", "utf-8")
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "-n", "0", str(tests)],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    if writes:
+        assert out.returncode == 1, out.stdout[-2000:]
+        assert "new file(s) into the checkout" in out.stdout
+        assert "tests/left.txt" in out.stdout
+    else:
+        assert out.returncode == 0, out.stdout[-2000:]
+        assert "into the checkout" not in out.stdout
