@@ -35,8 +35,8 @@ from rcmdp_exact.ground_truth.local_bound import (
 )
 from rcmdp_exact.ground_truth.occupancy_bound import OccupancyLP
 from rcmdp_exact.robust.engine import RobustGame
-from rcmdp_exact.testing import random_box
-from rcmdp_exact.uncertainty import L1Ball
+from rcmdp_exact.testing import random_box, skewed_kernel
+from rcmdp_exact.uncertainty import L1Ball, l1_ball
 
 FINITE = ("bracket", "budget_exhausted")
 
@@ -76,10 +76,26 @@ def box_policies(rng, lo, hi, n):
     return verts + mixes
 
 
+def hard_rows(draw, model, ball, rng):
+    """(model, ball) as drawn, or, one case in three, the model with the rows of an
+    estimated kernel (``testing.skewed_kernel``: masses from 1e-15 to 1e-2 beside large
+    ones, exact zeros), gamma up to 0.999 and an L1 ball of radius 1e-6 to one that
+    covers the simplex: where occupancy iterations and McCormick envelopes are
+    hardest."""
+    if draw(st.integers(0, 2)):
+        return model, ball
+    gamma = draw(st.sampled_from([model.gamma, 0.99, 0.999]))
+    model = model.replace(P=skewed_kernel(rng, model.n_states, model.n_actions),
+                          outcomes=None, gamma=gamma)
+    return model, l1_ball(model, draw(st.sampled_from([1e-6, 0.05, 0.5, 2.5])),
+                          support="all")
+
+
 @st.composite
 def boxed_cases(draw):
     model, ball, seed = draw(tiny_robust_cases())
     rng = np.random.default_rng(seed)
+    model, ball = hard_rows(draw, model, ball, rng)
     lo, hi = random_box(rng, model.n_states, model.n_actions,
                         draw(st.sampled_from([0.05, 0.3, 1.0])))
     return model, ball, lo, hi, rng

@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 from test_ground_truth import scaled
-from test_ground_truth_bounds import box_policies, occupancy
+from test_ground_truth_bounds import box_policies, hard_rows, occupancy
 from test_ground_truth_bracket import tiny_robust_cases
 
 from rcmdp_exact.domains import garnet
@@ -20,7 +20,7 @@ from rcmdp_exact.ground_truth.boxes import bound_boxes, split_boxes
 from rcmdp_exact.ground_truth.local_bound import occupancy_intervals
 from rcmdp_exact.robust.compiled import _lu_solve, occupancy_values
 from rcmdp_exact.robust.engine import RobustGame
-from rcmdp_exact.testing import random_box, skewed_kernel
+from rcmdp_exact.testing import random_box
 from rcmdp_exact.uncertainty import l1_ball
 
 
@@ -36,10 +36,7 @@ def kernel_boxes(draw):
     model, ball, seed = draw(tiny_robust_cases(max_states=6))
     rng = np.random.default_rng(seed)
     S, A = model.n_states, model.n_actions
-    if draw(st.integers(0, 2)) == 0:
-        gamma = draw(st.sampled_from([model.gamma, 0.99, 0.999]))
-        model = model.replace(P=skewed_kernel(rng, S, A), outcomes=None, gamma=gamma)
-        ball = l1_ball(model, draw(st.sampled_from([1e-6, 0.05, 0.5, 2.5])), support="all")
+    model, ball = hard_rows(draw, model, ball, rng)
     J = int(rng.integers(1, 4))
     width = draw(st.sampled_from([0.05, 0.3, 1.0, None]))
     boxes = [random_box(rng, S, A, width) for _ in range(J)]
