@@ -46,6 +46,15 @@ Sections (``--section``, default all):
   boxes per second, seconds and the load.  ``--quick``: 10 s and 30 s instead of 60 s and
   600 s; ``--only`` a comma-separated list of instance names; ``--max-boxes`` a box
   budget (box counts do not depend on the machine; the time limit is then a guard).
+* ``anatomy``: where the gap of a structured instance (``--only``, default FrozenLake
+  8x8 on both of its sets and RiverSwim-20) lies, for K = 1: the certified Lagrangian
+  dual D (``certified_dual``, an upper bound on OPT), the robust-Lagrangian greedy
+  deterministic policies on a grid of multipliers around D's, the best robust-feasible
+  one and the infeasible one next to it, the states where the two differ, the best
+  robust-feasible policy on the straight line between them (bisection on the budget;
+  a lower bound on OPT) and the robust Lagrangian g at the slope of that pair, which
+  would equal the line's value if value and cost shared one adversary: the difference
+  is what the two adversaries' disagreement adds to the dual.
 * ``alpha0``: at alpha = 0 the bracket must equal the CMDP optimum: dense random models
   with binding budgets (the generator of the tests, ``testing.dense_binding_cmdp``),
   rewards and costs of magnitude 1 or 10 (``--magnitudes``), K = 1..3, gamma up to
@@ -63,6 +72,7 @@ Sections (``--section``, default all):
         [--max-boxes 2000] [--kernel-rounds 2] [--branching occupancy] [--round-width 0.125]
         [--lazy-kernels]
     python benchmarks/bench_ground_truth.py --section dask --sizes 50 --boxes 400
+    python benchmarks/bench_ground_truth.py --section anatomy [--only frozenlake8]
 """
 
 from __future__ import annotations
@@ -82,7 +92,7 @@ from rcmdp_exact.testing import budget_levels, dense_binding_cmdp
 from rcmdp_exact.uncertainty import l1_ball
 
 SECTIONS = ("pipeline", "lp", "gaps", "garnets", "bounds", "small", "inventory", "deadline",
-            "dask", "domains", "alpha0", "structured")
+            "dask", "domains", "alpha0", "structured", "anatomy")
 
 #: The instances of ``--section structured``: (name, builder keywords, set, seconds of
 #: the goal).  Sets: ("l1", support) or ("kl", None), radius 0.1.
@@ -508,6 +518,71 @@ def section_structured(quick: bool, only=None, max_boxes: int | None = None,
               f"{_load()}", flush=True)
 
 
+def section_anatomy(only=None, sets=None) -> None:
+    """Where the gap of a structured instance lies (module docstring, ``anatomy``)."""
+    from rcmdp_exact import certified_dual
+    from rcmdp_exact.robust.engine import RobustGame
+
+    only = only or ["frozenlake8", "riverswim20"]
+    print("the anatomy of the gap (K = 1): D the certified Lagrangian dual (an upper "
+          "bound on OPT); pi_f / pi_i the best robust-feasible and the next infeasible "
+          "robust-Lagrangian greedy deterministic policies; line: the best robust-feasible "
+          "policy between them (a lower bound on OPT); g(slope): the robust Lagrangian at "
+          "the pair's slope (the line's value if one adversary served value and cost)")
+    for name, builder, kw, (kind, support), _ in STRUCTURED:
+        set_name = f"{kind} {support}" if kind == "l1" else "kl"
+        if name not in only or (sets and set_name.replace(" ", "-") not in sets):
+            continue
+        model, uset = structured_case(builder, kw, kind, support)
+        t0 = time.process_time()
+        dual = certified_dual(model, uset)
+        d = float(model.d[0])
+        lam0 = float(dual.lam[0])
+        game = RobustGame(model, uset, tol=1e-13, max_iter=10_000)
+        centre = lam0 if lam0 > 0 else 1.0
+        lams = np.concatenate([[0.0], centre * np.geomspace(1e-3, 1e4, 500)])
+        sol = game.value_iteration(game.lagrangian(lams[:, None]),
+                                   np.zeros((lams.size, model.n_states)), 100_000)
+        ev = game.evaluate(sol.policy)
+        V, C = ev.value, ev.costs[:, 0]
+        feasible = C <= d
+        if not feasible.any():
+            print(f"{name} ({set_name}): D in [{dual.lo:.9g}, {dual.hi:.9g}]; no greedy "
+                  f"policy on the grid is robust-feasible (least cost {C.min():.9g}, budget "
+                  f"{d:.9g})")
+            continue
+        f = int(np.flatnonzero(feasible)[np.argmax(V[feasible])])
+        better = np.flatnonzero(~feasible & (V > V[f]))
+        print(f"{name} ({set_name}): D in [{dual.lo:.9g}, {dual.hi:.9g}] at lambda "
+              f"{lam0:.6g}; budget {d:.9g}; {len({p.tobytes() for p in sol.policy})} "
+              f"greedy policies on the grid")
+        print(f"  pi_f: V {V[f]:.9g}  C {C[f]:.9g}")
+        if not better.size:
+            print(f"  no infeasible greedy policy is worth more: the line is pi_f "
+                  f"({time.process_time() - t0:.1f} s CPU)")
+            continue
+        i = int(better[np.argmax((V[better] - V[f]) / (C[better] - C[f]))])
+        differ = np.flatnonzero((sol.policy[f] != sol.policy[i]).any(axis=1))
+        print(f"  pi_i: V {V[i]:.9g}  C {C[i]:.9g}; they differ in {differ.size} "
+              f"state(s): {differ.tolist()[:12]}{' ...' if differ.size > 12 else ''}")
+        lo, hi, v_line = 0.0, 1.0, float(V[f])
+        for _ in range(40):
+            t = 0.5 * (lo + hi)
+            v, c = robust_numbers(model, uset, (1 - t) * sol.policy[f] + t * sol.policy[i])
+            if c[0] <= d:
+                lo, v_line = t, v
+            else:
+                hi = t
+        slope = float((V[i] - V[f]) / (C[i] - C[f]))
+        g = game.value_iteration(game.lagrangian(np.array([[slope]])),
+                                 np.zeros((1, model.n_states)), 100_000)
+        g_slope = float(g.w[0] @ game.p0) + slope * d
+        print(f"  line: t = {lo:.6f}, V {v_line:.9g}; g(slope {slope:.6g}) = {g_slope:.9g}")
+        print(f"  D - line = {dual.hi - v_line:.3g} ({(dual.hi - v_line) / abs(v_line):.2%} "
+              f"of |line|); g(slope) - line = {g_slope - v_line:.3g} "
+              f"({time.process_time() - t0:.1f} s CPU)", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--section", choices=SECTIONS, action="append",
@@ -611,6 +686,9 @@ def main() -> None:
                                args.max_boxes or None, args.time_scale,
                                [x for x in args.sets.split(",") if x],
                                rules)
+        elif sec == "anatomy":
+            section_anatomy([x for x in args.only.split(",") if x],
+                            [x for x in args.sets.split(",") if x])
         elif sec == "alpha0":
             section_alpha0(args.cases, tuple(float(x) for x in args.magnitudes.split(",")))
         else:
