@@ -30,6 +30,9 @@ with :math:`d_j` the discounted occupancy from :math:`p_0` under :math:`(\pi, P_
 along state-wise mixtures :math:`(1-\theta)\pi_f + \theta\pi_i`, each mixture
 evaluated as a policy of its own (its robust numbers are not the interpolation of the
 ends'), keeping the largest certified-feasible :math:`\theta` met.
+:func:`steepest_pair` picks, among seeds, the best feasible one and the partner of
+steepest gain per unit of cost beside it: the two neighbouring policies of a CMDP's LP,
+whose line the bracket follows last.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from ..core.evaluation import evaluate
 from ..robust.engine import RobustGame
 
 __all__ = ["CERTIFY_ITER", "Incumbent", "ascend", "certify", "find_feasible", "free_actions",
-           "improve", "mix_to_boundary"]
+           "improve", "mix_to_boundary", "steepest_pair"]
 
 
 #: Iterations of the adversary in the second certification (:func:`certify`): a cap that
@@ -326,6 +329,27 @@ def mix_to_boundary(inc: Incumbent, safe: np.ndarray, risky: np.ndarray, rounds:
         if v_lo is not None and abs(v_hi - v_lo) <= gain:
             break
     return lo
+
+
+def steepest_pair(value: np.ndarray, costs: np.ndarray, limit: np.ndarray):
+    """The pair of policies whose mixtures follow the steepest line to the budgets.
+
+    Of policies with certified worst-case values (M,) and costs (M, K): f the best one
+    within ``limit`` (K,), and i the one worth more than f whose value gains most over
+    f's per unit of its largest cost excess over f's costs, as a CMDP's two neighbouring
+    LP policies are.  Returns (f, i), or None when no policy is within the limits, or
+    none beyond them is worth more than f at a higher cost.
+    """
+    feasible = np.all(costs <= limit, axis=1)
+    if not feasible.any():
+        return None
+    f = int(np.flatnonzero(feasible)[np.argmax(value[feasible])])
+    gain = value - value[f]
+    step = np.max(costs - costs[f], axis=1)
+    ok = ~feasible & (gain > 0) & (step > 0)
+    if not ok.any():
+        return None
+    return f, int(np.argmax(np.where(ok, gain / np.where(ok, step, 1.0), -np.inf)))
 
 
 def _mix_all(inc: Incumbent, partners, n_partners: int, rounds: int, deadline,
