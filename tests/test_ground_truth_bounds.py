@@ -365,6 +365,9 @@ def test_candidates_are_certified_and_used():
     ({"candidates": np.full((1, 2, 2), 0.5)}, InputError, ("candidates", "(1, 3, 2)")),
     ({"box_bounds": ("mccormick",)}, OptionError, ("box_bounds", "mccormick", "lp")),
     ({"n_starts": -1}, InputError, ("n_starts",)),
+    ({"deep_after": -1}, InputError, ("deep_after",)),
+    ({"deep_starts": 1.5}, InputError, ("deep_starts",)),
+    ({"deep_ascent": -3}, InputError, ("deep_ascent",)),
     ({"seed": -2}, InputError, ("seed",)),
 ])
 def test_new_argument_errors_name_the_argument(kw, error, facts):

@@ -308,11 +308,14 @@ class BracketSettings:
     lazy_kernels: bool = BoxRules.lazy_kernels
     branching: str = BoxRules.branching
     dual_evaluations: int = 200
+    deep_after: int = 2000
+    deep_starts: int = 12
+    deep_ascent: int = 300
 
     def __post_init__(self):
         check_int(self.n_grid, "n_grid", 2)
         for name in ("n_refine", "n_cuts", "mix_steps", "n_partners", "n_ascent",
-                     "n_starts"):
+                     "n_starts", "deep_after", "deep_starts", "deep_ascent"):
             check_int(getattr(self, name), name, 0)
         check_real(self.feas_tol, "feas_tol", 0.0)
         check_real(self.tol, "tol", 0.0, low_open=True)
@@ -413,6 +416,18 @@ def _lower_search(game, inc, dual, lps, st: BracketSettings, deadline, cands,
         mix_to_boundary(inc, dual.policies[f], dual.policies[i], rounds, method="mixture",
                         gain=0.01 * tol_of(inc.value), deadline=deadline,
                         safe_numbers=(ev["value"][f], ev["costs"][f]))
+
+
+def _deep_search(game, inc, dual, st: BracketSettings, deadline, tol_of) -> None:
+    """The second, deeper search of the lower side, once the branch and bound has bounded
+    ``deep_after`` boxes without closing: SLSQP with ``deep_ascent`` iterations from the
+    incumbent, the Lagrangian maximiser and ``deep_starts`` random policies (the first
+    of them those of the first search), then mixtures (:func:`~.search.improve`)."""
+    rng = np.random.default_rng(st.seed)
+    starts = [dual.pi, *rng.dirichlet(np.ones(game.A), size=(st.deep_starts, game.S))]
+    improve(inc, starts, [], n_iter=st.deep_ascent, deadline=deadline,
+            n_partners=st.n_partners, rounds=max(1, math.ceil(st.mix_steps / 3)),
+            gain=0.01 * tol_of(inc.value))
 
 
 def _certified_lower(game, inc):
@@ -543,6 +558,14 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
         from each.
     n_starts : int
         Random starting policies of the local search (Dirichlet rows, from ``seed``).
+    deep_after, deep_starts, deep_ascent : int
+        Once the branch and bound has bounded ``deep_after`` boxes (default 2000)
+        without closing the bracket, the lower side is searched again, deeper: SLSQP
+        with ``deep_ascent`` iterations (300) from the incumbent, the Lagrangian
+        maximiser and ``deep_starts`` random policies (12, drawn from ``seed`` again,
+        so the first ``n_starts`` are those of the first search), then mixtures; then
+        the boxes go on.  A box count, not a share of the time, so that a bracket at a
+        box budget does not depend on the machine.  ``deep_after = 0`` never.
     seed : int or numpy.random.Generator
     box_bounds : sequence of {"local", "lp", "value"} or None
         The bounds a box adds to its Lagrangian bound (:mod:`.local_bound`, the
@@ -660,7 +683,14 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
     _lower_search(game, inc, dual, lps, st, deadline, cands, tol_of)
     with tqdm(desc="rcmdp bracket: boxes", disable=not progress_default(progress),
               leave=False) as bar:
-        bb = branch_and_bound(game, inc, dual.lam, max_boxes=st.max_boxes, bar=bar, **bb_kw)
+        deep = 0 < st.deep_after < st.max_boxes
+        bb = branch_and_bound(game, inc, dual.lam, bar=bar, **bb_kw,
+                              max_boxes=st.deep_after if deep else st.max_boxes)
+        if deep and not bb.closed and time.perf_counter() < deadline:
+            # a long run: the lower side searched again, deeper, then the boxes go on
+            _deep_search(game, inc, dual, st, deadline, tol_of)
+            bb = branch_and_bound(game, inc, dual.lam, max_boxes=st.max_boxes, bar=bar,
+                                  state=bb.state, **bb_kw)
     extra["seconds"] = time.perf_counter() - t0
     res = _bracket_result(game, inc, dual, bb, extra, cut, st, span)
     return _with_dual(game, res, st.dual_evaluations, deadline)
