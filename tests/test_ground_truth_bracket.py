@@ -148,6 +148,8 @@ dense_binding_cmdp = T.dense_binding_cmdp  # the public generator
 @example(22)   # cannot be met together reported as no_feasible_policy (22); 442: a
 @example(442)  # vertex whose dual solve needs a backward-error test to be polished
 @example(370)  # the LP policy 1.3e-13 of the value scale over its budget: float noise
+@example(13026)  # multipliers near 2,000, condition 1e5: HiGHS's point 7e-8 over the
+#                  budgets and 2.7e-4 above the optimum; its exact vertex was refused
 def test_bracket_equals_the_lp_optimum_at_alpha_zero_when_budgets_bind(seed):
     """At alpha = 0, with binding budgets and large multipliers (value scale up to 10^3),
     both sides equal the LP optimum to 1e-8 and the LP policy meets its budgets to
