@@ -323,7 +323,10 @@ def mix_to_boundary(inc: Incumbent, safe: np.ndarray, risky: np.ndarray, rounds:
             i = first_bad - 1
             lo, e_lo, v_lo = float(thetas[i]), float(excess[i]), float(ev["value"][i])
         if first_bad == thetas.size:
-            break
+            if thetas[-1] >= hi:  # the whole interval is feasible
+                break
+            continue  # every point of a round around the secant's root was feasible:
+            # lo moved up, hi stays (stopping here left theta 2% short on a kinked path)
         hi, e_hi = float(thetas[first_bad]), float(excess[first_bad])
         v_hi = float(ev["value"][first_bad])
         if v_lo is not None and abs(v_hi - v_lo) <= gain:
