@@ -687,19 +687,20 @@ def test_the_lower_side_reaches_the_steepest_line_of_frozenlake8_kl():
 
 
 @pytest.mark.slow
-def test_a_long_run_searches_the_lower_side_again_deeper():
+def test_a_long_run_searches_the_lower_side_again_deeper(capsys):
     """After deep_after boxes without closing, the lower side is searched again with
-    more iterations and starts: on RiverSwim-20 that reaches the policy of the search
-    written apart (0.0635314, above), which the first search alone misses (it stops at
-    0.0628685, 1% below) however many boxes follow."""
+    more iterations and starts (the progress bar names the phase): on RiverSwim-20 that
+    reaches the policy of the search written apart (0.0635314, above), which the first
+    search alone misses (it stops at 0.0628685, 1% below) however many boxes follow."""
     from rcmdp_exact.domains import classic_instance
 
     m, ball = classic_instance("riverswim", n=20)
-    kw = dict(progress=False, max_boxes=2100, time_limit=600.0, dual_evaluations=0)
-    deep = rcmdp_bracket(m, ball, deep_after=2000, **kw)
+    kw = dict(max_boxes=2100, time_limit=600.0, dual_evaluations=0)
+    deep = rcmdp_bracket(m, ball, deep_after=2000, progress=True, **kw)
     assert deep.lower >= 0.0635314 * (1 - 1e-5), deep.message
     assert deep.lower <= deep.upper
-    once = rcmdp_bracket(m, ball, deep_after=0, **kw)
+    assert "a deeper search of the lower side" in capsys.readouterr().err
+    once = rcmdp_bracket(m, ball, deep_after=0, progress=False, **kw)
     assert once.lower < 0.0635314 * (1 - 1e-3)
     assert deep.boxes >= 2000 and once.boxes >= 2000
 

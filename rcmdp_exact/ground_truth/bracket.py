@@ -688,7 +688,9 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
                               max_boxes=st.deep_after if deep else st.max_boxes)
         if deep and not bb.closed and time.perf_counter() < deadline:
             # a long run: the lower side searched again, deeper, then the boxes go on
+            bar.set_description_str("rcmdp bracket: a deeper search of the lower side")
             _deep_search(game, inc, dual, st, deadline, tol_of)
+            bar.set_description_str("rcmdp bracket: boxes")
             bb = branch_and_bound(game, inc, dual.lam, max_boxes=st.max_boxes, bar=bar,
                                   state=bb.state, **bb_kw)
     extra["seconds"] = time.perf_counter() - t0
