@@ -191,14 +191,24 @@ def reference_search(model, ball, seed: int = 0, n_random: int = 100, n_climb: i
         base = best[1]
         risky = [pi for (_, v, c), pi in scored[:20] if v > best[0] and np.any(c > d)]
         for other in risky[:5]:
-            lo, hi = 0.0, 1.0
-            for _ in range(30):
-                mid = 0.5 * (lo + hi)
-                mix = (1 - mid) * base + mid * other
-                _, c = robust_numbers(model, ball, mix)
-                lo, hi = (mid, hi) if np.all(c <= d) else (lo, mid)
-            score((1 - lo) * base + lo * other)
+            t, _ = bisect_line(model, ball, base, other, 30)
+            score((1 - t) * base + t * other)
     return best[0]
+
+
+def bisect_line(model, ball, safe, risky, steps: int):
+    """(theta, value): the largest robust-feasible theta of (1 - theta) safe + theta
+    risky found by ``steps`` bisection steps, and its worst-case value (None if no
+    theta > 0 was feasible), every number by robust_evaluate."""
+    lo, hi, value = 0.0, 1.0, None
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        v, c = robust_numbers(model, ball, (1 - mid) * safe + mid * risky)
+        if np.all(c <= model.d):
+            lo, value = mid, v
+        else:
+            hi = mid
+    return lo, value
 
 
 # --------------------------------------------------------------------------- sections
@@ -565,14 +575,8 @@ def section_anatomy(only=None, sets=None) -> None:
         differ = np.flatnonzero((sol.policy[f] != sol.policy[i]).any(axis=1))
         print(f"  pi_i: V {V[i]:.9g}  C {C[i]:.9g}; they differ in {differ.size} "
               f"state(s): {differ.tolist()[:12]}{' ...' if differ.size > 12 else ''}")
-        lo, hi, v_line = 0.0, 1.0, float(V[f])
-        for _ in range(40):
-            t = 0.5 * (lo + hi)
-            v, c = robust_numbers(model, uset, (1 - t) * sol.policy[f] + t * sol.policy[i])
-            if c[0] <= d:
-                lo, v_line = t, v
-            else:
-                hi = t
+        lo, v_line = bisect_line(model, uset, sol.policy[f], sol.policy[i], 40)
+        v_line = float(V[f]) if v_line is None else v_line
         slope = float((V[i] - V[f]) / (C[i] - C[f]))
         g = game.value_iteration(game.lagrangian(np.array([[slope]])),
                                  np.zeros((1, model.n_states)), 100_000)

@@ -342,6 +342,11 @@ class BracketSettings:
         object.__setattr__(self, "box_bounds", bounds)
 
     @property
+    def mix_rounds(self) -> int:
+        """Rounds of :func:`~.search.mix_to_boundary` per pair: ``mix_steps`` / 3."""
+        return max(1, math.ceil(self.mix_steps / 3))
+
+    @property
     def box_rules(self) -> BoxRules:
         """The branch and bound's rules (:class:`~.boxes.BoxRules`), which travel to
         every worker."""
@@ -404,13 +409,13 @@ def _lower_search(game, inc, dual, lps, st: BracketSettings, deadline, cands,
         starts += list(cands)
     rng = np.random.default_rng(st.seed)
     starts += list(rng.dirichlet(np.ones(game.A), size=(st.n_starts, game.S)))
-    rounds = max(1, math.ceil(st.mix_steps / 3))
+    rounds = st.mix_rounds
     improve(inc, starts, partners, n_iter=st.n_ascent, deadline=deadline,
             n_partners=st.n_partners, rounds=rounds, gain=0.01 * tol_of(inc.value))
     # last, so that it can only add to what the search found: the line between the best
     # feasible seed and the seed of steepest gain beside it (on FrozenLake 8x8's KL ball
     # 1% above what the search finds)
-    pair = steepest_pair(ev["value"], ev["costs"], inc.limit) if game.K else None
+    pair = steepest_pair(ev["value"], ev["costs"], inc.limit)
     if pair is not None and time.perf_counter() < deadline:
         f, i = pair
         mix_to_boundary(inc, dual.policies[f], dual.policies[i], rounds, method="mixture",
@@ -421,13 +426,13 @@ def _lower_search(game, inc, dual, lps, st: BracketSettings, deadline, cands,
 def _deep_search(game, inc, dual, st: BracketSettings, deadline, tol_of) -> None:
     """The second, deeper search of the lower side, once the branch and bound has bounded
     ``deep_after`` boxes without closing: SLSQP with ``deep_ascent`` iterations from the
-    incumbent, the Lagrangian maximiser and ``deep_starts`` random policies (the first
-    of them those of the first search), then mixtures (:func:`~.search.improve`)."""
+    incumbent, the Lagrangian maximiser and ``deep_starts`` random policies (with an int
+    seed the first of them those of the first search), then mixtures
+    (:func:`~.search.improve`)."""
     rng = np.random.default_rng(st.seed)
     starts = [dual.pi, *rng.dirichlet(np.ones(game.A), size=(st.deep_starts, game.S))]
     improve(inc, starts, [], n_iter=st.deep_ascent, deadline=deadline,
-            n_partners=st.n_partners, rounds=max(1, math.ceil(st.mix_steps / 3)),
-            gain=0.01 * tol_of(inc.value))
+            n_partners=st.n_partners, rounds=st.mix_rounds, gain=0.01 * tol_of(inc.value))
 
 
 def _certified_lower(game, inc):
@@ -562,8 +567,9 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
         Once the branch and bound has bounded ``deep_after`` boxes (default 2000)
         without closing the bracket, the lower side is searched again, deeper: SLSQP
         with ``deep_ascent`` iterations (300) from the incumbent, the Lagrangian
-        maximiser and ``deep_starts`` random policies (12, drawn from ``seed`` again,
-        so the first ``n_starts`` are those of the first search), then mixtures; then
+        maximiser and ``deep_starts`` random policies (12, drawn from ``seed`` again:
+        with an int seed the first ``n_starts`` are those of the first search; a
+        Generator goes on drawing), then mixtures; then
         the boxes go on.  A box count, not a share of the time, so that a bracket at a
         box budget does not depend on the machine.  ``deep_after = 0`` never.
     seed : int or numpy.random.Generator

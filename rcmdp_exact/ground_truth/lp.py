@@ -513,9 +513,9 @@ def solve_cmdp(model: TabularCMDP, *, solver: str = DEFAULT_LP_SOLVER,
         ``success``, ``status`` ("optimal", "optimal_inaccurate", "infeasible",
         "unbounded", "solver_error", "check_failed"), ``message``; ``lp_value``,
         ``lp_costs`` (the LP's objective and costs: the solver's, or those of the polished
-        vertex when it is kept with certified duals), ``occupancy`` (S, A), ``visited`` (S,), ``v`` (S,), ``c`` (S, K),
-        ``check_error``, ``solver``; when infeasible ``min_costs`` (K,) and the policy
-        minimising the total overshoot.
+        vertex when it is kept with certified duals), ``occupancy`` (S, A), ``visited``
+        (S,), ``v`` (S,), ``c`` (S, K), ``check_error``, ``solver``; when infeasible
+        ``min_costs`` (K,) and the policy minimising the total overshoot.
 
     Examples
     --------

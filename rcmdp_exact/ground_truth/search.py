@@ -340,11 +340,11 @@ def steepest_pair(value: np.ndarray, costs: np.ndarray, limit: np.ndarray):
     Of policies with certified worst-case values (M,) and costs (M, K): f the best one
     within ``limit`` (K,), and i the one worth more than f whose value gains most over
     f's per unit of its largest cost excess over f's costs, as a CMDP's two neighbouring
-    LP policies are.  Returns (f, i), or None when no policy is within the limits, or
-    none beyond them is worth more than f at a higher cost.
+    LP policies are.  Returns (f, i), or None when there are no costs (K = 0), no policy
+    is within the limits, or none beyond them is worth more than f at a higher cost.
     """
     feasible = np.all(costs <= limit, axis=1)
-    if not feasible.any():
+    if not costs.shape[1] or not feasible.any():
         return None
     f = int(np.flatnonzero(feasible)[np.argmax(value[feasible])])
     gain = value - value[f]
