@@ -15,15 +15,13 @@ tutorial cell that raises (``nb_execution_raise_on_error``), the build fails whe
 
 Each check is a function of the output folder (and of what Sphinx recorded) returning a
 list of problems, so that ``tests/test_docs.py`` checks the checks on small
-folders without a build.
+folders without a build (and without Sphinx: it is imported only to fail the build).
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-
-from sphinx.errors import ExtensionError
 
 #: A script loaded from another host (``src="https://..."`` or ``src="//..."``).
 REMOTE_SCRIPT = re.compile(r"<script[^>]*\ssrc=\"(?:https?:)?//[^\"]*\"", re.I)
@@ -102,6 +100,8 @@ def _check_site(app, exception) -> None:
     problems = (check_tutorials(html, tutorials, _execution_records(app))
                 + check_offline_maths(html) + check_cli_page(html))
     if problems:
+        from sphinx.errors import ExtensionError
+
         raise ExtensionError("the built site fails its checks (docs/_ext/rcmdp_site_checks"
                              ".py):\n  " + "\n  ".join(problems))
 
