@@ -108,9 +108,10 @@ def fail(message: str) -> None:
 
 
 def run(cmd: list, cwd: Path, env: dict | None = None) -> None:
-    print("$ " + " ".join(map(str, cmd)), flush=True)
+    shown = " ".join(map(str, [*cmd[:2], "SCRIPT"] if cmd[1:2] == ["-c"] else cmd))
+    print("$ " + shown, flush=True)
     if subprocess.run(cmd, cwd=cwd, env=env).returncode != 0:
-        fail(f"{' '.join(map(str, cmd))} failed (in {cwd})")
+        fail(f"{shown} failed (in {cwd})")
 
 
 def project_files() -> set[str]:
@@ -230,7 +231,7 @@ def main(argv=None) -> int:
             fail("rcmdp reproduce --quick wrote no reproduction/report.md")
         done(t1)
         t1 = time.perf_counter()
-        run([venv / "bin" / "python", "-c", DOCTEST_SCRIPT], cwd=work, env=env)
+        run([venv / "bin" / "python", "-c", DOCTEST_SCRIPT], cwd=work, env=env)  # doctests
         done(t1)
         t1 = time.perf_counter()
         names = subprocess.run(
