@@ -54,7 +54,7 @@ from ..robust import check_robust_inputs
 from ..robust.engine import RobustGame, SafetyNet
 from ..uncertainty import SARectangularSet
 from .boxes import branch_and_bound
-from .dual import lagrangian_search
+from .dual import batch_size, lagrangian_search
 from .dual_certificate import DUAL_GAP_TOL, DUAL_ITER, DUAL_TOL, dual_of_game, duality_gap
 from .lp import cost_name, fmt, max_slack_policy, solve_cmdp
 from .search import Incumbent, certify, improve, mix_to_boundary, steepest_pair
@@ -164,12 +164,23 @@ def _simplex_grid(K: int, n: int) -> np.ndarray:
 
 def _weighted_least_costs(game: RobustGame, lam: np.ndarray):
     """Certified lower bounds (J,) on min_pi max_P lam.C(pi, P) for weights lam (J, K),
-    minus lam.d; and the minimising policies (J, S, A)."""
-    J = lam.shape[0]
-    g = -np.einsum("jk,ksat->jsat", lam, game.C)
-    sol = game.solve(g, np.zeros((J, game.S, game.A)), np.ones((J, game.S, game.A)))
-    return (-(sol["value"] + sol["err"]) - game.rounding(lam.sum(axis=1)) - lam @ game.d_bound,
-            sol["pi"])
+    minus lam.d; and the minimising policies (J, S, A).  In batches of
+    :func:`~.dual.batch_size` (the grid has up to :data:`GRID_POINTS` weights); past the
+    safety net the weights not reached get -inf (no proof)."""
+    J, S, A = lam.shape[0], game.S, game.A
+    margin, pis = np.full(J, -np.inf), np.full((J, S, A), 1.0 / A)
+    size = batch_size(game)
+    for a in range(0, J, size):
+        if game.late():
+            break
+        part = lam[a:a + size]
+        n = part.shape[0]
+        g = -np.einsum("jk,ksat->jsat", part, game.C)
+        sol = game.solve(g, np.zeros((n, S, A)), np.ones((n, S, A)))
+        margin[a:a + n] = (-(sol["value"] + sol["err"]) - game.rounding(part.sum(axis=1))
+                           - part @ game.d_bound)
+        pis[a:a + n] = sol["pi"]
+    return margin, pis
 
 
 def _joint_infeasibility(game: RobustGame, rounds: int = 12):
@@ -189,6 +200,8 @@ def _joint_infeasibility(game: RobustGame, rounds: int = 12):
     n = _grid_denominator(K)
     lam = _simplex_grid(K, n)
     margin, pis = _weighted_least_costs(game, lam)
+    if not np.isfinite(margin).any():  # past the safety net: no proof sought
+        return None
     best = int(np.argmax(margin))
     lam0, m0, pi0 = lam[best], float(margin[best]), pis[best]
     step = 1.0 / n
@@ -638,7 +651,7 @@ def _with_dual(game, res: Result, evaluations: int) -> Result:
             or not np.isfinite(res["upper"]):
         return res
     game.net.phase = "the certified dual"
-    dgame = game.replace(tol=DUAL_TOL, max_iter=DUAL_ITER, net=None)
+    dgame = game.replace(tol=DUAL_TOL, max_iter=DUAL_ITER)  # the same net
     # the bracket's lower side is a policy certified robust-feasible at the same
     # budgets: by weak duality a lower bound on D from the start
     dual = dual_of_game(dgame, tol=DUAL_GAP_TOL, max_evaluations=max(2, evaluations),
