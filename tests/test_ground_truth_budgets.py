@@ -382,3 +382,42 @@ def test_a_time_limit_cuts_the_certified_dual_within_one_fixed_point(monkeypatch
     res = dc.certified_dual(m, ball, max_evaluations=10**6, time_limit=1e6)
     assert res.reproducible is False and res.evaluations < 50
     assert sum(1 for _, _, fired in calls if fired) <= 2
+
+
+def test_highs_gets_the_time_left_on_top_of_its_own_run_time():
+    """HiGHS compares its time_limit with the run time summed over every run of the
+    instance, and the occupancy LP reuses one instance for every box: given the time left
+    alone, a long run's LPs stopped at once (and tripped the net) while minutes were
+    left.  A stand-in solver that has run for 1000 s must be given 1000 s plus the time
+    left, and a run stopped at that limit trips the net."""
+    import highspy
+
+    from rcmdp_exact.ground_truth.occupancy_bound import run_highs
+    from rcmdp_exact.robust.engine import SafetyNet
+
+    class Solver:
+        status = highspy.HighsModelStatus.kOptimal
+
+        def __init__(self):
+            self.options = {}
+
+        def getRunTime(self):
+            return 1000.0
+
+        def setOptionValue(self, key, value):
+            self.options[key] = value
+
+        def run(self):
+            pass
+
+        def getModelStatus(self):
+            return self.status
+
+    net, h = SafetyNet(60.0), Solver()
+    run_highs(h, net, "an LP")
+    assert 1000.0 + 50.0 < h.options["time_limit"] <= 1000.0 + 60.0 and not net.fired
+    run_highs(h, None, "an LP")
+    assert h.options["time_limit"] == np.inf
+    h.status = highspy.HighsModelStatus.kTimeLimit
+    run_highs(h, net, "an LP")
+    assert net.fired and net.fired_in == "an LP"

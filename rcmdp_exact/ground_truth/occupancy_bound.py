@@ -113,11 +113,16 @@ class LPBasis:
 def run_highs(h, net, what: str) -> None:
     """``h.run()`` with the time left on the safety net ``net`` (None: no limit) as
     HiGHS's time limit; a run that HiGHS stops at that limit trips the net (``what``
-    names the solve in the result's message)."""
+    names the solve in the result's message).  HiGHS compares its ``time_limit`` with
+    the run time of the instance summed over all its runs (``getRunTime``), so the
+    limit given is that sum plus the time left: otherwise an instance reused for every
+    box would stop its LPs long before the net (the bounds then stayed certified, but the
+    run was cut by the clock)."""
     import highspy
 
     left = None if net is None else net.remaining()
-    h.setOptionValue("time_limit", np.inf if left is None else max(left, 1e-3))
+    h.setOptionValue("time_limit", np.inf if left is None
+                     else h.getRunTime() + max(left, 1e-3))
     h.run()
     if left is not None and h.getModelStatus() == highspy.HighsModelStatus.kTimeLimit:
         net.trip(what)
