@@ -91,7 +91,7 @@ print(f"CMDP optimum of the nominal model: V* = {v_star:.4f}, cost {cmdp.costs[0
 # the box budget of the ground-truth table and the reproduction (100 boxes; the time
 # limit is only a safety net): every run gives the same bracket
 bracket = rcmdp_bracket(nominal, ball, variants=(), progress=False,
-                        max_boxes=rx.names.BRACKET_BOXES, time_limit=60.0)
+                        max_boxes=rx.names.BRACKET_BOXES)
 print(f"RCMDP bracket: {bracket.status}, [{bracket.lower:.4f}, {bracket.upper:.4f}] "
       f"(lower: {bracket.lower_method}; upper: {bracket.upper_method}, "
       f"multiplier {bracket.lam[0]:.4f})")
