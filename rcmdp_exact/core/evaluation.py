@@ -39,8 +39,8 @@ from .._checks import (
     check_shape,
 )
 from .._result import Result
-from .model import TabularCMDP
-from .model_checks import check_model, check_p0, check_policy
+from .model import TabularCMDP, check_model
+from .model_checks import check_p0, check_policy
 
 __all__ = [
     "PENALTY_WEIGHT",

@@ -57,6 +57,7 @@ from .._checks import (
     check_int,
     check_nonnegative,
     check_real,
+    check_type,
     readonly,
 )
 from .model_checks import (
@@ -65,7 +66,6 @@ from .model_checks import (
     check_budgets,
     check_dense_transitions,
     check_labels,
-    check_model,  # noqa: F401  (core.mdp and ground_truth.lp import it from here)
     check_multipliers,
     check_outcomes,
     check_p0,
@@ -80,6 +80,7 @@ from .model_checks import (
 __all__ = [
     "DENSE_LIMIT",
     "TabularCMDP",
+    "check_model",
 ]
 
 #: Largest number of entries (S*A*S) for which a sparse model offers a dense ``P``.
@@ -725,6 +726,13 @@ class TabularCMDP:
             f"K={self.n_constraints}, gamma={self.gamma}, horizon={self.horizon}, "
             f"terminal={int(self._terminal.sum())}{', sparse' if self.is_sparse else ''}>"
         )
+
+
+def check_model(model) -> None:
+    """Raise unless ``model`` is a :class:`~rcmdp_exact.TabularCMDP`."""
+    check_type(model, "model", TabularCMDP,
+               "build one with TabularCMDP(P, R, C, d, ...) or a constructor of "
+               "rcmdp_exact.domains")
 
 
 def _rebuild(args: dict) -> TabularCMDP:

@@ -8,9 +8,10 @@ its value) and says how to fix it.  The facts themselves ("rows are distribution
 index in range", ...) are checked once, by :mod:`rcmdp_exact._checks`; this module says
 which facts make a model:
 
-* :func:`check_model`, :func:`check_policy`, :func:`check_p0`,
-  :func:`check_transition_rows`, :func:`check_multipliers`: the checks other modules call
-  on their inputs;
+* :func:`check_policy`, :func:`check_p0`, :func:`check_transition_rows`,
+  :func:`check_multipliers`: the checks other modules call on their inputs (and
+  :func:`~rcmdp_exact.core.model.check_model`, "this is a model", beside the class it
+  names, so that this module stays below the model's);
 * :func:`check_dense_transitions`, :func:`check_sparse_transitions`,
   :func:`per_pair_or_transition`, :func:`check_budgets`, :func:`check_terminal`,
   :func:`check_terminal_absorbing`, :func:`check_labels`, :func:`check_outcomes`,
@@ -33,7 +34,6 @@ from .._checks import (
     check_nonnegative,
     check_row_sums,
     check_shape,
-    check_type,
     readonly,
     row_tolerance,
 )
@@ -44,7 +44,6 @@ __all__ = [
     "check_budgets",
     "check_dense_transitions",
     "check_labels",
-    "check_model",
     "check_multipliers",
     "check_outcomes",
     "check_p0",
@@ -88,15 +87,6 @@ def check_p0(p0, S: int, name: str = "p0") -> np.ndarray:
         return out
     arr = as_float_array(p0, name, fix, shape=(S,), axes=("s",))
     return check_distributions(arr, name, (), what="start probabilities").copy()
-
-
-def check_model(model) -> None:
-    """Raise unless ``model`` is a :class:`~rcmdp_exact.TabularCMDP`."""
-    from .model import TabularCMDP
-
-    check_type(model, "model", TabularCMDP,
-               "build one with TabularCMDP(P, R, C, d, ...) or a constructor of "
-               "rcmdp_exact.domains")
 
 
 def check_policy(policy, n_states: int, n_actions: int, name: str = "policy") -> np.ndarray:

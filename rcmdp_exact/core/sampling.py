@@ -43,8 +43,8 @@ from .._checks import (
     rng_from,
 )
 from ..names import MAX_ROLLOUT_BYTES
-from .model import TabularCMDP
-from .model_checks import check_model, check_policy
+from .model import TabularCMDP, check_model
+from .model_checks import check_policy
 
 __all__ = [
     "Episodes",

@@ -64,8 +64,7 @@ from .._checks import (
     check_real,
     check_shape,
 )
-from ..core.model import TabularCMDP
-from ..core.model_checks import check_model
+from ..core.model import TabularCMDP, check_model
 from ..names import NAV1_COST_LAYOUTS
 
 __all__ = [

@@ -34,8 +34,8 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     ) from exc
 
 from .._checks import check_choice, check_int
-from ..core.model import TabularCMDP
-from ..core.model_checks import ModelError, check_model
+from ..core.model import TabularCMDP, check_model
+from ..core.model_checks import ModelError
 from ..core.sampling import draw_one
 from ..domains import paper_domain
 

@@ -11,8 +11,7 @@ import numpy as np
 
 from .._checks import InputError, check_int, check_seed, check_type
 from .._progress import tqdm
-from ..core.model import TabularCMDP
-from ..core.model_checks import check_model
+from ..core.model import TabularCMDP, check_model
 from ..core.nn import MLP, softmax
 from ..robust.engine import checked_worst_case
 from .base import ALGORITHMS, Settings

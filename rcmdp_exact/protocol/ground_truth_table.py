@@ -515,8 +515,7 @@ def model_ground_truth(model, spec: GroundTruthTableSpec | None = None, *, name:
     Result
         As :func:`ground_truth_table`, with one domain named ``name``.
     """
-    from ..core.model import TabularCMDP
-    from ..core.model_checks import check_model
+    from ..core.model import TabularCMDP, check_model
     from ..domains import Setting
     from .user import check_perturbation
 

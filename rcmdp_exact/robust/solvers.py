@@ -30,8 +30,8 @@ from .._checks import InputError, as_float_array, check_choice, check_int, check
 from .._progress import progress_default, tqdm
 from .._result import Result, Status
 from ..core.evaluation import check_value_scale, evaluate
-from ..core.model import TabularCMDP
-from ..core.model_checks import ModelError, check_model, check_policy
+from ..core.model import TabularCMDP, check_model
+from ..core.model_checks import ModelError, check_policy
 from ..uncertainty import (
     PROTOCOLS,
     KernelSet,

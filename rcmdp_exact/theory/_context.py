@@ -16,8 +16,8 @@ import scipy.sparse as sp
 
 from .._checks import ImproperPolicyError
 from ..core.evaluation import PolicySystem, check_proper
-from ..core.model import TabularCMDP
-from ..core.model_checks import ModelError, check_model
+from ..core.model import TabularCMDP, check_model
+from ..core.model_checks import ModelError
 from ..core.parametrisations import check_logits, make_adversary, make_policy
 
 __all__ = ["GradientContext", "check_terminates", "outcome_signal", "solve_lagrangian"]

@@ -35,8 +35,7 @@ from .._checks import (
     check_real,
     check_seed,
 )
-from ..core.model import TabularCMDP
-from ..core.model_checks import check_model
+from ..core.model import TabularCMDP, check_model
 from ..core.parametrisations import DEFAULT_HIDDEN, adversary_outcomes, make_adversary, make_policy
 from ..domains import INITIAL_MULTIPLIER as PAPER_LAMBDA  # noqa: F401 (historical name)
 from ..names import EXACT_TOL

@@ -7,7 +7,8 @@
   and the helpers of a set's constructor (:func:`nominal_kernel`, :func:`radii`,
   :func:`state_radii`, :func:`support_mask`, :func:`tile`);
 * one file per kind of set, each with its exact solver, its cvxpy cross-check, its
-  counts builder and its hypothesis strategy: :mod:`.l1` (:class:`L1Ball`, the paper's;
+  estimator from counts (``from_counts`` and ``estimate_*``; what they share in
+  :mod:`._counts`) and its hypothesis strategy: :mod:`.l1` (:class:`L1Ball`, the paper's;
   its inner problem in :mod:`.l1_sort` and :mod:`.l1_numba`), :mod:`.weighted_l1`
   (:class:`WeightedL1Ball`), :mod:`.interval` (:class:`IntervalSet`, bounded-parameter
   MDPs), :mod:`.linf` (:class:`LInfBall`), :mod:`.kl` (:class:`KLBall`), :mod:`.s_l1`
@@ -17,9 +18,8 @@
   set passes, built-in or yours (``docs/your_set.md``);
 * :mod:`.extreme`: the vertices of the polyhedral sets' rows and their combinations
   (:func:`extreme_kernels`), for brute-force checks;
-* :mod:`.estimators`: the paper's phase 1 (:func:`estimate`), the Hoeffding ball and
-  the confidence sets of the other kinds (:func:`estimate_interval_set`,
-  :func:`estimate_linf_ball`, :func:`estimate_kl_ball`).
+* :mod:`.estimators`: the paper's phase 1 (:func:`collect_counts`, :func:`estimate`:
+  the counts of the uniform policy and their Hoeffding L1 ball).
 
 Names are imported on first use (PEP 562), so that ``import rcmdp_exact.uncertainty``
 (and the command line, which reads :mod:`.kinds`) does not load numpy.  The set class
@@ -38,8 +38,8 @@ _EXPORTS = {
     "CONFORMANCE_CHECKS": ".conformance",
     "FORMS": ".estimators",
     "INNERS": ".base",
-    "KL_BOUNDS": ".estimators",
-    "L1_BOUNDS": ".estimators",
+    "KL_BOUNDS": ".kl",
+    "L1_BOUNDS": ".l1",
     "MAX_SUPPORT": ".extreme",
     "PROTOCOLS": ".base",
     "RECTANGULARITIES": ".base",
@@ -55,15 +55,15 @@ _EXPORTS = {
     "check_set": ".base",
     "check_set_conformance": ".conformance",
     "collect_counts": ".estimators",
-    "entry_radius": ".estimators",
+    "entry_radius": "._counts",
     "estimate": ".estimators",
-    "estimate_interval_set": ".estimators",
-    "estimate_kl_ball": ".estimators",
-    "estimate_l1_ball": ".estimators",
-    "estimate_linf_ball": ".estimators",
+    "estimate_interval_set": ".interval",
+    "estimate_kl_ball": ".kl",
+    "estimate_l1_ball": ".l1",
+    "estimate_linf_ball": ".linf",
     "extreme_kernels": ".extreme",
     "extreme_rows": ".extreme",
-    "hoeffding_radius": ".estimators",
+    "hoeffding_radius": ".l1",
     "interval_vertices": ".extreme",
     "kl_divergence": ".kl",
     "kl_ball": ".kl",
@@ -73,14 +73,14 @@ _EXPORTS = {
     "load_set": ".base",
     "merge_outcomes": ".l1",
     "nominal_kernel": ".base",
-    "polyhedral_kinds": ".extreme",
+    "polyhedral_kinds": ".base",
     "radii": ".base",
     "registered_kinds": ".base",
     "set_class": ".base",
     "state_radii": ".base",
     "support_mask": ".base",
     "tile": ".base",
-    "weissman_radius": ".estimators",
+    "weissman_radius": ".l1",
     "worst_case_l1": ".l1_sort",
 }
 

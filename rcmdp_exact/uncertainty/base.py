@@ -72,6 +72,7 @@ __all__ = [
     "check_set",
     "load_set",
     "nominal_kernel",
+    "polyhedral_kinds",
     "radii",
     "registered_kinds",
     "set_class",
@@ -186,6 +187,13 @@ def registered_kinds() -> dict[str, type]:
     _import_builtins()
     order = [k for k in kind_files() if k in _KINDS]
     return {**{k: _KINDS[k] for k in order}, **_KINDS}
+
+
+def polyhedral_kinds() -> list[str]:
+    """The kinds of set whose rows give their vertices (:meth:`SARectangularSet.
+    row_vertices`, which :func:`~rcmdp_exact.uncertainty.extreme_kernels` enumerates)."""
+    return [k for k, cls in registered_kinds().items() if issubclass(cls, SARectangularSet)
+            and cls.row_vertices is not SARectangularSet.row_vertices]
 
 
 def _class_of_spec(text: str, what: str) -> type:
@@ -536,8 +544,6 @@ class SARectangularSet(UncertaintySet):
         """The vertices (k, S) of the set of rows of pair (s, a), for brute-force checks
         (:func:`~rcmdp_exact.uncertainty.extreme_kernels`).  Sets whose rows are
         polytopes override it; the default refuses, saying why (:attr:`no_vertices`)."""
-        from .extreme import polyhedral_kinds
-
         raise InputError(
             f"{type(self).__name__} gives no vertices of its rows ({self.no_vertices}): "
             f"extreme_kernels enumerates the vertices of polyhedral sa-rectangular sets "

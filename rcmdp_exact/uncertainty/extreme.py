@@ -38,10 +38,10 @@ import math
 import numpy as np
 
 from .._checks import InputError, as_float_array, check_int, check_shape
-from .base import KernelSet, SARectangularSet, check_set, registered_kinds
+from .base import KernelSet, SARectangularSet, check_set, polyhedral_kinds
 
 __all__ = ["MAX_SUPPORT", "extreme_kernels", "extreme_rows", "interval_vertices",
-           "l1_vertices", "polyhedral_kinds"]
+           "l1_vertices"]
 
 #: Largest number of supported next states of a row whose vertices are enumerated.
 MAX_SUPPORT = 12
@@ -233,13 +233,6 @@ def interval_vertices(lower, upper) -> np.ndarray:
     return out
 
 
-def polyhedral_kinds() -> list[str]:
-    """The kinds of set whose rows give their vertices (:meth:`~.SARectangularSet.
-    row_vertices`)."""
-    return [k for k, cls in registered_kinds().items() if issubclass(cls, SARectangularSet)
-            and cls.row_vertices is not SARectangularSet.row_vertices]
-
-
 def extreme_rows(uset, model=None) -> list[list[np.ndarray]]:
     """The vertices of every row of a polyhedral sa-rectangular set.
 
@@ -247,7 +240,7 @@ def extreme_rows(uset, model=None) -> list[list[np.ndarray]]:
     ----------
     uset : SARectangularSet
         A set whose rows give their vertices (:meth:`~.SARectangularSet.row_vertices`:
-        the kinds of :func:`polyhedral_kinds`, e.g. L1Ball, WeightedL1Ball, IntervalSet,
+        the kinds of :func:`~.base.polyhedral_kinds`, e.g. L1Ball, WeightedL1Ball, IntervalSet,
         LInfBall).
     model : TabularCMDP, optional
         When given, the rows of its terminal states are the model's self-loops (one

@@ -44,6 +44,7 @@ from .._checks import (
     row_tolerance,
 )
 from .._result import Result
+from ._counts import count_frequencies, hoeffding_box
 from ._rows import (
     Frozen,
     convex_rows,
@@ -60,6 +61,7 @@ __all__ = [
     "KIND",
     "IntervalSet",
     "box_simplex_projection",
+    "estimate_interval_set",
     "interval_violation",
     "worst_case_interval",
 ]
@@ -341,8 +343,6 @@ class IntervalSet(Frozen, SARectangularSet):
         """The kind ``interval`` of an estimation: the per-entry Hoeffding interval set
         of the counts (:func:`~rcmdp_exact.estimate_interval_set`) on the support of the
         L1 ball ``ball``."""
-        from .estimators import estimate_interval_set
-
         return estimate_interval_set(counts, delta, support=ball.support)
 
     @classmethod
@@ -385,3 +385,36 @@ class IntervalSet(Frozen, SARectangularSet):
     @classmethod
     def _from_arrays(cls, data: dict):
         return cls(data["lower"], data["upper"], nominal=data["nominal"])
+
+
+# --------------------------------------------------------------------------- estimation
+def estimate_interval_set(counts, delta: float = 0.1, pseudo_count: float = 1.0, *,
+                          support=None) -> IntervalSet:
+    r"""The Hoeffding interval set of observed counts (a bounded-parameter MDP).
+
+    Each entry lies within :math:`\epsilon(s, a)` of its empirical frequency
+    (:func:`~rcmdp_exact.uncertainty.entry_radius`, union bound over the E supported entries):
+    :math:`\ell = \max(0, \hat f - \epsilon)`, :math:`u = \min(1, \hat f + \epsilon)`
+    (0 off the support; [0, 1] for a pair without samples).  With probability at least
+    :math:`1 - \delta` every true transition probability lies in its interval.
+
+    Parameters
+    ----------
+    counts : array (S, A, S)
+        Observed transitions over next states (no pseudo-counts).
+    delta : float in (0, 1)
+        Error probability.
+    pseudo_count : float >= 0
+        Added to every supported next state for the nominal point only: the nominal
+        is the projection of :math:`(\text{counts} + \text{pseudo}) / (n +
+        \text{pseudo}\,|\Sigma|)` onto the box (:func:`box_simplex_projection`).
+    support : bool array (S, A, S), optional
+        Next states that may be reached (default: all); counts outside it are an error.
+
+    Returns
+    -------
+    IntervalSet
+    """
+    _c, sup, n, f, smooth = count_frequencies(counts, pseudo_count, support, "interval set")
+    lo, up = hoeffding_box(sup, n, f, delta)
+    return IntervalSet(lo, up, nominal=box_simplex_projection(smooth, lo, up))

@@ -70,8 +70,9 @@ import warnings
 
 import numpy as np
 
-from .._checks import readonly
+from .._checks import check_choice, check_real, readonly
 from .._result import Result
+from ._counts import count_frequencies, hoeffding_box
 from ._rows import (
     Frozen,
     convex_rows,
@@ -81,8 +82,10 @@ from ._rows import (
     simplex_violation,
 )
 from .base import SARectangularSet, nominal_kernel, radii, tile
+from .interval import worst_case_interval
 
-__all__ = ["KIND", "KLBall", "kl_divergence", "kl_dual_value", "worst_case_kl"]
+__all__ = ["KIND", "KL_BOUNDS", "KLBall", "estimate_kl_ball", "kl_divergence", "kl_dual_value",
+           "worst_case_kl"]
 
 #: The kind of this file's set (``--set kl``; read by :mod:`.kinds`).
 KIND = "kl"
@@ -573,8 +576,6 @@ class KLBall(Frozen, SARectangularSet):
         """The kind ``kl`` of an estimation: the KL ball that contains the per-entry
         Hoeffding box of the counts (:func:`~rcmdp_exact.estimate_kl_ball`), on the
         support of the L1 ball ``ball``."""
-        from .estimators import estimate_kl_ball
-
         return estimate_kl_ball(counts, delta, support=ball.support)
 
     @classmethod
@@ -609,3 +610,86 @@ def kl_ball(model, radius) -> KLBall:
     (3, 2)
     """
     return KLBall(np.asarray(model.P, dtype=np.float64), radius)
+
+
+# --------------------------------------------------------------------------- estimation
+#: Radii of :func:`estimate_kl_ball`.
+KL_BOUNDS = ("box", "types")
+
+
+def _chord_radius(q, lo, up):
+    r"""An upper bound on :math:`\mathrm{KL}(p \| q)` over the box (lo, up) of the
+    simplex (every row; see :func:`estimate_kl_ball`)."""
+    def psi(x):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(x > 0, x * np.log(np.where(x > 0, x, 1.0) / q), 0.0) - x + q
+
+    a, b = psi(lo), psi(up)
+    width = up - lo
+    slope = np.divide(b - a, width, out=np.zeros_like(width), where=width > 0)
+    S, A, n = q.shape
+    best = worst_case_interval(lo.reshape(-1, n), up.reshape(-1, n),
+                               -slope.reshape(-1, n)).value.reshape(S, A)
+    return (a - slope * lo).sum(axis=2) - best
+
+
+def estimate_kl_ball(counts, delta: float = 0.1, pseudo_count: float = 1.0, *,
+                     bound: str = "box", support=None) -> KLBall:
+    r"""A KL ball :math:`\mathrm{KL}(p \| \hat p) \le r` of observed counts.
+
+    Centre: the smoothed frequencies :math:`\hat p = (\text{counts} +
+    \text{pseudo}) / (n + \text{pseudo}\,|\Sigma|)` (``pseudo_count`` > 0, so that
+    :math:`\hat p > 0` on the support: a KL ball contains no distribution with mass
+    where its centre has none).  Radius:
+
+    * ``bound="box"`` (default, guaranteed): the largest KL from :math:`\hat p` over the
+      Hoeffding box of :func:`~rcmdp_exact.uncertainty.estimate_interval_set`, bounded
+      above by the chords of the convex terms
+      :math:`\psi_i(x) = x \log(x / \hat p_i) - x + \hat p_i`
+      (:math:`\mathrm{KL}(p \| \hat p) = \sum_i \psi_i(p_i)` on the simplex):
+      :math:`r = \max_{p \in \text{box} \cap \Delta} \sum_i \chi_i(p_i)` with
+      :math:`\chi_i` the chord of :math:`\psi_i` over :math:`[\ell_i, u_i]`, a linear
+      program solved exactly by the interval greedy.  The ball contains the box, so it
+      contains the true kernel with probability at least :math:`1 - \delta`.
+    * ``bound="types"``: the method-of-types radius
+      :math:`r = ((|\Sigma| - 1) \ln(n + 1) + \ln(S A / \delta)) / n`.  It bounds
+      the KL in the *other* direction: :math:`P(\mathrm{KL}(\hat f \| p) \ge r) \le
+      (n + 1)^{|\Sigma| - 1} e^{-n r} = \delta / (S A)` (Cover and Thomas, Thm
+      11.1.4, and the number of types), for the empirical frequencies
+      :math:`\hat f`.  The ball uses :math:`\mathrm{KL}(p \| \hat p)` around the
+      smoothed centre, for which this radius carries **no guarantee**; it is smaller
+      than the box radius and a common heuristic.  A pair without samples gets the
+      whole simplex, :math:`r = \max_i \ln(1/\hat p_i)`.
+
+    Parameters
+    ----------
+    counts : array (S, A, S)
+        Observed transitions over next states (no pseudo-counts).
+    delta : float in (0, 1)
+        Error probability.
+    pseudo_count : float > 0
+    bound : {"box", "types"}
+    support : bool array (S, A, S), optional
+        Next states that may be reached (default: all); counts outside it are an error.
+
+    Returns
+    -------
+    KLBall
+    """
+    check_choice(bound, "bound", KL_BOUNDS)
+    check_real(pseudo_count, "pseudo_count", 0.0, low_open=True,
+               hint=" (a KL ball needs a centre > 0 on the support)")
+    c, sup, n, f, smooth = count_frequencies(counts, pseudo_count, support, "KL ball")
+    whole = np.max(np.where(sup, -np.log(np.where(sup, smooth, 1.0)), 0.0), axis=2)
+    if bound == "box":
+        lo, up = hoeffding_box(sup, n, f, delta)
+        radius = np.maximum(_chord_radius(smooth, lo, up), 0.0)
+    else:
+        S, A, _ = c.shape
+        d = check_real(delta, "delta", 0.0, 1.0, low_open=True, high_open=True,
+                       hint=" (the error probability)")
+        k = sup.sum(axis=2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            radius = ((k - 1) * np.log(n + 1.0) + np.log(S * A / d)) / n
+    radius = np.where(n > 0, np.minimum(radius, whole), whole)
+    return KLBall(smooth, radius)

@@ -11,9 +11,11 @@ is an :class:`L1Ball` (nominal (S, A, S), radii (S, A), support (S, A, S), and t
 outcome form when the model has outcomes: merging outcomes maps the outcome ball onto the
 state ball, so both give the same worst case).  Its inner problem is solved by
 :func:`~rcmdp_exact.uncertainty.l1_sort.worst_case_l1`; :func:`l1_ball` builds a ball
-around a model's own kernel, and :mod:`~rcmdp_exact.uncertainty.estimators` one from
-counts.  Terminal rows are the model's self-loop with radius 0.  The proofs are in
-``docs/robust.md``.
+around a model's own kernel, and :func:`estimate_l1_ball` one from counts, with the
+paper's Hoeffding radius (:func:`hoeffding_radius`) or that of Weissman et al. 2003
+(:func:`weissman_radius`); :func:`~rcmdp_exact.uncertainty.estimate` is the paper's
+phase 1 that collects the counts.  Terminal rows are the model's self-loop with radius
+0.  The proofs are in ``docs/robust.md``.
 """
 
 from __future__ import annotations
@@ -26,13 +28,17 @@ from .._checks import (
     as_float_array,
     check_choice,
     check_indices,
+    check_int,
+    check_nonnegative,
+    check_real,
     check_shape,
     readonly,
     row_tolerance,
 )
 from .._result import Result
-from ..core.model import TabularCMDP
-from ..core.model_checks import ModelError, check_model, check_transition_rows
+from ..core.model import TabularCMDP, check_model
+from ..core.model_checks import ModelError, check_transition_rows
+from ._counts import smoothed_counts
 from ._rows import Frozen
 from .base import SARectangularSet, radii, split_batch, support_mask
 from .extreme import l1_vertices
@@ -40,13 +46,17 @@ from .l1_sort import worst_case_l1
 
 __all__ = [
     "KIND",
+    "L1_BOUNDS",
     "SUPPORTS",
     "L1Ball",
     "L1Rows",
+    "estimate_l1_ball",
     "first_outcomes",
+    "hoeffding_radius",
     "l1_ball",
     "merge_outcomes",
     "outcome_map",
+    "weissman_radius",
 ]
 
 #: The kind of this file's set (``--set l1``, the default; read by :mod:`.kinds`).
@@ -505,3 +515,125 @@ def l1_ball(model: TabularCMDP, alpha, support="auto") -> L1Ball:
     else:
         ball = L1Ball._trusted(P, al, P > 0)
     return ball.absorb_terminal(model.terminal)
+
+
+# --------------------------------------------------------------------------- estimation
+#: Radii of :func:`estimate_l1_ball`.
+L1_BOUNDS = ("hoeffding", "weissman")
+
+
+def _radius_inputs(n, delta) -> tuple[np.ndarray, float]:
+    """The counts (all > 0) and the error probability in (0, 1) of a radius formula."""
+    d = check_real(delta, "delta", 0.0, 1.0, low_open=True, high_open=True,
+                   hint=" (the error probability)")
+    n = as_float_array(n, "counts n(s, a)", "give positive counts")
+    if (n <= 0).any():
+        raise ModelError("every count n(s, a) must be > 0 to define a radius; use a "
+                         "pseudo-count")
+    return n, d
+
+
+def hoeffding_radius(n, n_outcomes: int, n_states: int, n_actions: int,
+                     delta: float = 0.1) -> np.ndarray:
+    r"""The paper's Hoeffding radius :math:`\sqrt{\frac{2}{n} \ln \frac{2^{S'} S A}{\delta}}`.
+
+    Computed as :math:`\sqrt{2 (S' \ln 2 + \ln(S A / \delta)) / n}` (no overflow of
+    :math:`2^{S'}`).
+
+    >>> round(float(hoeffding_radius(100, 5, 25, 4, 0.1)), 6)  # a navigation pair
+    0.455489
+    """
+    n, d = _radius_inputs(n, delta)
+    log_term = n_outcomes * np.log(2.0) + np.log(n_states * n_actions / d)
+    return np.sqrt(2.0 * log_term / n)
+
+
+def weissman_radius(n, n_outcomes: int, n_states: int, n_actions: int,
+                    delta: float = 0.1) -> np.ndarray:
+    r"""The L1 radius of Weissman et al. 2003 with a union bound over the S A pairs.
+
+    Their inequality for the empirical distribution :math:`\hat f` of n samples on
+    :math:`S'` outcomes, :math:`P(\|\hat f - p\|_1 \ge \epsilon) \le (2^{S'} - 2)
+    e^{-n \epsilon^2 / 2}`, set to :math:`\delta / (S A)` per pair:
+
+    .. math::
+
+        \epsilon = \sqrt{\frac{2}{n} \Bigl(\ln(2^{S'} - 2) + \ln\frac{S A}{\delta}
+        \Bigr)},
+
+    computed with :math:`\ln(2^{S'} - 2) = S' \ln 2 + \ln(1 - 2^{1 - S'})` (no overflow);
+    0 for a single outcome (nothing to estimate).  Slightly smaller than
+    :func:`hoeffding_radius` (which has :math:`2^{S'}` in place of :math:`2^{S'} - 2`).
+
+    >>> round(float(weissman_radius(100, 5, 25, 4, 0.1)), 6)
+    0.454069
+    """
+    n, d = _radius_inputs(n, delta)
+    Sp = check_int(n_outcomes, "n_outcomes", 1)
+    if Sp == 1:
+        return np.zeros(n.shape)
+    log_term = Sp * np.log(2.0) + np.log1p(-(2.0 ** (1 - Sp))) + np.log(
+        n_states * n_actions / d)
+    return np.sqrt(2.0 * log_term / n)
+
+
+def estimate_l1_ball(counts, delta: float = 0.1, n_outcomes: int | None = None, *,
+                     outcomes=None, pseudo_count: float = 1.0, support=None,
+                     bound: str = "hoeffding") -> L1Ball:
+    r"""The Hoeffding L1 ball of observed counts (the paper's phase 1).
+
+    Parameters
+    ----------
+    counts : array (S, A, O)
+        Observed transitions, without pseudo-counts: over outcomes when ``outcomes``
+        is given, else over next states (O = S).
+    delta : float in (0, 1)
+        Error probability (0.1: a 90% set).
+    n_outcomes : int, optional
+        :math:`S'` of the radius; default O (the number of outcomes, or S).
+    outcomes : int array (S, A, O), optional
+        Next state of each outcome; the ball is merged into the state form and keeps
+        the outcome form.
+    pseudo_count : float >= 0
+        Added to every outcome (every supported next state in the state form) before
+        normalising; 1 in the paper.
+    support : bool array (S, A, S), optional
+        State form only: the next states that get the pseudo-count and may receive
+        mass (default: all); counts outside it are an error.
+    bound : {"hoeffding", "weissman"}
+        The radius: :func:`hoeffding_radius` (the paper's, default) or
+        :func:`weissman_radius` (Weissman et al. 2003, slightly smaller).  Both hold
+        with probability at least :math:`1 - \delta` for the empirical frequencies of
+        :math:`n(s, a)` independent samples, i.e. with ``pseudo_count=0``; with
+        pseudo-counts the centre moves and n includes them (the paper's convention).
+
+    Returns
+    -------
+    L1Ball
+        nominal :math:`\hat P = (n + \text{pseudo}) / n(s, a)`, alpha from the chosen
+        bound with :math:`n(s, a)` including the pseudo-counts.
+    """
+    c = as_float_array(counts, "counts", "give an array (S, A, O) of counts")
+    if c.ndim != 3 or 0 in c.shape:
+        raise ModelError(f"counts must have shape (S, A, O) with S, A, O >= 1, got {c.shape}")
+    S, A, O = c.shape
+    check_nonnegative(c, "counts", "counts")
+    pc = check_real(pseudo_count, "pseudo_count", 0.0)
+    if outcomes is None:
+        check_shape(c, (S, A, S), "counts over next states (pass outcomes=model.outcomes "
+                                  "for counts over outcomes)", ("s", "a", "s'"))
+        mask = (np.ones((S, A, S), dtype=bool) if support is None else
+                support_mask(support, S, A, c, "counts", "enlarge the support"))
+    elif support is not None:
+        raise ModelError("give either outcomes or support, not both")
+    else:
+        mask = np.ones((S, A, O), dtype=bool)
+    total, n = smoothed_counts(c, pc, mask, "L1 ball")
+    q = total / n[:, :, None]
+    Sp = O if n_outcomes is None else check_int(n_outcomes, "n_outcomes", 1)
+    check_choice(bound, "bound", L1_BOUNDS)
+    radius = hoeffding_radius if bound == "hoeffding" else weissman_radius
+    alpha = radius(n, Sp, S, A, delta)
+    if outcomes is None:
+        return L1Ball(q, alpha, None if support is None else mask)
+    return L1Ball.from_outcomes(q, alpha, outcome_map(outcomes, c.shape))

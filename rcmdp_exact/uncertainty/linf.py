@@ -11,10 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import readonly
+from ._counts import count_frequencies, entry_radius
 from .base import nominal_kernel, radii, support_mask
 from .interval import IntervalSet
 
-__all__ = ["KIND", "LInfBall"]
+__all__ = ["KIND", "LInfBall", "estimate_linf_ball"]
 
 #: The kind of this file's set (``--set linf``; read by :mod:`.kinds`).
 KIND = "linf"
@@ -101,8 +102,6 @@ class LInfBall(IntervalSet):
         """The kind ``linf`` of an estimation: the per-entry Hoeffding L-infinity ball of
         the counts around the smoothed frequencies (:func:`~rcmdp_exact.
         estimate_linf_ball`) on the support of the L1 ball ``ball``."""
-        from .estimators import estimate_linf_ball
-
         return estimate_linf_ball(counts, delta, support=ball.support)
 
     @classmethod
@@ -127,3 +126,30 @@ class LInfBall(IntervalSet):
 
         return st.tuples(supports(model, support), pair_radii(model, max_radius, grid=grid)
                          ).map(lambda t: cls(model.P, t[1], t[0]))
+
+
+# --------------------------------------------------------------------------- estimation
+def estimate_linf_ball(counts, delta: float = 0.1, pseudo_count: float = 1.0, *,
+                       support=None) -> LInfBall:
+    r"""The Hoeffding L-infinity ball of observed counts.
+
+    Centre: the smoothed frequencies :math:`\hat p = (\text{counts} +
+    \text{pseudo}) / (n + \text{pseudo}\,|\Sigma|)`; radius
+    :math:`\epsilon(s, a) + \max_{s'} |\hat p - \hat f|`
+    (:func:`~rcmdp_exact.uncertainty.entry_radius` plus the move of the centre away
+    from the empirical frequencies :math:`\hat f`, by the triangle inequality; exactly
+    :math:`\epsilon` with ``pseudo_count=0``), capped at 1 (1 allows every
+    distribution; a pair without samples gets it).  With probability at least
+    :math:`1 - \delta` the true kernel lies in the ball.
+
+    Parameters are those of :func:`~rcmdp_exact.uncertainty.estimate_interval_set`.
+
+    Returns
+    -------
+    LInfBall
+    """
+    _c, sup, n, f, smooth = count_frequencies(counts, pseudo_count, support, "L-infinity ball")
+    eps = entry_radius(n, int(sup.sum()), delta)
+    move = np.where(n > 0, np.abs(smooth - f).max(axis=2), 0.0)
+    radius = np.minimum(eps + move, 1.0)
+    return LInfBall(smooth, radius, None if support is None else sup)
