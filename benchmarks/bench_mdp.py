@@ -21,7 +21,9 @@ peer that does not answer within ``--timeout`` seconds is stopped and printed as
 "> T s"), the libraries interleaved repeat by repeat; the time is the minimum over
 ``--repeats`` (the machine is shared: the minimum is the least disturbed run).  Columns:
 our time, QuantEcon's, pymdptoolbox's, the ratio ours / (the faster peer that answered)
-(at most 1: ours is at least as fast), and the largest error of each answer against a
+(at most 1: ours is at least as fast), the same ratio of processor times (``cpu``: on a
+loaded machine the wall time of a run includes the time other processes held the
+core; the processor time of a one-thread run does not), and the largest error of each answer against a
 tight reference (our policy iteration's values, whose certified bound is printed in
 the header of each model; QuantEcon's policy iteration agrees with them).  The load
 average before and after and the BLAS threads are printed (``--threads``, default 1:
@@ -141,16 +143,17 @@ def mdptoolbox(P, R, gamma, method, eps):
 
 def _child(fn, conn):
     try:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         v, bound = fn()
-        conn.send(("ok", time.perf_counter() - t0, v, bound))
+        conn.send(("ok", (time.perf_counter() - t0, time.process_time() - c0), v, bound))
     except Exception as exc:  # noqa: BLE001 (a peer's failure is a result of the table)
         conn.send(("error", f"{type(exc).__name__}: {exc}"[:60], None, None))
     conn.close()
 
 
 def timed(fn, timeout: float):
-    """(seconds, values, bound) of fn() in a forked child, or (None, reason, None)."""
+    """((wall, cpu) seconds, values, bound) of fn() in a forked child, or (None, reason,
+    None)."""
     ctx = mp.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(fn, send))
@@ -211,7 +214,8 @@ def main(argv=None) -> int:
           flush=True)
     warm_up(args.threads)
     head = (f"{'model':<24} {'gamma':>6} {'method':<4} {'ours':>9} {'quantecon':>10} "
-            f"{'mdptoolbox':>11} {'ratio':>6} {'ours err':>9} {'qe err':>9} {'mdp err':>9}")
+            f"{'mdptoolbox':>11} {'ratio':>6} {'cpu':>6} {'ours err':>9} {'qe err':>9} "
+            f"{'mdp err':>9}")
     rows = []
     built = {}
     for label, (kind, S, A), gamma, methods in cells(args.cells):
@@ -233,6 +237,7 @@ def main(argv=None) -> int:
                       "quantecon": quantecon(P, R, gamma, method, eps),
                       "mdptoolbox": mdptoolbox(P, R, gamma, method, eps)}
             best = {name: None for name in makers}
+            cpu = {name: None for name in makers}
             vals = {name: None for name in makers}
             for _ in range(args.repeats):
                 for name, fn in makers.items():
@@ -242,23 +247,27 @@ def main(argv=None) -> int:
                     if t is None:
                         best[name] = v
                         continue
-                    if best[name] is None or t < best[name]:
-                        best[name] = t
+                    if best[name] is None or t[0] < best[name]:
+                        best[name] = t[0]
+                    if cpu[name] is None or t[1] < cpu[name]:
+                        cpu[name] = t[1]
                     vals[name] = v
-            peers = [best[n] for n in ("quantecon", "mdptoolbox")
-                     if isinstance(best[n], float)]
-            ratio = (best["ours"] / min(peers) if peers and isinstance(best["ours"], float)
-                     else None)
+            peers = [n for n in ("quantecon", "mdptoolbox") if isinstance(best[n], float)]
+            ok = isinstance(best["ours"], float) and peers
+            ratio = best["ours"] / min(best[n] for n in peers) if ok else None
+            ratio_cpu = cpu["ours"] / min(cpu[n] for n in peers) if ok else None
             errs = {n: (float(np.abs(vals[n] - ref).max()) if vals[n] is not None else None)
                     for n in makers}
             row = dict(model=label, gamma=gamma, method=method,
-                       **{n: best[n] for n in makers}, ratio=ratio,
+                       **{n: best[n] for n in makers}, ratio=ratio, ratio_cpu=ratio_cpu,
+                       **{f"{n}_cpu": cpu[n] for n in makers},
                        **{f"{n}_err": errs[n] for n in makers})
             rows.append(row)
             e = {n: "-" if errs[n] is None else f"{errs[n]:.1e}" for n in makers}
             print(f"{label:<24} {gamma:>6} {SHORT[method]:<4} {fmt(best['ours']):>9} "
                   f"{fmt(best['quantecon']):>10} {fmt(best['mdptoolbox']):>11} "
-                  f"{'-' if ratio is None else f'{ratio:.2f}':>6} {e['ours']:>9} "
+                  f"{'-' if ratio is None else f'{ratio:.2f}':>6} "
+                  f"{'-' if ratio_cpu is None else f'{ratio_cpu:.2f}':>6} {e['ours']:>9} "
                   f"{e['quantecon']:>9} {e['mdptoolbox']:>9}", flush=True)
     print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.json:

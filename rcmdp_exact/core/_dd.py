@@ -152,3 +152,52 @@ def bellman_rows(P, g: np.ndarray, gamma: float, vh: np.ndarray, vl: np.ndarray 
         rows_csr(P.indptr, P.indices, np.asarray(P.data, dtype=np.float64), g,
                  float(gamma), xh, xl, yl, rows, out_s, out_c, out_e)
     return out_s, out_c, out_e
+
+
+# The float products of the Bellman operator and the row sums of P in one pass over P
+# (the pass is bound by memory: the sums come for free).  Reassociation is allowed: the
+# rounding bound gamma_L sum|p v| of a sum of L products holds in any order (and with
+# fused multiply-adds), and it is all the callers assume.
+_fast = numba.njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
+
+
+@_fast
+def dot_sums_dense(P, v, out_d, out_s):
+    """out_d = P @ v and out_s = the row sums of the dense P (n, m)."""
+    n, m = P.shape
+    for i in range(n):
+        a = 0.0
+        s = 0.0
+        for j in range(m):
+            p = P[i, j]
+            a += p * v[j]
+            s += p
+        out_d[i] = a
+        out_s[i] = s
+
+
+@_fast
+def dot_sums_csr(indptr, indices, data, v, out_d, out_s):
+    """As :func:`dot_sums_dense` for a CSR matrix."""
+    for i in range(indptr.shape[0] - 1):
+        a = 0.0
+        s = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            p = data[k]
+            a += p * v[indices[k]]
+            s += p
+        out_d[i] = a
+        out_s[i] = s
+
+
+def dot_and_sums(P, v: np.ndarray):
+    """(P @ v, the row sums of P) in one pass, for P dense (n, m) or CSR."""
+    n = P.shape[0]
+    out_d, out_s = np.empty(n), np.empty(n)
+    v = np.ascontiguousarray(v, dtype=np.float64)
+    if isinstance(P, np.ndarray):
+        dot_sums_dense(np.ascontiguousarray(P), v, out_d, out_s)
+    else:
+        dot_sums_csr(P.indptr, P.indices, np.asarray(P.data, dtype=np.float64), v, out_d,
+                     out_s)
+    return out_d, out_s

@@ -139,6 +139,9 @@ GMRES_RESTART = 40
 STALL_RATIO = 0.5
 #: Largest system factorised densely (LAPACK): 8 n^2 bytes of memory (288 MB at 6,000).
 DENSE_MAX = 6000
+#: :meth:`PolicySystem.updated` reuses a factorisation when at most this fraction of the
+#: rows changed (k solves and a k x k system instead of a new factorisation).
+UPDATE_RANK = 0.1
 #: Up to this many states a system is always solved densely (a dense factorisation
 #: costs less than a millisecond, less than setting up anything else).
 DENSE_ALWAYS = 300
@@ -375,7 +378,7 @@ class PolicySystem:
         self.iterations = 0
         self._unbounded = []  # direct solves (b, x, transpose, rhs_error), bounded when read
         self._rel = float(matrix_error)
-        self._lu = self._dense_lu = self._stats = None
+        self._lu = self._dense_lu = self._stats = self._base = None
         self.batch = not sp.issparse(P_pi) and np.ndim(P_pi) == 3
         if self.batch:
             P = np.asarray(P_pi, dtype=np.float64)
@@ -500,7 +503,65 @@ class PolicySystem:
             x = out
         return x[..., 0] if vector else x
 
+    def updated(self, P_pi, changed) -> PolicySystem:
+        r"""The system of ``P_pi`` (S, S), whose rows differ from this system's matrix in
+        the rows ``changed`` only (a policy that switched the actions of a few states).
+
+        When this system is factorised densely (LAPACK) and few rows changed (at most
+        :data:`UPDATE_RANK` of the size), the new system is solved through these factors
+        and a correction of rank k = len(changed) (Sherman-Morrison-Woodbury: with
+        :math:`M' = M + U D`, U the k columns of the identity of the changed rows and
+        D their change, :math:`M'^{-1} b = y - Z (I + D Z)^{-1} D y`, :math:`y = M^{-1}
+        b`, :math:`Z = M^{-1} U`; k solves instead of a new factorisation: policy
+        iteration changes few states once it is near the optimum); otherwise it is a new
+        system.  Either way it is a :class:`PolicySystem` of ``P_pi``, its error bounds
+        computed from its own residuals."""
+        base = self if self._base is None else self._base
+        P_pi = np.asarray(P_pi, dtype=np.float64) if not sp.issparse(P_pi) else P_pi
+        rows = np.asarray(changed, dtype=np.int64)
+        if self._base is not None:  # against the factorised system: the rows that differ
+            rows = np.union1d(rows, self._changed)
+        ok = (not base.batch and base.live is None and not base.sparse
+              and base.method == "dense" and base._dense_lu is not None
+              and not sp.issparse(P_pi) and P_pi.shape == base._P.shape
+              and rows.size <= UPDATE_RANK * base.n)
+        if ok and rows.size:
+            rows = rows[np.any(P_pi[rows] != base._P[rows], axis=1)]
+        if not ok:
+            return PolicySystem(P_pi, self.gamma)
+        new = PolicySystem.__new__(PolicySystem)
+        new.__dict__.update(gamma=base.gamma, live=None, S=base.S, bounds={False: 0.0,
+                            True: 0.0}, note="", iterations=0, _unbounded=[], _rel=0.0,
+                            _lu=None, _dense_lu=None, _stats=None, batch=False, n=base.n,
+                            sparse=False, _P=P_pi, _cap=base._cap, method="dense",
+                            _M=None, _base=base, _changed=rows,
+                            _D=(base._P[rows] - P_pi[rows]) * self.gamma, _Z=None, _W=None)
+        return new
+
+    def _woodbury(self, b: np.ndarray, transpose: bool) -> np.ndarray:
+        """A solve of an :meth:`updated` system through its base's factors."""
+        base, R, D = self._base, self._changed, self._D
+        y = base._solve_direct(b, transpose)
+        if R.size == 0:
+            return y
+        k = R.size
+        if not transpose:
+            if self._Z is None:
+                U = np.zeros((self.n, k))
+                U[R, np.arange(k)] = 1.0
+                Z = base._solve_direct(U, False)
+                self._Z = (Z, np.eye(k) + D @ Z)
+            Z, C = self._Z
+            return y - Z @ np.linalg.solve(C, D @ y)
+        if self._W is None:
+            W = base._solve_direct(np.ascontiguousarray(D.T), True)
+            self._W = (W, np.eye(k) + W[R])
+        W, C = self._W
+        return y - W @ np.linalg.solve(C, y[R])
+
     def _solve_direct(self, b: np.ndarray, transpose: bool) -> np.ndarray:
+        if self._base is not None:
+            return self._woodbury(b, transpose)
         if self.method == "lu":
             return self._lu.solve(b, trans="T" if transpose else "N")
         if self._dense_lu is None and self.n <= 64:  # a tiny system: one LAPACK call

@@ -176,31 +176,40 @@ class _Bellman:
         self._sigma = None
 
     def q(self, v: np.ndarray) -> np.ndarray:
+        if self._sigma is None:  # the first product also gives the row sums
+            from ._dd import dot_and_sums
+
+            pv, sums = dot_and_sums(self.P, v)
+            self._set_stats(sums)
+            return self.g + self.gamma * pv.reshape(self.S, self.A)
         return self.g + self.gamma * (self.P @ v).reshape(self.S, self.A)
 
-    def rows(self, idx: np.ndarray):
-        """The rows ``idx`` of P: a dense copy (len(idx), S), or CSR."""
+    def rows(self, idx: np.ndarray, out: np.ndarray | None = None):
+        """The rows ``idx`` of P: a dense copy (len(idx), S) (into ``out`` when given: a
+        buffer reused by a loop costs no new pages), or CSR."""
+        if out is not None and self.dense:
+            return np.take(self.P, idx, axis=0, out=out, mode="clip")
         return self.P[idx]
 
-    def policy(self, actions: np.ndarray):
+    def policy(self, actions: np.ndarray, out: np.ndarray | None = None):
         """(rows, P_pi, g_pi) of the deterministic policy ``actions`` (S,)."""
         rows = np.arange(self.S) * self.A + actions
-        return rows, self.rows(rows), self.gflat[rows]
+        return rows, self.rows(rows, out), self.gflat[rows]
+
+    def _set_stats(self, sums: np.ndarray) -> None:
+        """The certificates' data from the float row sums of P (within gamma_L of the
+        exact ones, in any order of summation)."""
+        P = self.P
+        L = self.S if self.dense else int(np.diff(P.indptr).max(initial=0))
+        self._L = L
+        self._sigma = sums * (1.0 + 2.0 * _gam(L + 2))
+        self._beta = self.gamma * float(self._sigma.max(initial=0.0)) * (1.0 + 4.0 * _U)
+        self._ok = (self._beta < 1.0
+                    and float(np.abs(self.gflat).max(initial=0.0)) < _SPLIT_MAX)
 
     def _stats(self):
         if self._sigma is None:
-            P = self.P
-            if self.dense:
-                L = self.S
-                sums = P.sum(axis=1)
-            else:
-                L = int(np.diff(P.indptr).max(initial=0))
-                sums = np.asarray(P.sum(axis=1)).ravel()
-            self._L = L
-            self._sigma = sums * (1.0 + 2.0 * _gam(L + 2))
-            self._beta = self.gamma * float(self._sigma.max(initial=0.0)) * (1.0 + 4.0 * _U)
-            self._ok = (self._beta < 1.0
-                        and float(np.abs(self.gflat).max(initial=0.0)) < _SPLIT_MAX)
+            self._set_stats(np.asarray(self.P.sum(axis=1)).ravel())
         return self._sigma, self._L, self._beta, self._ok
 
     @property
@@ -260,24 +269,35 @@ def policy_iteration(model: TabularCMDP, lam=None, max_iter: int = 10_000) -> Re
     return _howard(model, _Bellman(model, g), max_iter)
 
 
-def _howard(model: TabularCMDP, bell: _Bellman, max_iter: int) -> Result:
-    """:func:`policy_iteration` on the operator ``bell``."""
+def _howard(model: TabularCMDP, bell: _Bellman, max_iter: int,
+            lookahead: bool = False) -> Result:
+    """:func:`policy_iteration` on the operator ``bell``, from the greedy policy of g, or
+    with ``lookahead`` from the greedy policy of one Bellman step from
+    :math:`\\max_a g` (QuantEcon's start: one product with P, which often saves a whole
+    evaluation)."""
     from .evaluation import PolicySystem
 
     S, A = bell.S, bell.A
-    last = {"v": None}
+    last = {}
 
     def values(pi):
         actions = pi[0].argmax(axis=1)
         _, P_pi, g_pi = bell.policy(actions)
-        system = PolicySystem(P_pi, bell.gamma)
+        if last:  # few states switch near the optimum: the last factorisation serves
+            system = last["system"].updated(P_pi, np.flatnonzero(actions != last["a"]))
+        else:
+            system = PolicySystem(P_pi, bell.gamma)
         with np.errstate(over="ignore", invalid="ignore"):
-            v = system.solve(g_pi, x0=last["v"])
+            v = system.solve(g_pi, x0=last.get("v"))
             q = bell.q(v)
-        last["v"] = v
+        last.update(v=v, a=actions, system=system)
         return v[None], q[None], system, P_pi
 
-    start = greedy_policy(bell.g)[None]
+    if lookahead:
+        with np.errstate(over="ignore", invalid="ignore"):
+            start = greedy_policy(bell.q(bell.g.max(axis=1)))[None]
+    else:
+        start = greedy_policy(bell.g)[None]
     full = (np.zeros((1, S, A)), np.ones((1, S, A)))
     sol = box_policy_iteration(values, start, *full, max_iter=max_iter,
                                atol=1e-12 * value_scale(model))
@@ -398,17 +418,21 @@ def _sum(terms):
                  + 2.0 * len(terms) * _ETA)
 
 
-def _mp_bound(bell: _Bellman, w: np.ndarray, q: np.ndarray | None = None):
+def _mp_bound(bell: _Bellman, w: np.ndarray, q: np.ndarray | None = None,
+              qerr: np.ndarray | None = None, target: float | None = None):
     r"""A certified bound on :math:`\|w - v^*\|_\infty` for any w (S,), the residual
-    :math:`\|Tw - w\|_\infty` and the float Q-values at w.
+    :math:`\|Tw - w\|_\infty` and the float Q-values at w (``q``, with a bound ``qerr`` on
+    their rounding, when the caller has them).
 
     With :math:`lo \le (Tw - w)(s) \le hi` for every s (the exact Bellman operator of
     the float data), the monotone :math:`\beta`-contraction T (:math:`\beta \ge \gamma
     \max_i \sum_j P_{ij}`) maps :math:`w + c\mathbf 1` below itself for :math:`c = hi /
     (1 - \beta)` and above itself for :math:`c = \min(lo, 0) / (1 - \beta)`, so
     :math:`v^* - w` lies between these constants (the McQueen-Porteus bounds written
-    around w, valid whatever the rounding of the row sums).  ``lo`` and ``hi`` come from
-    the double-double Q-values (:meth:`_Bellman.exact_rows`) of the float argmax action
+    around w, valid whatever the rounding of the row sums).  With a ``target``, ``lo``
+    and ``hi`` first come from the float Q-values, each within :meth:`_Bellman.q_error`
+    (that bound is returned when it meets the target); otherwise from the double-double
+    Q-values (:meth:`_Bellman.exact_rows`) of the float argmax action
     of every state (a lower bound of the max, and its upper bound) and of the other
     actions whose float upper bound (:meth:`_Bellman.q_error`) could exceed it (near
     ties); every other action is below them.
@@ -421,6 +445,22 @@ def _mp_bound(bell: _Bellman, w: np.ndarray, q: np.ndarray | None = None):
             or np.abs(w).max(initial=0.0) >= _SPLIT_MAX):
         return np.inf, np.inf, q
     states = np.arange(S)
+    denom = 1.0 - bell.beta
+    wmax = float(np.abs(w).max(initial=0.0))
+    with np.errstate(over="ignore", invalid="ignore"):
+        gap = q - w[:, None]
+        err = ((bell.q_error(q, wmax) if qerr is None else qerr * _WIDEN)
+               + 2.0 * _U * np.abs(gap))
+        upper = (gap + err) * _WIDEN
+        lower = gap - err * _WIDEN
+    if target is not None:
+        # first in float (the rounding of every Q-value bounded): enough where the rows
+        # are short or gamma is far from 1
+        hi_f = float(upper.max(initial=-np.inf))
+        lo_f = float(lower.max(axis=1).min(initial=0.0))
+        bound = max(abs(hi_f), abs(min(lo_f, 0.0))) / denom * _WIDEN + 4.0 * _ETA
+        if bound <= target:
+            return bound, float(np.abs(gap.max(axis=1)).max(initial=0.0)), q
     best = q.argmax(axis=1)
     s, c, e = bell.exact_rows(w, None, states * A + best)
     d, de = _sum([s, c, -w])
@@ -428,10 +468,6 @@ def _mp_bound(bell: _Bellman, w: np.ndarray, q: np.ndarray | None = None):
     lo = float((d - pad).min(initial=0.0))
     up = d + pad
     # the float upper bound of every other action, against the best action's
-    with np.errstate(over="ignore", invalid="ignore"):
-        gap = q - w[:, None]
-        upper = (gap + bell.q_error(q, float(np.abs(w).max(initial=0.0)))
-                 + 2.0 * _U * np.abs(gap)) * _WIDEN
     upper[states, best] = -np.inf
     near = upper > up[:, None]
     hi = float(up.max(initial=-np.inf))
@@ -441,7 +477,6 @@ def _mp_bound(bell: _Bellman, w: np.ndarray, q: np.ndarray | None = None):
         d2, de2 = _sum([s2, c2, -w[si]])
         hi = max(hi, float((d2 + de2 + e2 + 2.0 * _U * (np.abs(d2) + de2 + e2)
                             + 2.0 * _ETA).max()))
-    denom = 1.0 - bell.beta
     bound = max(abs(hi), abs(min(lo, 0.0))) / denom * _WIDEN + 4.0 * _ETA
     return bound, float(np.abs(d).max(initial=0.0)), q
 
@@ -506,17 +541,19 @@ def _refine(bell: _Bellman, rows, P_pi, system, v: np.ndarray, done: float):
 
 
 def _certify(bell: _Bellman, actions: np.ndarray, max_steps: int, target: float,
-             system=None, P_pi=None, v=None) -> Result:
+             system=None, P_pi=None, v=None, q=None) -> Result:
     r"""The exact values of a deterministic policy, refined, and a certified bound on
     their distance to the optimal values (improving the policy where an improvement is
     certain).
 
     1. Solve :math:`(I - \gamma P_\pi) v = g_\pi` (:class:`PolicySystem`; or take the
-       ``system`` and ``v`` of the policy iteration that found the policy: its
-       factorisation serves again) and refine v to a double-double :math:`v_h + v_l`
+       ``system``, ``v`` and float Q-values ``q`` of the policy iteration that found the
+       policy: its factorisation serves again) and refine v to a double-double :math:`v_h + v_l`
        within E of :math:`V_\pi` (:func:`_refine`: one pass in the usual case).
     2. The advantages :math:`A(s, a) = \tilde Q(s, a) - \tilde Q(s, \pi(s))` at :math:`v_h`:
-       first in float (:meth:`_Bellman.q_error` bounds their rounding); only where the
+       first in float (at v when ``q`` is given, the bound E growing by
+       :math:`\|v_h + v_l - v\|`; :meth:`_Bellman.q_error` bounds their rounding); only
+       where the
        float upper bound plus :math:`\gamma (\sigma_{s,a} + \sigma_{s,\pi(s)}) E'` could
        be positive (near ties) in double-double, with the exact
        :math:`\|P(s,a) - P(s,\pi(s))\|_1` (zero for identical rows).  The exact
@@ -549,13 +586,18 @@ def _certify(bell: _Bellman, actions: np.ndarray, max_steps: int, target: float,
             return Result(v=vh, actions=actions, bound=np.inf, steps=steps, rho=np.inf,
                           E=np.inf, residual=np.inf, capped=False, q=None)
         Ev = float(np.abs(vl).max(initial=0.0)) + E  # >= ||V_pi - vh||
-        with np.errstate(over="ignore", invalid="ignore"):
-            q = bell.q(vh)
+        if q is None:  # the float Q-values at w (at the policy iteration's v if given)
+            w, Ew = vh, Ev
+            with np.errstate(over="ignore", invalid="ignore"):
+                q = bell.q(vh)
+        else:  # ||V_pi - v|| <= E + ||vh + vl - v||
+            w = v
+            Ew = E + float((np.abs(vh - v) + np.abs(vl)).max(initial=0.0)) * (1.0 + 4 * _U)
         sig = bell.sigma.reshape(S, A)
-        err = bell.q_error(q, float(np.abs(vh).max(initial=0.0)))
+        err = bell.q_error(q, float(np.abs(w).max(initial=0.0)))
         adv = q - q[states, actions][:, None]
         slack = (err + err[states, actions][:, None] + 2.0 * _U * np.abs(adv)
-                 + gamma * (sig + sig[states, actions][:, None]) * Ev) * _WIDEN
+                 + gamma * (sig + sig[states, actions][:, None]) * Ew) * _WIDEN
         upper = adv + slack
         upper[states, actions] = -np.inf
         near = upper > 0.0
@@ -584,7 +626,7 @@ def _certify(bell: _Bellman, actions: np.ndarray, max_steps: int, target: float,
             cand = np.where(better, adv, -np.inf).argmax(axis=1)
             actions = np.where(switch, cand, actions)
             steps += 1
-            system = None
+            system = q = None
             continue
         bound = (Ev + rho / denom) * _WIDEN + 4.0 * _ETA
         # the residual of the returned float values vh (for information)
@@ -839,11 +881,11 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     target = tol * scale
     bell = _Bellman(model, g)
     if method == "policy_iteration":
-        pi = _howard(model, bell, max_iter)
+        pi = _howard(model, bell, max_iter, lookahead=True)
         what = (f"policy iteration: stable after {pi.iterations} iterations" if pi.converged
                 else f"policy iteration: iteration limit {max_iter} reached")
         cert = _certify(bell, pi.policy, max_iter - pi.iterations, target, pi.system,
-                        pi.P_pi, pi.v)
+                        pi.P_pi, pi.v, pi.q)
         return _from_certificate(model, bell, lam_arr, method, cert, pi.iterations, what,
                                  target, scale, capped=not pi.converged)
     if method == "lp":
@@ -867,10 +909,10 @@ def _iterate_values(model, bell: _Bellman, lam, method, v, max_iter, k, target, 
     factor = gamma / (1.0 - gamma)
     # the rounding floor of the float McQueen-Porteus half-width: each component of
     # Tv - v is computed within about (L + 3) u (|g| + |v|) (L next states), so a
-    # half-width below factor times twice that says nothing more: stop there
+    # half-width below twice that over 1 - gamma says nothing more: stop there
     gmax = float(np.abs(bell.gflat).max(initial=0.0))
     L = bell.L
-    bound, it, floor = np.inf, 0, 0.0
+    half, it, floor, shift = np.inf, 0, 0.0, 0.0
     pol = P_pi = g_pi = None
     with np.errstate(over="ignore", invalid="ignore"):
         while it < max_iter:
@@ -879,10 +921,12 @@ def _iterate_values(model, bell: _Bellman, lam, method, v, max_iter, k, target, 
             tv = q.max(axis=1)
             diff = tv - v
             lo, hi = float(diff.min()), float(diff.max())
-            bound = factor * (hi - lo) / 2.0
-            mid = tv + factor * (lo + hi) / 2.0  # the centre of the McQueen-Porteus bounds
-            floor = factor * 2.0 * (L + 3) * _U * (gmax + 2.0 * float(np.abs(tv).max()))
-            if bound <= max(target, floor) or it == max_iter or not np.isfinite(bound):
+            # v* - v lies in [lo, hi] / (1 - gamma) (McQueen-Porteus around v): the
+            # centre v + shift is within half of it
+            half = (hi - lo) / (2.0 * (1.0 - gamma))
+            shift = (lo + hi) / (2.0 * (1.0 - gamma))
+            floor = 2.0 * (L + 3) * _U * (gmax + 2.0 * float(np.abs(tv).max())) / (1.0 - gamma)
+            if half <= max(target, floor) or it == max_iter or not np.isfinite(half):
                 break
             if method == "value_iteration":
                 v = tv
@@ -890,14 +934,32 @@ def _iterate_values(model, bell: _Bellman, lam, method, v, max_iter, k, target, 
             new = q.argmax(axis=1)
             if pol is None or not np.array_equal(new, pol):  # the rows of a new policy
                 pol = new
-                _, P_pi, g_pi = bell.policy(pol)
+                _, P_pi, g_pi = bell.policy(pol, P_pi)
+            # at most k sweeps: once a sweep changes v by a constant up to a span s, the
+            # sweeps left can change it by a constant up to a span of s gamma / (1 -
+            # gamma); the greedy policy and the McQueen-Porteus centre do not see
+            # constants, so when that is a tenth of the target they are wasted work
+            cut = 0.1 * target / factor if gamma > 0.0 else np.inf
             v = tv
             for _ in range(k):
-                v = g_pi + gamma * (P_pi @ v)
-    v = mid
-    capped = not bound <= max(target, floor)  # the iteration limit stopped it
+                new = g_pi + gamma * (P_pi @ v)
+                step = new - v
+                v = new
+                if float(step.max() - step.min()) <= cut:
+                    break
+        # the returned centre w = v + shift and its float Q-values from those at v
+        # (Q_w = Q_v + gamma shift sigma exactly; the float row sums are within
+        # 2 gamma_{L+2} of sigma)
+        w = v + shift
+        gs = gamma * shift * bell.sigma.reshape(S, bell.A)
+        qw = q + gs
+        err = (bell.q_error(q, float(np.abs(v).max(initial=0.0)))
+               + np.abs(gs) * 4.0 * _gam(L + 3) + 2.0 * _U * (np.abs(gs) + np.abs(qw))
+               + 2.0 * _U * np.abs(shift))
+    v = w
+    capped = not half <= max(target, floor)  # the iteration limit stopped it
     name = method.replace("_", " ")
-    certified, residual, q = _mp_bound(bell, v)
+    certified, residual, q = _mp_bound(bell, v, qw, err, target=target)
     what = (f"{name} met its stopping rule after {it} iterations" if not capped else
             f"{name}: iteration limit {max_iter} reached")
     status = _verdict(certified, target, capped)
