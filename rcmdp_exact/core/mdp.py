@@ -202,6 +202,7 @@ class _Bellman:
         P = self.P
         L = self.S if self.dense else int(np.diff(P.indptr).max(initial=0))
         self._L = L
+        self.sums = sums
         self._sigma = sums * (1.0 + 2.0 * _gam(L + 2))
         self._beta = self.gamma * float(self._sigma.max(initial=0.0)) * (1.0 + 4.0 * _U)
         self._ok = (self._beta < 1.0
@@ -444,7 +445,6 @@ def _mp_bound(bell: _Bellman, w: np.ndarray, q: np.ndarray | None = None,
     if (not bell.ok or not np.all(np.isfinite(w)) or not np.all(np.isfinite(q))
             or np.abs(w).max(initial=0.0) >= _SPLIT_MAX):
         return np.inf, np.inf, q
-    states = np.arange(S)
     denom = 1.0 - bell.beta
     wmax = float(np.abs(w).max(initial=0.0))
     with np.errstate(over="ignore", invalid="ignore"):
@@ -461,24 +461,34 @@ def _mp_bound(bell: _Bellman, w: np.ndarray, q: np.ndarray | None = None,
         bound = max(abs(hi_f), abs(min(lo_f, 0.0))) / denom * _WIDEN + 4.0 * _ETA
         if bound <= target:
             return bound, float(np.abs(gap.max(axis=1)).max(initial=0.0)), q
+    # in double-double where float cannot decide: the states whose float bounds are
+    # beyond the threshold H (target * (1 - beta); all states without a target), their
+    # float argmax action first, then any other action whose float upper bound could
+    # exceed that action's certified one (near ties)
+    H = target * denom / _WIDEN if target is not None else -np.inf
     best = q.argmax(axis=1)
-    s, c, e = bell.exact_rows(w, None, states * A + best)
-    d, de = _sum([s, c, -w])
-    pad = de + e + 2.0 * _U * (np.abs(d) + de + e) + 2.0 * _ETA
-    lo = float((d - pad).min(initial=0.0))
-    up = d + pad
-    # the float upper bound of every other action, against the best action's
-    upper[states, best] = -np.inf
-    near = upper > up[:, None]
-    hi = float(up.max(initial=-np.inf))
-    if near.any():
-        si, ai = np.nonzero(near)
+    low = lower.max(axis=1)
+    cand = np.flatnonzero((upper.max(axis=1) > H) | (low < -H))
+    s, c, e = bell.exact_rows(w, None, cand * A + best[cand])
+    dc, de = _sum([s, c, -w[cand]])
+    pad = de + e + 2.0 * _U * (np.abs(dc) + de + e) + 2.0 * _ETA
+    low[cand] = np.maximum(low[cand], dc - pad)
+    lo = float(low.min(initial=0.0))
+    upper[cand, best[cand]] = dc + pad
+    ceiling = np.full(S, H)
+    ceiling[cand] = np.maximum(H, dc + pad)
+    others = upper > ceiling[:, None]
+    others[cand, best[cand]] = False
+    if others.any():
+        si, ai = np.nonzero(others)
         s2, c2, e2 = bell.exact_rows(w, None, si * A + ai)
         d2, de2 = _sum([s2, c2, -w[si]])
-        hi = max(hi, float((d2 + de2 + e2 + 2.0 * _U * (np.abs(d2) + de2 + e2)
-                            + 2.0 * _ETA).max()))
+        upper[si, ai] = (d2 + de2 + e2 + 2.0 * _U * (np.abs(d2) + de2 + e2) + 2.0 * _ETA)
+    hi = float(upper.max(initial=-np.inf))
+    resid = gap.max(axis=1)
+    resid[cand] = dc
     bound = max(abs(hi), abs(min(lo, 0.0))) / denom * _WIDEN + 4.0 * _ETA
-    return bound, float(np.abs(d).max(initial=0.0)), q
+    return bound, float(np.abs(resid).max(initial=0.0)), q
 
 
 def _refine(bell: _Bellman, rows, P_pi, system, v: np.ndarray, done: float):
@@ -918,7 +928,8 @@ def _iterate_values(model, bell: _Bellman, lam, method, v, max_iter, k, target, 
         while it < max_iter:
             it += 1
             q = bell.q(v)
-            tv = q.max(axis=1)
+            new = q.argmax(axis=1)
+            tv = np.take_along_axis(q, new[:, None], axis=1)[:, 0]
             diff = tv - v
             lo, hi = float(diff.min()), float(diff.max())
             # v* - v lies in [lo, hi] / (1 - gamma) (McQueen-Porteus around v): the
@@ -931,7 +942,6 @@ def _iterate_values(model, bell: _Bellman, lam, method, v, max_iter, k, target, 
             if method == "value_iteration":
                 v = tv
                 continue
-            new = q.argmax(axis=1)
             if pol is None or not np.array_equal(new, pol):  # the rows of a new policy
                 pol = new
                 _, P_pi, g_pi = bell.policy(pol, P_pi)
@@ -948,13 +958,14 @@ def _iterate_values(model, bell: _Bellman, lam, method, v, max_iter, k, target, 
                 if float(step.max() - step.min()) <= cut:
                     break
         # the returned centre w = v + shift and its float Q-values from those at v
-        # (Q_w = Q_v + gamma shift sigma exactly; the float row sums are within
-        # 2 gamma_{L+2} of sigma)
+        # (Q_w = Q_v + gamma shift sigma exactly, sigma the exact row sums, within
+        # gamma_L sigma of the float ones)
         w = v + shift
-        gs = gamma * shift * bell.sigma.reshape(S, bell.A)
+        bell.sigma  # noqa: B018 (the row sums, if no product has given them yet)
+        gs = gamma * shift * bell.sums.reshape(S, bell.A)
         qw = q + gs
         err = (bell.q_error(q, float(np.abs(v).max(initial=0.0)))
-               + np.abs(gs) * 4.0 * _gam(L + 3) + 2.0 * _U * (np.abs(gs) + np.abs(qw))
+               + np.abs(gs) * 2.0 * _gam(L + 2) + 2.0 * _U * (np.abs(gs) + np.abs(qw))
                + 2.0 * _U * np.abs(shift))
     v = w
     capped = not half <= max(target, floor)  # the iteration limit stopped it
