@@ -10,31 +10,45 @@ For the rows i of a transition matrix P (CSR or dense) and values :math:`v = v_h
 
 is computed as a double-double ``s + c`` together with a bound ``e`` on
 :math:`|s + c - \tilde Q(i)|`, in the exact arithmetic of the float data (every float
-taken as an exact number).  Per stored entry: :math:`\gamma P_{ik} = p_h + p_l` exactly
-and :math:`p_h v_h(k) = x + y` exactly (Dekker's TwoProduct with Veltkamp's split);
-the x are summed by a chain of TwoSums starting at g(i), which is exact (its sum s plus
-its error terms), and the small terms z (the TwoSum errors, the y and the three rounded
-products :math:`w = p_l v_h, p_h v_l, p_l v_l`) are summed in float into c.  So
-:math:`|s + c - \tilde Q(i)| \le \gamma_N \sum |z| + u \sum |w|` (N small terms;
-Ogita, Rump and Oishi, *Accurate sum and dot product*, SIAM J. Sci. Comput. 26, 2005),
-doubled for the rounding of the bound itself, plus :math:`16 \eta (N + \sum |v|)` for
-underflow (TwoProduct is exact only above the underflow range: their Thm. 3.4).  This is
-the numpy derivation that preceded it, in one compiled pass over each row: about 40
-flops per stored entry, a few nanoseconds.  Checked against mpmath in
-``tests/test_mdp.py``.
+taken as an exact number).  The dot product :math:`D = \sum_k P_{ik} (v_h(k) +
+v_l(k))` first: per stored entry, :math:`P_{ik} v_h(k) = h + t` exactly (TwoProduct by a
+fused multiply-add, :math:`t = \mathrm{fma}(p, v, -h)`); the h are summed by a chain of
+TwoSums, which is exact (its sum s plus its error terms e), and the small terms z (the
+e, the t and the rounded products :math:`w = P_{ik} v_l(k)`) are summed in float into c.
+So :math:`|s + c - D| \le \gamma_N \sum |z| + u \sum |w|` (N small terms; Ogita,
+Rump and Oishi, *Accurate sum and dot product*, SIAM J. Sci. Comput. 26, 2005), doubled
+for the rounding of the bound itself, plus :math:`16 \eta (N + \sum |v|)` for underflow
+(TwoProduct is exact only above the underflow range: their Thm. 3.4).  Then
+:math:`g + \gamma (s + c)`: :math:`\gamma s` by TwoProduct again, g added by TwoSum, the
+small parts in float (a few more rounding units of them, and :math:`\gamma` times the
+dot product's bound).  One compiled pass over each row: about 15 flops per stored
+entry.  Checked against mpmath in ``tests/test_evaluation_bounds.py``.
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
+from numba.core import types
+from numba.extending import intrinsic
 
 _U = 2.0 ** -53
 _ETA = 2.0 ** -1074
-_SPLITTER = 134217729.0  # 2^27 + 1
 
 _jit = numba.njit(cache=True, error_model="numpy")
 _inline = numba.njit(cache=True, error_model="numpy", inline="always")
+
+
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """a * b + c with one rounding (LLVM's fma: the instruction where the processor has
+    one, else the exactly rounded library function)."""
+    sig = types.float64(types.float64, types.float64, types.float64)
+
+    def codegen(context, builder, signature, args):
+        return builder.fma(*args)
+
+    return sig, codegen
 
 
 @_inline
@@ -45,34 +59,14 @@ def _two_sum(a, b):
 
 
 @_inline
-def _two_prod(a, b):
-    x = a * b
-    c = _SPLITTER * a
-    ah = c - (c - a)
-    al = a - ah
-    c = _SPLITTER * b
-    bh = c - (c - b)
-    bl = b - bh
-    return x, al * bl - (((x - ah * bh) - al * bh) - ah * bl)
-
-
-@_inline
-def _split(a):
-    c = _SPLITTER * a
-    ah = c - (c - a)
-    return ah, a - ah
-
-
-@_inline
-def _entry(p, xh, xl, yl, s, c, zmag, wmag):
-    """Add p (x + y) to the double-double (s, c), x = xh + xl split (Veltkamp) so that
-    p x = h + t exactly (Dekker's TwoProduct); the magnitudes of the small terms and of
-    the rounded product p y grow."""
-    h = p * (xh + xl)
-    ph, pl = _split(p)
-    t = pl * xl - (((h - ph * xh) - pl * xh) - ph * xl)
+def _entry(p, x, y, s, c, zmag, wmag):
+    """Add p (x + y) to the double-double (s, c): p x = h + t exactly (TwoProduct by a
+    fused multiply-add); the magnitudes of the small terms and of the rounded product
+    p y grow."""
+    h = p * x
+    t = _fma(p, x, -h)
     s, e = _two_sum(s, h)
-    w = p * yl
+    w = p * y
     c += (e + t) + w
     zmag += abs(e) + abs(t) + abs(w)
     wmag += abs(w)
@@ -86,7 +80,8 @@ def _finish_row(g, gamma, s, c, n_small, zmag, wmag, vmag):
     docstring)."""
     gn = (n_small + 1) * _U / (1.0 - (n_small + 1) * _U)
     err_dot = 2.0 * (gn * zmag + _U * wmag) + 16.0 * _ETA * (n_small + vmag)
-    x, y = _two_prod(gamma, s)
+    x = gamma * s
+    y = _fma(gamma, s, -x)
     w = gamma * c
     s2, e2 = _two_sum(g, x)
     c2 = (e2 + y) + w
@@ -95,10 +90,10 @@ def _finish_row(g, gamma, s, c, n_small, zmag, wmag, vmag):
 
 
 @_jit
-def rows_csr(indptr, indices, data, g, gamma, xh, xl, yl, rows, out_s, out_c, out_e):
+def rows_csr(indptr, indices, data, g, gamma, x, y, rows, out_s, out_c, out_e):
     """The double-doubles (s, c) and error bounds e of the rows ``rows`` of the CSR
     matrix (indptr, indices, data), with rewards g (one per row of the matrix), at the
-    values x + yl (x split into xh + xl)."""
+    values x + y."""
     for t in range(rows.shape[0]):
         i = rows[t]
         s = 0.0
@@ -108,16 +103,16 @@ def rows_csr(indptr, indices, data, g, gamma, xh, xl, yl, rows, out_s, out_c, ou
         vmag = 0.0
         for k in range(indptr[i], indptr[i + 1]):
             j = indices[k]
-            s, c, zmag, wmag = _entry(data[k], xh[j], xl[j], yl[j], s, c, zmag, wmag)
-            vmag += abs(xh[j]) + abs(yl[j])
+            s, c, zmag, wmag = _entry(data[k], x[j], y[j], s, c, zmag, wmag)
+            vmag += abs(x[j]) + abs(y[j])
         out_s[t], out_c[t], out_e[t] = _finish_row(g[i], gamma, s, c,
                                                    3 * (indptr[i + 1] - indptr[i]),
                                                    zmag, wmag, vmag)
 
 
 @_jit
-def rows_dense(P, g, gamma, xh, xl, yl, vmag, rows, out_s, out_c, out_e):
-    """As :func:`rows_csr` for a dense matrix P (rows, S) (``vmag``: sum |x| + |yl|)."""
+def rows_dense(P, g, gamma, x, y, vmag, rows, out_s, out_c, out_e):
+    """As :func:`rows_csr` for a dense matrix P (rows, S) (``vmag``: sum |x| + |y|)."""
     n = P.shape[1]
     for t in range(rows.shape[0]):
         i = rows[t]
@@ -126,7 +121,7 @@ def rows_dense(P, g, gamma, xh, xl, yl, vmag, rows, out_s, out_c, out_e):
         zmag = 0.0
         wmag = 0.0
         for j in range(n):
-            s, c, zmag, wmag = _entry(P[i, j], xh[j], xl[j], yl[j], s, c, zmag, wmag)
+            s, c, zmag, wmag = _entry(P[i, j], x[j], y[j], s, c, zmag, wmag)
         out_s[t], out_c[t], out_e[t] = _finish_row(g[i], gamma, s, c, 3 * n, zmag, wmag,
                                                    vmag)
 
@@ -138,19 +133,16 @@ def bellman_rows(P, g: np.ndarray, gamma: float, vh: np.ndarray, vl: np.ndarray 
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     n = rows.shape[0]
     out_s, out_c, out_e = np.empty(n), np.empty(n), np.empty(n)
-    vh = np.ascontiguousarray(vh, dtype=np.float64)
-    yl = np.zeros_like(vh) if vl is None else np.ascontiguousarray(vl, dtype=np.float64)
-    c = _SPLITTER * vh
-    xh = c - (c - vh)
-    xl = vh - xh
+    x = np.ascontiguousarray(vh, dtype=np.float64)
+    y = np.zeros_like(x) if vl is None else np.ascontiguousarray(vl, dtype=np.float64)
     g = np.ascontiguousarray(g, dtype=np.float64)
     if isinstance(P, np.ndarray):
-        vmag = float(np.abs(vh).sum() + np.abs(yl).sum()) * 2.0
-        rows_dense(np.ascontiguousarray(P), g, float(gamma), xh, xl, yl, vmag, rows, out_s,
+        vmag = float(np.abs(x).sum() + np.abs(y).sum()) * 2.0
+        rows_dense(np.ascontiguousarray(P), g, float(gamma), x, y, vmag, rows, out_s,
                    out_c, out_e)
     else:
         rows_csr(P.indptr, P.indices, np.asarray(P.data, dtype=np.float64), g,
-                 float(gamma), xh, xl, yl, rows, out_s, out_c, out_e)
+                 float(gamma), x, y, rows, out_s, out_c, out_e)
     return out_s, out_c, out_e
 
 

@@ -991,6 +991,7 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, p0=None, method: str = "au
                 model, pi, magnitude=True))
             occ[:] = system.solve(p0, transpose=True)
             solver, bound, note = system.method, system.error_bound, system.note
+            occ_bound = system.bounds[True]
             sol[model.terminal] = 0.0  # exactly: absorbing and earning nothing
             value = float(p0 @ sol[:, 0])
             cost = p0 @ sol[:, 1:]
@@ -999,7 +1000,7 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, p0=None, method: str = "au
             proper = check_proper(model, P_pi, "evaluate with gamma = 1", p0=p0)
             live = proper & ~model.terminal
             sol[~proper] = np.nan
-            solver, bound = "lu", float("nan")
+            solver, bound, occ_bound = "lu", float("nan"), float("nan")
             if live.any():
                 # expected visits to each proper non-terminal state before absorption
                 system = PolicySystem(P_pi, 1.0, live, method=method)
@@ -1043,6 +1044,7 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, p0=None, method: str = "au
         solver=solver,
         solver_note=note,
         error_bound=bound,
+        occupancy_error_bound=occ_bound,
     )
 
 
