@@ -142,22 +142,28 @@ def mdptoolbox(P, R, gamma, method, eps):
     return run
 
 
-def _child(fn, conn):
+def _child(fn, conn, inner):
     try:
-        t0, c0 = time.perf_counter(), time.process_time()
-        v, bound = fn()
-        conn.send(("ok", (time.perf_counter() - t0, time.process_time() - c0), v, bound))
+        wall, cpu, start = [], [], time.perf_counter()
+        for _ in range(inner):  # short calls: the least disturbed of a few, in one child
+            t0, c0 = time.perf_counter(), time.process_time()
+            v, bound = fn()
+            wall.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
+            if time.perf_counter() - start > 0.5:
+                break
+        conn.send(("ok", (min(wall), min(cpu)), v, bound))
     except Exception as exc:
         conn.send(("error", f"{type(exc).__name__}: {exc}"[:60], None, None))
     conn.close()
 
 
-def timed(fn, timeout: float):
-    """((wall, cpu) seconds, values, bound) of fn() in a forked child, or (None, reason,
-    None)."""
+def timed(fn, timeout: float, inner: int = 1):
+    """((wall, cpu) seconds, values, bound) of fn() in a forked child (the minima of up to
+    ``inner`` calls within half a second), or (None, reason, None)."""
     ctx = mp.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(fn, send))
+    proc = ctx.Process(target=_child, args=(fn, send, inner))
     proc.start()
     send.close()
     if not recv.poll(timeout):
