@@ -227,10 +227,10 @@ def test_an_updated_system_reuses_the_factorisation_and_keeps_its_bound():
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(1, 40), L=st.integers(1, 30),
        dense=st.booleans(), tiny=st.booleans(), low=st.booleans())
 def test_the_double_double_rows_enclose_the_exact_sums(seed, n, L, dense, tiny, low):
-    """core._dd.bellman_rows: for every row, the exact g + gamma P (vh + vl) of the float
+    """core._compiled.bellman_rows: for every row, the exact g + gamma P (vh + vl) of the float
     data (mpmath) lies within e of s + c, on skewed rows, values of mixed magnitude (some
     near 1e-300) and with or without a low part."""
-    from rcmdp_exact.core._dd import bellman_rows
+    from rcmdp_exact.core._compiled import bellman_rows
 
     rng = np.random.default_rng(seed)
     P = skewed_kernel(rng, L, n).reshape(L * n, L) if L > 1 else np.ones((n, 1))

@@ -230,50 +230,52 @@ def _gmres_cycle(matvec, b: np.ndarray, x: np.ndarray, dinv: np.ndarray, m: int,
     orthogonalised by classical Gram-Schmidt in matrix-vector products, repeated when
     the new vector lost more than 30% of its norm to the projection (Kahan's "twice is
     enough": as accurate as modified Gram-Schmidt).  Returns the new x and the iterations."""
+    import math
+
     from scipy.linalg import solve_triangular
 
     r = b - matvec(x)
-    beta = float(np.linalg.norm(r))
+    beta = math.sqrt(float(r @ r))
     if not np.isfinite(beta) or beta <= target or beta == 0.0:
         return x, 0
     n = b.shape[0]
     V = np.empty((m + 1, n))
     H = np.zeros((m + 1, m))
-    cs, sn = np.zeros(m), np.zeros(m)
-    g = np.zeros(m + 1)
+    cs, sn = [0.0] * m, [0.0] * m
+    g = [0.0] * (m + 1)
     g[0] = beta
-    V[0] = r / beta
+    np.multiply(r, 1.0 / beta, out=V[0])
     k = 0
     for j in range(m):
         w = matvec(dinv * V[j])
         basis = V[:j + 1]
-        before = float(np.linalg.norm(w))
+        before = math.sqrt(float(w @ w))
         h = basis @ w
         w -= h @ basis
-        if np.linalg.norm(w) < 0.7 * before:  # cancellation: orthogonalise again
+        hn = math.sqrt(float(w @ w))
+        if hn < 0.7 * before:  # cancellation: orthogonalise again
             h2 = basis @ w
             w -= h2 @ basis
             h += h2
-        hn = float(np.linalg.norm(w))
-        col = np.empty(j + 2)
-        col[:j + 1] = h
-        col[j + 1] = hn
+            hn = math.sqrt(float(w @ w))
+        col = h.tolist()
+        col.append(hn)
         for i in range(j):  # the earlier rotations
-            col[i], col[i + 1] = cs[i] * col[i] + sn[i] * col[i + 1], \
-                -sn[i] * col[i] + cs[i] * col[i + 1]
-        rho = float(np.hypot(col[j], col[j + 1]))
+            a, c = col[i], col[i + 1]
+            col[i], col[i + 1] = cs[i] * a + sn[i] * c, -sn[i] * a + cs[i] * c
+        rho = math.hypot(col[j], col[j + 1])
         cs[j], sn[j] = (1.0, 0.0) if rho == 0.0 else (col[j] / rho, col[j + 1] / rho)
         col[j], col[j + 1] = rho, 0.0
         g[j + 1] = -sn[j] * g[j]
         g[j] = cs[j] * g[j]
         H[:j + 2, j] = col
         k = j + 1
-        if hn == 0.0 or abs(g[j + 1]) <= target or not np.isfinite(g[j + 1]):
+        if hn == 0.0 or abs(g[j + 1]) <= target or not math.isfinite(g[j + 1]):
             break
-        V[j + 1] = w / hn
+        np.multiply(w, 1.0 / hn, out=V[j + 1])
     if not np.all(np.isfinite(H[:k, :k])) or np.any(np.diag(H[:k, :k]) == 0.0):
         return x, k
-    y = solve_triangular(H[:k, :k], g[:k], check_finite=False)
+    y = solve_triangular(H[:k, :k], np.array(g[:k]), check_finite=False)
     return x + dinv * (y @ V[:k]), k
 
 
@@ -378,7 +380,7 @@ class PolicySystem:
         self.iterations = 0
         self._unbounded = []  # direct solves (b, x, transpose, rhs_error), bounded when read
         self._rel = float(matrix_error)
-        self._lu = self._dense_lu = self._stats = self._base = None
+        self._lu = self._dense_lu = self._stats = self._base = self._dinv = None
         self.batch = not sp.issparse(P_pi) and np.ndim(P_pi) == 3
         if self.batch:
             P = np.asarray(P_pi, dtype=np.float64)
@@ -532,7 +534,8 @@ class PolicySystem:
         new = PolicySystem.__new__(PolicySystem)
         new.__dict__.update(gamma=base.gamma, live=None, S=base.S, bounds={False: 0.0,
                             True: 0.0}, note="", iterations=0, _unbounded=[], _rel=0.0,
-                            _lu=None, _dense_lu=None, _stats=None, batch=False, n=base.n,
+                            _lu=None, _dense_lu=None, _stats=None, _dinv=None,
+                            batch=False, n=base.n,
                             sparse=False, _P=P_pi, _cap=base._cap, method="dense",
                             _M=None, _base=base, _changed=rows,
                             _D=(base._P[rows] - P_pi[rows]) * self.gamma, _Z=None, _W=None)
@@ -647,13 +650,25 @@ class PolicySystem:
         meets the target (class docstring); a stall or a measured rate too slow falls
         back to a factorisation, which then serves every later solve."""
         P = self._P
-        op = P.T if transpose else P
         g = self.gamma
-        diag = 1.0 - g * (P.diagonal() if self.sparse else np.diagonal(P))
-        dinv = 1.0 / diag
+        if self._dinv is None:
+            self._dinv = 1.0 / (1.0 - g * (P.diagonal() if self.sparse else np.diagonal(P)))
+        dinv = self._dinv
+        if self.sparse:  # one compiled call per product (scipy's dispatch costs more)
+            from ._compiled import minus_gamma_csr, minus_gamma_csr_t
 
-        def matvec(v):
-            return v - g * (op @ v)
+            kernel = minus_gamma_csr_t if transpose else minus_gamma_csr
+            data = np.asarray(P.data, dtype=np.float64)
+
+            def matvec(v):
+                out = np.empty_like(v)
+                kernel(P.indptr, P.indices, data, g, v, out)
+                return out
+        else:
+            op = P.T if transpose else P
+
+            def matvec(v):
+                return v - g * (op @ v)
 
         e2 = None if err is None else err.reshape(-1, 1)
         norm_b = float(np.abs(b).sum() if transpose else np.abs(b).max(initial=0.0))

@@ -177,7 +177,7 @@ class _Bellman:
 
     def q(self, v: np.ndarray) -> np.ndarray:
         if self._sigma is None:  # the first product also gives the row sums
-            from ._dd import dot_and_sums
+            from ._compiled import dot_and_sums
 
             pv, sums = dot_and_sums(self.P, v)
             self._set_stats(sums)
@@ -231,8 +231,8 @@ class _Bellman:
 
     def exact_rows(self, vh: np.ndarray, vl: np.ndarray | None, rows: np.ndarray):
         """(s, c, e) of the rows ``rows``: :math:`g + \\gamma P v` of the float data,
-        exactly, lies within e of the double-double s + c (:mod:`rcmdp_exact.core._dd`)."""
-        from ._dd import bellman_rows
+        exactly, lies within e of the double-double s + c (:mod:`rcmdp_exact.core._compiled`)."""
+        from ._compiled import bellman_rows
 
         return bellman_rows(self.P, self.gflat, self.gamma, vh, vl, rows)
 

@@ -1,5 +1,8 @@
-r"""Compiled double-double sums of the Bellman operator, for the certified bounds of
-:func:`rcmdp_exact.core.mdp.solve_mdp`.
+r"""Compiled loops of the exact solvers of :mod:`rcmdp_exact.core`: the double-double
+sums of the Bellman operator for the certified bounds of
+:func:`rcmdp_exact.core.mdp.solve_mdp` (:func:`bellman_rows`), the products with P and
+its row sums in one pass (:func:`dot_and_sums`) and the products with
+:math:`I - \gamma P` of GMRES (:func:`minus_gamma_csr`).
 
 For the rows i of a transition matrix P (CSR or dense) and values :math:`v = v_h + v_l`
 (two floats per state),
@@ -193,3 +196,24 @@ def dot_and_sums(P, v: np.ndarray):
         dot_sums_csr(P.indptr, P.indices, np.asarray(P.data, dtype=np.float64), v, out_d,
                      out_s)
     return out_d, out_s
+
+
+@_fast
+def minus_gamma_csr(indptr, indices, data, gamma, x, out):
+    """out = x - gamma P x for P in CSR (n, n): the product of GMRES on I - gamma P."""
+    for i in range(indptr.shape[0] - 1):
+        a = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            a += data[k] * x[indices[k]]
+        out[i] = x[i] - gamma * a
+
+
+@_fast
+def minus_gamma_csr_t(indptr, indices, data, gamma, x, out):
+    """out = x - gamma P^T x for P in CSR (n, n) (a scatter over its rows)."""
+    for i in range(x.shape[0]):
+        out[i] = x[i]
+    for i in range(indptr.shape[0] - 1):
+        xi = gamma * x[i]
+        for k in range(indptr[i], indptr[i + 1]):
+            out[indices[k]] -= data[k] * xi
