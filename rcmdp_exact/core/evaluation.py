@@ -654,6 +654,7 @@ class PolicySystem:
         if self._dinv is None:
             self._dinv = 1.0 / (1.0 - g * (P.diagonal() if self.sparse else np.diagonal(P)))
         dinv = self._dinv
+        op = P.T if transpose else P
         if self.sparse:  # one compiled call per product (scipy's dispatch costs more)
             from ._compiled import minus_gamma_csr, minus_gamma_csr_t
 
@@ -665,8 +666,6 @@ class PolicySystem:
                 kernel(P.indptr, P.indices, data, g, v, out)
                 return out
         else:
-            op = P.T if transpose else P
-
             def matvec(v):
                 return v - g * (op @ v)
 
