@@ -709,7 +709,8 @@ def _lp_policy(bell: _Bellman) -> tuple[np.ndarray | None, int]:
     r"""An optimal policy by the dual LP, :math:`\max \sum_{s,a} g(s,a) x(s,a)` s.t.
     :math:`\sum_a x(s', a) - \gamma \sum_{s,a} P(s'|s,a) x(s,a) = 1/S`, x >= 0 (the
     discounted occupancy of a start spread over every state, S rows and S*A columns),
-    solved by HiGHS's simplex from the basis of the greedy policy of g (columns
+    with costs scaled to a largest magnitude of 1, solved by HiGHS's simplex from the
+    basis of the greedy policy of g (columns
     :math:`(s, \arg\max_a g(s, a))`: the basis matrix :math:`(I - \gamma
     P_\pi)^\top` is invertible and its solution, an occupancy, is feasible).  The policy
     is the basic column of every state (its largest x).  Returns (actions or None when
@@ -729,7 +730,10 @@ def _lp_policy(bell: _Bellman) -> tuple[np.ndarray | None, int]:
     cols.sum_duplicates()
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = n, S
-    lp.col_cost_ = -bell.gflat
+    top = float(np.abs(bell.gflat).max(initial=0.0))
+    # (a positive scaling of the objective keeps its optimal bases: HiGHS's tolerances
+    # want costs of order 1)
+    lp.col_cost_ = -bell.gflat / (top if top > 0.0 else 1.0)
     lp.col_lower_, lp.col_upper_ = np.zeros(n), np.full(n, np.inf)
     lp.row_lower_ = lp.row_upper_ = np.full(S, 1.0 / S)
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
