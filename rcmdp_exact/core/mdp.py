@@ -769,12 +769,18 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     Discounted (``horizon=None``, gamma < 1), by ``method``:
 
     * ``"policy_iteration"``: Howard's policy iteration with exact evaluations
-      (:func:`policy_iteration`), its final policy certified (below);
+      (:func:`policy_iteration`'s iteration, started at the greedy policy of one Bellman
+      step from :math:`\max_a g`, a policy that switched few states solved through the
+      last factorisation: :meth:`PolicySystem.updated`), its final policy certified
+      (below) with that factorisation;
     * ``"value_iteration"``: :math:`v \leftarrow \max_a Q_v` from ``v0`` (default 0);
-    * ``"modified_policy_iteration"``: a greedy step, then ``k`` evaluation sweeps of the
-      greedy policy, repeated;
-    * ``"lp"``: the LP :math:`\min \sum_s v(s)` s.t. :math:`v \ge r + \gamma P v`
-      (HiGHS through scipy), its greedy policy certified (below).
+    * ``"modified_policy_iteration"``: a greedy step, then at most ``k`` evaluation
+      sweeps of the greedy policy (fewer once a sweep changes v by a constant up to a
+      span of a tenth of the target over :math:`\gamma / (1 - \gamma)`: the sweeps left
+      could only add a constant, which neither the next greedy policy nor the bounds
+      see), repeated;
+    * ``"lp"``: the dual LP over discounted occupancies (:func:`_lp_policy`: HiGHS's
+      simplex from the basis of the greedy policy of g), its policy certified (below).
 
     **The error bound includes rounding.**  Every result carries ``error_bound``, a
     bound on :math:`\|v - v^*\|_\infty` for the optimal values :math:`v^*` of the MDP
@@ -789,12 +795,12 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     :math:`\beta = \gamma \max_i \sum_j P_{ij}` (rounded up) replaces gamma:
 
     * *certified policy* (policy iteration, LP, and value/modified policy iteration when
-      their own bound is limited by rounding): the policy is evaluated exactly
-      (:class:`~rcmdp_exact.core.evaluation.PolicySystem`) and refined to a double-double
-      :math:`v_h + v_l`; one more correction d (a solve with the double-double
-      residual) gives :math:`E = \|d\| + \|\text{residual of } d\| / (1 - \beta)
-      \ge \|V_\pi - v_h - v_l\|`; the advantages of the other actions, in double-double,
-      are off by at most :math:`\gamma \|P(s,a) - P(s,\pi(s))\|_1 E` (zero for identical
+      their own bound is limited by rounding), :func:`_certify`: the policy is evaluated
+      exactly (:class:`~rcmdp_exact.core.evaluation.PolicySystem`) and refined once to a
+      double-double :math:`v_h + v_l` (a correction d from the double-double residual);
+      the residual of d gives E, a bound on :math:`\|V_\pi - v_h - v_l\|`; the
+      advantages of the other actions, screened in float and computed in double-double
+      where they could be positive, are off by at most :math:`\gamma \|P(s,a) - P(s,\pi(s))\|_1 E` (zero for identical
       rows); where one is surely positive the policy is improved (a certified
       improvement step); the largest upper bound :math:`\rho \ge \|T V_\pi -
       V_\pi\|_\infty` then gives ``error_bound`` :math:`= (\|v_l\|_\infty + E + \rho /
@@ -803,12 +809,14 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
       certified optimal policy (:math:`\rho = 0`) this is about half a unit in the last
       place of the largest value, at any gamma;
     * *value and modified policy iteration* stop when the float McQueen-Porteus bounds
-      :math:`Tv + \frac{\gamma}{1-\gamma}[\min(Tv - v), \max(Tv - v)]` put the optimal
-      values within ``tol`` times the value scale, or when their half-width is below the
-      rounding of the float iteration (:math:`\frac{\gamma}{1-\gamma} 2 (L + 3) u
-      (\max|r| + 2 \max|v|)`: more iterations cannot shrink it), and return the
-      midpoint w of the bounds with the certified bound :math:`\max(hi, -\min(lo, 0)) /
-      (1 - \beta)`, where :math:`lo \le Tw - w \le hi` in double-double.  Near gamma = 1
+      around the last iterate, :math:`v + [\min(Tv - v), \max(Tv - v)] / (1 - \gamma)`,
+      put the optimal values within ``tol`` times the value scale, or when their
+      half-width is below the rounding of the float iteration (:math:`2 (L + 3) u
+      (\max|r| + 2 \max|v|) / (1 - \gamma)`: more iterations cannot shrink it), and
+      return the centre w of the bounds with the certified bound :math:`\max(hi,
+      -\min(lo, 0)) / (1 - \beta)`, where :math:`lo \le Tw - w \le hi`, from the float
+      Q-values with their rounding bounded when that meets ``tol``, else in double-double
+      where float cannot decide (:func:`_mp_bound`).  Near gamma = 1
       that bound cannot go below about :math:`2 u \max|v| / (1 - \gamma)`; when it
       misses ``tol`` (and the iteration limit was not reached), the greedy policy of w
       is certified as above and returned instead (``v`` its exact values) when its bound
@@ -842,7 +850,7 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
         Iteration cap (also of the certified improvement steps); reaching it leaves
         ``converged`` False unless the bound meets ``tol`` anyway.
     k : int
-        Evaluation sweeps per step of modified policy iteration.
+        At most this many evaluation sweeps per step of modified policy iteration.
     v0 : array (S,), optional
         Start of value and modified policy iteration.
 
