@@ -800,14 +800,14 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
       double-double :math:`v_h + v_l` (a correction d from the double-double residual);
       the residual of d gives E, a bound on :math:`\|V_\pi - v_h - v_l\|`; the
       advantages of the other actions, screened in float and computed in double-double
-      where they could be positive, are off by at most :math:`\gamma \|P(s,a) - P(s,\pi(s))\|_1 E` (zero for identical
-      rows); where one is surely positive the policy is improved (a certified
-      improvement step); the largest upper bound :math:`\rho \ge \|T V_\pi -
-      V_\pi\|_\infty` then gives ``error_bound`` :math:`= (\|v_l\|_\infty + E + \rho /
-      (1 - \beta))(1 + 10^{-13})` for the returned :math:`v = v_h` (the
-      :math:`10^{-13}` covers the rounding of the bound's own few operations).  For a
-      certified optimal policy (:math:`\rho = 0`) this is about half a unit in the last
-      place of the largest value, at any gamma;
+      where they could be positive, are off by at most :math:`\gamma \|P(s,a) -
+      P(s,\pi(s))\|_1 E` (zero for identical rows); where one is surely positive the
+      policy is improved (a certified improvement step); the largest upper bound
+      :math:`\rho \ge \|T V_\pi - V_\pi\|_\infty` then gives ``error_bound``
+      :math:`= (\|v_l\|_\infty + E + \rho / (1 - \beta))(1 + 10^{-13})` for the
+      returned :math:`v = v_h` (the :math:`10^{-13}` covers the rounding of the bound's
+      own few operations).  For a certified optimal policy (:math:`\rho = 0`) this is
+      about half a unit in the last place of the largest value, at any gamma;
     * *value and modified policy iteration* stop when the float McQueen-Porteus bounds
       around the last iterate, :math:`v + [\min(Tv - v), \max(Tv - v)] / (1 - \gamma)`,
       put the optimal values within ``tol`` times the value scale, or when their
