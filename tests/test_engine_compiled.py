@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from rcmdp_exact.domains import garnet
 from rcmdp_exact.robust.engine import RobustGame
-from rcmdp_exact.uncertainty import L1Ball, l1_ball
+from rcmdp_exact.uncertainty import L1Ball, kl_ball, l1_ball
 
 
 def _games(seed, S, A, support):
@@ -60,26 +60,50 @@ def test_compiled_fixed_points_equal_the_numpy_ones(seed, S, A):
     assert np.allclose(ea.costs, eb.costs, atol=1e-9)
 
 
-def test_only_the_toolkits_own_ball_is_compiled():
+def test_a_ball_that_keeps_its_solver_is_compiled_one_that_replaces_it_is_not():
+    """The engine takes the compiled rows of a set through the protocol's hook
+    (``compiled_rows``): the L1 ball and a subclass that keeps its solver give them, a
+    subclass that replaces its worst case does not (its own answers are used)."""
     m = garnet(3, 2, 2, n_constraints=1, seed=0, gamma=0.9)
     ball = l1_ball(m, 0.2, support="all")
 
-    class Mine(L1Ball):
+    class Same(L1Ball):
         pass
 
-    mine = Mine(ball.nominal, 0.2)
+    class Replaced(L1Ball):
+        def _solve_rows(self, Z, J, method):
+            return super()._solve_rows(Z, J, method)
+
+    class Shared(L1Ball):
+        def worst_case(self, *args, **kw):
+            return super().worst_case(*args, **kw)
+
+    same, replaced, shared = (cls(ball.nominal, 0.2) for cls in (Same, Replaced, Shared))
     assert RobustGame(m, ball).rows is not None
-    assert RobustGame(m, mine).rows is None
+    assert RobustGame(m, same).rows is not None
+    assert RobustGame(m, replaced).rows is None and RobustGame(m, shared).rows is None
     assert RobustGame(m, ball, inner="lp").rows is None
     assert RobustGame(m, ball).replace(compiled=False).rows is None
-    assert RobustGame(m, mine).greedy is RobustGame(m, ball).greedy
+    assert RobustGame(m, replaced).greedy is RobustGame(m, ball).greedy
+    for uset in (kl_ball(m, 0.1), interval_around(m)):
+        assert uset.compiled_rows() is None and RobustGame(m, uset).rows is None
+    w, g = np.zeros((1, 3)), np.ones((1, 3, 2, 3))
+    q_same, _ = RobustGame(m, same).inner(g, w)
+    q_ref, _ = RobustGame(m, ball, compiled=False).inner(g, w)
+    assert np.allclose(q_same, q_ref, atol=1e-12)
+
+
+def interval_around(m):
+    from rcmdp_exact.uncertainty import IntervalSet
+
+    return IntervalSet.around(m, 0.1)
 
 
 @settings(max_examples=examples(40))
 @given(st.integers(0, 10**6), st.integers(1, 6), st.booleans())
 def test_compiled_greedy_fill_equals_greedy_box(seed, A, ties):
     from rcmdp_exact.core.mdp import greedy_box
-    from rcmdp_exact.robust.compiled import greedy_fill
+    from rcmdp_exact.robust._compiled import greedy_fill
 
     rng = np.random.default_rng(seed)
     q = rng.normal(size=(5, 3, A))

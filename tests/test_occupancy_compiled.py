@@ -1,5 +1,5 @@
 """The occupancy intervals of a policy box: the compiled Howard iteration
-(``robust.compiled.occupancy_values``) against the numpy oracle (``mdp.box_policy_iteration``
+(``ground_truth._compiled.occupancy_values``) against the numpy oracle (``mdp.box_policy_iteration``
 with ``PolicySystem``), warm starts from any values, and the branch and bound's carried
 values.
 
@@ -19,7 +19,7 @@ from rcmdp_exact.domains import garnet
 from rcmdp_exact.ground_truth.boxes import bound_boxes
 from rcmdp_exact.ground_truth.local_bound import occupancy_intervals
 from rcmdp_exact.ground_truth.structure import Pseudocosts
-from rcmdp_exact.robust.compiled import _lu_solve, occupancy_values
+from rcmdp_exact.ground_truth._compiled import lu_solve, occupancy_values
 from rcmdp_exact.robust.engine import RobustGame
 from rcmdp_exact.testing import random_box
 from rcmdp_exact.uncertainty import l1_ball
@@ -61,7 +61,7 @@ def test_compiled_lu_solves_like_lapack():
             M = rng.normal(size=(S, S)) + (S * rng.uniform(0, 2)) * np.eye(S)
             b = rng.normal(size=S)
             x = b.copy()
-            _lu_solve(M.copy(), x, np.empty(S, dtype=np.int64))
+            lu_solve(M.copy(), x, np.empty(S, dtype=np.int64))
             np.testing.assert_allclose(x, np.linalg.solve(M, b), rtol=1e-10, atol=1e-12)
 
 

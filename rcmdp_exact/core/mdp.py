@@ -121,7 +121,7 @@ def box_policy_iteration(evaluate, pi: np.ndarray, lo: np.ndarray, hi: np.ndarra
         The starting policies (in their boxes) and the boxes.
     greedy : callable, optional
         The box maximiser, ``greedy(q, lo, hi)`` (default :func:`greedy_box`; the robust
-        engine passes its compiled equal, :func:`rcmdp_exact.robust.compiled.greedy_fill`).
+        engine passes its compiled equal, :func:`rcmdp_exact.robust._compiled.greedy_fill`).
     atol : float or array (J,)
 
     Returns

@@ -122,7 +122,7 @@ def occupancy_intervals(game: RobustGame, P: np.ndarray, lo: np.ndarray, hi: np.
     largest and the smallest :math:`d^\pi(s')` over the box is a box MDP with reward
     :math:`\pm 1\{s = s'\}`, solved by Howard's policy iteration (at most ``max_iter``
     evaluations), with the residual bound :math:`\|T V - V\|_\infty / (1 - \gamma)`
-    added.  The iteration is compiled (:func:`~rcmdp_exact.robust.compiled.
+    added.  The iteration is compiled (:func:`~rcmdp_exact.ground_truth._compiled.
     occupancy_values`: every problem on its own, one dense LU per evaluation) when the
     game is (``compiled=None``: ``game.compiled``); otherwise it is
     :func:`~rcmdp_exact.core.mdp.box_policy_iteration` with every policy evaluated by
@@ -201,7 +201,7 @@ def _values_compiled(game, P, lo, hi, v0, max_iter):
     in calls of :data:`COMPILED_BATCH_FLOPS` operations at most, so that the safety net
     is looked at between them; a mask (J,) of the kernels solved (the others keep the
     one-step intervals)."""
-    from ..robust.compiled import occupancy_values
+    from ._compiled import occupancy_values
 
     J, S, A = P.shape[0], game.S, game.A
     v = np.zeros((J, 2, S, S))

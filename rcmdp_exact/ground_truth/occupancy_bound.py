@@ -331,8 +331,8 @@ class OccupancyLP:
     def values(self, lay: LPLayout, lo, hi, kernels, dlo, dhi):
         """(CSC values, row lower, row upper, column lower, upper) of one box in the
         pattern ``lay``: the numbers of :meth:`matrix`, without building it (the values
-        by :func:`~rcmdp_exact.robust.compiled.lp_fill`)."""
-        from ..robust.compiled import lp_fill
+        by :func:`~rcmdp_exact.ground_truth._compiled.lp_fill`)."""
+        from ._compiled import lp_fill
 
         g, n, m = self.game, lay.n, lay.m
         l = np.ascontiguousarray(lo, dtype=np.float64).ravel()

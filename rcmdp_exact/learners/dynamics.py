@@ -6,8 +6,9 @@ reference).  Kernels are in the outcome form of :mod:`rcmdp_exact.core.sampling`
 of pair r = s * A + a leads to ``nxt[r, o]``.
 
 * nominal (PG, CPG): ``model.P`` over next states;
-* worst case (RCPG variants): the ball by row (:meth:`~rcmdp_exact.L1Ball.rows`); the
-  loop solves the inner problem of every pair at the start of every episode with the
+* worst case (RCPG variants): the ball by row (its
+  :meth:`~rcmdp_exact.L1Ball.compiled_rows`, an :class:`~rcmdp_exact.uncertainty.L1Rows`,
+  the hook of the set protocol); the loop solves the inner problem of every pair at the start of every episode with the
   ball's compiled row solver (:mod:`rcmdp_exact.uncertainty.l1_numba`);
 * adversary (Adversarial RCPG): the ball's outcome form when it has one (navigation:
   the 5 offsets), otherwise every next state; the adversary's nominal is the ball's
@@ -16,8 +17,9 @@ of pair r = s * A + a leads to ``nxt[r, o]``.
   (Algorithm 1, line 3).
 
 The compiled loop takes the worst case and the adversary on an :class:`~rcmdp_exact.
-L1Ball` (the paper's set); :func:`check_learner_set` refuses another set for those
-algorithms with a message that names the alternatives.
+L1Ball` (the paper's set: a set whose ``compiled_rows()`` are the rows of an L1 ball);
+:func:`check_learner_set` refuses another set for those algorithms with a message that
+names the alternatives.
 """
 
 from __future__ import annotations
@@ -30,9 +32,9 @@ import numpy as np
 from .._checks import InputError
 from ..core.nn import MLP, Adam, softmax
 from ..core.parametrisations import adversary_inputs, policy_inputs
-from ..uncertainty import L1Ball, L1Rows
+from ..uncertainty import L1Rows, SARectangularSet
 
-__all__ = ["Problem", "build_problem", "check_learner_set", "prefit_adversary",
+__all__ = ["Problem", "build_problem", "check_learner_set", "l1_rows", "prefit_adversary",
            "seed_generators"]
 
 
@@ -73,6 +75,13 @@ class Problem(NamedTuple):
         return self.nxt.shape[1]
 
 
+def l1_rows(uset) -> L1Rows | None:
+    """The set by row when it is an L1 ball (its ``compiled_rows()`` are
+    :class:`~rcmdp_exact.uncertainty.L1Rows`), else None."""
+    rows = uset.compiled_rows() if isinstance(uset, SARectangularSet) else None
+    return rows if isinstance(rows, L1Rows) else None
+
+
 def check_learner_set(uset, algo, inner: str) -> None:
     """Raise unless the compiled loop can train ``algo`` on ``uset``.
 
@@ -82,7 +91,7 @@ def check_learner_set(uset, algo, inner: str) -> None:
     L1Ball`.  With ``critic="exact"`` or ``inner="lp"`` the RCPG variants take their
     worst case from the set itself, so any sa-rectangular set works.
     """
-    if algo.dynamics == "nominal" or isinstance(uset, L1Ball):
+    if algo.dynamics == "nominal" or l1_rows(uset) is not None:
         return
     what = type(uset).__name__
     if algo.dynamics == "adversary":
@@ -120,19 +129,20 @@ def build_problem(model, algo, ball, settings) -> Problem:
                   radius=np.zeros(SA))
     Xadv = np.zeros((SA, 1))
     nom_state = np.zeros((SA, S))
-    if algo.dynamics == "nominal" or not isinstance(ball, L1Ball):
+    ball_rows = None if algo.dynamics == "nominal" else l1_rows(ball)
+    if ball_rows is None:
         # a set other than the L1 ball: its worst case comes from the set, every episode
         nxt, kprob = states, np.ascontiguousarray(np.asarray(model.P).reshape(SA, S))
         if algo.objective == "constraint":
             w_c0 = -np.ones(K)
     else:
-        rows = ball.rows()
+        rows = ball_rows
         if algo.objective == "constraint":
             w_c0 = -np.ones(K)
         if algo.dynamics == "worst-case":
             nxt, kprob = states, rows.nominal
         else:
-            out = ball.outcome_rows()
+            out = ball.outcome_rows() if hasattr(ball, "outcome_rows") else None
             nxt, kprob = (states, rows.nominal) if out is None else out
             Xadv = np.array(adversary_inputs(model, settings.feature_scale), dtype=np.float64)
             Xadv[:, :shift.size] -= shift

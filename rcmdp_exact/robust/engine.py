@@ -72,7 +72,7 @@ from .._checks import InnerProblemError
 from .._result import Result
 from ..core.evaluation import PolicySystem, policy_matrix, policy_values
 from ..core.mdp import box_policy_iteration, greedy_box
-from ..uncertainty import SRectangularSet
+from ..uncertainty import SARectangularSet, SRectangularSet
 
 __all__ = ["CONTAINS_TOL", "RobustGame", "SafetyNet", "checked_worst_case"]
 
@@ -140,20 +140,18 @@ def _builtin(uset) -> bool:
 
 
 def _compiled_greedy():
-    """The compiled greedy fill of boxes (:func:`.compiled.greedy_fill`)."""
-    from .compiled import greedy_fill
+    """The compiled greedy fill of boxes (:func:`._compiled.greedy_fill`)."""
+    from ._compiled import greedy_fill
 
     return greedy_fill
 
 
 def _compiled_rows(uset, inner: str):
-    """The rows of the toolkit's own L1 ball for the compiled inner step, or None (other
-    sets, subclasses, and the LP cross-check keep the set's ``worst_case``)."""
-    from ..uncertainty import L1Ball
-
-    if inner != "sort" or type(uset) is not L1Ball:
+    """The set's rows for the compiled inner step (its ``compiled_rows()``), or None (sets
+    without them, and the LP cross-check, keep the set's ``worst_case``)."""
+    if inner != "sort" or not isinstance(uset, SARectangularSet):
         return None
-    return uset.rows()
+    return uset.compiled_rows()
 
 
 def _row_name(idx, batched: bool, per_state: bool) -> str:
@@ -289,10 +287,11 @@ class RobustGame:
         model budgets plus its ``feas_tol``, are given here once; :attr:`d_bound` is
         derived from it.
     compiled : bool
-        On the toolkit's own :class:`~rcmdp_exact.L1Ball` with ``inner="sort"``, solve the
-        rows of a batch in one compiled call (:mod:`~rcmdp_exact.robust.compiled`, the
-        ball's own compiled row) instead of the ball's numpy ``worst_case`` (the
-        reference, ``compiled=False``).  Both are the exact sort-based solution.
+        With ``inner="sort"``, solve the rows of a batch in one compiled call when the set
+        offers one (:meth:`~rcmdp_exact.uncertainty.SARectangularSet.compiled_rows`: the
+        :class:`~rcmdp_exact.L1Ball`'s own compiled row) instead of its numpy
+        ``worst_case`` (the reference, ``compiled=False``), and fill the policy boxes by
+        the compiled greedy fill.  Both are the exact sort-based solution.
     """
 
     def __init__(self, model, uset, tol: float = 1e-12, max_iter: int = 200,
@@ -444,16 +443,14 @@ class RobustGame:
 
     def _compiled_inner(self, g, w):
         """The inner step on the toolkit's L1 ball, every row of the batch in one
-        compiled call (:mod:`.compiled`); an answer that is not finite raises like a
-        set's failure."""
-        from .compiled import solve_rows
-
+        compiled call (the set's ``compiled_rows().solve``); an answer that is not finite
+        raises like a set's failure."""
         shared = self._shared(g)
         if shared is None:
-            q, P = solve_rows(self.rows, g + self.gamma * w[:, None, None, :])
+            q, P = self.rows.solve(g + self.gamma * w[:, None, None, :])
         else:
             f, h = shared
-            q, P = solve_rows(self.rows, h + self.gamma * w, f)
+            q, P = self.rows.solve(h + self.gamma * w, f)
         if not np.isfinite(q).all():
             _fail(self.uset, "gave a non-finite worst-case value (compiled rows)",
                   "check the values z it was given (rewards and values must be finite)")

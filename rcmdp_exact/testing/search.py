@@ -15,13 +15,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis import HealthCheck, Verbosity, given, seed, settings
 from hypothesis.errors import FlakyFailure, FlakyReplay, HypothesisException
 from hypothesis.strategies import SearchStrategy
 
 from .._checks import InputError, check_int, check_out_path, check_real
 from .._result import Result, decode, encode
 from ..core.model import TabularCMDP
+from ..uncertainty._draw import example  # the kinds' toolkit draws examples too
 
 _seed = seed  # hypothesis.seed, before a parameter named seed hides it
 
@@ -35,49 +36,6 @@ __all__ = [
 
 #: Format of a saved counterexample.
 COUNTEREXAMPLE_FORMAT = "rcmdp_exact.Counterexample/1"
-
-
-# =========================================================================== examples
-#: Examples skipped by :func:`example` (the first is the simplest of the strategy).
-_SKIP = 1
-
-
-class _Captured(Exception):
-    """Raised by :func:`example` to stop hypothesis once it has an example."""
-
-
-def example(strategy: SearchStrategy, seed: int = 0):
-    """One example of ``strategy``, the same for the same ``seed`` (unlike
-    ``strategy.example()``, which is random and meant for the interpreter).
-
-    It runs hypothesis, so it cannot be called inside a ``@given`` test: compose the
-    strategies there instead (``cmdps().flatmap(lambda m: binding_budgets(m))``).
-
-    Examples
-    --------
-    >>> from rcmdp_exact.testing import cmdps
-    >>> m = example(cmdps(n_states=2, n_actions=2, n_constraints=1), seed=3)
-    >>> m.n_states, m.n_actions, m.n_constraints
-    (2, 2, 1)
-    """
-    check_int(seed, "seed", 0)
-    box: list = []
-
-    @settings(database=None, max_examples=_SKIP + 1, phases=[Phase.generate],
-              deadline=None, suppress_health_check=list(HealthCheck),
-              verbosity=Verbosity.quiet)
-    @_seed(seed)
-    @given(strategy)
-    def run(value):
-        box.append(value)
-        if len(box) > _SKIP:  # hypothesis starts with the simplest example: skip it
-            raise _Captured
-
-    try:
-        run()
-    except _Captured:
-        return box[-1]
-    raise InputError("the strategy gave no example (is it empty, or filtered to nothing?)")
 
 
 # =========================================================================== counterexamples

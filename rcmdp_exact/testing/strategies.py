@@ -34,7 +34,6 @@ model's validation; every set drawn contains the model's kernel.
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
@@ -45,6 +44,21 @@ from hypothesis.strategies import SearchStrategy
 from .._checks import InputError, check_choice, check_int, check_real
 from .._result import Result
 from ..core.model import TabularCMDP
+from ..uncertainty._draw import checked_grid as _check_grid
+from ..uncertainty._draw import draw_composition as _composition
+from ..uncertainty._draw import draw_rows as _rows
+from ..uncertainty._draw import draw_values as _values
+from ..uncertainty._draw import example_generator as _generator
+from ..uncertainty._draw import (  # the building blocks of the kinds' strategies
+    grid_values,
+    kernels,
+    pair_radii,
+    sizes,
+    state_budgets,
+    supports,
+)
+from ..uncertainty._draw import ints_of as _ints
+from ..uncertainty._draw import strategy_of as _strategy
 
 __all__ = [
     "EXACT_PROFILE",
@@ -87,72 +101,9 @@ def exact_settings(**changes) -> settings:
 
 
 # =========================================================================== helpers
-def _strategy(value) -> SearchStrategy:
-    """A strategy as is; a tuple or list of choices (``sampled_from``); a value (``just``)."""
-    if isinstance(value, SearchStrategy):
-        return value
-    if isinstance(value, tuple | list):
-        return st.sampled_from(tuple(value))
-    return st.just(value)
-
-
-def _ints(value) -> SearchStrategy:
-    """A size: an int, an inclusive range (low, high), or a strategy."""
-    if isinstance(value, tuple) and len(value) == 2:
-        return st.integers(int(value[0]), int(value[1]))
-    return _strategy(value)
-
-
 def _flag(value) -> SearchStrategy:
     """A bool, or None for either."""
     return st.booleans() if value is None else _strategy(value)
-
-
-def _values(draw, n: int, low: float, high: float, grid: int | None, rng=None) -> np.ndarray:
-    """n values in [low, high]: multiples of 1/grid (shrinking to the one nearest 0), or
-    continuous draws of the generator ``rng``."""
-    if grid is None:
-        return rng.uniform(low, high, size=n)
-    lo, hi = math.ceil(low * grid), math.floor(high * grid)
-    if lo > hi:
-        return np.full(n, float(low))
-    ints = draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n))
-    return np.array(ints, dtype=np.float64) / grid
-
-
-def _composition(draw, n: int, grid: int) -> np.ndarray:
-    """A distribution over n entries in multiples of 1/grid; shrinks to all mass on 0."""
-    out = np.zeros(n)
-    left = grid
-    for j in range(n - 1, 0, -1):
-        c = draw(st.integers(0, left))
-        out[j] = c
-        left -= c
-    out[0] = left
-    return out / grid
-
-
-def _rows(draw, S: int, A: int, support: np.ndarray, grid: int | None, rng) -> np.ndarray:
-    """A kernel (S, A, S) with every row a distribution on its support."""
-    P = np.zeros((S, A, S))
-    for s in range(S):
-        for a in range(A):
-            on = np.flatnonzero(support[s, a])
-            if not on.size:  # a terminal row, set by the caller
-                continue
-            if grid is None:
-                P[s, a, on] = rng.dirichlet(np.ones(on.size))
-            else:
-                P[s, a, on] = _composition(draw, on.size, grid)
-    return P
-
-
-def _generator(draw, grid):
-    return None if grid is not None else np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-
-
-def _check_grid(grid) -> int | None:
-    return None if grid is None else check_int(grid, "grid", 1)
 
 
 # =========================================================================== models
@@ -272,73 +223,6 @@ def multipliers(draw, model: TabularCMDP, max_value: float = 4.0, grid: int | No
 
 
 # =========================================================================== sets
-@st.composite
-def grid_values(draw, n: int, low: float, high: float, grid: int | None = 4):
-    """Strategy for n values (n,) in [low, high]: multiples of ``1/grid`` (shrinking to
-    the one nearest 0), or continuous draws from a generator seeded by the example
-    (``grid=None``).  A building block of the sets' strategies."""
-    grid = _check_grid(grid)
-    return _values(draw, n, low, high, grid, _generator(draw, grid))
-
-
-@st.composite
-def pair_radii(draw, model: TabularCMDP, max_radius: float, *, grid: int | None = 4):
-    """Strategy for radii (S, A) in [0, max_radius], one per pair, 0 at terminal states
-    (with ``grid=None``, about a fifth of the pairs certain, radius 0)."""
-    return _radii(draw, model, max_radius, _check_grid(grid), "pair")
-
-
-@st.composite
-def state_budgets(draw, model: TabularCMDP, max_radius: float, *, grid: int | None = 4):
-    """Strategy for budgets (S,) in [0, max_radius], one per state, 0 at terminal
-    states (the radii of an s-rectangular set)."""
-    return _radii(draw, model, max_radius, _check_grid(grid), "state")
-
-
-@st.composite
-def supports(draw, model: TabularCMDP, support=("all", "nominal")):
-    """Strategy for supports (S, A, S) bool: every next state (``"all"``) or those of
-    the model's kernel (``"nominal"``); a name, or a tuple of names to draw from."""
-    return _support(draw, model, support)
-
-
-@st.composite
-def kernels(draw, model: TabularCMDP, grid: int | None = 4):
-    """Strategy for transition kernels (S, A, S) with rows on every next state (those
-    of terminal states left 0, for the caller to set)."""
-    grid = _check_grid(grid)
-    S, A = model.n_states, model.n_actions
-    support = np.ones((S, A, S), dtype=bool)
-    support[np.asarray(model.terminal, dtype=bool)] = False
-    return _rows(draw, S, A, support, grid, _generator(draw, grid))
-
-
-def sizes(value) -> SearchStrategy:
-    """Strategy for a size given as an int, an inclusive range (low, high) or a
-    strategy."""
-    return _ints(value)
-
-
-def _radii(draw, model, high, grid, per="pair"):
-    S, A = model.n_states, model.n_actions
-    n = S * A if per == "pair" else S
-    rng = _generator(draw, grid)
-    r = _values(draw, n, 0.0, high, grid, rng)
-    if grid is None:
-        r = r * (rng.random(n) < 0.8)  # about a fifth of the rows certain
-    r = r.reshape((S, A) if per == "pair" else (S,))
-    term = np.asarray(model.terminal, dtype=bool)
-    r[term] = 0.0
-    return r
-
-
-def _support(draw, model, support):
-    kind = draw(_strategy(support))
-    check_choice(kind, "support", ("all", "nominal"))
-    P = np.asarray(model.P)
-    return np.ones(P.shape, dtype=bool) if kind == "all" else P > 0
-
-
 def _kinds_with_strategies() -> tuple[str, ...]:
     from ..uncertainty import builtin_kinds, set_class
 

@@ -537,6 +537,23 @@ class SARectangularSet(UncertaintySet):
         Z = np.broadcast_to(z.reshape(J, 1, 1, S), (J, S, A, S)).reshape(J * S * A, S)
         return self._solve_rows(Z, J, method)
 
+    def compiled_rows(self):
+        """The set's rows for compiled code, or None (the default: the set is solved by its
+        :meth:`worst_case` alone).
+
+        A set that returns an object here promises that its ``solve(z, f=None)`` gives
+        the answer of :meth:`worst_case` with ``method="sort"`` for every row of a
+        batch, in one compiled call: ``z`` (J, S), one vector per problem shared by its
+        pairs, with the pair's part ``f`` (J, S, A) added to the values, or ``z`` (J, S,
+        A, S) without ``f``; it returns ``(q (J, S, A), P (J, S, A, S))``.  The robust
+        engine calls it in place of :meth:`worst_case` (``RobustGame(...,
+        compiled=True)``, the default).  The toolkit's :class:`~rcmdp_exact.L1Ball`
+        returns its :class:`~rcmdp_exact.uncertainty.L1Rows`, which the learners'
+        compiled loop also reads (its per-step worst case and the adversary's penalty
+        are defined on the L1 ball).
+        """
+        return None
+
     #: Why the set gives no vertices of its rows (the message of :meth:`row_vertices`).
     no_vertices = "its rows are not polytopes whose vertices it enumerates"
 

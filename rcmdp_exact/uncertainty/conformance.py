@@ -555,7 +555,7 @@ class _Checker:
         except ImportError:
             return "hypothesis is not installed"
         from ..core.model import TabularCMDP
-        from ..testing import example
+        from ._draw import example
 
         S, A = self.shape
         model = TabularCMDP(np.asarray(self.u.nominal), np.zeros((S, A)), gamma=0.9)

@@ -100,7 +100,7 @@ class FiniteSet(Frozen, KernelSet):
         from hypothesis import strategies as st
 
         from .._checks import check_int
-        from ..testing import kernels, sizes
+        from ._draw import kernels, sizes
 
         P = np.asarray(model.P)
         term = np.asarray(model.terminal, dtype=bool)

@@ -366,7 +366,7 @@ class IntervalSet(Frozen, SARectangularSet):
         inside."""
         from hypothesis import strategies as st
 
-        from ..testing import grid_values
+        from ._draw import grid_values
 
         P = np.asarray(model.P)
         term = np.asarray(model.terminal, dtype=bool)

@@ -594,7 +594,7 @@ class KLBall(Frozen, SARectangularSet):
     def strategy(cls, model, *, max_radius: float = 1.0, grid: int | None = 4):
         """Hypothesis strategy of KL balls around ``model.P``: a radius per pair in [0,
         max_radius] (0 at terminal states)."""
-        from ..testing import pair_radii
+        from ._draw import pair_radii
 
         return pair_radii(model, max_radius, grid=grid).map(lambda r: cls(model.P, r))
 

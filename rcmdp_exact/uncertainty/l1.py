@@ -114,11 +114,13 @@ def first_outcomes(outcomes: np.ndarray) -> np.ndarray:
 
 
 class L1Rows(NamedTuple):
-    """An L1 ball by (state, action) row, for compiled code (row ``r = s * A + a``).
+    """An L1 ball by (state, action) row, for compiled code (row ``r = s * A + a``): what
+    :meth:`L1Ball.compiled_rows` returns.
 
     The arrays of :func:`~rcmdp_exact.uncertainty.l1_numba.worst_pair` (the learners'
     per-episode worst case) and of the adversary of Adversarial RCPG, whose deviation
-    penalty is defined on the L1 ball (C-contiguous, writable copies).
+    penalty is defined on the L1 ball (C-contiguous, writable copies); :meth:`solve`
+    solves every row of a batch (the robust engine's compiled inner step).
     """
 
     nominal: np.ndarray
@@ -127,6 +129,14 @@ class L1Rows(NamedTuple):
     """(S*A, S) bool support."""
     radius: np.ndarray
     """(S*A,) radii."""
+
+    def solve(self, z: np.ndarray, f: np.ndarray | None = None):
+        """(q (J, S, A), P (J, S, A, S)): the worst case of every (j, s, a) row in one
+        compiled call (:func:`~rcmdp_exact.uncertainty.l1_numba.solve_rows`; numba is
+        imported on the first call): z (J, S) with f (J, S, A), or z (J, S, A, S)."""
+        from .l1_numba import solve_rows
+
+        return solve_rows(self, z, f)
 
 
 class L1Ball(Frozen, SARectangularSet):
@@ -307,6 +317,19 @@ class L1Ball(Frozen, SARectangularSet):
         scale = np.where(outside, self._alpha / np.where(outside, dist, 1.0), 1.0)
         return np.where(outside[:, :, None], self._nominal + scale[:, :, None] * gap, P)
 
+    #: The ball's solver: a subclass that replaces one of these is solved by its own
+    #: (:meth:`compiled_rows` gives None).
+    _SOLVER = ("worst_case", "_solve_rows", "_solve_shared")
+
+    def compiled_rows(self) -> L1Rows | None:
+        """The ball by (state, action) row for compiled code (:meth:`rows`), or None for a
+        subclass that replaces the ball's solver (``worst_case``, ``_solve_rows`` or
+        ``_solve_shared``: its answers are its own, so it is solved by them).  The hook of
+        :meth:`SARectangularSet.compiled_rows <rcmdp_exact.uncertainty.SARectangularSet.
+        compiled_rows>`."""
+        own = all(getattr(type(self), m) is getattr(L1Ball, m) for m in self._SOLVER)
+        return self.rows() if own else None
+
     def rows(self) -> L1Rows:
         """The ball by (state, action) row, for compiled code (:class:`L1Rows`)."""
         S, A = self.n_states, self.n_actions
@@ -452,7 +475,7 @@ class L1Ball(Frozen, SARectangularSet):
         max_radius] (0 at terminal states), support every state or the nominal's."""
         from hypothesis import strategies as st
 
-        from ..testing import pair_radii, supports
+        from ._draw import pair_radii, supports
 
         return st.tuples(supports(model, support), pair_radii(model, max_radius, grid=grid)
                          ).map(lambda t: cls(model.P, t[1], t[0]))

@@ -5,8 +5,9 @@ The same algorithm as :func:`rcmdp_exact.uncertainty.worst_case_l1` (its numpy o
 once as a loop over one row (:func:`worst_row`) that numba compiles: the argmin of z on
 the support gains :math:`\\epsilon = \\min(\\alpha/2, 1 - \\hat p_k)`, and the entries
 with the largest z lose it, one at a time, so only the entries that lose mass are
-visited (a selection; a row that moves many entries sorts once).  Ties: the argmin is the largest index among the
-smallest z on the support; among equal z the lowest index loses mass first.
+visited (a selection; a row that moves many entries sorts once).  Ties: the argmin is
+the largest index among the smallest z on the support; among equal z the lowest index
+loses mass first.
 
 * :func:`worst_row` and :func:`worst_pair`: one row (the learners' per-step worst case,
   :mod:`rcmdp_exact.learners.loop`, and the path of a single 1-D row of

@@ -122,7 +122,7 @@ class LInfBall(IntervalSet):
         in [0, max_radius] (0 at terminal states)."""
         from hypothesis import strategies as st
 
-        from ..testing import pair_radii, supports
+        from ._draw import pair_radii, supports
 
         return st.tuples(supports(model, support), pair_radii(model, max_radius, grid=grid)
                          ).map(lambda t: cls(model.P, t[1], t[0]))

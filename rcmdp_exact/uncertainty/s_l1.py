@@ -1079,7 +1079,7 @@ class SRectL1Ball(Frozen, SRectangularSet):
         state in [0, max_radius] (0 at terminal states)."""
         from hypothesis import strategies as st
 
-        from ..testing import state_budgets, supports
+        from ._draw import state_budgets, supports
 
         return st.tuples(supports(model, support), state_budgets(model, max_radius, grid=grid)
                          ).map(lambda t: cls(model.P, t[1], t[0]))

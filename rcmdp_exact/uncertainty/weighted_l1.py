@@ -656,7 +656,7 @@ class WeightedL1Ball(Frozen, SARectangularSet):
         states)."""
         from hypothesis import strategies as st
 
-        from ..testing import grid_values, pair_radii, supports
+        from ._draw import grid_values, pair_radii, supports
 
         n = model.n_states * model.n_actions * model.n_states
         low = 1.0 / (grid or 4)
