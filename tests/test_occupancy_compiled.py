@@ -16,10 +16,10 @@ from test_ground_truth_bounds import box_policies, hard_rows, occupancy
 from test_ground_truth_bracket import tiny_robust_cases
 
 from rcmdp_exact.domains import garnet
+from rcmdp_exact.ground_truth._compiled import lu_solve, occupancy_values
 from rcmdp_exact.ground_truth.boxes import bound_boxes
 from rcmdp_exact.ground_truth.local_bound import occupancy_intervals
 from rcmdp_exact.ground_truth.structure import Pseudocosts
-from rcmdp_exact.ground_truth._compiled import lu_solve, occupancy_values
 from rcmdp_exact.robust.engine import RobustGame
 from rcmdp_exact.testing import random_box
 from rcmdp_exact.uncertainty import l1_ball

@@ -288,7 +288,7 @@ def add_model_options(parser: argparse.ArgumentParser, *, kinds: bool = True,
                       perturbations: bool = False, horizon: bool = True) -> None:
     """``--model PATH.npz`` and the options that go with it (module notes)."""
     from ..names import AROUND_SUPPORTS, DEFAULT_SET_KIND, USER_ESTIMATION_EPISODES, USER_RADIUS
-    from ..uncertainty.kinds import builtin_kinds
+    from ..uncertainty.kinds import builtin_kinds, kind_files
 
     parser.add_argument("--model", metavar="PATH.npz", default=None,
                         help="your own model: a file written by TabularCMDP.save, in place "
@@ -318,12 +318,12 @@ def add_model_options(parser: argparse.ArgumentParser, *, kinds: bool = True,
                                  f"model on itself: train on a model estimated from N "
                                  f"episodes of the uniform random policy (default N "
                                  f"{USER_ESTIMATION_EPISODES}) and its estimated set")
+        radii = "; ".join(f"{k}: {info.radius}" for k, info in kind_files().items()
+                          if info.radius and info.estimated)
         parser.add_argument("--radius", type=real_number(0.0, what="radius"), default=None,
                             metavar="R",
                             help=f"with --model: radius of the set built around the model "
-                                 f"(default {USER_RADIUS}; the L1 radius of l1, weighted-l1 "
-                                 f"and s-l1 per action, the per-entry radius of linf and "
-                                 f"interval, the KL radius of kl)")
+                                 f"(default {USER_RADIUS}; {radii})")
         parser.add_argument("--support", choices=AROUND_SUPPORTS, default=None,
                             help="with --model: next states the set around the model allows: "
                                  "nominal (default: the model's own next states), all (every "
@@ -392,15 +392,25 @@ def refuse_with_model(parser, args, names) -> None:
                 other = "--set-file" if given("set_file") else "--estimate"
                 parser.error(f"{flag(n)} shapes the set built around the model itself and "
                              f"does not apply with {other}; drop one of them")
-        if given("support") and args.support != "nominal" and getattr(
-                args, "set_kind", None) == "kl":
-            parser.error(f"--set kl takes --support nominal (a KL ball never leaves the "
-                         f"support of the model's kernel), not {args.support}")
+        _refuse_support(parser, getattr(args, "set_kind", None),
+                        args.support if given("support") else None)
         return
     for n in ("horizon", "set_file", "estimate", "radius", "support", "perturbations"):
         if given(n):
             parser.error(f"{flag(n)} applies to your own model: add --model PATH.npz or drop "
                          f"{flag(n)}")
+
+
+def _refuse_support(parser, kind, support) -> None:
+    """Refuse a ``--support`` that the set of ``--set KIND`` around a model does not take
+    (the kind file's ``AROUND_SUPPORTS``, read by :mod:`rcmdp_exact.uncertainty.kinds`)."""
+    from ..uncertainty.kinds import kind_files
+
+    info = kind_files().get(kind) if isinstance(kind, str) else None
+    if support is None or info is None or info.supports is None or support in info.supports:
+        return
+    parser.error(f"--set {kind} takes --support {' or '.join(info.supports)} (the supports "
+                 f"{info.cls}.around accepts), not {support}")
 
 
 def load_user_model(args, *, need_horizon: str | None = None):

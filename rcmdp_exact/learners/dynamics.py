@@ -8,8 +8,9 @@ of pair r = s * A + a leads to ``nxt[r, o]``.
 * nominal (PG, CPG): ``model.P`` over next states;
 * worst case (RCPG variants): the ball by row (its
   :meth:`~rcmdp_exact.L1Ball.compiled_rows`, an :class:`~rcmdp_exact.uncertainty.L1Rows`,
-  the hook of the set protocol); the loop solves the inner problem of every pair at the start of every episode with the
-  ball's compiled row solver (:mod:`rcmdp_exact.uncertainty.l1_numba`);
+  the hook of the set protocol); the loop solves the inner problem of every pair at the
+  start of every episode with the ball's compiled row solver
+  (:mod:`rcmdp_exact.uncertainty.l1_numba`);
 * adversary (Adversarial RCPG): the ball's outcome form when it has one (navigation:
   the 5 offsets), otherwise every next state; the adversary's nominal is the ball's
   nominal in that form, and its deviation penalty the ball's L1 distance and radius.

@@ -68,6 +68,8 @@ __all__ = [
 
 #: The kind of this file's set (``--set interval``; read by :mod:`.kinds`).
 KIND = "interval"
+#: What ``--radius R`` is for the set around a model (read by :mod:`.kinds`).
+RADIUS = "the per-entry radius"
 
 
 # --------------------------------------------------------------------------- the solver

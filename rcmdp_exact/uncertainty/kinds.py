@@ -6,7 +6,11 @@ This module reads those lines from the package's own files (plain text, no impor
 numpy), so that the command line can check ``--set KIND`` and list the kinds in its
 help in a few milliseconds, and so that adding a built-in kind is adding a file: nothing
 else lists the kinds.  A kind is *estimated* (``--set`` can build it from the counts of
-the estimation phase) when its file defines ``from_counts``.
+the estimation phase) when its file defines ``from_counts``.  Two more lines of a kind's
+file say what the command line needs to know of its set around a model (``around``):
+``RADIUS = "..."``, what ``--radius R`` is for the kind, and ``AROUND_SUPPORTS = (...)``,
+the ``--support`` values its ``around`` accepts when not every one (a KL ball never leaves
+the support of its centre).
 
 The registry that does the work is :mod:`.base` (every set class registers itself when
 it is defined; :func:`~rcmdp_exact.uncertainty.set_class` imports a kind on demand);
@@ -15,6 +19,7 @@ it is defined; :func:`~rcmdp_exact.uncertainty.set_class` imports a kind on dema
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from pathlib import Path
@@ -33,6 +38,8 @@ _KIND_LINE = re.compile(rf"^KIND\s*=\s*[\"']({KIND_PATTERN})[\"']\s*(?:#.*)?$", 
 _CLASS_LINE = re.compile(r"^class\s+([A-Za-z_]\w*)\s*[(:]")
 _OWN_KIND = re.compile(r"^\s+kind\s*=\s*KIND\b")
 _COUNTS = re.compile(r"^\s+def\s+from_counts\s*\(", re.M)
+_RADIUS_LINE = re.compile(r"^RADIUS\s*=\s*\"([^\"]*)\"", re.M)
+_SUPPORTS_LINE = re.compile(r"^AROUND_SUPPORTS\s*=\s*(\([^)]*\))", re.M)
 _CLASS_SPEC = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
 
 
@@ -47,6 +54,11 @@ class KindFile(NamedTuple):
     """The name of the set class (the class whose body says ``kind = KIND``)."""
     estimated: bool
     """The file defines ``from_counts``: the kind is built from estimation counts."""
+    radius: str = ""
+    """What ``--radius R`` is for the kind's set around a model (its ``RADIUS`` line)."""
+    supports: tuple | None = None
+    """The ``--support`` values of its set around a model (``AROUND_SUPPORTS``; None:
+    every one)."""
 
 
 def _read(path: Path) -> KindFile | None:
@@ -66,7 +78,11 @@ def _read(path: Path) -> KindFile | None:
     if cls is None:
         raise RuntimeError(f"{path.name} declares KIND = {found[1]!r} but no class of it "
                            f"says `kind = KIND`")
-    return KindFile(found[1], f".{path.stem}", cls, bool(_COUNTS.search(text)))
+    radius = _RADIUS_LINE.search(text)
+    supports = _SUPPORTS_LINE.search(text)
+    return KindFile(found[1], f".{path.stem}", cls, bool(_COUNTS.search(text)),
+                    radius[1] if radius else "",
+                    ast.literal_eval(supports[1]) if supports else None)
 
 
 @functools.cache

@@ -89,6 +89,11 @@ __all__ = ["KIND", "KL_BOUNDS", "KLBall", "estimate_kl_ball", "kl_divergence", "
 
 #: The kind of this file's set (``--set kl``; read by :mod:`.kinds`).
 KIND = "kl"
+#: What ``--radius R`` is for the set around a model (read by :mod:`.kinds`).
+RADIUS = "the KL radius"
+#: The supports of the set around a model (read by :mod:`.kinds`): a KL ball never leaves
+#: the support of its centre.
+AROUND_SUPPORTS = ("nominal",)
 
 #: Largest number of iterations of the safeguarded Newton search (each either a Newton
 #: step or a halving of the bracket in log(eta); 60 halvings reach the float spacing).
@@ -585,7 +590,7 @@ class KLBall(Frozen, SARectangularSet):
         ``support`` must be ``"nominal"`` (:func:`kl_ball`)."""
         from .._checks import InputError
 
-        if support != "nominal":
+        if support not in AROUND_SUPPORTS:
             raise InputError(f"a KL ball never leaves the support of the model's kernel, "
                              f"so the kind kl takes the support 'nominal', not {support!r}")
         return cls(np.asarray(model.P, dtype=np.float64), float(radius))

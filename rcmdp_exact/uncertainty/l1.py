@@ -61,6 +61,8 @@ __all__ = [
 
 #: The kind of this file's set (``--set l1``, the default; read by :mod:`.kinds`).
 KIND = "l1"
+#: What ``--radius R`` is for the set around a model (read by :mod:`.kinds`).
+RADIUS = "the L1 radius of every pair"
 
 
 def merge_outcomes(q, outcomes, n_states: int | None = None) -> np.ndarray:

@@ -19,6 +19,8 @@ __all__ = ["KIND", "LInfBall", "estimate_linf_ball"]
 
 #: The kind of this file's set (``--set linf``; read by :mod:`.kinds`).
 KIND = "linf"
+#: What ``--radius R`` is for the set around a model (read by :mod:`.kinds`).
+RADIUS = "the per-entry radius"
 
 
 class LInfBall(IntervalSet):

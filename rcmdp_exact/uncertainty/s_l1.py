@@ -113,6 +113,8 @@ __all__ = ["BELLMAN_METHODS", "KIND", "SRectL1Ball"]
 
 #: The kind of this file's set (``--set s-l1``; read by :mod:`.kinds`).
 KIND = "s-l1"
+#: What ``--radius R`` is for the set around a model (read by :mod:`.kinds`).
+RADIUS = "the L1 radius per action (the state's budget: their sum)"
 
 #: Methods of :meth:`SRectL1Ball.bellman_max_min`: "sort" (the exact fast choice:
 #: "level" on the whole simplex, "dual" with a box), "level", "dual", "lp".

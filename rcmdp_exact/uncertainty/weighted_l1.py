@@ -122,6 +122,8 @@ __all__ = [
 
 #: The kind of this file's set (``--set weighted-l1``; read by :mod:`.kinds`).
 KIND = "weighted-l1"
+#: What ``--radius R`` is for the set around a model (read by :mod:`.kinds`).
+RADIUS = "the L1 radius of every pair (unit weights)"
 
 
 # --------------------------------------------------------------------------- the solver
