@@ -51,7 +51,7 @@ from .search import Incumbent
 from .structure import Pseudocosts
 
 __all__ = ["BOX_BOUNDS", "OPEN_BOX_MEMORY", "bound_boxes", "branch_and_bound",
-           "feasibility_bounds", "lagrangian_bounds", "lp_bound", "open_box_bytes", "tighten"]
+           "feasibility_bounds", "lagrangian_bounds", "lp_bound", "open_box_bytes"]
 
 #: The bounds a box may add to its Lagrangian bound: the performance-difference bound
 #: (:mod:`.local_bound`) and the occupancy LP with McCormick envelopes
@@ -93,15 +93,6 @@ def feasibility_bounds(game: RobustGame, lo, hi) -> np.ndarray:
                                                                          game.A, game.S)
     sol = game.solve(g, np.repeat(lo, K, axis=0), np.repeat(hi, K, axis=0))
     return -(sol["value"] + sol["err"]).reshape(J, K) - game.rounding(1.0)
-
-
-def tighten(lo: np.ndarray, hi: np.ndarray):
-    """The tightest bounds of boxes intersected with the simplex; (lo, hi, non-empty)."""
-    slo, shi = lo.sum(axis=-1, keepdims=True), hi.sum(axis=-1, keepdims=True)
-    new_lo = np.maximum(lo, 1.0 - (shi - hi))
-    new_hi = np.minimum(hi, 1.0 - (slo - lo))
-    ok = (new_lo <= new_hi + 1e-15).all(axis=(1, 2))
-    return new_lo, np.maximum(new_hi, new_lo), ok
 
 
 def improve_lam(game: RobustGame, lo, hi, lam, delta, n_steps: int, bounds: Result):

@@ -38,10 +38,19 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FLOOR", "Pseudocosts", "split_on"]
+__all__ = ["FLOOR", "Pseudocosts", "split_on", "tighten"]
 
 #: Every coordinate's mean gain is at least this fraction of the largest.
 FLOOR = 0.05
+
+
+def tighten(lo: np.ndarray, hi: np.ndarray):
+    """The tightest bounds of boxes intersected with the simplex; (lo, hi, non-empty)."""
+    slo, shi = lo.sum(axis=-1, keepdims=True), hi.sum(axis=-1, keepdims=True)
+    new_lo = np.maximum(lo, 1.0 - (shi - hi))
+    new_hi = np.minimum(hi, 1.0 - (slo - lo))
+    ok = (new_lo <= new_hi + 1e-15).all(axis=(1, 2))
+    return new_lo, np.maximum(new_hi, new_lo), ok
 
 
 def split_on(lo, hi, s, a):
@@ -49,8 +58,6 @@ def split_on(lo, hi, s, a):
 
     Returns the children (2n, S, A) lo, hi, the index of each child's parent (2n,) and a
     mask of the non-empty children (the first n are the lower halves)."""
-    from .boxes import tighten
-
     n = lo.shape[0]
     rows = np.arange(n)
     mid = 0.5 * (lo[rows, s, a] + hi[rows, s, a])
