@@ -362,7 +362,7 @@ def test_table1_csv_is_the_same_bytes_whatever_the_insertion_order(tmp_path):
 
 
 def test_verdicts_are_computed_from_the_numbers():
-    from rcmdp_exact.protocol.report import verdict
+    from rcmdp_exact.protocol.reproduction_report import verdict
 
     base = {"n_seeds": 20, "episodes": 5000, "n_settings": 5, "test": "1A",
             "paper_mean": -76.7, "paper_spread": 20.2, "bound": -10.0, "cost_mean": 7.0,
@@ -389,7 +389,7 @@ def test_two_seeds_or_a_wide_interval_are_inconclusive():
     """With 2 seeds the t interval has one degree of freedom: the verdict is
     "inconclusive" whatever the means (the issue's cell: an interval from -170,888 to
     146,635); from 3 seeds an interval wider than the magnitude compared is too."""
-    from rcmdp_exact.protocol.report import verdict
+    from rcmdp_exact.protocol.reproduction_report import verdict
 
     base = {"n_seeds": 2, "episodes": 200, "n_settings": 9, "test": "inventory",
             "paper_mean": -3058.6, "paper_spread": 1341.6, "bound": 423.7,
@@ -413,7 +413,7 @@ def test_two_seeds_or_a_wide_interval_are_inconclusive():
 def test_table_decimals_follow_the_scale_and_columns_name_it():
     """Values in [0, 1] get 4 decimals, the paper's hundreds 1; every ground-truth column
     names its scale; an RCMDP lower cell of an infeasible bracket is marked (safest)."""
-    from rcmdp_exact.protocol.report import decimals, format_table1_md
+    from rcmdp_exact.protocol.reproduction_report import decimals, format_table1_md
 
     assert decimals([0.407, 0.003, None, float("nan")]) == 4
     assert decimals([3.5, -0.2]) == 3 and decimals([-12.0]) == 2

@@ -46,7 +46,7 @@ def standin_train(model, algorithm, *, ball=None, seed=0, episodes=5000, critic=
     lam = 1.0 if constrained else 0.0
     T = model.horizon
     rec = {"length": np.full(episodes, T, dtype=np.int64), "return": np.empty(episodes),
-           "cost": np.empty((episodes, 1)), "lambda": np.empty(episodes)}
+           "cost": np.empty((episodes, 1)), "lam": np.empty(episodes)}
     for e in range(episodes):
         g = policy_gradient(model, theta, lam=[lam] if constrained else None)
         theta = theta + 2.0 * g / (np.abs(g).max() + 1e-300)
@@ -55,7 +55,7 @@ def standin_train(model, algorithm, *, ball=None, seed=0, episodes=5000, critic=
         cost = float(model.p0 @ ev.c[:, 0])
         if constrained:
             lam = float(np.clip(lam + 0.5 * (cost - model.d[0]), 0.0, 500.0))
-        rec["return"][e], rec["cost"][e, 0], rec["lambda"][e] = value, cost, lam
+        rec["return"][e], rec["cost"][e, 0], rec["lam"][e] = value, cost, lam
     mark = os.environ.get("RCMDP_STANDIN_MARK")
     if mark:
         with open(os.path.join(mark, str(os.getpid())), "w") as fh:

@@ -170,7 +170,8 @@ def test_no_deprecated_name_is_left():
     offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
                  if "DeprecationWarning" in p.read_text(encoding="utf-8")]
     assert offenders == []
-    for alias in ("reports.py", "inner.py", "ground_truth/core.py", "ground_truth/report.py"):
+    for alias in ("reports.py", "inner.py", "ground_truth/core.py", "ground_truth/report.py",
+                  "protocol/report.py"):
         assert not (root / alias).exists(), alias
     hidden = [(command, a.option_strings) for command, p in subparsers().items()
               for a in p._actions if a.help == argparse.SUPPRESS and a.option_strings

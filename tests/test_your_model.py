@@ -503,7 +503,7 @@ def test_the_python_reproduce_takes_your_model(files):
 
 
 def test_which_report_files_are_existing_outputs(tmp_path):
-    from rcmdp_exact.protocol.report import REPORT_MARKER, foreign_report
+    from rcmdp_exact.protocol.reproduction_report import REPORT_MARKER, foreign_report
 
     out = tmp_path / "rep"
     assert foreign_report(out, tmp_path / "a.sqlite") is None  # no folder

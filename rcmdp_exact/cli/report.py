@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         args._interrupted = (f"the results store is not changed and every report file in "
                              f"{out} is whole, some perhaps from an earlier report; run the "
                              f"same command again")
-        from ..protocol.report import write_report  # every argument is checked
+        from ..protocol.reproduction_report import write_report  # every argument is checked
 
         rep = write_report(store, out, tests=tests, progress=progress_enabled(args))
     for p in rep.paths:

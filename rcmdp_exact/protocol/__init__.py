@@ -8,7 +8,7 @@
 * :func:`sweep` (:mod:`.backends`): compute what the store is missing, serially, with
   joblib or on a Dask cluster; only the driver writes;
 * :class:`Store` (:mod:`.store`): the SQLite results database;
-* :func:`table1`, :func:`write_report` (:mod:`.table1`, :mod:`.report`,
+* :func:`table1`, :func:`write_report` (:mod:`.table1`, :mod:`.reproduction_report`,
   :mod:`.figures`): Table 1, the figures and the report, from the store alone;
 * :func:`reproduce`: plan, sweep and report in one call.
 
@@ -104,7 +104,7 @@ def reproduce(db, out=None, *, tests=_TESTS, algorithms=_ALGORITHMS, seeds=None,
     """
     from .backends import sweep
     from .phases import plan
-    from .report import write_report
+    from .reproduction_report import write_report
     from .store import Store
 
     if trainer is not None:

@@ -41,8 +41,6 @@ _COLORS = dict(zip(ALGORITHMS, ("tab:red", "tab:orange", "tab:blue", "tab:green"
 _XLABEL = {"inventory": "demand setting (mu, sigma)", "1A": "p_success", "2A": "p_success",
            "1B": "N perturbed state-action pairs", "2B": "N perturbed states",
            USER_TEST: "setting (0: your model, then the perturbations)"}
-#: Curves stored under an earlier name (stores written before the records were renamed).
-_FORMER_CURVES = {"lam": "lambda", "lam[0]": "lambda[0]"}
 
 
 def _figure(ncols: int, width: float = 4.2):
@@ -161,9 +159,8 @@ def _curve_matrix(store, runs, names, cache=None):
         for run in runs:
             if run["key"] not in cache:
                 cache[run["key"]] = store.curves(run["key"])
-            names_of = (name, _FORMER_CURVES.get(name))
             pts = [c for c in cache[run["key"]]
-                   if c["name"] in names_of and c["episode"] is not None]
+                   if c["name"] == name and c["episode"] is not None]
             if not pts:
                 break
             pts.sort(key=lambda c: c["idx"])

@@ -563,9 +563,9 @@ def _pm(mean: float, std: float, n: int, nd: int = 2) -> str:
 
 def _decimals(entries) -> int:
     """Decimals by the scale of the means (2 for the paper's domains' tens and hundreds,
-    4 for values in [0, 1]: :func:`rcmdp_exact.protocol.report.decimals`, at least
+    4 for values in [0, 1]: :func:`rcmdp_exact.protocol.reproduction_report.decimals`, at least
     2)."""
-    from .report import decimals
+    from .reproduction_report import decimals
 
     return max(2, decimals([e[f"{m}_mean"] for e in entries
                             for m in ("value", "cost", "overshoot", "penalised_return")]))

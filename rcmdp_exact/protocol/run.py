@@ -253,7 +253,7 @@ def run_one(spec: RunSpec, trainer=None) -> dict:
     tests = _test_rows(spec, policy, seeds)
     t3 = time.perf_counter()
     steps = int(np.sum(records["length"])) if "length" in records else None
-    lam = records.get("lam") if "lam" in records else records.get("lambda")
+    lam = records.get("lam")
     from .estimation import support_text
 
     info = {
