@@ -26,7 +26,7 @@ from ..names import TESTS as _TESTS
 #: the commands read the light modules (the store, the report folder's files) before
 #: numpy and the solvers are imported.
 _EXPORTS = {"BACKENDS": ".backends", "sweep": ".backends", "FULL": ".phases",
-            "QUICK": ".phases", "plan": ".phases", "write_report": ".report",
+            "QUICK": ".phases", "plan": ".phases", "write_report": ".reproduction_report",
             "run_one": ".run", "ALGORITHMS": ".spec", "TESTS": ".spec",
             "GroundTruthSpec": ".spec", "RunSpec": ".spec", "Store": ".store",
             "PAPER_TABLE1": ".table1", "table1": ".table1"}
