@@ -28,13 +28,13 @@ from test_ground_truth_bracket import (
 from rcmdp_exact import InputError, OptionError
 from rcmdp_exact.core.mdp import greedy_box
 from rcmdp_exact.ground_truth import rcmdp_bracket
-from rcmdp_exact.ground_truth.boxes import tighten
 from rcmdp_exact.ground_truth.local_bound import (
     local_bounds,
     occupancy_intervals,
     one_step_intervals,
 )
 from rcmdp_exact.ground_truth.occupancy_bound import OccupancyLP
+from rcmdp_exact.ground_truth.structure import tighten
 from rcmdp_exact.robust.engine import RobustGame, SafetyNet
 from rcmdp_exact.testing import random_box, skewed_kernel
 from rcmdp_exact.uncertainty import L1Ball, l1_ball

@@ -35,7 +35,7 @@ from ..core.nn import MLP, Adam, softmax
 from ..core.parametrisations import adversary_inputs, policy_inputs
 from ..uncertainty import L1Rows, SARectangularSet
 
-__all__ = ["Problem", "build_problem", "check_learner_set", "l1_rows", "prefit_adversary",
+__all__ = ["Problem", "build_problem", "check_learner_set", "prefit_adversary",
            "seed_generators"]
 
 
@@ -76,7 +76,7 @@ class Problem(NamedTuple):
         return self.nxt.shape[1]
 
 
-def l1_rows(uset) -> L1Rows | None:
+def _l1_rows(uset) -> L1Rows | None:
     """The set by row when it is an L1 ball (its ``compiled_rows()`` are
     :class:`~rcmdp_exact.uncertainty.L1Rows`), else None."""
     rows = uset.compiled_rows() if isinstance(uset, SARectangularSet) else None
@@ -92,7 +92,7 @@ def check_learner_set(uset, algo, inner: str) -> None:
     L1Ball`.  With ``critic="exact"`` or ``inner="lp"`` the RCPG variants take their
     worst case from the set itself, so any sa-rectangular set works.
     """
-    if algo.dynamics == "nominal" or l1_rows(uset) is not None:
+    if algo.dynamics == "nominal" or _l1_rows(uset) is not None:
         return
     what = type(uset).__name__
     if algo.dynamics == "adversary":
@@ -130,7 +130,7 @@ def build_problem(model, algo, ball, settings) -> Problem:
                   radius=np.zeros(SA))
     Xadv = np.zeros((SA, 1))
     nom_state = np.zeros((SA, S))
-    ball_rows = None if algo.dynamics == "nominal" else l1_rows(ball)
+    ball_rows = None if algo.dynamics == "nominal" else _l1_rows(ball)
     if ball_rows is None:
         # a set other than the L1 ball: its worst case comes from the set, every episode
         nxt, kprob = states, np.ascontiguousarray(np.asarray(model.P).reshape(SA, S))

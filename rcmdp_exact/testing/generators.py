@@ -451,7 +451,7 @@ def random_box(seed, S: int, A: int, width: float | None = None):
         hi = np.maximum(lo, rng.uniform(0.0, 1.0, (S, A)))
         hi[np.arange(S), rng.integers(0, A, S)] = 1.0  # every box meets the simplex
         return lo, hi
-    from ..ground_truth.boxes import tighten
+    from ..ground_truth.structure import tighten
 
     width = check_real(width, "width", 0.0)
     centre = rng.dirichlet(np.ones(A), size=S)

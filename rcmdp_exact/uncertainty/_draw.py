@@ -33,9 +33,7 @@ from ..core.model import TabularCMDP
 __all__ = [
     "checked_grid",
     "draw_composition",
-    "draw_radii",
     "draw_rows",
-    "draw_support",
     "draw_values",
     "example",
     "example_generator",
@@ -114,7 +112,7 @@ def checked_grid(grid) -> int | None:
     return None if grid is None else check_int(grid, "grid", 1)
 
 
-def draw_radii(draw, model, high, grid, per="pair"):
+def _radii(draw, model, high, grid, per="pair"):
     S, A = model.n_states, model.n_actions
     n = S * A if per == "pair" else S
     rng = example_generator(draw, grid)
@@ -127,7 +125,7 @@ def draw_radii(draw, model, high, grid, per="pair"):
     return r
 
 
-def draw_support(draw, model, support):
+def _support(draw, model, support):
     kind = draw(strategy_of(support))
     check_choice(kind, "support", ("all", "nominal"))
     P = np.asarray(model.P)
@@ -148,21 +146,21 @@ def grid_values(draw, n: int, low: float, high: float, grid: int | None = 4):
 def pair_radii(draw, model: TabularCMDP, max_radius: float, *, grid: int | None = 4):
     """Strategy for radii (S, A) in [0, max_radius], one per pair, 0 at terminal states
     (with ``grid=None``, about a fifth of the pairs certain, radius 0)."""
-    return draw_radii(draw, model, max_radius, checked_grid(grid), "pair")
+    return _radii(draw, model, max_radius, checked_grid(grid), "pair")
 
 
 @st.composite
 def state_budgets(draw, model: TabularCMDP, max_radius: float, *, grid: int | None = 4):
     """Strategy for budgets (S,) in [0, max_radius], one per state, 0 at terminal
     states (the radii of an s-rectangular set)."""
-    return draw_radii(draw, model, max_radius, checked_grid(grid), "state")
+    return _radii(draw, model, max_radius, checked_grid(grid), "state")
 
 
 @st.composite
 def supports(draw, model: TabularCMDP, support=("all", "nominal")):
     """Strategy for supports (S, A, S) bool: every next state (``"all"``) or those of
     the model's kernel (``"nominal"``); a name, or a tuple of names to draw from."""
-    return draw_support(draw, model, support)
+    return _support(draw, model, support)
 
 
 @st.composite

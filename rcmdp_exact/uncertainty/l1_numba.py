@@ -25,7 +25,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["SCANS", "solve_rows", "worst_pair", "worst_row", "worst_rows", "worst_rows_shared"]
+__all__ = ["solve_rows", "worst_pair", "worst_row"]
 
 
 #: Entries that lose mass found by a scan each before the rest are taken in one sort.
