@@ -211,8 +211,8 @@ def score(trainer=None, algorithms=("pg",), names=None, seeds=(0, 1, 2), episode
     from .._checks import InputError, check_int
     from .._progress import progress_default, tqdm
     from ..names import ALGORITHMS
-    from . import BASELINES, definition, load
     from .sets import KINDS
+    from .store import BASELINES, definition, load
 
     algorithms = [algorithms] if isinstance(algorithms, str) else list(algorithms)
     if not algorithms:

@@ -39,8 +39,8 @@ def verify_record(rec: dict, tol: float = 1e-7) -> dict:
     import warnings
 
     from ..robust import robust_evaluate
-    from . import definition
     from .sets import build_set
+    from .store import definition
 
     inst = definition(rec["instance"])
     b = rec["bracket"]
@@ -129,7 +129,7 @@ def verify(names=None, *, path=None, tol: float = 1e-7, progress: bool | None = 
     """
     from .._checks import InputError, check_real
     from .._progress import progress_default, tqdm
-    from . import data, definition
+    from .store import data, definition
 
     check_real(tol, "tol", 0.0, 1.0)
     if names is not None:

@@ -19,7 +19,7 @@ def _f(x, d=4):
 def bracket_table(path=None, r: float = 0.1) -> str:
     """A Markdown table: per instance and kind of set at the grid's radius ``r``, the
     budget, the values and the bracket with its relative gap and status."""
-    from . import data
+    from .store import data
 
     lines = ["| instance | set | budget | nominal | CMDP | robust | lower | upper | rel. gap "
              "| status |", "|---|---|---|---|---|---|---|---|---|---|"]
@@ -56,9 +56,9 @@ def figure(out, path=None, scores=None) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from . import data
     from .leaderboard import read_scores
     from .sets import KINDS
+    from .store import data
 
     recs = [r for r in data(path)["records"] if abs(r["r"] - 0.1) < 1e-12]
     names = list(dict.fromkeys(r["instance"] for r in recs))
