@@ -66,6 +66,7 @@ def _is_sparse(x) -> bool:
     return sparse is not None and bool(sparse.issparse(x))
 
 __all__ = [
+    "MAX_INPUT_BYTES",
     "ImproperPolicyError",
     "InnerProblemError",
     "InputError",
@@ -159,6 +160,15 @@ def row_tolerance(n: int) -> float:
     """
     return 1e-12 * max(int(n), 1)
 
+
+#: The most memory (bytes) one input may ask for before any work: the arrays a model
+#: holds (:class:`~rcmdp_exact.TabularCMDP`, whatever the shapes it is given declare:
+#: a broadcast view or a sparse matrix costs nothing until it is copied or converted)
+#: and the arrays of one archive read from a file (:func:`rcmdp_exact._io.load_npz`,
+#: whatever its headers claim).  8 GiB: the largest model of the docs (a sparse grid of
+#: 10^5 cells) holds about 30 MB, a dense model of S = 5000 states and A = 4 actions
+#: 800 MB.
+MAX_INPUT_BYTES = 8 * 2**30
 
 #: Largest ``|sum(row) - 1|`` that ``normalize=True`` repairs: float32 rounding of a
 #: row of up to 10^4 entries (about n * 6e-8 in the worst case) fits well inside it.

@@ -66,6 +66,7 @@ from .model_checks import (
     check_dense_transitions,
     check_labels,
     check_model,  # noqa: F401  (core.mdp and ground_truth.lp import it from here)
+    check_model_size,
     check_multipliers,
     check_outcomes,
     check_p0,
@@ -151,7 +152,11 @@ class TabularCMDP:
     Raises
     ------
     ModelError
-        On any invalid input; the message names the culprit and how to fix it.
+        On any invalid input; the message names the culprit and how to fix it.  Before
+        any copy: the memory the model would hold, read from the shapes it is given, is
+        at most :data:`rcmdp_exact._checks.MAX_INPUT_BYTES` (8 GiB), and the stored
+        indices of a sparse ``P`` lie inside its shape (scipy reads out of bounds on
+        one that does not).
 
     Notes
     -----
@@ -216,6 +221,7 @@ class TabularCMDP:
     ):
         object.__setattr__(self, "_frozen", False)
         self._cache = {}
+        check_model_size(P, R, C)  # before any copy: the shapes declare the memory
         # -- transitions
         if sp.issparse(P):
             self._P_sparse, S, A = check_sparse_transitions(P, R, normalize)
