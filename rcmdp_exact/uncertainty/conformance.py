@@ -822,6 +822,26 @@ class _Checker:
 SKEWED_FAMILIES = ("tiny", "zeros", "one_large", "uniform")
 
 
+def _room(entries: int, what: str) -> None:
+    from .._checks import MAX_INPUT_BYTES, bytes_text
+
+    if 8 * entries > MAX_INPUT_BYTES:
+        raise InputError(f"{what} would hold {bytes_text(8 * entries)} in memory, above "
+                         f"the limit of {bytes_text(MAX_INPUT_BYTES)} "
+                         f"(rcmdp_exact._checks.MAX_INPUT_BYTES); give smaller sizes")
+
+
+def _kernel_arg(P) -> np.ndarray:
+    """``P`` as a float64 array (S, A, S) with S, A >= 1 (its rows are not checked)."""
+    from .._checks import as_float_array
+
+    arr = as_float_array(P, "P", "give a kernel (S, A, S)")
+    if arr.ndim != 3 or arr.shape[0] != arr.shape[2] or 0 in arr.shape:
+        raise InputError(f"P must be a kernel of shape (S, A, S) with S, A >= 1, got "
+                         f"shape {arr.shape}")
+    return arr
+
+
 def skewed_kernel(seed, S: int, A: int) -> np.ndarray:
     """A transition kernel (S, A, S) whose rows look like estimated ones.
 
@@ -830,7 +850,11 @@ def skewed_kernel(seed, S: int, A: int) -> np.ndarray:
     ``"zeros"`` (the same with about a third of the entries exactly 0), ``"one_large"``
     (a mass of 1 - eps beside entries of 1e-15 to 1e-6) and ``"uniform"`` (Dirichlet(1),
     the friendly case).  Rows sum to 1 up to rounding and always have a positive entry.
+    ``S, A >= 1``, checked before any draw (and S*A*S entries within
+    :data:`~rcmdp_exact._checks.MAX_INPUT_BYTES`).
     """
+    S, A = check_int(S, "S", 1), check_int(A, "A", 1)
+    _room(S * A * S, f"skewed_kernel(S={S:,}, A={A:,})")
     rng = rng_from(seed)
     P = np.zeros((S, A, S))
     for s, a in np.ndindex(S, A):
@@ -856,10 +880,13 @@ def skewed_values(seed, J: int, P: np.ndarray) -> np.ndarray:
     Scales from 1e-3 to 1e6, integer values (ties), near ties (differences of 1e-12 of
     the scale), a block of equal values, and, on half of the rows, the minimum of z on a
     next state of tiny nominal mass (where the adversary's answer is the hardest to
-    compute accurately).
+    compute accurately).  ``J >= 1``; ``P`` a kernel (S, A, S).
     """
-    rng = rng_from(seed)
+    J = check_int(J, "J", 1)
+    P = _kernel_arg(P)
     S, A = P.shape[:2]
+    _room(J * S * A * S, f"skewed_values(J={J:,}) of a kernel {P.shape}")
+    rng = rng_from(seed)
     z = np.empty((J, S, A, S))
     for j, s, a in np.ndindex(J, S, A):
         kind = int(rng.integers(5))
@@ -888,8 +915,9 @@ def skewed_radii(seed, P: np.ndarray, kind: str) -> np.ndarray:
     1), ``"kl"`` (up to and beyond :math:`-\\log \\min_i \\hat p_i`, where every
     distribution on the support is in the ball, including just below that limit).
     """
-    rng = rng_from(seed)
     check_choice(kind, "kind", ("l1", "linf", "kl"))
+    P = _kernel_arg(P)
+    rng = rng_from(seed)
     S, A = P.shape[:2]
     top = {"l1": 2.0, "linf": 1.0}.get(kind)
     if kind == "kl":
