@@ -83,6 +83,7 @@ __all__ = [
     "check_finite",
     "check_indices",
     "check_int",
+    "check_limit",
     "check_memory",
     "check_nonnegative",
     "check_out_path",
@@ -361,6 +362,22 @@ def check_int(value, name: str, low: int | None = None, high: int | None = None,
         else:
             rng = f"in {low}..{high}"
         raise InputError(f"{name} must be an integer {rng}, got {v}{hint}")
+    return v
+
+
+def check_limit(value, name: str, limit: str, low: int = 1, hint: str = "") -> int:
+    """``value`` as an int in ``[low, high]``, where ``high`` is the limit ``limit`` of
+    :data:`rcmdp_exact.names.LIMITS` (the same limit the command line applies); the
+    message above it names the limit, what it bounds and why."""
+    from .names import LIMITS
+
+    v = check_int(value, name, low, hint=hint)
+    high, what, why = LIMITS[limit]
+    if v > high:
+        k = len(str(high)) - 1
+        shown = f"10^{k}" if high == 10**k and k >= 3 else f"{high:,}"
+        raise InputError(f"{name} = {v:,} is above the limit {shown} of {what} ({why}); "
+                         f"give at most {high} (rcmdp_exact.names.LIMITS)")
     return v
 
 
