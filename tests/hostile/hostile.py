@@ -17,14 +17,15 @@ own and checks:
 
 Hostile conditions a row can ask for:
 
-* ``disk="full"``: the folder lies on a full file system (a tmpfs of 512 KiB filled up
+* ``disk="full"``: the folder lies on a full file system (a tmpfs of 4 MiB filled up
   after ``setup`` when this process may mount one, i.e. runs as root; otherwise a
   file-size limit, RLIMIT_FSIZE, makes every write beyond ``fsize`` bytes fail with
   EFBIG, as a full disk makes it fail with ENOSPC);
 * ``disk="readonly"``: the folder is read-only (a tmpfs remounted read-only when
   root, which root cannot write either; otherwise ``chmod 555``);
 * ``signal="INT"`` or ``"TERM"`` at a ``moment``: ``"busy"`` (once the command has used
-  ``cpu`` seconds of CPU: inside its work, whatever the machine's load), ``"return"``
+  ``cpu`` seconds of CPU: inside its work, whatever the machine's load), ``"ready"``
+  (once ``ready(folder)`` is true, e.g. a stand-in run has started), ``"return"``
   (the moment its ``main`` returns) or ``"exit"`` (at the interpreter's exit, after
   ``main`` returned: the "very end" of a command), the last two through a
   ``sitecustomize`` that wraps ``rcmdp_exact.cli.main``;
@@ -92,6 +93,7 @@ class Cli:
     signal: str | None = None
     moment: str | None = None
     cpu: float = 1.0
+    ready: Callable | None = None
     unchanged: tuple = ()
     created: tuple | None = ()
     env: dict = field(default_factory=dict)
@@ -166,7 +168,7 @@ def folder_on(kind: str | None, base: Path, setup=None):
     fsize = 0
     try:
         if kind is not None and can_mount():
-            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k,mode=0777", "tmpfs",
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0777", "tmpfs",
                             str(folder)], check=True)
             mounted = True
         if setup is not None:
@@ -253,9 +255,10 @@ def run_cli(row: Cli, tmp_path: Path):
                                     preexec_fn=_child(row.fsize or fsize),
                                     start_new_session=True)
             try:
-                if row.moment == "busy":
-                    wait_for(lambda: cpu_seconds(proc.pid) >= row.cpu, proc,
-                             "the moment to send the signal")
+                if row.moment in ("busy", "ready"):
+                    wait_for((lambda: cpu_seconds(proc.pid) >= row.cpu)
+                             if row.moment == "busy" else (lambda: row.ready(folder)),
+                             proc, "the moment to send the signal")
                     proc.send_signal(getattr(_signal, f"SIG{row.signal}"))
                 out, err = proc.communicate(timeout=row.timeout)
             finally:
@@ -413,3 +416,64 @@ HOLD_LOCK = ("import sys, time, pathlib\n"
 def holding_lock(db: str, seconds: float = 600.0) -> tuple:
     """The ``beside`` command of a process that holds ``db``'s lock for ``seconds``."""
     return (sys.executable, "-c", HOLD_LOCK, db, str(seconds))
+
+
+# =========================================================================== a results store
+#: The stand-in trainer (tests/test_experiments_standin.py): exact, deterministic, no
+#: numba; ``RCMDP_STANDIN_SLEEP`` slows each run, ``RCMDP_STANDIN_MARK`` marks it.
+STANDIN = "test_experiments_standin:standin_train"
+#: A small reproduction with the stand-in: test 1A, PG and CPG, two seeds (4 runs and 3
+#: ground-truth jobs).
+SMALL = ("--tests", "1A", "--algorithms", "pg,cpg", "--seeds", "2", "--episodes", "2",
+         "--n-draws", "1", "--bracket-seeds", "1", "--trainer", STANDIN, "--no-progress",
+         "--workers", "1")
+
+
+_REFERENCE: dict = {}
+
+
+def reference_store() -> Path:
+    """The folder of a small store and its report written by ``rcmdp reproduce`` with
+    the stand-in (made once per process, in a temporary folder)."""
+    import tempfile
+
+    if "out" not in _REFERENCE:
+        where = Path(tempfile.mkdtemp(prefix="rcmdp-hostile-store-"))
+        proc = subprocess.run([sys.executable, "-m", "rcmdp_exact", "reproduce", *SMALL,
+                               "--out", "out"], cwd=where, env=env(), capture_output=True,
+                              text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        _REFERENCE["out"] = where / "out"
+    return _REFERENCE["out"]
+
+
+def setup_store(folder: Path) -> None:
+    """The hostile input files and a copy of the reference store, ``runs.sqlite``."""
+    import shutil
+
+    setup_files(folder)
+    shutil.copy(reference_store() / "runs.sqlite", folder / "runs.sqlite")
+
+
+def stored_jobs(db: Path) -> int:
+    """The number of jobs (runs and ground-truth jobs) in the store ``db``."""
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return con.execute("SELECT (SELECT COUNT(*) FROM runs) + "
+                           "(SELECT COUNT(*) FROM ground_truth)").fetchone()[0]
+    finally:
+        con.close()
+
+
+def marked(folder: Path) -> bool:
+    """True once a stand-in run has started in a process beside (``RCMDP_STANDIN_MARK``
+    is ``folder/marks``)."""
+    marks = folder / "marks"
+    return marks.is_dir() and any(marks.iterdir())
+
+
+def holder_ready(folder: Path) -> bool:
+    """True once the lock holder beside (:data:`HOLD_LOCK`) holds the lock."""
+    return (folder / "held").exists()
