@@ -268,7 +268,7 @@ def run_cli(row: Cli, tmp_path: Path):
             if beside is not None:
                 if row.beside_code is None:  # a holder: ended once the command is done
                     os.killpg(beside.pid, _signal.SIGKILL)
-                b_out, b_err = beside.communicate(timeout=row.timeout)
+                _, b_err = beside.communicate(timeout=row.timeout)
                 if row.beside_code is not None:
                     assert beside.returncode == row.beside_code, (beside.returncode, b_err)
         finally:
