@@ -322,8 +322,9 @@ def check_sparse_transitions(P, R, normalize: bool = False) -> tuple[sp.csr_arra
     check_finite(Ps.data, "P", TRANSITION_AXES, positions=where_nz)
     check_nonnegative(Ps.data, "P", "transition probabilities", positions=where_nz)
     Ps.eliminate_zeros()
-    sums = np.add.reduceat(Ps.data, Ps.indptr[:-1]) if Ps.nnz else np.zeros(n_rows)
-    sums[np.diff(Ps.indptr) == 0] = 0.0  # reduceat repeats an entry for empty rows
+    # (np.add.reduceat fails on empty rows at the end: a count per row instead)
+    sums = np.bincount(np.repeat(np.arange(n_rows), np.diff(Ps.indptr)), weights=Ps.data,
+                       minlength=n_rows).astype(np.float64)
     scale = check_row_sums(sums.reshape(S, A), S, "P", TRANSITION_AXES[:2],
                            normalize=normalize)
     if scale is not None:
