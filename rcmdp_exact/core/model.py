@@ -45,6 +45,7 @@ toy-text environment, a QuantEcon ``DiscreteDP`` or pymdptoolbox arrays
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
@@ -474,6 +475,8 @@ class TabularCMDP:
                 f"dtype {ns.dtype} and shape {ns.shape}"
             )
         S, A, O = ns.shape
+        # the kernel (S, A, S) is built here, before the constructor checks its size
+        check_model_size(SimpleNamespace(shape=(S, A, S)), R, C)
         ns = check_indices(ns, "next_state", S, "state")
         pr = as_float_array(prob, "prob", "give (S, A, O) outcome probabilities",
                             shape=(S, A, O), axes=("s", "a", "o"))

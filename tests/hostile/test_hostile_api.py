@@ -104,6 +104,9 @@ MODELS = [
     Api("broadcast-kernel-of-7-TiB", lambda f: rx.TabularCMDP(
         np.broadcast_to(np.eye(10**4)[:, None, :], (10**4, 10**4, 10**4)),
         np.zeros((10**4, 10**4)), gamma=0.9), InputError, ("would hold", "MAX_INPUT_BYTES")),
+    Api("outcomes-of-a-14-TiB-kernel", lambda f: rx.TabularCMDP.from_outcomes(
+        np.zeros((10**6, 2, 1), dtype=np.int64), np.ones((10**6, 2, 1)), np.zeros(10**6)),
+        InputError, ("would hold", "(1000000, 2, 1000000)", "MAX_INPUT_BYTES")),
     Api("load-sparse-index-out-of-range", _load(sparse_model_arrays()), LoadError,
         ("m.npz", "column index 1000000")),
     Api("load-forged-header", _load(model_arrays(), {"P": (100000, 4, 100000)}), LoadError,
