@@ -193,9 +193,9 @@ class StoreLock:
         p = str(self.path)
         if self.exclusive:
             return (f"the results store {p!r} is in use by another rcmdp command (rcmdp "
-                    f"reproduce or rcmdp report with --db {p}): rcmdp recover replaces the "
-                    f"file, so it waits for them; the store is not changed: run rcmdp "
-                    f"recover again when they are done")
+                    f"reproduce or rcmdp report with --db {p}), and rcmdp recover, which "
+                    f"replaces the file, does not run beside them; the store is not "
+                    f"changed: run rcmdp recover again when they are done")
         return (f"the results store {p!r} is being recovered by rcmdp recover, which "
                 f"replaces the file: run this command again when it is done")
 

@@ -455,6 +455,18 @@ def setup_store(folder: Path) -> None:
     shutil.copy(reference_store() / "runs.sqlite", folder / "runs.sqlite")
 
 
+#: The files :func:`setup_store` writes.
+STORE_FILES = (*INPUT_FILES, "runs.sqlite")
+#: A stand-in run sleeps 0.5 s and marks itself in ``marks/`` (a sweep beside a row).
+SLOW_STANDIN = {"RCMDP_STANDIN_SLEEP": "0.5", "RCMDP_STANDIN_MARK": "{folder}/marks"}
+
+
+def setup_store_marked(folder: Path) -> None:
+    """:func:`setup_store`, and the folder ``marks`` of :data:`SLOW_STANDIN`."""
+    setup_store(folder)
+    (folder / "marks").mkdir()
+
+
 def stored_jobs(db: Path) -> int:
     """The number of jobs (runs and ground-truth jobs) in the store ``db``."""
     import sqlite3

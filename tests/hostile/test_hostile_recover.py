@@ -7,7 +7,9 @@ import sys
 import pytest
 from hostile import (
     INPUT_FILES,
+    SLOW_STANDIN,
     SMALL,
+    STORE_FILES,
     Cli,
     holder_ready,
     holding_lock,
@@ -16,15 +18,9 @@ from hostile import (
     run_cli,
     setup_files,
     setup_store,
+    setup_store_marked,
     stored_jobs,
 )
-
-STORE = (*INPUT_FILES, "runs.sqlite")
-
-
-def _with_marks(folder):
-    setup_store(folder)
-    (folder / "marks").mkdir()
 
 
 def _every_job_in_place(folder, out, err):
@@ -56,21 +52,20 @@ HOSTILE = [
     Cli("damaged-name-taken", ("recover", "--db", "runs.sqlite"),
         facts=("runs.sqlite.damaged", "exists", "move it away"),
         setup=lambda f: (setup_store(f), (f / "runs.sqlite.damaged").write_bytes(b"x")),
-        unchanged=STORE),
+        unchanged=STORE_FILES),
     # a read-only folder: names the folder of --db, not a ".probe" file of its own
     Cli("read-only-folder", ("recover", "--db", "runs.sqlite"), disk="readonly",
         facts=("folder", "of --db is not writable", "copy the store"),
-        absent=(".probe",), setup=setup_store, unchanged=STORE),
+        absent=(".probe",), setup=setup_store, unchanged=STORE_FILES),
     # a full disk: the store is not changed, and the line names no file it deleted
     Cli("full-disk", ("recover", "--db", "runs.sqlite"), disk="full",
         facts=("cannot be written beside", "runs.sqlite", "is not changed",
                "rcmdp recover again"),
-        absent=(".recovering",), setup=setup_store, unchanged=STORE),
+        absent=(".recovering",), setup=setup_store, unchanged=STORE_FILES),
     # concurrent runs: a sweep writing the store is not robbed of its jobs
     Cli("while-reproduce-writes", ("recover", "--db", "runs.sqlite"),
         facts=("runs.sqlite", "in use by another rcmdp command", "not changed"),
-        setup=_with_marks, env={"RCMDP_STANDIN_SLEEP": "0.5",
-                                "RCMDP_STANDIN_MARK": "{folder}/marks"},
+        setup=setup_store_marked, env=SLOW_STANDIN,
         beside=(sys.executable, "-m", "rcmdp_exact", "reproduce", *SMALL, "--seeds", "4",
                 "--db", "runs.sqlite", "--out", "rep"),
         beside_ready=marked, after=_every_job_in_place, created=None,
@@ -78,7 +73,7 @@ HOSTILE = [
     Cli("while-another-recovers", ("recover", "--db", "runs.sqlite"),
         facts=("runs.sqlite", "in use by another rcmdp command"), setup=setup_store,
         beside=holding_lock("runs.sqlite"), beside_ready=holder_ready, beside_code=None,
-        unchanged=STORE, created=("held",)),
+        unchanged=STORE_FILES, created=("held",)),
     # the end: an intact store recovered, then a signal at the interpreter's exit
     Cli("sigint-at-exit", ("recover", "--db", "runs.sqlite"), code=130, signal="INT",
         moment="exit", facts=("rcmdp recover: interrupted", "holds the recovered store"),

@@ -7,7 +7,9 @@ import sys
 import pytest
 from hostile import (
     INPUT_FILES,
+    SLOW_STANDIN,
     SMALL,
+    STORE_FILES,
     Cli,
     holder_ready,
     holding_lock,
@@ -16,16 +18,9 @@ from hostile import (
     run_cli,
     setup_files,
     setup_store,
+    setup_store_marked,
     stored_jobs,
 )
-
-STORE = (*INPUT_FILES, "runs.sqlite")
-SLOW = {"RCMDP_STANDIN_SLEEP": "0.5", "RCMDP_STANDIN_MARK": "{folder}/marks"}
-
-
-def _with_marks(folder):
-    setup_store(folder)
-    (folder / "marks").mkdir()
 
 
 def _jobs(n):
@@ -54,7 +49,7 @@ HOSTILE = [
                                           "--out", "rep"),
         facts=("runs.sqlite", "being recovered by rcmdp recover"), setup=setup_store,
         beside=holding_lock("runs.sqlite"), beside_ready=holder_ready, beside_code=None,
-        unchanged=STORE, created=("held",)),
+        unchanged=STORE_FILES, created=("held",)),
     Cli("read-only-out", ("reproduce", *SMALL, "--out", "."), disk="readonly",
         facts=("--out '.'", "is not writable"), setup=setup_files, unchanged=INPUT_FILES),
     Cli("full-disk", ("reproduce", *SMALL, "--seeds", "3", "--db", "runs.sqlite",
@@ -64,19 +59,19 @@ HOSTILE = [
     # two sweeps into one store at once: both finish, every job stored once
     Cli("beside-another-reproduce", ("reproduce", *SMALL, "--seeds", "3", "--db",
                                      "runs.sqlite", "--out", "rep"), code=0,
-        stdout=("already stored",), setup=_with_marks, env=SLOW,
+        stdout=("already stored",), setup=setup_store_marked, env=SLOW_STANDIN,
         beside=(sys.executable, "-m", "rcmdp_exact", "reproduce", *SMALL, "--seeds", "3",
                 "--db", "runs.sqlite", "--out", "rep2"),
         beside_ready=marked, after=_jobs(3 * 2 + 3), created=None, marks=("slow",)),
     # signals in a run and at its very end: one line, what was kept, resumable
     Cli("sigint-in-a-run", ("reproduce", *SMALL, "--seeds", "3", "--db", "runs.sqlite",
                             "--out", "rep"), code=130, signal="INT", moment="ready",
-        ready=marked, env=SLOW, setup=_with_marks,
+        ready=marked, env=SLOW_STANDIN, setup=setup_store_marked,
         facts=("rcmdp reproduce: interrupted", "finished jobs are kept", "runs.sqlite",
                "run the same command again"), created=None, marks=("slow",)),
     Cli("sigterm-in-a-run", ("reproduce", *SMALL, "--seeds", "3", "--db", "runs.sqlite",
                              "--out", "rep"), code=143, signal="TERM", moment="ready",
-        ready=marked, env=SLOW, setup=_with_marks,
+        ready=marked, env=SLOW_STANDIN, setup=setup_store_marked,
         facts=("rcmdp reproduce: terminated", "finished jobs are kept"), created=None,
         marks=("slow",)),
     Cli("sigint-at-exit", ("reproduce", *SMALL, "--db", "runs.sqlite", "--out", "rep"),
