@@ -329,8 +329,8 @@ def load_npz(path, formats, what: str) -> dict:
             else "it is a pickle file (the toolkit never loads pickle)" if head[:1] == b"\x80"
             else "it is not an .npz archive (not a zip file)")
     _check_headers(p, refuse, what)
-    try:
-        with np.load(p, allow_pickle=False) as f:
+    try:  # the file opened here, so that it is closed whatever numpy raises
+        with p.open("rb") as fh, np.load(fh, allow_pickle=False) as f:
             data = {key: f[key] for key in f.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError,
             NotImplementedError) as exc:

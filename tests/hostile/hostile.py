@@ -303,13 +303,27 @@ def check_outcome(row: Cli, code: int, out: str, err: str) -> None:
         assert fact in out, (fact, out[-2000:])
 
 
-def run_api(row: Api, tmp_path: Path):
-    """Run one entry-point row: its error (class and facts), or its value checked."""
+def run_api(row: Api, tmp_path: Path) -> None:
+    """Run one entry-point row: its error (class and facts), or its value checked; and,
+    for every row, no file left open (a ``ResourceWarning`` once the call's objects and
+    its error's traceback are gone)."""
+    import gc
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        _call_api(row, tmp_path)
+        gc.collect()
+    left_open = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not left_open, left_open
+
+
+def _call_api(row: Api, tmp_path: Path) -> None:
     if row.raises is None:
         value = row.call(tmp_path)
         if row.check is not None:
             row.check(value, tmp_path)
-        return value
+        return
     with pytest.raises(row.raises) as info:
         row.call(tmp_path)
     text = str(info.value)
@@ -318,7 +332,6 @@ def run_api(row: Api, tmp_path: Path):
         assert fact in text, (fact, text)
     for fact in row.absent:
         assert fact not in text, (fact, text)
-    return info.value
 
 
 # =========================================================================== hostile files

@@ -58,6 +58,13 @@ def _load(arrays, forged=None):
     return call
 
 
+def _truncated(folder):
+    """A model file cut short (its first 200 bytes): numpy's loader left it open."""
+    whole = small_model().save(folder / "whole.npz").read_bytes()
+    (folder / "m.npz").write_bytes(whole[:200])
+    rx.TabularCMDP.load(folder / "m.npz")
+
+
 def _over_the_limit(folder):
     small_model().save(folder / "m.npz")
     with mock.patch("rcmdp_exact._io.MAX_INPUT_BYTES", 500):
@@ -120,6 +127,8 @@ MODELS = [
     Api("load-float32-rows", _load({**model_arrays(), "P": np.random.default_rng(0).dirichlet(
         np.ones(3), size=(3, 2)).astype(np.float32)}), LoadError,
         ("P[0, 0, :]", "write the file again"), absent=("or pass normalize=True",)),
+    # every row also checks that no file is left open (the harness's run_api)
+    Api("load-truncated-file", _truncated, LoadError, ("m.npz", "truncated or damaged")),
     Api("load-above-the-memory-limit", _over_the_limit, LoadError,
         ("above the limit", "MAX_INPUT_BYTES")),
     Api("load-set-forged-header", lambda f: rx.load_set(write_archive(
