@@ -18,6 +18,12 @@ def raises_fact(cls, *facts: str):
     return pytest.raises(cls, match=pattern)
 
 
+#: Seconds after which a test ends a subprocess or a wait that hangs: only a hang guard, far
+#: above any load (a loaded CI machine runs a command many times slower than an idle one),
+#: so that no verdict depends on elapsed time.  A test never passes a smaller timeout.
+HANG_GUARD = 1800.0
+
+
 #: Multiplier of every test's example count under the "thorough" hypothesis profile.
 THOROUGH_FACTOR = 10
 

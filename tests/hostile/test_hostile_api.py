@@ -15,6 +15,7 @@ from unittest import mock
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from helpers import HANG_GUARD
 from hostile import (
     Api,
     model_arrays,
@@ -199,7 +200,7 @@ print(json.dumps({"stopped": res.get("stopped"), "examples": res.examples,
 
 def _time_limited(folder):
     out = subprocess.run([sys.executable, "-c", TIME_LIMITED], capture_output=True,
-                         text=True, timeout=300, cwd=folder)
+                         text=True, timeout=HANG_GUARD, cwd=folder)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
