@@ -84,8 +84,60 @@ class Terminated(KeyboardInterrupt):
     that a terminated command says what it kept, as an interrupted one does."""
 
 
-def _on_sigterm(signum, frame):
-    raise Terminated()
+#: Folders of the code in which an interrupt waits (module notes of :func:`_on_signal`).
+_COMPILER_CODE = ("/numba/", "/llvmlite/")
+#: Seconds between two looks at whether the compiler is done (a pause, not a limit).
+_RETRY = 0.02
+#: The signal that waits for the compiler, if any (one retry at a time).
+_waiting: list = []
+
+
+def _in_compiler(frame) -> bool:
+    """Whether ``frame`` or a frame that called it is numba's or llvmlite's code."""
+    import os
+
+    parts = tuple(part.replace("/", os.sep) for part in _COMPILER_CODE)
+    while frame is not None:
+        if any(part in frame.f_code.co_filename for part in parts):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _ask_again(signum: int) -> None:
+    """Deliver ``signum`` to the main thread's handler again in :data:`_RETRY` s."""
+    import _thread
+    import threading
+
+    def again():
+        if _waiting:
+            _waiting.clear()
+            _thread.interrupt_main(signum)  # nothing if the handler is SIG_IGN by then
+
+    if not _waiting:
+        _waiting.append(signum)
+        timer = threading.Timer(_RETRY, again)
+        timer.daemon = True
+        timer.start()
+
+
+def _on_signal(signum, frame):
+    """SIGINT and SIGTERM during a command's work: ``KeyboardInterrupt`` (``Terminated``
+    for SIGTERM) where the command is, unless numba is compiling: then the signal waits
+    until the compiler has returned (looked at again every :data:`_RETRY` s).
+
+    numba compiles through llvmlite, which LLVM calls back through ctypes: an exception
+    raised in such a callback is printed ("Exception ignored on calling ctypes callback
+    function") and dropped, so that a Ctrl-C there was lost (``rcmdp train`` then ran
+    its whole budget and exited 0); and an exception between two of llvmlite's calls
+    leaves LLVM objects whose owner Python no longer knows (freed twice at exit: a
+    segmentation fault).  A compilation takes seconds at most."""
+    import signal
+
+    if _in_compiler(frame):
+        _ask_again(signum)
+        return
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
 def _done_handler(line_of):
@@ -171,7 +223,10 @@ def main(argv=None) -> int:
         import atexit
 
         atexit.register(_last_guard)
-    old_term = signal.signal(signal.SIGTERM, _on_sigterm) if in_main else None
+    # (a SIGINT that the process was started ignoring, as a shell's background job is,
+    # stays ignored)
+    old = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
+           if signal.getsignal(sig) is not signal.SIG_IGN} if in_main else {}
 
     def one_line(message, category, filename, lineno, file=None, line=None):
         text = " ".join(str(message).split())
@@ -257,8 +312,10 @@ def main(argv=None) -> int:
     except KeyboardInterrupt as exc:  # a signal in the few instructions just above
         return interrupted(isinstance(exc, Terminated))
     finally:
-        if in_main and not program and signal.getsignal(signal.SIGTERM) is _on_sigterm:
-            signal.signal(signal.SIGTERM, old_term)
+        if in_main and not program:
+            for sig, handler in old.items():
+                if signal.getsignal(sig) is _on_signal:
+                    signal.signal(sig, handler)
 
 
 if __name__ == "__main__":  # pragma: no cover
