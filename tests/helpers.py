@@ -54,3 +54,29 @@ def examples(n: int) -> int:
     the thorough profile scales them too.
     """
     return n * (THOROUGH_FACTOR if thorough() else 1)
+
+
+def refused(cwd, *args):
+    """``rcmdp ARGS`` in this process, in the folder ``cwd``, for a refusal (exit status 2
+    before any work): the same ``main`` as ``python -m rcmdp_exact``, without a new interpreter's
+    start-up and imports (two seconds of CPU per call), so that the tables of refusals
+    stay cheap.  Warnings are filtered as in a new process (Python's default filters)."""
+    import contextlib
+    import io
+    import subprocess
+    import warnings
+
+    from rcmdp_exact.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(cwd), warnings.catch_warnings(), \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        warnings.resetwarnings()
+        for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning,
+                         ResourceWarning):
+            warnings.simplefilter("ignore", category)
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:  # argparse's refusals
+            code = exc.code
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())

@@ -1,8 +1,10 @@
 """Probes of the command line and the results store: every bad input, interrupt, full
 disk and damaged store is answered in one line.
 
-Every command runs in a fresh process (``sys.executable -m rcmdp_exact ...``, working
-directory ``tmp_path``); interrupts are real SIGINTs sent to that process.  The
+A command that does work runs in a fresh process (``sys.executable -m rcmdp_exact ...``,
+working directory ``tmp_path``); interrupts are real SIGINTs sent to that process.  A
+refusal (exit status 2 before any work) runs the same ``main`` in this process
+(``helpers.refused``), without a new interpreter's two seconds of imports.  The
 reproduction runs use the deterministic stand-in trainer of
 ``test_experiments_standin.py`` (``RCMDP_STANDIN_SLEEP`` slows it down where a command
 must still be running).  Waits poll with a deadline; nothing sleeps blindly.
@@ -30,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import HANG_GUARD
+from helpers import HANG_GUARD, refused
 
 TESTS_DIR = str(Path(__file__).resolve().parent)
 LABEL = "test_experiments_standin:standin_train"
@@ -166,7 +168,7 @@ def _dump(db) -> dict:
 
 # --------------------------------------------------------------------------- output suffix
 def test_train_refuses_an_output_with_another_suffix(tmp_path):
-    line = one_line(rcmdp(tmp_path, "train", "nav1", "pg", "--out", "a.json"))
+    line = one_line(refused(tmp_path, "train", "nav1", "pg", "--out", "a.json"))
     has(line, "'a.json'", "'.json'", ".npz", "--out")
     assert not any(tmp_path.iterdir())
 
@@ -181,7 +183,7 @@ def test_train_adds_the_npz_suffix(tmp_path):
     assert "wrote result.npz" in proc.stdout
     res = load(tmp_path / "result")  # with or without the suffix
     assert res.algorithm == "pg" and res.episodes == 2
-    line = one_line(rcmdp(tmp_path, "train", "inventory", "pg", "--out", "result"))
+    line = one_line(refused(tmp_path, "train", "inventory", "pg", "--out", "result"))
     has(line, "result.npz", "--force")  # the file it would write exists
 
 
@@ -204,7 +206,7 @@ def test_train_adds_the_npz_suffix(tmp_path):
 ])
 def test_integers_that_size_the_work_are_bounded(tmp_path, args, limit):
     """One line naming the option, the limit and why; nothing is started."""
-    line = one_line(rcmdp(tmp_path, *args))
+    line = one_line(refused(tmp_path, *args))
     option = next(a for a in args if a.startswith("--"))
     has(line, option, "above the limit", limit, "give at most")
     assert "(" in line.split("above the limit", 1)[1]  # the reason
@@ -212,13 +214,13 @@ def test_integers_that_size_the_work_are_bounded(tmp_path, args, limit):
 
 
 def test_evaluations_per_run_are_bounded(tmp_path):
-    line = one_line(rcmdp(tmp_path, "train", "nav1", "pg", "--episodes", "10000000",
+    line = one_line(refused(tmp_path, "train", "nav1", "pg", "--episodes", "10000000",
                           "--eval-every", "1", "--out", "no/x"))
     has(line, "10000000 exact evaluations", "100000", "--eval-every at least 100")
 
 
 def test_workers_are_capped_per_cpu(tmp_path):
-    line = one_line(rcmdp(tmp_path, "reproduce", "--workers", "100000", "--db", "no/x.sqlite"))
+    line = one_line(refused(tmp_path, "reproduce", "--workers", "100000", "--db", "no/x.sqlite"))
     top = 4 * (os.cpu_count() or 1)
     has(line, "--workers", "100000", f"limit {top}", "4 per CPU", f"give at most {top}")
     from rcmdp_exact import InputError
@@ -231,7 +233,7 @@ def test_workers_are_capped_per_cpu(tmp_path):
 # --------------------------------------------------------------------------- empty selections
 @pytest.mark.slow
 def test_report_refuses_tests_the_store_lacks(store, tmp_path):
-    line = one_line(rcmdp(tmp_path, "report", "--db", store, "--out", "rep", "--tests", "2B"))
+    line = one_line(refused(tmp_path, "report", "--db", store, "--out", "rep", "--tests", "2B"))
     has(line, "--tests 2B", "no run", "1A")
     assert not (tmp_path / "rep").exists()
 
@@ -240,12 +242,12 @@ def test_report_refuses_a_store_without_runs(tmp_path):
     from rcmdp_exact.protocol import Store
 
     Store(tmp_path / "empty.sqlite").close()
-    line = one_line(rcmdp(tmp_path, "report", "--db", "empty.sqlite", "--out", "rep"))
+    line = one_line(refused(tmp_path, "report", "--db", "empty.sqlite", "--out", "rep"))
     has(line, "empty.sqlite", "no finished run")
 
 
 def test_verify_refuses_a_selection_with_no_check(tmp_path):
-    line = one_line(rcmdp(tmp_path, "verify", "--domain", "none", "--random", "0",
+    line = one_line(refused(tmp_path, "verify", "--domain", "none", "--random", "0",
                           "--no-variants"))
     has(line, "nothing to check", "--domain none", "--random 0", "--no-variants")
 
@@ -261,7 +263,7 @@ def test_verify_refuses_a_selection_with_no_check(tmp_path):
      ["--steps", "--gradient exact"]),
 ])
 def test_conflicting_options_are_refused(tmp_path, args, facts):
-    has(one_line(rcmdp(tmp_path, *args)), *facts)
+    has(one_line(refused(tmp_path, *args)), *facts)
 
 
 def _option_pairs(applies: bool):
@@ -279,7 +281,7 @@ def test_options_that_do_not_apply_to_the_algorithm_are_refused(tmp_path, algo, 
     from rcmdp_exact.names import OPTION_ALGORITHMS
 
     flag = "--" + name.replace("_", "-")
-    line = one_line(rcmdp(tmp_path, "train", "nav1", algo, flag, value, "--out", "no/x"))
+    line = one_line(refused(tmp_path, "train", "nav1", algo, flag, value, "--out", "no/x"))
     has(line, flag, f"does not apply to algorithm {algo}", ", ".join(OPTION_ALGORITHMS[name]))
 
 
@@ -287,15 +289,15 @@ def test_options_that_do_not_apply_to_the_algorithm_are_refused(tmp_path, algo, 
 def test_options_that_apply_are_accepted(tmp_path, algo, name, value):
     """Refused only for the missing output folder, checked after the options."""
     flag = "--" + name.replace("_", "-")
-    line = one_line(rcmdp(tmp_path, "train", "nav1", algo, flag, value, "--out", "no/x"))
+    line = one_line(refused(tmp_path, "train", "nav1", algo, flag, value, "--out", "no/x"))
     has(line, "does not exist")
 
 
 def test_reproduce_refuses_an_option_none_of_its_algorithms_uses(tmp_path):
-    line = one_line(rcmdp(tmp_path, "reproduce", "--algorithms", "pg,cpg", "--critic",
+    line = one_line(refused(tmp_path, "reproduce", "--algorithms", "pg,cpg", "--critic",
                           "exact", "--db", "no/x.sqlite"))
     has(line, "--critic", "algorithms pg,cpg", "rcpg-value")
-    line = one_line(rcmdp(tmp_path, "reproduce", "--algorithms", "rcpg-value", "--train-on",
+    line = one_line(refused(tmp_path, "reproduce", "--algorithms", "rcpg-value", "--train-on",
                           "data", "--db", "no/x.sqlite"))
     has(line, "--train-on", "pg, cpg")
 
@@ -813,7 +815,7 @@ def test_stores_without_checksums_are_read_and_upgraded(store, tmp_path, referen
 ])
 def test_report_names_what_the_db_path_is(tmp_path, make, fact):
     make(tmp_path / "db")
-    has(one_line(rcmdp(tmp_path, "report", "--db", "db", "--out", "rep")), "--db 'db'", fact)
+    has(one_line(refused(tmp_path, "report", "--db", "db", "--out", "rep")), "--db 'db'", fact)
 
 
 # --------------------------------------------------------------------------- Dask, trainer
@@ -825,7 +827,7 @@ def test_report_names_what_the_db_path_is(tmp_path, make, fact):
     ("tcp://10.0.0.1:99999", "port 99999"),
 ])
 def test_dask_address_is_checked_before_any_work(tmp_path, address, fact):
-    line = one_line(rcmdp(tmp_path, "reproduce", "--dask", address, "--out", "out"))
+    line = one_line(refused(tmp_path, "reproduce", "--dask", address, "--out", "out"))
     has(line, "--dask", repr(address), fact, "tcp://")
     assert not any(tmp_path.iterdir())
 
