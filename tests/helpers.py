@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -80,3 +81,35 @@ def refused(cwd, *args):
         except SystemExit as exc:  # argparse's refusals
             code = exc.code
     return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
+_REFERENCE: dict = {}
+
+
+def reference_store(small) -> Path:
+    """The folder ``out`` of ``rcmdp reproduce SMALL --out out`` (a small store with
+    the stand-in trainer of ``test_experiments_standin.py``, and its report), made once
+    per process, in a temporary folder removed at exit, and shared by the tests that
+    copy it (test_probes and the hostile tables): ``small`` is the command's arguments.
+    """
+    import atexit
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    key = tuple(map(str, small))
+    if key not in _REFERENCE:
+        where = Path(tempfile.mkdtemp(prefix="rcmdp-reference-store-"))
+        atexit.register(shutil.rmtree, where, True)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parent),
+                                             env.get("PYTHONPATH", "")])
+        env.pop("RCMDP_STANDIN_SLEEP", None)
+        proc = subprocess.run([sys.executable, "-m", "rcmdp_exact", "reproduce", *key,
+                               "--out", "out"], cwd=where, env=env, capture_output=True,
+                              text=True, timeout=HANG_GUARD)
+        assert proc.returncode == 0, proc.stderr
+        _REFERENCE[key] = where / "out"
+    return _REFERENCE[key]

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import HANG_GUARD, refused
+from helpers import HANG_GUARD, reference_store, refused
 
 TESTS_DIR = str(Path(__file__).resolve().parent)
 LABEL = "test_experiments_standin:standin_train"
@@ -142,12 +142,10 @@ def _busy(seconds: float):
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    """A small store and its report, written by ``rcmdp reproduce`` with the stand-in."""
-    where = tmp_path_factory.mktemp("reference")
-    proc = rcmdp(where, "reproduce", *SMALL, "--workers", "1", "--out", "out")
-    assert proc.returncode == 0, proc.stderr
-    return where / "out"
+def reference():
+    """A small store and its report, written by ``rcmdp reproduce`` with the stand-in
+    (once per process: the hostile tables copy the same one)."""
+    return reference_store([*SMALL, "--workers", "1"])
 
 
 @pytest.fixture

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from helpers import HANG_GUARD
+from helpers import HANG_GUARD, reference_store
 
 TESTS_DIR = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve().parent
@@ -443,30 +443,12 @@ SMALL = ("--tests", "1A", "--algorithms", "pg,cpg", "--seeds", "2", "--episodes"
          "--workers", "1")
 
 
-_REFERENCE: dict = {}
-
-
-def reference_store() -> Path:
-    """The folder of a small store and its report written by ``rcmdp reproduce`` with
-    the stand-in (made once per process, in a temporary folder)."""
-    import tempfile
-
-    if "out" not in _REFERENCE:
-        where = Path(tempfile.mkdtemp(prefix="rcmdp-hostile-store-"))
-        proc = subprocess.run([sys.executable, "-m", "rcmdp_exact", "reproduce", *SMALL,
-                               "--out", "out"], cwd=where, env=env(), capture_output=True,
-                              text=True, timeout=HANG_GUARD)
-        assert proc.returncode == 0, proc.stderr
-        _REFERENCE["out"] = where / "out"
-    return _REFERENCE["out"]
-
-
 def setup_store(folder: Path) -> None:
     """The hostile input files and a copy of the reference store, ``runs.sqlite``."""
     import shutil
 
     setup_files(folder)
-    shutil.copy(reference_store() / "runs.sqlite", folder / "runs.sqlite")
+    shutil.copy(reference_store(SMALL) / "runs.sqlite", folder / "runs.sqlite")
 
 
 #: The files :func:`setup_store` writes.
