@@ -460,60 +460,6 @@ def test_an_interrupt_that_left_code_run_by_exec_still_exits_130(tmp_path):
     assert line == "rcmdp train: interrupted; nothing was written"
 
 
-#: A trainer that compiles a function of its own with numba and sends itself SIGINT
-#: from inside LLVM's callback to llvmlite (ctypes) that hands over the object code.
-INTERRUPTED_IN_COMPILER = """\
-import os, signal, threading
-
-import numba
-from numba.core.registry import cpu_target
-
-
-def train(*args, **kwargs):
-    engine = cpu_target.target_context.codegen()._engine._ee
-    hook = engine._object_cache_notify
-
-    def notify(module, buf):
-        engine._object_cache_notify = hook
-        os.kill(os.getpid(), signal.SIGINT)
-        total = 0
-        for i in range(10000):  # the handler runs here, inside the ctypes callback
-            total += i
-        return hook(module, buf)
-
-    engine._object_cache_notify = notify
-
-    @numba.njit(cache=False)
-    def one_more(x):
-        return x + 1.5
-
-    one_more(1.0)
-    # a signal that waited for the compiler is delivered again by a timer thread: once
-    # it has run, the next instructions take the interrupt (none: it was lost)
-    for thread in threading.enumerate():
-        if isinstance(thread, threading.Timer):
-            thread.join()
-    total = 0
-    for i in range(10000):
-        total += i
-    raise RuntimeError("the interrupt was lost")
-"""
-
-
-def test_an_interrupt_while_numba_compiles_is_not_lost(tmp_path):
-    """A Ctrl-C that lands in a ctypes callback of numba's compiler was printed as
-    "Exception ignored" and dropped: the command ran on and exited 0 (seen on ``rcmdp
-    train``, which then ran its whole budget).  Under load, one such Ctrl-C also ended
-    the process by a segmentation fault.  It waits until the compiler has returned."""
-    (tmp_path / "compiling.py").write_text(INTERRUPTED_IN_COMPILER)
-    proc = rcmdp(tmp_path, "train", "nav1", "cpg", "--trainer", "compiling:train",
-                 "--episodes", "5", "--no-bracket", "--no-progress",
-                 env=_env([tmp_path]))
-    line = one_line(proc, 130)
-    assert line == "rcmdp train: interrupted; nothing was written"
-    assert "Exception ignored" not in proc.stderr
-
-
 @pytest.mark.slow
 def test_ctrl_c_of_reproduce_says_what_was_kept(tmp_path):
     db = tmp_path / "out" / "runs.sqlite"
