@@ -84,8 +84,8 @@ class Terminated(KeyboardInterrupt):
     that a terminated command says what it kept, as an interrupted one does."""
 
 
-#: Folders of the code in which an interrupt waits (module notes of :func:`_on_signal`).
-_COMPILER_CODE = ("/numba/", "/llvmlite/")
+#: Packages in whose code an interrupt waits (:func:`_on_signal`).
+_COMPILER_PACKAGES = ("numba", "llvmlite")
 #: Seconds between two looks at whether the compiler is done (a pause, not a limit).
 _RETRY = 0.02
 #: The signal that waits for the compiler, if any (one retry at a time).
@@ -93,12 +93,15 @@ _waiting: list = []
 
 
 def _in_compiler(frame) -> bool:
-    """Whether ``frame`` or a frame that called it is numba's or llvmlite's code."""
+    """Whether ``frame`` or a frame that called it runs code of numba or llvmlite (the
+    folders of those packages, as imported: none before they are)."""
     import os
 
-    parts = tuple(part.replace("/", os.sep) for part in _COMPILER_CODE)
-    while frame is not None:
-        if any(part in frame.f_code.co_filename for part in parts):
+    roots = tuple(os.path.dirname(module.__file__) + os.sep
+                  for module in map(sys.modules.get, _COMPILER_PACKAGES)
+                  if getattr(module, "__file__", None))
+    while roots and frame is not None:
+        if frame.f_code.co_filename.startswith(roots):
             return True
         frame = frame.f_back
     return False
