@@ -66,6 +66,7 @@ def _is_sparse(x) -> bool:
     return sparse is not None and bool(sparse.issparse(x))
 
 __all__ = [
+    "MAX_INPUT_BYTES",
     "ImproperPolicyError",
     "InnerProblemError",
     "InputError",
@@ -82,6 +83,7 @@ __all__ = [
     "check_finite",
     "check_indices",
     "check_int",
+    "check_limit",
     "check_memory",
     "check_nonnegative",
     "check_out_path",
@@ -159,6 +161,15 @@ def row_tolerance(n: int) -> float:
     """
     return 1e-12 * max(int(n), 1)
 
+
+#: The most memory (bytes) one input may ask for before any work: the arrays a model
+#: holds (:class:`~rcmdp_exact.TabularCMDP`, whatever the shapes it is given declare:
+#: a broadcast view or a sparse matrix costs nothing until it is copied or converted)
+#: and the arrays of one archive read from a file (:func:`rcmdp_exact._io.load_npz`,
+#: whatever its headers claim).  8 GiB: the largest model of the docs (a sparse grid of
+#: 10^5 cells) holds about 30 MB, a dense model of S = 5000 states and A = 4 actions
+#: 800 MB.
+MAX_INPUT_BYTES = 8 * 2**30
 
 #: Largest ``|sum(row) - 1|`` that ``normalize=True`` repairs: float32 rounding of a
 #: row of up to 10^4 entries (about n * 6e-8 in the worst case) fits well inside it.
@@ -351,6 +362,22 @@ def check_int(value, name: str, low: int | None = None, high: int | None = None,
         else:
             rng = f"in {low}..{high}"
         raise InputError(f"{name} must be an integer {rng}, got {v}{hint}")
+    return v
+
+
+def check_limit(value, name: str, limit: str, low: int = 1, hint: str = "") -> int:
+    """``value`` as an int in ``[low, high]``, where ``high`` is the limit ``limit`` of
+    :data:`rcmdp_exact.names.LIMITS` (the same limit the command line applies); the
+    message above it names the limit, what it bounds and why."""
+    from .names import LIMITS
+
+    v = check_int(value, name, low, hint=hint)
+    high, what, why = LIMITS[limit]
+    if v > high:
+        k = len(str(high)) - 1
+        shown = f"10^{k}" if high == 10**k and k >= 3 else f"{high:,}"
+        raise InputError(f"{name} = {v:,} is above the limit {shown} of {what} ({why}); "
+                         f"give at most {high} (rcmdp_exact.names.LIMITS)")
     return v
 
 

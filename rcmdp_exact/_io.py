@@ -37,10 +37,11 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from ._checks import InputError
+from ._checks import MAX_INPUT_BYTES, InputError, bytes_text
 
-__all__ = ["LoadError", "find_file", "json_text", "json_value", "load_json", "load_npz",
-           "npz_path", "require_file", "save_json", "save_npz", "suffixed", "write_atomic"]
+__all__ = ["LoadError", "find_file", "format_mismatch", "json_text", "json_value",
+           "load_json", "load_npz", "npz_path", "require_file", "save_json", "save_npz",
+           "suffixed", "write_atomic"]
 
 
 class LoadError(InputError):
@@ -172,6 +173,24 @@ def require_file(path, suffixes, what: str) -> Path:
     return p
 
 
+def format_mismatch(found, formats) -> str:
+    """Why a file whose ``format`` entry is ``found`` is not one of ``formats`` (the end
+    of a :class:`LoadError`): an artefact of another kind, or of a format version this
+    version of the package does not read (a newer one, or an unknown one)."""
+    if not isinstance(found, str) or not found.startswith("rcmdp_exact."):
+        return "it is an archive of another kind" if found is None or \
+            isinstance(found, str) else "its format entry is not a text"
+    kind, _, version = found.partition("/")
+    same = [f.partition("/")[2] for f in formats if f.partition("/")[0] == kind]
+    name = kind.rsplit(".", 1)[-1]
+    if same:
+        return (f"it is a {name} file of format version {version!r}, and this version "
+                f"of rcmdp_exact reads version{'s' if len(same) > 1 else ''} "
+                f"{', '.join(repr(v) for v in same)}: a file written by a newer "
+                f"rcmdp_exact (upgrade it) or an altered file (save it again)")
+    return f"it is a saved {name}"
+
+
 def load_json(path, formats, what: str) -> dict:
     """Read a JSON file written by :func:`save_json` whose ``format`` is one of
     ``formats``; the path with or without ``.json``.  Every file that cannot be used
@@ -193,9 +212,73 @@ def load_json(path, formats, what: str) -> dict:
                         f"kind of file)") from None
     fmt = data.get("format") if isinstance(data, dict) else None
     if fmt not in formats:
-        raise LoadError(f"{shown!r} is not {what}: its format is {fmt!r}, expected "
-                        f"{' or '.join(repr(f) for f in formats)}")
+        raise LoadError(f"{shown!r} is not {what}: {format_mismatch(fmt, formats)} (its "
+                        f"format is {fmt!r}, expected "
+                        f"{' or '.join(repr(f) for f in formats)})")
     return data
+
+
+def _member_header(zf, info):
+    """(shape, dtype, header bytes) of the ``.npy`` member ``info`` of the open zip
+    file ``zf``, read from its header alone (no array is allocated)."""
+    import numpy as np
+
+    fmt = np.lib.format
+    with zf.open(info) as fh:
+        version = fmt.read_magic(fh)
+        if version == (1, 0):
+            shape, _, dtype = fmt.read_array_header_1_0(fh)
+        elif version == (2, 0):
+            shape, _, dtype = fmt.read_array_header_2_0(fh)
+        else:  # (3, 0): a utf-8 header, which numpy reads with the same code
+            shape, _, dtype = fmt._read_array_header(fh, version)
+        return shape, dtype, fh.tell()
+
+
+def _check_headers(p: Path, refuse, what: str) -> None:
+    """Check the ``.npy`` headers of an archive before any array is read: each entry
+    holds the bytes its header declares (a header that claims more is a damaged
+    file), no entry holds objects (pickle), and all of them together fit in
+    :data:`~rcmdp_exact._checks.MAX_INPUT_BYTES`.  numpy allocates the array a header
+    declares before it reads a byte: a forged header of 298 GiB would be a memory error,
+    not an answer."""
+    import math
+
+    total, sizes = 0, []
+    try:
+        with zipfile.ZipFile(p) as zf:
+            for info in zf.infolist():
+                if not info.filename.endswith(".npy"):
+                    continue
+                key = info.filename[:-4]
+                try:
+                    shape, dtype, head = _member_header(zf, info)
+                except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError,
+                        NotImplementedError):
+                    raise refuse(f"its entry {key!r} has no readable .npy header "
+                                 f"(truncated or damaged)") from None
+                if dtype.hasobject:
+                    raise refuse("it holds pickled objects (the toolkit never loads "
+                                 "pickle)")
+                need = math.prod(int(n) for n in shape) * dtype.itemsize
+                if need > info.file_size - head:
+                    raise refuse(
+                        f"its entry {key!r} declares shape {tuple(shape)} of {dtype} "
+                        f"({bytes_text(need)}) but holds "
+                        f"{bytes_text(max(info.file_size - head, 0))} (truncated, damaged "
+                        f"or forged)")
+                total += need
+                sizes.append((need, key, tuple(shape)))
+    except zipfile.BadZipFile:
+        raise refuse("it is truncated or damaged (not a readable zip archive)") from None
+    except OSError as exc:
+        raise refuse(f"it cannot be read ({exc.strerror or exc})") from None
+    if total > MAX_INPUT_BYTES:
+        need, key, shape = max(sizes)
+        raise refuse(
+            f"its arrays would take {bytes_text(total)} of memory ({key!r} of shape "
+            f"{shape}: {bytes_text(need)}), above the limit of "
+            f"{bytes_text(MAX_INPUT_BYTES)} (rcmdp_exact._checks.MAX_INPUT_BYTES)")
 
 
 def load_npz(path, formats, what: str) -> dict:
@@ -220,7 +303,10 @@ def load_npz(path, formats, what: str) -> dict:
     ------
     LoadError
         Naming the path and ``what``: missing, a folder, unreadable, truncated, not an
-        ``.npz`` archive, pickled content, or another kind of archive.
+        ``.npz`` archive, pickled content, another kind of archive, an entry whose header
+        declares more than it holds, or arrays above
+        :data:`~rcmdp_exact._checks.MAX_INPUT_BYTES` together (checked from the headers,
+        before any array is allocated).
     """
     import numpy as np
 
@@ -242,8 +328,9 @@ def load_npz(path, formats, what: str) -> dict:
             "it is a single .npy array, not an .npz archive" if head.startswith(b"\x93NUMPY")
             else "it is a pickle file (the toolkit never loads pickle)" if head[:1] == b"\x80"
             else "it is not an .npz archive (not a zip file)")
-    try:
-        with np.load(p, allow_pickle=False) as f:
+    _check_headers(p, refuse, what)
+    try:  # the file opened here, so that it is closed whatever numpy raises
+        with p.open("rb") as fh, np.load(fh, allow_pickle=False) as f:
             data = {key: f[key] for key in f.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError,
             NotImplementedError) as exc:
@@ -253,9 +340,6 @@ def load_npz(path, formats, what: str) -> dict:
     if fmt is not None:
         text = str(fmt) if fmt.ndim == 0 else None
         if text not in formats:
-            found = f"a saved {text.split('/')[0].rsplit('.', 1)[-1]}" \
-                if isinstance(text, str) and text.startswith("rcmdp_exact.") else \
-                "an archive of another kind"
-            raise refuse(f"it is {found}")
+            raise refuse(format_mismatch(text, formats))
         return data
     raise refuse("it is an .npz archive of another kind (no 'format' entry)")

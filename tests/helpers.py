@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,12 @@ def raises_fact(cls, *facts: str):
     """
     pattern = "(?s)" + "".join(f"(?=.*{re.escape(f)})" for f in facts)
     return pytest.raises(cls, match=pattern)
+
+
+#: Seconds after which a test ends a subprocess or a wait that hangs: only a hang guard, far
+#: above any load (a loaded CI machine runs a command many times slower than an idle one),
+#: so that no verdict depends on elapsed time.  A test never passes a smaller timeout.
+HANG_GUARD = 1800.0
 
 
 #: Multiplier of every test's example count under the "thorough" hypothesis profile.
@@ -48,3 +55,61 @@ def examples(n: int) -> int:
     the thorough profile scales them too.
     """
     return n * (THOROUGH_FACTOR if thorough() else 1)
+
+
+def refused(cwd, *args):
+    """``rcmdp ARGS`` in this process, in the folder ``cwd``, for a refusal (exit status 2
+    before any work): the same ``main`` as ``python -m rcmdp_exact``, without a new interpreter's
+    start-up and imports (two seconds of CPU per call), so that the tables of refusals
+    stay cheap.  Warnings are filtered as in a new process (Python's default filters)."""
+    import contextlib
+    import io
+    import subprocess
+    import warnings
+
+    from rcmdp_exact.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(cwd), warnings.catch_warnings(), \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        warnings.resetwarnings()
+        for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning,
+                         ResourceWarning):
+            warnings.simplefilter("ignore", category)
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:  # argparse's refusals
+            code = exc.code
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
+_REFERENCE: dict = {}
+
+
+def reference_store(small) -> Path:
+    """The folder ``out`` of ``rcmdp reproduce SMALL --out out`` (a small store with
+    the stand-in trainer of ``test_experiments_standin.py``, and its report), made once
+    per process, in a temporary folder removed at exit, and shared by the tests that
+    copy it (test_probes and the hostile tables): ``small`` is the command's arguments.
+    """
+    import atexit
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    key = tuple(map(str, small))
+    if key not in _REFERENCE:
+        where = Path(tempfile.mkdtemp(prefix="rcmdp-reference-store-"))
+        atexit.register(shutil.rmtree, where, True)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parent),
+                                             env.get("PYTHONPATH", "")])
+        env.pop("RCMDP_STANDIN_SLEEP", None)
+        proc = subprocess.run([sys.executable, "-m", "rcmdp_exact", "reproduce", *key,
+                               "--out", "out"], cwd=where, env=env, capture_output=True,
+                              text=True, timeout=HANG_GUARD)
+        assert proc.returncode == 0, proc.stderr
+        _REFERENCE[key] = where / "out"
+    return _REFERENCE[key]

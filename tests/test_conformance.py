@@ -234,3 +234,119 @@ def test_kinds_are_names_of_their_own():
         type("Spaced", (L1Ball,), {"kind": "my kind"})
     with pytest.raises(TypeError, match="another name"):
         type("L1Ball", (L1Ball,), {"kind": "another-l1"})
+
+
+# =========================================================================== optimality
+class _Nominal(L1Ball):
+    """An L1 ball whose "worst case" is its nominal row (issue 39: passed before)."""
+
+    kind = "test-conformance-nominal"
+    note = "a ball that answers with its nominal rows"
+    span = 0.0  # the nominal only where the values span more than this
+
+    def _solve_rows(self, Z, J, method):
+        p, _, ok, extra = super()._solve_rows(Z, J, method)
+        lazy = np.ptp(Z, axis=1) > self.span
+        S = self.n_states
+        nominal = np.tile(self.nominal.reshape(-1, S), (J, 1))
+        p = np.where(lazy[:, None], nominal, p)
+        return p, np.einsum("ij,ij->i", p, Z), ok, extra
+
+    def _solve_shared(self, z, method):
+        return SARectangularSet._solve_shared(self, z, method)
+
+
+class _WideNominal(_Nominal):
+    """The nominal row only where the values span more than 1e3."""
+
+    kind = "test-conformance-wide-nominal"
+    note = "a ball that answers with its nominal rows where values span more than 1e3"
+    span = 1e3
+
+
+class _YesMan(L1Ball):
+    """An L1 ball whose contains() says yes to everything."""
+
+    kind = "test-conformance-yes"
+    note = "a ball whose membership test accepts anything"
+
+    def contains(self, P, tol=1e-9):
+        return np.ones((self.n_states, self.n_actions), dtype=bool)
+
+
+class _YesDistribution(L1Ball):
+    """An L1 ball whose contains() says yes to every distribution on the support (the
+    whole simplex), while its worst case is the ball's."""
+
+    kind = "test-conformance-yes-distribution"
+    note = "a ball whose membership test accepts the whole simplex"
+
+    def contains(self, P, tol=1e-9):
+        return self._rows_ok(self._kernel(P), tol)
+
+
+@pytest.mark.parametrize(("cls", "facts"), [
+    (_Nominal, ("the worst case is not a worst case", "toward the vertex")),
+    (_WideNominal, ("the worst case is not a worst case", "values spanning up to 1e6")),
+    (_YesMan, ("contains() says yes to rows that are not distributions",)),
+    (_YesDistribution, ("the worst case is not a worst case",)),
+])
+def test_the_optimality_check_fails_sets_whose_worst_case_is_not_one(cls, facts):
+    """The three bad sets of issue 39 (and a fourth): each fails the check
+    ``optimality``, which names the row (s, a), the set's value and the better member's
+    (on today's code the first three passed every check)."""
+    model = rx.domains.garnet(4, 2, 3, n_constraints=1, seed=2, gamma=0.9)
+    with pytest.raises(ConformanceError) as err:
+        check_set_conformance(cls(model.P, 0.3), counts=False, strategy=False)
+    assert "optimality" in err.value.failures, err.value.failures
+    msg = err.value.failures["optimality"]
+    for fact in facts:
+        assert fact in msg, msg
+    if "not a worst case" in msg:
+        assert "(s=" in msg and "worst_case gives" in msg and "contains(q" in msg
+
+
+def test_a_set_that_answers_with_its_nominal_misleads_robust_evaluate():
+    """Why the check matters: robust evaluation with such a set says "converged" at the
+    nominal value, above the L1 ball's true worst case."""
+    model = rx.domains.garnet(4, 2, 3, n_constraints=1, seed=2, gamma=0.9)
+    pi = np.full((4, 2), 0.5)
+    lazy = rx.robust_evaluate(model, pi, _Nominal(model.P, 0.3), "value")
+    true = rx.robust_evaluate(model, pi, L1Ball(model.P, 0.3), "value")
+    assert lazy.value == pytest.approx(rx.evaluate(model, pi).value)
+    assert true.value < lazy.value - 1e-3
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS
+                                  if set_class(k).has_around_builder()])
+def test_every_kind_passes_the_optimality_check_around_skewed_models(kind):
+    """Around a skewed kernel (masses from 1e-15, exact zeros) with radii from 1e-12 to
+    radii that cover the simplex, on values spanning 1e6: the built-in kinds pass."""
+    cls = set_class(kind)
+    model = _model(False, 0)
+    uset = T.example(cls.strategy(model), seed=0)
+    res = check_set_conformance(uset, counts=False, strategy=False)
+    assert res.checks["optimality"] == "passed"
+
+
+def test_the_search_finds_a_member_the_true_worst_case_beats_nothing():
+    """The search's members are members: on the exact L1 ball, none of them beats the
+    closed-form worst case, and the vertex move does reach the boundary (a member whose
+    L1 distance is the radius)."""
+    from rcmdp_exact.uncertainty.conformance import MEMBER_TOL, _Checker
+
+    model = rx.domains.garnet(4, 2, 3, seed=5)
+    ball = L1Ball(model.P, 0.4)
+    chk = _Checker(ball, 0, 1e-7)
+    Z = np.random.default_rng(3).normal(size=(4, 2, 4))
+    vertex = np.zeros_like(Z)
+    np.put_along_axis(vertex, np.argmin(Z, axis=2)[..., None], 1.0, axis=2)
+    Q, inside = chk.boundary(ball, np.asarray(ball.nominal), vertex,
+                             np.ones((4, 2), dtype=bool))
+    assert inside.all()
+    dist = np.abs(Q - ball.nominal).sum(axis=2)
+    np.testing.assert_allclose(dist, np.minimum(0.4, np.abs(vertex - ball.nominal).sum(
+        axis=2)), atol=1e-6)
+    assert (ball.distance(Q) <= 0.4 + MEMBER_TOL).all()
+    exact = ball.worst_case(Z).value
+    assert ((Q * Z).sum(axis=2) >= exact - 1e-12).all()

@@ -1,8 +1,10 @@
 """Probes of the command line and the results store: every bad input, interrupt, full
 disk and damaged store is answered in one line.
 
-Every command runs in a fresh process (``sys.executable -m rcmdp_exact ...``, working
-directory ``tmp_path``); interrupts are real SIGINTs sent to that process.  The
+A command that does work runs in a fresh process (``sys.executable -m rcmdp_exact ...``,
+working directory ``tmp_path``); interrupts are real SIGINTs sent to that process.  A
+refusal (exit status 2 before any work) runs the same ``main`` in this process
+(``helpers.refused``), without a new interpreter's two seconds of imports.  The
 reproduction runs use the deterministic stand-in trainer of
 ``test_experiments_standin.py`` (``RCMDP_STANDIN_SLEEP`` slows it down where a command
 must still be running).  Waits poll with a deadline; nothing sleeps blindly.
@@ -30,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import HANG_GUARD, reference_store, refused
 
 TESTS_DIR = str(Path(__file__).resolve().parent)
 LABEL = "test_experiments_standin:standin_train"
@@ -55,11 +58,11 @@ def _limits():
     resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 
 
-def rcmdp(cwd, *args, env=None, timeout=120, preexec_fn=_limits):
+def rcmdp(cwd, *args, env=None, preexec_fn=_limits):
     """``python -m rcmdp_exact ARGS`` in a fresh process in ``cwd``."""
     return subprocess.run([sys.executable, "-m", "rcmdp_exact", *map(str, args)], cwd=cwd,
                           env=env or _env(), capture_output=True, text=True,
-                          timeout=timeout, preexec_fn=preexec_fn)
+                          timeout=HANG_GUARD, preexec_fn=preexec_fn)
 
 
 def one_line(proc, code=2) -> str:
@@ -81,7 +84,7 @@ def _n(db, table="runs") -> int:
     if not Path(db).exists():
         return 0
     try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=HANG_GUARD)
         try:
             return con.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
         finally:
@@ -106,11 +109,11 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _wait(condition, proc, what: str, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
+def _wait(condition, proc, what: str) -> None:
+    deadline = time.monotonic() + HANG_GUARD
     while not condition():
         assert proc.poll() is None, f"the command ended before {what}: {proc.stderr.read()}"
-        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
+        assert time.monotonic() < deadline, f"no {what} within {HANG_GUARD} s"
         time.sleep(0.05)
 
 
@@ -124,7 +127,7 @@ def _interrupt(args, cwd, ready, env=None):
     try:
         _wait(lambda: ready(proc), proc, "the moment to interrupt")
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=HANG_GUARD)
     finally:
         if proc.poll() is None:  # pragma: no cover - cleanup of a hung command
             os.killpg(proc.pid, signal.SIGKILL)
@@ -139,12 +142,10 @@ def _busy(seconds: float):
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    """A small store and its report, written by ``rcmdp reproduce`` with the stand-in."""
-    where = tmp_path_factory.mktemp("reference")
-    proc = rcmdp(where, "reproduce", *SMALL, "--workers", "1", "--out", "out")
-    assert proc.returncode == 0, proc.stderr
-    return where / "out"
+def reference():
+    """A small store and its report, written by ``rcmdp reproduce`` with the stand-in
+    (once per process: the hostile tables copy the same one)."""
+    return reference_store([*SMALL, "--workers", "1"])
 
 
 @pytest.fixture
@@ -165,7 +166,7 @@ def _dump(db) -> dict:
 
 # --------------------------------------------------------------------------- output suffix
 def test_train_refuses_an_output_with_another_suffix(tmp_path):
-    line = one_line(rcmdp(tmp_path, "train", "nav1", "pg", "--out", "a.json"))
+    line = one_line(refused(tmp_path, "train", "nav1", "pg", "--out", "a.json"))
     has(line, "'a.json'", "'.json'", ".npz", "--out")
     assert not any(tmp_path.iterdir())
 
@@ -180,7 +181,7 @@ def test_train_adds_the_npz_suffix(tmp_path):
     assert "wrote result.npz" in proc.stdout
     res = load(tmp_path / "result")  # with or without the suffix
     assert res.algorithm == "pg" and res.episodes == 2
-    line = one_line(rcmdp(tmp_path, "train", "inventory", "pg", "--out", "result"))
+    line = one_line(refused(tmp_path, "train", "inventory", "pg", "--out", "result"))
     has(line, "result.npz", "--force")  # the file it would write exists
 
 
@@ -203,7 +204,7 @@ def test_train_adds_the_npz_suffix(tmp_path):
 ])
 def test_integers_that_size_the_work_are_bounded(tmp_path, args, limit):
     """One line naming the option, the limit and why; nothing is started."""
-    line = one_line(rcmdp(tmp_path, *args, timeout=60))
+    line = one_line(refused(tmp_path, *args))
     option = next(a for a in args if a.startswith("--"))
     has(line, option, "above the limit", limit, "give at most")
     assert "(" in line.split("above the limit", 1)[1]  # the reason
@@ -211,13 +212,13 @@ def test_integers_that_size_the_work_are_bounded(tmp_path, args, limit):
 
 
 def test_evaluations_per_run_are_bounded(tmp_path):
-    line = one_line(rcmdp(tmp_path, "train", "nav1", "pg", "--episodes", "10000000",
+    line = one_line(refused(tmp_path, "train", "nav1", "pg", "--episodes", "10000000",
                           "--eval-every", "1", "--out", "no/x"))
     has(line, "10000000 exact evaluations", "100000", "--eval-every at least 100")
 
 
 def test_workers_are_capped_per_cpu(tmp_path):
-    line = one_line(rcmdp(tmp_path, "reproduce", "--workers", "100000", "--db", "no/x.sqlite"))
+    line = one_line(refused(tmp_path, "reproduce", "--workers", "100000", "--db", "no/x.sqlite"))
     top = 4 * (os.cpu_count() or 1)
     has(line, "--workers", "100000", f"limit {top}", "4 per CPU", f"give at most {top}")
     from rcmdp_exact import InputError
@@ -230,7 +231,7 @@ def test_workers_are_capped_per_cpu(tmp_path):
 # --------------------------------------------------------------------------- empty selections
 @pytest.mark.slow
 def test_report_refuses_tests_the_store_lacks(store, tmp_path):
-    line = one_line(rcmdp(tmp_path, "report", "--db", store, "--out", "rep", "--tests", "2B"))
+    line = one_line(refused(tmp_path, "report", "--db", store, "--out", "rep", "--tests", "2B"))
     has(line, "--tests 2B", "no run", "1A")
     assert not (tmp_path / "rep").exists()
 
@@ -239,12 +240,12 @@ def test_report_refuses_a_store_without_runs(tmp_path):
     from rcmdp_exact.protocol import Store
 
     Store(tmp_path / "empty.sqlite").close()
-    line = one_line(rcmdp(tmp_path, "report", "--db", "empty.sqlite", "--out", "rep"))
+    line = one_line(refused(tmp_path, "report", "--db", "empty.sqlite", "--out", "rep"))
     has(line, "empty.sqlite", "no finished run")
 
 
 def test_verify_refuses_a_selection_with_no_check(tmp_path):
-    line = one_line(rcmdp(tmp_path, "verify", "--domain", "none", "--random", "0",
+    line = one_line(refused(tmp_path, "verify", "--domain", "none", "--random", "0",
                           "--no-variants"))
     has(line, "nothing to check", "--domain none", "--random 0", "--no-variants")
 
@@ -260,7 +261,7 @@ def test_verify_refuses_a_selection_with_no_check(tmp_path):
      ["--steps", "--gradient exact"]),
 ])
 def test_conflicting_options_are_refused(tmp_path, args, facts):
-    has(one_line(rcmdp(tmp_path, *args, timeout=60)), *facts)
+    has(one_line(refused(tmp_path, *args)), *facts)
 
 
 def _option_pairs(applies: bool):
@@ -278,8 +279,7 @@ def test_options_that_do_not_apply_to_the_algorithm_are_refused(tmp_path, algo, 
     from rcmdp_exact.names import OPTION_ALGORITHMS
 
     flag = "--" + name.replace("_", "-")
-    line = one_line(rcmdp(tmp_path, "train", "nav1", algo, flag, value, "--out", "no/x",
-                          timeout=60))
+    line = one_line(refused(tmp_path, "train", "nav1", algo, flag, value, "--out", "no/x"))
     has(line, flag, f"does not apply to algorithm {algo}", ", ".join(OPTION_ALGORITHMS[name]))
 
 
@@ -287,16 +287,15 @@ def test_options_that_do_not_apply_to_the_algorithm_are_refused(tmp_path, algo, 
 def test_options_that_apply_are_accepted(tmp_path, algo, name, value):
     """Refused only for the missing output folder, checked after the options."""
     flag = "--" + name.replace("_", "-")
-    line = one_line(rcmdp(tmp_path, "train", "nav1", algo, flag, value, "--out", "no/x",
-                          timeout=60))
+    line = one_line(refused(tmp_path, "train", "nav1", algo, flag, value, "--out", "no/x"))
     has(line, "does not exist")
 
 
 def test_reproduce_refuses_an_option_none_of_its_algorithms_uses(tmp_path):
-    line = one_line(rcmdp(tmp_path, "reproduce", "--algorithms", "pg,cpg", "--critic",
+    line = one_line(refused(tmp_path, "reproduce", "--algorithms", "pg,cpg", "--critic",
                           "exact", "--db", "no/x.sqlite"))
     has(line, "--critic", "algorithms pg,cpg", "rcpg-value")
-    line = one_line(rcmdp(tmp_path, "reproduce", "--algorithms", "rcpg-value", "--train-on",
+    line = one_line(refused(tmp_path, "reproduce", "--algorithms", "rcpg-value", "--train-on",
                           "data", "--db", "no/x.sqlite"))
     has(line, "--train-on", "pg, cpg")
 
@@ -308,7 +307,7 @@ def test_a_reader_that_goes_away_ends_the_command_silently(tmp_path):
                             preexec_fn=_limits)
     proc.stdout.close()
     err = proc.stderr.read()
-    assert proc.wait(timeout=120) == 141
+    assert proc.wait(timeout=HANG_GUARD) == 141
     assert err == b""
 
 
@@ -349,8 +348,7 @@ def test_reproduce_into_a_folder_of_your_files_refuses_before_any_work(tmp_path,
     out.mkdir()
     (out / "report.md").write_text("my own notes")
     (out / "test_1A.png").write_bytes(b"my figure")
-    line = one_line(rcmdp(tmp_path, "reproduce", *SMALL, "--workers", "1", "--out", "out",
-                          timeout=60))
+    line = one_line(rcmdp(tmp_path, "reproduce", *SMALL, "--workers", "1", "--out", "out"))
     has(line, "--out", "report.md", "test_1A.png", "did not write", "--force")
     assert sorted(p.name for p in out.iterdir()) == ["report.md", "test_1A.png"]
     assert (out / "report.md").read_text() == "my own notes"
@@ -408,10 +406,10 @@ def test_workers_end_when_the_driver_is_killed(tmp_path):
         start_new_session=True)
     workers: list = []
     try:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + HANG_GUARD
         while not any(marks.iterdir()):
             assert proc.poll() is None, "the driver ended before any job started"
-            assert time.monotonic() < deadline, "no job started within 300 s"
+            assert time.monotonic() < deadline, f"no job started within {HANG_GUARD} s"
             time.sleep(0.05)
         time.sleep(0.5)  # let the other worker take its job too
         inside = {int(f.name) for f in marks.iterdir()}
@@ -419,8 +417,8 @@ def test_workers_end_when_the_driver_is_killed(tmp_path):
                                       if "LokyProcess" in _cmdline(p)})
         assert inside <= set(_children(proc.pid)), "a marked job runs outside the pool"
         os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-        deadline = time.monotonic() + 10
+        proc.wait(timeout=HANG_GUARD)
+        deadline = time.monotonic() + HANG_GUARD  # they go at once: a guard only
         while any(_alive(p) for p in workers) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not any(_alive(p) for p in workers), "workers outlived their driver"
@@ -761,7 +759,7 @@ def test_stores_without_checksums_are_read_and_upgraded(store, tmp_path, referen
 ])
 def test_report_names_what_the_db_path_is(tmp_path, make, fact):
     make(tmp_path / "db")
-    has(one_line(rcmdp(tmp_path, "report", "--db", "db", "--out", "rep")), "--db 'db'", fact)
+    has(one_line(refused(tmp_path, "report", "--db", "db", "--out", "rep")), "--db 'db'", fact)
 
 
 # --------------------------------------------------------------------------- Dask, trainer
@@ -773,7 +771,7 @@ def test_report_names_what_the_db_path_is(tmp_path, make, fact):
     ("tcp://10.0.0.1:99999", "port 99999"),
 ])
 def test_dask_address_is_checked_before_any_work(tmp_path, address, fact):
-    line = one_line(rcmdp(tmp_path, "reproduce", "--dask", address, "--out", "out"))
+    line = one_line(refused(tmp_path, "reproduce", "--dask", address, "--out", "out"))
     has(line, "--dask", repr(address), fact, "tcp://")
     assert not any(tmp_path.iterdir())
 
@@ -940,11 +938,11 @@ def test_a_piped_command_prints_its_stages_and_no_progress_silences_them():
     starts and one when it ends, on standard error; --no-progress: none."""
     base = [sys.executable, "-m", "rcmdp_exact", "verify", "--domain", "nav1",
             "--tabular-only"]
-    run = subprocess.run(base, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(base, capture_output=True, text=True, timeout=HANG_GUARD)
     assert run.returncode == 0, run.stderr
     lines = run.stderr.strip().splitlines()
     assert lines[0] == "rcmdp verify: started (6)"  # the stage named once
     assert lines[-1].startswith("rcmdp verify: done 6/6 in ")
     quiet = subprocess.run([*base, "--no-progress"], capture_output=True, text=True,
-                           timeout=600)
+                           timeout=HANG_GUARD)
     assert quiet.returncode == 0 and quiet.stderr == ""

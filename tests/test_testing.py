@@ -13,7 +13,7 @@ import itertools
 
 import numpy as np
 import pytest
-from helpers import examples, raises_fact
+from helpers import depth, examples, raises_fact
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -195,7 +195,16 @@ def robustness_is_free(case):
     return float(nominal - rob.value)
 
 
-STRATEGY = T.cmdps(n_constraints=0).flatmap(lambda m: T.balls(m, "l1").map(lambda b: (m, b)))
+def _with_ball(models):
+    return models.flatmap(lambda m: T.balls(m, "l1").map(lambda b: (m, b)))
+
+
+#: The models of the searches: the test command's are smaller (S <= 3, A <= 2, rewards
+#: per pair, no terminal state: half the shrinking of the default models), the thorough
+#: profile searches the strategy's default models.
+STRATEGY = depth(_with_ball(T.cmdps(n_states=(1, 3), n_actions=(1, 2), n_constraints=0,
+                                    next_state_dependent=False, terminal=False)),
+                 _with_ball(T.cmdps(n_constraints=0)))
 
 
 @pytest.fixture(scope="module")

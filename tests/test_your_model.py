@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import examples, raises_fact
+from helpers import examples, raises_fact, refused
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -37,31 +37,6 @@ def rcmdp(cwd, *args, timeout=600):
         [TESTS_DIR, str(ROOT), os.environ.get("PYTHONPATH", "")]))
     return subprocess.run([sys.executable, "-m", "rcmdp_exact", *map(str, args)], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=timeout)
-
-
-def refused(cwd, *args):
-    """``rcmdp ARGS`` in this process, in the folder ``cwd``, for a refusal (exit status 2
-    before any work): the same ``main`` as :func:`rcmdp` without a new interpreter's
-    start-up and imports (two seconds of CPU per call), so that the tables of refusals
-    stay cheap.  Warnings are filtered as in a new process (Python's default filters)."""
-    import contextlib
-    import io
-    import warnings
-
-    from rcmdp_exact.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.chdir(cwd), warnings.catch_warnings(), \
-            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        warnings.resetwarnings()
-        for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning,
-                         ResourceWarning):
-            warnings.simplefilter("ignore", category)
-        try:
-            code = main([str(a) for a in args])
-        except SystemExit as exc:  # argparse's refusals
-            code = exc.code
-    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 def one_line(proc, code=2) -> str:

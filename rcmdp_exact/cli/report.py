@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         from ..protocol.reproduction_report import write_report  # every argument is checked
 
         rep = write_report(store, out, tests=tests, progress=progress_enabled(args))
+    args._interrupted = f"the report is complete in {out} and the results store is not changed"
     for p in rep.paths:
         print(f"wrote {p}")
     for p in rep.removed:

@@ -299,6 +299,8 @@ def run(args: argparse.Namespace) -> int:
             summary = sweep(store, jobs, trainer=trainer, workers=args.workers,
                             client=client, progress=progress)
             rep = write_report(store, out, tests=store.requested_tests(), progress=progress)
+        args._interrupted = (f"every finished job is stored in {db} and the report is "
+                             f"written in {out}")
     finally:
         if client is not None:
             client.close()

@@ -386,9 +386,19 @@ def run(args: argparse.Namespace) -> int:
             elif br.get("message"):
                 print(f"{'':<38}{br.message}")
     if out is not None:
-        written, note = _save(res, out, args, trainer, table, metrics,
-                              dict(episodes=episodes, steps=steps, seconds=seconds,
-                                   model=label if own is None else own.path))
+        try:
+            written, note = _save(res, out, args, trainer, table, metrics,
+                                  dict(episodes=episodes, steps=steps, seconds=seconds,
+                                       model=label if own is None else own.path))
+        except OSError as exc:  # a full disk: the file is not half-written, say so
+            from .._checks import OutputPathError
+
+            where = f": {exc.filename!r}" if exc.filename is not None else ""
+            raise OutputPathError(
+                f"the trained result cannot be written ({exc.strerror or exc}{where}); "
+                f"no file was "
+                f"written (a file that was there is whole): free space (or make the "
+                f"folder writable) and train again, or give another --out") from None
         args._interrupted = f"the result was written to {written}"
         if note:
             print(f"rcmdp train: warning: {note}", file=sys.stderr)

@@ -45,6 +45,7 @@ toy-text environment, a QuantEcon ``DiscreteDP`` or pymdptoolbox arrays
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
@@ -66,6 +67,7 @@ from .model_checks import (
     check_budgets,
     check_dense_transitions,
     check_labels,
+    check_model_size,
     check_multipliers,
     check_outcomes,
     check_p0,
@@ -152,7 +154,11 @@ class TabularCMDP:
     Raises
     ------
     ModelError
-        On any invalid input; the message names the culprit and how to fix it.
+        On any invalid input; the message names the culprit and how to fix it.  Before
+        any copy: the memory the model would hold, read from the shapes it is given, is
+        at most :data:`rcmdp_exact._checks.MAX_INPUT_BYTES` (8 GiB), and the stored
+        indices of a sparse ``P`` lie inside its shape (scipy reads out of bounds on
+        one that does not).
 
     Notes
     -----
@@ -217,6 +223,7 @@ class TabularCMDP:
     ):
         object.__setattr__(self, "_frozen", False)
         self._cache = {}
+        check_model_size(P, R, C)  # before any copy: the shapes declare the memory
         # -- transitions
         if sp.issparse(P):
             self._P_sparse, S, A = check_sparse_transitions(P, R, normalize)
@@ -469,6 +476,8 @@ class TabularCMDP:
                 f"dtype {ns.dtype} and shape {ns.shape}"
             )
         S, A, O = ns.shape
+        # the kernel (S, A, S) is built here, before the constructor checks its size
+        check_model_size(SimpleNamespace(shape=(S, A, S)), R, C)
         ns = check_indices(ns, "next_state", S, "state")
         pr = as_float_array(prob, "prob", "give (S, A, O) outcome probabilities",
                             shape=(S, A, O), axes=("s", "a", "o"))

@@ -12,7 +12,10 @@ which facts make a model:
   :func:`check_multipliers`: the checks other modules call on their inputs (and
   :func:`~rcmdp_exact.core.model.check_model`, "this is a model", beside the class it
   names, so that this module stays below the model's);
-* :func:`check_dense_transitions`, :func:`check_sparse_transitions`,
+* :func:`check_model_size` (the memory the model would hold, from the shapes it is
+  given, before any copy), :func:`check_sparse_structure` (the stored indices of a
+  sparse P, before scipy reads them), :func:`check_dense_transitions`,
+  :func:`check_sparse_transitions`,
   :func:`per_pair_or_transition`, :func:`check_budgets`, :func:`check_terminal`,
   :func:`check_terminal_absorbing`, :func:`check_labels`, :func:`check_outcomes`,
   :func:`check_state_features`: the constructor's, one per argument.
@@ -24,9 +27,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._checks import (
+    MAX_INPUT_BYTES,
     InputError,
     as_array,
     as_float_array,
+    bytes_text,
     check_distributions,
     check_finite,
     check_indices,
@@ -44,10 +49,12 @@ __all__ = [
     "check_budgets",
     "check_dense_transitions",
     "check_labels",
+    "check_model_size",
     "check_multipliers",
     "check_outcomes",
     "check_p0",
     "check_policy",
+    "check_sparse_structure",
     "check_sparse_transitions",
     "check_state_features",
     "check_terminal",
@@ -132,6 +139,139 @@ def check_multipliers(lam, K: int) -> np.ndarray:
     return arr
 
 
+# --------------------------------------------------------------------------- before any copy
+def _shape_of(x) -> tuple | None:
+    """The shape ``x`` declares (a sparse matrix's, an array's, a nested list's), or
+    None when it has none (the argument's own check then refuses it)."""
+    if x is None:
+        return None
+    if sp.issparse(x):
+        return tuple(int(n) for n in x.shape)
+    try:
+        return tuple(int(n) for n in np.shape(x))
+    except (TypeError, ValueError):
+        return None
+
+
+def check_model_size(P, R, C) -> None:
+    """Refuse, before any copy or conversion, a model whose arrays would hold more than
+    :data:`~rcmdp_exact._checks.MAX_INPUT_BYTES` in memory.
+
+    The shapes given declare the memory (a broadcast view, a sparse matrix of a huge
+    declared shape and an archive's header cost nothing until the model copies or
+    converts them): a dense P (S, A, S) holds 8 S A S bytes; a sparse P (S*A, S) holds
+    8 (S A + 1) bytes of row pointers and 16 bytes per stored entry; R and C their
+    entries; the expected rewards and costs 8 S A (1 + K) bytes.
+    """
+    shape_P, shape_R, shape_C = _shape_of(P), _shape_of(R), _shape_of(C)
+    if shape_P is None or shape_R is None:
+        return
+    parts = []
+    if sp.issparse(P):
+        if len(shape_P) != 2:
+            return
+        n_rows, S = shape_P
+        A = shape_R[1] if len(shape_R) >= 2 else 1
+        parts.append((f"P {shape_P} sparse with {int(P.nnz):,} entries",
+                      8 * (n_rows + 1) + 16 * int(P.nnz)))
+    else:
+        if len(shape_P) != 3:
+            return
+        S, A = shape_P[0], shape_P[1]
+        parts.append((f"P {shape_P}", 8 * int(np.prod(shape_P, dtype=object))))
+    parts.append((f"R {shape_R}", 8 * int(np.prod(shape_R, dtype=object))))
+    K = 0
+    if shape_C is not None:
+        parts.append((f"C {shape_C}", 8 * int(np.prod(shape_C, dtype=object))))
+        K = shape_C[-1] if len(shape_C) in (3, 4) else 0
+    parts.append(("r and c", 8 * S * A * (1 + K) + 9 * S))
+    need = sum(b for _, b in parts)
+    if need > MAX_INPUT_BYTES:
+        shown = ", ".join(f"{what}: {bytes_text(b)}" for what, b in parts if b >= 2**20)
+        raise ModelError(
+            f"this model would hold {bytes_text(need)} in memory ({shown}), above the "
+            f"limit of {bytes_text(MAX_INPUT_BYTES)} (rcmdp_exact._checks.MAX_INPUT_BYTES)"
+            f"; check the shapes it declares, give P as a scipy.sparse matrix (S*A, S) "
+            f"with R and C per state-action pair, or build a smaller model")
+
+
+def check_sparse_structure(P, name: str = "P", A: int | None = None) -> None:
+    """Check the stored structure of a scipy.sparse matrix before scipy reads it.
+
+    scipy does not check the index arrays of a compressed matrix built from them, and
+    its compiled code reads out of bounds (a segmentation fault) on an index beyond the
+    shape.  For the CSR, CSC and BSR formats: the row (column) pointers start at 0,
+    never decrease and end within the stored entries, and every stored index lies
+    inside the shape; for COO: every coordinate lies inside the shape.  Other formats
+    keep Python structures that scipy checks itself.  ``A`` (optional) names a row
+    ``s*A + a`` as (s, a) in the message.
+    """
+    fmt = P.format
+    shape = tuple(int(n) for n in P.shape)
+    what = f"{name} (a scipy.sparse {type(P).__name__} of shape {shape})"
+    fix = ("rebuild it from valid entries, e.g. scipy.sparse.csr_array((values, (rows, "
+           "cols)), shape=(S*A, S)), or call its check_format(full_check=True) to see "
+           "what is wrong")
+
+    def row_name(r: int) -> str:
+        return f"row {r}" + (f" (s={r // A}, a={r % A})" if A else "")
+
+    if fmt in ("csr", "csc", "bsr"):
+        block = P.blocksize if fmt == "bsr" else (1, 1)
+        major, minor = (shape[0] // block[0], shape[1] // block[1]) if fmt != "csc" \
+            else (shape[1], shape[0])
+        ptr = np.asarray(P.indptr)
+        idx = np.asarray(P.indices)
+        data_len = len(P.data)
+        if ptr.ndim != 1 or idx.ndim != 1 or ptr.dtype.kind not in "iu" \
+                or idx.dtype.kind not in "iu":
+            raise ModelError(f"{what} has index arrays that are not 1-D integer arrays "
+                             f"(indptr {ptr.dtype} {ptr.shape}, indices {idx.dtype} "
+                             f"{idx.shape}); {fix}")
+        if len(ptr) != major + 1 or (len(ptr) and int(ptr[0]) != 0):
+            raise ModelError(f"{what} has {len(ptr)} index pointers starting at "
+                             f"{int(ptr[0]) if len(ptr) else None}, expected {major + 1} "
+                             f"starting at 0; {fix}")
+        steps = np.diff(ptr)
+        if (steps < 0).any():
+            k = int(np.flatnonzero(steps < 0)[0])
+            raise ModelError(f"{what} has decreasing index pointers at {k} "
+                             f"({int(ptr[k])} then {int(ptr[k + 1])}); {fix}")
+        nnz = int(ptr[-1])
+        if nnz > len(idx) or nnz > data_len:
+            raise ModelError(f"{what} points to {nnz} stored entries but holds "
+                             f"{len(idx)} indices and {data_len} values; {fix}")
+        stored = idx[:nnz]
+        bad = (stored < 0) | (stored >= minor)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            r = int(np.searchsorted(ptr, k, side="right")) - 1
+            if fmt == "csr":
+                where = (f"the column index {int(stored[k])} in {row_name(r)}: column "
+                         f"indices are next states 0..{minor - 1} (S={minor})")
+            elif fmt == "csc":
+                where = (f"the row index {int(stored[k])} in column {r}: row indices are "
+                         f"0..{minor - 1}")
+            else:
+                where = (f"the block column {int(stored[k])} in block row {r}: block "
+                         f"columns are 0..{minor - 1}")
+            raise ModelError(f"{what} stores {where}; {fix}")
+        return
+    if fmt == "coo":
+        coords = getattr(P, "coords", None) or (P.row, P.col)
+        n = len(P.data)
+        for axis, (c, size) in enumerate(zip(coords, shape, strict=False)):
+            c = np.asarray(c)
+            if c.shape != (n,):
+                raise ModelError(f"{what} has {c.size} {('row', 'column')[axis]} "
+                                 f"coordinates for {n} values; {fix}")
+            bad = (c < 0) | (c >= size)
+            if bad.any():
+                k = int(np.flatnonzero(bad)[0])
+                raise ModelError(f"{what} stores the {('row', 'column')[axis]} index "
+                                 f"{int(c[k])} at entry {k}, outside 0..{size - 1}; {fix}")
+
+
 # --------------------------------------------------------------------------- the constructor's
 def check_dense_transitions(P, normalize: bool = False) -> np.ndarray:
     """A dense transition tensor (S, A, S) with S, A >= 1 and rows that are
@@ -154,10 +294,11 @@ def check_sparse_transitions(P, R, normalize: bool = False) -> tuple[sp.csr_arra
             f"a sparse P must be a real 2-D matrix of shape (S*A, S) (row s*A + a holds "
             f"P(. | s, a)), got {P.ndim} dimensions and dtype {P.dtype}"
         )
-    Ps = sp.csr_array(P, dtype=np.float64, copy=True)
-    n_rows, S = Ps.shape
     R_shape = as_array(R, "R", "give an (S, A) array of rewards").shape
     A = int(R_shape[1]) if len(R_shape) >= 2 else 0
+    check_sparse_structure(P, "P", A or None)
+    Ps = sp.csr_array(P, dtype=np.float64, copy=True)
+    n_rows, S = Ps.shape
     if S == 0 or A == 0 or n_rows != S * A:
         raise ModelError(
             f"a sparse P must have shape (S*A, S) = ({S * A}, {S}) for S={S}, A={A} "
@@ -171,8 +312,9 @@ def check_sparse_transitions(P, R, normalize: bool = False) -> tuple[sp.csr_arra
     check_finite(Ps.data, "P", TRANSITION_AXES, positions=where_nz)
     check_nonnegative(Ps.data, "P", "transition probabilities", positions=where_nz)
     Ps.eliminate_zeros()
-    sums = np.add.reduceat(Ps.data, Ps.indptr[:-1]) if Ps.nnz else np.zeros(n_rows)
-    sums[np.diff(Ps.indptr) == 0] = 0.0  # reduceat repeats an entry for empty rows
+    # (np.add.reduceat fails on empty rows at the end: a count per row instead)
+    sums = np.bincount(np.repeat(np.arange(n_rows), np.diff(Ps.indptr)), weights=Ps.data,
+                       minlength=n_rows).astype(np.float64)
     scale = check_row_sums(sums.reshape(S, A), S, "P", TRANSITION_AXES[:2],
                            normalize=normalize)
     if scale is not None:

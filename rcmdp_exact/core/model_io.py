@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from .._checks import NORMALIZE_TOLERANCE, InputError, row_tolerance
 from .._io import LoadError, load_npz, save_npz
 
 __all__ = ["MODEL_FORMAT", "load_model", "save_model"]
@@ -49,6 +50,30 @@ def save_model(fields: dict, path) -> Path:
     return save_npz(path, arrays, MODEL_FORMAT)
 
 
+def _refuse_rounded_rows(path, what: str, P) -> None:
+    """Raise the file's own error when its rows of P miss 1 by a rounding (float32
+    rows, say), which the constructor repairs with ``normalize=True`` but a file
+    cannot ask for: the file is to be written again."""
+    try:
+        sums = np.asarray(P.sum(axis=1) if sp.issparse(P) else
+                          np.asarray(P, dtype=np.float64).sum(axis=-1), dtype=np.float64)
+        S = int(P.shape[-1])
+    except (TypeError, ValueError):
+        return
+    err = np.abs(sums - 1.0).ravel()
+    worst = float(err.max()) if err.size else 0.0
+    if row_tolerance(S) < worst <= NORMALIZE_TOLERANCE:
+        k = int(np.flatnonzero(err > row_tolerance(S))[0])
+        A = int(P.shape[1]) if not sp.issparse(P) else max(1, int(P.shape[0]) // S)
+        raise LoadError(
+            f"{str(path)!r} is not {what}: the rows of its P sum to 1 only within "
+            f"{worst:.1e} (the first: P[{k // A}, {k % A}, :] sums to "
+            f"{float(sums.ravel()[k])!r}; rounded in float32?), above the tolerance "
+            f"{row_tolerance(S):.1e}; write the file again with rows that sum to 1 in "
+            f"float64 (in Python, TabularCMDP(P, R, ..., normalize=True).save(path) "
+            f"renormalises them)")
+
+
 def load_model(path, build):
     """Read a model file and build the model with ``build`` (the class,
     :class:`~rcmdp_exact.TabularCMDP` or a subclass), which validates it.
@@ -72,8 +97,14 @@ def load_model(path, build):
             kw["horizon"] = int(f["horizon"])
         if "name" in f:
             kw["name"] = str(f["name"])
-        return build(P, f["R"], f["C"], d=f["d"], gamma=float(f["gamma"]), p0=f["p0"],
-                     terminal=f["terminal"], **kw)
+        try:
+            return build(P, f["R"], f["C"], d=f["d"], gamma=float(f["gamma"]), p0=f["p0"],
+                         terminal=f["terminal"], **kw)
+        except InputError:
+            _refuse_rounded_rows(path, what, P)
+            raise
+    except LoadError:
+        raise
     except KeyError as exc:
         raise LoadError(f"{str(path)!r} is not {what}: it lacks the entry "
                         f"{exc.args[0]!r}") from None

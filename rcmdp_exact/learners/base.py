@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-from .._checks import InputError, check_choice, check_int, check_real, check_type
+from .._checks import InputError, check_choice, check_int, check_limit, check_real, check_type
 from ..names import (  # the learners' option names, re-exported here
     ADVERSARY_BASELINES,
     ADVERSARY_FORMS,
@@ -227,13 +227,14 @@ class Settings:
         for name in ("episodes", "steps"):
             value = getattr(self, name)
             if value is not None:
-                check_int(value, name, 1)
+                check_limit(value, name, name)
         if self.episodes is None and self.steps is None:
             check_int(None, "episodes", 1, hint="; give episodes, steps or both")
         if self.eval_every is not None:
             check_int(self.eval_every, "eval_every", 1, hint="; or None (final only)")
-        for name in ("schedule_every", "adversary_batch", "hidden"):
+        for name in ("schedule_every", "adversary_batch"):
             check_int(getattr(self, name), name, 1)
+        check_limit(self.hidden, "hidden", "hidden")
         for name in ("adversary_start", "prefit_steps"):
             check_int(getattr(self, name), name, 0)
         if self.multiplier_start is not None:

@@ -15,7 +15,6 @@ domain) and the ground-truth jobs of the selected tests:
 
 from __future__ import annotations
 
-from .._checks import check_int
 from ..names import BRACKET_ASCENT, BRACKET_BOXES, BRACKET_SECONDS
 from .spec import (
     ALGORITHMS,
@@ -73,16 +72,17 @@ def plan(tests=TESTS, algorithms=ALGORITHMS, seeds: int | None = None,
         Fields of :class:`~.spec.RunSpec` (``n_draws``, ``offset_on``, ``estimation``,
         ``sampled_episodes``, ``trainer``, ...).
     """
-    from .._checks import check_choice
+    from .._checks import check_choice, check_limit
 
     preset = QUICK if quick else FULL
-    seeds = check_int(preset["seeds"] if seeds is None else seeds, "seeds", 1)
-    episodes = check_int(preset["episodes"] if episodes is None else episodes, "episodes", 1)
+    seeds = check_limit(preset["seeds"] if seeds is None else seeds, "seeds", "seeds")
+    episodes = check_limit(preset["episodes"] if episodes is None else episodes, "episodes",
+                           "episodes")
     options.setdefault("n_draws", preset["n_draws"])
     options.setdefault("eval_every", preset["eval_every"])
     if bracket_seeds is None:
         bracket_seeds = preset.get("bracket_seeds", seeds)
-    bracket_seeds = min(check_int(bracket_seeds, "bracket_seeds", 0), seeds)
+    bracket_seeds = min(check_limit(bracket_seeds, "bracket_seeds", "seeds", 0), seeds)
     bracket_kw = preset.get("bracket", BRACKET_OPTIONS)
     import dataclasses
 

@@ -46,7 +46,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields
 
-from .._checks import check_choice, check_int, check_real, check_type
+from .._checks import check_choice, check_int, check_limit, check_real, check_type
 from ..names import (
     DOMAIN_OF_TEST,
     ROBUST_ALGORITHMS,
@@ -264,11 +264,11 @@ class RunSpec:
         _check_user_fields(self)
         check_choice(self.algorithm, "algorithm", ALGORITHMS)
         check_int(self.seed, "seed", 0)
-        check_int(self.episodes, "episodes", 1)
+        check_limit(self.episodes, "episodes", "episodes")
         check_real(self.delta, "delta", 0.0, 1.0, low_open=True, high_open=True)
-        check_int(self.n_draws, "n_draws", 1)
+        check_limit(self.n_draws, "n_draws", "draws")
         check_int(self.test_seed, "test_seed", 0)
-        check_int(self.sampled_episodes, "sampled_episodes", 0)
+        check_limit(self.sampled_episodes, "sampled_episodes", "sampled_episodes", 0)
         check_int(self.eval_every, "eval_every", 1)
         check_type(self.trainer, "trainer", str, "give a name")
         _check_options(self)

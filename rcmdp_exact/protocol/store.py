@@ -30,6 +30,17 @@ reproduce`` recomputes exactly the damaged jobs.  Stores written before checksum
 existed (schema version 2) are read without verification and get the checksums of
 their jobs (trusted as they are) when opened for writing.
 
+The lock: every command that opens a store takes the store's one lock
+(:class:`StoreLock`, an advisory ``flock`` on the database file itself, so no other
+file is made): ``rcmdp reproduce`` and ``rcmdp report`` (every :class:`Store`) a shared
+one, held while the store is open (two sweeps on one store still share it, each job in
+its own transaction), and ``rcmdp recover`` an exclusive one, since it replaces the
+file.  The lock is tried, never waited for: a command that cannot take it stops at
+once, before any work, with one line that says who holds it, and nothing is changed
+(a recovery that ran beside a sweep lost the jobs the sweep wrote into the file it
+had moved away).  Systems without ``flock`` (or file systems that refuse it) run
+without the lock.
+
 Errors: a path that is not a results store (a folder, a missing file where one must
 exist, a file of another kind, another schema) is a :class:`~rcmdp_exact._io.LoadError`
 naming the path; so is a damaged database file ("database disk image is malformed"),
@@ -48,6 +59,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import os
 import sqlite3
 import warnings
 from pathlib import Path
@@ -55,8 +67,9 @@ from pathlib import Path
 from .._checks import OutputPathError
 from .._io import LoadError
 
-__all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "DamagedJobWarning", "Store",
-           "check_store_path", "connect_readonly", "job_checksum", "recover_store"]
+__all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "DamagedJobWarning", "Store", "StoreLock",
+           "StoreLockedError", "check_store_path", "connect_readonly", "job_checksum",
+           "recover_store"]
 
 SCHEMA_VERSION = "3"
 #: Schema versions this version reads ("2": without checksums, upgraded when opened
@@ -117,6 +130,80 @@ def check_store_path(path, *, must_exist: bool) -> Path:
     if head and head != _MAGIC:
         raise LoadError(f"{str(p)!r} is not a SQLite database; expected {_WHAT}")
     return p
+
+
+class StoreLockedError(OutputPathError):
+    """The store's lock is held by another command (a recovery, or a sweep or a report
+    while a recovery asks for it); nothing was changed."""
+
+
+class StoreLock:
+    """The one lock of a results store: an advisory ``flock`` on the database file.
+
+    Parameters
+    ----------
+    path : Path
+        The store's file; created (empty: a new store) when ``create`` and missing.
+    exclusive : bool
+        ``rcmdp recover`` (it replaces the file); shared for every :class:`Store`.
+    create : bool
+        Create the file when it is missing (a store opened for writing).
+
+    The lock is tried once (``LOCK_NB``): :class:`StoreLockedError` when another
+    command holds it.  After the lock is taken, the path is checked to still be the
+    file locked (a recovery may have replaced it in between; the new file is locked
+    instead).  :meth:`release` (or the end of the process) frees it.
+    """
+
+    def __init__(self, path, *, exclusive: bool, create: bool = False):
+        self.path = Path(path)
+        self.exclusive = exclusive
+        self.fd = None
+        try:
+            import fcntl
+        except ImportError:  # no flock on this system: no lock
+            return
+        flags = os.O_RDONLY | (os.O_CREAT if create else 0)
+        for _ in range(5):
+            try:
+                fd = os.open(self.path, flags, 0o666)
+            except OSError:  # the store's own checks report an unreadable file
+                return
+            try:
+                fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+                            | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise StoreLockedError(self._held_text()) from None
+            except OSError:  # a file system without flock: no lock
+                os.close(fd)
+                return
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+            except OSError:
+                same = False
+            if same:
+                self.fd = fd
+                return
+            os.close(fd)  # replaced in between: lock the file now at the path
+        raise StoreLockedError(f"the results store {str(self.path)!r} keeps being replaced "
+                               f"by another command; run this one again when it is done")
+
+    def _held_text(self) -> str:
+        p = str(self.path)
+        if self.exclusive:
+            return (f"the results store {p!r} is in use by another rcmdp command (rcmdp "
+                    f"reproduce or rcmdp report with --db {p}), and rcmdp recover, which "
+                    f"replaces the file, does not run beside them; the store is not "
+                    f"changed: run rcmdp recover again when they are done")
+        return (f"the results store {p!r} is being recovered by rcmdp recover, which "
+                f"replaces the file: run this command again when it is done")
+
+    def release(self) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)  # closing the descriptor frees the flock
+            self.fd = None
 
 
 def _digest(obj) -> str:
@@ -202,15 +289,18 @@ class Store:
         The path is a folder, missing (``readonly``), not a SQLite database, a SQLite
         database of another kind or schema version, or damaged.
     OutputPathError
-        The store cannot be written (read-only file or folder, full disk, locked).
+        The store cannot be written (read-only file or folder, full disk, locked);
+        :class:`StoreLockedError` when ``rcmdp recover`` holds its lock.
     """
 
     def __init__(self, path, *, readonly: bool = False):
         self.path = check_store_path(path, must_exist=readonly)
         self.readonly = readonly
         self.conn = None
+        self.lock = None
         self._damaged: dict | None = None
         try:
+            self.lock = StoreLock(self.path, exclusive=False, create=not readonly)
             self._open()
         except sqlite3.Error as exc:
             err = self.error(exc)
@@ -266,6 +356,9 @@ class Store:
             with contextlib.suppress(sqlite3.Error):
                 self.conn.close()
             self.conn = None
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
 
     def __enter__(self):
         return self
@@ -290,7 +383,12 @@ class Store:
 
     def error(self, exc: sqlite3.Error) -> Exception:
         """A one-line error for a SQLite failure on this store: what happened to which
-        file, what was kept and what to do."""
+        file, what was kept and what to do (``reason``: SQLite's own words)."""
+        err = self._error(exc)
+        err.reason = str(exc) or type(exc).__name__
+        return err
+
+    def _error(self, exc: sqlite3.Error) -> Exception:
         msg = str(exc) or type(exc).__name__
         low = msg.lower()
         p = str(self.path)

@@ -46,7 +46,7 @@ _MODULES = {
                    "budget_levels", "cmdps", "exact_settings", "garnets",
                    "grid_values", "inner_problems", "kernels", "multipliers", "pair_radii",
                    "policies", "robust_cmdps", "sizes", "state_budgets", "supports"),
-    "search": ("COUNTEREXAMPLE_FORMAT", "example", "find_counterexample",
+    "search": ("COUNTEREXAMPLE_FORMAT", "TIME_LIMIT_OVERHEAD", "example", "find_counterexample",
                "load_counterexample", "save_counterexample"),
     "generators": ("POLICY_KINDS", "SKEWED_FAMILIES", "VALUE_KINDS", "dense_binding_cmdp",
                    "random_box", "random_cmdp", "random_kernel", "random_model_arrays",

@@ -29,7 +29,15 @@ import numbers
 
 import numpy as np
 
-from .._checks import InputError, check_choice, check_int, check_real, rng_from
+from .._checks import (
+    MAX_INPUT_BYTES,
+    InputError,
+    bytes_text,
+    check_choice,
+    check_int,
+    check_real,
+    rng_from,
+)
 from ..core.evaluation import PolicySystem
 from ..core.model import TabularCMDP
 from ..uncertainty.conformance import SKEWED_FAMILIES, skewed_kernel, skewed_radii, skewed_values
@@ -53,6 +61,17 @@ __all__ = [
 ]
 
 
+def _room(entries: int, what: str, arrays: int = 1) -> None:
+    """Refuse, before any draw, ``arrays`` float64 arrays of ``entries`` entries each
+    (``what`` names the arguments that set them) above
+    :data:`~rcmdp_exact._checks.MAX_INPUT_BYTES`."""
+    need = 8 * int(entries) * int(arrays)
+    if need > MAX_INPUT_BYTES:
+        raise InputError(f"{what} would hold {bytes_text(need)} in memory, above the limit "
+                         f"of {bytes_text(MAX_INPUT_BYTES)} "
+                         f"(rcmdp_exact._checks.MAX_INPUT_BYTES); give smaller sizes")
+
+
 def random_cmdp(seed, S: int, A: int, K: int, gamma: float, n_outcomes: int | None = None,
                 terminal: bool = False, next_state_dependent: bool = True,
                 horizon: int | None = None) -> TabularCMDP:
@@ -68,7 +87,30 @@ def random_cmdp(seed, S: int, A: int, K: int, gamma: float, n_outcomes: int | No
     ----------
     seed : int or numpy.random.Generator
         A Generator is drawn from in place (so a caller can go on drawing from it).
+    S, A : int
+        Numbers of states and actions (>= 1).
+    K : int
+        Number of constraints (>= 0).
+    gamma : float
+        The discount, in [0, 1].
+    n_outcomes : int, optional
+        Outcomes per pair (>= 1).
+    terminal, next_state_dependent : bool
+    horizon : int, optional
+        >= 1.
+
+    The arguments are checked before any draw, and the model's arrays (P, R and C per
+    transition) within :data:`~rcmdp_exact._checks.MAX_INPUT_BYTES`.
     """
+    S, A = check_int(S, "S", 1), check_int(A, "A", 1)
+    K = check_int(K, "K", 0)
+    gamma = check_real(gamma, "gamma", 0.0, 1.0)
+    if n_outcomes is not None:
+        n_outcomes = check_int(n_outcomes, "n_outcomes", 1)
+    if horizon is not None:
+        check_int(horizon, "horizon", 1)
+    _room(S * A * S, f"random_cmdp(S={S:,}, A={A:,}, K={K:,}): P, R and C of "
+                     f"S*A*S = {S * A * S:,} entries each", 2 + K)
     rng = rng_from(seed)
     features = rng.normal(size=(S, int(rng.integers(1, 4))))
     kwargs = dict(d=rng.random(K) * 3, gamma=gamma, p0=rng.dirichlet(np.ones(S)),
@@ -105,11 +147,21 @@ def dense_binding_cmdp(seed, magnitudes=(1.0, 10.0)) -> TabularCMDP:
     transitions Dirichlet(0.2 or 1), p0 a point mass or Dirichlet(1), budgets at 95-100%
     of the costs of a random stochastic policy (a dense solve): feasible, with large
     multipliers often.  The generator of the LP and bracket regression tests.
+    ``magnitudes``: a non-empty sequence of positive numbers.
     """
+    try:
+        mags = list(magnitudes)
+    except TypeError:
+        raise InputError(f"magnitudes must be a sequence of positive numbers, got "
+                         f"{magnitudes!r}") from None
+    if not mags:
+        raise InputError("magnitudes is empty; give positive numbers, e.g. (1.0, 10.0)")
+    for i, m in enumerate(mags):
+        check_real(m, f"magnitudes[{i}]", 0.0, low_open=True)
     rng = rng_from(seed)
     S, A, K = int(rng.integers(2, 6)), int(rng.integers(2, 4)), int(rng.integers(1, 4))
     gamma = float(rng.choice([0.5, 0.9, 0.95, 0.99]))
-    mag = float(rng.choice(list(magnitudes)))
+    mag = float(rng.choice(mags))
     P = rng.dirichlet(np.full(S, rng.choice([0.2, 1.0])), size=(S, A))
     r = mag * rng.uniform(-1, 1, size=(S, A))
     c = mag * rng.uniform(0, 1, size=(S, A, K))
@@ -153,10 +205,12 @@ def random_model_arrays(seed, S: int, A: int, K: int, density: float = 0.6,
     R : ndarray (S, A, S) or (S, A)
     C : ndarray (S, A, S, K) or (S, A, K)
     """
-    rng = rng_from(seed)
     S, A = check_int(S, "S", 1), check_int(A, "A", 1)
     K = check_int(K, "K", 0)
     density = check_real(density, "density", 0.0, 1.0)
+    _room(S * A * S, f"random_model_arrays(S={S:,}, A={A:,}, K={K:,}): P, R and C of "
+                     f"S*A*S = {S * A * S:,} entries each", 2 + K)
+    rng = rng_from(seed)
     P = rng.random((S, A, S)) * (rng.random((S, A, S)) < density)
     P[np.arange(S)[:, None], np.arange(A)[None, :], rng.integers(0, S, (S, A))] += 0.05
     P /= P.sum(axis=2, keepdims=True)
@@ -196,9 +250,10 @@ def random_row(seed, n: int, support_frac: float = 0.7, degenerate: bool = False
     support : ndarray (n,) of bool
         At least one True.
     """
-    rng = rng_from(seed)
     n = check_int(n, "n", 1)
     support_frac = check_real(support_frac, "support_frac", 0.0, 1.0)
+    _room(n, f"random_row(n={n:,})", 3)
+    rng = rng_from(seed)
     sup = rng.random(n) < support_frac
     sup[rng.integers(n)] = True
     if degenerate:
@@ -245,9 +300,10 @@ def random_kernel(seed, S: int, A: int, *, density=None, point_masses: float = 0
     support : ndarray (S, A, S) of bool
         All True with ``density=None``; at least one True per pair.
     """
-    rng = rng_from(seed)
     S, A = check_int(S, "S", 1), check_int(A, "A", 1)
     point_masses = check_real(point_masses, "point_masses", 0.0, 1.0)
+    _room(S * A * S, f"random_kernel(S={S:,}, A={A:,}): S*A*S = {S * A * S:,} entries", 4)
+    rng = rng_from(seed)
     if density is None:
         P = rng.dirichlet(np.full(S, 0.6), size=(S, A))
         P *= rng.random((S, A, S)) < 0.8  # some zeros inside the support
@@ -321,9 +377,12 @@ def random_values(seed, shape, kind: str | None = None, scale: float = 1.0) -> n
     -------
     ndarray of ``shape``, float64
     """
-    rng = rng_from(seed)
     shape = _shape(shape)
     scale = check_real(scale, "scale", 0.0, low_open=True)
+    if kind is not None:
+        check_choice(kind, "kind", VALUE_KINDS)
+    _room(int(np.prod(shape, dtype=object)), f"random_values(shape={shape})", 2)
+    rng = rng_from(seed)
     if kind is None:
         kind = _MIXED_VALUE_KINDS[int(rng.integers(len(_MIXED_VALUE_KINDS)))]
     check_choice(kind, "kind", VALUE_KINDS)
@@ -363,10 +422,11 @@ def random_radii(seed, shape, small: float, whole: float) -> np.ndarray:
     -------
     ndarray of ``shape``, float64, >= 0
     """
-    rng = rng_from(seed)
     small = check_real(small, "small", 0.0)
     whole = check_real(whole, "whole", 0.0, low_open=True)
     shape = _shape(shape)
+    _room(int(np.prod(shape, dtype=object)), f"random_radii(shape={shape})", 4)
+    rng = rng_from(seed)
     pick = rng.integers(0, 4, size=shape)
     r = np.where(pick == 0, 0.0, np.where(pick == 1, small * rng.random(shape),
                                           rng.uniform(0.0, whole, shape)))
@@ -403,10 +463,12 @@ def random_policies(seed, S: int, A: int, kind: str = "stochastic",
     ndarray (S, A) or (n, S, A)
         Rows sum to 1 (up to rounding).
     """
-    rng = rng_from(seed)
     S, A = check_int(S, "S", 1), check_int(A, "A", 1)
     check_choice(kind, "kind", POLICY_KINDS)
     J = 1 if n is None else check_int(n, "n", 1)
+    _room(J * S * A, f"random_policies(S={S:,}, A={A:,}, n={n}): n*S*A = {J * S * A:,} "
+                     f"entries", 3)
+    rng = rng_from(seed)
     if kind == "deterministic":
         pi = np.eye(A)[rng.integers(0, A, size=(J, S))]
     else:
@@ -444,8 +506,11 @@ def random_box(seed, S: int, A: int, width: float | None = None):
     lo, hi : ndarray (S, A)
         0 <= lo <= hi <= 1, ``lo.sum(axis=1) <= 1 <= hi.sum(axis=1)``.
     """
-    rng = rng_from(seed)
     S, A = check_int(S, "S", 1), check_int(A, "A", 1)
+    if width is not None:
+        width = check_real(width, "width", 0.0)
+    _room(S * A, f"random_box(S={S:,}, A={A:,})", 6)
+    rng = rng_from(seed)
     if width is None:
         lo = rng.uniform(0.0, 1.0 / A, (S, A)) * (rng.random((S, A)) < 0.6)
         hi = np.maximum(lo, rng.uniform(0.0, 1.0, (S, A)))
@@ -453,7 +518,6 @@ def random_box(seed, S: int, A: int, width: float | None = None):
         return lo, hi
     from ..ground_truth.structure import tighten
 
-    width = check_real(width, "width", 0.0)
     centre = rng.dirichlet(np.ones(A), size=S)
     lo, hi, _ = tighten(np.clip(centre - width * rng.uniform(0, 1, (S, A)), 0, 1)[None],
                         np.clip(centre + width * rng.uniform(0, 1, (S, A)), 0, 1)[None])

@@ -28,6 +28,7 @@ _seed = seed  # hypothesis.seed, before a parameter named seed hides it
 
 __all__ = [
     "COUNTEREXAMPLE_FORMAT",
+    "TIME_LIMIT_OVERHEAD",
     "example",
     "find_counterexample",
     "load_counterexample",
@@ -41,6 +42,33 @@ COUNTEREXAMPLE_FORMAT = "rcmdp_exact.Counterexample/1"
 # =========================================================================== counterexamples
 class _Fails(Exception):
     """The claim failed on an example (hypothesis shrinks it)."""
+
+
+class _OutOfTime(BaseException):
+    """The time limit passed: stops hypothesis at once (a BaseException, which it does
+    not take for a failure of the test to shrink, as it does not Ctrl-C)."""
+
+
+#: Files of a saved counterexample in its folder (:func:`save_counterexample`).
+_COUNTEREXAMPLE_FILES = ("counterexample.json", "model_*.npz", "set_*.npz")
+
+
+def _existing_counterexample(folder: Path) -> list[Path]:
+    """The files of a counterexample already saved in ``folder`` (sorted)."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for pattern in _COUNTEREXAMPLE_FILES for p in folder.glob(pattern))
+
+
+def _refuse_overwrite(folder: Path, name: str) -> None:
+    from .._checks import OutputPathError
+
+    old = _existing_counterexample(folder)
+    if old:
+        shown = ", ".join(p.name for p in old[:4]) + (", ..." if len(old) > 4 else "")
+        raise OutputPathError(
+            f"{name} {str(folder)!r} holds a counterexample already ({shown}); give "
+            f"another folder, or overwrite=True to replace it")
 
 
 def _judge(claim, value, tolerance: float):
@@ -63,9 +91,16 @@ def _judge(claim, value, tolerance: float):
     return fails, r, f"residual {r!r} > tolerance {tolerance!r}"
 
 
+#: What a search may take beyond its ``time_limit`` (seconds): it stops at the first
+#: example drawn after the limit, so the overshoot is the draw and the claim in progress
+#: when the limit passed, plus hypothesis's own set-up and tear-down (well under a
+#: second); a claim that runs for minutes on one example overshoots by those minutes.
+TIME_LIMIT_OVERHEAD = 1.0
+
+
 def find_counterexample(claim, strategy: SearchStrategy, *, tolerance: float = 0.0,
                         max_examples: int = 100, time_limit: float | None = None,
-                        seed: int = 0, path=None) -> Result:
+                        seed: int = 0, path=None, overwrite: bool = False) -> Result:
     """Search for an example that breaks ``claim``, shrink it, and return it with its
     evidence.
 
@@ -81,17 +116,26 @@ def find_counterexample(claim, strategy: SearchStrategy, *, tolerance: float = 0
         :func:`~rcmdp_exact.testing.strategies.robust_cmdps`).
     tolerance : float
     max_examples : int
-        Examples tried before giving up (shrinking comes on top).
+        The work budget that decides the answer: examples tried before giving up
+        (shrinking comes on top), at least 1.
     time_limit : float, optional
-        Seconds; past it no new example is judged (the smallest counterexample found
-        so far is kept).  Default: none, so that the answer depends on the seed only;
-        with a limit it may depend on the machine's speed.
+        Seconds (> 0), a safety net: at the first example drawn after it the search
+        stops (generation and shrinking alike), keeps the smallest counterexample found
+        so far, and says so (``stopped`` is ``"time_limit"`` and ``message`` says that
+        the answer is not that of the budget).  It stops within the limit plus the draw
+        and the claim in progress, plus :data:`TIME_LIMIT_OVERHEAD` of hypothesis's own
+        work.  Default: none, so that the answer depends on the seed only; an answer
+        cut by the limit depends on the machine's speed.
     seed : int
         The search is reproducible: the same seed gives the same examples.
     path : str or path-like, optional
         A folder to save the counterexample in (:func:`save_counterexample`), checked
-        before the search (an existing file, an unwritable place: an
-        :class:`~rcmdp_exact.OutputPathError` before any example is judged).
+        before the search (an existing file, an unwritable place, a folder that holds a
+        counterexample already: an :class:`~rcmdp_exact.OutputPathError` before any
+        example is judged).
+    overwrite : bool
+        Replace a counterexample saved in ``path`` before (default: refuse, so that a
+        second search never overwrites the first one's files).
 
     Returns
     -------
@@ -99,7 +143,9 @@ def find_counterexample(claim, strategy: SearchStrategy, *, tolerance: float = 0
         ``found`` (bool), ``example`` (the smallest counterexample, or None),
         ``residual``, ``note`` (what failed), ``tolerance``, ``examples`` (claims
         judged), ``failures`` (failing examples met while shrinking), ``seed``,
-        ``seconds``, ``files`` (the paths written, if ``path``), ``message``.
+        ``seconds``, ``stopped`` (``"budget"``: the search ran to its end;
+        ``"time_limit"``: cut by the time limit), ``files`` (the paths written, if
+        ``path``), ``message``.
 
     Notes
     -----
@@ -119,10 +165,12 @@ def find_counterexample(claim, strategy: SearchStrategy, *, tolerance: float = 0
     if time_limit is not None:
         check_real(time_limit, "time_limit", 0.0, low_open=True)
     if path is not None:  # before the search: a counterexample found is never lost
-        check_out_path(path, kind="dir", name="path")
+        folder = check_out_path(path, kind="dir", name="path")
+        if not overwrite:
+            _refuse_overwrite(folder, "path")
     start = time.perf_counter()
     deadline = None if time_limit is None else start + float(time_limit)
-    state = {"judged": 0, "failures": 0, "best": None}
+    state = {"judged": 0, "failures": 0, "best": None, "stopped": "budget"}
 
     @settings(database=None, max_examples=int(max_examples), deadline=None,
               derandomize=False, suppress_health_check=list(HealthCheck),
@@ -131,7 +179,8 @@ def find_counterexample(claim, strategy: SearchStrategy, *, tolerance: float = 0
     @given(strategy)
     def search(value):
         if deadline is not None and time.perf_counter() > deadline:
-            return
+            state["stopped"] = "time_limit"
+            raise _OutOfTime
         state["judged"] += 1
         fails, residual, note = _judge(claim, value, float(tolerance))
         if fails:
@@ -141,6 +190,8 @@ def find_counterexample(claim, strategy: SearchStrategy, *, tolerance: float = 0
 
     try:
         search()
+    except _OutOfTime:
+        pass
     except _Fails:
         pass
     except (FlakyFailure, FlakyReplay):  # a claim whose answer changed on replay
@@ -150,27 +201,42 @@ def find_counterexample(claim, strategy: SearchStrategy, *, tolerance: float = 0
             raise InputError(f"hypothesis could not run the search: {exc}") from None
     found = state["best"] is not None
     value, residual, note = state["best"] if found else (None, None, None)
+    cut = state["stopped"] == "time_limit"
+    if found:
+        message = (f"counterexample found ({note}) after {state['judged']} examples "
+                   f"judged, shrunk through {state['failures']} failing ones")
+        if cut:
+            message += (f"; the time limit of {float(time_limit):g} s stopped the search "
+                        f"(the example may shrink further without it)")
+    elif cut:
+        message = (f"no counterexample in {state['judged']} examples: the time limit of "
+                   f"{float(time_limit):g} s stopped the search before its budget of "
+                   f"max_examples={int(max_examples)}, so this answer is the machine's, "
+                   f"not the budget's")
+    else:
+        message = f"no counterexample in {state['judged']} examples"
     res = Result(found=found, example=value, residual=residual, note=note,
                  tolerance=float(tolerance), examples=state["judged"],
                  failures=state["failures"], seed=int(seed),
-                 seconds=time.perf_counter() - start, files=[],
-                 message=(f"counterexample found ({note}) after {state['judged']} examples "
-                          f"judged, shrunk through {state['failures']} failing ones"
-                          if found else f"no counterexample in {state['judged']} examples"))
+                 seconds=time.perf_counter() - start, stopped=state["stopped"], files=[],
+                 message=message)
     if found and path is not None:
-        res.files = save_counterexample(res, path)
+        res.files = save_counterexample(res, path, overwrite=overwrite)
     return res
 
 
 
 # --------------------------------------------------------------------------- files
-def save_counterexample(result: Result, path) -> list[Path]:
+def save_counterexample(result: Result, path, *, overwrite: bool = False) -> list[Path]:
     """Save the counterexample of :func:`find_counterexample` in the folder ``path``.
 
     Models go to ``model_<i>.npz`` (:meth:`~rcmdp_exact.TabularCMDP.save`), uncertainty
     sets to ``set_<i>.npz`` (their ``save``), and the rest (the example's structure,
     arrays, numbers, the residual) to ``counterexample.json``, which refers to those
     files.  Returns the paths written; :func:`load_counterexample` reads them back.
+    A folder that holds a counterexample already is refused
+    (:class:`~rcmdp_exact.OutputPathError`) unless ``overwrite``, which replaces it
+    (its files that the new one does not write are removed).
     """
     import json
 
@@ -178,6 +244,9 @@ def save_counterexample(result: Result, path) -> list[Path]:
     from ..uncertainty import UncertaintySet
 
     folder = check_out_path(path, kind="dir", name="path")
+    old = _existing_counterexample(folder)
+    if old and not overwrite:
+        _refuse_overwrite(folder, "path")
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
 
@@ -198,6 +267,8 @@ def save_counterexample(result: Result, path) -> list[Path]:
             "tolerance": encode(result["tolerance"]), "seed": result["seed"]}
     written.append(save_json(folder / "counterexample.json",
                              json.dumps(data, indent=1, allow_nan=False)))
+    for stale in set(old) - set(written):  # of the counterexample replaced
+        stale.unlink(missing_ok=True)
     return written
 
 

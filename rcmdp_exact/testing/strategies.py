@@ -50,15 +50,22 @@ from ..uncertainty._draw import draw_rows as _rows
 from ..uncertainty._draw import draw_values as _values
 from ..uncertainty._draw import example_generator as _generator
 from ..uncertainty._draw import (  # the building blocks of the kinds' strategies
-    grid_values,
-    kernels,
-    pair_radii,
-    sizes,
-    state_budgets,
-    supports,
+    grid_values as _drawn_values,
 )
 from ..uncertainty._draw import ints_of as _ints
+from ..uncertainty._draw import (
+    kernels as _drawn_kernels,
+)
+from ..uncertainty._draw import (
+    pair_radii as _drawn_pair_radii,
+)
+from ..uncertainty._draw import (
+    state_budgets as _drawn_state_budgets,
+)
 from ..uncertainty._draw import strategy_of as _strategy
+from ..uncertainty._draw import (
+    supports as _drawn_supports,
+)
 
 __all__ = [
     "EXACT_PROFILE",
@@ -101,13 +108,199 @@ def exact_settings(**changes) -> settings:
 
 
 # =========================================================================== helpers
+def _size(value, name: str, low: int) -> tuple[SearchStrategy, int | None]:
+    """A size argument checked where it is given (not where it is drawn): an int >=
+    ``low``, an inclusive range ``(lo, hi)`` with ``low <= lo <= hi``, or a strategy
+    (whose draws are checked, named by the argument).  Returns the strategy and the
+    largest size it can draw (None for a strategy)."""
+    if isinstance(value, SearchStrategy):
+        def drawn(v):
+            return check_int(v, f"{name} (a value its strategy drew)", low)
+        return value.map(drawn), None
+    if isinstance(value, tuple | list):
+        if len(value) != 2:
+            raise InputError(f"{name} must be an int, an inclusive range (low, high) or a "
+                             f"strategy, got a {type(value).__name__} of {len(value)} "
+                             f"entries: {value!r}")
+        lo = check_int(value[0], f"{name}[0] (the low end of the range {tuple(value)})", low)
+        hi = check_int(value[1], f"{name}[1] (the high end of the range {tuple(value)})", lo)
+        return st.integers(lo, hi), hi
+    v = check_int(value, name, low, hint=" (or an inclusive range (low, high), or a "
+                                         "strategy)")
+    return st.just(v), v
+
+
+def _model_room(S: int | None, A: int | None, K: int | None, what: str) -> None:
+    """Refuse sizes whose largest model (P, R and C per transition, float64) would not
+    fit in :data:`~rcmdp_exact._checks.MAX_INPUT_BYTES`."""
+    from .._checks import MAX_INPUT_BYTES, bytes_text
+
+    if S is None or A is None:
+        return
+    K = K or 0
+    need = 8 * S * A * S * (2 + K)
+    if need > MAX_INPUT_BYTES:
+        raise InputError(
+            f"{what} may draw models of S = {S:,} states, A = {A:,} actions and K = {K:,} "
+            f"constraints, whose P, R and C would hold {bytes_text(need)}, above the "
+            f"limit of {bytes_text(MAX_INPUT_BYTES)} "
+            f"(rcmdp_exact._checks.MAX_INPUT_BYTES); give smaller sizes")
+
+
+def _pair(value, name: str) -> tuple[float, float]:
+    """A range (low, high) of finite numbers with low <= high."""
+    if not isinstance(value, tuple | list) or len(value) != 2:
+        raise InputError(f"{name} must be a range (low, high) of numbers, got {value!r}")
+    lo = check_real(value[0], f"{name}[0]")
+    hi = check_real(value[1], f"{name}[1] (the high end of {tuple(value)})", lo)
+    return lo, hi
+
+
 def _flag(value) -> SearchStrategy:
     """A bool, or None for either."""
     return st.booleans() if value is None else _strategy(value)
 
 
+def _checked(strategy, check):
+    """``strategy`` (a function that makes a hypothesis strategy) whose arguments are
+    checked by ``check`` (called with the same arguments) when the strategy is made,
+    before any example is drawn: a bad argument is refused where it is given, named
+    with its value, not when a draw happens to reach it."""
+    import functools
+
+    @functools.wraps(strategy)
+    def checked(*args, **kwargs):
+        check(*args, **kwargs)
+        return strategy(*args, **kwargs)
+    return checked
+
+
+def _checked_composite(check):
+    """``hypothesis.strategies.composite`` checked by ``check`` (:func:`_checked`)."""
+    def deco(fn):
+        return _checked(st.composite(fn), check)
+    return deco
+
+
+def _check_model(model, name: str = "model") -> None:
+    from ..core.model import check_model
+
+    if not isinstance(model, TabularCMDP):
+        check_model(model)
+
+
+def _check_gamma(gamma, name: str = "gamma") -> None:
+    """A discount: a number in [0, 1], a tuple of them (choices) or a strategy."""
+    if isinstance(gamma, SearchStrategy):
+        return
+    for i, g in enumerate(gamma if isinstance(gamma, tuple | list) else (gamma,)):
+        check_real(g, f"{name}[{i}]" if isinstance(gamma, tuple | list) else name, 0.0,
+                   1.0)
+    if isinstance(gamma, tuple | list) and not gamma:
+        raise InputError(f"{name} is an empty tuple of choices; give a discount in [0, 1] "
+                         f"or a tuple of them")
+
+
+def _check_cmdps(n_states=(1, 4), n_actions=(1, 3), n_constraints=(0, 2),
+                 gamma=(0.5, 0.75, 0.9), *, branching=None, terminal=None,
+                 next_state_dependent=None, rewards=(-2.0, 2.0), costs=(0.0, 2.0),
+                 start="state", grid=4, what="cmdps") -> None:
+    _check_grid(grid)
+    check_choice(start, "start", ("state", "distribution"))
+    _, S = _size(n_states, "n_states", 1)
+    _, A = _size(n_actions, "n_actions", 1)
+    _, K = _size(n_constraints, "n_constraints", 0)
+    _model_room(S, A, K, f"{what}(n_states={n_states!r}, n_actions={n_actions!r}, "
+                         f"n_constraints={n_constraints!r})")
+    if branching is not None:
+        _size(branching, "branching", 1)
+    _check_gamma(gamma)
+    _pair(rewards, "rewards")
+    _pair(costs, "costs")
+
+
+def _check_garnets(n_states=(2, 6), n_actions=(1, 3), branching=None, n_constraints=(1, 2),
+                   gamma=(0.5, 0.9, 0.95), next_state_dependent=None) -> None:
+    _, S = _size(n_states, "n_states", 1)
+    _, A = _size(n_actions, "n_actions", 1)
+    _, K = _size(n_constraints, "n_constraints", 0)
+    _model_room(S, A, K, f"garnets(n_states={n_states!r}, n_actions={n_actions!r})")
+    if branching is not None:
+        _size(branching, "branching", 1)
+    _check_gamma(gamma)
+
+
+def _check_policies(model, deterministic=None, grid=4) -> None:
+    _check_model(model)
+    _check_grid(grid)
+
+
+def _check_multipliers(model, max_value=4.0, grid=4) -> None:
+    _check_model(model)
+    check_real(max_value, "max_value", 0.0)
+    _check_grid(grid)
+
+
+def _check_grid_values(n, low, high, grid=4) -> None:
+    from .._checks import MAX_INPUT_BYTES, check_memory
+
+    check_memory(check_int(n, "n", 0), 8, MAX_INPUT_BYTES, "n", "values", "",
+                 "rcmdp_exact._checks.MAX_INPUT_BYTES")
+    _pair((low, high), "(low, high)")
+    _check_grid(grid)
+
+
+def _check_radii(model, max_radius, *, grid=4) -> None:
+    _check_model(model)
+    check_real(max_radius, "max_radius", 0.0)
+    _check_grid(grid)
+
+
+def _check_supports(model, support=("all", "nominal")) -> None:
+    _check_model(model)
+    if not isinstance(support, SearchStrategy):
+        for kind in support if isinstance(support, tuple | list) else (support,):
+            check_choice(kind, "support", ("all", "nominal"))
+
+
+def _check_kernels(model, grid=4) -> None:
+    _check_model(model)
+    _check_grid(grid)
+
+
+def _check_inner_problems(max_n=60) -> None:
+    from .._checks import MAX_INPUT_BYTES, check_memory
+
+    check_memory(check_int(max_n, "max_n", 1), 3 * 8 * 3, MAX_INPUT_BYTES, "max_n",
+                 "entries of three rows (p_hat, z, support)", "",
+                 "rcmdp_exact._checks.MAX_INPUT_BYTES")
+
+
+def _check_binding_budgets(model, uset=None, grid=4, slack=0.0) -> None:
+    _check_model(model)
+    check_int(grid, "grid", 1)
+    check_real(slack, "slack", 0.0)
+
+
+def _check_robust_cmdps(n_states=(2, 3), n_actions=(2, 3), n_constraints=1,
+                        gamma=(0.5, 0.75, 0.9), kinds=("l1",), budgets="binding",
+                        grid=4, slack=0.0, **model_options) -> None:
+    from ..uncertainty import SARectangularSet, set_class
+
+    check_choice(budgets, "budgets", ("binding", "drawn"))
+    check_real(slack, "slack", 0.0)
+    _check_cmdps(n_states, n_actions, n_constraints, gamma, grid=grid,
+                 what="robust_cmdps", **model_options)
+    for k in (kinds,) if isinstance(kinds, str) else tuple(kinds):
+        cls = set_class(k)
+        if not issubclass(cls, SARectangularSet) or not cls.has_strategy():
+            raise InputError(f"robust_cmdps draws sa-rectangular sets with a strategy; the "
+                             f"kind {k!r} ({cls.__name__}) is not one: choose among "
+                             f"{', '.join(SA_KINDS)}")
+
+
 # =========================================================================== models
-@st.composite
+@_checked_composite(_check_cmdps)
 def cmdps(draw, n_states=(1, 4), n_actions=(1, 3), n_constraints=(0, 2),
           gamma=(0.5, 0.75, 0.9), *, branching=None, terminal=None,
           next_state_dependent=None, rewards=(-2.0, 2.0), costs=(0.0, 2.0),
@@ -180,7 +373,7 @@ def cmdps(draw, n_states=(1, 4), n_actions=(1, 3), n_constraints=(0, 2),
     return TabularCMDP(P, R, C, d=d, gamma=g, p0=p0, terminal=term)
 
 
-@st.composite
+@_checked_composite(_check_garnets)
 def garnets(draw, n_states=(2, 6), n_actions=(1, 3), branching=None, n_constraints=(1, 2),
             gamma=(0.5, 0.9, 0.95), next_state_dependent=None):
     """Strategy for :func:`rcmdp_exact.domains.garnet` models (continuous values from a
@@ -198,7 +391,7 @@ def garnets(draw, n_states=(2, 6), n_actions=(1, 3), branching=None, n_constrain
     return garnet(S, A, b, n_constraints=K, seed=seed_, gamma=g, next_state_dependent=nsd)
 
 
-@st.composite
+@_checked_composite(_check_policies)
 def policies(draw, model: TabularCMDP, deterministic=None, grid: int | None = 4):
     """Strategy for policies (S, A) of ``model``: one-hot rows (``deterministic=True``),
     rows on the grid of ``1/grid`` (False; continuous with ``grid=None``), or either
@@ -215,7 +408,7 @@ def policies(draw, model: TabularCMDP, deterministic=None, grid: int | None = 4)
     return np.stack([_composition(draw, A, grid) for _ in range(S)])
 
 
-@st.composite
+@_checked_composite(_check_multipliers)
 def multipliers(draw, model: TabularCMDP, max_value: float = 4.0, grid: int | None = 4):
     """Strategy for Lagrange multipliers (K,) >= 0 of ``model``, at most ``max_value``."""
     grid = _check_grid(grid)
@@ -223,6 +416,19 @@ def multipliers(draw, model: TabularCMDP, max_value: float = 4.0, grid: int | No
 
 
 # =========================================================================== sets
+grid_values = _checked(_drawn_values, _check_grid_values)
+pair_radii = _checked(_drawn_pair_radii, _check_radii)
+state_budgets = _checked(_drawn_state_budgets, _check_radii)
+supports = _checked(_drawn_supports, _check_supports)
+kernels = _checked(_drawn_kernels, _check_kernels)
+
+
+def sizes(value) -> SearchStrategy:
+    """Strategy for a size given as an int >= 0, an inclusive range (low, high) or a
+    strategy (checked where it is given)."""
+    return _size(value, "sizes(value)", 0)[0]
+
+
 def _kinds_with_strategies() -> tuple[str, ...]:
     from ..uncertainty import builtin_kinds, set_class
 
@@ -278,7 +484,7 @@ def balls(model: TabularCMDP, kinds=SA_KINDS, grid: int | None = 4,
     return st.sampled_from(kinds).flatmap(draw_kind)
 
 
-@st.composite
+@_checked_composite(_check_inner_problems)
 def inner_problems(draw, max_n: int = 60):
     """Strategy for batches of L1 inner problems ``(p_hat, z, alpha, support)``.
 
@@ -363,7 +569,7 @@ def budget_levels(model: TabularCMDP, uset=None) -> Result:
                   policies={"joint": joint, "free": free})
 
 
-@st.composite
+@_checked_composite(_check_binding_budgets)
 def binding_budgets(draw, model: TabularCMDP, uset=None, grid: int = 4, slack: float = 0.0):
     r"""Strategy for budgets d (K,) that bind and can be met:
     :math:`d_k = \ell_k + f_k \max(u_k - \ell_k, 0)` + slack.
@@ -386,7 +592,7 @@ def binding_budgets(draw, model: TabularCMDP, uset=None, grid: int = 4, slack: f
     return low + f * np.maximum(free - low, 0.0) + slack
 
 
-@st.composite
+@_checked_composite(_check_robust_cmdps)
 def robust_cmdps(draw, n_states=(2, 3), n_actions=(2, 3), n_constraints=1,
                  gamma=(0.5, 0.75, 0.9), kinds=("l1",),
                  budgets: str = "binding", grid: int | None = 4, slack: float = 0.0,

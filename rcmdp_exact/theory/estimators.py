@@ -19,7 +19,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import ImproperPolicyError, check_choice, check_int, check_shape, rng_from
+from .._checks import (
+    ImproperPolicyError,
+    check_choice,
+    check_int,
+    check_limit,
+    check_shape,
+    rng_from,
+)
 from .._progress import progress_default, tqdm
 from .._result import Result
 from ..core.evaluation import PolicySystem
@@ -259,7 +266,7 @@ def monte_carlo_estimator(model: TabularCMDP, params, estimator: str, n_episodes
     T = resolve_horizon(model, horizon)
     check_int(T, "horizon", 1, hint=" (Monte Carlo needs a finite episode length: pass "
               "horizon=T)" if T is None else "")
-    check_int(n_episodes, "n_episodes", 2)
+    check_limit(n_episodes, "n_episodes", "mc_episodes", 2)
     check_int(batch_size, "batch_size", 1)
     ctx = GradientContext(model, params, lam, parametrisation, adversary_params,
                           adversary_parametrisation, need_adversary=(est.side == "adversary"))

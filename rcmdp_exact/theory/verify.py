@@ -32,6 +32,7 @@ from .._checks import (
     ImproperPolicyError,
     check_choice,
     check_int,
+    check_limit,
     check_real,
     check_seed,
 )
@@ -306,7 +307,8 @@ def verify_theorems(model: TabularCMDP, lam=None, *, label: str | None = None,
     check_model(model)
     check_real(mc_level, "mc_level", 0.0, 1.0, low_open=True, high_open=True)
     check_real(tol, "tol", 0.0, low_open=True)
-    check_int(n_episodes, "n_episodes", 0)
+    check_limit(n_episodes, "n_episodes", "mc_episodes", 0)
+    check_limit(hidden, "hidden", "hidden")
     check_seed(seed)
     K = model.n_constraints
     lam = np.ones(K) if lam is None else model.check_multipliers(lam)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import as_float_array, check_nonnegative, check_real
+from .._checks import as_float_array, check_int, check_nonnegative, check_real
 from ..core.model_checks import ModelError
 from .base import support_mask
 
@@ -41,9 +41,11 @@ def entry_radius(n, n_entries: int, delta: float = 0.1) -> np.ndarray:
     """
     d = check_real(delta, "delta", 0.0, 1.0, low_open=True, high_open=True,
                    hint=" (the error probability)")
+    E = check_int(n_entries, "n_entries", 1)
     n = as_float_array(n, "counts n(s, a)", "give counts >= 0")
+    check_nonnegative(n, "counts n(s, a)", "counts")
     with np.errstate(divide="ignore"):
-        return np.sqrt(np.log(2.0 * n_entries / d) / (2.0 * n))
+        return np.sqrt(np.log(2.0 * E / d) / (2.0 * n))
 
 
 def count_frequencies(counts, pseudo_count, support, what: str):

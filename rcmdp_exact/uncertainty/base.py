@@ -45,6 +45,7 @@ import sys
 import numpy as np
 
 from .._checks import (
+    InnerProblemError,
     InputError,
     OptionError,
     as_array,
@@ -501,6 +502,9 @@ class SARectangularSet(UncertaintySet):
             p, val, ok, extra = self._solve_rows(Z, J, method)
         else:
             p, val, ok, extra = self._solve_shared(zz.reshape(J, S), method)
+        p, val, ok, extra = self._answer_shapes(p, val, ok, extra, J, method,
+                                                "_solve_rows" if per_pair else
+                                                "_solve_shared")
         lead = (J, S, A) if batched else (S, A)
         val = np.asarray(val)
         ok = np.broadcast_to(np.asarray(ok, dtype=bool), val.shape).reshape(lead)
@@ -515,6 +519,34 @@ class SARectangularSet(UncertaintySet):
                 f"{int((~ok).sum())} of {ok.size} rows; the first is ({where})")
         return Result(p=np.asarray(p).reshape(*lead, S), value=val.reshape(lead),
                       method=method, success=success, row_success=ok, **fields)
+
+    def _answer_shapes(self, p, val, ok, extra, J: int, method: str, solver: str):
+        """The answer of a row solver with the shapes it must have (p (n, S), value
+        (n,), ok one bool or (n,), extra arrays of n entries, n = J S A), or an
+        :class:`~rcmdp_exact.InnerProblemError` naming the class, the solver and what it
+        returned (not a raw reshape error)."""
+        S, A = self.n_states, self.n_actions
+        n = J * S * A
+        p, val, ok = np.asarray(p), np.asarray(val), np.asarray(ok)
+        wrong = []
+        if p.shape != (n, S):
+            wrong.append(f"p of shape {p.shape}, not ({n}, {S})")
+        if val.shape != (n,):
+            wrong.append(f"value of shape {val.shape}, not ({n},)")
+        if ok.shape not in ((), (n,)):
+            wrong.append(f"ok of shape {ok.shape}, not one bool or ({n},)")
+        bad = [k for k, v in dict(extra).items() if np.size(v) != n]
+        if bad:
+            wrong.append(f"the fields {', '.join(map(repr, bad))} without one entry per "
+                         f"row")
+        if wrong:
+            raise InnerProblemError(
+                f"{type(self).__name__}.{solver} (method={method!r}) returned "
+                f"{'; '.join(wrong)}: it must return one row of {S} probabilities and "
+                f"one value per row of its {n} rows (J={J} batch elements of S={S} "
+                f"states and A={A} actions, in the order (j, s, a)); fix the set's "
+                f"solver (docs/your_set.md)")
+        return p, val, ok, extra
 
     @abc.abstractmethod
     def _solve_rows(self, Z: np.ndarray, J: int, method: str):

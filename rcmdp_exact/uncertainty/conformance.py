@@ -26,6 +26,24 @@ command line build on.  The checks (:data:`CONFORMANCE_CHECKS`):
     ``contains()``, ``value`` is ``p @ z`` (the policy's mixture for an s-rectangular
     set) and is at most the nominal's value (the nominal is in the set); for a set of
     whole kernels, every member is in the set and ``worst_case`` is refused.
+``optimality``
+    The worst case is a worst case: an independent search inside the set, which knows
+    the set only through its own ``contains()`` (to :data:`MEMBER_TOL`), finds no
+    member with a lower value (by more than :data:`OPTIMALITY_TOL` of the row's scale).
+    It first checks that ``contains()`` refuses what no set holds (a row that is not a
+    distribution, mass off the ``support``); then, from the nominal and from the set's
+    own answer, it walks to the boundary of the set (bisection on ``contains()``) toward
+    the vertex of the smallest value, toward the answer and beyond, toward random
+    distributions on the support and, from the answer, by moving mass from a large value
+    to a small one (one action at a time, and all at once, for an s-rectangular set);
+    the rows of the convex program (``method="lp"``) and the vertices of a polyhedral
+    set (``row_vertices``) are members too.  The values: friendly ones with ties, the
+    skewed ones of :func:`skewed_values`, and rows whose values span up to 1e6.  The
+    rows: the set's own, those of the set its class builds ``around`` a skewed model
+    (:func:`skewed_kernel`: masses from 1e-15, exact zeros) with radii from 1e-12 to
+    radii that cover the simplex (:data:`AROUND_RADII`), and (check ``counts``) those
+    of the set built from skewed counts.  A failure names the row, the two values and
+    the move that found the better member.
 ``batches``
     A batch gives what its elements give one by one, and a vector shared by every
     pair gives what it gives repeated per pair; an s-rectangular set's
@@ -45,7 +63,8 @@ command line build on.  The checks (:data:`CONFORMANCE_CHECKS`):
 ``counts``
     When the class builds its kind from counts (``from_counts``): a set built from the
     counts of a skewed kernel (:func:`skewed_kernel`, masses from 1e-15) is of the
-    class, holds its nominal, and passes ``worst_case`` and ``skewed`` too.
+    class, holds its nominal, and passes ``worst_case``, ``optimality`` and ``skewed``
+    too.
 ``strategy``
     When the class gives a hypothesis strategy and hypothesis is installed: an example
     of it around the set's nominal model is of the class and holds the model's kernel.
@@ -84,8 +103,28 @@ __all__ = [
 ]
 
 #: The checks of :func:`check_set_conformance`, in the order they run.
-CONFORMANCE_CHECKS = ("protocol", "kind", "nominal", "files", "worst_case", "batches",
-                      "terminal", "lp", "skewed", "counts", "strategy")
+CONFORMANCE_CHECKS = ("protocol", "kind", "nominal", "files", "worst_case", "optimality",
+                      "batches", "terminal", "lp", "skewed", "counts", "strategy")
+
+#: The optimality check fails a row when a member of the set that the search found has a
+#: value below the set's worst case by more than this fraction of the row's scale (its
+#: largest ``|z|`` on the support).  Far above the rounding of any solver, far below
+#: what a wrong answer loses (a nominal row loses about radius x range of z).
+OPTIMALITY_TOL = 1e-5
+#: The membership tolerance of the search's members (``contains(q, tol=...)``): tight,
+#: so that a member found is a member and not a point beside the boundary (a KL ball of
+#: radius rho admits a point KL-distance ``tol`` outside it whose value is lower by
+#: about ``sqrt(2 tol) std(z)``).
+MEMBER_TOL = 1e-12
+#: Bisection steps of the search along a segment (2^-24 of its length).
+SEARCH_STEPS = 24
+#: Random directions of the search from each of its two starting points.
+SEARCH_RANDOM = 3
+#: Radii of the sets ``around`` a skewed model (near 0 up to covering the simplex).
+AROUND_RADII = (1e-12, 1e-4, 0.05, 0.5, 2.0, 50.0)
+#: The vertices of a row (``row_vertices``) are compared for rows of at most this many
+#: states (their number grows fast with S).
+VERTEX_STATES = 6
 
 
 class ConformanceError(AssertionError):
@@ -213,8 +252,8 @@ class _Checker:
         z[ties] = np.round(2.0 * z[ties])
         return z
 
-    def policy(self, rng, lead=()) -> np.ndarray:
-        S, A = self.shape
+    def policy(self, rng, lead=(), shape=None) -> np.ndarray:
+        S, A = self.shape if shape is None else shape
         pi = rng.dirichlet(np.ones(A), size=(*lead, S))
         pi[..., 0, :] = np.eye(A)[0]  # a deterministic state
         return pi
@@ -396,6 +435,217 @@ class _Checker:
                         "(the adversary of an s-rectangular set depends on it)")
         return None
 
+    def check_optimality(self):
+        u = self.u
+        if self.whole:
+            return "a set of whole kernels has no worst case"
+        self.refuses_non_members(u)
+        rng = self.rng(7)
+        self.search_set(u, rng, "the set")
+        cls = type(u)
+        if not cls.has_around_builder():
+            return None
+        from ..core.model import TabularCMDP
+
+        S, A = 5, 2
+        P = skewed_kernel(rng, S, A)
+        model = TabularCMDP(P, np.zeros((S, A)), gamma=0.9)
+        for radius in AROUND_RADII:
+            try:
+                built = cls.around(model, radius)
+            except (InputError, ValueError):  # a radius the kind does not take
+                continue
+            _require(isinstance(built, UncertaintySet) and not isinstance(built, KernelSet)
+                     and np.asarray(built.nominal).shape == (S, A, S),
+                     f"around(model, {radius:g}) of a model (5, 2, 5) gave a "
+                     f"{type(built).__name__} of shape {np.shape(built.nominal)}")
+            self.search_set(built, rng, f"the set around(model, {radius:g}) of a skewed "
+                                        f"model")
+        return None
+
+    # ----------------------------------------------------------------- the search
+    def refuses_non_members(self, uset):
+        """``contains()`` refuses rows that no set holds: twice the nominal (not a
+        distribution), and mass off the support."""
+        P = np.asarray(uset.nominal, dtype=np.float64)
+        twice = np.asarray(uset.contains(2.0 * P, tol=self.tol), dtype=bool)
+        _require(~twice, f"contains() says yes to rows that are not distributions (twice "
+                 f"the nominal, rows summing to 2){_where(~twice)}: it accepts what no "
+                 f"set holds, so no worst case can be checked against it")
+        sup = np.asarray(uset.support, dtype=bool)
+        off = ~sup.all(axis=2)
+        if not off.any():
+            return
+        Q = P.copy()
+        first = np.argmax(~sup, axis=2)  # a next state off the support of each row
+        _S, _A = self.shape
+        ii, jj = np.nonzero(off)
+        Q[ii, jj] = 0.0
+        Q[ii, jj, first[ii, jj]] = 1.0
+        got = np.asarray(uset.contains(Q, tol=self.tol), dtype=bool)
+        moved = off if got.ndim == 2 else off.any(axis=1)
+        _require(~(got & moved), f"contains() says yes to rows that put all their mass off "
+                 f"the set's support{_where(~(got & moved))}")
+
+    def value_rows(self, uset, P, Z, pi):
+        """The value of a kernel's rows: (S, A), or the policy's mixture (S,)."""
+        v = np.einsum("sat,sat->sa", P, Z)
+        return np.einsum("sa,sa->s", pi, v) if isinstance(uset, SRectangularSet) else v
+
+    def inside(self, uset, Q):
+        """contains(Q, tol=MEMBER_TOL) as a bool array of the lead shape."""
+        return np.asarray(uset.contains(Q, tol=MEMBER_TOL), dtype=bool)
+
+    def boundary(self, uset, B, D, start):
+        """The member farthest from ``B`` toward ``D`` on the segment [B, D], per row
+        (per state for an s-rectangular set) by bisection on ``contains()``; rows
+        where ``start`` (B inside) is False keep B.  Returns (Q, inside)."""
+        s_rect = isinstance(uset, SRectangularSet)
+        lead = start.shape
+
+        def at(t):
+            tt = t[:, None, None] if s_rect else t[..., None]
+            return B + tt * (D - B)
+
+        lo = np.zeros(lead)
+        hi = np.ones(lead)
+        whole = self.inside(uset, D) & start
+        lo[whole] = 1.0
+        active = start & ~whole
+        for _ in range(SEARCH_STEPS):
+            if not active.any():
+                break
+            mid = 0.5 * (lo + hi)
+            ok = self.inside(uset, at(np.where(active, mid, lo)))
+            lo = np.where(active & ok, mid, lo)
+            hi = np.where(active & ~ok, mid, hi)
+        Q = at(lo)
+        return Q, self.inside(uset, Q) & start
+
+    def moves(self, uset, B, Z, rng, base: str):
+        """(name, target kernel) pairs of the search from ``B``."""
+        S, A = uset.n_states, uset.n_actions
+        sup = np.asarray(uset.support, dtype=bool)
+        big = np.where(sup, Z, np.inf)
+        low = np.argmin(big, axis=2)  # the smallest value on the support of each row
+        vertex = np.zeros_like(B)
+        np.put_along_axis(vertex, low[..., None], 1.0, axis=2)
+        out = [(f"from the {base} toward the vertex of the smallest value", vertex)]
+        for k in range(SEARCH_RANDOM):
+            target = np.where(sup, rng.dirichlet(np.full(S, 0.3), size=(S, A)), 0.0)
+            total = target.sum(axis=2, keepdims=True)
+            target = np.where(total > 0, target / np.where(total > 0, total, 1.0), vertex)
+            out.append((f"from the {base} toward a random distribution ({k})", target))
+        if isinstance(uset, SRectangularSet):
+            for a in range(A):
+                one = B.copy()
+                one[:, a] = vertex[:, a]
+                out.append((f"from the {base}, the row of action {a} alone toward the "
+                            f"vertex of its smallest value", one))
+        return out
+
+    def transfers(self, B, Z, sup):
+        """Targets that move all the mass of a large value's entry of ``B`` to a small
+        value's entry (the two largest with mass, the two smallest on the support)."""
+        S = B.shape[2]
+        high = np.where((B > 0) & sup, Z, -np.inf)
+        low = np.where(sup, Z, np.inf)
+        his = np.argsort(-high, axis=2, kind="stable")
+        los = np.argsort(low, axis=2, kind="stable")
+        ii, aa = np.indices(B.shape[:2])
+        out = []
+        for h in range(min(2, S)):
+            for k in range(min(2, S)):
+                i, j = his[..., h], los[..., k]
+                D = B.copy()
+                mass = B[ii, aa, i]
+                D[ii, aa, i] = 0.0
+                D[ii, aa, j] += mass  # i == j: the row stays
+                out.append((f"from the answer, moving the mass of its entry of rank "
+                            f"{h + 1} from the top to the entry of rank {k + 1} from the "
+                            f"bottom", D))
+        return out
+
+    def search_set(self, uset, rng, label: str):
+        """The optimality search on one set, on friendly, skewed and wide values."""
+        S, A = uset.n_states, uset.n_actions
+        s_rect = isinstance(uset, SRectangularSet)
+        P0 = np.asarray(uset.nominal, dtype=np.float64)
+        wide = rng.normal(size=(S, A, S)) * 10.0 ** rng.uniform(0.0, 6.0, (S, A, S))
+        families = [("friendly values with ties", self.values(rng, (S, A, S))),
+                    ("values spanning up to 1e6", wide)]
+        families += [(f"skewed values {j}", z) for j, z in
+                     enumerate(skewed_values(rng, 2, P0))]
+        vertices = None
+        if not s_rect and S <= VERTEX_STATES and \
+                type(uset).row_vertices is not SARectangularSet.row_vertices:
+            vertices = {}
+            for s, a in np.ndindex(S, A):
+                V = np.asarray(uset.row_vertices(s, a), dtype=np.float64)
+                if V.ndim == 2 and V.shape[1] == S and len(V):
+                    vertices[s, a] = V
+        for k, (what, Z) in enumerate(families):
+            pi = self.policy(rng, shape=(S, A)) if s_rect else None
+            self.search_row(uset, Z, pi, f"{label}, {what}", rng,
+                            lp=uset is self.u and k < 2, vertices=vertices)
+
+    def search_row(self, uset, Z, pi, label: str, rng, lp: bool = False, vertices=None):
+        """Search one value array ``Z`` (S, A, S) for a member better than the set's
+        answer; raise :class:`_Fail` naming the row and the move that found it."""
+        S, A = uset.n_states, uset.n_actions
+        s_rect = isinstance(uset, SRectangularSet)
+        res = self.call(uset, Z, pi)
+        Pw, v, ok = self.answer(uset, Z, pi, res, success=False,
+                                what=f"worst_case ({label})")
+        Pw, v, ok = Pw[0], v.reshape(ok.shape[1:]), ok[0]
+        sup = np.asarray(uset.support, dtype=bool)
+        P0 = np.asarray(uset.nominal, dtype=np.float64)
+        scale = np.abs(np.where(sup, Z, 0.0)).max(axis=2)
+        if s_rect:
+            scale = scale.max(axis=1)
+        limit = v - OPTIMALITY_TOL * scale
+        in0 = self.inside(uset, P0)
+        # the answer, pulled toward the nominal by 1e-9 (inside for a convex set)
+        Bw = P0 + (1.0 - 1e-9) * (Pw - P0)
+        inw = self.inside(uset, Bw) & ok
+        candidates = [(name, P0, D, in0) for name, D in self.moves(uset, P0, Z, rng,
+                                                                   "nominal")]
+        candidates.append(("from the nominal toward the answer and as far again beyond",
+                           P0, P0 + 2.0 * (Pw - P0), in0))
+        candidates += [(name, Bw, D, inw) for name, D in self.moves(uset, Bw, Z, rng,
+                                                                    "answer")]
+        candidates += [(name, Bw, D, inw) for name, D in self.transfers(Bw, Z, sup)]
+        Plp = None
+        if lp and "lp" in getattr(uset, "methods", ()):
+            try:  # the convex program may refuse a row it cannot solve: no candidate
+                Plp = np.asarray(self.call(uset, Z, pi, method="lp").p,
+                                 dtype=np.float64).reshape(S, A, S)
+            except InputError:
+                Plp = None
+            if Plp is not None and np.isfinite(Plp).all():
+                candidates.append(("from the nominal toward the row of method='lp'", P0,
+                                   Plp, in0))
+        if vertices is not None:
+            best = Pw.copy()
+            for (s, a), V in vertices.items():
+                best[s, a] = V[int(np.argmin(V @ Z[s, a]))]
+            candidates.append(("from the nominal toward the vertex of row_vertices with "
+                               "the smallest value", P0, best, in0))
+        for name, B, D, start in candidates:
+            Q, inside = self.boundary(uset, B, D, start)
+            worse = inside & ok & (self.value_rows(uset, Q, Z, pi) < limit)
+            if worse.any():
+                idx = tuple(int(i) for i in np.argwhere(worse)[0])
+                at = ", ".join(f"{n}={i}" for n, i in zip(("s", "a"), idx, strict=False))
+                q = self.value_rows(uset, Q, Z, pi)[idx]
+                row = Q[idx] if not s_rect else Q[idx[0]]
+                raise _Fail(
+                    f"the worst case is not a worst case at ({at}) ({label}): worst_case "
+                    f"gives {float(v[idx])!r}, but the member q found {name} (contains(q, "
+                    f"tol={MEMBER_TOL:g}) is True) gives {float(q)!r}, lower by "
+                    f"{float(v[idx] - q):.3g} (scale {float(scale[idx]):.3g}); q = "
+                    f"{np.array2string(row, precision=4, threshold=12)}")
+
     def check_batches(self):
         u = self.u
         S, A = self.shape
@@ -572,6 +822,26 @@ class _Checker:
 SKEWED_FAMILIES = ("tiny", "zeros", "one_large", "uniform")
 
 
+def _room(entries: int, what: str) -> None:
+    from .._checks import MAX_INPUT_BYTES, bytes_text
+
+    if 8 * entries > MAX_INPUT_BYTES:
+        raise InputError(f"{what} would hold {bytes_text(8 * entries)} in memory, above "
+                         f"the limit of {bytes_text(MAX_INPUT_BYTES)} "
+                         f"(rcmdp_exact._checks.MAX_INPUT_BYTES); give smaller sizes")
+
+
+def _kernel_arg(P) -> np.ndarray:
+    """``P`` as a float64 array (S, A, S) with S, A >= 1 (its rows are not checked)."""
+    from .._checks import as_float_array
+
+    arr = as_float_array(P, "P", "give a kernel (S, A, S)")
+    if arr.ndim != 3 or arr.shape[0] != arr.shape[2] or 0 in arr.shape:
+        raise InputError(f"P must be a kernel of shape (S, A, S) with S, A >= 1, got "
+                         f"shape {arr.shape}")
+    return arr
+
+
 def skewed_kernel(seed, S: int, A: int) -> np.ndarray:
     """A transition kernel (S, A, S) whose rows look like estimated ones.
 
@@ -580,7 +850,11 @@ def skewed_kernel(seed, S: int, A: int) -> np.ndarray:
     ``"zeros"`` (the same with about a third of the entries exactly 0), ``"one_large"``
     (a mass of 1 - eps beside entries of 1e-15 to 1e-6) and ``"uniform"`` (Dirichlet(1),
     the friendly case).  Rows sum to 1 up to rounding and always have a positive entry.
+    ``S, A >= 1``, checked before any draw (and S*A*S entries within
+    :data:`~rcmdp_exact._checks.MAX_INPUT_BYTES`).
     """
+    S, A = check_int(S, "S", 1), check_int(A, "A", 1)
+    _room(S * A * S, f"skewed_kernel(S={S:,}, A={A:,})")
     rng = rng_from(seed)
     P = np.zeros((S, A, S))
     for s, a in np.ndindex(S, A):
@@ -606,10 +880,13 @@ def skewed_values(seed, J: int, P: np.ndarray) -> np.ndarray:
     Scales from 1e-3 to 1e6, integer values (ties), near ties (differences of 1e-12 of
     the scale), a block of equal values, and, on half of the rows, the minimum of z on a
     next state of tiny nominal mass (where the adversary's answer is the hardest to
-    compute accurately).
+    compute accurately).  ``J >= 1``; ``P`` a kernel (S, A, S).
     """
-    rng = rng_from(seed)
+    J = check_int(J, "J", 1)
+    P = _kernel_arg(P)
     S, A = P.shape[:2]
+    _room(J * S * A * S, f"skewed_values(J={J:,}) of a kernel {P.shape}")
+    rng = rng_from(seed)
     z = np.empty((J, S, A, S))
     for j, s, a in np.ndindex(J, S, A):
         kind = int(rng.integers(5))
@@ -638,8 +915,9 @@ def skewed_radii(seed, P: np.ndarray, kind: str) -> np.ndarray:
     1), ``"kl"`` (up to and beyond :math:`-\\log \\min_i \\hat p_i`, where every
     distribution on the support is in the ball, including just below that limit).
     """
-    rng = rng_from(seed)
     check_choice(kind, "kind", ("l1", "linf", "kl"))
+    P = _kernel_arg(P)
+    rng = rng_from(seed)
     S, A = P.shape[:2]
     top = {"l1": 2.0, "linf": 1.0}.get(kind)
     if kind == "kl":

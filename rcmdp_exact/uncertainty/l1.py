@@ -558,6 +558,12 @@ def _radius_inputs(n, delta) -> tuple[np.ndarray, float]:
     return n, d
 
 
+def _sizes(n_outcomes, n_states, n_actions) -> tuple[int, int, int]:
+    """S', S and A of a radius, each an integer >= 1."""
+    return (check_int(n_outcomes, "n_outcomes", 1), check_int(n_states, "n_states", 1),
+            check_int(n_actions, "n_actions", 1))
+
+
 def hoeffding_radius(n, n_outcomes: int, n_states: int, n_actions: int,
                      delta: float = 0.1) -> np.ndarray:
     r"""The paper's Hoeffding radius :math:`\sqrt{\frac{2}{n} \ln \frac{2^{S'} S A}{\delta}}`.
@@ -569,7 +575,8 @@ def hoeffding_radius(n, n_outcomes: int, n_states: int, n_actions: int,
     0.455489
     """
     n, d = _radius_inputs(n, delta)
-    log_term = n_outcomes * np.log(2.0) + np.log(n_states * n_actions / d)
+    Sp, S, A = _sizes(n_outcomes, n_states, n_actions)
+    log_term = Sp * np.log(2.0) + np.log(S * A / d)
     return np.sqrt(2.0 * log_term / n)
 
 
@@ -594,11 +601,10 @@ def weissman_radius(n, n_outcomes: int, n_states: int, n_actions: int,
     0.454069
     """
     n, d = _radius_inputs(n, delta)
-    Sp = check_int(n_outcomes, "n_outcomes", 1)
+    Sp, S, A = _sizes(n_outcomes, n_states, n_actions)
     if Sp == 1:
         return np.zeros(n.shape)
-    log_term = Sp * np.log(2.0) + np.log1p(-(2.0 ** (1 - Sp))) + np.log(
-        n_states * n_actions / d)
+    log_term = Sp * np.log(2.0) + np.log1p(-(2.0 ** (1 - Sp))) + np.log(S * A / d)
     return np.sqrt(2.0 * log_term / n)
 
 

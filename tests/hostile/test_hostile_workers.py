@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import HANG_GUARD
 
 #: A driver that starts a pool of two spawned workers through ``pool_initializer``,
 #: has each write its pid and sleep, prints "ready" and waits to be killed.
@@ -57,7 +58,7 @@ def test_workers_end_when_their_driver_is_killed(tmp_path):
         assert len(pids) == 2 and all(_alive(p) for p in pids)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        end = time.monotonic() + 60  # a bound on waiting, not a measured number
+        end = time.monotonic() + HANG_GUARD  # a hang guard, not a measured number
         while any(_alive(p) for p in pids) and time.monotonic() < end:
             time.sleep(0.05)
         assert not any(_alive(p) for p in pids), "a worker outlived its driver"
@@ -74,7 +75,7 @@ def test_a_worker_whose_parent_is_already_gone_exits_at_once():
     code = ("from rcmdp_exact._workers import exit_with_parent, ORPHAN_EXIT\n"
             "exit_with_parent(2**22 + 12345)\nprint('still running')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=HANG_GUARD)
     assert out.returncode == 1 and "still running" not in out.stdout
 
 
