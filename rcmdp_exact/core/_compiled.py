@@ -140,6 +140,21 @@ def csr_parts(P):
     return unsigned(P.indptr), unsigned(P.indices), np.asarray(P.data, dtype=np.float64)
 
 
+#: Placeholders of the storage a compiled loop taking both forms of P does not use.
+NO_MATRIX = np.zeros((0, 0))
+NO_INDEX = np.zeros(0, dtype=np.uint32)
+NO_VALUES = np.zeros(0)
+
+
+def operands(P) -> tuple:
+    """(P, indptr, indices, data) for the compiled loops that take P dense or CSR
+    (:func:`gmres_cycle`, :func:`sweeps`): a dense P with placeholders for the CSR
+    arrays, or a placeholder matrix and :func:`csr_parts`."""
+    if isinstance(P, np.ndarray):
+        return np.ascontiguousarray(P, dtype=np.float64), NO_INDEX, NO_INDEX, NO_VALUES
+    return (NO_MATRIX, *csr_parts(P))
+
+
 def bellman_rows(P, g: np.ndarray, gamma: float, vh: np.ndarray, vl: np.ndarray | None,
                  rows: np.ndarray):
     """(s, c, e) (each (len(rows),)) of the rows ``rows`` of P ((S*A, S) CSR or dense):
@@ -329,11 +344,25 @@ def gmres_cycle(P, indptr, indices, data, sparse, transpose, gamma, b, x, dinv, 
 
 
 
+@_inline
+def _row_dot(P, indptr, indices, data, sparse, s, a):
+    """Row s of P (dense, or CSR given by ``indptr, indices, data``) times a."""
+    acc = 0.0
+    if sparse:
+        for t in range(indptr[s], indptr[s + 1]):
+            acc += data[t] * a[indices[t]]
+    else:
+        for j in range(a.shape[0]):
+            acc += P[s, j] * a[j]
+    return acc
+
+
 @_fast
-def sweeps_dense(P, g, gamma, v, k, cut):
-    """At most k sweeps :math:`v \\leftarrow g + \\gamma P v` (P (S, S) dense: a policy's
-    rows, g its rewards) from v; fewer once a sweep changes v by a constant up to a span
-    of ``cut``.  Returns the new v and the sweeps done."""
+def sweeps(P, indptr, indices, data, sparse, g, gamma, v, k, cut):
+    """At most k sweeps :math:`v \\leftarrow g + \\gamma P v` from v (P (S, S): a
+    policy's rows, dense, or CSR given by ``indptr, indices, data`` when ``sparse``; g
+    its rewards); fewer once a sweep changes v by a constant up to a span of ``cut``.
+    Returns the new v and the sweeps done."""
     n = v.shape[0]
     a = v.copy()
     b = np.empty(n)
@@ -342,36 +371,7 @@ def sweeps_dense(P, g, gamma, v, k, cut):
         lo = np.inf
         hi = -np.inf
         for s in range(n):
-            acc = 0.0
-            for j in range(n):
-                acc += P[s, j] * a[j]
-            new = g[s] + gamma * acc
-            step = new - a[s]
-            lo = min(lo, step)
-            hi = max(hi, step)
-            b[s] = new
-        a, b = b, a
-        done += 1
-        if hi - lo <= cut:
-            break
-    return a, done
-
-
-@_fast
-def sweeps_csr(indptr, indices, data, g, gamma, v, k, cut):
-    """As :func:`sweeps_dense` for P (S, S) in CSR."""
-    n = v.shape[0]
-    a = v.copy()
-    b = np.empty(n)
-    done = 0
-    for _ in range(k):
-        lo = np.inf
-        hi = -np.inf
-        for s in range(n):
-            acc = 0.0
-            for t in range(indptr[s], indptr[s + 1]):
-                acc += data[t] * a[indices[t]]
-            new = g[s] + gamma * acc
+            new = g[s] + gamma * _row_dot(P, indptr, indices, data, sparse, s, a)
             step = new - a[s]
             lo = min(lo, step)
             hi = max(hi, step)

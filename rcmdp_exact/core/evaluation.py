@@ -211,12 +211,6 @@ def _banded(P) -> int | None:
     return band if band <= limit else None
 
 
-# placeholders of the compiled GMRES cycle for the storage a system does not use
-_NO_MATRIX = np.zeros((0, 0))
-_NO_INDEX = np.zeros(0, dtype=np.uint32)
-_NO_VALUES = np.zeros(0)
-
-
 class PolicySystem:
     r"""The linear system of a policy's values, :math:`(I - \gamma P_\pi) X = B`: the one
     place the toolkit solves it.
@@ -602,20 +596,17 @@ class PolicySystem:
             self._dinv = 1.0 / (1.0 - g * (P.diagonal() if self.sparse else np.diagonal(P)))
         dinv = self._dinv
         op = P.T if transpose else P
-        from ._compiled import csr_parts, gmres_cycle, minus_gamma_csr, minus_gamma_csr_t
+        from ._compiled import gmres_cycle, minus_gamma_csr, minus_gamma_csr_t, operands
 
+        arrays = operands(P)
         if self.sparse:  # one compiled call per product (scipy's dispatch costs more)
             kernel = minus_gamma_csr_t if transpose else minus_gamma_csr
-            parts = csr_parts(P)
-            arrays = (_NO_MATRIX, *parts)
 
             def matvec(v):
                 out = np.empty_like(v)
-                kernel(*parts, g, v, out)
+                kernel(*arrays[1:], g, v, out)
                 return out
         else:
-            arrays = (P, _NO_INDEX, _NO_INDEX, _NO_VALUES)
-
             def matvec(v):
                 return v - g * (op @ v)
 

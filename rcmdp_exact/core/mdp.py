@@ -210,13 +210,12 @@ class _Bellman:
         """(v, sweeps): at most k sweeps :math:`v \\leftarrow g_\\pi + \\gamma P_\\pi v`
         from v (:meth:`policy`'s ``P_pi`` and ``g_pi``), fewer once a sweep changes v by
         a constant up to a span of ``cut`` (compiled:
-        :func:`rcmdp_exact.core._compiled.sweeps_dense`)."""
-        from ._compiled import csr_parts, sweeps_csr, sweeps_dense
+        :func:`rcmdp_exact.core._compiled.sweeps`)."""
+        from ._compiled import operands, sweeps
 
         v = np.ascontiguousarray(v, dtype=np.float64)
-        if self.dense:
-            return sweeps_dense(P_pi, g_pi, self.gamma, v, int(k), float(cut))
-        return sweeps_csr(*csr_parts(P_pi), g_pi, self.gamma, v, int(k), float(cut))
+        return sweeps(*operands(P_pi), not self.dense, g_pi, self.gamma, v, int(k),
+                      float(cut))
 
     def _set_stats(self, sums: np.ndarray) -> None:
         """The certificates' data from the float row sums of P (within gamma_L of the
