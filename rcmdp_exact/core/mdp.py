@@ -408,7 +408,6 @@ _SPLIT_MAX = 2.0 ** 995  # beyond it the error-free products may overflow: no ce
 #: The relative accuracy of the correction solve of a certificate: any correction d
 #: serves (its residual enters the bound), a rough one as well as an exact one.
 _CORRECTION_TOL = 1e-3
-_SWEEP_CUT = 0.0
 
 
 def _two_sum(a, b):
@@ -976,7 +975,6 @@ def _iterate_values(model, bell: _Bellman, lam, method, v, max_iter, k, target, 
             # gamma); the greedy policy and the McQueen-Porteus centre do not see
             # constants, so when that is a tenth of the target they are wasted work
             cut = 0.1 * target / factor if gamma > 0.0 else np.inf
-            cut = max(cut, _SWEEP_CUT * (hi - lo))
             if pol is None or not np.array_equal(new, pol):  # the rows of a new policy
                 pol = new
                 _, P_pi, g_pi = bell.policy(pol, P_pi)
