@@ -1,8 +1,8 @@
 r"""Compiled loops of the exact solvers of :mod:`rcmdp_exact.core`: the double-double
 sums of the Bellman operator for the certified bounds of
 :func:`rcmdp_exact.core.mdp.solve_mdp` (:func:`bellman_rows`), the products with P and
-its row sums in one pass (:func:`dot_and_sums`) and the products with
-:math:`I - \gamma P` of GMRES (:func:`minus_gamma_csr`).
+its row sums in one pass (:func:`dot_and_sums`) and one cycle of GMRES on
+:math:`I - \gamma P` (:func:`gmres_cycle`).
 
 For the rows i of a transition matrix P (CSR or dense) and values :math:`v = v_h + v_l`
 (two floats per state),
@@ -129,6 +129,32 @@ def rows_dense(P, g, gamma, x, y, vmag, rows, out_s, out_c, out_e):
                                                    vmag)
 
 
+def csr_parts(P):
+    """(indptr, indices, data) of a CSR matrix for the compiled loops: the index arrays
+    seen as unsigned integers (a view: they are never negative, and the compiled code
+    then skips the test for Python's negative indices, a third of a sparse product's
+    time) and the values as float64."""
+    def unsigned(a):
+        return a.view(np.uint32 if a.dtype.itemsize == 4 else np.uint64)
+
+    return unsigned(P.indptr), unsigned(P.indices), np.asarray(P.data, dtype=np.float64)
+
+
+#: Placeholders of the storage a compiled loop taking both forms of P does not use.
+NO_MATRIX = np.zeros((0, 0))
+NO_INDEX = np.zeros(0, dtype=np.uint32)
+NO_VALUES = np.zeros(0)
+
+
+def operands(P) -> tuple:
+    """(P, indptr, indices, data) for the compiled loops that take P dense or CSR
+    (:func:`gmres_cycle`, :func:`sweeps`): a dense P with placeholders for the CSR
+    arrays, or a placeholder matrix and :func:`csr_parts`."""
+    if isinstance(P, np.ndarray):
+        return np.ascontiguousarray(P, dtype=np.float64), NO_INDEX, NO_INDEX, NO_VALUES
+    return (NO_MATRIX, *csr_parts(P))
+
+
 def bellman_rows(P, g: np.ndarray, gamma: float, vh: np.ndarray, vl: np.ndarray | None,
                  rows: np.ndarray):
     """(s, c, e) (each (len(rows),)) of the rows ``rows`` of P ((S*A, S) CSR or dense):
@@ -144,8 +170,7 @@ def bellman_rows(P, g: np.ndarray, gamma: float, vh: np.ndarray, vl: np.ndarray 
         rows_dense(np.ascontiguousarray(P), g, float(gamma), x, y, vmag, rows, out_s,
                    out_c, out_e)
     else:
-        rows_csr(P.indptr, P.indices, np.asarray(P.data, dtype=np.float64), g,
-                 float(gamma), x, y, rows, out_s, out_c, out_e)
+        rows_csr(*csr_parts(P), g, float(gamma), x, y, rows, out_s, out_c, out_e)
     return out_s, out_c, out_e
 
 
@@ -193,14 +218,13 @@ def dot_and_sums(P, v: np.ndarray):
     if isinstance(P, np.ndarray):
         dot_sums_dense(np.ascontiguousarray(P), v, out_d, out_s)
     else:
-        dot_sums_csr(P.indptr, P.indices, np.asarray(P.data, dtype=np.float64), v, out_d,
-                     out_s)
+        dot_sums_csr(*csr_parts(P), v, out_d, out_s)
     return out_d, out_s
 
 
 @_fast
 def minus_gamma_csr(indptr, indices, data, gamma, x, out):
-    """out = x - gamma P x for P in CSR (n, n): the product of GMRES on I - gamma P."""
+    """out = x - gamma P x for P in CSR (n, n)."""
     for i in range(indptr.shape[0] - 1):
         a = 0.0
         for k in range(indptr[i], indptr[i + 1]):
@@ -217,3 +241,199 @@ def minus_gamma_csr_t(indptr, indices, data, gamma, x, out):
         xi = gamma * x[i]
         for k in range(indptr[i], indptr[i + 1]):
             out[indices[k]] -= data[k] * xi
+
+
+@_inline
+def _minus_gamma(P, indptr, indices, data, sparse, transpose, gamma, x, out):
+    """out = x - gamma P x (or P^T x): P dense (one BLAS product) or CSR."""
+    if sparse:
+        if transpose:
+            minus_gamma_csr_t(indptr, indices, data, gamma, x, out)
+        else:
+            minus_gamma_csr(indptr, indices, data, gamma, x, out)
+    else:
+        px = np.dot(P.T, x) if transpose else np.dot(P, x)
+        for i in range(x.shape[0]):
+            out[i] = x[i] - gamma * px[i]
+
+
+@_jit
+def gmres_cycle(P, indptr, indices, data, sparse, transpose, gamma, b, x, dinv, m,
+                target):
+    r"""One cycle of GMRES(m) on :math:`M x = b`, :math:`M = I - \gamma P` (or its
+    transpose; P dense, or CSR given by ``indptr, indices, data`` when ``sparse``), from
+    x, right-preconditioned by the diagonal (:math:`M D^{-1} y = b - M x`, ``dinv`` =
+    :math:`D^{-1}`): at most m iterations, fewer when the Arnoldi estimate of the 2-norm
+    residual reaches ``target``.  The basis is orthogonalised by classical Gram-Schmidt
+    in matrix-vector products, repeated when the new vector lost more than 30% of its
+    norm to the projection (Kahan's "twice is enough": as accurate as modified
+    Gram-Schmidt); the Hessenberg matrix is kept triangular by Givens rotations.
+    Returns the new x and the iterations (x itself and 0 when the residual already
+    meets the target; x itself when the small triangular system is singular or not
+    finite)."""
+    n = b.shape[0]
+    r = np.empty(n)
+    _minus_gamma(P, indptr, indices, data, sparse, transpose, gamma, x, r)
+    for i in range(n):
+        r[i] = b[i] - r[i]
+    beta = np.sqrt(np.dot(r, r))
+    if not np.isfinite(beta) or beta <= target or beta == 0.0:
+        return x, 0
+    V = np.empty((m + 1, n))
+    H = np.zeros((m + 1, m))
+    cs = np.zeros(m)
+    sn = np.zeros(m)
+    g = np.zeros(m + 1)
+    g[0] = beta
+    for i in range(n):
+        V[0, i] = r[i] / beta
+    z = np.empty(n)
+    w = np.empty(n)
+    k = 0
+    for j in range(m):
+        for i in range(n):
+            z[i] = dinv[i] * V[j, i]
+        _minus_gamma(P, indptr, indices, data, sparse, transpose, gamma, z, w)
+        basis = V[:j + 1]
+        before = np.sqrt(np.dot(w, w))
+        h = np.dot(basis, w)
+        w -= np.dot(h, basis)
+        hn = np.sqrt(np.dot(w, w))
+        if hn < 0.7 * before:  # cancellation: orthogonalise again
+            h2 = np.dot(basis, w)
+            w -= np.dot(h2, basis)
+            h += h2
+            hn = np.sqrt(np.dot(w, w))
+        for i in range(j + 1):
+            H[i, j] = h[i]
+        H[j + 1, j] = hn
+        for i in range(j):  # the earlier rotations
+            a = H[i, j]
+            c = H[i + 1, j]
+            H[i, j] = cs[i] * a + sn[i] * c
+            H[i + 1, j] = -sn[i] * a + cs[i] * c
+        rho = np.hypot(H[j, j], H[j + 1, j])
+        if rho == 0.0:
+            cs[j], sn[j] = 1.0, 0.0
+        else:
+            cs[j], sn[j] = H[j, j] / rho, H[j + 1, j] / rho
+        H[j, j], H[j + 1, j] = rho, 0.0
+        g[j + 1] = -sn[j] * g[j]
+        g[j] = cs[j] * g[j]
+        k = j + 1
+        if hn == 0.0 or abs(g[j + 1]) <= target or not np.isfinite(g[j + 1]):
+            break
+        for i in range(n):
+            V[j + 1, i] = w[i] / hn
+    # back substitution of the k x k triangle
+    y = np.zeros(k)
+    for i in range(k - 1, -1, -1):
+        if H[i, i] == 0.0 or not np.isfinite(H[i, i]):
+            return x, k
+        acc = g[i]
+        for l in range(i + 1, k):
+            acc -= H[i, l] * y[l]
+        y[i] = acc / H[i, i]
+        if not np.isfinite(y[i]):
+            return x, k
+    step = np.dot(y, V[:k])
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = x[i] + dinv[i] * step[i]
+    return out, k
+
+
+
+@_inline
+def _row_dot(P, indptr, indices, data, sparse, s, a):
+    """Row s of P (dense, or CSR given by ``indptr, indices, data``) times a."""
+    acc = 0.0
+    if sparse:
+        for t in range(indptr[s], indptr[s + 1]):
+            acc += data[t] * a[indices[t]]
+    else:
+        for j in range(a.shape[0]):
+            acc += P[s, j] * a[j]
+    return acc
+
+
+@_fast
+def sweeps(P, indptr, indices, data, sparse, g, gamma, v, k, cut):
+    """At most k sweeps :math:`v \\leftarrow g + \\gamma P v` from v (P (S, S): a
+    policy's rows, dense, or CSR given by ``indptr, indices, data`` when ``sparse``; g
+    its rewards); fewer once a sweep changes v by a constant up to a span of ``cut``.
+    Returns the new v and the sweeps done."""
+    n = v.shape[0]
+    a = v.copy()
+    b = np.empty(n)
+    done = 0
+    for _ in range(k):
+        lo = np.inf
+        hi = -np.inf
+        for s in range(n):
+            new = g[s] + gamma * _row_dot(P, indptr, indices, data, sparse, s, a)
+            step = new - a[s]
+            lo = min(lo, step)
+            hi = max(hi, step)
+            b[s] = new
+        a, b = b, a
+        done += 1
+        if hi - lo <= cut:
+            break
+    return a, done
+
+
+@_jit
+def take_rows_csr(indptr, indices, data, rows):
+    """The rows ``rows`` of a CSR matrix, as CSR arrays (indptr, indices, data)."""
+    m = rows.shape[0]
+    ptr = np.empty(m + 1, dtype=indptr.dtype)
+    ptr[0] = 0
+    for t in range(m):
+        i = rows[t]
+        ptr[t + 1] = ptr[t] + (indptr[i + 1] - indptr[i])
+    idx = np.empty(ptr[m], dtype=indices.dtype)
+    val = np.empty(ptr[m], dtype=data.dtype)
+    for t in range(m):
+        i = rows[t]
+        base = ptr[t]
+        start = indptr[i]
+        for q in range(start, indptr[i + 1]):
+            idx[base + (q - start)] = indices[q]
+            val[base + (q - start)] = data[q]
+    return ptr, idx, val
+
+
+@_jit
+def greedy_step(q, v):
+    """The greedy step of value iteration from the Q-values q (S, A) at v (S,): the
+    argmax of every row (ties to the lowest action; a NaN counts as the largest, as in
+    ``numpy.argmax``), its value tv, and the smallest and largest of tv - v and the
+    largest |tv| (``lo, hi, top``), in one pass."""
+    S, A = q.shape
+    actions = np.empty(S, dtype=np.int64)
+    tv = np.empty(S)
+    lo = np.inf
+    hi = -np.inf
+    top = 0.0
+    for s in range(S):
+        best = 0
+        val = q[s, 0]
+        if not np.isnan(val):
+            for a in range(1, A):
+                x = q[s, a]
+                if np.isnan(x):
+                    best, val = a, x
+                    break
+                if x > val:
+                    best, val = a, x
+        actions[s] = best
+        tv[s] = val
+        d = val - v[s]
+        if np.isnan(d):
+            lo = hi = np.nan
+        elif lo == lo:  # (no NaN yet)
+            lo = min(lo, d)
+            hi = max(hi, d)
+        top = max(top, abs(val))
+    return actions, tv, lo, hi, top

@@ -150,7 +150,7 @@ COST_DENSE = 4e-10
 COST_SPARSE = 1.5e-9
 COST_ORTH = 1e-9
 COST_STEP = 4e-5
-KRYLOV_GUESS = 30
+KRYLOV_GUESS = 15
 #: Iterations an iterative solve may take when no factorisation is affordable.
 ITERATION_CAP = 20_000
 
@@ -209,63 +209,6 @@ def _banded(P) -> int | None:
     band = int(np.abs(rank[np.repeat(np.arange(n), np.diff(P.indptr))]
                       - rank[P.indices]).max(initial=0))
     return band if band <= limit else None
-
-
-def _gmres_cycle(matvec, b: np.ndarray, x: np.ndarray, dinv: np.ndarray, m: int,
-                 target: float) -> tuple[np.ndarray, int]:
-    r"""One cycle of GMRES(m) on :math:`M x = b` from x, right-preconditioned by the
-    diagonal (:math:`M D^{-1} y = b - M x`): at most m iterations, fewer when the
-    Arnoldi estimate of the 2-norm residual reaches ``target``.  The basis is
-    orthogonalised by classical Gram-Schmidt in matrix-vector products, repeated when
-    the new vector lost more than 30% of its norm to the projection (Kahan's "twice is
-    enough": as accurate as modified Gram-Schmidt).  Returns the new x and the iterations."""
-    import math
-
-    from scipy.linalg import solve_triangular
-
-    r = b - matvec(x)
-    beta = math.sqrt(float(r @ r))
-    if not np.isfinite(beta) or beta <= target or beta == 0.0:
-        return x, 0
-    n = b.shape[0]
-    V = np.empty((m + 1, n))
-    H = np.zeros((m + 1, m))
-    cs, sn = [0.0] * m, [0.0] * m
-    g = [0.0] * (m + 1)
-    g[0] = beta
-    np.multiply(r, 1.0 / beta, out=V[0])
-    k = 0
-    for j in range(m):
-        w = matvec(dinv * V[j])
-        basis = V[:j + 1]
-        before = math.sqrt(float(w @ w))
-        h = basis @ w
-        w -= h @ basis
-        hn = math.sqrt(float(w @ w))
-        if hn < 0.7 * before:  # cancellation: orthogonalise again
-            h2 = basis @ w
-            w -= h2 @ basis
-            h += h2
-            hn = math.sqrt(float(w @ w))
-        col = h.tolist()
-        col.append(hn)
-        for i in range(j):  # the earlier rotations
-            a, c = col[i], col[i + 1]
-            col[i], col[i + 1] = cs[i] * a + sn[i] * c, -sn[i] * a + cs[i] * c
-        rho = math.hypot(col[j], col[j + 1])
-        cs[j], sn[j] = (1.0, 0.0) if rho == 0.0 else (col[j] / rho, col[j + 1] / rho)
-        col[j], col[j + 1] = rho, 0.0
-        g[j + 1] = -sn[j] * g[j]
-        g[j] = cs[j] * g[j]
-        H[:j + 2, j] = col
-        k = j + 1
-        if hn == 0.0 or abs(g[j + 1]) <= target or not math.isfinite(g[j + 1]):
-            break
-        np.multiply(w, 1.0 / hn, out=V[j + 1])
-    if not np.all(np.isfinite(H[:k, :k])) or np.any(np.diag(H[:k, :k]) == 0.0):
-        return x, k
-    y = solve_triangular(H[:k, :k], np.array(g[:k]), check_finite=False)
-    return x + dinv * (y @ V[:k]), k
 
 
 class PolicySystem:
@@ -390,7 +333,7 @@ class PolicySystem:
         if self.sparse:  # (duplicates only make the rounding bounds larger)
             P_pi = sp.csr_array(P_pi, dtype=np.float64)
         else:
-            P_pi = np.asarray(P_pi, dtype=np.float64)
+            P_pi = np.ascontiguousarray(P_pi, dtype=np.float64)
             if n > DENSE_ALWAYS and method in ("auto", "lu"):
                 # a dense matrix that is mostly zeros (a grid stored densely) is solved
                 # as the sparse matrix it is; a sample of rows tells
@@ -589,16 +532,20 @@ class PolicySystem:
             self._stats = (sigma, L, Lc, beta)
         return self._stats
 
-    def _residual(self, b: np.ndarray, x: np.ndarray, transpose: bool, err=None):
+    def _residual(self, b: np.ndarray, x: np.ndarray | None, transpose: bool, err=None):
         """Per column of x (n, m): (the norm of the computed residual, the bound on its
         rounding and on the data's error, the bound on the exact residual's norm): the sup
-        norm, or the 1 norm for the transposed system."""
+        norm, or the 1 norm for the transposed system.  ``x=None`` stands for x = 0 (the
+        residual is b, no product)."""
         sigma, L, Lc, _ = self._statistics()
         g = self.gamma
         P = self._P
         with np.errstate(over="ignore", invalid="ignore"):
-            Px = (P.T if transpose else P) @ x
-            r = np.abs((b - x) + g * Px)
+            if x is None:
+                x = np.zeros_like(b)
+                r = np.abs(b)
+            else:
+                r = np.abs((b - x) + g * ((P.T if transpose else P) @ x))
             ax = np.abs(x)
             if transpose:
                 x1 = ax.sum(axis=0)
@@ -625,6 +572,11 @@ class PolicySystem:
         b2 = b.reshape(b.shape[0], -1)
         e2 = None if err is None else err.reshape(b2.shape)
         worst = float(np.max(self._residual(b2, x2, transpose, e2)[2], initial=0.0))
+        return self._record(worst, transpose, record)
+
+    def _record(self, worst: float, transpose: bool, record: bool = True) -> float:
+        """The error bound of a solution whose exact residual has norm at most ``worst``
+        (recorded unless ``record`` is False)."""
         beta = self._statistics()[3]
         bound = (worst / (1.0 - beta) * WIDEN if beta < 1.0 and np.isfinite(worst)
                  else np.inf)
@@ -644,15 +596,15 @@ class PolicySystem:
             self._dinv = 1.0 / (1.0 - g * (P.diagonal() if self.sparse else np.diagonal(P)))
         dinv = self._dinv
         op = P.T if transpose else P
-        if self.sparse:  # one compiled call per product (scipy's dispatch costs more)
-            from ._compiled import minus_gamma_csr, minus_gamma_csr_t
+        from ._compiled import gmres_cycle, minus_gamma_csr, minus_gamma_csr_t, operands
 
+        arrays = operands(P)
+        if self.sparse:  # one compiled call per product (scipy's dispatch costs more)
             kernel = minus_gamma_csr_t if transpose else minus_gamma_csr
-            data = np.asarray(P.data, dtype=np.float64)
 
             def matvec(v):
                 out = np.empty_like(v)
-                kernel(P.indptr, P.indices, data, g, v, out)
+                kernel(*arrays[1:], g, v, out)
                 return out
         else:
             def matvec(v):
@@ -665,17 +617,24 @@ class PolicySystem:
         tol = rel * norm_b
         x = np.zeros(self.n) if x0 is None else np.array(x0, dtype=np.float64)
 
-        def check(x):
-            res, floor, _ = self._residual(b[:, None], x[:, None], transpose, e2)
-            return float(res[0]), max(tol, ROUNDING_FACTOR * float(floor[0]))
+        def check(x):  # (the residual, the target, the bound on the exact residual)
+            res, floor, worst = self._residual(b[:, None], None if x is None else
+                                               x[:, None], transpose, e2)
+            return (float(res[0]), max(tol, ROUNDING_FACTOR * float(floor[0])),
+                    float(worst[0]))
 
-        res, target = check(x)
+        res, target, worst = check(None if x0 is None else x)
         best, best_res = x, res
         spent, why = 0, ""
         while res > target:
             if self.method == "gmres":
                 inner = target / np.sqrt(self.n) if transpose else target
-                new, k = _gmres_cycle(matvec, b, x, dinv, GMRES_RESTART, inner)
+                # a cycle no longer than the work the choice allows (at least
+                # KRYLOV_GUESS): a system that converges slowly is handed to the
+                # factorisation after about the factorisation's cost
+                m = min(GMRES_RESTART, max(KRYLOV_GUESS, self._cap - spent))
+                new, k = gmres_cycle(*arrays, self.sparse, transpose, g, b, x, dinv, m,
+                                     inner)
             elif self.method == "bicgstab":
                 jac = spla.LinearOperator((self.n, self.n), matvec=lambda v: dinv * v,
                                           dtype=np.float64)
@@ -693,11 +652,11 @@ class PolicySystem:
             if not np.all(np.isfinite(new)):
                 why = "its iterate overflowed"
                 break
-            new_res, new_target = check(new)
+            new_res, new_target, new_worst = check(new)
             if new_res < best_res:
                 best, best_res = new, new_res
             if new_res <= new_target:
-                x, res, target = new, new_res, new_target
+                x, res, target, worst = new, new_res, new_target, new_worst
                 break
             if k == 0 or new_res > STALL_RATIO * res:
                 why = (f"it stalled (a cycle of {k} iterations took the residual from "
@@ -715,7 +674,7 @@ class PolicySystem:
                 why = f"it reached its work cap of {self._cap} iterations"
                 break
         if res <= target:
-            self._bound(b, x, transpose, err)
+            self._record(worst, transpose)
             return x
         name = self.method
         fallback = self._fallback_method()

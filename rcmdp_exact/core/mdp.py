@@ -174,6 +174,8 @@ class _Bellman:
         self.dense = not model.is_sparse
         S, A = self.S, self.A
         self.P = model.P.reshape(S * A, S) if self.dense else sp.csr_array(model.P_sparse)
+        #: the largest number of stored entries of a row (no pass over P needed)
+        self.L = S if self.dense else int(np.diff(self.P.indptr).max(initial=0))
         self._sigma = None
 
     def q(self, v: np.ndarray) -> np.ndarray:
@@ -187,22 +189,38 @@ class _Bellman:
 
     def rows(self, idx: np.ndarray, out: np.ndarray | None = None):
         """The rows ``idx`` of P: a dense copy (len(idx), S) (into ``out`` when given: a
-        buffer reused by a loop costs no new pages), or CSR."""
-        if out is not None and self.dense:
-            return np.take(self.P, idx, axis=0, out=out, mode="clip")
-        return self.P[idx]
+        buffer reused by a loop costs no new pages), or CSR (a compiled gather)."""
+        if self.dense:
+            if out is not None:
+                return np.take(self.P, idx, axis=0, out=out, mode="clip")
+            return self.P[idx]
+        from ._compiled import csr_parts, take_rows_csr
+
+        ptr, ind, val = take_rows_csr(*csr_parts(self.P), np.asarray(idx, dtype=np.int64))
+        signed = self.P.indptr.dtype
+        return sp.csr_array((val, ind.view(self.P.indices.dtype), ptr.view(signed)),
+                            shape=(len(idx), self.S))
 
     def policy(self, actions: np.ndarray, out: np.ndarray | None = None):
         """(rows, P_pi, g_pi) of the deterministic policy ``actions`` (S,)."""
         rows = np.arange(self.S) * self.A + actions
         return rows, self.rows(rows, out), self.gflat[rows]
 
+    def sweeps(self, P_pi, g_pi: np.ndarray, v: np.ndarray, k: int, cut: float):
+        """(v, sweeps): at most k sweeps :math:`v \\leftarrow g_\\pi + \\gamma P_\\pi v`
+        from v (:meth:`policy`'s ``P_pi`` and ``g_pi``), fewer once a sweep changes v by
+        a constant up to a span of ``cut`` (compiled:
+        :func:`rcmdp_exact.core._compiled.sweeps`)."""
+        from ._compiled import operands, sweeps
+
+        v = np.ascontiguousarray(v, dtype=np.float64)
+        return sweeps(*operands(P_pi), not self.dense, g_pi, self.gamma, v, int(k),
+                      float(cut))
+
     def _set_stats(self, sums: np.ndarray) -> None:
         """The certificates' data from the float row sums of P (within gamma_L of the
         exact ones, in any order of summation)."""
-        P = self.P
-        L = self.S if self.dense else int(np.diff(P.indptr).max(initial=0))
-        self._L = L
+        L = self.L
         self.sums = sums
         self._sigma = sums * (1.0 + 2.0 * gam(L + 2))
         self._beta = self.gamma * float(self._sigma.max(initial=0.0)) * (1.0 + 4.0 * U)
@@ -212,23 +230,19 @@ class _Bellman:
     def _stats(self):
         if self._sigma is None:
             self._set_stats(np.asarray(self.P.sum(axis=1)).ravel())
-        return self._sigma, self._L, self._beta, self._ok
+        return self._sigma, self._beta, self._ok
 
     @property
     def sigma(self) -> np.ndarray:
         return self._stats()[0]
 
     @property
-    def L(self) -> int:
+    def beta(self) -> float:
         return self._stats()[1]
 
     @property
-    def beta(self) -> float:
-        return self._stats()[2]
-
-    @property
     def ok(self) -> bool:
-        return self._stats()[3]
+        return self._stats()[2]
 
     def exact_rows(self, vh: np.ndarray, vl: np.ndarray | None, rows: np.ndarray):
         """(s, c, e) of the rows ``rows``: :math:`g + \\gamma P v` of the float data,
@@ -393,7 +407,7 @@ def backward_induction(P, r, horizon: int, *, discount: float = 1.0, c=None, lam
 _SPLIT_MAX = 2.0 ** 995  # beyond it the error-free products may overflow: no certificate
 #: The relative accuracy of the correction solve of a certificate: any correction d
 #: serves (its residual enters the bound), a rough one as well as an exact one.
-_CORRECTION_TOL = 1e-6
+_CORRECTION_TOL = 1e-3
 
 
 def _two_sum(a, b):
@@ -926,6 +940,8 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
 
 def _iterate_values(model, bell: _Bellman, lam, method, v, max_iter, k, target, scale):
     """Value iteration and modified policy iteration (:func:`solve_mdp`)."""
+    from ._compiled import greedy_step
+
     S = bell.S
     gamma = bell.gamma
     v = np.zeros(S) if v is None else v
@@ -940,36 +956,29 @@ def _iterate_values(model, bell: _Bellman, lam, method, v, max_iter, k, target, 
     with np.errstate(over="ignore", invalid="ignore"):
         while it < max_iter:
             it += 1
-            q = bell.q(v)
-            new = q.argmax(axis=1)
-            tv = np.take_along_axis(q, new[:, None], axis=1)[:, 0]
-            diff = tv - v
-            lo, hi = float(diff.min()), float(diff.max())
+            # (at v = 0, the start by default, Q = g exactly: no product with P)
+            q = bell.q(v) if it > 1 or v.any() else bell.g.copy()
+            new, tv, lo, hi, top = greedy_step(q, v)  # (one compiled pass over q)
             # v* - v lies in [lo, hi] / (1 - gamma) (McQueen-Porteus around v): the
             # centre v + shift is within half of it
             half = (hi - lo) / (2.0 * (1.0 - gamma))
             shift = (lo + hi) / (2.0 * (1.0 - gamma))
-            floor = 2.0 * (L + 3) * U * (gmax + 2.0 * float(np.abs(tv).max())) / (1.0 - gamma)
+            floor = 2.0 * (L + 3) * U * (gmax + 2.0 * top) / (1.0 - gamma)
             if half <= max(target, floor) or it == max_iter or not np.isfinite(half):
                 break
             if method == "value_iteration":
                 v = tv
                 continue
-            if pol is None or not np.array_equal(new, pol):  # the rows of a new policy
-                pol = new
-                _, P_pi, g_pi = bell.policy(pol, P_pi)
-            # at most k sweeps: once a sweep changes v by a constant up to a span s, the
+            # at most k sweeps of the greedy policy (compiled, on the rows of P where
+            # they are): once a sweep changes v by a constant up to a span s, the
             # sweeps left can change it by a constant up to a span of s gamma / (1 -
             # gamma); the greedy policy and the McQueen-Porteus centre do not see
             # constants, so when that is a tenth of the target they are wasted work
             cut = 0.1 * target / factor if gamma > 0.0 else np.inf
-            v = tv
-            for _ in range(k):
-                new = g_pi + gamma * (P_pi @ v)
-                step = new - v
-                v = new
-                if float(step.max() - step.min()) <= cut:
-                    break
+            if pol is None or not np.array_equal(new, pol):  # the rows of a new policy
+                pol = new
+                _, P_pi, g_pi = bell.policy(pol, P_pi)
+            v, _ = bell.sweeps(P_pi, g_pi, tv, k, cut)
         # the returned centre w = v + shift and its float Q-values from those at v
         # (Q_w = Q_v + gamma shift sigma exactly, sigma the exact row sums, within
         # gamma_L sigma of the float ones)
