@@ -627,8 +627,12 @@ class PolicySystem:
         best, best_res = x, res
         spent, why = 0, ""
         while res > target:
+            # the solvers are asked for half the target: a residual that lands just
+            # under the target would leave the bound (the residual, its rounding, over
+            # 1 - beta) just above the accuracy the target stands for
+            aim = 0.5 * (target / np.sqrt(self.n) if transpose else target)
             if self.method == "gmres":
-                inner = target / np.sqrt(self.n) if transpose else target
+                inner = aim
                 # a cycle no longer than the work the choice allows (at least
                 # KRYLOV_GUESS): a system that converges slowly is handed to the
                 # factorisation after about the factorisation's cost
@@ -639,8 +643,8 @@ class PolicySystem:
                 jac = spla.LinearOperator((self.n, self.n), matvec=lambda v: dinv * v,
                                           dtype=np.float64)
                 op_M = spla.LinearOperator((self.n, self.n), matvec=matvec, dtype=np.float64)
-                new, _ = spla.bicgstab(op_M, b, x0=x, rtol=0.0, atol=target / np.sqrt(
-                    self.n) if transpose else target, M=jac, maxiter=GMRES_RESTART)
+                new, _ = spla.bicgstab(op_M, b, x0=x, rtol=0.0, atol=aim, M=jac,
+                                      maxiter=GMRES_RESTART)
                 k = GMRES_RESTART
             else:  # "iteration": x <- b + gamma P x
                 new = x
