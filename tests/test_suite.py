@@ -110,53 +110,7 @@ def test_gridworld_slips_as_russell_and_norvig():
     assert np.asarray(m.terminal)[24] and np.asarray(m.R)[23, 0, 24] == 1.0
 
 
-def test_frozenlake_and_cliffwalking_are_gymnasiums_tables():
-    gym = pytest.importorskip("gymnasium")
-    for name, env_id, kw in (("frozenlake-4x4", "FrozenLake-v1", {"map_name": "4x4"}),
-                             ("frozenlake-8x8", "FrozenLake-v1", {"map_name": "8x8"})):
-        m = INSTANCES[name].build()
-        table = gym.make(env_id, is_slippery=True, **kw).unwrapped.P
-        P = np.asarray(m.P)
-        for s in (0, 6, 14):
-            for a in range(4):
-                ref = np.zeros(m.n_states)
-                for prob, nxt, _r, _done in table[s][a]:
-                    ref[nxt] += prob
-                if not np.asarray(m.terminal)[s]:
-                    assert np.allclose(P[s, a], ref), (name, s, a)
-    m = INSTANCES["cliffwalking"].build()
-    assert (m.n_states, m.n_actions) == (48, 4)
-    # a fall into the cliff (row 3, columns 1..10) sends the agent to the start (36)
-    # and is the cost: down from (row 2, column 1) = 25; nothing near row 1
-    C = np.asarray(m.C)[..., 0]
-    assert C[25, 2, 36] > 0 and C[13].sum() == 0
-
-
-def test_taxi_is_gymnasiums_table():
-    gym = pytest.importorskip("gymnasium")
-    m = INSTANCES["taxi"].build()
-    assert (m.n_states, m.n_actions) == (500, 6)
-    try:
-        table = gym.make("Taxi-v4", is_rainy=True).unwrapped.P
-    except gym.error.Error:
-        pytest.skip("no rainy Taxi in this Gymnasium")
-    P = np.asarray(m.P)
-    for s in (0, 123, 328):
-        for a in range(6):
-            ref = np.zeros(500)
-            for prob, nxt, _r, _done in table[s][a]:
-                ref[nxt] += prob
-            if not np.asarray(m.terminal)[s]:
-                assert np.allclose(P[s, a], ref)
-    c = np.asarray(m.c)[~np.asarray(m.terminal), :, 0]  # terminal states earn nothing
-    assert np.all(c[:, :4] == 1.0) and np.all(c[:, 4:] == 0.0)
-
-
-def test_riverswim_chain_machine_and_inventory_as_cited():
-    m = INSTANCES["riverswim-20"].build()
-    P = np.asarray(m.P)
-    assert m.n_states == 20
-    assert (P[7, 1, 8], P[7, 1, 7], P[7, 1, 6]) == pytest.approx((0.35, 0.6, 0.05))
+def test_chain_machine_and_inventory_as_cited():
     m = INSTANCES["chain-10"].build()
     P = np.asarray(m.P)
     assert (P[3, 0, 4], P[3, 0, 0], P[3, 1, 0]) == pytest.approx((0.8, 0.2, 0.8))
