@@ -49,10 +49,10 @@ from .._result import Result
 from ..core.model import TabularCMDP
 
 __all__ = ["CLASSIC_DOMAINS", "CLIFF_EDGE", "FROZEN_LAKE_MAPS", "TAXI_LOCS", "TAXI_MAP",
-           "TIE_RTOL", "ToyTextTable", "chain", "classic_instance", "cliff_walking",
-           "cliff_walking_table", "cost_levels", "frozen_lake", "frozen_lake_table",
-           "halfway_budget", "machine_replacement", "riverswim", "robust_optimal_box",
-           "taxi", "taxi_table"]
+           "TIE_RTOL", "ToyTextTable", "box_value_iteration", "chain", "classic_instance",
+           "cliff_walking", "cliff_walking_table", "cost_levels", "frozen_lake",
+           "frozen_lake_table", "halfway_budget", "machine_replacement", "optimal_actions",
+           "riverswim", "robust_optimal_box", "taxi", "taxi_table"]
 
 #: The builders by name (``classic_instance(name, ...)``).
 CLASSIC_DOMAINS = ("riverswim", "chain", "machine_replacement", "frozen_lake",
@@ -520,11 +520,13 @@ def taxi(gamma: float = 0.95, *, rainy: bool = True, horizon: int | None = 200,
 TIE_RTOL = 1e-9
 
 
-def robust_optimal_box(model: TabularCMDP, uset, tol: float = TIE_RTOL) -> Result:
+def robust_optimal_box(model: TabularCMDP, uset, tol: float = TIE_RTOL, *,
+                       method: str = "policy_iteration") -> Result:
     r"""The robust-optimal policies of ``model`` on ``uset`` as a box of policies.
 
     With :math:`V^*` the robust optimum :math:`\max_\pi \min_P V(\pi, P)` (robust policy
-    iteration, every state) and :math:`g_s(a)` the worst-case value in state s of the
+    iteration, or robust value iteration with ``method="value_iteration"``, every
+    state) and :math:`g_s(a)` the worst-case value in state s of the
     deterministic action a against :math:`V^*` (:math:`Q^*(s, a)` on an sa-rectangular
     set; on an s-rectangular set the state's whole budget spent against a), an action
     is **robust-optimal** in s when :math:`g_s(a) \ge V^*(s) - \epsilon` with
@@ -542,39 +544,81 @@ def robust_optimal_box(model: TabularCMDP, uset, tol: float = TIE_RTOL) -> Resul
     Result
         ``lo``, ``hi`` (S, A), ``mask`` (S, A) the robust-optimal actions, ``v`` (S,)
         :math:`V^*`, ``value`` = p0.v, ``policy`` the robust optimum found, ``gap``
-        (S, A) :math:`V^*(s) - g_s(a)`, ``tol`` (the absolute tolerance used).
+        (S, A) :math:`V^*(s) - g_s(a)`, ``tol`` (the absolute tolerance used), ``error``
+        (a bound on :math:`|p_0 \cdot V^* - ` ``value`` :math:`|`: one robust Bellman
+        step, :math:`\|T v - v\|_\infty / (1 - \gamma)`, plus the rounding allowance of
+        the game).
     """
     from ..robust import robust_value_iteration
     from ..robust.engine import RobustGame
 
-    free = robust_value_iteration(model.replace(C=None, d=None), uset,
-                                  method="policy_iteration", progress=False)
+    check_choice(method, "method", ("policy_iteration", "value_iteration"))
+    free = robust_value_iteration(model.replace(C=None, d=None), uset, method=method,
+                                  progress=False)
     if not free.converged:
         raise RuntimeError(f"the robust optimum did not converge ({free.message}); the "
                            f"robust-optimal actions cannot be told apart")
     v = np.asarray(free.v, dtype=np.float64)
-    S, A = model.n_states, model.n_actions
+    policy = np.asarray(free.policy, dtype=np.float64)
     game = RobustGame(model, uset)
+    box = optimal_actions(game, v, policy, tol)
+    # the certificate of the fixed point: |V* - v| <= ||T v - v|| / (1 - gamma), one
+    # robust Bellman step over every policy (the same on both kinds of rectangularity)
+    S, A = model.n_states, model.n_actions
+    _, tv = game.max_min(game.R[None], v[None], np.zeros((1, S, A)), np.ones((1, S, A)))
+    error = float(np.abs(tv[0] - v).max()) / (1.0 - model.gamma) + float(game.rounding())
+    return Result(**box, v=v, value=float(free.value), policy=policy, error=error)
+
+
+def optimal_actions(game, v: np.ndarray, policy: np.ndarray, tol: float = TIE_RTOL) -> dict:
+    """The box of the actions robust-optimal against the values ``v`` (S,) of the robust
+    optimum (:func:`robust_optimal_box`, whose notes define it), on the game's model and
+    set; ``policy`` fills the states where no single action is optimal.  Returns
+    ``lo``, ``hi``, ``mask``, ``gap`` and ``tol`` (absolute)."""
+    S, A = game.S, game.A
+    R = np.ascontiguousarray(np.broadcast_to(game.R, (A, S, A, S)))
     if game.s_rect:
-        g = np.broadcast_to(np.asarray(model.R, dtype=np.float64), (A, S, A, S))
         pis = np.broadcast_to(np.eye(A)[:, None, :], (A, S, A)).copy()
-        q, _ = game.inner(np.ascontiguousarray(g), np.broadcast_to(v, (A, S)).copy(), pis)
+        q, _ = game.inner(R, np.broadcast_to(v, (A, S)).copy(), pis)
         value_of = q[np.arange(A), :, np.arange(A)].T  # (S, A): q[a, s, a]
     else:
-        value_of = np.asarray(free.q, dtype=np.float64)
+        q, _ = game.inner(R[:1], v[None])
+        value_of = q[0]
     eps = float(tol) * max(1.0, float(np.abs(v).max(initial=0.0)))
     gap = v[:, None] - value_of
     mask = gap <= eps
-    policy = np.asarray(free.policy, dtype=np.float64)
     lo = np.zeros((S, A))
     hi = mask.astype(np.float64)
     fixed = ~mask.any(axis=1)
-    lo[fixed] = hi[fixed] = policy[fixed]
-    return Result(lo=lo, hi=hi, mask=mask, v=v, value=float(free.value), policy=policy,
-                  gap=gap, tol=eps)
+    lo[fixed] = hi[fixed] = np.asarray(policy, dtype=np.float64)[fixed]
+    return dict(lo=lo, hi=hi, mask=mask, gap=gap, tol=eps)
 
 
-def cost_levels(model: TabularCMDP, uset, tol: float = TIE_RTOL) -> Result:
+def box_value_iteration(game, g: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                        tol: float = 1e-12, max_iter: int = 100_000) -> Result:
+    r"""Robust value iteration over a policy box: :math:`W \leftarrow \max_{\pi \in
+    [lo, hi]} \min_P [g + \gamma W]` for a batch g (J, S, A, S) (the game's
+    :meth:`~rcmdp_exact.robust.engine.RobustGame.max_min`), from 0, until the residual is
+    at most tol * max(1, max|W|).  Returns ``w`` (J, S), ``value`` (J,) = p0.w,
+    ``error`` (J,) the bound :math:`\gamma\,\mathrm{residual} / (1 - \gamma)` on
+    :math:`|W^* - W|`, ``policy`` the box maximiser at ``w``, ``converged``."""
+    w = np.zeros(g.shape[:2])
+    res = np.full(g.shape[0], np.inf)
+    pi = lo
+    for _ in range(max_iter):
+        pi, tw = game.max_min(g, w, lo, hi)
+        res = np.abs(tw - w).max(axis=1)
+        w = tw
+        if np.all(res <= tol * np.maximum(1.0, np.abs(w).max(axis=1))):
+            break
+    gamma = game.gamma
+    ok = bool(np.all(res <= tol * np.maximum(1.0, np.abs(w).max(axis=1))))
+    return Result(w=w, value=w @ game.p0, error=gamma * res / (1.0 - gamma), policy=pi,
+                  converged=ok)
+
+
+def cost_levels(model: TabularCMDP, uset, tol: float = TIE_RTOL, *,
+                method: str = "policy_iteration") -> Result:
     r"""The two cost levels of the budget rule, for every constraint k.
 
     ``least`` (K,): :math:`\min_\pi \max_P C_k(\pi, P)` (robust policy iteration on the
@@ -590,33 +634,48 @@ def cost_levels(model: TabularCMDP, uset, tol: float = TIE_RTOL) -> Result:
     depend on which of several equally good robust optima a solver returns (on the
     suite's 5x5 gridworld two of them cost 0.870 and 1.100).  ``policies["free"]``: a
     robust-optimal policy whose worst-case cost of the first constraint is
-    :math:`f_1` (the box's minimiser); ``robust_optimum`` the robust optimum's value;
-    ``box`` the :func:`robust_optimal_box` result.
+    :math:`f_1` (the box's minimiser) and ``policies["least"]`` a policy of least
+    worst-case cost of the first constraint; ``robust_optimum`` the robust optimum's value;
+    ``box`` the :func:`robust_optimal_box` result.  ``method``: "policy_iteration"
+    (Howard's, the default) or "value_iteration" (:func:`box_value_iteration`, the
+    second method of ``rcmdp suite verify``) for every fixed point.
     """
     from ..robust import robust_value_iteration
     from ..robust.engine import RobustGame
 
+    check_choice(method, "method", ("policy_iteration", "value_iteration"))
     C = np.asarray(model.C)
     K = model.n_constraints
     least = np.empty(K)
+    cheapest = []
     for k in range(K):
         mk = model.replace(R=-C[..., k], C=None, d=None)
-        rv = robust_value_iteration(mk, uset, method="policy_iteration", progress=False)
+        rv = robust_value_iteration(mk, uset, method=method, progress=False)
         if not rv.converged:
             raise RuntimeError(f"the least worst-case cost of constraint {k} did not "
                                f"converge ({rv.message})")
         least[k] = -rv.value
-    box = robust_optimal_box(model, uset, tol)
+        cheapest.append(np.asarray(rv.policy, dtype=np.float64))
+    box = robust_optimal_box(model, uset, tol, method=method)
     game = RobustGame(model, uset)
-    g = -np.moveaxis(C, 3, 0)  # (K, S, A, S): the costs as rewards
-    sol = game.solve(np.ascontiguousarray(g), np.broadcast_to(box.lo, g.shape[:3]).copy(),
-                     np.broadcast_to(box.hi, g.shape[:3]).copy())
-    if not (sol.stable and np.all(sol.adversary.converged)):
-        raise RuntimeError("the least cost over the robust-optimal policies did not "
-                           "converge (robust policy iteration over their box)")
+    g = np.ascontiguousarray(-np.moveaxis(C, 3, 0))  # (K, S, A, S): the costs as rewards
+    lo = np.broadcast_to(box.lo, g.shape[:3]).copy()
+    hi = np.broadcast_to(box.hi, g.shape[:3]).copy()
+    if method == "value_iteration":
+        sol = box_value_iteration(game, g, lo, hi)
+        ok, pis = sol.converged, sol.policy
+    else:
+        sol = game.solve(g, lo, hi)
+        ok, pis = bool(sol.stable and np.all(sol.adversary.converged)), sol.pi
+    if not ok:
+        raise RuntimeError(f"the least cost over the robust-optimal policies did not "
+                           f"converge (robust {method.replace('_', ' ')} over their box)")
     free = -np.asarray(sol.value, dtype=np.float64)
-    policy = np.asarray(sol.pi[0], dtype=np.float64) if K else box.policy
-    return Result(least=least, free=np.maximum(free, least), policies={"free": policy},
+    policy = np.asarray(pis[0], dtype=np.float64) if K else box.policy
+    policies = {"free": policy}
+    if K:
+        policies["least"] = cheapest[0]
+    return Result(least=least, free=np.maximum(free, least), policies=policies,
                   robust_optimum=box.value, box=box)
 
 

@@ -7,8 +7,6 @@ page.
 
 from __future__ import annotations
 
-import numpy as np
-
 __all__ = ["bracket_table", "figure", "leaderboard_table"]
 
 
@@ -16,15 +14,15 @@ def _f(x, d=4):
     return "-" if x is None else f"{x:.{d}g}"
 
 
-def bracket_table(path=None, r: float = 0.1) -> str:
-    """A Markdown table: per instance and kind of set at the grid's radius ``r``, the
+def bracket_table(path=None, level: float = 0.1) -> str:
+    """A Markdown table: per instance and kind of set at the grid's level ``level``, the
     budget, the values and the bracket with its relative gap and status."""
     from . import data
 
     lines = ["| instance | set | budget | nominal | CMDP | robust | lower | upper | rel. gap "
              "| status |", "|---|---|---|---|---|---|---|---|---|---|"]
     for rec in data(path)["records"]:
-        if abs(rec["r"] - r) > 1e-12:
+        if abs(rec["level"] - level) > 1e-12:
             continue
         b = rec["bracket"]
         lines.append(f"| {rec['instance']} | {rec['kind']} | {_f(rec['budget'][0])} | "
@@ -34,33 +32,46 @@ def bracket_table(path=None, r: float = 0.1) -> str:
     return "\n".join(lines)
 
 
+def _pm(m, h, d=3):
+    return "-" if m is None else (f"{m:.{d}g}" if h is None else f"{m:.{d}g} ± {h:.2g}")
+
+
 def leaderboard_table(scores) -> str:
-    """A Markdown table of a :class:`~.leaderboard.Scores` (means over the seeds)."""
-    lines = ["| instance | learner | seeds | worst value | violation | feasible | share "
-             "(lower) | share (upper) |", "|---|---|---|---|---|---|---|---|"]
+    """A Markdown table of a :class:`~.leaderboard.Scores`: per instance and entrant the
+    robust-feasible runs, their share of the certified upper side and worst value (means
+    with 95% t-intervals over the seeds), and the runs that violate their budget apart."""
+    lines = ["| instance | entrant | robust-feasible | share of upper (feasible) | worst "
+             "value (feasible) | violating runs: mean violation |",
+             "|---|---|---|---|---|---|"]
     for s in scores.summary():
-        lines.append(f"| {s['instance']} | {s['algorithm']} | {s['seeds']} | "
-                     f"{_f(s['worst_value'])} | {_f(s['violation'], 3)} | "
-                     f"{s['feasible']}/{s['seeds']} | {_f(s['share_lower'], 3)} | "
-                     f"{_f(s['share_upper'], 3)} |")
+        bad = s["seeds"] - s["feasible"] - s["failed"]
+        violating = "-" if not bad else f"{bad}: {_f(s['violation'], 3)}"
+        lines.append(f"| {s['instance']} | {s['entrant']} | {s['feasible']}/{s['seeds']} | "
+                     f"{_pm(s['share_upper'], s['share_upper_ci'])} | "
+                     f"{_pm(s['worst_value'], s['worst_value_ci'], 4)} | {violating} |")
     return "\n".join(lines)
 
 
 def figure(out, path=None, scores=None) -> None:
-    """Write the figure: left, the relative gap of every instance's bracket per kind of
-    set at r = 0.1 (closed brackets at the floor of the axis); right, with a score file
-    ``scores``, each learner's mean share of the certified upper side per instance,
-    hatched where some seed violated its budget."""
+    """Write the figure ``out`` (.png, .pdf or .svg, atomically): left, the relative gap
+    of every instance's bracket per kind of set at level 0.1 (closed brackets at the
+    floor of the axis); right, with a score file ``scores``, each entrant's mean share of
+    the certified upper side over its robust-feasible runs per instance (with its 95%
+    interval; an entrant without a robust-feasible run has no bar, and the label says
+    how many runs were feasible)."""
+    from pathlib import Path
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from .._io import write_atomic
     from . import data
-    from .leaderboard import read_scores
+    from .leaderboard import Scores
     from .sets import KINDS
 
-    recs = [r for r in data(path)["records"] if abs(r["r"] - 0.1) < 1e-12]
+    recs = [r for r in data(path)["records"] if abs(r["level"] - 0.1) < 1e-12]
     names = list(dict.fromkeys(r["instance"] for r in recs))
     ncols = 2 if scores is not None else 1
     fig, axes = plt.subplots(1, ncols, figsize=(7 * ncols, 0.32 * len(names) + 1.5),
@@ -79,37 +90,35 @@ def figure(out, path=None, scores=None) -> None:
         ax.barh(ys, xs, height=0.18, label=kind, left=0)
     ax.set_xscale("log")
     ax.set_xlim(floor, 1e3)
+    ax.axvline(0.01, color="k", lw=0.6, ls=":")
     ax.set_yticks(range(len(names)), names)
     ax.invert_yaxis()
-    ax.set_xlabel("relative gap (upper - lower) / |lower|, r = 0.1 (no lower side: 1e3)")
+    ax.set_xlabel("relative gap (upper - lower) / |lower|, level 0.1 (no lower side: 1e3)")
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title("certified brackets")
     if scores is not None:
-        sc = read_scores(scores)
-        summ = sc.summary()
+        summ = Scores.load(scores).summary()
         inst = list(dict.fromkeys(s["instance"] for s in summ))
-        algos = list(dict.fromkeys(s["algorithm"] for s in summ))
+        ents = list(dict.fromkeys(s["entrant"] for s in summ))
         ax = axes[0, 1]
-        w = 0.8 / max(1, len(algos))
-        for j, a in enumerate(algos):
-            xs, ys, hatch = [], [], []
+        w = 0.8 / max(1, len(ents))
+        for j, e in enumerate(ents):
+            xs, ys, errs = [], [], []
             for i, n in enumerate(inst):
-                s = next((s for s in summ if s["instance"] == n and s["algorithm"] == a), None)
+                s = next((s for s in summ if s["instance"] == n and s["entrant"] == e), None)
                 if s is None or s["share_upper"] is None:
                     continue
-                xs.append(i + (j - (len(algos) - 1) / 2) * w)
+                xs.append(i + (j - (len(ents) - 1) / 2) * w)
                 ys.append(s["share_upper"])
-                hatch.append(s["feasible"] < s["seeds"])
-            bars = ax.bar(xs, ys, width=w, label=a)
-            for b, h in zip(bars, hatch, strict=True):
-                if h:
-                    b.set_hatch("//")
+                errs.append(s["share_upper_ci"] or 0.0)
+            ax.bar(xs, ys, width=w, label=e, yerr=errs, capsize=1.5)
         ax.set_xticks(range(len(inst)), inst, rotation=30, ha="right")
         ax.axhline(1.0, color="k", lw=0.8)
-        ax.set_ylabel("share of the certified upper side (mean over seeds)")
-        ax.set_title("leaderboard (hatched: a seed violates its budget)")
+        ax.set_ylabel("share of the certified upper side\n(robust-feasible runs, 95% CI)")
+        ax.set_title("leaderboard (no bar: no robust-feasible run)")
         ax.legend(fontsize=7, ncol=2)
-        ax.set_ylim(0, max(1.1, float(np.nanmax([s["share_upper"] or 0 for s in summ])) + 0.1))
+        ax.set_ylim(0, 1.1)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    fmt = Path(out).suffix.lstrip(".").lower() or "png"
+    write_atomic(out, lambda fh: fig.savefig(fh, format=fmt, dpi=110))
     plt.close(fig)
