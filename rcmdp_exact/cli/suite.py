@@ -323,16 +323,18 @@ def _certify(parser, args) -> int:
     if out.suffix not in (".json", ".gz"):
         parser.error(f"--out {args.out!r}: the data file is JSON; give a path ending in "
                      f".json.gz or .json")
-    from ..suite.instances import INSTANCES
+    from ..suite import NAMES, ONLY_KINDS
+    from ..suite.sets import KINDS
 
-    only = args.only or list(INSTANCES)
+    only = args.only or list(NAMES)
     kinds = args.kinds
     if kinds is not None:
-        empty = [n for n in only if not set(kinds) & set(INSTANCES[n].kinds)]
+        have = {n: ONLY_KINDS.get(n, KINDS) for n in only}
+        empty = [n for n in only if not set(kinds) & set(have[n])]
         if empty:
             parser.error(f"--kinds {','.join(kinds)} selects no set of "
                          f"{', '.join(empty)} (" + "; ".join(
-                             f"{n} has {', '.join(INSTANCES[n].kinds)}" for n in empty)
+                             f"{n} has {', '.join(have[n])}" for n in empty)
                          + "); give kinds the instances have")
     client = None
     if args.scheduler is not None:

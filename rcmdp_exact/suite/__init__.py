@@ -33,7 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["BASELINES", "DATA", "DATA_FILE", "NAMES", "Loaded", "data", "definition", "instance",
+__all__ = ["BASELINES", "DATA", "DATA_FILE", "NAMES", "ONLY_KINDS", "Loaded", "data", "definition", "instance",
            "load", "names", "policies", "record", "score", "verify"]
 
 #: The names of the instances, in the order of the data file (the keys of
@@ -43,6 +43,11 @@ NAMES = ("riverswim-6", "riverswim-20", "chain-10", "machine-10", "machine-20",
          "inventory-50", "forest-10", "grid-5x5", "frozenlake-4x4", "frozenlake-8x8",
          "cliffwalking", "taxi", "paper-inventory", "paper-nav1", "paper-nav2",
          "garnet-15x5-s0", "garnet-15x5-s1", "garnet-15x5-s2")
+#: The kinds of set of the instances certified on fewer than all four (the
+#: ``Instance.kinds`` of :data:`.instances.INSTANCES`, here so that the command line can
+#: check a selection without importing numpy).
+ONLY_KINDS = {"taxi": ("l1",)}
+
 #: The baselines of :func:`score` besides the six learners: "tabular" (certainty
 #: equivalence, :func:`.leaderboard.tabular_baseline`), "uniform" (the uniform random
 #: policy, the RCMDP literature's comparison) and "least-cost" (the policy of least

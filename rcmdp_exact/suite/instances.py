@@ -64,6 +64,7 @@ import numpy as np
 
 from .._checks import check_int, check_real
 from ..core.model import TabularCMDP
+from . import ONLY_KINDS
 
 __all__ = ["BUDGET_RULES", "INSTANCES", "Instance", "forest", "gridworld"]
 
@@ -377,7 +378,7 @@ INSTANCES = {i.name: i for i in (
              skip_bracket="500 states and 6 actions: the policy boxes of the branch and "
                           "bound have 3000 intervals and one robust fixed point of 500 "
                           "states per box, beyond a time limit of seconds.",
-             kinds=("l1",),
+             kinds=ONLY_KINDS["taxi"],
              kinds_why="one job on Taxi takes about 90 s (the robust fixed points of 500 "
                        "states): the shipped file has the sa-rectangular L1 balls of the "
                        "literature's convention only"),
