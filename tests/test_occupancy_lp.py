@@ -78,7 +78,7 @@ def test_incremental_lp_bound_equals_the_one_built_from_scratch(case, extra, loo
     model, _ball, game, lo, hi, P, rng = case
     K = model.n_constraints
     if loose:
-        game.d = game.d + 2.0 * scale(model)
+        game = game.replace(d=game.d + 2.0 * scale(model))
     objs = _objectives(rng, K, extra)
     olp = OccupancyLP(game)
     basis = None

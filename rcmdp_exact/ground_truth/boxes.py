@@ -108,8 +108,7 @@ def split_boxes(lo, hi, occ):
     return split_on(lo, hi, flat // A, flat % A)
 
 
-def improve_lam(game: RobustGame, lo, hi, lam, delta, n_steps: int, bounds: Result,
-                deadline: float = np.inf):
+def improve_lam(game: RobustGame, lo, hi, lam, delta, n_steps: int, bounds: Result):
     """Sign steps on lam for each box (Rprop); keeps the best bound of each box.
 
     Each coordinate moves by ``delta`` against the sign of its Danskin slope; after a
@@ -118,7 +117,7 @@ def improve_lam(game: RobustGame, lo, hi, lam, delta, n_steps: int, bounds: Resu
     """
     best, lam, delta = bounds, lam.copy(), delta.copy()
     for _ in range(n_steps if game.K else 0):
-        if time.perf_counter() > deadline:
+        if game.late():
             break
         sign = np.sign(best.grad)
         trial = np.maximum(lam - delta * sign, 0.0)
@@ -433,7 +432,7 @@ def _set_payload(uset) -> bytes:
         return Path(uset.save(Path(tmp) / "set.npz")).read_bytes()
 
 
-def _rebuild_game(model, payload: bytes, tol, max_iter, inner, d, d_slack=0.0):
+def _rebuild_game(model, payload: bytes, tol, max_iter, inner, d, compiled=True):
     """The game a worker uses (see :class:`_GameRecipe`)."""
     import tempfile
     from pathlib import Path
@@ -444,19 +443,18 @@ def _rebuild_game(model, payload: bytes, tol, max_iter, inner, d, d_slack=0.0):
         path = Path(tmp) / "set.npz"
         path.write_bytes(payload)
         uset = load_set(path)
-    game = RobustGame(model, uset, tol=tol, max_iter=max_iter, inner=inner)
-    game.d, game.d_slack = d, d_slack
-    return game
+    return RobustGame(model, uset, tol=tol, max_iter=max_iter, inner=inner, d=d,
+                      compiled=compiled)
 
 
 class _GameRecipe:
-    """What a worker needs to rebuild the game: the model, the set, the settings (no
-    deadline: the caller keeps time).  The game is built once per process, on first
-    use, and never travels."""
+    """What a worker needs to rebuild the game: the model, the set, the settings, the
+    budgets (no safety net: the caller keeps time).  The game is built once per
+    process, on first use, and never travels."""
 
     def __init__(self, model, game: RobustGame):
         self.args = (model, _set_payload(game.uset), game.tol, game.max_iter,
-                     game.inner_method, game.d.copy(), game.d_slack)
+                     game.inner_method, np.array(game.d), game.compiled)
         self.built = None
 
     def __getstate__(self):
@@ -480,37 +478,52 @@ class _Runner:
             self.remote = client.scatter(_GameRecipe(model, game), broadcast=True,
                                          hash=False)
 
-    def run(self, chunks, deadline: float) -> list:
-        """Results of the chunks (None for a chunk not run before the deadline)."""
+    def run(self, chunks) -> list:
+        """Results of the chunks, in their order whatever the order in which workers
+        finish (None for a chunk not run because the safety net expired)."""
         if self.client is None:
             out = []
             for args in chunks:
-                if time.perf_counter() > deadline:
+                if self.game.late():
                     out.append(None)
                     continue
                 out.append(bound_boxes(self.game, *args, bounds=self.bounds,
                                        n_lam_steps=self.n_lam_steps, rules=self.rules))
             return out
-        from distributed import wait
-
         futs = [self.client.submit(_chunk_job, self.remote, *args, self.bounds,
                                    self.n_lam_steps, self.rules, pure=False)
                 for args in chunks]
-        wait(futs, timeout=max(deadline - time.perf_counter(), 0.0), return_when="ALL_COMPLETED")
+        net = self.game.net
+        _wait(futs, None if net is None else net.remaining())
         out = []
         for f in futs:
             if f.status == "finished":
                 out.append(f.result())
-            else:
+            elif f.status == "error":  # a worker's failure is the caller's
+                f.result()
+                raise RuntimeError(f"a chunk of boxes failed on a Dask worker: {f!r}")
+            else:  # not finished when the safety net expired
                 f.cancel()
                 out.append(None)
+                if net is not None:
+                    net.trip("the branch and bound (Dask workers)")
         return out
 
 
-def _children(runner, boxes: _Open, take, *, threshold, lam_unit, chunk, deadline):
+def _wait(futures, timeout) -> None:
+    """Wait for every future of a round, at most ``timeout`` seconds (None: no limit)."""
+    from distributed import wait
+
+    try:
+        wait(futures, timeout=timeout, return_when="ALL_COMPLETED")
+    except TimeoutError:  # the futures not finished are read as such by the caller
+        pass
+
+
+def _children(runner, boxes: _Open, take, *, threshold, lam_unit, chunk):
     """Split the boxes ``take`` and bound the children; a new _Open and the number of
-    children.  Children whose chunk did not run before the deadline keep their parent's
-    bound (valid: a child is a subset of its parent)."""
+    children.  Children whose chunk did not run (the safety net expired) keep their
+    parent's bound (valid: a child is a subset of its parent)."""
     # the split rule (pseudocosts, structure.py, or width x occupancy)
     pseudo = getattr(runner, "pseudo", None)
     if pseudo is not None:
@@ -533,11 +546,11 @@ def _children(runner, boxes: _Open, take, *, threshold, lam_unit, chunk, deadlin
     cuts = list(range(0, n, chunk))
     chunks = [(lo[a:a + chunk], hi[a:a + chunk], lam[a:a + chunk], step[a:a + chunk],
                w[a:a + chunk], basis[a:a + chunk], threshold) for a in cuts]
-    results = runner.run(chunks, deadline)
+    results = runner.run(chunks)
     parts, found = [], []
     for a, res in zip(cuts, results, strict=True):
         sl = slice(a, a + chunk)
-        if res is None:  # not bounded in time: the parent's bound holds
+        if res is None:  # not bounded (the safety net): the parent's bound holds
             p = parent[sl]
             parts.append(dict(lo=lo[sl], hi=hi[sl], lam=lam[sl], step=step[sl],
                               U=boxes.U[p], occ=boxes.occ[p], w=w[sl], basis=basis[sl]))
@@ -562,7 +575,7 @@ def _children(runner, boxes: _Open, take, *, threshold, lam_unit, chunk, deadlin
 
 
 def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
-                     max_boxes: int, deadline: float, gap_tol, batch: int = 32,
+                     max_boxes: int, gap_tol, batch: int = 32,
                      chunk: int = 16, n_lam_steps: int | None = None, bounds=BOX_BOUNDS,
                      client=None, bar=None, t0: float | None = None, state=None,
                      model=None, scale_of=None, rules: BoxRules = BoxRules()) -> Result:
@@ -597,7 +610,7 @@ def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
         if runner.pseudo is not None and getattr(boxes, "pseudo", None) is not None:
             runner.pseudo = boxes.pseudo  # pseudocost branching: the records go on
         return _search(runner, inc, boxes, pruned, n_boxes, trace, lam_unit=lam_unit,
-                       max_boxes=max_boxes, deadline=deadline, gap_tol=gap_tol, batch=batch,
+                       max_boxes=max_boxes, gap_tol=gap_tol, batch=batch,
                        chunk=chunk, bar=bar, t0=t0)
     lam = np.asarray(lam0, dtype=np.float64).reshape(1, game.K)
     step = 0.1 * np.maximum(lam, lam_unit)
@@ -617,12 +630,12 @@ def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
                       lam=np.zeros((0, game.K)), step=np.zeros((0, game.K)), U=np.zeros(0),
                       occ=np.zeros((0, S)), w=np.zeros((0, S)), basis=[])
     return _search(runner, inc, boxes, -np.inf, n_boxes, [], lam_unit=lam_unit,
-                   max_boxes=max_boxes, deadline=deadline, gap_tol=gap_tol, batch=batch,
+                   max_boxes=max_boxes, gap_tol=gap_tol, batch=batch,
                    chunk=chunk, bar=bar, t0=t0)
 
 
 def _search(runner, inc, boxes: _Open, pruned, n_boxes, trace, *, lam_unit, max_boxes,
-            deadline, gap_tol, batch, chunk, bar, t0) -> Result:
+            gap_tol, batch, chunk, bar, t0) -> Result:
     """The rounds of :func:`branch_and_bound` from the open ``boxes``."""
     stopped = "empty"
     while boxes.U.size:
@@ -643,12 +656,12 @@ def _search(runner, inc, boxes: _Open, pruned, n_boxes, trace, *, lam_unit, max_
         if upper - inc.value <= tol:
             stopped = "gap"
             break
-        if n_boxes >= max_boxes or time.perf_counter() > deadline:
+        if n_boxes >= max_boxes or runner.game.late():
             stopped = "boxes" if n_boxes >= max_boxes else "time"
             break
         take = np.argsort(-boxes.U, kind="stable")[:batch]
         kids, found, n_new = _children(runner, boxes, take, lam_unit=lam_unit, chunk=chunk,
-                                       threshold=inc.value + 0.5 * tol, deadline=deadline)
+                                       threshold=inc.value + 0.5 * tol)
         boxes.keep(np.isin(np.arange(boxes.U.size), take, invert=True))
         for res in found:
             inc.take(res["pi"], res["value"], res["costs"], "branch and bound")

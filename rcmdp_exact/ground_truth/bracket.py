@@ -37,7 +37,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import time
 import warnings
 from dataclasses import dataclass
 
@@ -57,7 +56,7 @@ from .._checks import (
 from .._progress import progress_default, tqdm
 from .._result import Result
 from ..robust import check_robust_inputs
-from ..robust.engine import RobustGame
+from ..robust.engine import RobustGame, SafetyNet
 from ..uncertainty import SARectangularSet
 from .boxes import (
     BOX_BOUND_CHOICES,
@@ -66,7 +65,7 @@ from .boxes import (
     BoxRules,
     branch_and_bound,
 )
-from .dual import fits, lagrangian_search
+from .dual import lagrangian_search
 from .dual_certificate import DUAL_GAP_TOL, DUAL_ITER, DUAL_TOL, dual_of_game, duality_gap
 from .lp import cost_name, fmt, max_slack_policy, solve_cmdp
 from .search import Incumbent, certify, improve, mix_to_boundary, steepest_pair
@@ -125,8 +124,6 @@ def _relative(gap: float, lower: float, span: float) -> float:
     if gap <= 0.0:
         return 0.0
     return gap / scale if scale > 0.0 and np.isfinite(gap) else np.inf
-#: The share of ``time_limit`` after which no RCPG variant target is started or continued.
-VARIANT_SHARE = 0.25
 
 
 def _least_costs(game: RobustGame):
@@ -136,8 +133,7 @@ def _least_costs(game: RobustGame):
     return -(sol["value"] + sol["err"]) - game.rounding(1.0), sol["pi"]
 
 
-def _lp_candidates(model, game: RobustGame, inc: Incumbent, n_tighten: int = 3,
-                   deadline: float = np.inf) -> list:
+def _lp_candidates(model, game: RobustGame, inc: Incumbent, n_tighten: int = 3) -> list:
     """The nominal CMDP optimum at the budgets, then at budgets lowered by the certified
     worst-case shortfall of the previous LP policy (plus a step that grows from 1e-14 of
     the value scale, for a policy that misses by rounding alone); each policy is offered
@@ -145,7 +141,7 @@ def _lp_candidates(model, game: RobustGame, inc: Incumbent, n_tighten: int = 3,
     nominal = model.with_transitions(game.nominal, check=False)
     budgets, out = game.d.copy(), []
     for i in range(n_tighten + 1):
-        if time.perf_counter() > deadline:
+        if game.late():
             return out
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -159,7 +155,7 @@ def _lp_candidates(model, game: RobustGame, inc: Incumbent, n_tighten: int = 3,
             break
         step = 1e-14 * 10.0 ** i * game.scale
         budgets = budgets - np.where(short > -step, np.maximum(short, 0.0) + step, 0.0)
-    if game.K and time.perf_counter() <= deadline:
+    if game.K and not game.late():
         slack = max_slack_policy(nominal, game.d)
         if slack is not None:
             inc.offer(slack[None], "lp, largest slack")
@@ -202,7 +198,7 @@ def _weighted_least_costs(game: RobustGame, lam: np.ndarray):
             sol["pi"])
 
 
-def _joint_infeasibility(game: RobustGame, rounds: int = 12, deadline: float = np.inf):
+def _joint_infeasibility(game: RobustGame, rounds: int = 12):
     r"""Weights :math:`\lambda \ge 0` (sum 1) that prove the budgets cannot be met
     together, or None.
 
@@ -224,7 +220,7 @@ def _joint_infeasibility(game: RobustGame, rounds: int = 12, deadline: float = n
     step = 1.0 / n
     moves = [(i, j) for i in range(K) for j in range(K) if i != j]
     for _ in range(rounds):
-        if time.perf_counter() > deadline:
+        if game.late():
             break
         trial = np.repeat(lam0[None], len(moves), axis=0)
         for t, (i, j) in enumerate(moves):
@@ -258,7 +254,7 @@ def _infeasible(game, why: str, pol: np.ndarray, least, extra: dict) -> Result:
                           f"ball; {why}; raise the budget or shrink the ball", **extra)
 
 
-def _infeasibility(game, model, least, safest, deadline: float = np.inf):
+def _infeasibility(game, model, least, safest):
     """(why, policy) when the budgets are certified infeasible (one alone, or together
     for some weights), else None."""
     ks = [k for k in range(game.K) if least[k] > game.d_bound[k]]
@@ -266,7 +262,7 @@ def _infeasibility(game, model, least, safest, deadline: float = np.inf):
         why = "; ".join(f"the smallest worst-case cost of constraint {cost_name(model, k)} "
                         f"is {fmt(least[k])} > budget d[{k}] = {fmt(game.d[k])}" for k in ks)
         return why, safest[ks[0]]
-    joint = _joint_infeasibility(game, deadline=deadline) if game.K > 1 else None
+    joint = _joint_infeasibility(game) if game.K > 1 else None
     if joint is None:
         return None
     lam, margin, pol = joint
@@ -294,8 +290,8 @@ class BracketSettings:
     feas_tol: float = 0.0
     variants: tuple = ()
     n_partners: int = 4
-    max_boxes: int = 100_000
-    time_limit: float = 10.0
+    max_boxes: int = 2000
+    time_limit: float | None = 600.0
     rtol: float = 1e-4
     atol: float = 1e-9
     n_ascent: int = 60
@@ -333,7 +329,9 @@ class BracketSettings:
         check_choice(self.branching, "branching", BRANCHING_RULES)
         check_int(self.max_boxes, "max_boxes", 1)
         check_int(self.dual_evaluations, "dual_evaluations", 0)
-        check_real(self.time_limit, "time_limit", 0.0, low_open=True)
+        if self.time_limit is not None:
+            check_real(self.time_limit, "time_limit", 0.0, low_open=True,
+                       hint=" (or None: no safety net, the work budgets alone)")
         check_real(self.rtol, "rtol", 0.0)
         check_real(self.atol, "atol", 0.0)
         check_seed(self.seed)
@@ -391,8 +389,7 @@ def _seed_lower(inc, dual, safest, variants) -> None:
         inc.offer(var.policy[None], f"variant {name}")
 
 
-def _lower_search(game, inc, dual, lps, st: BracketSettings, deadline, cands,
-                  tol_of) -> None:
+def _lower_search(game, inc, dual, lps, st: BracketSettings, cands, tol_of) -> None:
     """The search of the lower side from the seeds (:func:`_seed_lower`): mixtures and
     local search (unless the seeds already close the bracket)."""
     if dual.U - inc.value <= tol_of(inc.value):
@@ -410,20 +407,20 @@ def _lower_search(game, inc, dual, lps, st: BracketSettings, deadline, cands,
     rng = np.random.default_rng(st.seed)
     starts += list(rng.dirichlet(np.ones(game.A), size=(st.n_starts, game.S)))
     rounds = st.mix_rounds
-    improve(inc, starts, partners, n_iter=st.n_ascent, deadline=deadline,
-            n_partners=st.n_partners, rounds=rounds, gain=0.01 * tol_of(inc.value))
+    improve(inc, starts, partners, n_iter=st.n_ascent, n_partners=st.n_partners,
+            rounds=rounds, gain=0.01 * tol_of(inc.value))
     # last, so that it can only add to what the search found: the line between the best
     # feasible seed and the seed of steepest gain beside it (on FrozenLake 8x8's KL ball
     # 1% above what the search finds)
     pair = steepest_pair(ev["value"], ev["costs"], inc.limit)
-    if pair is not None and time.perf_counter() < deadline:
+    if pair is not None and not game.late():
         f, i = pair
         mix_to_boundary(inc, dual.policies[f], dual.policies[i], rounds, method="mixture",
-                        gain=0.01 * tol_of(inc.value), deadline=deadline,
+                        gain=0.01 * tol_of(inc.value),
                         safe_numbers=(ev["value"][f], ev["costs"][f]))
 
 
-def _deep_search(game, inc, dual, st: BracketSettings, deadline, tol_of) -> None:
+def _deep_search(game, inc, dual, st: BracketSettings, tol_of) -> None:
     """The second, deeper search of the lower side, once the branch and bound has bounded
     ``deep_after`` boxes without closing: SLSQP with ``deep_ascent`` iterations from the
     incumbent, the Lagrangian maximiser and ``deep_starts`` random policies (with an int
@@ -431,8 +428,8 @@ def _deep_search(game, inc, dual, st: BracketSettings, deadline, tol_of) -> None
     (:func:`~.search.improve`)."""
     rng = np.random.default_rng(st.seed)
     starts = [dual.pi, *rng.dirichlet(np.ones(game.A), size=(st.deep_starts, game.S))]
-    improve(inc, starts, [], n_iter=st.deep_ascent, deadline=deadline,
-            n_partners=st.n_partners, rounds=st.mix_rounds, gain=0.01 * tol_of(inc.value))
+    improve(inc, starts, [], n_iter=st.deep_ascent, n_partners=st.n_partners,
+            rounds=st.mix_rounds, gain=0.01 * tol_of(inc.value))
 
 
 def _certified_lower(game, inc):
@@ -477,11 +474,11 @@ def _status(pol, upper, lower, bb, cut: list, st: BracketSettings, closed: bool,
         why.append(f"the box budget max_boxes = {st.max_boxes}")
     if bb.stopped == "time" or cut:
         why.append(f"the time limit of {st.time_limit:g} s")
-    skipped = f"; cut at the deadline: {', '.join(cut)}" if cut else ""
+    skipped = f"; cut by the time limit: {', '.join(cut)}" if cut else ""
     return "budget_exhausted", (
         f"NOT closed: budget exhausted ({' and '.join(why) or 'the budget'}) before the "
         f"target relative gap {st.rtol:g}: {text}; both bounds hold{skipped}; raise "
-        f"time_limit or max_boxes for a tighter bracket")
+        f"max_boxes for a tighter bracket")
 
 
 def _bracket_result(game, inc, dual, bb, extra: dict, cut: list,
@@ -491,8 +488,7 @@ def _bracket_result(game, inc, dual, bb, extra: dict, cut: list,
     # closed by the one stated rule: the gap at most max(atol, rtol * the gap's scale)
     closed = bool(upper - lower <= st.gap_tol(lower, span))
     status, msg = _status(pol, upper, lower, bb, cut, st, closed, span)
-    game.deadline = None if game.deadline is None else game.deadline + 1.0
-    up = game.evaluate(dual.pi[None])
+    up = game.replace(net=None).evaluate(dual.pi[None])
     pol = dual.pi if pol is None else pol
     return Result(
         lower=float(lower), upper=float(upper), gap=float(upper - lower),
@@ -547,9 +543,20 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
         A bar over the boxes of the branch and bound that shows the gap reached over
         time (seconds, lower, upper, relative gap); None (the default): only when
         standard error is a terminal.
-    max_boxes, time_limit
-        Budget: boxes of the branch and bound, and seconds from the call for the whole
-        computation (every phase stops at the deadline; the bounds stay certified).
+    max_boxes : int
+        The work budget of the branch and bound: boxes bounded (default 2000).  Every
+        phase is bounded by a count of work (this, ``n_grid``, ``n_refine``,
+        ``n_cuts``, ``n_ascent``, ``n_starts``, ``mix_steps``, ``deep_starts``,
+        ``deep_ascent``, ``dual_evaluations``, the fixed points' iteration caps), so the
+        same settings give the same bracket, bit for bit, on any load of one machine
+        (docs/ground_truth.md, section 3.1, says where floating point may differ
+        across machines).
+    time_limit : float or None
+        A safety net, in seconds from the call (default 600; None: none): if it passes,
+        every phase stops at its next step (the bounds stay certified), the final
+        certification runs, and the result says so (``reproducible`` False,
+        ``stopped_by_time_limit`` True, ``time_limit_phase``, and the message).  It
+        never decides the result of a run that ends within it.
     rtol, atol
         Stop, and call the bracket ``closed``, when ``upper - lower <= max(atol, rtol *
         max(|lower|, RELATIVE_FLOOR * value_range))``: the relative gap at most rtol
@@ -650,101 +657,119 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
     cands = _check_candidates(model, candidates)
     check_client(client)
     low, high = lam_bounds(model, st.lam_range)
-    t0 = time.perf_counter()
-    deadline = t0 + st.time_limit
-    game = RobustGame(model, uset, tol=st.tol, deadline=deadline)
-    budgets = game.d
-    game.d = game.d + st.feas_tol
-    # a policy accepted on the lower side has costs <= d as computed, so within the
-    # rounding of a cost: the upper side bounds the optimum at budgets that cover it
-    game.d_slack = float(game.rounding(1.0))
+    # the one safety net of the run, shared by every game made from this one
+    net = SafetyNet(st.time_limit)
+    # the budgets in one form: the game's d (the model's plus feas_tol), never changed
+    game = RobustGame(model, uset, tol=st.tol, net=net,
+                      d=np.asarray(model.d, dtype=np.float64) + st.feas_tol)
+    net.phase = "the least worst-case costs"
     least, safest = _least_costs(game)
-    var_out, cut = _variant_targets(game, budgets, st, low, high, t0, progress)
+    var_out, cut = _variant_targets(game, st, low, high, progress)
     bounds = st.bounds_for(game.S)
     extra = dict(min_robust_costs=least, variants=var_out, box_bounds=bounds)
-    proof = _infeasibility(game, model, least, safest, deadline)
+    net.phase = "the infeasibility certificate"
+    proof = _infeasibility(game, model, least, safest)
     if proof is not None:
-        return _infeasible(game, *proof, least, dict(extra, seconds=time.perf_counter() - t0,
-                                                     dual=None, duality_gap=None))
+        return _infeasible(game, *proof, least, dict(extra, seconds=net.elapsed(),
+                                                     dual=None, duality_gap=None,
+                                                     **_net_fields(net)))
     inc = Incumbent(game, lambda pi: certify(game, pi))
-    lps = _lp_candidates(model, game, inc, deadline=deadline)
+    net.phase = "the nominal LPs"
+    lps = _lp_candidates(model, game, inc)
     if cands is not None:
         inc.offer(cands, "candidate")
     span = value_range(model)
+    net.phase = "the Lagrangian search"
     # the refinement of lam stops once 10 sign steps gain less than 1% of the target gap
     dual = lagrangian_search(game, [np.zeros(game.K)] + [lp.lam for lp in lps],
                              low=low, high=high, n_grid=st.n_grid, n_refine=st.n_refine,
-                             n_cuts=st.n_cuts, deadline=deadline,
-                             gain=0.01 * st.gap_tol(inc.value, span))
+                             n_cuts=st.n_cuts, gain=0.01 * st.gap_tol(inc.value, span))
     _seed_lower(inc, dual, safest, var_out)
 
     def tol_of(value):
         return st.gap_tol(value, span)
 
     bb_kw = dict(lam_unit=max(10.0 * low, float(dual.lam.max(initial=0.0))),
-                 deadline=deadline, gap_tol=tol_of, bounds=bounds,
-                 client=client, t0=t0, model=model,
-                 scale_of=lambda v: gap_scale(v, span),
-                 rules=st.box_rules)
-    _lower_search(game, inc, dual, lps, st, deadline, cands, tol_of)
+                 gap_tol=tol_of, bounds=bounds, client=client, t0=net.start, model=model,
+                 scale_of=lambda v: gap_scale(v, span), rules=st.box_rules)
+    net.phase = "the search of the lower side"
+    _lower_search(game, inc, dual, lps, st, cands, tol_of)
     with tqdm(desc="rcmdp bracket: boxes", disable=not progress_default(progress),
               leave=False) as bar:
         deep = 0 < st.deep_after < st.max_boxes
+        net.phase = "the branch and bound"
         bb = branch_and_bound(game, inc, dual.lam, bar=bar, **bb_kw,
                               max_boxes=st.deep_after if deep else st.max_boxes)
-        if deep and not bb.closed and time.perf_counter() < deadline:
+        if deep and not bb.closed and not game.late():
             # a long run: the lower side searched again, deeper, then the boxes go on
             bar.set_description_str("rcmdp bracket: a deeper search of the lower side")
-            _deep_search(game, inc, dual, st, deadline, tol_of)
+            net.phase = "the deeper search of the lower side"
+            _deep_search(game, inc, dual, st, tol_of)
             bar.set_description_str("rcmdp bracket: boxes")
+            net.phase = "the branch and bound"
             bb = branch_and_bound(game, inc, dual.lam, max_boxes=st.max_boxes, bar=bar,
                                   state=bb.state, **bb_kw)
-    extra["seconds"] = time.perf_counter() - t0
+    net.phase = "the final certification"
     res = _bracket_result(game, inc, dual, bb, extra, cut, st, span)
-    return _with_dual(game, res, st.dual_evaluations, deadline)
+    res = _with_dual(game, res, st.dual_evaluations)
+    res.update(_net_fields(net), seconds=net.elapsed())
+    if net.fired:
+        res["message"] += _net_text(net)
+    return res
 
 
-def _variant_targets(game, budgets, st: BracketSettings, low, high, t0, progress):
-    """The RCPG variants' targets on the bracket's game (at the model's budgets, within
-    their share of the time): ({name: Result}, [the variants cut])."""
+def _net_fields(net: SafetyNet) -> dict:
+    """The result's word on the safety net: ``reproducible``, ``stopped_by_time_limit``
+    and ``time_limit_phase`` (the phase it stopped, or None)."""
+    return dict(reproducible=not net.fired, stopped_by_time_limit=net.fired,
+                time_limit_phase=net.fired_in if net.fired else None)
+
+
+def _net_text(net: SafetyNet) -> str:
+    """What a result stopped by the safety net says, at the end of its message."""
+    return (f"; STOPPED BY THE TIME LIMIT of {net.seconds:g} s (a safety net) in "
+            f"{net.fired_in or 'the run'}: both bounds hold, but this result depends on "
+            f"the machine and its load and is NOT reproducible; raise time_limit (or give "
+            f"None) so that the work budgets decide")
+
+
+def _variant_targets(game, st: BracketSettings, low, high, progress):
+    """The RCPG variants' targets on the bracket's game (its budgets, its work budgets
+    ``n_grid``, :data:`~.variants.VARIANT_BISECT`, :data:`~.variants.VARIANT_ITER`):
+    ({name: Result}, [the variants cut by the safety net])."""
     var_out, cut = {}, []
-    # the variants are candidates only: they get a share of the time at most
-    var_deadline = t0 + VARIANT_SHARE * st.time_limit
-    vgame = game.replace(deadline=var_deadline, d=budgets, d_slack=0.0)
     for v in st.variants:
         if v == "constraint" and game.K == 0:
             continue
-        if not fits(game, st.n_grid + 1, var_deadline):
-            cut.append(f"variant {v} (past its share of the time)")
+        game.net.phase = f"the target of variant {v}"
+        if game.late():
+            cut.append(f"variant {v}")
             continue
         with tqdm(desc=f"variant {v}", disable=not progress_default(progress),
                   leave=False) as bar:
-            res = variant_target(vgame, v, low=low, high=high, n_grid=st.n_grid,
-                                 n_bisect=VARIANT_BISECT, max_iter=VARIANT_ITER,
-                                 feas_tol=st.feas_tol, bar=bar)
-        if time.perf_counter() > var_deadline:  # cut inside: not an equilibrium to report
-            cut.append(f"variant {v} (past its share of the time)")
+            res = variant_target(game, v, low=low, high=high, n_grid=st.n_grid,
+                                 n_bisect=VARIANT_BISECT, max_iter=VARIANT_ITER, bar=bar)
+        if game.late():  # cut inside: not an equilibrium to report
+            cut.append(f"variant {v}")
         else:
             var_out[v] = res
     return var_out, cut
 
 
-def _with_dual(game, res: Result, evaluations: int, deadline: float) -> Result:
+def _with_dual(game, res: Result, evaluations: int) -> Result:
     """``res`` with the fields ``dual`` and ``duality_gap`` (None where not computed): the
-    certified dual on the bracket's game, with the dual's own fixed-point settings."""
+    certified dual on the bracket's game (its budgets), with the dual's own
+    fixed-point settings; not computed once the safety net has expired."""
     res["dual"] = res["duality_gap"] = None
-    start = time.perf_counter()
-    left = deadline - start
-    if evaluations == 0 or left <= 0 or not isinstance(game.uset, SARectangularSet) \
+    if evaluations == 0 or game.late() or not isinstance(game.uset, SARectangularSet) \
             or not np.isfinite(res["upper"]):
         return res
-    dgame = game.replace(tol=DUAL_TOL, max_iter=DUAL_ITER, deadline=None,
-                         d=np.asarray(game.model.d, dtype=np.float64), d_slack=0.0)
-    # the bracket's lower side is a policy certified robust-feasible at the budgets
-    # (unless feas_tol moved them): by weak duality a lower bound on D from the start
-    floor = res["lower"] if np.array_equal(game.d, dgame.d) else -np.inf
+    game.net.phase = "the certified dual"
+    dgame = game.replace(tol=DUAL_TOL, max_iter=DUAL_ITER, net=None)
+    # the bracket's lower side is a policy certified robust-feasible at the same
+    # budgets: by weak duality a lower bound on D from the start
     dual = dual_of_game(dgame, tol=DUAL_GAP_TOL, max_evaluations=max(2, evaluations),
-                        deadline=start + left, start=start, floor=floor,
+                        net=game.net, floor=res["lower"],
                         starts=np.reshape(res["lam"], (1, -1)))
     gap = duality_gap(game.model, game.uset, res, dual)
     res["dual"] = dual

@@ -110,6 +110,19 @@ class LPBasis:
         self._highs, self._arrays, self.shape = None, state["arrays"], state["shape"]
 
 
+def run_highs(h, net, what: str) -> None:
+    """``h.run()`` with the time left on the safety net ``net`` (None: no limit) as
+    HiGHS's time limit; a run that HiGHS stops at that limit trips the net (``what``
+    names the solve in the result's message)."""
+    import highspy
+
+    left = None if net is None else net.remaining()
+    h.setOptionValue("time_limit", np.inf if left is None else max(left, 1e-3))
+    h.run()
+    if left is not None and h.getModelStatus() == highspy.HighsModelStatus.kTimeLimit:
+        net.trip(what)
+
+
 def _status_table():
     import highspy
 
@@ -355,11 +368,9 @@ class OccupancyLP:
         kernels' values, and every kernel's cost must meet the budget).  After the call
         :attr:`last` holds the LP's policy (S, A), or None.  Returns (bound, basis: an
         :class:`LPBasis` or None); the bound is ``inf`` when the solver gives no duals.
-        The solver stops at the game's deadline (duals from a cut run still give a
-        certified bound, or none).
+        HiGHS is given the time left on the game's safety net, if any (duals from a run
+        cut there still give a certified bound, or none; the net then records it).
         """
-        import time
-
         import highspy
 
         self.last = None
@@ -375,10 +386,7 @@ class OccupancyLP:
                     lay.indptr[:-1], lay.indices, data, lay.integrality)
         if basis is not None:
             h.setBasis(basis.highs())
-        if self.game.deadline is not None:
-            h.setOptionValue("time_limit",
-                             max(self.game.deadline - time.perf_counter(), 1e-3))
-        h.run()
+        run_highs(h, self.game.net, "the occupancy LP of a box")
         sol = h.getSolution()
         if not sol.dual_valid:
             return np.inf, None

@@ -332,9 +332,9 @@ def certified_lp_max(h, game, Amat, rl, ru, clo, chi, cost) -> float:
     """Solve min cost.z (rows rl <= A z <= ru, clo <= z <= chi, every column bounded) by
     HiGHS and return minus its weak-duality lower bound from the solver's multipliers
     (signs imposed): a certified upper bound on max -cost.z, whatever their accuracy."""
-    import time
-
     import highspy
+
+    from .occupancy_bound import run_highs
 
     h.clearModel()
     lp = highspy.HighsLp()
@@ -346,9 +346,7 @@ def certified_lp_max(h, game, Amat, rl, ru, clo, chi, cost) -> float:
     lp.a_matrix_.index_ = Amat.indices
     lp.a_matrix_.value_ = Amat.data
     h.passModel(lp)
-    if game.deadline is not None:
-        h.setOptionValue("time_limit", max(game.deadline - time.perf_counter(), 1e-3))
-    h.run()
+    run_highs(h, game.net, "the value-form LP of a box")
     sol = h.getSolution()
     if not sol.dual_valid:
         return np.inf
