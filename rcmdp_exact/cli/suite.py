@@ -369,6 +369,12 @@ def _certify(parser, args) -> int:
     except InputError as exc:  # another work budget in the folder
         parser.error(str(exc))
     wall = time.perf_counter() - t0
+    if info["failed"]:
+        for key, why in info["failed"]:
+            print(f"rcmdp suite certify: the job {key} failed: {why}", file=sys.stderr)
+        print(f"rcmdp suite certify: {len(info['failed'])} jobs failed; the finished jobs "
+              f"are kept in {work}, no data file written", file=sys.stderr)
+        return 1
     command = "rcmdp suite certify " + " ".join(shlex.quote(a) for a in sys.argv[3:]) \
         if sys.argv[1:3] == ["suite", "certify"] else None
     header = assemble(work, out, jobs, wall_seconds=wall, workers=args.workers,

@@ -33,8 +33,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["BASELINES", "DATA", "DATA_FILE", "NAMES", "ONLY_KINDS", "Loaded", "data", "definition", "instance",
-           "load", "names", "policies", "record", "score", "verify"]
+__all__ = ["BASELINES", "DATA", "DATA_FILE", "NAMES", "ONLY_KINDS", "Loaded", "data",
+           "definition", "instance", "load", "names", "policies", "record", "score", "verify"]
 
 #: The names of the instances, in the order of the data file (the keys of
 #: :data:`.instances.INSTANCES`, kept here so that the command line can check a name

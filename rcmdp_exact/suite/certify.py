@@ -74,13 +74,16 @@ TARGET_GAP = 0.01
 #: the relative gap is above :data:`TARGET_GAP` (the bracket runs again from the start
 #: with the next, the candidates unchanged); ``bracket``, the other options given to
 #: :func:`~rcmdp_exact.rcmdp_bracket`; ``time_limit``, the safety net per bracket run
-#: (seconds; a run it stops is marked not reproducible).  ``more``: instances whose
-#: boxes are few per second or whose gap stays open get a schedule of their own.
+#: (seconds; a run it stops is marked not reproducible).  ``more``: schedules of their
+#: own for a kind of set (``"kl"``), an instance (``"machine-20"``) or both
+#: (``"machine-20/s-l1"``), the most specific winning: a box of an s-rectangular or a
+#: KL set costs tens of times one of an L1 ball.
 DEFAULT_BUDGET = {
-    "schedule": [2000, 20000],
+    "schedule": [2000, 8000],
     "bracket": {},
-    "time_limit": 1800.0,
-    "more": {},
+    "time_limit": 3600.0,
+    "more": {"kl": [500, 2000], "s-l1": [300, 1000], "frozenlake-8x8": [500, 2000],
+             "inventory-50": [200, 600]},
 }
 
 
@@ -110,8 +113,16 @@ def check_budget(budget: dict) -> dict:
         return [int(b) for b in sched]
 
     out["schedule"] = schedule(out["schedule"], "the schedule")
-    if not isinstance(out["more"], dict) or not set(out["more"]) <= set(INSTANCES):
-        raise InputError(f"'more' maps instance names to schedules; got {out['more']!r}")
+    from .sets import KINDS
+
+    def selector(key):
+        name, _, kind = str(key).partition("/")
+        return (name in INSTANCES and (not kind or kind in KINDS)) or \
+            (name in KINDS and not kind)
+
+    if not isinstance(out["more"], dict) or not all(selector(k) for k in out["more"]):
+        raise InputError(f"'more' maps a kind, an instance or INSTANCE/KIND to a schedule; "
+                         f"got {out['more']!r}")
     out["more"] = {k: schedule(v, f"the schedule of {k}") for k, v in out["more"].items()}
     tl = out["time_limit"]
     if not isinstance(tl, int | float) or isinstance(tl, bool) or not math.isfinite(tl) \
@@ -124,13 +135,15 @@ def check_budget(budget: dict) -> dict:
     return out
 
 
-def work_budget(name: str, budget: dict | None = None) -> dict:
-    """The work budget of the jobs of instance ``name``: ``{"schedule": [...],
-    "bracket": {...}, "time_limit": s}`` (the instance's own schedule when ``more``
-    names it)."""
+def work_budget(name: str, kind: str, budget: dict | None = None) -> dict:
+    """The work budget of the job (``name``, ``kind``): ``{"schedule": [...], "bracket":
+    {...}, "time_limit": s}`` (the most specific schedule of ``more``: ``name/kind``,
+    then ``name``, then ``kind``, else the default)."""
     b = check_budget(DEFAULT_BUDGET if budget is None else budget)
-    return {"schedule": list(b["more"].get(name, b["schedule"])),
-            "bracket": dict(b["bracket"]), "time_limit": b["time_limit"]}
+    more = b["more"]
+    sched = more.get(f"{name}/{kind}", more.get(name, more.get(kind, b["schedule"])))
+    return {"schedule": list(sched), "bracket": dict(b["bracket"]),
+            "time_limit": b["time_limit"]}
 
 
 def key_of(name: str, kind: str, level: float) -> str:
@@ -225,7 +238,7 @@ def certify_job(name: str, kind: str, level: float, budget: dict | None = None):
     from .sets import build_set, radius_of, set_text
 
     t0 = time.perf_counter()
-    work = work_budget(name, budget)
+    work = work_budget(name, kind, budget)
     inst = INSTANCES[name]
     base = inst.build()
     model, uset, lv = _levels_of(base, kind, level, inst)
@@ -518,7 +531,8 @@ def run_jobs(work, jobs=None, *, budget: dict | None = None, workers: int = 1,
              client=None, progress=None, echo=print) -> dict:
     """Run the jobs (default: the whole grid) that the work folder ``work`` does not hold
     yet, with the work budget ``budget`` (default :data:`DEFAULT_BUDGET`); return
-    ``{"run": n, "kept": n, "seconds": wall time}``.
+    ``{"run": n, "kept": n, "failed": [(key, why), ...], "seconds": wall time}``.  A job
+    that raises is said and left unfinished (a resume runs it again); the others go on.
 
     ``workers`` local processes (1: in this process; they end with their parent,
     :mod:`rcmdp_exact._workers`) or a Dask ``client`` (its workers must import this
@@ -547,13 +561,25 @@ def run_jobs(work, jobs=None, *, budget: dict | None = None, workers: int = 1,
             elif echo is not None:
                 echo(_line(rec, i, total))
 
+        failed = []
+
+        def collect(get, job, i):
+            try:
+                report(get(), i)
+            except Exception as exc:  # one job's failure: said, the others go on
+                why = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+                failed.append((key_of(*job), why))
+                bar.update(1)
+                if echo is not None:
+                    echo(f"[{i}/{total}] {key_of(*job)}: FAILED ({why})")
+
         if client is not None:
             from distributed import as_completed
 
-            futs = [client.submit(_run_and_write, str(work), *j, budget, pure=False)
-                    for j in todo]
+            futs = {client.submit(_run_and_write, str(work), *j, budget, pure=False): j
+                    for j in todo}
             for i, fut in enumerate(as_completed(futs), 1):
-                report(fut.result(), i)
+                collect(fut.result, futs[fut], i)
         elif workers > 1 and total > 1:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -563,13 +589,14 @@ def run_jobs(work, jobs=None, *, budget: dict | None = None, workers: int = 1,
             ctx = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                                      **pool_initializer()) as pool:
-                futs = [pool.submit(_run_and_write, str(work), *j, budget) for j in todo]
+                futs = {pool.submit(_run_and_write, str(work), *j, budget): j for j in todo}
                 for i, fut in enumerate(as_completed(futs), 1):
-                    report(fut.result(), i)
+                    collect(fut.result, futs[fut], i)
         else:
             for i, j in enumerate(todo, 1):
-                report(_run_and_write(str(work), *j, budget), i)
-    return {"run": total, "kept": len(jobs) - total, "seconds": time.perf_counter() - t0}
+                collect(lambda j=j: _run_and_write(str(work), *j, budget), j, i)
+    return {"run": total - len(failed), "kept": len(jobs) - total, "failed": failed,
+            "seconds": time.perf_counter() - t0}
 
 
 def write_data(path, payload: dict) -> None:

@@ -45,7 +45,7 @@ import numpy as np
 
 from .._result import Result
 
-__all__ = ["ENTRANTS", "Entrant", "Scores", "learnable", "register", "score",
+__all__ = ["ENTRANTS", "Entrant", "Scores", "learnable", "register", "rescore", "score",
            "score_policy", "tabular_baseline"]
 
 #: Tolerance of the feasibility of a scored policy (times max(1, |d|)).
@@ -515,3 +515,29 @@ def score(trainer=None, algorithms=("pg",), names=None, seeds=range(10),
         if on_run is not None:
             on_run(scores(False))
     return scores(True)
+
+
+def rescore(scores: Scores, path=None) -> Scores:
+    """The same runs scored again against the data file ``path`` (default: the shipped
+    one): each stored policy evaluated exactly on its record's set and budget (a new
+    certified file moves the shares; a run that failed stays failed)."""
+    from .._checks import InputError
+    from . import load
+
+    st = scores["settings"]
+    rows = []
+    for row in scores["rows"]:
+        model, uset, rec = load(row["instance"], set=st["set"], level=st["level"],
+                                path=path)
+        if rec is None:
+            raise InputError(f"the data file has no record {row['key']}")
+        new = dict(row)
+        b = rec["bracket"]
+        new.update(key=rec["key"], budget=list(rec["budget"]), lower=b.get("lower"),
+                   upper=b.get("upper"), floor_value=rec.get("floor_value"))
+        if row.get("policy") is not None and not row.get("error"):
+            new.update(score_policy(model, uset, rec, row["policy"]))
+        rows.append(new)
+    out = Scores(scores)
+    out["rows"] = rows
+    return out

@@ -122,3 +122,69 @@ def figure(out, path=None, scores=None) -> None:
     fmt = Path(out).suffix.lstrip(".").lower() or "png"
     write_atomic(out, lambda fh: fig.savefig(fh, format=fmt, dpi=110))
     plt.close(fig)
+
+
+def family_summary(names, path=None) -> str:
+    """One sentence on the records of the instances ``names``: how many, the median and
+    range of their relative gaps, how many within 1%, the statuses (the last sentence of
+    each family's page in ``docs/suite/``)."""
+    import statistics
+    from collections import Counter
+
+    from . import data
+
+    recs = [r for r in data(path)["records"] if r["instance"] in names]
+    gaps = [r["bracket"]["relative_gap"] for r in recs
+            if r["bracket"].get("relative_gap") is not None]
+    infeasible = sum(r["bracket"]["status"] == "infeasible" for r in recs)
+    within = sum(g <= 0.01 for g in gaps)
+    st = Counter(r["bracket"]["status"] for r in recs)
+    parts = [f"{len(recs)} records"]
+    if gaps:
+        parts.append(f"relative gap median {statistics.median(gaps):.3g}, range "
+                     f"{min(gaps):.3g} to {max(gaps):.3g}")
+    parts.append(f"{within} of {len(recs) - infeasible} within 1%"
+                 + (f" ({infeasible} certified infeasible)" if infeasible else ""))
+    parts.append("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(st.items())))
+    return "Certified: " + "; ".join(parts) + "."
+
+
+def open_problems(path=None, target: float = 0.01) -> str:
+    """A Markdown table of the records whose relative gap is above ``target``: the best
+    bracket, the side that holds the gap (the side the last run of the bracket moved
+    least, or the side at a cap), the boxes and the seconds spent."""
+    from . import data
+
+    lines = ["| record | lower | upper | rel. gap | lower side | upper side | holds the gap "
+             "| boxes (budget) | seconds |", "|---|---|---|---|---|---|---|---|---|"]
+    for rec in data(path)["records"]:
+        b = rec["bracket"]
+        g = b.get("relative_gap")
+        if b["status"] == "infeasible" or (g is not None and g <= target):
+            continue
+        runs = b.get("runs") or []
+        lines.append(f"| {rec['key']} | {_f(b['lower'], 6)} | {_f(b['upper'], 6)} | "
+                     f"{_f(g, 3)} | {b['lower_method']} | {b['upper_method']} | "
+                     f"{holder(rec)} | "
+                     + (f"{runs[-1]['boxes']} ({runs[-1]['max_boxes']})" if runs else "-")
+                     + f" | {rec['seconds']:.0f} |")
+    return "\n".join(lines)
+
+
+def holder(rec: dict) -> str:
+    """Which side of an open record holds the gap, as far as the runs tell: "upper"
+    when the upper side is a cap (the branch and bound never cut below it) or, over the
+    schedule's runs, moved more than the lower side (it was still falling); "lower" when
+    the lower side moved more; "both" otherwise."""
+    b = rec["bracket"]
+    if str(b.get("upper_method", "")).startswith("cap"):
+        return "upper (at a cap)"
+    runs = [r for r in b.get("runs") or [] if r.get("lower") is not None]
+    if len(runs) >= 2:
+        d_up = (runs[0]["upper"] or 0.0) - (runs[-1]["upper"] or 0.0)
+        d_lo = (runs[-1]["lower"] or 0.0) - (runs[0]["lower"] or 0.0)
+        if d_up > 2 * d_lo:
+            return "upper (still falling)"
+        if d_lo > 2 * d_up:
+            return "lower (still rising)"
+    return "both"
