@@ -79,11 +79,11 @@ TARGET_GAP = 0.01
 #: (``"machine-20/s-l1"``), the most specific winning: a box of an s-rectangular or a
 #: KL set costs tens of times one of an L1 ball.
 DEFAULT_BUDGET = {
-    "schedule": [2000, 8000],
-    "bracket": {},
+    "schedule": [2000, 6000],
+    "bracket": {"dual_evaluations": 0, "n_ascent": 20},
     "time_limit": 3600.0,
-    "more": {"kl": [500, 2000], "s-l1": [300, 1000], "frozenlake-8x8": [500, 2000],
-             "inventory-50": [200, 600]},
+    "more": {"kl": [300, 1000], "s-l1": [200, 600], "frozenlake-8x8": [300, 1000],
+             "inventory-50": [100, 300]},
 }
 
 
