@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hostile.test_hostile_workers import _alive
 
 from rcmdp_exact import suite
 from rcmdp_exact.cli import main
@@ -107,14 +108,6 @@ def _children(pid: int) -> list[int]:
         if int(fields[1]) == pid and fields[0] not in ("Z", "X"):
             out.append(int(stat.parent.name))
     return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
