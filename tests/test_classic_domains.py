@@ -5,6 +5,9 @@ import itertools
 
 import numpy as np
 import pytest
+from helpers import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rcmdp_exact import robust_evaluate
 from rcmdp_exact.domains import (
@@ -19,6 +22,7 @@ from rcmdp_exact.domains import (
     riverswim,
 )
 from rcmdp_exact.domains.classic import TIE_RTOL
+from rcmdp_exact.testing.strategies import cmdps
 from rcmdp_exact.uncertainty import KLBall, l1_ball
 
 
@@ -169,6 +173,34 @@ def test_cost_levels_against_enumeration():
     assert d == pytest.approx(0.5 * (lv.least[0] + lv.free[0]))
     assert halfway_budget(m, ball, 0.25).d[0] == pytest.approx(
         lv.least[0] + 0.25 * (lv.free[0] - lv.least[0]))
+
+
+@settings(max_examples=examples(25), deadline=None)
+@given(data=st.data())
+def test_budget_levels_against_enumeration_and_any_action_order(data):
+    """Models on a grid of quarters (so ties between actions are common): least is the
+    smallest worst-case cost of a deterministic policy, f the smallest among the
+    deterministic policies optimal at every state (both enumerated), and both are the
+    same with the actions in any order; least <= f and the free policy is a robust
+    optimum that costs f."""
+    m = data.draw(cmdps(n_states=(2, 3), n_actions=(2, 3), n_constraints=1, grid=4))
+    alpha = data.draw(st.sampled_from([0.0, 0.25, 0.5]))
+    ball = l1_ball(m, alpha, support="all")
+    lv = cost_levels(m, ball)
+    _pols, V, costs = _uniformly_optimal(m, ball)
+    best = np.all(V >= V.max(axis=0) - 1e-9 * max(1.0, np.abs(V).max()), axis=1)
+    assert lv.least[0] == pytest.approx(costs.min(), abs=1e-9)
+    assert lv.free[0] == pytest.approx(costs[best].min(), abs=1e-9)
+    assert lv.least[0] <= lv.free[0] + 1e-12
+    ev = robust_evaluate(m, lv.policies["free"], ball)
+    assert float(ev.value) == pytest.approx(lv.robust_optimum, abs=1e-9)
+    assert float(ev.costs_worst[0]) == pytest.approx(lv.free[0], abs=1e-9)
+    perm = list(data.draw(st.permutations(range(m.n_actions))))
+    C = np.asarray(m.C)
+    mp = m.replace(P=np.asarray(m.P)[:, perm], R=np.asarray(m.R)[:, perm], C=C[:, perm])
+    lv2 = cost_levels(mp, l1_ball(mp, alpha, support="all"))
+    assert lv2.least[0] == pytest.approx(lv.least[0], abs=1e-10)
+    assert lv2.free[0] == pytest.approx(lv.free[0], abs=1e-10)
 
 
 @pytest.mark.parametrize("first", [True, False])

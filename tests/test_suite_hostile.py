@@ -121,6 +121,9 @@ def test_two_runs_cannot_both_write_one_score_file(tmp_path):
     _write_new(out, b'{"first": 2}', False, first)  # its own file: replaced atomically
     assert out.read_bytes() == b'{"first": 2}'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scores.json"]
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert (out.stat().st_mode & 0o777) == 0o666 & ~mask  # not the temporary's 0o600
 
 
 def test_an_interrupted_score_keeps_its_finished_runs(tmp_path):
