@@ -182,6 +182,16 @@ def test_scores_are_a_result_one_row_per_run(tmp_path):
     back = Result.load(path)
     assert isinstance(back, Scores) and back.rows == res.rows
     assert Scores.load(path).summary() == res.summary()
+    # a fresh session that never imported the suite reads it as Scores too
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom rcmdp_exact import Result\n"
+            f"r = Result.load({str(path)!r})\n"
+            "print(type(r).__name__, len(r.rows), len(r.to_frame()))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.split() == ["Scores", "12", "12"], out.stderr
 
 
 def test_score_from_the_command_line_under_a_name(tmp_path, monkeypatch, capsys):
@@ -237,4 +247,5 @@ def test_shipped_leaderboard_is_a_result_and_its_scores_are_exact():
         assert row["worst_costs"][0] == pytest.approx(c, abs=1e-7 * max(1, abs(c)))
         seen += 1
     assert seen > 0
-    assert json.loads(path.read_text())["format"].startswith("rcmdp_exact.suite.")
+    assert json.loads(path.read_text())["result"]["class"] == \
+        "rcmdp_exact.suite.leaderboard.Scores"

@@ -341,6 +341,13 @@ class Scores(Result, kind="suite scores"):
         return pd.DataFrame(flat)
 
 
+# A score file carries the format of every Result ("rcmdp_exact.Result/1") and names its
+# class in its tree, so that ``Result.load(path)`` reads it in a session that has not
+# imported this module (the tree's class name imports it), and ``Scores.load(path)``
+# reads it as Scores (and refuses any other result).
+Scores.result_format = Result.result_format
+
+
 def _policy_of(res, who: str, S: int, A: int) -> np.ndarray:
     """The (S, A) table an entrant returned (a table, or an object with
     ``policy_table()``), checked: a non-finite entry is named as such, then the shape,
