@@ -33,7 +33,7 @@ from ._args import (
     bounded_int,
     check_output,
     comma_list,
-    positive_int,
+    non_negative_int,
     progress_enabled,
     real_number,
     resolve_trainer,
@@ -105,9 +105,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="FILE", required=True,
                    help="the data file to write (.json.gz or .json); an existing one is "
                         "replaced only with --force")
-    p.add_argument("--max-boxes", type=positive_int, default=None, metavar="N",
+    p.add_argument("--max-boxes", type=non_negative_int, default=None, metavar="N",
                    help="the work budget of every bracket: N boxes of the branch and "
-                        "bound (default: the suite's schedule, docs/suite.md)")
+                        "bound (0: no branch and bound, the closures, candidates and caps "
+                        "alone, in minutes; default: the suite's schedule, docs/suite.md)")
     p.add_argument("--time-limit", type=real_number(0.0, 86400.0, low_open=True,
                                                     what="time limit"),
                    default=None, metavar="SECONDS",
@@ -352,7 +353,7 @@ def _certify(parser, args) -> int:
 
     budget = dict(DEFAULT_BUDGET)
     if args.max_boxes is not None:
-        budget.update(schedule=[int(args.max_boxes)], more={})
+        budget.update(schedule=[int(args.max_boxes)] if args.max_boxes else [], more={})
     if args.time_limit is not None:
         budget["time_limit"] = float(args.time_limit)
     budget = check_budget(budget)

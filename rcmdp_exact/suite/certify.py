@@ -72,7 +72,8 @@ TARGET_GAP = 0.01
 #: The work budget of a run (the bracket's options that decide its answer, the same on
 #: any machine): ``schedule``, the branch and bound's box budgets tried in turn while
 #: the relative gap is above :data:`TARGET_GAP` (the bracket runs again from the start
-#: with the next, the candidates unchanged); ``bracket``, the other options given to
+#: with the next, the candidates unchanged; an empty schedule: no branch and bound, the
+#: closures, candidates and caps alone); ``bracket``, the other options given to
 #: :func:`~rcmdp_exact.rcmdp_bracket`; ``time_limit``, the safety net per bracket run
 #: (seconds; a run it stops is marked not reproducible).  ``more``: schedules of their
 #: own for a kind of set (``"kl"``), an instance (``"machine-20"``) or both
@@ -104,10 +105,10 @@ def check_budget(budget: dict) -> dict:
     out = {**DEFAULT_BUDGET, **budget}
 
     def schedule(sched, where):
-        if not isinstance(sched, list | tuple) or not sched or not all(
+        if not isinstance(sched, list | tuple) or not all(
                 isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in sched):
-            raise InputError(f"{where} must be a non-empty list of box budgets >= 1 "
-                             f"(integers); got {sched!r}")
+            raise InputError(f"{where} must be a list of box budgets >= 1 (integers; an "
+                             f"empty list: no branch and bound); got {sched!r}")
         if list(sched) != sorted(set(sched)):
             raise InputError(f"{where} must increase; got {list(sched)}")
         return [int(b) for b in sched]
@@ -280,7 +281,7 @@ def certify_job(name: str, kind: str, level: float, budget: dict | None = None):
         if inc.method == "robust optimum of least cost":
             b.update(closure="a robust optimum (of least worst-case cost) is "
                              "robust-feasible: OPT is the robust optimum")
-        elif inst.bracket:
+        elif inst.bracket and work["schedule"]:
             upper_br, upper_method, inc = _bracket_runs(model, uset, inc, work, b, t1)
             pol_method = inc.method
         pol = inc.policy
@@ -302,7 +303,7 @@ def certify_job(name: str, kind: str, level: float, budget: dict | None = None):
             status = "no_feasible_policy"
         elif b.get("closure") or (rel is not None and rel <= 1e-4):
             status = "bracket"
-        elif not inst.bracket:
+        elif not inst.bracket or not work["schedule"]:
             status = "not_attempted"
         else:
             status = "budget_exhausted"
@@ -386,8 +387,9 @@ def _message(status: str, b: dict, inst, rel) -> str:
     if b.get("closure"):
         return b["closure"]
     if status == "not_attempted":
-        return (f"the branch and bound was not attempted: {inst.skip_bracket} Below: the "
-                f"best certified robust-feasible candidate; above: the caps")
+        why = inst.skip_bracket if not inst.bracket else "the work budget has no boxes."
+        return (f"the branch and bound was not attempted: {why} Below: the best certified "
+                f"robust-feasible candidate; above: the caps")
     if b.get("failure"):
         return f"the branch and bound failed ({b['failure']}); the candidates and the caps"
     runs = b.get("runs") or []
