@@ -299,8 +299,12 @@ class Scores(Result, kind="suite scores"):
             return "-" if x is None else f"{x:.{d}g}"
 
         def pm(m, h, d=3):
-            return "-" if m is None else (f"{m:.{d}g}" if h is None else
-                                          f"{m:.{d}g} +- {h:.2g}")
+            if m is None:
+                return "-"
+            if h is None:
+                return f"{m:.{d}g}"
+            # a half-width below 1e-9 of the value is the rounding of equal runs
+            return f"{m:.{d}g} +- {0.0 if h <= 1e-9 * max(1.0, abs(m)) else h:.2g}"
 
         head = ("instance", "entrant", "feasible", "share of upper (feasible runs)",
                 "worst value (feasible)", "violating: mean violation", "failed", "flags")
