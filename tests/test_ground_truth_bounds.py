@@ -28,7 +28,7 @@ from test_ground_truth_bracket import (
 from rcmdp_exact import InputError, OptionError
 from rcmdp_exact.core.mdp import greedy_box
 from rcmdp_exact.ground_truth import rcmdp_bracket
-from rcmdp_exact.ground_truth.boxes import lp_bound, tighten
+from rcmdp_exact.ground_truth.boxes import tighten
 from rcmdp_exact.ground_truth.local_bound import (
     local_bounds,
     occupancy_intervals,
@@ -204,30 +204,6 @@ def test_local_and_lp_bounds_are_above_every_feasible_policy_of_the_box(case):
     for v in feasible_values_in_box(model, ball, lo, hi, rng):
         assert local >= v - tol
         assert lp >= v - tol
-
-
-@scaled(25)
-@given(boxed_cases())
-def test_lp_bound_with_added_kernels_is_above_every_feasible_policy_of_the_box(case):
-    """The occupancy LP with several kernels per objective (lp_bound: inherited kernels
-    of other policies, then the worst cases of the LP's own policy added) is still at
-    least the robust value of every robust-feasible policy sampled in the box, and,
-    without inherited kernels, at most the bound with one kernel per objective."""
-    model, ball, lo, hi, rng, game, ev, dlo, dhi = box_and_intervals(case)
-    olp = OccupancyLP(game)
-    one, _ = olp.bound(lo, hi, ev["P"][0], dlo[0], dhi[0])
-    others = game.evaluate(rng.dirichlet(np.ones(model.n_actions), size=(2, model.n_states)))
-    objs = np.tile(np.arange(1 + model.n_constraints), 2)
-    pool = (objs, others["P"].reshape(-1, *others["P"].shape[2:]))
-    tol = 1e-9 * scale(model)
-    for carried in (None, {"highs": None, "pool": pool}):
-        many, out = lp_bound(game, olp, lo, hi, ev["P"][0], dlo[0], dhi[0], carried,
-                             rounds=3)
-        if carried is None:  # the first LP is the one-kernel LP: the smallest is kept
-            assert many <= one + tol
-        assert out["pool"] is None or out["pool"][0].size <= 2 * (1 + model.n_constraints)
-        for v in feasible_values_in_box(model, ball, lo, hi, rng):
-            assert many >= v - tol
 
 
 @scaled(15)
@@ -411,21 +387,19 @@ def test_dask_runs_the_same_bracket_as_the_serial_search():
 
     m, ball = mid_budget_model(3, 0.5, n_constraints=2)
     kw = dict(variants=(), progress=False, max_boxes=70, time_limit=None)
-    # the box rules travel with the chunks: the workers use the caller's, not defaults
-    rules = dict(kernel_rounds=2, round_width=0.5, lazy_kernels=True, branching="occupancy")
+    # the box bounds travel with the chunks: the workers use the caller's, not defaults
     serial = rcmdp_bracket(m, ball, **kw)
-    serial_ruled = rcmdp_bracket(m, ball, **kw, **rules)
-    assert serial_ruled.upper != serial.upper  # the rules change this bracket
+    serial_lp = rcmdp_bracket(m, ball, box_bounds=("lp",), **kw)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         remote = rcmdp_bracket(m, ball, client=client, **kw)
-        remote_ruled = rcmdp_bracket(m, ball, client=client, **kw, **rules)
-    for one, other in ((remote, serial), (remote_ruled, serial_ruled)):
+        remote_lp = rcmdp_bracket(m, ball, client=client, box_bounds=("lp",), **kw)
+    for one, other in ((remote, serial), (remote_lp, serial_lp)):
         assert one.boxes == other.boxes and one.boxes > 1
         assert one.lower == other.lower and one.upper == other.upper
         np.testing.assert_array_equal(one.policy, other.policy)
-        assert one.status == other.status
+        assert one.status == other.status and one.reproducible
 
 
 # --------------------------------------------------------------------------- progress

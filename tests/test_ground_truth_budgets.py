@@ -26,7 +26,8 @@ from test_ground_truth_bracket import (
     search_policies,
 )
 
-from rcmdp_exact.ground_truth import VARIANTS, certified_dual, rcmdp_bracket
+from rcmdp_exact import InputError, OptionError
+from rcmdp_exact.ground_truth import VARIANTS, BracketSettings, certified_dual, rcmdp_bracket
 
 #: A run that exercises every phase: the variants' targets, the Lagrangian search, the
 #: lower side's search, the branch and bound with its deeper search after 20 boxes, and
@@ -238,3 +239,185 @@ def test_chunks_finishing_in_any_order_on_any_worker_give_the_serial_bracket(see
     assert {w for _, ws in client.ran for w in ws} == {0, 1}  # on both workers
     assert serial.boxes > 100 and not serial.closed
     _assert_same(_fields(serial), _fields(shuffled))
+
+
+# --------------------------------------------------------------------------- hostile input
+def _no_work(monkeypatch):
+    """Building a game is the first work of rcmdp_bracket and certified_dual: fail there."""
+    import rcmdp_exact.ground_truth.bracket as bracket
+    import rcmdp_exact.ground_truth.dual_certificate as dual_certificate
+
+    def refuse(*args, **kwargs):
+        pytest.fail("work started before the options were checked")
+
+    monkeypatch.setattr(bracket, "RobustGame", refuse)
+    monkeypatch.setattr(dual_certificate, "RobustGame", refuse)
+
+
+def _mb(**kw):
+    return lambda m, b: rcmdp_bracket(m, b, progress=False, **kw)
+
+
+#: Options refused before any work, with the facts the one-line error names (the option,
+#: its value, the memory it would need, the largest value within the limit or the fix).
+#: Before issue 39/43 the memory rows were raw MemoryErrors (deep_starts = 10**9: 59.6
+#: GiB) or ran for minutes with gigabytes (n_grid = 10**6: 25 s and 3 GB).
+REFUSED = [
+    # new guards (each failed on the code before issues 39/43/40: work started)
+    (_mb(n_grid=10**7), InputError, ("n_grid = 10,000,000", "GiB", "give n_grid <=",
+                                     "BRACKET_MEMORY")),
+    (_mb(n_grid=10**9), InputError, ("n_grid = 1,000,000,000", "GiB", "give n_grid <=")),
+    (_mb(deep_starts=10**9), InputError, ("deep_starts = 1,000,000,000", "GiB",
+                                          "give deep_starts <=")),
+    (_mb(n_starts=10**9), InputError, ("n_starts = 1,000,000,000", "give n_starts <=")),
+    (_mb(n_cuts=10**10), InputError, ("n_cuts = 10,000,000,000", "give n_cuts <=")),
+    (_mb(dual_evaluations=10**12), InputError, ("dual_evaluations", "give dual_evaluations <=",
+                                                "DUAL_MEMORY")),
+    (_mb(time_limit=float("inf")), InputError, ("time_limit", "inf", "None")),
+    (_mb(time_limit=float("nan")), InputError, ("time_limit", "nan", "None")),
+    (_mb(kernel_rounds=2), TypeError, ("kernel_rounds",)),  # removed (issue 40)
+    (_mb(box_bounds=("value",)), OptionError, ("box_bounds", "'value'", "'local', 'lp'")),
+    (lambda m, b: BracketSettings(lower=3), InputError, ("lower", "LowerSearch", "int")),
+    (lambda m, b: certified_dual(m, b, max_evaluations=10**12), InputError,
+     ("max_evaluations", "GiB", "give max_evaluations <=")),
+    # guards that held before, kept as rows of the table
+    (_mb(time_limit="10"), InputError, ("time_limit", "'10'")),
+    (_mb(time_limit=True), InputError, ("time_limit", "True")),
+    (lambda m, b: BracketSettings(max_boxes=0), InputError, ("max_boxes", "0")),
+    (lambda m, b: certified_dual(m, b, time_limit=0.0), InputError, ("time_limit", "0.0")),
+    (lambda m, b: certified_dual(m, b, time_limit=float("inf")), InputError,
+     ("time_limit", "inf")),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "facts"), REFUSED)
+def test_hostile_options_are_refused_before_any_work(call, error, facts, monkeypatch):
+    from helpers import raises_fact
+
+    m, ball = _model()
+    _no_work(monkeypatch)
+    with raises_fact(error, *facts):
+        call(m, ball)
+
+
+class _FiresIn:
+    """A safety net that expires when the run enters the phase ``target`` (the start of
+    its words), whatever the clock: the run's behaviour past its time limit, in that
+    phase, without a slow machine."""
+
+    def __init__(self, target):
+        from rcmdp_exact.robust.engine import SafetyNet
+
+        outer = self
+
+        class Net(SafetyNet):
+            def expired(self):
+                if not self.fired and self.phase.startswith(target):
+                    self.trip()
+                    outer.net = self
+                return super().expired()
+
+        self.cls, self.net = Net, None
+
+
+def _count_work(monkeypatch):
+    """Record the batch size of every robust fixed point, and whether the net had fired."""
+    from rcmdp_exact.robust.engine import RobustGame
+
+    calls = []
+    solve, adversary = RobustGame.solve, RobustGame.adversary
+
+    def counted(method, kind):
+        def run(self, g, *args, **kwargs):
+            calls.append((kind, g.shape[0], self.net is not None and self.net.fired))
+            return method(self, g, *args, **kwargs)
+        return run
+
+    monkeypatch.setattr(RobustGame, "solve", counted(solve, "solve"))
+    monkeypatch.setattr(RobustGame, "adversary", counted(adversary, "adversary"))
+    return calls
+
+
+#: Options that cannot finish in a time limit: each phase is cut by the safety net within
+#: one batch of work.  Before issue 43 a grid of 10**5 points was one batch (25 s and 3
+#: GB for 10**6 with time_limit = 2), and the share of the time limit given to the
+#: variants was forecast, not kept.
+HONOURED = [
+    ("the Lagrangian search", dict(n_grid=10**5)),
+    ("the target of variant value", dict(variants=("value",), n_grid=10**4)),
+    ("the search of the lower side", dict(n_starts=10**4, n_ascent=10**4)),
+    ("the branch and bound", dict(max_boxes=10**9, rtol=0.0, atol=0.0, deep_after=0)),
+]
+
+
+@pytest.mark.parametrize(("phase", "options"), HONOURED)
+def test_a_time_limit_cuts_every_phase_within_one_batch(phase, options, monkeypatch):
+    """The net expires as the run enters ``phase``: the run stops there (the result names
+    it), no batch of fixed points ever exceeds dual.BATCH_PROBLEMS problems, and after
+    the net expires at most one batch and the final certification run (the stated
+    overhead)."""
+    import rcmdp_exact.ground_truth.bracket as bracket
+    from rcmdp_exact.ground_truth.dual import BATCH_PROBLEMS
+
+    m, ball = _model()
+    fires = _FiresIn(phase)
+    monkeypatch.setattr(bracket, "SafetyNet", fires.cls)
+    calls = _count_work(monkeypatch)
+    res = rcmdp_bracket(m, ball, progress=False, time_limit=1e6, **options)
+    assert fires.net is not None and res.time_limit_phase == phase
+    assert res.reproducible is False and "NOT reproducible" in res.message
+    assert max(j for _, j, _ in calls) <= BATCH_PROBLEMS
+    after = sum(j for _, j, fired in calls if fired)
+    assert after <= BATCH_PROBLEMS + 8 * (1 + m.n_constraints), calls[-20:]
+    assert res.lower <= res.upper and res.dual is None
+
+
+def test_a_time_limit_cuts_the_certified_dual_within_one_fixed_point(monkeypatch):
+    import rcmdp_exact.ground_truth.dual_certificate as dc
+
+    m, ball = _model()
+    fires = _FiresIn("")
+    monkeypatch.setattr(dc, "SafetyNet", fires.cls)
+    calls = _count_work(monkeypatch)
+    res = dc.certified_dual(m, ball, max_evaluations=10**6, time_limit=1e6)
+    assert res.reproducible is False and res.evaluations < 50
+    assert sum(1 for _, _, fired in calls if fired) <= 2
+
+
+def test_highs_gets_the_time_left_on_top_of_its_own_run_time():
+    """HiGHS compares its time_limit with the run time summed over every run of the
+    instance, and the occupancy LP reuses one instance for every box: given the time left
+    alone, a long run's LPs stopped at once (and tripped the net) while minutes were
+    left.  A stand-in solver that has run for 1000 s must be given 1000 s plus the time
+    left, and a run stopped at that limit trips the net."""
+    import highspy
+
+    from rcmdp_exact.ground_truth.occupancy_bound import run_highs
+    from rcmdp_exact.robust.engine import SafetyNet
+
+    class Solver:
+        status = highspy.HighsModelStatus.kOptimal
+
+        def __init__(self):
+            self.options = {}
+
+        def getRunTime(self):
+            return 1000.0
+
+        def setOptionValue(self, key, value):
+            self.options[key] = value
+
+        def run(self):
+            pass
+
+        def getModelStatus(self):
+            return self.status
+
+    net, h = SafetyNet(60.0), Solver()
+    run_highs(h, net, "an LP")
+    assert 1000.0 + 50.0 < h.options["time_limit"] <= 1000.0 + 60.0 and not net.fired
+    run_highs(h, None, "an LP")
+    assert h.options["time_limit"] == np.inf
+    h.status = highspy.HighsModelStatus.kTimeLimit
+    run_highs(h, net, "an LP")
+    assert net.fired and net.fired_in == "an LP"

@@ -138,6 +138,8 @@ def lagrangian_search(game: RobustGame, starts, *, low: float, high: float, n_gr
     log = _Log(game)
     grid = lam_grid(K, low, high, n_grid)
     pts = np.concatenate([np.reshape(starts, (-1, K)), grid]) if K else grid
+    if K and game.late():  # past the safety net: the starting points alone (lam = 0 first)
+        pts = np.reshape(starts, (-1, K))
     res = log.run(pts)
     while K and res.U.size == pts.shape[0] and np.argmin(res.U) == res.U.size - 1 \
             and pts[-1, 0] < 1e12 * high and not game.late():

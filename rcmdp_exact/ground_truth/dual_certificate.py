@@ -109,9 +109,10 @@ def _lagrangian_reward(model, lam) -> np.ndarray:
 
 class _Evaluations:
     """Certified values of g at the points met, cached by the exact coordinates; every
-    robust fixed point on the one game (:data:`DUAL_TOL`, :data:`DUAL_ITER`, no safety
-    net of its own: ``net`` is looked at between fixed points).  The budgets are the
-    game's, ``game.d``."""
+    robust fixed point on the one game (:data:`DUAL_TOL`, :data:`DUAL_ITER`; its safety
+    net, ``net``, stops a fixed point at its next iteration, still certified by its
+    residual, and the search at the next point).  The budgets are the game's,
+    ``game.d``."""
 
     def __init__(self, game, budget: int, net: SafetyNet | None):
         self.game = game
@@ -450,7 +451,7 @@ def certified_dual(model, uset, *, tol: float = DUAL_GAP_TOL, max_evaluations: i
         check_real(time_limit, "time_limit", 0.0, low_open=True)
     check_dual_memory(model, max_evaluations, "max_evaluations")
     net = SafetyNet(time_limit)
-    game = RobustGame(model, uset, tol=DUAL_TOL, max_iter=DUAL_ITER)
+    game = RobustGame(model, uset, tol=DUAL_TOL, max_iter=DUAL_ITER, net=net)
     return dual_of_game(game, tol=tol, max_evaluations=int(max_evaluations), net=net)
 
 
@@ -476,9 +477,8 @@ def check_dual_memory(model, evaluations: int, name: str) -> None:
 def dual_of_game(game, *, tol: float, max_evaluations: int, net: SafetyNet | None = None,
                  floor: float = -np.inf, starts=()) -> Result:
     """:func:`certified_dual` on a game already built from valid inputs (the bracket's,
-    with the settings :data:`DUAL_TOL`, :data:`DUAL_ITER` and no safety net of its
-    own: ``net``, the caller's, is looked at between fixed points; its start is the
-    result's start).
+    with the settings :data:`DUAL_TOL`, :data:`DUAL_ITER`), and the game's safety net
+    ``net`` (or None; its start is the result's start).
 
     ``floor``: a certified lower bound on OPT at the game's budgets (the bracket's
     ``lower``, the worst-case value of a policy certified robust-feasible there), so on
@@ -509,15 +509,21 @@ def dual_of_game(game, *, tol: float, max_evaluations: int, net: SafetyNet | Non
     ev.many(diagonal)
     for lam in diagonal:
         ev(lam)
-    # 2. the box: the best Slater point among the maximisers and least-cost policies
     hi0 = ev.best()[0]
+    feasible = float(floor)
+    if ev.net is not None and ev.net.expired():  # the safety net: no box, no cells
+        hi, lam, pol = ev.best()
+        return _result(ev, min(feasible, hi), hi, lam, pol, np.full(K, np.inf), None, None,
+                       np.stack([cmin, cmax]), 0, tol, start, feasible, None)
+    # 2. the box: the best Slater point among the maximisers and least-cost policies
     cands = _unique_policies(ev.policies + _least_cost_policies(game))
     lam_max = np.full(K, np.inf)
     slater = slater_value = slater_costs = None
     smallest = np.inf
-    # weak duality: D >= OPT >= the value of a robust-feasible policy
-    feasible = float(floor)
+    # weak duality: D >= OPT >= the value of a robust-feasible policy (and floor)
     for pol in cands:
+        if ev.net is not None and ev.net.expired():
+            break
         v_lo, c_hi = _certified_numbers(game, pol)
         if np.all(c_hi <= d):
             feasible = max(feasible, v_lo)
@@ -628,12 +634,12 @@ def _result(ev, lo, hi, lam, pol, lam_max, slater, slater_numbers, cost_range, c
            f"points ({len(ev.cache)} values of g) and {cells} cells")
     if note:
         msg += f"; {note}"
-    elif timed_out and not closed:
+    if timed_out and not closed:
         msg += (f"; STOPPED BY THE TIME LIMIT of {ev.net.seconds:g} s (a safety net) before "
                 f"the tolerance and the budget of {ev.budget} fixed points: both bounds "
                 f"hold, but this result depends on the machine and is NOT reproducible; "
                 f"raise time_limit (or give None) for the budget to decide")
-    elif status == Status.BUDGET_EXHAUSTED:
+    elif status == Status.BUDGET_EXHAUSTED and not note:
         msg += "; the budget ran out before the tolerance (both bounds hold)"
     return Result(
         lo=float(lo), hi=float(hi), gap=float(gap), lam=np.asarray(lam, dtype=np.float64),
