@@ -36,8 +36,17 @@ def test_certify_small_jobs_records_the_work_budget_and_resumes(tmp_path, capsys
     assert [r["key"] for r in payload["records"]] == ["paper-nav2/l1/0.1",
                                                       "paper-nav2/s-l1/0.1"]
     assert payload["budget"]["schedule"] == [5] and payload["budget"]["time_limit"] == 120
+    from rcmdp_exact.ground_truth.settings import BracketSettings
+
     for rec in payload["records"]:
         assert rec["work"]["schedule"] == [5]
+        # every option of the bracket, enough to build its settings again
+        opts = rec["work"]["options"]
+        assert opts["n_ascent"] == 20 and opts["dual_evaluations"] == 0
+        assert "max_boxes" not in opts and "time_limit" not in opts
+        again = BracketSettings(**opts, max_boxes=5, time_limit=120.0).options()
+        assert {k: again[k] for k in opts} == {
+            k: tuple(v) if isinstance(v, list) else v for k, v in opts.items()}
     closed, infeasible = payload["records"]
     assert closed["bracket"]["status"] == "bracket" and closed["bracket"]["closure"]
     assert infeasible["bracket"]["status"] == "infeasible"
@@ -61,6 +70,56 @@ def test_a_resume_with_another_work_budget_is_refused(tmp_path, capsys):
     assert e.value.code == 2
     assert '"schedule": [5]' in err and '"schedule": [6]' in err and "one file holds one" in err
     assert out.read_bytes() == before and sorted(p.name for p in work.iterdir()) == files
+
+
+#: A record still open after 2 boxes (RiverSwim-6's L1 ball of level 0.05) and one closed
+#: at the robust optimum without a branch and bound.
+EXTEND = ["--only", "riverswim-6,paper-nav2", "--kinds", "l1", "--levels", "0.05",
+          "--time-limit", "120", "--no-progress"]
+
+
+def test_a_resume_may_add_box_budgets_after_the_schedule(tmp_path, capsys):
+    """A resume whose schedule begins with the folder's (2 boxes, then 2 and 400) runs
+    again only the record that spent its whole schedule open, keeps the closed one (its
+    work budget now the new one: the new schedule gives it unchanged), records the
+    earlier budget in settings.json, and gives the records a fresh run with the longer
+    schedule gives; a schedule that does not begin with the folder's is refused."""
+    out = tmp_path / "v.json.gz"
+    assert main(["suite", "certify", "--out", str(out), *EXTEND, "--max-boxes", "2"]) == 0
+    first = {r["key"]: r for r in suite.data(out)["records"]}
+    rs, nav = first["riverswim-6/l1/0.05"], first["paper-nav2/l1/0.05"]
+    assert rs["bracket"]["relative_gap"] > 0.01 and len(rs["bracket"]["runs"]) == 1
+    assert nav["bracket"]["closure"] and not nav["bracket"]["runs"]
+    capsys.readouterr()
+    assert main(["suite", "certify", "--out", str(out), *EXTEND, "--max-boxes", "2,400",
+                 "--force"]) == 0
+    captured = capsys.readouterr()
+    assert "1 run, 1 kept" in captured.out and "riverswim-6/l1/0.05" in captured.err
+    work = Path(str(out) + ".work")
+    assert (work / "riverswim-6__l1__0.05.json.superseded").exists()
+    settings = json.loads((work / "settings.json").read_text())
+    assert settings["budget"]["schedule"] == [2, 400]
+    assert [b["schedule"] for b in settings["extends"]] == [[2]]
+    second = {r["key"]: r for r in suite.data(out)["records"]}
+    for rec in second.values():
+        assert rec["work"]["schedule"] == [2, 400]
+    runs = second["riverswim-6/l1/0.05"]["bracket"]["runs"]
+    assert len(runs) == 2 and runs[0] == rs["bracket"]["runs"][0] | {
+        "seconds": runs[0]["seconds"]}
+    assert second["paper-nav2/l1/0.05"]["bracket"] == nav["bracket"]
+    fresh = tmp_path / "fresh.json.gz"
+    assert main(["suite", "certify", "--out", str(fresh), *EXTEND, "--max-boxes",
+                 "2,400"]) == 0
+    for rec in suite.data(fresh)["records"]:
+        old = second[rec["key"]]
+        for field in ("lower", "upper", "status", "boxes"):
+            assert rec["bracket"][field] == old["bracket"][field], (rec["key"], field)
+        assert rec["work"] == old["work"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        main(["suite", "certify", "--out", str(out), *EXTEND, "--max-boxes", "3,400",
+              "--force"])
+    assert e.value.code == 2 and "only add box budgets" in capsys.readouterr().err
 
 
 def test_a_damaged_job_file_is_said_and_recomputed(tmp_path, capsys):
@@ -162,10 +221,10 @@ def test_certify_only_recomputes_a_shipped_record(tmp_path, name, kind, level):
         pytest.skip("this record was stopped by its safety net (time), not by its work")
     from rcmdp_exact.suite.certify import DEFAULT_BUDGET, check_budget
 
-    flags = []  # the default budget, or the one box budget of every record
+    flags = []  # the default budget, or the one schedule of every record
     if budget != check_budget(dict(DEFAULT_BUDGET, time_limit=budget["time_limit"])):
-        assert len(budget["schedule"]) == 1 and not budget["more"]
-        flags = ["--max-boxes", str(budget["schedule"][0])]
+        assert not budget["more"]
+        flags = ["--max-boxes", ",".join(map(str, budget["schedule"])) or "0"]
     out = tmp_path / "again.json.gz"
     assert main(["suite", "certify", "--out", str(out), "--only", name, "--kinds", kind,
                  "--levels", level, "--time-limit", str(budget["time_limit"]), *flags,

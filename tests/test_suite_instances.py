@@ -40,8 +40,15 @@ def test_checksums_cover_every_instance_and_the_archives_are_package_data():
     assert list(sums) == list(INSTANCES)
     for name in INSTANCES:
         assert (frozen.FROZEN / f"{name}.npz").is_file()
+    import glob
+    import tomllib
+
     text = (frozen.FROZEN.parents[3] / "pyproject.toml").read_text()
-    assert '"data/instances/*.npz", "data/instances/*.json"' in text
+    patterns = tomllib.loads(text)["tool"]["setuptools"]["package-data"]["rcmdp_exact.suite"]
+    root = frozen.FROZEN.parents[1]  # rcmdp_exact/suite
+    shipped = {p for pat in patterns for p in glob.glob(pat, root_dir=root, recursive=True)}
+    for path in [*frozen.FROZEN.iterdir(), root / "data" / "values.json.gz"]:
+        assert str(path.relative_to(root)) in shipped, path
 
 
 def _copy(tmp_path):

@@ -33,7 +33,6 @@ from ._args import (
     bounded_int,
     check_output,
     comma_list,
-    non_negative_int,
     progress_enabled,
     real_number,
     resolve_trainer,
@@ -105,15 +104,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="FILE", required=True,
                    help="the data file to write (.json.gz or .json); an existing one is "
                         "replaced only with --force")
-    p.add_argument("--max-boxes", type=non_negative_int, default=None, metavar="N",
+    p.add_argument("--max-boxes", type=_box_schedule, default=None, metavar="N[,N]",
                    help="the work budget of every bracket: N boxes of the branch and "
-                        "bound (0: no branch and bound, the closures, candidates and caps "
-                        "alone, in minutes; default: the suite's schedule, docs/suite.md)")
+                        "bound, or an increasing schedule N1,N2 (the next tried while the "
+                        "gap is above 1%%; a resume may add budgets at the end); 0: no "
+                        "branch and bound, the closures, candidates and caps alone, in "
+                        "minutes; default: the suite's schedules, docs/suite.md")
     p.add_argument("--time-limit", type=real_number(0.0, 86400.0, low_open=True,
                                                     what="time limit"),
                    default=None, metavar="SECONDS",
                    help="the safety net of each bracket (a run it stops is marked not "
-                        "reproducible; default 1800)")
+                        "reproducible; default 3600)")
     p.add_argument("--only", type=comma_list(NAMES, "instance"), default=None,
                    metavar="NAME[,NAME]", help="these instances only")
     p.add_argument("--kinds", type=comma_list(KINDS, "set kind"), default=None,
@@ -178,6 +179,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--file", metavar="FILE", default=None, help="a data file (default: the "
                                                                  "shipped one)")
     add_force(p)
+
+
+def _box_schedule(text: str) -> list[int]:
+    """``--max-boxes``: ``N`` (one box budget; 0 none) or an increasing list ``N1,N2,...``
+    of box budgets >= 1, tried in turn while a gap is open (argparse type)."""
+    parts = str(text).split(",")
+    try:
+        values = [int(t, 10) for t in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a box budget; give an integer >= 0 or an increasing list of "
+            f"integers >= 1 such as 2000,6000") from None
+    if values == [0]:
+        return []
+    if any(v < 1 for v in values) or values != sorted(set(values)):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give an integer >= 0 or an increasing list of integers >= 1 such as "
+            f"2000,6000")
+    return values
 
 
 def _algorithm_list(builtin):
@@ -353,7 +373,7 @@ def _certify(parser, args) -> int:
 
     budget = dict(DEFAULT_BUDGET)
     if args.max_boxes is not None:
-        budget.update(schedule=[int(args.max_boxes)] if args.max_boxes else [], more={})
+        budget.update(schedule=list(args.max_boxes), more={})
     if args.time_limit is not None:
         budget["time_limit"] = float(args.time_limit)
     budget = check_budget(budget)

@@ -59,7 +59,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["DEFAULT_BUDGET", "SCHEMA", "TARGET_GAP", "assemble", "certify_job",
-           "check_budget", "finished", "job_keys", "key_of", "read_job", "run_jobs",
+           "check_budget", "extends", "finished", "job_keys", "key_of", "read_job", "run_jobs",
            "warm_up", "work_budget"]
 
 #: The version of the data file's layout (``schema``).
@@ -114,16 +114,22 @@ def check_budget(budget: dict) -> dict:
         return [int(b) for b in sched]
 
     out["schedule"] = schedule(out["schedule"], "the schedule")
-    from .sets import KINDS
+    from .sets import KINDS, LEVELS
 
     def selector(key):
-        name, _, kind = str(key).partition("/")
+        name, kind, level = [*str(key).split("/"), "", ""][:3]
+        if str(key).count("/") > 2:
+            return False
+        if level:
+            return name in INSTANCES and kind in KINDS and level in {f"{r:g}" for r in
+                                                                      LEVELS}
         return (name in INSTANCES and (not kind or kind in KINDS)) or \
             (name in KINDS and not kind)
 
     if not isinstance(out["more"], dict) or not all(selector(k) for k in out["more"]):
-        raise InputError(f"'more' maps a kind, an instance or INSTANCE/KIND to a schedule; "
-                         f"got {out['more']!r}")
+        raise InputError(f"'more' maps a kind, an instance, INSTANCE/KIND or "
+                         f"INSTANCE/KIND/LEVEL (one record) to a schedule; got "
+                         f"{out['more']!r}")
     out["more"] = {k: schedule(v, f"the schedule of {k}") for k, v in out["more"].items()}
     tl = out["time_limit"]
     if not isinstance(tl, int | float) or isinstance(tl, bool) or not math.isfinite(tl) \
@@ -136,13 +142,15 @@ def check_budget(budget: dict) -> dict:
     return out
 
 
-def work_budget(name: str, kind: str, budget: dict | None = None) -> dict:
-    """The work budget of the job (``name``, ``kind``): ``{"schedule": [...], "bracket":
-    {...}, "time_limit": s}`` (the most specific schedule of ``more``: ``name/kind``,
-    then ``name``, then ``kind``, else the default)."""
+def work_budget(name: str, kind: str, level: float, budget: dict | None = None) -> dict:
+    """The work budget of the job (``name``, ``kind``, ``level``): ``{"schedule": [...],
+    "bracket": {...}, "time_limit": s}`` (the most specific schedule of ``more``:
+    ``name/kind/level`` (one record), ``name/kind``, then ``name``, then ``kind``, else
+    the default)."""
     b = check_budget(DEFAULT_BUDGET if budget is None else budget)
     more = b["more"]
-    sched = more.get(f"{name}/{kind}", more.get(name, more.get(kind, b["schedule"])))
+    sched = more.get(key_of(name, kind, level), more.get(
+        f"{name}/{kind}", more.get(name, more.get(kind, b["schedule"]))))
     return {"schedule": list(sched), "bracket": dict(b["bracket"]),
             "time_limit": b["time_limit"]}
 
@@ -239,7 +247,7 @@ def certify_job(name: str, kind: str, level: float, budget: dict | None = None):
     from .sets import build_set, radius_of, set_text
 
     t0 = time.perf_counter()
-    work = work_budget(name, kind, budget)
+    work = work_budget(name, kind, level, budget)
     inst = INSTANCES[name]
     base = inst.build()
     model, uset, lv = _levels_of(base, kind, level, inst)
@@ -466,9 +474,81 @@ def finished(work, jobs=None, echo=None) -> set[str]:
     return out
 
 
-def _check_settings(work: Path, budget: dict) -> None:
-    """One work budget per work folder: the first run writes it, a resume must give the
-    same (an InputError naming both otherwise)."""
+def extends(new: dict, old: dict) -> bool:
+    """Whether the work budget ``new`` extends ``old`` (both checked): the same bracket
+    options and safety net, and for every job of the grid a schedule that begins with
+    the old one (more boxes tried after the same runs: a record the old schedule closed
+    is the same under the new one)."""
+    if new["bracket"] != old["bracket"] or new["time_limit"] != old["time_limit"]:
+        return False
+    for j in job_keys():
+        a, b = work_budget(*j, old)["schedule"], work_budget(*j, new)["schedule"]
+        if b[:len(a)] != a:
+            return False
+    return True
+
+
+def _same_under(rec: dict, new_work: dict) -> bool:
+    """Whether a finished record certified with its ``work`` is what the job gives under
+    ``new_work`` (a schedule that begins with the record's): its bracket stopped before
+    the end of its schedule, or closed at its last run, or was never given a branch and
+    bound for a reason the schedule does not change (a closure, infeasibility, an
+    instance without one)."""
+    old = rec.get("work") or {}
+    if old == new_work:
+        return True
+    b = rec["bracket"]
+    runs = b.get("runs") or []
+    sched = old.get("schedule", [])
+    if not runs:
+        return bool(b.get("closure")) or b["status"] == "infeasible" or not new_work
+    return bool(b.get("failure")) or len(runs) < len(sched) or runs[-1]["status"] in (
+        "bracket", "infeasible", "no_feasible_policy")
+
+
+def _extend_folder(work: Path, old: dict, new: dict, echo=None) -> list[str]:
+    """Carry the finished jobs of ``work`` from the work budget ``old`` over to ``new``,
+    which :func:`extends` it: a job whose record the new schedule would give unchanged
+    keeps its record (its ``work`` set to the new budget's); one whose last run ended
+    open with its whole schedule spent is set aside (``*.superseded``) to be run again
+    with the longer schedule.  Returns the keys set aside."""
+    from .._io import save_json
+
+    redo = []
+    for path in sorted(work.glob("*.json")):
+        if path.name == SETTINGS_FILE or path.name.startswith("."):
+            continue
+        try:
+            rec = json.loads(path.read_text())
+            name, kind, level = rec["instance"], rec["kind"], float(rec["level"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a damaged job file: finished() says so and recomputes it
+        from .instances import INSTANCES
+
+        new_work = work_budget(name, kind, level, new) if INSTANCES[name].bracket else {}
+        if rec.get("work") == new_work:
+            continue
+        if _same_under(rec, new_work):
+            rec["work"] = new_work
+            save_json(path, json.dumps(rec, indent=1))
+            continue
+        redo.append(rec["key"])
+        for suffix in (".npz", ".json"):  # the .json last: it marks the job done
+            p = path.with_suffix(suffix)
+            if p.exists():
+                p.replace(p.with_name(p.name + ".superseded"))
+    if echo is not None and redo:
+        echo(f"rcmdp suite certify: the work budget of {str(work)!r} extended; "
+             f"{len(redo)} open records run again with their longer schedules "
+             f"({', '.join(redo)})")
+    return redo
+
+
+def _check_settings(work: Path, budget: dict, echo=None) -> None:
+    """One work budget per work folder: the first run writes it; a resume must give the
+    same, or one that :func:`extends` it (the folder's jobs are carried over by
+    :func:`_extend_folder` and ``settings.json`` keeps the earlier budgets under
+    ``"extends"``); an InputError naming both otherwise."""
     from .._checks import InputError
     from .._io import save_json
 
@@ -482,13 +562,21 @@ def _check_settings(work: Path, budget: dict) -> None:
             raise InputError(f"{str(path)!r} is damaged ({exc}); the work budget of the "
                              f"jobs in {str(work)!r} is unknown: delete the folder to "
                              f"start again") from None
-        if theirs.get("budget") != budget or theirs.get("schema") != SCHEMA:
+        try:
+            old = check_budget(theirs["budget"]) if theirs.get("schema") == SCHEMA else None
+        except (InputError, KeyError, TypeError):
+            old = None
+        if old == budget:
+            return
+        if old is None or not extends(budget, old):
             raise InputError(
                 f"the work folder {str(work)!r} holds jobs certified with another work "
                 f"budget ({json.dumps(theirs.get('budget'))}; this run: "
-                f"{json.dumps(budget)}); one file holds one work budget: resume with the "
-                f"same settings, give another --out, or delete the folder to start again")
-        return
+                f"{json.dumps(budget)}); one file holds one work budget (a resume may "
+                f"only add box budgets after a schedule's): resume with the same "
+                f"settings, give another --out, or delete the folder to start again")
+        _extend_folder(work, old, budget, echo=echo)
+        mine["extends"] = [*theirs.get("extends", []), theirs["budget"]]
     save_json(path, json.dumps(mine, indent=1))
 
 
@@ -548,7 +636,7 @@ def run_jobs(work, jobs=None, *, budget: dict | None = None, workers: int = 1,
     budget = check_budget(DEFAULT_BUDGET if budget is None else budget)
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
-    _check_settings(work, budget)
+    _check_settings(work, budget, echo=echo)
     jobs = job_keys() if jobs is None else list(jobs)
     done = finished(work, jobs, echo=echo)
     todo = [j for j in jobs if key_of(*j) not in done]
@@ -622,6 +710,19 @@ def write_data(path, payload: dict) -> None:
     write_atomic(path, write)
 
 
+def bracket_options(bracket: dict) -> dict:
+    """Every option of :func:`~rcmdp_exact.rcmdp_bracket` that a record's runs were given,
+    flat (:meth:`~rcmdp_exact.ground_truth.settings.BracketSettings.options` of the work
+    budget's ``bracket`` over the defaults), but ``max_boxes`` and ``time_limit``: the
+    schedule and the safety net, stored beside them."""
+    from ..ground_truth.settings import BracketSettings
+
+    opts = BracketSettings(**bracket).options()
+    for name in ("max_boxes", "time_limit"):
+        opts.pop(name, None)
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in opts.items()}
+
+
 def _policy_list(a) -> list:
     """An (S, A) policy as nested lists of floats (JSON keeps every bit of a float)."""
     return [[float(x) for x in row] for row in np.asarray(a, dtype=np.float64)]
@@ -634,7 +735,9 @@ def assemble(work, out, jobs=None, *, wall_seconds: float | None = None,
     (``record["bracket"]["lower_policy"]``, None without a certified lower side, and
     ``record["free_policy"]`` and ``record["least_policy"]``).  A job missing from the
     folder is an error naming it.
-    Returns the file's header (``budget``: the work budget of every record)."""
+    Each record's ``work`` gets ``options``, every option of the bracket it was given
+    (:func:`bracket_options`).  Returns the file's header (``budget``: the work budget of
+    the run; each record's own in its ``work``)."""
     import datetime
     import os
     import platform
@@ -655,6 +758,8 @@ def assemble(work, out, jobs=None, *, wall_seconds: float | None = None,
         rec, pols = read_job(work, key)
         rec["bracket"]["lower_policy"] = (_policy_list(pols["lower"])
                                           if pols["lower"] is not None else None)
+        if rec.get("work"):
+            rec["work"] = dict(rec["work"], options=bracket_options(rec["work"]["bracket"]))
         rec["free_policy"] = _policy_list(pols["free"])
         rec["least_policy"] = _policy_list(pols["least"])
         records.append(rec)
