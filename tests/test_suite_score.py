@@ -258,3 +258,29 @@ def test_shipped_leaderboard_is_a_result_and_its_scores_are_exact():
     assert seen > 0
     assert json.loads(path.read_text())["result"]["class"] == \
         "rcmdp_exact.suite.leaderboard.Scores"
+
+
+def test_rescore_against_a_new_file_moves_the_share_and_refuses_a_new_budget(tmp_path):
+    """The same runs scored against a file whose upper side is lower: the share grows by
+    the ratio of the two (worst value - floor) spans; a file with another budget (the
+    runs were trained for the old one) is refused, naming the record."""
+    import gzip
+
+    from rcmdp_exact import InputError
+
+    res = suite.score(None, ["least-cost"], ["riverswim-6"], seeds=[0], progress=False)
+    row = res.rows[0]
+    payload = json.loads(json.dumps(suite.data()))
+    rec = next(r for r in payload["records"] if r["key"] == row["key"])
+    f, up, lo = rec["floor_value"], rec["bracket"]["upper"], rec["bracket"]["lower"]
+    rec["bracket"]["upper"] = lo + 0.5 * (up - lo)
+    path = tmp_path / "v.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(payload).encode()))
+    again = leaderboard.rescore(res, path)
+    want = row["share_upper"] * (up - f) / (rec["bracket"]["upper"] - f)
+    assert again.rows[0]["share_upper"] == pytest.approx(want, rel=1e-12)
+    assert again.rows[0]["worst_value"] == row["worst_value"]
+    rec["budget"] = [rec["budget"][0] * 1.5]
+    path.write_bytes(gzip.compress(json.dumps(payload).encode()))
+    with pytest.raises(InputError, match=row["key"]):
+        leaderboard.rescore(res, path)

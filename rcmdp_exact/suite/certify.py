@@ -766,7 +766,8 @@ def assemble(work, out, jobs=None, *, wall_seconds: float | None = None,
     if missing:
         raise FileNotFoundError(f"{len(missing)} jobs are not finished in {work} (first: "
                                 f"{missing[0]}); run the jobs first")
-    settings = json.loads((work / SETTINGS_FILE).read_text())["budget"]
+    folder = json.loads((work / SETTINGS_FILE).read_text())
+    settings = folder["budget"]
     header = {
         "format": "rcmdp_exact suite values",
         "schema": SCHEMA,
@@ -775,6 +776,7 @@ def assemble(work, out, jobs=None, *, wall_seconds: float | None = None,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
         "workers": workers,
         "budget": settings,
+        "extends": folder.get("extends", []),
         "policy_class": POLICY_CLASS,
         "instances_sha256": json.loads(CHECKSUMS.read_text())["sha256"],
         "kinds": list(KINDS), "levels": list(LEVELS),

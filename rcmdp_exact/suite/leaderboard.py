@@ -531,7 +531,8 @@ def score(trainer=None, algorithms=("pg",), names=None, seeds=range(10),
 def rescore(scores: Scores, path=None) -> Scores:
     """The same runs scored again against the data file ``path`` (default: the shipped
     one): each stored policy evaluated exactly on its record's set and budget (a new
-    certified file moves the shares; a run that failed stays failed)."""
+    certified file moves the shares; a run that failed stays failed).  A record whose
+    budget is not the one the runs were trained for is refused (InputError)."""
     from .._checks import InputError
     from . import load
 
@@ -542,6 +543,11 @@ def rescore(scores: Scores, path=None) -> Scores:
                                 path=path)
         if rec is None:
             raise InputError(f"the data file has no record {row['key']}")
+        if row.get("budget") is not None and not np.allclose(
+                row["budget"], rec["budget"], rtol=1e-12, atol=0.0):
+            raise InputError(f"{rec['key']}: the runs were trained for the budget "
+                             f"{row['budget']} and the data file has {rec['budget']}; "
+                             f"a new budget needs new runs (rcmdp suite score)")
         new = dict(row)
         b = rec["bracket"]
         new.update(key=rec["key"], budget=list(rec["budget"]), lower=b.get("lower"),

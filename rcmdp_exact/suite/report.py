@@ -1,13 +1,19 @@
 """The figure and the tables of ``docs/suite.md`` from the data file and a score file.
 
 ``rcmdp suite figure --out FILE.png [--scores FILE.json]`` calls :func:`figure`;
-:func:`bracket_table` and :func:`leaderboard_table` give the Markdown tables of the
-page.
+``python -m rcmdp_exact.suite.report --scores docs/suite/leaderboard.json docs/suite.md
+docs/suite/*.md`` makes the generated blocks of the pages again (:func:`render`: the
+regeneration paragraph, the table at level 0.1, the tightness, the open problems, the
+leaderboard and each family's summary), ``--check`` says which pages differ.
 """
 
 from __future__ import annotations
 
-__all__ = ["bracket_table", "figure", "leaderboard_table"]
+import json
+import re
+
+__all__ = ["BLOCK", "block", "bracket_table", "family_summary", "figure",
+           "leaderboard_table", "open_problems", "regeneration", "render", "tightness"]
 
 
 def _f(x, d=4):
@@ -193,3 +199,199 @@ def holder(rec: dict) -> str:
         if d_lo > 2 * d_up:
             return "lower (still rising)"
     return "both"
+
+
+# --------------------------------------------------------------------------- the pages
+#: A generated block of a page: ``<!-- suite-report: NAME [ARG] -->`` ... ``<!--
+#: /suite-report -->``; :func:`render` replaces what lies between with :func:`block`.
+BLOCK = re.compile(r"(<!-- suite-report: (?P<name>[a-z]+)(?: (?P<arg>[^ ]+))? -->\n)"
+                   r"(?P<body>.*?)(<!-- /suite-report -->)", re.S)
+#: The file of 2026-11-28 (2 s per bracket): the records within 1% then, the figure the
+#: tightness section compares with (issue 38).
+BEFORE = {"file": "2026-11-28", "within": 70, "records": 207}
+
+
+def _hours(s: float) -> str:
+    return f"{s / 3600:.1f} h" if s >= 5400 else f"{s / 60:.0f} min"
+
+
+def regeneration(path=None) -> str:
+    """The paragraph on how the shipped file was made: its command, work budget, the
+    job time and what it means on two cores and on a Dask cluster."""
+    from . import data
+    from .certify import DEFAULT_BUDGET, check_budget
+
+    d = data(path)
+    recs = d["records"]
+    secs = [r["seconds"] for r in recs]
+    total, longest = sum(secs), max(secs)
+    slow = max(recs, key=lambda r: r["seconds"])["key"]
+    b = d["budget"]
+    more = "; ".join(f"`{k}` {v}" for k, v in b.get("more", {}).items())
+    own = [r["key"] for r in recs if r["key"] in b.get("more", {})]
+    lines = [
+        f"The shipped file (`rcmdp_exact/suite/data/values.json.gz`, {len(recs)} records, "
+        f"generated {d['generated']}) was made by `{d.get('command') or 'rcmdp suite certify'}`"
+        f" with the work budget" + (" of `rcmdp_exact.suite.certify.DEFAULT_BUDGET`"
+                                     if b == check_budget(dict(
+                                         DEFAULT_BUDGET, time_limit=b["time_limit"]))
+                                     else "") +
+        f": the box schedule {b['schedule']}" + (f", and {more}" if more else "") +
+        f"; the bracket's options {json.dumps(b['bracket'])} (each record lists every "
+        f"option in its `work`); a safety net of {b['time_limit']:g} s per bracket run.",
+        f"Its {len(recs)} jobs took **{total:,.0f} s** ({_hours(total)}) in all, one "
+        f"process each, on the reference machine (2 CPU cores shared with other work: "
+        f"the times are those of a loaded machine); the longest, {slow}, {longest:,.0f} s. "
+        f"So the file regenerates in about {_hours(total / 2)} on two idle cores "
+        f"(`--workers 2`), and on a Dask cluster of n workers (`--scheduler`) in about "
+        f"max(total / n, longest): {_hours(max(total / 16, longest))} with 16.",
+    ]
+    if own:
+        lines.append(f"{len(own)} records have a schedule of their own (a second pass on "
+                     f"the records open after the first, by a resume with the longer "
+                     f"schedules: {', '.join(own)}).")
+    extends = d.get("extends") or []
+    if extends:
+        lines.append(f"The run was extended {len(extends)} time(s) from the budget "
+                     f"{json.dumps(extends[0])}.")
+    stopped = [r["key"] for r in recs if not r["bracket"].get("reproducible", True)]
+    lines.append("Every record was decided by its work budget (no safety net reached)."
+                 if not stopped else
+                 f"The safety net stopped {len(stopped)} records (marked `reproducible: "
+                 f"false`): {', '.join(stopped)}.")
+    return " ".join(lines)
+
+
+def tightness(path=None, target: float = 0.01) -> str:
+    """How many records are within ``target`` (relative gap), beside the file of
+    :data:`BEFORE`, by status and by kind of set."""
+    from collections import Counter
+
+    from . import data
+
+    recs = data(path)["records"]
+    infeasible = [r for r in recs if r["bracket"]["status"] == "infeasible"]
+    rest = [r for r in recs if r["bracket"]["status"] != "infeasible"]
+
+    def within(r):
+        g = r["bracket"].get("relative_gap")
+        return g is not None and g <= target
+
+    n_in = sum(within(r) for r in rest)
+    closures = sum(bool(r["bracket"].get("closure")) for r in rest)
+    none = [r["key"] for r in rest if r["bracket"]["status"] == "no_feasible_policy"]
+    lines = [f"**{n_in} of the {len(rest)} records that are not certified infeasible "
+             f"({n_in / len(rest):.1%}) are within a relative gap of {target:.0%}** "
+             f"({len(infeasible)} certified infeasible; the file of {BEFORE['file']}: "
+             f"{BEFORE['within']} of {BEFORE['records']}).  {closures} close without a "
+             f"branch and bound (a robust optimum within the budget); "
+             + (f"{len(none)} say `no_feasible_policy` ({', '.join(none)})." if none else
+                "no record says `no_feasible_policy`."), "",
+             "| kind | records | within 1% | median rel. gap | statuses |",
+             "|---|---|---|---|---|"]
+    import statistics
+
+    from .sets import KINDS
+
+    for kind in KINDS:
+        rs = [r for r in rest if r["kind"] == kind]
+        if not rs:
+            continue
+        gaps = [r["bracket"]["relative_gap"] for r in rs
+                if r["bracket"].get("relative_gap") is not None]
+        st = Counter(r["bracket"]["status"] for r in rs)
+        lines.append(f"| {kind} | {len(rs)} | {sum(within(r) for r in rs)} | "
+                     f"{_f(statistics.median(gaps), 2) if gaps else '-'} | "
+                     + ", ".join(f"{k} {v}" for k, v in sorted(st.items())) + " |")
+    return "\n".join(lines)
+
+
+def block(name: str, arg: str | None = None, path=None, scores=None) -> str:
+    """The Markdown of the generated block ``name`` (:data:`BLOCK`)."""
+    if name == "regeneration":
+        return regeneration(path)
+    if name == "table":
+        return bracket_table(path, level=float(arg or 0.1))
+    if name == "tightness":
+        return tightness(path)
+    if name == "open":
+        return open_problems(path)
+    if name == "summary":
+        return family_summary(str(arg).split(","), path)
+    if name == "leaderboard":
+        if scores is None:
+            raise ValueError("the leaderboard block needs a score file (--scores)")
+        from .leaderboard import Scores
+
+        sc = Scores.load(scores)
+        st = sc["settings"]
+        seeds = list(st["seeds"])
+        first = "" if seeds[0] == 0 else f" --first-seed {seeds[0]}"
+        return (leaderboard_table(sc) + "\n\nThe runs: `rcmdp suite score --algorithm "
+                f"{','.join(st['entrants'])} --instances {','.join(st['names'])} "
+                f"--seeds {len(seeds)}{first} --episodes {st['episodes']} --set "
+                f"{st['set']} --level {st['level']:g} --out docs/suite/leaderboard.json` "
+                f"({sc['seconds']:,.0f} s in one process on the reference machine, "
+                f"under load), scored against the shipped data file.")
+    raise ValueError(f"unknown block {name!r} of docs/suite.md")
+
+
+def render(text: str, path=None, scores=None) -> str:
+    """``text`` (a page of the docs) with every generated block (:data:`BLOCK`) made
+    again from the data file ``path`` (default: the shipped one) and the score file
+    ``scores``."""
+    def sub(m):
+        body = block(m["name"], m["arg"], path, scores)
+        return f"{m[1]}{body}\n{m[5]}"
+
+    return BLOCK.sub(sub, text)
+
+
+def main(argv=None) -> int:
+    """``python -m rcmdp_exact.suite.report [--file DATA] [--scores FILE [--rescore]]
+    [--check] PAGE...``: the pages' generated blocks made again from the data file
+    (written in place, atomically; with ``--check``, exit status 1 naming each page that
+    differs; with ``--rescore``, the score file's runs scored again against the data
+    file first)."""
+    import argparse
+    from pathlib import Path
+
+    from .._io import write_atomic
+
+    ap = argparse.ArgumentParser(prog="python -m rcmdp_exact.suite.report",
+                                 description=main.__doc__.split(":", 1)[1].strip())
+    ap.add_argument("pages", nargs="+", metavar="PAGE")
+    ap.add_argument("--file", default=None, help="the data file (default: the shipped one)")
+    ap.add_argument("--scores", default=None, help="the leaderboard's score file")
+    ap.add_argument("--check", action="store_true", help="only say which pages differ")
+    ap.add_argument("--rescore", action="store_true",
+                    help="first score the runs of --scores again against the data file "
+                         "(each stored policy evaluated exactly) and rewrite --scores")
+    args = ap.parse_args(argv)
+    if args.rescore:
+        if args.scores is None or args.check:
+            ap.error("--rescore rewrites the score file of --scores; give --scores FILE, "
+                     "without --check")
+        from .leaderboard import Scores, rescore
+
+        rescore(Scores.load(args.scores), args.file).save(args.scores)
+        print(f"rescored {args.scores} against "
+              f"{args.file or 'the shipped data file'}")
+    stale = []
+    for page in map(Path, args.pages):
+        if not page.is_file():
+            ap.error(f"{str(page)!r} is not a file; give pages of the docs")
+        text = page.read_text()
+        new = render(text, args.file, args.scores)
+        if new != text:
+            stale.append(str(page))
+            if not args.check:
+                write_atomic(page, lambda fh, new=new: fh.write(new.encode()))
+    verb = "differ from the data file" if args.check else "rewritten"
+    print(f"{len(stale)} of {len(args.pages)} pages {verb}" +
+          (f": {', '.join(stale)}" if stale else ""))
+    return 1 if args.check and stale else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
