@@ -95,6 +95,8 @@ def figure(out, path=None, scores=None) -> None:
             rec = next((r for r in recs if r["instance"] == n and r["kind"] == kind), None)
             if rec is None:
                 continue
+            if rec["bracket"]["status"] == "infeasible":
+                continue  # OPT = -inf, certified: no bracket to draw
             g = rec["bracket"].get("relative_gap")
             ys.append(i + (j - 1.5) * 0.18)
             xs.append(max(floor, g) if g is not None else 1e3)
@@ -104,7 +106,8 @@ def figure(out, path=None, scores=None) -> None:
     ax.axvline(0.01, color="k", lw=0.6, ls=":")
     ax.set_yticks(range(len(names)), names)
     ax.invert_yaxis()
-    ax.set_xlabel("relative gap (upper - lower) / |lower|, level 0.1 (no lower side: 1e3)")
+    ax.set_xlabel("relative gap (upper - lower) / |lower|, level 0.1 (no lower side: 1e3; "
+                  "certified infeasible: no bar)")
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title("certified brackets")
     if scores is not None:
@@ -122,7 +125,8 @@ def figure(out, path=None, scores=None) -> None:
                 xs.append(i + (j - (len(ents) - 1) / 2) * w)
                 ys.append(s["share_upper"])
                 errs.append(s["share_upper_ci"] or 0.0)
-            ax.bar(xs, ys, width=w, label=e, yerr=errs, capsize=1.5)
+            ax.bar(xs, ys, width=w, label=e, yerr=errs, capsize=1.5,
+                   color=plt.get_cmap("tab10")(j % 10))
         ax.set_xticks(range(len(inst)), inst, rotation=30, ha="right")
         ax.axhline(1.0, color="k", lw=0.8)
         ax.set_ylabel("share of the certified upper side\n(robust-feasible runs, 95% CI)")
