@@ -121,6 +121,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    metavar="KIND[,KIND]", help=f"these kinds of set only ({', '.join(KINDS)})")
     p.add_argument("--levels", type=comma_list(tuple(map(str, LEVELS)), "level"),
                    default=None, metavar="R[,R]", help="these levels only")
+    p.add_argument("--fill", metavar="DATA", default=None,
+                   help="run no job: write the data file now from the jobs finished in "
+                        "FILE.work (the same work budget), each unfinished one taken from "
+                        "the data file DATA (e.g. one made with --max-boxes 0), which the "
+                        "header names; to ship a file while a long run goes on")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--workers", type=workers_arg, default=1,
                    help="local worker processes (default 1)")
@@ -380,6 +385,8 @@ def _certify(parser, args) -> int:
     work = Path(str(out) + ".work")
     levels = None if args.levels is None else [float(r) for r in args.levels]
     jobs = job_keys(args.only, args.kinds, levels)
+    if args.fill is not None:
+        return _fill(parser, args, out, work, jobs, budget)
     args._interrupted = f"the finished jobs are kept in {work}: run the same command again " \
                         f"to resume"
     t0 = time.perf_counter()
@@ -403,6 +410,44 @@ def _certify(parser, args) -> int:
     jobs_text = f"{len(jobs)} job{'s' * (len(jobs) != 1)}"
     print(f"rcmdp suite certify: {jobs_text} ({info['run']} run, {info['kept']} kept from "
           f"{work}), {wall:.1f} s wall, {header['job_seconds']:.1f} s in jobs; wrote {out}")
+    return 0
+
+
+def _fill(parser, args, out, work, jobs, budget) -> int:
+    """``certify --fill DATA``: the data file from the finished jobs of the work folder
+    (whose work budget must be this run's), the others from ``DATA``; no job run."""
+    import json
+    import shlex
+    from pathlib import Path
+
+    from .._io import LoadError
+    from ..suite.certify import SETTINGS_FILE, assemble, check_budget
+
+    fill = Path(args.fill)
+    if not fill.is_file():
+        parser.error(f"--fill {args.fill!r} is not a file; give a suite data file "
+                     f"(.json.gz)")
+    try:
+        folder = json.loads((work / SETTINGS_FILE).read_text())
+        theirs = check_budget(folder["budget"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        parser.error(f"--fill: the work folder {str(work)!r} has no readable "
+                     f"{SETTINGS_FILE} ({exc}); run the certification first")
+    if theirs != budget:
+        parser.error(f"--fill: the work folder {str(work)!r} holds jobs of the work budget "
+                     f"{json.dumps(folder['budget'])}, this run gives {json.dumps(budget)}; "
+                     f"give the settings of the run that made the folder")
+    command = "rcmdp suite certify " + " ".join(shlex.quote(a) for a in sys.argv[3:]) \
+        if sys.argv[1:3] == ["suite", "certify"] else None
+    try:
+        header = assemble(work, out, jobs, command=command, fill=fill)
+    except (LoadError, ValueError) as exc:
+        parser.error(f"--fill {args.fill!r}: {exc}")
+    except FileNotFoundError as exc:
+        parser.error(f"--fill {args.fill!r} lacks records: {exc}")
+    n = len(header["filled"]["keys"])
+    print(f"rcmdp suite certify: {len(jobs) - n} of {len(jobs)} records from {work}, {n} "
+          f"from {fill}; wrote {out}")
     return 0
 
 

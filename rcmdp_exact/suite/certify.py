@@ -729,7 +729,8 @@ def _policy_list(a) -> list:
 
 
 def assemble(work, out, jobs=None, *, wall_seconds: float | None = None,
-             workers: int | None = None, command: str | None = None) -> dict:
+             workers: int | None = None, command: str | None = None,
+             fill=None) -> dict:
     """Write the data file ``out`` (``values.json.gz``) from the work folder: the jobs of
     ``jobs`` (default the whole grid) in the grid's order, each record with its policies
     (``record["bracket"]["lower_policy"]``, None without a certified lower side, and
@@ -737,7 +738,12 @@ def assemble(work, out, jobs=None, *, wall_seconds: float | None = None,
     folder is an error naming it.
     Each record's ``work`` gets ``options``, every option of the bracket it was given
     (:func:`bracket_options`).  Returns the file's header (``budget``: the work budget of
-    the run; each record's own in its ``work``)."""
+    the run; each record's own in its ``work``).
+
+    ``fill``: a data file of the same grid (e.g. one made with an empty schedule,
+    ``--max-boxes 0``) whose records stand in for the jobs not yet finished in the folder,
+    each with its own ``work`` (a file to ship while a long certification runs); the
+    header's ``filled`` says from which file, with which budget, and which keys."""
     import datetime
     import os
     import platform
@@ -749,11 +755,24 @@ def assemble(work, out, jobs=None, *, wall_seconds: float | None = None,
 
     work, out = Path(work), Path(out)
     jobs = job_keys() if jobs is None else list(jobs)
+    stand_in, filled = {}, []
+    if fill is not None:
+        from . import data
+
+        other = data(fill)
+        if other.get("schema") != SCHEMA:
+            raise ValueError(f"{str(fill)!r} has schema {other.get('schema')!r}, not "
+                             f"{SCHEMA}; give a data file of this toolkit")
+        stand_in = {r["key"]: r for r in other["records"]}
     records, missing = [], []
     for j in jobs:
         key = key_of(*j)
         if not (work / f"{_file_stem(key)}.json").exists():
-            missing.append(key)
+            if key in stand_in:
+                records.append(json.loads(json.dumps(stand_in[key])))  # a copy
+                filled.append(key)
+            else:
+                missing.append(key)
             continue
         rec, pols = read_job(work, key)
         rec["bracket"]["lower_policy"] = (_policy_list(pols["lower"])
@@ -785,5 +804,8 @@ def assemble(work, out, jobs=None, *, wall_seconds: float | None = None,
         "wall_seconds": wall_seconds,
         "command": command,
     }
+    if fill is not None:
+        header["filled"] = {"file": Path(fill).name, "budget": other["budget"],
+                            "generated": other.get("generated"), "keys": filled}
     write_data(out, {**header, "records": records})
     return header
