@@ -226,6 +226,8 @@ def regeneration(path=None) -> str:
     from .certify import DEFAULT_BUDGET, check_budget
 
     d = data(path)
+    if d.get("filled"):
+        return _snapshot(d)
     recs = d["records"]
     secs = [r["seconds"] for r in recs]
     total, longest = sum(secs), max(secs)
@@ -264,6 +266,60 @@ def regeneration(path=None) -> str:
                  f"The safety net stopped {len(stopped)} records (marked `reproducible: "
                  f"false`): {', '.join(stopped)}.")
     return " ".join(lines)
+
+
+def _snapshot(d: dict) -> str:
+    """:func:`regeneration`'s paragraph for a file written by ``certify --fill`` (the
+    records of a certification in progress beside those of another file)."""
+    from collections import Counter
+
+    recs, filled = d["records"], d["filled"]
+    keys = set(filled["keys"])
+    done = [r for r in recs if r["key"] not in keys]
+    b = d["budget"]
+    more = "; ".join(f"`{k}` {v}" for k, v in b.get("more", {}).items())
+    per = Counter(json.dumps(r["work"]["schedule"]) if r.get("work") else "none"
+                  for r in recs)
+    counts = ", ".join(f"{n} records with the schedule {s}" if s != "none" else
+                       f"{n} without a bracket (certified infeasible)"
+                       for s, n in sorted(per.items(), key=lambda kv: -kv[1]))
+    secs = sum(r["seconds"] for r in done)
+    mean = secs / max(len(done), 1)
+    rest = sum(r["seconds"] for r in recs if r["key"] in keys)
+    stopped = [r["key"] for r in recs if not r["bracket"].get("reproducible", True)]
+    return " ".join([
+        f"The shipped file (`rcmdp_exact/suite/data/values.json.gz`, {len(recs)} records, "
+        f"generated {d['generated']}) is a **snapshot of a certification in progress**, "
+        f"written by `{d.get('command') or 'rcmdp suite certify --fill'}`: the "
+        f"{len(done)} records the run had finished, certified with its work budget (the "
+        f"box schedule {b['schedule']}" + (f", and {more}" if more else "") +
+        f"; the bracket's options {json.dumps(b['bracket'])}; a safety net of "
+        f"{b['time_limit']:g} s per bracket run), and the {len(keys)} others from the "
+        f"interim file `{filled['file']}` (generated {filled.get('generated')}), made "
+        f"with the schedule {filled['budget']['schedule']} (no branch and bound: the "
+        f"closures, the candidates and the caps alone).",
+        f"By work budget: {counts}; each record's `work` gives its own (every option of "
+        f"its bracket), and `certify --only` with that budget recomputes it.",
+        f"The {len(done)} finished jobs took {secs:,.0f} s ({_hours(secs)}), "
+        f"{mean:,.0f} s each on average, one process each on the reference machine (2 "
+        f"CPU cores shared with other work); the interim records {rest:,.0f} s.  At that "
+        f"average the whole grid under the run's budget needs about "
+        f"{_hours(mean * len(recs))} of job time: {_hours(mean * len(recs) / 2)} on two "
+        f"cores (`--workers 2`), about {_hours(mean * len(recs) / 16)} on a Dask cluster "
+        f"of 16 workers (`--scheduler`; the longest job bounds it from below).  An "
+        f"extrapolation: the records left are larger models on average than the "
+        f"finished ones.",
+        "The certification continues with `rcmdp suite certify --out values.json.gz "
+        f"--time-limit {b['time_limit']:g} --workers 2` (the same settings: it resumes "
+        "from `values.json.gz.work`, keeping every finished job) and writes the whole "
+        "file under the one budget when the last job ends; meanwhile the same command "
+        "with `--fill INTERIM` (a file made with `--max-boxes 0`) writes a snapshot like "
+        "this one.",
+        "Every record was decided by its work budget (no safety net reached)."
+        if not stopped else
+        f"The safety net stopped {len(stopped)} records (marked `reproducible: false`): "
+        f"{', '.join(stopped)}.",
+    ])
 
 
 def tightness(path=None, target: float = 0.01) -> str:
