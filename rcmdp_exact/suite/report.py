@@ -280,8 +280,9 @@ def _snapshot(d: dict) -> str:
     more = "; ".join(f"`{k}` {v}" for k, v in b.get("more", {}).items())
     per = Counter(json.dumps(r["work"]["schedule"]) if r.get("work") else "none"
                   for r in recs)
+    bare = sorted({r["instance"] for r in recs if not r.get("work")})
     counts = ", ".join(f"{n} records with the schedule {s}" if s != "none" else
-                       f"{n} without a bracket (certified infeasible)"
+                       f"{n} without one (no branch and bound for {', '.join(bare)})"
                        for s, n in sorted(per.items(), key=lambda kv: -kv[1]))
     secs = sum(r["seconds"] for r in done)
     mean = secs / max(len(done), 1)
