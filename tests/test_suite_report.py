@@ -87,3 +87,30 @@ def test_an_unknown_block_and_a_leaderboard_without_scores_are_named(tmp_path):
         report.render("<!-- suite-report: tables -->\n<!-- /suite-report -->")
     with pytest.raises(ValueError, match="--scores"):
         report.render("<!-- suite-report: leaderboard -->\n<!-- /suite-report -->")
+
+
+def test_the_regeneration_paragraph_of_a_snapshot_counts_each_budget(tmp_path):
+    """A file written by ``certify --fill`` is said to be a snapshot: how many records
+    come from the run and how many from the interim file, and a count per work budget
+    that adds up to the file's records; without ``filled`` the paragraph of a whole
+    run."""
+    payload = json.loads(json.dumps(suite.data()))
+    recs = payload["records"]
+    keys = [r["key"] for r in recs[:5]]
+    payload["filled"] = {"file": "interim.json.gz", "generated": "2026-12-01",
+                         "budget": dict(payload["budget"], schedule=[]), "keys": keys}
+    for r in recs[:5]:
+        r["work"] = dict(r.get("work") or payload["budget"], schedule=[])
+    for r in recs[5:]:
+        r["work"] = dict(r.get("work") or payload["budget"], schedule=[7, 70])
+    path = tmp_path / "snap.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(payload).encode()))
+    text = report.regeneration(path)
+    assert "snapshot of a certification in progress" in text
+    assert f"the {len(recs) - 5} records the run had finished" in text
+    assert "the 5 others from the interim file `interim.json.gz`" in text
+    assert "5 records with the schedule []" in text
+    assert f"{len(recs) - 5} records with the schedule [7, 70]" in text
+    del payload["filled"]
+    path.write_bytes(gzip.compress(json.dumps(payload).encode()))
+    assert "snapshot" not in report.regeneration(path)
