@@ -52,6 +52,17 @@ __all__ = ["ENTRANTS", "Entrant", "Scores", "learnable", "register", "rescore", 
 FEASIBLE_TOL = 1e-9
 
 
+def plus_minus(m, h, d: int = 3, sign: str = "+-") -> str:
+    """``m +- h`` with ``d`` significant digits ("-" for no mean, ``m`` alone for no
+    half-width; a half-width below 1e-9 of the value, the rounding of equal runs, shown
+    as 0)."""
+    if m is None:
+        return "-"
+    if h is None:
+        return f"{m:.{d}g}"
+    return f"{m:.{d}g} {sign} {0.0 if h <= 1e-9 * max(1.0, abs(m)) else h:.2g}"
+
+
 def learnable() -> list[str]:
     """The instances the leaderboard trains on by default (``Instance.learn``)."""
     from .instances import INSTANCES
@@ -298,19 +309,11 @@ class Scores(Result, kind="suite scores"):
         def f(x, d=4):
             return "-" if x is None else f"{x:.{d}g}"
 
-        def pm(m, h, d=3):
-            if m is None:
-                return "-"
-            if h is None:
-                return f"{m:.{d}g}"
-            # a half-width below 1e-9 of the value is the rounding of equal runs
-            return f"{m:.{d}g} +- {0.0 if h <= 1e-9 * max(1.0, abs(m)) else h:.2g}"
-
         head = ("instance", "entrant", "feasible", "share of upper (feasible runs)",
                 "worst value (feasible)", "violating: mean violation", "failed", "flags")
         rows = [(s["instance"], s["entrant"], f"{s['feasible']}/{s['seeds']}",
-                 pm(s["share_upper"], s["share_upper_ci"]),
-                 pm(s["worst_value"], s["worst_value_ci"], 4),
+                 plus_minus(s["share_upper"], s["share_upper_ci"]),
+                 plus_minus(s["worst_value"], s["worst_value_ci"], 4),
                  "-" if s["violation"] is None else
                  f"{s['seeds'] - s['feasible'] - s['failed']} runs: {f(s['violation'], 3)}",
                  str(s["failed"]), "; ".join(s["flags"]))

@@ -39,12 +39,9 @@ def bracket_table(path=None, level: float = 0.1) -> str:
 
 
 def _pm(m, h, d=3):
-    if m is None:
-        return "-"
-    if h is None:
-        return f"{m:.{d}g}"
-    # a half-width below 1e-9 of the value is the rounding of equal runs
-    return f"{m:.{d}g} ± {0.0 if h <= 1e-9 * max(1.0, abs(m)) else h:.2g}"
+    from .leaderboard import plus_minus
+
+    return plus_minus(m, h, d, sign="±")
 
 
 def leaderboard_table(scores) -> str:
