@@ -285,10 +285,13 @@ def _snapshot(d: dict) -> str:
     mean = secs / max(len(done), 1)
     rest = sum(r["seconds"] for r in recs if r["key"] in keys)
     stopped = [r["key"] for r in recs if not r["bracket"].get("reproducible", True)]
+    # the command with its files by name (the folders are the reference machine's)
+    command = " ".join(w.rsplit("/", 1)[-1] for w in
+                       (d.get("command") or "rcmdp suite certify --fill").split())
     return " ".join([
         f"The shipped file (`rcmdp_exact/suite/data/values.json.gz`, {len(recs)} records, "
         f"generated {d['generated']}) is a **snapshot of a certification in progress**, "
-        f"written by `{d.get('command') or 'rcmdp suite certify --fill'}`: the "
+        f"written by `{command}`: the "
         f"{len(done)} records the run had finished, certified with its work budget (the "
         f"box schedule {b['schedule']}" + (f", and {more}" if more else "") +
         f"; the bracket's options {json.dumps(b['bracket'])}; a safety net of "
