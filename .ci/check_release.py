@@ -46,7 +46,7 @@ NOT_SOURCE = {".venv", ".git", "build", "dist", "__pycache__"}
 #: The suite's instances whose model is built by Gymnasium (the ``gym`` extra): verified
 #: after the others, once Gymnasium is added to the wheel's environment.  Empty this when
 #: the suite ships their tables (then ``rcmdp suite verify`` needs no extra at all).
-SUITE_NEEDS_GYMNASIUM = ("frozenlake-4x4", "frozenlake-8x8", "cliffwalking", "taxi")
+SUITE_NEEDS_GYMNASIUM = ()
 #: The doctests run from the installed wheel: every module of the package whose import
 #: needs no extra (the test and docs extras run all of them again from the checkout).
 DOCTEST_SCRIPT = r"""

@@ -217,7 +217,8 @@ def main(argv=None) -> int:
             shutil.rmtree(tmp, ignore_errors=True)
     if "suite" in sections:
         header("rcmdp suite", args.runs)
-        for action in (["list"], ["show", "riverswim-6"], ["verify", "--no-progress"]):
+        for action in (["list"], ["show", "riverswim-6"],
+                       ["verify", "--workers", "2", "--no-progress"]):
             measure("rcmdp suite " + " ".join(action), [*RCMDP, "suite", *action], args.runs)
     if "model" in sections:
         _model_section(args.runs)

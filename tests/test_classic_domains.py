@@ -5,6 +5,9 @@ import itertools
 
 import numpy as np
 import pytest
+from helpers import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rcmdp_exact import robust_evaluate
 from rcmdp_exact.domains import (
@@ -18,11 +21,14 @@ from rcmdp_exact.domains import (
     machine_replacement,
     riverswim,
 )
+from rcmdp_exact.domains.classic import TIE_RTOL
+from rcmdp_exact.testing.strategies import cmdps
 from rcmdp_exact.uncertainty import KLBall, l1_ball
 
 
-def test_riverswim_is_strehl_and_littman():
-    """Figure 1 of Strehl and Littman (2008), n = 6, rewards scaled as Osband et al."""
+def test_riverswim_is_osband_russo_and_van_roy():
+    """The RiverSwim of Osband, Russo and Van Roy (2013), n = 6: its interior is figure 1
+    of Strehl and Littman (2008); the banks 0.6/0.4; rewards 5/1000 and 1."""
     m = riverswim()
     P = np.asarray(m.P)
     assert (m.n_states, m.n_actions, m.gamma) == (6, 2, 0.95)
@@ -30,7 +36,7 @@ def test_riverswim_is_strehl_and_littman():
         assert P[s, 0, max(s - 1, 0)] == 1.0
     for s in range(1, 5):
         assert (P[s, 1, s + 1], P[s, 1, s], P[s, 1, s - 1]) == (0.35, 0.6, 0.05)
-    assert (P[0, 1, 1], P[0, 1, 0]) == (0.4, 0.6)
+    assert (P[0, 1, 1], P[0, 1, 0]) == (0.6, 0.4)  # the left bank: up with 0.6
     assert (P[5, 1, 5], P[5, 1, 4]) == (0.6, 0.4)
     r = np.asarray(m.r)
     assert r[0, 0] == 0.005 and r[5, 1] == 1.0 and np.count_nonzero(r) == 2
@@ -105,45 +111,156 @@ def test_frozen_lake_is_gymnasiums_table(name):
             assert (P[s, a] * R[s, a]).sum() == pytest.approx(want)
 
 
-def test_cliff_walking_costs_are_the_falls():
+def test_cliff_walking_is_gymnasiums_with_the_edge_as_cost():
     base = _gym_table("CliffWalking-v1", is_slippery=True)
     m = cliff_walking()
     C, R, P = np.asarray(m.C)[..., 0], np.asarray(m.R), np.asarray(m.P)
     assert (m.n_states, m.n_actions) == (48, 4)
+    edge = np.zeros(48)
+    edge[25:35] = 1.0  # row 2, columns 1 to 10
+    for s in range(47):
+        for a in range(4):
+            # Gymnasium's own expected reward (-1 per step, -100 per fall)
+            want = sum(p * rew for p, _, rew, _ in base.P[s][a])
+            assert (P[s, a] * R[s, a]).sum() == pytest.approx(want)
+            # the expected cost: the probability of entering an edge cell
+            assert C[s, a] == pytest.approx(edge)
+    falls = cliff_walking(cost="falls")
     for s in range(47):
         for a in range(4):
             fall = sum(p for p, _, rew, _ in base.P[s][a] if rew == -100)
-            # the expected cost of (s, a) is the probability of a fall
-            assert (P[s, a] * C[s, a]).sum() == pytest.approx(fall)
-            # the reward of a fall is an ordinary step's: -1 per step whatever happens
-            assert (P[s, a] * R[s, a]).sum() == pytest.approx(-1.0)
-    kept = cliff_walking(fall_reward=-100.0)
-    for s, a in ((36, 1), (25, 2)):
-        want = sum(p * rew for p, _, rew, _ in base.P[s][a])
-        assert (np.asarray(kept.P)[s, a] * np.asarray(kept.R)[s, a]).sum() == pytest.approx(want)
+            got = (np.asarray(falls.P)[s, a] * np.asarray(falls.C)[s, a, :, 0]).sum()
+            assert got == pytest.approx(fall)
 
 
 def _policies(S, A):
     return [np.eye(A)[list(a)] for a in itertools.product(range(A), repeat=S)]
 
 
+def _with_twin(m, a: int, twin_cost: float, first: bool):
+    """``m`` with one more action: a copy of action ``a`` (same moves, same reward) that
+    costs ``twin_cost`` per step; ``first`` puts the copy before all others (index 0)."""
+    P, R, C = np.asarray(m.P), np.asarray(m.R), np.asarray(m.C)
+    P2 = np.concatenate([P, P[:, a:a + 1]], axis=1)
+    R2 = np.concatenate([R, R[:, a:a + 1]], axis=1)
+    C2 = np.concatenate([C, np.full_like(C[:, a:a + 1], 0.0) + twin_cost], axis=1)
+    order = [m.n_actions, *range(m.n_actions)] if first else list(range(m.n_actions + 1))
+    return m.replace(P=P2[:, order], R=R2[:, order], C=C2[:, order], action_labels=None)
+
+
+def _uniformly_optimal(m, ball, values_tol=1e-9):
+    """Every deterministic policy, its worst-case values of every state and its
+    worst-case cost: (policies, V (n, S), costs (n,))."""
+    pols = _policies(m.n_states, m.n_actions)
+    evs = [robust_evaluate(m, pi, ball) for pi in pols]
+    return (pols, np.array([np.asarray(e.w) for e in evs]),
+            np.array([float(e.costs_worst[0]) for e in evs]))
+
+
 def test_cost_levels_against_enumeration():
     """least = the smallest worst-case cost over the deterministic policies (a min over
     policies of a max over the set is attained at a deterministic policy for an
-    sa-rectangular set), free = the cost of the best worst-case value's policy."""
+    sa-rectangular set); free = the least worst-case cost among the policies optimal at
+    every state (enumerated here)."""
     m = riverswim(4)
     ball = l1_ball(m, 0.1, support="all")
     lv = cost_levels(m, ball)
-    evs = [robust_evaluate(m, pi, ball) for pi in _policies(4, 2)]
-    costs = np.array([float(e.costs_worst[0]) for e in evs])
-    values = np.array([float(e.value) for e in evs])
+    _pols, V, costs = _uniformly_optimal(m, ball)
     assert lv.least[0] == pytest.approx(costs.min(), abs=1e-9)
-    best = np.flatnonzero(values >= values.max() - 1e-9)
-    assert any(abs(lv.free[0] - costs[i]) < 1e-9 for i in best)
+    best = np.all(V >= V.max(axis=0) - 1e-9, axis=1)
+    assert lv.free[0] == pytest.approx(costs[best].min(), abs=1e-9)
     d = halfway_budget(m, ball).d[0]
     assert d == pytest.approx(0.5 * (lv.least[0] + lv.free[0]))
     assert halfway_budget(m, ball, 0.25).d[0] == pytest.approx(
         lv.least[0] + 0.25 * (lv.free[0] - lv.least[0]))
+
+
+@settings(max_examples=examples(25), deadline=None)
+@given(data=st.data())
+def test_budget_levels_against_enumeration_and_any_action_order(data):
+    """Models on a grid of quarters (so ties between actions are common): least is the
+    smallest worst-case cost of a deterministic policy, f the smallest among the
+    deterministic policies optimal at every state (both enumerated), and both are the
+    same with the actions in any order; least <= f and the free policy is a robust
+    optimum that costs f."""
+    m = data.draw(cmdps(n_states=(2, 3), n_actions=(2, 3), n_constraints=1, grid=4))
+    alpha = data.draw(st.sampled_from([0.0, 0.25, 0.5]))
+    ball = l1_ball(m, alpha, support="all")
+    lv = cost_levels(m, ball)
+    _pols, V, costs = _uniformly_optimal(m, ball)
+    best = np.all(V >= V.max(axis=0) - 1e-9 * max(1.0, np.abs(V).max()), axis=1)
+    assert lv.least[0] == pytest.approx(costs.min(), abs=1e-9)
+    assert lv.free[0] == pytest.approx(costs[best].min(), abs=1e-9)
+    assert lv.least[0] <= lv.free[0] + 1e-12
+    ev = robust_evaluate(m, lv.policies["free"], ball)
+    assert float(ev.value) == pytest.approx(lv.robust_optimum, abs=1e-9)
+    assert float(ev.costs_worst[0]) == pytest.approx(lv.free[0], abs=1e-9)
+    perm = list(data.draw(st.permutations(range(m.n_actions))))
+    C = np.asarray(m.C)
+    mp = m.replace(P=np.asarray(m.P)[:, perm], R=np.asarray(m.R)[:, perm], C=C[:, perm])
+    lv2 = cost_levels(mp, l1_ball(mp, alpha, support="all"))
+    assert lv2.least[0] == pytest.approx(lv.least[0], abs=1e-10)
+    assert lv2.free[0] == pytest.approx(lv.free[0], abs=1e-10)
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_free_level_does_not_depend_on_a_tie_break(first):
+    """Two robust-optimal actions (an exact copy of "right" that costs 0.25 per stroke
+    instead of 1): f is the cost of the cheaper robust optimum wherever the copy stands
+    among the actions (a solver's argmax keeps the first of tied actions, so the rule
+    "the cost of the robust optimum" gave 1/4 or 1 of it by the order alone); checked
+    against the enumeration of the deterministic policies optimal at every state."""
+    m = _with_twin(riverswim(3), 1, 0.25, first)
+    ball = l1_ball(m, 0.1, support="nominal")
+    lv = cost_levels(m, ball)
+    _pols, V, costs = _uniformly_optimal(m, ball)
+    best = np.all(V >= V.max(axis=0) - 1e-9, axis=1)
+    assert best.sum() > 1  # the tie is real
+    assert lv.free[0] == pytest.approx(costs[best].min(), abs=1e-9)
+    assert costs[best].max() > costs[best].min() + 0.1  # and the tie-break matters
+    pi = lv.policies["free"]  # a robust optimum that spends f
+    ev = robust_evaluate(m, pi, ball)
+    assert float(ev.value) == pytest.approx(lv.robust_optimum, abs=1e-10)
+    assert float(ev.costs_worst[0]) == pytest.approx(lv.free[0], abs=1e-10)
+
+
+def test_free_level_tolerance_separates_ties_from_near_ties():
+    """An action worse than the optimum by 1e-6 of the value scale is not robust-optimal
+    (its lower cost is not f); one worse by 1e-13 is (TIE_RTOL = 1e-9 between them)."""
+    base = riverswim(3)
+    for delta, tied in ((1e-6, False), (1e-13, True)):
+        m = _with_twin(base, 1, 0.0, first=False)
+        R = np.array(m.R)
+        R[:, 2] -= delta  # the free copy of "right" earns a little less
+        m = m.replace(R=R)
+        ball = l1_ball(m, 0.1, support="nominal")
+        lv = cost_levels(m, ball)
+        assert TIE_RTOL == 1e-9
+        assert lv.box.tol == pytest.approx(TIE_RTOL * max(1.0, np.abs(lv.box.v).max()))
+        if tied:
+            assert lv.free[0] == pytest.approx(0.0, abs=1e-12)
+        else:
+            assert lv.free[0] > 0.5
+
+
+def test_free_level_on_an_s_rectangular_set_is_invariant_to_the_action_order():
+    """On the s-rectangular L1 set the copy is no tie: nature's budget of a state is
+    shared by its actions, so splitting the strokes between "right" and its copy is
+    worth more than either alone, and the optimum is that randomised mixture.  The copy's
+    position among the actions does not change f, and the free policy is robust-optimal
+    with cost f."""
+    from rcmdp_exact.uncertainty import set_class
+
+    out = []
+    for first in (True, False):
+        m = _with_twin(riverswim(4), 1, 0.25, first)
+        uset = set_class("s-l1").around(m, 0.1, "nominal")
+        lv = cost_levels(m, uset)
+        ev = robust_evaluate(m, lv.policies["free"], uset)
+        assert float(ev.value) == pytest.approx(lv.robust_optimum, abs=1e-9)
+        assert float(ev.costs_worst[0]) == pytest.approx(lv.free[0], abs=1e-9)
+        out.append((lv.least[0], lv.free[0]))
+    assert out[0] == pytest.approx(out[1], abs=1e-10)
 
 
 @pytest.mark.parametrize("name", CLASSIC_DOMAINS)

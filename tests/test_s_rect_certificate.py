@@ -148,7 +148,7 @@ def test_the_machine_20_bracket_runs():
     import rcmdp_exact as rx
     from rcmdp_exact import suite
 
-    m, s, _ = suite.load("machine-20", set="s-l1", radius=0.2)
+    m, s, _ = suite.load("machine-20", set="s-l1", level=0.2)
     res = rx.rcmdp_bracket(m, s, progress=False, time_limit=None, max_boxes=3, variants=(),
                            n_ascent=5, n_starts=0, dual_evaluations=0)  # work budgets
     assert np.isfinite(res.lower) and np.isfinite(res.upper)

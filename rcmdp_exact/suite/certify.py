@@ -1,81 +1,174 @@
-r"""Regenerate the suite's certified values: one job per (instance, set, radius).
+r"""Regenerate the suite's certified values: one job per (instance, set, level).
 
-A job (:func:`certify_job`) builds the instance, the set of the grid
+A job (:func:`certify_job`) builds the instance (its frozen table), the set of the grid
 (:mod:`~rcmdp_exact.suite.sets`) and the budget of the instance's rule, then computes
 
 * ``nominal_optimum``: :math:`\max_\pi V(\pi, \hat P)` (policy iteration, certified);
 * ``cmdp_optimum``: the CMDP optimum on the nominal kernel at the budget (the
   occupancy LP, :func:`~rcmdp_exact.solve_cmdp`);
 * ``robust_optimum``: :math:`\max_\pi \min_P V(\pi, P)` without constraints (robust
-  policy iteration);
+  policy iteration), with ``free_policy``, the robust optimum of least worst-case cost;
 * ``floor_value``: :math:`\min_\pi \min_P V(\pi, P)`, the least value any policy
   can have on the set (the zero of the leaderboard's share; on the s-rectangular set
   the same over the sa-rectangular L1 ball of radius A r that contains it, a lower
   bound);
-* ``least``: the least worst-case cost :math:`\min_\pi \max_P C_k(\pi, P)`, and
-  ``free``: the worst-case costs of the unconstrained robust optimum (the budget rule's
-  two levels);
-* ``bracket``: :func:`~rcmdp_exact.rcmdp_bracket` within the time budget of
-  :data:`DEFAULT_SETTINGS` (``lower`` <= OPT <= ``upper`` over stationary randomised
-  policies, with its lower policy), or, on an instance too large for it
-  (``Instance.bracket`` False: Taxi), the bracket of what scales
-  (:func:`scaling_bracket`): the best robust-feasible policy among the CMDP policy,
-  the least-cost policy and their mixtures with the robust optimum, certified by exact
-  robust evaluation, below; the smaller of the CMDP optimum and the robust optimum
-  above (the nominal kernel is in the set, so a robust-feasible policy is feasible on
-  it and its worst-case value is at most its nominal value).
+* ``least`` and ``free``: the budget rule's two levels
+  (:func:`~rcmdp_exact.domains.classic.cost_levels`), ``budget`` and ``binds``;
+* ``caps``: the four certified upper bounds of :func:`.candidates.caps` (robust,
+  nominal, CMDP's Lagrangian bound, value range);
+* ``bracket``: ``lower`` <= OPT <= ``upper`` over stationary randomised policies:
+
+  1. **closures first**: a budget below the least worst-case cost (one constraint) is
+     ``infeasible``; a robust optimum within the budget closes the record at the robust
+     optimum (status ``bracket``, ``closure`` says so);
+  2. the candidates of :func:`.candidates.candidate_policies` (the robust optimum of
+     least cost, the least-cost policy, the CMDP policy, the robust Lagrangian optima
+     and mixtures by bisection on the constraint), with those of the other levels of
+     the same instance and kind (warm information across the radii, computed in the
+     job itself so that a job does not depend on which others have run);
+  3. :func:`~rcmdp_exact.rcmdp_bracket` with those candidates and the record's **work
+     budget** (:func:`work_budget`: boxes of the branch and bound; where the gap is
+     still open after the first budget, the bracket runs again with the next budget of
+     the schedule); the time limit is only a safety net, and a record it stopped says
+     so (``reproducible`` False);
+  4. ``lower`` is the **exact** worst-case value of the stored ``lower_policy`` (the
+     better of the bracket's policy and the best candidate, evaluated here by
+     :func:`.candidates.exact`) and ``lower_costs`` its exact worst-case costs;
+     ``upper`` the smallest of the bracket's upper side and the caps.
+
+  An instance too large for the branch and bound (``Instance.bracket`` False: Taxi)
+  gets steps 1, 2 and 4 (status ``not_attempted``).
 
 Jobs write one JSON file and one ``.npz`` file each into a work folder
-(:func:`run_jobs`): a run that stops is resumed by running it again (finished jobs are
-kept), serially, in ``workers`` local processes or on a Dask cluster (``client=``).
-:func:`assemble` writes the versioned data file (``values.json``, the records, and
-``policies.npz``, every lower policy and every unconstrained robust optimum) from the
-work folder.  ``rcmdp suite certify`` runs both and reports the time.
+(:func:`run_jobs`), atomically; the folder's ``settings.json`` holds the work budget
+of the run, and a resume with another budget is refused (one work budget per file).  A
+run that stops is resumed by running it again (finished jobs are kept; a damaged job
+file is said and recomputed), serially, in ``workers`` local processes (which end with
+their parent) or on a Dask cluster (``client=``).  :func:`assemble` writes the
+versioned data file from the work folder.  ``rcmdp suite certify`` runs both.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["DEFAULT_SETTINGS", "SCHEMA", "assemble", "certify_job", "job_keys", "key_of",
-           "run_jobs", "scaling_bracket"]
+from .store import SCHEMA, key_of
 
-#: The version of the data file's layout (``values.json``'s ``schema``).
-SCHEMA = 1
-#: The bracket's work budget per job (the ground-truth table's: 100 boxes, 20 ascent
-#: steps per start; they decide the bracket) and its safety net in seconds (a bracket
-#: it stops says so: ``reproducible`` False), the rest of
-#: :class:`~rcmdp_exact.BracketSettings` at its defaults.
-DEFAULT_SETTINGS = {"max_boxes": 100, "n_ascent": 20, "time_limit": 600.0}
+__all__ = ["DEFAULT_BUDGET", "SCHEMA", "TARGET_GAP", "assemble", "certify_job",
+           "check_budget", "extends", "finished", "job_keys", "key_of", "read_job", "run_jobs",
+           "warm_up", "work_budget"]
+
 #: The policy class over which the bracket holds.
 POLICY_CLASS = "stationary randomised"
+#: The relative gap a record aims at (a record above it is an open problem).
+TARGET_GAP = 0.01
+
+#: The work budget of a run (the bracket's options that decide its answer, the same on
+#: any machine): ``schedule``, the branch and bound's box budgets tried in turn while
+#: the relative gap is above :data:`TARGET_GAP` (the bracket runs again from the start
+#: with the next, the candidates unchanged; an empty schedule: no branch and bound, the
+#: closures, candidates and caps alone); ``bracket``, the other options given to
+#: :func:`~rcmdp_exact.rcmdp_bracket`; ``time_limit``, the safety net per bracket run
+#: (seconds; a run it stops is marked not reproducible).  ``more``: schedules of their
+#: own for a kind of set (``"kl"``), an instance (``"machine-20"``) or both
+#: (``"machine-20/s-l1"``), the most specific winning: a box of an s-rectangular or a
+#: KL set costs tens of times one of an L1 ball.
+DEFAULT_BUDGET = {
+    "schedule": [2000, 6000],
+    "bracket": {"dual_evaluations": 0, "n_ascent": 20},
+    "time_limit": 3600.0,
+    "more": {"kl": [300, 1000], "s-l1": [200, 600], "frozenlake-8x8": [300, 1000],
+             "inventory-50": [100, 300]},
+}
 
 
-def key_of(name: str, kind: str, r: float) -> str:
-    """The key of a job, ``"riverswim-6/l1/0.1"`` (also its policies' key prefix)."""
-    return f"{name}/{kind}/{float(r):g}"
+def check_budget(budget: dict) -> dict:
+    """A work budget (:data:`DEFAULT_BUDGET`'s keys) checked: a non-empty increasing
+    schedule of box budgets >= 1, a positive time limit; an InputError naming what is
+    wrong otherwise.  Returns it with the defaults filled in."""
+    from .._checks import InputError
+    from .instances import INSTANCES
+
+    if not isinstance(budget, dict):
+        raise InputError(f"a work budget is a dict like {DEFAULT_BUDGET!r}; got "
+                         f"{type(budget).__name__}")
+    bad = set(budget) - set(DEFAULT_BUDGET)
+    if bad:
+        raise InputError(f"unknown work budget keys {sorted(bad)}; give "
+                         f"{', '.join(DEFAULT_BUDGET)}")
+    out = {**DEFAULT_BUDGET, **budget}
+
+    def schedule(sched, where):
+        if not isinstance(sched, list | tuple) or not all(
+                isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in sched):
+            raise InputError(f"{where} must be a list of box budgets >= 1 (integers; an "
+                             f"empty list: no branch and bound); got {sched!r}")
+        if list(sched) != sorted(set(sched)):
+            raise InputError(f"{where} must increase; got {list(sched)}")
+        return [int(b) for b in sched]
+
+    out["schedule"] = schedule(out["schedule"], "the schedule")
+    from .sets import KINDS, LEVELS
+
+    def selector(key):
+        name, kind, level = [*str(key).split("/"), "", ""][:3]
+        if str(key).count("/") > 2:
+            return False
+        if level:
+            return name in INSTANCES and kind in KINDS and level in {f"{r:g}" for r in
+                                                                      LEVELS}
+        return (name in INSTANCES and (not kind or kind in KINDS)) or \
+            (name in KINDS and not kind)
+
+    if not isinstance(out["more"], dict) or not all(selector(k) for k in out["more"]):
+        raise InputError(f"'more' maps a kind, an instance, INSTANCE/KIND or "
+                         f"INSTANCE/KIND/LEVEL (one record) to a schedule; got "
+                         f"{out['more']!r}")
+    out["more"] = {k: schedule(v, f"the schedule of {k}") for k, v in out["more"].items()}
+    tl = out["time_limit"]
+    if not isinstance(tl, int | float) or isinstance(tl, bool) or not math.isfinite(tl) \
+            or tl <= 0:
+        raise InputError(f"the time limit (the safety net per bracket) must be a positive "
+                         f"number of seconds; got {tl!r}")
+    out["time_limit"] = float(tl)
+    if not isinstance(out["bracket"], dict):
+        raise InputError(f"'bracket' holds options of rcmdp_bracket; got {out['bracket']!r}")
+    return out
+
+
+def work_budget(name: str, kind: str, level: float, budget: dict | None = None) -> dict:
+    """The work budget of the job (``name``, ``kind``, ``level``): ``{"schedule": [...],
+    "bracket": {...}, "time_limit": s}`` (the most specific schedule of ``more``:
+    ``name/kind/level`` (one record), ``name/kind``, then ``name``, then ``kind``, else
+    the default)."""
+    b = check_budget(DEFAULT_BUDGET if budget is None else budget)
+    more = b["more"]
+    sched = more.get(key_of(name, kind, level), more.get(
+        f"{name}/{kind}", more.get(name, more.get(kind, b["schedule"]))))
+    return {"schedule": list(sched), "bracket": dict(b["bracket"]),
+            "time_limit": b["time_limit"]}
 
 
 def _file_stem(key: str) -> str:
     return key.replace("/", "__")
 
 
-def job_keys(names=None, kinds=None, radii=None) -> list[tuple[str, str, float]]:
-    """The jobs (instance, kind, r) of a selection (default: the whole grid; an
+def job_keys(names=None, kinds=None, levels=None) -> list[tuple[str, str, float]]:
+    """The jobs (instance, kind, level) of a selection (default: the whole grid; an
     instance only with its own ``kinds``)."""
     from .instances import INSTANCES
-    from .sets import KINDS, RADII
+    from .sets import KINDS, LEVELS
 
     names = list(INSTANCES) if names is None else list(names)
     kinds = KINDS if kinds is None else tuple(kinds)
-    radii = RADII if radii is None else tuple(radii)
-    return [(n, k, float(r)) for n in names for k in kinds for r in radii
+    levels = LEVELS if levels is None else tuple(levels)
+    return [(n, k, float(r)) for n in names for k in kinds for r in levels
             if k in INSTANCES[n].kinds]
 
 
@@ -89,172 +182,416 @@ def _nums(a):
     return [_num(v) for v in np.atleast_1d(np.asarray(a, dtype=np.float64))]
 
 
-def value_range(model) -> float:
-    """(max R - min R) / (1 - gamma): the range of discounted values of the model."""
-    R = np.asarray(model.R)
-    return float((R.max() - R.min()) / (1.0 - model.gamma))
-
-
 def relative_gap(gap: float, lower: float, model) -> float | None:
-    """gap / max(|lower|, 1e-6 * value range): the gap relative to the value reached,
-    with a floor for values near 0 (None when the gap is not finite)."""
+    """gap / max(|lower|, 1e-6 * value range) (the bracket's definition,
+    :func:`~rcmdp_exact.ground_truth.bracket.gap_scale`), None when not finite."""
+    from ..ground_truth.bracket import gap_scale, value_range
+
     if not (math.isfinite(gap) and math.isfinite(lower)):
         return None
-    scale = max(abs(lower), 1e-6 * value_range(model), 1e-300)
-    return gap / scale
+    return gap / max(gap_scale(lower, value_range(model)), 1e-300)
 
 
-def scaling_bracket(model, uset, lp, robust_free, least_policy, n_theta: int = 4):
-    """The bracket of what scales (module notes): a dict with ``lower``, ``upper``,
-    ``policy`` (the certified lower policy or None), ``lower_costs``,
-    ``lower_method``."""
-    from ..robust import robust_evaluate
+# --------------------------------------------------------------------------- one job
+def _levels_of(base, kind, level, inst):
+    """(model with the budget, set, cost levels) of one (kind, level)."""
+    from .sets import budget, build_set
 
-    d = np.asarray(model.d, dtype=np.float64)
-    cands = []
-    if lp.get("policy") is not None and np.all(np.isfinite(lp.policy)):
-        cands.append(("lp", np.asarray(lp.policy)))
-    cands.append(("least worst-case cost", np.asarray(least_policy)))
-    free = np.asarray(robust_free.policy)
-    for theta in np.linspace(0.0, 1.0, n_theta + 1)[1:]:
-        cands.append((f"mixture {theta:.3g} of the robust optimum",
-                      theta * free + (1.0 - theta) * np.asarray(least_policy)))
-    best = (-np.inf, None, np.full(model.n_constraints, np.nan), "none")
-    for method, pol in cands:
-        ev = robust_evaluate(model, pol, uset, progress=False)
-        costs = np.asarray(ev.costs_worst)
-        if np.all(costs <= d) and ev.value > best[0]:
-            best = (float(ev.value), pol, costs, method)
-    upper = min(float(lp.value) if lp.get("success") else np.inf, float(robust_free.value))
-    if lp.get("status") == "infeasible":
-        upper = -np.inf
-    return dict(lower=best[0], upper=upper, policy=best[1], lower_costs=best[2],
-                lower_method=best[3])
+    uset = build_set(base, kind, level, inst.support)
+    d, lv = budget(base, uset, inst.budget_rule)
+    return base.replace(d=d), uset, lv
 
 
-def certify_job(name: str, kind: str, r: float, settings: dict | None = None):
-    """``(record, policies)`` of one job: the record (a JSON-ready dict, module notes)
-    and the policies {"lower": (S, A) or None, "free": (S, A)}."""
-    import warnings
-
-    from ..core.mdp import solve_mdp
-    from ..ground_truth import rcmdp_bracket, solve_cmdp
+def _warm_candidates(base, name, kind, level, inst):
+    """The candidates of the other levels of the same instance and kind (warm
+    information across the radii): their least-cost policy and CMDP policy, computed
+    here (so the job does not depend on which other jobs have run)."""
+    from ..ground_truth import solve_cmdp
     from ..robust import robust_value_iteration
+    from .sets import LEVELS
+
+    out = []
+    for other in LEVELS:
+        if abs(other - level) < 1e-12:
+            continue
+        try:
+            model, uset, _lv = _levels_of(base, kind, other, inst)
+        except RuntimeError:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            C = np.asarray(model.C)
+            least = robust_value_iteration(model.replace(R=-C[..., 0], C=None, d=None),
+                                           uset, method="policy_iteration",
+                                           progress=False).policy
+            out.append((f"least worst-case cost at level {other:g}", least))
+            lp = solve_cmdp(model)
+        if lp.get("policy") is not None and np.all(np.isfinite(lp.policy)):
+            out.append((f"cmdp lp at level {other:g}", np.asarray(lp.policy)))
+    return out
+
+
+def certify_job(name: str, kind: str, level: float, budget: dict | None = None):
+    """``(record, policies)`` of one job (module notes): the record (a JSON-ready dict)
+    and the policies {"lower": (S, A) or None, "free": (S, A)}."""
+    from ..core.mdp import solve_mdp
+    from ..ground_truth import solve_cmdp
+    from ..robust import robust_value_iteration
+    from .candidates import candidate_policies, caps, exact, feasible
     from .instances import INSTANCES
-    from .sets import budget, build_set, set_radius, set_text
+    from .sets import build_set, radius_of, set_text
 
     t0 = time.perf_counter()
-    st = dict(DEFAULT_SETTINGS, **(settings or {}))
+    work = work_budget(name, kind, level, budget)
     inst = INSTANCES[name]
     base = inst.build()
-    uset = build_set(base, kind, r, inst.support)
-    d, lv = budget(base, uset, inst.budget_rule)
-    model = base.replace(d=d)
+    model, uset, lv = _levels_of(base, kind, level, inst)
+    d = np.asarray(model.d, dtype=np.float64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         nominal = solve_mdp(model.replace(C=None, d=None))
         lp = solve_cmdp(model)
-        free = robust_value_iteration(model.replace(C=None, d=None), uset,
-                                      method="policy_iteration", progress=False)
-    least_model = model.replace(R=-np.asarray(model.C)[..., 0], C=None, d=None)
-    least_policy = robust_value_iteration(least_model, uset, method="policy_iteration",
-                                          progress=False).policy
-    # the floor of the scores: min over policies and kernels of V = -(max max of -V)
-    # (on the s-rectangular set: over the sa-rectangular L1 ball of radius A r that
-    # contains it, a lower bound of the same quantity)
-    floor_model = model.replace(R=-np.asarray(model.R), C=None, d=None)
-    floor_set = uset if kind != "s-l1" else build_set(
-        base, "l1", min(2.0, model.n_actions * r), inst.support)
-    floor = -float(robust_value_iteration(floor_model, floor_set, method="value_iteration",
-                                          progress=False, nature="optimistic").value)
+        # the floor of the scores: min over policies and kernels of V = -(max max of -V)
+        # (on the s-rectangular set: over the sa-rectangular L1 ball of radius A r that
+        # contains it, a lower bound of the same quantity)
+        floor_set = uset if kind != "s-l1" else build_set(
+            base, "l1", min(2.0, model.n_actions * level), inst.support)
+        floor = -float(robust_value_iteration(model.replace(R=-np.asarray(model.R), C=None,
+                                                            d=None), floor_set,
+                                              method="value_iteration", progress=False,
+                                              nature="optimistic").value)
+    cap = caps(model, uset, lp, lv.robust_optimum, lv.box.error)
     t1 = time.perf_counter()
-    failure = None
-    if inst.bracket:
-        try:
-            br = rcmdp_bracket(model, uset, progress=False, **st)
-        except (ArithmeticError, ValueError, RuntimeError) as exc:
-            # a solver that refuses its answer (InnerProblemError, a ValueError): the
-            # bounds of what scales, and the failure in the record
-            failure = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
-    if inst.bracket and failure is None:
-        lower, upper = float(br.lower), float(br.upper)
-        pol = None if not np.isfinite(lower) else np.asarray(br.policy)
-        b = dict(lower=_num(lower), upper=_num(upper), gap=_num(upper - lower),
-                 status=str(br.status), message=str(br.message),
-                 lower_method=str(br.get("lower_method", "")),
-                 upper_method=str(br.get("upper_method", "")),
-                 lower_costs=_nums(br.get("lower_costs", np.nan)),
-                 boxes=int(br.get("boxes", 0)), method="rcmdp_bracket", attempted=True)
-        given = br.get("relative_gap")  # the bracket's own, after issue 30
-        if given is not None and np.isfinite(float(given)):
-            b["bracket_relative_gap"] = float(given)
+    free_policy = np.asarray(lv.policies["free"], dtype=np.float64)
+    scale = np.maximum(1.0, np.abs(d))
+    infeasible = bool(np.any(lv.least > d + 1e-9 * scale))
+    b = dict(closure=None, attempted=False, boxes=0, runs=[], reproducible=True)
+    pol = None
+    if infeasible:
+        k = int(np.argmax(lv.least - d))
+        lower, upper = -np.inf, -np.inf
+        b.update(status="infeasible", lower_method="none",
+                 upper_method="least worst-case cost",
+                 lower_costs=_nums(lv.least),
+                 message=f"infeasible: the least worst-case cost of constraint {k} is "
+                         f"{lv.least[k]:.10g} > budget {d[k]:.10g}, so no policy is "
+                         f"robust-feasible and OPT = -inf")
     else:
-        sb = scaling_bracket(model, uset, lp, free, least_policy)
-        lower, upper, pol = sb["lower"], sb["upper"], sb["policy"]
-        why = (f"the branch and bound was not attempted: {inst.skip_bracket}"
-               if failure is None else f"the branch and bound failed ({failure}).")
-        b = dict(lower=_num(lower), upper=_num(upper), gap=_num(upper - lower),
-                 status="not_attempted" if failure is None else "bracket_failed",
-                 message=(f"{why} "
-                          "The bounds are those of what scales: below, the best certified "
-                          "robust-feasible policy among the CMDP policy, the least-cost "
-                          "policy and their mixtures with the robust optimum; above, "
-                          "min(CMDP optimum, robust optimum)"),
-                 lower_method=sb["lower_method"], upper_method="min(cmdp, robust)",
-                 lower_costs=_nums(sb["lower_costs"]), boxes=0, method="scaling",
-                 attempted=failure is not None)
+        extra = _warm_candidates(base, name, kind, level, inst)
+        inc = candidate_policies(model, uset, lv, lp, extra=extra)
+        pol_method = inc.method
+        upper_br, upper_method = np.inf, "none"
+        if inc.method == "robust optimum of least cost":
+            b.update(closure="a robust optimum (of least worst-case cost) is "
+                             "robust-feasible: OPT is the robust optimum")
+        elif inst.bracket and work["schedule"]:
+            upper_br, upper_method, inc = _bracket_runs(model, uset, inc, work, b, t1)
+            pol_method = inc.method
+        pol = inc.policy
+        if pol is not None:  # the stored policy, evaluated here: its exact numbers
+            lower, costs = exact(model, uset, pol)
+            if not feasible(costs, d):
+                raise RuntimeError(f"{key_of(name, kind, level)}: the stored policy is not "
+                                   f"robust-feasible by exact evaluation ({costs} > {d})")
+        else:
+            lower, costs = -np.inf, np.full(model.n_constraints, np.nan)
+        which, upper = min([("bracket", upper_br), *cap.items()], key=lambda kv: kv[1])
+        upper_method = upper_method if which == "bracket" else f"cap: {which}"
+        if upper < lower - 1e-9 * max(1.0, abs(lower)):
+            raise RuntimeError(f"{key_of(name, kind, level)}: upper {upper!r} < lower "
+                               f"{lower!r}: a bound is wrong")
+        upper = max(upper, lower)  # equal to rounding: the closed bracket [lower, lower]
+        rel = relative_gap(upper - lower, lower, model) if pol is not None else None
+        if pol is None:
+            status = "no_feasible_policy"
+        elif b.get("closure") or (rel is not None and rel <= 1e-4):
+            status = "bracket"
+        elif not inst.bracket or not work["schedule"]:
+            status = "not_attempted"
+        else:
+            status = "budget_exhausted"
+        b.update(status=status, lower_method=pol_method, upper_method=upper_method,
+                 lower_costs=_nums(costs), n_candidates=len(inc.pool),
+                 message=_message(status, b, inst, rel))
     gap = upper - lower
-    b["relative_gap"] = _num(relative_gap(gap, lower, model)) if np.isfinite(gap) else None
-    b["policy_class"] = POLICY_CLASS
-    b["seconds"] = time.perf_counter() - t1
-    spent = None
-    if pol is not None:
-        costs = np.asarray(b["lower_costs"], dtype=np.float64)
-        spent = [_num(c / dk) if dk > 0 else None for c, dk in zip(costs, d, strict=True)]
-    b["budget_spent"] = spent
+    b.update(lower=_num(lower), upper=_num(upper),
+             gap=_num(gap) if math.isfinite(gap) else None,
+             relative_gap=_num(relative_gap(gap, lower, model))
+             if math.isfinite(gap) and math.isfinite(lower) else None,
+             policy_class=POLICY_CLASS, seconds=time.perf_counter() - t1)
+    b["budget_spent"] = None if pol is None else [
+        _num(c / dk) if dk > 0 else None
+        for c, dk in zip(b["lower_costs"], d, strict=True)]
     record = {
-        "key": key_of(name, kind, r), "instance": name, "family": inst.family,
-        "kind": kind, "r": float(r), "radius": set_radius(kind, r),
+        "key": key_of(name, kind, level), "instance": name, "family": inst.family,
+        "kind": kind, "level": float(level), "radius": radius_of(kind, level),
         "support": "nominal" if kind == "kl" else inst.support,
-        "set": set_text(kind, r, inst.support),
+        "set": set_text(kind, level, inst.support),
         "S": model.n_states, "A": model.n_actions, "K": model.n_constraints,
         "gamma": model.gamma, "budget_rule": inst.budget_rule, "budget": _nums(d),
         "least": _nums(lv.least), "free": _nums(lv.free),
-        "binds": bool(np.any(lv.free > d + 1e-12 * max(1.0, float(np.max(np.abs(d)))))),
+        "binds": bool(np.any(lv.free > d + 1e-9 * scale)),
         "nominal_optimum": _num(nominal.value),
         "cmdp_optimum": _num(lp.value) if lp.success else None,
         "cmdp_status": str(lp.status),
-        "robust_optimum": _num(free.value),
+        "robust_optimum": _num(lv.robust_optimum),
         "floor_value": _num(floor),
+        "caps": {k: _num(v) for k, v in cap.items()},
         "bracket": b,
-        "settings": st if inst.bracket else {},
+        "work": work if inst.bracket else {},
         "seconds": time.perf_counter() - t0,
     }
-    return record, {"lower": pol, "free": np.asarray(free.policy)}
+    return record, {"lower": pol, "free": free_policy,
+                    "least": np.asarray(lv.policies["least"], dtype=np.float64)}
 
 
-# --------------------------------------------------------------------------- running
+def _bracket_runs(model, uset, inc, work: dict, b: dict, t1: float):
+    """Run the bracket over the work budget's schedule (module notes, step 3); returns
+    (its upper side, its upper method, the incumbent with its policy offered).  Fills
+    ``b`` with the runs, boxes, reproducibility and a failure if the solver refused."""
+    from ..ground_truth import rcmdp_bracket
+
+    best = inc.best()
+    cands = np.stack(best) if best else None
+    upper, method = np.inf, "none"
+    for boxes in work["schedule"]:
+        opts = dict(work["bracket"], max_boxes=int(boxes), time_limit=work["time_limit"])
+        b["attempted"] = True
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                br = rcmdp_bracket(model, uset, candidates=cands, progress=False, **opts)
+        except (ArithmeticError, ValueError, RuntimeError) as exc:
+            b["failure"] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+            break
+        run = dict(max_boxes=int(boxes), boxes=int(br.get("boxes", 0)),
+                   lower=_num(br.lower), upper=_num(br.upper), status=str(br.status),
+                   lower_method=str(br.get("lower_method", "")),
+                   seconds=float(br.get("seconds", np.nan)),
+                   stopped_by_time_limit=bool(br.get("stopped_by_time_limit",
+                                                     br.get("stopped") == "time")))
+        b["runs"].append(run)
+        b["boxes"] = run["boxes"]
+        b["reproducible"] = b["reproducible"] and not run["stopped_by_time_limit"]
+        if float(br.upper) < upper:
+            upper, method = float(br.upper), str(br.get("upper_method", "branch and bound"))
+        pol = br.get("policy")
+        if pol is not None and np.isfinite(float(br.lower)):
+            inc.offer(pol, f"bracket: {run['lower_method']}")
+        rel = relative_gap(upper - inc.value, inc.value, model) if \
+            np.isfinite(inc.value) else None
+        if br.status in ("bracket", "infeasible", "no_feasible_policy") or (
+                rel is not None and rel <= TARGET_GAP):
+            break
+    return upper, method, inc
+
+
+def _message(status: str, b: dict, inst, rel) -> str:
+    if b.get("closure"):
+        return b["closure"]
+    if status == "not_attempted":
+        why = inst.skip_bracket if not inst.bracket else "the work budget has no boxes."
+        return (f"the branch and bound was not attempted: {why} Below: the best certified "
+                f"robust-feasible candidate; above: the caps")
+    if b.get("failure"):
+        return f"the branch and bound failed ({b['failure']}); the candidates and the caps"
+    runs = b.get("runs") or []
+    last = runs[-1] if runs else {}
+    spent = f"{last.get('boxes', 0)} boxes of a budget of {last.get('max_boxes', 0)}"
+    if status == "bracket":
+        return f"closed ({spent})"
+    if status == "no_feasible_policy":
+        return f"no robust-feasible policy certified ({spent})"
+    return f"open: relative gap {rel:.3g} after {spent}" if rel is not None else spent
+
+
+# --------------------------------------------------------------------------- work folder
+SETTINGS_FILE = "settings.json"
+
+
 def _write_job(work: Path, record: dict, policies: dict) -> None:
+    from .._io import save_json, save_npz
+
     stem = _file_stem(record["key"])
     arrays = {k: np.asarray(v, dtype=np.float64) for k, v in policies.items() if v is not None}
-    tmp = work / f".{stem}.{os.getpid()}.npz"
-    np.savez(tmp, **arrays)
-    os.replace(tmp, work / f"{stem}.npz")
-    tmp = work / f".{stem}.{os.getpid()}.json"
-    tmp.write_text(json.dumps(record, indent=1))
-    os.replace(tmp, work / f"{stem}.json")  # the JSON last: it marks the job finished
+    save_npz(work / f"{stem}.npz", arrays, "rcmdp_exact.suite.Job/1")
+    save_json(work / f"{stem}.json", json.dumps(record, indent=1))  # last: it marks done
+
+
+def read_job(work, key: str):
+    """``(record, policies)`` of a finished job of the work folder, or a LoadError
+    naming the damaged file."""
+    from .._io import LoadError, load_npz
+
+    stem = _file_stem(key)
+    path = Path(work) / f"{stem}.json"
+    try:
+        rec = json.loads(path.read_text())
+        if rec.get("key") != key:
+            raise ValueError(f"it holds the job {rec.get('key')!r}")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise LoadError(f"{str(path)!r} is not a finished job of rcmdp suite certify "
+                        f"({exc})") from None
+    arrays = load_npz(Path(work) / f"{stem}.npz", "rcmdp_exact.suite.Job/1",
+                      "the policies of a finished job of rcmdp suite certify")
+    if "free" not in arrays or "least" not in arrays:
+        raise LoadError(f"{str(Path(work) / (stem + '.npz'))!r} lacks the free or the "
+                        f"least-cost policy; it is not a finished job of rcmdp suite certify")
+    return rec, {"lower": arrays.get("lower"), "free": arrays["free"],
+                 "least": arrays["least"]}
+
+
+def finished(work, jobs=None, echo=None) -> set[str]:
+    """The keys of the jobs finished in the work folder (of ``jobs``, default every
+    job file there).  A damaged job file is said through ``echo``, moved aside (its
+    name ends in ``.damaged``) and its job left to be recomputed."""
+    from .._io import LoadError
+
+    work = Path(work)
+    keys = [key_of(*j) for j in jobs] if jobs is not None else [
+        json.loads(p.read_text()).get("key", "") for p in work.glob("*.json")
+        if not p.name.startswith(".") and p.name != SETTINGS_FILE]
+    out = set()
+    for key in keys:
+        stem = _file_stem(key)
+        if not (work / f"{stem}.json").exists():
+            continue
+        try:
+            read_job(work, key)
+            out.add(key)
+        except LoadError as exc:
+            if echo is not None:
+                echo(f"rcmdp suite certify: {exc}; recomputing the job {key}")
+            for suffix in (".json", ".npz"):
+                p = work / f"{stem}{suffix}"
+                if p.exists():
+                    p.replace(p.with_name(p.name + ".damaged"))
+    return out
+
+
+def extends(new: dict, old: dict) -> bool:
+    """Whether the work budget ``new`` extends ``old`` (both checked): the same bracket
+    options and safety net, and for every job of the grid a schedule that begins with
+    the old one (more boxes tried after the same runs: a record the old schedule closed
+    is the same under the new one)."""
+    if new["bracket"] != old["bracket"] or new["time_limit"] != old["time_limit"]:
+        return False
+    for j in job_keys():
+        a, b = work_budget(*j, old)["schedule"], work_budget(*j, new)["schedule"]
+        if b[:len(a)] != a:
+            return False
+    return True
+
+
+def _same_under(rec: dict, new_work: dict) -> bool:
+    """Whether a finished record certified with its ``work`` is what the job gives under
+    ``new_work`` (a schedule that begins with the record's): its bracket stopped before
+    the end of its schedule, or closed at its last run, or was never given a branch and
+    bound for a reason the schedule does not change (a closure, infeasibility, an
+    instance without one)."""
+    old = rec.get("work") or {}
+    if old == new_work:
+        return True
+    b = rec["bracket"]
+    runs = b.get("runs") or []
+    sched = old.get("schedule", [])
+    if not runs:
+        return bool(b.get("closure")) or b["status"] == "infeasible" or not new_work
+    return bool(b.get("failure")) or len(runs) < len(sched) or runs[-1]["status"] in (
+        "bracket", "infeasible", "no_feasible_policy")
+
+
+def _extend_folder(work: Path, old: dict, new: dict, echo=None) -> list[str]:
+    """Carry the finished jobs of ``work`` from the work budget ``old`` over to ``new``,
+    which :func:`extends` it: a job whose record the new schedule would give unchanged
+    keeps its record (its ``work`` set to the new budget's); one whose last run ended
+    open with its whole schedule spent is set aside (``*.superseded``) to be run again
+    with the longer schedule.  Returns the keys set aside."""
+    from .._io import save_json
+
+    redo = []
+    for path in sorted(work.glob("*.json")):
+        if path.name == SETTINGS_FILE or path.name.startswith("."):
+            continue
+        try:
+            rec = json.loads(path.read_text())
+            name, kind, level = rec["instance"], rec["kind"], float(rec["level"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a damaged job file: finished() says so and recomputes it
+        from .instances import INSTANCES
+
+        new_work = work_budget(name, kind, level, new) if INSTANCES[name].bracket else {}
+        if rec.get("work") == new_work:
+            continue
+        if _same_under(rec, new_work):
+            rec["work"] = new_work
+            save_json(path, json.dumps(rec, indent=1))
+            continue
+        redo.append(rec["key"])
+        for suffix in (".npz", ".json"):  # the .json last: it marks the job done
+            p = path.with_suffix(suffix)
+            if p.exists():
+                p.replace(p.with_name(p.name + ".superseded"))
+    if echo is not None and redo:
+        echo(f"rcmdp suite certify: the work budget of {str(work)!r} extended; "
+             f"{len(redo)} open records run again with their longer schedules "
+             f"({', '.join(redo)})")
+    return redo
+
+
+def _check_settings(work: Path, budget: dict, echo=None) -> None:
+    """One work budget per work folder: the first run writes it; a resume must give the
+    same, or one that :func:`extends` it (the folder's jobs are carried over by
+    :func:`_extend_folder` and ``settings.json`` keeps the earlier budgets under
+    ``"extends"``); an InputError naming both otherwise."""
+    from .._checks import InputError
+    from .._io import save_json
+
+    path = work / SETTINGS_FILE
+    mine = {"format": "rcmdp_exact.suite.CertifySettings/1", "schema": SCHEMA,
+            "budget": budget}
+    if path.exists():
+        try:
+            theirs = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{str(path)!r} is damaged ({exc}); the work budget of the "
+                             f"jobs in {str(work)!r} is unknown: delete the folder to "
+                             f"start again") from None
+        try:
+            old = check_budget(theirs["budget"]) if theirs.get("schema") == SCHEMA else None
+        except (InputError, KeyError, TypeError):
+            old = None
+        if old == budget:
+            return
+        if old is None or not extends(budget, old):
+            raise InputError(
+                f"the work folder {str(work)!r} holds jobs certified with another work "
+                f"budget ({json.dumps(theirs.get('budget'))}; this run: "
+                f"{json.dumps(budget)}); one file holds one work budget (a resume may "
+                f"only add box budgets after a schedule's): resume with the same "
+                f"settings, give another --out, or delete the folder to start again")
+        _extend_folder(work, old, budget, echo=echo)
+        mine["extends"] = [*theirs.get("extends", []), theirs["budget"]]
+    save_json(path, json.dumps(mine, indent=1))
+
+
+def _line(rec: dict, done: int, total: int) -> str:
+    b = rec["bracket"]
+    lo = "-inf" if b["lower"] is None else f"{b['lower']:.6g}"
+    up = ("-inf" if b["status"] == "infeasible" else "inf") if b["upper"] is None else \
+        f"{b['upper']:.6g}"
+    return (f"[{done}/{total}] {rec['key']}: {b['status']}, [{lo}, {up}], "
+            f"{rec['seconds']:.1f} s")
 
 
 _WARM = []
 
 
 def warm_up() -> None:
-    """Compile the bracket's numba code once per process (a small bracket), so that no
-    job's time limit is spent compiling."""
+    """Compile the bracket's numba code once per process (a small bracket), so that a
+    job's safety net is not spent compiling."""
     if _WARM:
         return
-    import warnings
-
     from ..domains import riverswim
     from ..ground_truth import rcmdp_bracket
     from ..uncertainty import l1_ball
@@ -262,59 +599,42 @@ def warm_up() -> None:
     m = riverswim(4, d=[2.0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rcmdp_bracket(m, l1_ball(m, 0.1, support="nominal"), time_limit=5.0, max_boxes=20,
+        rcmdp_bracket(m, l1_ball(m, 0.1, support="nominal"), max_boxes=20,
                       progress=False)
     _WARM.append(True)
 
 
-def _run_and_write(work: str, name: str, kind: str, r: float, settings: dict) -> dict:
+def _run_and_write(work: str, name: str, kind: str, level: float, budget: dict) -> dict:
     """A job run and written to the work folder (what a worker calls)."""
     warm_up()
-    record, policies = certify_job(name, kind, r, settings)
+    record, policies = certify_job(name, kind, level, budget)
     _write_job(Path(work), record, policies)
     return record
 
 
-def finished(work) -> set[str]:
-    """The keys of the jobs finished in the work folder."""
-    out = set()
-    for p in Path(work).glob("*.json"):
-        if not p.name.startswith("."):
-            try:
-                out.add(json.loads(p.read_text())["key"])
-            except (ValueError, KeyError, OSError):
-                continue
-    return out
-
-
-def _line(rec: dict, done: int, total: int) -> str:
-    b = rec["bracket"]
-    lo = "-inf" if b["lower"] is None else f"{b['lower']:.6g}"
-    up = "inf" if b["upper"] is None else f"{b['upper']:.6g}"
-    return (f"[{done}/{total}] {rec['key']}: {b['status']}, [{lo}, {up}], "
-            f"{rec['seconds']:.1f} s")
-
-
-def run_jobs(work, jobs=None, *, settings: dict | None = None, workers: int = 1,
+def run_jobs(work, jobs=None, *, budget: dict | None = None, workers: int = 1,
              client=None, progress=None, echo=print) -> dict:
     """Run the jobs (default: the whole grid) that the work folder ``work`` does not hold
-    yet; return ``{"run": n, "kept": n, "seconds": wall time}``.
+    yet, with the work budget ``budget`` (default :data:`DEFAULT_BUDGET`); return
+    ``{"run": n, "kept": n, "failed": [(key, why), ...], "seconds": wall time}``.  A job
+    that raises is said and left unfinished (a resume runs it again); the others go on.
 
-    ``workers`` local processes (1: in this process) or a Dask ``client`` (its workers
-    must import this package and reach ``work``, a shared folder).  A bar when
-    ``progress`` (default: when standard error is a terminal), else one line per job
-    through ``echo``.
+    ``workers`` local processes (1: in this process; they end with their parent,
+    :mod:`rcmdp_exact._workers`) or a Dask ``client`` (its workers must import this
+    package and reach ``work``, a shared folder).  A bar when ``progress`` (default: when
+    standard error is a terminal), else one line per job through ``echo``.
     """
     from .._checks import check_client
     from .._progress import progress_default, tqdm
 
     check_client(client)
+    budget = check_budget(DEFAULT_BUDGET if budget is None else budget)
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
+    _check_settings(work, budget, echo=echo)
     jobs = job_keys() if jobs is None else list(jobs)
-    done = finished(work)
+    done = finished(work, jobs, echo=echo)
     todo = [j for j in jobs if key_of(*j) not in done]
-    st = dict(DEFAULT_SETTINGS, **(settings or {}))
     t0 = time.perf_counter()
     bar_on = progress_default(progress)
     total = len(todo)
@@ -326,44 +646,76 @@ def run_jobs(work, jobs=None, *, settings: dict | None = None, workers: int = 1,
             elif echo is not None:
                 echo(_line(rec, i, total))
 
+        failed = []
+
+        def collect(get, job, i):
+            try:
+                report(get(), i)
+            except Exception as exc:  # one job's failure: said, the others go on
+                why = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+                failed.append((key_of(*job), why))
+                bar.update(1)
+                if echo is not None:
+                    echo(f"[{i}/{total}] {key_of(*job)}: FAILED ({why})")
+
         if client is not None:
             from distributed import as_completed
 
-            futs = [client.submit(_run_and_write, str(work), *j, st, pure=False)
-                    for j in todo]
+            futs = {client.submit(_run_and_write, str(work), *j, budget, pure=False): j
+                    for j in todo}
             for i, fut in enumerate(as_completed(futs), 1):
-                report(fut.result(), i)
+                collect(fut.result, futs[fut], i)
         elif workers > 1 and total > 1:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor, as_completed
 
+            from .._workers import pool_initializer
+
             ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-                futs = [pool.submit(_run_and_write, str(work), *j, st) for j in todo]
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                     **pool_initializer()) as pool:
+                futs = {pool.submit(_run_and_write, str(work), *j, budget): j for j in todo}
                 for i, fut in enumerate(as_completed(futs), 1):
-                    report(fut.result(), i)
+                    collect(fut.result, futs[fut], i)
         else:
             for i, j in enumerate(todo, 1):
-                report(_run_and_write(str(work), *j, st), i)
-    return {"run": total, "kept": len(jobs) - total, "seconds": time.perf_counter() - t0}
+                collect(lambda j=j: _run_and_write(str(work), *j, budget), j, i)
+    return {"run": total - len(failed), "kept": len(jobs) - total, "failed": failed,
+            "seconds": time.perf_counter() - t0}
 
 
 def write_data(path, payload: dict) -> None:
     """Write the data file ``path`` (gzip-compressed JSON when it ends in ``.gz``)
-    atomically: a temporary file in the same folder, then a rename."""
+    atomically (:func:`rcmdp_exact._io.write_atomic`)."""
     import gzip
+
+    from .._io import write_atomic
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(payload, indent=None, separators=(",", ":")).encode()
-    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
-    if path.suffix == ".gz":
-        # mtime=0: the same values give the same bytes
-        with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
-            f.write(text)
-    else:
-        tmp.write_bytes(text)
-    os.replace(tmp, path)
+
+    def write(fh):
+        if path.suffix == ".gz":  # mtime=0: the same values give the same bytes
+            with gzip.GzipFile(fileobj=fh, mode="wb", mtime=0) as f:
+                f.write(text)
+        else:
+            fh.write(text)
+
+    write_atomic(path, write)
+
+
+def bracket_options(bracket: dict) -> dict:
+    """Every option of :func:`~rcmdp_exact.rcmdp_bracket` that a record's runs were given,
+    flat (:meth:`~rcmdp_exact.ground_truth.settings.BracketSettings.options` of the work
+    budget's ``bracket`` over the defaults), but ``max_boxes`` and ``time_limit``: the
+    schedule and the safety net, stored beside them."""
+    from ..ground_truth.settings import BracketSettings
+
+    opts = BracketSettings(**bracket).options()
+    for name in ("max_boxes", "time_limit"):
+        opts.pop(name, None)
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in opts.items()}
 
 
 def _policy_list(a) -> list:
@@ -372,37 +724,64 @@ def _policy_list(a) -> list:
 
 
 def assemble(work, out, jobs=None, *, wall_seconds: float | None = None,
-             workers: int | None = None, settings: dict | None = None) -> dict:
+             workers: int | None = None, command: str | None = None,
+             fill=None) -> dict:
     """Write the data file ``out`` (``values.json.gz``) from the work folder: the jobs of
     ``jobs`` (default the whole grid) in the grid's order, each record with its policies
     (``record["bracket"]["lower_policy"]``, None without a certified lower side, and
-    ``record["free_policy"]``, the unconstrained robust optimum).  A job missing from the
-    folder is an error naming it.  Returns the file's header."""
+    ``record["free_policy"]`` and ``record["least_policy"]``).  A job missing from the
+    folder is an error naming it.
+    Each record's ``work`` gets ``options``, every option of the bracket it was given
+    (:func:`bracket_options`).  Returns the file's header (``budget``: the work budget of
+    the run; each record's own in its ``work``).
+
+    ``fill``: a data file of the same grid (e.g. one made with an empty schedule,
+    ``--max-boxes 0``) whose records stand in for the jobs not yet finished in the folder,
+    each with its own ``work`` (a file to ship while a long certification runs); the
+    header's ``filled`` says from which file, with which budget, and which keys."""
     import datetime
+    import os
     import platform
 
     from .. import __version__
+    from .frozen import CHECKSUMS
     from .instances import INSTANCES
-    from .sets import KINDS, RADII
+    from .sets import KINDS, LEVELS
 
     work, out = Path(work), Path(out)
     jobs = job_keys() if jobs is None else list(jobs)
+    stand_in, filled = {}, []
+    if fill is not None:
+        from .store import data
+
+        other = data(fill)
+        if other.get("schema") != SCHEMA:
+            raise ValueError(f"{str(fill)!r} has schema {other.get('schema')!r}, not "
+                             f"{SCHEMA}; give a data file of this toolkit")
+        stand_in = {r["key"]: r for r in other["records"]}
     records, missing = [], []
     for j in jobs:
-        stem = _file_stem(key_of(*j))
-        p = work / f"{stem}.json"
-        if not p.exists():
-            missing.append(key_of(*j))
+        key = key_of(*j)
+        if not (work / f"{_file_stem(key)}.json").exists():
+            if key in stand_in:
+                records.append(json.loads(json.dumps(stand_in[key])))  # a copy
+                filled.append(key)
+            else:
+                missing.append(key)
             continue
-        rec = json.loads(p.read_text())
-        with np.load(work / f"{stem}.npz") as f:
-            rec["bracket"]["lower_policy"] = (_policy_list(f["lower"]) if "lower" in f.files
-                                              else None)
-            rec["free_policy"] = _policy_list(f["free"])
+        rec, pols = read_job(work, key)
+        rec["bracket"]["lower_policy"] = (_policy_list(pols["lower"])
+                                          if pols["lower"] is not None else None)
+        if rec.get("work"):
+            rec["work"] = dict(rec["work"], options=bracket_options(rec["work"]["bracket"]))
+        rec["free_policy"] = _policy_list(pols["free"])
+        rec["least_policy"] = _policy_list(pols["least"])
         records.append(rec)
     if missing:
         raise FileNotFoundError(f"{len(missing)} jobs are not finished in {work} (first: "
                                 f"{missing[0]}); run the jobs first")
+    folder = json.loads((work / SETTINGS_FILE).read_text())
+    settings = folder["budget"]
     header = {
         "format": "rcmdp_exact suite values",
         "schema": SCHEMA,
@@ -410,11 +789,18 @@ def assemble(work, out, jobs=None, *, wall_seconds: float | None = None,
         "generated": datetime.date.today().isoformat(),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
         "workers": workers,
-        "settings": dict(DEFAULT_SETTINGS, **(settings or {}), policy_class=POLICY_CLASS),
-        "kinds": list(KINDS), "radii": list(RADII),
+        "budget": settings,
+        "extends": folder.get("extends", []),
+        "policy_class": POLICY_CLASS,
+        "instances_sha256": json.loads(CHECKSUMS.read_text())["sha256"],
+        "kinds": list(KINDS), "levels": list(LEVELS),
         "instances": [n for n in INSTANCES if any(r["instance"] == n for r in records)],
         "job_seconds": sum(r["seconds"] for r in records),
         "wall_seconds": wall_seconds,
+        "command": command,
     }
+    if fill is not None:
+        header["filled"] = {"file": Path(fill).name, "budget": other["budget"],
+                            "generated": other.get("generated"), "keys": filled}
     write_data(out, {**header, "records": records})
     return header

@@ -1,12 +1,14 @@
 r"""The uncertainty sets of the suite and the budget rule.
 
-The grid is the same for every instance: four kinds of set at three radii r = 0.05,
-0.1 and 0.2 (the radii of the robust MDP literature's sa-rectangular L1 balls), each
-built around the instance's own kernel on the instance's support
-(:attr:`~rcmdp_exact.suite.instances.Instance.support`) by the kind's own ``around``:
+The grid is the same for every instance: four kinds of set at three **levels** r =
+0.05, 0.1 and 0.2 (the radii of the robust MDP literature's sa-rectangular L1 balls),
+each built around the instance's own kernel on the instance's support
+(:attr:`~rcmdp_exact.suite.instances.Instance.support`) by the kind's own ``around``,
+whose **radius** is the kind's own (what ``--set KIND --radius R`` means everywhere in
+the toolkit: the L1 radius, the KL bound, the half-width of an interval):
 
 ========== ================================ ==============================================
-kind       radius given to ``around``       the set
+kind       radius of the set at level r     the set
 ========== ================================ ==============================================
 l1         r                                sa-rectangular L1 ball, ||p - p^||_1 <= r
 kl         r^2 / 2                          sa-rectangular KL ball, KL(p || p^) <= r^2/2:
@@ -18,68 +20,74 @@ interval   r / 2                            sa-rectangular box |p_i - p^_i| <= r
                                             the L1 ball of radius r
 ========== ================================ ==============================================
 
-so the kl set is the smallest and s-l1 the largest of the four at each r.  A KL ball
-never leaves the support of its centre; the three others are built on the instance's
-support.
+so the kl set is the smallest and s-l1 the largest of the four at each level.  A KL
+ball never leaves the support of its centre; the three others are built on the
+instance's support.  A record's ``level`` is r, its ``radius`` the set's own radius.
 
 **The budget rule** (:func:`budget`, "halfway"): with :math:`\ell = \min_\pi \max_P
-C(\pi, P)` the least worst-case cost and :math:`f = \max_P C(\pi^*, P)` the worst-case
-cost of the unconstrained robust optimum :math:`\pi^* = \arg\max_\pi \min_P V(\pi, P)`,
-both on the set, :math:`d = \ell + (f - \ell) / 2`: every robust-feasible policy is
-constrained (d < f when f > l) and one exists (d >= l).  The paper's three domains keep
-the paper's budgets ("paper"); whether they bind is in their records.
+C(\pi, P)` the least worst-case cost and :math:`f` the least worst-case cost among the
+robust-optimal policies (:func:`~rcmdp_exact.domains.classic.cost_levels`: a robust
+problem over the robust-optimal actions, so :math:`f` does not depend on which of
+several equally good robust optima a solver returns), both on the set, :math:`d = \ell
++ (f - \ell) / 2`: when :math:`f > \ell` every robust-optimal policy violates the
+budget (d < f) and a robust-feasible policy exists (d >= l); when :math:`f = \ell` the
+constraint cannot bind (d = f: some robust optimum is robust-feasible, and the record
+is closed at the robust optimum).  The paper's three domains keep the paper's budgets
+("paper"); whether they bind is in their records.
 """
 
 from __future__ import annotations
 
-__all__ = ["KINDS", "RADII", "REFERENCE", "budget", "build_set", "grid", "set_radius",
+__all__ = ["KINDS", "LEVELS", "REFERENCE", "budget", "build_set", "grid", "radius_of",
            "set_text"]
 
-#: The radii r of the grid.
-RADII = (0.05, 0.1, 0.2)
+#: The levels r of the grid (each kind's radius at level r: :func:`radius_of`).
+LEVELS = (0.05, 0.1, 0.2)
 #: The kinds of set of the grid, in the order of the data file.
 KINDS = ("l1", "kl", "s-l1", "interval")
-#: The set of the leaderboard and of :func:`rcmdp_exact.suite.instance`: (kind, r).
+#: The set of the leaderboard and of :func:`rcmdp_exact.suite.instance`: (kind, level).
 REFERENCE = ("l1", 0.1)
 
 
-def set_radius(kind: str, r: float) -> float:
-    """The radius given to ``kind``'s ``around`` for the grid's radius ``r``."""
+def radius_of(kind: str, level: float) -> float:
+    """The radius of ``kind``'s set at the grid's level ``level`` (the radius given to
+    its ``around``: r for l1 and s-l1, r^2/2 for kl, r/2 for interval)."""
     if kind == "kl":
-        return r * r / 2.0
+        return level * level / 2.0
     if kind == "interval":
-        return r / 2.0
+        return level / 2.0
     if kind in ("l1", "s-l1"):
-        return float(r)
+        return float(level)
     raise ValueError(f"unknown kind {kind!r}; the suite's kinds are {', '.join(KINDS)}")
 
 
 def grid() -> list[tuple[str, float]]:
-    """Every (kind, r) of the grid, kinds first."""
-    return [(k, r) for k in KINDS for r in RADII]
+    """Every (kind, level) of the grid, kinds first."""
+    return [(k, r) for k in KINDS for r in LEVELS]
 
 
-def set_text(kind: str, r: float, support: str) -> str:
-    """One line that names the set: its kind, its own radius and its support."""
-    own = set_radius(kind, r)
+def set_text(kind: str, level: float, support: str) -> str:
+    """One line that names the set: its kind, its radius, its level and its support."""
+    own = radius_of(kind, level)
     sup = "nominal" if kind == "kl" else support
     what = {"l1": "sa-rectangular L1 ball", "kl": "sa-rectangular KL ball",
             "s-l1": "s-rectangular L1 set", "interval": "sa-rectangular interval set"}[kind]
-    return f"{what} of radius {own:g} (r = {r:g}) on the {sup} support"
+    return f"{what} of radius {own:g} (level {level:g}) on the {sup} support"
 
 
-def build_set(model, kind: str, r: float, support: str):
-    """The set of ``kind`` at the grid's radius ``r`` around ``model``'s kernel."""
+def build_set(model, kind: str, level: float, support: str):
+    """The set of ``kind`` at the grid's level ``level`` around ``model``'s kernel."""
     from ..uncertainty import set_class
 
-    own = set_radius(kind, r)
+    own = radius_of(kind, level)
     return set_class(kind).around(model, own, "nominal" if kind == "kl" else support)
 
 
 def budget(model, uset, rule: str = "halfway"):
     """``(d, levels)``: the budget of ``rule`` for ``model`` on ``uset`` and the cost
-    levels ``least`` and ``free`` (arrays (K,)) with the unconstrained robust optimum
-    (``levels.policies["free"]``).  "paper" keeps the model's budget."""
+    levels ``least`` and ``free`` (arrays (K,)) with a robust optimum of cost ``free``
+    (``levels.policies["free"]``; :func:`~rcmdp_exact.domains.classic.cost_levels`).
+    "paper" keeps the model's budget."""
     import numpy as np
 
     from ..domains.classic import cost_levels

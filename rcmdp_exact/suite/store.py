@@ -13,8 +13,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["BASELINES", "DATA", "DATA_FILE", "NAMES", "Loaded", "data", "definition",
-           "instance", "load", "names", "policies", "record"]
+__all__ = ["BASELINES", "DATA", "DATA_FILE", "NAMES", "ONLY_KINDS", "Loaded", "data",
+           "definition", "instance", "load", "names", "policies", "record"]
 
 #: The names of the instances, in the order of the data file (the keys of
 #: :data:`.instances.INSTANCES`, kept here so that the command line can check a name
@@ -23,10 +23,25 @@ NAMES = ("riverswim-6", "riverswim-20", "chain-10", "machine-10", "machine-20",
          "inventory-50", "forest-10", "grid-5x5", "frozenlake-4x4", "frozenlake-8x8",
          "cliffwalking", "taxi", "paper-inventory", "paper-nav1", "paper-nav2",
          "garnet-15x5-s0", "garnet-15x5-s1", "garnet-15x5-s2")
-#: The plain baselines of :func:`rcmdp_exact.suite.score` besides the six learners: "tabular" (a
-#: tabular Lagrangian actor-critic, :mod:`.baseline`) and "uniform" (the uniform
-#: random policy, the RCMDP literature's comparison).
-BASELINES = ("tabular", "uniform")
+#: The kinds of set of the instances certified on fewer than all four (the
+#: ``Instance.kinds`` of :data:`.instances.INSTANCES`, here so that the command line can
+#: check a selection without importing numpy).
+ONLY_KINDS = {"taxi": ("l1",)}
+
+#: The baselines of :func:`score` besides the six learners: "tabular" (certainty
+#: equivalence, :func:`.leaderboard.tabular_baseline`), "uniform" (the uniform random
+#: policy, the RCMDP literature's comparison) and "least-cost" (the policy of least
+#: worst-case cost: robust-feasible on every record that is not infeasible).
+BASELINES = ("tabular", "uniform", "least-cost")
+
+#: The version of the data file's layout (``schema``).
+SCHEMA = 2
+
+
+def key_of(name: str, kind: str, level: float) -> str:
+    """The key of a job, ``"riverswim-6/l1/0.1"`` (also its policies' key prefix)."""
+    return f"{name}/{kind}/{float(level):g}"
+
 
 #: The folder of the shipped data file.
 DATA = Path(__file__).parent / "data"
@@ -57,22 +72,26 @@ def _read(path: str, stamp: float, size: int) -> dict:
     import gzip
 
     from .._io import LoadError
-    from .certify import SCHEMA
 
-    raw = Path(path).read_bytes()
     try:
+        raw = Path(path).read_bytes()
         if raw[:2] == b"\x1f\x8b":
             raw = gzip.decompress(raw)
         payload = json.loads(raw)
     except (OSError, ValueError, EOFError) as exc:
         raise LoadError(f"{path!r} is not a suite data file ({exc}); give the file written "
                         f"by rcmdp suite certify") from None
-    if not isinstance(payload, dict) or "records" not in payload:
+    if not isinstance(payload, dict) or not isinstance(payload.get("records"), list):
         raise LoadError(f"{path!r} is not a suite data file (no records); give the file "
                         f"written by rcmdp suite certify")
     if payload.get("schema") != SCHEMA:
         raise LoadError(f"{path!r} has schema {payload.get('schema')!r}; this version reads "
                         f"schema {SCHEMA}: regenerate it with rcmdp suite certify")
+    for i, rec in enumerate(payload["records"]):
+        if not isinstance(rec, dict) or not {"key", "instance", "kind", "level", "budget",
+                                             "bracket"} <= set(rec):
+            raise LoadError(f"{path!r} is damaged: its record {i} lacks the fields of a "
+                            f"suite record; regenerate it with rcmdp suite certify")
     return payload
 
 
@@ -91,16 +110,16 @@ def data(path=None) -> dict:
     return _read(str(p), st.st_mtime, st.st_size)
 
 
-def record(name: str, set: str = "l1", radius: float = 0.1, *, path=None) -> dict | None:
-    """The certified record of (``name``, ``set``, ``radius``), or None when the data
-    file has none.  ``radius`` is the grid's r (``suite.sets.RADII``); the kind's own
+def record(name: str, set: str = "l1", level: float = 0.1, *, path=None) -> dict | None:
+    """The certified record of (``name``, ``set``, ``level``), or None when the data
+    file has none.  ``level`` is the grid's r (``suite.sets.LEVELS``); the set's own
     radius is the record's ``radius``.  The lower policy is
     ``record["bracket"]["lower_policy"]`` (nested lists, (S, A); None when no lower
-    side is certified), the unconstrained robust optimum ``record["free_policy"]``."""
+    side is certified), the robust optimum of least cost ``record["free_policy"]``.  A
+    damaged data file is a :class:`~rcmdp_exact.LoadError` naming its path."""
     definition(name)
-    from .certify import key_of
 
-    key = key_of(name, set, radius)
+    key = key_of(name, set, _level(level))
     for rec in data(path)["records"]:
         if rec["key"] == key:
             return rec
@@ -128,37 +147,43 @@ class Loaded(NamedTuple):
     record: dict | None
 
 
-def load(name: str, set: str = "l1", radius: float = 0.1, *, path=None) -> Loaded:
-    """The instance ``name`` with the set ``set`` of the grid's radius ``radius``:
+def _level(level) -> float:
+    """The grid's level ``level`` (an InputError naming the levels otherwise)."""
+    from .._checks import InputError
+    from .sets import LEVELS
+
+    try:
+        level = float(level)
+    except (TypeError, ValueError):
+        raise InputError(f"level {level!r} is not a number; give one of "
+                         f"{', '.join(map(str, LEVELS))}") from None
+    if not any(abs(level - r) < 1e-12 for r in LEVELS):
+        raise InputError(f"level {level!r} is not on the suite's grid; give one of "
+                         f"{', '.join(map(str, LEVELS))} (the set's own radius is "
+                         f"suite.sets.radius_of(kind, level))")
+    return min(LEVELS, key=lambda r: abs(r - level))
+
+
+def load(name: str, set: str = "l1", level: float = 0.1, *, path=None) -> Loaded:
+    """The instance ``name`` with the set ``set`` at the grid's level ``level``:
     ``(model, uset, record)``.
 
     The model's budget is the record's (the instance's rule, computed when the data
-    file was generated); without a record it is computed by the rule now
-    (:func:`.sets.budget`).
+    file was generated).  Without a record (the data file has none for this set) it
+    is computed by the rule now (:func:`.sets.budget`); a data file that cannot be read
+    (damaged, of another schema, missing when ``path`` is given) is a
+    :class:`~rcmdp_exact.LoadError` naming its path, never a silent recomputation.
     """
     from .._checks import InputError
-    from .sets import KINDS, RADII, budget, build_set
+    from .sets import KINDS, budget, build_set
 
     inst = definition(name)
     if set not in KINDS:
         raise InputError(f"unknown set {set!r}; the suite's sets are {', '.join(KINDS)}")
-    try:
-        radius = float(radius)
-    except (TypeError, ValueError):
-        raise InputError(f"radius {radius!r} is not a number; give one of "
-                         f"{', '.join(map(str, RADII))}") from None
-    if not any(abs(radius - r) < 1e-12 for r in RADII):
-        raise InputError(f"radius {radius!r} is not on the suite's grid; give one of "
-                         f"{', '.join(map(str, RADII))}")
-    radius = min(RADII, key=lambda r: abs(r - float(radius)))
+    level = _level(level)
     base = inst.build()
-    uset = build_set(base, set, radius, inst.support)
-    from .._io import LoadError
-
-    try:
-        rec = record(name, set, radius, path=path)
-    except LoadError:  # no data file: the budget is computed below
-        rec = None
+    uset = build_set(base, set, level, inst.support)
+    rec = record(name, set, level, path=path)
     if rec is not None:
         d = rec["budget"]
     else:
@@ -168,7 +193,7 @@ def load(name: str, set: str = "l1", radius: float = 0.1, *, path=None) -> Loade
 
 def instance(name: str):
     """The model of instance ``name`` with the budget of the reference set (the L1 ball
-    of radius 0.1, :data:`.sets.REFERENCE`)."""
+    of level 0.1, :data:`.sets.REFERENCE`)."""
     from .sets import REFERENCE
 
     return load(name, REFERENCE[0], REFERENCE[1]).model
