@@ -1,0 +1,72 @@
+r"""Published RCMDP planners in exact-gradient tabular form, judged exactly.
+
+``plan(model, uset, name, iterations=N, seed=s)`` runs one planner of :data:`PLANNERS`
+within an iteration budget and returns a :class:`~.base.PlanResult`: the output policy,
+its exact worst-case value and costs, the curve over iterations, the work counted.
+Every planner sees the RCMDP through one exact oracle (:mod:`.oracle`: robust fixed
+points, Danskin's gradients), on any model and any built-in set it accepts.
+
+======================== ====================================================== =========
+name                     paper                                                  module
+======================== ====================================================== =========
+``robust-primal-dual``   Wang, Miao and Zou (2022), arXiv 2209.06866            primal_dual
+``epirc-pgs``            Kitamura et al. (ICLR 2025), arXiv 2408.16286v3        epigraph
+``rnpg``                 Ganguly, Panaganti, Ghosh and Wierman, arXiv 2505.19238 switching
+``rrpo``                 Ma, Chen, Zhou and Huang, arXiv 2508.17448             rrpo
+``pmd-pd``               Bossens and Nitanda, arXiv 2506.23165 (oracle TMA)     mirror
+``rcpg-value`` ...       the seed paper's RCPG variants, Adversarial RCPG       rcpg
+``reference``            the certified bracket's lower side                     reference
+======================== ====================================================== =========
+
+``docs/planners.md`` gives each planner's updates, the version of the paper followed,
+what could be read of it, every choice it leaves open and the hyperparameters used.
+The package is lazy: ``NAMES`` is available without numpy (the command line checks a
+name with it); the planners load on first use.
+"""
+
+from __future__ import annotations
+
+#: The names of the built-in planners, in the order of the docs (no numpy needed).
+NAMES = ("robust-primal-dual", "epirc-pgs", "rnpg", "rrpo", "pmd-pd", "rcpg-value",
+         "rcpg-constraint", "rcpg-lagrangian", "adversarial-rcpg", "reference")
+
+#: The modules that register the built-in planners.
+_MODULES = ("primal_dual", "epigraph", "switching", "rrpo", "mirror", "rcpg", "reference")
+
+_EXPORTS = {
+    "PLANNERS": ".base", "Planner": ".base", "PlannerSettings": ".base",
+    "PlanResult": ".base", "Context": ".base", "Trace": ".base", "plan": ".base",
+    "planner": ".base", "register": ".base", "STARTS": ".base",
+    "RobustOracle": ".oracle", "Evaluation": ".oracle", "project_simplex": ".oracle",
+    "mirror_step": ".oracle",
+    "PrimalDualSettings": ".primal_dual", "EpigraphSettings": ".epigraph",
+    "RNPGSettings": ".switching", "RRPOSettings": ".rrpo", "PMDPDSettings": ".mirror",
+    "RCPGSettings": ".rcpg", "ReferenceSettings": ".reference",
+    "record_duality_gap": ".duality",
+}
+
+__all__ = ["NAMES", "load_builtin", *sorted(_EXPORTS)]
+
+
+def load_builtin() -> None:
+    """Import the modules that register the built-in planners (idempotent)."""
+    import importlib
+
+    for mod in _MODULES:
+        importlib.import_module(f".{mod}", __name__)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rcmdp_exact.planners' has no attribute {name!r}")
+    import importlib
+
+    load_builtin()
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *__all__})
