@@ -38,7 +38,7 @@ _EXPORTS = {
     "PlanResult": ".base", "Context": ".base", "Trace": ".base", "plan": ".base",
     "planner": ".base", "register": ".base", "STARTS": ".base",
     "RobustOracle": ".oracle", "Evaluation": ".oracle", "project_simplex": ".oracle",
-    "mirror_step": ".oracle",
+    "mirror_step": ".oracle", "log_policy": ".oracle",
     "PrimalDualSettings": ".primal_dual", "EpigraphSettings": ".epigraph",
     "RNPGSettings": ".switching", "RRPOSettings": ".rrpo", "PMDPDSettings": ".mirror",
     "RCPGSettings": ".rcpg", "ReferenceSettings": ".reference",

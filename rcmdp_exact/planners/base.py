@@ -47,6 +47,9 @@ STARTS = ("random", "uniform")
 #: Relative tolerance of "robust-feasible": every worst-case cost at most
 #: d + FEAS_TOL * max(1, |d|) (the suite leaderboard's rule).
 FEAS_TOL = 1e-9
+#: How the rectangularities read in messages.
+_KIND_TEXT = {"sa": "sa-rectangular", "s": "s-rectangular",
+              "none": "whole-kernel (FiniteSet)"}
 
 
 # =========================================================================== settings
@@ -329,6 +332,15 @@ def check_plan_inputs(model, uset, name, iterations, seed, start, settings, opti
     if model.is_sparse:
         raise InputError(f"model {model.name or ''!s} is sparse (S={model.n_states}); the "
                          f"planners need a dense model: build it with a dense P")
+    from ..uncertainty import PROTOCOLS, check_set
+
+    check_set(uset, model)
+    if not isinstance(uset, tuple(PROTOCOLS[k] for k in p.sets)):
+        have = getattr(uset, "rectangularity", "?")
+        raise InputError(
+            f"planner {p.name!r} takes {' or '.join(_KIND_TEXT[k] for k in p.sets)} sets, "
+            f"but {type(uset).__name__} is {_KIND_TEXT.get(have, have)}; use another set "
+            f"or another planner (docs/planners.md lists the sets each takes)")
     check_robust_inputs(model, uset, f"planner {p.name!r}", kinds=p.sets)
     if p.check is not None:
         p.check(model, uset)

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .base import Context, Planner, PlannerSettings, register
-from .oracle import mirror_step
+from .oracle import log_policy, mirror_step
 
 __all__ = ["PMDPDSettings", "run_pmd_pd"]
 
@@ -57,7 +57,7 @@ class PMDPDSettings(PlannerSettings):
 
     step: float = 1.0
     """eta in units of 1 - gamma (scaled Q of the Lagrangian)."""
-    dual_step: float = 0.1
+    dual_step: float = 3.0
     """beta in units of 1 - gamma (scaled costs)."""
 
     def rules(self) -> dict:
@@ -71,10 +71,11 @@ def run_pmd_pd(ctx: Context) -> dict:
     lam = np.zeros(ctx.K)
     d = ctx.d_scaled
     pi = ctx.start
+    theta = log_policy(pi)
     for _ in range(ctx.iterations):
         ev = ctx.evaluate(pi, lam=ctx.multipliers(lam))
         ctx.trace.record(ev, lam=lam, lagrangian=ev.lagrangian)
-        pi = mirror_step(pi, ev.lagrangian_q / ctx.scale_r, eta)
+        theta, pi = mirror_step(theta, ev.lagrangian_q / ctx.scale_r, eta)
         lam = np.maximum(0.0, lam + beta * (ev.lagrangian_costs / ctx.scale_c - d))
     ev = ctx.evaluate(pi, lam=ctx.multipliers(lam))
     ctx.trace.record(ev, lam=lam, lagrangian=ev.lagrangian)

@@ -49,7 +49,7 @@ from ..core.evaluation import PolicySystem, policy_matrix, policy_values
 from ..robust.engine import RobustGame
 from ..uncertainty import KernelSet
 
-__all__ = ["Evaluation", "RobustOracle", "mirror_step", "project_simplex"]
+__all__ = ["Evaluation", "RobustOracle", "log_policy", "mirror_step", "project_simplex"]
 
 
 @dataclass(frozen=True)
@@ -243,13 +243,23 @@ def project_simplex(y: np.ndarray) -> np.ndarray:
     return x / x.sum(axis=1, keepdims=True)
 
 
-def mirror_step(pi: np.ndarray, g: np.ndarray, eta: float) -> np.ndarray:
+def mirror_step(logits: np.ndarray, g: np.ndarray, eta: float) -> tuple[np.ndarray, np.ndarray]:
     r"""The KL mirror (exponentiated-gradient) step :math:`\pi'(a|s) \propto \pi(a|s)
-    \exp(\eta\, g(s, a))` of every row (an action of probability 0 stays at 0)."""
-    z = eta * np.asarray(g, dtype=np.float64)
+    \exp(\eta\, g(s, a))` of every row, carried on the logits :math:`\log \pi`.
+
+    Returns ``(logits', pi')``: the logits :math:`\log \pi + \eta g`, shifted so that
+    each row's largest is 0, and the policy (their softmax).  Kept as logits, a
+    probability that underflows to 0 in floating point can still come back (the map is
+    the same; as probabilities it could not); an action of logit :math:`-\infty`
+    (probability exactly 0 at the start) stays at 0, as the step says.
+    """
+    z = np.asarray(logits, dtype=np.float64) + eta * np.asarray(g, dtype=np.float64)
     z = z - z.max(axis=1, keepdims=True)
+    pi = np.exp(z)
+    return z, pi / pi.sum(axis=1, keepdims=True)
+
+
+def log_policy(pi: np.ndarray) -> np.ndarray:
+    r"""The logits :math:`\log \pi` of a policy (``-inf`` where it is 0)."""
     with np.errstate(divide="ignore"):
-        logits = np.where(pi > 0, np.log(np.where(pi > 0, pi, 1.0)) + z, -np.inf)
-    logits = logits - logits.max(axis=1, keepdims=True)
-    out = np.exp(logits)
-    return out / out.sum(axis=1, keepdims=True)
+        return np.log(np.asarray(pi, dtype=np.float64))

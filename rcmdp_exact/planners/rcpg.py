@@ -2,7 +2,7 @@ r"""The seed paper's RCPG variants and Adversarial RCPG, in the learners' exact-
 mode.
 
 D. M. Bossens, "Robust Lagrangian and Adversarial Policy Gradient for Robust
-Constrained Markov Decision Processes" (the paper of ``/work/shared/paper``).  These
+Constrained Markov Decision Processes" (CAI 2024; the seed paper of the toolkit).  These
 planners do not re-implement the learners: each calls
 :func:`rcmdp_exact.learners.train` with ``gradient="exact"`` (``rcmdp_exact/learners/
 exact.py``: every episode replaced by one exact gradient step of the algorithm's

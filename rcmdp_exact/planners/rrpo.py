@@ -45,7 +45,7 @@ __all__ = ["RRPOSettings", "run_rrpo"]
 class RRPOSettings(PlannerSettings):
     """Hyperparameters of RRPO (module notes)."""
 
-    step: float = 30.0
+    step: float = 1e4
     """alpha in units of the smoothness step (1 - gamma)^3 / (2 gamma |A|)."""
     tolerance: float = 0.0
     """eta: a cost may exceed its budget by this much (scaled units) for a reward step."""

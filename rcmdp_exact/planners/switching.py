@@ -31,8 +31,8 @@ the RCMDP objective to avoid binary search"); the form of :math:`F_\lambda` is a
 reconstruction (``docs/planners.md``).  Choices: :math:`\eta` = ``step`` times
 :math:`1 - \gamma` in scaled units; ``scale`` is :math:`\lambda`; ``margin`` tightens the
 budgets the switch compares against by ``margin`` / (1 - gamma) scaled units (0: the
-budgets themselves); the output is the best robust-feasible iterate met (every iterate
-is evaluated exactly, so this costs nothing), or the last iterate when none was.
+budgets themselves); the output is the last iterate (the paper's output rule could not
+be read; the result's ``best`` is the best robust-feasible iterate met).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .base import Context, Planner, PlannerSettings, register
-from .oracle import mirror_step
+from .oracle import log_policy, mirror_step
 
 __all__ = ["RNPGSettings", "run_rnpg", "top_value"]
 
@@ -51,7 +51,7 @@ __all__ = ["RNPGSettings", "run_rnpg", "top_value"]
 class RNPGSettings(PlannerSettings):
     """Hyperparameters of RNPG (module notes)."""
 
-    step: float = 1.0
+    step: float = 10.0
     """eta in units of 1 - gamma (scaled Q)."""
     scale: float = 1e4
     """lambda: the objective's scale in F (larger: the switch follows the constraints)."""
@@ -76,6 +76,7 @@ def run_rnpg(ctx: Context) -> dict:
     vtop = top_value(ctx)
     d = ctx.d_scaled - s.margin / (1.0 - ctx.gamma)
     pi = ctx.start
+    theta = log_policy(pi)
     reward_steps = 0
     for _ in range(ctx.iterations):
         ev = ctx.evaluate(pi)
@@ -85,16 +86,12 @@ def run_rnpg(ctx: Context) -> dict:
         ctx.trace.record(ev, switch=j, objective=float(terms[j]))
         if j == 0:
             reward_steps += 1
-            pi = mirror_step(pi, ctx.q_scaled(ev, 0), eta)
+            theta, pi = mirror_step(theta, ctx.q_scaled(ev, 0), eta)
         else:
-            pi = mirror_step(pi, -ctx.q_scaled(ev, j), eta)
+            theta, pi = mirror_step(theta, -ctx.q_scaled(ev, j), eta)
     ctx.trace.record(ctx.evaluate(pi))
-    best = ctx.trace.best
-    out = pi if best is None else best[2]
-    return dict(policy=out, iterations=ctx.iterations,
-                info=dict(reward_steps=reward_steps, eta=eta,
-                          output="best robust-feasible iterate" if best is not None
-                          else "last iterate (no iterate was robust-feasible)"))
+    return dict(policy=pi, iterations=ctx.iterations,
+                info=dict(reward_steps=reward_steps, eta=eta))
 
 
 PLANNER = register(Planner(
