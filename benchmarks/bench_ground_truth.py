@@ -29,8 +29,12 @@ Sections (``--section``, default all):
   boxes; the goal is every model certified to 1e-6 in under 0.5 s.
 * ``inventory``: the paper's Inventory on its estimated ball (seed 0), the default
   arguments: the gap relative to the value; the goal is below 0.1%.
-* ``deadline``: ``time_limit = 3`` on Garnets of ``--deadline-sizes`` states (default 20
-  to 400): the seconds past the limit (the goal: under one second).
+* ``deadline``: the safety net ``time_limit = 3`` (and ``max_boxes = 10**7``) on Garnets
+  of ``--deadline-sizes`` states (default 20 to 400): the seconds past the limit (the
+  goal: under one second) and the phase it stopped.
+* ``load``: one Garnet (``--sizes``, first) at a budget of ``--boxes`` boxes, on the idle
+  machine and beside two CPU-bound processes per core: the same bracket to the bit
+  (issue 43: work budgets, not clocks, decide it).
 * ``dask``: one Garnet (``--sizes``, first; K = 1, seed 0) with a budget of
   ``--boxes`` boxes serially and on a local Dask cluster of 2 single-thread workers:
   both answers (the same bits) and the ratio of the times.
@@ -69,8 +73,8 @@ Sections (``--section``, default all):
     python benchmarks/bench_ground_truth.py --section inventory
     python benchmarks/bench_ground_truth.py --section small
     python benchmarks/bench_ground_truth.py --section structured [--quick] [--only riverswim6]
-        [--max-boxes 2000] [--kernel-rounds 2] [--branching occupancy] [--round-width 0.125]
-        [--lazy-kernels]
+        [--max-boxes 2000] [--bracket-bounds local+lp]
+    python benchmarks/bench_ground_truth.py --section load [--sizes 10] [--boxes 400]
     python benchmarks/bench_ground_truth.py --section dask --sizes 50 --boxes 400
     python benchmarks/bench_ground_truth.py --section anatomy [--only frozenlake8]
 """
@@ -92,7 +96,7 @@ from rcmdp_exact.testing import budget_levels, dense_binding_cmdp
 from rcmdp_exact.uncertainty import l1_ball
 
 SECTIONS = ("pipeline", "lp", "gaps", "garnets", "bounds", "small", "inventory", "deadline",
-            "dask", "domains", "alpha0", "structured", "anatomy")
+            "load", "dask", "domains", "alpha0", "structured", "anatomy")
 
 #: The instances of ``--section structured``: (name, builder keywords, set, seconds of
 #: the goal).  Sets: ("l1", support) or ("kl", None), radius 0.1.
@@ -351,14 +355,57 @@ def section_dask(S: int, boxes: int) -> None:
 
 
 def section_deadline(sizes, seconds: float) -> None:
-    print(f"time_limit kept: rcmdp_bracket(garnet_case(0, S, 3, 1), time_limit={seconds:g}),"
-          f" defaults otherwise; seconds past the limit")
-    print(f"{'S':>4} {'wall':>7} {'past':>6}  status            stopped  {'boxes':>5}  load")
+    print(f"the safety net kept: rcmdp_bracket(garnet_case(0, S, 3, 1), time_limit="
+          f"{seconds:g}, max_boxes=10**7), defaults otherwise; seconds past the limit, the "
+          f"phase it stopped")
+    print(f"{'S':>4} {'wall':>7} {'past':>6}  status            stopped  {'boxes':>5}  "
+          f"reproducible  phase  load")
     for S in sizes:
         m, ball = garnet_case(0, S, 3, 1)
-        br, wall, _ = _timed_bracket(m, ball, time_limit=seconds)
+        br, wall, _ = _timed_bracket(m, ball, time_limit=seconds, max_boxes=10**7)
         print(f"{S:>4} {wall:>7.2f} {wall - seconds:>6.2f}  {br.status:<17} "
-              f"{br.stopped:<8} {br.boxes:>5}  {_load()}", flush=True)
+              f"{br.stopped:<8} {br.boxes:>5}  {br.reproducible!s:<12}  "
+              f"{br.time_limit_phase}  {_load()}", flush=True)
+
+
+def _spin(stop) -> None:
+    """A CPU-bound loop until ``stop`` is set (another process: the load)."""
+    x = 0
+    while not stop.is_set():
+        for _ in range(100_000):
+            x = (x * 1103515245 + 12345) % 2**31
+
+
+def section_load(S: int, boxes: int) -> None:
+    """The same bracket, at a work budget, on an idle machine and beside CPU-bound
+    processes (two per core): every number the same, bit for bit (issue 43)."""
+    import multiprocessing as mp
+    import os
+
+    m, ball = garnet_case(0, S, 3, 1)
+    kw = dict(max_boxes=boxes, time_limit=None, variants=("value", "lagrangian"))
+    idle, t_idle, _ = _timed_bracket(m, ball, **kw)
+    stop = mp.Event()
+    spinners = [mp.Process(target=_spin, args=(stop,), daemon=True)
+                for _ in range(2 * (os.cpu_count() or 1))]
+    for p in spinners:
+        p.start()
+    try:
+        time.sleep(2.0)
+        loaded, t_loaded, _ = _timed_bracket(m, ball, **kw)
+        load = _load()
+    finally:
+        stop.set()
+        for p in spinners:
+            p.join(10)
+    same = all(np.array_equal(np.asarray(idle[k]), np.asarray(loaded[k]))
+               for k in ("lower", "upper", "boxes", "policy", "lam", "message"))
+    same = same and np.array_equal(idle.trace[:, 1:], loaded.trace[:, 1:])
+    same = same and (idle.dual.lo, idle.dual.hi) == (loaded.dual.lo, loaded.dual.hi)
+    print(f"garnet_case(0, {S}, 3, 1), max_boxes = {boxes}, no time limit: idle "
+          f"[{idle.lower!r}, {idle.upper!r}] {idle.boxes} boxes in {t_idle:.1f} s; beside "
+          f"{len(spinners)} CPU-bound processes ({load}) the same to the bit: {same}, in "
+          f"{t_loaded:.1f} s")
 
 
 def section_inventory() -> None:
@@ -516,7 +563,7 @@ def section_structured(quick: bool, only=None, max_boxes: int | None = None,
         limit *= scale
         opts = dict(time_limit=limit, max_boxes=max_boxes or 10**7, **(rules or {}))
         if max_boxes:
-            opts["time_limit"] = max(limit, 3600.0)
+            opts["time_limit"] = None  # the box budget decides
         br, wall, cpu = _timed_bracket(model, uset, **opts)
         rel = br.gap / abs(br.lower) if br.lower not in (0.0,) and np.isfinite(br.lower) \
             else np.inf
@@ -608,7 +655,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60.0, help="garnets: time_limit")
     ap.add_argument("--box-bounds", default="lagrangian,local,lp,local+lp",
                     help="bounds: the variants of box_bounds, comma-separated")
-    ap.add_argument("--boxes", type=int, default=400, help="dask: the box budget")
+    ap.add_argument("--boxes", type=int, default=400, help="dask and load: the box budget")
     ap.add_argument("--quick", action="store_true",
                     help="structured: 10 s and 30 s instead of 60 s and 600 s")
     ap.add_argument("--only", default="",
@@ -616,43 +663,22 @@ def main() -> None:
     ap.add_argument("--sets", default="",
                     help="structured: sets, comma-separated, of l1-all, l1-nominal, kl "
                          "(default all)")
-    ap.add_argument("--kernel-rounds", type=int, default=-1,
-                    help="structured and small: BracketSettings.kernel_rounds (default: its "
-                         "default)")
     ap.add_argument("--max-boxes", type=int, default=0,
                     help="structured: a box budget (the time limit becomes a guard)")
     ap.add_argument("--time-scale", type=float, default=1.0,
                     help="structured: multiply every time limit by this")
     ap.add_argument("--deadline-sizes", default="20,50,100,200,400",
                     help="deadline: numbers of states")
-    ap.add_argument("--branching", choices=("pseudocost", "occupancy"), default=None,
-                    help="structured and small: the split rule (BracketSettings.branching; "
-                         "default pseudocost)")
-    ap.add_argument("--round-width", type=float, default=None,
-                    help="structured and small: kernel rounds only on boxes whose widest "
-                         "interval is at most this (BracketSettings.round_width; default "
-                         "inf)")
-    ap.add_argument("--lazy-kernels", action="store_true",
-                    help="structured and small: lazy kernels for the occupancy LP "
-                         "(BracketSettings.lazy_kernels)")
     ap.add_argument("--bracket-bounds", default=None,
                     help="structured and small: the box bounds of the bracket, e.g. "
-                         "'local+lp+value' (BracketSettings.box_bounds; default: its "
+                         "'local+lp' or 'lp' (BracketSettings.box_bounds; default: its "
                          "default)")
     args = ap.parse_args()
-    # the branch and bound's rules, as bracket options (they reach Dask workers too)
+    # bracket options beyond the defaults (they reach Dask workers too)
     rules = {}
     if args.bracket_bounds is not None:
         rules["box_bounds"] = tuple(x for x in args.bracket_bounds.split("+")
                                     if x and x != "lagrangian")
-    if args.kernel_rounds >= 0:
-        rules["kernel_rounds"] = args.kernel_rounds
-    if args.branching is not None:
-        rules["branching"] = args.branching
-    if args.round_width is not None:
-        rules["round_width"] = args.round_width
-    if args.lazy_kernels:
-        rules["lazy_kernels"] = True
     print(f"bracket options beyond the defaults: {rules or 'none'}")
     sizes = [int(x) for x in args.sizes.split(",") if x]
     constraints = [int(x) for x in args.constraints.split(",")]
@@ -681,6 +707,8 @@ def main() -> None:
             section_small(rules)
         elif sec == "deadline":
             section_deadline([int(x) for x in args.deadline_sizes.split(",")], 3.0)
+        elif sec == "load":
+            section_load(sizes[0], args.boxes)
         elif sec == "inventory":
             section_inventory()
         elif sec == "dask":

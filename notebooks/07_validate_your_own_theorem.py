@@ -197,8 +197,7 @@ print(sorted(p.name for p in found.files))
 # combines them.
 
 # %%
-bracket = rx.rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=300,
-                           time_limit=60)
+bracket = rx.rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=300)
 gap = rx.duality_gap(model, ball, bracket, tol=1e-10)
 print(f"OPT in [{bracket.lower:.6f}, {bracket.upper:.6f}]")
 print(f"D   in [{gap.dual.lo:.6f}, {gap.dual.hi:.6f}]")

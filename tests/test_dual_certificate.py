@@ -233,7 +233,7 @@ def test_the_hand_derived_model_has_a_certified_duality_gap():
     # a robust-feasible policy's certified worst-case value: a lower bound on OPT = 4/5
     assert -np.inf < dual.feasible_value <= 0.8 + 1e-12
     br = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=300,
-                       time_limit=120)
+                       time_limit=None)
     assert br.lower <= 0.8 + 1e-12 <= br.upper + 2e-12
     gap = duality_gap(model, ball, br, dual)
     assert gap.strong_duality == "fails" and gap.lo > 0.15
@@ -247,7 +247,7 @@ def test_duality_gap_verdicts(radius):
     model, ball = hand_model()
     ball = ball.with_alpha(ball.alpha * (radius / 0.5))
     br = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=300,
-                       time_limit=120)
+                       time_limit=None)
     gap = duality_gap(model, ball, br)
     if radius == 0.0:
         assert gap.lo <= 1e-9 and gap.strong_duality in ("holds", "undecided")
@@ -262,7 +262,7 @@ def test_weak_duality_on_random_models(case):
     """D >= OPT: the dual's upper side is never below the bracket's lower side."""
     model, ball = case
     br = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=60,
-                       time_limit=60)
+                       time_limit=None)
     dual = certified_dual(model, ball)
     if br.status == "bracket":
         assert dual.hi >= br.lower - 1e-9
@@ -279,7 +279,7 @@ def test_every_bracket_result_carries_the_certified_dual():
     verdict is that strong duality fails."""
     model, ball = hand_model()
     br = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=300,
-                       time_limit=120)
+                       time_limit=None)
     assert br.dual.lo <= 1.0 <= br.dual.hi
     assert br.duality_gap.lo <= 0.2 <= br.duality_gap.hi
     assert br.duality_gap.lo > 0 and br.duality_gap.strong_duality == "fails"
@@ -400,7 +400,7 @@ def test_the_bracket_dual_starts_from_the_bracket_and_agrees_with_the_plain_one(
     (the two intersect), with ``lo`` at least the bracket's lower side."""
     model, ball = case
     br = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=60,
-                       time_limit=60)
+                       time_limit=None)
     if br.dual is None or not np.isfinite(br.lower):
         return
     plain = certified_dual(model, ball, max_evaluations=200)

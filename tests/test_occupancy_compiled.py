@@ -16,8 +16,9 @@ from test_ground_truth_bounds import box_policies, hard_rows, occupancy
 from test_ground_truth_bracket import tiny_robust_cases
 
 from rcmdp_exact.domains import garnet
-from rcmdp_exact.ground_truth.boxes import bound_boxes, split_boxes
+from rcmdp_exact.ground_truth.boxes import bound_boxes
 from rcmdp_exact.ground_truth.local_bound import occupancy_intervals
+from rcmdp_exact.ground_truth.structure import Pseudocosts
 from rcmdp_exact.robust.compiled import _lu_solve, occupancy_values
 from rcmdp_exact.robust.engine import RobustGame
 from rcmdp_exact.testing import random_box
@@ -136,7 +137,8 @@ def test_branch_and_bound_children_start_from_their_parents_values():
                        None, -np.inf)
     carried = root["basis"][0]
     assert carried["occ"].shape == (2, 2, S, S) and carried["occ"].dtype == np.float32
-    lo, hi, _parent, ok = split_boxes(np.zeros((1, S, A)), np.ones((1, S, A)), root["occ"])
+    lo, hi, _parent, ok = Pseudocosts(S, A).split(np.zeros((1, S, A)), np.ones((1, S, A)),
+                                                  root["occ"], root["U"])
     lo, hi = lo[ok], hi[ok]
     J = lo.shape[0]
     args = (lo, hi, np.repeat(root["lam"], J, 0), np.repeat(root["step"], J, 0),

@@ -15,25 +15,25 @@ from rcmdp_exact.ground_truth.local_bound import occupancy_intervals
 from rcmdp_exact.ground_truth.occupancy_bound import LPBasis, OccupancyLP
 
 
-def _objectives(rng, K, extra):
-    """One kernel per objective, then ``extra`` more of random objectives."""
-    return np.concatenate([np.arange(1 + K), rng.integers(0, 1 + K, size=extra)])
+def _kernels(P, rng, K):
+    """One kernel of the set per objective: the worst cases of the box's maximiser, each
+    objective's taken from a random one of them (any kernel of the set will do)."""
+    return P[rng.integers(0, 1 + K, size=1 + K)]
 
 
 @scaled(25)
-@given(kernel_boxes(), st.integers(0, 3))
-def test_filled_pattern_is_the_lp_built_from_scratch(case, extra):
+@given(kernel_boxes())
+def test_filled_pattern_is_the_lp_built_from_scratch(case):
     """The pattern filled with a box's values is the reference matrix entry for entry
     (the pattern's explicit zeros aside; the McCormick entries summed from two terms may
     differ in the last bit), with the same row and column bounds and cost."""
     model, _ball, game, lo, hi, P, rng = case
     K = model.n_constraints
-    objs = _objectives(rng, K, extra)
-    kernels = P[0][rng.integers(0, 1 + K, size=objs.size)]  # kernels of the set
+    kernels = _kernels(P[0], rng, K)
     dlo, dhi = occupancy_intervals(game, kernels[None], lo[:1], hi[:1])
     olp = OccupancyLP(game)
-    ref = olp.matrix(lo[0], hi[0], kernels, dlo[0], dhi[0], objs)
-    lay = olp.layout(objs)
+    ref = olp.matrix(lo[0], hi[0], kernels, dlo[0], dhi[0])
+    lay = olp.layout()
     data, rl, ru, clo, chi = olp.values(lay, lo[0], hi[0], kernels, dlo[0], dhi[0])
     A = sp.csc_array((data, lay.indices, lay.indptr), shape=(lay.n_rows, lay.N))
     np.testing.assert_allclose(A.toarray(), ref[0].toarray(), rtol=1e-15, atol=1e-15)
@@ -41,14 +41,14 @@ def test_filled_pattern_is_the_lp_built_from_scratch(case, extra):
         np.testing.assert_array_equal(mine, theirs)
 
 
-def _bound_from_scratch(olp, lo, hi, kernels, dlo, dhi, objs):
+def _bound_from_scratch(olp, lo, hi, kernels, dlo, dhi):
     """The bound of the reference LP (solved by HiGHS from the matrix built from scratch
     and certified by the same weak-duality rule), and whether HiGHS solved it to
     optimality (an infeasible LP has no optimum to agree on: any multipliers give a valid
     bound, and another basis gives other ones)."""
     import highspy
 
-    A, rl, ru, clo, chi, cost = olp.matrix(lo, hi, kernels, dlo, dhi, objs)
+    A, rl, ru, clo, chi, cost = olp.matrix(lo, hi, kernels, dlo, dhi)
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("presolve", "off")
@@ -69,34 +69,32 @@ def _bound_from_scratch(olp, lo, hi, kernels, dlo, dhi, objs):
 
 
 @scaled(20)
-@given(kernel_boxes(), st.integers(0, 2), st.booleans())
-def test_incremental_lp_bound_equals_the_one_built_from_scratch(case, extra, loose):
-    """The bound of the filled pattern (one HiGHS instance reused across boxes and
-    layouts, warm-started from another box's basis) is the bound of the LP built from
-    scratch and solved cold, to the solver's tolerance, on every box of the batch whose
-    LP has an optimum (``loose``: budgets that every policy meets, so that it has)."""
+@given(kernel_boxes(), st.booleans(), st.booleans())
+def test_incremental_lp_bound_equals_the_one_built_from_scratch(case, own, loose):
+    """The bound of the filled pattern (one HiGHS instance reused across boxes,
+    warm-started from another box's basis) is the bound of the LP built from scratch and
+    solved cold, to the solver's tolerance, on every box of the batch whose LP has an
+    optimum (``own``: each box with its maximiser's worst cases, else kernels of the set
+    drawn at random; ``loose``: budgets that every policy meets, so that it has)."""
     model, _ball, game, lo, hi, P, rng = case
     K = model.n_constraints
     if loose:
-        game.d = game.d + 2.0 * scale(model)
-    objs = _objectives(rng, K, extra)
+        game = game.replace(d=game.d + 2.0 * scale(model))
     olp = OccupancyLP(game)
     basis = None
     for j in range(lo.shape[0]):
-        kernels = P[j][rng.integers(0, 1 + K, size=objs.size)]
-        kernels[: 1 + K] = P[j]
+        kernels = P[j] if own else _kernels(P[j], rng, K)
         dlo, dhi = occupancy_intervals(game, kernels[None], lo[j:j + 1], hi[j:j + 1])
-        mine, basis = olp.bound(lo[j], hi[j], kernels, dlo[0], dhi[0], basis=basis,
-                                objectives=objs)
+        mine, basis = olp.bound(lo[j], hi[j], kernels, dlo[0], dhi[0], basis=basis)
         solved = olp.last is not None
-        ref, optimal = _bound_from_scratch(olp, lo[j], hi[j], kernels, dlo[0], dhi[0], objs)
+        ref, optimal = _bound_from_scratch(olp, lo[j], hi[j], kernels, dlo[0], dhi[0])
         assert solved == optimal
         if optimal:
             assert abs(mine - ref) <= 1e-7 * scale(model)
             # a cold solve on the reused instance is the same too (no state carried over)
-            cold, _ = olp.bound(lo[j], hi[j], kernels, dlo[0], dhi[0], objectives=objs)
+            cold, _ = olp.bound(lo[j], hi[j], kernels, dlo[0], dhi[0])
             assert abs(cold - mine) <= 1e-7 * scale(model)
-        event(f"LP optimal: {optimal}, loose {loose}")
+        event(f"LP optimal: {optimal}, loose {loose}, own kernels {own}")
 
 
 def test_basis_travels_as_int8_arrays():
@@ -125,10 +123,13 @@ def test_basis_travels_as_int8_arrays():
     assert again == first or abs(again - first) <= 1e-9 * scale(m)
     tup, _ = olp.bound(lo, hi, ev["P"][0], dlo[0], dhi[0], basis=(back[0], back[1]))
     assert tup == again
-    # a basis of a larger LP (two kernels for the value) does not fit: ignored
-    objs = np.array([0, 1, 0])
-    kernels = np.concatenate([ev["P"][0], ev["P"][0][:1]])
-    d2 = occupancy_intervals(game, kernels[None], lo[None], hi[None])
-    _, big = olp.bound(lo, hi, kernels, d2[0][0], d2[1][0], objectives=objs)
+    # a basis of another LP (of a model with two constraints: more rows and columns)
+    # does not fit: ignored
+    m2 = m.replace(C=np.repeat(np.asarray(m.C), 2, axis=3), d=np.repeat(m.d, 2))
+    game2 = RobustGame(m2, ball)
+    ev2 = game2.evaluate(pi[None])
+    d2 = occupancy_intervals(game2, ev2["P"], lo[None], hi[None])
+    _, big = OccupancyLP(game2).bound(lo, hi, ev2["P"][0], d2[0][0], d2[1][0])
+    assert big.shape != basis.shape
     other, _ = olp.bound(lo, hi, ev["P"][0], dlo[0], dhi[0], basis=big)
     assert abs(other - first) <= 1e-9 * scale(m)

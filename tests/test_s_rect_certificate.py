@@ -149,7 +149,8 @@ def test_the_machine_20_bracket_runs():
     from rcmdp_exact import suite
 
     m, s, _ = suite.load("machine-20", set="s-l1", radius=0.2)
-    res = rx.rcmdp_bracket(m, s, progress=False, time_limit=5, max_boxes=3, variants=())
+    res = rx.rcmdp_bracket(m, s, progress=False, time_limit=None, max_boxes=3, variants=(),
+                           n_ascent=5, n_starts=0, dual_evaluations=0)  # work budgets
     assert np.isfinite(res.lower) and np.isfinite(res.upper)
     assert res.lower <= res.upper
 

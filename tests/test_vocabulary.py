@@ -94,9 +94,18 @@ def check_name(name: str, model, trained) -> None:
         from rcmdp_exact.protocol.ground_truth_table import GroundTruthTableSpec
 
         assert "time_limit" in {f.name for f in dataclasses.fields(rx.BracketSettings)}
+        assert br.reproducible and br.stopped_by_time_limit is False
         spec = GroundTruthTableSpec()
         assert dataclasses.replace(spec.bracket, time_limit=7.0).time_limit == 7.0
+        assert "time_limit" in inspect.signature(rx.certified_dual).parameters
         assert option("ground-truth", "--time-limit").dest == "time_limit"
+    elif name == "max_boxes":
+        from rcmdp_exact.protocol.ground_truth_table import GroundTruthTableSpec
+
+        assert br.boxes <= 3 + 2 * 32 and rx.BracketSettings(max_boxes=5).boxes.max_boxes == 5
+        spec = GroundTruthTableSpec()
+        assert dataclasses.replace(spec.bracket, max_boxes=7).max_boxes == 7
+        assert option("ground-truth", "--max-boxes").dest == "max_boxes"
     elif name == "estimation":
         for command in ("train", "ground-truth", "reproduce"):
             assert tuple(option(command, "--estimation").choices) == ("paper", "reference")

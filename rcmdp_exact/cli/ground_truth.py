@@ -77,12 +77,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="compute no RCPG variant target")
     parser.add_argument("--time-limit", type=float, default=BRACKET_SECONDS,
                         metavar="SECONDS",
-                        help=f"time limit of the RCMDP bracket per domain (default "
-                             f"{BRACKET_SECONDS:g} s, a guard: --max-boxes binds first)")
+                        help=f"safety net of the RCMDP bracket per domain (default "
+                             f"{BRACKET_SECONDS:g} s): the work budgets (--max-boxes) decide "
+                             f"the bracket; a bracket stopped by this limit says so and "
+                             f"is not reproducible")
     parser.add_argument("--max-boxes", type=bounded_int("boxes"), default=BRACKET_BOXES,
-                        help=f"branch-and-bound boxes of the RCMDP bracket per domain "
-                             f"(default {BRACKET_BOXES}; the bracket is certified whatever "
-                             f"the budget)")
+                        help=f"work budget of the RCMDP bracket per domain: boxes of its "
+                             f"branch and bound (default {BRACKET_BOXES}; the bracket is "
+                             f"certified whatever the budget, and the same on every run)")
     parser.add_argument("--dask", metavar="ADDRESS", type=dask_address, default=None,
                         help="run the bracket's branch and bound on the Dask cluster whose "
                              "scheduler is at ADDRESS (SCHEME://HOST:PORT); the same "

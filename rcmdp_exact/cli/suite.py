@@ -85,8 +85,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="the data file to write (.json.gz or .json); an existing one is "
                         "replaced only with --force")
     p.add_argument("--time-limit", type=real_number(0.0, 86400.0, what="time limit"),
-                   default=None, help="seconds per bracket (default 2, the shipped "
-                                      "file's)")
+                   default=None, help="safety net per bracket, in seconds (default 600): "
+                                      "the work budget decides the bracket; one stopped by "
+                                      "this limit is not reproducible")
     p.add_argument("--only", type=comma_list(NAMES, "instance"), default=None,
                    metavar="NAME[,NAME]", help="these instances only")
     p.add_argument("--kinds", type=comma_list(KINDS, "set kind"), default=None,

@@ -361,8 +361,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_bracket:
         from ..names import BRACKET_ASCENT, BRACKET_BOXES, BRACKET_SECONDS
 
-        # the ground-truth table's budget: the boxes bind first, so every run prints the
-        # same bracket
+        # the ground-truth table's work budget decides the bracket, so every run prints
+        # the same one (the time limit is a safety net; a bracket it stopped says so)
         br = rcmdp_bracket(model, uset, variants=(), progress=progress,
                            max_boxes=BRACKET_BOXES, n_ascent=BRACKET_ASCENT,
                            time_limit=BRACKET_SECONDS)
@@ -380,6 +380,9 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{'':<38}{gap_text(br.lower, br.upper, br.value_range)}, "
                       f"{'closed' if br.closed else 'NOT closed'}, over {br.policy_class} "
                       f"policies")
+                if not br.get("reproducible", True):
+                    print(f"{'':<38}stopped by the time limit of {BRACKET_SECONDS:g} s "
+                          f"(a safety net) in {br.time_limit_phase}: NOT reproducible")
             elif br.get("message"):
                 print(f"{'':<38}{br.message}")
     if out is not None:

@@ -2,9 +2,10 @@
 targets.
 
 Modules: :mod:`.lp` (the occupancy LP and its duals), :mod:`.dual`, :mod:`.boxes`,
-:mod:`.search` and :mod:`.bracket` (the bracket), :mod:`.variants` (the RCPG variants'
-targets), :mod:`.dual_certificate` (a certified interval on the Lagrangian dual of an
-RCMDP and certified duality gaps).  The robust fixed points they need come from
+:mod:`.search` and :mod:`.bracket` (the bracket, with its options grouped by concern in
+:mod:`.settings`), :mod:`.variants` (the RCPG variants' targets),
+:mod:`.dual_certificate` (a certified interval on the Lagrangian dual of an RCMDP and
+certified duality gaps).  The robust fixed points they need come from
 :mod:`rcmdp_exact.robust`; the ground-truth table of the paper's domains is
 :mod:`rcmdp_exact.protocol.ground_truth_table`.
 """

@@ -37,47 +37,36 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import time
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 
 from .._checks import (
     as_float_array,
-    check_choice,
     check_client,
     check_distributions,
-    check_int,
-    check_real,
-    check_seed,
     check_shape,
     check_type,
 )
 from .._progress import progress_default, tqdm
 from .._result import Result
 from ..robust import check_robust_inputs
-from ..robust.engine import RobustGame
+from ..robust.engine import RobustGame, SafetyNet
 from ..uncertainty import SARectangularSet
-from .boxes import (
-    BOX_BOUND_CHOICES,
-    BOX_BOUNDS,
-    BRANCHING_RULES,
-    BoxRules,
-    branch_and_bound,
-)
-from .dual import fits, lagrangian_search
+from .boxes import branch_and_bound
+from .dual import batch_size, lagrangian_search
 from .dual_certificate import DUAL_GAP_TOL, DUAL_ITER, DUAL_TOL, dual_of_game, duality_gap
 from .lp import cost_name, fmt, max_slack_policy, solve_cmdp
 from .search import Incumbent, certify, improve, mix_to_boundary, steepest_pair
-from .variants import (
-    VARIANT_BISECT,
-    VARIANT_ITER,
-    VARIANTS,
-    check_lam_range,
-    lam_bounds,
-    variant_target,
+from .settings import (
+    RELATIVE_FLOOR,
+    SMALL_BOX_BOUNDS,
+    SMALL_STATES,
+    BracketSettings,
+    LowerSearch,
+    gap_scale,
 )
+from .variants import VARIANT_BISECT, VARIANT_ITER, lam_bounds, variant_target
 
 __all__ = ["POLICY_CLASS", "RELATIVE_FLOOR", "SMALL_BOX_BOUNDS", "SMALL_STATES",
            "BracketSettings", "gap_scale", "gap_text",
@@ -87,18 +76,8 @@ __all__ = ["POLICY_CLASS", "RELATIVE_FLOOR", "SMALL_BOX_BOUNDS", "SMALL_STATES",
 #: randomised (history-dependent policies can do better on robust constrained problems,
 #: Ganguly and Ghosh, arXiv 2511.07486; docs/ground_truth.md, section 3.1).
 POLICY_CLASS = "stationary randomised"
-#: The relative gap is the gap over max(|lower|, RELATIVE_FLOOR * value range): relative
-#: to the value, except where the value is within a millionth of the value range of 0
-#: (a value of 0 itself would leave no scale).
-RELATIVE_FLOOR = 1e-6
 
 _SOLVED = ("optimal", "optimal_inaccurate", "check_failed")
-#: Up to this many states the default box bounds are :data:`SMALL_BOX_BOUNDS`.
-SMALL_STATES = 3
-#: The default box bounds of small models: the occupancy LP alone (on the small models of
-#: ``benchmarks/bench_ground_truth.py --section small`` the performance-difference bound
-#: never cut a box the LP had not; docs/ground_truth.md, section 3.9).
-SMALL_BOX_BOUNDS = ("lp",)
 
 
 def value_range(model) -> float:
@@ -114,19 +93,11 @@ def value_range(model) -> float:
     return (hi - lo) / (1.0 - float(model.gamma))
 
 
-def gap_scale(lower: float, span: float) -> float:
-    """The denominator of the relative gap: ``max(abs(lower), RELATIVE_FLOOR * span)``."""
-    low = abs(lower) if np.isfinite(lower) else 0.0
-    return max(low, RELATIVE_FLOOR * span)
-
-
 def _relative(gap: float, lower: float, span: float) -> float:
     scale = gap_scale(lower, span)
     if gap <= 0.0:
         return 0.0
     return gap / scale if scale > 0.0 and np.isfinite(gap) else np.inf
-#: The share of ``time_limit`` after which no RCPG variant target is started or continued.
-VARIANT_SHARE = 0.25
 
 
 def _least_costs(game: RobustGame):
@@ -136,8 +107,7 @@ def _least_costs(game: RobustGame):
     return -(sol["value"] + sol["err"]) - game.rounding(1.0), sol["pi"]
 
 
-def _lp_candidates(model, game: RobustGame, inc: Incumbent, n_tighten: int = 3,
-                   deadline: float = np.inf) -> list:
+def _lp_candidates(model, game: RobustGame, inc: Incumbent, n_tighten: int = 3) -> list:
     """The nominal CMDP optimum at the budgets, then at budgets lowered by the certified
     worst-case shortfall of the previous LP policy (plus a step that grows from 1e-14 of
     the value scale, for a policy that misses by rounding alone); each policy is offered
@@ -145,7 +115,7 @@ def _lp_candidates(model, game: RobustGame, inc: Incumbent, n_tighten: int = 3,
     nominal = model.with_transitions(game.nominal, check=False)
     budgets, out = game.d.copy(), []
     for i in range(n_tighten + 1):
-        if time.perf_counter() > deadline:
+        if game.late():
             return out
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -159,7 +129,7 @@ def _lp_candidates(model, game: RobustGame, inc: Incumbent, n_tighten: int = 3,
             break
         step = 1e-14 * 10.0 ** i * game.scale
         budgets = budgets - np.where(short > -step, np.maximum(short, 0.0) + step, 0.0)
-    if game.K and time.perf_counter() <= deadline:
+    if game.K and not game.late():
         slack = max_slack_policy(nominal, game.d)
         if slack is not None:
             inc.offer(slack[None], "lp, largest slack")
@@ -194,15 +164,26 @@ def _simplex_grid(K: int, n: int) -> np.ndarray:
 
 def _weighted_least_costs(game: RobustGame, lam: np.ndarray):
     """Certified lower bounds (J,) on min_pi max_P lam.C(pi, P) for weights lam (J, K),
-    minus lam.d; and the minimising policies (J, S, A)."""
-    J = lam.shape[0]
-    g = -np.einsum("jk,ksat->jsat", lam, game.C)
-    sol = game.solve(g, np.zeros((J, game.S, game.A)), np.ones((J, game.S, game.A)))
-    return (-(sol["value"] + sol["err"]) - game.rounding(lam.sum(axis=1)) - lam @ game.d_bound,
-            sol["pi"])
+    minus lam.d; and the minimising policies (J, S, A).  In batches of
+    :func:`~.dual.batch_size` (the grid has up to :data:`GRID_POINTS` weights); past the
+    safety net the weights not reached get -inf (no proof)."""
+    J, S, A = lam.shape[0], game.S, game.A
+    margin, pis = np.full(J, -np.inf), np.full((J, S, A), 1.0 / A)
+    size = batch_size(game)
+    for a in range(0, J, size):
+        if game.late():
+            break
+        part = lam[a:a + size]
+        n = part.shape[0]
+        g = -np.einsum("jk,ksat->jsat", part, game.C)
+        sol = game.solve(g, np.zeros((n, S, A)), np.ones((n, S, A)))
+        margin[a:a + n] = (-(sol["value"] + sol["err"]) - game.rounding(part.sum(axis=1))
+                           - part @ game.d_bound)
+        pis[a:a + n] = sol["pi"]
+    return margin, pis
 
 
-def _joint_infeasibility(game: RobustGame, rounds: int = 12, deadline: float = np.inf):
+def _joint_infeasibility(game: RobustGame, rounds: int = 12):
     r"""Weights :math:`\lambda \ge 0` (sum 1) that prove the budgets cannot be met
     together, or None.
 
@@ -219,12 +200,14 @@ def _joint_infeasibility(game: RobustGame, rounds: int = 12, deadline: float = n
     n = _grid_denominator(K)
     lam = _simplex_grid(K, n)
     margin, pis = _weighted_least_costs(game, lam)
+    if not np.isfinite(margin).any():  # past the safety net: no proof sought
+        return None
     best = int(np.argmax(margin))
     lam0, m0, pi0 = lam[best], float(margin[best]), pis[best]
     step = 1.0 / n
     moves = [(i, j) for i in range(K) for j in range(K) if i != j]
     for _ in range(rounds):
-        if time.perf_counter() > deadline:
+        if game.late():
             break
         trial = np.repeat(lam0[None], len(moves), axis=0)
         for t, (i, j) in enumerate(moves):
@@ -258,7 +241,7 @@ def _infeasible(game, why: str, pol: np.ndarray, least, extra: dict) -> Result:
                           f"ball; {why}; raise the budget or shrink the ball", **extra)
 
 
-def _infeasibility(game, model, least, safest, deadline: float = np.inf):
+def _infeasibility(game, model, least, safest):
     """(why, policy) when the budgets are certified infeasible (one alone, or together
     for some weights), else None."""
     ks = [k for k in range(game.K) if least[k] > game.d_bound[k]]
@@ -266,107 +249,13 @@ def _infeasibility(game, model, least, safest, deadline: float = np.inf):
         why = "; ".join(f"the smallest worst-case cost of constraint {cost_name(model, k)} "
                         f"is {fmt(least[k])} > budget d[{k}] = {fmt(game.d[k])}" for k in ks)
         return why, safest[ks[0]]
-    joint = _joint_infeasibility(game, deadline=deadline) if game.K > 1 else None
+    joint = _joint_infeasibility(game) if game.K > 1 else None
     if joint is None:
         return None
     lam, margin, pol = joint
     return (f"each budget can be met alone but not together: with weights lambda = "
             f"[{', '.join(map(fmt, lam))}] the smallest worst-case weighted cost is "
             f"{fmt(lam @ game.d + margin)} > lambda.d = {fmt(lam @ game.d)}"), pol
-
-
-@dataclass(frozen=True)
-class BracketSettings:
-    """The options of :func:`rcmdp_bracket`, validated once, when the object is built.
-
-    Frozen: a bracket's settings are one value, passed whole to its phases (and written
-    into run specifications).  The fields are the keyword options of
-    :func:`rcmdp_bracket` (its docstring says what each does); ``dataclasses.replace``
-    gives a changed copy, validated again.
-    """
-
-    n_grid: int = 29
-    lam_range: tuple | None = None
-    n_refine: int = 40
-    n_cuts: int = 30
-    mix_steps: int = 40
-    tol: float = 1e-12
-    feas_tol: float = 0.0
-    variants: tuple = ()
-    n_partners: int = 4
-    max_boxes: int = 100_000
-    time_limit: float = 10.0
-    rtol: float = 1e-4
-    atol: float = 1e-9
-    n_ascent: int = 60
-    n_starts: int = 2
-    seed: object = 0
-    box_bounds: tuple | None = None
-    # the branch and bound's rules: their defaults are BoxRules's
-    kernel_rounds: int = BoxRules.kernel_rounds
-    round_width: float = BoxRules.round_width
-    lazy_kernels: bool = BoxRules.lazy_kernels
-    branching: str = BoxRules.branching
-    dual_evaluations: int = 200
-    deep_after: int = 2000
-    deep_starts: int = 12
-    deep_ascent: int = 300
-
-    def __post_init__(self):
-        check_int(self.n_grid, "n_grid", 2)
-        for name in ("n_refine", "n_cuts", "mix_steps", "n_partners", "n_ascent",
-                     "n_starts", "deep_after", "deep_starts", "deep_ascent"):
-            check_int(getattr(self, name), name, 0)
-        check_real(self.feas_tol, "feas_tol", 0.0)
-        check_real(self.tol, "tol", 0.0, low_open=True)
-        variants = tuple(self.variants)
-        for v in variants:
-            check_choice(v, "variant", VARIANTS)
-        bounds = None if self.box_bounds is None else tuple(self.box_bounds)
-        for b in bounds or ():
-            check_choice(b, "box_bounds entry", BOX_BOUND_CHOICES)
-        check_int(self.kernel_rounds, "kernel_rounds", 0)
-        if not (isinstance(self.round_width, float) and self.round_width == np.inf):
-            check_real(self.round_width, "round_width", 0.0, low_open=True,
-                       hint=" (or inf: kernel rounds on every box)")
-        check_type(self.lazy_kernels, "lazy_kernels", (bool, np.bool_), "give True or False")
-        check_choice(self.branching, "branching", BRANCHING_RULES)
-        check_int(self.max_boxes, "max_boxes", 1)
-        check_int(self.dual_evaluations, "dual_evaluations", 0)
-        check_real(self.time_limit, "time_limit", 0.0, low_open=True)
-        check_real(self.rtol, "rtol", 0.0)
-        check_real(self.atol, "atol", 0.0)
-        check_seed(self.seed)
-        object.__setattr__(self, "lam_range", check_lam_range(self.lam_range))
-        object.__setattr__(self, "variants", variants)
-        object.__setattr__(self, "box_bounds", bounds)
-
-    @property
-    def mix_rounds(self) -> int:
-        """Rounds of :func:`~.search.mix_to_boundary` per pair: ``mix_steps`` / 3."""
-        return max(1, math.ceil(self.mix_steps / 3))
-
-    @property
-    def box_rules(self) -> BoxRules:
-        """The branch and bound's rules (:class:`~.boxes.BoxRules`), which travel to
-        every worker."""
-        return BoxRules(kernel_rounds=self.kernel_rounds, round_width=self.round_width,
-                        lazy_kernels=self.lazy_kernels, branching=self.branching)
-
-    def bounds_for(self, n_states: int) -> tuple:
-        """The box bounds of a model with ``n_states`` states: ``box_bounds`` when given,
-        else :data:`SMALL_BOX_BOUNDS` up to :data:`SMALL_STATES` states and
-        :data:`~.boxes.BOX_BOUNDS` beyond."""
-        if self.box_bounds is not None:
-            return self.box_bounds
-        return SMALL_BOX_BOUNDS if n_states <= SMALL_STATES else BOX_BOUNDS
-
-    def gap_tol(self, value: float, span: float = 0.0) -> float:
-        """The target gap at a lower bound ``value`` on a model of value range ``span``
-        (:func:`value_range`): ``max(atol, rtol * max(abs(value), RELATIVE_FLOOR * span))``, the
-        rule of ``closed`` (the relative gap at most rtol, or the gap at most atol)."""
-        return max(self.atol, self.rtol * gap_scale(value, span)) if np.isfinite(value) \
-            else self.atol
 
 
 def _check_candidates(model, cands):
@@ -391,8 +280,7 @@ def _seed_lower(inc, dual, safest, variants) -> None:
         inc.offer(var.policy[None], f"variant {name}")
 
 
-def _lower_search(game, inc, dual, lps, st: BracketSettings, deadline, cands,
-                  tol_of) -> None:
+def _lower_search(game, inc, dual, lps, lo: LowerSearch, cands, tol_of) -> None:
     """The search of the lower side from the seeds (:func:`_seed_lower`): mixtures and
     local search (unless the seeds already close the bracket)."""
     if dual.U - inc.value <= tol_of(inc.value):
@@ -407,32 +295,32 @@ def _lower_search(game, inc, dual, lps, st: BracketSettings, deadline, cands,
         starts.insert(0, lps[-1].policy)  # the largest-slack policy: phase 1 starts there
     if cands is not None:
         starts += list(cands)
-    rng = np.random.default_rng(st.seed)
-    starts += list(rng.dirichlet(np.ones(game.A), size=(st.n_starts, game.S)))
-    rounds = st.mix_rounds
-    improve(inc, starts, partners, n_iter=st.n_ascent, deadline=deadline,
-            n_partners=st.n_partners, rounds=rounds, gain=0.01 * tol_of(inc.value))
+    rng = np.random.default_rng(lo.seed)
+    starts += list(rng.dirichlet(np.ones(game.A), size=(lo.n_starts, game.S)))
+    rounds = lo.mix_rounds
+    improve(inc, starts, partners, n_iter=lo.n_ascent, n_partners=lo.n_partners,
+            rounds=rounds, gain=0.01 * tol_of(inc.value))
     # last, so that it can only add to what the search found: the line between the best
     # feasible seed and the seed of steepest gain beside it (on FrozenLake 8x8's KL ball
     # 1% above what the search finds)
     pair = steepest_pair(ev["value"], ev["costs"], inc.limit)
-    if pair is not None and time.perf_counter() < deadline:
+    if pair is not None and not game.late():
         f, i = pair
         mix_to_boundary(inc, dual.policies[f], dual.policies[i], rounds, method="mixture",
-                        gain=0.01 * tol_of(inc.value), deadline=deadline,
+                        gain=0.01 * tol_of(inc.value),
                         safe_numbers=(ev["value"][f], ev["costs"][f]))
 
 
-def _deep_search(game, inc, dual, st: BracketSettings, deadline, tol_of) -> None:
+def _deep_search(game, inc, dual, lo: LowerSearch, tol_of) -> None:
     """The second, deeper search of the lower side, once the branch and bound has bounded
     ``deep_after`` boxes without closing: SLSQP with ``deep_ascent`` iterations from the
     incumbent, the Lagrangian maximiser and ``deep_starts`` random policies (with an int
     seed the first of them those of the first search), then mixtures
     (:func:`~.search.improve`)."""
-    rng = np.random.default_rng(st.seed)
-    starts = [dual.pi, *rng.dirichlet(np.ones(game.A), size=(st.deep_starts, game.S))]
-    improve(inc, starts, [], n_iter=st.deep_ascent, deadline=deadline,
-            n_partners=st.n_partners, rounds=st.mix_rounds, gain=0.01 * tol_of(inc.value))
+    rng = np.random.default_rng(lo.seed)
+    starts = [dual.pi, *rng.dirichlet(np.ones(game.A), size=(lo.deep_starts, game.S))]
+    improve(inc, starts, [], n_iter=lo.deep_ascent, n_partners=lo.n_partners,
+            rounds=lo.mix_rounds, gain=0.01 * tol_of(inc.value))
 
 
 def _certified_lower(game, inc):
@@ -474,14 +362,16 @@ def _status(pol, upper, lower, bb, cut: list, st: BracketSettings, closed: bool,
         return "bracket", f"closed: {text}"
     why = []
     if bb.stopped == "boxes":
-        why.append(f"the box budget max_boxes = {st.max_boxes}")
+        why.append(f"the box budget max_boxes = {st.boxes.max_boxes}")
+    if bb.stopped == "memory":
+        why.append(f"the memory limit of the open boxes ({bb.open_boxes} open)")
     if bb.stopped == "time" or cut:
         why.append(f"the time limit of {st.time_limit:g} s")
-    skipped = f"; cut at the deadline: {', '.join(cut)}" if cut else ""
+    skipped = f"; cut by the time limit: {', '.join(cut)}" if cut else ""
     return "budget_exhausted", (
         f"NOT closed: budget exhausted ({' and '.join(why) or 'the budget'}) before the "
-        f"target relative gap {st.rtol:g}: {text}; both bounds hold{skipped}; raise "
-        f"time_limit or max_boxes for a tighter bracket")
+        f"target relative gap {st.target.rtol:g}: {text}; both bounds hold{skipped}; raise "
+        f"max_boxes for a tighter bracket")
 
 
 def _bracket_result(game, inc, dual, bb, extra: dict, cut: list,
@@ -491,8 +381,7 @@ def _bracket_result(game, inc, dual, bb, extra: dict, cut: list,
     # closed by the one stated rule: the gap at most max(atol, rtol * the gap's scale)
     closed = bool(upper - lower <= st.gap_tol(lower, span))
     status, msg = _status(pol, upper, lower, bb, cut, st, closed, span)
-    game.deadline = None if game.deadline is None else game.deadline + 1.0
-    up = game.evaluate(dual.pi[None])
+    up = game.replace(net=None).evaluate(dual.pi[None])
     pol = dual.pi if pol is None else pol
     return Result(
         lower=float(lower), upper=float(upper), gap=float(upper - lower),
@@ -526,90 +415,89 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
     uset : UncertaintySet
         The uncertainty set (an :class:`~rcmdp_exact.L1Ball` or any rectangular set).
     settings : BracketSettings, optional
-        The options below as one frozen object; keyword options given beside it replace
-        its fields (``dataclasses.replace``).  Every option is validated when the
-        settings are built.
-    n_grid, lam_range, n_refine, n_cuts
-        The search over lam of the Lagrangian bound (:mod:`.dual`).
-    mix_steps, n_partners
-        Resolution (about 3 bisection steps per round of 8 mixtures) and number of the
-        mixtures of the incumbent with better infeasible policies.
+        The options below as one frozen object, grouped by concern
+        (:mod:`~.settings`); keyword options given beside it replace its fields
+        (``dataclasses.replace``).  Every option is validated when the settings are
+        built, and those that size the memory against the model, before any work.
+    candidates : array_like, optional
+        Policies (n, S, A) (or one (S, A)), for example a learner's trained policies:
+        each is certified and offered to the lower side, and the local search starts
+        from each.
+    client : distributed.Client, optional
+        Bound the children of each round on this Dask cluster: the same chunks, their
+        results applied in the same order whatever the order in which the workers
+        finish, so the same bracket as without.  Anything else than a
+        ``distributed.Client`` (or an object with its methods ``scatter`` and
+        ``submit``) is refused before any work.
+    progress : bool or None
+        A bar over the boxes of the branch and bound that shows the gap reached (lower,
+        upper, relative gap); None (the default): only when standard error is a
+        terminal.
+
+    Other Parameters
+    ----------------
+    rtol, atol : float
+        *Target* (:class:`~.settings.Target`).  Stop, and call the bracket ``closed``,
+        when ``upper - lower <= max(atol, rtol * max(|lower|, RELATIVE_FLOOR *
+        value_range))`` (defaults 1e-4, 1e-9; :func:`value_range`: the span of the
+        model's discounted values; :data:`RELATIVE_FLOOR` = 1e-6).
     tol : float
-        Tolerance of the robust fixed points (the bounds stay certified at any tol).
+        *Target*.  Tolerance of the robust fixed points (the bounds stay certified at
+        any tol).
     feas_tol : float
-        Budget slack: the bracket is then the one of the optimum at budgets d + feas_tol.
+        *Target*.  The bracket is that of the optimum at budgets d + feas_tol: the one
+        vector of budgets of every phase.
+    n_grid, lam_range, n_refine, n_cuts
+        *The Lagrangian search* (:class:`~.settings.LagrangianSearch`, :mod:`.dual`):
+        ``n_grid`` points (29) on ``lam_range``, ``n_refine`` sign steps (40),
+        ``n_cuts`` cutting-plane steps (30).
+    n_ascent, n_starts, mix_steps, n_partners, seed
+        *The lower side's search* (:class:`~.settings.LowerSearch`, :mod:`.search`):
+        SLSQP iterations per start (60), random starting policies (2, Dirichlet rows
+        from ``seed``), the resolution of the mixtures (40: about 3 bisection steps per
+        round of 8) and how many infeasible partners they take (4).
+    deep_after, deep_starts, deep_ascent : int
+        *The lower side's search*.  Once the branch and bound has bounded ``deep_after``
+        boxes (2000) without closing the bracket, the lower side is searched again,
+        deeper: SLSQP with ``deep_ascent`` iterations (300) from the incumbent, the
+        Lagrangian maximiser and ``deep_starts`` random policies (12, drawn from
+        ``seed`` again: with an int seed the first ``n_starts`` are those of the first
+        search; a Generator goes on drawing), then mixtures; then the boxes go on.
+        ``deep_after = 0``: never (nor when ``max_boxes <= deep_after``).
+    max_boxes : int
+        *The branch and bound* (:class:`~.settings.BranchAndBound`): its work budget,
+        the boxes bounded (default 2000).  Every phase is bounded by a count of work
+        (this, ``n_grid``, ``n_refine``, ``n_cuts``, ``n_ascent``, ``n_starts``,
+        ``mix_steps``, ``deep_starts``, ``deep_ascent``, ``dual_evaluations``, the fixed
+        points' iteration caps), so the same settings give the same bracket, bit for
+        bit, on any load of one machine (docs/ground_truth.md, section 3.1, says where
+        floating point may differ across machines).  The open boxes have a memory limit
+        too (:data:`~.boxes.OPEN_BOX_MEMORY`: the search stops there, ``stopped =
+        "memory"``).
+    box_bounds : sequence of {"local", "lp"} or None
+        *The branch and bound*.  The bounds a box adds to its Lagrangian bound
+        (:mod:`.local_bound`, the performance-difference bound; :mod:`.occupancy_bound`,
+        the occupancy LP with McCormick envelopes); ``()`` for the Lagrangian bound
+        alone.  None (the default): ``("lp",)`` up to :data:`SMALL_STATES` (3) states,
+        where the performance-difference bound never cut a box the LP had not (the same
+        boxes on the 24 small models of the benchmark) and took 30% of the time, and
+        ``("local", "lp")`` beyond.  The result's ``box_bounds`` says which were used.
     variants : sequence of {"value", "constraint", "lagrangian"}
         RCPG variant targets to compute (:func:`rcmdp_variant`; also candidates of the
         lower side).  None by default: they are reference points (of the ground-truth
         table, which asks for all three), not bounds, and took a tenth of the time of a
         small model; ``variants=VARIANTS`` computes all three.
-    progress : bool or None
-        A bar over the boxes of the branch and bound that shows the gap reached over
-        time (seconds, lower, upper, relative gap); None (the default): only when
-        standard error is a terminal.
-    max_boxes, time_limit
-        Budget: boxes of the branch and bound, and seconds from the call for the whole
-        computation (every phase stops at the deadline; the bounds stay certified).
-    rtol, atol
-        Stop, and call the bracket ``closed``, when ``upper - lower <= max(atol, rtol *
-        max(|lower|, RELATIVE_FLOOR * value_range))``: the relative gap at most rtol
-        (:func:`value_range`: the span of the model's discounted values;
-        :data:`RELATIVE_FLOOR` = 1e-6).
-    n_ascent : int
-        SLSQP iterations per start of the local search of the lower side.
-    candidates : array_like, optional
-        Policies (n, S, A) (or one (S, A)), for example a learner's trained policies:
-        each is certified and offered to the lower side, and the local search starts
-        from each.
-    n_starts : int
-        Random starting policies of the local search (Dirichlet rows, from ``seed``).
-    deep_after, deep_starts, deep_ascent : int
-        Once the branch and bound has bounded ``deep_after`` boxes (default 2000)
-        without closing the bracket, the lower side is searched again, deeper: SLSQP
-        with ``deep_ascent`` iterations (300) from the incumbent, the Lagrangian
-        maximiser and ``deep_starts`` random policies (12, drawn from ``seed`` again:
-        with an int seed the first ``n_starts`` are those of the first search; a
-        Generator goes on drawing), then mixtures; then
-        the boxes go on.  A box count, not a share of the time, so that a bracket at a
-        box budget does not depend on the machine.  ``deep_after = 0`` never.
-    seed : int or numpy.random.Generator
-    box_bounds : sequence of {"local", "lp", "value"} or None
-        The bounds a box adds to its Lagrangian bound (:mod:`.local_bound`, the
-        performance-difference bound; :mod:`.occupancy_bound`, the occupancy LP with
-        McCormick envelopes; :class:`~.structure.ValueFormLP`, the value-form LP in
-        which each objective keeps its exact adversary, L1 balls only); ``()`` for the
-        Lagrangian bound alone.  None (the default): ``("lp",)`` up to
-        :data:`SMALL_STATES` (3) states, where the performance-difference bound never
-        cut a box the LP had not (the same boxes on the 24 small models of the
-        benchmark) and took 30% of the time, and ``("local", "lp")`` beyond ("value"
-        is an option: docs/ground_truth.md, section 3.9).  The result's ``box_bounds``
-        says which were used.
-    kernel_rounds : int
-        The occupancy LP of a box adds, up to ``kernel_rounds`` times, the worst-case
-        kernels of its own policy where they are worse than those it has
-        (:func:`~.boxes.lp_bound`); 0 (the default): one kernel per objective, the box
-        maximiser's.  The rounds tighten a bracket at a box budget but cost more than
-        they give within a time limit (docs/ground_truth.md, section 3.9).
-    round_width : float
-        Kernel rounds only on boxes whose widest interval is at most this (default inf:
-        on every box).
-    lazy_kernels : bool
-        Each box's last LP policy passes its worst-case kernels to its children's LPs
-        instead of solving one more LP (default False).
-    branching : {"pseudocost", "occupancy"}
-        The split rule of the branch and bound: "pseudocost" (default; the coordinate
-        whose past splits lowered the bound most per unit width) or "occupancy" (the
-        widest interval weighted by the occupancy under the box's maximising pair).
-        docs/ground_truth.md, section 3.3.
-    client : distributed.Client, optional
-        Bound the children of each round on this Dask cluster (the same answer as
-        without, for the same box budget).  Anything else than a ``distributed.Client``
-        (or an object with its methods ``scatter`` and ``submit``) is refused before
-        any work.
     dual_evaluations : int
-        Budget (robust fixed points) of the certified Lagrangian dual computed after the
-        bracket (:func:`~rcmdp_exact.ground_truth.certified_dual`, in the time left
-        before ``time_limit``); 0 skips it.
+        Budget (robust fixed points, 200) of the certified Lagrangian dual computed
+        after the bracket (:func:`~rcmdp_exact.ground_truth.certified_dual`); 0 skips
+        it.
+    time_limit : float or None
+        *The safety net*, in seconds from the call (default 600; None: none).  It never
+        decides the result of a run that ends within it.  If it passes, every phase
+        stops at its next step (the bounds stay certified), the final certification of
+        the lower side runs (the stated overhead: docs/ground_truth.md, section 3.7),
+        the certified dual is skipped, and the result says so: ``reproducible`` False,
+        ``stopped_by_time_limit`` True, ``time_limit_phase``, and the message.
 
     Returns
     -------
@@ -626,21 +514,23 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
         (K,) its certified worst-case costs; ``mix_theta``; ``upper_policy_value``,
         ``upper_policy_costs``; ``min_robust_costs`` (K,) certified lower bounds on the
         least worst-case costs; ``history`` {"lam", "g"}; ``n_candidates``; ``boxes``,
-        ``open_boxes``, ``closed``, ``stopped`` ("gap", "boxes", "time", "empty" or
-        "infeasible"), ``box_bounds`` (the box bounds used), ``trace`` (rounds, 4) of
-        seconds, boxes, lower and upper over the branch and bound, ``seconds``;
-        ``variants`` {name: the target of each variant asked for and finished in its
-        share of the time} ({} by default); ``success``, ``status`` ("bracket": the
-        target gap was reached; "budget_exhausted": the time or box
-        budget ended first, both bounds hold; "no_feasible_policy", "infeasible"),
+        ``open_boxes``, ``closed``, ``stopped`` ("gap", "boxes", "memory", "time",
+        "empty" or "infeasible"), ``box_bounds`` (the box bounds used), ``trace``
+        (rounds, 4) of seconds, boxes, lower and upper over the branch and bound,
+        ``seconds``; ``variants`` {name: the target of each variant asked for} ({} by
+        default); ``reproducible`` (False when the safety net stopped the run),
+        ``stopped_by_time_limit``, ``time_limit_phase`` (the phase it stopped, or
+        None); ``success``, ``status`` ("bracket": the target gap was reached;
+        "budget_exhausted": a budget ended first, both bounds hold;
+        "no_feasible_policy", "infeasible"),
         ``message``; ``dual``: the certified interval [``lo``, ``hi``] on the
         Lagrangian dual :math:`D = \min_{\lambda \ge 0} \max_\pi \min_P L` (the
         :func:`~rcmdp_exact.ground_truth.certified_dual` result), and ``duality_gap``:
         certified bounds [``lo``, ``hi``] on :math:`D - \mathrm{OPT}` with
         ``strong_duality`` ("fails" when ``lo > 0``: a proof that strong duality fails
         on this model, "holds", "undecided", or "inconsistent" when the bracket's own
-        bounds cross) and ``message``; both None when the set
-        is not sa-rectangular, ``dual_evaluations`` is 0 or no time was left.
+        bounds cross) and ``message``; both None when the set is not sa-rectangular,
+        ``dual_evaluations`` is 0 or the safety net had stopped the run.
     """
     check_robust_inputs(model, uset, "rcmdp_bracket")
     st = BracketSettings() if settings is None and not options else \
@@ -649,102 +539,123 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
                                        "build one with BracketSettings(...)"), **options)
     cands = _check_candidates(model, candidates)
     check_client(client)
-    low, high = lam_bounds(model, st.lam_range)
-    t0 = time.perf_counter()
-    deadline = t0 + st.time_limit
-    game = RobustGame(model, uset, tol=st.tol, deadline=deadline)
-    budgets = game.d
-    game.d = game.d + st.feas_tol
-    # a policy accepted on the lower side has costs <= d as computed, so within the
-    # rounding of a cost: the upper side bounds the optimum at budgets that cover it
-    game.d_slack = float(game.rounding(1.0))
+    st.check_memory(model)
+    low, high = lam_bounds(model, st.lagrangian.lam_range)
+    # the one safety net of the run, shared by every game made from this one
+    net = SafetyNet(st.time_limit)
+    # the budgets in one form: the game's d (the model's plus feas_tol), never changed
+    game = RobustGame(model, uset, tol=st.target.tol, net=net,
+                      d=np.asarray(model.d, dtype=np.float64) + st.target.feas_tol)
+    net.phase = "the least worst-case costs"
     least, safest = _least_costs(game)
-    var_out, cut = _variant_targets(game, budgets, st, low, high, t0, progress)
-    bounds = st.bounds_for(game.S)
+    var_out, cut = _variant_targets(game, st, low, high, progress)
+    bounds = st.boxes.bounds_for(game.S)
     extra = dict(min_robust_costs=least, variants=var_out, box_bounds=bounds)
-    proof = _infeasibility(game, model, least, safest, deadline)
+    net.phase = "the infeasibility certificate"
+    proof = _infeasibility(game, model, least, safest)
     if proof is not None:
-        return _infeasible(game, *proof, least, dict(extra, seconds=time.perf_counter() - t0,
-                                                     dual=None, duality_gap=None))
+        return _infeasible(game, *proof, least, dict(extra, seconds=net.elapsed(),
+                                                     dual=None, duality_gap=None,
+                                                     **_net_fields(net)))
     inc = Incumbent(game, lambda pi: certify(game, pi))
-    lps = _lp_candidates(model, game, inc, deadline=deadline)
+    net.phase = "the nominal LPs"
+    lps = _lp_candidates(model, game, inc)
     if cands is not None:
         inc.offer(cands, "candidate")
     span = value_range(model)
+    net.phase = "the Lagrangian search"
     # the refinement of lam stops once 10 sign steps gain less than 1% of the target gap
+    lag = st.lagrangian
     dual = lagrangian_search(game, [np.zeros(game.K)] + [lp.lam for lp in lps],
-                             low=low, high=high, n_grid=st.n_grid, n_refine=st.n_refine,
-                             n_cuts=st.n_cuts, deadline=deadline,
-                             gain=0.01 * st.gap_tol(inc.value, span))
+                             low=low, high=high, n_grid=lag.n_grid, n_refine=lag.n_refine,
+                             n_cuts=lag.n_cuts, gain=0.01 * st.gap_tol(inc.value, span))
     _seed_lower(inc, dual, safest, var_out)
 
     def tol_of(value):
         return st.gap_tol(value, span)
 
     bb_kw = dict(lam_unit=max(10.0 * low, float(dual.lam.max(initial=0.0))),
-                 deadline=deadline, gap_tol=tol_of, bounds=bounds,
-                 client=client, t0=t0, model=model,
-                 scale_of=lambda v: gap_scale(v, span),
-                 rules=st.box_rules)
-    _lower_search(game, inc, dual, lps, st, deadline, cands, tol_of)
+                 gap_tol=tol_of, bounds=bounds, client=client, t0=net.start, model=model,
+                 scale_of=lambda v: gap_scale(v, span))
+    net.phase = "the search of the lower side"
+    _lower_search(game, inc, dual, lps, st.lower, cands, tol_of)
     with tqdm(desc="rcmdp bracket: boxes", disable=not progress_default(progress),
               leave=False) as bar:
-        deep = 0 < st.deep_after < st.max_boxes
+        max_boxes, deep_after = st.boxes.max_boxes, st.lower.deep_after
+        deep = 0 < deep_after < max_boxes
+        net.phase = "the branch and bound"
         bb = branch_and_bound(game, inc, dual.lam, bar=bar, **bb_kw,
-                              max_boxes=st.deep_after if deep else st.max_boxes)
-        if deep and not bb.closed and time.perf_counter() < deadline:
+                              max_boxes=deep_after if deep else max_boxes)
+        if deep and not bb.closed and not game.late():
             # a long run: the lower side searched again, deeper, then the boxes go on
             bar.set_description_str("rcmdp bracket: a deeper search of the lower side")
-            _deep_search(game, inc, dual, st, deadline, tol_of)
+            net.phase = "the deeper search of the lower side"
+            _deep_search(game, inc, dual, st.lower, tol_of)
             bar.set_description_str("rcmdp bracket: boxes")
-            bb = branch_and_bound(game, inc, dual.lam, max_boxes=st.max_boxes, bar=bar,
+            net.phase = "the branch and bound"
+            bb = branch_and_bound(game, inc, dual.lam, max_boxes=max_boxes, bar=bar,
                                   state=bb.state, **bb_kw)
-    extra["seconds"] = time.perf_counter() - t0
+    net.phase = "the final certification"
     res = _bracket_result(game, inc, dual, bb, extra, cut, st, span)
-    return _with_dual(game, res, st.dual_evaluations, deadline)
+    res = _with_dual(game, res, st.dual_evaluations)
+    res.update(_net_fields(net), seconds=net.elapsed())
+    if net.fired:
+        res["message"] += _net_text(net)
+    return res
 
 
-def _variant_targets(game, budgets, st: BracketSettings, low, high, t0, progress):
-    """The RCPG variants' targets on the bracket's game (at the model's budgets, within
-    their share of the time): ({name: Result}, [the variants cut])."""
+def _net_fields(net: SafetyNet) -> dict:
+    """The result's word on the safety net: ``reproducible``, ``stopped_by_time_limit``
+    and ``time_limit_phase`` (the phase it stopped, or None)."""
+    return dict(reproducible=not net.fired, stopped_by_time_limit=net.fired,
+                time_limit_phase=net.fired_in if net.fired else None)
+
+
+def _net_text(net: SafetyNet) -> str:
+    """What a result stopped by the safety net says, at the end of its message."""
+    return (f"; STOPPED BY THE TIME LIMIT of {net.seconds:g} s (a safety net) in "
+            f"{net.fired_in or 'the run'}: both bounds hold, but this result depends on "
+            f"the machine and its load and is NOT reproducible; raise time_limit (or give "
+            f"None) so that the work budgets decide")
+
+
+def _variant_targets(game, st: BracketSettings, low, high, progress):
+    """The RCPG variants' targets on the bracket's game (its budgets, its work budgets
+    ``n_grid``, :data:`~.variants.VARIANT_BISECT`, :data:`~.variants.VARIANT_ITER`):
+    ({name: Result}, [the variants cut by the safety net])."""
     var_out, cut = {}, []
-    # the variants are candidates only: they get a share of the time at most
-    var_deadline = t0 + VARIANT_SHARE * st.time_limit
-    vgame = game.replace(deadline=var_deadline, d=budgets, d_slack=0.0)
     for v in st.variants:
         if v == "constraint" and game.K == 0:
             continue
-        if not fits(game, st.n_grid + 1, var_deadline):
-            cut.append(f"variant {v} (past its share of the time)")
+        game.net.phase = f"the target of variant {v}"
+        if game.late():
+            cut.append(f"variant {v}")
             continue
         with tqdm(desc=f"variant {v}", disable=not progress_default(progress),
                   leave=False) as bar:
-            res = variant_target(vgame, v, low=low, high=high, n_grid=st.n_grid,
-                                 n_bisect=VARIANT_BISECT, max_iter=VARIANT_ITER,
-                                 feas_tol=st.feas_tol, bar=bar)
-        if time.perf_counter() > var_deadline:  # cut inside: not an equilibrium to report
-            cut.append(f"variant {v} (past its share of the time)")
+            res = variant_target(game, v, low=low, high=high, n_grid=st.lagrangian.n_grid,
+                                 n_bisect=VARIANT_BISECT, max_iter=VARIANT_ITER, bar=bar)
+        if game.late():  # cut inside: not an equilibrium to report
+            cut.append(f"variant {v}")
         else:
             var_out[v] = res
     return var_out, cut
 
 
-def _with_dual(game, res: Result, evaluations: int, deadline: float) -> Result:
+def _with_dual(game, res: Result, evaluations: int) -> Result:
     """``res`` with the fields ``dual`` and ``duality_gap`` (None where not computed): the
-    certified dual on the bracket's game, with the dual's own fixed-point settings."""
+    certified dual on the bracket's game (its budgets), with the dual's own
+    fixed-point settings; not computed once the safety net has expired."""
     res["dual"] = res["duality_gap"] = None
-    start = time.perf_counter()
-    left = deadline - start
-    if evaluations == 0 or left <= 0 or not isinstance(game.uset, SARectangularSet) \
+    if evaluations == 0 or game.late() or not isinstance(game.uset, SARectangularSet) \
             or not np.isfinite(res["upper"]):
         return res
-    dgame = game.replace(tol=DUAL_TOL, max_iter=DUAL_ITER, deadline=None,
-                         d=np.asarray(game.model.d, dtype=np.float64), d_slack=0.0)
-    # the bracket's lower side is a policy certified robust-feasible at the budgets
-    # (unless feas_tol moved them): by weak duality a lower bound on D from the start
-    floor = res["lower"] if np.array_equal(game.d, dgame.d) else -np.inf
+    game.net.phase = "the certified dual"
+    dgame = game.replace(tol=DUAL_TOL, max_iter=DUAL_ITER)  # the same net
+    # the bracket's lower side is a policy certified robust-feasible at the same
+    # budgets: by weak duality a lower bound on D from the start
     dual = dual_of_game(dgame, tol=DUAL_GAP_TOL, max_evaluations=max(2, evaluations),
-                        deadline=start + left, start=start, floor=floor,
+                        net=game.net, floor=res["lower"],
                         starts=np.reshape(res["lam"], (1, -1)))
     gap = duality_gap(game.model, game.uset, res, dual)
     res["dual"] = dual

@@ -18,14 +18,15 @@ convex with robustness, so the search is global, then local:
    Without robustness g is convex and piecewise linear and these steps reach its
    minimum exactly; with robustness they are a guide.
 
-Every value met is a certified upper bound; the smallest is kept.  Past ``deadline``
-the search stops after the step in progress (the engine's fixed points stop too, with
-their residual bounds), so what it returns is still a bound.
+Every value met is a certified upper bound; the smallest is kept.  The work is counted:
+the grid's points (evaluated in batches of at most :func:`batch_size` problems), the
+sign steps and the cuts, so the same options give the same bound on every machine.
+When the game's safety net expires the search stops after the step in progress (the
+engine's fixed points stop too, with their residual bounds), so what it returns is
+still a bound.
 """
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 from scipy.optimize import linprog
@@ -34,10 +35,26 @@ from .._result import Result
 from ..robust.engine import RobustGame
 from .boxes import improve_lam, lagrangian_bounds
 
-__all__ = ["REFINE_ROUND", "lagrangian_search", "lam_grid"]
+__all__ = ["BATCH_BYTES", "BATCH_PROBLEMS", "REFINE_ROUND", "batch_size", "lagrangian_search",
+           "lam_grid"]
 
 #: Sign steps per round of the refinement of :func:`lagrangian_search`.
 REFINE_ROUND = 10
+#: A batch of robust fixed points over a grid (of multipliers, here and in the RCPG
+#: variants' search) holds at most this many problems, and at most about
+#: :data:`BATCH_BYTES` of rewards (S A S floats per problem): a long grid is evaluated in
+#: batches, so that the safety net is looked at between them and memory stays bounded.
+#: The default grids (up to about 200 points) fit in one batch on models up to about
+#: 100 states, as before.
+BATCH_PROBLEMS = 256
+BATCH_BYTES = 64 * 2**20
+
+
+def batch_size(game: RobustGame) -> int:
+    """Problems per batch of fixed points on a grid: :data:`BATCH_PROBLEMS`, fewer on
+    large models (:data:`BATCH_BYTES`)."""
+    per = 8 * game.S * game.A * game.S
+    return max(1, min(BATCH_PROBLEMS, BATCH_BYTES // max(per, 1)))
 
 
 def lam_grid(K: int, low: float, high: float, n_grid: int) -> np.ndarray:
@@ -62,11 +79,22 @@ class _Log:
         self.best = None
 
     def run(self, lam: np.ndarray) -> Result:
-        J = lam.shape[0]
-        full = (np.zeros((J, self.game.S, self.game.A)), np.ones((J, self.game.S, self.game.A)))
-        res = lagrangian_bounds(self.game, *full, lam)
-        self.record(lam, res)
-        return res
+        """The bounds at the points lam (J, K), in batches of :func:`batch_size`; the
+        batches past the safety net are not run (the result then has fewer rows)."""
+        S, A = self.game.S, self.game.A
+        size = batch_size(self.game)
+        parts = []
+        for a in range(0, lam.shape[0], size):
+            if a and self.game.late():
+                break
+            part = lam[a:a + size]
+            J = part.shape[0]
+            res = lagrangian_bounds(self.game, np.zeros((J, S, A)), np.ones((J, S, A)), part)
+            self.record(part, res)
+            parts.append(res)
+        if len(parts) == 1:
+            return parts[0]
+        return Result({key: np.concatenate([p[key] for p in parts]) for key in parts[0]})
 
     def record(self, lam, res: Result) -> None:
         self.lam.extend(lam)
@@ -79,10 +107,10 @@ class _Log:
                                grad=res.grad[i].copy())
 
 
-def _kelley(log: _Log, n_cuts: int, box: float, deadline: float = np.inf) -> None:
+def _kelley(log: _Log, n_cuts: int, box: float) -> None:
     K = log.game.K
     for _ in range(n_cuts):
-        if time.perf_counter() > deadline:
+        if log.game.late():
             return
         G, L, Sl = np.array(log.g), np.array(log.lam), np.array(log.slope)
         c = np.zeros(K + 1)
@@ -98,17 +126,8 @@ def _kelley(log: _Log, n_cuts: int, box: float, deadline: float = np.inf) -> Non
         log.run(lam[None])
 
 
-def fits(game: RobustGame, n: int, deadline: float) -> bool:
-    """Whether one round of n robust fixed points (n solves of size S, about n S^3
-    operations, at :data:`~.local_bound.FLOPS`) ends before ``deadline``."""
-    from .local_bound import FLOPS
-
-    return time.perf_counter() + n * float(game.S) ** 3 / FLOPS <= deadline
-
-
 def lagrangian_search(game: RobustGame, starts, *, low: float, high: float, n_grid: int,
-                      n_refine: int, n_cuts: int, deadline: float = np.inf,
-                      gain: float = 0.0) -> Result:
+                      n_refine: int, n_cuts: int, gain: float = 0.0) -> Result:
     """Search for the smallest certified g(lam); see the module docstring.
 
     Returns ``U`` (the bound), ``lam`` (K,), ``pi`` (S, A) the maximiser at ``lam``,
@@ -119,14 +138,14 @@ def lagrangian_search(game: RobustGame, starts, *, low: float, high: float, n_gr
     log = _Log(game)
     grid = lam_grid(K, low, high, n_grid)
     pts = np.concatenate([np.reshape(starts, (-1, K)), grid]) if K else grid
-    if K and not fits(game, pts.shape[0], deadline):  # the starts alone (lam = 0 first)
+    if K and game.late():  # past the safety net: the starting points alone (lam = 0 first)
         pts = np.reshape(starts, (-1, K))
     res = log.run(pts)
-    while K and np.argmin(res.U) == res.U.size - 1 and pts[-1, 0] < 1e12 * high \
-            and time.perf_counter() <= deadline:
+    while K and res.U.size == pts.shape[0] and np.argmin(res.U) == res.U.size - 1 \
+            and pts[-1, 0] < 1e12 * high and not game.late():
         pts = pts[-1:] * 10.0
         res = log.run(pts)
-    if K and time.perf_counter() <= deadline:
+    if K and not game.late():
         order = np.argsort(np.array(log.g), kind="stable")[:3]
         lam0 = np.array(log.lam)[order]
         step = 0.1 * np.maximum(lam0, low)
@@ -134,16 +153,15 @@ def lagrangian_search(game: RobustGame, starts, *, low: float, high: float, n_gr
         lam, full = lam0, (np.zeros((lam0.shape[0], game.S, game.A)),
                            np.ones((lam0.shape[0], game.S, game.A)))
         done = 0
-        while done < n_refine and time.perf_counter() <= deadline:
+        while done < n_refine and not game.late():
             n = min(REFINE_ROUND, n_refine - done)
             before = float(np.min(bounds.U))
-            bounds, lam, step = improve_lam(game, *full, lam, step, n, bounds,
-                                            deadline=deadline)
+            bounds, lam, step = improve_lam(game, *full, lam, step, n, bounds)
             done += n
             if before - float(np.min(bounds.U)) <= gain:
                 break
         log.record(lam, bounds)
-        _kelley(log, n_cuts, box=10.0 * max(high, float(np.max(log.lam))), deadline=deadline)
+        _kelley(log, n_cuts, box=10.0 * max(high, float(np.max(log.lam))))
     best = log.best
     order = np.argsort(np.array(log.lam).reshape(len(log.g), K).sum(axis=1), kind="stable")
     pis = np.array(log.pis)[order]

@@ -73,7 +73,7 @@ import numpy as np
 from .._checks import check_fields, check_int, check_real
 from .._result import Result, Status
 from ..robust import WorstCaseObjective, check_robust_inputs
-from ..robust.engine import RobustGame
+from ..robust.engine import RobustGame, SafetyNet
 
 __all__ = ["ASSUMPTIONS", "DUAL_GAP_TOL", "DUAL_ITER", "DUAL_TOL", "certified_dual", "dual_of_game",
            "duality_gap"]
@@ -109,20 +109,22 @@ def _lagrangian_reward(model, lam) -> np.ndarray:
 
 class _Evaluations:
     """Certified values of g at the points met, cached by the exact coordinates; every
-    robust fixed point on the one game (:data:`DUAL_TOL`, :data:`DUAL_ITER`, no deadline:
-    the deadline is checked between fixed points)."""
+    robust fixed point on the one game (:data:`DUAL_TOL`, :data:`DUAL_ITER`; its safety
+    net, ``net``, stops a fixed point at its next iteration, still certified by its
+    residual, and the search at the next point).  The budgets are the game's,
+    ``game.d``."""
 
-    def __init__(self, game, budget: int, deadline: float | None):
+    def __init__(self, game, budget: int, net: SafetyNet | None):
         self.game = game
         model = game.model
         self.model, self.uset = model, game.uset
         self.gamma = float(model.gamma)
-        self.d = np.asarray(model.d, dtype=np.float64)
+        self.d = game.d
         self.rmax = float(np.abs(model.R).max(initial=0.0))
         self.cmax_abs = np.abs(np.asarray(model.C)).max(axis=(0, 1, 2), initial=0.0)
         self.cache: dict = {}
         self.h_cache: dict = {}
-        self.budget, self.deadline = budget, deadline
+        self.budget, self.net = budget, net
         self.lam, self.lo, self.hi, self.policies = [], [], [], []
 
     @property
@@ -131,8 +133,7 @@ class _Evaluations:
         return len(self.cache) + len(self.h_cache)
 
     def exhausted(self) -> bool:
-        return self.count >= self.budget or (
-            self.deadline is not None and time.perf_counter() > self.deadline)
+        return self.count >= self.budget or (self.net is not None and self.net.expired())
 
     def _scale(self, key) -> float:
         return (max(1.0, self.rmax + float(np.dot(key, self.cmax_abs))) / (1.0 - self.gamma)
@@ -406,10 +407,13 @@ def certified_dual(model, uset, *, tol: float = DUAL_GAP_TOL, max_evaluations: i
     tol : float
         Stop when ``hi - lo <= tol * max(1, |hi|)``.
     max_evaluations : int
-        Budget of evaluations of g (each a robust policy iteration); the bounds hold
-        whenever the search stops.
+        Budget of robust fixed points (values of g, each a robust policy iteration, and
+        of fixed policies): the work that decides the answer; the bounds hold whenever
+        the search stops.
     time_limit : float, optional
-        Seconds (default: none, so that the answer depends on the inputs alone).
+        A safety net in seconds (default: none).  Should it stop the search before the
+        budget, the result says so (``reproducible`` False, and the message): the bounds
+        still hold, but another run (another machine, another load) may give others.
 
     Returns
     -------
@@ -426,7 +430,8 @@ def certified_dual(model, uset, *, tol: float = DUAL_GAP_TOL, max_evaluations: i
         ``assumptions`` (text), ``success``, ``status`` ("converged",
         "budget_exhausted", or "bracket" without a Slater point: ``lo`` is then the
         certified worst-case value of a robust-feasible policy met, or -inf),
-        ``message``.
+        ``message``; ``reproducible`` (False when the time limit stopped the search:
+        then ``stopped_by_time_limit`` is True and the message says so).
 
     Examples
     --------
@@ -444,18 +449,36 @@ def certified_dual(model, uset, *, tol: float = DUAL_GAP_TOL, max_evaluations: i
     check_int(max_evaluations, "max_evaluations", 2)
     if time_limit is not None:
         check_real(time_limit, "time_limit", 0.0, low_open=True)
-    start = time.perf_counter()
-    game = RobustGame(model, uset, tol=DUAL_TOL, max_iter=DUAL_ITER)
-    return dual_of_game(game, tol=tol, max_evaluations=int(max_evaluations),
-                        deadline=None if time_limit is None else start + float(time_limit),
-                        start=start)
+    check_dual_memory(model, max_evaluations, "max_evaluations")
+    net = SafetyNet(time_limit)
+    game = RobustGame(model, uset, tol=DUAL_TOL, max_iter=DUAL_ITER, net=net)
+    return dual_of_game(game, tol=tol, max_evaluations=int(max_evaluations), net=net)
 
 
-def dual_of_game(game, *, tol: float, max_evaluations: int, deadline: float | None,
-                 start: float, floor: float = -np.inf, starts=()) -> Result:
+#: The memory the certified dual may keep (its cache of values of g and of fixed
+#: policies, each with a policy): 2 GiB.  A budget of evaluations whose cache could pass
+#: it is refused before any work.
+DUAL_MEMORY = 2 * 2**30
+
+
+def check_dual_memory(model, evaluations: int, name: str) -> None:
+    """Refuse a budget of ``evaluations`` robust fixed points whose cache (a policy
+    (S, A) and about 4 K + 8 numbers per evaluation, twice over for the points met and
+    their history) could pass :data:`DUAL_MEMORY`."""
+    from .._checks import check_memory
+
+    per = 2 * 8 * (model.n_states * model.n_actions + 4 * model.n_constraints + 8)
+    check_memory(evaluations, per, DUAL_MEMORY, name,
+                 "the certified dual's values of g and their policies",
+                 " (every value of g met is kept: a larger budget needs more memory)",
+                 "rcmdp_exact.ground_truth.dual_certificate.DUAL_MEMORY")
+
+
+def dual_of_game(game, *, tol: float, max_evaluations: int, net: SafetyNet | None = None,
+                 floor: float = -np.inf, starts=()) -> Result:
     """:func:`certified_dual` on a game already built from valid inputs (the bracket's,
-    with the settings :data:`DUAL_TOL`, :data:`DUAL_ITER` and no deadline of its own:
-    ``deadline`` is checked between fixed points).
+    with the settings :data:`DUAL_TOL`, :data:`DUAL_ITER`), and the game's safety net
+    ``net`` (or None; its start is the result's start).
 
     ``floor``: a certified lower bound on OPT at the game's budgets (the bracket's
     ``lower``, the worst-case value of a policy certified robust-feasible there), so on
@@ -465,7 +488,8 @@ def dual_of_game(game, *, tol: float, max_evaluations: int, deadline: float | No
     """
     model, uset = game.model, game.uset
     K = model.n_constraints
-    ev = _Evaluations(game, max_evaluations, deadline)
+    start = time.perf_counter() if net is None else net.start
+    ev = _Evaluations(game, max_evaluations, net)
     for lam in np.reshape(np.asarray(starts, dtype=np.float64), (-1, K)) if K else ():
         if np.all(np.isfinite(lam)) and np.all(lam >= 0.0):
             ev(lam)
@@ -475,7 +499,7 @@ def dual_of_game(game, *, tol: float, max_evaluations: int, deadline: float | No
                        np.zeros((2, 0)), 0, tol, start, lo, "no constraints: D is the "
                        "robust optimum")
     cmin, cmax = _cost_range(model, uset)
-    d = np.asarray(model.d, dtype=np.float64)
+    d = game.d
     s1, s2 = d - cmax, d - cmin
     # 1. a log-spaced diagonal: upper bounds and candidate Slater points
     rscale = max(float(np.abs(model.R).max(initial=0.0)), 1e-12)
@@ -485,15 +509,21 @@ def dual_of_game(game, *, tol: float, max_evaluations: int, deadline: float | No
     ev.many(diagonal)
     for lam in diagonal:
         ev(lam)
-    # 2. the box: the best Slater point among the maximisers and least-cost policies
     hi0 = ev.best()[0]
+    feasible = float(floor)
+    if ev.net is not None and ev.net.expired():  # the safety net: no box, no cells
+        hi, lam, pol = ev.best()
+        return _result(ev, min(feasible, hi), hi, lam, pol, np.full(K, np.inf), None, None,
+                       np.stack([cmin, cmax]), 0, tol, start, feasible, None)
+    # 2. the box: the best Slater point among the maximisers and least-cost policies
     cands = _unique_policies(ev.policies + _least_cost_policies(game))
     lam_max = np.full(K, np.inf)
     slater = slater_value = slater_costs = None
     smallest = np.inf
-    # weak duality: D >= OPT >= the value of a robust-feasible policy
-    feasible = float(floor)
+    # weak duality: D >= OPT >= the value of a robust-feasible policy (and floor)
     for pol in cands:
+        if ev.net is not None and ev.net.expired():
+            break
         v_lo, c_hi = _certified_numbers(game, pol)
         if np.all(c_hi <= d):
             feasible = max(feasible, v_lo)
@@ -599,11 +629,17 @@ def _result(ev, lo, hi, lam, pol, lam_max, slater, slater_numbers, cost_range, c
         status = Status.CONVERGED
     else:
         status = Status.BUDGET_EXHAUSTED
+    timed_out = ev.net is not None and ev.net.fired
     msg = (f"D in [{lo:.9g}, {hi:.9g}] (gap {gap:.2e}) after {ev.count} robust fixed "
            f"points ({len(ev.cache)} values of g) and {cells} cells")
     if note:
         msg += f"; {note}"
-    elif status == Status.BUDGET_EXHAUSTED:
+    if timed_out and not closed:
+        msg += (f"; STOPPED BY THE TIME LIMIT of {ev.net.seconds:g} s (a safety net) before "
+                f"the tolerance and the budget of {ev.budget} fixed points: both bounds "
+                f"hold, but this result depends on the machine and is NOT reproducible; "
+                f"raise time_limit (or give None) for the budget to decide")
+    elif status == Status.BUDGET_EXHAUSTED and not note:
         msg += "; the budget ran out before the tolerance (both bounds hold)"
     return Result(
         lo=float(lo), hi=float(hi), gap=float(gap), lam=np.asarray(lam, dtype=np.float64),
@@ -616,6 +652,8 @@ def _result(ev, lo, hi, lam, pol, lam_max, slater, slater_numbers, cost_range, c
                        lo=np.array(ev.lo), hi=np.array(ev.hi)),
         assumptions=ASSUMPTIONS, success=bool(np.isfinite(lo)), status=status,
         message=msg, seconds=time.perf_counter() - start,
+        stopped_by_time_limit=bool(timed_out and not closed),
+        reproducible=not (timed_out and not closed),
     )
 
 

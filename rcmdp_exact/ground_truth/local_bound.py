@@ -59,18 +59,18 @@ otherwise, and in any case, :math:`d^\pi(s) \le \underline d(s) + 1/(1-\gamma) -
 \underline d(s')` because every occupancy sums to :math:`1/(1-\gamma)`.  The solutions
 are moved outwards by :math:`10^{-12}` of their size to cover the rounding of the solve.
 
-**Within the deadline.**  Each of these box MDPs costs :math:`O(S^3)` per round, 2 S of
-them per kernel, so on large models the rounds stop at the game's deadline (the
-residual bound keeps any round certified), and when even one round would not fit they
-are replaced by the one-step intervals :math:`p_0(s') + \frac{\gamma}{1-\gamma}
+**A budget of work.**  Each of these box MDPs costs :math:`O(S^3)` per round, 2 S of
+them per kernel: where one round for one kernel would take more than
+:data:`INTERVAL_FLOPS` operations (beyond S = 100 or so) the box MDPs are not solved and
+the one-step intervals are used alone (a rule on the model's size, the same on every
+machine; before issue 43 it was a forecast of the time left before a deadline).  The
+one-step intervals are :math:`p_0(s') + \frac{\gamma}{1-\gamma}
 \min_s \underline M(s, s') \le d^\pi(s') \le p_0(s') + \frac{\gamma}{1-\gamma}
 \max_s \overline M(s, s')` (from :math:`d^\pi = p_0 + \gamma P_\pi^\top d^\pi` and
 :math:`\sum_s d^\pi(s) = 1/(1-\gamma)`), :math:`O(S^2 A)`; both are intersected.
 """
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 
@@ -83,10 +83,11 @@ __all__ = ["box_vertices", "local_bounds", "occupancy_intervals", "one_step_inte
 
 #: Relative widening of the solved occupancy intervals (the rounding of the solve).
 _WIDEN = 1e-12
-#: Floating-point operations per second assumed when deciding whether one round of the
-#: box MDPs of :func:`occupancy_intervals` fits before the deadline (a low estimate).
-FLOPS = 5e8
-#: Operations per call of the compiled occupancy iteration (the deadline is checked
+#: The box MDPs of :func:`occupancy_intervals` are solved only where one round for one
+#: kernel, about 2 S (S^3 + 2 S^2 A) operations, is at most this (S = 100, A = 4: 2.2e8;
+#: S = 64: 3.8e7); beyond, the one-step intervals alone.
+INTERVAL_FLOPS = 2.5e8
+#: Operations per call of the compiled occupancy iteration (the safety net is looked at
 #: between calls): about 0.05 s.
 COMPILED_BATCH_FLOPS = 2.5e7
 
@@ -140,8 +141,7 @@ def occupancy_intervals(game: RobustGame, P: np.ndarray, lo: np.ndarray, hi: np.
     J = J0 * n0
     g = game.gamma
     low1, high1 = one_step_intervals(game, P, lo, hi)
-    flops = 2.0 * J * S * (S**3 + 2 * S * A * S)
-    if game.deadline is not None and time.perf_counter() + flops / FLOPS > game.deadline:
+    if 2.0 * S * (S**3 + 2 * S * A * S) > INTERVAL_FLOPS or game.late():
         out = low1.reshape(J0, n0, S), np.maximum(high1, low1).reshape(J0, n0, S)
         return (*out, None) if values else out
     v0 = None if start is None else np.asarray(start, dtype=np.float64).reshape(J, 2, S, S)
@@ -198,8 +198,8 @@ def _values_numpy(game, P, lo, hi, v0, max_iter):
 
 def _values_compiled(game, P, lo, hi, v0, max_iter):
     """The values (J, 2, S, S) of the occupancy box MDPs by the compiled Howard iteration,
-    in calls of :data:`COMPILED_BATCH_FLOPS` operations at most, so that the deadline is
-    checked between them; a mask (J,) of the kernels solved (the others keep the
+    in calls of :data:`COMPILED_BATCH_FLOPS` operations at most, so that the safety net
+    is looked at between them; a mask (J,) of the kernels solved (the others keep the
     one-step intervals)."""
     from ..robust.compiled import occupancy_values
 

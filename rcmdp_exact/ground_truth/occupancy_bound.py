@@ -41,8 +41,8 @@ imposed) the weak-duality value
 
 bounds the minimum of :math:`c^\top z = -t` from below, whatever the accuracy of y.
 
-**Built once, filled per box.**  The LP's sparsity pattern depends only on S, A and the
-objectives of its kernels, so it is built once (:class:`LPLayout`: the flow rows with
+**Built once, filled per box.**  The LP's sparsity pattern depends only on S, A and K,
+so it is built once (:class:`LPLayout`: the flow rows with
 every entry of the kernels, zeros included, which HiGHS drops; the duplicates of the
 McCormick rows summed in place); a box only computes the values, in the pattern's order,
 and the bounds, and passes the arrays to HiGHS as they are.  :meth:`OccupancyLP.matrix`
@@ -110,6 +110,24 @@ class LPBasis:
         self._highs, self._arrays, self.shape = None, state["arrays"], state["shape"]
 
 
+def run_highs(h, net, what: str) -> None:
+    """``h.run()`` with the time left on the safety net ``net`` (None: no limit) as
+    HiGHS's time limit; a run that HiGHS stops at that limit trips the net (``what``
+    names the solve in the result's message).  HiGHS compares its ``time_limit`` with
+    the run time of the instance summed over all its runs (``getRunTime``), so the
+    limit given is that sum plus the time left: otherwise an instance reused for every
+    box would stop its LPs long before the net (the bounds then stayed certified, but the
+    run was cut by the clock)."""
+    import highspy
+
+    left = None if net is None else net.remaining()
+    h.setOptionValue("time_limit", np.inf if left is None
+                     else h.getRunTime() + max(left, 1e-3))
+    h.run()
+    if left is not None and h.getModelStatus() == highspy.HighsModelStatus.kTimeLimit:
+        net.trip(what)
+
+
 def _status_table():
     import highspy
 
@@ -119,8 +137,9 @@ def _status_table():
 
 
 class LPLayout:
-    r"""The sparsity pattern (CSC) of the LP of one list of objectives, and where each
-    value of a box goes in it.
+    r"""The sparsity pattern (CSC) of the LP of one kernel per objective (``objectives``
+    (m,): 0 the value, k the cost k, in order), and where each value of a box goes in
+    it.
 
     Columns: :math:`\pi` (n), then :math:`x_j` (n) per kernel, then t.  Rows: the S
     simplex rows, then per kernel its S flow rows, 4 n McCormick rows and its objective
@@ -206,7 +225,7 @@ class OccupancyLP:
         self.same = same
         self.h = None
         self.last = None
-        self._layouts: dict = {}
+        self._layout = None
 
     def _highs(self):
         if self.h is None:
@@ -215,13 +234,11 @@ class OccupancyLP:
             self.h = new_highs(presolve="off")
         return self.h
 
-    def matrix(self, lo, hi, kernels, dlo, dhi, objectives=None):
-        """(A (csc), row lower, row upper, column lower, upper, cost) of one box.
-
-        ``objectives`` (m,): the objective of each kernel (0 the value, k the cost k);
-        default one kernel per objective, in order."""
+    def matrix(self, lo, hi, kernels, dlo, dhi):
+        """(A (csc), row lower, row upper, column lower, upper, cost) of one box, built from
+        scratch (the reference of :meth:`values`), one kernel per objective in order."""
         g, S, A, n = self.game, self.game.S, self.game.A, self.n
-        objectives = np.arange(self.m) if objectives is None else np.asarray(objectives)
+        objectives = np.arange(self.m)
         m = len(objectives)
         N = n * (1 + m) + 1
         rows, cols, vals = [], [], []
@@ -292,15 +309,13 @@ class OccupancyLP:
         cost[-1] = -1.0
         return Amat, np.concatenate(rl), np.concatenate(ru), clo, chi, cost
 
-    def layout(self, objectives=None) -> LPLayout:
-        """The (cached) :class:`LPLayout` of a list of objectives (default one kernel per
-        objective, in order), with the rewards of its kernels' objectives."""
-        objectives = np.arange(self.m) if objectives is None else np.asarray(objectives)
-        key = tuple(int(o) for o in objectives)
-        lay = self._layouts.get(key)
+    def layout(self) -> LPLayout:
+        """The (cached) :class:`LPLayout`, with the rewards of its kernels' objectives."""
+        lay = self._layout
         if lay is None:
             g = self.game
-            lay = LPLayout(g.S, g.A, objectives)
+            key = tuple(range(self.m))
+            lay = LPLayout(g.S, g.A, np.arange(self.m))
             lay.G = np.stack([g.R if o == 0 else g.C[o - 1] for o in key])  # (m, S, A, S)
             lay.sign_m = lay.sign[:, 0].copy()
             lay.rl = lay.row_lower.copy()
@@ -310,9 +325,7 @@ class OccupancyLP:
             lay.ru[lay.flow_rows] = lay.rl[lay.flow_rows]
             lay.clo = np.concatenate([np.zeros(lay.n * (1 + lay.m)), [-2.0 * g.scale]])
             lay.chi = np.concatenate([np.zeros(lay.n * (1 + lay.m)), [2.0 * g.scale]])
-            if len(self._layouts) > 64:
-                self._layouts.clear()
-            self._layouts[key] = lay
+            self._layout = lay
         return lay
 
     def values(self, lay: LPLayout, lo, hi, kernels, dlo, dhi):
@@ -342,30 +355,25 @@ class OccupancyLP:
         chi[n:n * (1 + m)] = xhi.ravel()
         return data, rl, ru, clo, chi
 
-    def bound(self, lo, hi, kernels, dlo, dhi, basis=None, objectives=None):
+    def bound(self, lo, hi, kernels, dlo, dhi, basis=None):
         r"""A certified upper bound on the robust-feasible optimum of one box (S, A).
 
-        ``kernels`` (m, S, A, S): kernels of the set (default one per objective: value,
-        then each cost); ``dlo``, ``dhi`` (m, S): certified occupancy intervals of the
+        ``kernels`` (1 + K, S, A, S): kernels of the set, one per objective (value, then
+        each cost); ``dlo``, ``dhi`` (1 + K, S): certified occupancy intervals of the
         box's policies under them; ``basis``: a basis to start from (of the parent), an
         :class:`LPBasis` or a pair of int8 arrays (the status of every column and row,
-        as HiGHS numbers them); one of another shape is ignored.  ``objectives`` (m,):
-        the objective of each kernel (0 the value, k the cost k; several kernels of one
-        objective are each a valid relaxation: the value is at most the smallest of its
-        kernels' values, and every kernel's cost must meet the budget).  After the call
+        as HiGHS numbers them); one of another shape is ignored.  After the call
         :attr:`last` holds the LP's policy (S, A), or None.  Returns (bound, basis: an
         :class:`LPBasis` or None); the bound is ``inf`` when the solver gives no duals.
-        The solver stops at the game's deadline (duals from a cut run still give a
-        certified bound, or none).
+        HiGHS is given the time left on the game's safety net, if any (duals from a run
+        cut there still give a certified bound, or none; the net then records it).
         """
-        import time
-
         import highspy
 
         self.last = None
         if self.game.late():
             return np.inf, basis
-        lay = self.layout(objectives)
+        lay = self.layout()
         data, rl, ru, clo, chi = self.values(lay, lo, hi, kernels, dlo, dhi)
         basis = LPBasis.of(basis)
         if basis is not None and basis.shape != (lay.N, lay.n_rows):
@@ -375,10 +383,7 @@ class OccupancyLP:
                     lay.indptr[:-1], lay.indices, data, lay.integrality)
         if basis is not None:
             h.setBasis(basis.highs())
-        if self.game.deadline is not None:
-            h.setOptionValue("time_limit",
-                             max(self.game.deadline - time.perf_counter(), 1e-3))
-        h.run()
+        run_highs(h, self.game.net, "the occupancy LP of a box")
         sol = h.getSolution()
         if not sol.dual_valid:
             return np.inf, None

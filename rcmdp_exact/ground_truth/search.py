@@ -12,7 +12,8 @@ Local search (:func:`ascend`) is sequential quadratic programming
 (``scipy.optimize.minimize(method="SLSQP")``) on the worst-case value subject to the
 worst-case costs, over the policies on a few actions per state (those of the starting
 policy, the best for the worst-case value and the cheapest for each worst-case cost),
-whose rows lie on the simplex.  The gradients are exact
+whose rows lie on the simplex, at most ``n_iter`` SLSQP iterations per start (a count
+of work: the same policies on every machine).  The gradients are exact
 (Danskin: where the adversary's minimiser :math:`P_j` is unique, the derivative of
 :math:`\min_P V_{\pi,P}` is that of :math:`V_{\pi,P_j}`), by the policy gradient
 theorem in the direct parametrisation:
@@ -23,8 +24,14 @@ theorem in the direct parametrisation:
     \frac{\partial C_{k,\pi,P_k}}{\partial \pi(a|s)} = d_k(s)\, Q^c_k(s, a),
 
 with :math:`d_j` the discounted occupancy from :math:`p_0` under :math:`(\pi, P_j)` and
-:math:`Q_j` the worst-case Q-function.  The budgets of the local search are lowered by
-1e-9 times the value scale so that its end points are certified feasible.
+:math:`Q_j` the worst-case Q-function.
+
+**The budgets** are the game's one vector ``game.d`` (the bracket's budgets, with its
+``feas_tol``); the search derives two levels from it, here and nowhere else
+(:class:`Incumbent`): ``limit`` = d - :data:`ACCEPT_MARGIN` x scale, below which a
+policy is accepted at once, and ``target`` = d - :data:`SEARCH_MARGIN` x scale, the
+budgets the local search aims at, so that its end points are certified feasible
+(scale: the game's value scale).
 
 :func:`mix_to_boundary` moves from a feasible policy towards a better infeasible one
 along state-wise mixtures :math:`(1-\theta)\pi_f + \theta\pi_i`, each mixture
@@ -37,7 +44,6 @@ whose line the bracket follows last.
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import numpy as np
@@ -46,8 +52,15 @@ from scipy.optimize import minimize
 from ..core.evaluation import evaluate
 from ..robust.engine import RobustGame
 
-__all__ = ["CERTIFY_ITER", "Incumbent", "ascend", "certify", "find_feasible", "free_actions",
-           "improve", "mix_to_boundary", "steepest_pair"]
+__all__ = ["ACCEPT_MARGIN", "CERTIFY_ITER", "SEARCH_MARGIN", "Incumbent", "ascend", "certify",
+           "find_feasible", "free_actions", "improve", "mix_to_boundary", "steepest_pair"]
+
+#: A policy whose certified costs are at least this times the value scale below the
+#: budgets is accepted at once; closer to them the second certification decides
+#: (:class:`Incumbent`), so that another exact evaluation, rounded differently, agrees.
+ACCEPT_MARGIN = 1e-12
+#: The local search aims at budgets this times the value scale below ``d``.
+SEARCH_MARGIN = 1e-9
 
 
 #: Iterations of the adversary in the second certification (:func:`certify`): a cap that
@@ -63,7 +76,7 @@ def certify(game: RobustGame, policy: np.ndarray) -> tuple[float, np.ndarray]:
     The second certification of :class:`Incumbent`, independent of
     :meth:`RobustGame.evaluate` in what it bounds: the adversary's fixed point of the
     value and of each cost (one batch, :meth:`RobustGame.adversary`, at most
-    :data:`CERTIFY_ITER` iterations and no deadline), the exact evaluation of the policy
+    :data:`CERTIFY_ITER` iterations and no safety net), the exact evaluation of the policy
     under each worst-case kernel (:func:`~rcmdp_exact.core.evaluation.evaluate`, sparse LU),
     and the residual of those exact values under one more robust Bellman step
     (:meth:`RobustGame.inner`).  ``game`` is the bracket's game, already validated.
@@ -71,7 +84,7 @@ def certify(game: RobustGame, policy: np.ndarray) -> tuple[float, np.ndarray]:
     model, K = game.model, game.K
     g = game.objectives()
     J = g.shape[0]
-    fp = game.replace(deadline=None).adversary(
+    fp = game.replace(net=None).adversary(
         g, np.broadcast_to(policy, (J, game.S, game.A)), max_iter=CERTIFY_ITER)
     scale = 1.0 - model.gamma
     with warnings.catch_warnings():
@@ -98,15 +111,16 @@ def _bellman(game: RobustGame, g: np.ndarray, w: np.ndarray, policy: np.ndarray)
 
 
 class Incumbent:
-    """The best certified robust-feasible policy met so far, and what produced it."""
+    """The best certified robust-feasible policy met so far, and what produced it.
+
+    ``limit`` and ``target`` are the two levels the search derives from the budgets
+    ``game.d`` (module docstring); a policy between ``limit`` and ``d`` needs ``second``
+    (policy -> (value, costs), for example :func:`certify`) to agree."""
 
     def __init__(self, game: RobustGame, second=None):
         self.game = game
-        # a margin of 1e-12 times the value scale below the budgets, so that another
-        # exact evaluation (rounded differently) certifies the incumbent too; closer to
-        # the budgets a policy needs ``second`` (policy -> (value, costs), for example
-        # :func:`certify`) to agree
-        self.limit = game.d - 1e-12 * game.scale
+        self.limit = game.d - ACCEPT_MARGIN * game.scale
+        self.target = game.d - SEARCH_MARGIN * game.scale
         self.second = second
         self.accepted: list = []  # every incumbent met, in order (value, policy, costs)
         self.value = -np.inf
@@ -167,7 +181,8 @@ def _gradients(game: RobustGame, pi: np.ndarray, P: np.ndarray, q: np.ndarray) -
 
 
 class _OutOfTime(Exception):
-    """Raised inside the local search when the deadline has passed."""
+    """Raised inside the local search when the safety net has expired (or, in phase 1,
+    once a feasible policy is certified)."""
 
 
 def free_actions(game: RobustGame, pi: np.ndarray, ev: dict) -> np.ndarray:
@@ -184,8 +199,8 @@ def free_actions(game: RobustGame, pi: np.ndarray, ev: dict) -> np.ndarray:
 class _Local:
     """The certified numbers and gradients of the policies on the free actions."""
 
-    def __init__(self, inc: Incumbent, pi0: np.ndarray, deadline: float, method: str):
-        self.inc, self.deadline, self.method = inc, deadline, method
+    def __init__(self, inc: Incumbent, pi0: np.ndarray, method: str):
+        self.inc, self.method = inc, method
         self.free = free_actions(inc.game, pi0, inc.offer(pi0[None], method))
         rows = np.nonzero(self.free)[0]
         self.rowsum = np.zeros((inc.game.S, rows.size))
@@ -194,9 +209,9 @@ class _Local:
 
     def __call__(self, x: np.ndarray) -> dict:
         if self.memo.get("key") != x.tobytes():
-            if time.perf_counter() > self.deadline:
-                raise _OutOfTime
             game = self.inc.game
+            if game.late():
+                raise _OutOfTime
             pi = np.zeros(self.free.shape)
             pi[self.free] = np.clip(x, 0.0, None)
             pi /= pi.sum(axis=1, keepdims=True)
@@ -220,24 +235,25 @@ def _slsqp(fun, jac, x0, cons, bounds, n_iter: int) -> None:
         pass
 
 
-def ascend(inc: Incumbent, pi0: np.ndarray, *, n_iter: int = 60, deadline: float = np.inf,
+def ascend(inc: Incumbent, pi0: np.ndarray, *, n_iter: int = 60,
            method: str = "certified search") -> np.ndarray:
     r"""Local search from ``pi0`` by sequential quadratic programming; feeds ``inc``.
 
     ``scipy.optimize.minimize(method="SLSQP")`` on the worst-case value with the
-    worst-case costs as constraints (budgets lowered by 1e-9 times the value scale),
+    worst-case costs as constraints (the budgets ``inc.target``),
     over the policies on the actions of :func:`free_actions`, exact Danskin gradients,
     at most ``n_iter`` iterations (SLSQP's ``ftol`` 1e-13: a coarser one, the
     refinement gain of the bracket, stopped the search on the long flat ridge of
     RiverSwim-20 2.8% below the best policy found apart).  Every policy it evaluates
-    is offered to ``inc``.  Returns the last policy evaluated.
+    is offered to ``inc``.  The search stops early only when the game's safety net
+    expires.  Returns the last policy evaluated.
     """
     game = inc.game
     scale, K = game.scale, game.K
-    f = _Local(inc, np.asarray(pi0, dtype=np.float64), deadline, method)
+    f = _Local(inc, np.asarray(pi0, dtype=np.float64), method)
     cons = [f.simplex()]
     if K:
-        cut = game.d - 1e-9 * scale
+        cut = inc.target
         cons.append({"type": "ineq", "fun": lambda x: (cut - f(x)["costs"]) / scale,
                      "jac": lambda x: f(x)["grads"][1:] / scale})
     _slsqp(lambda x: -f(x)["value"] / scale, lambda x: -f(x)["grads"][0] / scale, f.x0,
@@ -245,13 +261,12 @@ def ascend(inc: Incumbent, pi0: np.ndarray, *, n_iter: int = 60, deadline: float
     return f.memo["pi"]
 
 
-def find_feasible(inc: Incumbent, pi0: np.ndarray, *, n_iter: int = 60,
-                  deadline: float = np.inf) -> None:
+def find_feasible(inc: Incumbent, pi0: np.ndarray, *, n_iter: int = 60) -> None:
     r"""Phase 1: minimise t subject to :math:`C_k(\pi) \le d_k + t` (worst-case costs,
     SLSQP from ``pi0``), until a certified robust-feasible policy is met."""
     game = inc.game
     scale = game.scale
-    f = _Local(inc, np.asarray(pi0, dtype=np.float64), deadline, "certified search")
+    f = _Local(inc, np.asarray(pi0, dtype=np.float64), "certified search")
     n = f.x0.size
     try:
         excess = max(0.0, float(np.max(f(f.x0)["costs"] - game.d)))
@@ -263,7 +278,7 @@ def find_feasible(inc: Incumbent, pi0: np.ndarray, *, n_iter: int = 60,
     def slack(x):
         if inc.value > stop:
             raise _OutOfTime  # a feasible policy was certified
-        return (game.d - 1e-9 * scale - f(x[:n])["costs"]) / scale + x[n]
+        return (inc.target - f(x[:n])["costs"]) / scale + x[n]
 
     def slack_jac(x):
         return np.hstack([f(x[:n])["grads"][1:] / scale, np.ones((game.K, 1))])
@@ -276,7 +291,7 @@ def find_feasible(inc: Incumbent, pi0: np.ndarray, *, n_iter: int = 60,
 
 def mix_to_boundary(inc: Incumbent, safe: np.ndarray, risky: np.ndarray, rounds: int = 4,
                     n_points: int = 8, method: str = "certified search", gain: float = 0.0,
-                    deadline: float = np.inf, safe_numbers=None) -> float:
+                    safe_numbers=None) -> float:
     """The largest certified-feasible theta of (1 - theta) safe + theta risky met.
 
     Each round evaluates about ``n_points`` mixtures in one batch between the largest
@@ -288,7 +303,8 @@ def mix_to_boundary(inc: Incumbent, safe: np.ndarray, risky: np.ndarray, rounds:
     interval then shrinks by about 1e-4 per round where the excess is smooth, instead
     of the factor n_points + 1 of even spacing.  The rounds stop early when the
     worst-case values at the two ends of that interval differ by at most ``gain`` (no
-    mixture between them can improve the incumbent by more), or at the deadline.
+    mixture between them can improve the incumbent by more), or when the game's safety
+    net expires.
     ``safe_numbers``: the certified worst-case value and costs (K,) of ``safe`` where
     known (the incumbent's): the excess and value at theta = 0, so that an incumbent on
     the boundary (every mixture infeasible) stops after a few rounds too.
@@ -301,7 +317,7 @@ def mix_to_boundary(inc: Incumbent, safe: np.ndarray, risky: np.ndarray, rounds:
         e_lo = float(np.max(np.asarray(safe_numbers[1]) - inc.limit, initial=-np.inf)) / scale
     side = max(1, (n_points - 2) // 2)
     for _ in range(rounds):
-        if time.perf_counter() > deadline:
+        if inc.game.late():
             break
         w = hi - lo
         if e_lo is not None and e_hi is not None and e_hi > e_lo:
@@ -355,29 +371,29 @@ def steepest_pair(value: np.ndarray, costs: np.ndarray, limit: np.ndarray):
     return f, int(np.argmax(np.where(ok, gain / np.where(ok, step, 1.0), -np.inf)))
 
 
-def _mix_all(inc: Incumbent, partners, n_partners: int, rounds: int, deadline,
+def _mix_all(inc: Incumbent, partners, n_partners: int, rounds: int,
              gain: float = 0.0) -> None:
     """Mixtures of the incumbent with ``partners`` and the best infeasible policies met."""
     risky = [pi for _, pi in sorted(inc.risky, key=lambda t: -t[0])[:n_partners]]
     for pi in [*partners, *risky]:
-        if inc.policy is not None and time.perf_counter() < deadline:
+        if inc.policy is not None and not inc.game.late():
             mix_to_boundary(inc, inc.policy, pi, rounds, method="mixture", gain=gain,
-                            deadline=deadline, safe_numbers=(inc.value, inc.costs))
+                            safe_numbers=(inc.value, inc.costs))
 
 
-def improve(inc: Incumbent, starts, partners, *, n_iter: int, deadline: float,
-            n_partners: int, rounds: int, gain: float = 0.0) -> None:
+def improve(inc: Incumbent, starts, partners, *, n_iter: int, n_partners: int, rounds: int,
+            gain: float = 0.0) -> None:
     """Phase 1 when no policy is certified yet; mixtures of the incumbent with
     ``partners`` and with the best infeasible policies met (refined until the values at
     the ends differ by at most ``gain``); local search from the incumbent and from every
     start; mixtures again if that helped by more than ``gain`` (a smaller step leaves
     the incumbent where the mixtures already refined it to within ``gain``)."""
     if inc.policy is None and inc.game.K:
-        find_feasible(inc, starts[0], n_iter=n_iter, deadline=deadline)
-    _mix_all(inc, partners, n_partners, rounds, deadline, gain)
+        find_feasible(inc, starts[0], n_iter=n_iter)
+    _mix_all(inc, partners, n_partners, rounds, gain)
     before = inc.value
     for pi in ([] if inc.policy is None else [inc.policy]) + list(starts):
-        if time.perf_counter() < deadline:
-            ascend(inc, pi, n_iter=n_iter, deadline=deadline)
+        if not inc.game.late():
+            ascend(inc, pi, n_iter=n_iter)
     if inc.value > before + gain:
-        _mix_all(inc, [], n_partners, rounds, deadline, gain)
+        _mix_all(inc, [], n_partners, rounds, gain)

@@ -26,7 +26,6 @@ The test settings these policies are evaluated on are those of
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
@@ -148,17 +147,17 @@ def variant_equilibria(game: RobustGame, variant: str, lams: np.ndarray, max_ite
     return pi, P_out, conv
 
 
-def _crossing(run, grid, n_bisect: int, n_points: int = 8, deadline=None) -> None:
+def _crossing(run, grid, n_bisect: int, late, n_points: int = 8) -> None:
     """Narrow the lam between the largest infeasible and the smallest feasible grid point:
     ``n_points`` trial points per batch (log-spaced, linear from 0), until the bracket
-    shrank as much as ``n_bisect`` bisection steps would."""
+    shrank as much as ``n_bisect`` bisection steps would (or ``late()``: the safety net
+    expired)."""
     feas = [t for t, r in zip(grid, run(grid), strict=True) if r.feasible]
     if not feas or min(feas) == 0.0:
         return
     lo = max([t for t in grid if t < min(feas)], default=None)
     hi, done = min(feas), 0.0
-    while lo is not None and done < n_bisect and (deadline is None
-                                                   or time.perf_counter() <= deadline):
+    while lo is not None and done < n_bisect and not late():
         pts = (np.geomspace(lo, hi, n_points + 2) if lo > 0
                else np.linspace(0.0, hi, n_points + 2))[1:-1].tolist()
         ok = [r.feasible for r in run(pts)]
@@ -168,44 +167,51 @@ def _crossing(run, grid, n_bisect: int, n_points: int = 8, deadline=None) -> Non
         done += math.log2(n_points + 1)
 
 
-def _run_variant(game: RobustGame, variant, grid, n_bisect, max_iter, limit, bar) -> dict:
-    """Equilibria at every lam met (grid, then the crossing): {t: Result}."""
+def _run_variant(game: RobustGame, variant, grid, n_bisect, max_iter, bar) -> dict:
+    """Equilibria at every lam met (grid, then the crossing): {t: Result}, feasible at
+    the game's budgets ``game.d``.  A long grid runs in batches of
+    :func:`~.dual.batch_size`; past the safety net no batch is started (the rows then
+    miss some points: the bracket discards such a variant)."""
+    from .dual import batch_size
+
     rows: dict = {}
     K = game.K
+    size = batch_size(game)
 
     def run(ts):
         new = [t for t in dict.fromkeys(ts) if t not in rows]
-        if new:
-            lams = np.repeat(np.array(new, dtype=np.float64)[:, None], K, axis=1)
+        for a in range(0, len(new), size):
+            if a and game.late():
+                break
+            part = new[a:a + size]
+            lams = np.repeat(np.array(part, dtype=np.float64)[:, None], K, axis=1)
             pis, Ps, conv = variant_equilibria(game, variant, lams, max_iter)
             values, costs = game.numbers(Ps, pis)
-            for j, t in enumerate(new):
+            for j, t in enumerate(part):
                 rows[t] = Result(lam=lams[j], policy=pis[j], value=float(values[j]),
                                  costs=costs[j], P_worst=Ps[j],
-                                 feasible=bool(np.all(costs[j] <= limit)),
+                                 feasible=bool(np.all(costs[j] <= game.d)),
                                  converged=bool(conv[j]))
-            bar.update(len(new))
-        return [rows[t] for t in ts]
+            bar.update(len(part))
+        return [rows[t] for t in ts if t in rows]
 
     run(grid)
     if K:
-        _crossing(run, grid, n_bisect, deadline=game.deadline)
+        _crossing(run, grid, n_bisect, game.late)
     return rows
 
 
 def rcmdp_variant(model, ball, variant: str, *, n_grid: int = 29,
                   lam_range: tuple[float, float] | None = None,
                   n_bisect: int = VARIANT_BISECT, max_iter: int = VARIANT_ITER,
-                  tol: float = 1e-12, feas_tol: float = 0.0, progress=None,
-                  deadline: float | None = None) -> Result:
+                  tol: float = 1e-12, feas_tol: float = 0.0, progress=None) -> Result:
     r"""The target of one RCPG variant: a common worst case :math:`P^+` for value and cost.
 
     See the module docstring.  Every number is an exact evaluation under the kernels
-    found by the robust fixed points.  ``deadline`` (a ``time.perf_counter()`` time):
-    the search stops there, and what it returns may then not be an equilibrium
-    (:func:`rcmdp_bracket` discards a variant cut so).  ``progress``: a bar over the
-    multipliers tried; None (the default) draws it only when standard error is a
-    terminal.
+    found by the robust fixed points; the work is bounded by ``n_grid``, ``n_bisect``
+    and ``max_iter`` (best-response rounds), so the answer is the same on every
+    machine.  ``progress``: a bar over the multipliers tried; None (the default) draws
+    it only when standard error is a terminal.
 
     Returns
     -------
@@ -226,25 +232,25 @@ def rcmdp_variant(model, ball, variant: str, *, n_grid: int = 29,
     if variant == "constraint":
         check_int(K, "the number of constraints K", 1,
                   hint="; variant 'constraint' needs a model with at least one constraint")
-    game = RobustGame(model, ball, tol=tol, deadline=deadline)
+    game = RobustGame(model, ball, tol=tol,
+                      d=np.asarray(model.d, dtype=np.float64) + float(feas_tol))
     with tqdm(desc=f"variant {variant}", disable=not progress_default(progress),
               leave=False) as bar:
         return variant_target(game, variant, low=low, high=high, n_grid=n_grid,
-                              n_bisect=n_bisect, max_iter=max_iter, feas_tol=feas_tol,
-                              bar=bar)
+                              n_bisect=n_bisect, max_iter=max_iter, bar=bar)
 
 
 def variant_target(game: RobustGame, variant: str, *, low: float, high: float, n_grid: int,
-                   n_bisect: int, max_iter: int, feas_tol: float, bar) -> Result:
+                   n_bisect: int, max_iter: int, bar) -> Result:
     """:func:`rcmdp_variant` on a game already built from valid inputs (the bracket's,
-    with its budgets ``game.d`` those of the model and its deadline the variants'):
-    the multipliers 0 and ``n_grid`` log-spaced in [low, high], then the crossing."""
+    whose budgets ``game.d`` include its ``feas_tol``): the multipliers 0 and
+    ``n_grid`` log-spaced in [low, high], then the crossing."""
     grid = [0.0] if game.K == 0 else [0.0, *np.geomspace(low, high, n_grid).tolist()]
-    rows = _run_variant(game, variant, grid, n_bisect, max_iter, game.d + feas_tol, bar)
-    return _variant_result(game, variant, [rows[t] for t in sorted(rows)], feas_tol)
+    rows = _run_variant(game, variant, grid, n_bisect, max_iter, bar)
+    return _variant_result(game, variant, [rows[t] for t in sorted(rows)])
 
 
-def _variant_result(game: RobustGame, variant: str, ordered: list, feas_tol: float) -> Result:
+def _variant_result(game: RobustGame, variant: str, ordered: list) -> Result:
     K, d = game.K, game.d
     ok = [r for r in ordered if r.feasible]
     best = ok[0] if ok else min(ordered, key=lambda r: float(np.max(r.costs - d, initial=0.0)))
@@ -263,7 +269,7 @@ def _variant_result(game: RobustGame, variant: str, ordered: list, feas_tol: flo
         variant=variant, policy=best.policy, lam=best.lam, value=best.value,
         costs=best.costs, P_worst=best.P_worst, feasible=best.feasible,
         robust_value=float(rob["value_estimate"][0]), robust_costs=rcost,
-        robust_feasible=bool(np.all(rcost <= d + feas_tol)), converged=best.converged,
+        robust_feasible=bool(np.all(rcost <= d)), converged=best.converged,
         history=Result(lam=np.array([r.lam for r in ordered]).reshape(len(ordered), K),
                        value=np.array([r.value for r in ordered]), costs=hist_costs,
                        feasible=np.array([r.feasible for r in ordered]),

@@ -19,28 +19,23 @@ computation, which it repeats (``transient``).  Ctrl-C stops the sweep; what was
 stored stays, and the same command resumes.
 
 Local worker processes end with the driver, however it ends (SIGKILL included): each
-worker starts with :func:`exit_with_parent`.  An injected trainer is checked before any
-work: its signature (:func:`~.run.check_trainer`), then its result on the cheapest run,
-computed alone (on the chosen backend) before the other jobs start (a trainer that
-returns the wrong type is an error after one run, not one failure per job).  The store is written
-only by the driver; a store that cannot be written stops the sweep with the error.
+worker starts with :func:`rcmdp_exact._workers.exit_with_parent`.  An injected trainer
+is checked before any work: its signature (:func:`~.run.check_trainer`), then its
+result on the cheapest run, computed alone (on the chosen backend) before the other
+jobs start (a trainer that returns the wrong type is an error after one run, not one
+failure per job).  The store is written only by the driver; a store that cannot be
+written stops the sweep with the error.
 """
 
 from __future__ import annotations
 
 import os
-import sys
-import threading
 import time
 import traceback
 
 from .._result import Result
 
-__all__ = ["BACKENDS", "PARENT_POLL_SECONDS", "execute", "exit_with_parent", "max_workers",
-           "sweep"]
-
-#: How often a worker's watchdog thread checks that its driver is alive (seconds).
-PARENT_POLL_SECONDS = 0.5
+__all__ = ["BACKENDS", "execute", "max_workers", "sweep"]
 
 
 def max_workers() -> int:
@@ -51,36 +46,6 @@ def max_workers() -> int:
 
     return WORKERS_PER_CPU * (os.cpu_count() or 1)
 
-
-def _watch_parent(parent_pid: int) -> None:
-    while True:
-        if os.getppid() != parent_pid:
-            os._exit(1)
-        time.sleep(PARENT_POLL_SECONDS)
-
-
-def exit_with_parent(parent_pid: int) -> None:
-    """Make this (worker) process end when process ``parent_pid``, its parent, ends.
-
-    On Linux, ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` (through ctypes) has the kernel kill
-    the worker as soon as its parent dies, SIGKILL included; everywhere, a daemon thread
-    polls ``os.getppid()`` every :data:`PARENT_POLL_SECONDS` and exits once the worker
-    has been handed to another parent (a fallback for other systems, and for a worker
-    busy in Python code).  Used as the initializer of the joblib workers.
-    """
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-            import signal
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
-        except (OSError, AttributeError):  # no libc symbol: the watchdog remains
-            pass
-    if os.getppid() != parent_pid:  # the parent died before the death signal was set
-        os._exit(1)
-    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True,
-                     name="rcmdp-exit-with-parent").start()
 
 BACKENDS = ("serial", "joblib", "dask")
 
@@ -156,8 +121,10 @@ def _joblib(pending, trainer, workers):
     from joblib import Parallel, delayed
 
     by_key = {j.key: j for j in pending}
+    from .._workers import pool_initializer
+
     par = Parallel(n_jobs=workers, return_as="generator_unordered", batch_size=1,
-                   initializer=exit_with_parent, initargs=(os.getpid(),))
+                   **pool_initializer())
     gen = par(delayed(execute)(j, trainer) for j in pending)
     try:
         for out in gen:

@@ -395,7 +395,8 @@ def _bracket(spec) -> dict:
         rows += _setting_rows(suite, settings, met, ["rcmdp_lower"] * 2,
                               ["stochastic", "greedy"])
     return {"status": str(br.status), "lower": _num(br.lower), "upper": _num(br.upper),
-            "message": str(br.message), "gamma": float(est.nominal.gamma),
+            "message": str(br.message), "reproducible": bool(br.reproducible),
+            "gamma": float(est.nominal.gamma),
             "budget": [_num(x) for x in np.atleast_1d(est.nominal.d)],
             "gap": _num(br.gap), "multiplier": [_num(x) for x in np.atleast_1d(br.lam)],
             "lower_cost": [_num(x) for x in np.atleast_1d(br.lower_costs)],

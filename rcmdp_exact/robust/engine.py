@@ -74,7 +74,7 @@ from ..core.evaluation import PolicySystem, policy_matrix, policy_values
 from ..core.mdp import box_policy_iteration, greedy_box
 from ..uncertainty import SRectangularSet
 
-__all__ = ["CONTAINS_TOL", "RobustGame", "checked_worst_case"]
+__all__ = ["CONTAINS_TOL", "RobustGame", "SafetyNet", "checked_worst_case"]
 
 #: Rounding allowance of a certified bound, relative to the value scale: a bound built
 #: from objectives of total weight ``weight`` is moved outwards by ``ROUNDING * scale *
@@ -87,6 +87,52 @@ ROUNDING = 16.0 * np.finfo(float).eps
 #: (``uset.contains(P, tol=CONTAINS_TOL)``), of the row sums of those rows, and of the
 #: relative difference between a returned ``value`` and :math:`p^\top z`.
 CONTAINS_TOL = 1e-7
+
+
+class SafetyNet:
+    """A wall-clock limit that only stops a run, and remembers that it did.
+
+    Work budgets (iterations, boxes, evaluations) decide every number a run computes;
+    the safety net is the guard against a run that would take far longer than asked.
+    It reads the clock (``time.perf_counter``) only when asked (:meth:`expired`), and
+    once the limit has passed it stays expired and records the phase that saw it first
+    (:attr:`phase`, set by the caller as it goes), so that the result can say that it
+    was cut by the clock: such a result depends on the machine and its load and is not
+    reproducible.  ``seconds=None``: no limit (never expires).  Games made by
+    :meth:`RobustGame.replace` share their net, so a run stops as one.
+    """
+
+    def __init__(self, seconds: float | None = None, start: float | None = None):
+        self.seconds = None if seconds is None else float(seconds)
+        self.start = time.perf_counter() if start is None else float(start)
+        self.deadline = None if seconds is None else self.start + self.seconds
+        self.phase = ""  # what the run is doing (the caller's words)
+        self.fired = False  # the limit was reached
+        self.fired_in = None  # the phase in which it was reached first
+
+    def expired(self) -> bool:
+        """True once the limit has passed (and from then on)."""
+        if not self.fired and self.deadline is not None \
+                and time.perf_counter() > self.deadline:
+            self.trip()
+        return self.fired
+
+    def trip(self, phase: str | None = None) -> None:
+        """Record that the limit stopped something (a solver given :meth:`remaining`
+        that stopped on its own clock calls this)."""
+        if not self.fired:
+            self.fired = True
+            self.fired_in = self.phase if phase is None else phase
+
+    def remaining(self) -> float | None:
+        """Seconds left (at least 0), or None without a limit."""
+        if self.deadline is None:
+            return None
+        return max(self.deadline - time.perf_counter(), 0.0)
+
+    def elapsed(self) -> float:
+        """Seconds since the start."""
+        return time.perf_counter() - self.start
 
 
 def _builtin(uset) -> bool:
@@ -233,10 +279,15 @@ class RobustGame:
         Iterations of each policy iteration (a cap; the answers carry their residual).
     inner : {"sort", "lp"}
         The set's solver (exact, or its convex program as a cross-check).
-    deadline : float, optional
-        A time (``time.perf_counter()``) after which every fixed point stops at its next
-        iteration; the answers keep their residual bounds, so they stay certified, only
-        looser.  The attribute may be changed between calls.
+    net : SafetyNet, optional
+        A time limit after which every fixed point stops at its next iteration (the
+        answers keep their residual bounds, so they stay certified, only looser) and
+        that records that it did.  None (the default): the iteration caps alone bound
+        the work, and the answers do not depend on the machine.
+    d : array_like, optional
+        The budgets (K,) (default: the model's).  One vector: the bracket's budgets,
+        model budgets plus its ``feas_tol``, are given here once; :attr:`d_bound` is
+        derived from it.
     compiled : bool
         On the toolkit's own :class:`~rcmdp_exact.L1Ball` with ``inner="sort"``, solve the
         rows of a batch in one compiled call (:mod:`~rcmdp_exact.robust.compiled`, the
@@ -245,14 +296,15 @@ class RobustGame:
     """
 
     def __init__(self, model, uset, tol: float = 1e-12, max_iter: int = 200,
-                 inner: str = "sort", deadline: float | None = None,
+                 inner: str = "sort", net: SafetyNet | None = None, d=None,
                  compiled: bool = True):
         S, A, K = model.n_states, model.n_actions, model.n_constraints
         self.model = model
         self.S, self.A, self.K = S, A, K
         self.gamma = float(model.gamma)
         self.p0 = np.asarray(model.p0, dtype=np.float64)
-        self.d = np.asarray(model.d, dtype=np.float64)
+        self.d = np.array(model.d if d is None else d, dtype=np.float64).reshape(K)
+        self.d.flags.writeable = False
         self.term = np.asarray(model.terminal, dtype=bool)
         self.P_term = np.asarray(model.P)[self.term] if self.term.any() else None
         self.uset = uset
@@ -269,9 +321,8 @@ class RobustGame:
         self.max_iter = int(max_iter)
         self.inner_method = inner
         self.n_inner = 0
-        self.deadline = deadline
+        self.net = net
         self._check_rows = True  # the next inner step checks a user's rows (once per fixed point)
-        self.d_slack = 0.0  # upper bounds hold for the budgets d + d_slack (:attr:`d_bound`)
         self.compiled = bool(compiled)
         self.rows = _compiled_rows(uset, inner) if compiled else None
         self.greedy = _compiled_greedy() if compiled else greedy_box
@@ -279,13 +330,17 @@ class RobustGame:
 
     def replace(self, **settings) -> RobustGame:
         """A game on the same arrays and set (nothing is checked or built again) with other
-        settings: any of ``tol``, ``max_iter``, ``deadline``, ``d``, ``d_slack``,
-        ``compiled``."""
-        bad = set(settings) - {"tol", "max_iter", "deadline", "d", "d_slack", "compiled"}
+        settings: any of ``tol``, ``max_iter``, ``net``, ``d``, ``compiled``.  The game
+        itself is never changed."""
+        bad = set(settings) - {"tol", "max_iter", "net", "d", "compiled"}
         if bad:
             raise TypeError(f"RobustGame.replace: unknown settings {sorted(bad)}")
         out = copy.copy(self)
         compiled = settings.pop("compiled", None)
+        if "d" in settings:
+            d = np.array(settings.pop("d"), dtype=np.float64).reshape(self.K)
+            d.flags.writeable = False
+            out.d = d
         for key, value in settings.items():
             setattr(out, key, value)
         if compiled is not None:
@@ -306,15 +361,15 @@ class RobustGame:
 
     @property
     def d_bound(self) -> np.ndarray:
-        """The budgets at which upper bounds are computed: ``d + d_slack`` (the bracket
-        sets ``d_slack`` to the rounding allowance of a cost, so that a policy accepted on
+        """The budgets at which upper bounds are computed: ``d`` plus the rounding
+        allowance of a cost (:meth:`rounding` of weight 1), so that a policy accepted on
         the lower side at ``d``, whose costs are known up to that rounding, is covered by
-        the upper side)."""
-        return self.d + self.d_slack
+        the upper side."""
+        return self.d + self.rounding(1.0)
 
     def late(self) -> bool:
-        """True once the deadline (if any) has passed."""
-        return self.deadline is not None and time.perf_counter() > self.deadline
+        """True once the safety net (if any) has expired."""
+        return self.net is not None and self.net.expired()
 
     # ------------------------------------------------------------------ rewards
     def objectives(self) -> np.ndarray:

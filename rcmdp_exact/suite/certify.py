@@ -48,9 +48,11 @@ __all__ = ["DEFAULT_SETTINGS", "SCHEMA", "assemble", "certify_job", "job_keys", 
 
 #: The version of the data file's layout (``values.json``'s ``schema``).
 SCHEMA = 1
-#: The bracket's budget per job: seconds and boxes (whichever comes first), the rest of
+#: The bracket's work budget per job (the ground-truth table's: 100 boxes, 20 ascent
+#: steps per start; they decide the bracket) and its safety net in seconds (a bracket
+#: it stops says so: ``reproducible`` False), the rest of
 #: :class:`~rcmdp_exact.BracketSettings` at its defaults.
-DEFAULT_SETTINGS = {"time_limit": 2.0, "max_boxes": 100_000}
+DEFAULT_SETTINGS = {"max_boxes": 100, "n_ascent": 20, "time_limit": 600.0}
 #: The policy class over which the bracket holds.
 POLICY_CLASS = "stationary randomised"
 
