@@ -29,6 +29,15 @@ depend on the output rule (the last iterate of a primal-dual method is infeasibl
 half the time, whatever its step sizes).
 
     python benchmarks/bench_planners.py --tune rnpg [--iterations 500]
+
+**Rates** (``--rates``).  The numbers behind ``tests/test_planners.py::
+test_gradient_planners_converge_where_budgets_bind``: on the seeded CMDPs whose budgets
+bind (``dense_binding_cmdp`` seeds 0-9 with gamma <= 0.95, radius 0), the median relative
+gap to the LP optimum of the best robust-feasible iterate with the default settings at 100
+iterations, and with the step divided by 4 at 1600 iterations, and their ratio; and each
+model's gaps.
+
+    python benchmarks/bench_planners.py --rates
 """
 
 from __future__ import annotations
@@ -128,7 +137,7 @@ def tuning_models():
         if str(seed) not in known:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                br = rx.rcmdp_bracket(m, uset, max_boxes=TUNING_BOXES, time_limit=86_400.0,
+                br = rx.rcmdp_bracket(m, uset, max_boxes=TUNING_BOXES, time_limit=None,
                                       progress=False, dual_evaluations=0)
             known[str(seed)] = [float(br.lower), float(br.relative_gap)]
             from rcmdp_exact._io import write_atomic
@@ -169,6 +178,37 @@ def tune(args) -> None:
     print(f"best: {best[2]} (mean gap {best[0]:.2e}, feasible {-best[1]}/{len(models)})")
 
 
+def rates(args) -> None:
+    from rcmdp_exact.planners import PLANNERS
+    from rcmdp_exact.testing import dense_binding_cmdp
+
+    finer = {
+        "robust-primal-dual": lambda s: dict(policy_step=s.policy_step / 4,
+                                             dual_step=s.dual_step / 4),
+        "epirc-pgs": lambda s: dict(step=s.step / 4, inner_iterations=4 * s.inner_iterations),
+        "rnpg": lambda s: dict(step=s.step / 4),
+        "rrpo": lambda s: dict(step=s.step / 4),
+        "pmd-pd": lambda s: dict(step=s.step / 4, dual_step=s.dual_step / 4),
+    }
+    models = [(seed, m) for seed, m in ((s, dense_binding_cmdp(s)) for s in range(10))
+              if m.gamma <= 0.95]
+    print(f"models: dense_binding_cmdp seeds {[s for s, _ in models]}")
+    for name, fine in finer.items():
+        opts = fine(PLANNERS[name].settings())
+        before, after = [], []
+        for _, m in models:
+            lp = rx.solve_cmdp(m)
+            uset = rx.l1_ball(m, 0.0)
+            for n, o, out in ((100, {}, before), (1600, opts, after)):
+                r = plan(m, uset, name, iterations=n, seed=0, **o)
+                out.append(1.0 if r.best is None else
+                           (lp.value - r.best["value"]) / max(1.0, abs(lp.value)))
+        b, a = statistics.median(before), statistics.median(after)
+        print(f"{name:<20} median gap {b:.2e} -> {a:.2e} (x{b / a:.1f}); per model: "
+              + ", ".join(f"{x:.1e}->{y:.1e}" for x, y in zip(before, after, strict=True)),
+              flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iterations", type=int, default=None)
@@ -176,8 +216,11 @@ def main() -> None:
     ap.add_argument("--instances", default=",".join(INSTANCES))
     ap.add_argument("--planners", default="")
     ap.add_argument("--tune", choices=sorted(GRIDS), default=None)
+    ap.add_argument("--rates", action="store_true")
     args = ap.parse_args()
-    if args.tune:
+    if args.rates:
+        rates(args)
+    elif args.tune:
         args.iterations = args.iterations or 500
         tune(args)
     else:

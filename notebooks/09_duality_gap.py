@@ -65,7 +65,7 @@ model = random_cmdp(0, 3, 2, 1, 0.9)
 uset = rx.l1_ball(model, 0.4, support="all")
 d, levels = budget(model, uset, "halfway")
 model = model.replace(d=d)
-bracket = rx.rcmdp_bracket(model, uset, max_boxes=3000, time_limit=86_400.0,
+bracket = rx.rcmdp_bracket(model, uset, max_boxes=3000, time_limit=None,
                            dual_evaluations=0, progress=False)
 print(f"budget d = {d[0]:.4f} (least worst-case cost {levels.least[0]:.4f}, cost of the "
       f"unconstrained robust optimum {levels.free[0]:.4f})")

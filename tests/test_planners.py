@@ -132,7 +132,7 @@ def test_epirc_lower_threshold_is_a_lower_bound(seed):
     closed bracket), and the output is robust-feasible and worth at least it."""
     m = dense_binding_cmdp(seed)
     uset = rx.l1_ball(m, 0.1, support="all")
-    br = rx.rcmdp_bracket(m, uset, max_boxes=3000, time_limit=86_400.0, dual_evaluations=0,
+    br = rx.rcmdp_bracket(m, uset, max_boxes=3000, time_limit=None, dual_evaluations=0,
                           progress=False)
     r = plan(m, uset, "epirc-pgs", iterations=300, seed=0)
     lo = r.info["threshold_lo"]
@@ -266,3 +266,22 @@ def test_the_names_are_the_registry():
         p = PLANNERS[name]
         assert p.paper and p.title and p.settings().checked() is not None
     assert set(LEARNERS) <= set(NAMES)
+
+
+def test_a_planner_is_a_trainer():
+    """as_trainer: the trainer protocol of the learners (what the suite's scoring and the
+    protocol call), returning a result with policy_table() and records."""
+    from rcmdp_exact.planners import as_trainer
+    from rcmdp_exact.protocol.run import check_result, check_trainer
+
+    m = random_cmdp(6, 3, 2, 1, 0.9, horizon=5)
+    uset = rx.l1_ball(m, 0.1)
+    tr = as_trainer("rnpg", step=5.0)
+    check_trainer(tr)
+    res = tr(m, "rnpg", ball=uset, seed=2, episodes=7, critic="learned", gradient="sampled")
+    table = check_result(res, tr, 3, 2)
+    np.testing.assert_array_equal(table, plan(m, uset, "rnpg", iterations=7, seed=2,
+                                              step=5.0).policy)
+    assert len(res.records["value"]) == 8
+    with pytest.raises(rx.InputError, match="'lr'"):
+        as_trainer("rnpg", lr=1.0)

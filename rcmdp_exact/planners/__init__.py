@@ -36,7 +36,7 @@ _MODULES = ("primal_dual", "epigraph", "switching", "rrpo", "mirror", "rcpg", "r
 _EXPORTS = {
     "PLANNERS": ".base", "Planner": ".base", "PlannerSettings": ".base",
     "PlanResult": ".base", "Context": ".base", "Trace": ".base", "plan": ".base",
-    "planner": ".base", "register": ".base", "STARTS": ".base",
+    "planner": ".base", "register": ".base", "STARTS": ".base", "as_trainer": ".base",
     "RobustOracle": ".oracle", "Evaluation": ".oracle", "project_simplex": ".oracle",
     "mirror_step": ".oracle", "log_policy": ".oracle",
     "PrimalDualSettings": ".primal_dual", "EpigraphSettings": ".epigraph",

@@ -40,7 +40,7 @@ from ..core.model_checks import check_model, check_policy
 from .oracle import Evaluation, RobustOracle
 
 __all__ = ["PLANNERS", "STARTS", "Context", "PlanResult", "Planner", "PlannerSettings",
-           "Trace", "plan", "planner", "register"]
+           "Trace", "as_trainer", "plan", "planner", "register"]
 
 #: The starting policies :func:`plan` knows by name (or give an (S, A) array).
 STARTS = ("random", "uniform")
@@ -288,7 +288,20 @@ class PlanResult(Result, name="rcmdp_exact.planners.PlanResult", kind="planner r
     ``fixed_points`` (robust fixed points), ``unconverged``}; ``settings`` (dict),
     ``seed``, ``start``; ``seconds`` (wall clock, reported only); ``success``,
     ``status``, ``message``; planner-specific fields under ``info``.
+
+    It is also a trainer's result (the protocol of ``docs/your_learner.md``):
+    :meth:`policy_table` and :attr:`records` (the curve), so that code scoring learners
+    scores a planner the same way (:func:`as_trainer`).
     """
+
+    def policy_table(self) -> np.ndarray:
+        """The output policy (S, A)."""
+        return np.asarray(self["policy"], dtype=np.float64)
+
+    @property
+    def records(self) -> dict:
+        """The curve, as a trainer's records."""
+        return self["curve"]
 
 
 # =========================================================================== entrance
@@ -443,3 +456,23 @@ def plan(model, uset, name, *, iterations: int, seed=0, start="random", settings
         start=start if isinstance(start, str) else "given",
         seconds=time.perf_counter() - t0, success=bool(conv), status=Status(status),
         message=message, info=out.get("info", {}))
+
+
+def as_trainer(name, **options) -> Callable:
+    """The planner ``name`` as a trainer of the trainer protocol (``docs/your_learner.md``):
+    ``trainer(model, algorithm, ball=..., seed=..., episodes=..., **ignored)`` runs
+    ``plan(model, ball, name, iterations=episodes, seed=seed, **options)`` and returns its
+    :class:`PlanResult` (which has ``policy_table()`` and ``records``).  The learners'
+    other keywords (``critic``, ``gradient``, ...) are accepted and ignored; the
+    algorithm name passed is ignored too (the planner is ``name``)."""
+    p = planner(name)
+    _settings(p, None, options)  # checked now, not at the first call
+
+    def trainer(model, algorithm=None, *, ball=None, seed=0, episodes=1000, progress=False,
+                **ignored) -> PlanResult:
+        return plan(model, ball, p, iterations=episodes, seed=seed, progress=progress,
+                    **options)
+
+    trainer.__name__ = trainer.__qualname__ = f"planner_{p.name.replace('-', '_')}"
+    trainer.planner = p.name
+    return trainer

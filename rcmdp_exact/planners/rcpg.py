@@ -24,8 +24,10 @@ Settings: the learners' exact-mode defaults (``rcmdp_exact.learners.base.EXACT_D
 learns them.  Any learner setting can be given by name in ``learner`` (a dict).  The
 learners' worst case is the exact one with ``critic="exact"`` (any sa- or s-rectangular
 set).  The curve is the learners' exact evaluation every ``iterations // curve_points``
-steps (the worst case of the stochastic policy, each cost against its own adversary), so
-it is sparser than the other planners'; the policy of an intermediate point is not kept,
+steps (the worst case of the stochastic policy, each cost against its own adversary;
+10 points by default: each is the learners' full exact evaluation, test metrics
+included, about as costly as 15 training steps), so it is sparser than the other
+planners'; the policy of an intermediate point is not kept,
 so ``best`` is the final policy when it is robust-feasible.  The model needs a horizon
 for the learners' test metrics; a model without one gets ``round(1 / (1 - gamma))``
 (the discounted numbers used here do not depend on it).  The start is the learner's own
@@ -48,7 +50,7 @@ __all__ = ["RCPGSettings", "run_learner"]
 class RCPGSettings(PlannerSettings):
     """The learner's settings (module notes)."""
 
-    curve_points: int = 50
+    curve_points: int = 10
     """Exact evaluations along the run for the curve (and one at the end)."""
     learner: dict = field(default_factory=dict)
     """Fields of :class:`rcmdp_exact.learners.Settings` by name (override the defaults)."""
