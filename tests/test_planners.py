@@ -72,6 +72,18 @@ def test_every_planner_reaches_the_robust_optimum(name):
         assert abs(relgap(opt, r.value)) <= 1e-6, (seed, opt, r.value)
 
 
+@pytest.mark.parametrize("name", [*GRADIENT, "reference"])
+def test_every_planner_takes_a_model_without_constraints(name):
+    """K = 0: the RCMDP is a robust MDP; every planner reaches its optimum (robust value
+    iteration) to 1e-6."""
+    m = random_cmdp(12, 4, 3, 0, 0.9)
+    uset = rx.l1_ball(m, 0.2, support="all")
+    r = plan(m, uset, name, iterations=300, seed=1)
+    assert r.feasible and r.costs.shape == (0,) and r.violation == 0.0
+    opt = rx.robust_value_iteration(m, uset).value
+    assert abs(relgap(opt, r.value)) <= 1e-6
+
+
 def binding_models():
     """dense_binding_cmdp models (budgets at 95-100% of a random policy's costs: they
     bind, with multipliers up to the hundreds) with gamma <= 0.95."""

@@ -101,6 +101,8 @@ ROWS = [
      dict(iterations=5), rx.InputError, ("adversarial-rcpg", "s-rectangular")),
     ("reference on a set of kernels", (MODEL, "finite", "reference"), dict(iterations=5),
      rx.InputError, ("reference", "FiniteSet")),
+    ("a learner without constraints", (MODEL.replace(C=None, d=None), "l1-free", "rcpg-value"),
+     dict(iterations=5), rx.InputError, ("rcpg-value", "constraint")),
     ("undiscounted model", (MODEL.replace(gamma=1.0, terminal=None), BALL, "rnpg"),
      dict(iterations=5), rx.InputError, ("gamma",)),
 ]
@@ -113,6 +115,8 @@ def _set(arg):
         return kl_set()
     if arg == "s-l1":
         return rx.SRectL1Ball.around(MODEL, 0.1)
+    if arg == "l1-free":
+        return rx.l1_ball(MODEL.replace(C=None, d=None), 0.1)
     if arg == "finite":
         return rx.FiniteSet(np.array([MODEL.P, MODEL.P]))
     return arg

@@ -52,9 +52,9 @@ __all__ = ["PrimalDualSettings", "run_primal_dual"]
 class PrimalDualSettings(PlannerSettings):
     """Hyperparameters of the robust primal-dual method (module notes)."""
 
-    policy_step: float = 1e4
+    policy_step: float = 1e3
     """alpha in units of the smoothness step (1 - gamma)^3 / (2 gamma |A|)."""
-    dual_step: float = 3.0
+    dual_step: float = 30.0
     """beta in units of 1 - gamma (scaled costs)."""
     lam_max: float | None = None
     """The multipliers' box in scaled units; None: Wang et al.'s Slater bound."""

@@ -74,9 +74,18 @@ class RCPGSettings(PlannerSettings):
                              f"Settings other than {', '.join(sorted(fixed))}")
 
 
+def _check_constraints(model, uset) -> None:
+    if model.n_constraints == 0:
+        raise InputError("the RCPG planners (rcpg-value, rcpg-constraint, rcpg-lagrangian, "
+                         "adversarial-rcpg) need at least one constraint: the learners' exact "
+                         "mode keeps one optimiser entry per constraint; give a model with a "
+                         "constraint, or use another planner on a robust MDP")
+
+
 def _check_l1(model, uset) -> None:
     from ..uncertainty import L1Ball
 
+    _check_constraints(model, uset)
     if not isinstance(uset, L1Ball):
         raise InputError(f"planner 'adversarial-rcpg' needs an L1Ball (its adversary is "
                          f"penalised by the L1 distance to the nominal), got "
@@ -131,9 +140,12 @@ _PAPER = ("D. M. Bossens. Robust Lagrangian and adversarial policy gradient for 
           "constrained Markov decision processes (the seed paper); learners' exact-gradient "
           "mode")
 for _name, _title, _sets, _check in (
-        ("rcpg-value", "RCPG (robust value), exact gradients", ("sa", "s"), None),
-        ("rcpg-constraint", "RCPG (robust constraint), exact gradients", ("sa", "s"), None),
-        ("rcpg-lagrangian", "RCPG (robust Lagrangian), exact gradients", ("sa", "s"), None),
+        ("rcpg-value", "RCPG (robust value), exact gradients", ("sa", "s"),
+         _check_constraints),
+        ("rcpg-constraint", "RCPG (robust constraint), exact gradients", ("sa", "s"),
+         _check_constraints),
+        ("rcpg-lagrangian", "RCPG (robust Lagrangian), exact gradients", ("sa", "s"),
+         _check_constraints),
         ("adversarial-rcpg", "Adversarial RCPG, exact gradients", ("sa",), _check_l1)):
     register(Planner(name=_name, run=_runner(_name), settings=RCPGSettings, title=_title,
                      paper=_PAPER, sets=_sets, starts=False, check=_check,
