@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 
@@ -306,10 +307,8 @@ class PlanResult(Result, name="rcmdp_exact.planners.PlanResult", kind="planner r
 
 # =========================================================================== entrance
 def _start_policy(start, S: int, A: int, rng: np.random.Generator) -> np.ndarray:
+    """The first policy of a checked ``start``."""
     if isinstance(start, str):
-        if start not in STARTS:
-            raise InputError(f"unknown start {start!r}; give 'random' (Dirichlet(1) rows from "
-                             f"the seed), 'uniform' or an (S, A) policy")
         if start == "uniform":
             return np.full((S, A), 1.0 / A)
         return rng.dirichlet(np.ones(A), size=S)
@@ -339,14 +338,13 @@ def check_plan_inputs(model, uset, name, iterations, seed, start, settings, opti
     """Every input of :func:`plan`, checked once (module notes); returns ``(planner,
     settings, iterations)``."""
     from ..robust import check_robust_inputs
+    from ..uncertainty import PROTOCOLS, check_set
 
     p = planner(name)
     check_model(model)
     if model.is_sparse:
         raise InputError(f"model {model.name or ''!s} is sparse (S={model.n_states}); the "
                          f"planners need a dense model: build it with a dense P")
-    from ..uncertainty import PROTOCOLS, check_set
-
     check_set(uset, model)
     if not isinstance(uset, tuple(PROTOCOLS[k] for k in p.sets)):
         have = getattr(uset, "rectangularity", "?")
@@ -422,8 +420,6 @@ def plan(model, uset, name, *, iterations: int, seed=0, start="random", settings
         raise InputError(f"planner {p.name!r} returned {type(out).__name__}; its run(ctx) "
                          f"must return a dict with at least 'policy' (S, A)")
     pi = np.array(check_policy(out["policy"], S, A, f"the policy of planner {p.name!r}"))
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         final = robust_evaluate(model, pi, uset, progress=False)

@@ -63,7 +63,7 @@ class EpigraphSettings(PlannerSettings):
 
     step: float = 1e4
     """alpha in units of the smoothness step (1 - gamma)^3 / (2 gamma |A|)."""
-    inner_iterations: int = 50
+    inner_iterations: int = 100
     """Cap of each inner loop (the implementation: 2000); iterations of the budget."""
     move_tol: float = 1e-5
     """The inner loop stops when the policy moves less than this (L1, implementation)."""

@@ -55,9 +55,9 @@ __all__ = ["PMDPDSettings", "run_pmd_pd"]
 class PMDPDSettings(PlannerSettings):
     """Hyperparameters of robust PMD-PD with oracle TMA (module notes)."""
 
-    step: float = 1.0
+    step: float = 10.0
     """eta in units of 1 - gamma (scaled Q of the Lagrangian)."""
-    dual_step: float = 3.0
+    dual_step: float = 30.0
     """beta in units of 1 - gamma (scaled costs)."""
 
     def rules(self) -> dict:
