@@ -23,11 +23,13 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import examples
+from hypothesis import given, settings
 
 import rcmdp_exact as rx
 from rcmdp_exact.planners import NAMES, PLANNERS, Planner, PlanResult, plan, register
 from rcmdp_exact.suite.sets import build_set
-from rcmdp_exact.testing import dense_binding_cmdp, random_cmdp
+from rcmdp_exact.testing import dense_binding_cmdp, random_cmdp, robust_cmdps
 
 GRADIENT = ("robust-primal-dual", "epirc-pgs", "rnpg", "rrpo", "pmd-pd")
 #: Budgets where the optimum is deterministic: projected-gradient steps reach it in finitely
@@ -301,3 +303,23 @@ def test_a_planner_is_a_trainer():
     assert len(res.records["value"]) == 8
     with pytest.raises(rx.InputError, match="'lr'"):
         as_trainer("rnpg", lr=1.0)
+
+
+@settings(max_examples=examples(8), deadline=None)
+@given(robust_cmdps(n_states=(2, 3), n_actions=(2, 3), kinds=("l1", "kl", "interval")))
+def test_no_planner_beats_the_certified_upper_side(problem):
+    """The invariant of every planner: a robust-feasible iterate (exactly evaluated) is
+    never worth more than the bracket's upper side, and EpiRC-PGS's lower threshold is
+    never above it either."""
+    m, uset = problem
+    br = rx.rcmdp_bracket(m, uset, max_boxes=300, time_limit=None, dual_evaluations=0,
+                          progress=False)
+    if not np.isfinite(br.upper):
+        return
+    tol = 1e-9 * max(1.0, abs(br.upper))
+    for name in GRADIENT:
+        r = plan(m, uset, name, iterations=25, seed=0)
+        assert r.best is None or r.best["value"] <= br.upper + tol
+        assert not r.feasible or r.value <= br.upper + tol
+        if name == "epirc-pgs":
+            assert r.info["threshold_lo"] <= br.upper + tol
