@@ -94,21 +94,32 @@ def share(value, lower, floor):
     return float((value - floor) / (lower - floor))
 
 
+def fingerprint(rec: dict, planner: str) -> str:
+    """What a run depends on: the record's model and set (instance, kind, radius, budget)
+    and the planner's default settings.  A new data file that changes a budget, or a new
+    default, gives a new fingerprint: its runs are redone, the others kept."""
+    import hashlib
+
+    from rcmdp_exact.planners import PLANNERS
+
+    what = json.dumps([rec["instance"], rec["kind"], rec["r"], rec["budget"], planner,
+                       repr(PLANNERS[planner].settings())])
+    return hashlib.sha256(what.encode()).hexdigest()[:12]
+
+
 def run_one(key: str, instance: str, kind: str, planner: str, seed: int, iterations: int,
             path: str) -> str:
-    """Run one planner on one record and write its file (atomically); returns the path."""
+    """Run one planner on one record and write its raw numbers (atomically); the scores
+    are derived from them and the record when the report is written."""
     _one_thread()
     from rcmdp_exact import InputError, suite
     from rcmdp_exact._io import save_json
     from rcmdp_exact.planners import plan
 
-    model, uset, rec = suite.load(instance, kind, RADIUS)
-    b = rec["bracket"]
-    lower, floor = float(b["lower"]), rec.get("floor_value")
-    d = np.atleast_1d(np.asarray(model.d, dtype=np.float64))
+    model, uset, _ = suite.load(instance, kind, RADIUS)
     out = dict(format="rcmdp_exact field run", key=key, instance=instance, kind=kind,
-               planner=planner, seed=seed, iterations=iterations, lower=lower,
-               upper=float(b["upper"]), floor_value=floor)
+               planner=planner, seed=seed, iterations=iterations,
+               budget=np.atleast_1d(np.asarray(model.d, dtype=np.float64)).tolist())
     t0 = time.perf_counter()
     try:
         with warnings.catch_warnings():
@@ -119,25 +130,37 @@ def run_one(key: str, instance: str, kind: str, planner: str, seed: int, iterati
         save_json(path, json.dumps(out))
         return path
     c = r.curve
-    feas = c["violation"] <= FEAS_TOL * np.maximum(1.0, np.abs(d)).max()
-    shares = np.array([share(v, lower, floor) or 0.0 for v in c["value"]])
-    hit = np.flatnonzero(feas & (shares >= 1.0 - WITHIN))
     best = r.best
     out.update(
         skipped=None, policy=np.asarray(r.policy).tolist(), value=r.value,
         costs=np.asarray(r.costs).tolist(), violation=r.violation, feasible=bool(r.feasible),
-        share=share(r.value, lower, floor) if r.feasible else None,
         best_value=None if best is None else best["value"],
         best_iteration=None if best is None else best["iteration"],
-        best_share=None if best is None else share(best["value"], lower, floor),
-        hit_iteration=int(c["iteration"][hit[0]]) if hit.size else None,
-        hit_seconds=float(c["seconds"][hit[0]]) if hit.size else None,
         curve=dict(iteration=c["iteration"].tolist(), value=c["value"].tolist(),
-                   violation=c["violation"].tolist()),
+                   violation=c["violation"].tolist(), seconds=c["seconds"].tolist()),
         work=r.work, success=bool(r.success), status=str(r.status),
         seconds=time.perf_counter() - t0)
     save_json(path, json.dumps(out))
     return path
+
+
+def scores(run: dict, rec: dict) -> dict:
+    """The scores of a run against its record (module notes)."""
+    if run.get("skipped"):
+        return run
+    b = rec["bracket"]
+    lower, floor = float(b["lower"]), rec.get("floor_value")
+    c = run["curve"]
+    d = np.asarray(run["budget"], dtype=np.float64)
+    tol = FEAS_TOL * float(np.maximum(1.0, np.abs(d)).max()) if d.size else 0.0
+    hit = [i for i, (v, viol) in enumerate(zip(c["value"], c["violation"], strict=True))
+           if viol <= tol and (share(v, lower, floor) or 0.0) >= 1.0 - WITHIN]
+    return dict(run, lower=lower, upper=float(b["upper"]), floor_value=floor,
+                share=share(run["value"], lower, floor) if run["feasible"] else None,
+                best_share=None if run["best_value"] is None else
+                share(run["best_value"], lower, floor),
+                hit_iteration=int(c["iteration"][hit[0]]) if hit else None,
+                hit_seconds=float(c["seconds"][hit[0]]) if hit else None)
 
 
 def duality_one(key: str, instance: str, kind: str, r: float, evaluations: int,
@@ -166,6 +189,11 @@ def duality_one(key: str, instance: str, kind: str, r: float, evaluations: int,
 
 
 # ------------------------------------------------------------------ driving
+def run_path(work: Path, iterations: int, rec: dict, planner: str, seed: int) -> Path:
+    return (work / "runs" / f"N{iterations}" / safe(rec["key"]) /
+            f"{planner}-{fingerprint(rec, planner)}" / f"{seed}.json")
+
+
 def read(path: Path):
     try:
         return json.loads(path.read_text())
@@ -181,7 +209,7 @@ def run_all(args, records, planners) -> None:
     for rec in records:
         for p in planners:
             for s in range(args.seeds):
-                path = work / "runs" / f"N{args.iterations}" / safe(rec["key"]) / p / f"{s}.json"
+                path = run_path(work, args.iterations, rec, p, s)
                 if read(path) is None:
                     path.parent.mkdir(parents=True, exist_ok=True)
                     jobs.append((run_one, (rec["key"], rec["instance"], rec["kind"], p, s,
@@ -211,6 +239,12 @@ def run_all(args, records, planners) -> None:
 
 
 # ------------------------------------------------------------------ report
+def suite_header(field):
+    from rcmdp_exact import suite
+
+    return suite.data().get(field)
+
+
 def fmt(x, spec=".3f", none="-"):
     return none if x is None or (isinstance(x, float) and not math.isfinite(x)) else \
         format(x, spec)
@@ -231,12 +265,11 @@ def report(args, records, planners) -> None:
     for rec in records:
         for p in planners:
             for s in range(args.seeds):
-                r = read(work / "runs" / f"N{args.iterations}" / safe(rec["key"]) / p /
-                         f"{s}.json")
+                r = read(run_path(work, args.iterations, rec, p, s))
                 if r is None:
                     missing += 1
                 else:
-                    runs.append(r)
+                    runs.append(scores(r, rec))
     duals = [d for d in (read(f) for f in sorted(
         (work / "duality" / f"E{args.duality_evaluations}").glob("*.json"))) if d]
     # per (record, planner) rows
@@ -281,6 +314,8 @@ def report(args, records, planners) -> None:
                    missing_runs=missing, totals=totals, rows=rows,
                    runs=[{k: v for k, v in r.items() if k not in ("policy", "curve")}
                          for r in runs],
+                   data_file=dict(generated=suite_header("generated"),
+                                  toolkit=suite_header("toolkit")),
                    duality=duals, duality_evaluations=args.duality_evaluations)
     save_json(out / "field.json", json.dumps(summary, indent=1))
     if policies:
@@ -316,7 +351,8 @@ def write_tables(path: Path, s: dict, records) -> None:
         rows = [r for r in s["rows"] if r["key"] == rec["key"]]
         b = rec["bracket"]
         lines += [f"**{rec['key']}** (S = {rec['S']}, A = {rec['A']}; bracket "
-                  f"[{b['lower']:.6g}, {b['upper']:.6g}], floor {rec.get('floor_value'):.6g})",
+                  f"[{b['lower']:.6g}, {b['upper']:.6g}], floor "
+                  f"{rec.get('floor_value') + 0.0:.6g})",
                   "", "| planner | feasible | median violation | share | best | 1% | "
                   "iterations (s) to 1% |", "|---|---|---|---|---|---|---|"]
         for r in rows:
@@ -401,8 +437,16 @@ def figures(out: Path, runs, records, planners) -> None:
     ax.set_title("every record, every seed (top: share of runs robust-feasible)", fontsize=9)
     fig.tight_layout()
     save(fig, "summary.png")
-    # curves: median over seeds of the share of each iterate (infeasible iterates at 0)
-    show = records[:6]
+    # curves: median over seeds of the share of each feasible iterate, on the six records
+    # (one per instance) where the planners' best shares are lowest: where they differ
+    hardness = {}
+    for rec in records:
+        bs = [r["best_share"] for r in runs if r["key"] == rec["key"] and not r.get("skipped")]
+        bs = [0.0 if x is None else x for x in bs]
+        h = float(np.median(bs)) if bs else 1.0
+        if rec["instance"] not in hardness or h < hardness[rec["instance"]][0]:
+            hardness[rec["instance"]] = (h, rec)
+    show = [rec for _, rec in sorted(hardness.values(), key=lambda t: t[0])][:6]
     if not show:
         return
     fig, axes = plt.subplots(2, 3, figsize=(10, 5.5), squeeze=False)
@@ -421,9 +465,14 @@ def figures(out: Path, runs, records, planners) -> None:
                 s[np.asarray(r["curve"]["violation"]) > 1e-9] = np.nan
                 sh.append(s[: len(it)])
             sh = np.array([x for x in sh if len(x) == len(it)])
-            ax.plot(np.maximum(it, 1), np.nanmedian(sh, axis=0), c=f"C{i}", lw=1,
-                    label=p)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # all-infeasible columns
+                ax.plot(np.maximum(it, 1), np.nanmedian(sh, axis=0), c=f"C{i}", lw=1,
+                        label=p)
         ax.axhline(1.0, ls=":", c="k", lw=1)
+        top = max([max(r["curve"]["iteration"]) for r in runs if r["key"] == rec["key"]
+                   and not r.get("skipped")] + [2])
+        ax.set_xlim(1, top)
         ax.set_xscale("log")
         ax.set_ylim(-0.2, 1.1)
         ax.set_title(rec["key"], fontsize=8)
