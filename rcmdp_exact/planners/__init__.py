@@ -6,17 +6,17 @@ its exact worst-case value and costs, the curve over iterations, the work counte
 Every planner sees the RCMDP through one exact oracle (:mod:`.oracle`: robust fixed
 points, Danskin's gradients), on any model and any built-in set it accepts.
 
-======================== ====================================================== =========
-name                     paper                                                  module
-======================== ====================================================== =========
-``robust-primal-dual``   Wang, Miao and Zou (2022), arXiv 2209.06866            primal_dual
-``epirc-pgs``            Kitamura et al. (ICLR 2025), arXiv 2408.16286v3        epigraph
-``rnpg``                 Ganguly, Panaganti, Ghosh and Wierman, arXiv 2505.19238 switching
-``rrpo``                 Ma, Chen, Zhou and Huang, arXiv 2508.17448             rrpo
-``pmd-pd``               Bossens and Nitanda, arXiv 2506.23165 (oracle TMA)     mirror
-``rcpg-value`` ...       the seed paper's RCPG variants, Adversarial RCPG       rcpg
-``reference``            the certified bracket's lower side                     reference
-======================== ====================================================== =========
+======================== ========================================== ===============
+name                     paper                                      module
+======================== ========================================== ===============
+``robust-primal-dual``   Wang, Miao and Zou (2022), 2209.06866      ``primal_dual``
+``epirc-pgs``            Kitamura et al. (ICLR 2025), 2408.16286v3  ``epigraph``
+``rnpg``                 Ganguly et al. (2025), 2505.19238          ``switching``
+``rrpo``                 Ma, Chen, Zhou and Huang, 2508.17448       ``rrpo``
+``pmd-pd``               Bossens and Nitanda, 2506.23165            ``mirror``
+``rcpg-value`` ...       the seed paper's RCPG, Adversarial RCPG    ``rcpg``
+``reference``            the certified bracket's lower side         ``reference``
+======================== ========================================== ===============
 
 ``docs/planners.md`` gives each planner's updates, the version of the paper followed,
 what could be read of it, every choice it leaves open and the hyperparameters used.

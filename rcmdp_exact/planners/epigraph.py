@@ -40,8 +40,9 @@ its numbers, not copied): initial interval :math:`[0, 1/(1 - \gamma)]` for costs
 rewards), uniform initial policy, inner step 5e-4 with 2000 inner iterations at
 :math:`\gamma = 0.995`, stop on an L1 move below 1e-5, warm start from the previous inner
 loop's returned policy.  Here the step is ``step`` times :math:`(1-\gamma)^3 / (2 \gamma
-|A|)` in scaled units (the implementation's 5e-4 at :math:`\gamma = 0.995`, A = 4 is
-about 6.4e4 of those units), and each inner iteration is one iteration of the budget.
+|A|)` in scaled units (the implementation's 5e-4 at :math:`\gamma = 0.995`, A = 4, costs
+in [0, 1], is about 3.2e4 of those units; the tuned default is 1e4), and each inner
+iteration is one iteration of the budget.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ class EpigraphSettings(PlannerSettings):
     """Hyperparameters of EpiRC-PGS (module notes)."""
 
     step: float = 1e4
-    """alpha in units of the smoothness step (1 - gamma)^3 / (2 gamma |A|)."""
+    """alpha in units of the smoothness step (1 - gamma)^3 / (2 gamma A), A actions."""
     inner_iterations: int = 100
     """Cap of each inner loop (the implementation: 2000); iterations of the budget."""
     move_tol: float = 1e-5

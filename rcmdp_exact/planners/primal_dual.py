@@ -53,7 +53,7 @@ class PrimalDualSettings(PlannerSettings):
     """Hyperparameters of the robust primal-dual method (module notes)."""
 
     policy_step: float = 1e3
-    """alpha in units of the smoothness step (1 - gamma)^3 / (2 gamma |A|)."""
+    """alpha in units of the smoothness step (1 - gamma)^3 / (2 gamma A), A actions."""
     dual_step: float = 30.0
     """beta in units of 1 - gamma (scaled costs)."""
     lam_max: float | None = None

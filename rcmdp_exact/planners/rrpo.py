@@ -46,7 +46,7 @@ class RRPOSettings(PlannerSettings):
     """Hyperparameters of RRPO (module notes)."""
 
     step: float = 1e4
-    """alpha in units of the smoothness step (1 - gamma)^3 / (2 gamma |A|)."""
+    """alpha in units of the smoothness step (1 - gamma)^3 / (2 gamma A), A actions."""
     tolerance: float = 0.0
     """eta: a cost may exceed its budget by this much (scaled units) for a reward step."""
 
