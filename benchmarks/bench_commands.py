@@ -26,17 +26,19 @@ Sections (``--section``, default all):
 * ``notebooks``: each tutorial of ``notebooks/`` run as a script (``MPLBACKEND=Agg``).
 * ``quickstart``: the Python of ``docs/quickstart.md`` (its code blocks, in order, as one
   script) and the ``rcmdp train`` command of its step 5.
-* ``readme`` (not in the default set: it installs the package three times and runs the
-  whole test suite): the three commands of README.md as a new user runs them, each in a
-  fresh copy of the checkout with a new virtual environment, once (``--runs`` is
-  ignored); the install (``python3 -m venv ... && pip install ...``) and the command
-  after it timed apart.  pip's download cache is the machine's own (a first install
-  on a new machine also downloads every wheel); ``--no-pip-cache`` installs without it;
-  ``--readme-commands 2`` runs only the second (numbers of the README's order,
-  comma-separated).
+* ``readme`` (not in the default set: it installs the package four times and runs the
+  whole test suite): the commands of README.md (its lines ``python3 -m venv .venv &&
+  ...``) as a new user runs them, each run in a fresh copy of the checkout with a new
+  virtual environment, once unless ``--runs`` says otherwise (the minimum, median and
+  maximum are printed for several); the install (``python3 -m venv ... && pip install
+  ...``) and the command after it timed apart.  pip's download cache is the machine's
+  own (a first install on a new machine also downloads every wheel); ``--no-pip-cache``
+  installs without it; ``--readme-commands 2`` runs only the second (numbers of the
+  README's order, comma-separated).  The load average is printed before and after
+  each run (the machine should be idle).
 
     python benchmarks/bench_commands.py [--section refusals] [--runs 5]
-    python benchmarks/bench_commands.py --section readme [--readme-commands 2]
+    python benchmarks/bench_commands.py --section readme [--readme-commands 2] [--runs 3]
 """
 
 from __future__ import annotations
@@ -116,7 +118,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--section", choices=SECTIONS, action="append",
                         help="a section to run (repeat for several; default: all)")
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=None,
+                        help="timed runs of each command (default 5; readme: 1)")
     parser.add_argument("--no-pip-cache", action="store_true",
                         help="readme: install without pip's cache (PIP_NO_CACHE_DIR=1)")
     parser.add_argument("--readme-commands", default=None, metavar="N[,N]",
@@ -133,6 +136,8 @@ def main(argv=None) -> int:
             parser.error(f"--readme-commands: the README has "
                          f"{len(readme_commands())} commands")
     sections = args.section or list(DEFAULT_SECTIONS)
+    readme_runs = args.runs or 1
+    args.runs = args.runs or 5
     load = os.getloadavg()[0]
     print(f"{os.cpu_count()} CPUs, load average {load:.2f}, Python "
           f"{sys.version.split()[0]}")
@@ -233,7 +238,7 @@ def main(argv=None) -> int:
                     [sys.executable, str(script)], args.runs, cwd=Path(tmp))
         measure("rcmdp " + " ".join(TRAIN), RCMDP + TRAIN, args.runs)
     if "readme" in sections:
-        _readme_section(args.no_pip_cache, only)
+        _readme_section(args.no_pip_cache, only, readme_runs)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     return 0
 
@@ -259,37 +264,51 @@ def _fresh_copy() -> Path:
     return where
 
 
-def _readme_section(no_pip_cache: bool, only=None) -> None:
-    print("\nThe README's commands, each in a fresh copy and a new environment (wall s, "
-          "one run; CPU s of the process and its children)")
-    print(f"{'command':70s} {'install':>9s} {'command':>9s} {'CPU':>9s}   exit")
+def _readme_section(no_pip_cache: bool, only=None, runs: int = 1) -> None:
+    print(f"\nThe README's commands, each run in a fresh copy and a new environment (wall s: "
+          f"min / median / max of {runs} run(s); CPU s of the process and its children, "
+          f"median; load average before and after)")
+    print(f"{'command':56s} {'install':>19s} {'command':>19s} {'CPU':>7s} {'load':>9s} exit")
     env = dict(os.environ)
     env.pop("VIRTUAL_ENV", None)
     if no_pip_cache:
         env["PIP_NO_CACHE_DIR"] = "1"
     logs = Path(tempfile.mkdtemp(prefix="bench-readme-logs-"))
+
+    def spread(xs):
+        return f"{min(xs):5.0f} {statistics.median(xs):6.0f} {max(xs):6.0f}"
+
     for i, line in enumerate(readme_commands(), start=1):
         if only is not None and i not in only:
             continue
         install, _, command = line.rpartition(" && ")
-        where = _fresh_copy()
-        log = logs / f"command{i}.log"
-        try:
-            w_inst, c_inst, code = run_once(["bash", "-c", f"({install}) > {log} 2>&1"],
-                                            where, env)
-            w_cmd, c_cmd = float("nan"), float("nan")
-            if code == 0:
-                w_cmd, c_cmd, code = run_once(
-                    ["bash", "-c", f"(. .venv/bin/activate && {command}) >> {log} 2>&1"],
-                    where, env)
-            print(f"{command[:70]:70s} {w_inst:9.1f} {w_cmd:9.1f} {c_inst + c_cmd:9.1f}   "
-                  f"{code:4d}", flush=True)
+        installs, commands, cpus, loads, codes = [], [], [], [], set()
+        for r in range(runs):
+            where = _fresh_copy()
+            log = logs / f"command{i}-run{r + 1}.log"
+            load = os.getloadavg()[0]
+            try:
+                w_inst, c_inst, code = run_once(
+                    ["bash", "-c", f"({install}) > {log} 2>&1"], where, env)
+                w_cmd, c_cmd = float("nan"), float("nan")
+                if code == 0:
+                    w_cmd, c_cmd, code = run_once(
+                        ["bash", "-c", f"(. .venv/bin/activate && {command}) >> {log} 2>&1"],
+                        where, env)
+            finally:
+                shutil.rmtree(where, ignore_errors=True)
+            installs.append(w_inst)
+            commands.append(w_cmd)
+            cpus.append(c_inst + c_cmd)
+            loads.append(f"{load:.1f}-{os.getloadavg()[0]:.1f}")
+            codes.add(code)
             if code != 0:
                 tail = log.read_text("utf-8", errors="replace").splitlines()[-25:]
                 print("\n".join(["    " + t for t in tail]), flush=True)
-        finally:
-            shutil.rmtree(where, ignore_errors=True)
-    print(f"(the output of each command: {logs})")
+        print(f"{command[:56]:56s} {spread(installs):>19s} {spread(commands):>19s} "
+              f"{statistics.median(cpus):7.0f} {','.join(loads):>9s} "
+              f"{','.join(map(str, sorted(codes)))}", flush=True)
+    print(f"(the output of each run: {logs})")
 
 
 def _model_section(runs: int) -> None:

@@ -5,7 +5,10 @@ Build it with ``sphinx-build -W -b html docs docs/_build/html`` after
 notebooks of ``notebooks/``, converted here to ``docs/tutorials/*.ipynb`` (ignored by git)
 and executed by myst-nb at build time; the API reference comes from the numpy-style
 docstrings (autodoc + numpydoc); the command-line page is generated from the argparse
-parser by the local extension ``_ext/rcmdp_cli.py``.
+parser by the local extension ``_ext/rcmdp_cli.py``.  At the end of the build,
+``_ext/rcmdp_site_checks.py`` checks the site (every tutorial executed without a solver's
+banner in its outputs, MathJax served offline, the command line complete) and fails the
+build otherwise: this build is where the site and the tutorials are tested.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ extensions = [
     "numpydoc",
     "rcmdp_cli",
     "rcmdp_api",
+    "rcmdp_site_checks",  # the built site's checks: tutorials executed, maths offline, CLI
 ]
 
 root_doc = "index"
@@ -63,9 +67,10 @@ def _convert_notebooks() -> None:
 
 _convert_notebooks()
 
-# myst-nb: execute the notebooks at build time; outputs are cached between builds
-# (docs/_build/.jupyter_cache) and recomputed when a notebook's code changes.
-# ``-D nb_execution_mode=force`` re-executes everything, ``off`` renders without outputs.
+# myst-nb: execute the notebooks at build time (a cell that raises fails the build);
+# outputs are cached between builds (docs/_build/.jupyter_cache) and recomputed when a
+# notebook's code changes.  ``-D nb_execution_mode=force`` re-executes everything, ``off``
+# renders without outputs (and skips the check that every tutorial was executed).
 nb_execution_mode = "cache"
 nb_execution_timeout = 180
 nb_execution_raise_on_error = True

@@ -305,7 +305,8 @@ plt.show()
 # %%
 est = rx.estimate(model, domains.ESTIMATION_EPISODES["inventory"]["paper"], seed=0)
 nominal, ball = est.nominal, est.ball
-# a budget in boxes (work budgets decide; the time limit is only a safety net), so that every run gives the same bracket
+# a budget in boxes (work budgets decide; the time limit is only a safety net), so that
+# every run gives the same bracket
 inv = rcmdp_bracket(nominal, ball, variants=(), progress=False, max_boxes=400)
 nominal_lp = solve_cmdp(nominal)
 print(f"bracket: {inv.status}, [{inv.lower:.3f}, {inv.upper:.3f}], gap {inv.upper - inv.lower:.3f}")

@@ -137,13 +137,33 @@ def pytest_runtest_setup(item):
         time.sleep(0.2)
 
 
+#: Test files whose tests call no numba code (text, names and files of the docs, the
+#: vocabulary, the notebooks' format): they run while the warm-up compiles, instead of
+#: both workers waiting for it.  A test here that compiled something would only compile
+#: it beside the warm-up, not fail.
+_BEFORE_WARM_UP_FILES = {"test_docs.py", "test_vocabulary.py", "test_notebooks.py"}
+#: ... except these tests of those files (the docs' code blocks train learners).
+_AFTER_WARM_UP = {"test_code_blocks_run", "test_notebook_runs"}
+
+
+def pytest_report_header(config):
+    profile = settings.get_current_profile_name()
+    return (f"hypothesis profile: {profile} ({settings().max_examples} examples by default); "
+            f"before a release: HYPOTHESIS_PROFILE=thorough python -m pytest (ten times the "
+            f"examples and the deep cases) and python -m pytest -m docs")
+
+
 def pytest_collection_modifyitems(config, items):
-    """The tests marked ``slow`` (each tens of seconds: notebooks, the site, whole
-    command-line runs) run first, the rest in their order after them: with ``--dist
-    worksteal`` a worker that runs out takes queued tests from the other, so starting
-    the long ones first leaves only short tests for the end, and both cores finish
-    together (a long test started last kept one core busy alone).  The tests that may run
-    during the numba warm-up (``before_warm_up``: the site build) come first of all."""
+    """The tests marked ``slow`` (each tens of seconds: whole command-line runs) run
+    first, the rest in their order after them: with ``--dist worksteal`` a worker that
+    runs out takes queued tests from the other, so starting the long ones first leaves
+    only short tests for the end, and both cores finish together (a long test started
+    last kept one core busy alone).  The tests that may run during the numba warm-up
+    (``before_warm_up``, and those of ``_BEFORE_WARM_UP_FILES``) come first of all."""
+    for item in items:
+        if (item.path.name in _BEFORE_WARM_UP_FILES
+                and item.originalname not in _AFTER_WARM_UP):
+            item.add_marker(pytest.mark.before_warm_up)
     items.sort(key=lambda item: (item.get_closest_marker("before_warm_up") is None,
                                  item.get_closest_marker("slow") is None))
 

@@ -22,12 +22,29 @@ def raises_fact(cls, *facts: str):
 THOROUGH_FACTOR = 10
 
 
+def thorough() -> bool:
+    """True under ``HYPOTHESIS_PROFILE=thorough``: the run a developer makes before a
+    release (ten times the hypothesis examples, and the deep cases of :func:`depth`)."""
+    import os
+
+    return os.environ.get("HYPOTHESIS_PROFILE") == "thorough"
+
+
+def depth(default, deep):
+    """``deep`` under the thorough profile, ``default`` otherwise.
+
+    For a size that the test command keeps small and a release check makes large (a
+    model's states, episodes, a list of cases such as ``depth([0.99, 0.999], [0.99,
+    0.999, 0.99999])``): the everyday run keeps the test, cheaper, instead of skipping
+    it, and ``HYPOTHESIS_PROFILE=thorough python -m pytest`` runs it at full depth.
+    """
+    return deep if thorough() else default
+
+
 def examples(n: int) -> int:
     """``n`` hypothesis examples, or ten times as many under ``HYPOTHESIS_PROFILE=thorough``.
 
     Tests that set their own ``max_examples`` (to keep the default run short) use this, so
     the thorough profile scales them too.
     """
-    import os
-
-    return n * (THOROUGH_FACTOR if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 1)
+    return n * (THOROUGH_FACTOR if thorough() else 1)

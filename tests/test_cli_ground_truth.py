@@ -200,6 +200,9 @@ def test_bad_arguments_are_refused_before_any_work(tmp_path, capsys, monkeypatch
         (["--variants", "value,robust"], "'robust'"), (["--max-boxes", "0"], "--max-boxes"),
         (["--bracket-time", "0"], "--bracket-time"), (["--out", ""], "--out is empty"),
         (["--out", str(afile)], "existing file"),
+        # the safety net: a number of seconds above 0, finite
+        (["--time-limit", "0"], "--time-limit"), (["--time-limit", "-1"], "--time-limit"),
+        (["--time-limit", "nan"], "--time-limit"), (["--time-limit", "inf"], "--time-limit"),
     ]
     for args, fact in cases:
         code = exit_code(["ground-truth", "--domain", "nav1", "--no-progress", *args])

@@ -11,15 +11,15 @@
   option a page names exists.
 * The pages cite no file outside the repository (the protocol facts live in
   ``docs/protocol.md``).
-* The site builds with Sphinx and warnings as errors (notebooks not executed here: the
-  notebook tests execute them).
+* The checks that the documentation build (README command 3) runs on the built site
+  (``docs/_ext/rcmdp_site_checks.py``: every tutorial executed, MathJax offline, the
+  command line complete) catch each fault.  The site itself is built, and the
+  tutorials executed, by that command, not by the test command.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -31,6 +31,9 @@ DOCS = ROOT / "docs"
 RUN_PAGES = ("quickstart", "model", "evaluation", "mdp", "domains", "robust", "sets", "your_set",
              "gradients", "your_learner", "theorems", "results")
 PAGES = sorted(DOCS.glob("*.md")) + sorted((DOCS / "tutorials").glob("*.md"))
+#: The pages that describe the current version: all but the history of the development
+#: (docs/history.md), which names the options and tests of its time.
+CURRENT_PAGES = [p for p in PAGES if p.name != "history.md"]
 TEXT_PAGES = [*PAGES, ROOT / "README.md", *sorted((ROOT / "notebooks").glob("*"))]
 
 PRINTED = re.compile(r"^prints\n\n```text\n(?P<block>.*?)^```|prints `(?P<inline>[^`]+)`",
@@ -86,7 +89,7 @@ def _same_output(stated: str, printed: str) -> bool:
 
 def test_named_tests_and_scripts_exist():
     missing = []
-    for page in PAGES:
+    for page in CURRENT_PAGES:
         text = page.read_text("utf-8")
         for path, name in re.findall(r"(tests/test_\w+\.py)(?:::\s*(\w+))?", text):
             file = ROOT / path
@@ -108,7 +111,7 @@ def test_named_command_options_exist():
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     commands = sub.choices
     wrong = []
-    for page in [*PAGES, ROOT / "README.md"]:
+    for page in [*CURRENT_PAGES, ROOT / "README.md"]:
         for line in page.read_text("utf-8").splitlines():
             for m in re.finditer(r"\brcmdp ([a-z][a-z-]*)((?: --?[a-z][a-z-]*(?: [\w.|]+)?)*)",
                                  line):
@@ -142,32 +145,72 @@ def test_no_citation_of_files_outside_the_repository(page):
     assert not found, f"{page.name} cites {found}; link docs/protocol.md instead"
 
 
-@pytest.mark.slow
-@pytest.mark.before_warm_up
-def test_site_builds_without_warnings(tmp_path):
-    pytest.importorskip("sphinx")
-    pytest.importorskip("myst_nb")
-    pytest.importorskip("numpydoc")
-    pytest.importorskip("furo")
-    # the sources are copied: the build writes the tutorials' .ipynb next to the pages,
-    # and a test never writes into the checkout
-    src = tmp_path / "src"
-    shutil.copytree(DOCS, src / "docs", ignore=shutil.ignore_patterns(
-        "_build", "[0-9][0-9]_*.ipynb", "__pycache__"))
-    shutil.copytree(ROOT / "notebooks", src / "notebooks",
-                    ignore=shutil.ignore_patterns(".hypothesis", ".ipynb_checkpoints"))
-    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
-           "-D", "nb_execution_mode=off", "-d", str(tmp_path / "doctrees"),
-           str(src / "docs"), str(tmp_path / "html")]
-    run = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=600)
-    assert run.returncode == 0, f"sphinx-build failed:\n{run.stdout}\n{run.stderr}"
-    assert (tmp_path / "html" / "cli.html").exists()
-    cli = (tmp_path / "html" / "cli.html").read_text("utf-8")
-    assert "rcmdp verify" in cli and "--tol" in cli
-    # formulas render without a network: MathJax is served from the site itself
-    page = (tmp_path / "html" / "sets.html").read_text("utf-8")
-    assert "_static/mathjax/tex-chtml.js" in page and "cdn." not in page
-    assert (tmp_path / "html" / "_static" / "mathjax" / "tex-chtml.js").is_file()
+def _site_checks():
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        import rcmdp_site_checks
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    return rcmdp_site_checks
+
+
+def _site(tmp_path: Path, pages: dict[str, str]) -> Path:
+    html = tmp_path / "html"
+    for name, text in pages.items():
+        (html / name).parent.mkdir(parents=True, exist_ok=True)
+        (html / name).write_text(text, "utf-8")
+    return html
+
+
+MATHJAX = '<script defer="defer" src="_static/mathjax/tex-chtml.js"></script>'
+
+
+def test_the_site_checks_pass_a_good_site_and_name_each_fault(tmp_path):
+    """The checks the documentation build runs on the site (docs/_ext/rcmdp_site_checks.py,
+    README command 3): silent on a good site, and each fault named."""
+    checks = _site_checks()
+    good = {"_static/mathjax/tex-chtml.js": "", "sets.html": MATHJAX,
+            "cli.html": "rcmdp verify rcmdp reproduce rcmdp suite --tol",
+            "tutorials/01_a.html": "<p>out</p>", "tutorials/02_b.html": "<p>out</p>"}
+    html = _site(tmp_path / "good", good)
+    ran = {"01_a": {"succeeded": True}, "02_b": {"succeeded": True}}
+    assert checks.check_tutorials(html, ["01_a", "02_b"], ran) == []
+    assert checks.check_tutorials(html, ["01_a", "02_b"], None) == []  # execution off
+    assert checks.check_offline_maths(html) == []
+    assert checks.check_cli_page(html) == []
+
+    bad = dict(good)
+    del bad["tutorials/02_b.html"]
+    bad["tutorials/01_a.html"] = "<pre>Running HiGHS 1.8</pre>"
+    bad["sets.html"] = '<script src="https://cdn.example/mathjax/tex-chtml.js"></script>'
+    del bad["_static/mathjax/tex-chtml.js"]
+    bad["cli.html"] = "rcmdp verify"
+    html = _site(tmp_path / "bad", bad)
+    tutorials = checks.check_tutorials(html, ["01_a", "02_b", "03_c"],
+                                       {"01_a": {"succeeded": False, "error": "boom"}})
+    assert any("01_a" in p and "Running HiGHS" in p for p in tutorials)
+    assert any("01_a failed: boom" in p for p in tutorials)
+    assert any("02_b has no page" in p for p in tutorials)
+    assert any("03_c has no page" in p for p in tutorials)
+    maths = checks.check_offline_maths(html)
+    assert any("no _static/mathjax" in p for p in maths)
+    assert any("sets.html does not load MathJax" in p for p in maths)
+    assert any("from the network" in p and "cdn.example" in p for p in maths)
+    assert len(checks.check_cli_page(html)) == 3  # reproduce, suite, --tol
+    html = _site(tmp_path / "unrun", {"tutorials/01_a.html": ""})
+    assert checks.check_tutorials(html, ["01_a"], {}) == ["the tutorial 01_a was not executed"]
+
+
+def test_the_documentation_build_runs_the_site_checks_and_the_tutorials():
+    """README command 3 is where the site and the tutorials are tested: its build loads
+    the checks, executes the notebooks and fails on a cell that raises."""
+    conf = (DOCS / "conf.py").read_text("utf-8")
+    assert '"rcmdp_site_checks"' in conf
+    assert re.search(r"^nb_execution_mode = \"(cache|force)\"$", conf, re.M)
+    assert re.search(r"^nb_execution_raise_on_error = True$", conf, re.M)
+    readme = (ROOT / "README.md").read_text("utf-8")
+    assert re.search(r"^python3 -m venv .*sphinx-build -W --keep-going -b html docs ", readme,
+                     re.M)
 
 
 def test_every_command_states_its_measured_time_in_its_help():

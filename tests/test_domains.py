@@ -467,12 +467,12 @@ def test_1b_draws_by_hand(offset_on):
         assert len(set(pairs.tolist())) == len(pairs) == info["N"]  # no replacement
         assert ((pairs >= 0) & (pairs < 100)).all() and ((outs >= 0) & (outs < 5)).all()
         drawn = dict(zip(pairs.tolist(), outs.tolist(), strict=True))
-        P = st_.model.P
+        expected = np.zeros((25, 4, 25))  # every row by hand, compared in one call
         for x in range(5):
             for y in range(5):
                 for a in range(4):
                     if (x, y) == (4, 4):
-                        np.testing.assert_array_equal(P[24, a], np.eye(25)[24])
+                        expected[24, a] = np.eye(25)[24]
                         continue
                     move, stay = MOVES[a], (0, 0)
                     k = idx(x, y) * 4 + a
@@ -482,7 +482,9 @@ def test_1b_draws_by_hand(offset_on):
                         row = expected_row(x, y, a, 0.8, OUTCOME_XY[drawn[k]], stay)
                     else:
                         row = expected_row(x, y, a, 0.8, move, stay)
-                    np.testing.assert_allclose(P[idx(x, y), a], row, atol=1e-15)
+                    expected[idx(x, y), a] = row
+        np.testing.assert_allclose(st_.model.P, expected, atol=1e-15)
+        assert (np.asarray(st_.model.P)[24] == np.eye(25)[24]).all()  # absorbing, exactly
 
 
 def test_1b_reproducible_and_seed_dependent():
@@ -519,15 +521,16 @@ def test_2b_draws_by_hand():
     for st_ in settings:
         states = set(st_.info["states"])
         assert len(states) == st_.info["N"]
-        P = st_.model.P
+        P = np.asarray(st_.model.P)
+        expected = P.copy()  # the goal's rows are another test's; every other row by hand
         for x in range(5):
             for y in range(5):
                 if (x, y) == (4, 4):
                     continue
                 fail = ARROWS[(x, y)] if idx(x, y) in states else (0, 0)
                 for a in range(4):
-                    row = expected_row(x, y, a, 0.5, MOVES[a], fail)
-                    np.testing.assert_allclose(P[idx(x, y), a], row, atol=1e-15)
+                    expected[idx(x, y), a] = expected_row(x, y, a, 0.5, MOVES[a], fail)
+        np.testing.assert_allclose(P, expected, atol=1e-15)
     again = D.perturbations("2B", n_draws=3)
     other = D.perturbations("2B", n_draws=3, seed=7)
     assert [s.info for s in again] == [s.info for s in settings if s.info["draw"] < 3]

@@ -9,6 +9,7 @@ import warnings
 import mpmath as mp
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from helpers import examples, raises_fact
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -345,3 +346,96 @@ def test_the_one_howard_iteration_solves_a_batch_of_box_mdps():
     m = rx.TabularCMDP(P[0], r[0], gamma=gamma)
     res = policy_iteration(m)
     np.testing.assert_array_equal(np.eye(A)[res.policy], sol.pi[0])
+
+
+# ------------------------------------------------- every method against an independent one
+def _independent_policy_iteration(P, g, gamma):
+    """Howard's policy iteration written here, independently of the package: numpy's
+    LAPACK solve of every policy, the greedy improvement where it gains more than a
+    rounding-level margin.  Returns (values, actions)."""
+    S = g.shape[0]
+    states = np.arange(S)
+    margin = 1e-12 * max(1.0, float(np.abs(g).max())) / max(1.0 - gamma, 1e-300)
+    a = g.argmax(axis=1)
+    for _ in range(10_000):
+        v = np.linalg.solve(np.eye(S) - gamma * P[states, a], g[states, a])
+        q = g + gamma * np.einsum("sat,t->sa", P, v)
+        best = q.argmax(axis=1)
+        better = q[states, best] > q[states, a] + margin
+        if not better.any():
+            return v, a
+        a = np.where(better, best, a)
+    raise AssertionError("the independent policy iteration did not stop")
+
+
+@settings(max_examples=examples(25), deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), S=st.integers(1, 30), A=st.integers(1, 4),
+       gamma=st.sampled_from([0.0, 0.5, 0.95, 0.999, 0.9999]),
+       size=st.sampled_from([1e-3, 1.0, 1e6]), skewed=st.booleans(), sparse=st.booleans())
+def test_every_method_agrees_with_an_independent_policy_iteration(seed, S, A, gamma, size,
+                                                                  skewed, sparse):
+    """On random models (rows that look estimated, or Garnets; stored densely or
+    sparsely), every method of solve_mdp says which it is, and its values are within its
+    certified bound of the values of Howard's policy iteration written in this test (up
+    to that one's own rounding, cond * u * |v|); the methods agree with each other within
+    the sum of their bounds; the two that end at a policy (policy iteration, LP) return
+    an optimal one."""
+    from rcmdp_exact.testing import skewed_kernel
+
+    rng = np.random.default_rng(seed)
+    if skewed:
+        P = skewed_kernel(rng, S, A)
+    else:
+        P = garnet(S, A, min(S, 3), n_constraints=0, seed=seed).P
+    R = rng.normal(size=(S, A)) * size
+    m = TabularCMDP(sp.csr_array(P.reshape(S * A, S)) if sparse else P, R=R, gamma=gamma)
+    v_ind, _ = _independent_policy_iteration(np.asarray(m.P), np.asarray(m.r), gamma)
+    u = 2.0**-53
+    own = 4.0 * (S + 4) * u * (float(np.abs(v_ind).max()) + size) * (1 + gamma) / (1 - gamma)
+    scale = value_scale(m)
+    results = {}
+    for method in MDP_METHODS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = solve_mdp(m, method)
+        assert res.method == method
+        assert res.success, (method, res.message)
+        err = float(np.abs(res.v - v_ind).max())
+        assert err <= res.error_bound + own, (method, err, res.error_bound, own, res.message)
+        if res.converged:
+            assert res.error_bound <= 1e-12 * scale
+        if method in ("policy_iteration", "lp"):
+            assert res.converged, (method, res.message)
+            ev = rx.evaluate(m, res.actions)
+            assert np.abs(ev.v - v_ind).max() <= res.error_bound + own + ev.error_bound
+        results[method] = res
+    for a, b in itertools.combinations(MDP_METHODS, 2):
+        ra, rb = results[a], results[b]
+        assert np.abs(ra.v - rb.v).max() <= ra.error_bound + rb.error_bound, (a, b)
+
+
+@pytest.mark.parametrize(("kind", "S", "gamma"), [("dense", 360, 0.95), ("dense", 360, 0.999),
+                                                   ("sparse", 1500, 0.999)])
+def test_larger_models_reuse_factorisations_and_keep_their_bounds(kind, S, gamma):
+    """Policy iteration on models where its evaluations go through the Woodbury update of
+    the last LU (dense, 360 states) or GMRES (a random sparse model of 1,500 states):
+    every method converges to the values of the independent policy iteration (within
+    the bounds and its rounding), the policies of policy iteration and the LP are
+    optimal there, and the reported iterations are few."""
+    rng = np.random.default_rng(S)
+    A = 4
+    if kind == "dense":
+        P = rng.dirichlet(np.ones(S), size=(S, A))
+        m = TabularCMDP(P, R=rng.normal(size=(S, A)), gamma=gamma)
+    else:
+        m = garnet(S, A, 4, n_constraints=0, seed=3, gamma=gamma, sparse=True)
+    P, g = np.asarray(m.P), np.asarray(m.r)
+    v_ind, _ = _independent_policy_iteration(P, g, gamma)
+    own = 8.0 * S * 2.0**-53 * float(np.abs(v_ind).max()) * 2 / (1 - gamma)
+    for method in MDP_METHODS:
+        res = solve_mdp(m, method)
+        assert res.converged and res.method == method, (method, res.message)
+        assert np.abs(res.v - v_ind).max() <= res.error_bound + own, method
+    pi = solve_mdp(m)
+    assert pi.iterations <= 10
+    assert np.abs(rx.evaluate(m, pi.actions).v - v_ind).max() <= pi.error_bound + own

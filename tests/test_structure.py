@@ -204,8 +204,9 @@ def test_the_suite_passes_beside_the_main_jobs_output(tmp_path):
     (tmp_path / "reproduction").mkdir()
     (tmp_path / "reproduction" / "runs.sqlite").write_text("from the main job")
     test = PACKAGE.parent / "tests" / "test_experiments_sweeps.py"
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                          f"{test}::test_bad_arguments_fail_before_any_work"],
+    # -n 0: one process (workers and the numba warm-up would cost more than the test)
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p",
+                          "no:cacheprovider", f"{test}::test_bad_arguments_fail_before_any_work"],
                          capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert out.returncode == 0, out.stdout[-2000:]
     assert (tmp_path / "reproduction" / "runs.sqlite").read_text() == "from the main job"

@@ -32,10 +32,36 @@ SMALL = ["--trainer", STANDIN, "--algorithms", "pg,cpg", "--seeds", "2", "--epis
 
 
 def rcmdp(cwd, *args, timeout=600):
+    """``rcmdp ARGS`` in a fresh process (what a user runs), in the folder ``cwd``."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [TESTS_DIR, str(ROOT), os.environ.get("PYTHONPATH", "")]))
     return subprocess.run([sys.executable, "-m", "rcmdp_exact", *map(str, args)], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def refused(cwd, *args):
+    """``rcmdp ARGS`` in this process, in the folder ``cwd``, for a refusal (exit status 2
+    before any work): the same ``main`` as :func:`rcmdp` without a new interpreter's
+    start-up and imports (two seconds of CPU per call), so that the tables of refusals
+    stay cheap.  Warnings are filtered as in a new process (Python's default filters)."""
+    import contextlib
+    import io
+    import warnings
+
+    from rcmdp_exact.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(cwd), warnings.catch_warnings(), \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        warnings.resetwarnings()
+        for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning,
+                         ResourceWarning):
+            warnings.simplefilter("ignore", category)
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:  # argparse's refusals
+            code = exc.code
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 def one_line(proc, code=2) -> str:
@@ -168,7 +194,7 @@ def test_a_broken_or_foreign_model_file_is_one_line(files, kind):
         path.write_text("not a model")
     elif kind == "pickle":
         path.write_bytes(b"\x80\x04K\x01.")
-    line = one_line(rcmdp(files, "train", "--model", path.name, "cpg"))
+    line = one_line(refused(files, "train", "--model", path.name, "cpg"))
     facts = {"missing": "does not exist", "npy": "single .npy array",
              "set": "it is a saved L1Ball", "truncated": "truncated or damaged",
              "text": "not an .npz archive", "pickle": "pickle"}
@@ -178,19 +204,19 @@ def test_a_broken_or_foreign_model_file_is_one_line(files, kind):
 @pytest.mark.parametrize("command", [["evaluate"], ["verify"], ["ground-truth"],
                                      ["train", "pg"], ["reproduce"]])
 def test_every_command_refuses_a_foreign_model_file(files, command):
-    line = one_line(rcmdp(files, *command, "--model", "set4.npz"))
+    line = one_line(refused(files, *command, "--model", "set4.npz"))
     has(line, f"rcmdp {command[0]}: error: --model 'set4.npz'", "not a model file",
         "L1Ball")
 
 
 def test_a_set_file_of_another_shape_is_refused(files):
-    line = one_line(rcmdp(files, "ground-truth", "--model", "m.npz", "--set-file", "set4"))
+    line = one_line(refused(files, "ground-truth", "--model", "m.npz", "--set-file", "set4"))
     has(line, "--set-file 'set4'", "does not fit --model 'm.npz'", "(6, 3, 6)")
 
 
 def test_models_without_a_horizon_need_one(files):
     for command in (["train", "cpg"], ["reproduce"], ["ground-truth"]):
-        line = one_line(rcmdp(files, *command, "--model", "nohorizon.npz"))
+        line = one_line(refused(files, *command, "--model", "nohorizon.npz"))
         has(line, "--model 'nohorizon.npz' has no horizon", "--horizon T")
     proc = rcmdp(files, "train", "--model", "nohorizon.npz", "pg", "--horizon", "15",
                  "--episodes", "20", "--eval-every", "10", "--no-bracket", "--no-progress")
@@ -214,7 +240,7 @@ def test_models_without_a_horizon_need_one(files):
      ["--entropy", "--trainer"]),
 ])
 def test_options_that_do_not_go_with_model_are_refused(files, args, facts):
-    has(one_line(rcmdp(files, *args)), *facts)
+    has(one_line(refused(files, *args)), *facts)
 
 
 # --------------------------------------------------------------------------- perturbations
@@ -233,7 +259,7 @@ def test_a_bad_perturbations_file_is_one_line(files, text, name, facts):
     g = rx.TabularCMDP.load(files / "m.npz")
     g.replace(R=np.asarray(g.R) + 1.0).save(files / "other.npz")
     (files / name).write_text(text)
-    has(one_line(rcmdp(files, "ground-truth", "--model", "m.npz", "--perturbations", name)),
+    has(one_line(refused(files, "ground-truth", "--model", "m.npz", "--perturbations", name)),
         "--perturbations", *facts)
 
 
@@ -266,13 +292,13 @@ def test_another_stores_report_is_not_overwritten_without_force(files):
     proc = rcmdp(files, "reproduce", "--model", "m.npz", *SMALL, "--out", "rep")
     assert proc.returncode == 0, proc.stderr
     before = (files / "rep" / "table1.csv").read_bytes()
-    line = one_line(rcmdp(files, "reproduce", "--model", "m.npz", *SMALL, "--out", "rep",
+    line = one_line(refused(files, "reproduce", "--model", "m.npz", *SMALL, "--out", "rep",
                           "--db", "other.sqlite"))
     has(line, "--out 'rep' holds the report of another results store", "runs.sqlite",
         "--force")
     assert not (files / "other.sqlite").exists()
     assert (files / "rep" / "table1.csv").read_bytes() == before
-    line = one_line(rcmdp(files, "report", "--db", "rep/runs.sqlite", "--out", "rep2",
+    line = one_line(refused(files, "report", "--db", "rep/runs.sqlite", "--out", "rep2",
                           "--tests", "1A"))
     has(line, "no run of this test")
     # the same store's report is its own: rewriting it is not overwriting
@@ -318,7 +344,7 @@ def test_a_set_kind_is_named_in_the_spec_and_the_report(files):
      ["--set 'no_such_module:MySet'", "cannot be imported"]),
 ])
 def test_an_undefined_set_is_refused_before_any_work(files, args, facts):
-    has(one_line(rcmdp(files, *args)), *facts)
+    has(one_line(refused(files, *args)), *facts)
     assert not (files / "rep").exists()
 
 
@@ -553,8 +579,8 @@ def test_train_keeps_what_a_trainer_without_save_trained(files):
     after the training what can always be saved is saved (the policy table, its exact
     evaluation, the numeric records, as a Result archive), with one warning line; the
     training is never lost to the missing method."""
-    assert one_line(rcmdp(files, "train", "--model", "m.npz", "pg", "--trainer", STANDIN,
-                          "--out", "no/r")).count("does not exist") == 1
+    assert one_line(refused(files, "train", "--model", "m.npz", "pg", "--trainer", STANDIN,
+                            "--out", "no/r")).count("does not exist") == 1
     proc = rcmdp(files, "train", "--model", "m.npz", "pg", "--trainer", STANDIN,
                  "--episodes", "2", "--no-bracket", "--no-progress", "--out", "r")
     assert proc.returncode == 0, proc.stderr
@@ -715,7 +741,7 @@ def test_options_of_the_set_around_the_model_are_refused_where_they_do_not_apply
     import time
 
     t0 = time.perf_counter()
-    has(one_line(rcmdp(files, *args)), *facts)
+    has(one_line(refused(files, *args)), *facts)
     assert time.perf_counter() - t0 < 30  # refused before any work (a fresh process)
 
 

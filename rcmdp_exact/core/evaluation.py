@@ -102,6 +102,70 @@ def check_value_scale(model: TabularCMDP, g: np.ndarray, name: str, horizon=None
         )
 
 
+# ==================================================================== the one linear solve
+# Float64 facts (IEEE 754, round to nearest): u = 2^-53 the unit roundoff, eta = 2^-1074
+# the smallest subnormal, gamma_n = n u / (1 - n u) (Higham, *Accuracy and Stability of
+# Numerical Algorithms*, Lemma 3.1): a sum of n products computed in any order is within
+# gamma_n of the sum of the magnitudes of its terms.
+_U = 2.0 ** -53
+_ETA = 2.0 ** -1074
+#: Relative widening of a computed bound: covers the rounding of the few dozen
+#: operations that compute the bound itself (each at most u = 1.1e-16).
+_WIDEN = 1.0 + 1e-13
+
+
+def _gam(n: int) -> float:
+    return n * _U / (1.0 - n * _U)
+
+
+#: How :class:`PolicySystem` solves a single system: chosen by its measured cost
+#: ("auto"), or one of the others ("dense": LAPACK; "lu": SuperLU; "gmres": restarted
+#: GMRES; "bicgstab": scipy's BiCGSTAB; "iteration": x <- b + gamma P x).
+SOLVERS = ("auto", "dense", "lu", "gmres", "bicgstab", "iteration")
+#: The accuracy an iterative solve aims at: an error bound of at most this times the value
+#: scale max|b| / (1 - gamma) (values, sup norm), and :data:`ITERATIVE_TOL_T` times
+#: sum|b| / (1 - gamma) for a transposed solve (the occupancy, 1 norm), or, where float64
+#: cannot certify that (near gamma = 1, long rows), a residual of
+#: :data:`ROUNDING_FACTOR` times the rounding of the residual itself.
+ITERATIVE_TOL = 1e-12
+ITERATIVE_TOL_T = 1e-12
+#: The residual an iterative solve may stop at: this many times the bound on the
+#: rounding error of its own computation (the floor no solver, exact factorisations
+#: included, can be certified below).
+ROUNDING_FACTOR = 2.0
+#: Inner iterations of one GMRES cycle (its restart length).
+GMRES_RESTART = 40
+#: A cycle that does not halve the residual has stalled: the iteration stops at once.
+STALL_RATIO = 0.5
+#: Largest system factorised densely (LAPACK): 8 n^2 bytes of memory (288 MB at 6,000).
+DENSE_MAX = 6000
+#: :meth:`PolicySystem.updated` reuses a factorisation when at most this fraction of the
+#: rows changed (k solves and a k x k system instead of a new factorisation).
+UPDATE_RANK = 0.1
+#: Up to this many states a system is always solved densely (a dense factorisation
+#: costs less than a millisecond, less than setting up anything else).
+DENSE_ALWAYS = 300
+#: A sparse system whose bandwidth (natural or reverse Cuthill-McKee ordering) is at
+#: most this fraction of its size is factorised by SuperLU (its factors stay banded:
+#: grids, chains).
+LU_BANDWIDTH = 0.1
+#: The cost model of the choice, in seconds on the reference machine (one BLAS thread;
+#: ``python benchmarks/bench_evaluation.py --calibrate`` measures them): a dense LU costs
+#: ``COST_LU * n^3``, a product with a dense matrix ``COST_DENSE * n^2`` and with a sparse
+#: one ``COST_SPARSE * nnz``, one GMRES iteration further ``COST_ORTH * n * k`` for its
+#: k basis vectors and ``COST_STEP`` of interpreter work; a first guess of
+#: ``KRYLOV_GUESS`` iterations decides whether GMRES is tried at all, and the rate it
+#: then measures decides whether it goes on.
+COST_LU = 2.8e-11
+COST_DENSE = 4e-10
+COST_SPARSE = 1.5e-9
+COST_ORTH = 1e-9
+COST_STEP = 4e-5
+KRYLOV_GUESS = 30
+#: Iterations an iterative solve may take when no factorisation is affordable.
+ITERATION_CAP = 20_000
+
+
 def _factorise(M) -> spla.SuperLU:
     r"""Sparse LU of :math:`M = I - \gamma P_\pi` (or its proper block when gamma = 1).
 
@@ -125,33 +189,94 @@ def _factorise(M) -> spla.SuperLU:
     )
 
 
-#: Largest number of states for which :class:`PolicySystem` solves densely by default.
-DENSE_SOLVE_LIMIT = 2000
-#: Largest number of states of a model stored densely that :func:`evaluate` (with
-#: ``method="auto"`` and gamma < 1) solves by LAPACK instead of a sparse LU: below it
-#: the sparse set-up costs more than the solve (Garnets with 4 actions: 0.3 against
-#: 0.7 ms at 2 states, 1.7 against 5.4 ms at 200; a 20 x 20 grid stored densely: 5.4
-#: against 1.6 ms; ``benchmarks/bench_evaluation.py --small``, docs/evaluation.md).
-EVALUATE_DENSE_LIMIT = 200
-#: How :class:`PolicySystem` solves a sparse system: chosen by the model's structure
-#: ("auto"), or one of the others.
-SOLVERS = ("auto", "lu", "bicgstab", "gmres", "iteration")
-#: Up to this many states a sparse system is always factorised (a fill-in of at most
-#: S^2 = 10^6 entries: a few hundredths of a second).
-LU_ALWAYS = 1000
-#: Above :data:`LU_ALWAYS`, the LU is kept when the bandwidth after reverse
-#: Cuthill-McKee is at most this fraction of S (grids: about sqrt(S)); otherwise the
-#: factors would fill in (random sparse models: nearly dense) and a Krylov solver is used.
-LU_BANDWIDTH = 0.1
-#: The accuracy every iterative solve reaches: an error bound of at most this times the
-#: value scale max|b| / (1 - gamma) (values, sup norm), and of at most
-#: :data:`ITERATIVE_TOL_T` times sum|b| / (1 - gamma) for a transposed solve (the
-#: occupancy, 1 norm, whose rounding floor grows with the number of states).
-ITERATIVE_TOL = 1e-12
-ITERATIVE_TOL_T = 1e-10
-#: Largest number of states that an iterative solve which missed its accuracy factorises
-#: instead (beyond it, the answer is kept with its error bound and a warning).
-LU_FALLBACK = 5000
+def _banded(P) -> int | None:
+    """The bandwidth of the sparse matrix P in its natural order, or after a reverse
+    Cuthill-McKee ordering when the graph of P is deep enough to have a narrow band;
+    None when it has none (at least ``LU_BANDWIDTH * n``)."""
+    from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+    n = P.shape[0]
+    limit = LU_BANDWIDTH * n
+    full = np.diff(P.indptr) > 0
+    starts = P.indptr[:-1][full]
+    rows = np.flatnonzero(full)
+    band = int(max(np.abs(np.minimum.reduceat(P.indices, starts) - rows).max(initial=0),
+                   np.abs(np.maximum.reduceat(P.indices, starts) - rows).max(initial=0)))
+    if band <= limit:
+        return band
+    # a band of width w after any ordering needs a breadth-first search of depth >= n/w
+    # from every state: if the states that state 0 reaches in ten steps (random models:
+    # nearly all) reach nearly everything, there is none
+    seen = np.zeros(n)
+    seen[0] = 1.0
+    for _ in range(int(1.0 / LU_BANDWIDTH)):
+        seen = seen + P @ seen
+        if np.count_nonzero(seen) >= 0.9 * n:
+            return None
+    sym = sp.csr_array(P + P.T, dtype=bool)
+    perm = reverse_cuthill_mckee(sp.csr_matrix(sym), symmetric_mode=True)
+    rank = np.empty(n, dtype=np.int64)
+    rank[perm] = np.arange(n)
+    band = int(np.abs(rank[np.repeat(np.arange(n), np.diff(P.indptr))]
+                      - rank[P.indices]).max(initial=0))
+    return band if band <= limit else None
+
+
+def _gmres_cycle(matvec, b: np.ndarray, x: np.ndarray, dinv: np.ndarray, m: int,
+                 target: float) -> tuple[np.ndarray, int]:
+    r"""One cycle of GMRES(m) on :math:`M x = b` from x, right-preconditioned by the
+    diagonal (:math:`M D^{-1} y = b - M x`): at most m iterations, fewer when the
+    Arnoldi estimate of the 2-norm residual reaches ``target``.  The basis is
+    orthogonalised by classical Gram-Schmidt in matrix-vector products, repeated when
+    the new vector lost more than 30% of its norm to the projection (Kahan's "twice is
+    enough": as accurate as modified Gram-Schmidt).  Returns the new x and the iterations."""
+    import math
+
+    from scipy.linalg import solve_triangular
+
+    r = b - matvec(x)
+    beta = math.sqrt(float(r @ r))
+    if not np.isfinite(beta) or beta <= target or beta == 0.0:
+        return x, 0
+    n = b.shape[0]
+    V = np.empty((m + 1, n))
+    H = np.zeros((m + 1, m))
+    cs, sn = [0.0] * m, [0.0] * m
+    g = [0.0] * (m + 1)
+    g[0] = beta
+    np.multiply(r, 1.0 / beta, out=V[0])
+    k = 0
+    for j in range(m):
+        w = matvec(dinv * V[j])
+        basis = V[:j + 1]
+        before = math.sqrt(float(w @ w))
+        h = basis @ w
+        w -= h @ basis
+        hn = math.sqrt(float(w @ w))
+        if hn < 0.7 * before:  # cancellation: orthogonalise again
+            h2 = basis @ w
+            w -= h2 @ basis
+            h += h2
+            hn = math.sqrt(float(w @ w))
+        col = h.tolist()
+        col.append(hn)
+        for i in range(j):  # the earlier rotations
+            a, c = col[i], col[i + 1]
+            col[i], col[i + 1] = cs[i] * a + sn[i] * c, -sn[i] * a + cs[i] * c
+        rho = math.hypot(col[j], col[j + 1])
+        cs[j], sn[j] = (1.0, 0.0) if rho == 0.0 else (col[j] / rho, col[j + 1] / rho)
+        col[j], col[j + 1] = rho, 0.0
+        g[j + 1] = -sn[j] * g[j]
+        g[j] = cs[j] * g[j]
+        H[:j + 2, j] = col
+        k = j + 1
+        if hn == 0.0 or abs(g[j + 1]) <= target or not math.isfinite(g[j + 1]):
+            break
+        np.multiply(w, 1.0 / hn, out=V[j + 1])
+    if not np.all(np.isfinite(H[:k, :k])) or np.any(np.diag(H[:k, :k]) == 0.0):
+        return x, k
+    y = solve_triangular(H[:k, :k], np.array(g[:k]), check_finite=False)
+    return x + dinv * (y @ V[:k]), k
 
 
 class PolicySystem:
@@ -166,77 +291,98 @@ class PolicySystem:
     Parameters
     ----------
     P_pi : array (S, S) or (J, S, S), or scipy.sparse (S, S)
-        The policy's transition matrix, or a batch of J of them (dense).
+        The policy's transition matrix (entries >= 0), or a batch of J of them (dense).
     gamma : float
         The discount (1 is allowed on a ``live`` set whose states all terminate).
     live : bool array (S,), optional
         Solve on these states only (the others get 0: terminal states, or the states
         that are not proper with gamma = 1).
-    method : {"auto", "lu", "bicgstab", "gmres", "iteration"}
-        How a sparse system is solved (a dense batch is always solved by LAPACK).
+    method : {"auto", "dense", "lu", "gmres", "bicgstab", "iteration"}
+        How a single system is solved (a batch is always solved by LAPACK).
+    matrix_error : float
+        A relative bound on the error of the entries of ``P_pi`` against the exact
+        matrix the bounds are about (0: ``P_pi`` is exact; :func:`evaluate` passes
+        :math:`\gamma_k` when the rows mix k actions).
 
     Notes
     -----
-    Dense matrices (the batched engine of the robust code, the learners' exact mode, the
-    gradients) are solved by LAPACK through ``numpy.linalg.solve`` (batched).  A sparse
-    matrix, or a dense one with more than :data:`DENSE_SOLVE_LIMIT` states, is solved by
-    ``method``; "auto" chooses by the structure of the matrix:
+    **The choice ("auto").**  A batch of dense matrices (the robust engine, the
+    gradients) is solved by LAPACK (``numpy.linalg.solve``, batched).  A single system
+    of n states with nnz stored entries is solved by the method of least cost in a
+    model measured on the reference machine (:data:`COST_LU` and the other ``COST_``
+    constants; ``benchmarks/bench_evaluation.py``):
 
-    * one SuperLU factorisation (:func:`_factorise`, reused for every right-hand side and
-      the transpose) when its fill-in stays small: up to :data:`LU_ALWAYS` states, with
-      gamma = 1, or when the bandwidth after a reverse Cuthill-McKee ordering is at most
-      :data:`LU_BANDWIDTH` times S (grids, chains);
-    * otherwise (a random sparse model, whose factors would be nearly dense) BiCGSTAB with
-      a Jacobi preconditioner, then GMRES, then the LU if neither reaches the accuracy.
+    * up to :data:`DENSE_ALWAYS` states, or with gamma = 1: a direct factorisation;
+    * a sparse matrix whose bandwidth (natural order, or reverse Cuthill-McKee) is at
+      most :data:`LU_BANDWIDTH` times n: one SuperLU factorisation (:func:`_factorise`),
+      its factors stay banded (grids, chains);
+    * otherwise GMRES when :data:`KRYLOV_GUESS` of its iterations cost less than a dense
+      LU (:math:`n^3` against :math:`\text{nnz} + n k` per iteration: random models,
+      whose convergence does not depend on gamma), else a dense LU (LAPACK,
+      ``scipy.linalg.lu_factor``, its factors reused for every right-hand side and for
+      the transpose).
 
-    Every iterative solve ends with a residual check.  With gamma < 1,
-    :math:`\|(I - \gamma P_\pi)^{-1}\|_\infty = 1/(1-\gamma)` (P_pi is row-substochastic),
-    so a residual r bounds the error: :math:`\|X - X^*\|_\infty \le \|r\|_\infty /
-    (1 - \gamma)` (and :math:`\|\cdot\|_1` for the transposed system); iterations go on
-    until this bound is at most :data:`ITERATIVE_TOL` times the value scale
-    :math:`\max|B| / (1 - \gamma)`.  ``method`` and ``error_bound`` (the largest bound of
-    the solves so far, from their residuals; a single dense system computes it when it is
-    read, so that loops which never read it pay nothing; a dense batch records none, 0)
-    say what was done (``bounds[True]`` is the 1-norm bound of the transposed solves,
-    complete once ``error_bound`` was read).
+    GMRES runs in cycles of :data:`GMRES_RESTART` iterations; after each it measures the
+    true residual and stops at the target (below), at once when the cycle did not halve
+    the residual (a stall), or when the rate it measured says that reaching the target
+    would cost more than the factorisation.  It then factorises (dense up to
+    :data:`DENSE_MAX` states, else SuperLU) and says so in ``note``; beyond what can be
+    factorised it keeps its best answer with that answer's error bound and a warning.
+
+    **The target and the bounds.**  With :math:`\beta \ge \gamma \max_s \sum_{s'}
+    P_\pi(s, s')` (rounded up), :math:`\|(I - \gamma P_\pi)^{-1}\|_\infty \le 1/(1 -
+    \beta)`, so for any x with residual :math:`r = b - x + \gamma P_\pi x`,
+
+    .. math::
+
+        \|x - x^*\|_\infty \le \frac{\|r\|_\infty}{1 - \beta}, \qquad
+        \|y - y^*\|_1 \le \frac{\|r^\top\|_1}{1 - \beta} \quad (\text{transposed}).
+
+    The residual is computed in float64, so the bound adds the rounding of that
+    computation, :math:`\epsilon_s = \gamma_{L+4} (|b_s| + |x_s| + \gamma \sigma_s
+    \|x\|_\infty)` (L stored entries per row, :math:`\sigma_s` the row sum; the
+    transposed system: the column counts and the 1 norm), and the error of the data
+    (``matrix_error``, the ``rhs_error`` of :meth:`solve`): ``error_bound`` is
+    :math:`\max_s (|\hat r_s| + \epsilon_s + \ldots) / (1 - \beta)`, rounded up.  It
+    holds for any solution, by any method.  An iterative solve aims at an error bound of
+    :data:`ITERATIVE_TOL` times the value scale :math:`\max|b| / (1 - \gamma)`; where
+    float64 cannot certify that (the rounding floor :math:`\epsilon` is of order
+    :math:`L u \|x\| \approx L u \max|b| / (1 - \gamma)`, divided again by
+    :math:`1 - \beta` in the bound), it stops at a residual of :data:`ROUNDING_FACTOR`
+    times :math:`\epsilon`, a target every solver can reach (an exact factorisation's
+    residual is itself of the order of :math:`u \|x\|`).
+
+    ``method`` says what solved the system (after a fallback, the factorisation), ``note``
+    what happened before (empty when nothing failed), ``iterations`` the iterative
+    work, ``error_bound`` the largest bound of the (untransposed) solves so far in the
+    sup norm (computed when read, so that loops which never read it pay nothing; a dense
+    batch records none, 0; nan-free: infinite when no bound can be given), and
+    ``bounds[True]`` the 1-norm bound of the transposed solves (complete once
+    ``error_bound`` was read).
     """
 
     @property
     def error_bound(self) -> float:
         """The largest error bound of the (untransposed) solves so far, in the sup norm."""
-        while self._unbounded:  # the dense solves' residuals, computed once, when read
+        while self._unbounded:  # the direct solves' residuals, computed once, when read
             self._bound(*self._unbounded.pop())
         return self.bounds[False]
 
-    def __init__(self, P_pi, gamma: float, live=None, method: str = "auto"):
+    def __init__(self, P_pi, gamma: float, live=None, method: str = "auto", *,
+                 matrix_error: float = 0.0):
         self.gamma = float(gamma)
         self.live = None if live is None else np.asarray(live, dtype=bool)
         if live is not None and self.live.all():
             self.live = None
-        self.sparse = sp.issparse(P_pi) or P_pi.shape[-1] > DENSE_SOLVE_LIMIT
         self.S = P_pi.shape[-1]
         self.bounds = {False: 0.0, True: 0.0}
-        self._unbounded = []  # dense solves (b, x, transpose) whose bound is not yet known
-        self._lu = None
-        if self.sparse:
-            if not sp.issparse(P_pi):
-                if P_pi.ndim != 2:
-                    raise ValueError("a batch of policy matrices is solved densely")
-                P_pi = sp.csr_array(P_pi)
-            if self.live is None:
-                M = sp.eye_array(self.S, format="csr") - self.gamma * P_pi
-            else:
-                idx = np.flatnonzero(self.live)
-                sub = sp.csr_array(P_pi)[idx][:, idx]
-                M = sp.eye_array(idx.size, format="csr") - (sub if self.gamma == 1.0
-                                                            else self.gamma * sub)
-            self._A = sp.csr_array(M)
-            self.method = self._choose(self._A) if method == "auto" else method
-            if self.method != "lu" and self.gamma >= 1.0:
-                self.method = "lu"  # the error bound needs gamma < 1
-            if self.method == "lu" and M.shape[0]:
-                self._lu = _factorise(M)
-        else:
+        self.note = ""
+        self.iterations = 0
+        self._unbounded = []  # direct solves (b, x, transpose, rhs_error), bounded when read
+        self._rel = float(matrix_error)
+        self._lu = self._dense_lu = self._stats = self._base = self._dinv = None
+        self.batch = not sp.issparse(P_pi) and np.ndim(P_pi) == 3
+        if self.batch:
             P = np.asarray(P_pi, dtype=np.float64)
             if self.live is not None:
                 idx = np.flatnonzero(self.live)
@@ -244,136 +390,360 @@ class PolicySystem:
             M = -self.gamma * P
             n = M.shape[-1]
             M[..., np.arange(n), np.arange(n)] += 1.0
-            self._M = M
-            self.method = "dense"
+            self._M, self.n, self.sparse, self.method = M, n, False, "dense"
+            return
+        if self.live is not None:
+            idx = np.flatnonzero(self.live)
+            P_pi = (sp.csr_array(P_pi)[idx][:, idx] if sp.issparse(P_pi)
+                    else np.asarray(P_pi, dtype=np.float64)[np.ix_(idx, idx)])
+        self.n = n = P_pi.shape[0]
+        self.sparse = sp.issparse(P_pi)
+        if self.sparse:  # (duplicates only make the rounding bounds larger)
+            P_pi = sp.csr_array(P_pi, dtype=np.float64)
+        else:
+            P_pi = np.asarray(P_pi, dtype=np.float64)
+            if n > DENSE_ALWAYS and method in ("auto", "lu"):
+                # a dense matrix that is mostly zeros (a grid stored densely) is solved
+                # as the sparse matrix it is; a sample of rows tells
+                sample = P_pi[np.linspace(0, n - 1, 32).astype(np.int64)]
+                if np.count_nonzero(sample) <= 0.05 * sample.size or method == "lu":
+                    P_pi, self.sparse = sp.csr_array(P_pi), True
+        self._P = P_pi
+        self._cap = ITERATION_CAP
+        self.method = self._choose() if method == "auto" else method
+        if self.method not in ("dense", "lu") and self.gamma >= 1.0:
+            self.method = "lu"  # the iterations' error bound needs gamma < 1
+        if self.method in ("dense", "lu"):
+            self._direct(self.method)
 
-    def _choose(self, M) -> str:
-        n = M.shape[0]
-        if n <= LU_ALWAYS or self.gamma >= 1.0:
+    # ------------------------------------------------------------------ the choice
+    def _choose(self) -> str:
+        """The method of least cost (class docstring), and the work cap of GMRES."""
+        n = self.n
+        if n <= DENSE_ALWAYS or n == 0:
+            return "dense" if not self.sparse or n <= DENSE_ALWAYS else "lu"
+        if self.gamma >= 1.0:
+            return "lu" if self.sparse else "dense"
+        if self.sparse and _banded(self._P) is not None:
             return "lu"
-        from scipy.sparse.csgraph import reverse_cuthill_mckee
+        t_direct = COST_LU * float(n) ** 3 if n <= DENSE_MAX else np.inf
+        nnz = self._P.nnz if self.sparse else n * n
+        t_iter = ((COST_SPARSE if self.sparse else COST_DENSE) * nnz
+                  + COST_ORTH * n * GMRES_RESTART + COST_STEP)
+        if KRYLOV_GUESS * t_iter >= t_direct:
+            return "dense"
+        self._t_iter = t_iter
+        self._cap = int(min(ITERATION_CAP, max(KRYLOV_GUESS, t_direct / t_iter)))
+        return "gmres"
 
-        pattern = sp.csr_matrix(abs(M) + abs(M).T)
-        perm = reverse_cuthill_mckee(pattern, symmetric_mode=True)
-        rank = np.empty(n, dtype=np.int64)
-        rank[perm] = np.arange(n)
-        coo = M.tocoo()
-        band = int(np.abs(rank[coo.row] - rank[coo.col]).max(initial=0))
-        return "lu" if band <= LU_BANDWIDTH * n else "bicgstab"
+    def _fallback_method(self) -> str | None:
+        """The factorisation a failed iterative solve falls back to, if affordable."""
+        if self.n <= DENSE_MAX:
+            return "dense"
+        if self.sparse and _banded(self._P) is not None:
+            return "lu"
+        return None
 
-    def solve(self, rhs, transpose: bool = False) -> np.ndarray:
+    def _direct(self, method: str) -> None:
+        """Prepare the factorisation ``method`` ("dense" or "lu")."""
+        n, g = self.n, self.gamma
+        self.method = method
+        if method == "dense":
+            M = (self._P.toarray() if self.sparse else self._P) * (-g)
+            M.flat[::n + 1] += 1.0
+            self._M = M
+        else:
+            P = self._P if self.sparse else sp.csr_array(self._P)
+            M = sp.eye_array(n, format="csr") - (P if g == 1.0 else g * P)
+            self._lu = _factorise(M) if n else None
+
+    # ------------------------------------------------------------------ solving
+    def solve(self, rhs, transpose: bool = False, *, rhs_error=None, x0=None,
+              tol: float | None = None) -> np.ndarray:
         """``X`` with the shape of ``rhs`` ((..., S) or (..., S, m)), zero outside ``live``.
 
-        Dense batches take ``rhs`` with the same leading axis J.
+        Dense batches take ``rhs`` with the same leading axis J.  ``rhs_error`` (the shape
+        of ``rhs``, optional) bounds the error of ``rhs`` against the exact right-hand side
+        the bounds are about; ``x0`` (the shape of the answer) starts an iterative solve;
+        ``tol`` replaces :data:`ITERATIVE_TOL` (or :data:`ITERATIVE_TOL_T`) as the
+        relative accuracy an iterative solve aims at (a correction needs little).
         """
         rhs = np.asarray(rhs, dtype=np.float64)
-        vector = rhs.ndim == (1 if self.sparse else self._M.ndim - 1)
-        b = rhs[..., None] if vector else rhs
-        if self.live is not None:
-            b = b[..., self.live, :]
-        if self.sparse:
-            if b.shape[0] == 0:
-                x = np.zeros_like(b)
-            elif self.method == "lu":
-                x = self._lu.solve(b, trans="T" if transpose else "N")
-                if self.gamma < 1.0:
-                    self._bound(b, x, transpose)
-            else:
-                x = np.column_stack([self._iterate(b[:, j], transpose)
-                                     for j in range(b.shape[1])])
-        elif self._M.shape[-1] == 0:
-            x = b
+        vector = rhs.ndim == (self._M.ndim - 1 if self.batch else 1)
+
+        def inner(a):  # (..., n_live, m)
+            if a is None:
+                return None
+            a = np.asarray(a, dtype=np.float64)
+            a = a[..., None] if vector else a
+            return a[..., self.live, :] if self.live is not None else a
+
+        b, err, start = inner(rhs), inner(rhs_error), inner(x0)
+        if self.batch:
+            x = np.linalg.solve(np.swapaxes(self._M, -1, -2) if transpose else self._M, b) \
+                if self.n else b
+        elif self.n == 0:
+            x = np.zeros_like(b)
+        elif self.method in ("dense", "lu"):
+            x = self._solve_direct(b, transpose)
+            if self.gamma < 1.0:
+                self._unbounded.append((b, x, transpose, err))
         else:
-            M = np.swapaxes(self._M, -1, -2) if transpose else self._M
-            x = np.linalg.solve(M, b)
-            if self._M.ndim == 2 and self.gamma < 1.0:  # one system: bounded when read
-                self._unbounded.append((b, x, transpose))
+            x = np.empty_like(b)
+            for j in range(b.shape[1]):
+                col = None if err is None else err[:, j]
+                x0j = None if start is None else start[:, j]
+                if self.method in ("dense", "lu"):  # an earlier column fell back
+                    x[:, j] = self._solve_direct(b[:, j:j + 1], transpose)[:, 0]
+                    self._unbounded.append((b[:, j:j + 1], x[:, j:j + 1], transpose,
+                                            None if col is None else col[:, None]))
+                else:
+                    x[:, j] = self._iterate(b[:, j], transpose, x0j, col, tol)
         if self.live is not None:
             out = np.zeros(rhs.shape if not vector else (*rhs.shape, 1))
             out[..., self.live, :] = x
             x = out
         return x[..., 0] if vector else x
 
-    def _bound(self, b: np.ndarray, x: np.ndarray, transpose: bool,
+    def updated(self, P_pi, changed) -> PolicySystem:
+        r"""The system of ``P_pi`` (S, S), whose rows differ from this system's matrix in
+        the rows ``changed`` only (a policy that switched the actions of a few states).
+
+        When this system is factorised densely (LAPACK) and few rows changed (at most
+        :data:`UPDATE_RANK` of the size), the new system is solved through these factors
+        and a correction of rank k = len(changed) (Sherman-Morrison-Woodbury: with
+        :math:`M' = M + U D`, U the k columns of the identity of the changed rows and
+        D their change, :math:`M'^{-1} b = y - Z (I + D Z)^{-1} D y`, :math:`y = M^{-1}
+        b`, :math:`Z = M^{-1} U`; k solves instead of a new factorisation: policy
+        iteration changes few states once it is near the optimum); otherwise it is a new
+        system.  Either way it is a :class:`PolicySystem` of ``P_pi``, its error bounds
+        computed from its own residuals."""
+        base = self if self._base is None else self._base
+        P_pi = np.asarray(P_pi, dtype=np.float64) if not sp.issparse(P_pi) else P_pi
+        rows = np.asarray(changed, dtype=np.int64)
+        if self._base is not None:  # against the factorised system: the rows that differ
+            rows = np.union1d(rows, self._changed)
+        ok = (not base.batch and base.live is None and not base.sparse
+              and base.method == "dense" and base._dense_lu is not None
+              and not sp.issparse(P_pi) and P_pi.shape == base._P.shape
+              and rows.size <= UPDATE_RANK * base.n)
+        if ok and rows.size:
+            rows = rows[np.any(P_pi[rows] != base._P[rows], axis=1)]
+        if not ok:
+            return PolicySystem(P_pi, self.gamma)
+        new = PolicySystem.__new__(PolicySystem)
+        new.__dict__.update(gamma=base.gamma, live=None, S=base.S, bounds={False: 0.0,
+                            True: 0.0}, note="", iterations=0, _unbounded=[], _rel=0.0,
+                            _lu=None, _dense_lu=None, _stats=None, _dinv=None,
+                            batch=False, n=base.n,
+                            sparse=False, _P=P_pi, _cap=base._cap, method="dense",
+                            _M=None, _base=base, _changed=rows,
+                            _D=(base._P[rows] - P_pi[rows]) * self.gamma, _Z=None, _W=None)
+        return new
+
+    def _woodbury(self, b: np.ndarray, transpose: bool) -> np.ndarray:
+        """A solve of an :meth:`updated` system through its base's factors."""
+        base, R, D = self._base, self._changed, self._D
+        y = base._solve_direct(b, transpose)
+        if R.size == 0:
+            return y
+        k = R.size
+        if not transpose:
+            if self._Z is None:
+                U = np.zeros((self.n, k))
+                U[R, np.arange(k)] = 1.0
+                Z = base._solve_direct(U, False)
+                self._Z = (Z, np.eye(k) + D @ Z)
+            Z, C = self._Z
+            return y - Z @ np.linalg.solve(C, D @ y)
+        if self._W is None:
+            W = base._solve_direct(np.ascontiguousarray(D.T), True)
+            self._W = (W, np.eye(k) + W[R])
+        W, C = self._W
+        return y - W @ np.linalg.solve(C, y[R])
+
+    def _solve_direct(self, b: np.ndarray, transpose: bool) -> np.ndarray:
+        if self._base is not None:
+            return self._woodbury(b, transpose)
+        if self.method == "lu":
+            return self._lu.solve(b, trans="T" if transpose else "N")
+        if self._dense_lu is None and self.n <= 64:  # a tiny system: one LAPACK call
+            return np.linalg.solve(self._M.T if transpose else self._M, b)
+        from scipy.linalg.lapack import dgetrf, dgetrs
+
+        if self._dense_lu is None:
+            # LAPACK factorises the Fortran-ordered M^T, the C-ordered M seen transposed,
+            # in place (no copy); M x = b is then the transposed solve of those factors
+            lu, piv, info = dgetrf(self._M.T, overwrite_a=True)
+            if info != 0:
+                raise np.linalg.LinAlgError(f"singular system (LAPACK getrf info {info})")
+            self._dense_lu, self._M = (lu, piv), None
+        lu, piv = self._dense_lu
+        x, info = dgetrs(lu, piv, b, trans=0 if transpose else 1)
+        return x
+
+    # ------------------------------------------------------------------ error bounds
+    def _statistics(self):
+        """(sigma (n,) upper bounds of the exact row sums, L, Lc, beta), computed once."""
+        if self._stats is None:
+            P = self._P
+            if self.sparse:
+                counts = np.diff(P.indptr)
+                L = int(counts.max(initial=0))
+                Lc = int(np.bincount(P.indices, minlength=1).max(initial=0))
+                sums = np.asarray(P.sum(axis=1)).ravel()
+            else:
+                L = Lc = self.n
+                sums = P.sum(axis=1)
+            sigma = sums * (1.0 + _gam(L + 1)) * (1.0 + self._rel) * (1.0 + 2.0 * _U)
+            beta = self.gamma * float(sigma.max(initial=0.0)) * (1.0 + 2.0 * _U)
+            self._stats = (sigma, L, Lc, beta)
+        return self._stats
+
+    def _residual(self, b: np.ndarray, x: np.ndarray, transpose: bool, err=None):
+        """Per column of x (n, m): (the norm of the computed residual, the bound on its
+        rounding and on the data's error, the bound on the exact residual's norm): the sup
+        norm, or the 1 norm for the transposed system."""
+        sigma, L, Lc, _ = self._statistics()
+        g = self.gamma
+        P = self._P
+        with np.errstate(over="ignore", invalid="ignore"):
+            Px = (P.T if transpose else P) @ x
+            r = np.abs((b - x) + g * Px)
+            ax = np.abs(x)
+            if transpose:
+                x1 = ax.sum(axis=0)
+                smax = float(sigma.max(initial=0.0))
+                floor = (_gam(Lc + 4) * (np.abs(b).sum(axis=0) + x1 + g * smax * x1)
+                         + self._rel * g * smax * x1 + 8.0 * (Lc + 4) * self.n * _ETA)
+                if err is not None:
+                    floor = floor + np.abs(err).sum(axis=0)
+                floor = floor * (1.0 + _gam(self.n + 2))
+                res = r.sum(axis=0) * (1.0 + _gam(self.n + 2))
+                return res, floor, res + floor
+            xmax = ax.max(axis=0)
+            eps = (_gam(L + 4) * (np.abs(b) + ax + g * sigma[:, None] * xmax)
+                   + self._rel * g * sigma[:, None] * xmax + 8.0 * (L + 4) * _ETA)
+            if err is not None:
+                eps = eps + np.abs(err)
+            return r.max(axis=0), eps.max(axis=0), (r + eps).max(axis=0)
+
+    def _bound(self, b: np.ndarray, x: np.ndarray, transpose: bool, err=None,
                record: bool = True) -> float:
-        """The error bound of a solution x (n,) or (n, m) from its residual; recorded
-        (the error bound of the result) unless ``record`` is False (an attempt that may
-        be refined or replaced)."""
-        if self.sparse:
-            A = self._A.T if transpose else self._A
-        else:
-            A = self._M.T if transpose else self._M
-        r = b - A @ x
-        ord_ = 1 if transpose else np.inf
-        res = np.linalg.norm(r.reshape(r.shape[0], -1), ord=ord_, axis=0).max(initial=0.0)
-        bound = float(res) / (1.0 - self.gamma)
+        """The error bound of a solution x (n,) or (n, m) (class docstring); recorded (the
+        error bound of the result) unless ``record`` is False."""
+        x2 = x.reshape(x.shape[0], -1)
+        b2 = b.reshape(b.shape[0], -1)
+        e2 = None if err is None else err.reshape(b2.shape)
+        worst = float(np.max(self._residual(b2, x2, transpose, e2)[2], initial=0.0))
+        beta = self._statistics()[3]
+        bound = (worst / (1.0 - beta) * _WIDEN if beta < 1.0 and np.isfinite(worst)
+                 else np.inf)
         if record:
             self.bounds[transpose] = max(self.bounds[transpose], bound)
         return bound
 
-    def _iterate(self, b: np.ndarray, transpose: bool) -> np.ndarray:
-        """One right-hand side by the iterative methods, in order, until the bound holds."""
-        import scipy.sparse.linalg as spla
+    # ------------------------------------------------------------------ iterations
+    def _iterate(self, b: np.ndarray, transpose: bool, x0=None, err=None,
+                 rel: float | None = None) -> np.ndarray:
+        """One right-hand side (n,) by the iterative method, in cycles, until its bound
+        meets the target (class docstring); a stall or a measured rate too slow falls
+        back to a factorisation, which then serves every later solve."""
+        P = self._P
+        g = self.gamma
+        if self._dinv is None:
+            self._dinv = 1.0 / (1.0 - g * (P.diagonal() if self.sparse else np.diagonal(P)))
+        dinv = self._dinv
+        op = P.T if transpose else P
+        if self.sparse:  # one compiled call per product (scipy's dispatch costs more)
+            from ._compiled import minus_gamma_csr, minus_gamma_csr_t
 
-        A = sp.csr_array(self._A.T) if transpose else self._A
-        n = A.shape[0]
-        norm = 1 if transpose else np.inf
-        tol = ITERATIVE_TOL_T if transpose else ITERATIVE_TOL
-        target = tol * max(np.linalg.norm(b, ord=norm), 1e-300) / (1.0 - self.gamma)
-        diag = A.diagonal()
-        jacobi = spla.LinearOperator((n, n), matvec=lambda v: v / diag, dtype=np.float64)
-        order = {"bicgstab": ("bicgstab", "gmres"), "gmres": ("gmres",),
-                 "iteration": ("iteration",)}[self.method]
-        x = best = np.zeros(n)
-        best_bound = np.inf
-        for how in order:
-            for _ in range(3):  # a restart from the last x refines a stalled solve
-                if how == "iteration":
-                    x = self._value_iteration(A, b, x, transpose, target)
-                else:
-                    solver = spla.bicgstab if how == "bicgstab" else spla.gmres
-                    kw = {"restart": 100} if how == "gmres" else {}
-                    # the solvers stop on the 2-norm of the residual: ||r||_inf <= ||r||_2
-                    # and ||r||_1 <= sqrt(n) ||r||_2
-                    atol = 0.5 * target * (1.0 - self.gamma) / (np.sqrt(n) if transpose else 1.0)
-                    x, _ = solver(A, b, x0=x, rtol=1e-15, atol=atol, M=jacobi, maxiter=10 * n,
-                                  **kw)
-                if not np.all(np.isfinite(x)):
-                    x = best
-                    break
-                bound = self._bound(b, x, transpose, record=False)
-                if bound <= target:
-                    self._bound(b, x, transpose)
-                    return x
-                if bound < best_bound:
-                    best, best_bound = x, bound
-        if n <= LU_FALLBACK:  # the iterative methods missed the accuracy: factorise
-            self.method = "lu"
-            self._lu = _factorise(self._A)
-            trans = "T" if transpose else "N"
-            x = self._lu.solve(b, trans=trans)
-            for _ in range(2):  # iterative refinement: the residual to rounding level
-                x = x + self._lu.solve(b - A @ x, trans=trans)
-            self._bound(b, x, transpose)
+            kernel = minus_gamma_csr_t if transpose else minus_gamma_csr
+            data = np.asarray(P.data, dtype=np.float64)
+
+            def matvec(v):
+                out = np.empty_like(v)
+                kernel(P.indptr, P.indices, data, g, v, out)
+                return out
+        else:
+            def matvec(v):
+                return v - g * (op @ v)
+
+        e2 = None if err is None else err.reshape(-1, 1)
+        norm_b = float(np.abs(b).sum() if transpose else np.abs(b).max(initial=0.0))
+        if rel is None:
+            rel = ITERATIVE_TOL_T if transpose else ITERATIVE_TOL
+        tol = rel * norm_b
+        x = np.zeros(self.n) if x0 is None else np.array(x0, dtype=np.float64)
+
+        def check(x):
+            res, floor, _ = self._residual(b[:, None], x[:, None], transpose, e2)
+            return float(res[0]), max(tol, ROUNDING_FACTOR * float(floor[0]))
+
+        res, target = check(x)
+        best, best_res = x, res
+        spent, why = 0, ""
+        while res > target:
+            if self.method == "gmres":
+                inner = target / np.sqrt(self.n) if transpose else target
+                new, k = _gmres_cycle(matvec, b, x, dinv, GMRES_RESTART, inner)
+            elif self.method == "bicgstab":
+                jac = spla.LinearOperator((self.n, self.n), matvec=lambda v: dinv * v,
+                                          dtype=np.float64)
+                op_M = spla.LinearOperator((self.n, self.n), matvec=matvec, dtype=np.float64)
+                new, _ = spla.bicgstab(op_M, b, x0=x, rtol=0.0, atol=target / np.sqrt(
+                    self.n) if transpose else target, M=jac, maxiter=GMRES_RESTART)
+                k = GMRES_RESTART
+            else:  # "iteration": x <- b + gamma P x
+                new = x
+                for _ in range(GMRES_RESTART):
+                    new = b + g * (op @ new)
+                k = GMRES_RESTART
+            spent += k
+            self.iterations += k
+            if not np.all(np.isfinite(new)):
+                why = "its iterate overflowed"
+                break
+            new_res, new_target = check(new)
+            if new_res < best_res:
+                best, best_res = new, new_res
+            if new_res <= new_target:
+                x, res, target = new, new_res, new_target
+                break
+            if k == 0 or new_res > STALL_RATIO * res:
+                why = (f"it stalled (a cycle of {k} iterations took the residual from "
+                       f"{res:.2e} to {new_res:.2e})")
+                x, res = new, new_res
+                break
+            rate = (new_res / res) ** (1.0 / k)
+            ahead = np.log(new_target / new_res) / np.log(rate)
+            x, res, target = new, new_res, new_target
+            if self.method == "gmres" and spent + ahead > self._cap:
+                why = (f"at its measured rate ({rate:.3f} per iteration) it would need "
+                       f"{spent + ahead:.0f} iterations, more than a factorisation costs")
+                break
+            if spent >= self._cap:
+                why = f"it reached its work cap of {self._cap} iterations"
+                break
+        if res <= target:
+            self._bound(b, x, transpose, err)
             return x
-        warnings.warn(f"PolicySystem: the iterative solvers stopped at an error bound of "
-                      f"{best_bound:.2e} (target {target:.2e}); the answer is kept with that "
-                      f"bound (error_bound); try method='lu' or 'iteration'", RuntimeWarning,
-                      stacklevel=4)
-        self._bound(b, best, transpose)
-        return best
-
-    def _value_iteration(self, A, b, x, transpose, target):
-        """x <- b + gamma P x (P recovered from A = I - gamma P), until the bound holds."""
-        step = sp.csr_array(sp.eye_array(A.shape[0], format="csr") - A)  # gamma P (or its T)
-        norm = 1 if transpose else np.inf
-        for _ in range(200_000):
-            new = b + step @ x
-            if np.linalg.norm(new - x, ord=norm) * self.gamma / (1.0 - self.gamma) \
-                    <= 0.5 * target:
-                return new
-            x = new
-        return x
+        name = self.method
+        fallback = self._fallback_method()
+        text = (f"{name} stopped at a residual of {best_res:.2e} (target {target:.2e}) after "
+                f"{spent} iterations: {why}")
+        if fallback is None:
+            self.note = f"{text}; the answer is kept with its error bound"
+            bound = self._bound(b, best, transpose, err)
+            warnings.warn(f"PolicySystem: {self.note} ({bound:.2e}); try method='lu'",
+                          RuntimeWarning, stacklevel=4)
+            return best
+        kind = "dense LAPACK" if fallback == "dense" else "sparse"
+        self.note = f"{text}; solved by the {kind} LU"
+        self._direct(fallback)
+        x = self._solve_direct(b[:, None], transpose)
+        self._unbounded.append((b[:, None], x, transpose, e2))
+        return x[:, 0]
 
 
 def policy_matrix(P: np.ndarray, pi: np.ndarray) -> np.ndarray:
@@ -416,13 +786,23 @@ def _p_pi(model: TabularCMDP, pi: np.ndarray) -> sp.csr_array:
     return sp.csr_array(Pi @ model.P_sparse)
 
 
-def _rhs(model: TabularCMDP, pi: np.ndarray) -> np.ndarray:
-    """(S, 1 + K): column 0 is :math:`r_\\pi`, columns 1.. are :math:`c_{\\pi,k}`."""
+def _rhs(model: TabularCMDP, pi: np.ndarray, magnitude: bool = False) -> np.ndarray:
+    """(S, 1 + K): column 0 is :math:`r_\\pi`, columns 1.. are :math:`c_{\\pi,k}` (with
+    ``magnitude``, the same sums of :math:`|r|` and :math:`|c|`)."""
     S, K = model.n_states, model.n_constraints
+    r, c = (np.abs(model.r), np.abs(model.c)) if magnitude else (model.r, model.c)
     rhs = np.empty((S, 1 + K))
-    rhs[:, 0] = np.einsum("sa,sa->s", pi, model.r)
-    rhs[:, 1:] = np.einsum("sa,sak->sk", pi, model.c)
+    rhs[:, 0] = np.einsum("sa,sa->s", pi, r)
+    rhs[:, 1:] = np.einsum("sa,sak->sk", pi, c)
     return rhs
+
+
+def _dense_p_pi(P: np.ndarray, pi: np.ndarray, one_hot: bool) -> np.ndarray:
+    """Dense :math:`P_\\pi` (S, S) of a dense kernel: the rows of the chosen actions for a
+    one-hot policy (a copy, exact), else :func:`policy_matrix`."""
+    if one_hot:
+        return P[np.arange(P.shape[0]), pi.argmax(axis=1)]
+    return policy_matrix(P, pi)
 
 
 #: Message of :func:`check_proper` (fields ``what``, ``name`` of the state, ``n`` states).
@@ -611,14 +991,21 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, p0=None, method: str = "au
 
         sol = np.zeros((S, 1 + K))
         occ = np.zeros(S)
-        dense = (gamma < 1.0 and method == "auto" and S <= EVALUATE_DENSE_LIMIT
-                 and not model.is_sparse)
-        if gamma < 1.0:  # a small model densely (LAPACK): the sparse set-up costs more
-            P_pi = policy_matrix(model.P, pi) if dense else _p_pi(model, pi)
-            system = PolicySystem(P_pi, gamma, method=method)
-            sol[:] = system.solve(rhs)
+        dense = not model.is_sparse
+        note = ""
+        if gamma < 1.0:
+            # rows that mix k > 1 actions are sums of k products: within gamma_k of the
+            # exact P_pi and r_pi of the float data (one-hot rows are exact)
+            k = int(np.count_nonzero(pi, axis=1).max(initial=1))
+            exact = k <= 1 and bool(np.all(pi.max(axis=1) == 1.0))
+            rel = 0.0 if exact else _gam(k + 1)
+            P_pi = _dense_p_pi(model.P, pi, exact) if dense else _p_pi(model, pi)
+            system = PolicySystem(P_pi, gamma, method=method, matrix_error=rel)
+            sol[:] = system.solve(rhs, rhs_error=None if exact else rel * _rhs(
+                model, pi, magnitude=True))
             occ[:] = system.solve(p0, transpose=True)
-            solver, bound = system.method, system.error_bound
+            solver, bound, note = system.method, system.error_bound, system.note
+            occ_bound = system.bounds[True]
             sol[model.terminal] = 0.0  # exactly: absorbing and earning nothing
             value = float(p0 @ sol[:, 0])
             cost = p0 @ sol[:, 1:]
@@ -627,10 +1014,10 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, p0=None, method: str = "au
             proper = check_proper(model, P_pi, "evaluate with gamma = 1", p0=p0)
             live = proper & ~model.terminal
             sol[~proper] = np.nan
-            solver, bound = "lu", float("nan")
+            solver, bound, occ_bound = "lu", float("nan"), float("nan")
             if live.any():
                 # expected visits to each proper non-terminal state before absorption
-                system = PolicySystem(P_pi, 1.0, live)
+                system = PolicySystem(P_pi, 1.0, live, method=method)
                 sol[live] = system.solve(rhs)[live]
                 occ[:] = system.solve(p0, transpose=True)
                 solver = system.method
@@ -641,7 +1028,9 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, p0=None, method: str = "au
     v = sol[:, 0]
     cc = sol[:, 1:]
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
-        P_flat = model.P.reshape(S * A, S) if dense else model.P_sparse
+        # (gamma = 1: nan values of improper states must not reach the Q-values through
+        # zero entries of a dense product)
+        P_flat = model.P.reshape(S * A, S) if dense and gamma < 1.0 else model.P_sparse
         nxt = (P_flat @ sol).reshape(S, A, 1 + K)
         q = model.r + gamma * nxt[:, :, 0]
         qc = model.c + gamma * nxt[:, :, 1:]
@@ -667,7 +1056,9 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, p0=None, method: str = "au
         policy=pi,
         lam=lam,
         solver=solver,
+        solver_note=note,
         error_bound=bound,
+        occupancy_error_bound=occ_bound,
     )
 
 

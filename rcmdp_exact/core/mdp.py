@@ -35,7 +35,7 @@ import scipy.sparse as sp
 
 from .._checks import as_float_array, check_choice, check_int, check_real
 from .._result import Result, Status
-from .evaluation import evaluate, rescaled_budget
+from .evaluation import _ETA, _U, _WIDEN, _gam, rescaled_budget
 from .model import TabularCMDP, check_model
 
 __all__ = ["MDP_METHODS", "backward_induction", "box_policy_iteration", "greedy_box",
@@ -152,38 +152,160 @@ def box_policy_iteration(evaluate, pi: np.ndarray, lo: np.ndarray, hi: np.ndarra
                   stable=stable)
 
 
+class _Bellman:
+    r"""The float Bellman operator of a model and a reward g (S, A):
+    :math:`Q_v = g + \gamma P v`, by one BLAS product with the (S*A, S) array of a model
+    stored densely (no sparse copy is made) or one product with ``P_sparse``.
+
+    It also holds what the certified bounds need once per model: upper bounds
+    ``sigma`` (S*A,) on the exact row sums of P (the float sums are within
+    :math:`\gamma_L` of them, L the largest number of stored entries per row), the
+    contraction factor :math:`\beta \ge \gamma \max \sigma` and ``ok``, False when the
+    data are too large for the error-free products (:data:`_SPLIT_MAX`) or
+    :math:`\beta \ge 1`.
+    """
+
+    def __init__(self, model: TabularCMDP, g: np.ndarray):
+        self.S, self.A = g.shape
+        self.gamma = float(model.gamma)
+        self.g = np.ascontiguousarray(g, dtype=np.float64)
+        self.gflat = self.g.ravel()
+        self.dense = not model.is_sparse
+        S, A = self.S, self.A
+        self.P = model.P.reshape(S * A, S) if self.dense else sp.csr_array(model.P_sparse)
+        self._sigma = None
+
+    def q(self, v: np.ndarray) -> np.ndarray:
+        if self._sigma is None:  # the first product also gives the row sums
+            from ._compiled import dot_and_sums
+
+            pv, sums = dot_and_sums(self.P, v)
+            self._set_stats(sums)
+            return self.g + self.gamma * pv.reshape(self.S, self.A)
+        return self.g + self.gamma * (self.P @ v).reshape(self.S, self.A)
+
+    def rows(self, idx: np.ndarray, out: np.ndarray | None = None):
+        """The rows ``idx`` of P: a dense copy (len(idx), S) (into ``out`` when given: a
+        buffer reused by a loop costs no new pages), or CSR."""
+        if out is not None and self.dense:
+            return np.take(self.P, idx, axis=0, out=out, mode="clip")
+        return self.P[idx]
+
+    def policy(self, actions: np.ndarray, out: np.ndarray | None = None):
+        """(rows, P_pi, g_pi) of the deterministic policy ``actions`` (S,)."""
+        rows = np.arange(self.S) * self.A + actions
+        return rows, self.rows(rows, out), self.gflat[rows]
+
+    def _set_stats(self, sums: np.ndarray) -> None:
+        """The certificates' data from the float row sums of P (within gamma_L of the
+        exact ones, in any order of summation)."""
+        P = self.P
+        L = self.S if self.dense else int(np.diff(P.indptr).max(initial=0))
+        self._L = L
+        self.sums = sums
+        self._sigma = sums * (1.0 + 2.0 * _gam(L + 2))
+        self._beta = self.gamma * float(self._sigma.max(initial=0.0)) * (1.0 + 4.0 * _U)
+        self._ok = (self._beta < 1.0
+                    and float(np.abs(self.gflat).max(initial=0.0)) < _SPLIT_MAX)
+
+    def _stats(self):
+        if self._sigma is None:
+            self._set_stats(np.asarray(self.P.sum(axis=1)).ravel())
+        return self._sigma, self._L, self._beta, self._ok
+
+    @property
+    def sigma(self) -> np.ndarray:
+        return self._stats()[0]
+
+    @property
+    def L(self) -> int:
+        return self._stats()[1]
+
+    @property
+    def beta(self) -> float:
+        return self._stats()[2]
+
+    @property
+    def ok(self) -> bool:
+        return self._stats()[3]
+
+    def exact_rows(self, vh: np.ndarray, vl: np.ndarray | None, rows: np.ndarray):
+        """(s, c, e) of the rows ``rows``: :math:`g + \\gamma P v` of the float data,
+        exactly, lies within e of the double-double s + c (:mod:`rcmdp_exact.core._compiled`)."""
+        from ._compiled import bellman_rows
+
+        return bellman_rows(self.P, self.gflat, self.gamma, vh, vl, rows)
+
+    def q_error(self, q: np.ndarray, vmax: float) -> np.ndarray:
+        """A bound (S, A) on the rounding of :meth:`q` at values of magnitude at most
+        ``vmax``: :math:`\\gamma_{L+2} (|g| + \\gamma \\sigma \\max|v|)`, rounded up."""
+        sig = self.sigma.reshape(self.S, self.A)
+        return (_gam(self.L + 3) * (np.abs(self.g) + self.gamma * sig * vmax)
+                + 4.0 * (self.L + 3) * _ETA) * _WIDEN
+
+
 def policy_iteration(model: TabularCMDP, lam=None, max_iter: int = 10_000) -> Result:
     r"""Optimal deterministic policy of the scalarised reward :math:`r - \lambda^\top c`.
 
-    Howard's policy iteration (:func:`box_policy_iteration` on the full box) with exact
-    evaluations (:func:`rcmdp_exact.core.evaluation.evaluate`, one sparse factorisation per
-    policy), keeping the current action unless another is better by more than ``1e-12``
-    times the value scale.  Needs gamma < 1.
+    Howard's policy iteration (:func:`box_policy_iteration` on the full box) from the
+    greedy policy of the reward, each policy evaluated exactly by one solve of
+    :math:`(I - \gamma P_\pi) v = g_\pi` (:class:`~rcmdp_exact.core.evaluation.PolicySystem`,
+    which chooses LAPACK, a sparse LU or GMRES by cost; an iterative solve starts from
+    the previous policy's values), keeping the current action unless another is better by
+    more than ``1e-12`` times the value scale.  Needs gamma < 1.
 
     Returns
     -------
     Result
         ``policy`` (S,) int, ``v`` (S,), ``q`` (S, A), ``value`` = p0.v,
-        ``iterations``, ``converged``.
+        ``iterations``, ``converged``; ``system`` the last policy's
+        :class:`~rcmdp_exact.core.evaluation.PolicySystem` (its factorisation, for reuse).
     """
     check_model(model)
     check_real(model.gamma, "gamma", 0.0, 1.0, high_open=True,
                hint="; policy iteration needs a discounted model")
     max_iter = check_int(max_iter, "max_iter", 1)
     lam = model.check_multipliers(lam)
-    S, A = model.n_states, model.n_actions
+    g = np.asarray(model.scalarised_reward(lam), dtype=np.float64)
+    return _howard(model, _Bellman(model, g), max_iter)
+
+
+def _howard(model: TabularCMDP, bell: _Bellman, max_iter: int,
+            lookahead: bool = False) -> Result:
+    """:func:`policy_iteration` on the operator ``bell``, from the greedy policy of g, or
+    with ``lookahead`` from the greedy policy of one Bellman step from
+    :math:`\\max_a g` (QuantEcon's start: one product with P, which often saves a whole
+    evaluation)."""
+    from .evaluation import PolicySystem
+
+    S, A = bell.S, bell.A
+    last = {}
 
     def values(pi):
-        ev = evaluate(model, pi[0], lam, check=False)
-        return ev.lagrangian[None], ev.q_lagrangian[None]
+        actions = pi[0].argmax(axis=1)
+        _, P_pi, g_pi = bell.policy(actions)
+        if last:  # few states switch near the optimum: the last factorisation serves
+            system = last["system"].updated(P_pi, np.flatnonzero(actions != last["a"]))
+        else:
+            system = PolicySystem(P_pi, bell.gamma)
+        with np.errstate(over="ignore", invalid="ignore"):
+            v = system.solve(g_pi, x0=last.get("v"))
+            q = bell.q(v)
+        last.update(v=v, a=actions, system=system)
+        return v[None], q[None], system, P_pi
 
-    start = greedy_policy(model.scalarised_reward(lam))[None]
+    if lookahead:
+        with np.errstate(over="ignore", invalid="ignore"):
+            start = greedy_policy(bell.q(bell.g.max(axis=1)))[None]
+    else:
+        start = greedy_policy(bell.g)[None]
     full = (np.zeros((1, S, A)), np.ones((1, S, A)))
     sol = box_policy_iteration(values, start, *full, max_iter=max_iter,
                                atol=1e-12 * value_scale(model))
     v = sol.w[0]
     return Result(policy=np.argmax(sol.pi[0], axis=1), v=v, q=sol.q[0],
-                  value=float(model.p0 @ v), iterations=sol.rounds, converged=sol.stable)
+                  value=float(model.p0 @ v), iterations=sol.rounds, converged=sol.stable,
+                  system=sol.info[0], P_pi=sol.info[1])
 
 
 def backward_induction(P, r, horizon: int, *, discount: float = 1.0, c=None, lam=None,
@@ -263,29 +385,14 @@ def backward_induction(P, r, horizon: int, *, discount: float = 1.0, c=None, lam
     return out
 
 
-def _bellman(model: TabularCMDP, g: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Q-values (S, A) of the reward g (S, A) at the state values v (S,)."""
-    S, A = g.shape
-    return g + model.gamma * (model.P_sparse @ v).reshape(S, A)
-
-
 # ================================================================ certified bounds
 # Float64 facts used below (IEEE 754, round to nearest): u = 2^-53 is the unit
 # roundoff, eta = 2^-1074 the smallest subnormal, gamma_n = n u / (1 - n u) (Higham,
 # *Accuracy and Stability of Numerical Algorithms*, Lemma 3.1).
-_U = 2.0 ** -53
-_ETA = 2.0 ** -1074
-_SPLITTER = 134217729.0  # 2^27 + 1 (Veltkamp's split)
-_SPLIT_MAX = 2.0 ** 995  # beyond it the split may overflow: no certificate
-#: Relative widening of every certified bound: covers the rounding of the few dozen
-#: operations that compute the bound itself (each at most u = 1.1e-16).
-_WIDEN = 1.0 + 1e-13
-#: Rows of the transition matrix handled at once by the accurate sums (memory).
-_CHUNK = 1 << 16
-
-
-def _gam(n: int) -> float:
-    return n * _U / (1.0 - n * _U)
+_SPLIT_MAX = 2.0 ** 995  # beyond it the error-free products may overflow: no certificate
+#: The relative accuracy of the correction solve of a certificate: any correction d
+#: serves (its residual enters the bound), a rough one as well as an exact one.
+_CORRECTION_TOL = 1e-6
 
 
 def _two_sum(a, b):
@@ -293,20 +400,6 @@ def _two_sum(a, b):
     s = a + b
     bb = s - a
     return s, (a - (s - bb)) + (b - bb)
-
-
-def _two_prod(a, b):
-    """x + y == a * b exactly, x = fl(a * b) (Dekker's TwoProduct with Veltkamp's split;
-    with underflow |x + y - a b| <= 5 eta, Ogita, Rump and Oishi, SIAM J. Sci. Comput.
-    26 (2005), Thm. 3.4)."""
-    x = a * b
-    c = _SPLITTER * a
-    ah = c - (c - a)
-    al = a - ah
-    c = _SPLITTER * b
-    bh = c - (c - b)
-    bl = b - bh
-    return x, al * bl - (((x - ah * bh) - al * bh) - ah * bl)
 
 
 def _sum(terms):
@@ -326,232 +419,241 @@ def _sum(terms):
                  + 2.0 * len(terms) * _ETA)
 
 
-class _AccurateBellman:
-    r"""The exact sums :math:`\tilde Q(i) = g(i) + \gamma P(i) \cdot (v_h + v_l)` of the
-    float data, as double-doubles ``s + c`` with a bound on their error.
+def _mp_bound(bell: _Bellman, w: np.ndarray, q: np.ndarray | None = None,
+              qerr: np.ndarray | None = None, target: float | None = None):
+    r"""A certified bound on :math:`\|w - v^*\|_\infty` for any w (S,), the residual
+    :math:`\|Tw - w\|_\infty` and the float Q-values at w (``q``, with a bound ``qerr`` on
+    their rounding, when the caller has them).
 
-    The data (P, g, gamma) are taken as exact: the certified bounds are about the MDP that
-    the float64 arrays define.  With :math:`\gamma P_{ik} = p^h_k + p^l_k` exactly and
-    :math:`(x_k, y_k)` = TwoProduct(:math:`p^h_k, v_h`) (:func:`_two_prod`),
+    With :math:`lo \le (Tw - w)(s) \le hi` for every s (the exact Bellman operator of
+    the float data), the monotone :math:`\beta`-contraction T (:math:`\beta \ge \gamma
+    \max_i \sum_j P_{ij}`) maps :math:`w + c\mathbf 1` below itself for :math:`c = hi /
+    (1 - \beta)` and above itself for :math:`c = \min(lo, 0) / (1 - \beta)`, so
+    :math:`v^* - w` lies between these constants (the McQueen-Porteus bounds written
+    around w, valid whatever the rounding of the row sums).  With a ``target``, ``lo``
+    and ``hi`` first come from the float Q-values, each within :meth:`_Bellman.q_error`
+    (that bound is returned when it meets the target); otherwise from the double-double
+    Q-values (:meth:`_Bellman.exact_rows`) of the float argmax action
+    of every state (a lower bound of the max, and its upper bound) and of the other
+    actions whose float upper bound (:meth:`_Bellman.q_error`) could exceed it (near
+    ties); every other action is below them.
+    """
+    S, A = bell.S, bell.A
+    if q is None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            q = bell.q(w)
+    if (not bell.ok or not np.all(np.isfinite(w)) or not np.all(np.isfinite(q))
+            or np.abs(w).max(initial=0.0) >= _SPLIT_MAX):
+        return np.inf, np.inf, q
+    denom = 1.0 - bell.beta
+    wmax = float(np.abs(w).max(initial=0.0))
+    with np.errstate(over="ignore", invalid="ignore"):
+        gap = q - w[:, None]
+        err = ((bell.q_error(q, wmax) if qerr is None else qerr * _WIDEN)
+               + 2.0 * _U * np.abs(gap))
+        upper = (gap + err) * _WIDEN
+        lower = gap - err * _WIDEN
+    if target is not None:
+        # first in float (the rounding of every Q-value bounded): enough where the rows
+        # are short or gamma is far from 1
+        hi_f = float(upper.max(initial=-np.inf))
+        lo_f = float(lower.max(axis=1).min(initial=0.0))
+        bound = max(abs(hi_f), abs(min(lo_f, 0.0))) / denom * _WIDEN + 4.0 * _ETA
+        if bound <= target:
+            return bound, float(np.abs(gap.max(axis=1)).max(initial=0.0)), q
+    # in double-double where float cannot decide: the states whose float bounds are
+    # beyond the threshold H (target * (1 - beta); all states without a target), their
+    # float argmax action first, then any other action whose float upper bound could
+    # exceed that action's certified one (near ties)
+    H = target * denom / _WIDEN if target is not None else -np.inf
+    best = q.argmax(axis=1)
+    low = lower.max(axis=1)
+    cand = np.flatnonzero((upper.max(axis=1) > H) | (low < -H))
+    s, c, e = bell.exact_rows(w, None, cand * A + best[cand])
+    dc, de = _sum([s, c, -w[cand]])
+    pad = de + e + 2.0 * _U * (np.abs(dc) + de + e) + 2.0 * _ETA
+    low[cand] = np.maximum(low[cand], dc - pad)
+    lo = float(low.min(initial=0.0))
+    upper[cand, best[cand]] = dc + pad
+    ceiling = np.full(S, H)
+    ceiling[cand] = np.maximum(H, dc + pad)
+    others = upper > ceiling[:, None]
+    others[cand, best[cand]] = False
+    if others.any():
+        si, ai = np.nonzero(others)
+        s2, c2, e2 = bell.exact_rows(w, None, si * A + ai)
+        d2, de2 = _sum([s2, c2, -w[si]])
+        upper[si, ai] = (d2 + de2 + e2 + 2.0 * _U * (np.abs(d2) + de2 + e2) + 2.0 * _ETA)
+    hi = float(upper.max(initial=-np.inf))
+    resid = gap.max(axis=1)
+    resid[cand] = dc
+    bound = max(abs(hi), abs(min(lo, 0.0))) / denom * _WIDEN + 4.0 * _ETA
+    return bound, float(np.abs(resid).max(initial=0.0)), q
+
+
+def _refine(bell: _Bellman, rows, P_pi, system, v: np.ndarray, done: float):
+    r"""The values of the policy with rows ``rows`` refined to a double-double, with a
+    bound on their error (step 1 of :func:`_certify`).
+
+    From (vh, vl): the residual :math:`r = g_\pi + \gamma P_\pi (v_h + v_l) - v_h - v_l`
+    in double-double (within :math:`\epsilon_r`), a correction d with :math:`(I - \gamma
+    P_\pi) d \approx \hat r` (``system``: any d serves, so an iterative solve is asked for
+    :data:`_CORRECTION_TOL` only), and :math:`v_h + v_l + d` kept as a new double-double
+    (exactly when vl = 0, else within :math:`u |v_l + d|` more).  Since
+    :math:`V_\pi - v - d = (I - \gamma P_\pi)^{-1}(r - (I - \gamma P_\pi) d)`,
 
     .. math::
 
-        \tilde Q(i) = \underbrace{g(i) + \textstyle\sum_k x_k}_{\text{TwoSum tree: }
-        s + \sum e} + \textstyle\sum_k \big(y_k + p^h_k v_l + p^l_k v_h + p^l_k v_l\big).
+        \|V_\pi - (v + d)\|_\infty \le E' = \frac{\epsilon_r + \|\hat r - (I - \gamma
+        P_\pi) d\|_\infty + \epsilon_s}{1 - \beta}
 
-    The tree of TwoSums is exact (``s`` plus its error terms ``e``); the N small terms
-    z (the ``e``, the ``y`` and the three rounded products w) are summed in float, within
-    :math:`\gamma_N \sum |z|`, and each rounded product is within :math:`u |w|`, so
-    ``|s + c - Q| <= gamma_N sum|z| + u sum|w|`` (about :math:`N u^2 |Q|`), doubled for
-    the rounding of the bound itself, plus :math:`16\eta (L + \sum_k |v|)` for
-    underflow.
+    (:math:`\epsilon_s = 2\gamma_{L+4}(|\hat r| + |d| + \gamma P_\pi |d|)`: the float
+    residual of d).  Passes repeat while E' is above ``done`` and shrinks (at most 6).
+    Returns (vh, vl, E) with :math:`\|V_\pi - v_h - v_l\|_\infty \le E`.
     """
-
-    def __init__(self, model: TabularCMDP, g: np.ndarray):
-        P = sp.csr_array(model.P_sparse, copy=True)
-        P.sum_duplicates()  # canonical rows: identical rows give identical sums
-        self.S, self.A = g.shape
-        self.P = P
-        self.gamma = float(model.gamma)
-        self.indptr, self.indices = P.indptr, P.indices
-        self.counts = np.diff(P.indptr)
-        self.ph, self.pl = _two_prod(self.gamma, np.asarray(P.data, dtype=np.float64))
-        self.g = np.asarray(g, dtype=np.float64).ravel()
-        L = int(self.counts.max(initial=0))
-        # row sums: the float sums are within gamma_L of the exact ones
-        self.rowsum = np.asarray(P.sum(axis=1)).ravel() * (1.0 + 2.0 * _gam(L + 2))
-        # the contraction factor: beta >= gamma * max_i sum_j P_ij
-        self.beta = self.gamma * float(self.rowsum.max(initial=0.0)) * (1.0 + 4.0 * _U)
-        self.ok = (self.beta < 1.0 and float(np.abs(self.g).max(initial=0.0)) < _SPLIT_MAX)
-
-    def rows(self, vh: np.ndarray, vl: np.ndarray | None, rows: np.ndarray):
-        """(s, c, err) for the given rows: the exact sum lies within err of s + c."""
-        n = rows.size
-        out_s, out_c, out_e = np.empty(n), np.empty(n), np.empty(n)
-        L_all = int(self.counts[rows].max(initial=0))
-        step = max(1, (1 << 20) // (L_all + 1))
-        for lo in range(0, n, step):
-            rr = rows[lo:lo + step]
-            cnt = self.counts[rr]
-            L = int(cnt.max(initial=0))
-            k = np.arange(L)
-            live = k[None, :] < cnt[:, None]
-            pos = np.where(live, self.indptr[rr][:, None] + k[None, :], 0)
-            ph = np.where(live, self.ph[pos], 0.0)
-            pl = np.where(live, self.pl[pos], 0.0)
-            j = self.indices[pos]
-            bh = vh[j]
-            x, y = _two_prod(ph, bh)
-            w = [pl * bh]
-            if vl is not None:
-                bl = vl[j]
-                w += [ph * bl, pl * bl]
-            # the TwoSum tree of g and the x
-            T = np.concatenate([self.g[rr][:, None], x], axis=1)
-            small = [y, *w]
-            while T.shape[1] > 1:
-                if T.shape[1] % 2:
-                    T = np.concatenate([T, np.zeros((T.shape[0], 1))], axis=1)
-                T, e = _two_sum(T[:, 0::2], T[:, 1::2])
-                small.append(e)
-            z = np.concatenate(small, axis=1)
-            N = z.shape[1]
-            wmag = sum(np.abs(t).sum(axis=1) for t in w)
-            vmag = np.abs(bh).sum(axis=1) + (0.0 if vl is None else np.abs(bl).sum(axis=1))
-            out_s[lo:lo + step] = T[:, 0]
-            out_c[lo:lo + step] = z.sum(axis=1)
-            out_e[lo:lo + step] = (2.0 * (_gam(N + 1) * np.abs(z).sum(axis=1) + _U * wmag)
-                                   + 16.0 * _ETA * (N + vmag))
-        return out_s, out_c, out_e
+    gamma, denom = bell.gamma, 1.0 - bell.beta
+    L = int(np.diff(P_pi.indptr).max(initial=0)) if sp.issparse(P_pi) else bell.S
+    vh, vl = np.asarray(v, dtype=np.float64), np.zeros(bell.S)
+    best = (vh, vl, np.inf, np.full(bell.S, np.inf))
+    first = True
+    for _ in range(6):
+        if (not bell.ok or not np.all(np.isfinite(vh))
+                or np.abs(vh).max(initial=0.0) >= _SPLIT_MAX):
+            break
+        s, c, e = bell.exact_rows(vh, vl, rows)
+        r, er = _sum([s, c, -vh, -vl])
+        er = er + e
+        with warnings.catch_warnings():
+            # any d serves (its residual enters E): a solver's accuracy warning about a
+            # correction would only confuse
+            warnings.simplefilter("ignore", RuntimeWarning)
+            d = np.asarray(system.solve(r, tol=_CORRECTION_TOL), dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            res = r - d + gamma * (P_pi @ d)
+            es = (2.0 * _gam(L + 4) * (np.abs(r) + np.abs(d) + gamma * (P_pi @ np.abs(d)))
+                  + 4.0 * (L + 4) * _ETA)
+            E = float((er + np.abs(res) + es).max(initial=0.0)) / denom * _WIDEN
+            add = vl + d
+            if not first:  # the rounding of vl + d
+                E += 2.0 * _U * float(np.abs(add).max(initial=0.0))
+        if not np.isfinite(E):
+            break
+        if E >= best[2]:
+            break  # refinement stalled
+        nh, nl = _two_sum(vh, add)
+        with np.errstate(over="ignore", invalid="ignore"):
+            # the residual at vh + vl + d is res; at the float nh = that - nl
+            best = (nh, nl, E, res + nl - gamma * (P_pi @ nl))
+        if E <= done:
+            break
+        vh, vl, first = nh, nl, False
+    return best
 
 
-def _mp_bound(acc: _AccurateBellman, w: np.ndarray) -> tuple[float, float]:
-    r"""A certified bound on :math:`\|w - v^*\|_\infty` for any w (S,), and the
-    residual :math:`\|Tw - w\|_\infty`.
-
-    With :math:`lo \le (Tw - w)(s) \le hi` for every s (the exact Bellman operator of
-    the float data, bounded through :class:`_AccurateBellman`), the monotone
-    :math:`\beta`-contraction T (:math:`\beta \ge \gamma \max_i \sum_j P_{ij}`) maps
-    :math:`w + c\mathbf 1` below itself for :math:`c = hi / (1 - \beta)` and above
-    itself for :math:`c = \min(lo, 0) / (1 - \beta)`, so :math:`v^* - w` lies between
-    these constants (the McQueen-Porteus bounds written around w, valid whatever the
-    rounding of the row sums).
-    """
-    if not acc.ok or not np.all(np.isfinite(w)) or np.abs(w).max(initial=0.0) >= _SPLIT_MAX:
-        return np.inf, np.inf
-    S, A = acc.S, acc.A
-    s, c, e = acc.rows(w, None, np.arange(S * A))
-    ws = np.repeat(w, A)
-    d, de = _sum([s, c, -ws])
-    d, de = d.reshape(S, A), (de + e).reshape(S, A)
-    pad = de + 2.0 * _U * (np.abs(d) + de) + 2.0 * _ETA  # with the rounding of d +- de
-    hi = float((d + pad).max(axis=1).max())
-    lo = float((d - pad).max(axis=1).min())
-    denom = 1.0 - acc.beta
-    bound = max(abs(hi), abs(min(lo, 0.0))) / denom * _WIDEN + 4.0 * _ETA
-    return bound, float(np.abs(d.max(axis=1)).max())
-
-
-def _certify(model: TabularCMDP, acc: _AccurateBellman, actions: np.ndarray,
-             max_steps: int) -> Result:
+def _certify(bell: _Bellman, actions: np.ndarray, max_steps: int, target: float,
+             system=None, P_pi=None, v=None, q=None) -> Result:
     r"""The exact values of a deterministic policy, refined, and a certified bound on
     their distance to the optimal values (improving the policy where an improvement is
     certain).
 
-    1. Solve :math:`(I - \gamma P_\pi) v = g_\pi` (:class:`PolicySystem`), then refine:
-       the residual :math:`r = g_\pi + \gamma P_\pi v - v` of the double-double
-       :math:`v = v_h + v_l` is computed in double-double (:class:`_AccurateBellman`,
-       within :math:`\epsilon_r`), :math:`d` solves :math:`(I - \gamma P_\pi) d = \hat r`
-       and :math:`v \leftarrow v + d`.  For any computed d,
-       :math:`V_\pi - v = d + (I - \gamma P_\pi)^{-1}(r - (I - \gamma P_\pi) d)` and
-       :math:`\|(I - \gamma P_\pi)^{-1}\|_\infty \le 1/(1 - \beta)`, so
-       :math:`E = \|d\|_\infty + (\epsilon_r + \|\hat r - (I - \gamma P_\pi) d\|_\infty +
-       \epsilon_s) / (1 - \beta)` bounds :math:`\|V_\pi - v\|_\infty` (:math:`\epsilon_s`:
-       the standard :math:`\gamma_{L+4}` bound of the float residual of d).
-    2. The advantages :math:`A(s, a) = \tilde Q(s, a) - \tilde Q(s, \pi(s))` at v in
-       double-double: the exact advantage of :math:`V_\pi` differs by
-       :math:`\gamma (P(s,a) - P(s,\pi(s))) \cdot (V_\pi - v)`, at most
-       :math:`\gamma \|P(s, a) - P(s, \pi(s))\|_1 E` (zero for identical rows).  Where its
-       lower bound is > 0 the switch is a certain improvement, taken (policy iteration
-       with a certified tie rule), at most ``max_steps`` times.
+    1. Solve :math:`(I - \gamma P_\pi) v = g_\pi` (:class:`PolicySystem`; or take the
+       ``system``, ``v`` and float Q-values ``q`` of the policy iteration that found the
+       policy: its factorisation serves again) and refine v to a double-double :math:`v_h + v_l`
+       within E of :math:`V_\pi` (:func:`_refine`: one pass in the usual case).
+    2. The advantages :math:`A(s, a) = \tilde Q(s, a) - \tilde Q(s, \pi(s))` at :math:`v_h`:
+       first in float (at v when ``q`` is given, the bound E growing by
+       :math:`\|v_h + v_l - v\|`; :meth:`_Bellman.q_error` bounds their rounding); only
+       where the
+       float upper bound plus :math:`\gamma (\sigma_{s,a} + \sigma_{s,\pi(s)}) E'` could
+       be positive (near ties) in double-double, with the exact
+       :math:`\|P(s,a) - P(s,\pi(s))\|_1` (zero for identical rows).  The exact
+       advantage of :math:`V_\pi` differs by at most :math:`\gamma \|P(s, a) -
+       P(s, \pi(s))\|_1 E'`, with :math:`E' = \|v_l\|_\infty + E \ge \|V_\pi -
+       v_h\|_\infty`.  Where its lower bound is > 0 the switch is a certain
+       improvement, taken (policy iteration with a certified tie rule), at most
+       ``max_steps`` times.
     3. :math:`\rho` = the largest upper bound of an advantage (or 0) bounds
        :math:`\|T V_\pi - V_\pi\|_\infty`, so :math:`\|v^* - V_\pi\|_\infty \le \rho /
-       (1 - \beta)`, and the returned float :math:`v_h` is within
-       ``bound`` :math:`= (\|v_l\|_\infty + E + \rho / (1 - \beta))(1 + 10^{-13})` of
-       :math:`v^*`.
+       (1 - \beta)`, and the returned float :math:`v_h` is within ``bound`` :math:`=
+       (\|v_l\|_\infty + E + \rho / (1 - \beta))(1 + 10^{-13})` of :math:`v^*`.
     """
     from .evaluation import PolicySystem
 
-    S, A = acc.S, acc.A
-    gamma, denom = acc.gamma, 1.0 - acc.beta
+    S, A = bell.S, bell.A
+    gamma, denom = bell.gamma, 1.0 - bell.beta
     states = np.arange(S)
     actions = np.asarray(actions, dtype=np.int64).copy()
-    all_rows = np.arange(S * A)
     steps = 0
     while True:
         rows = states * A + actions
-        P_pi = sp.csr_array(acc.P[rows])
-        L = int(np.diff(P_pi.indptr).max(initial=0))
-        system = PolicySystem(P_pi, gamma)
-        with np.errstate(over="ignore", invalid="ignore"):
-            vh = np.asarray(system.solve(acc.g[rows]), dtype=np.float64)
-        vl = np.zeros(S)
-        best = None
-        for _ in range(6):
-            if (not acc.ok or not np.all(np.isfinite(vh))
-                    or np.abs(vh).max(initial=0.0) >= _SPLIT_MAX):
-                best = (vh, vl, np.inf)
-                break
-            s, c, e = acc.rows(vh, vl, rows)
-            r, er = _sum([s, c, -vh, -vl])
-            er = er + e
-            with warnings.catch_warnings():
-                # any d serves (its residual enters E): a solver's accuracy warning about
-                # a correction would only confuse
-                warnings.simplefilter("ignore", RuntimeWarning)
-                d = np.asarray(system.solve(r), dtype=np.float64)
+        if system is None:
+            _, P_pi, g_pi = bell.policy(actions)
+            system = PolicySystem(P_pi, gamma)
             with np.errstate(over="ignore", invalid="ignore"):
-                res = r - d + gamma * (P_pi @ d)
-                es = (2.0 * _gam(L + 4) * (np.abs(r) + np.abs(d) + gamma * (P_pi @ np.abs(d)))
-                      + 4.0 * (L + 4) * _ETA)
-                E = (float(np.abs(d).max(initial=0.0))
-                     + float((er + np.abs(res) + es).max(initial=0.0)) / denom) * _WIDEN
-            if not np.isfinite(E):
-                E = np.inf
-            if best is None or E < best[2]:
-                best = (vh, vl, E)
-            elif E >= best[2]:
-                break  # refinement stalled
-            if E <= 1e-3 * _U * float(np.abs(vh).max(initial=0.0)):
-                break  # far below the rounding of the values to float
-            vh, vl = _two_sum(vh, vl + d)
-        vh, vl, E = best
+                v = system.solve(g_pi)
+        vh, vl, E, resid = _refine(bell, rows, P_pi, system, v, 1e-3 * target)
         if not np.isfinite(E):
             return Result(v=vh, actions=actions, bound=np.inf, steps=steps, rho=np.inf,
-                          E=np.inf, residual=np.inf, capped=False)
-        # advantages of every action against the policy's, in double-double
-        s, c, e = acc.rows(vh, vl, all_rows)
-        s, c, e = s.reshape(S, A), c.reshape(S, A), e.reshape(S, A)
-        sp_, cp_, ep_ = s[states, actions][:, None], c[states, actions][:, None], \
-            e[states, actions][:, None]
-        adv, ea = _sum([s, c, -np.broadcast_to(sp_, s.shape), -np.broadcast_to(cp_, s.shape)])
-        ea = ea + e + ep_
-        # |P(s,a) - P(s,pi(s))|_1 <= its row sums; exactly (zero for identical rows) only
-        # where an advantage could be positive
-        sig = acc.rowsum.reshape(S, A)
-        delta = sig + sig[states, actions][:, None]
-        near = adv + ea + gamma * delta * E > 0.0
-        near[states, actions] = False
+                          E=np.inf, residual=np.inf, capped=False, q=None)
+        Ev = float(np.abs(vl).max(initial=0.0)) + E  # >= ||V_pi - vh||
+        if q is None:  # the float Q-values at w (at the policy iteration's v if given)
+            w, Ew = vh, Ev
+            with np.errstate(over="ignore", invalid="ignore"):
+                q = bell.q(vh)
+        else:  # ||V_pi - v|| <= E + ||vh + vl - v||
+            w = v
+            Ew = E + float((np.abs(vh - v) + np.abs(vl)).max(initial=0.0)) * (1.0 + 4 * _U)
+        sig = bell.sigma.reshape(S, A)
+        err = bell.q_error(q, float(np.abs(w).max(initial=0.0)))
+        adv = q - q[states, actions][:, None]
+        slack = (err + err[states, actions][:, None] + 2.0 * _U * np.abs(adv)
+                 + gamma * (sig + sig[states, actions][:, None]) * Ew) * _WIDEN
+        upper = adv + slack
+        upper[states, actions] = -np.inf
+        near = upper > 0.0
+        rho, better = 0.0, np.zeros((S, A), dtype=bool)
+        lower_near = None
         if near.any():
             si, ai = np.nonzero(near)
-            diff = acc.P[si * A + ai] - acc.P[rows[si]]
-            delta[si, ai] = np.asarray(abs(diff).sum(axis=1)).ravel() * _WIDEN
-        slack = (ea + gamma * delta * E) * _WIDEN
-        pad = 2.0 * _U * (np.abs(adv) + slack) + 2.0 * _ETA  # the rounding of adv +- slack
-        upper, lower = adv + slack + pad, adv - slack - pad
-        upper[states, actions] = -np.inf
-        lower[states, actions] = -np.inf
-        better = lower > 0.0
+            own = np.unique(si)
+            s1, c1, e1 = bell.exact_rows(vh, vl, si * A + ai)
+            s0, c0, e0 = bell.exact_rows(vh, vl, rows[own])
+            pos = np.searchsorted(own, si)
+            a_dd, ea = _sum([s1, c1, -s0[pos], -c0[pos]])
+            ea = ea + e1 + e0[pos]
+            P = bell.P
+            diff = P[si * A + ai] - P[rows[si]]
+            delta = np.asarray(abs(diff).sum(axis=1)).ravel() * _WIDEN
+            sl = (ea + gamma * delta * E) * _WIDEN
+            pad = 2.0 * _U * (np.abs(a_dd) + sl) + 2.0 * _ETA
+            upper_near, lower_near = a_dd + sl + pad, a_dd - sl - pad
+            rho = max(0.0, float(upper_near.max()))
+            better[si, ai] = lower_near > 0.0
+            adv = adv.copy()
+            adv[si, ai] = a_dd
         if better.any() and steps < max_steps:
             switch = better.any(axis=1)
             cand = np.where(better, adv, -np.inf).argmax(axis=1)
             actions = np.where(switch, cand, actions)
             steps += 1
+            system = q = None
             continue
-        rho = max(0.0, float(upper.max(initial=-np.inf)))
-        bound = (float(np.abs(vl).max(initial=0.0)) + E + rho / denom) * _WIDEN + 4.0 * _ETA
+        bound = (Ev + rho / denom) * _WIDEN + 4.0 * _ETA
         # the residual of the returned float values vh (for information)
-        tv, _ = _sum([s, c, -np.broadcast_to(vh[:, None], s.shape)])
-        return Result(v=vh, actions=actions, bound=bound, steps=steps, rho=rho, E=E,
-                      residual=float(np.abs(tv.max(axis=1)).max()),
+        top = resid + np.maximum(0.0, np.max(np.where(near, adv, -np.inf), axis=1,
+                                             initial=-np.inf))
+        return Result(v=vh, actions=actions, bound=bound, steps=steps, rho=rho, E=Ev,
+                      residual=float(np.abs(top).max(initial=0.0)), q=q,
                       capped=bool(better.any()))
 
 
-def _finish(model, g, v, lam, method, iterations, status, message, error_bound,
-            residual=None, actions=None):
+def _finish(model, bell, v, lam, method, iterations, status, message, error_bound,
+            residual=None, actions=None, q=None):
     """The result of :func:`solve_mdp`: the policy (by default the greedy policy of v),
     the residual of v and the status."""
-    q = _bellman(model, g, v)
+    if q is None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            q = bell.q(v)
     if residual is None or not np.isfinite(residual):
         residual = float(np.abs(q.max(axis=1) - v).max())
     if actions is None:
@@ -583,15 +685,7 @@ def _below_rounding_message(what: str, bound: float, target: float, scale: float
             f"use tol >= {bound / scale:.1e}")
 
 
-def _certified_finish(model, g, lam, method, acc, actions, max_steps, iterations, what,
-                      target, scale, capped=False):
-    """Certify the policy ``actions`` (:func:`_certify`) and build the result."""
-    cert = _certify(model, acc, actions, max_steps)
-    return _from_certificate(model, g, lam, method, cert, iterations, what, target, scale,
-                             capped)
-
-
-def _from_certificate(model, g, lam, method, cert, iterations, what, target, scale,
+def _from_certificate(model, bell, lam, method, cert, iterations, what, target, scale,
                       capped=False):
     """The result of a certified policy (:func:`_certify`)."""
     capped = capped or cert.capped
@@ -607,25 +701,64 @@ def _from_certificate(model, g, lam, method, cert, iterations, what, target, sca
         msg = _below_rounding_message(what + extra, cert.bound, target, scale, model.gamma)
     if method == "policy_iteration":
         iterations += cert.steps
-    return _finish(model, g, cert.v, lam, method, iterations, status, msg, cert.bound,
-                   cert.residual, cert.actions)
+    return _finish(model, bell, cert.v, lam, method, iterations, status, msg, cert.bound,
+                   cert.residual, cert.actions, cert.q)
 
 
-def _lp_values(model: TabularCMDP, g: np.ndarray) -> np.ndarray:
-    r"""The optimal values of the LP :math:`\min p^\top v` s.t. :math:`v(s) \ge g(s, a) +
-    \gamma P(s, a)^\top v` (weights p > 0 on every state: the uniform distribution),
-    solved by HiGHS through ``scipy.optimize.linprog``."""
-    import scipy.sparse as sp
-    from scipy.optimize import linprog
+def _lp_policy(bell: _Bellman) -> tuple[np.ndarray | None, int]:
+    r"""An optimal policy by the dual LP, :math:`\max \sum_{s,a} g(s,a) x(s,a)` s.t.
+    :math:`\sum_a x(s', a) - \gamma \sum_{s,a} P(s'|s,a) x(s,a) = 1/S`, x >= 0 (the
+    discounted occupancy of a start spread over every state, S rows and S*A columns),
+    with costs scaled to a largest magnitude of 1, solved by HiGHS's simplex from the
+    basis of the greedy policy of g (columns
+    :math:`(s, \arg\max_a g(s, a))`: the basis matrix :math:`(I - \gamma
+    P_\pi)^\top` is invertible and its solution, an occupancy, is feasible).  The policy
+    is the basic column of every state (its largest x).  Returns (actions or None when
+    HiGHS finds no optimum, simplex iterations).
+    """
+    import highspy
 
-    S, A = g.shape
-    E = sp.kron(sp.identity(S, format="csr"), np.ones((A, 1)), format="csr")
-    A_ub = sp.csr_array(model.gamma * model.P_sparse - E)
-    from .._solvers import HIGHS_OPTIONS
+    from .._solvers import HIGHS_OPTIONS, new_highs
 
-    sol = linprog(np.full(S, 1.0 / S), A_ub=A_ub, b_ub=-g.ravel(), bounds=[(None, None)] * S,
-                  method="highs", options=HIGHS_OPTIONS)
-    return None if sol.status != 0 else np.asarray(sol.x, dtype=np.float64)
+    S, A = bell.S, bell.A
+    n = S * A
+    P = sp.csr_array(bell.P) if bell.dense else bell.P
+    # column (s, a): +1 in row s, -gamma P(.|s, a) in the other rows: the CSC of this
+    # matrix is the CSR of its transpose, built from P's rows
+    E = sp.csr_array((np.ones(n), (np.arange(n), np.repeat(np.arange(S), A))), shape=(n, S))
+    cols = sp.csr_array(E - bell.gamma * P)
+    cols.sum_duplicates()
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n, S
+    top = float(np.abs(bell.gflat).max(initial=0.0))
+    # (a positive scaling of the objective keeps its optimal bases: HiGHS's tolerances
+    # want costs of order 1)
+    lp.col_cost_ = -bell.gflat / (top if top > 0.0 else 1.0)
+    lp.col_lower_, lp.col_upper_ = np.zeros(n), np.full(n, np.inf)
+    lp.row_lower_ = lp.row_upper_ = np.full(S, 1.0 / S)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = cols.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = cols.indices.astype(np.int32)
+    lp.a_matrix_.value_ = np.asarray(cols.data, dtype=np.float64)
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n, S
+    h = new_highs(**HIGHS_OPTIONS)
+    try:
+        h.passModel(lp)
+        basis = highspy.HighsBasis()
+        status = np.full(n, highspy.HighsBasisStatus.kLower)
+        status[np.arange(S) * A + bell.g.argmax(axis=1)] = highspy.HighsBasisStatus.kBasic
+        basis.col_status = status.tolist()
+        basis.row_status = [highspy.HighsBasisStatus.kLower] * S
+        basis.valid = True
+        h.setBasis(basis)
+        h.run()
+    except (RuntimeError, ValueError, ArithmeticError):
+        return None, 0
+    iterations = int(h.getInfo().simplex_iteration_count)
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None, iterations
+    x = np.asarray(h.getSolution().col_value, dtype=np.float64).reshape(S, A)
+    return x.argmax(axis=1), iterations
 
 
 def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
@@ -636,12 +769,18 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     Discounted (``horizon=None``, gamma < 1), by ``method``:
 
     * ``"policy_iteration"``: Howard's policy iteration with exact evaluations
-      (:func:`policy_iteration`), its final policy certified (below);
+      (:func:`policy_iteration`'s iteration, started at the greedy policy of one Bellman
+      step from :math:`\max_a g`, a policy that switched few states solved through the
+      last factorisation: :meth:`PolicySystem.updated`), its final policy certified
+      (below) with that factorisation;
     * ``"value_iteration"``: :math:`v \leftarrow \max_a Q_v` from ``v0`` (default 0);
-    * ``"modified_policy_iteration"``: a greedy step, then ``k`` evaluation sweeps of the
-      greedy policy, repeated;
-    * ``"lp"``: the LP :math:`\min \sum_s v(s)` s.t. :math:`v \ge r + \gamma P v`
-      (HiGHS through scipy), its greedy policy certified (below).
+    * ``"modified_policy_iteration"``: a greedy step, then at most ``k`` evaluation
+      sweeps of the greedy policy (fewer once a sweep changes v by a constant up to a
+      span of a tenth of the target over :math:`\gamma / (1 - \gamma)`: the sweeps left
+      could only add a constant, which neither the next greedy policy nor the bounds
+      see), repeated;
+    * ``"lp"``: the dual LP over discounted occupancies (:func:`_lp_policy`: HiGHS's
+      simplex from the basis of the greedy policy of g), its policy certified (below).
 
     **The error bound includes rounding.**  Every result carries ``error_bound``, a
     bound on :math:`\|v - v^*\|_\infty` for the optimal values :math:`v^*` of the MDP
@@ -656,26 +795,28 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     :math:`\beta = \gamma \max_i \sum_j P_{ij}` (rounded up) replaces gamma:
 
     * *certified policy* (policy iteration, LP, and value/modified policy iteration when
-      their own bound is limited by rounding): the policy is evaluated exactly
-      (:class:`~rcmdp_exact.core.evaluation.PolicySystem`) and refined to a double-double
-      :math:`v_h + v_l`; one more correction d (a solve with the double-double
-      residual) gives :math:`E = \|d\| + \|\text{residual of } d\| / (1 - \beta)
-      \ge \|V_\pi - v_h - v_l\|`; the advantages of the other actions, in double-double,
-      are off by at most :math:`\gamma \|P(s,a) - P(s,\pi(s))\|_1 E` (zero for identical
-      rows); where one is surely positive the policy is improved (a certified
-      improvement step); the largest upper bound :math:`\rho \ge \|T V_\pi -
-      V_\pi\|_\infty` then gives ``error_bound`` :math:`= (\|v_l\|_\infty + E + \rho /
-      (1 - \beta))(1 + 10^{-13})` for the returned :math:`v = v_h` (the
-      :math:`10^{-13}` covers the rounding of the bound's own few operations).  For a
-      certified optimal policy (:math:`\rho = 0`) this is about half a unit in the last
-      place of the largest value, at any gamma;
+      their own bound is limited by rounding), :func:`_certify`: the policy is evaluated
+      exactly (:class:`~rcmdp_exact.core.evaluation.PolicySystem`) and refined once to a
+      double-double :math:`v_h + v_l` (a correction d from the double-double residual);
+      the residual of d gives E, a bound on :math:`\|V_\pi - v_h - v_l\|`; the
+      advantages of the other actions, screened in float and computed in double-double
+      where they could be positive, are off by at most :math:`\gamma \|P(s,a) -
+      P(s,\pi(s))\|_1 E` (zero for identical rows); where one is surely positive the
+      policy is improved (a certified improvement step); the largest upper bound
+      :math:`\rho \ge \|T V_\pi - V_\pi\|_\infty` then gives ``error_bound``
+      :math:`= (\|v_l\|_\infty + E + \rho / (1 - \beta))(1 + 10^{-13})` for the
+      returned :math:`v = v_h` (the :math:`10^{-13}` covers the rounding of the bound's
+      own few operations).  For a certified optimal policy (:math:`\rho = 0`) this is
+      about half a unit in the last place of the largest value, at any gamma;
     * *value and modified policy iteration* stop when the float McQueen-Porteus bounds
-      :math:`Tv + \frac{\gamma}{1-\gamma}[\min(Tv - v), \max(Tv - v)]` put the optimal
-      values within ``tol`` times the value scale, or when their half-width is below the
-      rounding of the float iteration (:math:`\frac{\gamma}{1-\gamma} 2 (L + 3) u
-      (\max|r| + 2 \max|v|)`: more iterations cannot shrink it), and return the
-      midpoint w of the bounds with the certified bound :math:`\max(hi, -\min(lo, 0)) /
-      (1 - \beta)`, where :math:`lo \le Tw - w \le hi` in double-double.  Near gamma = 1
+      around the last iterate, :math:`v + [\min(Tv - v), \max(Tv - v)] / (1 - \gamma)`,
+      put the optimal values within ``tol`` times the value scale, or when their
+      half-width is below the rounding of the float iteration (:math:`2 (L + 3) u
+      (\max|r| + 2 \max|v|) / (1 - \gamma)`: more iterations cannot shrink it), and
+      return the centre w of the bounds with the certified bound :math:`\max(hi,
+      -\min(lo, 0)) / (1 - \beta)`, where :math:`lo \le Tw - w \le hi`, from the float
+      Q-values with their rounding bounded when that meets ``tol``, else in double-double
+      where float cannot decide (:func:`_mp_bound`).  Near gamma = 1
       that bound cannot go below about :math:`2 u \max|v| / (1 - \gamma)`; when it
       misses ``tol`` (and the iteration limit was not reached), the greedy policy of w
       is certified as above and returned instead (``v`` its exact values) when its bound
@@ -709,7 +850,7 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
         Iteration cap (also of the certified improvement steps); reaching it leaves
         ``converged`` False unless the bound meets ``tol`` anyway.
     k : int
-        Evaluation sweeps per step of modified policy iteration.
+        At most this many evaluation sweeps per step of modified policy iteration.
     v0 : array (S,), optional
         Start of value and modified policy iteration.
 
@@ -751,76 +892,113 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     check_real(model.gamma, "the model's gamma", 0.0, 1.0, high_open=True,
                hint="; solve_mdp's discounted methods need gamma < 1: give horizon=T for "
                     "the T-step problem")
-    gamma, S = model.gamma, model.n_states
+    if method == "modified_policy_iteration":
+        check_int(k, "k", 1)
+    S = model.n_states
+    v = None
+    if v0 is not None and method in ("value_iteration", "modified_policy_iteration"):
+        v = np.array(as_float_array(v0, "v0", "give one value per state", shape=(S,),
+                                    axes=("s",)))
     scale = value_scale(model)
     target = tol * scale
-    acc = _AccurateBellman(model, g)
+    bell = _Bellman(model, g)
     if method == "policy_iteration":
-        pi = policy_iteration(model, lam_arr, max_iter)
+        pi = _howard(model, bell, max_iter, lookahead=True)
         what = (f"policy iteration: stable after {pi.iterations} iterations" if pi.converged
                 else f"policy iteration: iteration limit {max_iter} reached")
-        return _certified_finish(model, g, lam_arr, method, acc, pi.policy,
-                                 max_iter - pi.iterations, pi.iterations, what, target,
-                                 scale, capped=not pi.converged)
+        cert = _certify(bell, pi.policy, max_iter - pi.iterations, target, pi.system,
+                        pi.P_pi, pi.v, pi.q)
+        return _from_certificate(model, bell, lam_arr, method, cert, pi.iterations, what,
+                                 target, scale, capped=not pi.converged)
     if method == "lp":
-        v = _lp_values(model, g)
-        if v is None:
-            return _finish(model, g, np.zeros(S), lam_arr, method, 1, Status.SOLVER_ERROR,
-                           "the LP solver did not return an optimum; use method="
-                           "'policy_iteration'", np.inf)
-        return _certified_finish(model, g, lam_arr, method, acc,
-                                 _bellman(model, g, v).argmax(axis=1), max_iter, 1,
-                                 "LP (HiGHS) optimal", target, scale)
-    check_int(k, "k", 1)
-    v = np.zeros(S) if v0 is None else np.array(as_float_array(
-        v0, "v0", "give one value per state", shape=(S,), axes=("s",)))
+        actions, its = _lp_policy(bell)
+        if actions is None:
+            return _finish(model, bell, np.zeros(S), lam_arr, method, its,
+                           Status.SOLVER_ERROR, "the LP solver did not return an optimum; "
+                           "use method='policy_iteration'", np.inf)
+        cert = _certify(bell, actions, max_iter, target)
+        return _from_certificate(model, bell, lam_arr, method, cert, max(its, 1),
+                                 f"LP (HiGHS) optimal after {its} simplex iterations",
+                                 target, scale)
+    return _iterate_values(model, bell, lam_arr, method, v, max_iter, int(k), target, scale)
+
+
+def _iterate_values(model, bell: _Bellman, lam, method, v, max_iter, k, target, scale):
+    """Value iteration and modified policy iteration (:func:`solve_mdp`)."""
+    S = bell.S
+    gamma = bell.gamma
+    v = np.zeros(S) if v is None else v
     factor = gamma / (1.0 - gamma)
     # the rounding floor of the float McQueen-Porteus half-width: each component of
     # Tv - v is computed within about (L + 3) u (|g| + |v|) (L next states), so a
-    # half-width below factor times twice that says nothing more: stop there
-    L = int(np.diff(acc.indptr).max(initial=0))
-    gmax = float(np.abs(g).max(initial=0.0))
-    bound, it, floor = np.inf, 0, 0.0
-    while it < max_iter:
-        it += 1
-        q = _bellman(model, g, v)
-        tv = q.max(axis=1)
-        diff = tv - v
-        lo, hi = float(diff.min()), float(diff.max())
-        bound = factor * (hi - lo) / 2.0
-        mid = tv + factor * (lo + hi) / 2.0  # the centre of the McQueen-Porteus bounds
-        floor = factor * 2.0 * (L + 3) * _U * (gmax + 2.0 * float(np.abs(tv).max()))
-        if bound <= max(target, floor) or it == max_iter:
-            break
-        if method == "value_iteration":
+    # half-width below twice that over 1 - gamma says nothing more: stop there
+    gmax = float(np.abs(bell.gflat).max(initial=0.0))
+    L = bell.L
+    half, it, floor, shift = np.inf, 0, 0.0, 0.0
+    pol = P_pi = g_pi = None
+    with np.errstate(over="ignore", invalid="ignore"):
+        while it < max_iter:
+            it += 1
+            q = bell.q(v)
+            new = q.argmax(axis=1)
+            tv = np.take_along_axis(q, new[:, None], axis=1)[:, 0]
+            diff = tv - v
+            lo, hi = float(diff.min()), float(diff.max())
+            # v* - v lies in [lo, hi] / (1 - gamma) (McQueen-Porteus around v): the
+            # centre v + shift is within half of it
+            half = (hi - lo) / (2.0 * (1.0 - gamma))
+            shift = (lo + hi) / (2.0 * (1.0 - gamma))
+            floor = 2.0 * (L + 3) * _U * (gmax + 2.0 * float(np.abs(tv).max())) / (1.0 - gamma)
+            if half <= max(target, floor) or it == max_iter or not np.isfinite(half):
+                break
+            if method == "value_iteration":
+                v = tv
+                continue
+            if pol is None or not np.array_equal(new, pol):  # the rows of a new policy
+                pol = new
+                _, P_pi, g_pi = bell.policy(pol, P_pi)
+            # at most k sweeps: once a sweep changes v by a constant up to a span s, the
+            # sweeps left can change it by a constant up to a span of s gamma / (1 -
+            # gamma); the greedy policy and the McQueen-Porteus centre do not see
+            # constants, so when that is a tenth of the target they are wasted work
+            cut = 0.1 * target / factor if gamma > 0.0 else np.inf
             v = tv
-            continue
-        pol = q.argmax(axis=1)
-        rows = np.arange(S) * model.n_actions + pol
-        P_pi, g_pi = model.P_sparse[rows], g[np.arange(S), pol]
-        v = tv
-        for _ in range(int(k)):
-            v = g_pi + gamma * (P_pi @ v)
-    v = mid
-    capped = bound > max(target, floor)  # the iteration limit stopped it
+            for _ in range(k):
+                new = g_pi + gamma * (P_pi @ v)
+                step = new - v
+                v = new
+                if float(step.max() - step.min()) <= cut:
+                    break
+        # the returned centre w = v + shift and its float Q-values from those at v
+        # (Q_w = Q_v + gamma shift sigma exactly, sigma the exact row sums, within
+        # gamma_L sigma of the float ones)
+        w = v + shift
+        bell.sigma  # noqa: B018 (the row sums, if no product has given them yet)
+        gs = gamma * shift * bell.sums.reshape(S, bell.A)
+        qw = q + gs
+        err = (bell.q_error(q, float(np.abs(v).max(initial=0.0)))
+               + np.abs(gs) * 2.0 * _gam(L + 2) + 2.0 * _U * (np.abs(gs) + np.abs(qw))
+               + 2.0 * _U * np.abs(shift))
+    v = w
+    capped = not half <= max(target, floor)  # the iteration limit stopped it
     name = method.replace("_", " ")
-    certified, residual = _mp_bound(acc, v)
+    certified, residual, q = _mp_bound(bell, v, qw, err, target=target)
     what = (f"{name} met its stopping rule after {it} iterations" if not capped else
             f"{name}: iteration limit {max_iter} reached")
     status = _verdict(certified, target, capped)
     if status == Status.CONVERGED:
-        return _finish(model, g, v, lam_arr, method, it, status,
+        return _finish(model, bell, v, lam, method, it, status,
                        f"{what}; certified McQueen-Porteus error bound {certified:.2e}",
-                       certified, residual)
+                       certified, residual, q=q)
     if not capped:
         # the bounds around v are limited by rounding (~ u |v| / (1 - gamma)): certify
         # the greedy policy of v by its exact values instead
-        cert = _certify(model, acc, _bellman(model, g, v).argmax(axis=1), max_iter)
+        cert = _certify(bell, q.argmax(axis=1), max_iter, target)
         if cert.bound <= certified:
-            return _from_certificate(model, g, lam_arr, method, cert, it,
+            return _from_certificate(model, bell, lam, method, cert, it,
                                      what + " (its bounds limited by rounding)", target,
                                      scale)
     msg = (f"{what} with a certified error bound {certified:.2e} > tol * scale = "
            f"{target:.2e}; raise max_iter or use method='policy_iteration'" if capped else
            _below_rounding_message(what, certified, target, scale, gamma))
-    return _finish(model, g, v, lam_arr, method, it, status, msg, certified, residual)
+    return _finish(model, bell, v, lam, method, it, status, msg, certified, residual, q=q)

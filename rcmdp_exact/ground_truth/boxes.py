@@ -352,11 +352,13 @@ class _Runner:
             elif f.status == "error":  # a worker's failure is the caller's
                 f.result()
                 raise RuntimeError(f"a chunk of boxes failed on a Dask worker: {f!r}")
+            elif net is None or net.deadline is None:  # no time limit: a lost chunk
+                raise RuntimeError(f"a chunk of boxes did not finish on the Dask cluster "
+                                   f"(status {f.status!r}): {f!r}")
             else:  # not finished when the safety net expired
                 f.cancel()
                 out.append(None)
-                if net is not None:
-                    net.trip("the branch and bound (Dask workers)")
+                net.trip("the branch and bound (Dask workers)")
         return out
 
 

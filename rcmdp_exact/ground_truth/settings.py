@@ -50,9 +50,9 @@ __all__ = ["BRACKET_MEMORY", "GROUPS", "RELATIVE_FLOOR", "SMALL_BOX_BOUNDS", "SM
            "BracketSettings", "BranchAndBound", "LagrangianSearch", "LowerSearch", "Target",
            "gap_scale"]
 
-#: The relative gap is the gap over max(|lower|, RELATIVE_FLOOR * value range): relative
-#: to the value, except where the value is within a millionth of the value range of 0
-#: (a value of 0 itself would leave no scale).
+#: The relative gap is the gap over ``max(abs(lower), RELATIVE_FLOOR * value_range)``:
+#: relative to the value, except where the value is within a millionth of the value
+#: range of 0 (a value of 0 itself would leave no scale).
 RELATIVE_FLOOR = 1e-6
 #: Up to this many states the default box bounds are :data:`SMALL_BOX_BOUNDS`.
 SMALL_STATES = 3

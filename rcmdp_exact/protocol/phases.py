@@ -32,9 +32,10 @@ __all__ = ["BRACKET_OPTIONS", "FULL", "QUICK", "plan"]
 #: The full protocol: 20 seeds, 5,000 episodes, 50 draws per N.
 FULL = {"seeds": 20, "episodes": 5000, "n_draws": 50, "eval_every": 100}
 #: Options of :func:`rcmdp_exact.rcmdp_bracket` in the full protocol: the ground-truth
-#: table's budget in boxes (the time limit only guards against a slow machine, so the
-#: same spec gives the same bracket on every machine); the RCPG variants' targets are
-#: not needed by the table.
+#: table's work budget (boxes and ascent steps decide the bracket, so the same spec gives
+#: the same bracket on every run and load); the time limit is only a safety net (a
+#: bracket it stops is recorded with ``reproducible`` false); the RCPG variants' targets
+#: are not needed by the table.
 BRACKET_OPTIONS = (("variants", ()), ("max_boxes", BRACKET_BOXES),
                    ("n_ascent", BRACKET_ASCENT), ("time_limit", BRACKET_SECONDS))
 #: ``--quick``: every algorithm and test, 2 seeds, 200 episodes (exact evaluation every
