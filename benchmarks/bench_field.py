@@ -230,7 +230,9 @@ def run_all(args, records, planners) -> None:
             if (i + 1) % 20 == 0:
                 print(f"  {i + 1}/{len(jobs)} ({time.perf_counter() - t0:.0f} s)", flush=True)
         return
-    with ProcessPoolExecutor(args.workers) as ex:
+    from rcmdp_exact._workers import pool_initializer
+
+    with ProcessPoolExecutor(args.workers, **pool_initializer()) as ex:
         futs = [ex.submit(fn, *a) for fn, a in jobs]
         for i, f in enumerate(as_completed(futs)):
             f.result()
