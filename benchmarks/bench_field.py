@@ -34,6 +34,8 @@ and the verdict on strong duality.
 **Outputs** (in ``--out``): ``field.json`` (every run's numbers, the tables' rows, the
 duality verdicts, the settings and the times), ``policies.npz`` (every run's final
 policy, keys ``"<record>|<planner>|<seed>"``: anyone can evaluate them again),
+``curves.npz`` (each run's curve, the same keys: rows iteration, worst-case value,
+violation),
 ``tables.md`` (included by ``docs/field.md``) and the figures ``summary.png`` and
 ``curves.png``.
 """
@@ -328,6 +330,13 @@ def report(args, records, planners) -> None:
     save_json(out / "field.json", json.dumps(summary, indent=1))
     if policies:
         save_npz(out / "policies.npz", policies, "rcmdp_exact field policies", compressed=True)
+        curves = {}
+        for r in runs:
+            if not r.get("skipped"):
+                key = f"{r['key']}|{r['planner']}|{r['seed']}"
+                curves[key] = np.array([r["curve"]["iteration"], r["curve"]["value"],
+                                        r["curve"]["violation"]], dtype=np.float64)
+        save_npz(out / "curves.npz", curves, "rcmdp_exact field curves", compressed=True)
     write_tables(out / "tables.md", summary, records)
     figures(out, runs, records, planners)
     print(f"wrote {out}: {len(runs)} runs ({missing} missing), {len(duals)} duality records")
