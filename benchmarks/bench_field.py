@@ -35,7 +35,8 @@ and the verdict on strong duality.
 duality verdicts, the settings and the times), ``policies.npz`` (every run's final
 policy, keys ``"<record>|<planner>|<seed>"``: anyone can evaluate them again),
 ``curves.npz`` (each run's curve, the same keys: rows iteration, worst-case value,
-violation),
+violation), the report checks first that every stored value, cost and feasibility flag
+equals ``robust_evaluate`` of the stored policy (a second exact evaluation),
 ``tables.md`` (included by ``docs/field.md``) and the figures ``summary.png`` and
 ``curves.png``.
 """
@@ -243,6 +244,35 @@ def run_all(args, records, planners) -> None:
 
 
 # ------------------------------------------------------------------ report
+def check_runs(runs, records) -> None:
+    """Every stored number against a second exact evaluation of the stored policy
+    (``robust_evaluate`` on ``suite.load``, apart from the planners' oracle): the worst-case
+    value and costs to 1e-9 (relative), the feasibility flag; raise on any mismatch."""
+    from rcmdp_exact import robust_evaluate, suite
+
+    loaded = {rec["key"]: suite.load(rec["instance"], rec["kind"], RADIUS) for rec in records}
+    bad = []
+    for r in runs:
+        if r.get("skipped"):
+            continue
+        model, uset, _ = loaded[r["key"]]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ev = robust_evaluate(model, np.asarray(r["policy"]), uset, progress=False)
+        scale = max(1.0, abs(ev.value))
+        costs = np.atleast_1d(np.asarray(ev.costs_worst, dtype=np.float64))
+        d = np.atleast_1d(np.asarray(model.d, dtype=np.float64))
+        feas = bool(np.all(costs <= d + FEAS_TOL * np.maximum(1.0, np.abs(d))))
+        off = np.abs(costs - np.asarray(r["costs"])) > 1e-9 * np.maximum(1.0, np.abs(costs))
+        if abs(ev.value - r["value"]) > 1e-9 * scale or np.any(off) or feas != r["feasible"]:
+            bad.append(f"{r['key']}|{r['planner']}|{r['seed']}")
+    if bad:
+        raise SystemExit(f"{len(bad)} stored runs disagree with robust_evaluate of their "
+                         f"policy: {', '.join(bad[:5])}")
+    print(f"checked: {sum(not r.get('skipped') for r in runs)} stored runs equal "
+          f"robust_evaluate of their policies", flush=True)
+
+
 def suite_header(field):
     from rcmdp_exact import suite
 
@@ -319,6 +349,7 @@ def report(args, records, planners) -> None:
             seconds=median([r["seconds"] / max(1, r["iterations"]) for r in rs])))
     policies = {f"{r['key']}|{r['planner']}|{r['seed']}": np.asarray(r["policy"])
                 for r in runs if not r.get("skipped")}
+    check_runs(runs, records)
     summary = dict(format="rcmdp_exact field", iterations=args.iterations, seeds=args.seeds,
                    radius=RADIUS, planners=planners, records=[r["key"] for r in records],
                    missing_runs=missing, totals=totals, rows=rows,
