@@ -170,7 +170,7 @@ assert abs(free.value - dual.hi) <= 1e-6 and free_eval.costs_worst[0] > d[0]
 # robust-feasible iterate met.
 
 # %%
-names = ("robust-primal-dual", "pmd-pd", "rcpg-lagrangian", "epirc-pgs", "rnpg", "rrpo")
+names = ("robust-primal-dual", "pmd-pd", "rcpg-lagrangian-exact", "epirc-pgs", "rnpg", "rrpo")
 runs = {name: plan(model, uset, name, iterations=500, seed=0) for name in names}
 print(f"{'planner':<20}{'value':>10}{'violation':>11}{'feasible':>10}{'best feasible':>15}")
 for name, r in runs.items():

@@ -36,7 +36,8 @@ GRADIENT = ("robust-primal-dual", "epirc-pgs", "rnpg", "rrpo", "pmd-pd")
 #: many iterations, mirror steps geometrically (the weight of the other actions falls by a
 #: factor exp(-eta gap) per step).
 DETERMINISTIC_BUDGET = {"rnpg": 2000, "pmd-pd": 2000}
-LEARNERS = ("rcpg-value", "rcpg-constraint", "rcpg-lagrangian", "adversarial-rcpg")
+LEARNERS = ("rcpg-value-exact", "rcpg-constraint-exact", "rcpg-lagrangian-exact",
+            "adversarial-rcpg-exact")
 KINDS = ("l1", "kl", "s-l1", "interval")
 
 
@@ -234,7 +235,8 @@ def test_finite_sets_are_planned_against_their_worst_member():
 
 
 # ------------------------------------------------------------------ the learners
-@pytest.mark.parametrize("name", ["rcpg-value", "rcpg-lagrangian", "adversarial-rcpg"])
+@pytest.mark.parametrize("name", ["rcpg-value-exact", "rcpg-lagrangian-exact",
+                                  "adversarial-rcpg-exact"])
 def test_learner_planners_return_the_learners_own_policy(name):
     from rcmdp_exact.learners import train
 
@@ -243,8 +245,9 @@ def test_learner_planners_return_the_learners_own_policy(name):
     r = plan(m, uset, name, iterations=12, seed=3, curve_points=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t = train(m, name, ball=uset, seed=3, episodes=12, gradient="exact", critic="exact",
-                  eval_every=3, progress=False, multiplier_start=4)
+        t = train(m, name.removesuffix("-exact"), ball=uset, seed=3, episodes=12,
+                  gradient="exact", critic="exact", eval_every=3, progress=False,
+                  multiplier_start=4)
     np.testing.assert_array_equal(r.policy, t.policy_table())
     ref = rx.robust_evaluate(m, r.policy, uset)
     assert r.curve["value"][-1] == pytest.approx(ref.value, abs=1e-9)
@@ -254,7 +257,8 @@ def test_learner_planners_return_the_learners_own_policy(name):
 def test_learner_planners_take_a_model_without_horizon():
     m = random_cmdp(9, 3, 2, 1, 0.9)
     assert m.horizon is None
-    r = plan(m, rx.KLBall.around(m, 0.02), "rcpg-constraint", iterations=4, curve_points=2)
+    r = plan(m, rx.KLBall.around(m, 0.02), "rcpg-constraint-exact", iterations=4,
+             curve_points=2)
     assert r.policy.shape == (3, 2) and r.success
 
 
@@ -303,6 +307,104 @@ def test_a_planner_is_a_trainer():
     assert len(res.records["value"]) == 8
     with pytest.raises(rx.InputError, match="'lr'"):
         as_trainer("rnpg", lr=1.0)
+
+
+# ------------------------------------------------------------------ the suite's leaderboard
+class _Leaderboard:
+    """A stand-in for the suite's leaderboard of entrants by name (its contract:
+    ``register(name, fn, *, kind, robust, description, replace)`` into ``ENTRANTS``,
+    built-ins filled by ``_builtins()`` when the table is empty)."""
+
+    def __init__(self, entrants=None):
+        self.ENTRANTS = dict(entrants or {})
+        self.builtins = 0
+
+    def _builtins(self):
+        self.builtins += 1
+        self.ENTRANTS["rcpg-value"] = dict(kind="learner")
+
+    def register(self, name, fn, *, kind="planner", robust=True, description="",
+                 replace=False):
+        assert replace or name not in self.ENTRANTS
+        self.ENTRANTS[name] = type("Entrant", (), dict(fn=staticmethod(fn), kind=kind,
+                                                       robust=robust,
+                                                       description=description))
+
+
+def test_every_planner_is_an_entrant_of_the_leaderboard():
+    """register_entrants: every planner under its own name, the learners' names left to
+    the learners, the leaderboard's built-ins filled first; an entrant scores the same
+    policy as plan() with iterations = episodes."""
+    from rcmdp_exact.planners import register_entrants
+
+    lb = _Leaderboard()
+    names = register_entrants(lb)
+    assert set(names) == set(NAMES) and lb.builtins == 1
+    assert lb.ENTRANTS["rcpg-value"] == dict(kind="learner")  # the learner's, kept
+    for n in NAMES:
+        e = lb.ENTRANTS[n]
+        assert e.kind == "planner" and e.robust and n in e.fn.planner
+    m = random_cmdp(6, 3, 2, 1, 0.9)
+    uset = rx.l1_ball(m, 0.1)
+    res = lb.ENTRANTS["rnpg"].fn(m, uset, seed=4, episodes=9, record={"bracket": {}},
+                                 step=3.0)
+    np.testing.assert_array_equal(res.policy_table(),
+                                  plan(m, uset, "rnpg", iterations=9, seed=4,
+                                       step=3.0).policy)
+    # a leaderboard that holds a learner under a planner's name keeps it
+    lb2 = _Leaderboard({"rnpg": type("E", (), dict(kind="learner"))})
+    assert "rnpg" not in register_entrants(lb2) and lb2.builtins == 0
+    # one without entrants by name (no register) is left alone
+    assert register_entrants(object()) == []
+
+
+def test_a_users_planner_reaches_a_loaded_leaderboard(monkeypatch):
+    """A planner registered while the leaderboard is loaded is an entrant under its own
+    name at once (base.register)."""
+    import sys
+    import types
+
+    lb = _Leaderboard({"pg": dict(kind="learner")})
+    mod = types.ModuleType("rcmdp_exact.suite.leaderboard")
+    mod.ENTRANTS, mod.register, mod._builtins = lb.ENTRANTS, lb.register, lb._builtins
+    monkeypatch.setitem(sys.modules, "rcmdp_exact.suite.leaderboard", mod)
+
+    def uniform(ctx):
+        pi = np.full((ctx.model.n_states, ctx.model.n_actions), 1.0 / ctx.model.n_actions)
+        ctx.trace.record(ctx.evaluate(pi))
+        return {"policy": pi}
+
+    try:
+        register(Planner(name="test-uniform", run=uniform, title="uniform"))
+        assert set(mod.ENTRANTS) == {"pg", "test-uniform"}
+        m = random_cmdp(2, 3, 2, 1, 0.9)
+        out = mod.ENTRANTS["test-uniform"].fn(m, rx.l1_ball(m, 0.1), seed=0, episodes=1)
+        np.testing.assert_allclose(out.policy_table(), 0.5)
+    finally:
+        PLANNERS.pop("test-uniform", None)
+
+
+def test_the_entrants_are_every_planner():
+    """entrants() lists them; the suite's own leaderboard gets every planner by name once
+    it has entrants by name (``rcmdp suite score --algorithm NAME``), else is left
+    alone."""
+    from rcmdp_exact.planners import entrants, register_entrants
+    from rcmdp_exact.suite import leaderboard
+
+    done = register_entrants(leaderboard)
+    if hasattr(leaderboard, "register"):
+        assert set(done) == set(NAMES)
+        assert leaderboard.entrant("epirc-pgs").kind == "planner"
+        assert leaderboard.entrant("rcpg-value").kind == "learner"
+    else:
+        assert done == []
+    got = entrants()
+    assert set(NAMES) <= set(got)
+    assert all(e["kind"] == "planner" and callable(e["fn"]) for e in got.values())
+    with pytest.raises(rx.InputError, match="'lr'"):
+        from rcmdp_exact.planners import as_entrant
+
+        as_entrant("rnpg", lr=1.0)
 
 
 @settings(max_examples=examples(8), deadline=None)

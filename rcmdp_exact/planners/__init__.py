@@ -14,7 +14,7 @@ name                     paper                                      module
 ``rnpg``                 Ganguly et al. (2025), 2505.19238          ``switching``
 ``rrpo``                 Ma, Chen, Zhou and Huang, 2508.17448       ``rrpo``
 ``pmd-pd``               Bossens and Nitanda, 2506.23165            ``mirror``
-``rcpg-value`` ...       the seed paper's RCPG, Adversarial RCPG    ``rcpg``
+``rcpg-value-exact`` ... the seed paper's RCPG, Adversarial RCPG    ``rcpg``
 ``reference``            the certified bracket's lower side         ``reference``
 ======================== ========================================== ===============
 
@@ -27,8 +27,9 @@ name with it); the planners load on first use.
 from __future__ import annotations
 
 #: The names of the built-in planners, in the order of the docs (no numpy needed).
-NAMES = ("robust-primal-dual", "epirc-pgs", "rnpg", "rrpo", "pmd-pd", "rcpg-value",
-         "rcpg-constraint", "rcpg-lagrangian", "adversarial-rcpg", "reference")
+NAMES = ("robust-primal-dual", "epirc-pgs", "rnpg", "rrpo", "pmd-pd", "rcpg-value-exact",
+         "rcpg-constraint-exact", "rcpg-lagrangian-exact", "adversarial-rcpg-exact",
+         "reference")
 
 #: The modules that register the built-in planners.
 _MODULES = ("primal_dual", "epigraph", "switching", "rrpo", "mirror", "rcpg", "reference")
@@ -42,7 +43,8 @@ _EXPORTS = {
     "PrimalDualSettings": ".primal_dual", "EpigraphSettings": ".epigraph",
     "RNPGSettings": ".switching", "RRPOSettings": ".rrpo", "PMDPDSettings": ".mirror",
     "RCPGSettings": ".rcpg", "ReferenceSettings": ".reference",
-    "record_duality_gap": ".duality",
+    "record_duality_gap": ".duality", "as_entrant": ".base", "entrants": ".base",
+    "register_entrants": ".base",
 }
 
 __all__ = ["NAMES", "load_builtin", *sorted(_EXPORTS)]
@@ -70,3 +72,21 @@ def __getattr__(name: str):
 
 def __dir__():
     return sorted({*globals(), *__all__})
+
+
+def _plug_into_the_leaderboard() -> None:
+    """The suite's leaderboard imports this package to let it register its planners as
+    entrants (``rcmdp suite score --algorithm NAME``): when the leaderboard is loaded,
+    load the planners now (each registration reaches it, ``base.register``).  Otherwise
+    nothing is imported (numpy neither): :func:`~.base.register_entrants` does it later
+    on request."""
+    import sys
+
+    if "rcmdp_exact.suite.leaderboard" in sys.modules:
+        load_builtin()
+        from .base import register_entrants
+
+        register_entrants()
+
+
+_plug_into_the_leaderboard()

@@ -41,7 +41,8 @@ from ..core.model_checks import check_model, check_policy
 from .oracle import Evaluation, RobustOracle
 
 __all__ = ["PLANNERS", "STARTS", "Context", "PlanResult", "Planner", "PlannerSettings",
-           "Trace", "as_trainer", "plan", "planner", "register"]
+           "Trace", "as_entrant", "as_trainer", "entrants", "plan", "planner", "register",
+           "register_entrants"]
 
 #: The starting policies :func:`plan` knows by name (or give an (S, A) array).
 STARTS = ("random", "uniform")
@@ -121,6 +122,7 @@ def register(p: Planner, *, replace: bool = False) -> Planner:
         raise InputError(f"a planner named {p.name!r} is registered already; choose another "
                          f"name or pass replace=True")
     PLANNERS[p.name] = p
+    register_entrants(only=(p.name,))
     return p
 
 
@@ -472,3 +474,73 @@ def as_trainer(name, **options) -> Callable:
     trainer.__name__ = trainer.__qualname__ = f"planner_{p.name.replace('-', '_')}"
     trainer.planner = p.name
     return trainer
+
+
+# =========================================================================== the suite
+
+
+def as_entrant(name, **options) -> Callable:
+    """The planner ``name`` as an entrant of the suite's leaderboard
+    (:mod:`rcmdp_exact.suite.leaderboard`): ``fn(model, uset, *, seed, episodes,
+    record=None, **more)`` runs ``plan(model, uset, name, iterations=episodes, seed=seed,
+    **options, **more)`` without a progress bar and returns its :class:`PlanResult`
+    (which has ``policy_table()``).  ``more`` are fields of the planner's settings (the
+    leaderboard's options); ``record`` is not used (a planner does not see the certified
+    values it is scored against)."""
+    p = planner(name)
+    _settings(p, None, options)  # checked now, not at the first call
+
+    def entrant(model, uset, *, seed=0, episodes=1000, record=None, **more) -> PlanResult:
+        return plan(model, uset, p, iterations=episodes, seed=seed, progress=False,
+                    **{**options, **more})
+
+    entrant.__name__ = entrant.__qualname__ = f"entrant_{p.name.replace('-', '_')}"
+    entrant.planner = p.name
+    return entrant
+
+
+def entrants() -> dict[str, dict]:
+    """Every registered planner as an entrant of the suite's leaderboard: ``{name:
+    dict(fn=..., kind="planner", robust=True, description=...)}``, ready for
+    ``rcmdp_exact.suite.leaderboard.register(name, **entry)``."""
+    from . import load_builtin
+
+    load_builtin()
+    return {n: _entry(p) for n, p in PLANNERS.items()}
+
+
+def _entry(p: Planner) -> dict:
+    return dict(fn=as_entrant(p), kind="planner", robust=True,
+                description=f"planner: {p.title or p.name}"
+                            + (f" ({p.paper})" if p.paper else ""))
+
+
+def register_entrants(leaderboard=None, *, only=None) -> list[str]:
+    """Register the planners (``only`` those names) as entrants of the suite's
+    leaderboard, so that ``rcmdp suite score --algorithm NAME`` and
+    ``suite.score(algorithms=[NAME])`` score them; returns the names registered.
+
+    ``leaderboard`` is the module (default: :mod:`rcmdp_exact.suite.leaderboard` when it
+    is imported already, so that importing the planners costs nothing more).  A
+    leaderboard without entrants by name (no ``register``) is left alone.  A name the
+    leaderboard holds already for another kind of entrant (a learner or a baseline) is
+    kept, not replaced."""
+    import sys
+
+    if leaderboard is None:
+        leaderboard = sys.modules.get("rcmdp_exact.suite.leaderboard")
+    reg = getattr(leaderboard, "register", None)
+    table = getattr(leaderboard, "ENTRANTS", None)
+    if reg is None or not isinstance(table, dict):
+        return []
+    if not table and callable(getattr(leaderboard, "_builtins", None)):
+        # the leaderboard fills its built-ins when its table is empty: fill them first
+        leaderboard._builtins()
+    done = []
+    for n in (PLANNERS if only is None else only):
+        old = table.get(n)
+        if old is not None and getattr(old, "kind", "planner") != "planner":
+            continue
+        reg(n, replace=True, **_entry(PLANNERS[n]))
+        done.append(n)
+    return done

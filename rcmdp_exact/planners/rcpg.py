@@ -7,15 +7,17 @@ planners do not re-implement the learners: each calls
 :func:`rcmdp_exact.learners.train` with ``gradient="exact"`` (``rcmdp_exact/learners/
 exact.py``: every episode replaced by one exact gradient step of the algorithm's
 objective, on the learners' MLP policy with Adam and their multiplier rule), one
-training step per iteration of the budget:
+training step per iteration of the budget.  Each planner is named after its learner
+with ``-exact`` (the learner's own name, in ``rcmdp suite score --algorithm``, is the
+learner in its default, sampled mode):
 
 ========================= ================================================================
 planner                   learner
 ========================= ================================================================
-``rcpg-value``            RCPG, the worst case of the value (exact kernel every step)
-``rcpg-constraint``       RCPG, the worst case of the (total) cost
-``rcpg-lagrangian``       RCPG, the worst case of the Lagrangian
-``adversarial-rcpg``      Adversarial RCPG (an MLP adversary in the L1 ball; L1 balls only)
+``rcpg-value-exact``      RCPG, the worst case of the value (exact kernel every step)
+``rcpg-constraint-exact`` RCPG, the worst case of the (total) cost
+``rcpg-lagrangian-exact`` RCPG, the worst case of the Lagrangian
+``adversarial-rcpg-exact`` Adversarial RCPG (an MLP adversary in the L1 ball; L1 balls only)
 ========================= ================================================================
 
 Settings: the learners' exact-mode defaults (``rcmdp_exact.learners.base.EXACT_DEFAULTS``,
@@ -76,10 +78,11 @@ class RCPGSettings(PlannerSettings):
 
 def _check_constraints(model, uset) -> None:
     if model.n_constraints == 0:
-        raise InputError("the RCPG planners (rcpg-value, rcpg-constraint, rcpg-lagrangian, "
-                         "adversarial-rcpg) need at least one constraint: the learners' exact "
-                         "mode keeps one optimiser entry per constraint; give a model with a "
-                         "constraint, or use another planner on a robust MDP")
+        raise InputError("the RCPG planners (rcpg-value-exact, rcpg-constraint-exact, "
+                         "rcpg-lagrangian-exact, adversarial-rcpg-exact) need at least one "
+                         "constraint: the learners' exact mode keeps one optimiser entry per "
+                         "constraint; give a model with a constraint, or use another planner "
+                         "on a robust MDP")
 
 
 def _check_l1(model, uset) -> None:
@@ -87,10 +90,10 @@ def _check_l1(model, uset) -> None:
 
     _check_constraints(model, uset)
     if not isinstance(uset, L1Ball):
-        raise InputError(f"planner 'adversarial-rcpg' needs an L1Ball (its adversary is "
+        raise InputError(f"planner 'adversarial-rcpg-exact' needs an L1Ball (its adversary is "
                          f"penalised by the L1 distance to the nominal), got "
-                         f"{type(uset).__name__}; use an RCPG variant (rcpg-value, "
-                         f"rcpg-constraint, rcpg-lagrangian) on this set")
+                         f"{type(uset).__name__}; use an RCPG variant (rcpg-value-exact, "
+                         f"rcpg-constraint-exact, rcpg-lagrangian-exact) on this set")
 
 
 def run_learner(ctx: Context, algorithm: str) -> dict:
@@ -147,7 +150,7 @@ for _name, _title, _sets, _check in (
         ("rcpg-lagrangian", "RCPG (robust Lagrangian), exact gradients", ("sa", "s"),
          _check_constraints),
         ("adversarial-rcpg", "Adversarial RCPG, exact gradients", ("sa",), _check_l1)):
-    register(Planner(name=_name, run=_runner(_name), settings=RCPGSettings, title=_title,
+    register(Planner(name=f"{_name}-exact", run=_runner(_name), settings=RCPGSettings, title=_title,
                      paper=_PAPER, sets=_sets, starts=False, check=_check,
                      description=f"rcmdp_exact.learners.train({_name!r}, gradient='exact')"))
 
