@@ -75,7 +75,7 @@ def certified_records() -> list[dict]:
     out = []
     for rec in suite.data()["records"]:
         b = rec["bracket"]
-        if abs(rec["r"] - RADIUS) > 1e-12 or rec["kind"] not in KINDS:
+        if abs(level_of(rec) - RADIUS) > 1e-12 or rec["kind"] not in KINDS:
             continue
         if b.get("lower") is None or b.get("upper") is None:
             continue
@@ -84,6 +84,20 @@ def certified_records() -> list[dict]:
             continue
         out.append(rec)
     return out
+
+
+def level_of(rec: dict) -> float:
+    """The record's level on the suite's grid (``level``; ``r`` in data files of schema
+    1)."""
+    return float(rec["level"] if "level" in rec else rec["r"])
+
+
+def load(instance: str, kind: str, level: float):
+    """``suite.load`` of a record (the level positional: named ``radius`` in schema 1,
+    ``level`` in schema 2)."""
+    from rcmdp_exact import suite
+
+    return suite.load(instance, kind, level)
 
 
 def safe(key: str) -> str:
@@ -98,16 +112,45 @@ def share(value, lower, floor):
 
 
 def fingerprint(rec: dict, planner: str) -> str:
-    """What a run depends on: the record's model and set (instance, kind, radius, budget)
-    and the planner's default settings.  A new data file that changes a budget, or a new
-    default, gives a new fingerprint: its runs are redone, the others kept."""
+    """What a run depends on: the record's model and set (their arrays, loaded), its
+    budget, and the planner's default settings.  A new data file or instance file that
+    changes any of them, or a new default, gives a new fingerprint: its runs are redone,
+    the others kept."""
     import hashlib
 
     from rcmdp_exact.planners import PLANNERS
 
-    what = json.dumps([rec["instance"], rec["kind"], rec["r"], rec["budget"], planner,
-                       repr(PLANNERS[planner].settings())])
-    return hashlib.sha256(what.encode()).hexdigest()[:12]
+    h = hashlib.sha256()
+    h.update(json.dumps([rec["instance"], rec["kind"], level_of(rec), rec["budget"], planner,
+                         repr(PLANNERS[planner].settings())]).encode())
+    h.update(_problem_digest(rec["instance"], rec["kind"], level_of(rec)).encode())
+    return h.hexdigest()[:12]
+
+
+_DIGESTS: dict = {}
+
+
+def _problem_digest(instance: str, kind: str, level: float) -> str:
+    """A digest of the arrays of the loaded model and set (what a planner sees)."""
+    import hashlib
+
+    key = (instance, kind, level)
+    if key not in _DIGESTS:
+        model, uset, _ = load(instance, kind, level)
+        h = hashlib.sha256()
+        for name in ("P", "R", "C", "d", "p0", "terminal"):
+            a = getattr(model, name, None)
+            if a is not None:
+                a = np.ascontiguousarray(np.asarray(a, dtype=np.float64))
+                h.update(name.encode() + str(a.shape).encode() + a.tobytes())
+        h.update(repr(model.gamma).encode())
+        h.update(uset._format().encode())  # the arrays that rebuild the set (its save())
+        for name, a in sorted(uset._arrays().items()):
+            a = np.ascontiguousarray(np.asarray(a))
+            h.update(name.encode() + str(a.shape).encode() + str(a.dtype).encode()
+                     + a.tobytes())
+        _DIGESTS[key] = h.hexdigest()
+    return _DIGESTS[key]
 
 
 def run_one(key: str, instance: str, kind: str, planner: str, seed: int, iterations: int,
@@ -115,11 +158,11 @@ def run_one(key: str, instance: str, kind: str, planner: str, seed: int, iterati
     """Run one planner on one record and write its raw numbers (atomically); the scores
     are derived from them and the record when the report is written."""
     _one_thread()
-    from rcmdp_exact import InputError, suite
+    from rcmdp_exact import InputError
     from rcmdp_exact._io import save_json
     from rcmdp_exact.planners import plan
 
-    model, uset, _ = suite.load(instance, kind, RADIUS)
+    model, uset, _ = load(instance, kind, RADIUS)
     out = dict(format="rcmdp_exact field run", key=key, instance=instance, kind=kind,
                planner=planner, seed=seed, iterations=iterations,
                budget=np.atleast_1d(np.asarray(model.d, dtype=np.float64)).tolist())
@@ -147,8 +190,9 @@ def run_one(key: str, instance: str, kind: str, planner: str, seed: int, iterati
     return path
 
 
-def scores(run: dict, rec: dict) -> dict:
-    """The scores of a run against its record (module notes)."""
+def scores(run: dict, rec: dict, seconds: float = 1.0) -> dict:
+    """The scores of a run against its record (module notes); ``seconds``: the
+    wall-clock budget of the ``*_by_time`` scores (read from the run's curve)."""
     if run.get("skipped"):
         return run
     b = rec["bracket"]
@@ -158,7 +202,12 @@ def scores(run: dict, rec: dict) -> dict:
     tol = FEAS_TOL * float(np.maximum(1.0, np.abs(d)).max()) if d.size else 0.0
     hit = [i for i, (v, viol) in enumerate(zip(c["value"], c["violation"], strict=True))
            if viol <= tol and (share(v, lower, floor) or 0.0) >= 1.0 - WITHIN]
+    by_time = [share(v, lower, floor) for v, viol, t in
+               zip(c["value"], c["violation"], c["seconds"], strict=True)
+               if viol <= tol and t <= seconds]
+    by_time = [x for x in by_time if x is not None]
     return dict(run, lower=lower, upper=float(b["upper"]), floor_value=floor,
+                best_share_by_time=max(by_time) if by_time else None,
                 share=share(run["value"], lower, floor) if run["feasible"] else None,
                 best_share=None if run["best_value"] is None else
                 share(run["best_value"], lower, floor),
@@ -169,11 +218,10 @@ def scores(run: dict, rec: dict) -> dict:
 def duality_one(key: str, instance: str, kind: str, r: float, evaluations: int,
                 path: str) -> str:
     _one_thread()
-    from rcmdp_exact import suite
     from rcmdp_exact._io import save_json
     from rcmdp_exact.planners import record_duality_gap
 
-    model, uset, rec = suite.load(instance, kind, r)
+    model, uset, rec = load(instance, kind, r)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -223,7 +271,7 @@ def run_all(args, records, planners) -> None:
         path = work / "duality" / f"E{args.duality_evaluations}" / f"{safe(rec['key'])}.json"
         if read(path) is None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            jobs.append((duality_one, (rec["key"], rec["instance"], rec["kind"], rec["r"],
+            jobs.append((duality_one, (rec["key"], rec["instance"], rec["kind"], level_of(rec),
                                        args.duality_evaluations, str(path))))
     print(f"{len(jobs)} jobs to run ({args.workers} workers); work folder {work}", flush=True)
     t0 = time.perf_counter()
@@ -248,9 +296,9 @@ def check_runs(runs, records) -> None:
     """Every stored number against a second exact evaluation of the stored policy
     (``robust_evaluate`` on ``suite.load``, apart from the planners' oracle): the worst-case
     value and costs to 1e-9 (relative), the feasibility flag; raise on any mismatch."""
-    from rcmdp_exact import robust_evaluate, suite
+    from rcmdp_exact import robust_evaluate
 
-    loaded = {rec["key"]: suite.load(rec["instance"], rec["kind"], RADIUS) for rec in records}
+    loaded = {rec["key"]: load(rec["instance"], rec["kind"], RADIUS) for rec in records}
     bad = []
     for r in runs:
         if r.get("skipped"):
@@ -304,7 +352,7 @@ def report(args, records, planners) -> None:
                 if r is None:
                     missing += 1
                 else:
-                    runs.append(scores(r, rec))
+                    runs.append(scores(r, rec, args.seconds))
     duals = []
     for rec in suite.data()["records"]:
         if args.only and rec["instance"] not in set(args.only.split(",")):
@@ -331,6 +379,9 @@ def report(args, records, planners) -> None:
                 hit=sum(r["hit_iteration"] is not None for r in rs),
                 hit_iteration=median([r["hit_iteration"] for r in rs]),
                 hit_seconds=median([r["hit_seconds"] for r in rs]),
+                hit_by_time=sum(r["hit_seconds"] is not None and r["hit_seconds"] <= args.seconds
+                                for r in rs),
+                best_by_time=median([r["best_share_by_time"] for r in rs]),
                 seconds=median([r["seconds"] for r in rs])))
     # per planner totals
     totals = []
@@ -346,11 +397,15 @@ def report(args, records, planners) -> None:
             best_share=median([r["best_share"] for r in rs]),
             hit=sum(r["hit_iteration"] is not None for r in rs),
             hit_iteration=median([r["hit_iteration"] for r in rs]),
+            hit_by_time=sum(r["hit_seconds"] is not None and r["hit_seconds"] <= args.seconds
+                            for r in rs),
+            best_by_time=median([r["best_share_by_time"] for r in rs]),
             seconds=median([r["seconds"] / max(1, r["iterations"]) for r in rs])))
     policies = {f"{r['key']}|{r['planner']}|{r['seed']}": np.asarray(r["policy"])
                 for r in runs if not r.get("skipped")}
     check_runs(runs, records)
     summary = dict(format="rcmdp_exact field", iterations=args.iterations, seeds=args.seeds,
+                   wall_clock_budget=args.seconds,
                    radius=RADIUS, planners=planners, records=[r["key"] for r in records],
                    missing_runs=missing, totals=totals, rows=rows,
                    runs=[{k: v for k, v in r.items() if k not in ("policy", "curve")}
@@ -376,26 +431,36 @@ def report(args, records, planners) -> None:
 def write_tables(path: Path, s: dict, records) -> None:
     from rcmdp_exact._io import write_atomic
 
+    T = s["wall_clock_budget"]
     lines = ["# The leaderboard of the field: the tables", "",
              "<!-- generated by benchmarks/bench_field.py; do not edit -->", "",
-             f"{len(records)} records (r = {s['radius']}, bracket within 1%), "
-             f"{len(s['planners'])} planners, {s['seeds']} seeds, {s['iterations']} "
-             f"iterations each"
-             + (f"; {s['missing_runs']} runs missing" if s["missing_runs"] else "") + ".", "",
+             f"{len(records)} records (level r = {s['radius']}, bracket within 1%), "
+             f"{len(s['planners'])} planners, {s['seeds']} seeds (random starts), "
+             f"{s['iterations']} iterations each"
+             + (f"; {s['missing_runs']} runs missing" if s["missing_runs"] else "") + ".  "
+             f"Data file: {s['data_file']['generated']}.", "",
              "## Per planner, over every record", "",
+             f"At the iteration budget: robust-feasible outputs, the median share of the "
+             f"certified value over them and how many are within 1%; the median share of "
+             f"the best robust-feasible iterate (over the runs that met one), how many runs "
+             f"met an iterate within 1% and the median iterations it took.  At the "
+             f"wall-clock budget of {T:g} s (machine-dependent: two shared cores): the "
+             f"median best share met by then and the runs within 1% by then.", "",
              "| planner | runs | robust-feasible | median share (feasible) | within 1% | "
-             "median share of the best feasible iterate | reached 1% | median iterations "
-             "to 1% | ms per iteration |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "median best share | reached 1% | median iterations to 1% | "
+             f"best share by {T:g} s | 1% by {T:g} s | ms per iteration |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for t in s["totals"]:
         lines.append(f"| {t['planner']} | {t['runs']} | {t['feasible']} | {fmt(t['share'])} | "
                      f"{t['within']} | {fmt(t['best_share'])} | {t['hit']} | "
-                     f"{fmt(t['hit_iteration'], '.0f')} | {fmt(1e3 * t['seconds'], '.1f')} |")
+                     f"{fmt(t['hit_iteration'], '.0f')} | {fmt(t['best_by_time'])} | "
+                     f"{t['hit_by_time']} | {fmt(1e3 * t['seconds'], '.1f')} |")
     lines += ["", "## Per record", "",
-              "Feasible: robust-feasible runs of the seeds; share: median over the feasible "
-              "runs; best: median share of the best robust-feasible iterate; 1%: runs that "
-              "met a robust-feasible iterate within 1% of the lower side, and the median "
-              "iterations (seconds) it took.", ""]
+              "Feasible: robust-feasible outputs of the seeds and the median worst-case "
+              "violation; share: median over the feasible outputs; best: median share of "
+              "the best robust-feasible iterate; 1%: runs that met a robust-feasible "
+              "iterate within 1% of the lower side, and the median iterations (seconds) it "
+              f"took; by {T:g} s: the median best share met within {T:g} s.", ""]
     for rec in records:
         rows = [r for r in s["rows"] if r["key"] == rec["key"]]
         b = rec["bracket"]
@@ -403,15 +468,16 @@ def write_tables(path: Path, s: dict, records) -> None:
                   f"[{b['lower']:.6g}, {b['upper']:.6g}], floor "
                   f"{rec.get('floor_value') + 0.0:.6g})",
                   "", "| planner | feasible | median violation | share | best | 1% | "
-                  "iterations (s) to 1% |", "|---|---|---|---|---|---|---|"]
+                  f"iterations (s) to 1% | by {T:g} s |", "|---|---|---|---|---|---|---|---|"]
         for r in rows:
             if r["skipped"]:
-                lines.append(f"| {r['planner']} | set not taken | | | | | |")
+                lines.append(f"| {r['planner']} | set not taken | | | | | | |")
                 continue
             lines.append(
                 f"| {r['planner']} | {r['feasible']}/{r['runs']} | {fmt(r['violation'], '.2e')} "
                 f"| {fmt(r['share'])} | {fmt(r['best_share'])} | {r['hit']}/{r['runs']} | "
-                f"{fmt(r['hit_iteration'], '.0f')} ({fmt(r['hit_seconds'], '.2f')}) |")
+                f"{fmt(r['hit_iteration'], '.0f')} ({fmt(r['hit_seconds'], '.2f')}) | "
+                f"{fmt(r['best_by_time'])} |")
         lines.append("")
     duals = s["duality"]
     fails = [d for d in duals if d["strong_duality"] == "fails"]
@@ -547,6 +613,8 @@ def main() -> None:
     ap.add_argument("--planners", default=",".join(n for n in NAMES if n != "reference"))
     ap.add_argument("--only", default="", help="instances (comma-separated)")
     ap.add_argument("--duality-evaluations", type=int, default=400)
+    ap.add_argument("--seconds", type=float, default=1.0,
+                    help="the wall-clock budget of the by-time scores (read from the curves)")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args()
     planners = args.planners.split(",")
