@@ -13,7 +13,9 @@ side is then within 1% of the optimum) and feasible.  On each, every planner of
 reference) runs ``--iterations`` iterations from the random start of each seed
 (``plan(model, uset, name, iterations=N, seed=s)``, the planners' defaults), on one BLAS
 thread.  A planner that does not take the set (Adversarial RCPG off the L1 ball) is
-listed as such.  Each run is stored in its own file of the work folder (default
+listed as such.  A run whose planner raises is kept as a failed run (the error in
+its file), counted as not robust-feasible and listed under the tables.
+Each run is stored in its own file of the work folder (default
 ``~/.cache/rcmdp_exact/field``), written atomically: an interrupted command resumes
 where it stopped, and finished runs are never redone.  Iteration budgets decide every
 number; wall-clock seconds are reported beside them, never used.
@@ -105,6 +107,11 @@ def safe(key: str) -> str:
 
 
 # ------------------------------------------------------------------ one run
+def has_policy(run: dict) -> bool:
+    """A run that ended with a policy (not a set the planner refuses, not a failure)."""
+    return not run.get("skipped") and not run.get("failed")
+
+
 def share(value, lower, floor):
     if floor is None or lower is None or not lower - floor > 0:
         return None
@@ -171,14 +178,19 @@ def run_one(key: str, instance: str, kind: str, planner: str, seed: int, iterati
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             r = plan(model, uset, planner, iterations=iterations, seed=seed)
-    except InputError as exc:
+    except InputError as exc:  # the planner does not take this set: said before any work
         out.update(skipped=str(exc))
+        save_json(path, json.dumps(out))
+        return path
+    except Exception as exc:  # a failed run is kept and shown, not hidden
+        out.update(skipped=None, failed=f"{type(exc).__name__}: {exc}",
+                   seconds=time.perf_counter() - t0)
         save_json(path, json.dumps(out))
         return path
     c = r.curve
     best = r.best
     out.update(
-        skipped=None, policy=np.asarray(r.policy).tolist(), value=r.value,
+        skipped=None, failed=None, policy=np.asarray(r.policy).tolist(), value=r.value,
         costs=np.asarray(r.costs).tolist(), violation=r.violation, feasible=bool(r.feasible),
         best_value=None if best is None else best["value"],
         best_iteration=None if best is None else best["iteration"],
@@ -192,9 +204,13 @@ def run_one(key: str, instance: str, kind: str, planner: str, seed: int, iterati
 
 def scores(run: dict, rec: dict, seconds: float = 1.0) -> dict:
     """The scores of a run against its record (module notes); ``seconds``: the
-    wall-clock budget of the ``*_by_time`` scores (read from the run's curve)."""
+    wall-clock budget of the ``*_by_time`` scores (read from the run's curve).  A failed
+    run (an exception in the planner) is not robust-feasible and has no scores."""
     if run.get("skipped"):
         return run
+    if run.get("failed"):
+        return dict(run, feasible=False, violation=None, share=None, best_share=None,
+                    best_share_by_time=None, hit_iteration=None, hit_seconds=None)
     b = rec["bracket"]
     lower, floor = float(b["lower"]), rec.get("floor_value")
     c = run["curve"]
@@ -301,7 +317,7 @@ def check_runs(runs, records) -> None:
     loaded = {rec["key"]: load(rec["instance"], rec["kind"], RADIUS) for rec in records}
     bad = []
     for r in runs:
-        if r.get("skipped"):
+        if not has_policy(r):
             continue
         model, uset, _ = loaded[r["key"]]
         with warnings.catch_warnings():
@@ -317,7 +333,7 @@ def check_runs(runs, records) -> None:
     if bad:
         raise SystemExit(f"{len(bad)} stored runs disagree with robust_evaluate of their "
                          f"policy: {', '.join(bad[:5])}")
-    print(f"checked: {sum(not r.get('skipped') for r in runs)} stored runs equal "
+    print(f"checked: {sum(has_policy(r) for r in runs)} stored runs equal "
           f"robust_evaluate of their policies", flush=True)
 
 
@@ -373,7 +389,8 @@ def report(args, records, planners) -> None:
             feas = [r for r in rs if r["feasible"]]
             rows.append(dict(
                 key=rec["key"], planner=p, runs=len(rs), skipped=False,
-                feasible=len(feas), violation=median([r["violation"] for r in rs]),
+                feasible=len(feas), failed=sum(bool(r.get("failed")) for r in rs),
+                violation=median([r["violation"] for r in rs]),
                 share=median([r["share"] for r in feas]),
                 best_share=median([r["best_share"] for r in rs]),
                 hit=sum(r["hit_iteration"] is not None for r in rs),
@@ -392,7 +409,7 @@ def report(args, records, planners) -> None:
         feas = [r for r in rs if r["feasible"]]
         totals.append(dict(
             planner=p, runs=len(rs), feasible=len(feas),
-            share=median([r["share"] for r in feas]),
+            failed=sum(bool(r.get("failed")) for r in rs), share=median([r["share"] for r in feas]),
             within=sum(1 for r in feas if (r["share"] or 0) >= 1 - WITHIN),
             best_share=median([r["best_share"] for r in rs]),
             hit=sum(r["hit_iteration"] is not None for r in rs),
@@ -402,7 +419,7 @@ def report(args, records, planners) -> None:
             best_by_time=median([r["best_share_by_time"] for r in rs]),
             seconds=median([r["seconds"] / max(1, r["iterations"]) for r in rs])))
     policies = {f"{r['key']}|{r['planner']}|{r['seed']}": np.asarray(r["policy"])
-                for r in runs if not r.get("skipped")}
+                for r in runs if has_policy(r)}
     check_runs(runs, records)
     summary = dict(format="rcmdp_exact field", iterations=args.iterations, seeds=args.seeds,
                    wall_clock_budget=args.seconds,
@@ -418,7 +435,7 @@ def report(args, records, planners) -> None:
         save_npz(out / "policies.npz", policies, "rcmdp_exact field policies", compressed=True)
         curves = {}
         for r in runs:
-            if not r.get("skipped"):
+            if has_policy(r):
                 key = f"{r['key']}|{r['planner']}|{r['seed']}"
                 curves[key] = np.array([r["curve"]["iteration"], r["curve"]["value"],
                                         r["curve"]["violation"]], dtype=np.float64)
@@ -446,12 +463,13 @@ def write_tables(path: Path, s: dict, records) -> None:
              f"met an iterate within 1% and the median iterations it took.  At the "
              f"wall-clock budget of {T:g} s (machine-dependent: two shared cores): the "
              f"median best share met by then and the runs within 1% by then.", "",
-             "| planner | runs | robust-feasible | median share (feasible) | within 1% | "
-             "median best share | reached 1% | median iterations to 1% | "
+             "| planner | runs | failed | robust-feasible | median share (feasible) | "
+             "within 1% | median best share | reached 1% | median iterations to 1% | "
              f"best share by {T:g} s | 1% by {T:g} s | ms per iteration |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for t in s["totals"]:
-        lines.append(f"| {t['planner']} | {t['runs']} | {t['feasible']} | {fmt(t['share'])} | "
+        lines.append(f"| {t['planner']} | {t['runs']} | {t['failed']} | {t['feasible']} | "
+                     f"{fmt(t['share'])} | "
                      f"{t['within']} | {fmt(t['best_share'])} | {t['hit']} | "
                      f"{fmt(t['hit_iteration'], '.0f')} | {fmt(t['best_by_time'])} | "
                      f"{t['hit_by_time']} | {fmt(1e3 * t['seconds'], '.1f')} |")
@@ -473,11 +491,19 @@ def write_tables(path: Path, s: dict, records) -> None:
             if r["skipped"]:
                 lines.append(f"| {r['planner']} | set not taken | | | | | | |")
                 continue
+            failed = f" ({r['failed']} failed)" if r["failed"] else ""
             lines.append(
-                f"| {r['planner']} | {r['feasible']}/{r['runs']} | {fmt(r['violation'], '.2e')} "
+                f"| {r['planner']} | {r['feasible']}/{r['runs']}{failed} | "
+                f"{fmt(r['violation'], '.2e')} "
                 f"| {fmt(r['share'])} | {fmt(r['best_share'])} | {r['hit']}/{r['runs']} | "
                 f"{fmt(r['hit_iteration'], '.0f')} ({fmt(r['hit_seconds'], '.2f')}) | "
                 f"{fmt(r['best_by_time'])} |")
+        lines.append("")
+    failed = [r for r in s["runs"] if r.get("failed")]
+    if failed:
+        lines += ["Failed runs (kept, counted as not robust-feasible):", ""]
+        lines += [f"* {r['key']} | {r['planner']} | seed {r['seed']}: {r['failed'][:300]}"
+                  for r in failed]
         lines.append("")
     duals = s["duality"]
     fails = [d for d in duals if d["strong_duality"] == "fails"]
@@ -505,7 +531,7 @@ def write_tables(path: Path, s: dict, records) -> None:
         for d in on_board:
             for p in pd:
                 rs = [r for r in s["runs"] if r["key"] == d["key"] and r["planner"] == p
-                      and not r.get("skipped")]
+                      and has_policy(r)]
                 if rs:
                     lines.append(f"| {d['key']} | {p} | {sum(r['feasible'] for r in rs)}/"
                                  f"{len(rs)} | {fmt(median([r['value'] for r in rs]), '.6g')}"
@@ -569,7 +595,7 @@ def figures(out: Path, runs, records, planners) -> None:
         b = rec["bracket"]
         for i, p in enumerate(live):
             rs = [r for r in runs if r["key"] == rec["key"] and r["planner"] == p
-                  and not r.get("skipped")]
+                  and has_policy(r)]
             if not rs:
                 continue
             it = np.asarray(rs[0]["curve"]["iteration"])
@@ -586,7 +612,7 @@ def figures(out: Path, runs, records, planners) -> None:
                         label=p)
         ax.axhline(1.0, ls=":", c="k", lw=1)
         top = max([max(r["curve"]["iteration"]) for r in runs if r["key"] == rec["key"]
-                   and not r.get("skipped")] + [2])
+                   and has_policy(r)] + [2])
         ax.set_xlim(1, top)
         ax.set_xscale("log")
         ax.set_ylim(-0.2, 1.1)
