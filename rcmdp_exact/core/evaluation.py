@@ -39,6 +39,7 @@ from .._checks import (
     check_shape,
 )
 from .._result import Result
+from ._rounding import ETA, WIDEN, U, gam
 from .model import TabularCMDP
 from .model_checks import check_model, check_p0, check_policy
 
@@ -103,19 +104,7 @@ def check_value_scale(model: TabularCMDP, g: np.ndarray, name: str, horizon=None
 
 
 # ==================================================================== the one linear solve
-# Float64 facts (IEEE 754, round to nearest): u = 2^-53 the unit roundoff, eta = 2^-1074
-# the smallest subnormal, gamma_n = n u / (1 - n u) (Higham, *Accuracy and Stability of
-# Numerical Algorithms*, Lemma 3.1): a sum of n products computed in any order is within
-# gamma_n of the sum of the magnitudes of its terms.
-_U = 2.0 ** -53
-_ETA = 2.0 ** -1074
-#: Relative widening of a computed bound: covers the rounding of the few dozen
-#: operations that compute the bound itself (each at most u = 1.1e-16).
-_WIDEN = 1.0 + 1e-13
-
-
-def _gam(n: int) -> float:
-    return n * _U / (1.0 - n * _U)
+# Float64 facts: rcmdp_exact.core._rounding (U, ETA, WIDEN, gam).
 
 
 #: How :class:`PolicySystem` solves a single system: chosen by its measured cost
@@ -595,8 +584,8 @@ class PolicySystem:
             else:
                 L = Lc = self.n
                 sums = P.sum(axis=1)
-            sigma = sums * (1.0 + _gam(L + 1)) * (1.0 + self._rel) * (1.0 + 2.0 * _U)
-            beta = self.gamma * float(sigma.max(initial=0.0)) * (1.0 + 2.0 * _U)
+            sigma = sums * (1.0 + gam(L + 1)) * (1.0 + self._rel) * (1.0 + 2.0 * U)
+            beta = self.gamma * float(sigma.max(initial=0.0)) * (1.0 + 2.0 * U)
             self._stats = (sigma, L, Lc, beta)
         return self._stats
 
@@ -614,16 +603,16 @@ class PolicySystem:
             if transpose:
                 x1 = ax.sum(axis=0)
                 smax = float(sigma.max(initial=0.0))
-                floor = (_gam(Lc + 4) * (np.abs(b).sum(axis=0) + x1 + g * smax * x1)
-                         + self._rel * g * smax * x1 + 8.0 * (Lc + 4) * self.n * _ETA)
+                floor = (gam(Lc + 4) * (np.abs(b).sum(axis=0) + x1 + g * smax * x1)
+                         + self._rel * g * smax * x1 + 8.0 * (Lc + 4) * self.n * ETA)
                 if err is not None:
                     floor = floor + np.abs(err).sum(axis=0)
-                floor = floor * (1.0 + _gam(self.n + 2))
-                res = r.sum(axis=0) * (1.0 + _gam(self.n + 2))
+                floor = floor * (1.0 + gam(self.n + 2))
+                res = r.sum(axis=0) * (1.0 + gam(self.n + 2))
                 return res, floor, res + floor
             xmax = ax.max(axis=0)
-            eps = (_gam(L + 4) * (np.abs(b) + ax + g * sigma[:, None] * xmax)
-                   + self._rel * g * sigma[:, None] * xmax + 8.0 * (L + 4) * _ETA)
+            eps = (gam(L + 4) * (np.abs(b) + ax + g * sigma[:, None] * xmax)
+                   + self._rel * g * sigma[:, None] * xmax + 8.0 * (L + 4) * ETA)
             if err is not None:
                 eps = eps + np.abs(err)
             return r.max(axis=0), eps.max(axis=0), (r + eps).max(axis=0)
@@ -637,7 +626,7 @@ class PolicySystem:
         e2 = None if err is None else err.reshape(b2.shape)
         worst = float(np.max(self._residual(b2, x2, transpose, e2)[2], initial=0.0))
         beta = self._statistics()[3]
-        bound = (worst / (1.0 - beta) * _WIDEN if beta < 1.0 and np.isfinite(worst)
+        bound = (worst / (1.0 - beta) * WIDEN if beta < 1.0 and np.isfinite(worst)
                  else np.inf)
         if record:
             self.bounds[transpose] = max(self.bounds[transpose], bound)
@@ -998,7 +987,7 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, p0=None, method: str = "au
             # exact P_pi and r_pi of the float data (one-hot rows are exact)
             k = int(np.count_nonzero(pi, axis=1).max(initial=1))
             exact = k <= 1 and bool(np.all(pi.max(axis=1) == 1.0))
-            rel = 0.0 if exact else _gam(k + 1)
+            rel = 0.0 if exact else gam(k + 1)
             P_pi = _dense_p_pi(model.P, pi, exact) if dense else _p_pi(model, pi)
             system = PolicySystem(P_pi, gamma, method=method, matrix_error=rel)
             sol[:] = system.solve(rhs, rhs_error=None if exact else rel * _rhs(

@@ -35,7 +35,8 @@ import scipy.sparse as sp
 
 from .._checks import as_float_array, check_choice, check_int, check_real
 from .._result import Result, Status
-from .evaluation import _ETA, _U, _WIDEN, _gam, rescaled_budget
+from ._rounding import ETA, WIDEN, U, gam
+from .evaluation import rescaled_budget
 from .model import TabularCMDP, check_model
 
 __all__ = ["MDP_METHODS", "backward_induction", "box_policy_iteration", "greedy_box",
@@ -203,8 +204,8 @@ class _Bellman:
         L = self.S if self.dense else int(np.diff(P.indptr).max(initial=0))
         self._L = L
         self.sums = sums
-        self._sigma = sums * (1.0 + 2.0 * _gam(L + 2))
-        self._beta = self.gamma * float(self._sigma.max(initial=0.0)) * (1.0 + 4.0 * _U)
+        self._sigma = sums * (1.0 + 2.0 * gam(L + 2))
+        self._beta = self.gamma * float(self._sigma.max(initial=0.0)) * (1.0 + 4.0 * U)
         self._ok = (self._beta < 1.0
                     and float(np.abs(self.gflat).max(initial=0.0)) < _SPLIT_MAX)
 
@@ -240,8 +241,8 @@ class _Bellman:
         """A bound (S, A) on the rounding of :meth:`q` at values of magnitude at most
         ``vmax``: :math:`\\gamma_{L+2} (|g| + \\gamma \\sigma \\max|v|)`, rounded up."""
         sig = self.sigma.reshape(self.S, self.A)
-        return (_gam(self.L + 3) * (np.abs(self.g) + self.gamma * sig * vmax)
-                + 4.0 * (self.L + 3) * _ETA) * _WIDEN
+        return (gam(self.L + 3) * (np.abs(self.g) + self.gamma * sig * vmax)
+                + 4.0 * (self.L + 3) * ETA) * WIDEN
 
 
 def policy_iteration(model: TabularCMDP, lam=None, max_iter: int = 10_000) -> Result:
@@ -415,8 +416,8 @@ def _sum(terms):
         mag = mag + np.abs(t)
     res = s + c
     # (+ 2 eta: the last rounding and the sum of the e, if they fall below the normal range)
-    return res, (2.0 * _U * np.abs(res) + 2.0 * _gam(len(terms)) ** 2 * mag
-                 + 2.0 * len(terms) * _ETA)
+    return res, (2.0 * U * np.abs(res) + 2.0 * gam(len(terms)) ** 2 * mag
+                 + 2.0 * len(terms) * ETA)
 
 
 def _mp_bound(bell: _Bellman, w: np.ndarray, q: np.ndarray | None = None,
@@ -449,29 +450,29 @@ def _mp_bound(bell: _Bellman, w: np.ndarray, q: np.ndarray | None = None,
     wmax = float(np.abs(w).max(initial=0.0))
     with np.errstate(over="ignore", invalid="ignore"):
         gap = q - w[:, None]
-        err = ((bell.q_error(q, wmax) if qerr is None else qerr * _WIDEN)
-               + 2.0 * _U * np.abs(gap))
-        upper = (gap + err) * _WIDEN
-        lower = gap - err * _WIDEN
+        err = ((bell.q_error(q, wmax) if qerr is None else qerr * WIDEN)
+               + 2.0 * U * np.abs(gap))
+        upper = (gap + err) * WIDEN
+        lower = gap - err * WIDEN
     if target is not None:
         # first in float (the rounding of every Q-value bounded): enough where the rows
         # are short or gamma is far from 1
         hi_f = float(upper.max(initial=-np.inf))
         lo_f = float(lower.max(axis=1).min(initial=0.0))
-        bound = max(abs(hi_f), abs(min(lo_f, 0.0))) / denom * _WIDEN + 4.0 * _ETA
+        bound = max(abs(hi_f), abs(min(lo_f, 0.0))) / denom * WIDEN + 4.0 * ETA
         if bound <= target:
             return bound, float(np.abs(gap.max(axis=1)).max(initial=0.0)), q
     # in double-double where float cannot decide: the states whose float bounds are
     # beyond the threshold H (target * (1 - beta); all states without a target), their
     # float argmax action first, then any other action whose float upper bound could
     # exceed that action's certified one (near ties)
-    H = target * denom / _WIDEN if target is not None else -np.inf
+    H = target * denom / WIDEN if target is not None else -np.inf
     best = q.argmax(axis=1)
     low = lower.max(axis=1)
     cand = np.flatnonzero((upper.max(axis=1) > H) | (low < -H))
     s, c, e = bell.exact_rows(w, None, cand * A + best[cand])
     dc, de = _sum([s, c, -w[cand]])
-    pad = de + e + 2.0 * _U * (np.abs(dc) + de + e) + 2.0 * _ETA
+    pad = de + e + 2.0 * U * (np.abs(dc) + de + e) + 2.0 * ETA
     low[cand] = np.maximum(low[cand], dc - pad)
     lo = float(low.min(initial=0.0))
     upper[cand, best[cand]] = dc + pad
@@ -483,11 +484,11 @@ def _mp_bound(bell: _Bellman, w: np.ndarray, q: np.ndarray | None = None,
         si, ai = np.nonzero(others)
         s2, c2, e2 = bell.exact_rows(w, None, si * A + ai)
         d2, de2 = _sum([s2, c2, -w[si]])
-        upper[si, ai] = (d2 + de2 + e2 + 2.0 * _U * (np.abs(d2) + de2 + e2) + 2.0 * _ETA)
+        upper[si, ai] = (d2 + de2 + e2 + 2.0 * U * (np.abs(d2) + de2 + e2) + 2.0 * ETA)
     hi = float(upper.max(initial=-np.inf))
     resid = gap.max(axis=1)
     resid[cand] = dc
-    bound = max(abs(hi), abs(min(lo, 0.0))) / denom * _WIDEN + 4.0 * _ETA
+    bound = max(abs(hi), abs(min(lo, 0.0))) / denom * WIDEN + 4.0 * ETA
     return bound, float(np.abs(resid).max(initial=0.0)), q
 
 
@@ -530,12 +531,12 @@ def _refine(bell: _Bellman, rows, P_pi, system, v: np.ndarray, done: float):
             d = np.asarray(system.solve(r, tol=_CORRECTION_TOL), dtype=np.float64)
         with np.errstate(over="ignore", invalid="ignore"):
             res = r - d + gamma * (P_pi @ d)
-            es = (2.0 * _gam(L + 4) * (np.abs(r) + np.abs(d) + gamma * (P_pi @ np.abs(d)))
-                  + 4.0 * (L + 4) * _ETA)
-            E = float((er + np.abs(res) + es).max(initial=0.0)) / denom * _WIDEN
+            es = (2.0 * gam(L + 4) * (np.abs(r) + np.abs(d) + gamma * (P_pi @ np.abs(d)))
+                  + 4.0 * (L + 4) * ETA)
+            E = float((er + np.abs(res) + es).max(initial=0.0)) / denom * WIDEN
             add = vl + d
             if not first:  # the rounding of vl + d
-                E += 2.0 * _U * float(np.abs(add).max(initial=0.0))
+                E += 2.0 * U * float(np.abs(add).max(initial=0.0))
         if not np.isfinite(E):
             break
         if E >= best[2]:
@@ -602,12 +603,12 @@ def _certify(bell: _Bellman, actions: np.ndarray, max_steps: int, target: float,
                 q = bell.q(vh)
         else:  # ||V_pi - v|| <= E + ||vh + vl - v||
             w = v
-            Ew = E + float((np.abs(vh - v) + np.abs(vl)).max(initial=0.0)) * (1.0 + 4 * _U)
+            Ew = E + float((np.abs(vh - v) + np.abs(vl)).max(initial=0.0)) * (1.0 + 4 * U)
         sig = bell.sigma.reshape(S, A)
         err = bell.q_error(q, float(np.abs(w).max(initial=0.0)))
         adv = q - q[states, actions][:, None]
-        slack = (err + err[states, actions][:, None] + 2.0 * _U * np.abs(adv)
-                 + gamma * (sig + sig[states, actions][:, None]) * Ew) * _WIDEN
+        slack = (err + err[states, actions][:, None] + 2.0 * U * np.abs(adv)
+                 + gamma * (sig + sig[states, actions][:, None]) * Ew) * WIDEN
         upper = adv + slack
         upper[states, actions] = -np.inf
         near = upper > 0.0
@@ -623,9 +624,9 @@ def _certify(bell: _Bellman, actions: np.ndarray, max_steps: int, target: float,
             ea = ea + e1 + e0[pos]
             P = bell.P
             diff = P[si * A + ai] - P[rows[si]]
-            delta = np.asarray(abs(diff).sum(axis=1)).ravel() * _WIDEN
-            sl = (ea + gamma * delta * E) * _WIDEN
-            pad = 2.0 * _U * (np.abs(a_dd) + sl) + 2.0 * _ETA
+            delta = np.asarray(abs(diff).sum(axis=1)).ravel() * WIDEN
+            sl = (ea + gamma * delta * E) * WIDEN
+            pad = 2.0 * U * (np.abs(a_dd) + sl) + 2.0 * ETA
             upper_near, lower_near = a_dd + sl + pad, a_dd - sl - pad
             rho = max(0.0, float(upper_near.max()))
             better[si, ai] = lower_near > 0.0
@@ -638,7 +639,7 @@ def _certify(bell: _Bellman, actions: np.ndarray, max_steps: int, target: float,
             steps += 1
             system = q = None
             continue
-        bound = (Ev + rho / denom) * _WIDEN + 4.0 * _ETA
+        bound = (Ev + rho / denom) * WIDEN + 4.0 * ETA
         # the residual of the returned float values vh (for information)
         top = resid + np.maximum(0.0, np.max(np.where(near, adv, -np.inf), axis=1,
                                              initial=-np.inf))
@@ -948,7 +949,7 @@ def _iterate_values(model, bell: _Bellman, lam, method, v, max_iter, k, target, 
             # centre v + shift is within half of it
             half = (hi - lo) / (2.0 * (1.0 - gamma))
             shift = (lo + hi) / (2.0 * (1.0 - gamma))
-            floor = 2.0 * (L + 3) * _U * (gmax + 2.0 * float(np.abs(tv).max())) / (1.0 - gamma)
+            floor = 2.0 * (L + 3) * U * (gmax + 2.0 * float(np.abs(tv).max())) / (1.0 - gamma)
             if half <= max(target, floor) or it == max_iter or not np.isfinite(half):
                 break
             if method == "value_iteration":
@@ -977,8 +978,8 @@ def _iterate_values(model, bell: _Bellman, lam, method, v, max_iter, k, target, 
         gs = gamma * shift * bell.sums.reshape(S, bell.A)
         qw = q + gs
         err = (bell.q_error(q, float(np.abs(v).max(initial=0.0)))
-               + np.abs(gs) * 2.0 * _gam(L + 2) + 2.0 * _U * (np.abs(gs) + np.abs(qw))
-               + 2.0 * _U * np.abs(shift))
+               + np.abs(gs) * 2.0 * gam(L + 2) + 2.0 * U * (np.abs(gs) + np.abs(qw))
+               + 2.0 * U * np.abs(shift))
     v = w
     capped = not half <= max(target, floor)  # the iteration limit stopped it
     name = method.replace("_", " ")
