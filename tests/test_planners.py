@@ -12,6 +12,9 @@
   test budget; docs/planners.md): the rate is tested instead, the gap of the best
   robust-feasible iterate shrinking at least fourfold when the step is divided by 4 and
   the budget multiplied by 16.
+* Robust CMDPs whose budget binds and whose bracket closes to 1e-6 (checked): the
+  reference reaches the bracket's value to 1e-6, the gradient planners approach it at
+  their rates.
 * EpiRC-PGS's certificate (its bisection's lower end is a true lower bound on OPT),
   the learners' wrappers (the planner's output is the learner's own trained policy),
   a user's planner under its own name, same seed same bits, the result's numbers.
@@ -139,6 +142,55 @@ def test_gradient_planners_converge_where_budgets_bind(name):
         for r, out in ((coarse, before), (fine, after)):
             gap = 1.0 if r.best is None else relgap(lp.value, r.best["value"])
             assert gap >= -1e-9  # weak: nothing robust-feasible is worth more than OPT
+            out.append(gap)
+    assert np.median(after) <= np.median(before) / 4, (before, after)
+
+
+# ------------------------------------------------------------------ a closed bracket
+def closed_bracket_models():
+    """Robust CMDPs (L1, radius 0.2 on every next state) whose budget binds (99% of the
+    worst-case cost of the robust-optimal policy) and whose bracket closes: each with
+    the bracket, closed to 1e-6 relative (checked here, so a bracket that stops closing
+    fails the tests that use it instead of weakening them)."""
+    out = []
+    for S, seed in ((2, 2), (2, 4), (2, 0), (3, 2), (2, 7)):
+        m = random_cmdp(seed, S, 2, 1, 0.9)
+        uset = rx.l1_ball(m, 0.2, support="all")
+        rvi = rx.robust_value_iteration(m, uset)
+        worst = rx.robust_evaluate(m, rvi.policy, uset).costs_worst
+        m = m.replace(d=0.99 * np.asarray(worst))
+        br = rx.rcmdp_bracket(m, uset, max_boxes=4000, rtol=1e-9, time_limit=None,
+                              dual_evaluations=0, progress=False)
+        assert br.upper - br.lower <= 1e-6 * max(1.0, abs(br.upper)), (S, seed, br)
+        assert br.upper < rvi.value - 1e-3  # the budget binds: OPT is below the robust optimum
+        out.append((m, uset, br))
+    return out
+
+
+def test_reference_reaches_a_closed_bracket():
+    """Where the budget binds and the bracket closes to 1e-6, the reference's policy is
+    robust-feasible and worth the bracket's value to 1e-6."""
+    for m, uset, br in closed_bracket_models():
+        r = plan(m, uset, "reference", iterations=2000)
+        assert r.feasible
+        assert abs(relgap(br.upper, r.value)) <= 1e-6, (br.lower, br.upper, r.value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", GRADIENT)
+def test_gradient_planners_approach_a_closed_bracket(name):
+    """The gradient planners on the same models, at their proved rates (module notes):
+    the median gap of the best robust-feasible iterate to the closed bracket falls at
+    least fourfold from (default step, 100 iterations) to (step / 4, 1600 iterations),
+    and no robust-feasible iterate is worth more than the bracket's upper side."""
+    before, after = [], []
+    finer = FINER[name](PLANNERS[name].settings())
+    for m, uset, br in closed_bracket_models():
+        coarse = plan(m, uset, name, iterations=100, seed=0)
+        fine = plan(m, uset, name, iterations=1600, seed=0, **finer)
+        for r, out in ((coarse, before), (fine, after)):
+            gap = 1.0 if r.best is None else relgap(br.upper, r.best["value"])
+            assert gap >= -1e-9
             out.append(gap)
     assert np.median(after) <= np.median(before) / 4, (before, after)
 
