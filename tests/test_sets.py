@@ -641,6 +641,26 @@ def test_kl_huge_values_do_not_overflow():
     assert res.value[0, 0] < 0
 
 
+@pytest.mark.parametrize("radius", [1e-6, 0.02, 0.5])
+def test_kl_rows_of_subnormal_values_are_solved_as_their_scaled_copy(radius):
+    """A row of values below 2.2e-308 (a cost value that a policy reaches with
+    probability 1e-300: a mirror-descent planner's iterate) is solved and certified, and
+    its answer is the answer of the same row scaled by 2^1000 (an exact scaling)."""
+    rng = np.random.default_rng(5)
+    P = rng.dirichlet(np.ones(6), size=(6, 2))
+    P[0, 0, :2] = 0.0
+    P /= P.sum(axis=-1, keepdims=True)
+    z = -np.ldexp(rng.random((6, 2, 6)), -1060)  # subnormal, a few bits each
+    z[1, 1] = 0.0
+    z[2, 0, 3] = -1e-300  # one normal value beside subnormal ones
+    ball = KLBall(P, radius)
+    res = ball.worst_case(z)
+    ref = ball.worst_case(np.ldexp(z, 1000))
+    assert res.success and ref.success
+    np.testing.assert_allclose(res.p, ref.p, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(np.ldexp(res.value, 1000) <= ref.value + 1e-12, True)
+
+
 # --------------------------------------------------------------------------- finite set
 def test_finite_set_members_distance_and_contains():
     rng = np.random.default_rng(1)

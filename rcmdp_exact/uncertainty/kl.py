@@ -351,7 +351,8 @@ def worst_case_kl(p_hat, z, radius) -> Result:
     ``gap`` (N,) = value - dual, the certified bound on the error of the value, and
     ``converged`` (N,) bool: the gap is at most :data:`GAP_CERTIFIED` times the row's
     value range max(z) - min(z) on the support, plus the rounding floor of the value
-    itself, 8 n eps max|z| (a row of near ties cannot be certified below it).
+    itself, 8 n (eps max|z| + the subnormal spacing 4.9e-324) (a row of near ties
+    cannot be certified below it).
 
     >>> res = worst_case_kl([[0.5, 0.5]], [[0.0, 1.0]], [np.log(2.0)])  # the limit case
     >>> res.p.tolist(), float(res.value[0])
@@ -362,10 +363,13 @@ def worst_case_kl(p_hat, z, radius) -> Result:
     r = np.asarray(radius, dtype=np.float64).reshape(-1)
     N = Q.shape[0]
     sup = Q > 0
-    # z scaled by a power of two (exact) so that its range cannot overflow
+    # z scaled by a power of two (exact) so that its largest magnitude is about 1: its
+    # range cannot overflow, and a row of tiny (subnormal) values is solved at full
+    # precision instead of in the few bits a subnormal keeps
     big = np.max(np.abs(Z), axis=1, where=sup, initial=0.0)
     with np.errstate(divide="ignore"):
-        pow2 = np.exp2(np.maximum(np.ceil(np.log2(big)) - 1.0, 0.0))
+        pow2 = np.where(big > 0, np.exp2(np.ceil(np.log2(np.where(big > 0, big, 1.0))) - 1.0),
+                        1.0)
     Zs = Z / pow2[:, None]
     zmin = np.min(Zs, axis=1, where=sup, initial=np.inf)
     Y = np.where(sup, Zs - zmin[:, None], 0.0)
@@ -397,8 +401,10 @@ def worst_case_kl(p_hat, z, radius) -> Result:
     gap = np.maximum(value - dual, 0.0)
     gap[corner] = 0.0
     if inner.size:
-        # the gap's own rounding floor: a dot product of n terms of size max|z|
-        floor = 8.0 * Q.shape[1] * np.finfo(float).eps * big[inner]
+        # the gap's own rounding floor: a dot product of n terms of size max|z| (each
+        # operation off by eps of its size, or by the subnormal spacing below 2.2e-308)
+        fin = np.finfo(float)
+        floor = 8.0 * Q.shape[1] * (fin.eps * big[inner] + fin.smallest_subnormal)
         scale = ymax[inner] * pow2[inner]
         converged[inner] = (g <= GAP_CERTIFIED + floor / scale) & \
             (gap[inner] <= GAP_CERTIFIED * scale + floor)
