@@ -32,7 +32,6 @@ NAMES = ("robust-primal-dual", "epirc-pgs", "rnpg", "rrpo", "pmd-pd", "rcpg-valu
          "reference")
 
 #: The modules that register the built-in planners.
-_MODULES = ("primal_dual", "epigraph", "switching", "rrpo", "mirror", "rcpg", "reference")
 
 _EXPORTS = {
     "PLANNERS": ".base", "Planner": ".base", "PlannerSettings": ".base",
@@ -51,11 +50,11 @@ __all__ = ["NAMES", "load_builtin", *sorted(_EXPORTS)]
 
 
 def load_builtin() -> None:
-    """Import the modules that register the built-in planners (idempotent)."""
-    import importlib
+    """Import the modules that register the built-in planners (idempotent;
+    :func:`.base.load_builtin`)."""
+    from .base import load_builtin as load
 
-    for mod in _MODULES:
-        importlib.import_module(f".{mod}", __name__)
+    load()
 
 
 def __getattr__(name: str):

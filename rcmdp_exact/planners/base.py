@@ -36,8 +36,8 @@ import numpy as np
 from .._checks import InputError, check_int, check_real, check_seed, check_type, rng_from
 from .._progress import progress_default, tqdm
 from .._result import Result, Status
-from ..core.model import TabularCMDP
-from ..core.model_checks import check_model, check_policy
+from ..core.model import TabularCMDP, check_model
+from ..core.model_checks import check_policy
 from .oracle import Evaluation, RobustOracle
 
 __all__ = ["PLANNERS", "STARTS", "Context", "PlanResult", "Planner", "PlannerSettings",
@@ -131,8 +131,6 @@ def planner(name) -> Planner:
     :class:`Planner`), else an error that lists the names."""
     if isinstance(name, Planner):
         return name
-    from . import load_builtin
-
     load_builtin()
     if isinstance(name, str) and name in PLANNERS:
         return PLANNERS[name]
@@ -503,8 +501,6 @@ def entrants() -> dict[str, dict]:
     """Every registered planner as an entrant of the suite's leaderboard: ``{name:
     dict(fn=..., kind="planner", robust=True, description=...)}``, ready for
     ``rcmdp_exact.suite.leaderboard.register(name, **entry)``."""
-    from . import load_builtin
-
     load_builtin()
     return {n: _entry(p) for n, p in PLANNERS.items()}
 
@@ -544,3 +540,16 @@ def register_entrants(leaderboard=None, *, only=None) -> list[str]:
         reg(n, replace=True, **_entry(PLANNERS[n]))
         done.append(n)
     return done
+
+
+#: The modules that register the built-in planners (imported by :func:`load_builtin`).
+BUILTIN_MODULES = ("primal_dual", "epigraph", "switching", "rrpo", "mirror", "rcpg",
+                   "reference")
+
+
+def load_builtin() -> None:
+    """Import the modules that register the built-in planners (idempotent)."""
+    import importlib
+
+    for mod in BUILTIN_MODULES:
+        importlib.import_module(f"rcmdp_exact.planners.{mod}")
