@@ -114,13 +114,15 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(path, write) -> Path:
+def write_atomic(path, write, *, exclusive: bool = False) -> Path:
     """Write the file ``path`` through ``write(fh)`` (a binary file object) atomically.
 
     The bytes go to a temporary file in the same folder, which is renamed into place
     when ``write`` returns: an interrupt or a failure (a full disk) leaves the old file
     whole, or no file, never half a file.  An ``OSError`` is raised again with
     ``filename`` set to ``path`` (not to the temporary file).  Returns ``path``.
+    ``exclusive``: create ``path`` only if no file has that name (a hard link, atomic:
+    of two writers one wins), else ``FileExistsError`` and nothing is changed.
     """
     p = Path(os.fspath(path))
     tmp = None
@@ -131,8 +133,13 @@ def write_atomic(path, write) -> Path:
             write(fh)
         # the permissions of a file written directly (mkstemp makes it private)
         os.chmod(tmp, stat.S_IMODE(os.stat(p).st_mode) if p.exists() else 0o666 & ~_umask())
-        os.replace(tmp, p)
-        tmp = None
+        if exclusive:
+            os.link(tmp, p)  # FileExistsError when another file has the name
+        else:
+            os.replace(tmp, p)
+            tmp = None
+    except FileExistsError:
+        raise
     except OSError as exc:
         code = exc.errno if exc.errno is not None else errno.EIO
         raise OSError(code, exc.strerror or os.strerror(code), str(p)) from None

@@ -113,3 +113,15 @@ def reference_store(small) -> Path:
         assert proc.returncode == 0, proc.stderr
         _REFERENCE[key] = where / "out"
     return _REFERENCE[key]
+
+
+def process_alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie, ended but not reaped, counts as ended; reads
+    /proc, Linux only)."""
+    from pathlib import Path
+
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hostile.test_hostile_workers import _alive
+from helpers import process_alive
 
 from rcmdp_exact import suite
 from rcmdp_exact.cli import main
@@ -228,14 +228,14 @@ def test_workers_end_when_certify_is_killed(tmp_path):
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         end = time.monotonic() + 60
-        while any(_alive(w) for w in workers) and time.monotonic() < end:
+        while any(process_alive(w) for w in workers) and time.monotonic() < end:
             time.sleep(0.05)
-        assert not any(_alive(w) for w in workers), "a worker outlived certify"
+        assert not any(process_alive(w) for w in workers), "a worker outlived certify"
     finally:
         if proc.poll() is None:
             proc.kill()
         for w in workers:
-            if _alive(w):
+            if process_alive(w):
                 os.kill(w, signal.SIGKILL)
 
 

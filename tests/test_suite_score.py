@@ -284,3 +284,24 @@ def test_rescore_against_a_new_file_moves_the_share_and_refuses_a_new_budget(tmp
     path.write_bytes(gzip.compress(json.dumps(payload).encode()))
     with pytest.raises(InputError, match=row["key"]):
         leaderboard.rescore(res, path)
+
+
+def test_a_built_in_planner_is_an_entrant_of_the_command(tmp_path):
+    """``rcmdp suite score --algorithm rnpg`` registers the built-in planner on first use
+    (it answered "unknown entrant" when the planners package had been imported before
+    the leaderboard) and scores its policy exactly: the row's worst value and cost are
+    those of the independent robust evaluation of the stored policy."""
+    from rcmdp_exact.cli import main
+
+    out = tmp_path / "planner.json"
+    assert main(["suite", "score", "--algorithm", "rnpg", "--instances", "riverswim-6",
+                 "--seeds", "1", "--episodes", "5", "--out", str(out), "--no-progress"]) == 0
+    res = Result.load(out)
+    (row,) = res.rows
+    assert row["entrant"] == "rnpg" and row["kind"] == "planner" and not row["error"]
+    model, _, _rec = suite.load("riverswim-6")
+    pi = np.asarray(row["policy"])
+    v, _ = _robust(model, np.asarray(model.R), 0.1, +1, policy=pi)
+    c, _ = _robust(model, np.asarray(model.C)[..., 0], 0.1, -1, policy=pi)
+    assert row["worst_value"] == pytest.approx(v, abs=1e-8)
+    assert row["worst_costs"][0] == pytest.approx(c, abs=1e-8)

@@ -107,6 +107,22 @@ def _in_compiler(frame) -> bool:
     return False
 
 
+def _in_callback(frame) -> bool:
+    """Whether ``frame`` or a frame that called it is one where a raised exception is
+    printed and dropped ("Exception ignored in ..."): a weak reference's callback (the
+    standard library's weakref.py, run by the garbage collector at any moment) or a
+    ``__del__`` method."""
+    import weakref
+
+    ignored = weakref.__file__
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename == ignored or code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _ask_again(signum: int) -> None:
     """Deliver ``signum`` to the main thread's handler again in :data:`_RETRY` s."""
     import _thread
@@ -134,10 +150,13 @@ def _on_signal(signum, frame):
     function") and dropped, so that a Ctrl-C there was lost (``rcmdp train`` then ran
     its whole budget and exited 0); and an exception between two of llvmlite's calls
     leaves LLVM objects whose owner Python no longer knows (freed twice at exit: a
-    segmentation fault).  A compilation takes seconds at most."""
+    segmentation fault).  A compilation takes seconds at most.  The same wait holds in a
+    weak reference's callback or a ``__del__`` (:func:`_in_callback`), where Python
+    prints and drops the exception (a SIGTERM to ``rcmdp report`` was lost there and the
+    command exited 0)."""
     import signal
 
-    if _in_compiler(frame):
+    if _in_compiler(frame) or _in_callback(frame):
         _ask_again(signum)
         return
     raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()

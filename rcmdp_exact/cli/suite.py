@@ -206,20 +206,11 @@ def _box_schedule(text: str) -> list[int]:
 
 
 def _algorithm_list(builtin):
-    """An argparse type: entrants, each a built-in or (when a planner package is
-    installed) a name it may register."""
-    parse_builtin = comma_list(builtin, "entrant")
+    """An argparse type: entrants, each a built-in (the learners and baselines) or one of
+    the built-in planners (``rcmdp_exact.planners.NAMES``, read without numpy)."""
+    from ..planners import NAMES as PLANNERS
 
-    def parse(text: str) -> list[str]:
-        import importlib.util
-
-        names = [t.strip() for t in str(text).split(",") if t.strip()]
-        if importlib.util.find_spec("rcmdp_exact.planners") is not None and names:
-            return list(dict.fromkeys(names))
-        return parse_builtin(text)
-
-    parse.__name__ = "entrant"
-    return parse
+    return comma_list(tuple(builtin) + tuple(PLANNERS), "entrant")
 
 
 def _input_file(parser, path, what="--file"):
@@ -473,36 +464,20 @@ def _write_new(path, data: bytes, force: bool, state: dict) -> None:
     is not this run's (``os.link`` of the temporary file: it fails when the name exists,
     so two runs that started together cannot both write); ``state["owned"]`` once this
     run has created it."""
-    import os
-    import tempfile
-
     from .._io import write_atomic
 
     if force or state.get("owned"):
         write_atomic(path, lambda fh: fh.write(data))
         return
-    from pathlib import Path
-
-    p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent or ".")
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        mask = os.umask(0o022)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)  # a file written directly's permissions
-        try:
-            os.link(tmp, p)
-        except FileExistsError:
-            from .._checks import InputError
+        write_atomic(path, lambda fh: fh.write(data), exclusive=True)
+    except FileExistsError:
+        from .._checks import InputError
 
-            raise InputError(f"{str(p)!r} was created by someone else while this run "
-                             f"scored (another rcmdp suite score?); it was not overwritten: "
-                             f"give another --out, or --force") from None
-        state["owned"] = True
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        raise InputError(f"{str(path)!r} was created by someone else while this run "
+                         f"scored (another rcmdp suite score?); it was not overwritten: "
+                         f"give another --out, or --force") from None
+    state["owned"] = True
 
 
 def _score(parser, args) -> int:

@@ -31,7 +31,6 @@ NAMES = ("robust-primal-dual", "epirc-pgs", "rnpg", "rrpo", "pmd-pd", "rcpg-valu
          "rcpg-constraint-exact", "rcpg-lagrangian-exact", "adversarial-rcpg-exact",
          "reference")
 
-#: The modules that register the built-in planners.
 
 _EXPORTS = {
     "PLANNERS": ".base", "Planner": ".base", "PlannerSettings": ".base",

@@ -11,14 +11,14 @@ training step per iteration of the budget.  Each planner is named after its lear
 with ``-exact`` (the learner's own name, in ``rcmdp suite score --algorithm``, is the
 learner in its default, sampled mode):
 
-========================= ================================================================
-planner                   learner
-========================= ================================================================
-``rcpg-value-exact``      RCPG, the worst case of the value (exact kernel every step)
-``rcpg-constraint-exact`` RCPG, the worst case of the (total) cost
-``rcpg-lagrangian-exact`` RCPG, the worst case of the Lagrangian
+========================== ================================================================
+planner                    learner
+========================== ================================================================
+``rcpg-value-exact``       RCPG, the worst case of the value (exact kernel every step)
+``rcpg-constraint-exact``  RCPG, the worst case of the (total) cost
+``rcpg-lagrangian-exact``  RCPG, the worst case of the Lagrangian
 ``adversarial-rcpg-exact`` Adversarial RCPG (an MLP adversary in the L1 ball; L1 balls only)
-========================= ================================================================
+========================== ================================================================
 
 Settings: the learners' exact-mode defaults (``rcmdp_exact.learners.base.EXACT_DEFAULTS``,
 ``docs/learners.md``), with one change: the multipliers start learning after

@@ -153,20 +153,23 @@ def _builtins() -> None:
 
 
 def entrant(name: str) -> Entrant:
-    """The entrant registered as ``name``; a planner package (``rcmdp_exact.planners``)
-    is imported once to let it register its own; an InputError naming the entrants
-    otherwise."""
+    """The entrant registered as ``name`` (a built-in planner of
+    :mod:`rcmdp_exact.planners` is registered on first use); an InputError naming the
+    entrants otherwise."""
     from .._checks import InputError
 
     if not ENTRANTS:
         _builtins()
     if name not in ENTRANTS:
-        import importlib
+        from ..planners import NAMES as planner_names
 
-        try:
-            importlib.import_module("rcmdp_exact.planners")
-        except ImportError:
-            pass
+        if name in planner_names:  # the built-in planners register themselves
+            import sys
+
+            from ..planners.base import load_builtin, register_entrants
+
+            load_builtin()
+            register_entrants(sys.modules[__name__])
     if name not in ENTRANTS:
         raise InputError(f"unknown entrant {name!r}; give one of {', '.join(ENTRANTS)} "
                          f"(or a trainer with --trainer, a planner with --planner, named "

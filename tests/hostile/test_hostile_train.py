@@ -50,6 +50,36 @@ def train(*args, **kwargs):
 """
 
 
+INTERRUPTED_IN_DEL = """\
+import os, signal, threading
+
+
+class Held:
+    def __del__(self):  # an exception raised here is printed and dropped by Python
+        os.kill(os.getpid(), signal.SIGINT)
+        total = 0
+        for i in range(10000):  # the handler runs here, inside __del__
+            total += i
+
+
+def train(*args, **kwargs):
+    held = Held()
+    del held
+    for thread in threading.enumerate():  # the signal delivered again (see above)
+        if isinstance(thread, threading.Timer):
+            thread.join()
+    total = 0
+    for i in range(10000):
+        total += i
+    raise RuntimeError("the interrupt was lost")
+"""
+
+
+def _deleting_trainer(folder):
+    """The trainer above, in the command's folder."""
+    (folder / "deleting.py").write_text(INTERRUPTED_IN_DEL)
+
+
 def _compiling_trainer(folder):
     """The trainer above, in the command's folder (``python -m`` imports from there)."""
     (folder / "compiling.py").write_text(INTERRUPTED_IN_COMPILER)
@@ -91,6 +121,13 @@ HOSTILE = [
         code=130, facts=("rcmdp train: interrupted; nothing was written",),
         setup=_compiling_trainer,
         created=(f"__pycache__/compiling.{sys.implementation.cache_tag}.pyc",)),
+    # the same inside a __del__ (or a weak reference's callback, where a SIGTERM to
+    # rcmdp report was lost): the exception would be printed and dropped
+    Cli("sigint-inside-del", ("train", "nav1", "cpg", "--trainer", "deleting:train",
+                              "--episodes", "5", "--no-bracket", "--no-progress"),
+        code=130, facts=("rcmdp train: interrupted; nothing was written",),
+        setup=_deleting_trainer,
+        created=(f"__pycache__/deleting.{sys.implementation.cache_tag}.pyc",)),
     Cli("sigterm-at-exit", ("train", "nav2", "pg", *QUICK, "--out", "r.npz"), code=143,
         signal="TERM", moment="exit",
         facts=("rcmdp train: terminated", "the result was written to"),

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import HANG_GUARD
+from helpers import HANG_GUARD, process_alive
 
 #: A driver that starts a pool of two spawned workers through ``pool_initializer``,
 #: has each write its pid and sleep, prints "ready" and waits to be killed.
@@ -37,15 +37,6 @@ if __name__ == "__main__":
 """
 
 
-def _alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie, ended but not reaped, counts as ended)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_workers_end_when_their_driver_is_killed(tmp_path):
     script = tmp_path / "driver.py"
@@ -55,19 +46,19 @@ def test_workers_end_when_their_driver_is_killed(tmp_path):
     try:
         assert proc.stdout.readline().strip() == "ready"
         pids = [int(p.read_text()) for p in tmp_path.glob("*.pid")]
-        assert len(pids) == 2 and all(_alive(p) for p in pids)
+        assert len(pids) == 2 and all(process_alive(p) for p in pids)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         end = time.monotonic() + HANG_GUARD  # a hang guard, not a measured number
-        while any(_alive(p) for p in pids) and time.monotonic() < end:
+        while any(process_alive(p) for p in pids) and time.monotonic() < end:
             time.sleep(0.05)
-        assert not any(_alive(p) for p in pids), "a worker outlived its driver"
+        assert not any(process_alive(p) for p in pids), "a worker outlived its driver"
     finally:
         if proc.poll() is None:
             proc.kill()
         for p in tmp_path.glob("*.pid"):
             pid = int(p.read_text())
-            if _alive(pid):
+            if process_alive(pid):
                 os.kill(pid, signal.SIGKILL)
 
 
