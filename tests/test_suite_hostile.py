@@ -58,6 +58,8 @@ ROWS = [
     ("score: a trainer and a planner", ["score", "--trainer", "a:b", "--planner", "c:d"],
      2, "not both", True),
     ("score: an unknown algorithm", ["score", "--algorithm", "sarsa"], 2, "'sarsa'", True),
+    ("score: a planner name beside an unknown one, refused before numpy",
+     ["score", "--algorithm", "rnpg,rnpgg", "--seeds", "1"], 2, "'rnpgg'", True),
     ("score: a level off the grid", ["score", "--level", "0.3"], 2, "0.3", True),
     ("score: a planner that cannot be imported", ["score", "--planner",
                                                   "no_such_module_xyz:f"], 2,

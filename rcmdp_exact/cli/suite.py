@@ -206,28 +206,20 @@ def _box_schedule(text: str) -> list[int]:
 
 
 def _algorithm_list(builtin):
-    """An argparse type: entrants, each a built-in or (when a planner package is
-    installed) a name it may register."""
-    parse_builtin = comma_list(builtin, "entrant")
+    """An argparse type: entrants, each a built-in or a planner of
+    :data:`rcmdp_exact.planners.NAMES` (checked without numpy; a planner of yours is
+    scored with ``--planner``)."""
+    from ..planners import NAMES
 
-    def parse(text: str) -> list[str]:
-        import importlib.util
-
-        names = [t.strip() for t in str(text).split(",") if t.strip()]
-        if importlib.util.find_spec("rcmdp_exact.planners") is not None and names:
-            return list(dict.fromkeys(names))
-        return parse_builtin(text)
-
-    parse.__name__ = "entrant"
-    return parse
+    return comma_list((*builtin, *NAMES), "entrant")
 
 
-def _input_file(parser, path, what="--file"):
+def _input_file(parser, path, what="--file", kind="a data file written by rcmdp suite "
+                                                 "certify"):
     from pathlib import Path
 
     if path is not None and not Path(path).is_file():
-        parser.error(f"{what} {path!r} is not a file; give a data file written by rcmdp "
-                     f"suite certify")
+        parser.error(f"{what} {path!r} is not a file; give {kind}")
     return path
 
 
@@ -427,12 +419,16 @@ def _fill(parser, args, out, work, jobs, budget) -> int:
     if not fill.is_file():
         parser.error(f"--fill {args.fill!r} is not a file; give a suite data file "
                      f"(.json.gz)")
+    settings = work / SETTINGS_FILE
+    if not settings.is_file():
+        parser.error(f"--fill: the work folder {str(work)!r} has no {SETTINGS_FILE}; run "
+                     f"the certification first (the same command without --fill)")
     try:
-        folder = json.loads((work / SETTINGS_FILE).read_text())
+        folder = json.loads(settings.read_text())
         theirs = check_budget(folder["budget"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        parser.error(f"--fill: the work folder {str(work)!r} has no readable "
-                     f"{SETTINGS_FILE} ({exc}); run the certification first")
+        parser.error(f"--fill: {str(settings)!r} is damaged ({exc}); the work budget of "
+                     f"its jobs is unknown: delete the folder {str(work)!r} to start again")
     if theirs != budget:
         parser.error(f"--fill: the work folder {str(work)!r} holds jobs of the work budget "
                      f"{json.dumps(folder['budget'])}, this run gives {json.dumps(budget)}; "
@@ -484,8 +480,9 @@ def _write_new(path, data: bytes, force: bool, state: dict) -> None:
     from pathlib import Path
 
     p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent or ".")
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent or ".")
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         mask = os.umask(0o022)
@@ -500,8 +497,12 @@ def _write_new(path, data: bytes, force: bool, state: dict) -> None:
                              f"scored (another rcmdp suite score?); it was not overwritten: "
                              f"give another --out, or --force") from None
         state["owned"] = True
+    except OSError as exc:  # a full disk: named by the output, not the temporary file
+        if isinstance(exc, FileExistsError) or exc.errno is None:
+            raise
+        raise OSError(exc.errno, exc.strerror or os.strerror(exc.errno), str(p)) from None
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
 
 
@@ -565,7 +566,8 @@ def _figure(parser, args) -> int:
         parser.error(f"--out {args.out!r}: the figure is an image; give a path ending in "
                      f"{', '.join(FIGURE_SUFFIXES)}")
     _input_file(parser, args.file)
-    _input_file(parser, args.scores, "--scores")
+    _input_file(parser, args.scores, "--scores", "a score file written by rcmdp suite "
+                                                 "score --out")
     out = check_output(parser, args.out, kind="file", force=args.force)
     from ..suite.report import figure
 

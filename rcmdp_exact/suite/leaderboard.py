@@ -37,6 +37,7 @@ robust-feasible runs, means with 95% t-intervals over the seeds), ``table()``,
 from __future__ import annotations
 
 import math
+import sys
 import time
 import traceback
 from dataclasses import dataclass
@@ -164,9 +165,14 @@ def entrant(name: str) -> Entrant:
         import importlib
 
         try:
-            importlib.import_module("rcmdp_exact.planners")
+            planners = importlib.import_module("rcmdp_exact.planners")
         except ImportError:
-            pass
+            planners = None
+        if planners is not None and name not in ENTRANTS:
+            # imported before this module (its own hook did not register them): now
+            planners.load_builtin()
+            importlib.import_module("rcmdp_exact.planners.base").register_entrants(
+                sys.modules[__name__])
     if name not in ENTRANTS:
         raise InputError(f"unknown entrant {name!r}; give one of {', '.join(ENTRANTS)} "
                          f"(or a trainer with --trainer, a planner with --planner, named "
