@@ -198,6 +198,12 @@ def _box_schedule(text: str) -> list[int]:
             f"integers >= 1 such as 2000,6000") from None
     if values == [0]:
         return []
+    from ..names import MAX_BOXES
+
+    if max(values) > MAX_BOXES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: {max(values):,} boxes is above the limit 10^6 of branch-and-bound "
+            f"boxes (every open box is kept in memory); give at most {MAX_BOXES}")
     if any(v < 1 for v in values) or values != sorted(set(values)):
         raise argparse.ArgumentTypeError(
             f"{text!r}: give an integer >= 0 or an increasing list of integers >= 1 such as "

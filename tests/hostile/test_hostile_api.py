@@ -328,7 +328,99 @@ STORE = [
         check=lambda res, folder: res == (set(), set())),
 ]
 
-HOSTILE = [*MODELS, *TESTING, *COUNTEREXAMPLES, *LIMITS, *STORE]
+# --------------------------------------------------------------------------- planners
+def _P():
+    from rcmdp_exact import planners
+
+    return planners
+
+
+def _plan(name="rnpg", **kw):
+    def call(folder):
+        m = rx.domains.garnet(3, 2, 2, n_constraints=1, seed=0)
+        return _P().plan(m, rx.L1Ball(m.P, 0.1), name, **{"iterations": 3, **kw})
+    return call
+
+
+def _nan_model(folder):
+    m = rx.domains.garnet(3, 2, 2, n_constraints=1, seed=0)
+    R = np.array(m.R, dtype=float)
+    R[1, 0] = np.nan
+    return _P().plan(rx.TabularCMDP(m.P, R, m.C, gamma=m.gamma, d=m.d, p0=m.p0),
+                     rx.L1Ball(m.P, 0.1), "rnpg", iterations=3)
+
+
+def _gap_of_another_model(folder):
+    from rcmdp_exact import suite
+
+    model, uset, record = suite.load("riverswim-6", set="l1", level=0.05)[:3]
+    m = rx.domains.garnet(3, 2, 2, n_constraints=1, seed=0)
+    return _P().record_duality_gap(m, rx.L1Ball(m.P, 0.05), record)
+
+
+_SCORE_AFTER_PLANNERS = """
+import rcmdp_exact.planners
+from rcmdp_exact import suite
+res = suite.score(algorithms=["rnpg"], names=["riverswim-6"], seeds=[0], episodes=2,
+                  progress=False)
+print(res.rows[0]["entrant"], res.failed)
+"""
+
+
+def _score_after_planners(folder):
+    out = subprocess.run([sys.executable, "-c", _SCORE_AFTER_PLANNERS], capture_output=True,
+                         text=True, timeout=HANG_GUARD, cwd=folder)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.split()
+
+
+PLANNERS = [
+    Api("plan-iterations-zero", _plan(iterations=0), InputError, ("iterations", ">= 1")),
+    Api("plan-iterations-negative", _plan(iterations=-1), InputError, ("iterations", "-1")),
+    Api("plan-iterations-fractional", _plan(iterations=2.5), InputError,
+        ("iterations", "2.5")),
+    Api("plan-iterations-10^12", _plan(iterations=10**12), InputError,
+        ("iterations", "10^7", "LIMITS")),
+    Api("plan-step-zero", _plan(step=0.0), InputError, ("setting 'step'", "0")),
+    Api("plan-step-negative", _plan("pmd-pd", dual_step=-1.0), InputError,
+        ("setting 'dual_step'", "-1")),
+    Api("plan-step-nan", _plan("rrpo", step=float("nan")), InputError,
+        ("setting 'step'", "nan")),
+    # a step of 1e300 overflowed the first mirror step: an error blaming the set's rows
+    Api("plan-step-1e300", _plan("robust-primal-dual", policy_step=1e300), InputError,
+        ("setting 'policy_step'", "1e+300", "1e+12")),
+    Api("plan-epigraph-step-1e300", _plan("epirc-pgs", step=1e300), InputError,
+        ("setting 'step'", "1e+12")),
+    Api("plan-unknown-option", _plan(stepsize=1.0), InputError,
+        ("'stepsize'", "rnpg", "step")),
+    Api("plan-unknown-planner", _plan("rnpgg"), InputError, ("'rnpgg'", "rnpg")),
+    Api("plan-planner-None", _plan(None), InputError, ("None", "rnpg")),
+    Api("plan-unknown-start", _plan(start="warm"), InputError, ("'warm'", "uniform")),
+    Api("plan-negative-start", _plan("robust-primal-dual",
+                                     start=np.array([[1.5, -0.5]] * 3)),
+        InputError, ("start[0, 1]", "-0.5")),
+    Api("plan-nan-model", _nan_model, InputError, ("nan",)),
+    Api("plan-no-set", lambda f: _P().plan(small_model(), None, "rnpg", iterations=3),
+        InputError, ("UncertaintySet", "NoneType")),
+    Api("planner-unknown", lambda f: _P().planner("nope"), InputError, ("'nope'",)),
+    Api("register-not-a-planner", lambda f: _P().register("x"), InputError,
+        ("Planner", "str")),
+    Api("register-entrants-unknown", lambda f: _P().register_entrants(only=["nope"]),
+        InputError, ("'nope'", "rnpg")),
+    Api("register-entrants-a-name", lambda f: _P().register_entrants(only="nope"),
+        InputError, ("'nope'",)),
+    Api("duality-gap-not-a-record", lambda f: _P().record_duality_gap(
+        small_model(), rx.L1Ball(small_model().P, 0.1), {"key": 1}), InputError,
+        ("record", "'bracket'", "level=")),
+    # the bracket of riverswim-6 against a garnet: "strong duality fails", silently false
+    Api("duality-gap-of-another-model", _gap_of_another_model, InputError,
+        ("riverswim-6/l1/0.05", "S = 6", "S = 3")),
+    # rcmdp_exact.planners imported before the leaderboard: "unknown entrant 'rnpg'"
+    Api("score-a-planner-after-importing-planners", _score_after_planners,
+        check=lambda res, folder: res == ["rnpg", "0"]),
+]
+
+HOSTILE = [*MODELS, *TESTING, *COUNTEREXAMPLES, *LIMITS, *STORE, *PLANNERS]
 
 
 @pytest.mark.parametrize("row", rows(HOSTILE))
