@@ -212,7 +212,7 @@ def test_two_certifications_of_one_file(tmp_path):
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=HANG_GUARD) for p in procs]
     codes = sorted(p.returncode for p in procs)
-    for p, (_, err) in zip(procs, outs):
+    for p, (_, err) in zip(procs, outs, strict=True):
         assert "Traceback" not in err, err
         if p.returncode:
             assert p.returncode == 2 and len(err.strip().splitlines()) == 1, err
