@@ -247,6 +247,10 @@ MAX_RANDOM_MODELS = 10**3
 #: Hidden width of the MLPs (``verify --hidden``): the finite differences take one
 #: evaluation per parameter, about hidden x (inputs + actions).
 MAX_HIDDEN = 10**4
+#: Iterations of a planner (``planners.plan(iterations=...)``, ``suite score --episodes``
+#: of a planner): its curve keeps a row of numbers per iteration, and each iteration is
+#: at least one exact robust evaluation (10^7 of them take days on the suite's models).
+MAX_ITERATIONS = 10**7
 #: Branch-and-bound boxes of the bracket (``ground-truth --max-boxes``): every open
 #: box is kept in memory.
 MAX_BOXES = 10**6
@@ -280,6 +284,9 @@ LIMITS = {
                       "each is a full finite-difference check"),
     "hidden": (MAX_HIDDEN, "hidden units",
                "the finite differences take one evaluation per parameter"),
+    "iterations": (MAX_ITERATIONS, "planner iterations",
+                   "each is an exact robust evaluation, and the curve keeps a row per "
+                   "iteration"),
     "boxes": (MAX_BOXES, "branch-and-bound boxes", "every open box is kept in memory"),
     "horizon": (MAX_HORIZON, "steps of the horizon",
                 "the test metric takes one backward-induction step per time step"),

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers import HANG_GUARD
 
 from rcmdp_exact import suite
 
@@ -58,6 +59,8 @@ ROWS = [
     ("score: a trainer and a planner", ["score", "--trainer", "a:b", "--planner", "c:d"],
      2, "not both", True),
     ("score: an unknown algorithm", ["score", "--algorithm", "sarsa"], 2, "'sarsa'", True),
+    ("score: a planner name beside an unknown one, refused before numpy",
+     ["score", "--algorithm", "rnpg,rnpgg", "--seeds", "1"], 2, "'rnpgg'", True),
     ("score: a level off the grid", ["score", "--level", "0.3"], 2, "0.3", True),
     ("score: a planner that cannot be imported", ["score", "--planner",
                                                   "no_such_module_xyz:f"], 2,
@@ -160,12 +163,12 @@ def test_an_interrupted_score_keeps_its_finished_runs(tmp_path):
                              "--seeds", "4", "--out", str(out), "--no-progress"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env)
-    end = time.monotonic() + 120
+    end = time.monotonic() + HANG_GUARD  # a hang guard, not a measured number
     while time.monotonic() < end and not out.exists():
         time.sleep(0.1)
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=HANG_GUARD)
     assert proc.returncode == 130, err
     assert "Traceback" not in err and str(out) in err
     from rcmdp_exact import Result

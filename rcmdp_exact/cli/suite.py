@@ -198,6 +198,12 @@ def _box_schedule(text: str) -> list[int]:
             f"integers >= 1 such as 2000,6000") from None
     if values == [0]:
         return []
+    from ..names import MAX_BOXES
+
+    if max(values) > MAX_BOXES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: {max(values):,} boxes is above the limit 10^6 of branch-and-bound "
+            f"boxes (every open box is kept in memory); give at most {MAX_BOXES}")
     if any(v < 1 for v in values) or values != sorted(set(values)):
         raise argparse.ArgumentTypeError(
             f"{text!r}: give an integer >= 0 or an increasing list of integers >= 1 such as "
@@ -213,12 +219,12 @@ def _algorithm_list(builtin):
     return comma_list(tuple(builtin) + tuple(PLANNERS), "entrant")
 
 
-def _input_file(parser, path, what="--file"):
+def _input_file(parser, path, what="--file", kind="a data file written by rcmdp suite "
+                                                 "certify"):
     from pathlib import Path
 
     if path is not None and not Path(path).is_file():
-        parser.error(f"{what} {path!r} is not a file; give a data file written by rcmdp "
-                     f"suite certify")
+        parser.error(f"{what} {path!r} is not a file; give {kind}")
     return path
 
 
@@ -418,12 +424,16 @@ def _fill(parser, args, out, work, jobs, budget) -> int:
     if not fill.is_file():
         parser.error(f"--fill {args.fill!r} is not a file; give a suite data file "
                      f"(.json.gz)")
+    settings = work / SETTINGS_FILE
+    if not settings.is_file():
+        parser.error(f"--fill: the work folder {str(work)!r} has no {SETTINGS_FILE}; run "
+                     f"the certification first (the same command without --fill)")
     try:
-        folder = json.loads((work / SETTINGS_FILE).read_text())
+        folder = json.loads(settings.read_text())
         theirs = check_budget(folder["budget"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        parser.error(f"--fill: the work folder {str(work)!r} has no readable "
-                     f"{SETTINGS_FILE} ({exc}); run the certification first")
+        parser.error(f"--fill: {str(settings)!r} is damaged ({exc}); the work budget of "
+                     f"its jobs is unknown: delete the folder {str(work)!r} to start again")
     if theirs != budget:
         parser.error(f"--fill: the work folder {str(work)!r} holds jobs of the work budget "
                      f"{json.dumps(folder['budget'])}, this run gives {json.dumps(budget)}; "
@@ -540,7 +550,8 @@ def _figure(parser, args) -> int:
         parser.error(f"--out {args.out!r}: the figure is an image; give a path ending in "
                      f"{', '.join(FIGURE_SUFFIXES)}")
     _input_file(parser, args.file)
-    _input_file(parser, args.scores, "--scores")
+    _input_file(parser, args.scores, "--scores", "a score file written by rcmdp suite "
+                                                 "score --out")
     out = check_output(parser, args.out, kind="file", force=args.force)
     from ..suite.report import figure
 

@@ -35,8 +35,10 @@ from .._checks import (
     as_float_array,
     check_choice,
     check_int,
+    check_limit,
     check_real,
     check_shape,
+    check_type,
 )
 from .._result import Result
 from ._rounding import ETA, WIDEN, U, gam
@@ -923,14 +925,18 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, p0=None, method: str = "au
     >>> round(evaluate(m, [[1.0]]).value, 12)
     10.0
     """
+    # the options are checked even with check=False (which skips the arrays' checks):
+    # an unknown method or a check that is not a bool is no silent default
+    check = bool(check) if isinstance(check, np.bool_) else check
+    check_type(check, "check", bool, "give True or False")
+    check_choice(method, "method", SOLVERS,
+                 hint=" ('auto' chooses by the structure of the model)")
     if check:
         check_model(model)
     S, A, K = model.n_states, model.n_actions, model.n_constraints
     if check:
         pi = check_policy(policy, S, A)
         lam = model.check_multipliers(lam)
-        check_choice(method, "method", SOLVERS,
-                     hint=" ('auto' chooses by the structure of the model)")
         start = model.p0 if p0 is None else check_p0(p0, S)
     else:
         pi = policy
@@ -1018,8 +1024,8 @@ def _horizon_and_discount(model: TabularCMDP, horizon, discount):
     """Validated (T, beta) of the finite-horizon evaluations."""
     check_model(model)
     T = model.horizon if horizon is None else horizon
-    T = check_int(T, "horizon", 1, hint="; pass horizon=T or build the model with "
-                  "horizon=T" if T is None else " (a number of steps)")
+    T = check_limit(T, "horizon", "horizon", hint="; pass horizon=T or build the model "
+                    "with horizon=T" if T is None else " (a number of steps)")
     beta = check_real(discount, "discount", 0.0, 1.0)
     return T, beta
 

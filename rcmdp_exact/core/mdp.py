@@ -33,7 +33,15 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from .._checks import as_float_array, check_choice, check_int, check_real
+from .._checks import (
+    MAX_INPUT_BYTES,
+    as_float_array,
+    check_choice,
+    check_int,
+    check_limit,
+    check_memory,
+    check_real,
+)
 from .._result import Result, Status
 from ._rounding import ETA, WIDEN, U, gam
 from .evaluation import rescaled_budget
@@ -893,10 +901,21 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     g = np.asarray(model.scalarised_reward(lam_arr), dtype=np.float64)
     check_real(tol, "tol", 0.0, low_open=True)
     max_iter = check_int(max_iter, "max_iter", 1)
+    # every option checked whatever the method (one it does not use is still no garbage)
+    disc = check_real(discount, "discount", 0.0, 1.0)
+    k = check_int(k, "k", 1)
+    S, A = model.n_states, model.n_actions
+    v = None
+    if v0 is not None:
+        v = np.array(as_float_array(v0, "v0", "give one value per state", shape=(S,),
+                                    axes=("s",)))
     if horizon is not None:
         T = model.horizon if isinstance(horizon, str) and horizon == "model" else horizon
-        T = check_int(T, "horizon", 1, hint=" (or 'model', or None for the discounted problem)")
-        disc = check_real(discount, "discount", 0.0, 1.0)
+        T = check_limit(T, "horizon", "horizon",
+                        hint=" (or 'model', or None for the discounted problem)")
+        check_memory(T, 8 * S * A, MAX_INPUT_BYTES, "horizon", "the policy of every step",
+                     "; or solve the discounted problem (horizon=None)",
+                     "rcmdp_exact._checks.MAX_INPUT_BYTES")
         res = backward_induction(model.P_sparse, g, T, discount=disc, policy=True)
         return Result(v=res.v, value=float(model.p0 @ res.v), policy=res.policy, horizon=T,
                       iterations=T, converged=True, success=True, status=Status.OPTIMAL,
@@ -907,13 +926,6 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     check_real(model.gamma, "the model's gamma", 0.0, 1.0, high_open=True,
                hint="; solve_mdp's discounted methods need gamma < 1: give horizon=T for "
                     "the T-step problem")
-    if method == "modified_policy_iteration":
-        check_int(k, "k", 1)
-    S = model.n_states
-    v = None
-    if v0 is not None and method in ("value_iteration", "modified_policy_iteration"):
-        v = np.array(as_float_array(v0, "v0", "give one value per state", shape=(S,),
-                                    axes=("s",)))
     scale = value_scale(model)
     target = tol * scale
     bell = _Bellman(model, g)

@@ -33,7 +33,15 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from .._checks import InputError, check_int, check_real, check_seed, check_type, rng_from
+from .._checks import (
+    InputError,
+    check_int,
+    check_limit,
+    check_real,
+    check_seed,
+    check_type,
+    rng_from,
+)
 from .._progress import progress_default, tqdm
 from .._result import Result, Status
 from ..core.model import TabularCMDP, check_model
@@ -49,6 +57,9 @@ STARTS = ("random", "uniform")
 #: Relative tolerance of "robust-feasible": every worst-case cost at most
 #: d + FEAS_TOL * max(1, |d|) (the suite leaderboard's rule).
 FEAS_TOL = 1e-9
+#: The largest real setting (a step size, a scale, a tolerance) a planner takes: a
+#: step of 1e300 times a gradient overflows to inf in the first update.
+MAX_SETTING = 1e12
 #: How the rectangularities read in messages.
 _KIND_TEXT = {"sa": "sa-rectangular", "s": "s-rectangular",
               "none": "whole-kernel (FiniteSet)"}
@@ -77,9 +88,9 @@ class PlannerSettings:
             value = getattr(self, name)
             if kind == "int":
                 check_int(value, f"setting {name!r}", low, high)
-            else:
-                check_real(value, f"setting {name!r}", low, high,
-                           low_open=kind == "real+")
+            else:  # a step of 1e300 overflows the first update: a finite cap
+                check_real(value, f"setting {name!r}", low,
+                           MAX_SETTING if high is None else high, low_open=kind == "real+")
         self.extra_checks()
         return self
 
@@ -355,8 +366,8 @@ def check_plan_inputs(model, uset, name, iterations, seed, start, settings, opti
     check_robust_inputs(model, uset, f"planner {p.name!r}", kinds=p.sets)
     if p.check is not None:
         p.check(model, uset)
-    iterations = check_int(iterations, "iterations", 1,
-                           hint="; give the iteration budget (one policy update each)")
+    iterations = check_limit(iterations, "iterations", "iterations",
+                             hint="; give the iteration budget (one policy update each)")
     check_seed(seed)
     if not p.starts and not (isinstance(start, str) and start == "random"):
         raise InputError(f"planner {p.name!r} starts from its own seeded initialisation; "
@@ -523,6 +534,13 @@ def register_entrants(leaderboard=None, *, only=None) -> list[str]:
     kept, not replaced."""
     import sys
 
+    if only is not None:
+        only = [only] if isinstance(only, str) else list(only)
+        unknown = [n for n in only if n not in PLANNERS]
+        if unknown:
+            raise InputError(f"register_entrants(only=...): unknown planner "
+                             f"{', '.join(map(repr, unknown))}; the planners are "
+                             f"{', '.join(sorted(PLANNERS))}")
     if leaderboard is None:
         leaderboard = sys.modules.get("rcmdp_exact.suite.leaderboard")
     reg = getattr(leaderboard, "register", None)

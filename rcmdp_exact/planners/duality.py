@@ -43,13 +43,34 @@ __all__ = ["record_duality_gap"]
 def _bracket_of(record) -> tuple[float, float]:
     if not isinstance(record, dict) or not isinstance(record.get("bracket"), dict):
         raise InputError("record must be a suite record (a dict with a 'bracket'), as "
-                         "rcmdp_exact.suite.load(name, set=..., radius=...) returns it")
+                         "rcmdp_exact.suite.load(name, set=..., level=...) returns it")
     b = record["bracket"]
     lower = b.get("lower")
     upper = b.get("upper")
     lower = -math.inf if lower is None else float(lower)
     upper = math.inf if upper is None else float(upper)
     return lower, upper
+
+
+def _same_model(model, record) -> None:
+    """The record's sizes and discount are the model's (a bracket of another model would
+    make the gap's claim about strong duality a false one)."""
+    from ..core.model import check_model
+
+    check_model(model)
+    have = dict(S=model.n_states, A=model.n_actions, K=model.n_constraints,
+                gamma=float(model.gamma))
+    for field, value in have.items():
+        stored = record.get(field)
+        if stored is None:
+            continue
+        same = math.isclose(float(stored), value, rel_tol=1e-12, abs_tol=0.0) \
+            if field == "gamma" else int(stored) == value
+        if not same:
+            raise InputError(f"record {record.get('key')!r} is of a model with {field} = "
+                             f"{stored}, the model given has {field} = {value}; give the "
+                             f"model and set of that record (rcmdp_exact.suite.load("
+                             f"name, set=..., level=...))")
 
 
 def record_duality_gap(model, uset, record, *, tol: float = 1e-6,
@@ -60,7 +81,7 @@ def record_duality_gap(model, uset, record, *, tol: float = 1e-6,
     ----------
     model, uset, record
         What :func:`rcmdp_exact.suite.load` returns for the record (``suite.load(name,
-        set=kind, radius=r)``; a :class:`~rcmdp_exact.suite.Loaded` tuple unpacks into
+        set=kind, level=r)``; a :class:`~rcmdp_exact.suite.Loaded` tuple unpacks into
         them).
     tol, max_evaluations
         Of :func:`~rcmdp_exact.ground_truth.certified_dual` (a budget of robust fixed
@@ -79,6 +100,7 @@ def record_duality_gap(model, uset, record, *, tol: float = 1e-6,
     from ..ground_truth import certified_dual, duality_gap
 
     lower, upper = _bracket_of(record)
+    _same_model(model, record)
     check_real(tol, "tol", 0.0, low_open=True)
     check_int(max_evaluations, "max_evaluations", 2)
     dual = certified_dual(model, uset, tol=tol, max_evaluations=int(max_evaluations))

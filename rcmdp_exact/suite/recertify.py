@@ -312,8 +312,10 @@ def verify(names=None, *, path=None, tol: float = 1e-7, progress: bool | None = 
             definition(n)
     recs = [r for r in data(path)["records"] if names is None or r["instance"] in names]
     if not recs:
-        raise InputError("the data file has no record of these instances; rcmdp suite list "
-                         "names the instances it holds")
+        which = "any instance" if names is None else ", ".join(names)
+        where = "the shipped data file" if path is None else repr(str(path))
+        raise InputError(f"{where} has no record of {which}; rcmdp suite list names the "
+                         f"instances it holds")
     t0 = time.perf_counter()
     rows = []
     bar_on = progress_default(progress)

@@ -328,7 +328,204 @@ STORE = [
         check=lambda res, folder: res == (set(), set())),
 ]
 
-HOSTILE = [*MODELS, *TESTING, *COUNTEREXAMPLES, *LIMITS, *STORE]
+# --------------------------------------------------------------------------- planners
+def _P():
+    from rcmdp_exact import planners
+
+    return planners
+
+
+def _plan(name="rnpg", **kw):
+    def call(folder):
+        m = rx.domains.garnet(3, 2, 2, n_constraints=1, seed=0)
+        return _P().plan(m, rx.L1Ball(m.P, 0.1), name, **{"iterations": 3, **kw})
+    return call
+
+
+def _nan_model(folder):
+    m = rx.domains.garnet(3, 2, 2, n_constraints=1, seed=0)
+    R = np.array(m.R, dtype=float)
+    R[1, 0] = np.nan
+    return _P().plan(rx.TabularCMDP(m.P, R, m.C, gamma=m.gamma, d=m.d, p0=m.p0),
+                     rx.L1Ball(m.P, 0.1), "rnpg", iterations=3)
+
+
+def _gap_of_another_model(folder):
+    from rcmdp_exact import suite
+
+    record = suite.load("riverswim-6", set="l1", level=0.05)[2]
+    m = rx.domains.garnet(3, 2, 2, n_constraints=1, seed=0)
+    return _P().record_duality_gap(m, rx.L1Ball(m.P, 0.05), record)
+
+
+_SCORE_AFTER_PLANNERS = """
+import rcmdp_exact.planners
+from rcmdp_exact import suite
+res = suite.score(algorithms=["rnpg"], names=["riverswim-6"], seeds=[0], episodes=2,
+                  progress=False)
+print(res.rows[0]["entrant"], res.failed)
+"""
+
+
+def _score_after_planners(folder):
+    out = subprocess.run([sys.executable, "-c", _SCORE_AFTER_PLANNERS], capture_output=True,
+                         text=True, timeout=HANG_GUARD, cwd=folder)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.split()
+
+
+PLANNERS = [
+    Api("plan-iterations-zero", _plan(iterations=0), InputError, ("iterations", ">= 1")),
+    Api("plan-iterations-negative", _plan(iterations=-1), InputError, ("iterations", "-1")),
+    Api("plan-iterations-fractional", _plan(iterations=2.5), InputError,
+        ("iterations", "2.5")),
+    Api("plan-iterations-10^12", _plan(iterations=10**12), InputError,
+        ("iterations", "10^7", "LIMITS")),
+    Api("plan-step-zero", _plan(step=0.0), InputError, ("setting 'step'", "0")),
+    Api("plan-step-negative", _plan("pmd-pd", dual_step=-1.0), InputError,
+        ("setting 'dual_step'", "-1")),
+    Api("plan-step-nan", _plan("rrpo", step=float("nan")), InputError,
+        ("setting 'step'", "nan")),
+    # a step of 1e300 overflowed the first mirror step: an error blaming the set's rows
+    Api("plan-step-1e300", _plan("robust-primal-dual", policy_step=1e300), InputError,
+        ("setting 'policy_step'", "1e+300", "1e+12")),
+    Api("plan-epigraph-step-1e300", _plan("epirc-pgs", step=1e300), InputError,
+        ("setting 'step'", "1e+12")),
+    Api("plan-unknown-option", _plan(stepsize=1.0), InputError,
+        ("'stepsize'", "rnpg", "step")),
+    Api("plan-unknown-planner", _plan("rnpgg"), InputError, ("'rnpgg'", "rnpg")),
+    Api("plan-planner-None", _plan(None), InputError, ("None", "rnpg")),
+    Api("plan-unknown-start", _plan(start="warm"), InputError, ("'warm'", "uniform")),
+    Api("plan-negative-start", _plan("robust-primal-dual",
+                                     start=np.array([[1.5, -0.5]] * 3)),
+        InputError, ("start[0, 1]", "-0.5")),
+    Api("plan-nan-model", _nan_model, InputError, ("nan",)),
+    Api("plan-no-set", lambda f: _P().plan(small_model(), None, "rnpg", iterations=3),
+        InputError, ("UncertaintySet", "NoneType")),
+    Api("planner-unknown", lambda f: _P().planner("nope"), InputError, ("'nope'",)),
+    Api("register-not-a-planner", lambda f: _P().register("x"), InputError,
+        ("Planner", "str")),
+    Api("register-entrants-unknown", lambda f: _P().register_entrants(only=["nope"]),
+        InputError, ("'nope'", "rnpg")),
+    Api("register-entrants-a-name", lambda f: _P().register_entrants(only="nope"),
+        InputError, ("'nope'",)),
+    Api("duality-gap-not-a-record", lambda f: _P().record_duality_gap(
+        small_model(), rx.L1Ball(small_model().P, 0.1), {"key": 1}), InputError,
+        ("record", "'bracket'", "level=")),
+    # the bracket of riverswim-6 against a garnet: "strong duality fails", silently false
+    Api("duality-gap-of-another-model", _gap_of_another_model, InputError,
+        ("riverswim-6/l1/0.05", "S = 6", "S = 3")),
+    # rcmdp_exact.planners imported before the leaderboard: "unknown entrant 'rnpg'"
+    Api("score-a-planner-after-importing-planners", _score_after_planners,
+        check=lambda res, folder: res == ["rnpg", "0"]),
+]
+
+# --------------------------------------------------------------------------- solve_mdp, evaluate
+def _garnet():
+    return rx.domains.garnet(3, 2, 2, n_constraints=1, seed=0)
+
+
+def _solve(method="policy_iteration", **kw):
+    return lambda f: rx.solve_mdp(_garnet(), method, **kw)
+
+
+def _evaluate(policy=None, **kw):
+    return lambda f: rx.evaluate(_garnet(), np.full((3, 2), 0.5) if policy is None
+                                 else policy, **kw)
+
+
+def _one_state(method):
+    def call(folder):
+        m = rx.TabularCMDP(np.ones((1, 2, 1)), np.array([[1.0, 2.0]]), gamma=0.9, p0=0)
+        return rx.solve_mdp(m, method)
+    return call
+
+
+def _sparse_near_one(folder):
+    """3,000 states stored sparse, gamma = 0.99999 (values near 5e4): policy iteration
+    certified, its value checked against value iteration (a second method) and against
+    evaluate of its policy by the sparse LU."""
+    rng = np.random.default_rng(0)
+    S, A, nnz = 3000, 3, 3
+    idx = np.sort(rng.integers(0, S, size=(S * A, nnz)), axis=1)
+    P = sp.csr_array((rng.dirichlet(np.ones(nnz), size=S * A).ravel(), idx.ravel(),
+                      np.arange(0, S * A * nnz + 1, nnz)), shape=(S * A, S))
+    P.sum_duplicates()
+    m = rx.TabularCMDP(P, rng.random((S, A)), gamma=0.99999, p0=0)
+    a, b = rx.solve_mdp(m), rx.solve_mdp(m, "value_iteration", max_iter=5000)
+    ev = rx.evaluate(m, a.policy, method="lu")
+    return m.is_sparse, a, b, ev
+
+
+def _agree(res, folder):
+    sparse, a, b, ev = res
+    assert sparse and a.success and b.success, (a.message, b.message)
+    assert abs(a.value - b.value) <= a.error_bound + b.error_bound
+    assert abs(ev.value - a.value) <= ev.error_bound + a.error_bound
+
+
+SOLVERS = [
+    Api("solve-unknown-method", _solve("policy-iteration"), InputError,
+        ("'policy-iteration'", "'policy_iteration'")),
+    Api("solve-max-iter-zero", _solve("value_iteration", max_iter=0), InputError,
+        ("max_iter", "0")),
+    Api("solve-max-iter-fractional", _solve("value_iteration", max_iter=2.5), InputError,
+        ("max_iter", "2.5")),
+    Api("solve-tol-nan", _solve(tol=float("nan")), InputError, ("tol", "nan")),
+    Api("solve-tol-zero", _solve(tol=0.0), InputError, ("tol", "0")),
+    # k, discount and v0 were checked only by the methods that use them; other methods
+    # took k=-1, discount=nan and a v0 of NaN or of the wrong length without a word
+    Api("solve-k-negative-with-value-iteration", _solve("value_iteration", k=-1),
+        InputError, ("k", "-1")),
+    Api("solve-discount-nan-discounted", _solve(discount=float("nan")), InputError,
+        ("discount", "nan")),
+    Api("solve-v0-nan-with-policy-iteration", _solve(v0=np.full(3, np.nan)), InputError,
+        ("v0[0]", "nan")),
+    Api("solve-v0-wrong-length", _solve(v0=np.zeros(5)), InputError, ("v0", "(5,)")),
+    # a raw numpy MemoryError of 43.7 TiB
+    Api("solve-horizon-10^12", _solve(horizon=10**12), InputError,
+        ("horizon", "10^6", "LIMITS")),
+    Api("solve-horizon-at-the-limit-of-a-big-model", lambda f: rx.solve_mdp(
+        rx.domains.garnet(2000, 4, 2, n_constraints=0, seed=0), horizon=10**6),
+        InputError, ("horizon", "would hold", "MAX_INPUT_BYTES")),
+    Api("solve-horizon-negative", _solve(horizon=-1), InputError, ("horizon", "-1")),
+    Api("solve-lam-nan", _solve(lam=np.nan), InputError, ("lam[0]", "nan")),
+    Api("solve-nan-reward", lambda f: rx.TabularCMDP(
+        _garnet().P, np.where(np.eye(3, 2) > 0, np.nan, 0.0), gamma=0.9), InputError,
+        ("nan", "(s=0, a=0)")),
+    Api("solve-inf-reward", lambda f: rx.TabularCMDP(
+        _garnet().P, np.where(np.eye(3, 2) > 0, np.inf, 0.0), gamma=0.9), InputError,
+        ("inf",)),
+    Api("solve-one-state-lp", _one_state("lp"),
+        check=lambda r, f: r.success and abs(r.value - 20.0) <= 1e-9),
+    Api("solve-one-state-value-iteration", _one_state("value_iteration"),
+        check=lambda r, f: r.success and abs(r.value - 20.0) <= 1e-9),
+    Api("solve-3000-sparse-states-gamma-0.99999", _sparse_near_one, check=_agree,
+        marks=("slow",)),
+    Api("evaluate-unknown-method", _evaluate(method="direct"), InputError,
+        ("'direct'", "'lu'")),
+    # check=False skipped the method's check: an unknown method ran the default
+    Api("evaluate-unknown-method-unchecked", _evaluate(method="direct", check=False),
+        InputError, ("'direct'", "'lu'")),
+    Api("evaluate-check-not-a-bool", _evaluate(check="no"), InputError,
+        ("check", "str", "True or False")),
+    Api("evaluate-negative-policy", _evaluate(np.array([[1.5, -0.5]] * 3)), InputError,
+        ("policy[0, 1]", "-0.5")),
+    Api("evaluate-nan-policy", _evaluate(np.full((3, 2), np.nan)), InputError,
+        ("policy[0, 0]", "nan")),
+    Api("evaluate-rows-not-summing-to-1", _evaluate(np.full((3, 2), 0.4)), InputError,
+        ("policy[0, :]", "0.8")),
+    Api("evaluate-action-out-of-range", _evaluate(np.array([0, 5, 0])), InputError,
+        ("policy[1] = 5", "0..1")),
+    Api("evaluate-one-state-one-action", lambda f: rx.evaluate(rx.TabularCMDP(
+        np.ones((1, 1, 1)), np.ones((1, 1)), gamma=0.9), [[1.0]]),
+        check=lambda r, f: abs(r.value - 10.0) <= 1e-12),
+    Api("evaluate-finite-horizon-10^12", lambda f: rx.evaluate_finite_horizon(
+        _garnet(), np.full((3, 2), 0.5), horizon=10**12), InputError,
+        ("horizon", "10^6")),
+]
+
+HOSTILE = [*MODELS, *TESTING, *COUNTEREXAMPLES, *LIMITS, *STORE, *PLANNERS, *SOLVERS]
 
 
 @pytest.mark.parametrize("row", rows(HOSTILE))

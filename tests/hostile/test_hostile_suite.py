@@ -1,0 +1,224 @@
+"""Hostile use of ``rcmdp suite certify / verify / score / figure / show / list``
+beyond the rows of tests/test_suite_hostile.py: the new ``--fill`` against damaged
+work folders and data files, a full disk, a read-only folder, signals inside the work,
+two certifications of one file at once, the planner names of ``score --algorithm``.
+Every run is tiny (one job of riverswim-6 with ``--max-boxes 0``).  The table's shape:
+tests/hostile/hostile.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import HANG_GUARD
+from hostile import Cli, rows, run_cli
+
+#: One tiny job: the instance, set and level of every certify row.
+TINY = ("--only", "riverswim-6", "--kinds", "l1", "--levels", "0.05", "--max-boxes", "0",
+        "--no-progress")
+
+_CACHE: dict = {}
+
+
+def _certified() -> Path:
+    """A folder holding ``v.json.gz`` and its work folder from one tiny certification
+    (made once per test process, copied by every row that needs it)."""
+    if "dir" not in _CACHE:
+        import tempfile
+
+        base = Path(tempfile.mkdtemp(prefix="hostile-suite-"))
+        proc = subprocess.run([sys.executable, "-m", "rcmdp_exact", "suite", "certify",
+                               "--out", "v.json.gz", *TINY], cwd=base, capture_output=True,
+                              text=True, timeout=HANG_GUARD)
+        assert proc.returncode == 0, proc.stderr
+        _CACHE["dir"] = base
+    return _CACHE["dir"]
+
+
+def setup_certified(folder: Path) -> None:
+    """``v.json.gz`` and ``v.json.gz.work`` of a finished tiny certification, a file
+    that is not JSON ``notdata.json.gz`` and the user's ``mine.txt``."""
+    base = _certified()
+    shutil.copy(base / "v.json.gz", folder / "v.json.gz")
+    shutil.copytree(base / "v.json.gz.work", folder / "v.json.gz.work")
+    (folder / "notdata.json.gz").write_text("not a data file")
+    (folder / "mine.txt").write_text("the user's own file")
+
+
+def setup_damaged_settings(folder: Path) -> None:
+    setup_certified(folder)
+    (folder / "v.json.gz.work" / "settings.json").write_text("{")
+
+
+def setup_plain(folder: Path) -> None:
+    (folder / "mine.txt").write_text("the user's own file")
+
+
+WORK = ("v.json.gz.work/settings.json", "v.json.gz.work/riverswim-6__l1__0.05.json",
+        "v.json.gz.work/riverswim-6__l1__0.05.npz")
+CERTIFIED = ("v.json.gz", *WORK, "notdata.json.gz", "mine.txt")
+
+
+def _data_file_whole(name, keys=("riverswim-6/l1/0.05",)):
+    def check(folder, out, err):
+        from rcmdp_exact.suite.store import data
+
+        recs = data(folder / name)["records"]
+        assert [r["key"] for r in recs] == list(keys), recs
+    return check
+
+
+def _no_output(name):
+    def check(folder, out, err):
+        assert not (folder / name).exists(), f"{name} was written"
+        leftovers = [p.name for p in folder.iterdir() if p.name.startswith(f".{name}")
+                     or p.name.endswith(".tmp")]
+        assert not leftovers, leftovers
+    return check
+
+
+def _resumable(folder, out, err):
+    """After an interrupt: the work folder has its settings, and a second run
+    finishes from it."""
+    proc = subprocess.run([sys.executable, "-m", "rcmdp_exact", *INTERRUPTED],
+                          cwd=folder, capture_output=True, text=True, timeout=HANG_GUARD)
+    assert proc.returncode == 0, proc.stderr
+    _data_file_whole("w.json.gz", ("riverswim-6/kl/0.1", "riverswim-6/kl/0.2"))(
+        folder, out, err)
+
+
+#: Two jobs of about 3 s of processor time each (RiverSwim-6, KL, levels 0.1 and 0.2; the
+#: start of the command takes about 1.5 s): a signal after 3 s of processor time lands
+#: inside a job on any load; then resumed.
+INTERRUPTED = ("suite", "certify", "--out", "w.json.gz", "--only", "riverswim-6",
+               "--kinds", "kl", "--levels", "0.1,0.2", "--no-progress")
+
+
+def _settings_of(folder):
+    return json.loads((folder / "v.json.gz.work" / "settings.json").read_text())
+
+
+CERTIFY = [
+    Cli("certify-on-a-full-disk", ("suite", "certify", "--out", "w.json.gz", *TINY),
+        facts=("w.json.gz",), disk="full", setup=setup_plain, unchanged=("mine.txt",),
+        created=None, after=_no_output("w.json.gz")),
+    Cli("certify-into-a-read-only-folder", ("suite", "certify", "--out", "w.json.gz",
+                                            *TINY),
+        facts=("w.json.gz",), disk="readonly", setup=setup_plain, unchanged=("mine.txt",)),
+    Cli("certify-sigint-inside-the-job", INTERRUPTED,
+        code=130, signal="INT", moment="busy", cpu=3.0, setup=setup_plain,
+        unchanged=("mine.txt",), created=None, after=_resumable, marks=("slow",)),
+    Cli("certify-the-user's-file-without-force", ("suite", "certify", "--out", "mine.txt",
+                                                  *TINY),
+        facts=("mine.txt",), setup=setup_plain, unchanged=("mine.txt",)),
+    # --fill: the data file filled from its own work folder, out == fill
+    Cli("fill-from-the-file-it-replaces", ("suite", "certify", "--out", "v.json.gz",
+                                           "--fill", "v.json.gz", "--force", *TINY),
+        code=0, setup=setup_certified, unchanged=(*WORK, "mine.txt"),
+        after=_data_file_whole("v.json.gz")),
+    Cli("fill-from-a-file-that-is-not-data", ("suite", "certify", "--out", "v.json.gz",
+                                              "--fill", "notdata.json.gz", "--force",
+                                              *TINY),
+        facts=("--fill", "notdata.json.gz"), setup=setup_certified, unchanged=CERTIFIED),
+    Cli("fill-lacking-records", ("suite", "certify", "--out", "v.json.gz", "--fill",
+                                 "v.json.gz", "--force", "--only", "riverswim-6",
+                                 "--max-boxes", "0", "--no-progress"),
+        facts=("--fill", "v.json.gz", "riverswim-6/l1/0.1"), setup=setup_certified,
+        unchanged=CERTIFIED),
+    Cli("fill-with-another-budget", ("suite", "certify", "--out", "v.json.gz", "--fill",
+                                     "v.json.gz", "--force", "--only", "riverswim-6",
+                                     "--kinds", "l1", "--levels", "0.05", "--max-boxes",
+                                     "500", "--no-progress"),
+        facts=("--fill", "work budget"), setup=setup_certified, unchanged=CERTIFIED),
+    Cli("fill-with-damaged-settings", ("suite", "certify", "--out", "v.json.gz", "--fill",
+                                       "v.json.gz", "--force", *TINY),
+        facts=("settings.json", "damaged", "delete the folder"), setup=setup_damaged_settings,
+        unchanged=("v.json.gz", "mine.txt")),
+    Cli("fill-into-a-read-only-folder", ("suite", "certify", "--out", "v.json.gz",
+                                         "--fill", "v.json.gz", "--force", *TINY),
+        facts=("v.json.gz",), disk="readonly", setup=setup_certified, unchanged=CERTIFIED),
+    Cli("fill-on-a-full-disk", ("suite", "certify", "--out", "x.json.gz", "--fill",
+                                "v.json.gz", "--force", *TINY),
+        facts=("x.json.gz",), disk="full", setup=setup_certified, unchanged=CERTIFIED,
+        created=None, after=_no_output("x.json.gz")),
+]
+
+SCORE = [
+    Cli("score-a-planner-by-name", ("suite", "score", "--algorithm", "rnpg", "--instances",
+                                    "riverswim-6", "--seeds", "1", "--episodes", "3",
+                                    "--no-progress"),
+        code=0, stdout=("rnpg",)),
+    Cli("score-a-planner-name-and-an-unknown-one",
+        ("suite", "score", "--algorithm", "rnpg,rnpgg", "--seeds", "1"),
+        facts=("--algorithm", "'rnpgg'", "rnpg")),
+    Cli("score-out-on-a-full-disk", ("suite", "score", "--algorithm", "uniform",
+                                     "--instances", "riverswim-6", "--seeds", "1",
+                                     "--out", "s.json", "--no-progress"),
+        facts=("s.json",), disk="full", setup=setup_plain, unchanged=("mine.txt",),
+        created=None, after=_no_output("s.json")),
+    Cli("score-file-not-data", ("suite", "score", "--algorithm", "uniform", "--instances",
+                                "riverswim-6", "--seeds", "1", "--file",
+                                "notdata.json.gz", "--no-progress"),
+        facts=("notdata.json.gz",), setup=setup_certified, unchanged=CERTIFIED),
+    Cli("score-a-level-the-file-lacks", ("suite", "score", "--algorithm", "uniform",
+                                         "--instances", "riverswim-6", "--seeds", "1",
+                                         "--file", "v.json.gz", "--level", "0.1",
+                                         "--no-progress"),
+        facts=("riverswim-6", "0.1", "certify"), setup=setup_certified,
+        unchanged=CERTIFIED),
+]
+
+OTHERS = [
+    Cli("verify-the-tiny-file", ("suite", "verify", "--file", "v.json.gz", "riverswim-6",
+                                 "--no-progress"),
+        code=0, setup=setup_certified, unchanged=CERTIFIED, stdout=("0 failed",)),
+    Cli("verify-an-instance-the-file-lacks", ("suite", "verify", "--file", "v.json.gz",
+                                              "taxi", "--no-progress"),
+        facts=("taxi", "v.json.gz"), setup=setup_certified, unchanged=CERTIFIED),
+    Cli("figure-scores-not-a-scores-file", ("suite", "figure", "--out", "f.png",
+                                            "--scores", "notdata.json.gz"),
+        facts=("notdata.json.gz",), setup=setup_certified, unchanged=CERTIFIED),
+    Cli("figure-scores-missing", ("suite", "figure", "--out", "f.png", "--scores",
+                                  "s.json"),
+        facts=("--scores", "s.json", "rcmdp suite score --out"),
+        absent=("rcmdp suite certify",)),
+    Cli("figure-into-a-read-only-folder", ("suite", "figure", "--out", "f.png", "--file",
+                                           "v.json.gz"),
+        facts=("f.png",), disk="readonly", setup=setup_certified, unchanged=CERTIFIED),
+    Cli("figure-over-the-user's-file", ("suite", "figure", "--out", "mine.png"),
+        facts=("mine.png", "--force"), setup=lambda f: (f / "mine.png").write_text("x"),
+        unchanged=("mine.png",)),
+    Cli("show-from-a-file-that-is-not-data", ("suite", "show", "riverswim-6", "--file",
+                                              "notdata.json.gz"),
+        facts=("notdata.json.gz",), setup=setup_certified, unchanged=CERTIFIED),
+]
+
+HOSTILE = [*CERTIFY, *SCORE, *OTHERS]
+
+
+@pytest.mark.parametrize("row", rows(HOSTILE))
+def test_hostile(row, tmp_path):
+    run_cli(row, tmp_path)
+
+
+def test_two_certifications_of_one_file(tmp_path):
+    """Two ``certify --out`` of the same file at once: both finish or one is refused
+    with one line; the data file is whole either way and the work folder holds one
+    job."""
+    argv = [sys.executable, "-m", "rcmdp_exact", "suite", "certify", "--out", "v.json.gz",
+            *TINY]
+    procs = [subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=HANG_GUARD) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    for p, (_, err) in zip(procs, outs, strict=True):
+        assert "Traceback" not in err, err
+        if p.returncode:
+            assert p.returncode == 2 and len(err.strip().splitlines()) == 1, err
+    assert codes[0] == 0, outs
+    _data_file_whole("v.json.gz")(tmp_path, "", "")
+    assert _settings_of(tmp_path)["budget"]["schedule"] == []
