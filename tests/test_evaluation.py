@@ -618,9 +618,16 @@ def test_a_missing_field_names_the_fields_there_are():
 # a BiCGSTAB attempt that missed the target was restarted and met it, but the missed
 # attempt's bound had been reported as the result's error_bound
 @example(seed=578, S=43, gamma=0.99, method="bicgstab")
+# dense rows of 54 and 51 entries, values near 80: the rounding floor of the residual
+# is above half of 1e-12 of the value scale
+@example(seed=634, S=54, gamma=0.99, method="bicgstab")
+@example(seed=0, S=51, gamma=0.99, method="gmres")
 def test_iterative_solvers_meet_their_error_bound(seed, S, gamma, method):
     """Every iterative method agrees with the LU within the error bound it reports, and
-    the bound is at most 1e-12 of the value scale (the occupancy: 1e-10 in the 1 norm)."""
+    the bound is at most 1e-12 of the value scale or, where float64 cannot certify that
+    (the documented target: twice the residual's rounding floor, gamma_{L+4} (|b| + |x| +
+    gamma |x|) with L = S stored entries per row, over 1 - gamma), three times that floor
+    (the occupancy: 1e-10 in the 1 norm)."""
     from rcmdp_exact.domains import garnet
 
     m = garnet(S, 3, min(S, 3), n_constraints=1, seed=seed, gamma=gamma)
@@ -628,7 +635,12 @@ def test_iterative_solvers_meet_their_error_bound(seed, S, gamma, method):
     lu = evaluate(m, pi, 0.3, method="lu")
     it = evaluate(m, pi, 0.3, method=method)
     scale = max(1.0, np.abs(m.r).max(), np.abs(m.c).max()) / (1.0 - gamma)
-    assert it.error_bound <= 1e-12 * scale
+    u = 2.0**-53
+    g = (S + 4) * u / (1.0 - (S + 4) * u)
+    xmax = max(np.abs(lu.v).max(), np.abs(lu.c).max())
+    bmax = max(np.abs(m.r).max(), np.abs(m.c).max())
+    floor = 3.0 * g * (bmax + (1.0 + gamma) * xmax) / (1.0 - gamma)
+    assert it.error_bound <= max(1e-12 * scale, floor) * 1.01
     assert np.abs(it.v - lu.v).max() <= it.error_bound + lu.error_bound + 1e-15 * scale
     assert np.abs(it.c - lu.c).max() <= it.error_bound + lu.error_bound + 1e-15 * scale
     assert np.abs(it.occupancy - lu.occupancy).sum() <= 2e-10 / (1.0 - gamma)
