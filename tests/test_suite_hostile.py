@@ -144,6 +144,15 @@ def test_two_runs_cannot_both_write_one_score_file(tmp_path):
     assert (out.stat().st_mode & 0o777) == 0o666 & ~mask  # not the temporary's 0o600
 
 
+def _default_sigint():
+    """In the child: Ctrl-C's default action.  A command started with SIGINT ignored
+    keeps ignoring it (as a background job should), and a shell that started the tests in
+    the background (``nohup ... &``) passes that on: the interrupt was then lost."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_an_interrupted_score_keeps_its_finished_runs(tmp_path):
     """SIGINT during the runs: the --out file holds the runs finished so far (a partial
     Result), and the command says so."""
@@ -162,7 +171,7 @@ def test_an_interrupted_score_keeps_its_finished_runs(tmp_path):
                              "--planner", "slow_planner:plan", "--instances", "riverswim-6",
                              "--seeds", "4", "--out", str(out), "--no-progress"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
+                            env=env, preexec_fn=_default_sigint)
     end = time.monotonic() + HANG_GUARD  # a hang guard, not a measured number
     while time.monotonic() < end and not out.exists():
         time.sleep(0.1)
