@@ -148,7 +148,7 @@ def verify_record(rec: dict, tol: float = 1e-7) -> dict:
     from ..domains.classic import optimal_actions
     from ..robust import robust_evaluate
     from ..robust.engine import RobustGame
-    from .candidates import caps as _caps_of
+    from .candidates import caps as caps_of
     from .certify import relative_gap
     from .sets import build_set, radius_of
     from .store import definition
@@ -224,7 +224,7 @@ def verify_record(rec: dict, tol: float = 1e-7) -> dict:
             c.equal("cmdp_optimum", rec.get("cmdp_optimum"), dual, dual_err + 1e-9 * max(
                 1.0, abs(dual)))
     # ---------------------------------------------------------------- the caps
-    caps = _caps_of(model, uset, {"status": "", "lam": None}, robust, err[0])
+    caps = caps_of(model, uset, {"status": "", "lam": None}, robust, err[0])
     caps["cmdp"] = dual + dual_err if np.isfinite(dual) else np.inf
     for name, value in caps.items():
         if np.isfinite(value):

@@ -44,27 +44,29 @@ from hypothesis.strategies import SearchStrategy
 from .._checks import InputError, check_choice, check_int, check_real
 from .._result import Result
 from ..core.model import TabularCMDP
-from ..uncertainty._draw import checked_grid as _check_grid
-from ..uncertainty._draw import draw_composition as _composition
-from ..uncertainty._draw import draw_rows as _rows
-from ..uncertainty._draw import draw_values as _values
-from ..uncertainty._draw import example_generator as _generator
+from ..uncertainty._draw import (
+    checked_grid,
+    draw_composition,
+    draw_rows,
+    draw_values,
+    example_generator,
+    ints_of,
+    strategy_of,
+)
 from ..uncertainty._draw import (  # the building blocks of the kinds' strategies
-    grid_values as _drawn_values,
-)
-from ..uncertainty._draw import ints_of as _ints
-from ..uncertainty._draw import (
-    kernels as _drawn_kernels,
+    grid_values as drawn_values,
 )
 from ..uncertainty._draw import (
-    pair_radii as _drawn_pair_radii,
+    kernels as drawn_kernels,
 )
 from ..uncertainty._draw import (
-    state_budgets as _drawn_state_budgets,
+    pair_radii as drawn_pair_radii,
 )
-from ..uncertainty._draw import strategy_of as _strategy
 from ..uncertainty._draw import (
-    supports as _drawn_supports,
+    state_budgets as drawn_state_budgets,
+)
+from ..uncertainty._draw import (
+    supports as drawn_supports,
 )
 
 __all__ = [
@@ -158,7 +160,7 @@ def _pair(value, name: str) -> tuple[float, float]:
 
 def _flag(value) -> SearchStrategy:
     """A bool, or None for either."""
-    return st.booleans() if value is None else _strategy(value)
+    return st.booleans() if value is None else strategy_of(value)
 
 
 def _checked(strategy, check):
@@ -205,7 +207,7 @@ def _check_cmdps(n_states=(1, 4), n_actions=(1, 3), n_constraints=(0, 2),
                  gamma=(0.5, 0.75, 0.9), *, branching=None, terminal=None,
                  next_state_dependent=None, rewards=(-2.0, 2.0), costs=(0.0, 2.0),
                  start="state", grid=4, what="cmdps") -> None:
-    _check_grid(grid)
+    checked_grid(grid)
     check_choice(start, "start", ("state", "distribution"))
     _, S = _size(n_states, "n_states", 1)
     _, A = _size(n_actions, "n_actions", 1)
@@ -232,13 +234,13 @@ def _check_garnets(n_states=(2, 6), n_actions=(1, 3), branching=None, n_constrai
 
 def _check_policies(model, deterministic=None, grid=4) -> None:
     _check_model(model)
-    _check_grid(grid)
+    checked_grid(grid)
 
 
 def _check_multipliers(model, max_value=4.0, grid=4) -> None:
     _check_model(model)
     check_real(max_value, "max_value", 0.0)
-    _check_grid(grid)
+    checked_grid(grid)
 
 
 def _check_grid_values(n, low, high, grid=4) -> None:
@@ -247,13 +249,13 @@ def _check_grid_values(n, low, high, grid=4) -> None:
     check_memory(check_int(n, "n", 0), 8, MAX_INPUT_BYTES, "n", "values", "",
                  "rcmdp_exact._checks.MAX_INPUT_BYTES")
     _pair((low, high), "(low, high)")
-    _check_grid(grid)
+    checked_grid(grid)
 
 
 def _check_radii(model, max_radius, *, grid=4) -> None:
     _check_model(model)
     check_real(max_radius, "max_radius", 0.0)
-    _check_grid(grid)
+    checked_grid(grid)
 
 
 def _check_supports(model, support=("all", "nominal")) -> None:
@@ -265,7 +267,7 @@ def _check_supports(model, support=("all", "nominal")) -> None:
 
 def _check_kernels(model, grid=4) -> None:
     _check_model(model)
-    _check_grid(grid)
+    checked_grid(grid)
 
 
 def _check_inner_problems(max_n=60) -> None:
@@ -336,13 +338,13 @@ def cmdps(draw, n_states=(1, 4), n_actions=(1, 3), n_constraints=(0, 2),
     Budgets are drawn in ``[0, costs[1] / (1 - gamma)]``; for budgets that bind, draw
     them with :func:`binding_budgets` (or use :func:`robust_cmdps`).
     """
-    grid = _check_grid(grid)
+    grid = checked_grid(grid)
     check_choice(start, "start", ("state", "distribution"))
-    S = check_int(draw(_ints(n_states)), "n_states", 1)
-    A = check_int(draw(_ints(n_actions)), "n_actions", 1)
-    K = check_int(draw(_ints(n_constraints)), "n_constraints", 0)
-    g = check_real(draw(_strategy(gamma)), "gamma", 0.0, 1.0)
-    rng = _generator(draw, grid)
+    S = check_int(draw(ints_of(n_states)), "n_states", 1)
+    A = check_int(draw(ints_of(n_actions)), "n_actions", 1)
+    K = check_int(draw(ints_of(n_constraints)), "n_constraints", 0)
+    g = check_real(draw(strategy_of(gamma)), "gamma", 0.0, 1.0)
+    rng = example_generator(draw, grid)
     term = np.zeros(S, dtype=bool)
     if S >= 2 and draw(_flag(terminal)):
         term[-1] = True
@@ -350,25 +352,25 @@ def cmdps(draw, n_states=(1, 4), n_actions=(1, 3), n_constraints=(0, 2),
     if branching is not None:
         for s in range(S):
             for a in range(A):
-                b = min(check_int(draw(_ints(branching)), "branching", 1), S)
+                b = min(check_int(draw(ints_of(branching)), "branching", 1), S)
                 order = draw(st.permutations(range(S)))
                 support[s, a] = False
                 support[s, a, list(order[:b])] = True
     support[term] = False
-    P = _rows(draw, S, A, support, grid, rng)
+    P = draw_rows(draw, S, A, support, grid, rng)
     P[term] = 0.0
     P[term, :, term] = 1.0
     nsd = bool(draw(_flag(next_state_dependent)))
     shape = (S, A, S) if nsd else (S, A)
-    R = _values(draw, int(np.prod(shape)), rewards[0], rewards[1], grid, rng).reshape(shape)
+    R = draw_values(draw, int(np.prod(shape)), rewards[0], rewards[1], grid, rng).reshape(shape)
     C = None
     d = None
     if K:
-        C = _values(draw, int(np.prod(shape)) * K, costs[0], costs[1], grid, rng
+        C = draw_values(draw, int(np.prod(shape)) * K, costs[0], costs[1], grid, rng
                     ).reshape(*shape, K)
         top = max(costs[1], 0.0) / (1.0 - g) if g < 1 else max(costs[1], 0.0) * S
-        d = _values(draw, K, 0.0, top, grid, rng)
-    p0 = 0 if start == "state" else _composition(draw, S, grid) if grid else \
+        d = draw_values(draw, K, 0.0, top, grid, rng)
+    p0 = 0 if start == "state" else draw_composition(draw, S, grid) if grid else \
         rng.dirichlet(np.ones(S))
     return TabularCMDP(P, R, C, d=d, gamma=g, p0=p0, terminal=term)
 
@@ -380,13 +382,13 @@ def garnets(draw, n_states=(2, 6), n_actions=(1, 3), branching=None, n_constrain
     drawn seed; ``branching`` defaults to any b in 1..S)."""
     from ..domains import garnet
 
-    S = check_int(draw(_ints(n_states)), "n_states", 1)
-    A = check_int(draw(_ints(n_actions)), "n_actions", 1)
+    S = check_int(draw(ints_of(n_states)), "n_states", 1)
+    A = check_int(draw(ints_of(n_actions)), "n_actions", 1)
     b = draw(st.integers(1, S)) if branching is None else min(
-        check_int(draw(_ints(branching)), "branching", 1), S)
-    K = check_int(draw(_ints(n_constraints)), "n_constraints", 0)
+        check_int(draw(ints_of(branching)), "branching", 1), S)
+    K = check_int(draw(ints_of(n_constraints)), "n_constraints", 0)
     seed_ = draw(st.integers(0, 2**31 - 1))
-    g = draw(_strategy(gamma))
+    g = draw(strategy_of(gamma))
     nsd = bool(draw(_flag(next_state_dependent)))
     return garnet(S, A, b, n_constraints=K, seed=seed_, gamma=g, next_state_dependent=nsd)
 
@@ -396,31 +398,32 @@ def policies(draw, model: TabularCMDP, deterministic=None, grid: int | None = 4)
     """Strategy for policies (S, A) of ``model``: one-hot rows (``deterministic=True``),
     rows on the grid of ``1/grid`` (False; continuous with ``grid=None``), or either
     (None).  Deterministic policies shrink to action 0 everywhere."""
-    grid = _check_grid(grid)
+    grid = checked_grid(grid)
     S, A = model.n_states, model.n_actions
     det = draw(st.booleans()) if deterministic is None else bool(deterministic)
     if det:
         acts = draw(st.lists(st.integers(0, A - 1), min_size=S, max_size=S))
         return np.eye(A)[acts]
     if grid is None:
-        rng = _generator(draw, grid)
+        rng = example_generator(draw, grid)
         return rng.dirichlet(np.ones(A), size=S)
-    return np.stack([_composition(draw, A, grid) for _ in range(S)])
+    return np.stack([draw_composition(draw, A, grid) for _ in range(S)])
 
 
 @_checked_composite(_check_multipliers)
 def multipliers(draw, model: TabularCMDP, max_value: float = 4.0, grid: int | None = 4):
     """Strategy for Lagrange multipliers (K,) >= 0 of ``model``, at most ``max_value``."""
-    grid = _check_grid(grid)
-    return _values(draw, model.n_constraints, 0.0, max_value, grid, _generator(draw, grid))
+    grid = checked_grid(grid)
+    return draw_values(draw, model.n_constraints, 0.0, max_value, grid,
+                       example_generator(draw, grid))
 
 
 # =========================================================================== sets
-grid_values = _checked(_drawn_values, _check_grid_values)
-pair_radii = _checked(_drawn_pair_radii, _check_radii)
-state_budgets = _checked(_drawn_state_budgets, _check_radii)
-supports = _checked(_drawn_supports, _check_supports)
-kernels = _checked(_drawn_kernels, _check_kernels)
+grid_values = _checked(drawn_values, _check_grid_values)
+pair_radii = _checked(drawn_pair_radii, _check_radii)
+state_budgets = _checked(drawn_state_budgets, _check_radii)
+supports = _checked(drawn_supports, _check_supports)
+kernels = _checked(drawn_kernels, _check_kernels)
 
 
 def sizes(value) -> SearchStrategy:
@@ -473,7 +476,7 @@ def balls(model: TabularCMDP, kinds=SA_KINDS, grid: int | None = 4,
             raise InputError(f"the set kind {k!r} ({cls.__name__}) gives no hypothesis "
                              f"strategy; add a classmethod strategy(model, grid=...) to it")
         classes[k] = cls
-    _check_grid(grid)
+    checked_grid(grid)
 
     def draw_kind(k):
         try:
