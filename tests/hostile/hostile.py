@@ -23,8 +23,10 @@ Hostile conditions a row can ask for:
   EFBIG, as a full disk makes it fail with ENOSPC);
 * ``disk="readonly"``: the folder is read-only (a tmpfs remounted read-only when
   root, which root cannot write either; otherwise ``chmod 555``);
-* ``signal="INT"`` or ``"TERM"`` at a ``moment``: ``"busy"`` (once the command has used
-  ``cpu`` seconds of CPU: inside its work, whatever the machine's load), ``"ready"``
+* ``signal="INT"`` or ``"TERM"`` at a ``moment``: ``"busy"`` (the ``calls``-th time any
+  process of the command enters the function ``at``, ``"name"`` or
+  ``"path/of/file.py:name"``: inside its work, at the same point on any machine and
+  any load; the signal goes to the command's main process), ``"ready"``
   (once ``ready(folder)`` is true, e.g. a stand-in run has started), ``"return"``
   (the moment its ``main`` returns) or ``"exit"`` (at the interpreter's exit, after
   ``main`` returned: the "very end" of a command), the last two through a
@@ -56,14 +58,33 @@ from helpers import HANG_GUARD, reference_store
 TESTS_DIR = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve().parent
 
-#: ``sitecustomize`` of the "return" and "exit" moments: it wraps ``rcmdp_exact.cli.main``
-#: (which ``python -m rcmdp_exact`` calls) and sends the signal to its own process when
-#: main returns, or from an ``atexit`` callback registered then (it runs before the ones
-#: registered earlier, the command's own included).
+#: ``sitecustomize`` of the "busy", "return" and "exit" moments.  "busy": a profile hook
+#: counts the entries into the function ``HOSTILE_AT`` and, at the ``HOSTILE_CALLS``-th,
+#: removes itself and sends the signal to the leader of the process group (the
+#: command's main process: every command row starts a session of its own).  "return" and
+#: "exit": it wraps ``rcmdp_exact.cli.main`` (which ``python -m rcmdp_exact`` calls) and
+#: sends the signal to its own process when main returns, or from an ``atexit`` callback
+#: registered then (it runs before the ones registered earlier, the command's own
+#: included).
 SIGNAL_SITE = '''
-import atexit, os, signal
+import atexit, os, signal, sys, threading
 _moment = os.environ.get("HOSTILE_MOMENT")
-if _moment:
+if _moment == "busy":
+    _sig = getattr(signal, "SIG" + os.environ["HOSTILE_SIGNAL"])
+    _file, _, _name = os.environ["HOSTILE_AT"].rpartition(":")
+    _left = [int(os.environ.get("HOSTILE_CALLS", "1"))]
+    def _hook(frame, event, arg):
+        code = frame.f_code
+        if (event == "call" and code.co_name == _name and _left[0] > 0
+                and code.co_filename.endswith(_file)):
+            _left[0] -= 1
+            if _left[0] == 0:
+                sys.setprofile(None)
+                threading.setprofile(None)
+                os.kill(os.getpgid(0), _sig)
+    sys.setprofile(_hook)
+    threading.setprofile(_hook)
+elif _moment:
     import rcmdp_exact.cli as _cli
     _sig = getattr(signal, "SIG" + os.environ["HOSTILE_SIGNAL"])
     _main = _cli.main
@@ -93,7 +114,8 @@ class Cli:
     fsize: int = 0
     signal: str | None = None
     moment: str | None = None
-    cpu: float = 1.0
+    at: str = ""
+    calls: int = 1
     ready: Callable | None = None
     unchanged: tuple = ()
     created: tuple | None = ()
@@ -199,15 +221,6 @@ def folder_on(kind: str | None, base: Path, setup=None):
                     p.chmod(0o755 if p.is_dir() else 0o644)
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (``/proc/PID/stat``)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def wait_for(condition, proc, what: str, timeout: float = HANG_GUARD) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -234,8 +247,9 @@ def run_cli(row: Cli, tmp_path: Path):
     site.mkdir()
     (site / "sitecustomize.py").write_text(SIGNAL_SITE)
     variables = dict(row.env)
-    if row.moment in ("return", "exit"):
-        variables.update(HOSTILE_MOMENT=row.moment, HOSTILE_SIGNAL=row.signal)
+    if row.moment in ("busy", "return", "exit"):
+        variables.update(HOSTILE_MOMENT=row.moment, HOSTILE_SIGNAL=row.signal,
+                         HOSTILE_AT=row.at, HOSTILE_CALLS=row.calls)
     with folder_on(row.disk, tmp_path, row.setup) as (folder, fsize):
         before = files_of(folder)
         child_env = env([site], **{k: str(v).format(folder=folder) for k, v in
@@ -256,10 +270,8 @@ def run_cli(row: Cli, tmp_path: Path):
                                     preexec_fn=_child(row.fsize or fsize),
                                     start_new_session=True)
             try:
-                if row.moment in ("busy", "ready"):
-                    wait_for((lambda: cpu_seconds(proc.pid) >= row.cpu)
-                             if row.moment == "busy" else (lambda: row.ready(folder)),
-                             proc, "the moment to send the signal")
+                if row.moment == "ready":
+                    wait_for(lambda: row.ready(folder), proc, "the moment to send the signal")
                     proc.send_signal(getattr(_signal, f"SIG{row.signal}"))
                 out, err = proc.communicate(timeout=row.timeout)
             finally:

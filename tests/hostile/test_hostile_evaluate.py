@@ -32,7 +32,8 @@ HOSTILE = [
     Cli("model-and-domain", ("evaluate", "--model", "good.npz", "--domain", "nav1"),
         facts=("--domain",), setup=setup_files),
     # signals: at work, as main returns, at the interpreter's exit (never rc -2)
-    Cli("sigint-busy", ("evaluate",), code=130, signal="INT", moment="busy", cpu=0.3,
+    Cli("sigint-busy", ("evaluate",), code=130, signal="INT", moment="busy",
+        at="cli/evaluate.py:evaluate_domain", calls=2,
         facts=("rcmdp evaluate: interrupted", "nothing was written")),
     Cli("sigint-at-return", ("evaluate", "--domain", "nav2"), code=130, signal="INT",
         moment="return", facts=("rcmdp evaluate: interrupted",),
@@ -43,7 +44,8 @@ HOSTILE = [
     Cli("sigterm-at-exit", ("evaluate", "--domain", "nav2"), code=143, signal="TERM",
         moment="exit", facts=("rcmdp evaluate: terminated",),
         stdout=("Safe Navigation 2",)),
-    Cli("sigterm-busy", ("evaluate",), code=143, signal="TERM", moment="busy", cpu=0.3,
+    Cli("sigterm-busy", ("evaluate",), code=143, signal="TERM", moment="busy",
+        at="cli/evaluate.py:evaluate_domain", calls=2,
         facts=("rcmdp evaluate: terminated",)),
 ]
 

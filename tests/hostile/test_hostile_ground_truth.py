@@ -33,7 +33,7 @@ HOSTILE = [
         unchanged=INPUT_FILES,
         created=None),
     Cli("sigint-busy", ("ground-truth", "--domain", "nav1", "--no-progress", "--out",
-                        "gt"), code=130, signal="INT", moment="busy", cpu=2.5,
+                        "gt"), code=130, signal="INT", moment="busy", at="_suite_rows",
         facts=("rcmdp ground-truth: interrupted",), created=None),
     Cli("sigterm-at-exit", ("ground-truth", "--model", "good.npz", *QUICK, "--out", "gt"),
         code=143, signal="TERM", moment="exit", setup=setup_files,

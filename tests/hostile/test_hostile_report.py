@@ -65,7 +65,8 @@ HOSTILE = [
         facts=("rcmdp report: interrupted", "the report is complete"),
         stdout=("wrote",), setup=setup_store, unchanged=STORE_FILES, created=None),
     Cli("sigterm-busy", ("report", "--db", "runs.sqlite", "--out", "rep",
-                         "--no-progress"), code=143, signal="TERM", moment="busy", cpu=1.5,
+                         "--no-progress"), code=143, signal="TERM", moment="busy",
+        at="_write_text", calls=2,
         facts=("rcmdp report: terminated", "results store is not changed"),
         setup=setup_store, unchanged=STORE_FILES, created=None),
 ]

@@ -91,9 +91,8 @@ def _resumable(folder, out, err):
         folder, out, err)
 
 
-#: Two jobs of about 3 s of processor time each (RiverSwim-6, KL, levels 0.1 and 0.2; the
-#: start of the command takes about 1.5 s): a signal after 3 s of processor time lands
-#: inside a job on any load; then resumed.
+#: Two jobs (RiverSwim-6, KL, levels 0.1 and 0.2): the signal comes as the first job's
+#: bracket enters its lower search, inside a job; then resumed.
 INTERRUPTED = ("suite", "certify", "--out", "w.json.gz", "--only", "riverswim-6",
                "--kinds", "kl", "--levels", "0.1,0.2", "--no-progress")
 
@@ -110,7 +109,7 @@ CERTIFY = [
                                             *TINY),
         facts=("w.json.gz",), disk="readonly", setup=setup_plain, unchanged=("mine.txt",)),
     Cli("certify-sigint-inside-the-job", INTERRUPTED,
-        code=130, signal="INT", moment="busy", cpu=3.0, setup=setup_plain,
+        code=130, signal="INT", moment="busy", at="_lower_search", setup=setup_plain,
         unchanged=("mine.txt",), created=None, after=_resumable, marks=("slow",)),
     Cli("certify-the-user's-file-without-force", ("suite", "certify", "--out", "mine.txt",
                                                   *TINY),

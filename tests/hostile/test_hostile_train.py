@@ -112,7 +112,8 @@ HOSTILE = [
         setup=setup_files, unchanged=INPUT_FILES),
     Cli("sigint-busy", ("train", "nav2", "pg", "--episodes", "2000", "--no-bracket",
                         "--no-progress", "--out", "r.npz"), code=130, signal="INT",
-        moment="busy", cpu=1.5, facts=("rcmdp train: interrupted", "nothing was written")),
+        moment="busy", at="run_chunk", calls=2,
+        facts=("rcmdp train: interrupted", "nothing was written")),
     # a Ctrl-C in numba's compiler (in a ctypes callback of LLVM) was dropped: the
     # command ran on; it waits until the compiler has returned
     Cli("sigint-while-numba-compiles", ("train", "nav1", "cpg", "--trainer",
