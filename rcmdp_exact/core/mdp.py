@@ -764,24 +764,30 @@ def _lp_policy(bell: _Bellman) -> tuple[np.ndarray | None, int]:
     lp.a_matrix_.index_ = cols.indices.astype(np.int32)
     lp.a_matrix_.value_ = np.asarray(cols.data, dtype=np.float64)
     lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n, S
-    h = new_highs(**HIGHS_OPTIONS)
-    try:
-        h.passModel(lp)
-        basis = highspy.HighsBasis()
-        status = np.full(n, highspy.HighsBasisStatus.kLower)
-        status[np.arange(S) * A + bell.g.argmax(axis=1)] = highspy.HighsBasisStatus.kBasic
-        basis.col_status = status.tolist()
-        basis.row_status = [highspy.HighsBasisStatus.kLower] * S
-        basis.valid = True
-        h.setBasis(basis)
-        h.run()
-    except (RuntimeError, ValueError, ArithmeticError):
-        return None, 0
-    iterations = int(h.getInfo().simplex_iteration_count)
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        return None, iterations
-    x = np.asarray(h.getSolution().col_value, dtype=np.float64).reshape(S, A)
-    return x.argmax(axis=1), iterations
+    iterations = 0
+    # the greedy basis first; HiGHS may refuse it (near gamma = 1 with nearly absorbing
+    # states its matrix is near singular: status kNotset), then its own crash basis
+    for warm in (True, False):
+        h = new_highs(**HIGHS_OPTIONS)
+        try:
+            h.passModel(lp)
+            if warm:
+                basis = highspy.HighsBasis()
+                status = np.full(n, highspy.HighsBasisStatus.kLower)
+                status[np.arange(S) * A + bell.g.argmax(axis=1)] = (
+                    highspy.HighsBasisStatus.kBasic)
+                basis.col_status = status.tolist()
+                basis.row_status = [highspy.HighsBasisStatus.kLower] * S
+                basis.valid = True
+                h.setBasis(basis)
+            h.run()
+        except (RuntimeError, ValueError, ArithmeticError):
+            continue
+        iterations += int(h.getInfo().simplex_iteration_count)
+        if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
+            x = np.asarray(h.getSolution().col_value, dtype=np.float64).reshape(S, A)
+            return x.argmax(axis=1), iterations
+    return None, iterations
 
 
 def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
@@ -939,13 +945,16 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
                                  target, scale, capped=not pi.converged)
     if method == "lp":
         actions, its = _lp_policy(bell)
+        what = f"LP (HiGHS) optimal after {its} simplex iterations"
         if actions is None:
-            return _finish(model, bell, np.zeros(S), lam_arr, method, its,
-                           Status.SOLVER_ERROR, "the LP solver did not return an optimum; "
-                           "use method='policy_iteration'", np.inf)
+            # repaired, and said: the certificate's improvement steps are policy
+            # iteration, from the greedy policy of the one-step reward
+            actions = bell.g.argmax(axis=1)
+            what = (f"the LP solver (HiGHS) returned no optimum after {its} simplex "
+                    f"iterations; certified policy iteration from the greedy policy "
+                    f"answered instead")
         cert = _certify(bell, actions, max_iter, target)
-        return _from_certificate(model, bell, lam_arr, method, cert, max(its, 1),
-                                 f"LP (HiGHS) optimal after {its} simplex iterations",
+        return _from_certificate(model, bell, lam_arr, method, cert, max(its, 1), what,
                                  target, scale)
     return _iterate_values(model, bell, lam_arr, method, v, max_iter, int(k), target, scale)
 
