@@ -404,6 +404,7 @@ def _certify(parser, args) -> int:
         if sys.argv[1:3] == ["suite", "certify"] else None
     header = assemble(work, out, jobs, wall_seconds=wall, workers=args.workers,
                       command=command)
+    args._interrupted = f"the data file {out} is complete"
     jobs_text = f"{len(jobs)} job{'s' * (len(jobs) != 1)}"
     print(f"rcmdp suite certify: {jobs_text} ({info['run']} run, {info['kept']} kept from "
           f"{work}), {wall:.1f} s wall, {header['job_seconds']:.1f} s in jobs; wrote {out}")
@@ -446,6 +447,7 @@ def _fill(parser, args, out, work, jobs, budget) -> int:
         parser.error(f"--fill {args.fill!r}: {exc}")
     except FileNotFoundError as exc:
         parser.error(f"--fill {args.fill!r} lacks records: {exc}")
+    args._interrupted = f"the data file {out} is complete"
     n = len(header["filled"]["keys"])
     print(f"rcmdp suite certify: {len(jobs) - n} of {len(jobs)} records from {work}, {n} "
           f"from {fill}; wrote {out}")

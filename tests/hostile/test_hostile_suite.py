@@ -144,6 +144,19 @@ CERTIFY = [
                                 "v.json.gz", "--force", *TINY),
         facts=("x.json.gz",), disk="full", setup=setup_certified, unchanged=CERTIFIED,
         created=None, after=_no_output("x.json.gz")),
+    # a signal once the data file is written says so (it said "run the same command
+    # again to resume", as if nothing were finished)
+    Cli("certify-sigterm-as-it-returns", ("suite", "certify", "--out", "v.json.gz",
+                                          "--force", *TINY),
+        code=143, signal="TERM", moment="return", setup=setup_certified,
+        facts=("rcmdp suite: terminated", "v.json.gz is complete"),
+        unchanged=("mine.txt",), created=None,
+        after=_data_file_whole("v.json.gz", ("riverswim-6/l1/0.05",))),
+    Cli("fill-sigint-as-it-returns", ("suite", "certify", "--out", "v.json.gz", "--fill",
+                                      "v.json.gz", "--force", *TINY),
+        code=130, signal="INT", moment="return", setup=setup_certified,
+        facts=("rcmdp suite: interrupted", "v.json.gz is complete"),
+        unchanged=("mine.txt",), created=None),
 ]
 
 SCORE = [
