@@ -109,3 +109,31 @@ def test_the_worked_example_runs_through_a_reproduction(tmp_path):
             assert float(r["mean"]) == np.float64(np.mean(pens)) or \
                 abs(float(r["mean"]) - np.mean(pens)) <= 1e-9 * max(1.0, abs(np.mean(pens)))
             assert r["bound"] and float(r["bound"]) >= float(r["mean"]) - 1e-9
+
+
+class _Fixed:
+    """A trainer's result holding a given policy table."""
+
+    def __init__(self, table):
+        self.table, self.records = table, {}
+
+    def policy_table(self):
+        return self.table
+
+
+@pytest.mark.parametrize("table, fact", [
+    (np.full((3, 3), 1 / 3), "of shape (3, 3)"),
+    (np.array([[0.5, 0.5], [np.nan, 0.5], [1.0, 0.0]]), "1 entries that are not finite "
+                                                        "(first: state 1, action 0: nan)"),
+    (np.array([[1.5, -0.5], [0.5, 0.5], [1.0, 0.0]]), "negative probability (state 0, "
+                                                      "action 1: -0.5)"),
+    (np.array([[0.5, 0.5], [0.5, 0.4], [1.0, 0.0]]), "row 1 sums to 0.9"),
+])
+def test_a_bad_policy_table_is_named_for_what_is_wrong(table, fact):
+    """A NaN policy was blamed on its shape."""
+    from rcmdp_exact.protocol.run import TrainerError, check_result
+
+    with pytest.raises(TrainerError) as info:
+        check_result(_Fixed(table), _Fixed, 3, 2)
+    assert fact in str(info.value), str(info.value)
+    assert "(S, A) = (3, 2)" in str(info.value)

@@ -98,12 +98,24 @@ def check_result(res, train, n_states: int, n_actions: int) -> np.ndarray:
                            f"trainer must return a TrainResult-like object with "
                            f"policy_table() and records (a dict of arrays)")
     policy = np.asarray(table(), dtype=np.float64)
-    if policy.shape != (n_states, n_actions) or not np.all(np.isfinite(policy)) \
-            or np.any(policy < 0) or not np.allclose(policy.sum(axis=1), 1.0, rtol=0.0, atol=1e-6):
-        raise TrainerError(f"the trainer {_name(train)} returned a policy_table() of shape "
-                           f"{policy.shape}; it must be the (S, A) = {(n_states, n_actions)} "
-                           f"table of a stochastic policy (rows of probabilities summing "
-                           f"to 1)")
+    if policy.shape != (n_states, n_actions):
+        why = f"of shape {policy.shape}"
+    elif not np.all(np.isfinite(policy)):
+        bad = np.argwhere(~np.isfinite(policy))[0]
+        why = (f"with {int(np.sum(~np.isfinite(policy)))} entries that are not finite "
+               f"(first: state {bad[0]}, action {bad[1]}: {policy[tuple(bad)]})")
+    elif np.any(policy < 0):
+        bad = np.argwhere(policy < 0)[0]
+        why = f"with a negative probability (state {bad[0]}, action {bad[1]}: " \
+              f"{policy[tuple(bad)]:.6g})"
+    else:
+        sums = policy.sum(axis=1)
+        off = np.flatnonzero(np.abs(sums - 1.0) > 1e-6)
+        why = (f"whose row {off[0]} sums to {sums[off[0]]:.9g}" if off.size else None)
+    if why is not None:
+        raise TrainerError(f"the trainer {_name(train)} returned a policy_table() {why}; it "
+                           f"must be the (S, A) = {(n_states, n_actions)} table of a "
+                           f"stochastic policy (rows of probabilities summing to 1)")
     return policy
 
 
