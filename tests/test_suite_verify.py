@@ -177,3 +177,22 @@ def test_the_command_line_names_record_field_and_both_numbers(tmp_path):
     stored = original["bracket"]["lower"] + 0.125
     assert f"{stored:.10g}" in line and f"{original['bracket']['lower']:.10g}" in line
     assert "1 failed" in proc.stdout
+
+
+@pytest.mark.parametrize("a, b", [(1.0 + 2**-52, 1.0), (-76.75036271379939, -76.7503627137994),
+                                  (3e-300, 3.0000000001e-300)])
+def test_a_failure_never_prints_two_equal_numbers(a, b):
+    """Under a tolerance of 1e-10 or less (--tol 0), a failing field printed with 10
+    digits showed two equal numbers; they are printed with the digits that tell them
+    apart, and read back to the numbers themselves."""
+    from rcmdp_exact.cli.suite import _apart
+
+    x, y = _apart(a, b)
+    assert x != y and float(x) == a and float(y) == b
+
+
+def test_a_failure_of_a_non_number_prints_it():
+    from rcmdp_exact.cli.suite import _apart
+
+    assert _apart([3, 2], [6, 2]) == ("[3, 2]", "[6, 2]")
+    assert _apart(None, 1.5) == ("-", "1.5")

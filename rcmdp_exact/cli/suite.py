@@ -277,6 +277,19 @@ def _f(x, digits=5):
     return "-" if x is None else f"{x:.{digits}g}"
 
 
+def _apart(a, b, digits=10) -> tuple[str, str]:
+    """Two numbers printed with ``digits`` significant digits, or with as many more (up
+    to 17, float64's round trip) as tell them apart: a failure under a tolerance of
+    ~1e-10 or less is not shown as two equal numbers."""
+    if not (isinstance(a, int | float) and isinstance(b, int | float)) or a == b:
+        return tuple(_f(x, digits) if x is None or isinstance(x, int | float) else str(x)
+                     for x in (a, b))
+    n = digits
+    while n < 17 and _f(a, n) == _f(b, n):
+        n += 1
+    return _f(a, n), _f(b, n)
+
+
 def _show(parser, args) -> int:
     _input_file(parser, args.file)
     from ..suite import data
@@ -329,8 +342,7 @@ def _verify(parser, args) -> int:
                         "budget", "verdict")))
     if res.failures:
         print()
-        print(_table([(f["key"], f["field"], _f(f["stored"], 10), _f(f["recomputed"], 10)
-                       if isinstance(f["recomputed"], int | float) else str(f["recomputed"]),
+        print(_table([(f["key"], f["field"], *_apart(f["stored"], f["recomputed"]),
                        f["why"]) for f in res.failures],
                      ("record", "field", "stored", "recomputed", "failure")))
     print(f"{res.message}, {res.seconds:.1f} s")
