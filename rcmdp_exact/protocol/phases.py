@@ -26,7 +26,7 @@ from .spec import (
     settings_fields,
 )
 
-__all__ = ["BRACKET_OPTIONS", "FULL", "QUICK", "plan"]
+__all__ = [ "FULL", "QUICK", "plan"]
 
 #: The full protocol: 20 seeds, 5,000 episodes, 50 draws per N.
 FULL = {"seeds": 20, "episodes": 5000, "n_draws": 50, "eval_every": 100}
@@ -35,13 +35,13 @@ FULL = {"seeds": 20, "episodes": 5000, "n_draws": 50, "eval_every": 100}
 #: the same bracket on every run and load); the time limit is only a safety net (a
 #: bracket it stops is recorded with ``reproducible`` false); the RCPG variants' targets
 #: are not needed by the table.
-BRACKET_OPTIONS = (("variants", ()), ("max_boxes", BRACKET_BOXES),
+_BRACKET_OPTIONS = (("variants", ()), ("max_boxes", BRACKET_BOXES),
                    ("n_ascent", BRACKET_ASCENT), ("time_limit", BRACKET_SECONDS))
 #: ``--quick``: every algorithm and test, 2 seeds, 200 episodes (exact evaluation every
 #: 50), 2 draws per N in tests 1B / 2B, a coarser bracket search (still certified,
 #: possibly wider) and one bracket seed.
 QUICK = {"seeds": 2, "episodes": 200, "n_draws": 2, "eval_every": 50, "bracket_seeds": 1,
-         "bracket": (("n_cuts", 5), ("n_grid", 9), ("n_refine", 10), *BRACKET_OPTIONS)}
+         "bracket": (("n_cuts", 5), ("n_grid", 9), ("n_refine", 10), *_BRACKET_OPTIONS)}
 
 
 def plan(tests=TESTS, algorithms=ALGORITHMS, seeds: int | None = None,
@@ -83,7 +83,7 @@ def plan(tests=TESTS, algorithms=ALGORITHMS, seeds: int | None = None,
     if bracket_seeds is None:
         bracket_seeds = preset.get("bracket_seeds", seeds)
     bracket_seeds = min(check_limit(bracket_seeds, "bracket_seeds", "seeds", 0), seeds)
-    bracket_kw = preset.get("bracket", BRACKET_OPTIONS)
+    bracket_kw = preset.get("bracket", _BRACKET_OPTIONS)
     import dataclasses
 
     tests = [check_choice(t, "test", tuple(TEST_DOMAIN)) for t in tests]

@@ -704,7 +704,7 @@ def check_set(uset, model, rectangularity: str | None = None, what: str = "") ->
     is refused with a message naming the set and ``what`` needs the property.
     """
     check_type(uset, "the uncertainty set", UncertaintySet,
-               "build one with rcmdp_exact.estimate(model, ...).ball, l1_ball(model, alpha) "
+               "build one with rcmdp_exact.estimate(model, ...).uset, l1_ball(model, alpha) "
                "or a set class of rcmdp_exact (L1Ball, ...)")
     if not isinstance(uset, SARectangularSet | SRectangularSet | KernelSet):
         raise InputError(
