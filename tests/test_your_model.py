@@ -466,12 +466,12 @@ def test_the_python_reproduce_takes_your_model(files):
         from test_experiments_standin import standin_train
     finally:
         sys.path.remove(TESTS_DIR)
-    from rcmdp_exact.protocol import reproduce
+    from rcmdp_exact.protocol import ReproduceSpec, YourModel, reproduce
 
-    summary = reproduce(files / "db.sqlite", files / "out", model=files / "m.npz",
-                        perturbations=files / "perts.toml", algorithms=("pg",), seeds=1,
-                        episodes=2, quick=True, trainer=standin_train, workers=1,
-                        progress=False)
+    spec = ReproduceSpec(model=YourModel(files / "m.npz", perturbations=files / "perts.toml"),
+                         algorithms=("pg",), seeds=1, episodes=2, quick=True,
+                         trainer=standin_train)
+    summary = reproduce(spec, files / "db.sqlite", files / "out", workers=1, progress=False)
     assert not summary.failed and summary.computed == 4  # 1 run, 3 ground-truth jobs
     rows = [r for r in summary.report.rows if r["test"] == "model"]
     assert {r["algorithm"] for r in rows} == {"pg"} and rows[0]["n_settings"] == 2

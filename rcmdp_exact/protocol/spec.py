@@ -477,3 +477,4 @@ class GroundTruthSpec:
     @property
     def key(self) -> str:
         return spec_key(self.fields())
+
