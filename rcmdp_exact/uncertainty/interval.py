@@ -210,6 +210,7 @@ class IntervalSet(Frozen, SARectangularSet):
 
     kind = KIND
     note = "the per-entry Hoeffding interval set (a bounded-parameter MDP)"
+    title = "sa-rectangular interval set"
     method_hint = " ('sort': the exact greedy, batched; 'lp': one cvxpy LP per row, a " \
                   "cross-check)"
 
@@ -339,6 +340,13 @@ class IntervalSet(Frozen, SARectangularSet):
                 data[key][ts, :, ts] = 1.0
 
     # ----------------------------------------------------------------- the kind
+    @classmethod
+    def l1_level_radius(cls, level: float) -> float:
+        r"""Half-width :math:`r / 2`: the smallest box :math:`|p_i - \hat p_i| \le
+        r/2` that contains the L1 ball of radius :math:`r` (a move of mass :math:`r/2`
+        changes one entry by at most :math:`r/2`)."""
+        return float(level) / 2.0
+
     @classmethod
     def from_counts(cls, counts, *, delta: float, hoeffding_l1) -> IntervalSet:
         """The kind ``interval`` of an estimation: the per-entry Hoeffding interval set

@@ -529,6 +529,7 @@ class KLBall(Frozen, SARectangularSet):
     _RADII = ("radius",)
     kind = KIND
     note = "the KL ball that contains the per-entry Hoeffding box"
+    title = "sa-rectangular KL ball"
     method_hint = " ('sort': the exact dual solver, batched; 'lp': one cvxpy " \
                   "exponential-cone program per row, a cross-check)"
     no_vertices = "a KL ball is not a polytope: its boundary is curved"
@@ -582,6 +583,13 @@ class KLBall(Frozen, SARectangularSet):
         return cls(data["nominal"], data["radius"])
 
     # ----------------------------------------------------------------- the kind
+    @classmethod
+    def l1_level_radius(cls, level: float) -> float:
+        r"""The KL ball of radius :math:`r^2 / 2` lies inside the L1 ball of radius
+        :math:`r` (Pinsker: :math:`\|p - \hat p\|_1 \le \sqrt{2\,\mathrm{KL}(p \| \hat
+        p)} \le r`)."""
+        return float(level) * float(level) / 2.0
+
     @classmethod
     def from_counts(cls, counts, *, delta: float, hoeffding_l1) -> KLBall:
         """The kind ``kl`` of an estimation: the KL ball that contains the per-entry

@@ -172,6 +172,7 @@ class L1Ball(Frozen, SARectangularSet):
 
     kind = KIND
     note = "the paper's Hoeffding L1 ball (sa-rectangular)"
+    title = "sa-rectangular L1 ball"
     method_hint = " ('sort': exact, batched; 'lp': one cvxpy LP per row, a cross-check)"
     _RADII = ("alpha",)
     #: Keys of a ball saved before files carried a format entry.
@@ -456,6 +457,11 @@ class L1Ball(Frozen, SARectangularSet):
         return l1_vertices(self._nominal[s, a], self._alpha[s, a], self._support[s, a])
 
     # ----------------------------------------------------------------- the kind
+    @classmethod
+    def l1_level_radius(cls, level: float) -> float:
+        r"""The L1 ball of level r is itself: radius :math:`r`."""
+        return float(level)
+
     @classmethod
     def from_counts(cls, counts, *, delta: float, hoeffding_l1: L1Ball) -> L1Ball:
         """The kind ``l1`` of an estimation: the paper's Hoeffding ball ``hoeffding_l1``

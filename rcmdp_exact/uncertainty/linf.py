@@ -52,6 +52,7 @@ class LInfBall(IntervalSet):
 
     kind = KIND
     note = "the per-entry Hoeffding L-infinity ball around the smoothed frequencies"
+    title = "sa-rectangular L-infinity ball"
     _RADII = ("radius",)
 
     def __init__(self, nominal, radius, support=None):

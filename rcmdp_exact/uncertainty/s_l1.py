@@ -692,6 +692,7 @@ class SRectL1Ball(Frozen, SRectangularSet):
     _SUMMARY = "radius"
     _RADII = ("radius",)
     kind = KIND
+    title = "s-rectangular L1 set"
     note = ("the s-rectangular L1 set whose budget per state is the sum of the L1 ball's "
             "radii over its actions (it contains the L1 ball)")
 
@@ -1051,6 +1052,12 @@ class SRectL1Ball(Frozen, SRectangularSet):
         return cls(data["nominal"], data["radius"], data["support"])
 
     # ----------------------------------------------------------------- the kind
+    @classmethod
+    def l1_level_radius(cls, level: float) -> float:
+        r"""Radius :math:`r` per action, one budget :math:`A r` per state shared by its
+        actions: the set contains the L1 ball of radius :math:`r`."""
+        return float(level)
+
     @classmethod
     def from_counts(cls, counts, *, delta: float, hoeffding_l1) -> SRectL1Ball:
         r"""The kind ``s-l1`` of an estimation: the budget of a state is the sum of the L1
