@@ -46,7 +46,7 @@ def best_of(repeat: int, f):
     return min(times), out
 
 
-def grid_minimum(model, ball, lam_max) -> float:
+def grid_minimum(model, uset, lam_max) -> float:
     top = [float(x) if np.isfinite(x) else 10.0 for x in lam_max]
     axes = [np.linspace(0.0, max(t, 1e-9), GRID) for t in top]
     if len(axes) == 2:  # a coarser grid in two dimensions: 201 points per axis is 40401
@@ -56,7 +56,7 @@ def grid_minimum(model, ball, lam_max) -> float:
         warnings.simplefilter("ignore", RuntimeWarning)
         for lam in itertools.product(*axes):
             lam = np.array(lam)
-            g = rx.robust_value_iteration(model, ball, lam, method="policy_iteration",
+            g = rx.robust_value_iteration(model, uset, lam, method="policy_iteration",
                                           progress=False).value + float(lam @ model.d)
             best = min(best, g)
     return best
@@ -74,12 +74,12 @@ def main() -> int:
     for label, options in GROUPS:
         t_cert, t_grid, evals, conv = [], [], [], 0
         for seed in range(args.models):
-            model, ball = T.example(T.robust_cmdps(slack=0.1, **options), seed=seed)
-            t, res = best_of(args.repeat, lambda m=model, b=ball: rx.certified_dual(m, b))
+            model, uset = T.example(T.robust_cmdps(slack=0.1, **options), seed=seed)
+            t, res = best_of(args.repeat, lambda m=model, b=uset: rx.certified_dual(m, b))
             t_cert.append(t)
             evals.append(res.evaluations)
             conv += res.status == "converged"
-            t, g = best_of(1, lambda m=model, b=ball, r=res: grid_minimum(m, b, r.lam_max))
+            t, g = best_of(1, lambda m=model, b=uset, r=res: grid_minimum(m, b, r.lam_max))
             t_grid.append(t)
             if not res.lo - 1e-9 <= g:
                 raise SystemExit(f"{label}, model {seed}: grid minimum {g} below the "

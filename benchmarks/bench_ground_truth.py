@@ -24,7 +24,7 @@ Sections (``--section``, default all):
   the variants, default: the Lagrangian bound alone, with the performance-difference
   bound, with the occupancy LP, with both), at the same time budget: the relative gap.
 * ``small``: every model of ``small_case`` with S <= 3 (24 of the first 40),
-  ``rcmdp_bracket(model, ball, rtol=1e-6)`` with the other arguments at their defaults,
+  ``rcmdp_bracket(model, uset, rtol=1e-6)`` with the other arguments at their defaults,
   after one warm-up call: seconds (wall and CPU) per model, its relative gap and the
   boxes; the goal is every model certified to 1e-6 in under 0.5 s.
 * ``inventory``: the paper's Inventory on its estimated ball (seed 0), the default
@@ -128,43 +128,43 @@ def best_of(f, repeats: int) -> float:
 
 # --------------------------------------------------------------------------- models
 def small_case(seed: int):
-    """A small random RCMDP: (model, ball); the same seed gives the same model."""
+    """A small random RCMDP: (model, uset); the same seed gives the same model."""
     rng = np.random.default_rng(np.random.SeedSequence([20261123, seed]))
     S, A, K = int(rng.integers(2, 5)), int(rng.integers(2, 4)), int(rng.integers(1, 3))
     gamma = float(rng.choice([0.8, 0.85, 0.9]))
     branching = int(rng.integers(1, S + 1))
     m = garnet(S, A, branching, n_constraints=K, seed=int(rng.integers(2**31)), gamma=gamma)
-    ball = l1_ball(m, rng.uniform(0.1, 0.6, size=(S, A)), support="all")
+    uset = l1_ball(m, rng.uniform(0.1, 0.6, size=(S, A)), support="all")
     frac = float(rng.uniform(0.2, 0.8))
     # budgets between the worst-case costs of the policy of least total worst-case cost
     # (kept feasible with a slack) and those of the unconstrained robust optimum
-    levels = budget_levels(m, ball)
+    levels = budget_levels(m, uset)
     c_safe, c_free = levels.joint, levels.free
     slack = 0.02 * np.abs(m.c).max() / (1 - gamma)
     d = np.maximum(c_safe + slack, (1 - frac) * c_safe + frac * c_free)
-    return m.replace(d=d), ball
+    return m.replace(d=d), uset
 
 
 def garnet_case(seed: int, S: int, A: int, K: int):
     """A larger Garnet RCMDP built like :func:`small_case`."""
     rng = np.random.default_rng(np.random.SeedSequence([20261124, S, A, K, seed]))
     m = garnet(S, A, 3, n_constraints=K, seed=int(rng.integers(2**31)), gamma=0.9)
-    ball = l1_ball(m, rng.uniform(0.1, 0.6, size=(S, A)), support="all")
-    levels = budget_levels(m, ball)
+    uset = l1_ball(m, rng.uniform(0.1, 0.6, size=(S, A)), support="all")
+    levels = budget_levels(m, uset)
     c_safe, c_free = levels.joint, levels.free
     d = np.maximum(c_safe + 0.02 * np.abs(m.c).max() / 0.1, 0.5 * (c_safe + c_free))
-    return m.replace(d=d), ball
+    return m.replace(d=d), uset
 
 
-def robust_numbers(model, ball, policy):
+def robust_numbers(model, uset, policy):
     """Worst-case value and worst-case costs (K,) of a policy by robust_evaluate."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = robust_evaluate(model, policy, ball, tol=1e-12)
+        res = robust_evaluate(model, policy, uset, tol=1e-12)
     return float(res.value), np.asarray(res.costs_worst)
 
 
-def reference_search(model, ball, seed: int = 0, n_random: int = 100, n_climb: int = 150,
+def reference_search(model, uset, seed: int = 0, n_random: int = 100, n_climb: int = 150,
                      n_starts: int = 4, weight: float = 100.0) -> float:
     """The best worst-case value of a robust-feasible policy found by a plain search."""
     rng = np.random.default_rng(seed)
@@ -172,7 +172,7 @@ def reference_search(model, ball, seed: int = 0, n_random: int = 100, n_climb: i
     best = [-np.inf, None]
 
     def score(pi):
-        v, c = robust_numbers(model, ball, pi)
+        v, c = robust_numbers(model, uset, pi)
         if np.all(c <= d) and v > best[0]:
             best[0], best[1] = v, pi
         return v - weight * np.maximum(c - d, 0.0).sum(), v, c
@@ -195,19 +195,19 @@ def reference_search(model, ball, seed: int = 0, n_random: int = 100, n_climb: i
         base = best[1]
         risky = [pi for (_, v, c), pi in scored[:20] if v > best[0] and np.any(c > d)]
         for other in risky[:5]:
-            t, _ = bisect_line(model, ball, base, other, 30)
+            t, _ = bisect_line(model, uset, base, other, 30)
             score((1 - t) * base + t * other)
     return best[0]
 
 
-def bisect_line(model, ball, safe, risky, steps: int):
+def bisect_line(model, uset, safe, risky, steps: int):
     """(theta, value): the largest robust-feasible theta of (1 - theta) safe + theta
     risky found by ``steps`` bisection steps, and its worst-case value (None if no
     theta > 0 was feasible), every number by robust_evaluate."""
     lo, hi, value = 0.0, 1.0, None
     for _ in range(steps):
         mid = 0.5 * (lo + hi)
-        v, c = robust_numbers(model, ball, (1 - mid) * safe + mid * risky)
+        v, c = robust_numbers(model, uset, (1 - mid) * safe + mid * risky)
         if np.all(c <= model.d):
             lo, value = mid, v
         else:
@@ -216,11 +216,11 @@ def bisect_line(model, ball, safe, risky, steps: int):
 
 
 # --------------------------------------------------------------------------- sections
-def _bracket_row(i, model, ball, kw):
+def _bracket_row(i, model, uset, kw):
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        br = rcmdp_bracket(model, ball, progress=False, **kw)
+        br = rcmdp_bracket(model, uset, progress=False, **kw)
     sec = time.perf_counter() - t0
     extra = (f"  {br.get('lower_method', '-'):<16} {br.get('upper_method', '-'):<16} "
              f"{br.get('boxes', '-'):>6}")
@@ -237,11 +237,11 @@ def section_gaps(cases, reference: bool, title: str, kw=None) -> None:
                                                       else "") + "  lower method     "
           "upper method      boxes")
     gaps, below = [], []
-    for i, (model, ball) in enumerate(cases):
-        br, line, extra = _bracket_row(i, model, ball, kw or {})
+    for i, (model, uset) in enumerate(cases):
+        br, line, extra = _bracket_row(i, model, uset, kw or {})
         gaps.append(br.gap)
         if reference:
-            ref = reference_search(model, ball, seed=i)
+            ref = reference_search(model, uset, seed=i)
             below.append((ref - br.lower) / max(1.0, abs(ref)))
             line += f"  {ref:>9.5f}  {br.lower - ref:>9.2e}"
         print(line + extra, flush=True)
@@ -259,11 +259,11 @@ def _load() -> str:
     return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
-def _timed_bracket(model, ball, **kw):
+def _timed_bracket(model, uset, **kw):
     t0, c0 = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        br = rcmdp_bracket(model, ball, progress=False, **kw)
+        br = rcmdp_bracket(model, uset, progress=False, **kw)
     return br, time.perf_counter() - t0, time.process_time() - c0
 
 
@@ -278,8 +278,8 @@ def section_garnets(sizes, seeds, constraints, seconds: float, large=(),
     for S, K, seconds in runs:
         hit = []
         for seed in seeds:
-            m, ball = garnet_case(seed, S, 3, K)
-            br, wall, cpu = _timed_bracket(m, ball, time_limit=seconds,
+            m, uset = garnet_case(seed, S, 3, K)
+            br, wall, cpu = _timed_bracket(m, uset, time_limit=seconds,
                                            max_boxes=10**7)
             rel = br.relative_gap
             tr = br.trace
@@ -301,10 +301,10 @@ def section_bounds(sizes, seeds, constraints, seconds: float, variants) -> None:
     for S in sizes:
         for K in constraints:
             for seed in seeds:
-                m, ball = garnet_case(seed, S, 3, K)
+                m, uset = garnet_case(seed, S, 3, K)
                 cells = []
                 for v in variants:
-                    br, wall, _ = _timed_bracket(m, ball, time_limit=seconds,
+                    br, wall, _ = _timed_bracket(m, uset, time_limit=seconds,
                                                  max_boxes=10**7, box_bounds=v)
                     cells.append(f"{br.relative_gap:>10.2e} "
                                  f"{br.boxes:>7} {wall:>3.0f}s")
@@ -316,13 +316,13 @@ def section_small(rules=None) -> None:
     kw = dict(rules or {})
     cases = [c for c in (small_case(i) for i in range(40)) if c[0].n_states <= 3]
     _timed_bracket(*cases[0])  # imports and compilation out of the timing
-    print(f"rcmdp_bracket(model, ball, rtol=1e-6), defaults otherwise, on the {len(cases)} "
+    print(f"rcmdp_bracket(model, uset, rtol=1e-6), defaults otherwise, on the {len(cases)} "
           f"models of small_case with S <= 3")
     print(f"{'case':>4} {'S':>2} {'A':>2} {'K':>2} {'rel gap':>9} {'boxes':>6} {'wall':>6} "
           f"{'cpu':>6}  status")
     walls, cpus, closed = [], [], 0
-    for i, (m, ball) in enumerate(cases):
-        br, wall, cpu = _timed_bracket(m, ball, rtol=1e-6, **kw)
+    for i, (m, uset) in enumerate(cases):
+        br, wall, cpu = _timed_bracket(m, uset, rtol=1e-6, **kw)
         walls.append(wall)
         cpus.append(cpu)
         closed += bool(br.closed)
@@ -337,12 +337,12 @@ def section_small(rules=None) -> None:
 def section_dask(S: int, boxes: int) -> None:
     from distributed import Client, LocalCluster
 
-    m, ball = garnet_case(0, S, 3, 1)
+    m, uset = garnet_case(0, S, 3, 1)
     kw = dict(time_limit=1e6, max_boxes=boxes)
-    serial, t_serial, _ = _timed_bracket(m, ball, **kw)
+    serial, t_serial, _ = _timed_bracket(m, uset, **kw)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster, \
             Client(cluster) as client:
-        dask, t_dask, _ = _timed_bracket(m, ball, client=client, **kw)
+        dask, t_dask, _ = _timed_bracket(m, uset, client=client, **kw)
     print(f"garnet_case(0, {S}, 3, 1), max_boxes = {boxes}")
     for name, br, t in (("serial", serial, t_serial), ("dask, 2 workers", dask, t_dask)):
         print(f"  {name:<16} [{br.lower!r}, {br.upper!r}] {br.boxes} boxes, {t:.1f} s, "
@@ -361,8 +361,8 @@ def section_deadline(sizes, seconds: float) -> None:
     print(f"{'S':>4} {'wall':>7} {'past':>6}  status            stopped  {'boxes':>5}  "
           f"reproducible  phase  load")
     for S in sizes:
-        m, ball = garnet_case(0, S, 3, 1)
-        br, wall, _ = _timed_bracket(m, ball, time_limit=seconds, max_boxes=10**7)
+        m, uset = garnet_case(0, S, 3, 1)
+        br, wall, _ = _timed_bracket(m, uset, time_limit=seconds, max_boxes=10**7)
         print(f"{S:>4} {wall:>7.2f} {wall - seconds:>6.2f}  {br.status:<17} "
               f"{br.stopped:<8} {br.boxes:>5}  {br.reproducible!s:<12}  "
               f"{br.time_limit_phase}  {_load()}", flush=True)
@@ -382,9 +382,9 @@ def section_load(S: int, boxes: int) -> None:
     import multiprocessing as mp
     import os
 
-    m, ball = garnet_case(0, S, 3, 1)
+    m, uset = garnet_case(0, S, 3, 1)
     kw = dict(max_boxes=boxes, time_limit=None, variants=("value", "lagrangian"))
-    idle, t_idle, _ = _timed_bracket(m, ball, **kw)
+    idle, t_idle, _ = _timed_bracket(m, uset, **kw)
     stop = mp.Event()
     spinners = [mp.Process(target=_spin, args=(stop,), daemon=True)
                 for _ in range(2 * (os.cpu_count() or 1))]
@@ -392,7 +392,7 @@ def section_load(S: int, boxes: int) -> None:
         p.start()
     try:
         time.sleep(2.0)
-        loaded, t_loaded, _ = _timed_bracket(m, ball, **kw)
+        loaded, t_loaded, _ = _timed_bracket(m, uset, **kw)
         load = _load()
     finally:
         stop.set()
@@ -417,7 +417,7 @@ def section_inventory() -> None:
     print(f"rcmdp_bracket on the paper's Inventory (S = {m.n_states}, A = {m.n_actions}, "
           f"K = {m.n_constraints}; the ball estimated with the paper's episodes, seed 0), "
           f"default arguments")
-    br, wall, cpu = _timed_bracket(m, est.ball)
+    br, wall, cpu = _timed_bracket(m, est.uset)
     rel = br.gap / abs(br.lower)
     print(f"  [{br.lower:.8f}, {br.upper:.8f}] gap {br.gap:.3e} = {100 * rel:.4f}% of |lower|"
           f"; {br.boxes} boxes, {wall:.1f} s wall, {cpu:.1f} s CPU, status {br.status}; "
@@ -437,7 +437,7 @@ def section_domains() -> None:
         est = estimate(paper_domain(name), ESTIMATION_EPISODES[name]["paper"], seed=0,
                        progress=False)
         for label, kw in budgets.items():
-            br, _, extra = _bracket_row(0, est.nominal, est.ball, {"variants": (), **kw})
+            br, _, extra = _bracket_row(0, est.nominal, est.uset, {"variants": (), **kw})
             print(f"{name:<10} {label:<8} {br.lower:>12.6f} {br.upper:>12.6f} "
                   f"{br.gap:>9.2e} {br.seconds:>8.2f}" + extra, flush=True)
 

@@ -27,10 +27,10 @@ CPU = True  # time the loop by process CPU time (a shared machine); --wall for w
 GOAL_US = {"pg": 5.0, "cpg": 5.0, "adversarial-rcpg": 75.0}
 
 
-def loop_time(model, ball, alg, steps, repeat):
+def loop_time(model, uset, alg, steps, repeat):
     best, res = float("inf"), None
     for _ in range(repeat):
-        res = train(model, alg, ball=ball, episodes=None, steps=steps, seed=0,
+        res = train(model, alg, uset=uset, episodes=None, steps=steps, seed=0,
                     eval_every=None, progress=False)
         best = min(best, res.timings["loop_cpu" if CPU else "loop"])
     return best, res
@@ -58,13 +58,13 @@ def main() -> None:
                           progress=False)
         cpg = None
         for alg in args.algorithms.split(","):
-            ball = est.ball if ALGORITHMS[alg].robust else None
-            t1, r1 = loop_time(est.nominal, ball, alg, n1, args.repeat)
-            t2, r2 = loop_time(est.nominal, ball, alg, n2, args.repeat)
+            uset = est.uset if ALGORITHMS[alg].robust else None
+            t1, r1 = loop_time(est.nominal, uset, alg, n1, args.repeat)
+            t2, r2 = loop_time(est.nominal, uset, alg, n2, args.repeat)
             us = (t2 - t1) / (r2.steps - r1.steps) * 1e6
             if alg == "cpg":
                 cpg = us
-            ev = train(est.nominal, alg, ball=ball, episodes=2, seed=0, eval_every=1,
+            ev = train(est.nominal, alg, uset=uset, episodes=2, seed=0, eval_every=1,
                        progress=False)
             eval_ms = ev.timings["evaluation"] / 2 * 1e3
             ref = REFERENCE_MS.get(alg)

@@ -263,16 +263,16 @@ def robust_section(args) -> list[dict]:
         inst = INSTANCES[name]
         base = inst.build()
         m = base.replace(C=None, d=None)
-        ball = build_set(base, "l1", 0.1, inst.support)
+        uset = build_set(base, "l1", 0.1, inst.support)
         P = np.asarray(m.P)
         r = np.asarray(m.R) if m.reward_depends_on_next_state else np.asarray(m.r)
         calls = {
-            "ours VI": lambda m=m, ball=ball: (rx.robust_value_iteration(
-                m, ball, tol=1e-10, progress=False).v, None),
-            "ours PI": lambda m=m, ball=ball: (rx.robust_value_iteration(
-                m, ball, method="policy_iteration", tol=1e-10, progress=False).v, None),
-            "numpy VI": lambda r=r, P=P, ball=ball, g=m.gamma: (numpy_robust_vi(
-                r, P, np.asarray(ball.support), np.asarray(ball.alpha), g, 1e-10)[0], None),
+            "ours VI": lambda m=m, uset=uset: (rx.robust_value_iteration(
+                m, uset, tol=1e-10, progress=False).v, None),
+            "ours PI": lambda m=m, uset=uset: (rx.robust_value_iteration(
+                m, uset, method="policy_iteration", tol=1e-10, progress=False).v, None),
+            "numpy VI": lambda r=r, P=P, uset=uset, g=m.gamma: (numpy_robust_vi(
+                r, P, np.asarray(uset.support), np.asarray(uset.alpha), g, 1e-10)[0], None),
         }
         for fn in calls.values():
             fn()  # compile and warm

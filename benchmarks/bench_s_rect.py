@@ -69,12 +69,12 @@ def main(argv=None) -> int:
     print("-" * len(head))
     goal = None
     for n in args.sizes:
-        ball, z, policy = make_problem(n, n)
-        t_level, lev = best_time(lambda b=ball, z=z: b.bellman_max_min(z), args.repeats)
-        t_dual, dual = one_time(lambda b=ball, z=z: b.bellman_max_min(z, method="dual"))
+        uset, z, policy = make_problem(n, n)
+        t_level, lev = best_time(lambda b=uset, z=z: b.bellman_max_min(z), args.repeats)
+        t_dual, dual = one_time(lambda b=uset, z=z: b.bellman_max_min(z, method="dual"))
         lp_txt, ratio, dlp = f"{'-':>11}", f"{'-':>9}", f"{'-':>10}"
         if n <= args.lp_max:
-            t_lp, lp = one_time(lambda b=ball, z=z: b.bellman_max_min(z, method="lp"))
+            t_lp, lp = one_time(lambda b=uset, z=z: b.bellman_max_min(z, method="lp"))
             lp_txt = f"{t_lp:>10.3f}s"
             ratio = f"{t_lp / t_level:>9.0f}"
             dlp = f"{np.abs(lp.value - lev.value).max():>10.1e}"
@@ -90,14 +90,14 @@ def main(argv=None) -> int:
     print(head)
     print("-" * len(head))
     for n in args.sizes:
-        ball, z, policy = make_problem(n, n)
-        t_sort, res = best_time(lambda b=ball, z=z, p=policy: b.worst_case(z, p),
+        uset, z, policy = make_problem(n, n)
+        t_sort, res = best_time(lambda b=uset, z=z, p=policy: b.worst_case(z, p),
                                 args.repeats)
         lp_txt, ratio, dlp = f"{'-':>11}", f"{'-':>9}", f"{'-':>10}"
         if n <= args.lp_max:
             warm = make_problem(n, n, seed=1)  # compiles the parametrised LP of this size
             warm[0].worst_case(warm[1], warm[2], method="lp")
-            t_lp, lp = one_time(lambda b=ball, z=z, p=policy: b.worst_case(z, p,
+            t_lp, lp = one_time(lambda b=uset, z=z, p=policy: b.worst_case(z, p,
                                                                            method="lp"))
             lp_txt = f"{t_lp:>10.3f}s"
             ratio = f"{t_lp / t_sort:>9.0f}"

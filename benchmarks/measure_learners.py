@@ -106,7 +106,7 @@ def inside(seeds: int, domains, rules) -> None:
             final, mean_last, beat, raw_beat, n_eval = [], [], 0, 0, 0
             t = time.perf_counter()
             for seed in range(seeds):
-                res = train(est.nominal, "adversarial-rcpg", ball=est.ball, seed=seed,
+                res = train(est.nominal, "adversarial-rcpg", uset=est.uset, seed=seed,
                             episodes=5000, eval_every=500, progress=False, **RULES[rule])
                 rec = res.records
                 final.append(res.info["adv_inside_final"])

@@ -151,13 +151,13 @@ assert np.allclose(fixed.P.sum(-1), 1, atol=1e-15) and np.allclose(fixed.P, P, a
 # `support="nominal"` lets a row put mass only on the next states it already reaches, so
 # here the two uncertain rows ($P(\cdot \mid \text{start}, \text{walk})$ and
 # $P(\cdot \mid \text{bridge}, \text{cross})$) are intervals and the deterministic rows
-# stay fixed.  The RCMDP is the pair (model, ball).
+# stay fixed.  The RCMDP is the pair (model, uset).
 
 # %%
 alpha = 0.3
-ball = rx.l1_ball(model, alpha, support="nominal")
-print(ball)
-print("nominal kernel inside:", bool(ball.contains(model.P).all()))
+uset = rx.l1_ball(model, alpha, support="nominal")
+print(uset)
+print("nominal kernel inside:", bool(uset.contains(model.P).all()))
 
 # %% [markdown]
 # ## 1.3 Exact evaluation of a policy
@@ -242,11 +242,11 @@ for name, x, exact in [("value", ret, res.value), ("cost", cost, res.costs[0])]:
 # evaluate each by a dense solve and take the minimum value and the maximum cost.
 
 # %%
-rob = rx.robust_evaluate(model, pi, ball, objective="value", per_constraint=True)
+rob = rx.robust_evaluate(model, pi, uset, objective="value", per_constraint=True)
 print(f"status {rob.status}: robust value {rob.value:.6f}, worst-case cost "
       f"{rob.costs_worst[0]:.6f}  (nominal: {res.value:.6f}, {res.costs[0]:.6f})")
 
-kernels = rx.extreme_kernels(ball, model)
+kernels = rx.extreme_kernels(uset, model)
 print("extreme kernels:", len(kernels))
 assert len(kernels) == 4
 values, costs = [], []
@@ -273,7 +273,7 @@ curves = {"nominal V": [], "robust V": [], "nominal C": [], "worst-case C": []}
 for q in qs:
     pol = np.array([[1 - q, q], [0.0, 1.0], [0.5, 0.5]])
     nom = evaluate(model, pol)
-    rb = rx.robust_evaluate(model, pol, ball, objective="value", per_constraint=True)
+    rb = rx.robust_evaluate(model, pol, uset, objective="value", per_constraint=True)
     curves["nominal V"].append(nom.value)
     curves["robust V"].append(rb.value)
     curves["nominal C"].append(nom.costs[0])
@@ -428,14 +428,14 @@ plt.show()
 
 # %%
 est = rx.estimate(nav1, domains.ESTIMATION_EPISODES["nav1"]["paper"], seed=0)
-print(est.ball)
+print(est.uset)
 print("alpha range over non-terminal pairs:", np.round(est.alpha_range, 3),
       "  the paper reports", domains.PAPER_ALPHA_RANGES["nav1"])
 s0, a0 = 0, 1
 n_sa = est.counts[s0, a0].sum() + 5                       # observed + one per outcome
 alpha_by_hand = np.sqrt(2 / n_sa * np.log(2 ** 5 * nav1.n_states * nav1.n_actions / 0.1))
-assert np.isclose(est.ball.alpha[s0, a0], alpha_by_hand)
-print("true kernel inside the estimated set:", bool(est.ball.contains(nav1.P).all()))
+assert np.isclose(est.uset.alpha[s0, a0], alpha_by_hand)
+print("true kernel inside the estimated set:", bool(est.uset.contains(nav1.P).all()))
 
 # %% [markdown]
 # ## 1.5 Saving, kernel swaps, Gymnasium
@@ -456,7 +456,7 @@ for field in ["P", "R", "C", "d", "p0", "terminal"]:
     assert np.array_equal(getattr(back, field), getattr(nav1, field)), field
 assert back.gamma == nav1.gamma and back.horizon == nav1.horizon
 
-worst = rx.robust_evaluate(est.nominal, safe_path, est.ball, objective="value")
+worst = rx.robust_evaluate(est.nominal, safe_path, est.uset, objective="value")
 swapped = est.nominal.with_transitions(worst.P_worst, check=False)
 print(f"least-cost path: nominal V = {evaluate(est.nominal, safe_path).value:.3f}, "
       f"under its worst-case kernel V = {evaluate(swapped, safe_path).value:.3f}")

@@ -201,18 +201,18 @@ plt.show()
 # %%
 nav1 = domains.paper_domain("nav1")
 est = rx.estimate(nav1, domains.ESTIMATION_EPISODES["nav1"]["paper"], seed=0)
-ball, nominal = est.ball, est.nominal
+uset, nominal = est.uset, est.nominal
 uniform = np.full((25, 4), 0.25)
 V = evaluate(nominal, uniform).v
 z_sas = nominal.R + nominal.gamma * V[None, None, :]                # (S, A, S)
-by_sort = worst_case_l1(ball.nominal, z_sas, ball.alpha, support=ball.support)
-by_lp = worst_case_l1(ball.nominal, z_sas, ball.alpha, support=ball.support, method="lp")
+by_sort = worst_case_l1(uset.nominal, z_sas, uset.alpha, support=uset.support)
+by_lp = worst_case_l1(uset.nominal, z_sas, uset.alpha, support=uset.support, method="lp")
 gap = np.abs(by_sort.value - by_lp.value).max()
 print(f"{by_sort.value.size} pairs; largest |sort - LP| = {gap:.1e}; LP statuses:",
       set(np.ravel(by_lp.lp_status)))
 assert gap < 1e-9
-assert np.allclose(by_sort.value, ball.worst_case(z_sas).value)
-print("every worst-case row inside its ball:", bool(ball.contains(by_sort.p).all()))
+assert np.allclose(by_sort.value, uset.worst_case(z_sas).value)
+print("every worst-case row inside its ball:", bool(uset.contains(by_sort.p).all()))
 
 # %% [markdown]
 # ## 2.4 Robust evaluation of a policy
@@ -240,12 +240,12 @@ print(f"{'policy':16s} {'nominal V':>10s} {'robust V':>10s} {'nominal C':>10s} "
       f"{'worst C':>10s}  LP residual   (budget d = {nav1.d[0]})")
 for name, pol in policies.items():
     nom = evaluate(nominal, pol)
-    rv = rx.robust_evaluate(nominal, pol, ball, objective="value", per_constraint=True)
+    rv = rx.robust_evaluate(nominal, pol, uset, objective="value", per_constraint=True)
     assert rv.status == "converged"
     z_w = nominal.R + nominal.gamma * rv.v[None, None, :]
     live = ~nominal.terminal
-    inner = worst_case_l1(ball.nominal[live], z_w[live], ball.alpha[live],
-                          support=ball.support[live], method="lp").value
+    inner = worst_case_l1(uset.nominal[live], z_w[live], uset.alpha[live],
+                          support=uset.support[live], method="lp").value
     residual = np.abs((pol[live] * inner).sum(axis=1) - rv.v[live]).max()
     assert residual < 1e-8
     print(f"{name:16s} {nom.value:10.3f} {rv.value:10.3f} {nom.costs[0]:10.3f} "
@@ -261,14 +261,14 @@ for name, pol in policies.items():
 
 # %%
 pol = policies["least-cost path"]
-rc = rx.robust_evaluate(nominal, pol, ball, objective="constraint")
+rc = rx.robust_evaluate(nominal, pol, uset, objective="constraint")
 s, a = domains.grid_state(2, 2), 3                      # cell (2,2), action "down" (0,-1)
 nbrs = nav1.outcomes[s, a]                              # stay, left, right, up, down
 cells = [nav1.state_labels[n] for n in nbrs]
 moved = rc.P_worst[s, a] - nominal.P[s, a]
 k = np.argmax(moved)                                    # the one cell that gains mass
 assert (moved > 1e-12).sum() == 1
-assert np.isclose(np.abs(moved).sum(), min(ball.alpha[s, a], 2 * (1 - nominal.P[s, a, k])))
+assert np.isclose(np.abs(moved).sum(), min(uset.alpha[s, a], 2 * (1 - nominal.P[s, a, k])))
 width = 0.38
 fig, ax = plt.subplots(figsize=(6, 3.2))
 ax.bar(np.arange(5) - width / 2, nominal.P[s, a, nbrs], width, label=r"nominal $\hat P$")
@@ -276,13 +276,13 @@ ax.bar(np.arange(5) + width / 2, rc.P_worst[s, a, nbrs], width, label=r"worst ca
 ax.set_xticks(range(5), [f"{lab}\ncost {nav1.C[0, 0, n, 0]:g}"
                          for lab, n in zip(cells, nbrs, strict=True)])
 ax.set(ylabel="probability",
-       title=rf"next cell from (2,2), action down, $\alpha$ = {ball.alpha[s, a]:.2f}")
+       title=rf"next cell from (2,2), action down, $\alpha$ = {uset.alpha[s, a]:.2f}")
 ax.legend()
 fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# **The price of robustness.** Scaling all radii by a factor $t$ (`ball.with_alpha`) moves
+# **The price of robustness.** Scaling all radii by a factor $t$ (`uset.with_alpha`) moves
 # from the nominal model ($t = 0$) to ever larger sets; the robust value falls and the
 # worst-case cost rises, monotonically.
 
@@ -290,7 +290,7 @@ plt.show()
 scales = np.linspace(0.0, 1.5, 13)
 fig, ax = plt.subplots(1, 2, figsize=(10, 3.4))
 for name, pol in policies.items():
-    runs = [rx.robust_evaluate(nominal, pol, ball.with_alpha(t * ball.alpha),
+    runs = [rx.robust_evaluate(nominal, pol, uset.with_alpha(t * uset.alpha),
                                objective="value", per_constraint=True) for t in scales]
     vals = np.array([r.value for r in runs])
     worst_costs = np.array([r.costs_worst[0] for r in runs])
@@ -327,8 +327,8 @@ xy = np.array([domains.grid_xy(s) for s in range(nav1.n_states)])
 live = ~nav1.terminal
 results = {}
 for lam in [0.0, 5.0]:
-    rvi = rx.robust_value_iteration(nominal, ball, lam=lam, progress=False)
-    check = rx.robust_evaluate(nominal, rvi.policy, ball, objective="lagrangian", lam=lam)
+    rvi = rx.robust_value_iteration(nominal, uset, lam=lam, progress=False)
+    check = rx.robust_evaluate(nominal, rvi.policy, uset, objective="lagrangian", lam=lam)
     results[lam] = rvi
     lagr_p0 = check.lagrangian_p0 - lam * nominal.d[0]          # p0.(V - lam C) under P+
     print(f"lam = {lam}: {rvi.status}; robust p0.V_lam = {rvi.value:.6f}, re-evaluated "

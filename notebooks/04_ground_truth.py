@@ -162,7 +162,7 @@ plt.show()
 #
 # each maximum over the set taken separately (the reward and each cost have their own
 # adversary).  It is not a linear program: the worst case depends on the policy.
-# `rcmdp_bracket(model, ball)` returns two numbers with a guarantee:
+# `rcmdp_bracket(model, uset)` returns two numbers with a guarantee:
 #
 # * `lower` is the exact robust value of one policy (`policy`) that exact robust
 #   evaluation certifies as robust-feasible, so $\text{lower} \le \mathrm{OPT}$;
@@ -236,8 +236,8 @@ def grid_opt(alpha):
 print(f"{'alpha':>5s} {'status':>8s} {'lower':>10s} {'upper':>10s} {'grid best':>10s}")
 brackets = {}
 for alpha in [0.0, 0.15, 0.3]:
-    ball = rx.l1_ball(bridge, alpha, support="nominal")
-    br = rcmdp_bracket(bridge, ball, variants=(), progress=False)
+    uset = rx.l1_ball(bridge, alpha, support="nominal")
+    br = rcmdp_bracket(bridge, uset, variants=(), progress=False)
     brackets[alpha] = br
     best, v, c = grid_opt(alpha)
     print(f"{alpha:5.2f} {br.status:>8s} {br.lower:10.6f} {br.upper:10.6f} {best:10.6f}")
@@ -304,14 +304,14 @@ plt.show()
 
 # %%
 est = rx.estimate(model, domains.ESTIMATION_EPISODES["inventory"]["paper"], seed=0)
-nominal, ball = est.nominal, est.ball
+nominal, uset = est.nominal, est.uset
 # a budget in boxes (work budgets decide; the time limit is only a safety net), so that
 # every run gives the same bracket
-inv = rcmdp_bracket(nominal, ball, variants=(), progress=False, max_boxes=400)
+inv = rcmdp_bracket(nominal, uset, variants=(), progress=False, max_boxes=400)
 nominal_lp = solve_cmdp(nominal)
 print(f"bracket: {inv.status}, [{inv.lower:.3f}, {inv.upper:.3f}], gap {inv.upper - inv.lower:.3f}")
 print(f"CMDP optimum of the nominal model: {nominal_lp.value:.3f}")
-rob = rx.robust_evaluate(nominal, inv.policy, ball, objective="value", per_constraint=True)
+rob = rx.robust_evaluate(nominal, inv.policy, uset, objective="value", per_constraint=True)
 print(f"the bracket's policy: robust value {rob.value:.3f}, worst-case cost "
       f"{rob.costs_worst[0]:.4f} (budget {nominal.d[0]})")
 assert np.isclose(rob.value, inv.lower, rtol=1e-6, atol=1e-6)

@@ -64,12 +64,12 @@ _ = solve_cmdp(domains.paper_domain("nav1"))
 # $d = 6$ on the discounted cost ($\gamma = 0.99$, episodes of $T = 100$ steps).  The paper
 # first runs 100 uniformly random episodes on the true model (phase 1), and trains on
 # the **estimated** model: the empirical kernel $\hat P$ (`est.nominal`) and an L1 ball
-# around it with Hoeffding radii (`est.ball`).  The learners below train on `nominal`, so
+# around it with Hoeffding radii (`est.uset`).  The learners below train on `nominal`, so
 # their yardsticks are computed on it too:
 #
 # * `solve_cmdp(nominal)`: the best value $V^*$ under the budget, its optimal multiplier
 #   $\mu^*$ (what CPG's $\lambda$ should approach), and an optimal policy;
-# * `rcmdp_bracket(nominal, ball)`: `lower` $\le \mathrm{OPT} \le$ `upper` for the robust
+# * `rcmdp_bracket(nominal, uset)`: `lower` $\le \mathrm{OPT} \le$ `upper` for the robust
 #   problem (`lower` is the certified robust value of a robust-feasible policy).  Work
 #   budgets (`max_boxes` boxes of its branch and bound, ...) decide it, so it is
 #   identical from run to run; `time_limit` is only a safety net (a bracket it stops
@@ -78,7 +78,7 @@ _ = solve_cmdp(domains.paper_domain("nav1"))
 # %%
 true = domains.paper_domain("inventory")
 est = rx.estimate(true, domains.ESTIMATION_EPISODES["inventory"]["paper"], seed=0)
-nominal, ball = est.nominal, est.ball
+nominal, uset = est.nominal, est.uset
 d = float(nominal.d[0])
 print(f"S = {nominal.n_states}, A = {nominal.n_actions}, gamma = {nominal.gamma}, "
       f"T = {nominal.horizon}, d = {d}")
@@ -90,7 +90,7 @@ print(f"CMDP optimum of the nominal model: V* = {v_star:.4f}, cost {cmdp.costs[0
 
 # the box budget of the ground-truth table and the reproduction (100 boxes; the time
 # limit is only a safety net): every run gives the same bracket
-bracket = rcmdp_bracket(nominal, ball, variants=(), progress=False,
+bracket = rcmdp_bracket(nominal, uset, variants=(), progress=False,
                         max_boxes=rx.names.BRACKET_BOXES)
 print(f"RCMDP bracket: {bracket.status}, [{bracket.lower:.4f}, {bracket.upper:.4f}] "
       f"(lower: {bracket.lower_method}; upper: {bracket.upper_method}, "
@@ -111,11 +111,11 @@ print(f"RCMDP bracket: {bracket.status}, [{bracket.lower:.4f}, {bracket.upper:.4
 ev = evaluate(nominal, cmdp.policy)
 assert np.isclose(ev.value, v_star, rtol=1e-8) and np.isclose(ev.costs[0], d, rtol=1e-6)
 
-rob = rx.robust_evaluate(nominal, bracket.policy, ball, per_constraint=True)
+rob = rx.robust_evaluate(nominal, bracket.policy, uset, per_constraint=True)
 assert np.isclose(rob.value, bracket.lower, rtol=1e-7) and rob.costs_worst[0] <= d + 1e-6
 
 mu_b = float(bracket.lam[0])
-g_mu = rx.robust_value_iteration(nominal, ball, lam=mu_b, method="policy_iteration",
+g_mu = rx.robust_value_iteration(nominal, uset, lam=mu_b, method="policy_iteration",
                                  progress=False).value + mu_b * d
 print(f"g(mu) by robust policy iteration = {g_mu:.6f}")
 assert bracket.upper <= g_mu + 1e-6
@@ -350,7 +350,7 @@ assert c_en > d or v_en <= v_star + 1e-6
 #
 # RCPG trains against the worst case of the ball, recomputed every episode from a learned
 # critic; the Lagrangian variant (`rcpg-lagrangian`) lets the adversary minimise
-# $V - \lambda C$.  With `ball=` given, every exact evaluation also reports the policy's
+# $V - \lambda C$.  With `uset=` given, every exact evaluation also reports the policy's
 # exact worst case on the ball (`eval_worst_*`: `robust_evaluate(nominal, pi, ball,
 # "value", per_constraint=True)`: the worst-case value, and the cost against its own
 # maximising adversary) and the kernel the learner is training against at that moment
@@ -367,7 +367,7 @@ assert c_en > d or v_en <= v_star + 1e-6
 
 # %%
 seeds = range(4)
-runs = {s: train(nominal, "rcpg-lagrangian", ball=ball, seed=s, episodes=1000,
+runs = {s: train(nominal, "rcpg-lagrangian", uset=uset, seed=s, episodes=1000,
                  eval_every=50, progress=False) for s in seeds}
 tol = 1e-6
 for s, res in runs.items():
@@ -396,14 +396,14 @@ print(f"bracket: [{bracket.lower:.3f}, {bracket.upper:.3f}]")
 # %%
 res0 = runs[0]
 pi_rob = res0.policy_table()
-wv0 = rx.robust_evaluate(nominal, pi_rob, ball, per_constraint=True)
+wv0 = rx.robust_evaluate(nominal, pi_rob, uset, per_constraint=True)
 assert np.isclose(wv0.value, res0.records["eval_worst_stochastic_value"][-1], rtol=1e-9)
 assert np.isclose(wv0.costs_worst[0], res0.records["eval_worst_stochastic_cost"][-1, 0],
                   rtol=1e-9, atol=1e-12)
 z = nominal.R + nominal.gamma * wv0.v[None, None, :]
 live = ~nominal.terminal
-q_lp = worst_case_l1(ball.nominal[live], z[live], ball.alpha[live],
-                     support=ball.support[live], method="lp").value
+q_lp = worst_case_l1(uset.nominal[live], z[live], uset.alpha[live],
+                     support=uset.support[live], method="lp").value
 residual = np.abs((pi_rob[live] * q_lp).sum(axis=1) - wv0.v[live]).max()
 print(f"seed 0: worst-case value {wv0.value:.6f}; robust Bellman residual with LP inner "
       f"problems {residual:.1e}")
@@ -420,7 +420,7 @@ assert residual < 1e-6 * max(1.0, np.abs(wv0.v).max())
 # %%
 others = {"CMDP optimum (LP)": cmdp.policy, "sampled CPG (5.2)": pi_cpg,
           "bracket policy": bracket.policy}
-worst_of = {name: rx.robust_evaluate(nominal, p, ball, per_constraint=True)
+worst_of = {name: rx.robust_evaluate(nominal, p, uset, per_constraint=True)
             for name, p in others.items()}
 for name, w in worst_of.items():
     print(f"{name:20s} worst-case value {w.value:8.3f}, worst-case cost {w.costs_worst[0]:8.4f}")

@@ -134,7 +134,7 @@ EIGHTHS = st.integers(1, 8).map(lambda k: k / 8)  # 1/8, 2/8, ..., 1
 
 @st.composite
 def one_decision(draw):
-    """(model, ball): the family described above."""
+    """(model, uset): the family described above."""
     r, c, alpha, share = draw(st.tuples(EIGHTHS, EIGHTHS, EIGHTHS, EIGHTHS))
     p = draw(st.integers(0, 8)) / 8
     gamma = draw(st.sampled_from([0.5, 0.75]))
@@ -157,29 +157,29 @@ def play(x):
     return np.array([[1 - x, x], [1.0, 0.0]])
 
 
-def primal(model, ball):
+def primal(model, uset):
     """OPT of the family: the worst-case value of the largest x whose worst-case cost
     meets the budget (the cost increases with x: Brent's method on cost - budget)."""
     def excess(x):
-        return rx.robust_evaluate(model, play(x), ball).costs_worst[0] - model.d[0]
+        return rx.robust_evaluate(model, play(x), uset).costs_worst[0] - model.d[0]
 
     x = 1.0 if excess(1.0) <= 0 else brentq(excess, 0.0, 1.0, xtol=1e-15)
-    return rx.robust_evaluate(model, play(x), ball).value
+    return rx.robust_evaluate(model, play(x), uset).value
 
 
 def small_duality_gap(case):
     """Residual: D (certified from below) minus OPT; strong duality says it is <= 0."""
-    model, ball = case
-    return rx.certified_dual(model, ball).lo - primal(model, ball)
+    model, uset = case
+    return rx.certified_dual(model, uset).lo - primal(model, uset)
 
 
 folder = Path(tempfile.mkdtemp()) / "counterexample_duality"  # where the files go
 found = T.find_counterexample(small_duality_gap, one_decision(), tolerance=0.05, seed=0,
                               max_examples=60, path=folder)
 print(found.message)
-model, ball = found.example
+model, uset = found.example
 r, c, d, gamma = model.R[0, 1, 0], model.C[0, 1, 0, 0], model.d[0], model.gamma
-p_hat, alpha = model.P[0, 1, 0], ball.alpha[0, 1]
+p_hat, alpha = model.P[0, 1, 0], uset.alpha[0, 1]
 print(f"r = {r}, c = {c}, d = {d}, gamma = {gamma}, p_hat = {p_hat}, alpha = {alpha}")
 
 # %% [markdown]
@@ -197,8 +197,8 @@ print(sorted(p.name for p in found.files))
 # combines them.
 
 # %%
-bracket = rx.rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=300)
-gap = rx.duality_gap(model, ball, bracket, tol=1e-10)
+bracket = rx.rcmdp_bracket(model, uset, variants=(), progress=False, max_boxes=300)
+gap = rx.duality_gap(model, uset, bracket, tol=1e-10)
 print(f"OPT in [{bracket.lower:.6f}, {bracket.upper:.6f}]")
 print(f"D   in [{gap.dual.lo:.6f}, {gap.dual.hi:.6f}]")
 print(gap.message)

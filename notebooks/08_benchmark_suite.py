@@ -103,7 +103,7 @@ assert abs(row["worst_value"] - ev.value) <= 1e-6 * max(1.0, abs(ev.value))
 # ## 8.3 Your own learner
 #
 # A learner is a function of the trainer protocol (`docs/your_learner.md`): called as
-# `train(model, algorithm, *, ball, seed, episodes, ...)`, it returns an object with
+# `train(model, algorithm, *, uset, seed, episodes, ...)`, it returns an object with
 # `policy_table()` and `records`.  Here a small robust learner of our own: robust value
 # iteration on the Lagrangian reward $r - \lambda c$ for a few multipliers, keeping the
 # best policy whose worst-case cost fits the budget.  Its rows carry its own name
@@ -122,14 +122,14 @@ class Trained:
         return self.table
 
 
-def lagrangian_sweep(model, algorithm, *, ball=None, seed=0, episodes=0, critic=None,
+def lagrangian_sweep(model, algorithm, *, uset=None, seed=0, episodes=0, critic=None,
                      gradient=None, inner=None, multiplier_update=None, eval_every=None,
                      true_model=None, progress=None):
     best, best_v = None, -np.inf
     for lam in (0.0, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0):
-        pol = robust_value_iteration(model, ball, lam=[lam], method="policy_iteration",
+        pol = robust_value_iteration(model, uset, lam=[lam], method="policy_iteration",
                                      progress=False).policy
-        ev = robust_evaluate(model, pol, ball, progress=False)
+        ev = robust_evaluate(model, pol, uset, progress=False)
         if ev.costs_worst[0] <= model.d[0] and ev.value > best_v:
             best, best_v = pol, ev.value
     if best is None:  # nothing fits: the cheapest

@@ -6,8 +6,10 @@ and the conventions.
 
 __version__ = "0.1.0"
 
-#: Where each public name lives; the module is imported on first use (PEP 562), so
-#: ``import rcmdp_exact`` and the command line do not load what they do not need.
+#: The one table of the public names: where each lives.  The module is imported on first
+#: use (PEP 562), so ``import rcmdp_exact`` and the command line do not load what they do
+#: not need; ``__all__`` is this table's names, ``__version__`` and the set classes of the
+#: built-in kinds (found by a file scan, :func:`_set_class_names`).
 _EXPORTS = {
     "adversary_gradient": ".theory.gradients",
     "backward_induction": ".core.mdp",
@@ -109,7 +111,7 @@ def _set_class_names() -> tuple:
 
 def __getattr__(name: str):
     if name == "__all__":  # computed on first use: the set classes come from a file scan
-        value = globals()["__all__"] = sorted([*_STATIC_ALL, *_set_class_names()])
+        value = globals()["__all__"] = sorted(["__version__", *_EXPORTS, *_set_class_names()])
         return value
     module = _EXPORTS.get(name)
     if module is None and name in _set_class_names():
@@ -128,87 +130,3 @@ def __getattr__(name: str):
 
 def __dir__():
     return sorted({*globals(), *__getattr__("__all__")})
-
-
-#: The public names (``__all__`` adds the set classes of the built-in kinds).
-_STATIC_ALL = [
-    "ConformanceError",
-    "ESTIMATORS",
-    "OBJECTIVES",
-    "BracketSettings",
-    "DirectPolicy",
-    "ImproperPolicyError",
-    "InnerProblemError",
-    "InputError",
-    "KernelSet",
-    "LoadError",
-    "MLPAdversary",
-    "MLPPolicy",
-    "ModelError",
-    "NotFiniteError",
-    "OptionError",
-    "OutputPathError",
-    "PolicySystem",
-    "Result",
-    "SARectangularSet",
-    "SRectangularSet",
-    "TabularAdversary",
-    "TabularCMDP",
-    "TabularPolicy",
-    "UncertaintySet",
-    "VerifyTable",
-    "WorstCaseObjective",
-    "__version__",
-    "adversary_gradient",
-    "backward_induction",
-    "central_difference",
-    "certified_dual",
-    "check_policy",
-    "check_set_conformance",
-    "collect_counts",
-    "domains",
-    "duality_gap",
-    "estimate",
-    "estimate_interval_set",
-    "estimate_kl_ball",
-    "estimate_l1_ball",
-    "estimate_linf_ball",
-    "estimator_expectation",
-    "evaluate",
-    "evaluate_finite_horizon",
-    "evaluate_time_dependent",
-    "extreme_kernels",
-    "finite_difference",
-    "greedy_policy",
-    "hoeffding_radius",
-    "interop",
-    "kl_ball",
-    "l1_ball",
-    "l1_violation",
-    "lagrangian",
-    "learners",
-    "load_set",
-    "merge_outcomes",
-    "monte_carlo_estimator",
-    "nn",
-    "penalised_return",
-    "planners",
-    "policy_gradient",
-    "policy_iteration",
-    "policy_transition_matrix",
-    "rcmdp_bracket",
-    "rcmdp_variant",
-    "rescaled_budget",
-    "robust_bellman",
-    "robust_evaluate",
-    "robust_policy_gradient",
-    "robust_value_iteration",
-    "sampling",
-    "solve_cmdp",
-    "solve_cmdp_finite_horizon",
-    "solve_mdp",
-    "verify_theorems",
-    "worst_case_kernel",
-    "worst_case_l1",
-    "worst_case_objective",
-]

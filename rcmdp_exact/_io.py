@@ -7,7 +7,7 @@ brackets, counterexamples):
   path has another one (or none) (:func:`suffixed`), writes to a temporary file in the
   same folder and renames it into place, so an interrupted save never leaves half a
   file; it returns the path written (:func:`save_npz`, :func:`save_json`);
-* a load accepts the path with or without the suffix (:func:`find_file`), and answers
+* a load accepts the path with or without the suffix (:func:`_find_file`), and answers
   every file it cannot use (missing, a folder, truncated, not an archive or not JSON,
   of another kind, one that needs pickle) with one :class:`LoadError` that names the
   path and what was expected (:func:`load_npz`, :func:`load_json`).
@@ -39,7 +39,7 @@ from pathlib import Path
 
 from ._checks import MAX_INPUT_BYTES, InputError, bytes_text
 
-__all__ = ["LoadError", "find_file", "format_mismatch", "json_text", "json_value",
+__all__ = ["LoadError", "json_text", "json_value",
            "load_json", "load_npz", "npz_path", "require_file", "save_json", "save_npz",
            "suffixed", "write_atomic"]
 
@@ -94,7 +94,7 @@ def npz_path(path) -> Path:
     return suffixed(path, ".npz")
 
 
-def find_file(path, suffixes=(".npz",)) -> Path:
+def _find_file(path, suffixes=(".npz",)) -> Path:
     """The file a load reads: ``path`` itself when it exists, else ``path`` with the
     first of ``suffixes`` that exists, else ``path`` (the loader then reports it
     missing)."""
@@ -167,9 +167,9 @@ def save_json(path, text: str) -> Path:
 
 
 def require_file(path, suffixes, what: str) -> Path:
-    """The file a load reads (:func:`find_file`), or a :class:`LoadError` naming every
+    """The file a load reads (:func:`_find_file`), or a :class:`LoadError` naming every
     path tried when there is none (or a folder)."""
-    p = find_file(path, suffixes)
+    p = _find_file(path, suffixes)
     shown = str(path)
     if not p.exists():
         alts = [str(suffixed(path, s)) for s in suffixes if str(suffixed(path, s)) != shown]
@@ -180,7 +180,7 @@ def require_file(path, suffixes, what: str) -> Path:
     return p
 
 
-def format_mismatch(found, formats) -> str:
+def _format_mismatch(found, formats) -> str:
     """Why a file whose ``format`` entry is ``found`` is not one of ``formats`` (the end
     of a :class:`LoadError`): an artefact of another kind, or of a format version this
     version of the package does not read (a newer one, or an unknown one)."""
@@ -219,7 +219,7 @@ def load_json(path, formats, what: str) -> dict:
                         f"kind of file)") from None
     fmt = data.get("format") if isinstance(data, dict) else None
     if fmt not in formats:
-        raise LoadError(f"{shown!r} is not {what}: {format_mismatch(fmt, formats)} (its "
+        raise LoadError(f"{shown!r} is not {what}: {_format_mismatch(fmt, formats)} (its "
                         f"format is {fmt!r}, expected "
                         f"{' or '.join(repr(f) for f in formats)})")
     return data
@@ -347,6 +347,6 @@ def load_npz(path, formats, what: str) -> dict:
     if fmt is not None:
         text = str(fmt) if fmt.ndim == 0 else None
         if text not in formats:
-            raise refuse(format_mismatch(text, formats))
+            raise refuse(_format_mismatch(text, formats))
         return data
     raise refuse("it is an .npz archive of another kind (no 'format' entry)")

@@ -40,7 +40,7 @@ import numpy as np
 
 from ._checks import InputError, check_choice
 
-__all__ = ["FLAT_ARRAYS", "FORMAT", "Result", "Status", "decode", "encode"]
+__all__ = [ "FORMAT", "Result", "Status", "decode", "encode"]
 
 
 class Status(StrEnum):
@@ -76,7 +76,7 @@ class Status(StrEnum):
 #: The ``format`` entry of a saved result (JSON and ``.npz``).
 FORMAT = "rcmdp_exact.Result/1"
 #: How :meth:`Result.to_flat` writes an array: one key per element, one list, or not at all.
-FLAT_ARRAYS = ("elements", "list", "drop")
+_FLAT_ARRAYS = ("elements", "list", "drop")
 #: The forms of :meth:`Result.to_frame`: one row of columns, or one row per scalar.
 FRAME_FORMS = ("wide", "long")
 #: The key that marks a tagged value in the JSON form.
@@ -379,7 +379,7 @@ class Result(dict):
         ...        ).to_flat()
         {'value': 1.5, 'costs[0]': 0.25, 'costs[1]': 2.0, 'lp.status': 'optimal'}
         """
-        check_choice(arrays, "arrays", FLAT_ARRAYS,
+        check_choice(arrays, "arrays", _FLAT_ARRAYS,
                      hint=" (per-element keys, nested lists, or leave arrays out)")
         if max_size is not None:
             from ._checks import check_int

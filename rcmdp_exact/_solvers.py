@@ -28,7 +28,7 @@ import ctypes
 import os
 import sys
 
-__all__ = ["CLARABEL_OPTIONS", "CROSS_CHECK_TOL", "HIGHS_OPTIONS", "LP_SOLVERS", "LP_TOL",
+__all__ = [ "CROSS_CHECK_TOL", "HIGHS_OPTIONS", "LP_SOLVERS", "LP_TOL",
            "cvxpy_options", "new_highs", "silence_highs_banner"]
 
 from .names import LP_SOLVERS  # the vocabulary list, in its one home
@@ -43,9 +43,9 @@ HIGHS_OPTIONS = {"primal_feasibility_tolerance": LP_TOL,
                  "dual_feasibility_tolerance": LP_TOL}
 #: Clarabel's options through cvxpy; its iteration cap is raised from 200 (a cap only
 #: matters where the solver has not converged: a converged answer is the same).
-CLARABEL_OPTIONS = {"tol_gap_abs": LP_TOL, "tol_gap_rel": LP_TOL, "tol_feas": LP_TOL,
+_CLARABEL_OPTIONS = {"tol_gap_abs": LP_TOL, "tol_gap_rel": LP_TOL, "tol_feas": LP_TOL,
                     "max_iter": 500}
-_CVXPY = {"HIGHS": HIGHS_OPTIONS, "CLARABEL": CLARABEL_OPTIONS}
+_CVXPY = {"HIGHS": HIGHS_OPTIONS, "CLARABEL": _CLARABEL_OPTIONS}
 
 
 def cvxpy_options(solver: str, tol: float | None = None) -> dict:

@@ -36,7 +36,7 @@ How it works
 On Linux, ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` (through :mod:`ctypes`) has the kernel kill
 the worker the moment its parent thread ends, SIGKILL of the parent included, whatever
 the worker is doing (a long LAPACK call, a compiled loop).  Everywhere, a daemon thread
-also checks ``os.getppid()`` every :data:`PARENT_POLL_SECONDS` and ends the worker once
+also checks ``os.getppid()`` every :data:`_PARENT_POLL_SECONDS` and ends the worker once
 it has been handed to another parent (a fallback where ``prctl`` is missing; it needs
 the worker to release the GIL now and then).  A parent that died before the worker got
 to the call (a race at start-up) is found by the same test at once.
@@ -49,10 +49,10 @@ import sys
 import threading
 import time
 
-__all__ = ["PARENT_POLL_SECONDS", "exit_with_parent", "pool_initializer"]
+__all__ = [ "exit_with_parent", "pool_initializer"]
 
 #: How often a worker's watchdog thread checks that its parent is alive (seconds).
-PARENT_POLL_SECONDS = 0.5
+_PARENT_POLL_SECONDS = 0.5
 
 #: The exit status of a worker whose parent has gone.
 ORPHAN_EXIT = 1
@@ -64,7 +64,7 @@ def _watch_parent(parent_pid: int) -> None:
     while True:
         if os.getppid() != parent_pid:
             os._exit(ORPHAN_EXIT)
-        time.sleep(PARENT_POLL_SECONDS)
+        time.sleep(_PARENT_POLL_SECONDS)
 
 
 def exit_with_parent(parent_pid: int) -> None:
@@ -81,7 +81,7 @@ def exit_with_parent(parent_pid: int) -> None:
     Linux: the kernel sends SIGKILL to this process when its parent ends
     (``PR_SET_PDEATHSIG``); every system: a daemon thread exits the process (status
     :data:`ORPHAN_EXIT`) once ``os.getppid()`` differs from ``parent_pid``, checked
-    every :data:`PARENT_POLL_SECONDS`.  Idempotent (a second call adds a second
+    every :data:`_PARENT_POLL_SECONDS`.  Idempotent (a second call adds a second
     watchdog thread, which does no harm).
     """
     parent_pid = int(parent_pid)

@@ -38,7 +38,6 @@ __all__ = [
     "MAX_EPISODES",
     "MAX_EVALUATIONS",
     "MAX_HIDDEN",
-    "MAX_HORIZON",
     "MAX_MC_EPISODES",
     "MAX_RANDOM_MODELS",
     "MAX_ROLLOUT_BYTES",
@@ -256,7 +255,7 @@ MAX_ITERATIONS = 10**7
 MAX_BOXES = 10**6
 #: The horizon T given to your own model (``--horizon``): the test metric takes one
 #: backward-induction step per time step, and the learners sample episodes of T steps.
-MAX_HORIZON = 10**6
+_MAX_HORIZON = 10**6
 #: Memory of the episodes that one call of the sampler holds at once
 #: (``rcmdp_exact.core.sampling.rollout``, behind ``estimate`` and ``collect_counts``): 33
 #: bytes per step (four int64 arrays and a bool mask of shape (episodes, T)), so 4 GiB
@@ -288,6 +287,6 @@ LIMITS = {
                    "each is an exact robust evaluation, and the curve keeps a row per "
                    "iteration"),
     "boxes": (MAX_BOXES, "branch-and-bound boxes", "every open box is kept in memory"),
-    "horizon": (MAX_HORIZON, "steps of the horizon",
+    "horizon": (_MAX_HORIZON, "steps of the horizon",
                 "the test metric takes one backward-induction step per time step"),
 }

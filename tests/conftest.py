@@ -47,7 +47,7 @@ try:
     m = domains.garnet(3, 2, 2, n_constraints=1, seed=0).replace(horizon=5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        train(m, "adversarial-rcpg", ball=rx.l1_ball(m, 0.1), seed=0, episodes=2,
+        train(m, "adversarial-rcpg", uset=rx.l1_ball(m, 0.1), seed=0, episodes=2,
               eval_every=1, progress=False)
         warm_up()
 finally:

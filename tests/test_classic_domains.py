@@ -148,11 +148,11 @@ def _with_twin(m, a: int, twin_cost: float, first: bool):
     return m.replace(P=P2[:, order], R=R2[:, order], C=C2[:, order], action_labels=None)
 
 
-def _uniformly_optimal(m, ball, values_tol=1e-9):
+def _uniformly_optimal(m, uset, values_tol=1e-9):
     """Every deterministic policy, its worst-case values of every state and its
     worst-case cost: (policies, V (n, S), costs (n,))."""
     pols = _policies(m.n_states, m.n_actions)
-    evs = [robust_evaluate(m, pi, ball) for pi in pols]
+    evs = [robust_evaluate(m, pi, uset) for pi in pols]
     return (pols, np.array([np.asarray(e.w) for e in evs]),
             np.array([float(e.costs_worst[0]) for e in evs]))
 
@@ -163,15 +163,15 @@ def test_cost_levels_against_enumeration():
     sa-rectangular set); free = the least worst-case cost among the policies optimal at
     every state (enumerated here)."""
     m = riverswim(4)
-    ball = l1_ball(m, 0.1, support="all")
-    lv = cost_levels(m, ball)
-    _pols, V, costs = _uniformly_optimal(m, ball)
+    uset = l1_ball(m, 0.1, support="all")
+    lv = cost_levels(m, uset)
+    _pols, V, costs = _uniformly_optimal(m, uset)
     assert lv.least[0] == pytest.approx(costs.min(), abs=1e-9)
     best = np.all(V >= V.max(axis=0) - 1e-9, axis=1)
     assert lv.free[0] == pytest.approx(costs[best].min(), abs=1e-9)
-    d = halfway_budget(m, ball).d[0]
+    d = halfway_budget(m, uset).d[0]
     assert d == pytest.approx(0.5 * (lv.least[0] + lv.free[0]))
-    assert halfway_budget(m, ball, 0.25).d[0] == pytest.approx(
+    assert halfway_budget(m, uset, 0.25).d[0] == pytest.approx(
         lv.least[0] + 0.25 * (lv.free[0] - lv.least[0]))
 
 
@@ -185,14 +185,14 @@ def test_budget_levels_against_enumeration_and_any_action_order(data):
     optimum that costs f."""
     m = data.draw(cmdps(n_states=(2, 3), n_actions=(2, 3), n_constraints=1, grid=4))
     alpha = data.draw(st.sampled_from([0.0, 0.25, 0.5]))
-    ball = l1_ball(m, alpha, support="all")
-    lv = cost_levels(m, ball)
-    _pols, V, costs = _uniformly_optimal(m, ball)
+    uset = l1_ball(m, alpha, support="all")
+    lv = cost_levels(m, uset)
+    _pols, V, costs = _uniformly_optimal(m, uset)
     best = np.all(V >= V.max(axis=0) - 1e-9 * max(1.0, np.abs(V).max()), axis=1)
     assert lv.least[0] == pytest.approx(costs.min(), abs=1e-9)
     assert lv.free[0] == pytest.approx(costs[best].min(), abs=1e-9)
     assert lv.least[0] <= lv.free[0] + 1e-12
-    ev = robust_evaluate(m, lv.policies["free"], ball)
+    ev = robust_evaluate(m, lv.policies["free"], uset)
     assert float(ev.value) == pytest.approx(lv.robust_optimum, abs=1e-9)
     assert float(ev.costs_worst[0]) == pytest.approx(lv.free[0], abs=1e-9)
     perm = list(data.draw(st.permutations(range(m.n_actions))))
@@ -211,15 +211,15 @@ def test_free_level_does_not_depend_on_a_tie_break(first):
     "the cost of the robust optimum" gave 1/4 or 1 of it by the order alone); checked
     against the enumeration of the deterministic policies optimal at every state."""
     m = _with_twin(riverswim(3), 1, 0.25, first)
-    ball = l1_ball(m, 0.1, support="nominal")
-    lv = cost_levels(m, ball)
-    _pols, V, costs = _uniformly_optimal(m, ball)
+    uset = l1_ball(m, 0.1, support="nominal")
+    lv = cost_levels(m, uset)
+    _pols, V, costs = _uniformly_optimal(m, uset)
     best = np.all(V >= V.max(axis=0) - 1e-9, axis=1)
     assert best.sum() > 1  # the tie is real
     assert lv.free[0] == pytest.approx(costs[best].min(), abs=1e-9)
     assert costs[best].max() > costs[best].min() + 0.1  # and the tie-break matters
     pi = lv.policies["free"]  # a robust optimum that spends f
-    ev = robust_evaluate(m, pi, ball)
+    ev = robust_evaluate(m, pi, uset)
     assert float(ev.value) == pytest.approx(lv.robust_optimum, abs=1e-10)
     assert float(ev.costs_worst[0]) == pytest.approx(lv.free[0], abs=1e-10)
 
@@ -233,8 +233,8 @@ def test_free_level_tolerance_separates_ties_from_near_ties():
         R = np.array(m.R)
         R[:, 2] -= delta  # the free copy of "right" earns a little less
         m = m.replace(R=R)
-        ball = l1_ball(m, 0.1, support="nominal")
-        lv = cost_levels(m, ball)
+        uset = l1_ball(m, 0.1, support="nominal")
+        lv = cost_levels(m, uset)
         assert TIE_RTOL == 1e-9
         assert lv.box.tol == pytest.approx(TIE_RTOL * max(1.0, np.abs(lv.box.v).max()))
         if tied:
@@ -269,12 +269,12 @@ def test_instances_bind(name):
     if name in ("frozen_lake", "cliff_walking"):
         pytest.importorskip("gymnasium")
     kw = {"n": 6} if name in ("riverswim", "chain") else {}
-    model, ball = classic_instance(name, **kw)
-    lv = cost_levels(model, ball)
+    model, uset = classic_instance(name, **kw)
+    lv = cost_levels(model, uset)
     assert lv.least[0] < model.d[0] < lv.free[0]
 
 
 def test_kl_instance():
-    model, ball = classic_instance("riverswim", "kl", radius=0.05)
-    assert isinstance(ball, KLBall)
+    model, uset = classic_instance("riverswim", "kl", radius=0.05)
+    assert isinstance(uset, KLBall)
     assert model.d[0] > 0.0

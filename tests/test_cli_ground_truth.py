@@ -296,11 +296,11 @@ def test_dask_gives_the_same_certified_bracket_as_the_serial_run(tmp_path):
     import distributed
     from test_ground_truth_bracket import mid_budget_model, robust_numbers, search_policies
 
-    m, ball = mid_budget_model(3, 0.5, n_constraints=2)
+    m, uset = mid_budget_model(3, 0.5, n_constraints=2)
     m.replace(horizon=12).save(tmp_path / "m.npz")
-    ball.save(tmp_path / "ball")
+    uset.save(tmp_path / "uset")
     args = ["ground-truth", "--model", str(tmp_path / "m.npz"), "--set-file",
-            str(tmp_path / "ball"), "--no-variants", "--max-boxes", "40", "--time-limit",
+            str(tmp_path / "uset"), "--no-variants", "--max-boxes", "40", "--time-limit",
             "600", "--no-progress"]
 
     def bracket(out, extra=()):
@@ -317,5 +317,5 @@ def test_dask_gives_the_same_certified_bracket_as_the_serial_run(tmp_path):
     for key in ("lower", "upper", "boxes", "status"):
         assert remote[key] == serial[key], key
     assert serial["boxes"] > 1
-    found = [robust_numbers(m, ball, pi) for pi in search_policies(m, 0, n_random=50)]
+    found = [robust_numbers(m, uset, pi) for pi in search_policies(m, 0, n_random=50)]
     assert serial["upper"] >= max(v for v, c in found if np.all(c <= m.d)) - 1e-9

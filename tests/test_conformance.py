@@ -124,8 +124,9 @@ class _Ball(L1Ball):
         return out
 
     @classmethod
-    def from_counts(cls, counts, *, delta, ball):
-        return ball if cls.how == "counts" else cls(ball.nominal, ball.alpha, ball.support)
+    def from_counts(cls, counts, *, delta, hoeffding_l1):
+        h = hoeffding_l1
+        return h if cls.how == "counts" else cls(h.nominal, h.alpha, h.support)
 
     @classmethod
     def strategy(cls, model, **options):
@@ -336,17 +337,17 @@ def test_the_search_finds_a_member_the_true_worst_case_beats_nothing():
     from rcmdp_exact.uncertainty.conformance import MEMBER_TOL, _Checker
 
     model = rx.domains.garnet(4, 2, 3, seed=5)
-    ball = L1Ball(model.P, 0.4)
-    chk = _Checker(ball, 0, 1e-7)
+    uset = L1Ball(model.P, 0.4)
+    chk = _Checker(uset, 0, 1e-7)
     Z = np.random.default_rng(3).normal(size=(4, 2, 4))
     vertex = np.zeros_like(Z)
     np.put_along_axis(vertex, np.argmin(Z, axis=2)[..., None], 1.0, axis=2)
-    Q, inside = chk.boundary(ball, np.asarray(ball.nominal), vertex,
+    Q, inside = chk.boundary(uset, np.asarray(uset.nominal), vertex,
                              np.ones((4, 2), dtype=bool))
     assert inside.all()
-    dist = np.abs(Q - ball.nominal).sum(axis=2)
-    np.testing.assert_allclose(dist, np.minimum(0.4, np.abs(vertex - ball.nominal).sum(
+    dist = np.abs(Q - uset.nominal).sum(axis=2)
+    np.testing.assert_allclose(dist, np.minimum(0.4, np.abs(vertex - uset.nominal).sum(
         axis=2)), atol=1e-6)
-    assert (ball.distance(Q) <= 0.4 + MEMBER_TOL).all()
-    exact = ball.worst_case(Z).value
+    assert (uset.distance(Q) <= 0.4 + MEMBER_TOL).all()
+    exact = uset.worst_case(Z).value
     assert ((Q * Z).sum(axis=2) >= exact - 1e-12).all()

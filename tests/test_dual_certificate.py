@@ -74,12 +74,12 @@ def slope_bound(res, model):
 
 def few_uncertain_pairs(case, n=2):
     """The model and its L1 ball with radius kept on n pairs only (few extreme kernels)."""
-    model, ball = case
-    alpha = np.array(ball.alpha)
+    model, uset = case
+    alpha = np.array(uset.alpha)
     keep = np.zeros(alpha.size, dtype=bool)
     keep[np.argsort(-alpha.ravel(), kind="stable")[:n]] = True
     alpha = np.where(keep.reshape(alpha.shape), alpha, 0.0)
-    return model, L1Ball(ball.nominal, alpha, ball.support)
+    return model, L1Ball(uset.nominal, alpha, uset.support)
 
 
 # --------------------------------------------------------------------------- brute force
@@ -88,18 +88,18 @@ def few_uncertain_pairs(case, n=2):
 def test_the_interval_contains_the_brute_force_dual(case):
     """lo <= D <= min over a fine grid of the brute-force g, and that minimum is within
     the grid's Lipschitz allowance of hi."""
-    model, ball = case
-    res = certified_dual(model, ball, tol=1e-7)
+    model, uset = case
+    res = certified_dual(model, uset, tol=1e-7)
     top = float(res.lam_max[0]) if np.isfinite(res.lam_max[0]) else 10.0
     lams = np.linspace(0.0, max(top, 1e-9), 1001)[:, None]
-    g = brute_force_g(model, ball, lams)
+    g = brute_force_g(model, uset, lams)
     assert res.lo <= g.min() + 1e-9
     if res.slater is not None:  # the minimum lies in the box, so the grid comes close
         h = lams[1, 0] - lams[0, 0]
         assert g.min() <= res.hi + slope_bound(res, model) * h + 1e-9
     # every certified value of g met contains the brute-force value there
     hist = res.history
-    bf = brute_force_g(model, ball, hist.lam)
+    bf = brute_force_g(model, uset, hist.lam)
     assert np.all(hist.lo <= bf + 1e-9) and np.all(bf <= hist.hi + 1e-9)
     if res.status == "converged":
         assert res.hi - res.lo <= 1e-7 * max(1.0, abs(res.hi))
@@ -109,33 +109,33 @@ def test_the_interval_contains_the_brute_force_dual(case):
 @given(T.robust_cmdps(n_states=(2, 3), n_actions=(2, 3)))
 def test_the_interval_contains_a_grid_of_robust_value_iteration(case):
     """The same with g by robust value iteration (the engine's other method), any radii."""
-    model, ball = case
-    res = certified_dual(model, ball)
+    model, uset = case
+    res = certified_dual(model, uset)
     assert res.lo <= res.hi
     top = float(res.lam_max[0]) if np.isfinite(res.lam_max[0]) else 10.0
     lams = np.linspace(0.0, max(top, 1e-9), 61)
-    g = np.array([vi_g(model, ball, np.array([t])) for t in lams])
+    g = np.array([vi_g(model, uset, np.array([t])) for t in lams])
     assert res.lo <= g.min() + 1e-8
     if res.slater is not None:
         assert g.min() <= res.hi + slope_bound(res, model) * (lams[1] - lams[0]) + 1e-8
-    assert abs(vi_g(model, ball, res.lam) - res.hi) <= res.hi - res.history.lo.min() + 1e-8
+    assert abs(vi_g(model, uset, res.lam) - res.hi) <= res.hi - res.history.lo.min() + 1e-8
 
 
 @settings(max_examples=examples(4), deadline=None)
 @given(T.robust_cmdps(n_states=2, n_actions=2, n_constraints=2).map(few_uncertain_pairs))
 def test_two_constraints_against_a_grid(case):
     """K = 2: the box is split in two dimensions, each cell bounded by an LP."""
-    model, ball = case
-    res = certified_dual(model, ball, tol=1e-6, max_evaluations=3000)
+    model, uset = case
+    res = certified_dual(model, uset, tol=1e-6, max_evaluations=3000)
     assert res.lo <= res.hi
     assert res.cells >= 1 or res.slater is None
     tops = [float(x) if np.isfinite(x) else 10.0 for x in res.lam_max]
     grid = np.stack(np.meshgrid(np.linspace(0, max(tops[0], 1e-9), 61),
                                 np.linspace(0, max(tops[1], 1e-9), 61), indexing="ij"),
                     axis=-1).reshape(-1, 2)
-    g = brute_force_g(model, ball, grid)
+    g = brute_force_g(model, uset, grid)
     assert res.lo <= g.min() + 1e-9
-    bf = brute_force_g(model, ball, res.history.lam)
+    bf = brute_force_g(model, uset, res.history.lam)
     assert np.all(res.history.lo <= bf + 1e-9) and np.all(bf <= res.history.hi + 1e-9)
     if res.slater is not None:  # the minimum lies in the box, so the grid comes close
         h = max(tops) / 60
@@ -145,10 +145,10 @@ def test_two_constraints_against_a_grid(case):
 def test_two_constraints_on_the_hand_model():
     """A second cost that the safe action also avoids: the box is two-dimensional and the
     interval still holds D = 1 (the first budget binds, the second does not)."""
-    model, ball = hand_model()
+    model, uset = hand_model()
     C = np.concatenate([np.asarray(model.C), 0.5 * np.asarray(model.C)], axis=-1)
     model = model.replace(C=C, d=[1.0, 1.0])
-    res = certified_dual(model, ball, tol=1e-6)
+    res = certified_dual(model, uset, tol=1e-6)
     assert res.slater is not None and res.cells > 1 and res.lam_max.shape == (2,)
     assert res.lo <= 1.0 <= res.hi and res.status == "converged"
 
@@ -158,18 +158,18 @@ def test_two_constraints_on_the_hand_model():
        .flatmap(lambda m: T.binding_budgets(m).map(lambda d: m.replace(d=d))))
 def test_at_radius_zero_the_dual_is_the_cmdp_optimum(model):
     """With no uncertainty, strong duality holds: D is the LP optimum (HiGHS)."""
-    ball = l1_ball(model, 0.0, support="all")
+    uset = l1_ball(model, 0.0, support="all")
     lp = solve_cmdp(model)
-    res = certified_dual(model, ball, tol=1e-8)
+    res = certified_dual(model, uset, tol=1e-8)
     assert lp.status == "optimal"
     assert res.lo - 1e-7 <= lp.value <= res.hi + 1e-7
     assert res.status == "converged" or res.slater is None  # d at the least cost: no Slater
 
 
 def test_without_constraints_d_is_the_robust_optimum():
-    model, ball = T.example(T.robust_cmdps(n_constraints=0), seed=2)
-    res = certified_dual(model, ball)
-    rvi = robust_value_iteration(model, ball, method="value_iteration", progress=False)
+    model, uset = T.example(T.robust_cmdps(n_constraints=0), seed=2)
+    res = certified_dual(model, uset)
+    rvi = robust_value_iteration(model, uset, method="value_iteration", progress=False)
     assert res.lo - 1e-9 <= rvi.value <= res.hi + 1e-9 and res.status == "converged"
 
 
@@ -177,15 +177,15 @@ def test_without_a_slater_point_lo_falls_back_on_a_feasible_policy():
     """Every step costs 1, so every policy costs exactly 1/(1 - gamma) = d: feasible, but
     never strictly.  g(lam) is then the robust optimum for every lam.  Below that budget
     no policy is feasible and lo is -inf."""
-    model, ball = T.example(T.robust_cmdps(n_states=2, n_actions=2, terminal=False),
+    model, uset = T.example(T.robust_cmdps(n_states=2, n_actions=2, terminal=False),
                             seed=5)
     top = 1.0 / (1.0 - model.gamma)
     model = model.replace(C=np.ones((2, 2, 1)), d=[top])
-    res = certified_dual(model, ball)
-    rvi = robust_value_iteration(model, ball, method="policy_iteration", progress=False)
+    res = certified_dual(model, uset)
+    rvi = robust_value_iteration(model, uset, method="policy_iteration", progress=False)
     assert res.status == "bracket" and res.slater is None
     assert res.lo <= rvi.value + 1e-9 <= res.hi + 2e-9
-    assert np.isneginf(certified_dual(model.replace(d=[0.95 * top]), ball).lo)
+    assert np.isneginf(certified_dual(model.replace(d=[0.95 * top]), uset).lo)
 
 
 # --------------------------------------------------------------------------- hand model
@@ -226,16 +226,16 @@ def hand_model():
 
 
 def test_the_hand_derived_model_has_a_certified_duality_gap():
-    model, ball = hand_model()
-    dual = certified_dual(model, ball, tol=1e-9)
+    model, uset = hand_model()
+    dual = certified_dual(model, uset, tol=1e-9)
     assert dual.lo <= 1.0 <= dual.hi and dual.hi - dual.lo <= 1e-8
     assert abs(dual.lam[0] - 1.0) <= 1e-6
     # a robust-feasible policy's certified worst-case value: a lower bound on OPT = 4/5
     assert -np.inf < dual.feasible_value <= 0.8 + 1e-12
-    br = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=300,
+    br = rcmdp_bracket(model, uset, variants=(), progress=False, max_boxes=300,
                        time_limit=None)
     assert br.lower <= 0.8 + 1e-12 <= br.upper + 2e-12
-    gap = duality_gap(model, ball, br, dual)
+    gap = duality_gap(model, uset, br, dual)
     assert gap.strong_duality == "fails" and gap.lo > 0.15
     assert gap.lo <= 0.2 <= gap.hi
 
@@ -244,11 +244,11 @@ def test_the_hand_derived_model_has_a_certified_duality_gap():
 def test_duality_gap_verdicts(radius):
     """At radius 0 the problem is a CMDP: strong duality holds to the bracket's accuracy;
     the verdict 'fails' needs a certified positive gap."""
-    model, ball = hand_model()
-    ball = ball.with_alpha(ball.alpha * (radius / 0.5))
-    br = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=300,
+    model, uset = hand_model()
+    uset = uset.with_alpha(uset.alpha * (radius / 0.5))
+    br = rcmdp_bracket(model, uset, variants=(), progress=False, max_boxes=300,
                        time_limit=None)
-    gap = duality_gap(model, ball, br)
+    gap = duality_gap(model, uset, br)
     if radius == 0.0:
         assert gap.lo <= 1e-9 and gap.strong_duality in ("holds", "undecided")
         assert abs(gap.dual.hi - solve_cmdp(model).value) <= 1e-6
@@ -260,10 +260,10 @@ def test_duality_gap_verdicts(radius):
 @given(T.robust_cmdps(n_states=2, n_actions=2))
 def test_weak_duality_on_random_models(case):
     """D >= OPT: the dual's upper side is never below the bracket's lower side."""
-    model, ball = case
-    br = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=60,
+    model, uset = case
+    br = rcmdp_bracket(model, uset, variants=(), progress=False, max_boxes=60,
                        time_limit=None)
-    dual = certified_dual(model, ball)
+    dual = certified_dual(model, uset)
     if br.status == "bracket":
         assert dual.hi >= br.lower - 1e-9
         # feasible_value is the worst-case value of a robust-feasible policy: <= OPT
@@ -277,8 +277,8 @@ def test_every_bracket_result_carries_the_certified_dual():
     """rcmdp_bracket's ``dual`` and ``duality_gap`` on the hand model: D = 1 and the gap
     D - OPT = 1/5 derived in :func:`hand_model` lie in the certified intervals, and the
     verdict is that strong duality fails."""
-    model, ball = hand_model()
-    br = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=300,
+    model, uset = hand_model()
+    br = rcmdp_bracket(model, uset, variants=(), progress=False, max_boxes=300,
                        time_limit=None)
     assert br.dual.lo <= 1.0 <= br.dual.hi
     assert br.duality_gap.lo <= 0.2 <= br.duality_gap.hi
@@ -289,17 +289,17 @@ def test_every_bracket_result_carries_the_certified_dual():
 
 
 def test_the_bracket_dual_is_skipped_where_it_is_not_defined():
-    model, ball = hand_model()
-    off = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=5,
+    model, uset = hand_model()
+    off = rcmdp_bracket(model, uset, variants=(), progress=False, max_boxes=5,
                         dual_evaluations=0)
     assert off.dual is None and off.duality_gap is None
     from rcmdp_exact import SRectL1Ball
 
-    srect = SRectL1Ball(ball.nominal, 0.5)
+    srect = SRectL1Ball(uset.nominal, 0.5)
     res = rcmdp_bracket(model, srect, variants=(), progress=False, max_boxes=5)
     assert res.dual is None and res.duality_gap is None
     with raises_fact(InputError, "dual_evaluations"):
-        rcmdp_bracket(model, ball, dual_evaluations=-1)
+        rcmdp_bracket(model, uset, dual_evaluations=-1)
 
 
 @pytest.mark.parametrize("bracket, facts", [
@@ -314,9 +314,9 @@ def test_a_bracket_that_is_not_one_is_refused_before_any_work(bracket, facts, mo
     import rcmdp_exact.ground_truth.dual_certificate as dc
 
     monkeypatch.setattr(dc, "certified_dual", lambda *a, **k: pytest.fail("work started"))
-    model, ball = hand_model()
+    model, uset = hand_model()
     with raises_fact(InputError, *facts):
-        duality_gap(model, ball, bracket)
+        duality_gap(model, uset, bracket)
 
 
 @pytest.mark.parametrize("bracket, dual, facts", [
@@ -329,16 +329,16 @@ def test_crossed_bounds_are_reported_as_inconsistent(bracket, dual, facts, monke
     import rcmdp_exact.ground_truth.dual_certificate as dc
 
     monkeypatch.setattr(dc, "certified_dual", lambda *a, **k: pytest.fail("work started"))
-    model, ball = hand_model()
-    gap = duality_gap(model, ball, bracket, dual)
+    model, uset = hand_model()
+    gap = duality_gap(model, uset, bracket, dual)
     assert gap.strong_duality == "inconsistent"
     assert np.isnan(gap.lo) and np.isnan(gap.hi)
     for fact in facts:
         assert fact in gap.message, gap.message
     # bounds that touch up to rounding are a bracket
-    model, ball = hand_model()
+    model, uset = hand_model()
     dual = {"lo": 1.0, "hi": 1.0 + 1e-12}
-    touching = duality_gap(model, ball, {"lower": 0.8 + 1e-15, "upper": 0.8}, dual)
+    touching = duality_gap(model, uset, {"lower": 0.8 + 1e-15, "upper": 0.8}, dual)
     assert touching.strong_duality == "fails" and touching.lo == pytest.approx(0.2)
 
 
@@ -398,12 +398,12 @@ def test_the_bracket_dual_starts_from_the_bracket_and_agrees_with_the_plain_one(
     """The bracket's dual uses its lower side as a floor (weak duality) and its
     multipliers as a first point: an interval on the same D as the plain certified dual
     (the two intersect), with ``lo`` at least the bracket's lower side."""
-    model, ball = case
-    br = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=60,
+    model, uset = case
+    br = rcmdp_bracket(model, uset, variants=(), progress=False, max_boxes=60,
                        time_limit=None)
     if br.dual is None or not np.isfinite(br.lower):
         return
-    plain = certified_dual(model, ball, max_evaluations=200)
+    plain = certified_dual(model, uset, max_evaluations=200)
     assert br.dual.lo >= min(br.lower, br.dual.hi) - 1e-12
     tol = 1e-9 * max(1.0, abs(plain.hi))
     assert max(br.dual.lo, plain.lo) <= min(br.dual.hi, plain.hi) + tol

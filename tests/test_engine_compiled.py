@@ -14,8 +14,8 @@ from rcmdp_exact.uncertainty import L1Ball, kl_ball, l1_ball
 def _games(seed, S, A, support):
     m = garnet(S, A, min(S, 3), n_constraints=1, seed=seed, gamma=0.9)
     rng = np.random.default_rng(seed)
-    ball = l1_ball(m, rng.uniform(0.0, 1.5, size=(S, A)), support=support)
-    return m, RobustGame(m, ball), RobustGame(m, ball, compiled=False), rng
+    uset = l1_ball(m, rng.uniform(0.0, 1.5, size=(S, A)), support=support)
+    return m, RobustGame(m, uset), RobustGame(m, uset, compiled=False), rng
 
 
 @settings(max_examples=examples(40))
@@ -65,7 +65,7 @@ def test_a_ball_that_keeps_its_solver_is_compiled_one_that_replaces_it_is_not():
     (``compiled_rows``): the L1 ball and a subclass that keeps its solver give them, a
     subclass that replaces its worst case does not (its own answers are used)."""
     m = garnet(3, 2, 2, n_constraints=1, seed=0, gamma=0.9)
-    ball = l1_ball(m, 0.2, support="all")
+    uset = l1_ball(m, 0.2, support="all")
 
     class Same(L1Ball):
         pass
@@ -78,18 +78,18 @@ def test_a_ball_that_keeps_its_solver_is_compiled_one_that_replaces_it_is_not():
         def worst_case(self, *args, **kw):
             return super().worst_case(*args, **kw)
 
-    same, replaced, shared = (cls(ball.nominal, 0.2) for cls in (Same, Replaced, Shared))
-    assert RobustGame(m, ball).rows is not None
+    same, replaced, shared = (cls(uset.nominal, 0.2) for cls in (Same, Replaced, Shared))
+    assert RobustGame(m, uset).rows is not None
     assert RobustGame(m, same).rows is not None
     assert RobustGame(m, replaced).rows is None and RobustGame(m, shared).rows is None
-    assert RobustGame(m, ball, inner="lp").rows is None
-    assert RobustGame(m, ball).replace(compiled=False).rows is None
-    assert RobustGame(m, replaced).greedy is RobustGame(m, ball).greedy
-    for uset in (kl_ball(m, 0.1), interval_around(m)):
-        assert uset.compiled_rows() is None and RobustGame(m, uset).rows is None
+    assert RobustGame(m, uset, inner="lp").rows is None
+    assert RobustGame(m, uset).replace(compiled=False).rows is None
+    assert RobustGame(m, replaced).greedy is RobustGame(m, uset).greedy
+    for other in (kl_ball(m, 0.1), interval_around(m)):
+        assert other.compiled_rows() is None and RobustGame(m, other).rows is None
     w, g = np.zeros((1, 3)), np.ones((1, 3, 2, 3))
     q_same, _ = RobustGame(m, same).inner(g, w)
-    q_ref, _ = RobustGame(m, ball, compiled=False).inner(g, w)
+    q_ref, _ = RobustGame(m, uset, compiled=False).inner(g, w)
     assert np.allclose(q_same, q_ref, atol=1e-12)
 
 

@@ -247,9 +247,9 @@ def test_run_one_is_a_pure_function_of_its_spec():
 def test_robust_runs_get_the_ball_and_the_others_do_not():
     seen = {}
 
-    def spy(model, algorithm, *, ball=None, **kw):
-        seen[algorithm] = ball
-        return standin_train(model, algorithm, ball=ball, **kw)
+    def spy(model, algorithm, *, uset=None, **kw):
+        seen[algorithm] = uset
+        return standin_train(model, algorithm, uset=uset, **kw)
 
     for a in ("cpg", "rcpg-value"):
         run_one(RunSpec("nav1", a, 0, episodes=1, n_draws=1, trainer="spy"), spy)

@@ -34,11 +34,11 @@ def _softmax(theta):
     return z / z.sum(axis=1, keepdims=True)
 
 
-def standin_train(model, algorithm, *, ball=None, seed=0, episodes=5000, critic="learned",
+def standin_train(model, algorithm, *, uset=None, seed=0, episodes=5000, critic="learned",
                   gradient="sampled", inner="sort", multiplier_update="adam-log",
                   eval_every=100, true_model=None, progress=None, **extra):
-    if algorithm in ROBUST_ALGORITHMS and ball is None:
-        raise InputError(f"algorithm {algorithm!r} needs ball=")
+    if algorithm in ROBUST_ALGORITHMS and uset is None:
+        raise InputError(f"algorithm {algorithm!r} needs uset=")
     rng = np.random.default_rng(seed)
     S, A = model.n_states, model.n_actions
     theta = rng.normal(scale=1.0, size=(S, A))

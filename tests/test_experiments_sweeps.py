@@ -22,7 +22,7 @@ import pytest
 from test_experiments_standin import standin_train
 
 from rcmdp_exact.cli import main
-from rcmdp_exact.protocol import Store, plan, reproduce, sweep, table1
+from rcmdp_exact.protocol import ReproduceSpec, Store, plan, reproduce, sweep, table1
 from rcmdp_exact.protocol.table1 import table1_csv
 
 TESTS_DIR = str(Path(__file__).resolve().parent)
@@ -281,8 +281,8 @@ def test_reproduce_quick_writes_the_outputs_and_report_rebuilds_them(tmp_path, c
     assert "`offset_on` = `failure`" in report and "![test_1B.png](test_1B.png)" in report
 
     # the Python API names the trainer as --trainer does: everything is already stored
-    summary = reproduce(db, None, quick=True, episodes=2, trainer=standin_train, workers=1,
-                        progress=False)
+    summary = reproduce(ReproduceSpec(quick=True, episodes=2, trainer=standin_train), db,
+                        workers=1, progress=False)
     assert summary.computed == 0 and summary.stored_before == summary.total == 47
 
     again = tmp_path / "again"
@@ -365,8 +365,9 @@ def test_the_table_is_the_same_bits_in_every_backend(tmp_path):
                           "--workers", "2", "--out", str(tmp_path / "two"), "--no-progress"],
                          capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert cli.returncode == 0, cli.stderr
-    reproduce(tmp_path / "serial.sqlite", tmp_path / "one", quick=True, tests=["inventory"],
-              algorithms=["pg", "rcpg-lagrangian"], episodes=20, workers=1, progress=False)
+    reproduce(ReproduceSpec(quick=True, tests=["inventory"], episodes=20,
+                            algorithms=["pg", "rcpg-lagrangian"]),
+              tmp_path / "serial.sqlite", tmp_path / "one", workers=1, progress=False)
     two = (tmp_path / "two" / "table1.csv").read_bytes()
     assert two == (tmp_path / "one" / "table1.csv").read_bytes()
     # the bracket is part of what is compared (its status: closed, or the table's box

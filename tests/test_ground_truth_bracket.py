@@ -63,18 +63,18 @@ def inner_rows(p_hat, z, alpha):
     return p
 
 
-def robust_fixed_point(ball, g, gamma, policy, sign=1.0, tol=1e-13):
+def robust_fixed_point(uset, g, gamma, policy, sign=1.0, tol=1e-13):
     """Worst case (sign 1: min, sign -1: max) of the discounted sum of g under a policy:
     the adversary's policy iteration with inner_rows; returns W (S,)."""
-    S, A, _ = ball.nominal.shape
-    P = np.array(ball.nominal)
+    S, A, _ = uset.nominal.shape
+    P = np.array(uset.nominal)
     for _ in range(200):
         P_pi = np.einsum("sa,sat->st", policy, P)
         r_pi = np.einsum("sa,sat,sat->s", policy, P, g)
         w = np.linalg.solve(np.eye(S) - gamma * P_pi, r_pi)
         z = sign * (g + gamma * w[None, None, :])
-        newP = inner_rows(ball.nominal.reshape(S * A, S), z.reshape(S * A, S),
-                          ball.alpha.ravel()).reshape(S, A, S)
+        newP = inner_rows(uset.nominal.reshape(S * A, S), z.reshape(S * A, S),
+                          uset.alpha.ravel()).reshape(S, A, S)
         tw = np.einsum("sa,sat,sat->s", policy, newP, g + gamma * w[None, None, :])
         if np.abs(tw - w).max() <= tol * max(1.0, np.abs(w).max()):
             return w
@@ -82,11 +82,11 @@ def robust_fixed_point(ball, g, gamma, policy, sign=1.0, tol=1e-13):
     raise AssertionError("reference robust evaluation did not converge")
 
 
-def robust_numbers(model, ball, policy):
+def robust_numbers(model, uset, policy):
     """Independent worst-case value and worst-case costs (K,) of a stationary policy."""
     R, C = np.asarray(model.R), np.asarray(model.C)
-    value = model.p0 @ robust_fixed_point(ball, R, model.gamma, policy)
-    costs = np.array([model.p0 @ robust_fixed_point(ball, C[..., k], model.gamma, policy, -1.0)
+    value = model.p0 @ robust_fixed_point(uset, R, model.gamma, policy)
+    costs = np.array([model.p0 @ robust_fixed_point(uset, C[..., k], model.gamma, policy, -1.0)
                       for k in range(model.n_constraints)])
     return float(value), costs
 
@@ -103,13 +103,13 @@ def search_policies(model, seed, n_random=30):
 def tiny_robust_cases(draw, max_states=3, max_constraints=2):
     """A tiny Garnet RCMDP with random radii (the public strategies: ``cmdps`` above and
     ``testing.balls(model, "l1")`` with continuous radii in [0, top)); the budget scale spans
-    infeasible to slack.  Returns (model, ball, seed) with a seed for the search."""
+    infeasible to slack.  Returns (model, uset, seed) with a seed for the search."""
     model = draw(cmdps(max_states=max_states, max_constraints=max_constraints))
     seed = draw(st.integers(0, 2**31 - 1))
     top = draw(st.sampled_from([0.2, 0.6, 1.5]))
-    ball = draw(T.balls(model, "l1", max_radius=top, support="all", grid=None))
+    uset = draw(T.balls(model, "l1", max_radius=top, support="all", grid=None))
     frac = draw(st.floats(0.0, 1.0))
-    return model.replace(d=model.d * (0.6 + frac)), ball, seed
+    return model.replace(d=model.d * (0.6 + frac)), uset, seed
 
 
 # --------------------------------------------------------------------------- alpha = 0
@@ -118,8 +118,8 @@ def tiny_robust_cases(draw, max_states=3, max_constraints=2):
 def test_bracket_equals_the_lp_optimum_at_alpha_zero(model):
     """At alpha = 0 the RCMDP is the CMDP: both sides equal the LP optimum to 1e-8 (the
     dual LP, solved here by scipy's linprog, agrees to its own tolerance)."""
-    ball = l1_ball(model, 0.0, support="all")
-    res = rcmdp_bracket(model, ball, variants=(), progress=False)
+    uset = l1_ball(model, 0.0, support="all")
+    res = rcmdp_bracket(model, uset, variants=(), progress=False)
     lp = solve_cmdp(model)
     assert res.status == "bracket", res.message
     # the bounds come from the LP's vertex and its duals: rounding amplified by the
@@ -185,9 +185,9 @@ def test_bracket_equals_the_lp_optimum_at_alpha_zero_when_budgets_bind(seed):
 @scaled(20)
 @given(tiny_robust_cases())
 def test_lower_is_certified_and_upper_bounds_every_feasible_policy_found(case):
-    model, ball, seed = case
-    res = rcmdp_bracket(model, ball, **QUICK)
-    found = [robust_numbers(model, ball, pi) for pi in search_policies(model, seed)]
+    model, uset, seed = case
+    res = rcmdp_bracket(model, uset, **QUICK)
+    found = [robust_numbers(model, uset, pi) for pi in search_policies(model, seed)]
     feasible = [v for v, c in found if np.all(c <= model.d)]
     tol = 1e-9 * scale(model)
     assert res.status in (*FINITE, "infeasible", "no_feasible_policy")
@@ -199,7 +199,7 @@ def test_lower_is_certified_and_upper_bounds_every_feasible_policy_found(case):
     assert res.gap == pytest.approx(res.upper - res.lower)
     if res.status in FINITE:
         pol = res.policy
-        value, costs = robust_numbers(model, ball, pol)
+        value, costs = robust_numbers(model, uset, pol)
         assert np.all(costs <= model.d + tol)
         assert res.lower <= value + tol
         assert value - res.lower <= 1e-7 * scale(model)
@@ -208,7 +208,7 @@ def test_lower_is_certified_and_upper_bounds_every_feasible_policy_found(case):
         # second opinion: robust_evaluate with LP inner problems (solver tolerance 1e-8)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            lp = robust_evaluate(model, pol, ball, inner="lp")
+            lp = robust_evaluate(model, pol, uset, inner="lp")
         assert np.all(lp.costs_worst <= model.d + 1e-6)
         assert lp.value >= res.lower - 1e-6
 
@@ -219,9 +219,9 @@ def test_bracket_of_a_larger_ball_stays_below_the_smaller_ones(case, shrink):
     """OPT is non-increasing in the ball: for B' inside B, lower(B) <= OPT(B) <= OPT(B')
     <= upper(B'); the policy certified on B is feasible on B' and worth at least lower(B)
     there (independent evaluation)."""
-    model, ball, _ = case
-    small = ball.with_alpha(shrink * ball.alpha)
-    big = rcmdp_bracket(model, ball, **QUICK)
+    model, uset, _ = case
+    small = uset.with_alpha(shrink * uset.alpha)
+    big = rcmdp_bracket(model, uset, **QUICK)
     little = rcmdp_bracket(model, small, **QUICK)
     tol = 1e-9 * scale(model)
     if big.status in FINITE:
@@ -237,10 +237,10 @@ def mid_budget_model(seed, alpha, n_constraints=1):
     """A small model with budgets halfway between the least and the largest worst-case
     cost of its deterministic policies."""
     m = garnet(3, 2, 3, n_constraints=n_constraints, seed=seed, gamma=0.85)
-    ball = l1_ball(m, alpha, support="all")
-    found = [robust_numbers(m, ball, pi) for pi in search_policies(m, seed, n_random=0)]
+    uset = l1_ball(m, alpha, support="all")
+    found = [robust_numbers(m, uset, pi) for pi in search_policies(m, seed, n_random=0)]
     costs = np.array([c for _, c in found])
-    return m.replace(d=0.5 * (costs.min(axis=0) + costs.max(axis=0))), ball
+    return m.replace(d=0.5 * (costs.min(axis=0) + costs.max(axis=0))), uset
 
 
 @pytest.mark.parametrize(("seed", "alpha", "K"), [(1, 0.3, 1), (2, 0.5, 1), (3, 0.4, 2),
@@ -248,11 +248,11 @@ def mid_budget_model(seed, alpha, n_constraints=1):
 def test_branch_and_bound_closes_the_gap_on_tiny_models(seed, alpha, K):
     """Within the budget the bracket closes to 1% of max(1, |lower|); so the lower policy
     is at most 1% below every robust-feasible policy the search here finds."""
-    m, ball = mid_budget_model(seed, alpha, K)
-    res = rcmdp_bracket(m, ball, variants=(), progress=False, rtol=0.01, time_limit=None)
+    m, uset = mid_budget_model(seed, alpha, K)
+    res = rcmdp_bracket(m, uset, variants=(), progress=False, rtol=0.01, time_limit=None)
     assert res.status == "bracket" and res.closed, res.message
     assert res.gap <= 0.01 * max(1.0, abs(res.lower))
-    found = [robust_numbers(m, ball, pi) for pi in search_policies(m, seed, n_random=200)]
+    found = [robust_numbers(m, uset, pi) for pi in search_policies(m, seed, n_random=200)]
     best = max(v for v, c in found if np.all(c <= m.d))
     assert res.lower >= best - 0.01 * max(1.0, abs(best))
     assert res.upper >= best - 1e-9
@@ -309,13 +309,13 @@ def positive_reward_model(seed, n_constraints=0):
     return m.replace(R=np.abs(np.asarray(m.R)) + 1.0)
 
 
-def robust_optimum(model, ball):
+def robust_optimum(model, uset):
     """Independent robust value iteration (max over actions, adversary by inner_rows)."""
     S, A = model.n_states, model.n_actions
     g, w = np.asarray(model.R), np.zeros(S)
     for _ in range(100_000):
         z = (g + model.gamma * w[None, None, :]).reshape(S * A, S)
-        P = inner_rows(ball.nominal.reshape(S * A, S), z, ball.alpha.ravel())
+        P = inner_rows(uset.nominal.reshape(S * A, S), z, uset.alpha.ravel())
         nw = np.einsum("nt,nt->n", P, z).reshape(S, A).max(axis=1)
         if np.abs(nw - w).max() < 1e-14:
             return float(model.p0 @ nw)
@@ -328,9 +328,9 @@ def test_without_constraints_the_bracket_is_the_robust_optimum(tol):
     """K = 0: OPT is the robust optimum.  With tol = 0.1 the fixed points stop far from
     convergence and only the residual bounds keep lower <= OPT <= upper."""
     m = positive_reward_model(0)
-    ball = l1_ball(m, 0.6, support="all")
-    opt = robust_optimum(m, ball)
-    res = rcmdp_bracket(m, ball, tol=tol, progress=False, time_limit=None, max_boxes=200)
+    uset = l1_ball(m, 0.6, support="all")
+    opt = robust_optimum(m, uset)
+    res = rcmdp_bracket(m, uset, tol=tol, progress=False, time_limit=None, max_boxes=200)
     # a loose tolerance may leave a gap the budget cannot close: budget_exhausted
     assert res.status in (("bracket",) if tol < 1e-6 else FINITE)
     assert "constraint" not in res.variants
@@ -341,10 +341,10 @@ def test_without_constraints_the_bracket_is_the_robust_optimum(tol):
 
 
 def test_lower_policy_stays_feasible_with_a_loose_tolerance():
-    m, ball = mid_budget_model(5, 0.5)
-    res = rcmdp_bracket(m, ball, tol=0.1, **QUICK)
+    m, uset = mid_budget_model(5, 0.5)
+    res = rcmdp_bracket(m, uset, tol=0.1, **QUICK)
     assert res.status in FINITE
-    value, costs = robust_numbers(m, ball, res.policy)
+    value, costs = robust_numbers(m, uset, res.policy)
     assert costs[0] <= m.d[0] + 1e-9
     assert res.lower <= value + 1e-9
 
@@ -353,20 +353,20 @@ def test_a_stochastic_lower_policy_is_evaluated_as_a_policy():
     """The certified policy randomises; its own worst case (not an interpolation of
     deterministic ones) gives the reported numbers, and it beats every feasible
     deterministic policy."""
-    m, ball = mid_budget_model(2, 0.3)
-    res = rcmdp_bracket(m, ball, **QUICK)
+    m, uset = mid_budget_model(2, 0.3)
+    res = rcmdp_bracket(m, uset, **QUICK)
     pol = res.policy
     assert (pol.max(axis=1) < 1.0 - 1e-9).any()
-    value, costs = robust_numbers(m, ball, pol)
+    value, costs = robust_numbers(m, uset, pol)
     assert res.lower == pytest.approx(value, abs=1e-9)
     assert res.lower_costs[0] == pytest.approx(costs[0], abs=1e-9)
-    det = [robust_numbers(m, ball, pi) for pi in search_policies(m, 0, n_random=0)]
+    det = [robust_numbers(m, uset, pi) for pi in search_policies(m, 0, n_random=0)]
     assert res.lower >= max(v for v, c in det if c[0] <= m.d[0]) - 1e-9
 
 
 def test_result_fields():
-    m, ball = mid_budget_model(1, 0.3)
-    res = rcmdp_bracket(m, ball, progress=False, max_boxes=20, variants=VARIANTS)
+    m, uset = mid_budget_model(1, 0.3)
+    res = rcmdp_bracket(m, uset, progress=False, max_boxes=20, variants=VARIANTS)
     assert res.lower_method in ("lp", "lp, tightened budgets", "lagrangian",
                                 "least worst-case cost", "certified search", "mixture",
                                 "branch and bound", "candidate") or res.lower_method.startswith(
@@ -396,14 +396,14 @@ def test_greedy_box_is_the_lp_maximiser(seed, A):
     assert q @ pi == pytest.approx(-ref.fun, abs=1e-9)
 
 
-def box_fixed_point(ball, g, gamma, lo, hi, tol=1e-12):
+def box_fixed_point(uset, g, gamma, lo, hi, tol=1e-12):
     """Independent box-restricted robust value iteration: the max over each state's box
     by scipy's linprog, the adversary by inner_rows."""
-    S, A, _ = ball.nominal.shape
+    S, A, _ = uset.nominal.shape
     w = np.zeros(S)
     while True:
         z = (g + gamma * w[None, None, :]).reshape(S * A, S)
-        P = inner_rows(ball.nominal.reshape(S * A, S), z, ball.alpha.ravel())
+        P = inner_rows(uset.nominal.reshape(S * A, S), z, uset.alpha.ravel())
         q = np.einsum("nt,nt->n", P, z).reshape(S, A)
         nw = np.array([-linprog(-q[s], A_eq=np.ones((1, A)), b_eq=[1.0],
                                 bounds=list(zip(lo[s], hi[s], strict=True)),
@@ -417,17 +417,17 @@ def box_fixed_point(ball, g, gamma, lo, hi, tol=1e-12):
 @scaled(10)
 @given(tiny_robust_cases(max_constraints=1), st.integers(0, 2**31 - 1))
 def test_box_bound_brackets_the_independent_box_fixed_point(case, seed):
-    model, ball, _ = case
+    model, uset, _ = case
     S, A = model.n_states, model.n_actions
     rng = np.random.default_rng(seed)
     lo = rng.uniform(0, 0.5 / A, size=(S, A))
     hi = np.minimum(1.0, lo + rng.uniform(0.2, 1.0, size=(S, A)))
     hi[np.arange(S), rng.integers(0, A, size=S)] = 1.0  # a non-empty box
-    game = RobustGame(model, ball, tol=1e-6)  # a loose tolerance: the bound must hold
+    game = RobustGame(model, uset, tol=1e-6)  # a loose tolerance: the bound must hold
     lam = rng.uniform(0, 2, size=1)
     g = np.asarray(model.R) - lam[0] * np.asarray(model.C)[..., 0]
     sol = game.solve(game.lagrangian(lam[None]), lo[None], hi[None])
-    ref = model.p0 @ box_fixed_point(ball, g, model.gamma, lo, hi)
+    ref = model.p0 @ box_fixed_point(uset, g, model.gamma, lo, hi)
     assert sol["value"][0] - sol["err"][0] <= ref + 1e-9
     assert sol["value"][0] + sol["err"][0] >= ref - 1e-9
 
@@ -435,11 +435,11 @@ def test_box_bound_brackets_the_independent_box_fixed_point(case, seed):
 # --------------------------------------------------------------------------- variants
 def test_variants_are_exact_evaluations_under_their_own_worst_case():
     m = garnet(5, 2, 3, n_constraints=1, seed=7, gamma=0.9)
-    ball = l1_ball(m, 0.5, support="all")
+    uset = l1_ball(m, 0.5, support="all")
     R, Cs = np.asarray(m.R), np.asarray(m.C)
     for name in ("value", "constraint", "lagrangian"):
-        var = rcmdp_variant(m, ball, name, n_grid=9)
-        assert ball.contains(var.P_worst).all()
+        var = rcmdp_variant(m, uset, name, n_grid=9)
+        assert uset.contains(var.P_worst).all()
         P = var.P_worst
         v, C = policy_values(P, np.einsum("sat,sat->sa", P, R),
                              np.einsum("sat,satk->sak", P, Cs), m.gamma, var.policy)
@@ -449,9 +449,9 @@ def test_variants_are_exact_evaluations_under_their_own_worst_case():
         g = {"value": R, "constraint": -Cs[..., 0], "lagrangian": R - Cs @ lam}[name]
         w = {"value": var.value, "constraint": -var.costs[0],
              "lagrangian": var.value - lam @ var.costs}[name]
-        assert m.p0 @ robust_fixed_point(ball, g, m.gamma, var.policy) == pytest.approx(
+        assert m.p0 @ robust_fixed_point(uset, g, m.gamma, var.policy) == pytest.approx(
             w, abs=1e-8)
-        value, costs = robust_numbers(m, ball, var.policy)
+        value, costs = robust_numbers(m, uset, var.policy)
         assert var.robust_value == pytest.approx(value, abs=1e-8)
         np.testing.assert_allclose(var.robust_costs, costs, atol=1e-8)
         assert "robust_cost" not in var and "cost" not in var
@@ -463,17 +463,17 @@ def test_variants_are_exact_evaluations_under_their_own_worst_case():
 
 def test_value_variant_with_slack_budget_is_the_robust_optimum():
     m = positive_reward_model(9, n_constraints=1).replace(d=[1e3])
-    ball = l1_ball(m, 0.3, support="all")
-    var = rcmdp_variant(m, ball, "value", n_grid=5)
+    uset = l1_ball(m, 0.3, support="all")
+    var = rcmdp_variant(m, uset, "value", n_grid=5)
     assert var.lam[0] == 0.0
-    assert var.value == pytest.approx(robust_optimum(m, ball), abs=1e-9)
+    assert var.value == pytest.approx(robust_optimum(m, uset), abs=1e-9)
 
 
 @pytest.mark.parametrize(
     ("call", "error", "facts"),
     [
         (lambda m, b: rcmdp_variant(m, b, "robust"), OptionError, ("variant", "'robust'")),
-        (lambda m, b: rcmdp_bracket(m, np.zeros(3)), InputError, ("ball", "L1Ball")),
+        (lambda m, b: rcmdp_bracket(m, np.zeros(3)), InputError, (".uset", "L1Ball")),
         (lambda m, b: rcmdp_bracket(m, b, lam_range=(1.0, 0.5)), InputError,
          ("lam_range[1]", "0.5")),
         (lambda m, b: rcmdp_bracket(m, b, feas_tol=-1e-9), InputError, ("feas_tol", "-1e-09")),
@@ -495,27 +495,27 @@ def test_value_variant_with_slack_budget_is_the_robust_optimum():
 )
 def test_argument_errors_name_the_argument_and_value(call, error, facts):
     m = garnet(3, 2, 2, n_constraints=1, seed=0)
-    ball = l1_ball(m, 0.1)
+    uset = l1_ball(m, 0.1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(error) as exc:
-            call(m, ball)
+            call(m, uset)
     for fact in facts:
         assert fact in str(exc.value), (fact, str(exc.value))
 
 
 def test_bracket_settings_are_one_frozen_validated_value():
-    m, ball = mid_budget_model(1, 0.3)
+    m, uset = mid_budget_model(1, 0.3)
     with pytest.raises(InputError, match="max_boxes"):
         BracketSettings(max_boxes=0)
     with pytest.raises(TypeError, match="n_sweeps"):
-        rcmdp_bracket(m, ball, n_sweeps=2)  # gone: it had no effect
+        rcmdp_bracket(m, uset, n_sweeps=2)  # gone: it had no effect
     settings = BracketSettings(max_boxes=3, variants=[], dual_evaluations=0)
     assert settings.variants == ()
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.max_boxes = 4
-    a = rcmdp_bracket(m, ball, settings, progress=False, time_limit=None)
-    b = rcmdp_bracket(m, ball, max_boxes=3, variants=(), dual_evaluations=0,
+    a = rcmdp_bracket(m, uset, settings, progress=False, time_limit=None)
+    b = rcmdp_bracket(m, uset, max_boxes=3, variants=(), dual_evaluations=0,
                       progress=False, time_limit=None)
     assert (a.lower, a.upper, a.boxes) == (b.lower, b.upper, b.boxes)
     assert a.boxes <= 3 + 2 * 32  # the settings' box budget, not the default 100 000
@@ -534,8 +534,8 @@ def test_the_bracket_builds_one_game(monkeypatch):
         init(self, *args, **kwargs)
 
     monkeypatch.setattr(engine.RobustGame, "__init__", counting)
-    m, ball = mid_budget_model(1, 0.3)
-    res = rcmdp_bracket(m, ball, max_boxes=20, dual_evaluations=4, progress=False,
+    m, uset = mid_budget_model(1, 0.3)
+    res = rcmdp_bracket(m, uset, max_boxes=20, dual_evaluations=4, progress=False,
                         time_limit=None, variants=VARIANTS)
     assert res.dual is not None and set(res.variants) == set(VARIANTS)
     assert len(built) == 1
@@ -586,16 +586,16 @@ def test_upper_never_below_lower_when_a_budget_binds_exactly(case):
     of step 1/20, robust-evaluated in one batch by the engine (these models have terminal
     states and restricted supports, which the reference evaluator above does not
     handle), the best feasible one again on its own by ``robust_evaluate``."""
-    model, ball = case[:2]
-    res = rcmdp_bracket(model, ball, **QUICK)
+    model, uset = case[:2]
+    res = rcmdp_bracket(model, uset, **QUICK)
     assert res.lower <= res.upper
     grid = np.array([[[a, 1.0 - a], [b, 1.0 - b]]
                      for a, b in itertools.product(np.linspace(0.0, 1.0, 21), repeat=2)])
-    ev = RobustGame(model, ball).evaluate(grid)  # the 441 policies in one batch
+    ev = RobustGame(model, uset).evaluate(grid)  # the 441 policies in one batch
     feasible = np.all(ev.costs_estimate <= model.d, axis=1)
     if feasible.any():
         i = int(np.flatnonzero(feasible)[np.argmax(ev.value_estimate[feasible])])
-        rob = robust_evaluate(model, grid[i], ball, per_constraint=True)  # one by itself
+        rob = robust_evaluate(model, grid[i], uset, per_constraint=True)  # one by itself
         assert rob.value == pytest.approx(ev.value_estimate[i], abs=1e-9)
         np.testing.assert_allclose(rob.costs_worst, ev.costs_estimate[i], atol=1e-9)
         assert res.upper >= ev.value_estimate[i]
@@ -607,9 +607,9 @@ def test_the_bracket_of_the_model_that_crossed():
     """The model of seed 1 above, kept as an explicit case (the grid's best feasible
     value is the lower side's policy, exactly at its budget).  The box budget binds, not
     the time (2 s did not always find the policy on a loaded machine)."""
-    model, ball = T.example(T.robust_cmdps(n_states=2, n_actions=2), seed=1)[:2]
+    model, uset = T.example(T.robust_cmdps(n_states=2, n_actions=2), seed=1)[:2]
     for bounds in (("local",), ("lp",), ("local", "lp")):
-        res = rcmdp_bracket(model, ball, box_bounds=bounds, **dict(QUICK, time_limit=None))
+        res = rcmdp_bracket(model, uset, box_bounds=bounds, **dict(QUICK, time_limit=None))
         assert res.lower <= res.upper, bounds
         assert res.lower == pytest.approx(-9.342105263157897, abs=1e-9)
 
@@ -625,8 +625,8 @@ def test_the_lower_side_climbs_the_flat_ridge_of_riverswim20():
 
     # the left bank of Strehl and Littman (upstream 0.4), the model the search written
     # apart was run on (the default is now Osband et al.'s bank, 0.6)
-    m, ball = classic_instance("riverswim", n=20, bank_up=0.4)
-    res = rcmdp_bracket(m, ball, progress=False, max_boxes=1, time_limit=None)
+    m, uset = classic_instance("riverswim", n=20, bank_up=0.4)
+    res = rcmdp_bracket(m, uset, progress=False, max_boxes=1, time_limit=None)
     assert res.lower >= 0.0635314 * (1 - 0.015), res.message
     assert res.lower <= res.upper
 
@@ -688,11 +688,11 @@ def test_the_lower_side_reaches_the_steepest_line_of_frozenlake8_kl():
     the steepest line it stopped at 1.91747e-05 (1% below)."""
     from rcmdp_exact.domains import classic_instance
 
-    m, ball = classic_instance("frozen_lake", "kl", 0.1, map="8x8")
-    res = rcmdp_bracket(m, ball, progress=False, max_boxes=1, time_limit=None)
+    m, uset = classic_instance("frozen_lake", "kl", 0.1, map="8x8")
+    res = rcmdp_bracket(m, uset, progress=False, max_boxes=1, time_limit=None)
     assert res.lower >= 1.93607931e-05 * (1 - 1e-6), res.message
     assert res.lower <= res.upper
-    check = robust_evaluate(m, res.policy, ball, tol=1e-12)
+    check = robust_evaluate(m, res.policy, uset, tol=1e-12)
     assert float(check.value) >= res.lower - 1e-12
     assert np.all(np.asarray(check.costs_worst) <= m.d + 1e-12)
 
@@ -707,13 +707,13 @@ def test_a_long_run_searches_the_lower_side_again_deeper(capsys):
 
     # the left bank of Strehl and Littman (upstream 0.4), the model the search written
     # apart was run on (the default is now Osband et al.'s bank, 0.6)
-    m, ball = classic_instance("riverswim", n=20, bank_up=0.4)
+    m, uset = classic_instance("riverswim", n=20, bank_up=0.4)
     kw = dict(max_boxes=2100, time_limit=None, dual_evaluations=0)
-    deep = rcmdp_bracket(m, ball, deep_after=2000, progress=True, **kw)
+    deep = rcmdp_bracket(m, uset, deep_after=2000, progress=True, **kw)
     assert deep.lower >= 0.0635314 * (1 - 1e-5), deep.message
     assert deep.lower <= deep.upper
     assert "a deeper search of the lower side" in capsys.readouterr().err
-    once = rcmdp_bracket(m, ball, deep_after=0, progress=False, **kw)
+    once = rcmdp_bracket(m, uset, deep_after=0, progress=False, **kw)
     assert once.lower < 0.0635314 * (1 - 1e-3)
     assert deep.boxes >= 2000 and once.boxes >= 2000
 
@@ -724,9 +724,9 @@ def test_the_gap_is_reported_honestly():
     from rcmdp_exact.domains import classic_instance
     from rcmdp_exact.ground_truth import POLICY_CLASS, value_range
 
-    m, ball = classic_instance("riverswim", n=4)
+    m, uset = classic_instance("riverswim", n=4)
     assert value_range(m) == pytest.approx(1.0 / (1.0 - m.gamma))  # rewards in [0, 1]
-    res = rcmdp_bracket(m, ball, variants=(), progress=False, max_boxes=3, time_limit=None)
+    res = rcmdp_bracket(m, uset, variants=(), progress=False, max_boxes=3, time_limit=None)
     assert res.status == "budget_exhausted" and not res.closed
     assert res.policy_class == POLICY_CLASS == "stationary randomised"
     assert res.value_range == pytest.approx(value_range(m))
@@ -737,7 +737,7 @@ def test_the_gap_is_reported_honestly():
     assert res.gap > 1e-4 * scale
     assert "NOT closed" in res.message and "stationary randomised" in res.message
     assert f"{100 * res.relative_gap:.3g}% of |lower|" in res.message
-    tight = rcmdp_bracket(m, ball, variants=(), progress=False, rtol=1e-3, time_limit=None)
+    tight = rcmdp_bracket(m, uset, variants=(), progress=False, rtol=1e-3, time_limit=None)
     assert tight.closed == (tight.gap <= max(1e-9, 1e-3 * max(abs(tight.lower),
                                                                  1e-6 * tight.value_range)))
     assert tight.closed and tight.message.startswith("closed: ")
@@ -748,14 +748,14 @@ def test_the_variant_targets_are_computed_only_when_asked():
     result says so with an empty ``variants``); asked for, they are the targets of
     :func:`variant_target` on the bracket's game, and the bounds are certified either
     way (the lower side of the default run is no worse than a third of the gap below)."""
-    m, ball = mid_budget_model(1, 0.3)
+    m, uset = mid_budget_model(1, 0.3)
     kw = dict(progress=False, max_boxes=40, time_limit=None)
-    plain = rcmdp_bracket(m, ball, **kw)
+    plain = rcmdp_bracket(m, uset, **kw)
     assert plain.variants == {} and BracketSettings().variants == ()
-    asked = rcmdp_bracket(m, ball, variants=VARIANTS, **kw)
+    asked = rcmdp_bracket(m, uset, variants=VARIANTS, **kw)
     assert set(asked.variants) == set(VARIANTS)
     for v in VARIANTS:
-        ref = rcmdp_variant(m, ball, v, progress=False)
+        ref = rcmdp_variant(m, uset, v, progress=False)
         assert np.array_equal(asked.variants[v].policy, ref.policy)
     for res in (plain, asked):
         assert res.lower <= res.upper
@@ -779,8 +779,8 @@ def test_the_mixtures_reach_the_feasibility_boundary(seed):
     rng = np.random.default_rng(seed)
     S, A = int(rng.integers(2, 4)), int(rng.integers(2, 4))
     m = garnet(S, A, S, n_constraints=1, seed=int(rng.integers(2**31)), gamma=0.9)
-    ball = l1_ball(m, float(rng.uniform(0.1, 0.5)), support="all")
-    game = RobustGame(m, ball, tol=1e-12)
+    uset = l1_ball(m, float(rng.uniform(0.1, 0.5)), support="all")
+    game = RobustGame(m, uset, tol=1e-12)
     safe = rng.dirichlet(np.ones(A), size=S)
     risky = rng.dirichlet(np.ones(A), size=S)
     cs, cr = (float(game.evaluate(p[None])["costs"][0, 0]) for p in (safe, risky))
@@ -831,8 +831,8 @@ def test_the_refinement_of_lam_in_rounds_and_its_early_stop(monkeypatch):
     import rcmdp_exact.ground_truth.dual as dual_mod
     from rcmdp_exact.ground_truth.variants import lam_bounds
 
-    m, ball = mid_budget_model(1, 0.3)
-    game = RobustGame(m, ball, tol=1e-12)
+    m, uset = mid_budget_model(1, 0.3)
+    game = RobustGame(m, uset, tol=1e-12)
     low, high = lam_bounds(m, None)
     kw = dict(low=low, high=high, n_grid=29, n_refine=40, n_cuts=0)
     rounds = dual_mod.lagrangian_search(game, [np.zeros(game.K)], gain=-np.inf, **kw)
@@ -842,5 +842,5 @@ def test_the_refinement_of_lam_in_rounds_and_its_early_stop(monkeypatch):
     monkeypatch.setattr(dual_mod, "REFINE_ROUND", 10)
     quick = dual_mod.lagrangian_search(game, [np.zeros(game.K)], gain=np.inf, **kw)
     assert quick.U >= whole.U
-    br = rcmdp_bracket(m, ball, progress=False, max_boxes=20, dual_evaluations=0)
+    br = rcmdp_bracket(m, uset, progress=False, max_boxes=20, dual_evaluations=0)
     assert min(quick.U, whole.U) >= br.lower - 1e-9

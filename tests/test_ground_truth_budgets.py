@@ -110,18 +110,18 @@ def _under(clock, call, monkeypatch):
     ("99% of the time limit gone", 1.0, 0.99e6, 1e6),
 ])
 def test_the_bracket_does_not_depend_on_the_clock(what, speed, used, limit, monkeypatch):
-    m, ball = _model()
-    plain = rcmdp_bracket(m, ball, time_limit=limit, **BUDGET)
+    m, uset = _model()
+    plain = rcmdp_bracket(m, uset, time_limit=limit, **BUDGET)
     assert plain.reproducible and plain.dual is not None and len(plain.variants) == 3
     assert plain.boxes > BUDGET["deep_after"]  # the deeper search ran
     clock = _Clock(time.perf_counter, speed, used)
-    busy = _under(clock, lambda: rcmdp_bracket(m, ball, time_limit=limit, **BUDGET),
+    busy = _under(clock, lambda: rcmdp_bracket(m, uset, time_limit=limit, **BUDGET),
                   monkeypatch)
     assert clock.reads > 100, what  # the code did read this clock
     _assert_same(_fields(plain), _fields(busy))
-    dual = certified_dual(m, ball, max_evaluations=60, time_limit=limit)
+    dual = certified_dual(m, uset, max_evaluations=60, time_limit=limit)
     busy_dual = _under(_Clock(time.perf_counter, speed, used),
-                       lambda: certified_dual(m, ball, max_evaluations=60, time_limit=limit),
+                       lambda: certified_dual(m, uset, max_evaluations=60, time_limit=limit),
                        monkeypatch)
     assert (dual.lo, dual.hi, dual.evaluations, dual.message) == \
         (busy_dual.lo, busy_dual.hi, busy_dual.evaluations, busy_dual.message)
@@ -146,35 +146,35 @@ def test_the_safety_net_stops_a_run_and_says_so(reads, monkeypatch):
     the result says that the time limit stopped it, in which phase, and that it is not
     reproducible; both bounds still hold (checked against an independent robust
     evaluation of every deterministic and 50 random policies)."""
-    m, ball = _model()
+    m, uset = _model()
     kw = dict(BUDGET, max_boxes=10**6, deep_after=0)
-    res = _under(_Deadline(reads), lambda: rcmdp_bracket(m, ball, time_limit=60.0, **kw),
+    res = _under(_Deadline(reads), lambda: rcmdp_bracket(m, uset, time_limit=60.0, **kw),
                  monkeypatch)
     assert res.reproducible is False and res.stopped_by_time_limit is True
     assert isinstance(res.time_limit_phase, str) and res.time_limit_phase
     assert "STOPPED BY THE TIME LIMIT of 60 s" in res.message
     assert "NOT reproducible" in res.message and res.time_limit_phase in res.message
     assert res.boxes < 10**6
-    found = [robust_numbers(m, ball, pi) for pi in search_policies(m, 0, n_random=50)]
+    found = [robust_numbers(m, uset, pi) for pi in search_policies(m, 0, n_random=50)]
     best = max(v for v, c in found if np.all(c <= m.d))
     tol = 1e-9 * scale(m)
     assert res.upper >= best - tol
     if np.isfinite(res.lower):
-        value, costs = robust_numbers(m, ball, res.policy)
+        value, costs = robust_numbers(m, uset, res.policy)
         assert np.all(costs <= m.d + tol) and res.lower <= value + tol
-    free = rcmdp_bracket(m, ball, time_limit=None, **dict(kw, max_boxes=60))
+    free = rcmdp_bracket(m, uset, time_limit=None, **dict(kw, max_boxes=60))
     assert free.reproducible and free.stopped_by_time_limit is False
     assert "time limit" not in free.message.lower()
 
 
 def test_the_certified_dual_says_when_its_time_limit_stopped_it(monkeypatch):
-    m, ball = _model()
-    res = _under(_Deadline(3), lambda: certified_dual(m, ball, max_evaluations=10**6,
+    m, uset = _model()
+    res = _under(_Deadline(3), lambda: certified_dual(m, uset, max_evaluations=10**6,
                                                       time_limit=5.0), monkeypatch)
     assert res.reproducible is False and res.stopped_by_time_limit
     assert "STOPPED BY THE TIME LIMIT of 5 s" in res.message
     assert res.evaluations < 10**6 and res.lo <= res.hi
-    full = certified_dual(m, ball, max_evaluations=200)
+    full = certified_dual(m, uset, max_evaluations=200)
     assert full.reproducible and res.lo <= full.hi + 1e-9 and full.lo <= res.hi + 1e-9
 
 
@@ -228,13 +228,13 @@ def test_chunks_finishing_in_any_order_on_any_worker_give_the_serial_bracket(see
     import rcmdp_exact.ground_truth.boxes as boxes
     from rcmdp_exact.domains import classic_instance
 
-    m, ball = classic_instance("riverswim", n=6)
+    m, uset = classic_instance("riverswim", n=6)
     kw = dict(progress=False, variants=(), max_boxes=200, time_limit=None,
               dual_evaluations=0)
-    serial = rcmdp_bracket(m, ball, **kw)
+    serial = rcmdp_bracket(m, uset, **kw)
     client = _ShuffledClient(seed)
     monkeypatch.setattr(boxes, "_wait", client.wait)
-    shuffled = rcmdp_bracket(m, ball, client=client, **kw)
+    shuffled = rcmdp_bracket(m, uset, client=client, **kw)
     assert any(order != sorted(order) for order, _ in client.ran)  # out of order
     assert {w for _, ws in client.ran for w in ws} == {0, 1}  # on both workers
     assert serial.boxes > 100 and not serial.closed
@@ -294,10 +294,10 @@ REFUSED = [
 def test_hostile_options_are_refused_before_any_work(call, error, facts, monkeypatch):
     from helpers import raises_fact
 
-    m, ball = _model()
+    m, uset = _model()
     _no_work(monkeypatch)
     with raises_fact(error, *facts):
-        call(m, ball)
+        call(m, uset)
 
 
 class _FiresIn:
@@ -359,11 +359,11 @@ def test_a_time_limit_cuts_every_phase_within_one_batch(phase, options, monkeypa
     import rcmdp_exact.ground_truth.bracket as bracket
     from rcmdp_exact.ground_truth.dual import BATCH_PROBLEMS
 
-    m, ball = _model()
+    m, uset = _model()
     fires = _FiresIn(phase)
     monkeypatch.setattr(bracket, "SafetyNet", fires.cls)
     calls = _count_work(monkeypatch)
-    res = rcmdp_bracket(m, ball, progress=False, time_limit=1e6, **options)
+    res = rcmdp_bracket(m, uset, progress=False, time_limit=1e6, **options)
     assert fires.net is not None and res.time_limit_phase == phase
     assert res.reproducible is False and "NOT reproducible" in res.message
     assert max(j for _, j, _ in calls) <= BATCH_PROBLEMS
@@ -375,11 +375,11 @@ def test_a_time_limit_cuts_every_phase_within_one_batch(phase, options, monkeypa
 def test_a_time_limit_cuts_the_certified_dual_within_one_fixed_point(monkeypatch):
     import rcmdp_exact.ground_truth.dual_certificate as dc
 
-    m, ball = _model()
+    m, uset = _model()
     fires = _FiresIn("")
     monkeypatch.setattr(dc, "SafetyNet", fires.cls)
     calls = _count_work(monkeypatch)
-    res = dc.certified_dual(m, ball, max_evaluations=10**6, time_limit=1e6)
+    res = dc.certified_dual(m, uset, max_evaluations=10**6, time_limit=1e6)
     assert res.reproducible is False and res.evaluations < 50
     assert sum(1 for _, _, fired in calls if fired) <= 2
 

@@ -63,10 +63,10 @@ def test_bracket_with_pseudocost_branching_is_certified(case):
     """The whole bracket with the pseudocost rule: the upper side above every
     robust-feasible deterministic and sampled stochastic policy (independent
     evaluation), the lower side certified."""
-    model, ball, seed = case
-    res = rcmdp_bracket(model, ball, variants=(), progress=False, max_boxes=60,
+    model, uset, seed = case
+    res = rcmdp_bracket(model, uset, variants=(), progress=False, max_boxes=60,
                         time_limit=None)
-    assert_certified(res, model, ball, seed)
+    assert_certified(res, model, uset, seed)
 
 
 @pytest.mark.parametrize("option", [
@@ -77,15 +77,15 @@ def test_the_removed_box_rules_are_refused_by_name(option):
     """Measured as losing within the goals' time limits and removed (docs/ground_truth.md
     section 3.9 keeps the measurements): refused before any work, naming the option."""
     (name,) = option
-    m, ball = mid_budget_model(3, 0.5)
+    m, uset = mid_budget_model(3, 0.5)
     with pytest.raises(TypeError, match=name):
-        rcmdp_bracket(m, ball, progress=False, **option)
+        rcmdp_bracket(m, uset, progress=False, **option)
     with pytest.raises(TypeError, match=name):
         BracketSettings(**option)
 
 
 def test_the_removed_value_form_bound_is_refused():
-    m, ball = mid_budget_model(3, 0.5)
+    m, uset = mid_budget_model(3, 0.5)
     with pytest.raises(OptionError) as err:
-        rcmdp_bracket(m, ball, progress=False, box_bounds=("lp", "value"))
+        rcmdp_bracket(m, uset, progress=False, box_bounds=("lp", "value"))
     assert "'value'" in str(err.value) and "'local', 'lp'" in str(err.value)

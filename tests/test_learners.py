@@ -39,8 +39,8 @@ def inventory():
     return model, est
 
 
-def _short(model, ball, alg, **kw):
-    base = dict(ball=ball, episodes=6, seed=1, progress=False, eval_every=3,
+def _short(model, uset, alg, **kw):
+    base = dict(uset=uset, episodes=6, seed=1, progress=False, eval_every=3,
                 adversary_start=2, prefit_steps=100)
     base.update(kw)
     return train(model, alg, **base)
@@ -55,7 +55,7 @@ def test_registry_names():
 
 @pytest.mark.parametrize("kwargs, exc, fact", [
     ({"algorithm": "ppo"}, OptionError, "'ppo'"),
-    ({"algorithm": "rcpg-value"}, InputError, "ball"),
+    ({"algorithm": "rcpg-value"}, InputError, "uset="),
     ({"episodes": 0}, InputError, "episodes"),
     ({"seed": -1}, InputError, "seed"),
     ({"critic": "oracle"}, OptionError, "critic"),
@@ -84,13 +84,13 @@ def test_robust_error_says_how(nav1):
 @pytest.mark.parametrize("alg", list(ALGORITHMS))
 def test_same_seed_same_bits(nav1, alg):
     model, est = nav1
-    a = _short(model, est.ball, alg)
-    b = _short(model, est.ball, alg)
+    a = _short(model, est.uset, alg)
+    b = _short(model, est.uset, alg)
     assert np.array_equal(a.policy_params, b.policy_params)
     assert a.records.keys() == b.records.keys()
     for k in a.records:
         assert np.array_equal(a.records[k], b.records[k], equal_nan=True), k
-    c = _short(model, est.ball, alg, seed=2)
+    c = _short(model, est.uset, alg, seed=2)
     assert not np.array_equal(a.policy_params, c.policy_params)
 
 
@@ -106,8 +106,8 @@ def test_compiled_loop_equals_numpy_reference(nav1, inventory, alg, domain):
     if alg == "adversarial-rcpg" and domain == "nav1":
         kw.update(adversary_signal="corrected", multiplier_update="sgd",
                   adversary_multiplier_signal="batch")
-    a = _short(model, est.ball, alg, backend="numba", **kw)
-    b = _short(model, est.ball, alg, backend="numpy", **kw)
+    a = _short(model, est.uset, alg, backend="numba", **kw)
+    b = _short(model, est.uset, alg, backend="numpy", **kw)
     assert a.steps == b.steps > 0
     np.testing.assert_allclose(a.policy_params, b.policy_params, rtol=0, atol=1e-12)
     np.testing.assert_allclose(a.adversary_params, b.adversary_params, rtol=0, atol=1e-12)
@@ -131,8 +131,8 @@ def test_compiled_loop_equals_numpy_reference(nav1, inventory, alg, domain):
 def test_compiled_adversary_variants_equal_numpy_reference(nav1, inventory, domain, variant):
     model, est = nav1 if domain == "nav1" else inventory
     kw = dict(episodes=4 if domain == "inventory" else 6, **variant)
-    a = _short(model, est.ball, "adversarial-rcpg", backend="numba", **kw)
-    b = _short(model, est.ball, "adversarial-rcpg", backend="numpy", **kw)
+    a = _short(model, est.uset, "adversarial-rcpg", backend="numba", **kw)
+    b = _short(model, est.uset, "adversarial-rcpg", backend="numpy", **kw)
     assert a.steps == b.steps > 0
     for x, y in ((a.policy_params, b.policy_params), (a.adversary_params, b.adversary_params),
                  (a.critic_params, b.critic_params)):
@@ -272,7 +272,7 @@ def test_compiled_inner_problem_equals_worst_case_l1(seed, n, alpha):
 # ----------------------------------------------------------------------- records, I/O
 def test_records_and_save_load_round_trip(nav1, tmp_path):
     model, est = nav1
-    res = _short(model, est.ball, "adversarial-rcpg", true_model=model, episodes=7)
+    res = _short(model, est.uset, "adversarial-rcpg", true_model=model, episodes=7)
     rec = res.records
     E, K = 7, model.n_constraints
     for name in EPISODE_RECORDS:
@@ -302,7 +302,7 @@ def test_records_and_save_load_round_trip(nav1, tmp_path):
     assert back.lam_adv == res.lam_adv
     with pytest.raises(InputError):
         res.save(path, force=False)
-    mix = _short(model, est.ball, "adversarial-rcpg", adversary_form="mixture", episodes=3)
+    mix = _short(model, est.uset, "adversarial-rcpg", adversary_form="mixture", episodes=3)
     mix.save(tmp_path / "mix.npz")
     again = load(tmp_path / "mix.npz")
     assert np.array_equal(again.adversary_table(), mix.adversary_table())
@@ -310,8 +310,8 @@ def test_records_and_save_load_round_trip(nav1, tmp_path):
     S, A = model.n_states, model.n_actions
     P = np.zeros((S * A, S))
     np.add.at(P, (np.arange(S * A)[:, None], mix.adversary_outcomes), mix.adversary_table())
-    dist = np.abs(P - est.ball.nominal.reshape(S * A, S)).sum(axis=1)
-    assert (dist <= est.ball.alpha.reshape(-1) + 1e-12).all()
+    dist = np.abs(P - est.uset.nominal.reshape(S * A, S)).sum(axis=1)
+    assert (dist <= est.uset.alpha.reshape(-1) + 1e-12).all()
 
 
 def test_step_budget_is_exact(nav1):
@@ -342,7 +342,7 @@ def test_reported_worst_case_never_below_the_exact_worst_case(nav1, alg, kw):
     base = {"episodes": 40, "eval_every": 10, "lam_adv_init": 0.0}
     if kw.get("gradient") == "exact":
         base = {"episodes": 30, "eval_every": 10, "adversary_start": 0}
-    res = _short(model, est.ball, alg, **{**base, **kw})
+    res = _short(model, est.uset, alg, **{**base, **kw})
     rec = res.records
     for pol in ("stochastic", "greedy"):
         assert (rec[f"eval_learner_{pol}_value"] >= rec[f"eval_worst_{pol}_value"] - 1e-9).all()
@@ -367,10 +367,10 @@ def test_pull_inside(seed, S, radius):
     A = 2
     nominal = rng.dirichlet(np.ones(S), size=(S, A))
     alpha = rng.uniform(0.0, radius, size=(S, A))
-    ball = rx.L1Ball(nominal, alpha)
+    uset = rx.L1Ball(nominal, alpha)
     P = rng.dirichlet(np.ones(S), size=(S, A))
     terminal = np.zeros(S, dtype=bool)
-    Q = ball.pull_inside(P, keep=terminal)
+    Q = uset.pull_inside(P, keep=terminal)
     dist = np.abs(Q - nominal).sum(axis=2)
     assert (dist <= alpha + 1e-12).all()
     np.testing.assert_allclose(Q.sum(axis=2), 1.0)
@@ -388,13 +388,13 @@ def test_adversary_prefit_and_multiplier(nav1):
     """The pre-fit starts inside the ball; lam_adv grows while pairs are outside and a
     large lam_adv keeps them inside (full runs: docs/learners.md)."""
     model, est = nav1
-    res = train(model, "adversarial-rcpg", ball=est.ball, episodes=150, seed=0,
+    res = train(model, "adversarial-rcpg", uset=est.uset, episodes=150, seed=0,
                 eval_every=None, progress=False)
     assert res.info["prefit_inside"] == 1.0 and res.records["adv_inside"][0] == 1.0
     rec = res.records
     outside = rec["adv_inside"] < 1.0
     assert outside.any() and rec["lam_adv"][-1] > 1.0
-    firm = train(model, "adversarial-rcpg", ball=est.ball, episodes=150, seed=0,
+    firm = train(model, "adversarial-rcpg", uset=est.uset, episodes=150, seed=0,
                  eval_every=None, progress=False, lam_adv_init=500.0)
     assert firm.records["adv_inside"].mean() >= 0.95 <= firm.records["adv_inside"][-1]
     assert 0.0 <= firm.info["adv_inside_final"] <= 1.0
@@ -402,13 +402,13 @@ def test_adversary_prefit_and_multiplier(nav1):
 
 def test_critic_exact_and_lp_inner_run(nav1):
     model, est = nav1
-    a = _short(model, est.ball, "rcpg-lagrangian", critic="exact", episodes=2,
+    a = _short(model, est.uset, "rcpg-lagrangian", critic="exact", episodes=2,
                eval_every=None)
     assert a.critic_params.size == 0 and a.steps > 0
     small = rx.domains.garnet(5, 2, 3, seed=4).replace(horizon=15)
-    ball = rx.l1_ball(small, 0.3)
-    b = _short(small, ball, "rcpg-value", episodes=3, eval_every=None)
-    c = _short(small, ball, "rcpg-value", episodes=3, eval_every=None, inner="lp")
+    uset = rx.l1_ball(small, 0.3)
+    b = _short(small, uset, "rcpg-value", episodes=3, eval_every=None)
+    c = _short(small, uset, "rcpg-value", episodes=3, eval_every=None, inner="lp")
     assert b.steps == c.steps
     np.testing.assert_allclose(b.policy_params, c.policy_params, atol=1e-6)
 
@@ -424,9 +424,9 @@ def test_exact_gradient_mode_pg_is_infeasible_on_inventory(inventory):
 
 def test_exact_gradient_mode_is_deterministic_and_follows_the_gradient(nav1):
     model, est = nav1
-    a = train(model, "rcpg-lagrangian", ball=est.ball, gradient="exact", episodes=5,
+    a = train(model, "rcpg-lagrangian", uset=est.uset, gradient="exact", episodes=5,
               eval_every=None, progress=False, entropy=0.0)
-    b = train(model, "rcpg-lagrangian", ball=est.ball, gradient="exact", episodes=5,
+    b = train(model, "rcpg-lagrangian", uset=est.uset, gradient="exact", episodes=5,
               eval_every=None, progress=False, entropy=0.0)
     assert np.array_equal(a.policy_params, b.policy_params)
     assert a.records["length"].sum() == 0
@@ -438,7 +438,7 @@ def test_compiled_adversary_episodes_equal_sampling_rollout(nav1):
 
     model, est = nav1
     n, seed = 30, 5
-    res = train(model, "adversarial-rcpg", ball=est.ball, episodes=n, seed=seed,
+    res = train(model, "adversarial-rcpg", uset=est.uset, episodes=n, seed=seed,
                 lr_policy=1e-300, adversary_start=n, prefit_steps=50, eval_every=None,
                 progress=False)
     S, A = model.n_states, model.n_actions
@@ -462,13 +462,13 @@ def test_options_by_name_and_settings_passed_whole(nav1):
     it bit for bit, keyword options replace single fields, an unknown name is refused
     with the valid names."""
     model, est = nav1
-    a = _short(model, est.ball, "rcpg-lagrangian", entropy=2.0)
+    a = _short(model, est.uset, "rcpg-lagrangian", entropy=2.0)
     assert a.settings.entropy == 2.0
-    b = train(model, "rcpg-lagrangian", ball=est.ball, seed=1, progress=False,
+    b = train(model, "rcpg-lagrangian", uset=est.uset, seed=1, progress=False,
               settings=a.settings)
     np.testing.assert_array_equal(a.policy_params, b.policy_params)
     np.testing.assert_array_equal(a.records["return"], b.records["return"])
-    c = train(model, "rcpg-lagrangian", ball=est.ball, seed=1, progress=False,
+    c = train(model, "rcpg-lagrangian", uset=est.uset, seed=1, progress=False,
               settings=a.settings, entropy=5.0)
     assert c.settings.entropy == 5.0
     assert not np.array_equal(a.policy_params, c.policy_params)
@@ -505,7 +505,7 @@ def test_train_result_is_a_result_that_round_trips_as_itself(nav1, tmp_path):
     from rcmdp_exact.learners import TrainResult
 
     model, est = nav1
-    res = _short(model, est.ball, "adversarial-rcpg", episodes=3, adversary_form="mixture")
+    res = _short(model, est.uset, "adversarial-rcpg", episodes=3, adversary_form="mixture")
     assert isinstance(res, Result) and res["lam"] is res.lam and res.episodes == 3
     for back in (TrainResult.from_json(res.to_json()), Result.from_json(res.to_json()),
                  Result.load(res.save(tmp_path / "r")), load(tmp_path / "r")):
@@ -540,13 +540,13 @@ def test_settings_are_checked_once_and_passed_whole(nav1, monkeypatch):
         checked.append(self)
         return real_checked(self, m)
 
-    def build(m, algo, ball, settings):
+    def build(m, algo, uset, settings):
         given.append(settings)
-        return real_build(m, algo, ball, settings)
+        return real_build(m, algo, uset, settings)
 
     monkeypatch.setattr(Settings, "checked", counting)
     monkeypatch.setattr(training, "build_problem", build)
-    res = _short(model, est.ball, "adversarial-rcpg", episodes=2, lam_init=2.0)
+    res = _short(model, est.uset, "adversarial-rcpg", episodes=2, lam_init=2.0)
     assert len(checked) == 1 and len(given) == 1 and given[0] is res.settings
     assert res.settings.lam_init == 2.0 and abs(res.records["lam"][0, 0] - 2.0) < 0.1
     for former in ("lambda_init", "lambda_adv_init", "lambda_max"):

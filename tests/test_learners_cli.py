@@ -50,7 +50,7 @@ def test_output_file_and_bracket(tmp_path, capsys, monkeypatch):
 
     calls = []
 
-    def stub(model, ball, **kwargs):
+    def stub(model, uset, **kwargs):
         calls.append(kwargs)
         # the fields of a bracket's result that the command prints
         return Result(lower=1.25, upper=2.5, value_range=10.0, closed=False,

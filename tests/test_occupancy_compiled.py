@@ -34,19 +34,19 @@ def kernel_boxes(draw):
     masses from 1e-15 to 1e-2 beside large ones, exact zeros), a radius from 1e-6 to one
     that covers the simplex, and gamma up to 0.999, where Howard's iteration and the
     McCormick envelopes are hardest."""
-    model, ball, seed = draw(tiny_robust_cases(max_states=6))
+    model, uset, seed = draw(tiny_robust_cases(max_states=6))
     rng = np.random.default_rng(seed)
     S, A = model.n_states, model.n_actions
-    model, ball = hard_rows(draw, model, ball, rng)
+    model, uset = hard_rows(draw, model, uset, rng)
     J = int(rng.integers(1, 4))
     width = draw(st.sampled_from([0.05, 0.3, 1.0, None]))
     boxes = [random_box(rng, S, A, width) for _ in range(J)]
     lo = np.stack([b[0] for b in boxes])
     hi = np.stack([b[1] for b in boxes])
-    game = RobustGame(model, ball)
+    game = RobustGame(model, uset)
     pi = game.greedy(rng.normal(size=lo.shape), lo, hi)
     P = game.evaluate(pi)["P"]  # (J, 1 + K, S, A, S)
-    return model, ball, game, lo, hi, P, rng
+    return model, uset, game, lo, hi, P, rng
 
 
 def _dense_values(P, pi, r, gamma):
@@ -129,8 +129,8 @@ def test_branch_and_bound_children_start_from_their_parents_values():
     """bound_boxes hands each box's occupancy values to its children, and a child's bound
     is the same (to rounding) with and without them."""
     m = garnet(8, 3, 3, n_constraints=1, seed=4, gamma=0.9)
-    ball = l1_ball(m, 0.3, support="all")
-    game = RobustGame(m, ball)
+    uset = l1_ball(m, 0.3, support="all")
+    game = RobustGame(m, uset)
     S, A = m.n_states, m.n_actions
     lam, step = np.zeros((1, 1)), np.full((1, 1), 0.1)
     root = bound_boxes(game, np.zeros((1, S, A)), np.ones((1, S, A)), lam, step, None,

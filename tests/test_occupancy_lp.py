@@ -105,8 +105,8 @@ def test_basis_travels_as_int8_arrays():
     from rcmdp_exact.robust.engine import RobustGame
     from rcmdp_exact.testing import random_box
 
-    m, ball = mid_budget_model(1, 0.3)
-    game = RobustGame(m, ball)
+    m, uset = mid_budget_model(1, 0.3)
+    game = RobustGame(m, uset)
     rng = np.random.default_rng(0)
     lo, hi = random_box(rng, m.n_states, m.n_actions, 0.3)
     pi = game.greedy(rng.normal(size=lo.shape), lo, hi)
@@ -126,7 +126,7 @@ def test_basis_travels_as_int8_arrays():
     # a basis of another LP (of a model with two constraints: more rows and columns)
     # does not fit: ignored
     m2 = m.replace(C=np.repeat(np.asarray(m.C), 2, axis=3), d=np.repeat(m.d, 2))
-    game2 = RobustGame(m2, ball)
+    game2 = RobustGame(m2, uset)
     ev2 = game2.evaluate(pi[None])
     d2 = occupancy_intervals(game2, ev2["P"], lo[None], hi[None])
     _, big = OccupancyLP(game2).bound(lo, hi, ev2["P"][0], d2[0][0], d2[1][0])

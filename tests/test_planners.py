@@ -297,7 +297,7 @@ def test_learner_planners_return_the_learners_own_policy(name):
     r = plan(m, uset, name, iterations=12, seed=3, curve_points=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t = train(m, name.removesuffix("-exact"), ball=uset, seed=3, episodes=12,
+        t = train(m, name.removesuffix("-exact"), uset=uset, seed=3, episodes=12,
                   gradient="exact", critic="exact", eval_every=3, progress=False,
                   multiplier_start=4)
     np.testing.assert_array_equal(r.policy, t.policy_table())
@@ -352,7 +352,7 @@ def test_a_planner_is_a_trainer():
     uset = rx.l1_ball(m, 0.1)
     tr = as_trainer("rnpg", step=5.0)
     check_trainer(tr)
-    res = tr(m, "rnpg", ball=uset, seed=2, episodes=7, critic="learned", gradient="sampled")
+    res = tr(m, "rnpg", uset=uset, seed=2, episodes=7, critic="learned", gradient="sampled")
     table = check_result(res, tr, 3, 2)
     np.testing.assert_array_equal(table, plan(m, uset, "rnpg", iterations=7, seed=2,
                                               step=5.0).policy)

@@ -792,7 +792,7 @@ def test_trainer_signature_is_checked_before_any_work(tmp_path):
     line = one_line(rcmdp(tmp_path, "reproduce", *args, "--out", "out",
                           env=_env([tmp_path])))
     has(line, "--trainer 'my_trainers:no_keywords'", "unexpected keyword argument",
-        "train(model, algorithm, *, ball")
+        "train(model, algorithm, *, uset")
     assert not (tmp_path / "out").exists()
 
 

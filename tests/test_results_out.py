@@ -118,8 +118,8 @@ def test_a_bracket_result_round_trips(tmp_path):
     from rcmdp_exact import rcmdp_bracket
     from rcmdp_exact.testing import example, robust_cmdps
 
-    model, ball = example(robust_cmdps(n_states=2, n_actions=2), seed=1)
-    br = rcmdp_bracket(model, ball, variants=("value",), progress=False, max_boxes=30,
+    model, uset = example(robust_cmdps(n_states=2, n_actions=2), seed=1)
+    br = rcmdp_bracket(model, uset, variants=("value",), progress=False, max_boxes=30,
                        time_limit=None)
     for name in ("b.json", "b.npz"):
         back = Result.load(br.save(tmp_path / name))
@@ -129,8 +129,8 @@ def test_a_bracket_result_round_trips(tmp_path):
 
 def test_objects_outside_the_form_are_refused_with_the_field_named():
     m = TabularCMDP(np.ones((1, 1, 1)), R=[[1.0]], gamma=0.5)
-    res = Result(fit=Result(ball=l1_ball(m, 0.1)))
-    with raises_fact(InputError, "fit.ball", "L1Ball", "save"):
+    res = Result(fit=Result(uset=l1_ball(m, 0.1)))
+    with raises_fact(InputError, "fit.uset", "L1Ball", "save"):
         res.to_json()
     with raises_fact(InputError, "complex128"):
         Result(z=np.array([1j])).to_json()
@@ -278,13 +278,13 @@ def test_one_path_rule_for_every_artefact(tmp_path):
     """The suffix is added on save and accepted with or without on load, for models,
     sets and results alike."""
     m = TabularCMDP(np.ones((1, 1, 1)), R=[[1.0]], gamma=0.5)
-    ball = l1_ball(m, 0.1)
+    uset = l1_ball(m, 0.1)
     res = Result(x=1.0)
     assert m.save(tmp_path / "m") == tmp_path / "m.npz"
-    assert ball.save(tmp_path / "b") == tmp_path / "b.npz"
+    assert uset.save(tmp_path / "b") == tmp_path / "b.npz"
     assert res.save(tmp_path / "r") == tmp_path / "r.json"
     assert res.save(tmp_path / "r.v2") == tmp_path / "r.v2.json"
-    for stem, load in (("m", TabularCMDP.load), ("b", type(ball).load), ("r", Result.load)):
+    for stem, load in (("m", TabularCMDP.load), ("b", type(uset).load), ("r", Result.load)):
         suffix = ".json" if stem == "r" else ".npz"
         a, b = load(tmp_path / stem), load(tmp_path / (stem + suffix))
         assert type(a) is type(b)

@@ -195,15 +195,15 @@ def test_the_learners_take_any_sa_set_where_their_maths_allows():
 
     model = rx.domains.garnet(4, 2, 2, n_constraints=1, seed=1, gamma=0.9, horizon=6)
     linf = rx.LInfBall(model.P, 0.1)
-    res = train(model, "rcpg-value", ball=linf, critic="exact", episodes=3, eval_every=3,
+    res = train(model, "rcpg-value", uset=linf, critic="exact", episodes=3, eval_every=3,
                 seed=0, progress=False, hidden=8)
     pi = res.policy_table()
     exact = rx.robust_evaluate(model, pi, linf, "value").value
     assert res.records["eval_worst_stochastic_value"][-1] == pytest.approx(exact, abs=1e-12)
     with raises_fact(InputError, "rcpg-value", "LInfBall", "critic='exact'"):
-        train(model, "rcpg-value", ball=linf, episodes=2, progress=False)
+        train(model, "rcpg-value", uset=linf, episodes=2, progress=False)
     with raises_fact(InputError, "adversarial-rcpg", "L1Ball", "LInfBall"):
-        train(model, "adversarial-rcpg", ball=linf, episodes=2, progress=False)
+        train(model, "adversarial-rcpg", uset=linf, episodes=2, progress=False)
 
 
 @settings(max_examples=examples(10), deadline=None)

@@ -66,9 +66,9 @@ def policy_value(P, z, pi):
     return np.einsum("...san,...san,...sa->...s", P, np.broadcast_to(z, P.shape), pi)
 
 
-def sa_policy_value(ball, z, pi, alpha):
+def sa_policy_value(uset, z, pi, alpha):
     """The worst case of pi over the sa-rectangular product of L1 balls of radii alpha."""
-    res = worst_case_l1(ball.nominal, z, alpha, ball.support)
+    res = worst_case_l1(uset.nominal, z, alpha, uset.support)
     return np.einsum("sa,sa->s", pi, res.value), res.p
 
 
@@ -105,17 +105,17 @@ def cvxpy_saddle(nom, z, sup, r, lo, hi, **solve):
 @given(s_sets(S=(3, 5)), st.integers(6, 7))
 def test_worst_case_matches_lp_on_many_states(case, J):
     """>= 18 (policy, state) instances per example, >= 1,080 in the default run."""
-    ball, z, rng, kind = case
-    S, A = ball.n_states, ball.n_actions
+    uset, z, rng, kind = case
+    S, A = uset.n_states, uset.n_actions
     pi = random_policies(rng, S, A, kind, n=J)
-    exact = ball.worst_case(z, pi)
-    lp = ball.worst_case(z, pi, method="lp")
+    exact = uset.worst_case(z, pi)
+    lp = uset.worst_case(z, pi, method="lp")
     assert exact.p.shape == (J, S, A, S) and exact.value.shape == (J, S)
     assert lp.success
     np.testing.assert_allclose(exact.value, lp.value, rtol=0, atol=1e-9 * scale(z))
     for j in range(J):
-        assert ball.contains(exact.p[j], FEAS_TOL).all()
-        assert ball.contains(lp.p[j], FEAS_TOL).all()
+        assert uset.contains(exact.p[j], FEAS_TOL).all()
+        assert uset.contains(lp.p[j], FEAS_TOL).all()
     # the reported value is attained by the reported kernel
     np.testing.assert_allclose(policy_value(exact.p, z, pi), exact.value, rtol=0,
                                atol=1e-12 * scale(z))
@@ -124,37 +124,37 @@ def test_worst_case_matches_lp_on_many_states(case, J):
 @settings(max_examples=examples(40))
 @given(s_sets())
 def test_worst_case_special_radii_and_policies(case):
-    ball, z, rng, kind = case
-    S, A = ball.n_states, ball.n_actions
+    uset, z, rng, kind = case
+    S, A = uset.n_states, uset.n_actions
     pi = random_policies(rng, S, A, kind)
-    res = ball.worst_case(z, pi)
+    res = uset.worst_case(z, pi)
     # radius 0: the nominal kernel
-    zero = ball.with_radius(0.0).worst_case(z, pi)
-    np.testing.assert_array_equal(zero.p, ball.nominal)
-    np.testing.assert_allclose(zero.value, policy_value(ball.nominal, z, pi), atol=1e-12)
+    zero = uset.with_radius(0.0).worst_case(z, pi)
+    np.testing.assert_array_equal(zero.p, uset.nominal)
+    np.testing.assert_allclose(zero.value, policy_value(uset.nominal, z, pi), atol=1e-12)
     # a radius that covers everything: every used action at its smallest z on the support
-    full = ball.with_radius(2.0 * A + 1.0).worst_case(z, pi)
-    zmin = np.where(ball.support, z, np.inf).min(axis=2)
+    full = uset.with_radius(2.0 * A + 1.0).worst_case(z, pi)
+    zmin = np.where(uset.support, z, np.inf).min(axis=2)
     np.testing.assert_allclose(full.value, (pi * zmin).sum(axis=1), atol=1e-12 * scale(z))
     # monotone in the radius, between the two
     assert (full.value <= res.value + 1e-12 * scale(z)).all()
     assert (res.value <= zero.value + 1e-12 * scale(z)).all()
     # actions the policy never takes keep their nominal rows
     unused = pi == 0
-    np.testing.assert_array_equal(res.p[unused], ball.nominal[unused])
+    np.testing.assert_array_equal(res.p[unused], uset.nominal[unused])
 
 
 @settings(max_examples=examples(40))
 @given(s_sets(A=(1, 4)))
 def test_deterministic_policy_spends_the_whole_budget_on_its_action(case):
     """pi = e_a: the set's worst case is the sa ball of radius kappa(s) on action a."""
-    ball, z, rng, _ = case
-    S, A = ball.n_states, ball.n_actions
+    uset, z, rng, _ = case
+    S, A = uset.n_states, uset.n_actions
     acts = rng.integers(0, A, S)
-    res = ball.worst_case(z, np.eye(A)[acts])
+    res = uset.worst_case(z, np.eye(A)[acts])
     rows = np.arange(S)
-    ref = worst_case_l1(ball.nominal[rows, acts], z[rows, acts], ball.radius,
-                        ball.support[rows, acts])
+    ref = worst_case_l1(uset.nominal[rows, acts], z[rows, acts], uset.radius,
+                        uset.support[rows, acts])
     np.testing.assert_allclose(res.value, ref.value, rtol=0, atol=1e-12 * scale(z))
 
 
@@ -163,12 +163,12 @@ def test_deterministic_policy_spends_the_whole_budget_on_its_action(case):
 def test_budget_split_against_brute_force_for_two_actions(case):
     """A = 2: the best split xi_0 + xi_1 = kappa of the sa responses, found on a grid of
     2,001 splits refined by a ternary search (the split's value is convex)."""
-    ball, z, rng, kind = case
-    S = ball.n_states
+    uset, z, rng, kind = case
+    S = uset.n_states
     pi = random_policies(rng, S, 2, kind)
-    res = ball.worst_case(z, pi)
+    res = uset.worst_case(z, pi)
     for s in range(S):
-        nom, zz, sup, r = ball.nominal[s], z[s], ball.support[s], ball.radius[s]
+        nom, zz, sup, r = uset.nominal[s], z[s], uset.support[s], uset.radius[s]
 
         def split(x, nom=nom, zz=zz, sup=sup, r=r, s=s):
             x = np.atleast_1d(x)
@@ -194,67 +194,67 @@ def test_budget_split_against_brute_force_for_two_actions(case):
 @settings(max_examples=examples(40))
 @given(s_sets(A=(1, 1)))
 def test_one_action_is_the_sa_ball(case):
-    ball, z, _, _ = case
-    S = ball.n_states
-    sa = L1Ball(ball.nominal, ball.radius[:, None], ball.support).worst_case(z)
-    res = ball.worst_case(z, np.ones((S, 1)))
+    uset, z, _, _ = case
+    S = uset.n_states
+    sa = L1Ball(uset.nominal, uset.radius[:, None], uset.support).worst_case(z)
+    res = uset.worst_case(z, np.ones((S, 1)))
     np.testing.assert_allclose(res.value, sa.value[:, 0], rtol=0, atol=1e-12 * scale(z))
-    assert ball.contains(res.p, FEAS_TOL).all()  # (the minimiser need not be unique)
-    best = ball.bellman_max_min(z)
+    assert uset.contains(res.p, FEAS_TOL).all()  # (the minimiser need not be unique)
+    best = uset.bellman_max_min(z)
     np.testing.assert_allclose(best.value, sa.value[:, 0], rtol=0, atol=1e-12 * scale(z))
     np.testing.assert_array_equal(best.policy, 1.0)
 
 
 def test_worst_case_without_a_policy_is_refused():
-    ball = SRectL1Ball(np.full((2, 2, 2), 0.5), 0.3)
+    uset = SRectL1Ball(np.full((2, 2, 2), 0.5), 0.3)
     with raises_fact(InputError, "depends on the policy", "policy="):
-        ball.worst_case(np.zeros(2))
+        uset.worst_case(np.zeros(2))
 
 
 def test_batches_and_shared_z_equal_one_call_each():
     rng = np.random.default_rng(5)
     S, A, J = 4, 3, 3
-    ball = SRectL1Ball(rng.dirichlet(np.ones(S), size=(S, A)), rng.uniform(0, 2, S))
+    uset = SRectL1Ball(rng.dirichlet(np.ones(S), size=(S, A)), rng.uniform(0, 2, S))
     z = rng.normal(size=(J, S, A, S))
     pi = rng.dirichlet(np.ones(A), size=(J, S))
-    batch = ball.worst_case(z, pi)
+    batch = uset.worst_case(z, pi)
     for j in range(J):
-        one = ball.worst_case(z[j], pi[j])
+        one = uset.worst_case(z[j], pi[j])
         np.testing.assert_allclose(batch.value[j], one.value, atol=1e-14)
         np.testing.assert_allclose(batch.p[j], one.p, atol=1e-15)
     # one policy for a batch of z, one z for a batch of policies
-    np.testing.assert_allclose(ball.worst_case(z, pi[0]).value[1],
-                               ball.worst_case(z[1], pi[0]).value, atol=1e-14)
-    np.testing.assert_allclose(ball.worst_case(z[0], pi).value[2],
-                               ball.worst_case(z[0], pi[2]).value, atol=1e-14)
+    np.testing.assert_allclose(uset.worst_case(z, pi[0]).value[1],
+                               uset.worst_case(z[1], pi[0]).value, atol=1e-14)
+    np.testing.assert_allclose(uset.worst_case(z[0], pi).value[2],
+                               uset.worst_case(z[0], pi[2]).value, atol=1e-14)
     # shared vectors (S,) and (J, S)
     v = rng.normal(size=(J, S))
     np.testing.assert_allclose(
-        ball.worst_case(v, pi).value,
-        ball.worst_case(np.broadcast_to(v[:, None, None, :], (J, S, A, S)), pi).value,
+        uset.worst_case(v, pi).value,
+        uset.worst_case(np.broadcast_to(v[:, None, None, :], (J, S, A, S)), pi).value,
         atol=1e-14)
     np.testing.assert_allclose(
-        ball.worst_case(v[0], pi[0]).value,
-        ball.worst_case(np.broadcast_to(v[0], (S, A, S)), pi[0]).value, atol=1e-14)
-    bb = ball.bellman_max_min(z)
+        uset.worst_case(v[0], pi[0]).value,
+        uset.worst_case(np.broadcast_to(v[0], (S, A, S)), pi[0]).value, atol=1e-14)
+    bb = uset.bellman_max_min(z)
     for j in range(J):
-        np.testing.assert_allclose(bb.value[j], ball.bellman_max_min(z[j]).value, atol=1e-14)
+        np.testing.assert_allclose(bb.value[j], uset.bellman_max_min(z[j]).value, atol=1e-14)
 
 
 # --------------------------------------------------------------------------- Bellman
-def check_bellman(ball, z, res, lo=None, hi=None):
+def check_bellman(uset, z, res, lo=None, hi=None):
     """The returned policy is in the box, attains the value, and the value is certified."""
-    S, A = ball.n_states, ball.n_actions
+    S, A = uset.n_states, uset.n_actions
     lo = np.zeros((S, A)) if lo is None else lo
     hi = np.ones((S, A)) if hi is None else hi
     sc = scale(z)
     assert res.success
     np.testing.assert_allclose(res.policy.sum(axis=-1), 1.0, atol=1e-12)
     assert (res.policy >= lo - 1e-12).all() and (res.policy <= hi + 1e-12).all()
-    again = ball.worst_case(z, res.policy)
+    again = uset.worst_case(z, res.policy)
     np.testing.assert_allclose(again.value, res.value, rtol=0, atol=1e-9 * sc)
     # p is the adversary's answer to the policy: inside the set, attaining the value
-    assert ball.contains(res.p, FEAS_TOL).all()
+    assert uset.contains(res.p, FEAS_TOL).all()
     np.testing.assert_allclose(policy_value(res.p, z, res.policy), res.value, rtol=0,
                                atol=1e-9 * sc)
     assert (res.gap >= -1e-12 * sc).all() and (res.gap <= 1e-9 * sc).all()
@@ -263,19 +263,19 @@ def check_bellman(ball, z, res, lo=None, hi=None):
 @settings(max_examples=examples(60))
 @given(s_sets(), st.booleans())
 def test_bellman_agrees_with_the_lp_and_the_cvxpy_saddle_point(case, boxed):
-    ball, z, rng, _ = case
-    S, A = ball.n_states, ball.n_actions
+    uset, z, rng, _ = case
+    S, A = uset.n_states, uset.n_actions
     lo, hi = random_box(rng, S, A) if boxed else (None, None)
-    fast = ball.bellman_max_min(z, lo, hi)
+    fast = uset.bellman_max_min(z, lo, hi)
     trivial = not boxed or ((lo <= 0).all() and (hi >= 1).all())
     assert fast.method == ("level" if trivial else "dual")
-    lp = ball.bellman_max_min(z, lo, hi, method="lp")
-    check_bellman(ball, z, fast, lo, hi)
-    check_bellman(ball, z, lp, lo, hi)
+    lp = uset.bellman_max_min(z, lo, hi, method="lp")
+    check_bellman(uset, z, fast, lo, hi)
+    check_bellman(uset, z, lp, lo, hi)
     lo_c = np.zeros((S, A)) if lo is None else lo
     hi_c = np.ones((S, A)) if hi is None else hi
-    ref = [cvxpy_saddle(ball.nominal[s], z[s], None if ball.full_support else ball.support[s],
-                        ball.radius[s], lo_c[s], hi_c[s]) for s in range(S)]
+    ref = [cvxpy_saddle(uset.nominal[s], z[s], None if uset.full_support else uset.support[s],
+                        uset.radius[s], lo_c[s], hi_c[s]) for s in range(S)]
     np.testing.assert_allclose(fast.value, ref, rtol=0, atol=1e-9 * scale(z))
     np.testing.assert_allclose(lp.lp_value, ref, rtol=0, atol=1e-9 * scale(z))
 
@@ -285,12 +285,12 @@ def test_bellman_agrees_with_the_lp_and_the_cvxpy_saddle_point(case, boxed):
 def test_level_and_dual_searches_agree_on_the_simplex(case):
     """Two independent algorithms for the same update: Newton on the level, and the
     chord search on the budget multiplier."""
-    ball, z, _, _ = case
-    level = ball.bellman_max_min(z, method="level")
-    dual = ball.bellman_max_min(z, method="dual")
+    uset, z, _, _ = case
+    level = uset.bellman_max_min(z, method="level")
+    dual = uset.bellman_max_min(z, method="dual")
     np.testing.assert_allclose(level.value, dual.value, rtol=0, atol=1e-10 * scale(z))
-    check_bellman(ball, z, level)
-    check_bellman(ball, z, dual)
+    check_bellman(uset, z, level)
+    check_bellman(uset, z, dual)
 
 
 @settings(max_examples=examples(40))
@@ -298,15 +298,15 @@ def test_level_and_dual_searches_agree_on_the_simplex(case):
 def test_bellman_against_brute_force_for_two_actions(case, boxed):
     """A = 2: a grid of 2,001 policies (t, 1 - t) with the exact inner worst case, then
     a ternary search around the best (the policy's worst case is concave in t)."""
-    ball, z, rng, _ = case
-    S = ball.n_states
+    uset, z, rng, _ = case
+    S = uset.n_states
     lo, hi = random_box(rng, S, 2) if boxed else (np.zeros((S, 2)), np.ones((S, 2)))
-    res = ball.bellman_max_min(z, lo, hi) if boxed else ball.bellman_max_min(z)
+    res = uset.bellman_max_min(z, lo, hi) if boxed else uset.bellman_max_min(z)
     t_lo = np.maximum(lo[:, 0], 1.0 - hi[:, 1])
     t_hi = np.minimum(hi[:, 0], 1.0 - lo[:, 1])
 
     def psi(t):  # t (J, S) -> worst-case values (J, S)
-        return ball.worst_case(z, np.stack([t, 1.0 - t], axis=-1)).value
+        return uset.worst_case(z, np.stack([t, 1.0 - t], axis=-1)).value
 
     grid = t_lo + np.linspace(0.0, 1.0, 2001)[:, None] * (t_hi - t_lo)
     vals = psi(grid)
@@ -341,30 +341,30 @@ def test_the_optimal_policy_can_be_strictly_randomised():
     1 - 0.75 = 0.25 for action 0 and 2 - 1.5 = 0.5 for action 1.  Against (d, 1 - d) the
     adversary's spending is worth d/2 or (1 - d) per unit, so d = 2/3 makes it
     indifferent: 2/3 + 2/3 - 1.5/3 = 5/6 > 1/2."""
-    ball, z = two_action_example()
-    res = ball.bellman_max_min(z)
+    uset, z = two_action_example()
+    res = uset.bellman_max_min(z)
     np.testing.assert_allclose(res.policy[0], [2 / 3, 1 / 3], atol=1e-12)
     assert res.value[0] == pytest.approx(5 / 6, abs=1e-12)
-    det = [ball.worst_case(z, np.eye(2)[[a, a]]).value[0] for a in range(2)]
+    det = [uset.worst_case(z, np.eye(2)[[a, a]]).value[0] for a in range(2)]
     np.testing.assert_allclose(det, [0.25, 0.5], atol=1e-12)
     assert max(det) < res.value[0] - 0.3  # every deterministic policy is strictly worse
     for method in ("dual", "lp"):
-        other = ball.bellman_max_min(z, method=method)
+        other = uset.bellman_max_min(z, method=method)
         np.testing.assert_allclose(other.policy[0], [2 / 3, 1 / 3], atol=1e-8)
     # a box that excludes 2/3 forces the best point of the box: d = 0.5 gives
     # 0.5 + 1 - 0.5 * ... = min over splits: 1.5 - 1.5 * max(0.25, 0.5) = 0.75
-    boxed = ball.bellman_max_min(z, hi=[[0.5, 1.0], [1.0, 1.0]])
+    boxed = uset.bellman_max_min(z, hi=[[0.5, 1.0], [1.0, 1.0]])
     np.testing.assert_allclose(boxed.policy[0], [0.5, 0.5], atol=1e-9)
     assert boxed.value[0] == pytest.approx(0.75, abs=1e-12)
 
 
 def test_radius_zero_and_free_budget_cases():
-    ball, z = two_action_example(0.0)
-    res = ball.bellman_max_min(z)  # the nominal best action, deterministic
+    uset, z = two_action_example(0.0)
+    res = uset.bellman_max_min(z)  # the nominal best action, deterministic
     np.testing.assert_allclose(res.policy[0], [0.0, 1.0])
     assert res.value[0] == pytest.approx(2.0)
     # budget 10 >= what it takes to push both actions to their minimum 0: value 0
-    res = ball.with_radius(10.0).bellman_max_min(z)
+    res = uset.with_radius(10.0).bellman_max_min(z)
     np.testing.assert_allclose(res.value, 0.0, atol=1e-15)
     assert res.success
 
@@ -375,20 +375,20 @@ def test_rectangularities_nest(case):
     """The sa product with radii kappa/A lies inside the s set, which lies inside the sa
     product with radii kappa: for every policy, sa(kappa) <= s(kappa) <= sa(kappa/A), and
     the same order for the Bellman optimality update."""
-    ball, z, rng, kind = case
-    S, A = ball.n_states, ball.n_actions
+    uset, z, rng, kind = case
+    S, A = uset.n_states, uset.n_actions
     pi = random_policies(rng, S, A, kind)
-    small = np.broadcast_to(ball.radius[:, None] / A, (S, A))
-    big = np.broadcast_to(ball.radius[:, None], (S, A))
-    v_small, p_small = sa_policy_value(ball, z, pi, small)
-    v_big, _ = sa_policy_value(ball, z, pi, big)
-    v = ball.worst_case(z, pi).value
+    small = np.broadcast_to(uset.radius[:, None] / A, (S, A))
+    big = np.broadcast_to(uset.radius[:, None], (S, A))
+    v_small, p_small = sa_policy_value(uset, z, pi, small)
+    v_big, _ = sa_policy_value(uset, z, pi, big)
+    v = uset.worst_case(z, pi).value
     tol = 1e-12 * scale(z)
     assert (v_big <= v + tol).all() and (v <= v_small + tol).all()
-    assert ball.contains(p_small, FEAS_TOL).all()  # the inclusion itself
-    q_small = worst_case_l1(ball.nominal, z, small, ball.support).value.max(axis=1)
-    q_big = worst_case_l1(ball.nominal, z, big, ball.support).value.max(axis=1)
-    best = ball.bellman_max_min(z).value
+    assert uset.contains(p_small, FEAS_TOL).all()  # the inclusion itself
+    q_small = worst_case_l1(uset.nominal, z, small, uset.support).value.max(axis=1)
+    q_big = worst_case_l1(uset.nominal, z, big, uset.support).value.max(axis=1)
+    best = uset.bellman_max_min(z).value
     assert (q_big <= best + tol).all() and (best <= q_small + tol).all()
 
 
@@ -396,14 +396,14 @@ def test_bellman_on_a_garnet_model_with_a_batch_and_terminal_states():
     model = garnet(12, 4, 3, seed=2, gamma=0.9)
     terminal = np.zeros(12, dtype=bool)
     terminal[[3, 7]] = True
-    ball = SRectL1Ball(model.P, 0.4).absorb_terminal(terminal)
+    uset = SRectL1Ball(model.P, 0.4).absorb_terminal(terminal)
     rng = np.random.default_rng(0)
     z = rng.normal(size=(3, 12, 4, 12))
-    res = ball.bellman_max_min(z)
+    res = uset.bellman_max_min(z)
     for j in range(3):
-        check_bellman(ball, z[j], _as_result(res, j))
+        check_bellman(uset, z[j], _as_result(res, j))
     # terminal states: the nominal self-loop, nothing for the adversary to move
-    np.testing.assert_allclose(res.p[:, terminal], ball.nominal[terminal][None].repeat(3, 0))
+    np.testing.assert_allclose(res.p[:, terminal], uset.nominal[terminal][None].repeat(3, 0))
 
 
 def _as_result(res, j):
@@ -418,56 +418,56 @@ def test_distance_contains_and_pull_inside():
     rng = np.random.default_rng(1)
     S, A = 4, 3
     P = rng.dirichlet(np.ones(S), size=(S, A))
-    ball = SRectL1Ball(P, [0.0, 0.3, 1.0, 2.0])
+    uset = SRectL1Ball(P, [0.0, 0.3, 1.0, 2.0])
     Q = rng.dirichlet(np.ones(S), size=(S, A))
     dist = np.abs(Q - P).sum(axis=(1, 2))
-    np.testing.assert_allclose(ball.distance(Q), dist)
-    np.testing.assert_array_equal(ball.contains(Q), dist <= ball.radius + 1e-9)
-    assert ball.contains(P).all()
-    pulled = ball.pull_inside(Q)
-    assert ball.contains(pulled).all()
-    outside = dist > ball.radius
-    np.testing.assert_allclose(ball.distance(pulled)[outside], ball.radius[outside])
+    np.testing.assert_allclose(uset.distance(Q), dist)
+    np.testing.assert_array_equal(uset.contains(Q), dist <= uset.radius + 1e-9)
+    assert uset.contains(P).all()
+    pulled = uset.pull_inside(Q)
+    assert uset.contains(pulled).all()
+    outside = dist > uset.radius
+    np.testing.assert_allclose(uset.distance(pulled)[outside], uset.radius[outside])
     np.testing.assert_array_equal(pulled[~outside], Q[~outside])
     # on the segment to the nominal
     for s in np.flatnonzero(outside):
-        lam = ball.radius[s] / dist[s]
+        lam = uset.radius[s] / dist[s]
         np.testing.assert_allclose(pulled[s], P[s] + lam * (Q[s] - P[s]))
-    kept = ball.pull_inside(Q, keep=np.array([True, False, False, False]))
+    kept = uset.pull_inside(Q, keep=np.array([True, False, False, False]))
     np.testing.assert_array_equal(kept[0], Q[0])
     # a kernel off the support, or not a distribution, is not contained
     bad = np.array(P)
     bad[1, 0, 0] -= 0.01
-    assert not ball.contains(bad)[1]
+    assert not uset.contains(bad)[1]
 
 
 def test_absorb_terminal_and_with_radius():
     rng = np.random.default_rng(2)
     P = rng.dirichlet(np.ones(3), size=(3, 2))
-    ball = SRectL1Ball(P, 0.5)
-    term = ball.absorb_terminal([False, True, False])
+    uset = SRectL1Ball(P, 0.5)
+    term = uset.absorb_terminal([False, True, False])
     np.testing.assert_array_equal(term.nominal[1], [[0, 1, 0], [0, 1, 0]])
     np.testing.assert_array_equal(term.radius, [0.5, 0.0, 0.5])
     np.testing.assert_array_equal(term.support[1], [[False, True, False]] * 2)
-    assert ball.absorb_terminal([False] * 3) is ball
-    assert ball.with_radius([1, 2, 3]).radius.tolist() == [1, 2, 3]
+    assert uset.absorb_terminal([False] * 3) is uset
+    assert uset.with_radius([1, 2, 3]).radius.tolist() == [1, 2, 3]
     with pytest.raises(AttributeError, match="immutable"):
-        ball.radius = 1.0
-    assert not ball.nominal.flags.writeable
-    assert repr(ball) == "<SRectL1Ball S=3, A=2, radius in [0.5, 0.5]>"
-    assert ball.rectangularity == "s" and ball.n_states == 3 and ball.n_actions == 2
+        uset.radius = 1.0
+    assert not uset.nominal.flags.writeable
+    assert repr(uset) == "<SRectL1Ball S=3, A=2, radius in [0.5, 0.5]>"
+    assert uset.rectangularity == "s" and uset.n_states == 3 and uset.n_actions == 2
 
 
 def test_save_load_round_trip(tmp_path):
     rng = np.random.default_rng(3)
     P, sup = random_nominal(rng, 4, 3, True, False)
-    ball = SRectL1Ball(P, rng.uniform(0, 1, 4), sup)
-    path = ball.save(tmp_path / "set")
+    uset = SRectL1Ball(P, rng.uniform(0, 1, 4), sup)
+    path = uset.save(tmp_path / "set")
     for loaded in (SRectL1Ball.load(path), UncertaintySet.load(path), load_set(path)):
         assert isinstance(loaded, SRectL1Ball)
-        np.testing.assert_array_equal(loaded.nominal, ball.nominal)
-        np.testing.assert_array_equal(loaded.radius, ball.radius)
-        np.testing.assert_array_equal(loaded.support, ball.support)
+        np.testing.assert_array_equal(loaded.nominal, uset.nominal)
+        np.testing.assert_array_equal(loaded.radius, uset.radius)
+        np.testing.assert_array_equal(loaded.support, uset.support)
     with pytest.raises(LoadError):
         L1Ball.load(path)
 
@@ -476,10 +476,10 @@ def test_the_set_follows_the_protocol():
     assert rcmdp_exact.SRectL1Ball is SRectL1Ball
     assert "SRectL1Ball" in rcmdp_exact.__all__
     model = garnet(3, 2, 2, seed=0)
-    ball = SRectL1Ball(model.P, 0.2)
-    check_set(ball, model)
+    uset = SRectL1Ball(model.P, 0.2)
+    check_set(uset, model)
     with raises_fact(InputError, "sa-rectangular", "SRectL1Ball"):
-        check_set(ball, model, rectangularity="sa", what="this test")
+        check_set(uset, model, rectangularity="sa", what="this test")
 
 
 # --------------------------------------------------------------------------- errors
@@ -501,27 +501,27 @@ def test_input_errors_name_the_culprit():
     sup[0, 1, 1] = False
     with raises_fact(InputError, "nominal[0, 1, 1]", "outside the support"):
         SRectL1Ball(P, 0.1, sup)
-    ball = SRectL1Ball(P, 0.1)
+    uset = SRectL1Ball(P, 0.1)
     z = np.zeros((2, 2, 2))
     with raises_fact(InputError, "policy[1, :]", "sums to"):
-        ball.worst_case(z, [[0.5, 0.5], [0.9, 0.3]])
+        uset.worst_case(z, [[0.5, 0.5], [0.9, 0.3]])
     with raises_fact(InputError, "policy", "(s, a) = (2, 2)"):
-        ball.worst_case(z, np.ones(3))
+        uset.worst_case(z, np.ones(3))
     with raises_fact(InputError, "batch of 2", "batch of 3"):
-        ball.worst_case(np.zeros((2, 2, 2, 2)), np.full((3, 2, 2), 0.5))
+        uset.worst_case(np.zeros((2, 2, 2, 2)), np.full((3, 2, 2), 0.5))
     with raises_fact(InputError, "z", "(2, 2, 2)"):
-        ball.worst_case(np.zeros((3, 3)), np.full((2, 2), 0.5))
+        uset.worst_case(np.zeros((3, 3)), np.full((2, 2), 0.5))
     with raises_fact(OptionError, "'sort'", "'lp'"):
-        ball.worst_case(z, np.full((2, 2), 0.5), method="simplex")
+        uset.worst_case(z, np.full((2, 2), 0.5), method="simplex")
     with raises_fact(OptionError, "'level'", "'dual'"):
-        ball.bellman_max_min(z, method="greedy")
+        uset.bellman_max_min(z, method="greedy")
     with raises_fact(InputError, "(s=0, a=0)", "lo = 0.6", "hi = 0.2"):
-        ball.bellman_max_min(z, lo=[[0.6, 0.0], [0.0, 0.0]], hi=[[0.2, 1.0], [1.0, 1.0]])
+        uset.bellman_max_min(z, lo=[[0.6, 0.0], [0.0, 0.0]], hi=[[0.2, 1.0], [1.0, 1.0]])
     with raises_fact(InputError, "(s=1)", "sum(lo) = 1.2"):
-        ball.bellman_max_min(z, lo=[[0.0, 0.0], [0.6, 0.6]])
+        uset.bellman_max_min(z, lo=[[0.0, 0.0], [0.6, 0.6]])
     with raises_fact(InputError, "sum(hi) = 0.5"):
-        ball.bellman_max_min(z, hi=0.25)
+        uset.bellman_max_min(z, hi=0.25)
     with raises_fact(InputError, "method='level'", "'dual'"):
-        ball.bellman_max_min(z, lo=0.1, method="level")
+        uset.bellman_max_min(z, lo=0.1, method="level")
     # a box that is the whole simplex is solved by the level search
-    assert ball.bellman_max_min(z, lo=0.0, hi=1.0).method == "level"
+    assert uset.bellman_max_min(z, lo=0.0, hi=1.0).method == "level"

@@ -58,8 +58,8 @@ def one_state_case(case):
     nom = np.array(case["nominal"])
     A, n = nom.shape
     sup = np.broadcast_to(np.array(case["support"], dtype=bool), (n, A, n))
-    ball = SRectL1Ball(np.broadcast_to(nom, (n, A, n)), np.full(n, case["radius"]), sup)
-    return ball, np.broadcast_to(np.array(case["z"]), (n, A, n))
+    uset = SRectL1Ball(np.broadcast_to(nom, (n, A, n)), np.full(n, case["radius"]), sup)
+    return uset, np.broadcast_to(np.array(case["z"]), (n, A, n))
 
 
 def cvxpy_max_min(nom, z, sup, r, lo, hi):
@@ -76,21 +76,21 @@ def scale(z):
 @pytest.mark.parametrize("case", [MACHINE_20, CLIFFWALKING, ROW_TIE],
                          ids=["machine-20", "cliffwalking", "row-tie"])
 def test_the_failing_states_are_certified_and_right(case):
-    ball, z = one_state_case(case)
-    fast = ball.bellman_max_min(z)
-    lp = ball.bellman_max_min(z, method="lp")
+    uset, z = one_state_case(case)
+    fast = uset.bellman_max_min(z)
+    lp = uset.bellman_max_min(z, method="lp")
     assert fast.method == "level"
     assert fast.success, fast.message
     assert (fast.gap <= 1e-9 * scale(z)).all()
     assert not fast.repaired.any()  # fixed in the level search itself, not by the LP
-    ref = cvxpy_max_min(ball.nominal[0], z[0], ball.support[0], case["radius"],
+    ref = cvxpy_max_min(uset.nominal[0], z[0], uset.support[0], case["radius"],
                         np.zeros(z.shape[1]), np.ones(z.shape[1]))
     np.testing.assert_allclose(fast.value, lp.value, rtol=0, atol=1e-8 * scale(z))
     np.testing.assert_allclose(fast.value, ref, rtol=0, atol=1e-8 * scale(z))
     # the value is the policy's exact worst case
-    wc = ball.worst_case(z, fast.policy)
+    wc = uset.worst_case(z, fast.policy)
     np.testing.assert_allclose(fast.value, wc.value, rtol=0, atol=1e-12 * scale(z))
-    dual = ball.bellman_max_min(z, method="dual")
+    dual = uset.bellman_max_min(z, method="dual")
     assert dual.success
     np.testing.assert_allclose(dual.value, ref, rtol=0, atol=1e-8 * scale(z))
 
@@ -130,15 +130,15 @@ def near_tie_cases(draw):
 @settings(max_examples=examples(150), deadline=None)
 @given(near_tie_cases())
 def test_near_ties_are_certified_and_equal_the_lp(case):
-    ball, z, lo, hi = case
-    fast = ball.bellman_max_min(z, lo, hi)
-    lp = ball.bellman_max_min(z, lo, hi, method="lp")
+    uset, z, lo, hi = case
+    fast = uset.bellman_max_min(z, lo, hi)
+    lp = uset.bellman_max_min(z, lo, hi, method="lp")
     sc = scale(z)
     assert fast.success, (fast.method, fast.gap)
     assert (fast.gap <= 1e-9 * sc).all()
     np.testing.assert_allclose(fast.value, lp.value, rtol=0, atol=1e-8 * sc)
     # a repaired state is still certified: its value is its policy's exact worst case
-    wc = ball.worst_case(z, fast.policy)
+    wc = uset.worst_case(z, fast.policy)
     np.testing.assert_allclose(fast.value, wc.value, rtol=0, atol=1e-9 * sc)
     if lo is not None:
         assert (fast.policy >= lo - 1e-12).all() and (fast.policy <= hi + 1e-12).all()
@@ -160,11 +160,11 @@ def test_a_loose_level_certificate_falls_back_to_the_exact_worst_case(monkeypatc
     policy's exact worst case is the lower bound, and the answer is still certified."""
     import rcmdp_exact.uncertainty.s_l1 as s_l1
 
-    ball, z = one_state_case(MACHINE_20)
+    uset, z = one_state_case(MACHINE_20)
     monkeypatch.setattr(s_l1, "_certificate", lambda Q, X, d, lam, kappa: np.full(len(lam), -1e9))
-    res = ball.bellman_max_min(z)
+    res = uset.bellman_max_min(z)
     assert res.success and not res.repaired.any()
-    lp = ball.bellman_max_min(z, method="lp")
+    lp = uset.bellman_max_min(z, method="lp")
     np.testing.assert_allclose(res.value, lp.value, rtol=0, atol=1e-8 * scale(z))
 
 
@@ -177,7 +177,7 @@ def test_a_bad_dual_policy_is_repaired_by_the_lp_and_certified(monkeypatch):
     rng = np.random.default_rng(5)
     S, A = 3, 3
     P = rng.dirichlet(np.ones(S), size=(S, A))
-    ball = SRectL1Ball(P, np.array([0.3, 0.8, 1.5]))
+    uset = SRectL1Ball(P, np.array([0.3, 0.8, 1.5]))
     z = rng.normal(size=(S, A, S))
     lo, hi = np.full((S, A), 0.1), np.full((S, A), 0.7)
     real = s_l1._dual
@@ -188,11 +188,11 @@ def test_a_bad_dual_policy_is_repaired_by_the_lp_and_certified(monkeypatch):
         d[0] = lo_r[0] + (1.0 - lo_r[0].sum()) * (hi_r[0] - lo_r[0]) / (hi_r[0] - lo_r[0]).sum()
         return d, upper, ended
 
-    good = ball.bellman_max_min(z, lo, hi)
+    good = uset.bellman_max_min(z, lo, hi)
     monkeypatch.setattr(s_l1, "_dual", bad_dual)
-    res = ball.bellman_max_min(z, lo, hi)
+    res = uset.bellman_max_min(z, lo, hi)
     assert res.method == "dual" and res.success, res.gap
     assert res.repaired.tolist() == [True, False, False]
     np.testing.assert_allclose(res.value, good.value, rtol=0, atol=1e-8 * scale(z))
-    np.testing.assert_allclose(res.value, ball.worst_case(z, res.policy).value, atol=1e-12)
+    np.testing.assert_allclose(res.value, uset.worst_case(z, res.policy).value, atol=1e-12)
     assert (res.gap <= 1e-9 * scale(z)).all()

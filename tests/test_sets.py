@@ -272,9 +272,9 @@ def test_two_receivers_can_be_needed():
     receiver gives 5 (outcome 2) or 60/11 (outcome 1); the optimum splits the mass,
     1/3 to outcome 1 and 2/3 to outcome 2, value 10/3 (the LP agrees)."""
     P = np.array([[[1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0]], [[0.0, 0.0, 1.0]]])
-    ball = WeightedL1Ball(P, 5.0, np.array([1.0, 10.0, 1.0]))
+    uset = WeightedL1Ball(P, 5.0, np.array([1.0, 10.0, 1.0]))
     z = np.array([10.0, 0.0, 5.0])
-    ex, lp = ball.worst_case(z), ball.worst_case(z, method="lp")
+    ex, lp = uset.worst_case(z), uset.worst_case(z, method="lp")
     assert ex.value[0, 0] == pytest.approx(10 / 3, abs=1e-12)
     assert lp.value[0, 0] == pytest.approx(10 / 3, abs=1e-9)
     np.testing.assert_allclose(ex.p[0, 0], [0.0, 1 / 3, 2 / 3], atol=1e-12)
@@ -435,11 +435,11 @@ def test_weighted_l1_ball_chooses_its_backend_by_batch_size(S, J, backend):
     big = J * S * A * S >= COMPILED_MIN
     assert big == (backend == "numba")
     P, sup = random_nominal(rng, S, A, True)
-    ball = WeightedL1Ball(P, rng.uniform(0.0, 2.0, (S, A)), rng.uniform(0.5, 2.0, (S, A, S)),
+    uset = WeightedL1Ball(P, rng.uniform(0.0, 2.0, (S, A)), rng.uniform(0.5, 2.0, (S, A, S)),
                           sup)
     z = rng.normal(size=(J, S, A, S))
-    res = ball.worst_case(z)
-    Q, Z, alpha, W, supr = as_rows(ball, z)
+    res = uset.worst_case(z)
+    Q, Z, alpha, W, supr = as_rows(uset, z)
     forced = worst_case_weighted_l1(Q, Z, alpha, W, supr, backend=backend)
     np.testing.assert_array_equal(res.p.reshape(Q.shape), forced.p)
     np.testing.assert_array_equal(res.value.reshape(-1), forced.value)
@@ -495,13 +495,13 @@ def test_interval_greedy_by_hand():
 def test_linf_ball_is_the_interval_set_of_its_bounds():
     rng = np.random.default_rng(2)
     P, sup = random_nominal(rng, 6, 2, True)
-    ball = LInfBall(P, 0.1, sup)
-    box = IntervalSet(ball.lower, ball.upper, nominal=P)
-    np.testing.assert_array_equal(ball.lower, np.where(sup, np.maximum(P - 0.1, 0), 0))
-    np.testing.assert_array_equal(ball.upper, np.where(sup, np.minimum(P + 0.1, 1), 0))
+    uset = LInfBall(P, 0.1, sup)
+    box = IntervalSet(uset.lower, uset.upper, nominal=P)
+    np.testing.assert_array_equal(uset.lower, np.where(sup, np.maximum(P - 0.1, 0), 0))
+    np.testing.assert_array_equal(uset.upper, np.where(sup, np.minimum(P + 0.1, 1), 0))
     z = rng.normal(size=(6, 2, 6))
-    np.testing.assert_array_equal(ball.worst_case(z).value, box.worst_case(z).value)
-    assert ball.distance(P).max() == 0 and ball.contains(box.worst_case(z).p).all()
+    np.testing.assert_array_equal(uset.worst_case(z).value, box.worst_case(z).value)
+    assert uset.distance(P).max() == 0 and uset.contains(box.worst_case(z).p).all()
 
 
 @settings(max_examples=examples(40))
@@ -653,9 +653,9 @@ def test_kl_rows_of_subnormal_values_are_solved_as_their_scaled_copy(radius):
     z = -np.ldexp(rng.random((6, 2, 6)), -1060)  # subnormal, a few bits each
     z[1, 1] = 0.0
     z[2, 0, 3] = -1e-300  # one normal value beside subnormal ones
-    ball = KLBall(P, radius)
-    res = ball.worst_case(z)
-    ref = ball.worst_case(np.ldexp(z, 1000))
+    uset = KLBall(P, radius)
+    res = uset.worst_case(z)
+    ref = uset.worst_case(np.ldexp(z, 1000))
     assert res.success and ref.success
     np.testing.assert_allclose(res.p, ref.p, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(np.ldexp(res.value, 1000) <= ref.value + 1e-12, True)
@@ -857,9 +857,9 @@ def test_interval_estimate_by_hand():
     # the nominal: the smoothed frequencies (4/6, 2/6), inside the box here
     np.testing.assert_allclose(box.nominal[0, 0], [4 / 6, 2 / 6], atol=1e-15)
     assert entry_radius(4, 4, 0.1) == pytest.approx(eps)
-    ball = estimate_linf_ball(counts, 0.1)
-    assert ball.radius[0, 0] == pytest.approx(eps + abs(4 / 6 - 0.75))
-    assert ball.radius[1, 0] == 1.0
+    uset = estimate_linf_ball(counts, 0.1)
+    assert uset.radius[0, 0] == pytest.approx(eps + abs(4 / 6 - 0.75))
+    assert uset.radius[1, 0] == 1.0
 
 
 def test_weissman_radius_closed_form():
@@ -869,9 +869,9 @@ def test_weissman_radius_closed_form():
         assert weissman_radius(n, Sp, S, A, 0.1) < hoeffding_radius(n, Sp, S, A, 0.1)
     assert weissman_radius(10, 1, 2, 2) == 0.0
     counts = np.random.default_rng(0).integers(0, 9, (3, 2, 3))
-    ball = estimate_l1_ball(counts, 0.2, bound="weissman")
+    uset = estimate_l1_ball(counts, 0.2, bound="weissman")
     n = counts.sum(axis=2) + 3
-    np.testing.assert_allclose(ball.alpha, weissman_radius(n, 3, 3, 2, 0.2))
+    np.testing.assert_allclose(uset.alpha, weissman_radius(n, 3, 3, 2, 0.2))
     # the default is unchanged
     np.testing.assert_array_equal(estimate_l1_ball(counts, 0.2).alpha,
                                   hoeffding_radius(n, 3, 3, 2, 0.2))
@@ -885,21 +885,21 @@ def test_kl_box_radius_bounds_the_kl_over_the_box(n, seed, S):
     rng = np.random.default_rng(seed)
     p = rng.dirichlet(np.ones(S))
     counts = rng.multinomial(n, p)[None, None, :].repeat(S, 0)
-    ball = estimate_kl_ball(counts, 0.1)
+    uset = estimate_kl_ball(counts, 0.1)
     box = estimate_interval_set(counts, 0.1)
-    lo, up, q = box.lower[0, 0], box.upper[0, 0], ball.nominal[0, 0]
+    lo, up, q = box.lower[0, 0], box.upper[0, 0], uset.nominal[0, 0]
     # KL(. || q) is convex, so its largest value over the box is at a vertex
     worst = max(kl_divergence(v, q) for v in interval_vertices(lo, up))
-    assert worst <= ball.radius[0, 0] + 1e-12
+    assert worst <= uset.radius[0, 0] + 1e-12
 
 
 def test_kl_types_radius_formula():
     counts = np.zeros((2, 1, 2))
     counts[0, 0] = [6, 3]
-    ball = estimate_kl_ball(counts, 0.1, bound="types")
+    uset = estimate_kl_ball(counts, 0.1, bound="types")
     n = 9
-    assert ball.radius[0, 0] == pytest.approx((1 * math.log(n + 1) + math.log(2 / 0.1)) / n)
-    assert ball.radius[1, 0] == pytest.approx(math.log(2.0))  # no samples: the simplex
+    assert uset.radius[0, 0] == pytest.approx((1 * math.log(n + 1) + math.log(2 / 0.1)) / n)
+    assert uset.radius[1, 0] == pytest.approx(math.log(2.0))  # no samples: the simplex
 
 
 @pytest.mark.parametrize(

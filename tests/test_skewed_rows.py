@@ -294,12 +294,12 @@ def test_a_kl_row_that_cannot_be_certified_fails_loudly(monkeypatch):
 
     monkeypatch.setattr(kl_module, "_lp_rows", wrong)
     model = rx.domains.garnet(3, 2, 3, n_constraints=1, seed=0, gamma=0.9)
-    ball = KLBall(model.P, 0.3)
-    res = ball.worst_case(np.array([0.0, 1.0, 2.0]))
+    uset = KLBall(model.P, 0.3)
+    res = uset.worst_case(np.array([0.0, 1.0, 2.0]))
     assert not res.success and not res.row_success.all()
     assert "KLBall" in res.message and "s=" in res.message
     with pytest.raises(InnerProblemError, match=r"KLBall.*row \(j=0, s=\d, a=\d\)"):
-        rx.robust_evaluate(model, np.full((3, 2), 0.5), ball)
+        rx.robust_evaluate(model, np.full((3, 2), 0.5), uset)
 
 
 # =========================================================================== polyhedral

@@ -306,3 +306,35 @@ def test_verify_passes_on_the_shipped_file():
     assert res.success and res.failed == 0 and res.checked == 36
     assert res.checks > 36 * 20
     assert res.infeasible >= 1  # paper-nav2's s-rectangular sets
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("level", [0.05, 0.1, 0.2, 1.5])
+def test_each_kind_matches_its_level_as_its_class_says(seed, level):
+    """The grid's radius of a kind comes from the kind's class (``l1_level_radius``); it
+    is checked here against the geometry it claims, by worst cases: the KL set of level
+    r lies inside the L1 ball of radius r (Pinsker), the interval set and the
+    s-rectangular set of level r contain it, so their worst values are above (KL) and
+    below (interval, s-l1) the L1 ball's, on skewed kernels and values."""
+    from rcmdp_exact.domains import garnet
+    from rcmdp_exact.suite.sets import KINDS, build_set, radius_of, set_text
+    from rcmdp_exact.testing import skewed_values
+
+    rng = np.random.default_rng(seed)
+    m = garnet(5, 3, 4, n_constraints=1, seed=seed)
+    P = np.asarray(m.P)
+    tol = lambda z: 1e-9 * (1.0 + np.abs(z).max())  # noqa: E731
+    l1 = build_set(m, "l1", level, "nominal")
+    for z in skewed_values(seed, 3, P):  # (S, A, S): one value vector per pair
+        base = l1.worst_case(z).value
+        assert np.all(build_set(m, "kl", level, "nominal").worst_case(z).value
+                      >= base - tol(z))
+        assert np.all(build_set(m, "interval", level, "nominal").worst_case(z).value
+                      <= base + tol(z))
+    pi = rng.dirichlet(np.ones(3), size=5)
+    s_rect = build_set(m, "s-l1", level, "nominal")
+    for z in (10.0 ** rng.uniform(-3, 6, 5), np.round(rng.uniform(0, 3, 5)), np.zeros(5)):
+        assert np.all(s_rect.worst_case(z, pi).value
+                      <= np.einsum("sa,sa->s", pi, l1.worst_case(z).value) + tol(z))
+    assert [radius_of(k, 0.2) for k in KINDS] == [0.2, 0.2 * 0.2 / 2, 0.2, 0.1]
+    assert "KL ball" in set_text("kl", 0.1, "all") and "nominal" in set_text("kl", 0.1, "all")

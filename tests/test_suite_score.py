@@ -29,7 +29,7 @@ class _Table:
         return self._t
 
 
-def stored_lower_trainer(model, algorithm, *, ball=None, seed=0, episodes=1, critic=None,
+def stored_lower_trainer(model, algorithm, *, uset=None, seed=0, episodes=1, critic=None,
                          gradient=None, inner=None, multiplier_update=None, eval_every=None,
                          true_model=None, progress=None):
     """The stored lower policy of the instance's record (found by its budget)."""
@@ -211,7 +211,7 @@ def test_score_from_the_command_line_under_a_name(tmp_path, monkeypatch, capsys)
         "        self.t = np.full((S, A), 1.0 / A); self.records = {}\n"
         "    def policy_table(self):\n"
         "        return self.t\n"
-        "def train(model, algorithm, *, ball=None, seed=0, episodes=1, critic=None,\n"
+        "def train(model, algorithm, *, uset=None, seed=0, episodes=1, critic=None,\n"
         "          gradient=None, inner=None, multiplier_update=None, eval_every=None,\n"
         "          true_model=None, progress=None):\n"
         "    if model.n_states == 10 and seed == 1:\n"

@@ -187,8 +187,8 @@ def robustness_is_free(case):
     """A false claim: the robust optimum equals the nominal optimum (residual: their gap,
     the nominal one by policy iteration on the model, the robust one by robust policy
     iteration)."""
-    model, ball = case
-    rob = robust_value_iteration(model, ball, method="policy_iteration", progress=False)
+    model, uset = case
+    rob = robust_value_iteration(model, uset, method="policy_iteration", progress=False)
     from rcmdp_exact import solve_mdp
 
     nominal = model.p0 @ solve_mdp(model).v
@@ -219,14 +219,14 @@ def false_claim_search(tmp_path_factory):
 def test_a_false_claim_gives_a_shrunk_counterexample_that_reloads(false_claim_search):
     res, folder = false_claim_search
     assert res.found and res.residual > 1e-9
-    model, ball = res.example
+    model, uset = res.example
     # shrunk: one action suffices, and every number is a quarter
-    assert model.n_actions == 1 and on_grid(model.P) and on_grid(ball.alpha)
+    assert model.n_actions == 1 and on_grid(model.P) and on_grid(uset.alpha)
     assert res.failures >= 2  # the first failure and at least one smaller one
     back = T.load_counterexample(folder)
     m2, b2 = back.example
     np.testing.assert_array_equal(m2.P, model.P)
-    np.testing.assert_array_equal(b2.alpha, ball.alpha)
+    np.testing.assert_array_equal(b2.alpha, uset.alpha)
     assert back.residual == res.residual
     assert robustness_is_free(back.example) == res.residual > 1e-9  # it still fails
     assert T.load_counterexample(folder / "counterexample.json").seed == 0

@@ -399,20 +399,20 @@ def test_extreme_kernels_count_and_errors():
     Pt[0, 0] = [0.5, 0.5]
     Pt[1, 0, 1] = 1.0
     mt = TabularCMDP(Pt, R=np.zeros((2, 1)), gamma=0.9, terminal=[1])
-    ball = L1Ball(Pt, 0.5)
-    assert len(extreme_kernels(ball)) > len(extreme_kernels(ball, mt)) == 2
+    uset = L1Ball(Pt, 0.5)
+    assert len(extreme_kernels(uset)) > len(extreme_kernels(uset, mt)) == 2
 
 
 def test_brute_force_by_hand_over_the_combinations():
     """The kernels are every combination of the rows' vertices (itertools.product)."""
     m = T.example(T.cmdps(n_states=2, n_actions=2), seed=9)
-    ball = l1_ball(m, 0.5)
+    uset = l1_ball(m, 0.5)
     from rcmdp_exact.uncertainty import extreme_rows
 
-    rows = extreme_rows(ball)
+    rows = extreme_rows(uset)
     flat = [rows[s][a] for s in range(2) for a in range(2)]
     combos = list(itertools.product(*[range(len(v)) for v in flat]))
-    K = extreme_kernels(ball)
+    K = extreme_kernels(uset)
     assert len(K) == len(combos)
     for i, c in enumerate(combos):
         np.testing.assert_array_equal(K[i].reshape(4, 2), np.stack([flat[j][c[j]]

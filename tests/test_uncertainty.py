@@ -55,13 +55,13 @@ def test_estimate_from_hand_counts_state_form():
     counts = np.zeros((2, 1, 2))
     counts[0, 0] = [3, 0]
     counts[1, 0] = [0, 6]
-    ball = estimate_l1_ball(counts, delta=0.1)
+    uset = estimate_l1_ball(counts, delta=0.1)
     # pseudo-count 1 on both states: n(0,0) = 3 + 2 = 5, n(1,0) = 6 + 2 = 8
-    np.testing.assert_allclose(ball.nominal[0, 0], [4 / 5, 1 / 5])
-    np.testing.assert_allclose(ball.nominal[1, 0], [1 / 8, 7 / 8])
+    np.testing.assert_allclose(uset.nominal[0, 0], [4 / 5, 1 / 5])
+    np.testing.assert_allclose(uset.nominal[1, 0], [1 / 8, 7 / 8])
     ln = math.log(2**2 * 2 * 1 / 0.1)
-    np.testing.assert_allclose(ball.alpha[:, 0], [math.sqrt(2 / 5 * ln), math.sqrt(2 / 8 * ln)])
-    assert ball.outcomes is None and ball.full_support
+    np.testing.assert_allclose(uset.alpha[:, 0], [math.sqrt(2 / 5 * ln), math.sqrt(2 / 8 * ln)])
+    assert uset.outcomes is None and uset.full_support
 
 
 def test_estimate_from_hand_counts_outcome_form():
@@ -69,26 +69,26 @@ def test_estimate_from_hand_counts_outcome_form():
     outcomes = np.array([[[1, 0, 1, 2]], [[0, 0, 0, 0]], [[2, 2, 2, 2]]])
     counts = np.zeros((3, 1, 4))
     counts[0, 0] = [2, 0, 5, 1]
-    ball = estimate_l1_ball(counts, 0.1, outcomes=outcomes)
+    uset = estimate_l1_ball(counts, 0.1, outcomes=outcomes)
     # n = 8 + 4 pseudo; outcome nominal (3, 1, 6, 2) / 12, merged: s'=0: 1/12, s'=1: 9/12
-    np.testing.assert_allclose(ball.outcome_nominal[0, 0], [3 / 12, 1 / 12, 6 / 12, 2 / 12])
-    np.testing.assert_allclose(ball.nominal[0, 0], [1 / 12, 9 / 12, 2 / 12])
-    np.testing.assert_array_equal(ball.support[1, 0], [True, False, False])
+    np.testing.assert_allclose(uset.outcome_nominal[0, 0], [3 / 12, 1 / 12, 6 / 12, 2 / 12])
+    np.testing.assert_allclose(uset.nominal[0, 0], [1 / 12, 9 / 12, 2 / 12])
+    np.testing.assert_array_equal(uset.support[1, 0], [True, False, False])
     ln = math.log(2**4 * 3 * 1 / 0.1)
-    assert ball.alpha[0, 0] == pytest.approx(math.sqrt(2 / 12 * ln))
-    assert ball.alpha[1, 0] == pytest.approx(math.sqrt(2 / 4 * ln))  # pseudo-counts only
+    assert uset.alpha[0, 0] == pytest.approx(math.sqrt(2 / 12 * ln))
+    assert uset.alpha[1, 0] == pytest.approx(math.sqrt(2 / 4 * ln))  # pseudo-counts only
 
 
 def test_pseudo_counts_alone_give_uniform_outcomes_on_navigation():
     model = safe_navigation_1()
-    ball = estimate_l1_ball(np.zeros((25, 4, 5)), outcomes=model.outcomes)
+    uset = estimate_l1_ball(np.zeros((25, 4, 5)), outcomes=model.outcomes)
     # from (0,0): stay and the blocked moves left and down stay; right and up move
-    row = ball.nominal[grid_state(0, 0), 0]
+    row = uset.nominal[grid_state(0, 0), 0]
     assert row[grid_state(0, 0)] == pytest.approx(3 / 5)
     assert row[grid_state(1, 0)] == pytest.approx(1 / 5)
     assert row[grid_state(0, 1)] == pytest.approx(1 / 5)
-    assert ball.support[grid_state(0, 0), 0].sum() == 3
-    assert ball.support[grid_state(2, 2), 0].sum() == 5
+    assert uset.support[grid_state(0, 0), 0].sum() == 3
+    assert uset.support[grid_state(2, 2), 0].sum() == 5
 
 
 # --------------------------------------------------------------------------- rollouts
@@ -148,9 +148,9 @@ def test_estimated_nominal_converges_to_the_truth():
     model = safe_navigation_1()
     res = estimate(model, 3000, seed=2, progress=False)
     live = ~model.terminal
-    assert np.abs(res.ball.nominal[live] - model.P[live]).sum(axis=2).max() < 0.15
+    assert np.abs(res.uset.nominal[live] - model.P[live]).sum(axis=2).max() < 0.15
     # the Hoeffding set holds the true model (it does with probability >= 0.9)
-    assert res.ball.contains(model.P).all()
+    assert res.uset.contains(model.P).all()
 
 
 # --------------------------------------------------------------------------- paper ranges
@@ -177,7 +177,7 @@ def test_estimation_reproduces_the_papers_alpha_ranges(name, slack):
     # the radius of one pair recomputed from its counts, pseudo-counts included
     n = res.counts[0, 0].sum() + S_prime
     S, A = model.n_states, model.n_actions
-    assert res.ball.alpha[0, 0] == pytest.approx(
+    assert res.uset.alpha[0, 0] == pytest.approx(
         math.sqrt(2 / n * math.log(2**S_prime * S * A / 0.1))
     )
 
@@ -185,10 +185,10 @@ def test_estimation_reproduces_the_papers_alpha_ranges(name, slack):
 def test_estimate_keeps_terminal_states_absorbing():
     _model, res = nav_estimate("nav1", 0)
     goal = grid_state(4, 4)
-    assert res.ball.alpha[goal].max() == 0.0
-    np.testing.assert_array_equal(res.ball.nominal[goal, :, goal], 1.0)
+    assert res.uset.alpha[goal].max() == 0.0
+    np.testing.assert_array_equal(res.uset.nominal[goal, :, goal], 1.0)
     assert isinstance(res.nominal, TabularCMDP)
-    np.testing.assert_array_equal(res.nominal.P, res.ball.nominal)
+    np.testing.assert_array_equal(res.nominal.P, res.uset.nominal)
 
 
 # --------------------------------------------------------------------------- outcome form
@@ -221,7 +221,7 @@ z_kinds = st.sampled_from(["shared", "per_transition", "ties"])
        kind=z_kinds, zseed=st.integers(0, 10**6))
 def test_outcome_form_and_state_form_have_the_same_worst_case(which, seed, kind, zseed):
     _model, res = nav_estimate(which, seed)
-    ball = res.ball
+    uset = res.uset
     rng = np.random.default_rng(zseed)
     if kind == "shared":
         z = rng.normal(size=25)
@@ -229,33 +229,33 @@ def test_outcome_form_and_state_form_have_the_same_worst_case(which, seed, kind,
         z = rng.integers(0, 3, size=25).astype(float)
     else:
         z = rng.normal(size=(25, 4, 25))
-    st_ = ball.worst_case(z, form="state")
-    out = ball.worst_case(z, form="outcome")
+    st_ = uset.worst_case(z, form="state")
+    out = uset.worst_case(z, form="outcome")
     np.testing.assert_allclose(out.value, st_.value, atol=1e-12)
     # both kernels lie in the state ball; the state kernel lifts into the outcome ball
-    assert ball.contains(out.p).all() and ball.contains(st_.p).all()
-    q = lift_to_outcomes(st_.p, ball.outcome_nominal, ball.outcomes)
-    np.testing.assert_allclose(merge_outcomes(q, ball.outcomes), st_.p, atol=1e-12)
-    dist = np.abs(q - ball.outcome_nominal).sum(axis=2)
-    assert (dist <= ball.alpha + 1e-12).all()
+    assert uset.contains(out.p).all() and uset.contains(st_.p).all()
+    q = lift_to_outcomes(st_.p, uset.outcome_nominal, uset.outcomes)
+    np.testing.assert_allclose(merge_outcomes(q, uset.outcomes), st_.p, atol=1e-12)
+    dist = np.abs(q - uset.outcome_nominal).sum(axis=2)
+    assert (dist <= uset.alpha + 1e-12).all()
     # an independent solver on the outcome form: the cvxpy LP on a few pairs
-    zo = z[ball.outcomes] if z.ndim == 1 else np.take_along_axis(z, ball.outcomes, axis=2)
+    zo = z[uset.outcomes] if z.ndim == 1 else np.take_along_axis(z, uset.outcomes, axis=2)
     for s, a in [(0, 0), (7, 2), (12, 1)]:
-        lp = worst_case_l1(ball.outcome_nominal[s, a], zo[s, a], ball.alpha[s, a], method="lp")
+        lp = worst_case_l1(uset.outcome_nominal[s, a], zo[s, a], uset.alpha[s, a], method="lp")
         assert lp.value == pytest.approx(st_.value[s, a], abs=1e-8)
 
 
 def test_l1_ball_from_a_model():
     model = safe_navigation_1()
-    ball = l1_ball(model, 0.3)
-    np.testing.assert_array_equal(ball.nominal, model.P)
+    uset = l1_ball(model, 0.3)
+    np.testing.assert_array_equal(uset.nominal, model.P)
     goal = grid_state(4, 4)
     live = ~model.terminal
-    assert (ball.alpha[live] == 0.3).all() and (ball.alpha[goal] == 0).all()
-    np.testing.assert_allclose(merge_outcomes(ball.outcome_nominal, ball.outcomes), model.P)
+    assert (uset.alpha[live] == 0.3).all() and (uset.alpha[goal] == 0).all()
+    np.testing.assert_allclose(merge_outcomes(uset.outcome_nominal, uset.outcomes), model.P)
     z = np.random.default_rng(0).normal(size=25)
-    np.testing.assert_allclose(ball.worst_case(z, form="outcome").value,
-                               ball.worst_case(z).value, atol=1e-12)
+    np.testing.assert_allclose(uset.worst_case(z, form="outcome").value,
+                               uset.worst_case(z).value, atol=1e-12)
     g = garnet(5, 2, 2, seed=1)
     assert l1_ball(g, 0.2).support.sum() == 2 * 5 * 2  # garnet outcomes: b next states
     assert l1_ball(g, 0.2, support="all").full_support
@@ -264,17 +264,17 @@ def test_l1_ball_from_a_model():
 
 def test_ball_with_alpha_save_and_load(tmp_path):
     _, res = nav_estimate("nav1", 1)
-    ball = res.ball
-    wider = ball.with_alpha(2 * ball.alpha)
-    np.testing.assert_array_equal(wider.alpha, 2 * ball.alpha)
-    np.testing.assert_array_equal(wider.nominal, ball.nominal)
-    path = tmp_path / "ball.npz"
-    ball.save(path)
+    uset = res.uset
+    wider = uset.with_alpha(2 * uset.alpha)
+    np.testing.assert_array_equal(wider.alpha, 2 * uset.alpha)
+    np.testing.assert_array_equal(wider.nominal, uset.nominal)
+    path = tmp_path / "uset.npz"
+    uset.save(path)
     back = L1Ball.load(path)
     for name in ("nominal", "alpha", "support", "outcomes", "outcome_nominal"):
-        np.testing.assert_array_equal(getattr(back, name), getattr(ball, name))
+        np.testing.assert_array_equal(getattr(back, name), getattr(uset, name))
     with pytest.raises(AttributeError, match="immutable"):
-        ball.alpha = 1.0
+        uset.alpha = 1.0
 
 
 # --------------------------------------------------------------------------- errors
@@ -311,6 +311,6 @@ def test_estimation_errors():
         estimate_l1_ball(np.ones((2, 1, 2)), support=np.array([[[True, False]]] * 2))
     with raises_fact(ModelError, "alpha", "(25, 4)", "(3,)"):
         l1_ball(safe_navigation_1(), np.ones(3))
-    ball = l1_ball(safe_navigation_1().with_transitions(safe_navigation_1().P), 0.1)
+    uset = l1_ball(safe_navigation_1().with_transitions(safe_navigation_1().P), 0.1)
     with raises_fact(ModelError, "no outcome form"):
-        ball.worst_case(np.zeros(25), form="outcome")
+        uset.worst_case(np.zeros(25), form="outcome")

@@ -60,7 +60,7 @@ def model():
 def trained(model):
     from rcmdp_exact.learners import train
 
-    return train(model, "adversarial-rcpg", ball=rx.l1_ball(model, 0.1), seed=0,
+    return train(model, "adversarial-rcpg", uset=rx.l1_ball(model, 0.1), seed=0,
                  episodes=4, eval_every=2, progress=False, prefit_steps=5)
 
 
@@ -180,3 +180,28 @@ def test_no_deprecated_name_is_left():
     res = rx.Result(multipliers=np.ones(1))
     assert "multipliers" in res and "lam" not in res
     assert not (Path(rcmdp_exact.__file__).parents[1] / "docs" / "api" / "deprecated.md").exists()
+
+
+def test_the_set_has_one_name():
+    """An uncertainty set is ``uset`` wherever a parameter, keyword or field names it:
+    no function of the package takes a parameter ``ball`` (``ball`` names a kind's
+    geometry in prose and classes only), and the estimation gives its set as ``uset``."""
+    import ast
+
+    import rcmdp_exact
+
+    root = Path(rcmdp_exact.__file__).parent
+    found = []
+    for path in root.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.arg) and node.arg == "ball":
+                found.append(f"{path.relative_to(root)}:{node.lineno} parameter")
+            elif isinstance(node, ast.keyword) and node.arg == "ball":
+                found.append(f"{path.relative_to(root)}:{node.lineno} keyword")
+            elif isinstance(node, ast.Attribute) and node.attr == "ball":
+                found.append(f"{path.relative_to(root)}:{node.lineno} attribute")
+    assert found == []
+    model = rx.domains.garnet(3, 2, 2, n_constraints=1, seed=0)
+    est = rx.estimate(model, 20, seed=0, horizon=5)
+    assert isinstance(est.uset, rx.L1Ball) and "ball" not in est

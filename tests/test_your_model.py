@@ -427,7 +427,7 @@ def test_every_kind_is_built_from_the_same_counts(nav_estimate):
     counts = state_counts(est, model)
     assert counts.sum() == est.counts.sum()
     nxt = np.asarray(model.outcomes)
-    assert np.all(counts[~est.ball.support] == 0)
+    assert np.all(counts[~est.uset.support] == 0)
     # one outcome count lands on its next state
     s, a = 7, 2
     for t in range(model.n_states):
@@ -437,7 +437,7 @@ def test_every_kind_is_built_from_the_same_counts(nav_estimate):
         uset = set_from_estimate(kind, est, model)
         nominal = np.asarray(uset.nominal)
         assert np.allclose(nominal.sum(axis=2), 1.0)
-        assert np.all(nominal[~est.ball.support] == 0)  # the ball's support
+        assert np.all(nominal[~est.uset.support] == 0)  # the ball's support
         for t in term:  # terminal rows stay self-loops
             assert np.all(nominal[t, :, t] == 1.0)
 
@@ -448,7 +448,7 @@ def test_weighted_l1_is_the_l1_ball_and_s_l1_contains_it(nav_estimate):
     model, est = nav_estimate
     rng = np.random.default_rng(0)
     z = rng.normal(size=(4, model.n_states))
-    l1 = est.ball.worst_case(z)
+    l1 = est.uset.worst_case(z)
     w = set_from_estimate("weighted-l1", est, model).worst_case(z)
     scale = np.abs(z).max()
     assert np.max(np.abs(np.asarray(w.value) - np.asarray(l1.value))) <= 1e-9 * scale
@@ -457,7 +457,7 @@ def test_weighted_l1_is_the_l1_ball_and_s_l1_contains_it(nav_estimate):
         assert np.all(s_l1.contains(np.asarray(l1.p)[j]))
     # each state's distance is within its budget, the sum of the ball's radii
     assert np.all(np.asarray(s_l1.distance(np.asarray(l1.p)[0]))
-                  <= np.minimum(est.ball.alpha.sum(axis=1), 2 * model.n_actions) + 1e-9)
+                  <= np.minimum(est.uset.alpha.sum(axis=1), 2 * model.n_actions) + 1e-9)
 
 
 def test_the_python_reproduce_takes_your_model(files):
@@ -466,12 +466,12 @@ def test_the_python_reproduce_takes_your_model(files):
         from test_experiments_standin import standin_train
     finally:
         sys.path.remove(TESTS_DIR)
-    from rcmdp_exact.protocol import reproduce
+    from rcmdp_exact.protocol import ReproduceSpec, YourModel, reproduce
 
-    summary = reproduce(files / "db.sqlite", files / "out", model=files / "m.npz",
-                        perturbations=files / "perts.toml", algorithms=("pg",), seeds=1,
-                        episodes=2, quick=True, trainer=standin_train, workers=1,
-                        progress=False)
+    spec = ReproduceSpec(model=YourModel(files / "m.npz", perturbations=files / "perts.toml"),
+                         algorithms=("pg",), seeds=1, episodes=2, quick=True,
+                         trainer=standin_train)
+    summary = reproduce(spec, files / "db.sqlite", files / "out", workers=1, progress=False)
     assert not summary.failed and summary.computed == 4  # 1 run, 3 ground-truth jobs
     rows = [r for r in summary.report.rows if r["test"] == "model"]
     assert {r["algorithm"] for r in rows} == {"pg"} and rows[0]["n_settings"] == 2
@@ -515,12 +515,12 @@ def test_sets_from_one_estimation_keep_their_invariants(S, A, seed, n, horizon):
     counts = state_counts(est, model)
     assert counts.sum() == est.counts.sum() == est.visits.sum()
     z = np.random.default_rng(seed).normal(size=(2, S))
-    l1 = est.ball.worst_case(z)
+    l1 = est.uset.worst_case(z)
     for kind in builtin_kinds(estimated=True):
         uset = set_from_estimate(kind, est, model)
         nominal = np.asarray(uset.nominal)
         assert np.allclose(nominal.sum(axis=2), 1.0) and np.all(nominal >= 0)
-        assert np.all(nominal[~est.ball.support] == 0)
+        assert np.all(nominal[~est.uset.support] == 0)
         if kind == "weighted-l1":
             got = np.asarray(uset.worst_case(z).value)
             assert np.max(np.abs(got - np.asarray(l1.value))) <= 1e-9 * np.abs(z).max()
@@ -682,12 +682,12 @@ def test_the_set_around_a_model_is_the_documented_ball(files):
 
     g = rx.TabularCMDP.load(files / "m.npz")
     P = np.asarray(g.P)
-    ball = set_around("l1", g, 0.2, "nominal")
-    assert np.array_equal(np.asarray(ball.support)[~g.terminal], (P > 0)[~g.terminal])
-    np.testing.assert_array_equal(np.asarray(ball.nominal), P)
-    assert np.allclose(np.asarray(ball.alpha)[~g.terminal], 0.2)
+    l1 = set_around("l1", g, 0.2, "nominal")
+    assert np.array_equal(np.asarray(l1.support)[~g.terminal], (P > 0)[~g.terminal])
+    np.testing.assert_array_equal(np.asarray(l1.nominal), P)
+    assert np.allclose(np.asarray(l1.alpha)[~g.terminal], 0.2)
     assert np.asarray(set_around("l1", g, 0.2, "all").support)[~g.terminal].all()
-    assert support_text(ball, g).startswith("nominal")
+    assert support_text(l1, g).startswith("nominal")
     assert support_text(set_around("l1", g, 0.2, "all"), g).startswith("all")
     for kind in ("weighted-l1", "linf", "interval", "kl", "s-l1"):
         uset = set_around(kind, g, 0.2, "nominal")

@@ -2,7 +2,7 @@
 
 * ``--progress / --no-progress``: one flag for every long command; the default is on
   when standard error is a terminal (:func:`add_progress`, :func:`progress_enabled`).
-* Numbers are parsed by :func:`non_negative_int`, :func:`positive_int`,
+* Numbers are parsed by :func:`_non_negative_int`, :func:`_positive_int`,
   :func:`probability` and :func:`real_number`, so a bad value is an argparse error
   (exit status 2, one line) before any work starts.  Negative numbers, ``-inf`` and
   ``nan`` are read as values, not as options (``--entropy -inf`` is refused for its
@@ -51,8 +51,6 @@ __all__ = [
     "comma_list",
     "load_user_model",
     "max_workers",
-    "non_negative_int",
-    "positive_int",
     "probability",
     "progress_enabled",
     "real_number",
@@ -153,12 +151,12 @@ def refuse_inapplicable(parser: argparse.ArgumentParser, args: argparse.Namespac
                          f"{', '.join(applies)}; drop {flag}")
 
 
-def positive_int(text: str) -> int:
+def _positive_int(text: str) -> int:
     """An integer >= 1 (argparse type)."""
     return _int(text, 1, "an integer >= 1")
 
 
-def non_negative_int(text: str) -> int:
+def _non_negative_int(text: str) -> int:
     """An integer >= 0 (argparse type)."""
     return _int(text, 0, "an integer >= 0")
 

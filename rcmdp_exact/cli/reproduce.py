@@ -228,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
         parser.error(f"--out {foreign}; give another --out (or --db of that store to resume "
                      f"it), or --force to replace these files")
     trainer = resolve_trainer(parser, args.trainer)
-    from ..protocol import Store, plan, sweep, write_report
+    from ..protocol import ReproduceSpec, Store, sweep, write_report
     from ..protocol.estimation import check_set_kind
     from ..protocol.spec import OPTIONS
 
@@ -285,9 +285,11 @@ def run(args: argparse.Namespace) -> int:
         if kind != "l1":
             check_set_kind(kind, paper_domain(DOMAIN_OF_TEST[tests[0]]), learners,
                            critic=critic, inner=inner)
-    jobs = plan(tests, args.algorithms, args.seeds, args.episodes, quick=args.quick,
-                bracket_seeds=args.bracket_seeds, sampled_episodes=args.sampled_episodes,
-                **options)
+    spec = ReproduceSpec(tests=tests, algorithms=args.algorithms, seeds=args.seeds,
+                         episodes=args.episodes, quick=args.quick,
+                         bracket_seeds=args.bracket_seeds, trainer=trainer,
+                         options={**options, "sampled_episodes": args.sampled_episodes})
+    jobs = spec.jobs()
     client = connect_dask(parser, args.dask)
     out.mkdir(parents=True, exist_ok=True)
     progress = progress_enabled(args)
@@ -295,8 +297,8 @@ def run(args: argparse.Namespace) -> int:
         with Store(db) as store:
             args._interrupted = lambda: (f"{store.kept_text()}; run the same command again "
                                          f"to resume")
-            store.request_tests(tests)
-            summary = sweep(store, jobs, trainer=trainer, workers=args.workers,
+            store.request_tests(spec.tests)
+            summary = sweep(store, jobs, trainer=spec.trainer, workers=args.workers,
                             client=client, progress=progress)
             rep = write_report(store, out, tests=store.requested_tests(), progress=progress)
         args._interrupted = (f"every finished job is stored in {db} and the report is "

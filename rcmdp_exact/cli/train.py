@@ -188,7 +188,7 @@ def _train(args, trainer, model, uset, true, progress):
         given = {name: getattr(args, name) for name in (
             "critic", "inner", "adversary_multiplier_signal", "adversary_form")
             if getattr(args, name) is not None}
-        res = train(model, args.algorithm, ball=uset if robust else None, seed=args.seed,
+        res = train(model, args.algorithm, uset=uset if robust else None, seed=args.seed,
                     episodes=args.episodes, steps=args.steps, gradient=args.gradient,
                     multiplier_update=args.multiplier_update,
                     entropy=5.0 if args.entropy is None else args.entropy,
@@ -197,7 +197,7 @@ def _train(args, trainer, model, uset, true, progress):
     from ..protocol.run import check_result
 
     t0 = time.perf_counter()
-    res = trainer(model, args.algorithm, ball=uset if robust else None, seed=args.seed,
+    res = trainer(model, args.algorithm, uset=uset if robust else None, seed=args.seed,
                   episodes=args.episodes, critic=args.critic or "learned",
                   gradient=args.gradient, inner=args.inner or "sort",
                   multiplier_update=args.multiplier_update or "adam-log",
@@ -341,7 +341,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'':<38}{'value':>12}{'cost':>12}{'test value':>12}{'test cost':>12}"
           f"{'penalised':>12}")
     metrics = evaluate_policy(model, table, true_model=true if model is not true else None,
-                              ball=uset)
+                              uset=uset)
     where = (("train", "training model"), ("true", "true")) if model is not true else (
         ("train", "true"),)
     for tag, label in (*where, ("worst", "worst case")):

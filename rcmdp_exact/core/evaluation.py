@@ -49,7 +49,6 @@ __all__ = [
     "PENALTY_WEIGHT",
     "SOLVERS",
     "PolicySystem",
-    "check_finite_result",
     "check_proper",
     "check_value_scale",
     "evaluate",
@@ -68,7 +67,7 @@ __all__ = [
 PENALTY_WEIGHT = 500.0
 
 
-def check_finite_result(model: TabularCMDP, sol: np.ndarray, what: str) -> None:
+def _check_finite_result(model: TabularCMDP, sol: np.ndarray, what: str) -> None:
     """Raise :class:`NotFiniteError` when ``sol`` (..., 1 + K) overflowed float64.
 
     Column 0 comes from the rewards, column 1 + k from cost k; the message names the
@@ -982,7 +981,7 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, p0=None, method: str = "au
             # p0 is zero outside the proper states (check_proper), so skip their nan
             value = float(p0[proper] @ sol[proper, 0])
             cost = p0[proper] @ sol[proper, 1:]
-    check_finite_result(model, sol if gamma < 1.0 else sol[proper], "evaluate")
+    _check_finite_result(model, sol if gamma < 1.0 else sol[proper], "evaluate")
     v = sol[:, 0]
     cc = sol[:, 1:]
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
@@ -996,7 +995,7 @@ def evaluate(model: TabularCMDP, policy, lam=None, *, p0=None, method: str = "au
         q[model.terminal] = 0.0
         qc[model.terminal] = 0.0
     if gamma < 1.0:  # the values are finite; the Q-values must be too
-        check_finite_result(model, np.concatenate([q[..., None], qc], axis=-1), "evaluate")
+        _check_finite_result(model, np.concatenate([q[..., None], qc], axis=-1), "evaluate")
     return Result(
         v=v,
         c=cc,
@@ -1082,7 +1081,7 @@ def evaluate_finite_horizon(model: TabularCMDP, policy, horizon: int | None = No
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
         for _ in range(T):
             W = rhs + beta * (P_pi @ W)
-    check_finite_result(model, W, "evaluate_finite_horizon")
+    _check_finite_result(model, W, "evaluate_finite_horizon")
     value = float(model.p0 @ W[:, 0])
     cost = model.p0 @ W[:, 1:]
     budget = rescaled_budget(model.d, model.gamma, T)
@@ -1152,7 +1151,7 @@ def evaluate_finite_horizon_batch(model: TabularCMDP, policies, kernels=None,
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
         for _ in range(T):
             W = rhs + beta * (P_pi @ W)
-    check_finite_result(model, W, "evaluate_finite_horizon_batch")
+    _check_finite_result(model, W, "evaluate_finite_horizon_batch")
     out = np.einsum("s,nmsk->nmk", model.p0, W)
     value, cost = out[..., 0], out[..., 1:]
     budget = rescaled_budget(model.d, model.gamma, T)

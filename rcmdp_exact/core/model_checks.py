@@ -13,7 +13,7 @@ which facts make a model:
   :func:`~rcmdp_exact.core.model.check_model`, "this is a model", beside the class it
   names, so that this module stays below the model's);
 * :func:`check_model_size` (the memory the model would hold, from the shapes it is
-  given, before any copy), :func:`check_sparse_structure` (the stored indices of a
+  given, before any copy), :func:`_check_sparse_structure` (the stored indices of a
   sparse P, before scipy reads them), :func:`check_dense_transitions`,
   :func:`check_sparse_transitions`,
   :func:`per_pair_or_transition`, :func:`check_budgets`, :func:`check_terminal`,
@@ -54,7 +54,6 @@ __all__ = [
     "check_outcomes",
     "check_p0",
     "check_policy",
-    "check_sparse_structure",
     "check_sparse_transitions",
     "check_state_features",
     "check_terminal",
@@ -195,7 +194,7 @@ def check_model_size(P, R, C) -> None:
             f"with R and C per state-action pair, or build a smaller model")
 
 
-def check_sparse_structure(P, name: str = "P", A: int | None = None) -> None:
+def _check_sparse_structure(P, name: str = "P", A: int | None = None) -> None:
     """Check the stored structure of a scipy.sparse matrix before scipy reads it.
 
     scipy does not check the index arrays of a compressed matrix built from them, and
@@ -296,7 +295,7 @@ def check_sparse_transitions(P, R, normalize: bool = False) -> tuple[sp.csr_arra
         )
     R_shape = as_array(R, "R", "give an (S, A) array of rewards").shape
     A = int(R_shape[1]) if len(R_shape) >= 2 else 0
-    check_sparse_structure(P, "P", A or None)
+    _check_sparse_structure(P, "P", A or None)
     Ps = sp.csr_array(P, dtype=np.float64, copy=True)
     n_rows, S = Ps.shape
     if S == 0 or A == 0 or n_rows != S * A:

@@ -3,7 +3,7 @@
 
 A model file is an ``.npz`` archive without pickle (:mod:`rcmdp_exact._io`: one path
 rule, atomic writes, one :class:`~rcmdp_exact.LoadError` for a file that cannot be used)
-of format :data:`MODEL_FORMAT`.  Every field is stored exactly (float64 bits, labels as
+of format :data:`_MODEL_FORMAT`.  Every field is stored exactly (float64 bits, labels as
 strings): ``d``, ``gamma``, ``p0``, ``terminal``; ``P`` (S, A, S), or for a sparse
 model its CSR arrays ``P_data``, ``P_indices``, ``P_indptr`` and ``P_shape``; ``R`` and
 ``C`` as given (per pair or per transition); and, when set, ``horizon``, ``name``,
@@ -21,10 +21,10 @@ import scipy.sparse as sp
 from .._checks import NORMALIZE_TOLERANCE, InputError, row_tolerance
 from .._io import LoadError, load_npz, save_npz
 
-__all__ = ["MODEL_FORMAT", "load_model", "save_model"]
+__all__ = [ "load_model", "save_model"]
 
 #: The format tag of a model file.
-MODEL_FORMAT = "rcmdp_exact.TabularCMDP/1"
+_MODEL_FORMAT = "rcmdp_exact.TabularCMDP/1"
 
 
 def save_model(fields: dict, path) -> Path:
@@ -47,7 +47,7 @@ def save_model(fields: dict, path) -> Path:
         if val is not None:
             arrays[key] = np.array(val) if not isinstance(val, tuple) else \
                 np.array(val, dtype=str)
-    return save_npz(path, arrays, MODEL_FORMAT)
+    return save_npz(path, arrays, _MODEL_FORMAT)
 
 
 def _refuse_rounded_rows(path, what: str, P) -> None:
@@ -82,7 +82,7 @@ def load_model(path, build):
     naming the path.
     """
     what = "a model file written by TabularCMDP.save"
-    f = load_npz(path, MODEL_FORMAT, what)
+    f = load_npz(path, _MODEL_FORMAT, what)
     try:
         if "P" in f:
             P = f["P"]

@@ -72,8 +72,6 @@ __all__ = [
     "DirectPolicy",
     "MLPAdversary",
     "MLPPolicy",
-    "SoftmaxMLP",
-    "SoftmaxTable",
     "TabularAdversary",
     "TabularPolicy",
     "adversary_inputs",
@@ -118,7 +116,7 @@ def check_logits(params, what: str = "policy") -> None:
 
 
 # =========================================================================== generic forms
-class SoftmaxTable:
+class _SoftmaxTable:
     """Tabular conditional softmax: one logit per (row, category).
 
     Parameters
@@ -183,7 +181,7 @@ class SoftmaxTable:
         return p[:, :, None] * self.score(params)
 
 
-class SoftmaxMLP:
+class _SoftmaxMLP:
     """Conditional softmax computed by an :class:`~rcmdp_exact.core.nn.MLP` from fixed inputs.
 
     Parameters
@@ -303,11 +301,11 @@ class _PolicyMixin:
         return self.probs(params)
 
 
-class TabularPolicy(_PolicyMixin, SoftmaxTable):
+class TabularPolicy(_PolicyMixin, _SoftmaxTable):
     """Tabular softmax policy: logits (S, A)."""
 
     def __init__(self, model: TabularCMDP):
-        SoftmaxTable.__init__(self, model.n_states, model.n_actions)
+        _SoftmaxTable.__init__(self, model.n_states, model.n_actions)
         self.n_states, self.n_actions = model.n_states, model.n_actions
 
 
@@ -385,11 +383,11 @@ class DirectPolicy(_PolicyMixin):
         return (np.diag(inv)).reshape(self.n_states, self.n_actions, self.n_params)
 
 
-class MLPPolicy(_PolicyMixin, SoftmaxMLP):
+class MLPPolicy(_PolicyMixin, _SoftmaxMLP):
     """MLP policy on the scaled state features (see the module notes)."""
 
     def __init__(self, model: TabularCMDP, hidden: int = DEFAULT_HIDDEN, feature_scale=None):
-        SoftmaxMLP.__init__(self, policy_inputs(model, feature_scale), model.n_actions, hidden)
+        _SoftmaxMLP.__init__(self, policy_inputs(model, feature_scale), model.n_actions, hidden)
         self.n_states, self.n_actions = model.n_states, model.n_actions
 
 
@@ -421,12 +419,12 @@ class _AdversaryMixin:
         return P
 
 
-class TabularAdversary(_AdversaryMixin, SoftmaxTable):
+class TabularAdversary(_AdversaryMixin, _SoftmaxTable):
     """Tabular softmax adversary: logits (S*A, O), row ``s * A + a``."""
 
     def __init__(self, model: TabularCMDP):
         self._setup_adversary(model)
-        SoftmaxTable.__init__(self, model.n_states * model.n_actions, self.n_outcomes)
+        _SoftmaxTable.__init__(self, model.n_states * model.n_actions, self.n_outcomes)
 
     def logits_from_kernel(self, P, floor: float = 1e-3) -> np.ndarray:
         """Logits that reproduce a kernel P (S, A, S) as closely as the outcomes allow.
@@ -448,13 +446,13 @@ class TabularAdversary(_AdversaryMixin, SoftmaxTable):
         return np.log(q).reshape(S * A, self.n_outcomes)
 
 
-class MLPAdversary(_AdversaryMixin, SoftmaxMLP):
+class MLPAdversary(_AdversaryMixin, _SoftmaxMLP):
     """MLP adversary on (scaled state features, scaled action index)."""
 
     def __init__(self, model: TabularCMDP, hidden: int = DEFAULT_HIDDEN, feature_scale=None,
                  action_scale=None):
         self._setup_adversary(model)
-        SoftmaxMLP.__init__(
+        _SoftmaxMLP.__init__(
             self, adversary_inputs(model, feature_scale, action_scale), self.n_outcomes, hidden
         )
 

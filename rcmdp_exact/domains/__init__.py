@@ -28,7 +28,7 @@ from .classic import (
     riverswim,
 )
 from .garnet import garnet
-from .inventory import DEMANDS, REVENUES, demand_cdf, inventory, order_up_to_policy
+from .inventory import DEMANDS, REVENUES, inventory, order_up_to_policy
 from .navigation import (
     ACTION_OFFSETS,
     GOAL,
@@ -98,7 +98,6 @@ __all__ = [
     "classic_instance",
     "cliff_walking",
     "cost_levels",
-    "demand_cdf",
     "draw_1b",
     "draw_2b",
     "frozen_lake",

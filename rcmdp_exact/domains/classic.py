@@ -48,8 +48,8 @@ from .._checks import check_choice, check_int, check_real
 from .._result import Result
 from ..core.model import TabularCMDP
 
-__all__ = ["CLASSIC_DOMAINS", "CLIFF_EDGE", "FROZEN_LAKE_MAPS", "TAXI_LOCS", "TAXI_MAP",
-           "TIE_RTOL", "ToyTextTable", "box_value_iteration", "chain", "classic_instance",
+__all__ = ["CLASSIC_DOMAINS",
+           "TIE_RTOL", "chain", "classic_instance",
            "cliff_walking", "cliff_walking_table", "cost_levels", "frozen_lake",
            "frozen_lake_table", "halfway_budget", "machine_replacement", "optimal_actions",
            "riverswim", "robust_optimal_box", "taxi", "taxi_table"]
@@ -222,7 +222,7 @@ def machine_replacement(n: int = 10, gamma: float = 0.95, *, wear: float = 0.8,
 
 
 # --------------------------------------------------------------------------- toy text
-class ToyTextTable:
+class _ToyTextTable:
     """A Gymnasium toy-text table written here, without Gymnasium: what
     :meth:`~rcmdp_exact.TabularCMDP.from_gymnasium` reads of an environment (``P[s][a] =
     [(probability, next_state, reward, terminated), ...]``, ``initial_state_distrib``,
@@ -244,7 +244,7 @@ class ToyTextTable:
 
 
 #: Gymnasium's FrozenLake maps ("S" start, "F" frozen, "H" hole, "G" goal).
-FROZEN_LAKE_MAPS = {
+_FROZEN_LAKE_MAPS = {
     "4x4": ("SFFF", "FHFH", "FFFH", "HFFG"),
     "8x8": ("SFFFFFFF", "FFFFFFFF", "FFFHFFFF", "FFFFFHFF", "FFFHFFFF", "FHHFFFHF",
             "FHFFHFHF", "FFFHFFFG"),
@@ -252,7 +252,7 @@ FROZEN_LAKE_MAPS = {
 
 
 def frozen_lake_table(map: str = "4x4", is_slippery: bool = True,
-                      success: float = 1.0 / 3.0) -> ToyTextTable:
+                      success: float = 1.0 / 3.0) -> _ToyTextTable:
     r"""Gymnasium's FrozenLake-v1 table (map ``map``), written from its definition.
 
     Actions 0 = left, 1 = down, 2 = right, 3 = up; a move off the grid stays.  Slippery:
@@ -263,9 +263,9 @@ def frozen_lake_table(map: str = "4x4", is_slippery: bool = True,
     cell "S"; 100 steps per episode (the registration of FrozenLake-v1, also used for
     the 8x8 map here).
     """
-    desc = np.asarray([list(row) for row in FROZEN_LAKE_MAPS[map]])
+    desc = np.asarray([list(row) for row in _FROZEN_LAKE_MAPS[map]])
     nrow, ncol = desc.shape
-    t = ToyTextTable(nrow * ncol, 4, "FrozenLake-v1", 100)
+    t = _ToyTextTable(nrow * ncol, 4, "FrozenLake-v1", 100)
     fail = (1.0 - success) / 2.0
     moves = ((0, -1), (1, 0), (0, 1), (-1, 0))  # left, down, right, up as (drow, dcol)
     for row in range(nrow):
@@ -288,7 +288,7 @@ def frozen_lake_table(map: str = "4x4", is_slippery: bool = True,
     return t
 
 
-def cliff_walking_table(is_slippery: bool = True) -> ToyTextTable:
+def cliff_walking_table(is_slippery: bool = True) -> _ToyTextTable:
     r"""Gymnasium's CliffWalking-v1 table (4 x 12 cells), written from its definition.
 
     Actions 0 = up, 1 = right, 2 = down, 3 = left; a move off the grid stays.  The start
@@ -299,7 +299,7 @@ def cliff_walking_table(is_slippery: bool = True) -> ToyTextTable:
     No episode length (the registration has none).
     """
     nrow, ncol = 4, 12
-    t = ToyTextTable(nrow * ncol, 4, "CliffWalking-v1", None)
+    t = _ToyTextTable(nrow * ncol, 4, "CliffWalking-v1", None)
     start = 3 * ncol
     moves = ((-1, 0), (0, 1), (1, 0), (0, -1))  # up, right, down, left
     for s in range(nrow * ncol):
@@ -319,20 +319,20 @@ def cliff_walking_table(is_slippery: bool = True) -> ToyTextTable:
 
 
 #: Taxi's map: walls "|" between the cells of a row (Gymnasium's ``MAP``).
-TAXI_MAP = ("+---------+", "|R: | : :G|", "| : | : : |", "| : : : : |", "| | : | : |",
+_TAXI_MAP = ("+---------+", "|R: | : :G|", "| : | : : |", "| : : : : |", "| | : | : |",
             "|Y| : |B: |", "+---------+")
 #: Taxi's four stands R, G, Y, B as (row, column).
-TAXI_LOCS = ((0, 0), (0, 4), (4, 0), (4, 3))
+_TAXI_LOCS = ((0, 0), (0, 4), (4, 0), (4, 3))
 
 
-def taxi_table(rainy: bool = True, rainy_probability: float = 0.8) -> ToyTextTable:
+def taxi_table(rainy: bool = True, rainy_probability: float = 0.8) -> _ToyTextTable:
     r"""Gymnasium's Taxi-v4 table (Dietterich 2000), written from its definition.
 
     500 states ``((row * 5 + col) * 5 + passenger) * 4 + destination`` (passenger 4:
     in the taxi); actions 0 = south, 1 = north, 2 = east, 3 = west, 4 = pick-up, 5 =
     drop-off; -1 per step, -10 for a pick-up or drop-off where there is nothing to do,
     +20 for the delivery (which ends the episode).  A drop-off at another stand leaves
-    the passenger there (-1).  Walls "|" of :data:`TAXI_MAP` block east and west moves.
+    the passenger there (-1).  Walls "|" of :data:`_TAXI_MAP` block east and west moves.
     In the rain (``rainy``, Gymnasium's ``is_rainy``) a move that is possible goes the
     intended way with ``rainy_probability`` = 0.8 and to each side ("left" and "right"
     of the heading) with (1 - 0.8) / 2, a side move blocked by a wall or the border
@@ -340,8 +340,8 @@ def taxi_table(rainy: bool = True, rainy_probability: float = 0.8) -> ToyTextTab
     The start: the taxi anywhere, the passenger at a stand other than the destination
     (300 states, uniform); 200 steps per episode.
     """
-    desc = np.asarray([list(row) for row in TAXI_MAP])
-    t = ToyTextTable(500, 6, "Taxi-v4", 200)
+    desc = np.asarray([list(row) for row in _TAXI_MAP])
+    t = _ToyTextTable(500, 6, "Taxi-v4", 200)
     side = (1.0 - rainy_probability) / 2.0
 
     def enc(row, col, pas, dest):
@@ -387,15 +387,15 @@ def _taxi_entries(out, row, col, pas, dest, a, rainy, p_main, side, heading, sli
     possible = ((a == 0 and row < 4) or (a == 1 and row > 0)
                 or (a == 2 and open_east(row, col)) or (a == 3 and open_west(row, col)))
     if a == 4:
-        if pas < 4 and here == TAXI_LOCS[pas]:
+        if pas < 4 and here == _TAXI_LOCS[pas]:
             n_pas = 4
         else:
             reward = -10
     elif a == 5:
-        if pas == 4 and here == TAXI_LOCS[dest]:
+        if pas == 4 and here == _TAXI_LOCS[dest]:
             n_pas, reward, done = dest, 20, True
-        elif pas == 4 and here in TAXI_LOCS:
-            n_pas = TAXI_LOCS.index(here)
+        elif pas == 4 and here in _TAXI_LOCS:
+            n_pas = _TAXI_LOCS.index(here)
         else:
             reward = -10
     elif possible:
@@ -427,7 +427,7 @@ def frozen_lake(map: str = "4x4", gamma: float = 0.95, *, is_slippery: bool = Tr
     check_choice(map, "map", ("4x4", "8x8"))
     check_real(gamma, "gamma", 0.0, 1.0, high_open=True)
     table = frozen_lake_table(map, bool(is_slippery))
-    desc = np.asarray([list(row) for row in FROZEN_LAKE_MAPS[map]]).ravel()
+    desc = np.asarray([list(row) for row in _FROZEN_LAKE_MAPS[map]]).ravel()
     holes = (desc == "H").astype(np.float64)
     m = TabularCMDP.from_gymnasium(table, costs=holes, d=_budget(d, gamma), gamma=gamma,
                                    name=f"FrozenLake-{map}")
@@ -445,7 +445,7 @@ def frozen_lake(map: str = "4x4", gamma: float = 0.95, *, is_slippery: bool = Tr
 
 
 #: CliffWalking's edge: the cells (2, 1) to (2, 10) along the cliff, states 25 to 34.
-CLIFF_EDGE = tuple(range(2 * 12 + 1, 2 * 12 + 11))
+_CLIFF_EDGE = tuple(range(2 * 12 + 1, 2 * 12 + 11))
 
 
 def cliff_walking(gamma: float = 0.95, *, is_slippery: bool = True, cost: str = "edge",
@@ -457,7 +457,7 @@ def cliff_walking(gamma: float = 0.95, *, is_slippery: bool = True, cost: str = 
 
     The cost (``cost``):
 
-    * ``"edge"`` (default): 1 for entering a cell along the cliff (:data:`CLIFF_EDGE`,
+    * ``"edge"`` (default): 1 for entering a cell along the cliff (:data:`_CLIFF_EDGE`,
       the row above it), on every transition into one (also off the nominal support):
       the discounted time spent next to the cliff.  On the slippery table the robust
       optimum walks the edge with the move "up", whose slips go left and right and never
@@ -484,7 +484,7 @@ def cliff_walking(gamma: float = 0.95, *, is_slippery: bool = True, cost: str = 
                                    gamma=gamma, horizon=None, name="CliffWalking")
     C = np.zeros((48, 4, 48, 1))
     live = ~np.asarray(m.terminal)
-    C[np.ix_(live, np.arange(4), np.asarray(CLIFF_EDGE), [0])] = 1.0
+    C[np.ix_(live, np.arange(4), np.asarray(_CLIFF_EDGE), [0])] = 1.0
     return m.replace(C=C)
 
 
@@ -594,7 +594,7 @@ def optimal_actions(game, v: np.ndarray, policy: np.ndarray, tol: float = TIE_RT
     return dict(lo=lo, hi=hi, mask=mask, gap=gap, tol=eps)
 
 
-def box_value_iteration(game, g: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+def _box_value_iteration(game, g: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                         tol: float = 1e-12, max_iter: int = 100_000) -> Result:
     r"""Robust value iteration over a policy box: :math:`W \leftarrow \max_{\pi \in
     [lo, hi]} \min_P [g + \gamma W]` for a batch g (J, S, A, S) (the game's
@@ -637,7 +637,7 @@ def cost_levels(model: TabularCMDP, uset, tol: float = TIE_RTOL, *,
     :math:`f_1` (the box's minimiser) and ``policies["least"]`` a policy of least
     worst-case cost of the first constraint; ``robust_optimum`` the robust optimum's value;
     ``box`` the :func:`robust_optimal_box` result.  ``method``: "policy_iteration"
-    (Howard's, the default) or "value_iteration" (:func:`box_value_iteration`, the
+    (Howard's, the default) or "value_iteration" (:func:`_box_value_iteration`, the
     second method of ``rcmdp suite verify``) for every fixed point.
     """
     from ..robust import robust_value_iteration
@@ -662,7 +662,7 @@ def cost_levels(model: TabularCMDP, uset, tol: float = TIE_RTOL, *,
     lo = np.broadcast_to(box.lo, g.shape[:3]).copy()
     hi = np.broadcast_to(box.hi, g.shape[:3]).copy()
     if method == "value_iteration":
-        sol = box_value_iteration(game, g, lo, hi)
+        sol = _box_value_iteration(game, g, lo, hi)
         ok, pis = sol.converged, sol.policy
     else:
         sol = game.solve(g, lo, hi)

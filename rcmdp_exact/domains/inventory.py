@@ -49,18 +49,14 @@ from ..names import DEMANDS, REVENUES
 
 __all__ = [
     "DEMANDS",
-    "HOLDING_COST",
-    "PURCHASE_COST",
     "REVENUES",
-    "SALE_PRICE",
-    "demand_cdf",
     "inventory",
     "order_up_to_policy",
 ]
 
-PURCHASE_COST = 2.49
-SALE_PRICE = 3.99
-HOLDING_COST = 0.03
+_PURCHASE_COST = 2.49
+_SALE_PRICE = 3.99
+_HOLDING_COST = 0.03
 #: Stock levels s <= LOW_STOCK use the higher purchasing limit mu + sigma.
 LOW_STOCK = 2
 
@@ -70,7 +66,7 @@ def _check_normal(mu, sigma, what: str) -> tuple[float, float]:
             check_real(sigma, f"sigma of {what}", 0.0, low_open=True))
 
 
-def demand_cdf(k, mu: float, sigma: float, demand: str = "reference") -> np.ndarray:
+def _demand_cdf(k, mu: float, sigma: float, demand: str = "reference") -> np.ndarray:
     r""":math:`G(k) = \Pr[\text{demand} \le k]` of the discretised demand, 0 for k < 0.
 
     ``"reference"``: :math:`\Phi(k)`; ``"rounded"``: :math:`\Phi(k + 1/2)`, with
@@ -145,16 +141,16 @@ def inventory(
     k = I[:, :, None] - j  # demand that leads to s' = j
     P = np.where(
         (j >= 1) & (j <= I[:, :, None]),
-        demand_cdf(k, mu, sigma, demand) - demand_cdf(k - 1, mu, sigma, demand),
+        _demand_cdf(k, mu, sigma, demand) - _demand_cdf(k - 1, mu, sigma, demand),
         0.0,
     )
-    P[:, :, 0] = 1.0 - demand_cdf(I - 1, mu, sigma, demand)
+    P[:, :, 0] = 1.0 - _demand_cdf(I - 1, mu, sigma, demand)
 
-    fixed = -PURCHASE_COST * order - HOLDING_COST * I  # (S, A)
+    fixed = -_PURCHASE_COST * order - _HOLDING_COST * I  # (S, A)
     if revenue == "economic":
-        income = SALE_PRICE * np.maximum(0.0, I[:, :, None] - j)
+        income = _SALE_PRICE * np.maximum(0.0, I[:, :, None] - j)
     else:
-        income = SALE_PRICE * np.broadcast_to(j, (S, S, S))
+        income = _SALE_PRICE * np.broadcast_to(j, (S, S, S))
     R = fixed[:, :, None] + income
     limit = np.where(np.arange(S) <= LOW_STOCK, limit_mu + limit_sigma, limit_mu)
     C = np.maximum(0.0, order - limit[:, None])[:, :, None]  # (S, A, 1)

@@ -70,7 +70,6 @@ from ..names import NAV1_COST_LAYOUTS
 __all__ = [
     "ACTION_OFFSETS",
     "GOAL",
-    "GRID_SIZE",
     "NAV1_COST_CELLS",
     "NAV1_COST_LAYOUTS",
     "NAV2_GREY_CELLS",
@@ -89,9 +88,9 @@ __all__ = [
 ]
 
 #: Side of the square grid.
-GRID_SIZE = 5
+_GRID_SIZE = 5
 #: Number of states S = 25.
-N_STATES = GRID_SIZE * GRID_SIZE
+N_STATES = _GRID_SIZE * _GRID_SIZE
 #: Start cell and goal cell.
 START = (0, 0)
 GOAL = (4, 4)
@@ -120,9 +119,9 @@ def grid_state(x, y):
     >>> grid_state(4, 4)
     24
     """
-    xa = check_indices(x, "grid coordinate x", GRID_SIZE, "coordinate")
-    ya = check_indices(y, "grid coordinate y", GRID_SIZE, "coordinate")
-    s = xa * GRID_SIZE + ya
+    xa = check_indices(x, "grid coordinate x", _GRID_SIZE, "coordinate")
+    ya = check_indices(y, "grid coordinate y", _GRID_SIZE, "coordinate")
+    s = xa * _GRID_SIZE + ya
     return int(s) if s.ndim == 0 else s.astype(np.int64)
 
 
@@ -133,7 +132,7 @@ def grid_xy(s):
     (1, 2)
     """
     sa = check_indices(s, "state s of the 5x5 grid", N_STATES, "state")
-    x, y = np.divmod(sa, GRID_SIZE)
+    x, y = np.divmod(sa, _GRID_SIZE)
     if sa.ndim == 0:
         return int(x), int(y)
     return x.astype(np.int64), y.astype(np.int64)
@@ -143,7 +142,7 @@ def grid_graph():
     """The grid as ``networkx.grid_2d_graph(5, 5)``: nodes (x, y), edges the legal moves."""
     import networkx as nx
 
-    return nx.grid_2d_graph(GRID_SIZE, GRID_SIZE)
+    return nx.grid_2d_graph(_GRID_SIZE, _GRID_SIZE)
 
 
 @lru_cache(maxsize=1)
@@ -153,11 +152,11 @@ def _outcome_map_cached() -> np.ndarray:
     G = grid_graph()
     nodes = sorted(G.nodes)
     cells = np.array(nodes, dtype=np.int64)  # (S, 2), row s is the cell of state s
-    if not np.array_equal(cells[:, 0] * GRID_SIZE + cells[:, 1], np.arange(N_STATES)):
+    if not np.array_equal(cells[:, 0] * _GRID_SIZE + cells[:, 1], np.arange(N_STATES)):
         raise RuntimeError("grid_2d_graph node order does not match s = 5x + y")
     adj = nx.to_numpy_array(G, nodelist=nodes, dtype=np.float64) > 0  # (S, S)
     s = np.arange(N_STATES)[:, None]
-    raw = s + OUTCOME_OFFSETS[None, :, 0] * GRID_SIZE + OUTCOME_OFFSETS[None, :, 1]  # (S, 5)
+    raw = s + OUTCOME_OFFSETS[None, :, 0] * _GRID_SIZE + OUTCOME_OFFSETS[None, :, 1]  # (S, 5)
     in_range = (raw >= 0) & (raw < N_STATES)
     legal = in_range & adj[np.broadcast_to(s, raw.shape), np.clip(raw, 0, N_STATES - 1)]
     out = np.where(legal, raw, s)  # illegal moves (and outcome 0) stay in place

@@ -46,8 +46,6 @@ from .navigation import (
 )
 
 __all__ = [
-    "INVENTORY_MU_DIVISORS",
-    "INVENTORY_SIGMA_DIVISORS",
     "N_DRAWS",
     "P_SUCCESS_VALUES",
     "SIZES_1B",
@@ -70,8 +68,8 @@ N_DRAWS = 50
 #: Demand settings of the inventory test: mu = S / k and sigma = S / k for these k
 #: (S / k rather than S * (1/k), so that the setting S/4, S/6 is the training model
 #: bit for bit).
-INVENTORY_MU_DIVISORS = (6, 4, 3)
-INVENTORY_SIGMA_DIVISORS = (8, 6, 4)
+_INVENTORY_MU_DIVISORS = (6, 4, 3)
+_INVENTORY_SIGMA_DIVISORS = (8, 6, 4)
 P_SUCCESS_1B = 0.8
 P_SUCCESS_2B = 0.5
 
@@ -256,8 +254,8 @@ def perturbations(
     out: list[Setting] = []
     if name == "inventory":
         S = 10
-        for km in INVENTORY_MU_DIVISORS:
-            for ks in INVENTORY_SIGMA_DIVISORS:
+        for km in _INVENTORY_MU_DIVISORS:
+            for ks in _INVENTORY_SIGMA_DIVISORS:
                 mu, sigma = S / km, S / ks
                 model = inventory(mu, sigma, revenue=revenue, demand=demand, gamma=gamma,
                                   **kw)

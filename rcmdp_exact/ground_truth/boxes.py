@@ -51,7 +51,7 @@ from .search import Incumbent
 from .structure import Pseudocosts
 
 __all__ = ["BOX_BOUNDS", "OPEN_BOX_MEMORY", "bound_boxes", "branch_and_bound",
-           "feasibility_bounds", "lagrangian_bounds", "lp_bound", "open_box_bytes"]
+           "feasibility_bounds", "lagrangian_bounds",]
 
 #: The bounds a box may add to its Lagrangian bound: the performance-difference bound
 #: (:mod:`.local_bound`) and the occupancy LP with McCormick envelopes
@@ -63,7 +63,7 @@ BOX_BOUNDS = ("local", "lp")
 OPEN_BOX_MEMORY = 2 * 2**30
 
 
-def open_box_bytes(S: int, A: int, K: int) -> int:
+def _open_box_bytes(S: int, A: int, K: int) -> int:
     """The memory one open box holds, about: its bounds lo, hi (S, A), lam and step (K,),
     U, the occupancies and values (S,), the occupancy values its children start from,
     (1 + K, 2, S, S) float32, and an LP basis (a byte per column and row)."""
@@ -144,7 +144,7 @@ def _box_lp(game: RobustGame) -> OccupancyLP:
     return _LPS[key][1]
 
 
-def lp_bound(game: RobustGame, olp: OccupancyLP, lo, hi, kernels, dlo, dhi, carried):
+def _lp_bound(game: RobustGame, olp: OccupancyLP, lo, hi, kernels, dlo, dhi, carried):
     r"""The occupancy-LP bound of one box (S, A) with one kernel per objective.
 
     ``kernels`` (1 + K, S, A, S): the worst cases of the box's maximiser, with their
@@ -187,7 +187,7 @@ def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float,
        worst-case kernels are the kernels of the next bounds);
     4. with ``"local"`` in ``bounds``, the performance-difference bound
        (:func:`~.local_bound.local_bounds`); with ``"lp"``, for the boxes whose bound is
-       still above ``threshold``, the occupancy LP (:func:`lp_bound`, from the parent's
+       still above ``threshold``, the occupancy LP (:func:`_lp_bound`, from the parent's
        ``basis``: a list of J ``{"highs": basis, "occ": occupancy values}`` or None).
 
     Returns a dict: ``ok`` (J,) the boxes kept, and for those: ``U``, ``lam``, ``step``,
@@ -226,7 +226,7 @@ def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float,
         if "lp" in bounds:
             olp = _box_lp(game)
             for i in np.flatnonzero(U > threshold):
-                u, b = lp_bound(game, olp, lo[i], hi[i],
+                u, b = _lp_bound(game, olp, lo[i], hi[i],
                                 ev["P"][i].reshape(n, *ev["P"].shape[2:]), dlo[i], dhi[i],
                                 base[i])
                 U[i] = min(U[i], u)
@@ -442,7 +442,7 @@ def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
     runner = _Runner(game, client, bounds, n_lam_steps, model)
     runner.pseudo = Pseudocosts(S, A)
     runner.scale_of = scale_of or (lambda v: max(1.0, abs(v)))
-    runner.box_bytes = open_box_bytes(S, A, game.K)
+    runner.box_bytes = _open_box_bytes(S, A, game.K)
     if state is not None:
         boxes, pruned, n_boxes, trace = state
         runner.pseudo = boxes.pseudo  # the pseudocosts' records go on

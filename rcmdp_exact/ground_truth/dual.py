@@ -35,29 +35,28 @@ from .._result import Result
 from ..robust.engine import RobustGame
 from .boxes import improve_lam, lagrangian_bounds
 
-__all__ = ["BATCH_BYTES", "BATCH_PROBLEMS", "REFINE_ROUND", "batch_size", "lagrangian_search",
-           "lam_grid"]
+__all__ = [ "BATCH_PROBLEMS", "REFINE_ROUND", "batch_size", "lagrangian_search",]
 
 #: Sign steps per round of the refinement of :func:`lagrangian_search`.
 REFINE_ROUND = 10
 #: A batch of robust fixed points over a grid (of multipliers, here and in the RCPG
 #: variants' search) holds at most this many problems, and at most about
-#: :data:`BATCH_BYTES` of rewards (S A S floats per problem): a long grid is evaluated in
+#: :data:`_BATCH_BYTES` of rewards (S A S floats per problem): a long grid is evaluated in
 #: batches, so that the safety net is looked at between them and memory stays bounded.
 #: The default grids (up to about 200 points) fit in one batch on models up to about
 #: 100 states, as before.
 BATCH_PROBLEMS = 256
-BATCH_BYTES = 64 * 2**20
+_BATCH_BYTES = 64 * 2**20
 
 
 def batch_size(game: RobustGame) -> int:
     """Problems per batch of fixed points on a grid: :data:`BATCH_PROBLEMS`, fewer on
-    large models (:data:`BATCH_BYTES`)."""
+    large models (:data:`_BATCH_BYTES`)."""
     per = 8 * game.S * game.A * game.S
-    return max(1, min(BATCH_PROBLEMS, BATCH_BYTES // max(per, 1)))
+    return max(1, min(BATCH_PROBLEMS, _BATCH_BYTES // max(per, 1)))
 
 
-def lam_grid(K: int, low: float, high: float, n_grid: int) -> np.ndarray:
+def _lam_grid(K: int, low: float, high: float, n_grid: int) -> np.ndarray:
     """Points (n, K): 0, a log-spaced diagonal and, for K = 2, the product grid."""
     axis = np.concatenate([[0.0], np.geomspace(low, high, n_grid)])
     if K == 0:
@@ -136,7 +135,7 @@ def lagrangian_search(game: RobustGame, starts, *, low: float, high: float, n_gr
     """
     K = game.K
     log = _Log(game)
-    grid = lam_grid(K, low, high, n_grid)
+    grid = _lam_grid(K, low, high, n_grid)
     pts = np.concatenate([np.reshape(starts, (-1, K)), grid]) if K else grid
     if K and game.late():  # past the safety net: the starting points alone (lam = 0 first)
         pts = np.reshape(starts, (-1, K))

@@ -75,11 +75,11 @@ from .._result import Result, Status
 from ..robust import WorstCaseObjective, check_robust_inputs
 from ..robust.engine import RobustGame, SafetyNet
 
-__all__ = ["ASSUMPTIONS", "DUAL_GAP_TOL", "DUAL_ITER", "DUAL_TOL", "certified_dual", "dual_of_game",
+__all__ = [ "DUAL_GAP_TOL", "DUAL_ITER", "DUAL_TOL", "certified_dual", "dual_of_game",
            "duality_gap"]
 
 #: The assumptions under which ``lo`` and ``hi`` of :func:`certified_dual` bound D.
-ASSUMPTIONS = (
+_ASSUMPTIONS = (
     "D = min over lam >= 0 of g(lam), g(lam) = max_pi min_P [V - lam.C](pi, P) + lam.d "
     "with one adversary for the Lagrangian (P in the sa-rectangular set); each g(lam) "
     "is a robust MDP value, certified by its Bellman residual (error <= residual / "
@@ -396,7 +396,7 @@ def certified_dual(model, uset, *, tol: float = DUAL_GAP_TOL, max_evaluations: i
     :math:`D = \min_{\lambda \ge 0} \max_\pi \min_{P} [V_r - \lambda^\top C](\pi, P) +
     \lambda^\top d` over an sa-rectangular set; OPT :math:`\le` D for the RCMDP optimum
     (weak duality).  The module docstring gives the method and
-    :data:`ASSUMPTIONS` its hypotheses.
+    :data:`_ASSUMPTIONS` its hypotheses.
 
     Parameters
     ----------
@@ -650,7 +650,7 @@ def _result(ev, lo, hi, lam, pol, lam_max, slater, slater_numbers, cost_range, c
         cost_range=cost_range, evaluations=ev.count, cells=int(cells),
         history=Result(lam=np.array(ev.lam, dtype=np.float64).reshape(len(ev.lam), -1),
                        lo=np.array(ev.lo), hi=np.array(ev.hi)),
-        assumptions=ASSUMPTIONS, success=bool(np.isfinite(lo)), status=status,
+        assumptions=_ASSUMPTIONS, success=bool(np.isfinite(lo)), status=status,
         message=msg, seconds=time.perf_counter() - start,
         stopped_by_time_limit=bool(timed_out and not closed),
         reproducible=not (timed_out and not closed),

@@ -79,7 +79,7 @@ from ..core.evaluation import PolicySystem, policy_matrix
 from ..core.mdp import box_policy_iteration, greedy_box
 from ..robust.engine import RobustGame
 
-__all__ = ["box_vertices", "local_bounds", "occupancy_intervals", "one_step_intervals"]
+__all__ = [ "local_bounds", "occupancy_intervals", "one_step_intervals"]
 
 #: Relative widening of the solved occupancy intervals (the rounding of the solve).
 _WIDEN = 1e-12
@@ -225,7 +225,7 @@ def _terms(q, w, lo, hi):
     return np.maximum(top, -bottom)
 
 
-def box_vertices(lo: np.ndarray, hi: np.ndarray, max_actions: int = 6):
+def _box_vertices(lo: np.ndarray, hi: np.ndarray, max_actions: int = 6):
     """The vertices of every row's box intersected with the simplex, (J, S, C, A), with a
     mask (J, S, C) of the valid ones; None when A > ``max_actions`` (C = A 2^(A-1)).
 
@@ -261,7 +261,7 @@ class _Box:
         self.game, self.q, self.w, self.mid, self.half = game, q, w, mid, half
         self.lo, self.hi = lo, hi
         self.base = w @ game.p0  # (J, n)
-        verts = box_vertices(lo, hi)
+        verts = _box_vertices(lo, hi)
         if verts is not None and not verts[1].any(axis=2).all():
             verts = None  # a row without a vertex found: the separate maxima are safe
         self.joint = verts is not None

@@ -18,7 +18,7 @@ r(s, a) - \mu^\top c(s, a) + \gamma P(s, a)^\top v` is :math:`\min_{\mu \ge 0}
 (Eq. "Lagrange").  The returned multipliers ``lam`` are :math:`\mu \ge 0`, the duals of the
 cost rows (:math:`\partial V^*/\partial d_k`).  The policy is
 :math:`\pi(a|s) = x(s, a)/\sum_b x(s, b)`; states with :math:`\sum_a x(s, a) \le`
-``UNVISITED_TOL`` get the greedy action of :math:`r - \mu^\top c` (``unvisited=
+``_UNVISITED_TOL`` get the greedy action of :math:`r - \mu^\top c` (``unvisited=
 "lagrangian"``) or the uniform distribution.  With gamma = 1 the LP keeps the
 non-terminal states (the occupancy counts visits before absorption).
 
@@ -58,7 +58,6 @@ from ..names import LP_SOLVERS
 __all__ = [
     "DEFAULT_LP_SOLVER",
     "LP_SOLVERS",
-    "UNVISITED_TOL",
     "infeasible_message",
     "max_slack_policy",
     "polish_vertex",
@@ -73,7 +72,7 @@ __all__ = [
 #: through cvxpy).
 DEFAULT_LP_SOLVER = "HIGHS"
 #: Occupancy below which a state counts as never visited.
-UNVISITED_TOL = 1e-10
+_UNVISITED_TOL = 1e-10
 #: cvxpy statuses as the toolkit's status strings.
 CVX_STATUS = {
     "optimal": "optimal", "optimal_inaccurate": "optimal_inaccurate",
@@ -336,7 +335,7 @@ def _lp_policy(model: TabularCMDP, keep: np.ndarray, x: np.ndarray, default: np.
 def _policy_from_occupancy(x: np.ndarray, default: np.ndarray):
     """pi = x / sum_a x on visited states, ``default`` elsewhere; returns (pi, visited)."""
     tot = x.sum(axis=-1)
-    visited = tot > UNVISITED_TOL
+    visited = tot > _UNVISITED_TOL
     pi = np.array(default, dtype=np.float64, copy=True)
     pi[visited] = x[visited] / tot[visited][..., None]
     return pi, visited

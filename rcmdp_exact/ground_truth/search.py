@@ -52,8 +52,8 @@ from scipy.optimize import minimize
 from ..core.evaluation import evaluate
 from ..robust.engine import RobustGame
 
-__all__ = ["ACCEPT_MARGIN", "CERTIFY_ITER", "SEARCH_MARGIN", "Incumbent", "ascend", "certify",
-           "find_feasible", "free_actions", "improve", "mix_to_boundary", "steepest_pair"]
+__all__ = ["ACCEPT_MARGIN", "SEARCH_MARGIN", "Incumbent", "ascend", "certify",
+           "find_feasible", "improve", "mix_to_boundary", "steepest_pair"]
 
 #: A policy whose certified costs are at least this times the value scale below the
 #: budgets is accepted at once; closer to them the second certification decides
@@ -65,7 +65,7 @@ SEARCH_MARGIN = 1e-9
 
 #: Iterations of the adversary in the second certification (:func:`certify`): a cap that
 #: policy iteration never meets (the answer carries its residual bound anyway).
-CERTIFY_ITER = 100_000
+_CERTIFY_ITER = 100_000
 
 
 def certify(game: RobustGame, policy: np.ndarray) -> tuple[float, np.ndarray]:
@@ -76,7 +76,7 @@ def certify(game: RobustGame, policy: np.ndarray) -> tuple[float, np.ndarray]:
     The second certification of :class:`Incumbent`, independent of
     :meth:`RobustGame.evaluate` in what it bounds: the adversary's fixed point of the
     value and of each cost (one batch, :meth:`RobustGame.adversary`, at most
-    :data:`CERTIFY_ITER` iterations and no safety net), the exact evaluation of the policy
+    :data:`_CERTIFY_ITER` iterations and no safety net), the exact evaluation of the policy
     under each worst-case kernel (:func:`~rcmdp_exact.core.evaluation.evaluate`, sparse LU),
     and the residual of those exact values under one more robust Bellman step
     (:meth:`RobustGame.inner`).  ``game`` is the bracket's game, already validated.
@@ -85,7 +85,7 @@ def certify(game: RobustGame, policy: np.ndarray) -> tuple[float, np.ndarray]:
     g = game.objectives()
     J = g.shape[0]
     fp = game.replace(net=None).adversary(
-        g, np.broadcast_to(policy, (J, game.S, game.A)), max_iter=CERTIFY_ITER)
+        g, np.broadcast_to(policy, (J, game.S, game.A)), max_iter=_CERTIFY_ITER)
     scale = 1.0 - model.gamma
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -185,7 +185,7 @@ class _OutOfTime(Exception):
     once a feasible policy is certified)."""
 
 
-def free_actions(game: RobustGame, pi: np.ndarray, ev: dict) -> np.ndarray:
+def _free_actions(game: RobustGame, pi: np.ndarray, ev: dict) -> np.ndarray:
     """The actions the local search may use (S, A) bool: the support of ``pi``, the best
     action for the worst-case value and, per constraint, the action of least worst-case
     cost, in every state."""
@@ -201,7 +201,7 @@ class _Local:
 
     def __init__(self, inc: Incumbent, pi0: np.ndarray, method: str):
         self.inc, self.method = inc, method
-        self.free = free_actions(inc.game, pi0, inc.offer(pi0[None], method))
+        self.free = _free_actions(inc.game, pi0, inc.offer(pi0[None], method))
         rows = np.nonzero(self.free)[0]
         self.rowsum = np.zeros((inc.game.S, rows.size))
         self.rowsum[rows, np.arange(rows.size)] = 1.0
@@ -241,7 +241,7 @@ def ascend(inc: Incumbent, pi0: np.ndarray, *, n_iter: int = 60,
 
     ``scipy.optimize.minimize(method="SLSQP")`` on the worst-case value with the
     worst-case costs as constraints (the budgets ``inc.target``),
-    over the policies on the actions of :func:`free_actions`, exact Danskin gradients,
+    over the policies on the actions of :func:`_free_actions`, exact Danskin gradients,
     at most ``n_iter`` iterations (SLSQP's ``ftol`` 1e-13: a coarser one, the
     refinement gain of the bracket, stopped the search on the long flat ridge of
     RiverSwim-20 2.8% below the best policy found apart).  Every policy it evaluates

@@ -25,7 +25,7 @@ for each child (:math:`\ell` the incumbent; a child dropped as infeasible or emp
 counts as :math:`U = \ell`), and a box is split on the interval of largest width times
 the mean of its coordinate's records.  A coordinate not yet split uses the mean of
 all records (or, before any, the default rule's weight), so every coordinate is tried;
-every mean is at least :data:`FLOOR` times the largest, so a coordinate whose splits
+every mean is at least :data:`_FLOOR` times the largest, so a coordinate whose splits
 never paid is still split once the others are narrow enough: every box still shrinks
 to a point, and the bracket converges as with the default rule.  The rule changes only
 the order of the search, never a bound: any split gives a valid branch and bound.
@@ -38,10 +38,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FLOOR", "Pseudocosts", "split_on", "tighten"]
+__all__ = [ "Pseudocosts", "split_on", "tighten"]
 
 #: Every coordinate's mean gain is at least this fraction of the largest.
-FLOOR = 0.05
+_FLOOR = 0.05
 
 
 def tighten(lo: np.ndarray, hi: np.ndarray):
@@ -88,7 +88,7 @@ class Pseudocosts:
         top = mean.max()
         if top <= 0.0:
             return None
-        return np.maximum(mean, FLOOR * top)
+        return np.maximum(mean, _FLOOR * top)
 
     def split(self, lo, hi, occ, U):
         """Split boxes (n, S, A) of bounds U (n,), with occupancies ``occ`` (n, S) under

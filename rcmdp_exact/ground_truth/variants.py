@@ -37,9 +37,8 @@ from ..names import VARIANTS
 from ..robust import check_robust_inputs
 from ..robust.engine import RobustGame
 
-__all__ = ["VARIANTS", "VARIANT_BISECT", "VARIANT_ITER", "best_response", "check_lam_range",
-           "check_search", "lam_bounds", "rcmdp_variant", "variant_equilibria",
-           "variant_target"]
+__all__ = ["VARIANTS", "VARIANT_BISECT", "VARIANT_ITER", "check_lam_range", "lam_bounds",
+           "rcmdp_variant", "variant_target"]
 
 
 #: Bisection steps of the crossing and best-response rounds of :func:`rcmdp_variant`.
@@ -69,10 +68,10 @@ def lam_bounds(model, lam_range) -> tuple[float, float]:
     return 1e-3 * ratio, 1e4 * ratio
 
 
-def check_search(model, ball, n_grid, lam_range, feas_tol, **counts):
+def _check_search(model, uset, n_grid, lam_range, feas_tol, **counts):
     """Validate the arguments of a lam search; return (low, high) of the lam range
     (:func:`lam_bounds`)."""
-    check_robust_inputs(model, ball)
+    check_robust_inputs(model, uset)
     check_int(n_grid, "n_grid", 2)
     for name, val in counts.items():
         check_int(val, name, 0)
@@ -80,7 +79,7 @@ def check_search(model, ball, n_grid, lam_range, feas_tol, **counts):
     return lam_bounds(model, check_lam_range(lam_range))
 
 
-def best_response(game: RobustGame, P: np.ndarray, g: np.ndarray, pi: np.ndarray,
+def _best_response(game: RobustGame, P: np.ndarray, g: np.ndarray, pi: np.ndarray,
                   max_iter: int = 10_000) -> tuple[np.ndarray, np.ndarray]:
     """Howard's policy iteration for rewards g under kernels P, a batch (J, S, A, S).
 
@@ -111,7 +110,7 @@ def _variant_reward(game: RobustGame, variant: str, lag: np.ndarray) -> np.ndarr
     return lag
 
 
-def variant_equilibria(game: RobustGame, variant: str, lams: np.ndarray, max_iter: int):
+def _variant_equilibria(game: RobustGame, variant: str, lams: np.ndarray, max_iter: int):
     """The rest points of one RCPG variant at multipliers lams (J, K), in one batch.
 
     Alternating best responses from the robust-Lagrangian optimum: P+ = the variant's
@@ -131,7 +130,7 @@ def variant_equilibria(game: RobustGame, variant: str, lams: np.ndarray, max_ite
         idx = np.flatnonzero(active)
         P = game.adversary(g_var[idx], pi[idx]).P
         P_out[idx] = P
-        br, q = best_response(game, P, lag[idx], pi[idx])
+        br, q = _best_response(game, P, lag[idx], pi[idx])
         eq = np.all(np.einsum("jsa,jsa->js", pi[idx], q)
                     >= q.max(axis=-1) - 1e-10 * game.scale, axis=1)
         for n, j in enumerate(idx):
@@ -185,7 +184,7 @@ def _run_variant(game: RobustGame, variant, grid, n_bisect, max_iter, bar) -> di
                 break
             part = new[a:a + size]
             lams = np.repeat(np.array(part, dtype=np.float64)[:, None], K, axis=1)
-            pis, Ps, conv = variant_equilibria(game, variant, lams, max_iter)
+            pis, Ps, conv = _variant_equilibria(game, variant, lams, max_iter)
             values, costs = game.numbers(Ps, pis)
             for j, t in enumerate(part):
                 rows[t] = Result(lam=lams[j], policy=pis[j], value=float(values[j]),
@@ -201,7 +200,7 @@ def _run_variant(game: RobustGame, variant, grid, n_bisect, max_iter, bar) -> di
     return rows
 
 
-def rcmdp_variant(model, ball, variant: str, *, n_grid: int = 29,
+def rcmdp_variant(model, uset, variant: str, *, n_grid: int = 29,
                   lam_range: tuple[float, float] | None = None,
                   n_bisect: int = VARIANT_BISECT, max_iter: int = VARIANT_ITER,
                   tol: float = 1e-12, feas_tol: float = 0.0, progress=None) -> Result:
@@ -225,14 +224,14 @@ def rcmdp_variant(model, ball, variant: str, *, n_grid: int = 29,
         ("ok", "no_feasible_policy"), ``message``.
     """
     check_choice(variant, "variant", VARIANTS)
-    low, high = check_search(model, ball, n_grid, lam_range, feas_tol, n_bisect=n_bisect)
+    low, high = _check_search(model, uset, n_grid, lam_range, feas_tol, n_bisect=n_bisect)
     check_int(max_iter, "max_iter", 1)
     check_real(tol, "tol", 0.0, low_open=True)
     K = model.n_constraints
     if variant == "constraint":
         check_int(K, "the number of constraints K", 1,
                   hint="; variant 'constraint' needs a model with at least one constraint")
-    game = RobustGame(model, ball, tol=tol,
+    game = RobustGame(model, uset, tol=tol,
                       d=np.asarray(model.d, dtype=np.float64) + float(feas_tol))
     with tqdm(desc=f"variant {variant}", disable=not progress_default(progress),
               leave=False) as bar:

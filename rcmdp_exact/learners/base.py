@@ -40,7 +40,7 @@ from ..names import (  # the learners' option names, re-exported here
     SCHEDULES,
 )
 
-__all__ = ["ALGORITHMS", "EXACT_DEFAULTS", "Algorithm", "Settings", "default_lam_init"]
+__all__ = ["ALGORITHMS", "EXACT_DEFAULTS", "Algorithm", "Settings",]
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class Algorithm:
 
     @property
     def robust(self) -> bool:
-        """True when the algorithm needs an uncertainty set (``ball``)."""
+        """True when the algorithm needs an uncertainty set (``uset``)."""
         return self.dynamics != "nominal"
 
 
@@ -99,7 +99,7 @@ EXACT_DEFAULTS = {
 }
 
 
-def default_lam_init(model) -> float:
+def _default_lam_init(model) -> float:
     """The paper's initial multiplier: 50 for Inventory Management, 1 otherwise."""
     name = getattr(model, "name", None) or ""
     return 50.0 if name.startswith("inventory") else 1.0
@@ -244,7 +244,7 @@ class Settings:
         if self.feature_scale is not None:
             check_real(self.feature_scale, "feature_scale", 0.0, low_open=True)
         check_real(self.lam_max, "lam_max", 0.0, low_open=True)
-        lam0 = default_lam_init(model)
+        lam0 = _default_lam_init(model)
         # None means "the default of the gradient mode" (docs/learners.md)
         defaults = EXACT_DEFAULTS if exact else {
             "lr_policy": 1e-3, "lr_multiplier": 1e-4, "lr_adversary": 1e-3,

@@ -35,7 +35,6 @@ __all__ = [
     "ADVERSARY",
     "ADV_BATCH",
     "ADV_BATCH_HINGE",
-    "ADV_VISITED",
     "COUNTERS",
     "ENT_GRADIENT",
     "ENT_WEIGHT",
@@ -43,7 +42,6 @@ __all__ = [
     "FIXED",
     "OBJ_CONSTRAINT",
     "OBJ_LAGRANGIAN",
-    "OBJ_VALUE",
     "SCHED_GRADIENT",
     "SCHED_NONE",
     "SCHED_STEP",
@@ -83,8 +81,8 @@ SCHED_GRADIENT, SCHED_STEP, SCHED_NONE = 0, 1, 2
 ENT_WEIGHT, ENT_GRADIENT = 0, 1
 SIGNAL_PRINTED, SIGNAL_CORRECTED = 0, 1
 # lam_adv signals: the visited pair (paper), the batch's mean excess, its mean hinge
-ADV_VISITED, ADV_BATCH, ADV_BATCH_HINGE = 0, 1, 2
-OBJ_VALUE, OBJ_CONSTRAINT, OBJ_LAGRANGIAN = 0, 1, 2
+_ADV_VISITED, ADV_BATCH, ADV_BATCH_HINGE = 0, 1, 2
+_OBJ_VALUE, OBJ_CONSTRAINT, OBJ_LAGRANGIAN = 0, 1, 2
 
 #: The counters of ``LoopState.cnt``, in order (Adam steps of each learner, episodes,
 #: environment steps); the loop reads them by the indices below.
@@ -116,14 +114,14 @@ class LoopConfig(NamedTuple):
     adversary_batch: int
     train_critic: bool
     objective: int
-    """OBJ_VALUE, OBJ_CONSTRAINT or OBJ_LAGRANGIAN (what the worst case robustifies)."""
+    """_OBJ_VALUE, OBJ_CONSTRAINT or OBJ_LAGRANGIAN (what the worst case robustifies)."""
     hidden: int
     step_budget: int
     """Environment steps of the run (0: no budget)."""
     multiplier_episode: bool
     """The multipliers ascend C_0 - d (``multiplier_signal="episode"``), else C_t - d."""
     adversary_multiplier_signal: int
-    """ADV_VISITED, ADV_BATCH or ADV_BATCH_HINGE."""
+    """_ADV_VISITED, ADV_BATCH or ADV_BATCH_HINGE."""
     multiplier_start: int
     adversary_baseline: bool
     """The adversary's signal minus its expectation under the critic."""
@@ -308,9 +306,9 @@ _CODES = {
     "schedule": {"gradient": SCHED_GRADIENT, "step": SCHED_STEP, "none": SCHED_NONE},
     "entropy_form": {"weight": ENT_WEIGHT, "gradient": ENT_GRADIENT},
     "adversary_signal": {"printed": SIGNAL_PRINTED, "corrected": SIGNAL_CORRECTED},
-    "objective": {"value": OBJ_VALUE, "constraint": OBJ_CONSTRAINT,
-                  "lagrangian": OBJ_LAGRANGIAN, None: OBJ_VALUE},
-    "adversary_multiplier_signal": {"visited": ADV_VISITED, "batch": ADV_BATCH,
+    "objective": {"value": _OBJ_VALUE, "constraint": OBJ_CONSTRAINT,
+                  "lagrangian": OBJ_LAGRANGIAN, None: _OBJ_VALUE},
+    "adversary_multiplier_signal": {"visited": _ADV_VISITED, "batch": ADV_BATCH,
                                     "batch-hinge": ADV_BATCH_HINGE},
     "dynamics": {"nominal": FIXED, "worst-case": WORST, "adversary": ADVERSARY},
 }

@@ -99,7 +99,7 @@ def check_learner_set(uset, algo, inner: str) -> None:
         raise InputError(
             f"{algo.name} needs an L1Ball: its adversary is penalised by the L1 distance to "
             f"the nominal, which a {what} does not define; use an L1Ball (e.g. "
-            f"rcmdp_exact.estimate(...).ball), or an RCPG variant with critic='exact' on "
+            f"rcmdp_exact.estimate(...).uset), or an RCPG variant with critic='exact' on "
             f"the {what}")
     if inner == "sort":
         raise InputError(
@@ -108,7 +108,7 @@ def check_learner_set(uset, algo, inner: str) -> None:
             f"set, every episode) or inner='lp', or use an L1Ball")
 
 
-def build_problem(model, algo, ball, settings) -> Problem:
+def build_problem(model, algo, uset, settings) -> Problem:
     """The loop's arrays for ``model`` under the dynamics of ``algo`` (validated inputs).
 
     ``settings`` the run's validated :class:`~rcmdp_exact.learners.Settings`: inputs are
@@ -130,20 +130,20 @@ def build_problem(model, algo, ball, settings) -> Problem:
                   radius=np.zeros(SA))
     Xadv = np.zeros((SA, 1))
     nom_state = np.zeros((SA, S))
-    ball_rows = None if algo.dynamics == "nominal" else _l1_rows(ball)
-    if ball_rows is None:
+    l1_rows = None if algo.dynamics == "nominal" else _l1_rows(uset)
+    if l1_rows is None:
         # a set other than the L1 ball: its worst case comes from the set, every episode
         nxt, kprob = states, np.ascontiguousarray(np.asarray(model.P).reshape(SA, S))
         if algo.objective == "constraint":
             w_c0 = -np.ones(K)
     else:
-        rows = ball_rows
+        rows = l1_rows
         if algo.objective == "constraint":
             w_c0 = -np.ones(K)
         if algo.dynamics == "worst-case":
             nxt, kprob = states, rows.nominal
         else:
-            out = ball.outcome_rows() if hasattr(ball, "outcome_rows") else None
+            out = uset.outcome_rows() if hasattr(uset, "outcome_rows") else None
             nxt, kprob = (states, rows.nominal) if out is None else out
             Xadv = np.array(adversary_inputs(model, settings.feature_scale), dtype=np.float64)
             Xadv[:, :shift.size] -= shift

@@ -51,11 +51,11 @@ from ..core.nn import MLP, Adam, softmax
 from .dynamics import build_problem, prefit_adversary, seed_generators
 from .records import TrainResult, eval_records, evaluate_policy
 
-__all__ = ["DenseEvaluation", "dense_evaluation", "exact_policy_gradient", "train_exact"]
+__all__ = [ "dense_evaluation", "exact_policy_gradient", "train_exact"]
 
 
 @dataclass
-class DenseEvaluation:
+class _DenseEvaluation:
     """Exact discounted quantities of a policy under a kernel (see :func:`dense_evaluation`)."""
 
     v: np.ndarray
@@ -80,7 +80,7 @@ class DenseEvaluation:
         return self.q - self.qc @ lam
 
 
-def dense_evaluation(P, R, C, pi, gamma: float, p0, nonterminal) -> DenseEvaluation:
+def dense_evaluation(P, R, C, pi, gamma: float, p0, nonterminal) -> _DenseEvaluation:
     r"""Exact values, costs, occupancy and Q-values of ``pi`` under the kernel ``P``.
 
     :math:`V = (I - \gamma P_\pi)^{-1} r_\pi` and :math:`d_\gamma^\top = p_0^\top (I -
@@ -106,11 +106,11 @@ def dense_evaluation(P, R, C, pi, gamma: float, p0, nonterminal) -> DenseEvaluat
     nxt = P @ VC  # (S, A, 1 + K)
     q = r + gamma * nxt[:, :, 0]
     qc = c + gamma * nxt[:, :, 1:]
-    return DenseEvaluation(v=VC[:, 0], c=VC[:, 1:], occupancy=occ, q=q, qc=qc,
+    return _DenseEvaluation(v=VC[:, 0], c=VC[:, 1:], occupancy=occ, q=q, qc=qc,
                            value=float(p0 @ VC[:, 0]), costs=p0 @ VC[:, 1:])
 
 
-def exact_policy_gradient(net: MLP, X, theta, ev: DenseEvaluation, lam, entropy: float = 0.0,
+def exact_policy_gradient(net: MLP, X, theta, ev: _DenseEvaluation, lam, entropy: float = 0.0,
                           nonterminal=None, cache=None) -> np.ndarray:
     r"""Exact gradient of :math:`V_\lambda(p_0) + \beta \sum_s d_\gamma(s) H(\pi(\cdot|s))`
     (the entropy's occupancy held fixed) for the MLP policy ``net`` on inputs ``X``.
@@ -153,12 +153,12 @@ def _multiplier(lam, loglam, opt, diff, lr, sched_grad, mode, lam_max, penalty):
         _sgd(lam, lr * sched_grad * diff, lam_max)
 
 
-def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> TrainResult:
+def train_exact(model, algo, uset, s, true_model, progress, t_start, seed=0) -> TrainResult:
     """Run ``s.episodes`` exact gradient steps of ``algo`` (validated inputs)."""
     from ..robust import robust_evaluate
 
     gens = seed_generators(seed)
-    pb = build_problem(model, algo, ball, s)
+    pb = build_problem(model, algo, uset, s)
     S, A, K = pb.S, pb.A, pb.K
     X = pb.Xpol
     net = MLP(X.shape[1], A, hidden=s.hidden, seed=0)
@@ -213,7 +213,7 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
             return P_model
         if adversarial:
             return adversary_kernel(adversary_probs(phi))
-        res = robust_evaluate(model, pi, ball, algo.objective, lam=lam, per_constraint=False,
+        res = robust_evaluate(model, pi, uset, algo.objective, lam=lam, per_constraint=False,
                               inner=s.inner, progress=False)
         return np.asarray(res.P_worst)
 
@@ -282,8 +282,8 @@ def train_exact(model, algo, ball, s, true_model, progress, t_start, seed=0) -> 
             learner = kernel(table) if algo.robust else None
             raw = None
             if adversarial:
-                raw, learner = learner, ball.pull_inside(learner, keep=pb.terminal)
-            evals.append(evaluate_policy(model, table, true_model=true_model, ball=ball,
+                raw, learner = learner, uset.pull_inside(learner, keep=pb.terminal)
+            evals.append(evaluate_policy(model, table, true_model=true_model, uset=uset,
                                          learner_kernel=learner, adversary_kernel=raw,
                                          inner=s.inner))
             eval_eps.append(n_ep)

@@ -79,7 +79,7 @@ from .config import (
     Workspace,
 )
 
-__all__ = ["critic_table", "policy_table", "run_chunk", "worst_case_rows"]
+__all__ = [ "policy_table", "run_chunk", "worst_case_rows"]
 
 # error_model="numpy": no zero-division checks, so the element-wise loops vectorise
 _jit = numba.njit(cache=True, error_model="numpy")
@@ -205,17 +205,6 @@ def policy_table(params, X, H, nout):
     _forward(params, X, nin, H, nout, Z, Hh, L)
     _softmax_rows(L, P)
     return P
-
-
-@_jit
-def critic_table(params, X, H, nout):
-    """Linear outputs (N, O) of the critic MLP on the rows of X."""
-    N, nin = X.shape
-    Z = np.empty((N, H))
-    Hh = np.empty((N, H))
-    L = np.empty((N, nout))
-    _forward(params, X, nin, H, nout, Z, Hh, L)
-    return L
 
 
 # --------------------------------------------------------------------------- worst case

@@ -45,7 +45,7 @@ from ..core.mdp import greedy_policy
 from ..core.nn import MLP, softmax
 from .base import Settings
 
-__all__ = ["EPISODE_RECORDS", "OPTIONAL_FIELDS", "REQUIRED_FIELDS", "TrainResult",
+__all__ = ["EPISODE_RECORDS", "OPTIONAL_FIELDS", "TrainResult",
            "evaluate_policy", "load"]
 
 #: Names of the per-episode records.
@@ -61,10 +61,10 @@ def _metrics(model, pi) -> dict:
             "test_cost": np.asarray(fh.costs), "penalised_return": fh.penalised_return}
 
 
-def _worst_metrics(model, pi, ball, inner: str) -> dict:
+def _worst_metrics(model, pi, uset, inner: str) -> dict:
     from ..robust import robust_evaluate
 
-    res = robust_evaluate(model, pi, ball, "value", per_constraint=True, inner=inner,
+    res = robust_evaluate(model, pi, uset, "value", per_constraint=True, inner=inner,
                           progress=False)
     T = model.horizon
     value_fh = evaluate_finite_horizon(model.with_transitions(res.P_worst, check=False),
@@ -80,7 +80,7 @@ def _worst_metrics(model, pi, ball, inner: str) -> dict:
             "penalised_return": penalised_return(value_fh, cost_fh, budget)}
 
 
-def evaluate_policy(model, table, *, true_model=None, ball=None, learner_kernel=None,
+def evaluate_policy(model, table, *, true_model=None, uset=None, learner_kernel=None,
                     adversary_kernel=None, inner: str = "sort") -> dict:
     """Exact metrics of a policy table (stochastic and greedy) on every target.
 
@@ -91,8 +91,8 @@ def evaluate_policy(model, table, *, true_model=None, ball=None, learner_kernel=
         out[("train", pol_name)] = _metrics(model, pi)
         if true_model is not None:
             out[("true", pol_name)] = _metrics(true_model, pi)
-        if ball is not None:
-            out[("worst", pol_name)] = _worst_metrics(model, pi, ball, inner)
+        if uset is not None:
+            out[("worst", pol_name)] = _worst_metrics(model, pi, uset, inner)
         if learner_kernel is not None:
             out[("learner", pol_name)] = _metrics(
                 model.with_transitions(learner_kernel, check=False), pi)
@@ -135,7 +135,7 @@ OPTIONAL_FIELDS = {
     "model_name": str,
 }
 #: The fields every :class:`TrainResult` has.
-REQUIRED_FIELDS = ("algorithm", "settings", "inputs", "hidden", "n_actions", "policy_params",
+_REQUIRED_FIELDS = ("algorithm", "settings", "inputs", "hidden", "n_actions", "policy_params",
                    "lam", "lam_adv", "records")
 
 
@@ -163,7 +163,7 @@ class TrainResult(Result, name="rcmdp_exact.learners.TrainResult", kind="trainin
 
     def __init__(self, *args, **fields):
         super().__init__(*args, **fields)
-        missing = [name for name in REQUIRED_FIELDS if name not in self]
+        missing = [name for name in _REQUIRED_FIELDS if name not in self]
         if missing:
             raise TypeError(f"TrainResult needs the field{'s' if len(missing) > 1 else ''} "
                             f"{', '.join(missing)}")

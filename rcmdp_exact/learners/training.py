@@ -33,12 +33,12 @@ from .dynamics import (
 )
 from .records import TrainResult, eval_records, evaluate_policy
 
-__all__ = ["adversary_table", "settings_from", "train"]
+__all__ = ["adversary_table", "train"]
 
 _CHUNK = 100  # episodes per call of the loop when no evaluation interval is given
 
 
-def _check_inputs(model, algorithm, ball, true_model):
+def _check_inputs(model, algorithm, uset, true_model):
     check_type(model, "model", TabularCMDP, "build one with rcmdp_exact.domains")
     check_model(model)
     check_int(model.horizon, "model.horizon", 1,
@@ -48,13 +48,13 @@ def _check_inputs(model, algorithm, ball, true_model):
                          f"learners need a dense model: build it with a dense P")
     settings_algo = ALGORITHMS.get(algorithm) if isinstance(algorithm, str) else None
     if settings_algo is not None and settings_algo.robust:
-        if ball is None:
+        if uset is None:
             raise InputError(f"algorithm {algorithm!r} is robust and needs an uncertainty "
-                             f"set: pass ball=rcmdp_exact.estimate(model, n_episodes, "
-                             f"seed).ball (or another sa-rectangular set)")
+                             f"set: pass uset=rcmdp_exact.estimate(model, n_episodes, "
+                             f"seed).uset (or another sa-rectangular set)")
         from ..robust import check_robust_inputs
 
-        check_robust_inputs(model, ball, f"training {algorithm}")
+        check_robust_inputs(model, uset, f"training {algorithm}")
     if true_model is not None:
         check_type(true_model, "true_model", TabularCMDP, "give the model to evaluate on")
         check_model(true_model)
@@ -123,7 +123,7 @@ def adversary_table(pb: Problem, s: Settings, phi) -> np.ndarray:
     return q
 
 
-def _learner_kernel(model, ball, pb, s, algo, state, critic_exact) -> np.ndarray:
+def _learner_kernel(model, uset, pb, s, algo, state, critic_exact) -> np.ndarray:
     """The kernel (S*A, S) the learner trains against now (next-state form)."""
     S, A = pb.S, pb.A
     if algo.dynamics == "nominal":
@@ -141,14 +141,14 @@ def _learner_kernel(model, ball, pb, s, algo, state, critic_exact) -> np.ndarray
         from ..robust import robust_evaluate
 
         pi = _policy_table(pb, s, state.policy.params)
-        res = robust_evaluate(model, pi, ball, algo.objective, lam=state.lam.value,
+        res = robust_evaluate(model, pi, uset, algo.objective, lam=state.lam.value,
                               per_constraint=False, inner=s.inner, progress=False)
         P = np.asarray(res.P_worst).reshape(S * A, S)
         return np.ascontiguousarray(P)
     net = MLP(pb.Xpol.shape[1], 1 + pb.K, hidden=s.hidden, seed=0)
     Vc = net.logits(pb.Xpol, state.critic.params)
     W = w_r * Vc[:, 0] + Vc[:, 1:] @ w_c
-    return _worst_kernel_from_w(pb, ball, W, w_c, w_r, s.inner)
+    return _worst_kernel_from_w(pb, uset, W, w_c, w_r, s.inner)
 
 
 def _mixture_fields(pb: Problem, s: Settings, algo) -> dict:
@@ -175,7 +175,7 @@ def _runner(backend: str, pb: Problem, state: LoopState, cfg, rng_ep, rng_batch)
     return run
 
 
-def settings_from(algorithm, seed, settings: Settings | None, options: dict) -> Settings:
+def _settings_from(algorithm, seed, settings: Settings | None, options: dict) -> Settings:
     """The :class:`Settings` of a run: ``settings`` (or the defaults) with ``algorithm``,
     ``seed`` and the keyword ``options`` replacing fields (unchecked; see
     :meth:`Settings.checked`).  An option that is not a field is an error naming the
@@ -194,7 +194,7 @@ def settings_from(algorithm, seed, settings: Settings | None, options: dict) -> 
     return Settings(**base)
 
 
-def train(model, algorithm, *, ball=None, seed=0, true_model=None, progress=None,
+def train(model, algorithm, *, uset=None, seed=0, true_model=None, progress=None,
           settings: Settings | None = None, **options) -> TrainResult:
     r"""Train one of the six learners of :data:`ALGORITHMS` and evaluate it exactly.
 
@@ -205,9 +205,9 @@ def train(model, algorithm, *, ball=None, seed=0, true_model=None, progress=None
         p0, terminal states, and the nominal kernel of PG and CPG.
     algorithm : str
         One of :data:`~rcmdp_exact.learners.ALGORITHMS`.
-    ball : UncertaintySet, optional
+    uset : UncertaintySet, optional
         The uncertainty set of the robust algorithms (e.g. ``estimate(model, n_episodes,
-        seed).ball``); required by ``rcpg-*`` and ``adversarial-rcpg``.  The compiled
+        seed).uset``); required by ``rcpg-*`` and ``adversarial-rcpg``.  The compiled
         loop's worst case and the adversary need an :class:`~rcmdp_exact.L1Ball`; with
         ``critic="exact"`` (or ``inner="lp"``) the RCPG variants take any sa-rectangular
         set.
@@ -232,26 +232,26 @@ def train(model, algorithm, *, ball=None, seed=0, true_model=None, progress=None
     TrainResult
     """
     t_start = time.perf_counter()
-    _check_inputs(model, algorithm, ball, true_model)
-    settings = settings_from(algorithm, seed, settings, options).checked(model)
+    _check_inputs(model, algorithm, uset, true_model)
+    settings = _settings_from(algorithm, seed, settings, options).checked(model)
     check_seed(seed)
     algo = ALGORITHMS[settings.algorithm]
     if not algo.robust:
-        ball = None
+        uset = None
     else:
-        check_learner_set(ball, algo, "lp" if settings.critic == "exact" else settings.inner)
+        check_learner_set(uset, algo, "lp" if settings.critic == "exact" else settings.inner)
     if progress is None:
         progress = sys.stderr.isatty()
     if settings.gradient == "exact":
         from .exact import train_exact
 
-        return train_exact(model, algo, ball, settings, true_model, progress, t_start, seed)
-    return _train_sampled(model, algo, ball, settings, true_model, progress, seed, t_start)
+        return train_exact(model, algo, uset, settings, true_model, progress, t_start, seed)
+    return _train_sampled(model, algo, uset, settings, true_model, progress, seed, t_start)
 
 
-def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t_start):
+def _train_sampled(model, algo, uset, s: Settings, true_model, progress, seed, t_start):
     gens = seed_generators(seed)
-    pb = build_problem(model, algo, ball, s)
+    pb = build_problem(model, algo, uset, s)
     info: dict = {}
     t0 = time.perf_counter()
     state = _init_state(s, pb, algo, gens, info)
@@ -273,17 +273,17 @@ def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t
     done = 0
     total = s.episodes if s.episodes is not None else s.steps
     unit = "episodes" if s.episodes is not None else "steps"
-    ball_eval = ball
+    uset_eval = uset
 
     def evaluate_now():
         table = _policy_table(pb, s, state.policy.params)
         kernel = raw = None
         if algo.robust:
-            kernel = _learner_kernel(model, ball, pb, s, algo, state, critic_exact).reshape(
+            kernel = _learner_kernel(model, uset, pb, s, algo, state, critic_exact).reshape(
                 pb.S, pb.A, pb.S)
         if algo.dynamics == "adversary":
-            raw, kernel = kernel, ball.pull_inside(kernel, keep=pb.terminal)
-        return evaluate_policy(model, table, true_model=true_model, ball=ball_eval,
+            raw, kernel = kernel, uset.pull_inside(kernel, keep=pb.terminal)
+        return evaluate_policy(model, table, true_model=true_model, uset=uset_eval,
                                learner_kernel=kernel, adversary_kernel=raw, inner=s.inner)
 
     with tqdm(total=total, desc=f"train {algo.name}", unit=unit, disable=not progress,
@@ -296,7 +296,7 @@ def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t
             tl = time.perf_counter()
             cl = time.process_time()
             if py_kernel:
-                kern = _learner_kernel(model, ball, pb, s, algo, state, critic_exact)
+                kern = _learner_kernel(model, uset, pb, s, algo, state, critic_exact)
                 got = run(1, rec, np.cumsum(kern, axis=1))
             else:
                 got = run(want, rec, pb.kcdf)
@@ -329,7 +329,7 @@ def _train_sampled(model, algo, ball, s: Settings, true_model, progress, seed, t
     records.update(eval_records(evals, eval_eps, pb.K))
     info.update(episodes=done, steps=int(state.cnt[STEPS]))
     if algo.dynamics == "adversary":  # the final adversary, after the last updates
-        kern = _learner_kernel(model, ball, pb, s, algo, state, False)
+        kern = _learner_kernel(model, uset, pb, s, algo, state, False)
         dist = np.abs(kern - pb.nom_state).sum(axis=1)[pb.live]
         info.update(adv_deviation_final=float(dist.mean()),
                     adv_inside_final=float((dist <= pb.rows.radius[pb.live] + 1e-9).mean()))

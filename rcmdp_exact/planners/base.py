@@ -467,17 +467,17 @@ def plan(model, uset, name, *, iterations: int, seed=0, start="random", settings
 
 def as_trainer(name, **options) -> Callable:
     """The planner ``name`` as a trainer of the trainer protocol (``docs/your_learner.md``):
-    ``trainer(model, algorithm, ball=..., seed=..., episodes=..., **ignored)`` runs
-    ``plan(model, ball, name, iterations=episodes, seed=seed, **options)`` and returns its
+    ``trainer(model, algorithm, uset=..., seed=..., episodes=..., **ignored)`` runs
+    ``plan(model, uset, name, iterations=episodes, seed=seed, **options)`` and returns its
     :class:`PlanResult` (which has ``policy_table()`` and ``records``).  The learners'
     other keywords (``critic``, ``gradient``, ...) are accepted and ignored; the
     algorithm name passed is ignored too (the planner is ``name``)."""
     p = planner(name)
     _settings(p, None, options)  # checked now, not at the first call
 
-    def trainer(model, algorithm=None, *, ball=None, seed=0, episodes=1000, progress=False,
+    def trainer(model, algorithm=None, *, uset=None, seed=0, episodes=1000, progress=False,
                 **ignored) -> PlanResult:
-        return plan(model, ball, p, iterations=episodes, seed=seed, progress=progress,
+        return plan(model, uset, p, iterations=episodes, seed=seed, progress=progress,
                     **options)
 
     trainer.__name__ = trainer.__qualname__ = f"planner_{p.name.replace('-', '_')}"

@@ -55,7 +55,7 @@ from .base import Context, Planner, PlannerSettings, register
 from .oracle import project_simplex
 from .primal_dual import smoothness_step
 
-__all__ = ["EpigraphSettings", "run_epigraph"]
+__all__ = ["EpigraphSettings",]
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def delta(ctx: Context, ev, b: float) -> tuple[float, int]:
     return float(terms[j]), j
 
 
-def run_epigraph(ctx: Context) -> dict:
+def _run_epigraph(ctx: Context) -> dict:
     s = ctx.settings
     alpha = s.step * smoothness_step(ctx)
     r = np.asarray(ctx.model.R, dtype=np.float64) / ctx.scale_r
@@ -128,7 +128,7 @@ def run_epigraph(ctx: Context) -> dict:
 
 
 PLANNER = register(Planner(
-    name="epirc-pgs", run=run_epigraph, settings=EpigraphSettings,
+    name="epirc-pgs", run=_run_epigraph, settings=EpigraphSettings,
     title="EpiRC-PGS (Kitamura et al. 2025)",
     paper="T. Kitamura et al. Near-optimal policy identification in robust constrained "
           "Markov decision processes via epigraph form. ICLR 2025, arXiv:2408.16286v3 "

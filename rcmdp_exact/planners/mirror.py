@@ -48,7 +48,7 @@ import numpy as np
 from .base import Context, Planner, PlannerSettings, register
 from .oracle import log_policy, mirror_step
 
-__all__ = ["PMDPDSettings", "run_pmd_pd"]
+__all__ = ["PMDPDSettings",]
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class PMDPDSettings(PlannerSettings):
         return {"step": (0.0, None, "real+"), "dual_step": (0.0, None, "real+")}
 
 
-def run_pmd_pd(ctx: Context) -> dict:
+def _run_pmd_pd(ctx: Context) -> dict:
     s = ctx.settings
     eta = s.step * (1.0 - ctx.gamma)
     beta = s.dual_step * (1.0 - ctx.gamma)
@@ -84,7 +84,7 @@ def run_pmd_pd(ctx: Context) -> dict:
 
 
 PLANNER = register(Planner(
-    name="pmd-pd", run=run_pmd_pd, settings=PMDPDSettings,
+    name="pmd-pd", run=_run_pmd_pd, settings=PMDPDSettings,
     title="Robust PMD-PD with oracle TMA (Bossens and Nitanda 2025)",
     paper="D. M. Bossens, A. Nitanda. Mirror descent policy optimisation for robust "
           "constrained Markov decision processes. arXiv:2506.23165v4",

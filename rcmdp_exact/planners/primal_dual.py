@@ -45,7 +45,7 @@ import numpy as np
 from .base import Context, Planner, PlannerSettings, register
 from .oracle import project_simplex
 
-__all__ = ["PrimalDualSettings", "run_primal_dual"]
+__all__ = ["PrimalDualSettings",]
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def slater_box(ctx: Context, lam_max) -> np.ndarray:
                     fallback)
 
 
-def run_primal_dual(ctx: Context) -> dict:
+def _run_primal_dual(ctx: Context) -> dict:
     s = ctx.settings
     alpha = s.policy_step * smoothness_step(ctx)
     beta = s.dual_step * (1.0 - ctx.gamma)
@@ -118,7 +118,7 @@ def run_primal_dual(ctx: Context) -> dict:
 
 
 PLANNER = register(Planner(
-    name="robust-primal-dual", run=run_primal_dual, settings=PrimalDualSettings,
+    name="robust-primal-dual", run=_run_primal_dual, settings=PrimalDualSettings,
     title="Robust primal-dual (Wang, Miao and Zou 2022)",
     paper="Y. Wang, F. Miao, S. Zou. Robust constrained reinforcement learning. "
           "arXiv:2209.06866 (2022)",

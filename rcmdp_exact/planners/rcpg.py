@@ -45,7 +45,7 @@ import numpy as np
 from .._checks import InputError
 from .base import Context, Planner, PlannerSettings, register
 
-__all__ = ["RCPGSettings", "run_learner"]
+__all__ = ["RCPGSettings",]
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def _check_l1(model, uset) -> None:
                          f"rcpg-constraint-exact, rcpg-lagrangian-exact) on this set")
 
 
-def run_learner(ctx: Context, algorithm: str) -> dict:
+def _run_learner(ctx: Context, algorithm: str) -> dict:
     from ..learners import train
 
     s = ctx.settings
@@ -108,7 +108,7 @@ def run_learner(ctx: Context, algorithm: str) -> dict:
     opts = dict(multiplier_start=min(1500, n // 3))
     opts.update(s.learner)
     seed = ctx.seed if isinstance(ctx.seed, int) else int(ctx.rng.integers(2 ** 31))
-    res = train(model, algorithm, ball=ctx.uset, seed=seed, episodes=n, gradient="exact",
+    res = train(model, algorithm, uset=ctx.uset, seed=seed, episodes=n, gradient="exact",
                 critic="exact", eval_every=every, progress=False, **opts)
     rec = res.records
     eps = np.asarray(rec["eval_episode"], dtype=np.int64)
@@ -134,7 +134,7 @@ def run_learner(ctx: Context, algorithm: str) -> dict:
 
 def _runner(algorithm: str):
     def run(ctx: Context) -> dict:
-        return run_learner(ctx, algorithm)
+        return _run_learner(ctx, algorithm)
     run.__name__ = f"run_{algorithm.replace('-', '_')}"
     return run
 

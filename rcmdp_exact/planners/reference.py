@@ -20,7 +20,7 @@ import numpy as np
 from .._result import Status
 from .base import Context, Planner, PlannerSettings, register
 
-__all__ = ["ReferenceSettings", "run_reference"]
+__all__ = ["ReferenceSettings",]
 
 @dataclass(frozen=True)
 class ReferenceSettings(PlannerSettings):
@@ -33,7 +33,7 @@ class ReferenceSettings(PlannerSettings):
         return {"rtol": (0.0, None, "real+")}
 
 
-def run_reference(ctx: Context) -> dict:
+def _run_reference(ctx: Context) -> dict:
     from ..ground_truth import rcmdp_bracket
 
     br = rcmdp_bracket(ctx.model, ctx.uset, max_boxes=ctx.iterations, rtol=ctx.settings.rtol,
@@ -56,7 +56,7 @@ def run_reference(ctx: Context) -> dict:
 
 
 PLANNER = register(Planner(
-    name="reference", run=run_reference, settings=ReferenceSettings,
+    name="reference", run=_run_reference, settings=ReferenceSettings,
     title="The certified bracket's lower side", sets=("sa", "s"),
     paper="rcmdp_exact.rcmdp_bracket (docs/ground_truth.md)",
     description="the robust-feasible policy certified by the bracket (branch and bound over "

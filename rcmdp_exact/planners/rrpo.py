@@ -38,7 +38,7 @@ from .base import Context, Planner, PlannerSettings, register
 from .oracle import project_simplex
 from .primal_dual import smoothness_step
 
-__all__ = ["RRPOSettings", "run_rrpo"]
+__all__ = ["RRPOSettings",]
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class RRPOSettings(PlannerSettings):
         return {"step": (0.0, None, "real+"), "tolerance": (0.0, None, "real")}
 
 
-def run_rrpo(ctx: Context) -> dict:
+def _run_rrpo(ctx: Context) -> dict:
     s = ctx.settings
     alpha = s.step * smoothness_step(ctx)
     d = ctx.d_scaled
@@ -86,7 +86,7 @@ def run_rrpo(ctx: Context) -> dict:
 
 
 PLANNER = register(Planner(
-    name="rrpo", run=run_rrpo, settings=RRPOSettings,
+    name="rrpo", run=_run_rrpo, settings=RRPOSettings,
     title="RRPO (Ma, Chen, Zhou and Huang 2025)",
     paper="S. Ma, Z. Chen, Y. Zhou, H. Huang. Rectified robust policy optimization for "
           "model-uncertain constrained reinforcement learning without strong duality. "

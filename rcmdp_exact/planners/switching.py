@@ -44,7 +44,7 @@ import numpy as np
 from .base import Context, Planner, PlannerSettings, register
 from .oracle import log_policy, mirror_step
 
-__all__ = ["RNPGSettings", "run_rnpg", "top_value"]
+__all__ = ["RNPGSettings",]
 
 
 @dataclass(frozen=True)
@@ -63,17 +63,17 @@ class RNPGSettings(PlannerSettings):
                 "margin": (0.0, None, "real")}
 
 
-def top_value(ctx: Context) -> float:
+def _top_value(ctx: Context) -> float:
     r""":math:`\bar V`: the largest discounted value any policy can have, scaled
     (:math:`\max(0, r_{\max}) / (1 - \gamma)`)."""
     r = np.asarray(ctx.model.R, dtype=np.float64) / ctx.scale_r
     return max(0.0, float(r.max())) / (1.0 - ctx.gamma)
 
 
-def run_rnpg(ctx: Context) -> dict:
+def _run_rnpg(ctx: Context) -> dict:
     s = ctx.settings
     eta = s.step * (1.0 - ctx.gamma)
-    vtop = top_value(ctx)
+    vtop = _top_value(ctx)
     d = ctx.d_scaled - s.margin / (1.0 - ctx.gamma)
     pi = ctx.start
     theta = log_policy(pi)
@@ -95,7 +95,7 @@ def run_rnpg(ctx: Context) -> dict:
 
 
 PLANNER = register(Planner(
-    name="rnpg", run=run_rnpg, settings=RNPGSettings,
+    name="rnpg", run=_run_rnpg, settings=RNPGSettings,
     title="RNPG switching (Ganguly, Panaganti, Ghosh and Wierman 2025)",
     paper="S. Ganguly, K. Panaganti, A. Ghosh, A. Wierman. Efficient policy optimization in "
           "robust constrained MDPs with iteration complexity guarantees. arXiv:2505.19238v2",

@@ -10,7 +10,8 @@
 * :class:`Store` (:mod:`.store`): the SQLite results database;
 * :func:`table1`, :func:`write_report` (:mod:`.table1`, :mod:`.reproduction_report`,
   :mod:`.figures`): Table 1, the figures and the report, from the store alone;
-* :func:`reproduce`: plan, sweep and report in one call.
+* :func:`reproduce`: plan, sweep and report in one call, of a frozen
+  :class:`ReproduceSpec` (:mod:`.phases`).
 
 The protocol, the aggregation, the ground-truth columns and the measured times are in
 ``docs/reproduction.md``.
@@ -19,16 +20,14 @@ The protocol, the aggregation, the ground-truth columns and the measured times a
 import sys
 import types
 
-from ..names import TABLE1_ALGORITHMS as _ALGORITHMS
-from ..names import TESTS as _TESTS
-
 #: Where each public name lives; the module is imported on first use (PEP 562), so that
 #: the commands read the light modules (the store, the report folder's files) before
 #: numpy and the solvers are imported.
 _EXPORTS = {"BACKENDS": ".backends", "sweep": ".backends", "FULL": ".phases",
             "QUICK": ".phases", "plan": ".phases", "write_report": ".reproduction_report",
             "run_one": ".run", "ALGORITHMS": ".spec", "TESTS": ".spec",
-            "GroundTruthSpec": ".spec", "RunSpec": ".spec", "Store": ".store",
+            "GroundTruthSpec": ".spec", "ReproduceSpec": ".phases", "RunSpec": ".spec",
+            "Store": ".store", "YourModel": ".phases",
             "PAPER_TABLE1": ".table1", "table1": ".table1"}
 
 
@@ -63,67 +62,51 @@ class _Package(types.ModuleType):
 sys.modules[__name__].__class__ = _Package
 
 
-__all__ = [
-    "ALGORITHMS",
-    "BACKENDS",
-    "FULL",
-    "PAPER_TABLE1",
-    "QUICK",
-    "TESTS",
-    "GroundTruthSpec",
-    "RunSpec",
-    "Store",
-    "plan",
-    "reproduce",
-    "run_one",
-    "sweep",
-    "table1",
-    "write_report",
-]
+#: The public names: the table ``_EXPORTS`` and :func:`reproduce`.
+__all__ = sorted([*_EXPORTS, "reproduce"])
 
 
-def reproduce(db, out=None, *, tests=_TESTS, algorithms=_ALGORITHMS, seeds=None,
-              episodes=None, quick=False, workers=None, backend=None, client=None,
-              address=None, trainer=None, progress=None, model=None, perturbations=None,
-              set_file=None, horizon=None, estimate=None, radius=None, support=None,
-              **options):
-    """Plan the jobs, compute those missing from the store ``db``, write the report.
+def reproduce(spec, db, out=None, *, workers=None, backend=None, client=None,
+              address=None, progress=None):
+    """Plan the jobs of ``spec``, compute those missing from the store ``db``, write the
+    report.
 
-    Parameters are those of :func:`plan` and :func:`sweep`; ``out`` (a folder) receives
-    the report (none when None).  ``model`` (a path: a file written by
-    ``TabularCMDP.save``) reproduces the protocol on your own model, as ``rcmdp reproduce
-    --model`` does, with ``perturbations``, ``set_file``, ``horizon`` and the set:
-    judged on itself by default (the set around the model, ``radius`` and ``support``),
-    or estimated from ``estimate`` episodes (:func:`.user.load_problem`,
-    :func:`.user.spec_options`); ``tests`` is then ``["model"]``.
-    ``trainer`` (a callable, default
-    ``rcmdp_exact.learners.train``) is named in the specs by its module and qualified
-    name (``MODULE:FUNCTION``, as ``--trainer``), so results of different trainers get
-    different keys.  Returns the sweep's summary with ``report`` (the
-    :func:`write_report` result or None).
+    Parameters
+    ----------
+    spec : ReproduceSpec
+        What is computed (tests, algorithms, seeds, episodes, the preset, your model, a
+        trainer of yours, further :class:`RunSpec` fields), checked where it is built.
+    db : str or Path
+        The SQLite store (created when missing; a rerun computes only what it lacks).
+    out : str or Path, optional
+        A folder that receives the report (none when None).
+    workers, backend, client, address, progress
+        How the jobs are computed: those of :func:`sweep`.
+
+    Returns
+    -------
+    Result
+        The sweep's summary with ``report`` (the :func:`write_report` result or None).
+
+    Examples
+    --------
+    ``reproduce(ReproduceSpec(quick=True), "runs.sqlite", "out/")`` is ``rcmdp
+    reproduce --quick --out out/``.
     """
+    from .._checks import check_type
     from .backends import sweep
-    from .phases import plan
+    from .phases import ReproduceSpec
     from .reproduction_report import write_report
     from .store import Store
 
-    if trainer is not None:
-        options.setdefault("trainer", f"{trainer.__module__}:{trainer.__qualname__}")
-    if model is not None:
-        from .user import load_problem, spec_options
-
-        problem = load_problem(model, horizon=horizon, set_file=set_file,
-                               perturbations=perturbations, need_horizon="reproduce")
-        options.update(spec_options(problem, estimate, radius, support))
-        tests = ["model"]
-    jobs = plan(tests, algorithms, seeds, episodes, quick=quick, **options)
+    check_type(spec, "spec", ReproduceSpec, "give ReproduceSpec(tests=..., quick=...)")
+    jobs = spec.jobs()
     with Store(db) as store:
-        store.request_tests(tests)
-        summary = sweep(store, jobs, trainer=trainer, workers=workers, backend=backend,
+        store.request_tests(spec.tests)
+        summary = sweep(store, jobs, trainer=spec.trainer, workers=workers, backend=backend,
                         client=client, address=address, progress=progress)
         summary.report = None
         if out is not None:
             summary.report = write_report(store, out, tests=store.requested_tests(),
-                                          progress=progress,
-                                          algorithms=algorithms)
+                                          progress=progress, algorithms=spec.algorithms)
     return summary

@@ -3,7 +3,7 @@ r"""The estimation phase with any kind of uncertainty set (``--set``).
 :func:`estimate_set` runs the paper's phase 1 (:func:`rcmdp_exact.estimate`: counts of
 the uniform random policy, the Hoeffding L1 ball) and builds the set of the chosen kind
 from the same counts, so that every kind is estimated from the same data.  How a kind is
-built is its own class's ``from_counts(counts, delta=, ball=)`` (the counts over next
+built is its own class's ``from_counts(counts, delta=, hoeffding_l1=)`` (the counts over next
 states, :func:`state_counts`, and the paper's L1 ball of the same data), and the one
 line that says so is the class's ``note``; the built-in kinds:
 
@@ -60,7 +60,7 @@ import numpy as np
 from .._result import Result
 from ..names import DEFAULT_SET_KIND
 
-__all__ = ["check_set_kind", "estimate_set", "example_set", "set_around",
+__all__ = ["check_set_kind", "estimate_set", "set_around",
            "set_from_estimate", "set_note", "state_counts", "support_text"]
 
 
@@ -80,11 +80,11 @@ def state_counts(est, model) -> np.ndarray:
 def set_from_estimate(kind: str, est, model, delta: float = 0.1):
     """The set of ``kind`` (a kind's name or ``MODULE:CLASS``) from an estimation
     ``est`` of ``model`` (module notes): the class's ``from_counts`` of the counts over
-    next states and the estimation's L1 ball (``"l1"`` is ``est.ball`` itself)."""
+    next states and the estimation's L1 ball (``"l1"`` is ``est.uset`` itself)."""
     from ..uncertainty import set_class
 
     cls = set_class(kind, estimated=True)
-    return cls.from_counts(state_counts(est, model), delta=delta, ball=est.ball)
+    return cls.from_counts(state_counts(est, model), delta=delta, hoeffding_l1=est.uset)
 
 
 def set_note(kind: str, default: str = "a saved set") -> str:
@@ -119,7 +119,7 @@ def estimate_set(model, n_episodes: int, seed, delta: float = 0.1,
     est = estimate(model, n_episodes, seed=seed, delta=delta,
                    progress=progress_default(progress))
     uset = set_from_estimate(kind, est, model, delta)
-    nominal = est.nominal if uset is est.ball else model.with_transitions(uset.nominal)
+    nominal = est.nominal if uset is est.uset else model.with_transitions(uset.nominal)
     return Result(set=uset, nominal=nominal, kind=kind, estimate=est,
                   alpha_range=est.alpha_range, n_episodes=int(n_episodes))
 
@@ -167,7 +167,7 @@ def support_text(uset, model) -> str:
            f"of the non-terminal rows"
 
 
-def example_set(kind: str, model):
+def _example_set(kind: str, model):
     """A set of ``kind`` of the model's shape, built by the kind's ``from_counts`` from
     counts equal to ``model.P`` and the L1 ball of radius 0 around it: a set for the
     checks made before any work (what the learners and the robust solvers accept
@@ -178,12 +178,12 @@ def example_set(kind: str, model):
     cls = set_class(kind, estimated=True)
     P = np.asarray(model.P)
     try:
-        return cls.from_counts(np.array(P), delta=0.1, ball=L1Ball(P, 0.0))
+        return cls.from_counts(np.array(P), delta=0.1, hoeffding_l1=L1Ball(P, 0.0))
     except InputError:
         raise
     except Exception as exc:  # a builder of yours that fails: one line, before any work
         raise InputError(f"set kind {kind!r}: {cls.__name__}.from_counts(counts, delta=, "
-                         f"ball=) raised {type(exc).__name__}: {exc}") from None
+                         f"uset=) raised {type(exc).__name__}: {exc}") from None
 
 
 def check_set_kind(kind: str, model, algorithms, *, critic=None, inner=None,
@@ -205,7 +205,7 @@ def check_set_kind(kind: str, model, algorithms, *, critic=None, inner=None,
 
     if uset is None:
         set_class(kind, estimated=True, what=flag)  # a kind, before its builder runs
-        uset = example_set(kind, model)
+        uset = _example_set(kind, model)
     name = f"{flag} {kind}" if flag == "--set" else flag
     try:
         if robust_checks:

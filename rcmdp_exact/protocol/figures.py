@@ -34,7 +34,7 @@ from .table1 import (
     run_groups,
 )
 
-__all__ = ["all_figures", "test_figure", "training_figure"]
+__all__ = ["all_figures",]
 
 _COLORS = dict(zip(ALGORITHMS, ("tab:red", "tab:orange", "tab:blue", "tab:green",
                                 "tab:purple", "tab:brown"), strict=True))
@@ -70,7 +70,7 @@ def _group_names(rows) -> dict:
     return {r["param"]: r["group"] for r in rows}
 
 
-def test_figure(store, test: str, path, *, mode: str = "greedy", config: str | None = None):
+def _test_figure(store, test: str, path, *, mode: str = "greedy", config: str | None = None):
     """Write ``test_<test>.png`` (module notes); returns the path or None (no runs)."""
     groups, _ = run_groups(store, (test,), ALGORITHMS)
     cfgs = sorted({k[0] for k in groups})
@@ -176,7 +176,7 @@ def _curve_matrix(store, runs, names, cache=None):
     return None
 
 
-def training_figure(store, domain: str, path, *, config: str | None = None):
+def _training_figure(store, domain: str, path, *, config: str | None = None):
     """Write ``training_<domain>.png`` (module notes); returns the path or None."""
     tests = [t for t in ALL_TESTS if TEST_DOMAIN[t] == domain][:1]
     groups, _ = run_groups(store, tests, ALGORITHMS)
@@ -245,9 +245,9 @@ def all_figures(store, out_dir, *, tests=ALL_TESTS, mode: str = "greedy", bar=No
     for name in figure_names(tests):
         kind, what = name.split("_", 1)
         if kind == "test":
-            p = test_figure(store, what, out / f"{name}.png", mode=mode)
+            p = _test_figure(store, what, out / f"{name}.png", mode=mode)
         else:
-            p = training_figure(store, what, out / f"{name}.png")
+            p = _training_figure(store, what, out / f"{name}.png")
         if p is not None:
             paths.append(p)
         if bar is not None:

@@ -83,7 +83,6 @@ from ..names import (
 
 __all__ = [
     "METRICS",
-    "POLICY_LABELS",
     "GroundTruthTableSpec",
     "SetSpec",
     "format_ground_truth",
@@ -97,7 +96,7 @@ __all__ = [
 METRICS = ("value", "cost", "budget", "overshoot", "penalised_return")
 
 #: Row names of the table and what they are.
-POLICY_LABELS = {
+_POLICY_LABELS = {
     "nominal_cmdp": "CMDP optimum of the estimated nominal model (LP)",
     "true_cmdp": "CMDP optimum of the true training model (LP)",
     "true_cmdp_T": "T-step CMDP optimum of the true training model (time-dependent LP)",
@@ -671,7 +670,7 @@ def format_ground_truth(table: Result) -> str:
             lines += _format_suite(dom, suite)
         lines.append("")
     present = {p for dom in table.domains.values() for p in dom.policies}
-    lines.append("policies: " + "; ".join(f"{k} = {v}" for k, v in POLICY_LABELS.items()
+    lines.append("policies: " + "; ".join(f"{k} = {v}" for k, v in _POLICY_LABELS.items()
                                           if k in present))
     lines.append(f"runtime {table.runtime:.1f} s")
     return "\n".join(lines)
@@ -743,7 +742,7 @@ def save_ground_truth(table: Result, out_dir) -> list[Path]:
 
     out = Path(out_dir)
     doc = {"options": table.options, "runtime_seconds": table.runtime,
-           "policies": POLICY_LABELS,
+           "policies": _POLICY_LABELS,
            "domains": {name: {"title": d.title, "horizon": d.horizon,
                               "estimation": d.estimation, "optima": d.optima,
                               "bracket": d.bracket, "variants": d.variants,

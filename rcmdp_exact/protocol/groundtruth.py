@@ -1,6 +1,6 @@
 r"""Exact references for Table 1: test settings, exact test metrics, optima and bounds.
 
-* :func:`training_model`, :func:`suite_settings`: the true data model of a domain and the
+* :func:`_training_model`, :func:`suite_settings`: the true data model of a domain and the
   settings of its tests (cached per process; both are pure functions of their fields).
 * :func:`exact_test`: every policy on every setting of a test by one batched backward
   induction (:func:`rcmdp_exact.core.evaluation.evaluate_finite_horizon_batch`).
@@ -46,14 +46,11 @@ __all__ = [
     "costs_of",
     "estimated",
     "exact_test",
-    "penalty_of",
     "pooled_bound",
     "run_ground_truth",
     "setting_optima",
     "setting_param",
     "suite_settings",
-    "training_model",
-    "training_model_of",
 ]
 
 #: The weight of the overshoot in the penalised return (the paper's lambda-bar).
@@ -63,7 +60,7 @@ TESTS_OF_DOMAIN = {"inventory": ("inventory",), "nav1": ("1A", "1B"), "nav2": ("
                    USER_DOMAIN: (USER_TEST,)}
 
 
-def training_model(domain: str, cost_layout: str = "reference", revenue: str = "economic",
+def _training_model(domain: str, cost_layout: str = "reference", revenue: str = "economic",
                    demand: str = "reference"):
     """The true data model P_data of a domain with its variants (gamma 0.99)."""
     from ..domains import inventory, safe_navigation_1, safe_navigation_2
@@ -75,14 +72,14 @@ def training_model(domain: str, cost_layout: str = "reference", revenue: str = "
     return safe_navigation_2()
 
 
-def training_model_of(fields: dict):
+def _training_model_of(fields: dict):
     """The true model of estimation or test ``fields``: a paper domain with its variants,
     or your own model (by its content hash, with the given horizon)."""
     if fields["domain"] == USER_DOMAIN:
         from .user import model_of
 
         return model_of(fields["model"], int(fields.get("horizon", 0)))
-    return training_model(fields["domain"], fields.get("cost_layout", "reference"),
+    return _training_model(fields["domain"], fields.get("cost_layout", "reference"),
                           fields.get("revenue", "economic"), fields.get("demand", "reference"))
 
 
@@ -104,7 +101,7 @@ def estimated(fields_json: str):
     from .estimation import estimate_set
 
     f = json.loads(fields_json)
-    true = training_model_of(f)
+    true = _training_model_of(f)
     if "radius" in f:  # your model judged on itself: the set around its own kernel
         from .estimation import set_around
 
@@ -361,14 +358,14 @@ def _setting_rows(suite, settings, metrics, policy_names, modes):
     return rows
 
 
-def penalty_of(test_fields: dict) -> float:
+def _penalty_of(test_fields: dict) -> float:
     """The penalty weight of test fields (500, the paper's, unless they name another)."""
     return float(test_fields.get("penalty", PENALTY))
 
 
 def _suite(spec) -> dict:
     settings = suite_settings(dict(spec.test))[spec.suite]
-    weight = penalty_of(dict(spec.test))
+    weight = _penalty_of(dict(spec.test))
     opt = setting_optima(settings, weight)
     rows = []
     for n, st in enumerate(settings):
@@ -389,7 +386,7 @@ def _bracket(spec) -> dict:
     lower_pol = np.asarray(br.policies["lower"], dtype=np.float64)
     pols = np.stack([lower_pol, greedy_policy(lower_pol)])
     rows = []
-    weight = penalty_of(dict(spec.test))
+    weight = _penalty_of(dict(spec.test))
     for suite, settings in suite_settings(dict(spec.test)).items():
         met = exact_test(settings, pols, weight)
         rows += _setting_rows(suite, settings, met, ["rcmdp_lower"] * 2,
@@ -409,7 +406,7 @@ def _training(spec) -> dict:
     from ..domains import Setting
     from ..ground_truth import solve_cmdp
 
-    true = training_model_of(dict(spec.test))
+    true = _training_model_of(dict(spec.test))
     opt = setting_optima([Setting("training", true, "training")])
     lp = solve_cmdp(true)
     return {"T_value": float(opt["value"][0]), "T_cost": float(opt["cost"][0]),

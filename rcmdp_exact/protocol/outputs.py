@@ -24,11 +24,11 @@ from pathlib import Path
 
 from ..names import DOMAIN_OF_TEST, USER_DOMAIN, USER_TEST
 
-__all__ = ["REPORT_DOCUMENTS", "REPORT_MARKER", "figure_names", "foreign_report",
+__all__ = [ "REPORT_MARKER", "figure_names", "foreign_report",
            "report_files", "store_id"]
 
 #: The documents of a report.
-REPORT_DOCUMENTS = ("table1.csv", "table1.md", "report.md")
+_REPORT_DOCUMENTS = ("table1.csv", "table1.md", "report.md")
 #: The file of a report folder that names the results store the report was written from
 #: (JSON: ``{"store": absolute path}``).
 REPORT_MARKER = ".rcmdp-report.json"
@@ -46,7 +46,7 @@ def figure_names(tests=tuple(_TEST_DOMAIN)) -> list[str]:
 
 def report_files() -> tuple[str, ...]:
     """Every file name :func:`~.report.write_report` may write (its own file set)."""
-    return (REPORT_DOCUMENTS + tuple(f"{n}.png" for n in figure_names())
+    return (_REPORT_DOCUMENTS + tuple(f"{n}.png" for n in figure_names())
             + (REPORT_MARKER,))
 
 

@@ -11,13 +11,21 @@ domain) and the ground-truth jobs of the selected tests:
   estimated ball (:func:`rcmdp_exact.rcmdp_bracket`) and the test metrics of its lower
   policy;
 * ``training`` (per domain): the optima of the true training model.
+
+:class:`ReproduceSpec` (with :class:`YourModel`) is the frozen, checked choice that
+:func:`rcmdp_exact.protocol.reproduce` and ``rcmdp reproduce`` plan from
+(:meth:`ReproduceSpec.jobs`).
 """
 
 from __future__ import annotations
 
-from ..names import BRACKET_ASCENT, BRACKET_BOXES, BRACKET_SECONDS
+from dataclasses import dataclass, fields
+
+from .._checks import check_choice, check_limit, check_type
+from ..names import BRACKET_ASCENT, BRACKET_BOXES, BRACKET_SECONDS, USER_TEST
 from .spec import (
     ALGORITHMS,
+    OPTIONS,
     TEST_DOMAIN,
     TESTS,
     GroundTruthSpec,
@@ -26,7 +34,7 @@ from .spec import (
     settings_fields,
 )
 
-__all__ = ["BRACKET_OPTIONS", "FULL", "QUICK", "plan"]
+__all__ = ["FULL", "QUICK", "ReproduceSpec", "YourModel", "plan"]
 
 #: The full protocol: 20 seeds, 5,000 episodes, 50 draws per N.
 FULL = {"seeds": 20, "episodes": 5000, "n_draws": 50, "eval_every": 100}
@@ -35,13 +43,13 @@ FULL = {"seeds": 20, "episodes": 5000, "n_draws": 50, "eval_every": 100}
 #: the same bracket on every run and load); the time limit is only a safety net (a
 #: bracket it stops is recorded with ``reproducible`` false); the RCPG variants' targets
 #: are not needed by the table.
-BRACKET_OPTIONS = (("variants", ()), ("max_boxes", BRACKET_BOXES),
+_BRACKET_OPTIONS = (("variants", ()), ("max_boxes", BRACKET_BOXES),
                    ("n_ascent", BRACKET_ASCENT), ("time_limit", BRACKET_SECONDS))
 #: ``--quick``: every algorithm and test, 2 seeds, 200 episodes (exact evaluation every
 #: 50), 2 draws per N in tests 1B / 2B, a coarser bracket search (still certified,
 #: possibly wider) and one bracket seed.
 QUICK = {"seeds": 2, "episodes": 200, "n_draws": 2, "eval_every": 50, "bracket_seeds": 1,
-         "bracket": (("n_cuts", 5), ("n_grid", 9), ("n_refine", 10), *BRACKET_OPTIONS)}
+         "bracket": (("n_cuts", 5), ("n_grid", 9), ("n_refine", 10), *_BRACKET_OPTIONS)}
 
 
 def plan(tests=TESTS, algorithms=ALGORITHMS, seeds: int | None = None,
@@ -83,7 +91,7 @@ def plan(tests=TESTS, algorithms=ALGORITHMS, seeds: int | None = None,
     if bracket_seeds is None:
         bracket_seeds = preset.get("bracket_seeds", seeds)
     bracket_seeds = min(check_limit(bracket_seeds, "bracket_seeds", "seeds", 0), seeds)
-    bracket_kw = preset.get("bracket", BRACKET_OPTIONS)
+    bracket_kw = preset.get("bracket", _BRACKET_OPTIONS)
     import dataclasses
 
     tests = [check_choice(t, "test", tuple(TEST_DOMAIN)) for t in tests]
@@ -113,6 +121,164 @@ def plan(tests=TESTS, algorithms=ALGORITHMS, seeds: int | None = None,
             jobs.append(GroundTruthSpec("bracket", d, seed=s, test=tf, estimation=ef,
                                         bracket=tuple(bracket_kw), sources=p.sources))
     return jobs
+
+
+# ----------------------------------------------------------------------------- a reproduction
+@dataclass(frozen=True)
+class YourModel:
+    """Your own model in a reproduction (``rcmdp reproduce --model``): the files and the
+    set it is judged with.
+
+    Attributes
+    ----------
+    path : str or Path
+        A model written by ``TabularCMDP.save``.
+    perturbations : str or Path, optional
+        A TOML file of the perturbed models it is tested on.
+    set_file : str or Path, optional
+        A saved set used in place of the estimation (its nominal kernel trains).
+    horizon : int, optional
+        Episode length T, when the model has none.
+    estimate : int, optional
+        Estimate the set from this many episodes of the uniform random policy (the
+        paper's phase 1) instead of judging the model on itself.
+    radius, support : optional
+        The set around the model itself (the default: no estimation), of the given
+        radius (default :data:`rcmdp_exact.names.USER_RADIUS`) and support ("nominal").
+    """
+
+    path: object
+    perturbations: object = None
+    set_file: object = None
+    horizon: int | None = None
+    estimate: int | None = None
+    radius: float | None = None
+    support: str | None = None
+
+    def __post_init__(self):
+        from pathlib import Path
+
+        for name in ("path", "perturbations", "set_file"):
+            value = getattr(self, name)
+            if value is not None or name == "path":
+                check_type(value, name, (str, Path), "give the path of the file")
+        if self.horizon is not None:
+            check_limit(self.horizon, "horizon", "horizon")
+        if self.estimate is not None:
+            check_limit(self.estimate, "estimate", "episodes")
+        if (self.radius is not None or self.support is not None) and (
+                self.estimate is not None or self.set_file is not None):
+            from .._checks import InputError
+
+            raise InputError("radius and support shape the set built around the model "
+                             "itself; they do not apply with set_file or estimate")
+
+
+@dataclass(frozen=True)
+class ReproduceSpec:
+    """What a reproduction computes: the plan of :func:`rcmdp_exact.protocol.reproduce`,
+    checked once, here.  How it is computed (the store, the report folder, workers, a
+    cluster, progress) are the arguments of ``reproduce``.
+
+    Attributes
+    ----------
+    tests : tuple of str
+        Among "inventory", "1A", "1B", "2A", "2B" (default: all; ``("model",)`` when
+        ``model`` is given).
+    algorithms : tuple of str
+        Among :data:`ALGORITHMS` (default: the six of Table 1).
+    seeds, episodes, bracket_seeds : int, optional
+        Seed indices, training episodes and estimation seeds that get a bracket
+        (defaults: the preset's, :data:`FULL` or :data:`QUICK`).
+    quick : bool
+        The quick preset for what is not given.
+    model : YourModel, optional
+        Reproduce the protocol on your own model.
+    trainer : callable, optional
+        A function of your own with the call of ``rcmdp_exact.learners.train`` (the
+        learners by default); the specs name it by ``MODULE:QUALNAME``, as ``--trainer``.
+    options : mapping
+        Further fields of :class:`~.spec.RunSpec` (``n_draws``, ``offset_on``, ``critic``,
+        ``set_kind``, ``sampled_episodes``...), kept as sorted ``(name, value)`` pairs.
+
+    Examples
+    --------
+    >>> from rcmdp_exact.protocol import ReproduceSpec
+    >>> spec = ReproduceSpec(tests=["inventory"], algorithms=["pg"], quick=True,
+    ...                      options={"critic": "exact"})
+    >>> spec.tests, dict(spec.options)["critic"]
+    (('inventory',), 'exact')
+    """
+
+    tests: tuple = TESTS
+    algorithms: tuple = ALGORITHMS
+    seeds: int | None = None
+    episodes: int | None = None
+    quick: bool = False
+    bracket_seeds: int | None = None
+    model: YourModel | None = None
+    trainer: object = None
+    options: tuple = ()
+
+    def __post_init__(self):
+        tests = (USER_TEST,) if self.model is not None else self.tests
+        if isinstance(tests, str):
+            tests = (tests,)
+        tests = tuple(check_choice(t, "test", tuple(TEST_DOMAIN)) for t in tests)
+        if self.model is not None and tuple(self.tests) not in ((USER_TEST,), TESTS):
+            from .._checks import InputError
+
+            raise InputError(f"tests = {list(self.tests)} with your own model: its one "
+                             f"test is {USER_TEST!r}; leave tests out")
+        algorithms = (self.algorithms,) if isinstance(self.algorithms, str) \
+            else tuple(self.algorithms)
+        algorithms = tuple(check_choice(a, "algorithm", ALGORITHMS) for a in algorithms)
+        for name, limit in (("seeds", "seeds"), ("episodes", "episodes"),
+                            ("bracket_seeds", "seeds")):
+            if getattr(self, name) is not None:
+                low = 0 if name == "bracket_seeds" else 1
+                object.__setattr__(self, name, check_limit(getattr(self, name), name, limit,
+                                                           low))
+        check_type(self.quick, "quick", bool, "give True or False")
+        if self.model is not None:
+            check_type(self.model, "model", YourModel, "give YourModel(path, ...)")
+        if self.trainer is not None and not callable(self.trainer):
+            from .._checks import InputError
+
+            raise InputError(f"trainer must be a function, got "
+                             f"{type(self.trainer).__name__}; give a callable with the "
+                             f"call of rcmdp_exact.learners.train")
+        opts = dict(self.options)
+        known = {f.name for f in fields(RunSpec)}
+        unknown = sorted(set(opts) - known)
+        if unknown:
+            from .._checks import InputError
+
+            raise InputError(f"options {unknown} are not fields of RunSpec; give some of "
+                             f"{sorted(known - {'domain', 'algorithm', 'seed', 'episodes'})}")
+        for name, choices in OPTIONS.items():
+            if name in opts:
+                check_choice(opts[name], name, choices)
+        object.__setattr__(self, "tests", tests)
+        object.__setattr__(self, "algorithms", algorithms)
+        object.__setattr__(self, "options", tuple(sorted(opts.items())))
+
+    def jobs(self) -> list:
+        """The jobs of the reproduction (:func:`plan`), with your model's files
+        read and hashed (:func:`.user.load_problem`) when ``model`` is given."""
+        options = dict(self.options)
+        if self.trainer is not None:
+            options.setdefault("trainer",
+                               f"{self.trainer.__module__}:{self.trainer.__qualname__}")
+        if self.model is not None:
+            from .user import load_problem, spec_options
+
+            m = self.model
+            problem = load_problem(m.path, horizon=m.horizon, set_file=m.set_file,
+                                   perturbations=m.perturbations, need_horizon="reproduce")
+            options.update(spec_options(problem, m.estimate, m.radius, m.support))
+        return plan(self.tests, self.algorithms, self.seeds, self.episodes,
+                    quick=self.quick, bracket_seeds=self.bracket_seeds, **options)
 
 
 def requested_tests(tests) -> list[str]:

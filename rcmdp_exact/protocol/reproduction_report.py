@@ -52,7 +52,7 @@ from .table1 import (
     table1_csv,
 )
 
-__all__ = ["MIN_SEEDS", "REPORT_MARKER", "decimals", "foreign_report", "format_table1_md",
+__all__ = [ "REPORT_MARKER", "decimals", "foreign_report", "format_table1_md",
            "inconclusive", "report_files", "verdict", "write_report"]
 
 #: Settings per test in the paper (1B / 2B: 5 values of N x 50 draws).
@@ -97,18 +97,18 @@ def decimals(values) -> int:
 
 #: The fewest seeds a verdict needs: with 2 the t interval has one degree of freedom
 #: (t = 12.7), so it spans almost any number.
-MIN_SEEDS = 3
+_MIN_SEEDS = 3
 
 
 def inconclusive(row: dict) -> str | None:
-    """Why the seeds cannot decide a cell, or None: fewer than :data:`MIN_SEEDS`
+    """Why the seeds cannot decide a cell, or None: fewer than :data:`_MIN_SEEDS`
     seeds, or a 95% interval wider than the magnitude compared (the larger of |ours|
     and |paper's|)."""
     n = row["n_seeds"]
-    if n < MIN_SEEDS:
+    if n < _MIN_SEEDS:
         return (f"{n} seed{'' if n == 1 else 's'}: a t interval with {max(n - 1, 0)} "
                 f"degree{'' if n == 2 else 's'} of freedom cannot decide (a verdict needs "
-                f"{MIN_SEEDS} seeds or more)")
+                f"{_MIN_SEEDS} seeds or more)")
     lo, hi = row["ci95_low"], row["ci95_high"]
     scale = max(abs(row["mean"]), abs(row["paper_mean"]))
     if lo is not None and hi is not None and hi - lo > scale:
@@ -591,7 +591,7 @@ def _report_md(store, rows, configs, figs) -> str:
             "## Where ours differs from the paper, cell by cell",
             "",
             f"Computed from the numbers: \"inconclusive\" when the seeds cannot decide "
-            f"(fewer than {MIN_SEEDS} seeds, since a t interval with one degree of freedom "
+            f"(fewer than {_MIN_SEEDS} seeds, since a t interval with one degree of freedom "
             f"spans almost any number, or a 95% interval wider than the magnitude "
             f"compared, the larger of |ours| and |paper's|); otherwise \"agrees\" when the "
             f"paper's mean lies in our 95% interval or z = (ours - paper) / sqrt(se_ours^2 "

@@ -18,7 +18,7 @@ r"""One run of the paper's protocol as a pure function of its :class:`RunSpec`.
 The result is a dict of plain Python numbers (JSON-able, float64 at full precision):
 ``key``, ``spec``, ``info`` (phase seeds, alpha range, steps, seconds, ...), ``tests``
 (one row per (test, setting, mode)) and ``curves`` (training records averaged over
-consecutive blocks of episodes, :data:`CURVE_POINTS` points per run, and the periodic
+consecutive blocks of episodes, :data:`_CURVE_POINTS` points per run, and the periodic
 exact evaluations).
 """
 
@@ -34,16 +34,12 @@ from ..core.mdp import greedy_policy
 from .groundtruth import estimated, exact_test, setting_param, suite_settings
 from .spec import RunSpec, canonical_json
 
-__all__ = ["CURVE_POINTS", "TEST_MODES", "TrainerError", "check_result", "check_trainer",
-           "curve_rows", "default_trainer", "run_one", "sampled_test"]
+__all__ = [ "TrainerError", "check_result", "check_trainer",
+           "curve_rows", "run_one", "sampled_test"]
 
 #: Points of the per-episode training curves kept in the store (block means over
-#: ``episodes // CURVE_POINTS`` episodes: 100-episode blocks in the full protocol).
-CURVE_POINTS = 50
-#: Test modes of a run: exact greedy (the paper's protocol), exact stochastic, and the
-#: greedy policy by sampled episodes (optional).
-TEST_MODES = ("greedy", "stochastic", "sampled")
-
+#: ``episodes // _CURVE_POINTS`` episodes: 100-episode blocks in the full protocol).
+_CURVE_POINTS = 50
 
 class TrainerError(InputError):
     """A trainer that breaks the contract of :func:`run_one` (its signature or what it
@@ -51,7 +47,7 @@ class TrainerError(InputError):
 
 
 #: The keyword arguments :func:`run_one` passes to a trainer (besides ``spec.extra``).
-TRAINER_KEYWORDS = ("ball", "seed", "episodes", "critic", "gradient", "inner",
+TRAINER_KEYWORDS = ("uset", "seed", "episodes", "critic", "gradient", "inner",
                     "multiplier_update", "eval_every", "true_model", "progress")
 _CONTRACT = ("a trainer is called as train(model, algorithm, *, " + ", ".join(TRAINER_KEYWORDS)
              + ", **extra) and returns a TrainResult-like object with policy_table() and "
@@ -119,7 +115,7 @@ def check_result(res, train, n_states: int, n_actions: int) -> np.ndarray:
     return policy
 
 
-def default_trainer(*args, **kwargs):
+def _default_trainer(*args, **kwargs):
     """``rcmdp_exact.learners.train`` (imported on first use)."""
     from ..learners import train
 
@@ -232,7 +228,7 @@ def run_one(spec: RunSpec, trainer=None) -> dict:
     ----------
     spec : RunSpec
     trainer : callable, optional
-        ``trainer(model, algorithm, *, ball, seed, episodes, critic, gradient, inner,
+        ``trainer(model, algorithm, *, uset, seed, episodes, critic, gradient, inner,
         multiplier_update, eval_every, true_model, progress, **extra)`` returning an
         object with ``policy_table()`` (S, A) and ``records`` (dict of arrays).
         Default: ``rcmdp_exact.learners.train``.
@@ -246,7 +242,7 @@ def run_one(spec: RunSpec, trainer=None) -> dict:
     from .user import ensure_sources
 
     check_type(spec, "spec", RunSpec, "build one with RunSpec(domain, algorithm, seed)")
-    train = default_trainer if trainer is None else trainer
+    train = _default_trainer if trainer is None else trainer
     ensure_sources(spec.sources)
     seeds = spec.seeds()
     t0 = time.perf_counter()
@@ -254,7 +250,7 @@ def run_one(spec: RunSpec, trainer=None) -> dict:
     true = est.true
     model = true if (spec.train_on == "data" and not spec.robust) else est.nominal
     t1 = time.perf_counter()
-    res = train(model, spec.algorithm, ball=est.set if spec.robust else None,
+    res = train(model, spec.algorithm, uset=est.set if spec.robust else None,
                 seed=seeds["training"], episodes=spec.episodes, critic=spec.critic,
                 gradient=spec.gradient, inner=spec.inner,
                 multiplier_update=spec.multiplier_update, eval_every=spec.eval_every,
@@ -281,4 +277,4 @@ def run_one(spec: RunSpec, trainer=None) -> dict:
         "seconds": {"estimation": t1 - t0, "training": t2 - t1, "testing": t3 - t2},
     }
     return {"key": spec.key, "spec": spec.fields(), "info": info, "tests": tests,
-            "curves": curve_rows(records, max(1, spec.episodes // CURVE_POINTS))}
+            "curves": curve_rows(records, max(1, spec.episodes // _CURVE_POINTS))}

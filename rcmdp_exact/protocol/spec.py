@@ -63,7 +63,6 @@ OPTIONS = RUN_OPTIONS
 __all__ = [
     "ALGORITHMS",
     "DOMAIN_OF_TEST",
-    "GROUND_TRUTH_KINDS",
     "OPTIONS",
     "ROBUST_ALGORITHMS",
     "TESTS",
@@ -89,7 +88,7 @@ OPTIONAL_FIELDS = {"model": "", "horizon": 0, "perturbations": (), "set_kind": "
 #: Version of the computation behind a key: part of every spec's JSON, raised whenever a
 #: job would compute something else from the same fields, so old results are not reused.
 JOB_VERSION = 1
-GROUND_TRUTH_KINDS = ("suite", "bracket", "training")
+_GROUND_TRUTH_KINDS = ("suite", "bracket", "training")
 
 #: What each choice means, for the report.
 OPTION_NOTES = {
@@ -463,7 +462,7 @@ class GroundTruthSpec:
     sources: tuple = field(default=(), compare=False, repr=False)
 
     def __post_init__(self):
-        check_choice(self.kind, "ground-truth kind", GROUND_TRUTH_KINDS)
+        check_choice(self.kind, "ground-truth kind", _GROUND_TRUTH_KINDS)
         check_choice(self.domain, "domain", DOMAINS)
 
     def fields(self) -> dict:
@@ -478,3 +477,4 @@ class GroundTruthSpec:
     @property
     def key(self) -> str:
         return spec_key(self.fields())
+

@@ -11,7 +11,7 @@ Tables (numbers are SQLite REAL, i.e. float64, stored and read back bit for bit)
 * ``curves(run, name, idx, episode, value)``: training records of each run;
 * ``ground_truth(key, kind, domain, suite, spec, result)``: exact references, the
   result as JSON (floats written by ``repr``, so they round-trip exactly);
-* ``checksums(key, kind, sha256)``: one checksum per job (:func:`job_checksum`).
+* ``checksums(key, kind, sha256)``: one checksum per job (:func:`_job_checksum`).
 
 Writes: the database runs in WAL mode; each finished job is written in **one
 transaction** (``BEGIN IMMEDIATE`` ... ``COMMIT``) that first checks its key is absent,
@@ -21,7 +21,7 @@ whole jobs; the next sweep computes the keys that are missing.
 
 Checksums: the same transaction stores the SHA-256 of the job's whole payload as it
 reads back from the database (the run's row with its test rows and curve points, or
-the ground-truth row; :func:`job_checksum`).  Reading verifies every job once per
+the ground-truth row; :func:`_job_checksum`).  Reading verifies every job once per
 :class:`Store`: a job whose payload no longer matches (a float changed by a disk or a
 hand, which SQLite's own integrity check cannot see) is *damaged*: it is named in one
 :class:`DamagedJobWarning` (key and kind), left out of every read (:meth:`Store.keys`,
@@ -67,14 +67,14 @@ from pathlib import Path
 from .._checks import OutputPathError
 from .._io import LoadError
 
-__all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "DamagedJobWarning", "Store", "StoreLock",
-           "StoreLockedError", "check_store_path", "connect_readonly", "job_checksum",
+__all__ = [ "DamagedJobWarning", "Store", "StoreLock",
+           "StoreLockedError", "check_store_path", "connect_readonly",
            "recover_store"]
 
-SCHEMA_VERSION = "3"
+_SCHEMA_VERSION = "3"
 #: Schema versions this version reads ("2": without checksums, upgraded when opened
 #: for writing).
-READABLE_VERSIONS = ("2", "3")
+_READABLE_VERSIONS = ("2", "3")
 _TABLES = {"meta", "runs", "tests", "curves", "ground_truth"}
 _MAGIC = b"SQLite format 3\x00"
 
@@ -230,7 +230,7 @@ def _ground_truth_payload(conn, key: str):
     return None if row is None else ["ground_truth", list(row)]
 
 
-def job_checksum(conn, key: str, table: str) -> str | None:
+def _job_checksum(conn, key: str, table: str) -> str | None:
     """SHA-256 (hex) of one stored job's payload as it reads back from ``conn``.
 
     ``table`` is "runs" (the run's row, its test rows in (suite, setting, mode) order and
@@ -320,10 +320,10 @@ class Store:
             raise LoadError(f"{str(self.path)!r} is a SQLite database of another kind, not "
                             f"{_WHAT}; give another path")
         version = self._version() if names else None
-        if names and version not in READABLE_VERSIONS:
+        if names and version not in _READABLE_VERSIONS:
             raise LoadError(f"{str(self.path)!r} is a results store of schema version "
                             f"{version!r}; this version of rcmdp_exact reads versions "
-                            f"{', '.join(READABLE_VERSIONS)}: give another path")
+                            f"{', '.join(_READABLE_VERSIONS)}: give another path")
         if self.readonly:
             return
         self.conn.execute("PRAGMA journal_mode=WAL")
@@ -335,13 +335,13 @@ class Store:
                 cur.execute(statement)
             if version is None:
                 cur.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)",
-                            (SCHEMA_VERSION,))
-            elif version != SCHEMA_VERSION:  # "2": every job gets its checksum, trusted
+                            (_SCHEMA_VERSION,))
+            elif version != _SCHEMA_VERSION:  # "2": every job gets its checksum, trusted
                 for table in ("runs", "ground_truth"):
                     for (key,) in cur.execute(f"SELECT key FROM {table}").fetchall():
                         self._write_checksum(cur, key, table)
                 cur.execute("UPDATE meta SET value = ? WHERE name = 'schema'",
-                            (SCHEMA_VERSION,))
+                            (_SCHEMA_VERSION,))
 
     def _table_names(self) -> set:
         return {n for (n,) in self.conn.execute(
@@ -434,12 +434,12 @@ class Store:
         kind = "run" if table == "runs" else cur.execute(
             "SELECT kind FROM ground_truth WHERE key = ?", (key,)).fetchone()[0]
         cur.execute("INSERT OR REPLACE INTO checksums VALUES (?, ?, ?)",
-                    (key, kind, job_checksum(cur, key, table)))
+                    (key, kind, _job_checksum(cur, key, table)))
 
     @property
     def verified(self) -> bool:
         """True when the store has checksums to verify (schema version 3)."""
-        return "checksums" in self._table_names() and self._version() == SCHEMA_VERSION
+        return "checksums" in self._table_names() and self._version() == _SCHEMA_VERSION
 
     @_guarded
     def damaged(self) -> dict:
@@ -461,11 +461,11 @@ class Store:
         bad = {}
         for key, domain, algo, seed in self.conn.execute(
                 "SELECT key, domain, algorithm, seed FROM runs").fetchall():
-            if sums.get(key) != job_checksum(self.conn, key, "runs"):
+            if sums.get(key) != _job_checksum(self.conn, key, "runs"):
                 bad[key] = f"kind run: {domain} {algo} seed {seed}"
         for key, kind, domain, suite in self.conn.execute(
                 "SELECT key, kind, domain, suite FROM ground_truth").fetchall():
-            if sums.get(key) != job_checksum(self.conn, key, "ground_truth"):
+            if sums.get(key) != _job_checksum(self.conn, key, "ground_truth"):
                 bad[key] = f"kind ground truth {kind}: {domain} {suite}".rstrip()
         return bad
 
@@ -479,7 +479,7 @@ class Store:
         names = self._table_names()
         if not _TABLES <= names:
             return False
-        return self._version() in READABLE_VERSIONS
+        return self._version() in _READABLE_VERSIONS
 
     @_guarded
     def keys(self) -> set[str]:

@@ -3,13 +3,13 @@ r"""Your own model in the commands and the reproduction: files known by their co
 A model of your own enters as a file written by :meth:`rcmdp_exact.TabularCMDP.save`
 (``--model PATH.npz``), a set as one written by ``save`` of a set (``--set-file``), the
 test settings of a reproduction as a small TOML or JSON file that lists saved models
-(``--perturbations FILE``, :func:`read_perturbations`).
+(``--perturbations FILE``, :func:`_read_perturbations`).
 
-Every file is known by its **content hash** (:func:`file_digest`: the SHA-256 of the
+Every file is known by its **content hash** (:func:`_file_digest`: the SHA-256 of the
 arrays of the archive, their names, dtypes and shapes, not of the zip bytes), so a
 reproduction keys its jobs by what the file holds: a changed file gets new keys and
 never mixes with the results of the old one, and a file moved or copied keeps its
-results.  A process keeps the loaded files by hash (:func:`register_model`,
+results.  A process keeps the loaded files by hash (:func:`_register_model`,
 :func:`model_of`); a job names the files it needs (``sources``: hash and path), and a
 worker process that does not have them loads them again and checks their hash
 (:func:`ensure_sources`): a file changed after the reproduction was planned is an
@@ -33,8 +33,8 @@ from .._io import LoadError
 from ..names import USER_DOMAIN, USER_TEST
 
 __all__ = ["USER_DOMAIN", "USER_TEST", "PerturbationError", "check_perturbation",
-           "ensure_sources", "file_digest", "load_model_file", "load_problem", "load_set_file",
-           "model_of", "read_perturbations", "register_model", "register_set", "set_of",
+           "ensure_sources", "load_model_file", "load_problem",
+           "model_of", "set_of",
            "spec_options", "user_settings"]
 
 _MODELS: dict = {}
@@ -46,7 +46,7 @@ class PerturbationError(InputError):
     and what to fix."""
 
 
-def file_digest(data: dict) -> str:
+def _file_digest(data: dict) -> str:
     """SHA-256 (hex) of the arrays of an archive (:func:`rcmdp_exact._io.load_npz`):
     every entry's name, dtype, shape and bytes, in the order of the names."""
     h = hashlib.sha256()
@@ -57,12 +57,12 @@ def file_digest(data: dict) -> str:
     return h.hexdigest()
 
 
-def register_model(digest: str, model) -> None:
+def _register_model(digest: str, model) -> None:
     """Keep ``model`` (loaded from a file with content hash ``digest``) in this process."""
     _MODELS[digest] = model
 
 
-def register_set(digest: str, uset) -> None:
+def _register_set(digest: str, uset) -> None:
     """Keep ``uset`` (loaded from a file with content hash ``digest``) in this process."""
     _SETS[digest] = uset
 
@@ -77,11 +77,11 @@ def load_model_file(path, name: str = "--model"):
     except LoadError as exc:
         raise LoadError(f"{name} {exc}".strip()) from None
     digest = _digest_of_file(path)
-    register_model(digest, model)
+    _register_model(digest, model)
     return model, digest
 
 
-def load_set_file(path, name: str = "--set-file"):
+def _load_set_file(path, name: str = "--set-file"):
     """``(set, digest)`` of a saved uncertainty set (:func:`rcmdp_exact.load_set`)."""
     from ..uncertainty import load_set
 
@@ -90,7 +90,7 @@ def load_set_file(path, name: str = "--set-file"):
     except LoadError as exc:
         raise LoadError(f"{name} {exc}".strip()) from None
     digest = _digest_of_file(path)
-    register_set(digest, uset)
+    _register_set(digest, uset)
     return uset, digest
 
 
@@ -102,7 +102,7 @@ def _digest_of_file(path) -> str:
     if not p.exists():
         p = npz_path(p)
     with np.load(p, allow_pickle=False) as f:
-        return file_digest({k: f[k] for k in f.files})
+        return _file_digest({k: f[k] for k in f.files})
 
 
 def model_of(digest: str, horizon: int = 0):
@@ -133,7 +133,7 @@ def ensure_sources(sources) -> None:
         have = _MODELS if kind == "model" else _SETS
         if digest in have:
             continue
-        _, got = (load_model_file if kind == "model" else load_set_file)(path, name="")
+        _, got = (load_model_file if kind == "model" else _load_set_file)(path, name="")
         if got != digest:
             raise InputError(
                 f"the file {str(path)!r} changed after the reproduction was planned "
@@ -172,7 +172,7 @@ def _read_table(path: Path):
     raise PerturbationError(f"--perturbations {str(path)!r}: {text_error}")
 
 
-def read_perturbations(path) -> list[dict]:
+def _read_perturbations(path) -> list[dict]:
     """The entries of a perturbations file: ``[{"name", "group", "file"}, ...]``.
 
     TOML (``[[perturbation]]`` tables) or JSON (``{"perturbation": [...]}`` or a plain
@@ -261,7 +261,7 @@ def load_problem(model, *, horizon=None, set_file=None, perturbations=None,
 
     ``model`` (the path of a file written by ``TabularCMDP.save``), ``horizon`` (T in
     place of the model's own), ``set_file`` (a saved set, which must fit the model),
-    ``perturbations`` (a TOML or JSON file, :func:`read_perturbations`; each model must
+    ``perturbations`` (a TOML or JSON file, :func:`_read_perturbations`; each model must
     be the same problem with other transitions).  ``need_horizon`` (the name of what
     needs it) refuses a model without a horizon.
 
@@ -293,7 +293,7 @@ def load_problem(model, *, horizon=None, set_file=None, perturbations=None,
     if set_file is not None:
         from ..uncertainty import check_set
 
-        uset, sd = load_set_file(set_file)
+        uset, sd = _load_set_file(set_file)
         try:
             check_set(uset, loaded, what=f"--set-file {str(set_file)!r}")
         except InputError as exc:
@@ -301,7 +301,7 @@ def load_problem(model, *, horizon=None, set_file=None, perturbations=None,
                              f"{str(model)!r}: {exc}") from None
         out.update(set=uset, set_digest=sd, set_path=str(set_file))
     if perturbations is not None:
-        for entry in read_perturbations(perturbations):
+        for entry in _read_perturbations(perturbations):
             other, pd = load_model_file(entry["file"],
                                         name=f"--perturbations entry {entry['name']!r}:")
             try:

@@ -34,12 +34,12 @@ import warnings
 
 import numpy as np
 
-__all__ = ["FEAS_RTOL", "Incumbent", "candidate_policies", "caps", "exact"]
+__all__ = [ "Incumbent", "candidate_policies", "caps", "exact"]
 
 #: A policy is robust-feasible when each worst-case cost is at most
-#: ``d_k + FEAS_RTOL * max(1, |d_k|)``: the rounding of an exact evaluation (about 1e-13
+#: ``d_k + _FEAS_RTOL * max(1, |d_k|)``: the rounding of an exact evaluation (about 1e-13
 #: of the cost scale), far below any gap the suite reports.
-FEAS_RTOL = 1e-9
+_FEAS_RTOL = 1e-9
 
 
 def exact(model, uset, policy):
@@ -60,9 +60,9 @@ def exact(model, uset, policy):
 
 
 def feasible(costs, d) -> bool:
-    """Every worst-case cost within its budget (:data:`FEAS_RTOL`)."""
+    """Every worst-case cost within its budget (:data:`_FEAS_RTOL`)."""
     d = np.asarray(d, dtype=np.float64)
-    return bool(np.all(np.asarray(costs) <= d + FEAS_RTOL * np.maximum(1.0, np.abs(d))))
+    return bool(np.all(np.asarray(costs) <= d + _FEAS_RTOL * np.maximum(1.0, np.abs(d))))
 
 
 class Incumbent:

@@ -27,7 +27,7 @@ A job (:func:`certify_job`) builds the instance (its frozen table), the set of t
      the same instance and kind (warm information across the radii, computed in the
      job itself so that a job does not depend on which others have run);
   3. :func:`~rcmdp_exact.rcmdp_bracket` with those candidates and the record's **work
-     budget** (:func:`work_budget`: boxes of the branch and bound; where the gap is
+     budget** (:func:`_work_budget`: boxes of the branch and bound; where the gap is
      still open after the first budget, the bracket runs again with the next budget of
      the schedule); the time limit is only a safety net, and a record it stopped says
      so (``reproducible`` False);
@@ -60,18 +60,18 @@ import numpy as np
 
 from .store import SCHEMA, key_of
 
-__all__ = ["DEFAULT_BUDGET", "SCHEMA", "TARGET_GAP", "assemble", "certify_job",
-           "check_budget", "extends", "finished", "job_keys", "key_of", "read_job", "run_jobs",
-           "warm_up", "work_budget"]
+__all__ = ["DEFAULT_BUDGET", "SCHEMA", "assemble", "certify_job",
+           "check_budget", "extends", "finished", "job_keys", "key_of", "run_jobs",
+           "warm_up",]
 
 #: The policy class over which the bracket holds.
 POLICY_CLASS = "stationary randomised"
 #: The relative gap a record aims at (a record above it is an open problem).
-TARGET_GAP = 0.01
+_TARGET_GAP = 0.01
 
 #: The work budget of a run (the bracket's options that decide its answer, the same on
 #: any machine): ``schedule``, the branch and bound's box budgets tried in turn while
-#: the relative gap is above :data:`TARGET_GAP` (the bracket runs again from the start
+#: the relative gap is above :data:`_TARGET_GAP` (the bracket runs again from the start
 #: with the next, the candidates unchanged; an empty schedule: no branch and bound, the
 #: closures, candidates and caps alone); ``bracket``, the other options given to
 #: :func:`~rcmdp_exact.rcmdp_bracket`; ``time_limit``, the safety net per bracket run
@@ -142,7 +142,7 @@ def check_budget(budget: dict) -> dict:
     return out
 
 
-def work_budget(name: str, kind: str, level: float, budget: dict | None = None) -> dict:
+def _work_budget(name: str, kind: str, level: float, budget: dict | None = None) -> dict:
     """The work budget of the job (``name``, ``kind``, ``level``): ``{"schedule": [...],
     "bracket": {...}, "time_limit": s}`` (the most specific schedule of ``more``:
     ``name/kind/level`` (one record), ``name/kind``, then ``name``, then ``kind``, else
@@ -242,7 +242,7 @@ def certify_job(name: str, kind: str, level: float, budget: dict | None = None):
     from .sets import build_set, radius_of, set_text
 
     t0 = time.perf_counter()
-    work = work_budget(name, kind, level, budget)
+    work = _work_budget(name, kind, level, budget)
     inst = INSTANCES[name]
     base = inst.build()
     model, uset, lv = _levels_of(base, kind, level, inst)
@@ -381,7 +381,7 @@ def _bracket_runs(model, uset, inc, work: dict, b: dict, t1: float):
         rel = relative_gap(upper - inc.value, inc.value, model) if \
             np.isfinite(inc.value) else None
         if br.status in ("bracket", "infeasible", "no_feasible_policy") or (
-                rel is not None and rel <= TARGET_GAP):
+                rel is not None and rel <= _TARGET_GAP):
             break
     return upper, method, inc
 
@@ -418,7 +418,7 @@ def _write_job(work: Path, record: dict, policies: dict) -> None:
     save_json(work / f"{stem}.json", json.dumps(record, indent=1))  # last: it marks done
 
 
-def read_job(work, key: str):
+def _read_job(work, key: str):
     """``(record, policies)`` of a finished job of the work folder, or a LoadError
     naming the damaged file."""
     from .._io import LoadError, load_npz
@@ -457,7 +457,7 @@ def finished(work, jobs=None, echo=None) -> set[str]:
         if not (work / f"{stem}.json").exists():
             continue
         try:
-            read_job(work, key)
+            _read_job(work, key)
             out.add(key)
         except LoadError as exc:
             if echo is not None:
@@ -477,7 +477,7 @@ def extends(new: dict, old: dict) -> bool:
     if new["bracket"] != old["bracket"] or new["time_limit"] != old["time_limit"]:
         return False
     for j in job_keys():
-        a, b = work_budget(*j, old)["schedule"], work_budget(*j, new)["schedule"]
+        a, b = _work_budget(*j, old)["schedule"], _work_budget(*j, new)["schedule"]
         if b[:len(a)] != a:
             return False
     return True
@@ -520,7 +520,7 @@ def _extend_folder(work: Path, old: dict, new: dict, echo=None) -> list[str]:
             continue  # a damaged job file: finished() says so and recomputes it
         from .instances import INSTANCES
 
-        new_work = work_budget(name, kind, level, new) if INSTANCES[name].bracket else {}
+        new_work = _work_budget(name, kind, level, new) if INSTANCES[name].bracket else {}
         if rec.get("work") == new_work:
             continue
         if _same_under(rec, new_work):
@@ -769,7 +769,7 @@ def assemble(work, out, jobs=None, *, wall_seconds: float | None = None,
             else:
                 missing.append(key)
             continue
-        rec, pols = read_job(work, key)
+        rec, pols = _read_job(work, key)
         rec["bracket"]["lower_policy"] = (_policy_list(pols["lower"])
                                           if pols["lower"] is not None else None)
         if rec.get("work"):

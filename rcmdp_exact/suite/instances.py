@@ -5,7 +5,7 @@ budget rule, a discount, an episode length (for the sampled learners) and a cita
 the definition it follows.  The builders of this module return the model with a budget
 placeholder that never binds (``d`` = the largest discounted cost); the budget of an
 (instance, set, radius) is set by :func:`rcmdp_exact.suite.sets.budget` with the rule
-of the instance (:data:`BUDGET_RULES`) and stored in the suite's data file, which
+of the instance (:data:`_BUDGET_RULES`) and stored in the suite's data file, which
 :func:`rcmdp_exact.suite.load` reads.
 
 Families (``docs/suite/``, one page each):
@@ -65,11 +65,11 @@ import numpy as np
 from .._checks import check_int, check_real
 from ..core.model import TabularCMDP
 
-__all__ = ["BUDGET_RULES", "INSTANCES", "Instance", "forest", "freeze", "gridworld"]
+__all__ = [ "INSTANCES", "Instance", "forest", "freeze", "gridworld"]
 
 #: The budget rules: "halfway" (d = least + (free - least) / 2 for the set, see
 #: :func:`rcmdp_exact.suite.sets.budget`) and "paper" (the paper's own budget).
-BUDGET_RULES = ("halfway", "paper")
+_BUDGET_RULES = ("halfway", "paper")
 
 
 # --------------------------------------------------------------------------- forest

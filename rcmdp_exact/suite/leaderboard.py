@@ -46,7 +46,7 @@ import numpy as np
 from .._result import Result
 
 __all__ = ["ENTRANTS", "Entrant", "Scores", "learnable", "register", "rescore", "score",
-           "score_policy", "tabular_baseline"]
+           "tabular_baseline"]
 
 #: Tolerance of the feasibility of a scored policy (times max(1, |d|)).
 FEASIBLE_TOL = 1e-9
@@ -115,7 +115,7 @@ def _learner(algo):
         from ..names import ROBUST_ALGORITHMS
 
         robust = algo in ROBUST_ALGORITHMS
-        return train(model, algo, ball=uset if robust else None, seed=seed,
+        return train(model, algo, uset=uset if robust else None, seed=seed,
                      episodes=episodes, eval_every=None, progress=False, **options)
     return train_it
 
@@ -184,7 +184,7 @@ def _share(v, lo, side):
     return float((v - lo) / (side - lo))
 
 
-def score_policy(model, uset, record: dict | None, policy) -> dict:
+def _score_policy(model, uset, record: dict | None, policy) -> dict:
     """The exact scores of one policy table (module notes) on ``model`` (with its budget)
     and ``uset``, against ``record`` (None: no shares)."""
     import warnings
@@ -274,7 +274,7 @@ def _t_interval(values) -> tuple:
 
 class Scores(Result, kind="suite scores"):
     """What :func:`score` returns: ``rows`` (one dict per instance, entrant and seed:
-    the scores of :func:`score_policy`, ``entrant``, ``kind``, ``seed``, ``seconds``,
+    the scores of :func:`_score_policy`, ``entrant``, ``kind``, ``seed``, ``seconds``,
     ``episodes``, ``error`` (the message of a run whose entrant raised, else "") and
     ``policy``, the (S, A) table as nested lists), ``settings``, ``seconds``,
     ``complete`` (False while runs are still to come) and ``failed`` (runs that raised).
@@ -393,7 +393,7 @@ def _trainer_entrant(trainer, algorithm: str, name: str) -> Entrant:
     robust = algorithm in ROBUST_ALGORITHMS
 
     def fn(model, uset, *, seed, episodes, record=None, **options):
-        return trainer(model, algorithm, ball=uset if robust else None, seed=seed,
+        return trainer(model, algorithm, uset=uset if robust else None, seed=seed,
                        episodes=episodes, critic="learned", gradient="sampled",
                        inner="sort", multiplier_update="adam-log", eval_every=None,
                        true_model=None, progress=False, **options)
@@ -526,7 +526,7 @@ def score(trainer=None, algorithms=("pg",), names=None, seeds=range(10),
                        violation=None, feasible=None, share_lower=None, share_upper=None,
                        flag="failed", policy=None)
         else:
-            row.update(score_policy(model, uset, rec, pol),
+            row.update(_score_policy(model, uset, rec, pol),
                        seconds=time.perf_counter() - t1, policy=pol.tolist())
         rows.append(row)
         if on_run is not None:
@@ -559,7 +559,7 @@ def rescore(scores: Scores, path=None) -> Scores:
         new.update(key=rec["key"], budget=list(rec["budget"]), lower=b.get("lower"),
                    upper=b.get("upper"), floor_value=rec.get("floor_value"))
         if row.get("policy") is not None and not row.get("error"):
-            new.update(score_policy(model, uset, rec, row["policy"]))
+            new.update(_score_policy(model, uset, rec, row["policy"]))
         rows.append(new)
     out = Scores(scores)
     out["rows"] = rows

@@ -1,6 +1,6 @@
 r"""Check every field of every record of the suite's data file by a second method.
 
-:func:`verify_record` rebuilds the record's model (the frozen instance, checked against
+:func:`_verify_record` rebuilds the record's model (the frozen instance, checked against
 its checksum) and set, and recomputes, with ``tol`` = 1e-7 (relative, times
 :math:`\max(1, |x|)`) plus each recomputation's own error bound:
 
@@ -41,7 +41,7 @@ import numpy as np
 
 from .._result import Result
 
-__all__ = ["verify", "verify_record"]
+__all__ = ["verify",]
 
 
 class _Checks:
@@ -138,7 +138,7 @@ def _cmdp_dual(model, d: float, iters: int = 60):
     return best
 
 
-def verify_record(rec: dict, tol: float = 1e-7) -> dict:
+def _verify_record(rec: dict, tol: float = 1e-7) -> dict:
     """One record's checks (module notes): a dict with ``key``, ``ok`` (no failure),
     ``failures`` (dicts with ``field``, ``stored``, ``recomputed``, ``why``), ``checks``
     (how many comparisons) and, for the table, ``lower``, ``value`` (the lower policy's
@@ -285,13 +285,13 @@ def verify_record(rec: dict, tol: float = 1e-7) -> dict:
 
 def _chunk(args):
     recs, tol = args
-    return [verify_record(r, tol) for r in recs]
+    return [_verify_record(r, tol) for r in recs]
 
 
 def verify(names=None, *, path=None, tol: float = 1e-7, progress: bool | None = None,
            workers: int = 1) -> Result:
     """Check every record of ``names`` (default: all) in the data file ``path`` (default:
-    the shipped one) by :func:`verify_record`, in ``workers`` local processes (which end
+    the shipped one) by :func:`_verify_record`, in ``workers`` local processes (which end
     with their parent).
 
     Returns a :class:`~rcmdp_exact.Result` with ``rows`` (one dict per record),
@@ -341,7 +341,7 @@ def verify(names=None, *, path=None, tol: float = 1e-7, progress: bool | None = 
         rows = [done[r["key"]] for r in recs]
     else:
         for rec in tqdm(recs, desc="rcmdp suite verify", disable=not bar_on):
-            rows.append(verify_record(rec, tol))
+            rows.append(_verify_record(rec, tol))
     failures = [dict(f, key=r["key"]) for r in rows for f in r["failures"]]
     failed = sum(not r["ok"] for r in rows)
     infeasible = sum(r["confirmed"] is not None for r in rows)

@@ -12,15 +12,14 @@ from __future__ import annotations
 import json
 import re
 
-__all__ = ["BLOCK", "block", "bracket_table", "family_summary", "figure",
-           "leaderboard_table", "open_problems", "regeneration", "render", "tightness"]
+__all__ = ["BLOCK", "block", "figure", "regeneration", "render", "tightness"]
 
 
 def _f(x, d=4):
     return "-" if x is None else f"{x:.{d}g}"
 
 
-def bracket_table(path=None, level: float = 0.1) -> str:
+def _bracket_table(path=None, level: float = 0.1) -> str:
     """A Markdown table: per instance and kind of set at the grid's level ``level``, the
     budget, the values and the bracket with its relative gap and status."""
     from .store import data
@@ -44,7 +43,7 @@ def _pm(m, h, d=3):
     return plus_minus(m, h, d, sign="±")
 
 
-def leaderboard_table(scores) -> str:
+def _leaderboard_table(scores) -> str:
     """A Markdown table of a :class:`~.leaderboard.Scores`: per instance and entrant the
     robust-feasible runs, their share of the certified upper side and worst value (means
     with 95% t-intervals over the seeds), and the runs that violate their budget apart."""
@@ -136,7 +135,7 @@ def figure(out, path=None, scores=None) -> None:
     plt.close(fig)
 
 
-def family_summary(names, path=None) -> str:
+def _family_summary(names, path=None) -> str:
     """One sentence on the records of the instances ``names``: how many, the median and
     range of their relative gaps, how many within 1%, the statuses (the last sentence of
     each family's page in ``docs/suite/``)."""
@@ -161,7 +160,7 @@ def family_summary(names, path=None) -> str:
     return "Certified: " + "; ".join(parts) + "."
 
 
-def open_problems(path=None, target: float = 0.01) -> str:
+def _open_problems(path=None, target: float = 0.01) -> str:
     """A Markdown table of the records whose relative gap is above ``target``: the best
     bracket, the side that holds the gap (the side the last run of the bracket moved
     least, or the side at a cap), the boxes and the seconds spent."""
@@ -372,13 +371,13 @@ def block(name: str, arg: str | None = None, path=None, scores=None) -> str:
     if name == "regeneration":
         return regeneration(path)
     if name == "table":
-        return bracket_table(path, level=float(arg or 0.1))
+        return _bracket_table(path, level=float(arg or 0.1))
     if name == "tightness":
         return tightness(path)
     if name == "open":
-        return open_problems(path)
+        return _open_problems(path)
     if name == "summary":
-        return family_summary(str(arg).split(","), path)
+        return _family_summary(str(arg).split(","), path)
     if name == "leaderboard":
         if scores is None:
             raise ValueError("the leaderboard block needs a score file (--scores)")
@@ -388,7 +387,7 @@ def block(name: str, arg: str | None = None, path=None, scores=None) -> str:
         st = sc["settings"]
         seeds = list(st["seeds"])
         first = "" if seeds[0] == 0 else f" --first-seed {seeds[0]}"
-        return (leaderboard_table(sc) + "\n\nThe runs: `rcmdp suite score --algorithm "
+        return (_leaderboard_table(sc) + "\n\nThe runs: `rcmdp suite score --algorithm "
                 f"{','.join(st['entrants'])} --instances {','.join(st['names'])} "
                 f"--seeds {len(seeds)}{first} --episodes {st['episodes']} --set "
                 f"{st['set']} --level {st['level']:g} --out docs/suite/leaderboard.json` "

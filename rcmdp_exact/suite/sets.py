@@ -50,15 +50,24 @@ REFERENCE = ("l1", 0.1)
 
 
 def radius_of(kind: str, level: float) -> float:
-    """The radius of ``kind``'s set at the grid's level ``level`` (the radius given to
-    its ``around``: r for l1 and s-l1, r^2/2 for kl, r/2 for interval)."""
-    if kind == "kl":
-        return level * level / 2.0
-    if kind == "interval":
-        return level / 2.0
-    if kind in ("l1", "s-l1"):
-        return float(level)
-    raise ValueError(f"unknown kind {kind!r}; the suite's kinds are {', '.join(KINDS)}")
+    """The radius of ``kind``'s set at the grid's level ``level``: the radius given to
+    its ``around``, which the kind's own class says
+    (:meth:`~rcmdp_exact.uncertainty.UncertaintySet.l1_level_radius`: r for l1 and s-l1,
+    r^2/2 for kl, r/2 for interval)."""
+    from ..uncertainty import set_class
+
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; the suite's kinds are {', '.join(KINDS)}")
+    return float(set_class(kind).l1_level_radius(level))
+
+
+def _support_of(kind: str, support: str) -> str:
+    """The instance's support, or the one the kind's ``around`` accepts (its
+    ``AROUND_SUPPORTS`` line: a KL ball never leaves the support of its centre)."""
+    from ..uncertainty.kinds import kind_files
+
+    accepted = kind_files()[kind].supports
+    return support if accepted is None or support in accepted else accepted[0]
 
 
 def grid() -> list[tuple[str, float]]:
@@ -68,19 +77,18 @@ def grid() -> list[tuple[str, float]]:
 
 def set_text(kind: str, level: float, support: str) -> str:
     """One line that names the set: its kind, its radius, its level and its support."""
+    from ..uncertainty import set_class
+
     own = radius_of(kind, level)
-    sup = "nominal" if kind == "kl" else support
-    what = {"l1": "sa-rectangular L1 ball", "kl": "sa-rectangular KL ball",
-            "s-l1": "s-rectangular L1 set", "interval": "sa-rectangular interval set"}[kind]
-    return f"{what} of radius {own:g} (level {level:g}) on the {sup} support"
+    sup = _support_of(kind, support)
+    return f"{set_class(kind).title} of radius {own:g} (level {level:g}) on the {sup} support"
 
 
 def build_set(model, kind: str, level: float, support: str):
     """The set of ``kind`` at the grid's level ``level`` around ``model``'s kernel."""
     from ..uncertainty import set_class
 
-    own = radius_of(kind, level)
-    return set_class(kind).around(model, own, "nominal" if kind == "kl" else support)
+    return set_class(kind).around(model, radius_of(kind, level), _support_of(kind, support))
 
 
 def budget(model, uset, rule: str = "halfway"):

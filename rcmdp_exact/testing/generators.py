@@ -13,7 +13,7 @@ caller can go on drawing from it) and gives the same draws for the same seed.
   exact solver must handle (exact zeros inside a support, point masses, ties, radii of
   zero and radii that cover the simplex): :func:`random_row` (one nominal row and its
   support), :func:`random_kernel` (a nominal kernel and its support),
-  :func:`random_values` (value vectors z of :data:`VALUE_KINDS`), :func:`random_radii`,
+  :func:`random_values` (value vectors z of :data:`_VALUE_KINDS`), :func:`random_radii`,
   :func:`random_policies` (of :data:`POLICY_KINDS`) and :func:`random_box` (policy
   boxes that meet the simplex);
 * :func:`skewed_kernel`, :func:`skewed_values` and :func:`skewed_radii`: seeded rows of
@@ -45,7 +45,6 @@ from ..uncertainty.conformance import SKEWED_FAMILIES, skewed_kernel, skewed_rad
 __all__ = [
     "POLICY_KINDS",
     "SKEWED_FAMILIES",
-    "VALUE_KINDS",
     "dense_binding_cmdp",
     "random_box",
     "random_cmdp",
@@ -337,7 +336,7 @@ def random_kernel(seed, S: int, A: int, *, density=None, point_masses: float = 0
 
 
 #: The kinds of value vectors :func:`random_values` draws.
-VALUE_KINDS = ("ties", "normal", "constant", "magnitudes", "rows", "block")
+_VALUE_KINDS = ("ties", "normal", "constant", "magnitudes", "rows", "block")
 _MIXED_VALUE_KINDS = ("ties", "magnitudes", "rows", "block")
 
 
@@ -355,7 +354,7 @@ def _shape(shape) -> tuple[int, ...]:
 def random_values(seed, shape, kind: str | None = None, scale: float = 1.0) -> np.ndarray:
     """Value vectors z of ``shape`` (rows along the last axis) of one kind, from a seed.
 
-    Kinds (:data:`VALUE_KINDS`): ``"ties"``, integers -2..2 (many exact ties);
+    Kinds (:data:`_VALUE_KINDS`): ``"ties"``, integers -2..2 (many exact ties);
     ``"normal"``, N(0, scale^2); ``"constant"``, every entry 1.5 (every distribution is
     a worst case); ``"magnitudes"``, N(0, scale^2) times one of 1e-3, 1 and 1e3;
     ``"rows"``, each row constant, N(0, scale^2); ``"block"``, N(0, scale^2) with the
@@ -369,7 +368,7 @@ def random_values(seed, shape, kind: str | None = None, scale: float = 1.0) -> n
     shape : int or tuple of int
         Shape of the result; its last axis is the row (next states).
     kind : str or None
-        One of :data:`VALUE_KINDS`, or None (see above).
+        One of :data:`_VALUE_KINDS`, or None (see above).
     scale : float
         Standard deviation (> 0) of the normal kinds.
 
@@ -380,12 +379,12 @@ def random_values(seed, shape, kind: str | None = None, scale: float = 1.0) -> n
     shape = _shape(shape)
     scale = check_real(scale, "scale", 0.0, low_open=True)
     if kind is not None:
-        check_choice(kind, "kind", VALUE_KINDS)
+        check_choice(kind, "kind", _VALUE_KINDS)
     _room(int(np.prod(shape, dtype=object)), f"random_values(shape={shape})", 2)
     rng = rng_from(seed)
     if kind is None:
         kind = _MIXED_VALUE_KINDS[int(rng.integers(len(_MIXED_VALUE_KINDS)))]
-    check_choice(kind, "kind", VALUE_KINDS)
+    check_choice(kind, "kind", _VALUE_KINDS)
     if kind == "ties":
         return rng.integers(-2, 3, size=shape).astype(float)
     if kind == "constant":

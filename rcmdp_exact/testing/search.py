@@ -4,7 +4,7 @@ Part of :mod:`rcmdp_exact.testing` (needs hypothesis):
 
 * :func:`example`: one example of a strategy, reproducible from a seed;
 * :func:`find_counterexample`: search for an example that breaks a claim, shrink it, and
-  save it as files (:func:`save_counterexample`) that :func:`load_counterexample` reads
+  save it as files (:func:`_save_counterexample`) that :func:`load_counterexample` reads
   back.
 """
 
@@ -27,16 +27,13 @@ from ..uncertainty._draw import example  # the kinds' toolkit draws examples too
 _seed = seed  # hypothesis.seed, before a parameter named seed hides it
 
 __all__ = [
-    "COUNTEREXAMPLE_FORMAT",
-    "TIME_LIMIT_OVERHEAD",
     "example",
     "find_counterexample",
     "load_counterexample",
-    "save_counterexample",
 ]
 
 #: Format of a saved counterexample.
-COUNTEREXAMPLE_FORMAT = "rcmdp_exact.Counterexample/1"
+_COUNTEREXAMPLE_FORMAT = "rcmdp_exact.Counterexample/1"
 
 
 # =========================================================================== counterexamples
@@ -49,7 +46,7 @@ class _OutOfTime(BaseException):
     not take for a failure of the test to shrink, as it does not Ctrl-C)."""
 
 
-#: Files of a saved counterexample in its folder (:func:`save_counterexample`).
+#: Files of a saved counterexample in its folder (:func:`_save_counterexample`).
 _COUNTEREXAMPLE_FILES = ("counterexample.json", "model_*.npz", "set_*.npz")
 
 
@@ -95,7 +92,7 @@ def _judge(claim, value, tolerance: float):
 #: example drawn after the limit, so the overshoot is the draw and the claim in progress
 #: when the limit passed, plus hypothesis's own set-up and tear-down (well under a
 #: second); a claim that runs for minutes on one example overshoots by those minutes.
-TIME_LIMIT_OVERHEAD = 1.0
+_TIME_LIMIT_OVERHEAD = 1.0
 
 
 def find_counterexample(claim, strategy: SearchStrategy, *, tolerance: float = 0.0,
@@ -123,13 +120,13 @@ def find_counterexample(claim, strategy: SearchStrategy, *, tolerance: float = 0
         stops (generation and shrinking alike), keeps the smallest counterexample found
         so far, and says so (``stopped`` is ``"time_limit"`` and ``message`` says that
         the answer is not that of the budget).  It stops within the limit plus the draw
-        and the claim in progress, plus :data:`TIME_LIMIT_OVERHEAD` of hypothesis's own
+        and the claim in progress, plus :data:`_TIME_LIMIT_OVERHEAD` of hypothesis's own
         work.  Default: none, so that the answer depends on the seed only; an answer
         cut by the limit depends on the machine's speed.
     seed : int
         The search is reproducible: the same seed gives the same examples.
     path : str or path-like, optional
-        A folder to save the counterexample in (:func:`save_counterexample`), checked
+        A folder to save the counterexample in (:func:`_save_counterexample`), checked
         before the search (an existing file, an unwritable place, a folder that holds a
         counterexample already: an :class:`~rcmdp_exact.OutputPathError` before any
         example is judged).
@@ -221,13 +218,13 @@ def find_counterexample(claim, strategy: SearchStrategy, *, tolerance: float = 0
                  seconds=time.perf_counter() - start, stopped=state["stopped"], files=[],
                  message=message)
     if found and path is not None:
-        res.files = save_counterexample(res, path, overwrite=overwrite)
+        res.files = _save_counterexample(res, path, overwrite=overwrite)
     return res
 
 
 
 # --------------------------------------------------------------------------- files
-def save_counterexample(result: Result, path, *, overwrite: bool = False) -> list[Path]:
+def _save_counterexample(result: Result, path, *, overwrite: bool = False) -> list[Path]:
     """Save the counterexample of :func:`find_counterexample` in the folder ``path``.
 
     Models go to ``model_<i>.npz`` (:meth:`~rcmdp_exact.TabularCMDP.save`), uncertainty
@@ -261,7 +258,7 @@ def save_counterexample(result: Result, path, *, overwrite: bool = False) -> lis
             return {"__type__": "set", "file": name}
         return None
 
-    data = {"format": COUNTEREXAMPLE_FORMAT,
+    data = {"format": _COUNTEREXAMPLE_FORMAT,
             "example": encode(result["example"], external, "example"),
             "residual": encode(result["residual"]), "note": result["note"],
             "tolerance": encode(result["tolerance"]), "seed": result["seed"]}
@@ -273,7 +270,7 @@ def save_counterexample(result: Result, path, *, overwrite: bool = False) -> lis
 
 
 def load_counterexample(path) -> Result:
-    """Read a counterexample saved by :func:`save_counterexample` (the folder, or its
+    """Read a counterexample saved by :func:`_save_counterexample` (the folder, or its
     ``counterexample.json``): ``example`` rebuilt with its models and sets,
     ``residual``, ``note``, ``tolerance``, ``seed``."""
     from .._io import LoadError, load_json
@@ -281,8 +278,8 @@ def load_counterexample(path) -> Result:
 
     p = Path(path).expanduser()
     file = p / "counterexample.json" if p.is_dir() else p
-    data = load_json(file, COUNTEREXAMPLE_FORMAT, "a counterexample saved by "
-                                                  "save_counterexample")
+    data = load_json(file, _COUNTEREXAMPLE_FORMAT, "a counterexample saved by "
+                                                  "_save_counterexample")
     folder = Path(file).parent
 
     def external(item):

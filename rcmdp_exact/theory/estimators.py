@@ -38,7 +38,6 @@ from .gradients import adversary_gradient, policy_gradient
 
 __all__ = [
     "ESTIMATORS",
-    "Estimator",
     "cosine_similarity",
     "estimator_expectation",
     "monte_carlo_estimator",
@@ -49,7 +48,7 @@ __all__ = [
 
 # =========================================================================== estimators
 @dataclass(frozen=True)
-class Estimator:
+class _Estimator:
     """A sampled gradient estimator of the paper, or its correction.
 
     ``side`` is "policy" or "adversary"; ``weight`` is the per-step weight ("one" or
@@ -67,33 +66,33 @@ class Estimator:
 
 #: The estimators judged by :func:`estimator_expectation` and
 #: :func:`~rcmdp_exact.theory.verify.verify_theorems`.
-ESTIMATORS: dict[str, Estimator] = {
+ESTIMATORS: dict[str, _Estimator] = {
     e.name: e
     for e in (
-        Estimator("theorem1", "policy", "-", "Q_lam", True,
+        _Estimator("theorem1", "policy", "-", "Q_lam", True,
                   "Theorem 1: sum_s d_gamma(s) sum_a grad pi(a|s) Q_lam(s,a) (exact)"),
-        Estimator("algorithm1", "policy", "one", "return-to-go", False,
+        _Estimator("algorithm1", "policy", "one", "return-to-go", False,
                   "Algorithm 1 as printed: sum_{t<T} (V_t - lam.C_t) grad log pi(a_t|s_t), "
                   "no gamma^t"),
-        Estimator("algorithm1_corrected", "policy", "gamma^t", "return-to-go", False,
+        _Estimator("algorithm1_corrected", "policy", "gamma^t", "return-to-go", False,
                   "sum_{t<T} gamma^t (V_t - lam.C_t) grad log pi(a_t|s_t)"),
-        Estimator("theorem2", "adversary", "-", "R_lam + gamma V_lam(s')", True,
+        _Estimator("theorem2", "adversary", "-", "R_lam + gamma V_lam(s')", True,
                   "Theorem 2, correct: sum_s d_gamma(s) sum_a pi sum_o grad pi_adv "
                   "(R_lam(s,a,s') + gamma V_lam(s')) (exact)"),
-        Estimator("theorem2_printed", "adversary", "one", "V_lam(s')", False,
+        _Estimator("theorem2_printed", "adversary", "one", "V_lam(s')", False,
                   "Theorem 2 as printed: sum_{k<T} V_lam(s_{k+1}) grad log pi_adv, no "
                   "discount, no immediate reward"),
-        Estimator("theorem2_discounted", "adversary", "gamma^t", "gamma V_lam(s')", False,
+        _Estimator("theorem2_discounted", "adversary", "gamma^t", "gamma V_lam(s')", False,
                   "sum_{k<T} gamma^{k+1} V_lam(s_{k+1}) grad log pi_adv: discount restored, "
                   "immediate reward still missing"),
-        Estimator("theorem2_corrected", "adversary", "gamma^t", "R_lam + gamma V_lam(s')", False,
+        _Estimator("theorem2_corrected", "adversary", "gamma^t", "R_lam + gamma V_lam(s')", False,
                   "sum_{k<T} gamma^k (R_lam(s_k,a_k,s_{k+1}) + gamma V_lam(s_{k+1})) "
                   "grad log pi_adv"),
     )
 }
 
 
-def _estimator(name: str) -> Estimator:
+def _estimator(name: str) -> _Estimator:
     try:
         return ESTIMATORS[name]
     except KeyError:

@@ -34,16 +34,10 @@ from .kinds import builtin_class_module, kind_files
 
 #: Where each public name that is not a set class lives.
 _EXPORTS = {
-    "BELLMAN_METHODS": ".s_l1",
     "CONFORMANCE_CHECKS": ".conformance",
-    "FORMS": ".estimators",
     "INNERS": ".base",
-    "KL_BOUNDS": ".kl",
-    "L1_BOUNDS": ".l1",
-    "MAX_SUPPORT": ".extreme",
     "PROTOCOLS": ".base",
     "RECTANGULARITIES": ".base",
-    "SUPPORTS": ".l1",
     "ConformanceError": ".conformance",
     "KernelSet": ".base",
     "L1Rows": ".l1",

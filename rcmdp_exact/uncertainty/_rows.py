@@ -26,7 +26,6 @@ __all__ = [
     "recheck",
     "rowdot",
     "simplex_violation",
-    "spread_rows",
     "weighted_threshold",
 ]
 
@@ -270,7 +269,7 @@ def _threshold_by_sort(key, c, T, finite):
     return kappa, below, tied, (er, o[er, ec])
 
 
-def spread_rows(values, act, N, fill):
+def _spread_rows(values, act, N, fill):
     """``values`` of the rows ``act`` spread over all N rows (``fill`` elsewhere)."""
     if act.size == N:
         return values
@@ -415,8 +414,8 @@ def weighted_threshold(key: np.ndarray, c: np.ndarray, target: np.ndarray, *,
         if a_n.size == N:
             inside = (key > lo[:, None]) & (key <= hi[:, None])
         else:
-            inside = (key > spread_rows(lo, a_n, N, np.inf)[:, None]) & (
-                key <= spread_rows(hi, a_n, N, -np.inf)[:, None])
+            inside = (key > _spread_rows(lo, a_n, N, np.inf)[:, None]) & (
+                key <= _spread_rows(hi, a_n, N, -np.inf)[:, None])
         cnt = np.count_nonzero(inside, axis=1)
         width = max(int(cnt.max()), 1)
         flat = np.flatnonzero(inside)  # positions r n + i, row by row

@@ -276,6 +276,9 @@ class UncertaintySet(abc.ABC):
     #: One line on the kind, for ``--help``, reports and :func:`rcmdp_exact.protocol.
     #: estimation.estimate_set` (how it is built from the counts).
     note: str = ""
+    #: What the set is, in a few words ("sa-rectangular L1 ball"), for one-line names of
+    #: a set in reports (the suite's records).
+    title: str = ""
     #: "sa", "s" or "none" (see :data:`RECTANGULARITIES`), set by the three protocol
     #: classes; for messages: the code dispatches on the class.
     rectangularity: str | None = None
@@ -291,6 +294,13 @@ class UncertaintySet(abc.ABC):
         _register(cls)
 
     # ----------------------------------------------------------------- registration
+    @classmethod
+    def l1_level_radius(cls, level: float) -> float | None:
+        r"""The radius to give :meth:`around` so that the kind's set matches the
+        sa-rectangular L1 ball of radius ``level`` (the suite's grid of sets: one level,
+        one set of each kind), or None for a kind without such a match (the default)."""
+        return None
+
     @classmethod
     def has_counts_builder(cls) -> bool:
         """True when the class builds its kind from estimation counts (``from_counts``)."""
@@ -704,7 +714,7 @@ def check_set(uset, model, rectangularity: str | None = None, what: str = "") ->
     is refused with a message naming the set and ``what`` needs the property.
     """
     check_type(uset, "the uncertainty set", UncertaintySet,
-               "build one with rcmdp_exact.estimate(model, ...).ball, l1_ball(model, alpha) "
+               "build one with rcmdp_exact.estimate(model, ...).uset, l1_ball(model, alpha) "
                "or a set class of rcmdp_exact (L1Ball, ...)")
     if not isinstance(uset, SARectangularSet | SRectangularSet | KernelSet):
         raise InputError(

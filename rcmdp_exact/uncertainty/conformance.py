@@ -777,8 +777,8 @@ class _Checker:
         S, A = 5, 2
         P = skewed_kernel(rng, S, A)
         counts = P * 10.0 ** rng.uniform(0.0, 8.0, (S, A, 1))
-        ball = L1Ball(P, skewed_radii(rng, P, "l1"))
-        built = cls.from_counts(counts, delta=0.1, ball=ball)
+        hoeffding_l1 = L1Ball(P, skewed_radii(rng, P, "l1"))
+        built = cls.from_counts(counts, delta=0.1, hoeffding_l1=hoeffding_l1)
         _require(isinstance(built, cls), f"from_counts gave a {type(built).__name__}, not a "
                  f"{cls.__name__}")
         _require(built.nominal.shape == (S, A, S), f"from_counts of counts (5, 2, 5) gave a "

@@ -26,16 +26,16 @@ from ..core.model_checks import ModelError
 from ..core.sampling import rollout
 from .l1 import estimate_l1_ball, first_outcomes
 
-__all__ = ["FORMS", "collect_counts", "estimate"]
+__all__ = [ "collect_counts", "estimate"]
 
 #: The forms of the counts: over outcomes, over next states, or "auto" (outcomes when
 #: the model has them).
-FORMS = ("auto", "outcomes", "states")
+_FORMS = ("auto", "outcomes", "states")
 
 
 def _resolve_form(model: TabularCMDP, form: str) -> bool:
     """True when counts are over outcomes."""
-    check_choice(form, "form", FORMS)
+    check_choice(form, "form", _FORMS)
     if form == "outcomes" and model.outcomes is None:
         raise ModelError("form='outcomes' needs a model with outcomes (built by "
                          "TabularCMDP.from_outcomes); use form='states'")
@@ -99,7 +99,7 @@ def estimate(model: TabularCMDP, n_episodes: int, seed=None, delta: float = 0.1,
     Returns
     -------
     Result
-        ``ball`` (:class:`L1Ball`), ``nominal`` (the model with the estimated
+        ``uset`` (:class:`L1Ball`), ``nominal`` (the model with the estimated
         transitions, :meth:`TabularCMDP.with_transitions`), ``counts``, ``visits``
         (S, A) observed visits (no pseudo-counts), ``alpha_range`` (min, max) of the
         radius over the non-terminal pairs, ``n_episodes``, ``delta``, ``form``.
@@ -108,16 +108,16 @@ def estimate(model: TabularCMDP, n_episodes: int, seed=None, delta: float = 0.1,
     counts = collect_counts(model, n_episodes, seed, horizon=horizon, form=form,
                             progress=progress)
     use_out = _resolve_form(model, form)
-    ball = estimate_l1_ball(
+    uset = estimate_l1_ball(
         counts, delta, n_outcomes,
         outcomes=model.outcomes if use_out else None, pseudo_count=pseudo_count,
     )
-    ball = ball.absorb_terminal(model.terminal)
+    uset = uset.absorb_terminal(model.terminal)
     live = ~model.terminal
-    al = ball.alpha[live]
+    al = uset.alpha[live]
     return Result(
-        ball=ball,
-        nominal=model.with_transitions(ball.nominal, outcomes=ball.outcomes),
+        uset=uset,
+        nominal=model.with_transitions(uset.nominal, outcomes=uset.outcomes),
         counts=counts,
         visits=counts.sum(axis=2),
         alpha_range=(float(al.min()), float(al.max())) if al.size else (0.0, 0.0),

@@ -27,7 +27,7 @@ and those whose active constraints (:math:`p_i = 0`, the sum, and the ball's nor
 :math:`w \odot \sigma` for every sign pattern :math:`\sigma` consistent with
 :math:`p - \hat p`) have rank m are the vertices.  For a box every coordinate but one
 sits at a bound.  The work is about :math:`m^2 2^m` per row, so rows with more than
-:data:`MAX_SUPPORT` supported next states are refused.
+:data:`_MAX_SUPPORT` supported next states are refused.
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ import numpy as np
 from .._checks import InputError, as_float_array, check_int, check_shape
 from .base import KernelSet, SARectangularSet, check_set, polyhedral_kinds
 
-__all__ = ["MAX_SUPPORT", "extreme_kernels", "extreme_rows", "interval_vertices",
+__all__ = [ "extreme_kernels", "extreme_rows", "interval_vertices",
            "l1_vertices"]
 
 #: Largest number of supported next states of a row whose vertices are enumerated.
-MAX_SUPPORT = 12
+_MAX_SUPPORT = 12
 #: Tolerance of the feasibility and activity tests (the data are probabilities).
 _TOL = 1e-12
 #: Decimals to which vertices are rounded to remove duplicates.
@@ -79,10 +79,10 @@ def _bits(k: int) -> np.ndarray:
 
 
 def _check_support_size(m: int, what: str) -> None:
-    if m > MAX_SUPPORT:
+    if m > _MAX_SUPPORT:
         raise InputError(
             f"{what} has {m} supported next states; vertex enumeration is limited to "
-            f"MAX_SUPPORT = {MAX_SUPPORT} (its work grows like m^2 2^m): restrict the "
+            f"_MAX_SUPPORT = {_MAX_SUPPORT} (its work grows like m^2 2^m): restrict the "
             f"support"
         )
 

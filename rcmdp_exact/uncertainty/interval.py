@@ -62,7 +62,6 @@ __all__ = [
     "IntervalSet",
     "box_simplex_projection",
     "estimate_interval_set",
-    "interval_violation",
     "worst_case_interval",
 ]
 
@@ -99,7 +98,7 @@ def worst_case_interval(lower, upper, z, capacity=None) -> Result:
     return Result(p=p, value=rowdot(p, Z))
 
 
-def interval_violation(p, lower, upper, support) -> np.ndarray:
+def _interval_violation(p, lower, upper, support) -> np.ndarray:
     """Per row: the largest violation of the bounds, of the simplex and of the support."""
     p = np.asarray(p, dtype=np.float64)
     viol = simplex_violation(p, support)
@@ -131,7 +130,7 @@ def _lp_rows(L, U, Z, sup):
 
     p, ok, _ = convex_rows(N, n, setup, "HIGHS", "inner LP (interval set)",
                            progress=False)
-    ok = recheck(interval_violation(p, L, U, sup), ok, 1e-8, "inner LP (interval set)")
+    ok = recheck(_interval_violation(p, L, U, sup), ok, 1e-8, "inner LP (interval set)")
     return p, rowdot(p, Z), ok
 
 
@@ -211,6 +210,7 @@ class IntervalSet(Frozen, SARectangularSet):
 
     kind = KIND
     note = "the per-entry Hoeffding interval set (a bounded-parameter MDP)"
+    title = "sa-rectangular interval set"
     method_hint = " ('sort': the exact greedy, batched; 'lp': one cvxpy LP per row, a " \
                   "cross-check)"
 
@@ -341,11 +341,18 @@ class IntervalSet(Frozen, SARectangularSet):
 
     # ----------------------------------------------------------------- the kind
     @classmethod
-    def from_counts(cls, counts, *, delta: float, ball) -> IntervalSet:
+    def l1_level_radius(cls, level: float) -> float:
+        r"""Half-width :math:`r / 2`: the smallest box :math:`|p_i - \hat p_i| \le
+        r/2` that contains the L1 ball of radius :math:`r` (a move of mass :math:`r/2`
+        changes one entry by at most :math:`r/2`)."""
+        return float(level) / 2.0
+
+    @classmethod
+    def from_counts(cls, counts, *, delta: float, hoeffding_l1) -> IntervalSet:
         """The kind ``interval`` of an estimation: the per-entry Hoeffding interval set
         of the counts (:func:`~rcmdp_exact.estimate_interval_set`) on the support of the
-        L1 ball ``ball``."""
-        return estimate_interval_set(counts, delta, support=ball.support)
+        L1 ball ``hoeffding_l1``."""
+        return estimate_interval_set(counts, delta, support=hoeffding_l1.support)
 
     @classmethod
     def around(cls, model, radius: float, support: str = "nominal") -> IntervalSet:

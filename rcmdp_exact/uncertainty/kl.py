@@ -84,7 +84,7 @@ from ._rows import (
 from .base import SARectangularSet, nominal_kernel, radii, tile
 from .interval import worst_case_interval
 
-__all__ = ["KIND", "KL_BOUNDS", "KLBall", "estimate_kl_ball", "kl_divergence", "kl_dual_value",
+__all__ = ["KIND", "KLBall", "estimate_kl_ball", "kl_divergence", "kl_dual_value",
            "worst_case_kl"]
 
 #: The kind of this file's set (``--set kl``; read by :mod:`.kinds`).
@@ -520,8 +520,8 @@ class KLBall(Frozen, SARectangularSet):
     Examples
     --------
     >>> import numpy as np
-    >>> ball = KLBall(np.full((2, 1, 2), 0.5), np.log(2.0))
-    >>> ball.worst_case(np.array([0.0, 1.0])).value.tolist()
+    >>> uset = KLBall(np.full((2, 1, 2), 0.5), np.log(2.0))
+    >>> uset.worst_case(np.array([0.0, 1.0])).value.tolist()
     [[0.0], [0.0]]
     """
 
@@ -529,6 +529,7 @@ class KLBall(Frozen, SARectangularSet):
     _RADII = ("radius",)
     kind = KIND
     note = "the KL ball that contains the per-entry Hoeffding box"
+    title = "sa-rectangular KL ball"
     method_hint = " ('sort': the exact dual solver, batched; 'lp': one cvxpy " \
                   "exponential-cone program per row, a cross-check)"
     no_vertices = "a KL ball is not a polytope: its boundary is curved"
@@ -583,11 +584,18 @@ class KLBall(Frozen, SARectangularSet):
 
     # ----------------------------------------------------------------- the kind
     @classmethod
-    def from_counts(cls, counts, *, delta: float, ball) -> KLBall:
+    def l1_level_radius(cls, level: float) -> float:
+        r"""The KL ball of radius :math:`r^2 / 2` lies inside the L1 ball of radius
+        :math:`r` (Pinsker: :math:`\|p - \hat p\|_1 \le \sqrt{2\,\mathrm{KL}(p \| \hat
+        p)} \le r`)."""
+        return float(level) * float(level) / 2.0
+
+    @classmethod
+    def from_counts(cls, counts, *, delta: float, hoeffding_l1) -> KLBall:
         """The kind ``kl`` of an estimation: the KL ball that contains the per-entry
         Hoeffding box of the counts (:func:`~rcmdp_exact.estimate_kl_ball`), on the
-        support of the L1 ball ``ball``."""
-        return estimate_kl_ball(counts, delta, support=ball.support)
+        support of the L1 ball ``hoeffding_l1``."""
+        return estimate_kl_ball(counts, delta, support=hoeffding_l1.support)
 
     @classmethod
     def around(cls, model, radius: float, support: str = "nominal") -> KLBall:
@@ -625,7 +633,7 @@ def kl_ball(model, radius) -> KLBall:
 
 # --------------------------------------------------------------------------- estimation
 #: Radii of :func:`estimate_kl_ball`.
-KL_BOUNDS = ("box", "types")
+_KL_BOUNDS = ("box", "types")
 
 
 def _chord_radius(q, lo, up):
@@ -687,7 +695,7 @@ def estimate_kl_ball(counts, delta: float = 0.1, pseudo_count: float = 1.0, *,
     -------
     KLBall
     """
-    check_choice(bound, "bound", KL_BOUNDS)
+    check_choice(bound, "bound", _KL_BOUNDS)
     check_real(pseudo_count, "pseudo_count", 0.0, low_open=True,
                hint=" (a KL ball needs a centre > 0 on the support)")
     c, sup, n, f, smooth = count_frequencies(counts, pseudo_count, support, "KL ball")

@@ -46,8 +46,6 @@ from .l1_sort import worst_case_l1
 
 __all__ = [
     "KIND",
-    "L1_BOUNDS",
-    "SUPPORTS",
     "L1Ball",
     "L1Rows",
     "estimate_l1_ball",
@@ -174,6 +172,7 @@ class L1Ball(Frozen, SARectangularSet):
 
     kind = KIND
     note = "the paper's Hoeffding L1 ball (sa-rectangular)"
+    title = "sa-rectangular L1 ball"
     method_hint = " ('sort': exact, batched; 'lp': one cvxpy LP per row, a cross-check)"
     _RADII = ("alpha",)
     #: Keys of a ball saved before files carried a format entry.
@@ -230,9 +229,9 @@ class L1Ball(Frozen, SARectangularSet):
     @classmethod
     def _trusted(cls, P, al, sup, out=None, q=None) -> L1Ball:
         """A ball of arrays that are already valid (no checks)."""
-        ball = object.__new__(cls)
-        ball._set(P, al, sup, out, q)
-        return ball
+        uset = object.__new__(cls)
+        uset._set(P, al, sup, out, q)
+        return uset
 
     def __setattr__(self, name, value):
         if getattr(self, "_frozen", False):
@@ -459,10 +458,15 @@ class L1Ball(Frozen, SARectangularSet):
 
     # ----------------------------------------------------------------- the kind
     @classmethod
-    def from_counts(cls, counts, *, delta: float, ball: L1Ball) -> L1Ball:
-        """The kind ``l1`` of an estimation: the paper's Hoeffding ball ``ball`` itself
-        (:func:`~rcmdp_exact.estimate`, on outcomes when the model has them)."""
-        return ball
+    def l1_level_radius(cls, level: float) -> float:
+        r"""The L1 ball of level r is itself: radius :math:`r`."""
+        return float(level)
+
+    @classmethod
+    def from_counts(cls, counts, *, delta: float, hoeffding_l1: L1Ball) -> L1Ball:
+        """The kind ``l1`` of an estimation: the paper's Hoeffding ball ``hoeffding_l1``
+        itself (:func:`~rcmdp_exact.estimate`, on outcomes when the model has them)."""
+        return hoeffding_l1
 
     @classmethod
     def around(cls, model, radius: float, support: str = "nominal") -> L1Ball:
@@ -498,7 +502,7 @@ class L1Ball(Frozen, SARectangularSet):
         return cls(data["nominal"], data["alpha"], data["support"], **kw)
 
 
-SUPPORTS = ("auto", "all", "nominal", "outcomes")
+_SUPPORTS = ("auto", "all", "nominal", "outcomes")
 
 
 def l1_ball(model: TabularCMDP, alpha, support="auto") -> L1Ball:
@@ -524,7 +528,7 @@ def l1_ball(model: TabularCMDP, alpha, support="auto") -> L1Ball:
     al = radii(alpha, S, A)
     if not isinstance(support, str):
         return L1Ball(P, al, support).absorb_terminal(model.terminal)
-    check_choice(support, "support", SUPPORTS)
+    check_choice(support, "support", _SUPPORTS)
     if support == "auto":
         support = "outcomes" if model.outcomes is not None else "all"
     if support == "outcomes":
@@ -534,17 +538,17 @@ def l1_ball(model: TabularCMDP, alpha, support="auto") -> L1Ball:
         # the model's validation put all of P's mass on states its outcomes reach
         q = first_outcome_split(P, model.outcomes)
         reach = merge_outcomes(np.ones(q.shape), model.outcomes, S) > 0
-        ball = L1Ball._trusted(P, al, reach, model.outcomes, q)
+        uset = L1Ball._trusted(P, al, reach, model.outcomes, q)
     elif support == "all":
-        ball = L1Ball._trusted(P, al, np.ones((S, A, S), dtype=bool))
+        uset = L1Ball._trusted(P, al, np.ones((S, A, S), dtype=bool))
     else:
-        ball = L1Ball._trusted(P, al, P > 0)
-    return ball.absorb_terminal(model.terminal)
+        uset = L1Ball._trusted(P, al, P > 0)
+    return uset.absorb_terminal(model.terminal)
 
 
 # --------------------------------------------------------------------------- estimation
 #: Radii of :func:`estimate_l1_ball`.
-L1_BOUNDS = ("hoeffding", "weissman")
+_L1_BOUNDS = ("hoeffding", "weissman")
 
 
 def _radius_inputs(n, delta) -> tuple[np.ndarray, float]:
@@ -662,7 +666,7 @@ def estimate_l1_ball(counts, delta: float = 0.1, n_outcomes: int | None = None, 
     total, n = smoothed_counts(c, pc, mask, "L1 ball")
     q = total / n[:, :, None]
     Sp = O if n_outcomes is None else check_int(n_outcomes, "n_outcomes", 1)
-    check_choice(bound, "bound", L1_BOUNDS)
+    check_choice(bound, "bound", _L1_BOUNDS)
     radius = hoeffding_radius if bound == "hoeffding" else weissman_radius
     alpha = radius(n, Sp, S, A, delta)
     if outcomes is None:

@@ -45,13 +45,14 @@ class LInfBall(IntervalSet):
     Examples
     --------
     >>> import numpy as np
-    >>> ball = LInfBall(np.full((2, 1, 2), 0.5), 0.25)
-    >>> ball.worst_case(np.array([0.0, 1.0])).value.round(12).tolist()
+    >>> uset = LInfBall(np.full((2, 1, 2), 0.5), 0.25)
+    >>> uset.worst_case(np.array([0.0, 1.0])).value.round(12).tolist()
     [[0.25], [0.25]]
     """
 
     kind = KIND
     note = "the per-entry Hoeffding L-infinity ball around the smoothed frequencies"
+    title = "sa-rectangular L-infinity ball"
     _RADII = ("radius",)
 
     def __init__(self, nominal, radius, support=None):
@@ -100,11 +101,11 @@ class LInfBall(IntervalSet):
 
     # ----------------------------------------------------------------- the kind
     @classmethod
-    def from_counts(cls, counts, *, delta: float, ball) -> LInfBall:
+    def from_counts(cls, counts, *, delta: float, hoeffding_l1) -> LInfBall:
         """The kind ``linf`` of an estimation: the per-entry Hoeffding L-infinity ball of
         the counts around the smoothed frequencies (:func:`~rcmdp_exact.
-        estimate_linf_ball`) on the support of the L1 ball ``ball``."""
-        return estimate_linf_ball(counts, delta, support=ball.support)
+        estimate_linf_ball`) on the support of the L1 ball ``hoeffding_l1``."""
+        return estimate_linf_ball(counts, delta, support=hoeffding_l1.support)
 
     @classmethod
     def around(cls, model, radius: float, support: str = "nominal") -> LInfBall:

@@ -109,7 +109,7 @@ from ._rows import Frozen
 from .base import SRectangularSet, split_batch, state_radii, support_mask
 from .l1_sort import worst_case_l1
 
-__all__ = ["BELLMAN_METHODS", "KIND", "SRectL1Ball"]
+__all__ = [ "KIND", "SRectL1Ball"]
 
 #: The kind of this file's set (``--set s-l1``; read by :mod:`.kinds`).
 KIND = "s-l1"
@@ -118,7 +118,7 @@ RADIUS = "the L1 radius per action (the state's budget: their sum)"
 
 #: Methods of :meth:`SRectL1Ball.bellman_max_min`: "sort" (the exact fast choice:
 #: "level" on the whole simplex, "dual" with a box), "level", "dual", "lp".
-BELLMAN_METHODS = ("sort", "level", "dual", "lp")
+_BELLMAN_METHODS = ("sort", "level", "dual", "lp")
 
 #: Largest number of steps of the Newton and tangent searches (each finds a new linear
 #: piece, so the count is finite; a few to a dozen steps are typical).
@@ -692,6 +692,7 @@ class SRectL1Ball(Frozen, SRectangularSet):
     _SUMMARY = "radius"
     _RADII = ("radius",)
     kind = KIND
+    title = "s-rectangular L1 set"
     note = ("the s-rectangular L1 set whose budget per state is the sum of the L1 ball's "
             "radii over its actions (it contains the L1 ball)")
 
@@ -925,7 +926,7 @@ class SRectL1Ball(Frozen, SRectangularSet):
             certified upper bound to the policy's exact worst case); the LP adds
             ``lp_value``.
         """
-        check_choice(method, "method", BELLMAN_METHODS,
+        check_choice(method, "method", _BELLMAN_METHODS,
                      hint=" ('sort': the exact fast method; 'level': simplex only; 'dual': "
                           "any box; 'lp': one LP per state)")
         zz, J = self._flat(z)
@@ -1052,16 +1053,22 @@ class SRectL1Ball(Frozen, SRectangularSet):
 
     # ----------------------------------------------------------------- the kind
     @classmethod
-    def from_counts(cls, counts, *, delta: float, ball) -> SRectL1Ball:
+    def l1_level_radius(cls, level: float) -> float:
+        r"""Radius :math:`r` per action, one budget :math:`A r` per state shared by its
+        actions: the set contains the L1 ball of radius :math:`r`."""
+        return float(level)
+
+    @classmethod
+    def from_counts(cls, counts, *, delta: float, hoeffding_l1) -> SRectL1Ball:
         r"""The kind ``s-l1`` of an estimation: the budget of a state is the sum of the L1
         ball's radii over its actions, :math:`\kappa(s) = \min(2A, \sum_a \alpha(s, a))`,
         around the ball's nominal and on its support.  It is the smallest s-rectangular
-        L1 budget that contains the ball ``ball`` (every kernel of the ball has
+        L1 budget that contains the ball ``hoeffding_l1`` (every kernel of the ball has
         :math:`\sum_a \|p_a - \hat p_a\|_1 \le \sum_a \alpha(s, a)`), so the set keeps
         the ball's confidence :math:`1 - \delta`; it lets the adversary of a state
         spend the whole budget on one action, so it is more pessimistic than the ball."""
-        budget = np.minimum(ball.alpha.sum(axis=1), 2.0 * ball.n_actions)
-        return cls(ball.nominal, budget, support=ball.support)
+        budget = np.minimum(hoeffding_l1.alpha.sum(axis=1), 2.0 * hoeffding_l1.n_actions)
+        return cls(hoeffding_l1.nominal, budget, support=hoeffding_l1.support)
 
     @classmethod
     def around(cls, model, radius: float, support: str = "nominal") -> SRectL1Ball:
@@ -1070,9 +1077,9 @@ class SRectL1Ball(Frozen, SRectangularSet):
         :meth:`L1Ball.around <rcmdp_exact.L1Ball.around>` (the smallest that contains it)."""
         from .l1 import L1Ball
 
-        ball = L1Ball.around(model, radius, support)
-        budget = np.minimum(ball.alpha.sum(axis=1), 2.0 * model.n_actions)
-        return cls(ball.nominal, budget, support=ball.support)
+        uset = L1Ball.around(model, radius, support)
+        budget = np.minimum(uset.alpha.sum(axis=1), 2.0 * model.n_actions)
+        return cls(uset.nominal, budget, support=uset.support)
 
     @classmethod
     def strategy(cls, model, *, max_radius: float = 2.0, support=("all", "nominal"),

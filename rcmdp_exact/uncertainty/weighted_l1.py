@@ -115,7 +115,6 @@ __all__ = [
     "COMPILED_MIN",
     "KIND",
     "WeightedL1Ball",
-    "weight_order",
     "weighted_l1_violation",
     "worst_case_weighted_l1",
 ]
@@ -127,7 +126,7 @@ RADIUS = "the L1 radius of every pair (unit weights)"
 
 
 # --------------------------------------------------------------------------- the solver
-def weight_order(W, sup=None):
+def _weight_order(W, sup=None):
     """The order of every row of W, supported next states first (flat indices).
 
     Returns ``order`` (N, n) int64, the flat positions ``r n + i`` of row r in
@@ -181,7 +180,7 @@ def _candidates(zw, nsup):
 def _envelope(Z, W, forder, nsup):
     """The receivers K (N, h) and break points beta (N, h + 1) of every row.
 
-    ``forder`` and ``nsup`` come from :func:`weight_order`.  Rows are independent;
+    ``forder`` and ``nsup`` come from :func:`_weight_order`.  Rows are independent;
     ``h`` is the largest hull size, shorter rows are padded (their break points are
     +inf).  Returns K (outcome indices), Kz, Kw, beta and the hull size of every row.
 
@@ -415,7 +414,7 @@ def worst_case_weighted_l1(p_hat, z, alpha, weights, support=None, *,
 
     ``p_hat``, ``z`` and ``weights`` are (N, n) arrays, ``alpha`` (N,), ``support``
     (N, n) bool or None, all valid (no checks here: :class:`WeightedL1Ball` validates
-    its input); ``order`` optionally gives :func:`weight_order` of the weights (with
+    its input); ``order`` optionally gives :func:`_weight_order` of the weights (with
     1 off the support).  Rows with
     :math:`\alpha = 0` return the nominal row itself.  Returns ``p`` (N, n) and
     ``value`` (N,).
@@ -445,7 +444,7 @@ def worst_case_weighted_l1(p_hat, z, alpha, weights, support=None, *,
         if sup.all():
             sup = None
     check_choice(backend, "backend", BACKENDS)
-    forder, nsup = weight_order(W, sup) if order is None else order
+    forder, nsup = _weight_order(W, sup) if order is None else order
     N, n = Q.shape
     if backend == "numba" or (backend == "auto" and N * n >= COMPILED_MIN):
         from .weighted_l1_numba import solve_rows
@@ -527,8 +526,8 @@ class WeightedL1Ball(Frozen, SARectangularSet):
     Examples
     --------
     >>> import numpy as np
-    >>> ball = WeightedL1Ball(np.full((2, 1, 2), 0.5), 0.5, [1.0, 3.0])
-    >>> ball.worst_case(np.array([1.0, 0.0])).value.round(12).tolist()
+    >>> uset = WeightedL1Ball(np.full((2, 1, 2), 0.5), 0.5, [1.0, 3.0])
+    >>> uset.worst_case(np.array([1.0, 0.0])).value.round(12).tolist()
     [[0.375], [0.375]]
     """
 
@@ -594,12 +593,12 @@ class WeightedL1Ball(Frozen, SARectangularSet):
         return self._rows_ok(P, tol) & (self.distance(P) <= self._alpha + tol)
 
     def _weight_order(self, J: int):
-        """:func:`weight_order` of the batch's rows (computed once per set, cached)."""
+        """:func:`_weight_order` of the batch's rows (computed once per set, cached)."""
         if self._order is None:
             S, A = self.n_states, self.n_actions
             w = self._w_solve.reshape(S * A, S)
             sup = None if self._support.all() else self._support.reshape(S * A, S)
-            order, nsup = weight_order(w, sup)
+            order, nsup = _weight_order(w, sup)
             object.__setattr__(self, "_order", (readonly(order), nsup))
         order, nsup = self._order
         if J == 1:
@@ -635,11 +634,11 @@ class WeightedL1Ball(Frozen, SARectangularSet):
 
     # ----------------------------------------------------------------- the kind
     @classmethod
-    def from_counts(cls, counts, *, delta: float, ball) -> WeightedL1Ball:
-        """The kind ``weighted-l1`` of an estimation: the Hoeffding L1 ball ``ball`` with
+    def from_counts(cls, counts, *, delta: float, hoeffding_l1) -> WeightedL1Ball:
+        """The kind ``weighted-l1`` of an estimation: the Hoeffding L1 ball ``hoeffding_l1`` with
         unit weights (the same set; it checks the weighted solver on the paper's
         protocol)."""
-        return cls(ball.nominal, ball.alpha, 1.0, support=ball.support)
+        return cls(hoeffding_l1.nominal, hoeffding_l1.alpha, 1.0, support=hoeffding_l1.support)
 
     @classmethod
     def around(cls, model, radius: float, support: str = "nominal") -> WeightedL1Ball:
@@ -647,8 +646,8 @@ class WeightedL1Ball(Frozen, SARectangularSet):
         :meth:`L1Ball.around <rcmdp_exact.L1Ball.around>` with unit weights."""
         from .l1 import L1Ball
 
-        ball = L1Ball.around(model, radius, support)
-        return cls(ball.nominal, ball.alpha, 1.0, support=ball.support)
+        uset = L1Ball.around(model, radius, support)
+        return cls(uset.nominal, uset.alpha, 1.0, support=uset.support)
 
     @classmethod
     def strategy(cls, model, *, max_radius: float = 2.0, max_weight: float = 3.0,

@@ -33,10 +33,10 @@ import numba
 import numpy as np
 from numba import types
 
-__all__ = ["MAX_ROUNDS", "SMALL_SEGMENT", "solve_rows", "weighted_select"]
+__all__ = ["MAX_ROUNDS", "solve_rows", "weighted_select"]
 
 #: A segment of the quickselect with at most this many keys is sorted.
-SMALL_SEGMENT = 16
+_SMALL_SEGMENT = 16
 #: Partition rounds after which whatever segment is left is sorted (a guard against
 #: the quadratic worst case of the quickselect).
 MAX_ROUNDS = 64
@@ -47,7 +47,7 @@ _jit = numba.njit(cache=True, error_model="numpy")
 @_jit
 def _sort_segment(bk, bc, a, b):
     """Sort the keys ``bk[a:b]`` (with their weights ``bc``) in place, increasing."""
-    if b - a <= SMALL_SEGMENT:
+    if b - a <= _SMALL_SEGMENT:
         for i in range(a + 1, b):  # insertion sort
             x, y = bk[i], bc[i]
             j = i - 1
@@ -86,7 +86,7 @@ def weighted_select(bk, bc, tk, tc, m, acc, target, max_rounds):
     b = m
     rounds = 0
     while b > a:
-        if b - a <= SMALL_SEGMENT or rounds >= max_rounds:
+        if b - a <= _SMALL_SEGMENT or rounds >= max_rounds:
             _sort_segment(bk, bc, a, b)
             i = a
             while i < b:
