@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 #: Pages whose code blocks are executed (other pages have their own tests).
 RUN_PAGES = ("quickstart", "model", "evaluation", "mdp", "domains", "robust", "sets", "your_set",
-             "gradients", "your_learner", "theorems", "results")
+             "gradients", "your_learner", "theorems", "results", "README")
 PAGES = sorted(DOCS.glob("*.md")) + sorted((DOCS / "tutorials").glob("*.md"))
 #: The pages that describe the current version: all but the history of the development
 #: (docs/history.md), which names the options and tests of its time.
@@ -49,7 +49,7 @@ def _blocks(page: Path) -> list[tuple[str, bool, str | None]]:
 
 @pytest.mark.parametrize("name", RUN_PAGES)
 def test_code_blocks_run(name, monkeypatch, tmp_path, capsys):
-    page = DOCS / f"{name}.md"
+    page = ROOT / "README.md" if name == "README" else DOCS / f"{name}.md"
     blocks = _blocks(page)
     assert blocks, f"{page.name} has no python block"
     monkeypatch.chdir(tmp_path)
