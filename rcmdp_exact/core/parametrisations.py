@@ -61,7 +61,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import as_float_array, check_finite, check_shape, rng_from, row_tolerance
+from .._checks import (
+    as_float_array,
+    check_finite,
+    check_int,
+    check_limit,
+    check_shape,
+    rng_from,
+    row_tolerance,
+)
 from ..names import DEFAULT_HIDDEN
 from .model import TabularCMDP
 from .model_checks import ModelError
@@ -203,7 +211,8 @@ class SoftmaxMLP:
                     ("row", "feature"))
         self.inputs = x
         self.n_rows = x.shape[0]
-        self.n_categories = int(n_categories)
+        self.n_categories = check_int(n_categories, "n_categories", 1)
+        hidden = check_limit(hidden, "hidden", "hidden")
         self.net = MLP(x.shape[1], self.n_categories, hidden=hidden, seed=0)
         self.hidden = self.net.hidden
         self.n_params = self.net.n_params

@@ -52,6 +52,7 @@ from .._checks import (
     as_float_array,
     check_choice,
     check_nonnegative,
+    check_real,
     check_shape,
     check_support,
     check_type,
@@ -258,6 +259,11 @@ def set_class(kind: str, *, estimated: bool = False, what: str = "set kind") -> 
     return cls
 
 
+def membership_tol(tol) -> float:
+    """The ``tol`` of a set's ``contains``: a finite number >= 0."""
+    return check_real(tol, "tol", 0.0, hint=" (the tolerance of membership, e.g. 1e-9)")
+
+
 # =========================================================================== the protocol
 class UncertaintySet(abc.ABC):
     """Base class of every uncertainty set (see the module docstring).
@@ -343,7 +349,9 @@ class UncertaintySet(abc.ABC):
                               axes=("s", "a", "s'"), finite=False)
 
     def _rows_ok(self, P: np.ndarray, tol: float) -> np.ndarray:
-        """(S, A): each row of ``P`` is a distribution on the support, up to ``tol``."""
+        """(S, A): each row of ``P`` is a distribution on the support, up to ``tol``
+        (checked: every ``contains`` of a rectangular set starts here)."""
+        tol = membership_tol(tol)
         ok = P.min(axis=2) >= -tol
         ok &= np.abs(P.sum(axis=2) - 1.0) <= tol
         ok &= np.where(self.support, 0.0, np.abs(P)).max(axis=2) <= tol
@@ -676,6 +684,7 @@ class KernelSet(UncertaintySet):
         P differs from the closest member are False (rows taken from different members
         do not make a member: the set is not rectangular).
         """
+        tol = membership_tol(tol)
         return self.distance(P) <= tol
 
     def worst_case(self, z, policy=None, *, method: str = "sort"):

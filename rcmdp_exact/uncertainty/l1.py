@@ -25,10 +25,12 @@ from typing import NamedTuple
 import numpy as np
 
 from .._checks import (
+    MAX_INPUT_BYTES,
     as_float_array,
     check_choice,
     check_indices,
     check_int,
+    check_memory,
     check_nonnegative,
     check_real,
     check_shape,
@@ -83,6 +85,11 @@ def merge_outcomes(q, outcomes, n_states: int | None = None) -> np.ndarray:
         :math:`p(s, a, s') = \sum_{o : \mathrm{outcomes}(s, a, o) = s'} q(s, a, o)`.
     """
     q = as_float_array(q, "q", "give an (S, A, O) array of outcome masses")
+    if n_states is not None:
+        n_states = check_int(n_states, "n_states", 1, hint=" (the number of next states)")
+        check_memory(n_states, 8 * (q.size // max(q.shape[-1], 1) if q.ndim else 1),
+                     MAX_INPUT_BYTES, "n_states", "next-state probabilities", "",
+                     "rcmdp_exact._checks.MAX_INPUT_BYTES")
     out = outcome_map(outcomes, q.shape, n_states)
     S, A, O = q.shape
     n = S if n_states is None else int(n_states)

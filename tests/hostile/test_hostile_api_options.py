@@ -44,9 +44,9 @@ from rcmdp_exact import InputError
 
 PACKAGE = str(Path(rx.__file__).resolve().parent)
 
-#: Calls (of the package's Python functions, and of C functions from its code) a refusal may make before it raises: the
-#: checks of the other arguments (a model, a set) and of the option; a solve, a sweep
-#: or a loop over the value makes far more.
+#: Calls (of the package's Python functions, and of C functions from its code) that a
+#: refusal may make before it raises: the checks of the other arguments (a model, a set)
+#: and of the option; a solve, a sweep or a loop over the value makes far more.
 REFUSAL_BUDGET = 20_000
 #: Calls that an accepted huge cap (``max_iter=10**18``) may make: a tiny problem
 #: converges far inside it; a loop that runs to the cap does not.
@@ -78,6 +78,8 @@ INT_POS = Kind("int >= 1", (0, -1, *_NOT_INTS), huge=False)
 INT_POS_CAP = Kind("int >= 1 (a cap)", (0, -1, *_NOT_INTS), huge=True)
 INT_NONNEG = Kind("int >= 0", (-1, *_NOT_INTS), huge=False)
 INT_NONNEG_CAP = Kind("int >= 0 (a cap)", (-1, *_NOT_INTS), huge=True)
+SIZE = Kind("int >= 1, a size the arrays given must match (10**18: they do not)",
+            (0, -1, *_NOT_INTS), huge=True)
 ORDER = Kind("2 or 4", (0, 3, 6, -2, 2.0, *_NOT_INTS))
 SEED = Kind("seed: int >= 0 or None", (-1, 2.5, NAN, True, "3"), huge=True)
 REAL_POS = Kind("real > 0", (0.0, 0, -1e-3, -INF, NAN, INF, *_NOT_NUMBERS))
@@ -183,10 +185,10 @@ OPTIONS: list[Option] = [
     *options("rcmdp_exact.rescaled_budget",
              lambda **kw: rx.rescaled_budget(
                  np.array([1.0]), **{"gamma": 0.9, "horizon": 5, **kw}),
-             gamma=OPEN_UNIT, horizon=INT_POS),
+             gamma=UNIT, horizon=INT_POS),
     *options("rcmdp_exact.check_policy",
              lambda **kw: rx.check_policy(policy(), **{"n_states": 3, "n_actions": 2, **kw}),
-             n_states=INT_POS, n_actions=INT_POS),
+             n_states=SIZE, n_actions=SIZE),
     *options("rcmdp_exact.penalised_return",
              lambda **kw: rx.penalised_return(1.0, np.array([0.5]), np.array([1.0]), **kw),
              weight=REAL_NONNEG),
@@ -210,12 +212,13 @@ OPTIONS: list[Option] = [
              lambda **kw: rx.certified_dual(model(None), ball(), **kw),
              tol=REAL_POS, max_evaluations=INT_POS_CAP, time_limit=TIME),
     *options("rcmdp_exact.BracketSettings", lambda **kw: rx.BracketSettings(**kw),
-             dual_evaluations=INT_POS_CAP, time_limit=TIME),
+             dual_evaluations=INT_NONNEG_CAP, time_limit=TIME),
     *options("rcmdp_exact.rcmdp_bracket", _bracket,
-             dual_evaluations=INT_POS_CAP, time_limit=TIME),
+             dual_evaluations=INT_NONNEG_CAP, time_limit=TIME),
     *options("rcmdp_exact.rcmdp_variant",
              lambda **kw: rx.rcmdp_variant(model(None), ball(), "value", **kw),
-             n_grid=INT_POS, n_bisect=INT_POS, max_iter=INT_POS_CAP, tol=REAL_POS,
+             n_grid=Kind("int >= 2", (1, 0, -1, *_NOT_INTS), huge=False),
+             n_bisect=INT_NONNEG_CAP, max_iter=INT_POS_CAP, tol=REAL_POS,
              feas_tol=REAL_NONNEG),
     # ----------------------------------------------------------------- estimation
     *options("rcmdp_exact.collect_counts",
@@ -224,10 +227,10 @@ OPTIONS: list[Option] = [
     *options("rcmdp_exact.estimate",
              lambda **kw: rx.estimate(model(), **{"n_episodes": 2, **kw}),
              n_episodes=INT_POS, delta=OPEN_UNIT, pseudo_count=REAL_NONNEG,
-             horizon=INT_POS, n_outcomes=INT_POS),
+             horizon=INT_POS, n_outcomes=INT_POS_CAP),
     *options("rcmdp_exact.estimate_l1_ball",
              lambda **kw: rx.estimate_l1_ball(counts(), **kw),
-             delta=OPEN_UNIT, pseudo_count=REAL_NONNEG, n_outcomes=INT_POS),
+             delta=OPEN_UNIT, pseudo_count=REAL_NONNEG, n_outcomes=INT_POS_CAP),
     *options("rcmdp_exact.estimate_linf_ball",
              lambda **kw: rx.estimate_linf_ball(counts(), **kw),
              delta=OPEN_UNIT, pseudo_count=REAL_NONNEG),
@@ -241,7 +244,8 @@ OPTIONS: list[Option] = [
              lambda **kw: rx.hoeffding_radius(
                  np.full((3, 2), 4.0),
                  **{"n_outcomes": 3, "n_states": 3, "n_actions": 2, **kw}),
-             n_outcomes=INT_POS, n_states=INT_POS, n_actions=INT_POS, delta=OPEN_UNIT),
+             n_outcomes=INT_POS_CAP, n_states=INT_POS_CAP, n_actions=INT_POS_CAP,
+             delta=OPEN_UNIT),
     *options("rcmdp_exact.merge_outcomes",
              lambda **kw: rx.merge_outcomes(np.full((3, 2, 3), 1 / 3),
                                                np.tile(np.arange(3), (3, 2, 1)), **kw),
@@ -255,7 +259,7 @@ OPTIONS: list[Option] = [
              step=REAL_POS, order=ORDER),
     *options("rcmdp_exact.monte_carlo_estimator",
              lambda **kw: rx.monte_carlo_estimator(
-                 model(), logits(), "theorem1", **{"n_episodes": 2, "seed": 0, **kw}),
+                 model(), logits(), "algorithm1", **{"n_episodes": 2, "seed": 0, **kw}),
              n_episodes=INT_POS, batch_size=INT_POS_CAP),
     *options("rcmdp_exact.verify_theorems",
              lambda **kw: rx.verify_theorems(model(), **kw),
@@ -325,10 +329,10 @@ def _shown(value) -> str:
     return repr(value) if not isinstance(value, float) or math.isfinite(value) else str(value)
 
 
-def probe(row: Option, value, huge_ok: bool = False) -> str | None:
-    """None if ``row`` answers ``value`` as it must, else what went wrong."""
+def probe(row: Option, value) -> str | None:
+    """None if ``row`` refuses ``value`` as it must, else what went wrong."""
     try:
-        with budget(HUGE_BUDGET if huge_ok else REFUSAL_BUDGET):
+        with budget(REFUSAL_BUDGET):
             row.call(**{row.param: value})
     except InputError as err:
         text = str(err)
@@ -339,24 +343,54 @@ def probe(row: Option, value, huge_ok: bool = False) -> str | None:
         return None
     except WorkDone as err:
         return f"{row.param}={_shown(value)}: not refused before any work ({err})"
-    except Exception as err:  # noqa: BLE001 - the row reports any other outcome
+    except Exception as err:
         first = str(err).strip().splitlines()[0][:160] if str(err).strip() else ""
         return f"{row.param}={_shown(value)}: {type(err).__name__}: {first}"
-    if huge_ok:
-        return None
     return f"{row.param}={_shown(value)}: accepted (outside {row.kind.text})"
 
 
-@pytest.mark.parametrize("row", [pytest.param(r, id=r.id) for r in OPTIONS])
+def probe_huge(row: Option) -> str | None:
+    """None if 10**18 is refused before any work (naming the parameter) or, for a cap
+    or a size (``kind.huge``), refused by any one-line InputError or answered within
+    the budgets."""
+    if not row.kind.huge:
+        return probe(row, 10**18)
+    try:
+        with budget(HUGE_BUDGET):
+            row.call(**{row.param: 10**18})
+    except InputError as err:
+        return None if "\n" not in str(err).strip() else f"{row.param}=10**18: {err!r}"
+    except WorkDone as err:
+        return f"{row.param}=10**18: ran on ({err})"
+    except Exception as err:
+        return f"{row.param}=10**18: {type(err).__name__}: {str(err)[:160]}"
+    return None
+
+
+#: Rows that fail today, each with the reason it is not fixed in this round: a strict
+#: xfail, so that the fix turns the row into a failure until it leaves this dict.
+KNOWN_GAPS = {
+    "rcmdp_exact.backward_induction:horizon":
+        "core/mdp.py belongs to the speed helper this round: horizon is int()-cast unchecked",
+    "rcmdp_exact.backward_induction:discount":
+        "core/mdp.py belongs to the speed helper this round: discount is used unchecked",
+}
+
+
+def _param(row: Option):
+    gap = KNOWN_GAPS.get(row.id)
+    marks = [pytest.mark.xfail(strict=True, reason=gap)] if gap else []
+    return pytest.param(row, id=row.id, marks=marks)
+
+
+@pytest.mark.parametrize("row", [_param(r) for r in OPTIONS])
 def test_bad_values_are_refused_before_any_work(row):
     bad = row.kind.bad
     if _default(row) is None:  # None is the documented default: not a bad value here
         bad = tuple(v for v in bad if v is not None)
     wrong = [w for v in bad if (w := probe(row, v))]
-    if row.kind.huge is not None:
-        w = probe(row, 10**18, huge_ok=row.kind.huge)
-        if w:
-            wrong.append(w)
+    if row.kind.huge is not None and (w := probe_huge(row)):
+        wrong.append(w)
     assert not wrong, "\n".join([f"{row.id} ({row.kind.text}):", *wrong])
 
 
