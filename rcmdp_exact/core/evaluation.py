@@ -403,6 +403,9 @@ class PolicySystem:
         ``tol`` replaces :data:`ITERATIVE_TOL` (or :data:`ITERATIVE_TOL_T`) as the
         relative accuracy an iterative solve aims at (a correction needs little).
         """
+        if tol is not None:
+            tol = check_real(tol, "tol", 0.0, low_open=True,
+                             hint=" (the relative accuracy of an iterative solve) or None")
         rhs = np.asarray(rhs, dtype=np.float64)
         vector = rhs.ndim == (self._M.ndim - 1 if self.batch else 1)
 

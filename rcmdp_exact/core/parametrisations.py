@@ -66,6 +66,7 @@ from .._checks import (
     check_finite,
     check_int,
     check_limit,
+    check_real,
     check_shape,
     rng_from,
     row_tolerance,
@@ -445,6 +446,8 @@ class TabularAdversary(_AdversaryMixin, SoftmaxTable):
         logits stay finite.
         """
         S, A = self.n_states, self.n_actions
+        floor = check_real(floor, "floor", 0.0, 1.0, low_open=True, high_open=True,
+                           hint=" (the smallest probability kept, e.g. 1e-3)")
         P = as_float_array(P, "P", "give an (S, A, S) kernel", shape=(S, A, S),
                            axes=("s", "a", "s'"))
         out = self.outcomes

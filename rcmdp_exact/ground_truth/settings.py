@@ -252,6 +252,7 @@ class BracketSettings:
         """The target gap at a lower bound ``value`` on a model of value range ``span``
         (:func:`~.bracket.value_range`): ``max(atol, rtol * max(abs(value),
         RELATIVE_FLOOR * span))``, the rule of ``closed``."""
+        span = check_real(span, "span", 0.0, hint=" (the model's range of values)")
         t = self.target
         return max(t.atol, t.rtol * gap_scale(value, span)) if np.isfinite(value) \
             else t.atol

@@ -51,6 +51,7 @@ from .._checks import (
     as_array,
     as_float_array,
     check_choice,
+    check_int,
     check_nonnegative,
     check_real,
     check_shape,
@@ -262,6 +263,33 @@ def set_class(kind: str, *, estimated: bool = False, what: str = "set kind") -> 
 def membership_tol(tol) -> float:
     """The ``tol`` of a set's ``contains``: a finite number >= 0."""
     return check_real(tol, "tol", 0.0, hint=" (the tolerance of membership, e.g. 1e-9)")
+
+
+def kind_radius(radius) -> float:
+    """The ``radius`` of a kind's ``around(model, radius)``: a finite number >= 0."""
+    return check_real(radius, "radius", 0.0, hint=" (the set's size around the model, "
+                      "e.g. 0.1)")
+
+
+def kind_delta(delta) -> float:
+    """The ``delta`` of a kind's ``from_counts``: an error probability in (0, 1)."""
+    return check_real(delta, "delta", 0.0, 1.0, low_open=True, high_open=True,
+                      hint=" (the error probability of the estimated set, e.g. 0.1)")
+
+
+def checked_grid(grid) -> int | None:
+    """The ``grid`` of a strategy: None (any float) or an int >= 1 (multiples of
+    1/grid)."""
+    return None if grid is None else check_int(grid, "grid", 1)
+
+
+def check_strategy(grid, **highs) -> None:
+    """A kind's ``strategy`` options, before any drawing: ``grid``
+    (:func:`checked_grid`) and the upper bound of each drawn value (``max_radius=2.0``):
+    a finite number >= 0 named in the message."""
+    checked_grid(grid)
+    for name, value in highs.items():
+        check_real(value, name, 0.0)
 
 
 # =========================================================================== the protocol
@@ -596,6 +624,11 @@ class SARectangularSet(UncertaintySet):
 
     #: Why the set gives no vertices of its rows (the message of :meth:`row_vertices`).
     no_vertices = "its rows are not polytopes whose vertices it enumerates"
+
+    def _pair(self, s, a) -> tuple[int, int]:
+        """``(s, a)`` checked: a state and an action index of the set's kernel."""
+        S, A = self.nominal.shape[:2]
+        return check_int(s, "s", 0, S - 1), check_int(a, "a", 0, A - 1)
 
     def row_vertices(self, s: int, a: int) -> np.ndarray:
         """The vertices (k, S) of the set of rows of pair (s, a), for brute-force checks

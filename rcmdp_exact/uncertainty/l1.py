@@ -42,7 +42,15 @@ from ..core.model import TabularCMDP, check_model
 from ..core.model_checks import ModelError, check_transition_rows
 from ._counts import smoothed_counts
 from ._rows import Frozen
-from .base import SARectangularSet, radii, split_batch, support_mask
+from .base import (
+    SARectangularSet,
+    check_strategy,
+    kind_delta,
+    kind_radius,
+    radii,
+    split_batch,
+    support_mask,
+)
 from .extreme import l1_vertices
 from .l1_sort import worst_case_l1
 
@@ -462,6 +470,7 @@ class L1Ball(Frozen, SARectangularSet):
     def row_vertices(self, s: int, a: int) -> np.ndarray:
         """The vertices of the ball's row (s, a) (:func:`~rcmdp_exact.uncertainty.
         l1_vertices`)."""
+        s, a = self._pair(s, a)
         return l1_vertices(self._nominal[s, a], self._alpha[s, a], self._support[s, a])
 
     # ----------------------------------------------------------------- the kind
@@ -469,12 +478,14 @@ class L1Ball(Frozen, SARectangularSet):
     def from_counts(cls, counts, *, delta: float, ball: L1Ball) -> L1Ball:
         """The kind ``l1`` of an estimation: the paper's Hoeffding ball ``ball`` itself
         (:func:`~rcmdp_exact.estimate`, on outcomes when the model has them)."""
+        kind_delta(delta)
         return ball
 
     @classmethod
     def around(cls, model, radius: float, support: str = "nominal") -> L1Ball:
         """The kind ``l1`` around ``model``'s own kernel: :func:`l1_ball` of radius
         ``min(radius, 2)`` on ``support`` ("nominal", "all" or "outcomes")."""
+        radius = kind_radius(radius)
         return l1_ball(model, min(float(radius), 2.0), support=support)
 
     @classmethod
@@ -482,6 +493,7 @@ class L1Ball(Frozen, SARectangularSet):
                  grid: int | None = 4):
         """Hypothesis strategy of balls around ``model.P``: a radius per pair in [0,
         max_radius] (0 at terminal states), support every state or the nominal's."""
+        check_strategy(grid, max_radius=max_radius)
         from hypothesis import strategies as st
 
         from ._draw import pair_radii, supports

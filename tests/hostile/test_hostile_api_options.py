@@ -140,6 +140,37 @@ def options(target: str, call: Callable, **kinds: Kind) -> list[Option]:
     return [Option(target, p, k, call) for p, k in kinds.items()]
 
 
+INDEX = Kind("state index in 0..S-1", (3, -1, 2.5, NAN, True, "0"))
+
+#: The built-in set classes: each has ``around(model, radius)``, ``from_counts(counts,
+#: delta=, ball=)``, ``contains(P, tol)`` and a hypothesis ``strategy(model, ...)``.
+SET_CLASSES = ("L1Ball", "LInfBall", "KLBall", "IntervalSet", "SRectL1Ball",
+               "WeightedL1Ball")
+
+
+def _set_rows(name: str) -> list:
+    cls = getattr(rx, name)
+    radius = "max_width" if name == "IntervalSet" else "max_radius"
+    rows = [
+        *options(f"rcmdp_exact.{name}.around",
+                 lambda **kw: cls.around(model(), **kw), radius=REAL_NONNEG),
+        *options(f"rcmdp_exact.{name}.from_counts",
+                 lambda **kw: cls.from_counts(
+                     counts(), **{"delta": 0.1, "ball": rx.estimate_l1_ball(counts()), **kw}),
+                 delta=OPEN_UNIT),
+        *options(f"rcmdp_exact.{name}.contains",
+                 lambda **kw: cls.around(model(), 0.1).contains(model().P, **kw),
+                 tol=REAL_NONNEG),
+        *options(f"rcmdp_exact.{name}.strategy",
+                 lambda **kw: cls.strategy(model(), **kw),
+                 **{radius: REAL_NONNEG, "grid": INT_POS_CAP}),
+    ]
+    if name == "WeightedL1Ball":
+        rows += options("rcmdp_exact.WeightedL1Ball.strategy",
+                        lambda **kw: cls.strategy(model(), **kw), max_weight=REAL_POS)
+    return rows
+
+
 def _bracket(**kw):
     return rx.rcmdp_bracket(model(None), ball(), **kw)
 
@@ -266,8 +297,30 @@ OPTIONS: list[Option] = [
              seed=SEED, hidden=INT_POS, order=ORDER, n_episodes=INT_NONNEG,
              mc_level=OPEN_UNIT, tol=REAL_POS),
     # ----------------------------------------------------------------- sets
-    *options("rcmdp_exact.L1Ball.contains",
-             lambda **kw: ball().contains(model().P, **kw), tol=REAL_NONNEG),
+    *[row for name in SET_CLASSES for row in _set_rows(name)],
+    *options("rcmdp_exact.FiniteSet.contains",
+             lambda **kw: rx.FiniteSet(model().P[None]).contains(model().P, **kw),
+             tol=REAL_NONNEG),
+    *options("rcmdp_exact.L1Ball.row_vertices",
+             lambda **kw: ball().row_vertices(**{"s": 0, "a": 0, **kw}),
+             s=INDEX, a=Kind("action index in 0..A-1", (2, -1, 2.5, NAN, True, "0"))),
+    *options("rcmdp_exact.TabularAdversary.logits_from_kernel",
+             lambda **kw: rx.TabularAdversary(model()).logits_from_kernel(model().P, **kw),
+             floor=OPEN_UNIT),
+    *options("rcmdp_exact.PolicySystem.solve",
+             lambda **kw: rx.PolicySystem(np.full((3, 3), 1 / 3), 0.9).solve(np.ones(3), **kw),
+             tol=REAL_POS),
+    *options("rcmdp_exact.Result.to_flat",
+             lambda **kw: rx.Result(a=np.ones(3)).to_flat(**kw), max_size=INT_NONNEG_CAP),
+    *options("rcmdp_exact.Result.to_long",
+             lambda **kw: rx.Result(a=np.ones(3)).to_long(**kw), max_size=INT_NONNEG_CAP),
+    *options("rcmdp_exact.BracketSettings.gap_tol",
+             lambda **kw: rx.BracketSettings().gap_tol(**{"value": 1.0, **kw}),
+             span=REAL_NONNEG),
+    *options("rcmdp_exact.rcmdp_variant[lam_range]",
+             lambda **kw: rx.rcmdp_variant(model(None), ball(), "value", **kw),
+             lam_range=Kind("(low, high) with 0 < low < high < inf",
+                            ((0, 1), (-1, 1), (2, 1), (NAN, 1), (1, INF), (1,), 3.0, "x"))),
 ]
 
 
@@ -286,7 +339,12 @@ NO_RANGE = {
     # The floor of the dual's search interval (-inf: none): any real or -inf.
     "rcmdp_exact.ground_truth.dual_certificate.dual_of_game:floor",
     # JSON indentation, passed to json.dumps (which accepts any int or None).
-    "rcmdp_exact._result.VerifyTable.to_json:indent",
+    "rcmdp_exact.theory.verify.VerifyTable.to_json:indent",
+    "rcmdp_exact._result.Result.to_json:indent",
+    # The lower bound whose target gap is asked: any real, or -inf before one is known.
+    "rcmdp_exact.ground_truth.settings.BracketSettings.gap_tol:value",
+    # Abstract: each set's own ``contains`` (the built-in ones are rows of OPTIONS).
+    "rcmdp_exact.uncertainty.base.UncertaintySet.contains:tol",
 }
 
 
@@ -386,7 +444,7 @@ def _param(row: Option):
 @pytest.mark.parametrize("row", [_param(r) for r in OPTIONS])
 def test_bad_values_are_refused_before_any_work(row):
     bad = row.kind.bad
-    if _default(row) is None:  # None is the documented default: not a bad value here
+    if _takes_none(row):  # None is a documented value: not a bad value here
         bad = tuple(v for v in bad if v is not None)
     wrong = [w for v in bad if (w := probe(row, v))]
     if row.kind.huge is not None and (w := probe_huge(row)):
@@ -455,10 +513,11 @@ def _key(row: Option) -> str:
     return f"{obj.__module__}.{obj.__qualname__}:{row.param}"
 
 
-def _default(row: Option):
-    """The default of the row's parameter (None for one passed through ``**options``)."""
+def _takes_none(row: Option) -> bool:
+    """Whether None is a documented value of the row's parameter: its default, or an
+    annotation ``int | None`` (False for one passed through ``**options``)."""
     p = inspect.signature(_target(row)).parameters.get(row.param)
-    return None if p is None else p.default
+    return p is not None and (p.default is None or "None" in str(p.annotation))
 
 
 def _through_options(row: Option) -> bool:
