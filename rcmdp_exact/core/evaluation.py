@@ -1238,7 +1238,7 @@ def rescaled_budget(d, gamma: float, horizon: int) -> np.ndarray:
     """
     d = np.atleast_1d(as_float_array(d, "budgets d", "give one number per constraint"))
     g = check_real(gamma, "gamma", 0.0, 1.0)
-    T = check_limit(horizon, "horizon", "horizon", hint=" (of a rescaled budget)")
+    T = check_limit(horizon, "horizon of a rescaled budget", "horizon")
     norm = float(T) if g == 1.0 else (1.0 - g**T) / (1.0 - g)
     return d * T / norm
 

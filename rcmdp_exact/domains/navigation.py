@@ -313,6 +313,7 @@ def safe_navigation_1(
         Episode length T of the test metric (200 in the paper); None for no horizon.
     """
     cost = cell_costs("nav1", cost_layout)
+    p_success = _check_p_success(p_success)
     return safe_navigation(
         cost, d=3.0, horizon=horizon, p_success=p_success, gamma=gamma,
         name=f"nav1 ({cost_layout} layout, p_success={float(p_success):g})",
@@ -333,6 +334,7 @@ def safe_navigation_2(p_success: float = 1.0, gamma: float = 0.99, *,
         Episode length T of the test metric (100 in the paper); None for no horizon.
     """
     cost = cell_costs("nav2")
+    p_success = _check_p_success(p_success)
     return safe_navigation(
         cost, d=0.4, horizon=horizon, p_success=p_success, gamma=gamma,
         name=f"nav2 (p_success={float(p_success):g})",

@@ -153,7 +153,7 @@ def draw_1b(n_pairs: int, draw: int, seed: int = 0, offset_on: str = "failure",
                  hint=" ('failure': the published implementation, default; 'success': the "
                       "paper's text)")
     A = ACTION_OFFSETS.shape[0]
-    n = check_int(n_pairs, "N (state-action pairs)", 0, N_STATES * A)
+    n = check_int(n_pairs, "n_pairs (N, state-action pairs)", 0, N_STATES * A)
     j = check_int(draw, "draw", 0)
     seed = _check_seed(seed)
     rng = np.random.default_rng([seed, 1, n, j])
@@ -186,7 +186,7 @@ def draw_2b(n_states: int, draw: int, seed: int = 0, gamma: float = 0.99, *,
     :func:`arrow_offsets`, elsewhere it stays.  ``horizon`` is the models' T (100, as
     in the paper).
     """
-    n = check_int(n_states, "N (states)", 0, N_STATES)
+    n = check_int(n_states, "n_states (N, states)", 0, N_STATES)
     j = check_int(draw, "draw", 0)
     seed = _check_seed(seed)
     rng = np.random.default_rng([seed, 2, n, j])

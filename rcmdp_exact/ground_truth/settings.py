@@ -42,7 +42,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import check_choice, check_int, check_memory, check_real, check_seed
+from .._checks import (
+    check_choice,
+    check_int,
+    check_limit,
+    check_memory,
+    check_real,
+    check_seed,
+)
 from .boxes import BOX_BOUNDS
 from .variants import VARIANTS, check_lam_range
 
@@ -157,7 +164,7 @@ class BranchAndBound:
     box_bounds: tuple | None = None
 
     def __post_init__(self):
-        check_int(self.max_boxes, "max_boxes", 1)
+        check_limit(self.max_boxes, "max_boxes", "boxes")
         bounds = None if self.box_bounds is None else tuple(self.box_bounds)
         for b in bounds or ():
             check_choice(b, "box_bounds entry", BOX_BOUNDS)

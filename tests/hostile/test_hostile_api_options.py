@@ -24,6 +24,7 @@ docs/hostile.md says how to add a row.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import inspect
 import math
@@ -40,6 +41,11 @@ import numpy as np
 import pytest
 
 import rcmdp_exact as rx
+import rcmdp_exact.domains as D
+import rcmdp_exact.domains.classic as C
+import rcmdp_exact.ground_truth.settings as S
+import rcmdp_exact.testing as T
+import rcmdp_exact.uncertainty as U
 from rcmdp_exact import InputError
 
 PACKAGE = str(Path(rx.__file__).resolve().parent)
@@ -87,6 +93,7 @@ REAL_NONNEG = Kind("real >= 0", (-1e-3, -INF, NAN, INF, *_NOT_NUMBERS))
 OPEN_UNIT = Kind("real in (0, 1)", (0.0, 1.0, -0.5, 1.5, NAN, INF, *_NOT_NUMBERS))
 UNIT = Kind("real in [0, 1]", (-1e-3, 1.001, NAN, INF, -INF, *_NOT_NUMBERS))
 HALF_OPEN_UNIT = Kind("real in (0, 1]", (0.0, -0.5, 1.5, NAN, INF, *_NOT_NUMBERS))
+REAL = Kind("a finite real", (NAN, INF, -INF, *_NOT_NUMBERS))
 TIME = Kind("seconds > 0 or None", (0.0, -1.0, NAN, INF, -INF, True, "3", [1]))
 
 
@@ -169,6 +176,35 @@ def _set_rows(name: str) -> list:
         rows += options("rcmdp_exact.WeightedL1Ball.strategy",
                         lambda **kw: cls.strategy(model(), **kw), max_weight=REAL_POS)
     return rows
+
+
+def _settings_rows(group: str) -> list:
+    """The options of one group of the bracket's settings, each given to the group's
+    class and, flat, to ``rcmdp_bracket`` (where a user passes them)."""
+    cls = getattr(S, group)
+    kinds = SETTINGS_KINDS[group]
+    # a group alone knows no model: a huge count is refused by rcmdp_bracket, against
+    # the memory the model's bracket would hold (BracketSettings.check_memory)
+    alone = {k: dataclasses.replace(v, huge=True) if v.huge is False else v
+             for k, v in kinds.items()}
+    if group == "BranchAndBound":
+        alone = kinds  # max_boxes has a limit of its own (names.LIMITS["boxes"])
+    return [*options(f"rcmdp_exact.ground_truth.settings.{group}",
+                     lambda **kw: cls(**kw), **alone),
+            *options("rcmdp_exact.rcmdp_bracket", _bracket, **kinds)]
+
+
+SETTINGS_KINDS = {
+    "Target": {"rtol": REAL_NONNEG, "atol": REAL_NONNEG, "tol": REAL_POS,
+               "feas_tol": REAL_NONNEG},
+    "LagrangianSearch": {"n_grid": Kind("int >= 2", (1, 0, -1, *_NOT_INTS), huge=False),
+                         "n_refine": INT_NONNEG_CAP, "n_cuts": INT_NONNEG},
+    "LowerSearch": {"n_ascent": INT_NONNEG_CAP, "n_starts": INT_NONNEG,
+                    "mix_steps": INT_NONNEG_CAP, "n_partners": INT_NONNEG_CAP,
+                    "deep_after": INT_NONNEG_CAP, "deep_starts": INT_NONNEG,
+                    "deep_ascent": INT_NONNEG_CAP, "seed": SEED},
+    "BranchAndBound": {"max_boxes": INT_POS},
+}
 
 
 def _bracket(**kw):
@@ -317,6 +353,138 @@ OPTIONS: list[Option] = [
     *options("rcmdp_exact.BracketSettings.gap_tol",
              lambda **kw: rx.BracketSettings().gap_tol(**{"value": 1.0, **kw}),
              span=REAL_NONNEG),
+    # ----------------------------------------------------------------- domains
+    *options("rcmdp_exact.domains.chain", lambda **kw: D.chain(**kw),
+             n=Kind("int >= 2", (1, 0, -1, *_NOT_INTS), huge=False), gamma=UNIT,
+             slip=UNIT, small=REAL, large=REAL),
+    *options("rcmdp_exact.domains.riverswim", lambda **kw: D.riverswim(**kw),
+             n=Kind("int >= 2", (1, 0, -1, *_NOT_INTS), huge=False), gamma=UNIT,
+             upstream=UNIT, stay=UNIT, back=UNIT, bank_up=UNIT, end_back=UNIT,
+             left_reward=REAL, right_reward=REAL),
+    *options("rcmdp_exact.domains.machine_replacement",
+             lambda **kw: D.machine_replacement(**kw),
+             n=Kind("int >= 2", (1, 0, -1, *_NOT_INTS), huge=False), gamma=UNIT,
+             wear=UNIT, repair_fail=UNIT, to_r1=UNIT, to_r2=UNIT, operating_cost=REAL,
+             r1_cost=REAL, r2_cost=REAL),
+    *options("rcmdp_exact.domains.garnet",
+             lambda **kw: D.garnet(**{"n_states": 3, "n_actions": 2, "branching": 2,
+                                      "seed": 0, **kw}),
+             n_states=INT_POS, n_actions=INT_POS, branching=INT_POS,
+             n_constraints=INT_NONNEG, gamma=UNIT, horizon=INT_POS),
+    *options("rcmdp_exact.domains.cliff_walking", lambda **kw: D.cliff_walking(**kw),
+             gamma=UNIT),
+    *options("rcmdp_exact.domains.frozen_lake", lambda **kw: D.frozen_lake(**kw),
+             gamma=UNIT),
+    *options("rcmdp_exact.domains.classic.taxi", lambda **kw: C.taxi(**kw),
+             gamma=UNIT, horizon=INT_POS),
+    *options("rcmdp_exact.domains.classic.frozen_lake_table",
+             lambda **kw: C.frozen_lake_table(**kw), success=UNIT),
+    *options("rcmdp_exact.domains.classic.taxi_table",
+             lambda **kw: C.taxi_table(**kw), rainy_probability=UNIT),
+    *options("rcmdp_exact.domains.classic_instance",
+             lambda **kw: D.classic_instance("riverswim", **kw), radius=REAL_NONNEG),
+    *options("rcmdp_exact.domains.safe_navigation_1",
+             lambda **kw: D.safe_navigation_1(**kw),
+             p_success=UNIT, gamma=UNIT, horizon=INT_POS),
+    *options("rcmdp_exact.domains.safe_navigation_2",
+             lambda **kw: D.safe_navigation_2(**kw),
+             p_success=UNIT, gamma=UNIT, horizon=INT_POS),
+    *options("rcmdp_exact.domains.paper_domain",
+             lambda **kw: D.paper_domain("nav2", **kw), gamma=UNIT),
+    *options("rcmdp_exact.domains.inventory", lambda **kw: D.inventory(**kw),
+             mu=REAL, sigma=REAL_POS, gamma=UNIT, n_states=INT_POS,
+             limit_mu=REAL, limit_sigma=REAL_POS, horizon=INT_POS),
+    *options("rcmdp_exact.domains.order_up_to_policy",
+             lambda **kw: D.order_up_to_policy(**{"level": 3, **kw}),
+             level=INT_NONNEG, n_states=INT_POS),
+    *options("rcmdp_exact.domains.draw_2b",
+             lambda **kw: D.draw_2b(**{"n_states": 2, "draw": 0, **kw}),
+             n_states=INT_NONNEG, draw=INT_NONNEG_CAP, seed=SEED, gamma=UNIT,
+             horizon=INT_POS),
+    *options("rcmdp_exact.domains.draw_1b",
+             lambda **kw: D.draw_1b(**{"n_pairs": 2, "draw": 0, **kw}),
+             n_pairs=INT_NONNEG, draw=INT_NONNEG_CAP, seed=SEED, gamma=UNIT,
+             horizon=INT_POS),
+    *options("rcmdp_exact.domains.halfway_budget",
+             lambda **kw: D.halfway_budget(model(), ball(), **kw), fraction=UNIT),
+    *options("rcmdp_exact.domains.shortest_path_policy",
+             lambda **kw: D.shortest_path_policy(**kw), cost_weight=REAL_NONNEG),
+    *options("rcmdp_exact.domains.cost_levels",
+             lambda **kw: D.cost_levels(model(), ball(), **kw), tol=REAL_POS),
+    # ----------------------------------------------------------------- testing tools
+    *options("rcmdp_exact.testing.random_cmdp",
+             lambda **kw: T.random_cmdp(0, **{"S": 3, "A": 2, "K": 1, "gamma": 0.9, **kw}),
+             S=INT_POS, A=INT_POS, K=INT_NONNEG, gamma=UNIT, n_outcomes=INT_POS,
+             horizon=INT_POS),
+    *options("rcmdp_exact.testing.random_model_arrays",
+             lambda **kw: T.random_model_arrays(0, **{"S": 3, "A": 2, "K": 1, **kw}),
+             S=INT_POS, A=INT_POS, K=INT_NONNEG, density=UNIT),
+    *options("rcmdp_exact.testing.random_kernel",
+             lambda **kw: T.random_kernel(0, **{"S": 3, "A": 2, **kw}),
+             S=INT_POS, A=INT_POS, point_masses=UNIT),
+    *options("rcmdp_exact.testing.random_box",
+             lambda **kw: T.random_box(0, **{"S": 3, "A": 2, **kw}),
+             S=INT_POS, A=INT_POS, width=REAL_NONNEG),
+    *options("rcmdp_exact.testing.random_policies",
+             lambda **kw: T.random_policies(0, **{"S": 3, "A": 2, **kw}),
+             S=INT_POS, A=INT_POS, n=INT_POS),
+    *options("rcmdp_exact.testing.random_row",
+             lambda **kw: T.random_row(0, **{"n": 4, **kw}),
+             n=INT_POS, support_frac=UNIT),
+    *options("rcmdp_exact.testing.random_radii",
+             lambda **kw: T.random_radii(0, (3, 2), **{"small": 0.1, "whole": 2.0, **kw}),
+             small=REAL_NONNEG, whole=REAL_NONNEG),
+    *options("rcmdp_exact.testing.random_values",
+             lambda **kw: T.random_values(0, (3,), **kw), scale=REAL_POS),
+    *options("rcmdp_exact.testing.skewed_kernel",
+             lambda **kw: T.skewed_kernel(0, **{"S": 3, "A": 2, **kw}),
+             S=INT_POS, A=INT_POS),
+    *options("rcmdp_exact.testing.skewed_values",
+             lambda **kw: T.skewed_values(0, **{"J": 2, "P": model().P, **kw}), J=INT_POS),
+    *options("rcmdp_exact.testing.find_counterexample",
+             lambda **kw: T.find_counterexample(lambda x: True, T.inner_problems(), **kw),
+             tolerance=REAL, max_examples=INT_POS, time_limit=TIME, seed=SEED),
+    *options("rcmdp_exact.testing.example",
+             lambda **kw: T.example(T.inner_problems(), **kw), seed=SEED),
+    *options("rcmdp_exact.testing.inner_problems",
+             lambda **kw: T.inner_problems(**kw), max_n=INT_POS_CAP),
+    *options("rcmdp_exact.testing.grid_values",
+             lambda **kw: T.grid_values(**{"n": 3, "low": 0.0, "high": 1.0, **kw}),
+             n=INT_NONNEG, low=REAL, high=REAL, grid=INT_POS_CAP),
+    *options("rcmdp_exact.testing.pair_radii",
+             lambda **kw: T.pair_radii(model(), **{"max_radius": 1.0, **kw}),
+             max_radius=REAL_NONNEG, grid=INT_POS_CAP),
+    *options("rcmdp_exact.testing.state_budgets",
+             lambda **kw: T.state_budgets(model(), **{"max_radius": 1.0, **kw}),
+             max_radius=REAL_NONNEG, grid=INT_POS_CAP),
+    *options("rcmdp_exact.testing.multipliers",
+             lambda **kw: T.multipliers(model(), **kw),
+             max_value=REAL_NONNEG, grid=INT_POS_CAP),
+    *options("rcmdp_exact.testing.kernels", lambda **kw: T.kernels(model(), **kw),
+             grid=INT_POS_CAP),
+    *options("rcmdp_exact.testing.policies", lambda **kw: T.policies(model(), **kw),
+             grid=INT_POS_CAP),
+    *options("rcmdp_exact.testing.balls", lambda **kw: T.balls(model(), **kw),
+             grid=INT_POS_CAP),
+    *options("rcmdp_exact.testing.cmdps", lambda **kw: T.cmdps(**kw), grid=INT_POS_CAP),
+    *options("rcmdp_exact.testing.binding_budgets",
+             lambda **kw: T.binding_budgets(model(), **kw),
+             grid=INT_POS_CAP, slack=REAL_NONNEG),
+    *options("rcmdp_exact.testing.robust_cmdps", lambda **kw: T.robust_cmdps(**kw),
+             n_constraints=INT_NONNEG, grid=INT_POS_CAP, slack=REAL_NONNEG),
+    # ----------------------------------------------------------------- radii
+    *options("rcmdp_exact.uncertainty.weissman_radius",
+             lambda **kw: U.weissman_radius(
+                 np.full((3, 2), 4.0),
+                 **{"n_outcomes": 3, "n_states": 3, "n_actions": 2, **kw}),
+             n_outcomes=INT_POS_CAP, n_states=INT_POS_CAP, n_actions=INT_POS_CAP,
+             delta=OPEN_UNIT),
+    *options("rcmdp_exact.uncertainty.entry_radius",
+             lambda **kw: U.entry_radius(np.full((3, 2), 4.0), **{"n_entries": 3, **kw}),
+             n_entries=INT_POS_CAP, delta=OPEN_UNIT),
+    # ----------------------------------------------------------------- bracket settings
+    *[row for group in ("Target", "LagrangianSearch", "LowerSearch", "BranchAndBound")
+      for row in _settings_rows(group)],
     *options("rcmdp_exact.rcmdp_variant[lam_range]",
              lambda **kw: rx.rcmdp_variant(model(None), ball(), "value", **kw),
              lam_range=Kind("(low, high) with 0 < low < high < inf",
