@@ -634,6 +634,7 @@ class SARectangularSet(UncertaintySet):
         """The vertices (k, S) of the set of rows of pair (s, a), for brute-force checks
         (:func:`~rcmdp_exact.uncertainty.extreme_kernels`).  Sets whose rows are
         polytopes override it; the default refuses, saying why (:attr:`no_vertices`)."""
+        self._pair(s, a)
         raise InputError(
             f"{type(self).__name__} gives no vertices of its rows ({self.no_vertices}): "
             f"extreme_kernels enumerates the vertices of polyhedral sa-rectangular sets "

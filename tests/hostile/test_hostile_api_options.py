@@ -87,7 +87,7 @@ INT_NONNEG_CAP = Kind("int >= 0 (a cap)", (-1, *_NOT_INTS), huge=True)
 SIZE = Kind("int >= 1, a size the arrays given must match (10**18: they do not)",
             (0, -1, *_NOT_INTS), huge=True)
 ORDER = Kind("2 or 4", (0, 3, 6, -2, 2.0, *_NOT_INTS))
-SEED = Kind("seed: int >= 0 or None", (-1, 2.5, NAN, True, "3"), huge=True)
+SEED = Kind("seed: int >= 0 or None", (-1, 2.5, NAN, True, "3"))  # 10**18 is a seed
 REAL_POS = Kind("real > 0", (0.0, 0, -1e-3, -INF, NAN, INF, *_NOT_NUMBERS))
 REAL_NONNEG = Kind("real >= 0", (-1e-3, -INF, NAN, INF, *_NOT_NUMBERS))
 OPEN_UNIT = Kind("real in (0, 1)", (0.0, 1.0, -0.5, 1.5, NAN, INF, *_NOT_NUMBERS))
@@ -148,6 +148,7 @@ def options(target: str, call: Callable, **kinds: Kind) -> list[Option]:
 
 
 INDEX = Kind("state index in 0..S-1", (3, -1, 2.5, NAN, True, "0"))
+ACTION = Kind("action index in 0..A-1", (2, -1, 2.5, NAN, True, "0"))
 
 #: The built-in set classes: each has ``around(model, radius)``, ``from_counts(counts,
 #: delta=, ball=)``, ``contains(P, tol)`` and a hypothesis ``strategy(model, ...)``.
@@ -337,9 +338,16 @@ OPTIONS: list[Option] = [
     *options("rcmdp_exact.FiniteSet.contains",
              lambda **kw: rx.FiniteSet(model().P[None]).contains(model().P, **kw),
              tol=REAL_NONNEG),
-    *options("rcmdp_exact.L1Ball.row_vertices",
-             lambda **kw: ball().row_vertices(**{"s": 0, "a": 0, **kw}),
-             s=INDEX, a=Kind("action index in 0..A-1", (2, -1, 2.5, NAN, True, "0"))),
+    *[row for name in ("L1Ball", "IntervalSet", "WeightedL1Ball", "KLBall")
+      for row in options(f"rcmdp_exact.{name}.row_vertices",
+                         lambda name=name, **kw: getattr(rx, name).around(model(), 0.1)
+                         .row_vertices(**{"s": 0, "a": 0, **kw}),
+                         s=INDEX, a=ACTION)],
+    *options("rcmdp_exact.FiniteSet.strategy",
+             lambda **kw: rx.FiniteSet.strategy(model(), **kw), grid=INT_POS_CAP),
+    *options("rcmdp_exact.TabularCMDP.from_gymnasium",
+             lambda **kw: rx.TabularCMDP.from_gymnasium(C.frozen_lake_table(), **kw),
+             gamma=UNIT),
     *options("rcmdp_exact.TabularAdversary.logits_from_kernel",
              lambda **kw: rx.TabularAdversary(model()).logits_from_kernel(model().P, **kw),
              floor=OPEN_UNIT),
@@ -348,6 +356,8 @@ OPTIONS: list[Option] = [
              tol=REAL_POS),
     *options("rcmdp_exact.Result.to_flat",
              lambda **kw: rx.Result(a=np.ones(3)).to_flat(**kw), max_size=INT_NONNEG_CAP),
+    *options("rcmdp_exact.Result.to_frame",
+             lambda **kw: rx.Result(a=np.ones(3)).to_frame(**kw), max_size=INT_NONNEG_CAP),
     *options("rcmdp_exact.Result.to_long",
              lambda **kw: rx.Result(a=np.ones(3)).to_long(**kw), max_size=INT_NONNEG_CAP),
     *options("rcmdp_exact.BracketSettings.gap_tol",
@@ -501,7 +511,7 @@ NO_RANGE = {
     # ``axis`` of softmax / log_softmax: any axis numpy accepts (numpy checks it).
     "rcmdp_exact.core.nn.softmax:axis", "rcmdp_exact.core.nn.log_softmax:axis",
     # A result's Lagrangian, NaN when not evaluated: a value, not an option.
-    "rcmdp_exact.planners.base.Evaluation:lagrangian",
+    "rcmdp_exact.planners.oracle.Evaluation:lagrangian",
     "rcmdp_exact.planners.base.Trace.add:lagrangian",
     "rcmdp_exact.planners.base.Trace.record:lagrangian",
     # The floor of the dual's search interval (-inf: none): any real or -inf.
@@ -713,4 +723,10 @@ def test_the_table_probes_only_public_numeric_parameters():
     assert not [r.id for r in OPTIONS if _key(r) not in found and not _through_options(r)]
 
 
-PENDING: set[str] = set()
+def _pending() -> set[str]:
+    """The parameters of ``options_pending.txt`` (module notes; ``#`` starts a comment)."""
+    text = (Path(__file__).parent / "options_pending.txt").read_text()
+    return {line.split("#")[0].strip() for line in text.splitlines()} - {""}
+
+
+PENDING: set[str] = _pending()
