@@ -247,6 +247,7 @@ def safe_navigation(
         :math:`P(\cdot|s,a) = p\,e_{succ(s,a)} + (1-p)\,e_{fail(s,a)}` over outcomes.
     """
     p = _check_p_success(p_success)
+    d = check_real(d, "d", hint=" (the budget of the cost constraint)")
     S, A = N_STATES, ACTION_OFFSETS.shape[0]
     succ = (
         np.broadcast_to(np.arange(1, A + 1), (S, A))

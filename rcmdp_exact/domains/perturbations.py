@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._checks import check_choice, check_int
+from .._checks import check_choice, check_int, check_limit
 from .._progress import progress_default, tqdm
 from ..core.model import TabularCMDP
 from ..names import OFFSET_ON, SUITES
@@ -250,7 +250,7 @@ def perturbations(
         In the order of the suite's parameters (N ascending, then draw index).
     """
     check_choice(name, "test suite", SUITES)
-    nd = check_int(n_draws, "n_draws (draws per N)", 0)
+    nd = check_limit(n_draws, "n_draws (draws per N)", "draws", 0)
     _check_seed(seed)
     kw = {} if isinstance(horizon, str) and horizon == "paper" else {"horizon": horizon}
     out: list[Setting] = []
