@@ -208,6 +208,19 @@ SETTINGS_KINDS = {
 }
 
 
+#: A multiplier in [0, lam_max] (lam_max = 500 by default).
+LAM = Kind("real in [0, lam_max = 500]", (-1e-3, 501.0, NAN, INF, *_NOT_NUMBERS))
+
+
+def _learner_settings(**kw):
+    """The settings of a training run, validated as ``learners.train`` validates them
+    (``Settings.checked``, before any episode), for Adversarial RCPG (every option acts
+    on it)."""
+    from rcmdp_exact.learners import Settings
+
+    return Settings("adversarial-rcpg", **kw).checked(model())
+
+
 def _bracket(**kw):
     return rx.rcmdp_bracket(model(None), ball(), **kw)
 
@@ -507,6 +520,16 @@ OPTIONS: list[Option] = [
     # ----------------------------------------------------------------- bracket settings
     *[row for group in ("Target", "LagrangianSearch", "LowerSearch", "BranchAndBound")
       for row in _settings_rows(group)],
+    # ----------------------------------------------------------------- learners
+    *options("rcmdp_exact.learners.Settings", _learner_settings,
+             seed=SEED, episodes=INT_POS, steps=INT_POS, eval_every=INT_POS_CAP,
+             entropy=REAL_NONNEG, lam_init=LAM, lam_adv_init=LAM, lam_max=REAL_POS,
+             lr_policy=REAL_POS, lr_multiplier=REAL_POS, lr_adversary=REAL_POS,
+             lr_adversary_multiplier=REAL_POS, lr_critic=REAL_POS, schedule_every=INT_POS_CAP,
+             adversary_start=INT_NONNEG_CAP, adversary_batch=INT_POS,
+             adversary_margin=Kind("real in [0, 1)", (-1e-3, 1.0, NAN, INF, *_NOT_NUMBERS)),
+             prefit_steps=INT_NONNEG, prefit_lr=REAL_POS, hidden=INT_POS,
+             feature_scale=REAL_POS, multiplier_start=INT_NONNEG_CAP, penalty=REAL_POS),
     *options("rcmdp_exact.rcmdp_variant[lam_range]",
              lambda **kw: rx.rcmdp_variant(model(None), ball(), "value", **kw),
              lam_range=Kind("(low, high) with 0 < low < high < inf",
