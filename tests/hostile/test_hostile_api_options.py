@@ -136,15 +136,17 @@ class Option:
     param: str
     kind: Kind
     call: Callable
+    audits: str = ""  # the public callable that declares the parameter, when not target
 
     @property
     def id(self) -> str:
         return f"{self.target}:{self.param}"
 
 
-def options(target: str, call: Callable, **kinds: Kind) -> list[Option]:
-    """The rows of one callable: one per parameter."""
-    return [Option(target, p, k, call) for p, k in kinds.items()]
+def options(target: str, call: Callable, audits: str = "", **kinds: Kind) -> list[Option]:
+    """The rows of one callable: one per parameter (``audits``: the callable that
+    declares them, when they reach ``target`` through its ``**options``)."""
+    return [Option(target, p, k, call, audits) for p, k in kinds.items()]
 
 
 INDEX = Kind("state index in 0..S-1", (3, -1, 2.5, NAN, True, "0"))
@@ -219,6 +221,39 @@ def _learner_settings(**kw):
     from rcmdp_exact.learners import Settings
 
     return Settings("adversarial-rcpg", **kw).checked(model())
+
+
+def _planners():
+    import rcmdp_exact.planners as planners
+
+    return planners
+
+
+def _plan(name, **kw):
+    return _planners().plan(model(None), ball(), name, **kw)
+
+
+#: The planners whose settings have numeric fields (one of each settings class).
+_PLANNER_NAMES = ("robust-primal-dual", "epirc-pgs", "rnpg", "rrpo", "pmd-pd",
+                  "rcpg-value-exact", "reference")
+#: The documented range of every numeric field of the planners' settings (docs/planners.md).
+PLANNER_KINDS = {"step": REAL_POS, "dual_step": REAL_POS, "policy_step": REAL_POS,
+                 "scale": REAL_POS, "lam_max": REAL_POS, "rtol": REAL_POS,
+                 "move_tol": REAL_NONNEG, "tolerance": REAL_NONNEG, "margin": REAL_NONNEG,
+                 "inner_iterations": INT_POS, "curve_points": INT_POS}
+
+
+def _planner_rows(name: str) -> list:
+    """Every numeric field of planner ``name``'s settings, given to ``plan`` (one
+    iteration on the tiny model) as a user gives it."""
+    from rcmdp_exact.planners.base import planner
+
+    cls = planner(name).settings
+    fields = [f.name for f in dataclasses.fields(cls) if f.name in PLANNER_KINDS]
+    return options("rcmdp_exact.planners.plan",
+                   lambda **kw: _plan(name, iterations=1, **kw),
+                   audits=f"rcmdp_exact.planners.{cls.__name__}",
+                   **{f: PLANNER_KINDS[f] for f in fields})
 
 
 def _bracket(**kw):
@@ -530,6 +565,14 @@ OPTIONS: list[Option] = [
              adversary_margin=Kind("real in [0, 1)", (-1e-3, 1.0, NAN, INF, *_NOT_NUMBERS)),
              prefit_steps=INT_NONNEG, prefit_lr=REAL_POS, hidden=INT_POS,
              feature_scale=REAL_POS, multiplier_start=INT_NONNEG_CAP, penalty=REAL_POS),
+    # ----------------------------------------------------------------- planners
+    *[row for name in _PLANNER_NAMES for row in _planner_rows(name)],
+    *options("rcmdp_exact.planners.plan",
+             lambda **kw: _plan("reference", **{"iterations": 1, **kw}),
+             iterations=INT_POS, seed=SEED),
+    *options("rcmdp_exact.planners.RobustOracle",
+             lambda **kw: _planners().RobustOracle(model(None), ball(), **kw),
+             tol=REAL_POS, max_iter=INT_POS_CAP),
     *options("rcmdp_exact.rcmdp_variant[lam_range]",
              lambda **kw: rx.rcmdp_variant(model(None), ball(), "value", **kw),
              lam_range=Kind("(low, high) with 0 < low < high < inf",
@@ -722,14 +765,15 @@ def _target(row: Option):
 
 
 def _key(row: Option) -> str:
-    obj = _target(row)
+    obj = _target(dataclasses.replace(row, target=row.audits)) if row.audits else _target(row)
     return f"{obj.__module__}.{obj.__qualname__}:{row.param}"
 
 
 def _takes_none(row: Option) -> bool:
     """Whether None is a documented value of the row's parameter: its default, or an
     annotation ``int | None`` (False for one passed through ``**options``)."""
-    p = inspect.signature(_target(row)).parameters.get(row.param)
+    where = dataclasses.replace(row, target=row.audits) if row.audits else row
+    p = inspect.signature(_target(where)).parameters.get(row.param)
     return p is not None and (p.default is None or "None" in str(p.annotation))
 
 
