@@ -31,7 +31,6 @@ from scipy.special import ndtri
 from .._checks import (
     ImproperPolicyError,
     check_choice,
-    check_int,
     check_limit,
     check_real,
     check_seed,
@@ -468,7 +467,7 @@ def verify_suite(domains=("inventory", "nav1", "nav2"), n_random: int = 2,
     """Run :func:`verify_theorems` on every model of :func:`suite_models`."""
     from .._progress import progress_default, tqdm
 
-    check_int(n_random, "n_random", 0)
+    check_limit(n_random, "n_random", "random_models", 0)
     progress = progress_default(progress)
     table = VerifyTable()
     models = suite_models(domains, n_random, variants, parametrisations)

@@ -223,6 +223,30 @@ def _learner_settings(**kw):
     return Settings("adversarial-rcpg", **kw).checked(model())
 
 
+def _protocol():
+    import rcmdp_exact.protocol as protocol
+
+    return protocol
+
+
+def _instances():
+    import rcmdp_exact.suite.instances as instances
+
+    return instances
+
+
+def _verify():
+    import rcmdp_exact.theory.verify as verify
+
+    return verify
+
+
+def _differences():
+    import rcmdp_exact.theory.differences as differences
+
+    return differences
+
+
 def _planners():
     import rcmdp_exact.planners as planners
 
@@ -573,6 +597,27 @@ OPTIONS: list[Option] = [
     *options("rcmdp_exact.planners.RobustOracle",
              lambda **kw: _planners().RobustOracle(model(None), ball(), **kw),
              tol=REAL_POS, max_iter=INT_POS_CAP),
+    # ----------------------------------------------------------------- protocol, suite
+    *options("rcmdp_exact.protocol.RunSpec",
+             lambda **kw: _protocol().RunSpec("nav1", "pg", **{"seed": 0, **kw}),
+             seed=Kind("int >= 0", (-1, 2.5, NAN, True, "3", None)), episodes=INT_POS,
+             delta=OPEN_UNIT, n_draws=INT_POS, test_seed=Kind("int >= 0", (-1, 2.5, True)),
+             sampled_episodes=INT_NONNEG, eval_every=INT_POS_CAP, penalty=REAL_POS,
+             horizon=INT_NONNEG, estimation_episodes=INT_NONNEG, radius=REAL_NONNEG),
+    *options("rcmdp_exact.suite.instances.forest",
+             lambda **kw: _instances().forest(**kw),
+             n=Kind("int >= 2", (1, 0, -1, *_NOT_INTS), huge=False), gamma=UNIT, r1=REAL,
+             r2=REAL, p=UNIT, horizon=INT_POS),
+    *options("rcmdp_exact.suite.instances.gridworld",
+             lambda **kw: _instances().gridworld(**kw),
+             size=Kind("int >= 2", (1, 0, -1, *_NOT_INTS), huge=False), gamma=UNIT,
+             success=UNIT, horizon=INT_POS),
+    *options("rcmdp_exact.theory.verify.verify_suite",
+             lambda **kw: _verify().verify_suite(**{"domains": ("nav2",), "n_random": 0, **kw}),
+             n_random=INT_NONNEG, seed=SEED, hidden=INT_POS, n_episodes=INT_NONNEG,
+             mc_level=OPEN_UNIT, tol=REAL_POS),
+    *options("rcmdp_exact.theory.differences.fd_step",
+             lambda **kw: _differences().fd_step(np.ones(2), **kw), step=REAL_POS, order=ORDER),
     *options("rcmdp_exact.rcmdp_variant[lam_range]",
              lambda **kw: rx.rcmdp_variant(model(None), ball(), "value", **kw),
              lam_range=Kind("(low, high) with 0 < low < high < inf",
@@ -758,9 +803,11 @@ def public_numeric_parameters() -> dict[str, str]:
 
 
 def _target(row: Option):
+    """The public callable a row names (a submodule is imported on the way)."""
+    parts = row.target.split("[")[0].split(".")
     obj = rx
-    for part in row.target.split("[")[0].split(".")[1:]:
-        obj = getattr(obj, part)
+    for i, part in enumerate(parts[1:], start=2):
+        obj = getattr(obj, part, None) or importlib.import_module(".".join(parts[:i]))
     return obj
 
 
