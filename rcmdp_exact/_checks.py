@@ -91,6 +91,7 @@ __all__ = [
     "check_row_sums",
     "check_seed",
     "check_shape",
+    "check_sizes",
     "check_support",
     "check_type",
     "interval_text",
@@ -438,6 +439,18 @@ def check_memory(n: int, item_bytes: int, limit: int, name: str, what: str, fix:
             f"{name} = {plain(n):,} would hold {bytes_text(need)} of {what} in memory "
             f"({int(item_bytes):,} bytes each), above the limit of {bytes_text(limit)}"
             f"{where}; give {name} <= {most:,}{fix}")
+
+
+def check_sizes(need: int, sizes: dict, what: str, fix: str = "") -> None:
+    """Refuse, before any allocation, sizes (``{"n_states": S, ...}``) whose arrays would
+    hold ``need`` bytes, more than :data:`MAX_INPUT_BYTES`: the message names every size
+    and its value, the memory and the limit."""
+    if int(need) > MAX_INPUT_BYTES:
+        shown = ", ".join(f"{k} = {plain(v):,}" for k, v in sizes.items())
+        raise InputError(
+            f"{shown} would hold {bytes_text(need)} of {what} in memory, above the limit "
+            f"of {bytes_text(MAX_INPUT_BYTES)} (rcmdp_exact._checks.MAX_INPUT_BYTES); "
+            f"give smaller sizes{fix}")
 
 
 def check_choice(value, name: str, choices: Sequence[str], hint: str = ""):

@@ -37,6 +37,7 @@ __all__ = [
     "MAX_DRAWS",
     "MAX_EPISODES",
     "MAX_EVALUATIONS",
+    "MAX_EXAMPLES",
     "MAX_HIDDEN",
     "MAX_MC_EPISODES",
     "MAX_RANDOM_MODELS",
@@ -253,6 +254,9 @@ MAX_ITERATIONS = 10**7
 #: Branch-and-bound boxes of the bracket (``ground-truth --max-boxes``): every open
 #: box is kept in memory.
 MAX_BOXES = 10**6
+#: Examples of a counterexample search (``testing.find_counterexample(max_examples=)``):
+#: each is the claim checked on a drawn model; its ``time_limit`` is only a safety net.
+MAX_EXAMPLES = 10**7
 #: The horizon T given to your own model (``--horizon``): the test metric takes one
 #: backward-induction step per time step, and the learners sample episodes of T steps.
 _MAX_HORIZON = 10**6
@@ -287,6 +291,8 @@ LIMITS = {
                    "each is an exact robust evaluation, and the curve keeps a row per "
                    "iteration"),
     "boxes": (MAX_BOXES, "branch-and-bound boxes", "every open box is kept in memory"),
+    "examples": (MAX_EXAMPLES, "examples of a counterexample search",
+                 "each is a claim checked on a drawn model: 10^7 take days"),
     "horizon": (_MAX_HORIZON, "steps of the horizon",
                 "the test metric takes one backward-induction step per time step"),
 }

@@ -346,7 +346,7 @@ HONOURED = [
     ("the Lagrangian search", dict(n_grid=10**5)),
     ("the target of variant value", dict(variants=("value",), n_grid=10**4)),
     ("the search of the lower side", dict(n_starts=10**4, n_ascent=10**4)),
-    ("the branch and bound", dict(max_boxes=10**9, rtol=0.0, atol=0.0, deep_after=0)),
+    ("the branch and bound", dict(max_boxes=10**6, rtol=0.0, atol=0.0, deep_after=0)),
 ]
 
 

@@ -303,7 +303,9 @@ class PolicySystem:
 
     def __init__(self, P_pi, gamma: float, live=None, method: str = "auto", *,
                  matrix_error: float = 0.0):
-        self.gamma = float(gamma)
+        self.gamma = check_real(gamma, "gamma", 0.0, 1.0)
+        self._rel = check_real(matrix_error, "matrix_error", 0.0,
+                               hint="; give a relative error bound of the entries of P_pi")
         self.live = None if live is None else np.asarray(live, dtype=bool)
         if live is not None and self.live.all():
             self.live = None
@@ -312,7 +314,6 @@ class PolicySystem:
         self.note = ""
         self.iterations = 0
         self._unbounded = []  # direct solves (b, x, transpose, rhs_error), bounded when read
-        self._rel = float(matrix_error)
         self._lu = self._dense_lu = self._stats = self._base = self._dinv = None
         self.batch = not sp.issparse(P_pi) and np.ndim(P_pi) == 3
         if self.batch:
@@ -401,6 +402,9 @@ class PolicySystem:
         ``tol`` replaces :data:`ITERATIVE_TOL` (or :data:`ITERATIVE_TOL_T`) as the
         relative accuracy an iterative solve aims at (a correction needs little).
         """
+        if tol is not None:
+            tol = check_real(tol, "tol", 0.0, low_open=True,
+                             hint=" (the relative accuracy of an iterative solve) or None")
         rhs = np.asarray(rhs, dtype=np.float64)
         vector = rhs.ndim == (self._M.ndim - 1 if self.batch else 1)
 
@@ -1233,7 +1237,7 @@ def rescaled_budget(d, gamma: float, horizon: int) -> np.ndarray:
     """
     d = np.atleast_1d(as_float_array(d, "budgets d", "give one number per constraint"))
     g = check_real(gamma, "gamma", 0.0, 1.0)
-    T = check_int(horizon, "horizon of a rescaled budget", 1)
+    T = check_limit(horizon, "horizon of a rescaled budget", "horizon")
     norm = float(T) if g == 1.0 else (1.0 - g**T) / (1.0 - g)
     return d * T / norm
 
@@ -1245,6 +1249,8 @@ def penalised_return(value, cost, budget, weight: float = PENALTY_WEIGHT) -> flo
     metric (:func:`rescaled_budget`).
     """
     v = check_real(value, "value")
+    weight = check_real(weight, "weight", 0.0, hint="; give the penalty per unit of "
+                        "constraint violation (500 in the paper)")
     c = np.atleast_1d(as_float_array(cost, "cost", "give one number per constraint"))
     b = as_float_array(budget, "budget", "give one number per constraint")
     check_shape(np.atleast_1d(b), c.shape, "budget (one entry per constraint, like cost)")

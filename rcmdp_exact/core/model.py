@@ -55,7 +55,7 @@ from .._checks import (
     as_array,
     as_float_array,
     check_indices,
-    check_int,
+    check_limit,
     check_nonnegative,
     check_real,
     check_type,
@@ -251,8 +251,8 @@ class TabularCMDP:
                                  hint="; use e.g. 0.99, or 1.0 with terminal states or a "
                                       "horizon")
         self._p0 = readonly(check_p0(p0, S))
-        self._horizon = None if horizon is None else check_int(
-            horizon, "horizon", 1, hint=" (a number of steps) or None")
+        self._horizon = None if horizon is None else check_limit(
+            horizon, "horizon", "horizon", hint=" (a number of steps) or None")
         self._terminal = readonly(check_terminal(terminal, S))
         self._state_labels = check_labels(state_labels, S, "state_labels")
         self._action_labels = check_labels(action_labels, A, "action_labels")

@@ -107,6 +107,8 @@ def check_policy(policy, n_states: int, n_actions: int, name: str = "policy") ->
         On a wrong shape, non-finite or negative entries, or a row that does not
         sum to 1; the message names the first bad state.
     """
+    n_states = check_int(n_states, "n_states", 1, hint=" (the number of states S)")
+    n_actions = check_int(n_actions, "n_actions", 1, hint=" (the number of actions A)")
     fix = (f"give an (S, A) = ({n_states}, {n_actions}) array of action probabilities or "
            f"an integer array ({n_states},) of actions")
     arr = as_array(policy, name, fix)

@@ -61,7 +61,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import as_float_array, check_finite, check_shape, rng_from, row_tolerance
+from .._checks import (
+    as_float_array,
+    check_finite,
+    check_int,
+    check_limit,
+    check_real,
+    check_shape,
+    rng_from,
+    row_tolerance,
+)
 from ..names import DEFAULT_HIDDEN
 from .model import TabularCMDP
 from .model_checks import ModelError
@@ -201,7 +210,8 @@ class _SoftmaxMLP:
                     ("row", "feature"))
         self.inputs = x
         self.n_rows = x.shape[0]
-        self.n_categories = int(n_categories)
+        self.n_categories = check_int(n_categories, "n_categories", 1)
+        hidden = check_limit(hidden, "hidden", "hidden")
         self.net = MLP(x.shape[1], self.n_categories, hidden=hidden, seed=0)
         self.hidden = self.net.hidden
         self.n_params = self.net.n_params
@@ -434,6 +444,8 @@ class TabularAdversary(_AdversaryMixin, _SoftmaxTable):
         logits stay finite.
         """
         S, A = self.n_states, self.n_actions
+        floor = check_real(floor, "floor", 0.0, 1.0, low_open=True, high_open=True,
+                           hint=" (the smallest probability kept, e.g. 1e-3)")
         P = as_float_array(P, "P", "give an (S, A, S) kernel", shape=(S, A, S),
                            axes=("s", "a", "s'"))
         out = self.outcomes

@@ -39,6 +39,7 @@ from .._checks import (
     as_float_array,
     check_distributions,
     check_int,
+    check_limit,
     check_memory,
     rng_from,
 )
@@ -200,8 +201,8 @@ def rollout(model: TabularCMDP, policy, n_episodes: int, seed=None, *, horizon=N
     pi = check_policy(policy, S, A)
     E = check_int(n_episodes, "n_episodes", 1)
     T = model.horizon if horizon is None else horizon
-    T = check_int(T, "horizon", 1,
-                  hint="; pass horizon=T or use a model with a horizon" if T is None else "")
+    T = check_limit(T, "horizon", "horizon",
+                    hint="; pass horizon=T or use a model with a horizon" if T is None else "")
     B = check_int(batch_size, "batch_size", 1)
     check_memory(E, STEP_BYTES * T, MAX_ROLLOUT_BYTES, "n_episodes",
                  f"episodes of T = {T:,} steps", "; for more, sample in several calls "

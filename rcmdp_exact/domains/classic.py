@@ -44,7 +44,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_choice, check_int, check_real
+from .._checks import (
+    InputError,
+    check_choice,
+    check_int,
+    check_limit,
+    check_real,
+    check_sizes,
+)
 from .._result import Result
 from ..core.model import TabularCMDP
 
@@ -67,6 +74,13 @@ def _budget(d, gamma: float) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- RiverSwim
+def _chain_size(n, low: int) -> int:
+    """``n`` states of a chain domain (2 actions; P, R and C dense (n, 2, n))."""
+    n = check_int(n, "n", low, hint=" (the number of states)")
+    check_sizes(8 * 2 * n * n * 3, {"n": n}, "transitions, rewards and costs (n, 2, n)")
+    return n
+
+
 def riverswim(n: int = 6, gamma: float = 0.95, *, upstream: float = 0.35,
               stay: float = 0.6, back: float = 0.05, bank_up: float = 0.6,
               end_back: float = 0.4, left_reward: float = 0.005, right_reward: float = 1.0,
@@ -91,11 +105,13 @@ def riverswim(n: int = 6, gamma: float = 0.95, *, upstream: float = 0.35,
     ``d``: the budget (default a non-binding placeholder; :func:`halfway_budget` sets
     the rule of the benchmarks for a set).
     """
-    check_int(n, "n", 2)
+    _chain_size(n, 2)
     check_real(gamma, "gamma", 0.0, 1.0, high_open=True)
     for name, v in (("upstream", upstream), ("stay", stay), ("back", back),
                     ("bank_up", bank_up), ("end_back", end_back)):
         check_real(v, name, 0.0, 1.0)
+    check_real(left_reward, "left_reward")
+    check_real(right_reward, "right_reward")
     A = 2
     P = np.zeros((n, A, n))
     for s in range(n):
@@ -138,9 +154,11 @@ def chain(n: int = 10, gamma: float = 0.95, *, slip: float = 0.2, small: float =
     The optimum walks the whole chain for the large reward; the effort budget makes the
     small reward at the start compete with it.
     """
-    check_int(n, "n", 2)
+    _chain_size(n, 2)
     check_real(gamma, "gamma", 0.0, 1.0, high_open=True)
     check_real(slip, "slip", 0.0, 1.0)
+    check_real(small, "small")
+    check_real(large, "large")
     A = 2
     P = np.zeros((n, A, n))
     R = np.zeros((n, A, n))
@@ -188,12 +206,18 @@ def machine_replacement(n: int = 10, gamma: float = 0.95, *, wear: float = 0.8,
     The discount is ours (0.95, the same as :func:`riverswim`'s); Delage and Mannor
     discount more strongly.
     """
-    check_int(n, "n", 4)
+    _chain_size(n, 4)
     check_real(gamma, "gamma", 0.0, 1.0, high_open=True)
     check_real(wear, "wear", 0.0, 1.0)
-    if min(repair_fail, to_r1, to_r2) < 0 or abs(repair_fail + to_r1 + to_r2 - 1.0) > 1e-12:
-        raise ValueError(f"repair_fail + to_r1 + to_r2 must be 1 (each >= 0), got "
-                         f"{repair_fail} + {to_r1} + {to_r2}")
+    for name, v in (("repair_fail", repair_fail), ("to_r1", to_r1), ("to_r2", to_r2)):
+        check_real(v, name, 0.0, 1.0)
+    if abs(repair_fail + to_r1 + to_r2 - 1.0) > 1e-12:
+        raise InputError(f"repair_fail + to_r1 + to_r2 must be 1 (each >= 0), got "
+                         f"{repair_fail} + {to_r1} + {to_r2}; give three probabilities "
+                         f"of a repair's outcomes that sum to 1")
+    for name, v in (("operating_cost", operating_cost), ("r1_cost", r1_cost),
+                    ("r2_cost", r2_cost)):
+        check_real(v, name)
     A, W = 2, n - 2
     r1, r2 = n - 2, n - 1
     P = np.zeros((n, A, n))
@@ -263,6 +287,8 @@ def frozen_lake_table(map: str = "4x4", is_slippery: bool = True,
     cell "S"; 100 steps per episode (the registration of FrozenLake-v1, also used for
     the 8x8 map here).
     """
+    success = check_real(success, "success", 0.0, 1.0,
+                         hint=" (the probability of the intended move)")
     desc = np.asarray([list(row) for row in _FROZEN_LAKE_MAPS[map]])
     nrow, ncol = desc.shape
     t = _ToyTextTable(nrow * ncol, 4, "FrozenLake-v1", 100)
@@ -340,6 +366,7 @@ def taxi_table(rainy: bool = True, rainy_probability: float = 0.8) -> _ToyTextTa
     The start: the taxi anywhere, the passenger at a stand other than the destination
     (300 states, uniform); 200 steps per episode.
     """
+    rainy_probability = check_real(rainy_probability, "rainy_probability", 0.0, 1.0)
     desc = np.asarray([list(row) for row in _TAXI_MAP])
     t = _ToyTextTable(500, 6, "Taxi-v4", 200)
     side = (1.0 - rainy_probability) / 2.0
@@ -501,6 +528,8 @@ def taxi(gamma: float = 0.95, *, rainy: bool = True, horizon: int | None = 200,
     room to move mass (the dry taxi is deterministic).
     """
     check_real(gamma, "gamma", 0.0, 1.0, high_open=True)
+    if horizon is not None:
+        check_limit(horizon, "horizon", "horizon", hint=" (a number of steps) or None")
     fuel = np.zeros((500, 6, 1))
     fuel[:, :4, 0] = 1.0
     m = TabularCMDP.from_gymnasium(taxi_table(bool(rainy)), costs=fuel,
@@ -552,6 +581,7 @@ def robust_optimal_box(model: TabularCMDP, uset, tol: float = TIE_RTOL, *,
     from ..robust import robust_value_iteration
     from ..robust.engine import RobustGame
 
+    check_real(tol, "tol", 0.0, low_open=True, hint=" (the relative tolerance of ties)")
     check_choice(method, "method", ("policy_iteration", "value_iteration"))
     free = robust_value_iteration(model.replace(C=None, d=None), uset, method=method,
                                   progress=False)
@@ -643,6 +673,7 @@ def cost_levels(model: TabularCMDP, uset, tol: float = TIE_RTOL, *,
     from ..robust import robust_value_iteration
     from ..robust.engine import RobustGame
 
+    check_real(tol, "tol", 0.0, low_open=True, hint=" (the relative tolerance of ties)")
     check_choice(method, "method", ("policy_iteration", "value_iteration"))
     C = np.asarray(model.C)
     K = model.n_constraints
@@ -704,6 +735,7 @@ def classic_instance(name: str, uset_kind: str = "l1", radius: float = 0.1,
     """
     check_choice(name, "name", CLASSIC_DOMAINS)
     check_choice(uset_kind, "uset_kind", ("l1", "kl"))
+    check_real(radius, "radius", 0.0, hint=" (the radius of the set, e.g. 0.1)")
     model = {"riverswim": riverswim, "chain": chain,
              "machine_replacement": machine_replacement, "frozen_lake": frozen_lake,
              "cliff_walking": cliff_walking}[name](**kwargs)

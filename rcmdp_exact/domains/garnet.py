@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._checks import InputError, check_int, check_real, rng_from
+from .._checks import InputError, check_int, check_real, check_sizes, rng_from
 from ..core.model import TabularCMDP
 
 __all__ = ["SPARSE_ABOVE", "distinct_draws", "garnet"]
@@ -118,6 +118,10 @@ def garnet(
                                                hint=" (a number of steps) or None")
     if sparse is not None and not isinstance(sparse, bool | np.bool_):
         raise InputError(f"sparse must be None (automatic), True or False, got {sparse!r}")
+    dense = not (sparse or (sparse is None and S * A * S > SPARSE_ABOVE))
+    check_sizes(8 * S * A * ((2 + K) * S if dense else 2 * b + 1 + K),
+                {"n_states": S, "n_actions": A, "branching": b, "n_constraints": K},
+                "transitions, rewards and costs" + (" (dense)" if dense else " (sparse)"))
     rng = rng_from(seed)
     d = np.full(K, 0.5 / (1.0 - g) if g < 1.0 else 0.5)
     name = f"garnet(S={S}, A={A}, b={b}, K={K})"

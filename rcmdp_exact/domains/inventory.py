@@ -43,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
-from .._checks import as_float_array, check_choice, check_int, check_real
+from .._checks import as_float_array, check_choice, check_int, check_real, check_sizes
 from ..core.model import TabularCMDP
 from ..names import DEMANDS, REVENUES
 
@@ -61,9 +61,9 @@ _HOLDING_COST = 0.03
 LOW_STOCK = 2
 
 
-def _check_normal(mu, sigma, what: str) -> tuple[float, float]:
-    return (check_real(mu, f"mu of {what}"),
-            check_real(sigma, f"sigma of {what}", 0.0, low_open=True))
+def _check_normal(mu, sigma, what: str, prefix: str = "") -> tuple[float, float]:
+    return (check_real(mu, f"{prefix}mu (of {what})"),
+            check_real(sigma, f"{prefix}sigma (of {what})", 0.0, low_open=True))
 
 
 def _demand_cdf(k, mu: float, sigma: float, demand: str = "reference") -> np.ndarray:
@@ -126,12 +126,15 @@ def inventory(
                  hint=" ('economic': 3.99 x units sold, the default; 'reference': 3.99 x "
                       "E[s'] of the published code)")
     S = check_int(n_states, "n_states", 1)
+    # P (S, A = S, S) and the arrays of the same shape that build it
+    check_sizes(8 * 4 * S**3, {"n_states": S}, "transitions (S, S, S) and their terms")
     mu = S / 4 if mu is None else mu
     sigma = S / 6 if sigma is None else sigma
     limit_mu = S / 4 if limit_mu is None else limit_mu
     limit_sigma = S / 6 if limit_sigma is None else limit_sigma
     mu, sigma = _check_normal(mu, sigma, "the demand distribution")
-    limit_mu, limit_sigma = _check_normal(limit_mu, limit_sigma, "the purchasing limit")
+    limit_mu, limit_sigma = _check_normal(limit_mu, limit_sigma, "the purchasing limit",
+                                          "limit_")
 
     s = np.arange(S)[:, None]
     a = np.arange(S)[None, :]
@@ -175,5 +178,7 @@ def inventory(
 
 def order_up_to_policy(level: int, n_states: int = 10) -> np.ndarray:
     r"""Deterministic policy (S,) ordering :math:`\max(0, \text{level} - s)` units."""
-    check_int(level, "order-up-to level (a stock level)", 0, check_int(n_states, "n_states", 1) - 1)
+    S = check_int(n_states, "n_states", 1)
+    check_sizes(8 * S, {"n_states": S}, "the policy (S,)")
+    check_int(level, "order-up-to level (a stock level)", 0, S - 1)
     return np.maximum(0, int(level) - np.arange(n_states)).astype(np.int64)

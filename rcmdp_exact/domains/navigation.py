@@ -246,6 +246,7 @@ def safe_navigation(
         :math:`P(\cdot|s,a) = p\,e_{succ(s,a)} + (1-p)\,e_{fail(s,a)}` over outcomes.
     """
     p = _check_p_success(p_success)
+    d = check_real(d, "d", hint=" (the budget of the cost constraint)")
     S, A = N_STATES, ACTION_OFFSETS.shape[0]
     succ = (
         np.broadcast_to(np.arange(1, A + 1), (S, A))
@@ -312,6 +313,7 @@ def safe_navigation_1(
         Episode length T of the test metric (200 in the paper); None for no horizon.
     """
     cost = cell_costs("nav1", cost_layout)
+    p_success = _check_p_success(p_success)
     return safe_navigation(
         cost, d=3.0, horizon=horizon, p_success=p_success, gamma=gamma,
         name=f"nav1 ({cost_layout} layout, p_success={float(p_success):g})",
@@ -332,6 +334,7 @@ def safe_navigation_2(p_success: float = 1.0, gamma: float = 0.99, *,
         Episode length T of the test metric (100 in the paper); None for no horizon.
     """
     cost = cell_costs("nav2")
+    p_success = _check_p_success(p_success)
     return safe_navigation(
         cost, d=0.4, horizon=horizon, p_success=p_success, gamma=gamma,
         name=f"nav2 (p_success={float(p_success):g})",

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._checks import check_choice, check_int
+from .._checks import check_choice, check_int, check_limit
 from .._progress import progress_default, tqdm
 from ..core.model import TabularCMDP
 from ..names import OFFSET_ON, SUITES
@@ -151,7 +151,7 @@ def draw_1b(n_pairs: int, draw: int, seed: int = 0, offset_on: str = "failure",
                  hint=" ('failure': the published implementation, default; 'success': the "
                       "paper's text)")
     A = ACTION_OFFSETS.shape[0]
-    n = check_int(n_pairs, "N (state-action pairs)", 0, N_STATES * A)
+    n = check_int(n_pairs, "n_pairs (N, state-action pairs)", 0, N_STATES * A)
     j = check_int(draw, "draw", 0)
     seed = _check_seed(seed)
     rng = np.random.default_rng([seed, 1, n, j])
@@ -184,7 +184,7 @@ def draw_2b(n_states: int, draw: int, seed: int = 0, gamma: float = 0.99, *,
     :func:`arrow_offsets`, elsewhere it stays.  ``horizon`` is the models' T (100, as
     in the paper).
     """
-    n = check_int(n_states, "N (states)", 0, N_STATES)
+    n = check_int(n_states, "n_states (N, states)", 0, N_STATES)
     j = check_int(draw, "draw", 0)
     seed = _check_seed(seed)
     rng = np.random.default_rng([seed, 2, n, j])
@@ -248,7 +248,7 @@ def perturbations(
         In the order of the suite's parameters (N ascending, then draw index).
     """
     check_choice(name, "test suite", SUITES)
-    nd = check_int(n_draws, "n_draws (draws per N)", 0)
+    nd = check_limit(n_draws, "n_draws (draws per N)", "draws", 0)
     _check_seed(seed)
     kw = {} if isinstance(horizon, str) and horizon == "paper" else {"horizon": horizon}
     out: list[Setting] = []

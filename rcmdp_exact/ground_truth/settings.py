@@ -42,7 +42,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import check_choice, check_int, check_memory, check_real, check_seed
+from .._checks import (
+    check_choice,
+    check_int,
+    check_limit,
+    check_memory,
+    check_real,
+    check_seed,
+)
 from .boxes import BOX_BOUNDS
 from .variants import VARIANTS, check_lam_range
 
@@ -157,7 +164,7 @@ class BranchAndBound:
     box_bounds: tuple | None = None
 
     def __post_init__(self):
-        check_int(self.max_boxes, "max_boxes", 1)
+        check_limit(self.max_boxes, "max_boxes", "boxes")
         bounds = None if self.box_bounds is None else tuple(self.box_bounds)
         for b in bounds or ():
             check_choice(b, "box_bounds entry", BOX_BOUNDS)
@@ -252,6 +259,7 @@ class BracketSettings:
         """The target gap at a lower bound ``value`` on a model of value range ``span``
         (:func:`~.bracket.value_range`): ``max(atol, rtol * max(abs(value),
         RELATIVE_FLOOR * span))``, the rule of ``closed``."""
+        span = check_real(span, "span", 0.0, hint=" (the model's range of values)")
         t = self.target
         return max(t.atol, t.rtol * gap_scale(value, span)) if np.isfinite(value) \
             else t.atol

@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from .._checks import as_float_array, check_choice, check_int, check_real
+from .._checks import as_float_array, check_choice, check_int, check_memory, check_real
 from .._progress import progress_default, tqdm
 from .._result import Result
 from ..core.mdp import box_policy_iteration, greedy_policy
@@ -68,11 +68,21 @@ def lam_bounds(model, lam_range) -> tuple[float, float]:
     return 1e-3 * ratio, 1e4 * ratio
 
 
+#: The most memory (bytes) the grid of a lam search may hold at once: each point keeps
+#: its equilibrium policy and common worst-case kernel, about 8 (S A S + S A + 2 K + 4)
+#: bytes.  2 GiB, as the bracket's (``settings.BRACKET_MEMORY``).
+GRID_MEMORY = 2 * 2**30
+
+
 def _check_search(model, uset, n_grid, lam_range, feas_tol, **counts):
     """Validate the arguments of a lam search; return (low, high) of the lam range
     (:func:`lam_bounds`)."""
     check_robust_inputs(model, uset)
     check_int(n_grid, "n_grid", 2)
+    S, A, K = model.n_states, model.n_actions, model.n_constraints
+    check_memory(n_grid, 8 * (S * A * S + S * A + 2 * K + 4), GRID_MEMORY, "n_grid",
+                 "equilibria and worst-case kernels", " (a finer grid rarely helps: the "
+                 "crossing is bisected)", "rcmdp_exact.ground_truth.variants.GRID_MEMORY")
     for name, val in counts.items():
         check_int(val, name, 0)
     check_real(feas_tol, "feas_tol", 0.0)

@@ -22,7 +22,15 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-from .._checks import InputError, check_choice, check_int, check_limit, check_real, check_type
+from .._checks import (
+    InputError,
+    check_choice,
+    check_int,
+    check_limit,
+    check_real,
+    check_seed,
+    check_type,
+)
 from ..names import (  # the learners' option names, re-exported here
     ADVERSARY_BASELINES,
     ADVERSARY_FORMS,
@@ -232,11 +240,13 @@ class Settings:
             check_int(None, "episodes", 1, hint="; give episodes, steps or both")
         if self.eval_every is not None:
             check_int(self.eval_every, "eval_every", 1, hint="; or None (final only)")
-        for name in ("schedule_every", "adversary_batch"):
-            check_int(getattr(self, name), name, 1)
+        check_int(self.schedule_every, "schedule_every", 1)
+        # an adversary's batch of episodes is sampled at once; its prefit steps are work
+        check_limit(self.adversary_batch, "adversary_batch", "episodes")
         check_limit(self.hidden, "hidden", "hidden")
-        for name in ("adversary_start", "prefit_steps"):
-            check_int(getattr(self, name), name, 0)
+        check_int(self.adversary_start, "adversary_start", 0)
+        check_limit(self.prefit_steps, "prefit_steps", "steps", 0)
+        check_seed(self.seed)
         if self.multiplier_start is not None:
             check_int(self.multiplier_start, "multiplier_start", 0)
         check_real(self.entropy, "entropy", 0.0)

@@ -46,6 +46,7 @@ from .._progress import progress_default, tqdm
 from .._result import Result, Status
 from ..core.model import TabularCMDP, check_model
 from ..core.model_checks import check_policy
+from ..names import MAX_ITERATIONS
 from .oracle import Evaluation, RobustOracle
 
 __all__ = ["PLANNERS", "STARTS", "Context", "PlanResult", "Planner", "PlannerSettings",
@@ -86,8 +87,9 @@ class PlannerSettings:
         names the field, its value and the range)."""
         for name, (low, high, kind) in self.rules().items():
             value = getattr(self, name)
-            if kind == "int":
-                check_int(value, f"setting {name!r}", low, high)
+            if kind == "int":  # a count of work or of points: at most MAX_ITERATIONS
+                check_int(value, f"setting {name!r}", low,
+                          MAX_ITERATIONS if high is None else high)
             else:  # a step of 1e300 overflows the first update: a finite cap
                 check_real(value, f"setting {name!r}", low,
                            MAX_SETTING if high is None else high, low_open=kind == "real+")

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._checks import check_int, check_real
 from ..core.evaluation import PolicySystem, policy_matrix, policy_values
 from ..robust.engine import RobustGame
 from ..uncertainty import KernelSet
@@ -112,6 +113,8 @@ class RobustOracle:
     """
 
     def __init__(self, model, uset, *, tol: float = 1e-12, max_iter: int = 200):
+        tol = check_real(tol, "tol", 0.0, low_open=True, hint=" (of the robust fixed points)")
+        max_iter = check_int(max_iter, "max_iter", 1, hint=" (of the robust fixed points)")
         self.model = model
         self.uset = uset
         self.S, self.A, self.K = model.n_states, model.n_actions, model.n_constraints

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from .._checks import check_choice, check_limit, check_type
+from .._checks import check_choice, check_limit, check_real, check_type
 from ..names import BRACKET_ASCENT, BRACKET_BOXES, BRACKET_SECONDS, USER_TEST
 from .spec import (
     ALGORITHMS,
@@ -166,6 +166,8 @@ class YourModel:
             check_limit(self.horizon, "horizon", "horizon")
         if self.estimate is not None:
             check_limit(self.estimate, "estimate", "episodes")
+        if self.radius is not None:
+            check_real(self.radius, "radius", 0.0)
         if (self.radius is not None or self.support is not None) and (
                 self.estimate is not None or self.set_file is not None):
             from .._checks import InputError

@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._checks import check_int, check_real
+from .._checks import check_int, check_real, check_sizes
 from ..core.model import TabularCMDP
 
 __all__ = [ "INSTANCES", "Instance", "forest", "freeze", "gridworld"]
@@ -94,8 +94,11 @@ def forest(n: int = 10, gamma: float = 0.9, *, r1: float = 4.0, r2: float = 2.0,
     suite uses 10 age classes (its numbers r1, r2, p unchanged).
     """
     check_int(n, "n", 3)
+    check_sizes(8 * 2 * n * n * 3, {"n": n}, "transitions, rewards and costs (n, 2, n)")
     check_real(gamma, "gamma", 0.0, 1.0, high_open=True)
     check_real(p, "p", 0.0, 1.0)
+    check_real(r1, "r1")
+    check_real(r2, "r2")
     S, A = n, 2
     P = np.zeros((S, A, S))
     for s in range(S):
@@ -137,6 +140,8 @@ def gridworld(size: int = 5, gamma: float = 0.95, *, success: float = 0.8,
     along the borders pass beside it, where a slip lands in a puddle.
     """
     check_int(size, "size", 2)
+    # size**2 cells, 4 actions: P, R and C dense (S, 4, S)
+    check_sizes(8 * 4 * 3 * size**4, {"size": size}, "transitions, rewards and costs")
     check_real(gamma, "gamma", 0.0, 1.0, high_open=True)
     check_real(success, "success", 0.0, 1.0)
     n = size * size

@@ -35,6 +35,7 @@ from .._checks import (
     bytes_text,
     check_choice,
     check_int,
+    check_limit,
     check_real,
     rng_from,
 )
@@ -106,8 +107,10 @@ def random_cmdp(seed, S: int, A: int, K: int, gamma: float, n_outcomes: int | No
     gamma = check_real(gamma, "gamma", 0.0, 1.0)
     if n_outcomes is not None:
         n_outcomes = check_int(n_outcomes, "n_outcomes", 1)
+        _room(S * A * n_outcomes, f"random_cmdp(S={S:,}, A={A:,}, n_outcomes={n_outcomes:,}): "
+                                  f"the outcome map and masses of S*A*n_outcomes entries", 2)
     if horizon is not None:
-        check_int(horizon, "horizon", 1)
+        check_limit(horizon, "horizon", "horizon")
     _room(S * A * S, f"random_cmdp(S={S:,}, A={A:,}, K={K:,}): P, R and C of "
                      f"S*A*S = {S * A * S:,} entries each", 2 + K)
     rng = rng_from(seed)

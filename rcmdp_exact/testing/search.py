@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, Verbosity, given, seed, settings
 from hypothesis.errors import FlakyFailure, FlakyReplay, HypothesisException
 from hypothesis.strategies import SearchStrategy
 
-from .._checks import InputError, check_int, check_out_path, check_real
+from .._checks import InputError, check_int, check_limit, check_out_path, check_real
 from .._result import Result, decode, encode
 from ..core.model import TabularCMDP
 from ..uncertainty._draw import example  # the kinds' toolkit draws examples too
@@ -157,7 +157,7 @@ def find_counterexample(claim, strategy: SearchStrategy, *, tolerance: float = 0
         raise InputError(f"strategy must be a hypothesis strategy, got "
                          f"{type(strategy).__name__}; e.g. rcmdp_exact.testing.cmdps()")
     check_real(tolerance, "tolerance")
-    check_int(max_examples, "max_examples", 1)
+    check_limit(max_examples, "max_examples", "examples")
     check_int(seed, "seed", 0)
     if time_limit is not None:
         check_real(time_limit, "time_limit", 0.0, low_open=True)

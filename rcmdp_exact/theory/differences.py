@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import as_float_array, check_choice, check_real, check_shape
+from .._checks import as_float_array, check_choice, check_int, check_real, check_shape
 from .._progress import progress_default, tqdm
 from ..core.model import TabularCMDP
 from ..core.model_checks import ModelError
@@ -35,7 +35,9 @@ _STENCILS = {2: ((1.0, -1.0), (0.5, -0.5)),
              4: ((2.0, 1.0, -1.0, -2.0), (-1.0 / 12.0, 8.0 / 12.0, -8.0 / 12.0, 1.0 / 12.0))}
 
 
-def _check_order(order) -> int:
+def check_order(order) -> int:
+    """``order`` if it is 2 or 4 (an int: 2.0 is refused as any float is)."""
+    check_int(order, "order", hint=" (of the finite-difference stencil, 2 or 4)")
     return check_choice(order, "finite-difference order", tuple(_STENCILS))
 
 
@@ -53,7 +55,7 @@ def fd_step(x, step: float | None = None, order: int = 4) -> np.ndarray:
     Each step is rounded so that ``x + h`` and ``x - h`` are exact in float64.
     """
     x = np.asarray(x, dtype=np.float64)
-    s = (FD_STEPS[_check_order(order)] if step is None else
+    s = (FD_STEPS[check_order(order)] if step is None else
          check_real(step, "finite-difference step", 0.0, low_open=True))
     h = s * np.maximum(1.0, np.abs(x))
     return (x + h) - x
@@ -86,7 +88,7 @@ def central_difference(f, x, step: float | None = None, order: int = 4,
         Show a progress bar over the coordinates (default None: only when standard
         error is a terminal).
     """
-    order = _check_order(order)
+    order = check_order(order)
     x = np.array(x, dtype=np.float64)
     flat = x.ravel()
     n = flat.size

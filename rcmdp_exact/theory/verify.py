@@ -31,7 +31,6 @@ from scipy.special import ndtri
 from .._checks import (
     ImproperPolicyError,
     check_choice,
-    check_int,
     check_limit,
     check_real,
     check_seed,
@@ -40,7 +39,7 @@ from ..core.model import TabularCMDP, check_model
 from ..core.parametrisations import DEFAULT_HIDDEN, adversary_outcomes, make_adversary, make_policy
 from ..domains import INITIAL_MULTIPLIER as PAPER_LAMBDA  # noqa: F401 (historical name)
 from ..names import EXACT_TOL
-from .differences import finite_difference
+from .differences import check_order, finite_difference
 from .estimators import (
     ESTIMATORS,
     cosine_similarity,
@@ -309,6 +308,7 @@ def verify_theorems(model: TabularCMDP, lam=None, *, label: str | None = None,
     check_real(tol, "tol", 0.0, low_open=True)
     check_limit(n_episodes, "n_episodes", "mc_episodes", 0)
     check_limit(hidden, "hidden", "hidden")
+    check_order(order)
     check_seed(seed)
     K = model.n_constraints
     lam = np.ones(K) if lam is None else model.check_multipliers(lam)
@@ -467,7 +467,7 @@ def verify_suite(domains=("inventory", "nav1", "nav2"), n_random: int = 2,
     """Run :func:`verify_theorems` on every model of :func:`suite_models`."""
     from .._progress import progress_default, tqdm
 
-    check_int(n_random, "n_random", 0)
+    check_limit(n_random, "n_random", "random_models", 0)
     progress = progress_default(progress)
     table = VerifyTable()
     models = suite_models(domains, n_random, variants, parametrisations)

@@ -29,6 +29,7 @@ from hypothesis.strategies import SearchStrategy
 
 from .._checks import InputError, check_choice, check_int
 from ..core.model import TabularCMDP
+from .base import checked_grid
 
 __all__ = [
     "checked_grid",
@@ -106,10 +107,6 @@ def draw_rows(draw, S: int, A: int, support: np.ndarray, grid: int | None, rng) 
 
 def example_generator(draw, grid):
     return None if grid is not None else np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-
-
-def checked_grid(grid) -> int | None:
-    return None if grid is None else check_int(grid, "grid", 1)
 
 
 def _radii(draw, model, high, grid, per="pair"):

@@ -51,7 +51,9 @@ from .._checks import (
     as_array,
     as_float_array,
     check_choice,
+    check_int,
     check_nonnegative,
+    check_real,
     check_shape,
     check_support,
     check_type,
@@ -258,6 +260,38 @@ def set_class(kind: str, *, estimated: bool = False, what: str = "set kind") -> 
     return cls
 
 
+def membership_tol(tol) -> float:
+    """The ``tol`` of a set's ``contains``: a finite number >= 0."""
+    return check_real(tol, "tol", 0.0, hint=" (the tolerance of membership, e.g. 1e-9)")
+
+
+def kind_radius(radius) -> float:
+    """The ``radius`` of a kind's ``around(model, radius)``: a finite number >= 0."""
+    return check_real(radius, "radius", 0.0, hint=" (the set's size around the model, "
+                      "e.g. 0.1)")
+
+
+def kind_delta(delta) -> float:
+    """The ``delta`` of a kind's ``from_counts``: an error probability in (0, 1)."""
+    return check_real(delta, "delta", 0.0, 1.0, low_open=True, high_open=True,
+                      hint=" (the error probability of the estimated set, e.g. 0.1)")
+
+
+def checked_grid(grid) -> int | None:
+    """The ``grid`` of a strategy: None (any float) or an int >= 1 (multiples of
+    1/grid)."""
+    return None if grid is None else check_int(grid, "grid", 1)
+
+
+def check_strategy(grid, **highs) -> None:
+    """A kind's ``strategy`` options, before any drawing: ``grid``
+    (:func:`checked_grid`) and the upper bound of each drawn value (``max_radius=2.0``):
+    a finite number >= 0 named in the message."""
+    checked_grid(grid)
+    for name, value in highs.items():
+        check_real(value, name, 0.0)
+
+
 # =========================================================================== the protocol
 class UncertaintySet(abc.ABC):
     """Base class of every uncertainty set (see the module docstring).
@@ -353,7 +387,9 @@ class UncertaintySet(abc.ABC):
                               axes=("s", "a", "s'"), finite=False)
 
     def _rows_ok(self, P: np.ndarray, tol: float) -> np.ndarray:
-        """(S, A): each row of ``P`` is a distribution on the support, up to ``tol``."""
+        """(S, A): each row of ``P`` is a distribution on the support, up to ``tol``
+        (checked: every ``contains`` of a rectangular set starts here)."""
+        tol = membership_tol(tol)
         ok = P.min(axis=2) >= -tol
         ok &= np.abs(P.sum(axis=2) - 1.0) <= tol
         ok &= np.where(self.support, 0.0, np.abs(P)).max(axis=2) <= tol
@@ -599,10 +635,16 @@ class SARectangularSet(UncertaintySet):
     #: Why the set gives no vertices of its rows (the message of :meth:`row_vertices`).
     no_vertices = "its rows are not polytopes whose vertices it enumerates"
 
+    def _pair(self, s, a) -> tuple[int, int]:
+        """``(s, a)`` checked: a state and an action index of the set's kernel."""
+        S, A = self.nominal.shape[:2]
+        return check_int(s, "s", 0, S - 1), check_int(a, "a", 0, A - 1)
+
     def row_vertices(self, s: int, a: int) -> np.ndarray:
         """The vertices (k, S) of the set of rows of pair (s, a), for brute-force checks
         (:func:`~rcmdp_exact.uncertainty.extreme_kernels`).  Sets whose rows are
         polytopes override it; the default refuses, saying why (:attr:`no_vertices`)."""
+        self._pair(s, a)
         raise InputError(
             f"{type(self).__name__} gives no vertices of its rows ({self.no_vertices}): "
             f"extreme_kernels enumerates the vertices of polyhedral sa-rectangular sets "
@@ -686,6 +728,7 @@ class KernelSet(UncertaintySet):
         P differs from the closest member are False (rows taken from different members
         do not make a member: the set is not rectangular).
         """
+        tol = membership_tol(tol)
         return self.distance(P) <= tol
 
     def worst_case(self, z, policy=None, *, method: str = "sort"):

@@ -25,7 +25,7 @@ from .._checks import (
     readonly,
 )
 from ._rows import Frozen
-from .base import KernelSet
+from .base import KernelSet, check_strategy
 
 __all__ = ["KIND", "FiniteSet"]
 
@@ -97,6 +97,7 @@ class FiniteSet(Frozen, KernelSet):
     def strategy(cls, model, *, n_kernels=(2, 3), grid: int | None = 4):
         """Hypothesis strategy of finite sets: ``model.P`` first, then kernels drawn on
         the model's support (terminal states absorbing)."""
+        check_strategy(grid)
         from hypothesis import strategies as st
 
         from .._checks import check_int

@@ -54,7 +54,15 @@ from ._rows import (
     simplex_violation,
     weighted_threshold,
 )
-from .base import SARectangularSet, nominal_kernel, tile
+from .base import (
+    SARectangularSet,
+    check_strategy,
+    kind_delta,
+    kind_radius,
+    membership_tol,
+    nominal_kernel,
+    tile,
+)
 from .extreme import interval_vertices
 
 __all__ = [
@@ -312,6 +320,7 @@ class IntervalSet(Frozen, SARectangularSet):
     def contains(self, P, tol: float = 1e-9) -> np.ndarray:
         """Whether each row of ``P`` is a distribution within the bounds (up to ``tol``),
         (S, A)."""
+        tol = membership_tol(tol)
         P = self._kernel(P)
         inside = ((P >= self._lower - tol) & (P <= self._upper + tol)).all(axis=2)
         return self._rows_ok(P, tol) & inside
@@ -330,6 +339,7 @@ class IntervalSet(Frozen, SARectangularSet):
     def row_vertices(self, s: int, a: int) -> np.ndarray:
         """The vertices of the row set (s, a) (:func:`~rcmdp_exact.uncertainty.
         interval_vertices` of its bounds)."""
+        s, a = self._pair(s, a)
         return interval_vertices(self._lower[s, a], self._upper[s, a])
 
     def _absorb_arrays(self, data: dict, ts: np.ndarray) -> None:
@@ -351,7 +361,8 @@ class IntervalSet(Frozen, SARectangularSet):
     def from_counts(cls, counts, *, delta: float, hoeffding_l1) -> IntervalSet:
         """The kind ``interval`` of an estimation: the per-entry Hoeffding interval set
         of the counts (:func:`~rcmdp_exact.estimate_interval_set`) on the support of the
-        L1 ball ``hoeffding_l1``."""
+        L1 hoeffding_l1 ``hoeffding_l1``."""
+        kind_delta(delta)
         return estimate_interval_set(counts, delta, support=hoeffding_l1.support)
 
     @classmethod
@@ -359,6 +370,7 @@ class IntervalSet(Frozen, SARectangularSet):
         r"""The kind ``interval`` around ``model``'s own kernel: :math:`[\max(0, P - R),
         \min(1, P + R)]` on the support of the L1 ball of :meth:`L1Ball.around
         <rcmdp_exact.L1Ball.around>`, 0 off it."""
+        radius = kind_radius(radius)
         from .l1 import L1Ball
 
         P = np.asarray(model.P, dtype=np.float64)
@@ -373,6 +385,7 @@ class IntervalSet(Frozen, SARectangularSet):
         """Hypothesis strategy of interval sets ``[P - a, P + b]`` clipped to [0, 1], with
         a, b per entry in [0, max_width] (0 at terminal states), the model's kernel
         inside."""
+        check_strategy(grid, max_width=max_width)
         from hypothesis import strategies as st
 
         from ._draw import grid_values

@@ -81,7 +81,15 @@ from ._rows import (
     rowdot,
     simplex_violation,
 )
-from .base import SARectangularSet, nominal_kernel, radii, tile
+from .base import (
+    SARectangularSet,
+    check_strategy,
+    kind_delta,
+    kind_radius,
+    nominal_kernel,
+    radii,
+    tile,
+)
 from .interval import worst_case_interval
 
 __all__ = ["KIND", "KLBall", "estimate_kl_ball", "kl_divergence", "kl_dual_value",
@@ -594,7 +602,8 @@ class KLBall(Frozen, SARectangularSet):
     def from_counts(cls, counts, *, delta: float, hoeffding_l1) -> KLBall:
         """The kind ``kl`` of an estimation: the KL ball that contains the per-entry
         Hoeffding box of the counts (:func:`~rcmdp_exact.estimate_kl_ball`), on the
-        support of the L1 ball ``hoeffding_l1``."""
+        support of the L1 hoeffding_l1 ``hoeffding_l1``."""
+        kind_delta(delta)
         return estimate_kl_ball(counts, delta, support=hoeffding_l1.support)
 
     @classmethod
@@ -602,6 +611,7 @@ class KLBall(Frozen, SARectangularSet):
         """The kind ``kl`` around ``model``'s own kernel: the KL ball of ``radius``
         around ``model.P``.  A KL ball never leaves the support of its centre, so
         ``support`` must be ``"nominal"`` (:func:`kl_ball`)."""
+        radius = kind_radius(radius)
         from .._checks import InputError
 
         if support not in AROUND_SUPPORTS:
@@ -613,6 +623,7 @@ class KLBall(Frozen, SARectangularSet):
     def strategy(cls, model, *, max_radius: float = 1.0, grid: int | None = 4):
         """Hypothesis strategy of KL balls around ``model.P``: a radius per pair in [0,
         max_radius] (0 at terminal states)."""
+        check_strategy(grid, max_radius=max_radius)
         from ._draw import pair_radii
 
         return pair_radii(model, max_radius, grid=grid).map(lambda r: cls(model.P, r))

@@ -25,10 +25,12 @@ from typing import NamedTuple
 import numpy as np
 
 from .._checks import (
+    MAX_INPUT_BYTES,
     as_float_array,
     check_choice,
     check_indices,
     check_int,
+    check_memory,
     check_nonnegative,
     check_real,
     check_shape,
@@ -40,7 +42,15 @@ from ..core.model import TabularCMDP, check_model
 from ..core.model_checks import ModelError, check_transition_rows
 from ._counts import smoothed_counts
 from ._rows import Frozen
-from .base import SARectangularSet, radii, split_batch, support_mask
+from .base import (
+    SARectangularSet,
+    check_strategy,
+    kind_delta,
+    kind_radius,
+    radii,
+    split_batch,
+    support_mask,
+)
 from .extreme import l1_vertices
 from .l1_sort import worst_case_l1
 
@@ -81,6 +91,11 @@ def merge_outcomes(q, outcomes, n_states: int | None = None) -> np.ndarray:
         :math:`p(s, a, s') = \sum_{o : \mathrm{outcomes}(s, a, o) = s'} q(s, a, o)`.
     """
     q = as_float_array(q, "q", "give an (S, A, O) array of outcome masses")
+    if n_states is not None:
+        n_states = check_int(n_states, "n_states", 1, hint=" (the number of next states)")
+        check_memory(n_states, 8 * (q.size // max(q.shape[-1], 1) if q.ndim else 1),
+                     MAX_INPUT_BYTES, "n_states", "next-state probabilities", "",
+                     "rcmdp_exact._checks.MAX_INPUT_BYTES")
     out = outcome_map(outcomes, q.shape, n_states)
     S, A, O = q.shape
     n = S if n_states is None else int(n_states)
@@ -454,6 +469,7 @@ class L1Ball(Frozen, SARectangularSet):
     def row_vertices(self, s: int, a: int) -> np.ndarray:
         """The vertices of the ball's row (s, a) (:func:`~rcmdp_exact.uncertainty.
         l1_vertices`)."""
+        s, a = self._pair(s, a)
         return l1_vertices(self._nominal[s, a], self._alpha[s, a], self._support[s, a])
 
     # ----------------------------------------------------------------- the kind
@@ -466,12 +482,14 @@ class L1Ball(Frozen, SARectangularSet):
     def from_counts(cls, counts, *, delta: float, hoeffding_l1: L1Ball) -> L1Ball:
         """The kind ``l1`` of an estimation: the paper's Hoeffding ball ``hoeffding_l1``
         itself (:func:`~rcmdp_exact.estimate`, on outcomes when the model has them)."""
+        kind_delta(delta)
         return hoeffding_l1
 
     @classmethod
     def around(cls, model, radius: float, support: str = "nominal") -> L1Ball:
         """The kind ``l1`` around ``model``'s own kernel: :func:`l1_ball` of radius
         ``min(radius, 2)`` on ``support`` ("nominal", "all" or "outcomes")."""
+        radius = kind_radius(radius)
         return l1_ball(model, min(float(radius), 2.0), support=support)
 
     @classmethod
@@ -479,6 +497,7 @@ class L1Ball(Frozen, SARectangularSet):
                  grid: int | None = 4):
         """Hypothesis strategy of balls around ``model.P``: a radius per pair in [0,
         max_radius] (0 at terminal states), support every state or the nominal's."""
+        check_strategy(grid, max_radius=max_radius)
         from hypothesis import strategies as st
 
         from ._draw import pair_radii, supports

@@ -12,7 +12,14 @@ import numpy as np
 
 from .._checks import readonly
 from ._counts import count_frequencies, entry_radius
-from .base import nominal_kernel, radii, support_mask
+from .base import (
+    check_strategy,
+    kind_delta,
+    kind_radius,
+    nominal_kernel,
+    radii,
+    support_mask,
+)
 from .interval import IntervalSet
 
 __all__ = ["KIND", "LInfBall", "estimate_linf_ball"]
@@ -104,7 +111,8 @@ class LInfBall(IntervalSet):
     def from_counts(cls, counts, *, delta: float, hoeffding_l1) -> LInfBall:
         """The kind ``linf`` of an estimation: the per-entry Hoeffding L-infinity ball of
         the counts around the smoothed frequencies (:func:`~rcmdp_exact.
-        estimate_linf_ball`) on the support of the L1 ball ``hoeffding_l1``."""
+        estimate_linf_ball`) on the support of the L1 hoeffding_l1 ``hoeffding_l1``."""
+        kind_delta(delta)
         return estimate_linf_ball(counts, delta, support=hoeffding_l1.support)
 
     @classmethod
@@ -112,6 +120,7 @@ class LInfBall(IntervalSet):
         """The kind ``linf`` around ``model``'s own kernel: every entry within
         ``min(radius, 1)`` of ``model.P`` on the support of the L1 ball of
         :meth:`L1Ball.around <rcmdp_exact.L1Ball.around>`."""
+        radius = kind_radius(radius)
         from .l1 import L1Ball
 
         sup = L1Ball.around(model, 0.0, support).support
@@ -123,6 +132,7 @@ class LInfBall(IntervalSet):
                  grid: int | None = 4):
         """Hypothesis strategy of L-infinity balls around ``model.P``: a radius per pair
         in [0, max_radius] (0 at terminal states)."""
+        check_strategy(grid, max_radius=max_radius)
         from hypothesis import strategies as st
 
         from ._draw import pair_radii, supports

@@ -106,10 +106,18 @@ from .._result import Result, Status
 from .._solvers import HIGHS_OPTIONS, cvxpy_options, silence_highs_banner
 from ..core.model_checks import check_transition_rows
 from ._rows import Frozen
-from .base import SRectangularSet, split_batch, state_radii, support_mask
+from .base import (
+    SRectangularSet,
+    check_strategy,
+    kind_delta,
+    kind_radius,
+    split_batch,
+    state_radii,
+    support_mask,
+)
 from .l1_sort import worst_case_l1
 
-__all__ = [ "KIND", "SRectL1Ball"]
+__all__ = ["KIND", "SRectL1Ball"]
 
 #: The kind of this file's set (``--set s-l1``; read by :mod:`.kinds`).
 KIND = "s-l1"
@@ -1067,6 +1075,7 @@ class SRectL1Ball(Frozen, SRectangularSet):
         :math:`\sum_a \|p_a - \hat p_a\|_1 \le \sum_a \alpha(s, a)`), so the set keeps
         the ball's confidence :math:`1 - \delta`; it lets the adversary of a state
         spend the whole budget on one action, so it is more pessimistic than the ball."""
+        kind_delta(delta)
         budget = np.minimum(hoeffding_l1.alpha.sum(axis=1), 2.0 * hoeffding_l1.n_actions)
         return cls(hoeffding_l1.nominal, budget, support=hoeffding_l1.support)
 
@@ -1075,6 +1084,7 @@ class SRectL1Ball(Frozen, SRectangularSet):
         r"""The kind ``s-l1`` around ``model``'s own kernel: the budget of a state is
         :math:`\min(2A, \sum_a \alpha(s, a))` for the L1 ball of
         :meth:`L1Ball.around <rcmdp_exact.L1Ball.around>` (the smallest that contains it)."""
+        radius = kind_radius(radius)
         from .l1 import L1Ball
 
         uset = L1Ball.around(model, radius, support)
@@ -1086,6 +1096,7 @@ class SRectL1Ball(Frozen, SRectangularSet):
                  grid: int | None = 4):
         """Hypothesis strategy of s-rectangular sets around ``model.P``: a budget per
         state in [0, max_radius] (0 at terminal states)."""
+        check_strategy(grid, max_radius=max_radius)
         from hypothesis import strategies as st
 
         from ._draw import state_budgets, supports

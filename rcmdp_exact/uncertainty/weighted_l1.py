@@ -95,7 +95,7 @@ import functools
 
 import numpy as np
 
-from .._checks import InputError, as_float_array, check_choice, readonly
+from .._checks import InputError, as_float_array, check_choice, check_real, readonly
 from .._result import Result
 from ._rows import (
     Frozen,
@@ -107,7 +107,16 @@ from ._rows import (
     simplex_violation,
     weighted_threshold,
 )
-from .base import SARectangularSet, nominal_kernel, radii, support_mask, tile
+from .base import (
+    SARectangularSet,
+    check_strategy,
+    kind_delta,
+    kind_radius,
+    nominal_kernel,
+    radii,
+    support_mask,
+    tile,
+)
 from .extreme import l1_vertices
 
 __all__ = [
@@ -624,6 +633,7 @@ class WeightedL1Ball(Frozen, SARectangularSet):
     def row_vertices(self, s: int, a: int) -> np.ndarray:
         """The vertices of the ball's row (s, a) (:func:`~rcmdp_exact.uncertainty.
         l1_vertices` with the weights)."""
+        s, a = self._pair(s, a)
         sup = self._support[s, a]
         return l1_vertices(self._nominal[s, a], self._alpha[s, a], sup,
                            np.where(sup, self._weights[s, a], 1.0))
@@ -638,12 +648,14 @@ class WeightedL1Ball(Frozen, SARectangularSet):
         """The kind ``weighted-l1`` of an estimation: the Hoeffding L1 ball ``hoeffding_l1`` with
         unit weights (the same set; it checks the weighted solver on the paper's
         protocol)."""
+        kind_delta(delta)
         return cls(hoeffding_l1.nominal, hoeffding_l1.alpha, 1.0, support=hoeffding_l1.support)
 
     @classmethod
     def around(cls, model, radius: float, support: str = "nominal") -> WeightedL1Ball:
         """The kind ``weighted-l1`` around ``model``'s own kernel: the L1 ball of
         :meth:`L1Ball.around <rcmdp_exact.L1Ball.around>` with unit weights."""
+        radius = kind_radius(radius)
         from .l1 import L1Ball
 
         uset = L1Ball.around(model, radius, support)
@@ -655,6 +667,9 @@ class WeightedL1Ball(Frozen, SARectangularSet):
         """Hypothesis strategy of weighted balls around ``model.P``: weights per entry in
         [1/grid, max_weight], budgets per pair in [0, max_radius] (0 at terminal
         states)."""
+        check_strategy(grid, max_radius=max_radius)
+        check_real(max_weight, "max_weight", 1.0 / (grid or 4),
+                   hint=" (weights are drawn in [1/grid, max_weight])")
         from hypothesis import strategies as st
 
         from ._draw import grid_values, pair_radii, supports
