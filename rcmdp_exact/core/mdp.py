@@ -186,44 +186,86 @@ class _Bellman:
         self.L = S if self.dense else int(np.diff(self.P.indptr).max(initial=0))
         self._sigma = None
 
-    def q(self, v: np.ndarray) -> np.ndarray:
+    def q(self, v: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The float Q-values (S, A) at v (into ``out`` when given: a buffer reused by a
+        loop costs no new pages)."""
         if self._sigma is None:  # the first product also gives the row sums
             from ._compiled import dot_and_sums
 
             pv, sums = dot_and_sums(self.P, v)
             self._set_stats(sums)
-            return self.g + self.gamma * pv.reshape(self.S, self.A)
-        return self.g + self.gamma * (self.P @ v).reshape(self.S, self.A)
+            pv *= self.gamma  # (g + gamma P v, in the product's array)
+            pv += self.gflat
+            return pv.reshape(self.S, self.A)
+        if out is None:
+            return self.g + self.gamma * (self.P @ v).reshape(self.S, self.A)
+        flat = out.reshape(-1)
+        if self.dense:  # (BLAS's product, then two passes in place)
+            np.dot(self.P, v, out=flat)
+            flat *= self.gamma
+            flat += self.gflat
+        else:
+            from ._compiled import bellman_csr, csr_parts
 
-    def rows(self, idx: np.ndarray, out: np.ndarray | None = None):
-        """The rows ``idx`` of P: a dense copy (len(idx), S) (into ``out`` when given: a
-        buffer reused by a loop costs no new pages), or CSR (a compiled gather)."""
+            bellman_csr(*csr_parts(self.P), self.gflat, self.gamma,
+                        np.ascontiguousarray(v, dtype=np.float64), flat)
+        return out
+
+    def _gather(self, idx: np.ndarray, idx_buf=None, val_buf=None):
+        """(indptr, indices, data, nnz) of the rows ``idx`` of the CSR P (a compiled
+        gather; into the buffers when they are large enough)."""
+        from ._compiled import NO_INDEX, NO_VALUES, csr_parts, take_rows_csr
+
+        ip, ix, dt = csr_parts(self.P)
+        return take_rows_csr(ip, ix, dt, np.asarray(idx, dtype=np.int64),
+                             NO_INDEX.astype(ix.dtype) if idx_buf is None else idx_buf,
+                             NO_VALUES if val_buf is None else val_buf)
+
+    def rows(self, idx: np.ndarray):
+        """The rows ``idx`` of P: a dense copy (len(idx), S), or CSR (a compiled
+        gather)."""
         if self.dense:
-            if out is not None:
-                return np.take(self.P, idx, axis=0, out=out, mode="clip")
             return self.P[idx]
-        from ._compiled import csr_parts, take_rows_csr
-
-        ptr, ind, val = take_rows_csr(*csr_parts(self.P), np.asarray(idx, dtype=np.int64))
+        ptr, ind, val, nnz = self._gather(idx)
         signed = self.P.indptr.dtype
-        return sp.csr_array((val, ind.view(self.P.indices.dtype), ptr.view(signed)),
-                            shape=(len(idx), self.S))
+        return sp.csr_array((val[:nnz], ind[:nnz].view(self.P.indices.dtype),
+                             ptr.view(signed)), shape=(len(idx), self.S))
 
-    def policy(self, actions: np.ndarray, out: np.ndarray | None = None):
+    def policy(self, actions: np.ndarray):
         """(rows, P_pi, g_pi) of the deterministic policy ``actions`` (S,)."""
         rows = np.arange(self.S) * self.A + actions
-        return rows, self.rows(rows, out), self.gflat[rows]
+        return rows, self.rows(rows), self.gflat[rows]
 
-    def sweeps(self, P_pi, g_pi: np.ndarray, v: np.ndarray, k: int, cut: float):
-        """(v, sweeps): at most k sweeps :math:`v \\leftarrow g_\\pi + \\gamma P_\\pi v`
-        from v (:meth:`policy`'s ``P_pi`` and ``g_pi``), fewer once a sweep changes v by
-        a constant up to a span of ``cut`` (compiled:
-        :func:`rcmdp_exact.core._compiled.sweeps`)."""
-        from ._compiled import operands, sweeps
+    def sweeper(self):
+        """A function ``sweep(actions, v, k, cut) -> v`` doing at most k sweeps
+        :math:`v \\leftarrow g_\\pi + \\gamma P_\\pi v` of the deterministic policy
+        ``actions`` from v, fewer once a sweep changes v by a constant up to a span of
+        ``cut`` (compiled: :func:`rcmdp_exact.core._compiled.sweeps`).  The rows of a
+        dense P are read in place; those of a CSR P are gathered once per new policy into
+        buffers the function keeps (one allocation for the whole loop)."""
+        from ._compiled import sweeps, sweeps_csr
 
-        v = np.ascontiguousarray(v, dtype=np.float64)
-        return sweeps(*operands(P_pi), not self.dense, g_pi, self.gamma, v, int(k),
-                      float(cut))
+        held = {"actions": None, "bufs": (None, None),
+                "ab": (np.empty(self.S), np.empty(self.S))}
+
+        def sweep(actions, v, k, cut):
+            v = np.ascontiguousarray(v, dtype=np.float64)
+            if held["actions"] is None or not np.array_equal(actions, held["actions"]):
+                held["actions"] = actions
+                rows = np.arange(self.S) * self.A + actions
+                held["g"] = self.gflat[rows]
+                if self.dense:
+                    held["rows"] = rows
+                else:
+                    ptr, ind, val, _ = self._gather(rows, *held["bufs"])
+                    held["bufs"] = (ind, val)
+                    held["csr"] = (ptr, ind, val)
+            if self.dense:
+                return sweeps(self.P, held["rows"], held["g"], self.gamma, v, int(k),
+                              float(cut), *held["ab"])[0]
+            return sweeps_csr(*held["csr"], held["g"], self.gamma, v, int(k), float(cut),
+                              *held["ab"])[0]
+        return sweep
 
     def _set_stats(self, sums: np.ndarray) -> None:
         """The certificates' data from the float row sums of P (within gamma_L of the
@@ -904,7 +946,9 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     """
     check_model(model)
     lam_arr = model.check_multipliers(lam)
-    g = np.asarray(model.scalarised_reward(lam_arr), dtype=np.float64)
+    # (no constraint: the model's read-only r itself, no copy)
+    g = np.asarray(model.r if model.n_constraints == 0 else
+                   model.scalarised_reward(lam_arr), dtype=np.float64)
     check_real(tol, "tol", 0.0, low_open=True)
     max_iter = check_int(max_iter, "max_iter", 1)
     # every option checked whatever the method (one it does not use is still no garbage)
@@ -961,7 +1005,7 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
 
 def _iterate_values(model, bell: _Bellman, lam, method, v, max_iter, k, target, scale):
     """Value iteration and modified policy iteration (:func:`solve_mdp`)."""
-    from ._compiled import greedy_step
+    from ._compiled import greedy_step, shifted_bound
 
     S = bell.S
     gamma = bell.gamma
@@ -973,12 +1017,13 @@ def _iterate_values(model, bell: _Bellman, lam, method, v, max_iter, k, target, 
     gmax = float(np.abs(bell.gflat).max(initial=0.0))
     L = bell.L
     half, it, floor, shift = np.inf, 0, 0.0, 0.0
-    pol = P_pi = g_pi = None
+    sweep = bell.sweeper() if method != "value_iteration" else None
+    qbuf = np.empty((S, bell.A))
     with np.errstate(over="ignore", invalid="ignore"):
         while it < max_iter:
             it += 1
             # (at v = 0, the start by default, Q = g exactly: no product with P)
-            q = bell.q(v) if it > 1 or v.any() else bell.g.copy()
+            q = bell.q(v, qbuf) if it > 1 or v.any() else bell.g.copy()
             new, tv, lo, hi, top = greedy_step(q, v)  # (one compiled pass over q)
             # v* - v lies in [lo, hi] / (1 - gamma) (McQueen-Porteus around v): the
             # centre v + shift is within half of it
@@ -996,24 +1041,34 @@ def _iterate_values(model, bell: _Bellman, lam, method, v, max_iter, k, target, 
             # gamma); the greedy policy and the McQueen-Porteus centre do not see
             # constants, so when that is a tenth of the target they are wasted work
             cut = 0.1 * target / factor if gamma > 0.0 else np.inf
-            if pol is None or not np.array_equal(new, pol):  # the rows of a new policy
-                pol = new
-                _, P_pi, g_pi = bell.policy(pol, P_pi)
-            v, _ = bell.sweeps(P_pi, g_pi, tv, k, cut)
+            v = sweep(new, tv, k, cut)
         # the returned centre w = v + shift and its float Q-values from those at v
         # (Q_w = Q_v + gamma shift sigma exactly, sigma the exact row sums, within
-        # gamma_L sigma of the float ones)
+        # gamma_L sigma of the float ones), and the certified bound of the float
+        # McQueen-Porteus bounds around w (_mp_bound's first test) in one compiled pass
+        # over q, which becomes Q_w (no temporary (S, A) arrays)
         w = v + shift
         bell.sigma  # noqa: B018 (the row sums, if no product has given them yet)
-        gs = gamma * shift * bell.sums.reshape(S, bell.A)
-        qw = q + gs
-        err = (bell.q_error(q, float(np.abs(v).max(initial=0.0)))
-               + np.abs(gs) * 2.0 * gam(L + 2) + 2.0 * U * (np.abs(gs) + np.abs(qw))
-               + 2.0 * U * np.abs(shift))
+        vmax = float(np.abs(v).max(initial=0.0))
+        q = np.ascontiguousarray(q)
+        hi_f, lo_f, resid_f, finite = shifted_bound(
+            q, bell.g, bell.sigma, bell.sums, gamma, shift, w, vmax, gam(L + 3),
+            4.0 * (L + 3) * ETA, gam(L + 2))
+        certified = (max(abs(hi_f), abs(min(lo_f, 0.0))) / (1.0 - bell.beta) * WIDEN
+                     + 4.0 * ETA)
+        fast = (finite and bell.ok and certified <= target
+                and float(np.abs(w).max(initial=0.0)) < _SPLIT_MAX)
+        if not fast:  # the double-double test of _mp_bound, on the rounding bounds of Q_w
+            gs = gamma * shift * bell.sums.reshape(S, bell.A)
+            err = (bell.q_error(q, vmax) + np.abs(gs) * 2.0 * gam(L + 2)
+                   + 2.0 * U * (np.abs(gs) + np.abs(q)) + 2.0 * U * np.abs(shift))
     v = w
     capped = not half <= max(target, floor)  # the iteration limit stopped it
     name = method.replace("_", " ")
-    certified, residual, q = _mp_bound(bell, v, qw, err, target=target)
+    if fast:
+        residual = resid_f
+    else:
+        certified, residual, q = _mp_bound(bell, v, q, err, target=target)
     what = (f"{name} met its stopping rule after {it} iterations" if not capped else
             f"{name}: iteration limit {max_iter} reached")
     status = _verdict(certified, target, capped)
