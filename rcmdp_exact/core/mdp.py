@@ -776,11 +776,12 @@ def _lp_policy(bell: _Bellman, max_iter: int) -> tuple[np.ndarray | None, int, s
     discounted occupancy of a start spread over every state, S rows and S*A columns),
     with costs scaled to a largest magnitude of 1, solved by HiGHS's primal simplex from
     the basis of the start of policy iteration, the greedy policy of one Bellman step
-    from :math:`\max_a g` (columns :math:`(s, \pi_0(s))`: the basis matrix :math:`(I - \gamma P_\pi)^\top` is invertible and its solution, an
-    occupancy, is feasible; every primal simplex step then switches the action of one
-    state, a policy-iteration step of one state, and stays feasible: the primal simplex
-    answers a sparse S = 3,000 model in seconds where the dual simplex from the same
-    basis took a minute), at most ``max_iter`` simplex iterations in all.  The policy
+    from :math:`\max_a g` (columns :math:`(s, \pi_0(s))`: the basis matrix :math:`(I -
+    \gamma P_{\pi_0})^\top` is invertible and its solution, an occupancy, is feasible;
+    every primal simplex step then switches the action of one state, a policy-iteration
+    step of one state, and stays feasible: the primal simplex answers a sparse S =
+    3,000 model in seconds where the dual simplex from the same basis took a minute),
+    at most ``max_iter`` simplex iterations in all.  The policy
     is the basic column of every state (its largest x).
 
     Returns (actions, simplex iterations, outcome): outcome "optimal"; or
