@@ -838,6 +838,9 @@ def _lp_policy(bell: _Bellman, max_iter: int) -> tuple[np.ndarray | None, int, s
                 basis.col_status = status.tolist()
                 basis.row_status = [highspy.HighsBasisStatus.kLower] * S
                 basis.valid = True
+                # (a basis, S basic columns: HiGHS need not repair it, which would cost a
+                # factorisation before the one its simplex starts with)
+                basis.alien = False
                 h.setBasis(basis)
             h.run()
         except (RuntimeError, ValueError, ArithmeticError):
@@ -926,7 +929,9 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     is "not_converged" when ``max_iter`` stopped the method (more iterations may help),
     or "tol_below_rounding" when the method had finished but float64 cannot certify
     ``tol`` at this gamma (``success`` is True, ``error_bound`` holds, the message gives
-    the tol that can be certified).  A failed LP solve gives "solver_error".
+    the tol that can be certified).  An LP that HiGHS does not solve (no optimum, or
+    stopped by ``max_iter``) is repaired by certified policy iteration, and the message
+    says so.
 
     Finite horizon (``horizon`` = T or ``"model"``): backward induction
     (:func:`backward_induction`) with the per-step ``discount`` (1 by default, the
