@@ -9,7 +9,9 @@ Cells (``--cells all``, the default):
 * dense S = 500, A = 5 and A = 10, gamma 0.95 and 0.999: policy iteration, modified
   policy iteration, value iteration, LP (ours only: neither peer has one);
 * dense S = 2,000, A = 5, gamma 0.95 and 0.999: the three iterations;
-* sparse S = 20,000, A = 5, k = 5, gamma 0.95 and 0.999: the three iterations.
+* sparse S = 20,000, A = 5, k = 5, gamma 0.95 and 0.999: the three iterations;
+* sparse S = 3,000, A = 5, k = 5, gamma 0.95 and 0.999: the LP (ours only; ``--cells
+  lp`` runs these two cells alone).
 
 Every library solves the same model to the same accuracy: ours with ``tol=1e-12`` (its
 default: a certified error bound of at most 1e-12 times the value scale
@@ -29,8 +31,8 @@ the header of each model; QuantEcon's policy iteration agrees with them).  The l
 average before and after and the BLAS threads are printed (``--threads``, default 1:
 on a shared machine two BLAS threads wait for each other).
 
-    python benchmarks/bench_mdp.py [--cells all|small|500|2000|20000] [--repeats 3]
-        [--timeout 120] [--threads 1] [--json out.json]
+    python benchmarks/bench_mdp.py [--cells all|small|500|2000|20000|lp] [--repeats 3]
+        [--timeout 120] [--threads 1] [--methods policy_iteration,...] [--json out.json]
 
 ``--robust``: issue 41's item 4, robust value iteration on the suite's instances (S up
 to 500: Taxi) with an L1 ball of radius 0.1 on the instance's support, the reward alone:
@@ -94,6 +96,8 @@ def cells(which: str):
             out.append(("dense S=2000 A=5", ("dense", 2000, 5), gamma, METHODS[:3]))
         if which in ("all", "20000"):
             out.append(("sparse S=20000 A=5 k=5", ("sparse", 20000, 5), gamma, METHODS[:3]))
+        if which in ("all", "lp"):
+            out.append(("sparse S=3000 A=5 k=5", ("sparse", 3000, 5), gamma, ("lp",)))
     return out
 
 
@@ -305,15 +309,21 @@ def fmt(t) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cells", default="all", choices=("all", "small", "500", "2000", "20000"))
+    ap.add_argument("--cells", default="all",
+                    choices=("all", "small", "500", "2000", "20000", "lp"))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=120.0,
                     help="seconds a peer may take per call before it is stopped")
+    ap.add_argument("--methods", default=",".join(METHODS),
+                    help="comma-separated methods to time (default: all four)")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (all libraries)")
     ap.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
     ap.add_argument("--robust", action="store_true",
                     help="robust value iteration on the suite's instances instead (item 4)")
     args = ap.parse_args(argv)
+    chosen = tuple(m.strip() for m in args.methods.split(","))
+    if not chosen or any(m not in METHODS for m in chosen):
+        ap.error(f"--methods: give some of {', '.join(METHODS)} (comma-separated)")
     import scipy.linalg
     import scipy.sparse.linalg  # noqa: F401
     from threadpoolctl import threadpool_limits
@@ -349,7 +359,7 @@ def main(argv=None) -> int:
               f"(certified bound {ref_bound:.1e}); accuracy asked of all: {eps:.1e}",
               flush=True)
         print(head)
-        for method in methods:
+        for method in (m for m in methods if m in chosen):
             makers = {"ours": ours(P, R, gamma, method, 1e-12),
                       "quantecon": quantecon(P, R, gamma, method, eps),
                       "mdptoolbox": mdptoolbox(P, R, gamma, method, eps)}

@@ -355,7 +355,7 @@ def test_an_lp_without_optimum_is_repaired_and_said(monkeypatch):
     iteration written in this test."""
     import rcmdp_exact.core.mdp as mdp_module
 
-    monkeypatch.setattr(mdp_module, "_lp_policy", lambda bell: (None, 7))
+    monkeypatch.setattr(mdp_module, "_lp_policy", lambda bell, max_iter: (None, 7, "failed"))
     m = garnet(12, 3, 4, n_constraints=0, seed=5).replace(gamma=0.99)
     res = solve_mdp(m, "lp")
     v_ind, _ = _independent_policy_iteration(np.asarray(m.P), np.asarray(m.r), 0.99)
@@ -363,6 +363,33 @@ def test_an_lp_without_optimum_is_repaired_and_said(monkeypatch):
     assert "returned no optimum after 7 simplex iterations" in res.message
     assert "policy iteration" in res.message
     assert np.abs(res.v - v_ind).max() <= res.error_bound + 1e-9
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_lp_is_bounded_by_max_iter_and_says_so(sparse):
+    """max_iter bounds HiGHS's simplex iterations: a budget below what the LP needs
+    stops it, the message says so, certified policy iteration answers from the LP's
+    last basis, and the values are within the certified bound of the policy iteration
+    written in this test (converged when the improvement steps left by max_iter
+    sufficed, else "not_converged": raise max_iter)."""
+    m = garnet(40, 4, 5, n_constraints=0, seed=3).replace(gamma=0.95)
+    if sparse:
+        m = rx.TabularCMDP(m.P_sparse, m.r, gamma=0.95)
+    v_ind, a_ind = _independent_policy_iteration(np.asarray(garnet(
+        40, 4, 5, n_constraints=0, seed=3).P), np.asarray(m.r), 0.95)
+    full = solve_mdp(m, "lp")
+    its = int(full.message.split(" after ")[1].split()[0])
+    assert full.converged and its > 3  # the LP needs several pivots here
+    np.testing.assert_array_equal(full.actions, a_ind)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        cut = solve_mdp(m, "lp", max_iter=3)
+    assert "stopped at its iteration limit max_iter=3 after 3 simplex iterations" in (
+        cut.message)
+    assert "from its last basis" in cut.message
+    assert np.abs(cut.v - v_ind).max() <= cut.error_bound + 1e-12
+    assert cut.status in ("converged", "not_converged")
+    assert cut.converged == (cut.error_bound <= 1e-12 * value_scale(m))
 
 
 def _independent_policy_iteration(P, g, gamma):

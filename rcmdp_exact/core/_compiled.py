@@ -179,6 +179,9 @@ def bellman_rows(P, g: np.ndarray, gamma: float, vh: np.ndarray, vl: np.ndarray 
 # rounding bound gamma_L sum|p v| of a sum of L products holds in any order (and with
 # fused multiply-adds), and it is all the callers assume.
 _fast = numba.njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
+#: Fused multiply-adds only: for the short rows of a sparse P (a few stored entries),
+#: where reassociation's vectorised loop and its remainder cost more than they save.
+_contract = numba.njit(cache=True, error_model="numpy", fastmath={"contract"})
 
 
 @_fast
@@ -357,21 +360,19 @@ def _row_dot(P, indptr, indices, data, sparse, s, a):
     return acc
 
 
-@_fast
-def sweeps(P, indptr, indices, data, sparse, g, gamma, v, k, cut):
-    """At most k sweeps :math:`v \\leftarrow g + \\gamma P v` from v (P (S, S): a
-    policy's rows, dense, or CSR given by ``indptr, indices, data`` when ``sparse``; g
-    its rewards); fewer once a sweep changes v by a constant up to a span of ``cut``.
-    Returns the new v and the sweeps done."""
+@_inline
+def _sweeps(P, indptr, indices, data, sparse, rows, g, gamma, v, k, cut, a, b):
+    """The loop of :func:`sweeps` (inlined: compiled with the flags of its caller), in
+    the buffers a and b (S,)."""
     n = v.shape[0]
-    a = v.copy()
-    b = np.empty(n)
+    a[:] = v
     done = 0
     for _ in range(k):
         lo = np.inf
         hi = -np.inf
         for s in range(n):
-            new = g[s] + gamma * _row_dot(P, indptr, indices, data, sparse, s, a)
+            i = s if sparse else rows[s]
+            new = g[s] + gamma * _row_dot(P, indptr, indices, data, sparse, i, a)
             step = new - a[s]
             lo = min(lo, step)
             hi = max(hi, step)
@@ -383,17 +384,41 @@ def sweeps(P, indptr, indices, data, sparse, g, gamma, v, k, cut):
     return a, done
 
 
+@_fast
+def sweeps(P, rows, g, gamma, v, k, cut, a, b):
+    """At most k sweeps :math:`v \\leftarrow g + \\gamma P_\\pi v` from v, where row s of
+    :math:`P_\\pi` is row ``rows[s]`` of the dense P (read in place: no copy of the
+    policy's rows) and g (S,) its rewards; fewer once a sweep changes v by a constant up
+    to a span of ``cut``.  Returns the new v (one of the buffers a, b (S,)) and the
+    sweeps done.  (Reassociation lets the long dense dot products vectorise.)"""
+    return _sweeps(P, NO_INDEX, NO_INDEX, NO_VALUES, False, rows, g, gamma, v, k, cut,
+                   a, b)
+
+
+@_contract
+def sweeps_csr(indptr, indices, data, g, gamma, v, k, cut, a, b):
+    """:func:`sweeps` for a policy's rows gathered as CSR (:func:`take_rows_csr`: rows
+    of the full P are too far apart in memory to be read in place), without
+    reassociation (which slows the short sparse rows down by a fifth)."""
+    return _sweeps(NO_MATRIX, indptr, indices, data, True, NO_INDEX, g, gamma, v, k,
+                   cut, a, b)
+
+
 @_jit
-def take_rows_csr(indptr, indices, data, rows):
-    """The rows ``rows`` of a CSR matrix, as CSR arrays (indptr, indices, data)."""
+def take_rows_csr(indptr, indices, data, rows, idx, val):
+    """The rows ``rows`` of a CSR matrix, as CSR arrays (indptr, indices, data, nnz):
+    written into ``idx`` and ``val`` when they hold nnz entries (a buffer reused by a
+    loop costs no new pages), else into new arrays."""
     m = rows.shape[0]
     ptr = np.empty(m + 1, dtype=indptr.dtype)
     ptr[0] = 0
     for t in range(m):
         i = rows[t]
         ptr[t + 1] = ptr[t] + (indptr[i + 1] - indptr[i])
-    idx = np.empty(ptr[m], dtype=indices.dtype)
-    val = np.empty(ptr[m], dtype=data.dtype)
+    nnz = ptr[m]
+    if nnz > idx.shape[0]:
+        idx = np.empty(nnz, dtype=indices.dtype)
+        val = np.empty(nnz, dtype=data.dtype)
     for t in range(m):
         i = rows[t]
         base = ptr[t]
@@ -401,7 +426,71 @@ def take_rows_csr(indptr, indices, data, rows):
         for q in range(start, indptr[i + 1]):
             idx[base + (q - start)] = indices[q]
             val[base + (q - start)] = data[q]
-    return ptr, idx, val
+    return ptr, idx, val, nnz
+
+
+@_contract
+def bellman_csr(indptr, indices, data, g, gamma, v, out):
+    """out = g + gamma P v for P in CSR (n, m), g and out (n,), in one pass."""
+    for i in range(indptr.shape[0] - 1):
+        a = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            a += data[k] * v[indices[k]]
+        out[i] = g[i] + gamma * a
+
+
+@_jit
+def shifted_bound(q, g, sig, sums, gamma, shift, w, vmax, c_q, c_eta, c_gs):
+    """The float McQueen-Porteus data of value iteration's centre w = v + shift, in one
+    pass with no temporary arrays (the formulas of ``_iterate_values`` and
+    ``_mp_bound`` in :mod:`rcmdp_exact.core.mdp`, in the same order of operations,
+    without fast-math: every rounding is the one the bound accounts for).
+
+    q (S, A) holds the float Q-values at v and is overwritten by those at w,
+    :math:`q + \\gamma\\, shift\\, \\text{sums}`; each is within
+
+    .. math::
+
+        e = (c_q (|g| + \\gamma \\sigma v_{max}) + c_\\eta) W + 2 c_{gs} |g_s| +
+        2u (|g_s| + |q_w|) + 2u |shift|
+
+    of the exact Bellman operator at w (W = 1 + 1e-13, ``c_q`` = gamma_{L+3},
+    ``c_eta`` = 4 (L + 3) eta, ``c_gs`` = gamma_{L+2}).  With the gap
+    :math:`q_w - w`, :math:`e' = e W + 2u |gap|`, the bounds ``upper = (gap + e') W``
+    and ``lower = gap - e' W`` of the exact gap give (hi, lo, resid, finite): the largest
+    upper, the smallest over states of the largest lower of the state (at most 0), the
+    largest |max_a gap| and whether every q_w and w is finite."""
+    S, A = q.shape
+    u2 = 2.0 * 2.0 ** -53
+    widen = 1.0 + 1e-13
+    t = gamma * shift
+    hi = -np.inf
+    lo = 0.0
+    resid = 0.0
+    finite = True
+    for s in range(S):
+        ws = w[s]
+        if not np.isfinite(ws):
+            finite = False
+        row_lo = -np.inf
+        row_gap = -np.inf
+        for a in range(A):
+            i = s * A + a
+            gs = t * sums[i]
+            qw = q[s, a] + gs
+            q[s, a] = qw
+            if not np.isfinite(qw):
+                finite = False
+            e = (c_q * (abs(g[s, a]) + gamma * sig[i] * vmax) + c_eta) * widen
+            e = e + abs(gs) * 2.0 * c_gs + u2 * (abs(gs) + abs(qw)) + u2 * abs(shift)
+            gap = qw - ws
+            e2 = e * widen + u2 * abs(gap)
+            hi = max(hi, (gap + e2) * widen)
+            row_lo = max(row_lo, gap - e2 * widen)
+            row_gap = max(row_gap, gap)
+        lo = min(lo, row_lo)
+        resid = max(resid, abs(row_gap))
+    return hi, lo, resid, finite
 
 
 @_jit

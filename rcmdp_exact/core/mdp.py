@@ -186,44 +186,86 @@ class _Bellman:
         self.L = S if self.dense else int(np.diff(self.P.indptr).max(initial=0))
         self._sigma = None
 
-    def q(self, v: np.ndarray) -> np.ndarray:
+    def q(self, v: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The float Q-values (S, A) at v (into ``out`` when given: a buffer reused by a
+        loop costs no new pages)."""
         if self._sigma is None:  # the first product also gives the row sums
             from ._compiled import dot_and_sums
 
             pv, sums = dot_and_sums(self.P, v)
             self._set_stats(sums)
-            return self.g + self.gamma * pv.reshape(self.S, self.A)
-        return self.g + self.gamma * (self.P @ v).reshape(self.S, self.A)
+            pv *= self.gamma  # (g + gamma P v, in the product's array)
+            pv += self.gflat
+            return pv.reshape(self.S, self.A)
+        if out is None:
+            return self.g + self.gamma * (self.P @ v).reshape(self.S, self.A)
+        flat = out.reshape(-1)
+        if self.dense:  # (BLAS's product, then two passes in place)
+            np.dot(self.P, v, out=flat)
+            flat *= self.gamma
+            flat += self.gflat
+        else:
+            from ._compiled import bellman_csr, csr_parts
 
-    def rows(self, idx: np.ndarray, out: np.ndarray | None = None):
-        """The rows ``idx`` of P: a dense copy (len(idx), S) (into ``out`` when given: a
-        buffer reused by a loop costs no new pages), or CSR (a compiled gather)."""
+            bellman_csr(*csr_parts(self.P), self.gflat, self.gamma,
+                        np.ascontiguousarray(v, dtype=np.float64), flat)
+        return out
+
+    def _gather(self, idx: np.ndarray, idx_buf=None, val_buf=None):
+        """(indptr, indices, data, nnz) of the rows ``idx`` of the CSR P (a compiled
+        gather; into the buffers when they are large enough)."""
+        from ._compiled import NO_INDEX, NO_VALUES, csr_parts, take_rows_csr
+
+        ip, ix, dt = csr_parts(self.P)
+        return take_rows_csr(ip, ix, dt, np.asarray(idx, dtype=np.int64),
+                             NO_INDEX.astype(ix.dtype) if idx_buf is None else idx_buf,
+                             NO_VALUES if val_buf is None else val_buf)
+
+    def rows(self, idx: np.ndarray):
+        """The rows ``idx`` of P: a dense copy (len(idx), S), or CSR (a compiled
+        gather)."""
         if self.dense:
-            if out is not None:
-                return np.take(self.P, idx, axis=0, out=out, mode="clip")
             return self.P[idx]
-        from ._compiled import csr_parts, take_rows_csr
-
-        ptr, ind, val = take_rows_csr(*csr_parts(self.P), np.asarray(idx, dtype=np.int64))
+        ptr, ind, val, nnz = self._gather(idx)
         signed = self.P.indptr.dtype
-        return sp.csr_array((val, ind.view(self.P.indices.dtype), ptr.view(signed)),
-                            shape=(len(idx), self.S))
+        return sp.csr_array((val[:nnz], ind[:nnz].view(self.P.indices.dtype),
+                             ptr.view(signed)), shape=(len(idx), self.S))
 
-    def policy(self, actions: np.ndarray, out: np.ndarray | None = None):
+    def policy(self, actions: np.ndarray):
         """(rows, P_pi, g_pi) of the deterministic policy ``actions`` (S,)."""
         rows = np.arange(self.S) * self.A + actions
-        return rows, self.rows(rows, out), self.gflat[rows]
+        return rows, self.rows(rows), self.gflat[rows]
 
-    def sweeps(self, P_pi, g_pi: np.ndarray, v: np.ndarray, k: int, cut: float):
-        """(v, sweeps): at most k sweeps :math:`v \\leftarrow g_\\pi + \\gamma P_\\pi v`
-        from v (:meth:`policy`'s ``P_pi`` and ``g_pi``), fewer once a sweep changes v by
-        a constant up to a span of ``cut`` (compiled:
-        :func:`rcmdp_exact.core._compiled.sweeps`)."""
-        from ._compiled import operands, sweeps
+    def sweeper(self):
+        """A function ``sweep(actions, v, k, cut) -> v`` doing at most k sweeps
+        :math:`v \\leftarrow g_\\pi + \\gamma P_\\pi v` of the deterministic policy
+        ``actions`` from v, fewer once a sweep changes v by a constant up to a span of
+        ``cut`` (compiled: :func:`rcmdp_exact.core._compiled.sweeps`).  The rows of a
+        dense P are read in place; those of a CSR P are gathered once per new policy into
+        buffers the function keeps (one allocation for the whole loop)."""
+        from ._compiled import sweeps, sweeps_csr
 
-        v = np.ascontiguousarray(v, dtype=np.float64)
-        return sweeps(*operands(P_pi), not self.dense, g_pi, self.gamma, v, int(k),
-                      float(cut))
+        held = {"actions": None, "bufs": (None, None),
+                "ab": (np.empty(self.S), np.empty(self.S))}
+
+        def sweep(actions, v, k, cut):
+            v = np.ascontiguousarray(v, dtype=np.float64)
+            if held["actions"] is None or not np.array_equal(actions, held["actions"]):
+                held["actions"] = actions
+                rows = np.arange(self.S) * self.A + actions
+                held["g"] = self.gflat[rows]
+                if self.dense:
+                    held["rows"] = rows
+                else:
+                    ptr, ind, val, _ = self._gather(rows, *held["bufs"])
+                    held["bufs"] = (ind, val)
+                    held["csr"] = (ptr, ind, val)
+            if self.dense:
+                return sweeps(self.P, held["rows"], held["g"], self.gamma, v, int(k),
+                              float(cut), *held["ab"])[0]
+            return sweeps_csr(*held["csr"], held["g"], self.gamma, v, int(k), float(cut),
+                              *held["ab"])[0]
+        return sweep
 
     def _set_stats(self, sums: np.ndarray) -> None:
         """The certificates' data from the float row sums of P (within gamma_L of the
@@ -728,16 +770,25 @@ def _from_certificate(model, bell, lam, method, cert, iterations, what, target, 
                    cert.residual, cert.actions, cert.q)
 
 
-def _lp_policy(bell: _Bellman) -> tuple[np.ndarray | None, int]:
+def _lp_policy(bell: _Bellman, max_iter: int) -> tuple[np.ndarray | None, int, str]:
     r"""An optimal policy by the dual LP, :math:`\max \sum_{s,a} g(s,a) x(s,a)` s.t.
     :math:`\sum_a x(s', a) - \gamma \sum_{s,a} P(s'|s,a) x(s,a) = 1/S`, x >= 0 (the
     discounted occupancy of a start spread over every state, S rows and S*A columns),
-    with costs scaled to a largest magnitude of 1, solved by HiGHS's simplex from the
-    basis of the greedy policy of g (columns
-    :math:`(s, \arg\max_a g(s, a))`: the basis matrix :math:`(I - \gamma
-    P_\pi)^\top` is invertible and its solution, an occupancy, is feasible).  The policy
-    is the basic column of every state (its largest x).  Returns (actions or None when
-    HiGHS finds no optimum, simplex iterations).
+    with costs scaled to a largest magnitude of 1, solved by HiGHS's primal simplex from
+    the basis of the start of policy iteration, the greedy policy of one Bellman step
+    from :math:`\max_a g` (columns :math:`(s, \pi_0(s))`: the basis matrix :math:`(I -
+    \gamma P_{\pi_0})^\top` is invertible and its solution, an occupancy, is feasible;
+    every primal simplex step then switches the action of one state, a policy-iteration
+    step of one state, and stays feasible: the primal simplex answers a sparse S =
+    3,000 model in seconds where the dual simplex from the same basis took a minute),
+    at most ``max_iter`` simplex iterations in all.  The policy
+    is the basic column of every state (its largest x).
+
+    Returns (actions, simplex iterations, outcome): outcome "optimal"; or
+    "iteration_limit" (``max_iter`` stopped HiGHS; actions the policy of its last
+    basis, a feasible occupancy, or None when HiGHS gave no solution); or "failed"
+    (actions None: HiGHS refused the model or found no optimum, from that basis
+    and again from its own start).
     """
     import highspy
 
@@ -765,29 +816,48 @@ def _lp_policy(bell: _Bellman) -> tuple[np.ndarray | None, int]:
     lp.a_matrix_.value_ = np.asarray(cols.data, dtype=np.float64)
     lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n, S
     iterations = 0
-    # the greedy basis first; HiGHS may refuse it (near gamma = 1 with nearly absorbing
+    # the start of policy iteration: the greedy policy of one Bellman step from max_a g
+    # (one product with P; on random sparse models half as many states as the greedy
+    # policy of g differ from the optimum, so half as many pivots)
+    with np.errstate(over="ignore", invalid="ignore"):
+        start = bell.q(bell.g.max(axis=1)).argmax(axis=1)
+    # that basis first; HiGHS may refuse it (near gamma = 1 with nearly absorbing
     # states its matrix is near singular: status kNotset), then its own crash basis
     for warm in (True, False):
-        h = new_highs(**HIGHS_OPTIONS)
+        left = max_iter - iterations
+        if left <= 0:
+            break
+        h = new_highs(**HIGHS_OPTIONS, simplex_iteration_limit=left,
+                      **({"simplex_strategy": 4} if warm else {}))  # (4: primal)
         try:
             h.passModel(lp)
             if warm:
                 basis = highspy.HighsBasis()
                 status = np.full(n, highspy.HighsBasisStatus.kLower)
-                status[np.arange(S) * A + bell.g.argmax(axis=1)] = (
-                    highspy.HighsBasisStatus.kBasic)
+                status[np.arange(S) * A + start] = highspy.HighsBasisStatus.kBasic
                 basis.col_status = status.tolist()
                 basis.row_status = [highspy.HighsBasisStatus.kLower] * S
                 basis.valid = True
+                # (a basis, S basic columns: HiGHS need not repair it, which would cost a
+                # factorisation before the one its simplex starts with)
+                basis.alien = False
                 h.setBasis(basis)
             h.run()
         except (RuntimeError, ValueError, ArithmeticError):
             continue
         iterations += int(h.getInfo().simplex_iteration_count)
-        if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
-            x = np.asarray(h.getSolution().col_value, dtype=np.float64).reshape(S, A)
-            return x.argmax(axis=1), iterations
-    return None, iterations
+        model_status = h.getModelStatus()
+        if model_status in (highspy.HighsModelStatus.kOptimal,
+                            highspy.HighsModelStatus.kIterationLimit):
+            sol = h.getSolution()
+            x = (np.asarray(sol.col_value, dtype=np.float64).reshape(S, A)
+                 if sol.value_valid else None)
+            if model_status == highspy.HighsModelStatus.kOptimal and x is not None:
+                return x.argmax(axis=1), iterations, "optimal"
+            if model_status == highspy.HighsModelStatus.kIterationLimit:
+                ok = x is not None and np.all(np.isfinite(x))
+                return (x.argmax(axis=1) if ok else None), iterations, "iteration_limit"
+    return None, iterations, ("iteration_limit" if iterations >= max_iter else "failed")
 
 
 def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
@@ -809,7 +879,10 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
       could only add a constant, which neither the next greedy policy nor the bounds
       see), repeated;
     * ``"lp"``: the dual LP over discounted occupancies (:func:`_lp_policy`: HiGHS's
-      simplex from the basis of the greedy policy of g), its policy certified (below).
+      primal simplex from the basis of policy iteration's start, at most ``max_iter``
+      simplex iterations), its policy certified (below).  When HiGHS finds no optimum,
+      or ``max_iter`` stops it, certified policy iteration answers from the policy of
+      HiGHS's last basis (or the greedy policy) and the message says so.
 
     **The error bound includes rounding.**  Every result carries ``error_bound``, a
     bound on :math:`\|v - v^*\|_\infty` for the optimal values :math:`v^*` of the MDP
@@ -856,7 +929,9 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     is "not_converged" when ``max_iter`` stopped the method (more iterations may help),
     or "tol_below_rounding" when the method had finished but float64 cannot certify
     ``tol`` at this gamma (``success`` is True, ``error_bound`` holds, the message gives
-    the tol that can be certified).  A failed LP solve gives "solver_error".
+    the tol that can be certified).  An LP that HiGHS does not solve (no optimum, or
+    stopped by ``max_iter``) is repaired by certified policy iteration, and the message
+    says so.
 
     Finite horizon (``horizon`` = T or ``"model"``): backward induction
     (:func:`backward_induction`) with the per-step ``discount`` (1 by default, the
@@ -876,8 +951,9 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     tol : float
         Relative accuracy (times :func:`value_scale`) that ``error_bound`` must meet.
     max_iter : int
-        Iteration cap (also of the certified improvement steps); reaching it leaves
-        ``converged`` False unless the bound meets ``tol`` anyway.
+        Iteration cap (of the simplex iterations of ``"lp"``, and of the certified
+        improvement steps); reaching it leaves ``converged`` False unless the bound
+        meets ``tol`` anyway.
     k : int
         At most this many evaluation sweeps per step of modified policy iteration.
     v0 : array (S,), optional
@@ -904,7 +980,9 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     """
     check_model(model)
     lam_arr = model.check_multipliers(lam)
-    g = np.asarray(model.scalarised_reward(lam_arr), dtype=np.float64)
+    # (no constraint: the model's read-only r itself, no copy)
+    g = np.asarray(model.r if model.n_constraints == 0 else
+                   model.scalarised_reward(lam_arr), dtype=np.float64)
     check_real(tol, "tol", 0.0, low_open=True)
     max_iter = check_int(max_iter, "max_iter", 1)
     # every option checked whatever the method (one it does not use is still no garbage)
@@ -944,24 +1022,30 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
         return _from_certificate(model, bell, lam_arr, method, cert, pi.iterations, what,
                                  target, scale, capped=not pi.converged)
     if method == "lp":
-        actions, its = _lp_policy(bell)
+        actions, its, outcome = _lp_policy(bell, max_iter)
         what = f"LP (HiGHS) optimal after {its} simplex iterations"
-        if actions is None:
+        if outcome == "iteration_limit":
             # repaired, and said: the certificate's improvement steps are policy
-            # iteration, from the greedy policy of the one-step reward
-            actions = bell.g.argmax(axis=1)
+            # iteration, from the policy of the LP's last basis (or the greedy policy)
+            start = "its last basis" if actions is not None else "the greedy policy"
+            what = (f"the LP (HiGHS) stopped at its iteration limit max_iter={max_iter} "
+                    f"after {its} simplex iterations; certified policy iteration from "
+                    f"{start} answered instead")
+        elif actions is None:
             what = (f"the LP solver (HiGHS) returned no optimum after {its} simplex "
                     f"iterations; certified policy iteration from the greedy policy "
                     f"answered instead")
+        if actions is None:
+            actions = bell.g.argmax(axis=1)
         cert = _certify(bell, actions, max_iter, target)
         return _from_certificate(model, bell, lam_arr, method, cert, max(its, 1), what,
-                                 target, scale)
+                                 target, scale, capped=outcome == "iteration_limit")
     return _iterate_values(model, bell, lam_arr, method, v, max_iter, int(k), target, scale)
 
 
 def _iterate_values(model, bell: _Bellman, lam, method, v, max_iter, k, target, scale):
     """Value iteration and modified policy iteration (:func:`solve_mdp`)."""
-    from ._compiled import greedy_step
+    from ._compiled import greedy_step, shifted_bound
 
     S = bell.S
     gamma = bell.gamma
@@ -973,12 +1057,13 @@ def _iterate_values(model, bell: _Bellman, lam, method, v, max_iter, k, target, 
     gmax = float(np.abs(bell.gflat).max(initial=0.0))
     L = bell.L
     half, it, floor, shift = np.inf, 0, 0.0, 0.0
-    pol = P_pi = g_pi = None
+    sweep = bell.sweeper() if method != "value_iteration" else None
+    qbuf = np.empty((S, bell.A))
     with np.errstate(over="ignore", invalid="ignore"):
         while it < max_iter:
             it += 1
             # (at v = 0, the start by default, Q = g exactly: no product with P)
-            q = bell.q(v) if it > 1 or v.any() else bell.g.copy()
+            q = bell.q(v, qbuf) if it > 1 or v.any() else bell.g.copy()
             new, tv, lo, hi, top = greedy_step(q, v)  # (one compiled pass over q)
             # v* - v lies in [lo, hi] / (1 - gamma) (McQueen-Porteus around v): the
             # centre v + shift is within half of it
@@ -996,24 +1081,34 @@ def _iterate_values(model, bell: _Bellman, lam, method, v, max_iter, k, target, 
             # gamma); the greedy policy and the McQueen-Porteus centre do not see
             # constants, so when that is a tenth of the target they are wasted work
             cut = 0.1 * target / factor if gamma > 0.0 else np.inf
-            if pol is None or not np.array_equal(new, pol):  # the rows of a new policy
-                pol = new
-                _, P_pi, g_pi = bell.policy(pol, P_pi)
-            v, _ = bell.sweeps(P_pi, g_pi, tv, k, cut)
+            v = sweep(new, tv, k, cut)
         # the returned centre w = v + shift and its float Q-values from those at v
         # (Q_w = Q_v + gamma shift sigma exactly, sigma the exact row sums, within
-        # gamma_L sigma of the float ones)
+        # gamma_L sigma of the float ones), and the certified bound of the float
+        # McQueen-Porteus bounds around w (_mp_bound's first test) in one compiled pass
+        # over q, which becomes Q_w (no temporary (S, A) arrays)
         w = v + shift
         bell.sigma  # noqa: B018 (the row sums, if no product has given them yet)
-        gs = gamma * shift * bell.sums.reshape(S, bell.A)
-        qw = q + gs
-        err = (bell.q_error(q, float(np.abs(v).max(initial=0.0)))
-               + np.abs(gs) * 2.0 * gam(L + 2) + 2.0 * U * (np.abs(gs) + np.abs(qw))
-               + 2.0 * U * np.abs(shift))
+        vmax = float(np.abs(v).max(initial=0.0))
+        q = np.ascontiguousarray(q)
+        hi_f, lo_f, resid_f, finite = shifted_bound(
+            q, bell.g, bell.sigma, bell.sums, gamma, shift, w, vmax, gam(L + 3),
+            4.0 * (L + 3) * ETA, gam(L + 2))
+        certified = (max(abs(hi_f), abs(min(lo_f, 0.0))) / (1.0 - bell.beta) * WIDEN
+                     + 4.0 * ETA)
+        fast = (finite and bell.ok and certified <= target
+                and float(np.abs(w).max(initial=0.0)) < _SPLIT_MAX)
+        if not fast:  # the double-double test of _mp_bound, on the rounding bounds of Q_w
+            gs = gamma * shift * bell.sums.reshape(S, bell.A)
+            err = (bell.q_error(q, vmax) + np.abs(gs) * 2.0 * gam(L + 2)
+                   + 2.0 * U * (np.abs(gs) + np.abs(q)) + 2.0 * U * np.abs(shift))
     v = w
     capped = not half <= max(target, floor)  # the iteration limit stopped it
     name = method.replace("_", " ")
-    certified, residual, q = _mp_bound(bell, v, qw, err, target=target)
+    if fast:
+        residual = resid_f
+    else:
+        certified, residual, q = _mp_bound(bell, v, q, err, target=target)
     what = (f"{name} met its stopping rule after {it} iterations" if not capped else
             f"{name}: iteration limit {max_iter} reached")
     status = _verdict(certified, target, capped)
