@@ -404,12 +404,17 @@ def backward_induction(P, r, horizon: int, *, discount: float = 1.0, c=None, lam
         (..., S) and ``costs`` (..., S, K) of the greedy policy at t = 0 (``v`` =
         value - costs @ lam); with ``policy``, ``policy`` (T, ..., S, A).
     """
-    T = int(horizon)
+    T = check_limit(horizon, "horizon", "horizon")
+    discount = check_real(discount, "discount", 0.0, 1.0,
+                          hint=" (the per-step discount; 1: undiscounted)")
     sparse = sp.issparse(P)
     r = np.asarray(r, dtype=np.float64)
     batch = r.shape[:-2]
     S, A = r.shape[-2:]
     N = int(np.prod(batch, dtype=np.int64))
+    if policy:
+        check_memory(T, 8 * N * S * A, MAX_INPUT_BYTES, "horizon", "the policy of every step",
+                     "", "rcmdp_exact._checks.MAX_INPUT_BYTES")
     Pf = P if sparse else np.asarray(P, dtype=np.float64).reshape(N, S * A, S)
     K = 0 if c is None else np.shape(c)[-1]
     cc = None if c is None else np.asarray(c, dtype=np.float64).reshape(N, S, A, K)

@@ -739,12 +739,7 @@ def probe_huge(row: Option) -> str | None:
 
 #: Rows that fail today, each with the reason it is not fixed in this round: a strict
 #: xfail, so that the fix turns the row into a failure until it leaves this dict.
-KNOWN_GAPS = {
-    "rcmdp_exact.backward_induction:horizon":
-        "core/mdp.py belongs to the speed helper this round: horizon is int()-cast unchecked",
-    "rcmdp_exact.backward_induction:discount":
-        "core/mdp.py belongs to the speed helper this round: discount is used unchecked",
-}
+KNOWN_GAPS: dict = {}
 
 
 def _param(row: Option):
