@@ -406,6 +406,15 @@ def backward_induction(P, r, horizon: int, *, discount: float = 1.0, c=None, lam
         ``v`` (..., S): the scalarised value-to-go at t = 0; with ``c``, ``value``
         (..., S) and ``costs`` (..., S, K) of the greedy policy at t = 0 (``v`` =
         value - costs @ lam); with ``policy``, ``policy`` (T, ..., S, A).
+
+    Raises
+    ------
+    InputError
+        Before any step: a horizon above ``names.LIMITS``, a discount outside [0, 1], a
+        P whose rows are not distributions or whose shape is not r's then S (a sparse P:
+        (S*A, S), one problem), NaN or inf in r, c or lam, c without its cost axis K,
+        negative multipliers, ``lam`` without ``c``, a ``policy`` that is not a bool, or
+        values that float64 cannot hold (:math:`\max|g| \sum_t \delta^t` overflows).
     """
     T = check_limit(horizon, "horizon", "horizon")
     discount = check_real(discount, "discount", 0.0, 1.0,
