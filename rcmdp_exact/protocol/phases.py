@@ -181,7 +181,8 @@ class YourModel:
 
 
 def _names(value, name: str) -> tuple:
-    """``value`` (one name or a sequence of them) as a tuple of names, none twice."""
+    """``value`` (one name or a non-empty sequence of them) as a tuple of names, each
+    once."""
     from .._checks import InputError
 
     if isinstance(value, str):
@@ -195,10 +196,7 @@ def _names(value, name: str) -> tuple:
     if not out:
         raise InputError(f"{name} is empty: nothing would be computed; give at least one, "
                          f"or leave it out for all")
-    twice = sorted({str(v) for v in out if out.count(v) > 1})
-    if twice:
-        raise InputError(f"{name} names {twice} more than once; give each once")
-    return out
+    return tuple(dict.fromkeys(out))  # (each once, in the order given: as the CLI)
 
 
 @dataclass(frozen=True)

@@ -674,7 +674,70 @@ SOLVERS = [
         check=lambda r, f: r.v[0] == 2.0 * (1 - 0.5 ** 5) / 0.5 and r.policy.shape == (5, 1, 1)),
 ]
 
-HOSTILE = [*MODELS, *TESTING, *COUNTEREXAMPLES, *LIMITS, *STORE, *PLANNERS, *SOLVERS]
+# --------------------------------------------------------------------------- the protocol's spec
+def _spec(**kw):
+    from rcmdp_exact.protocol import ReproduceSpec
+    return lambda f: ReproduceSpec(**kw)
+
+
+def _your_model(**kw):
+    from rcmdp_exact.protocol import YourModel
+    return lambda f: YourModel("mine.npz", **kw)
+
+
+def _reproduce(db="runs.sqlite", out=None, spec=None):
+    def call(folder):
+        from rcmdp_exact.protocol import ReproduceSpec, reproduce
+        s = ReproduceSpec(tests=["inventory"], algorithms=["pg"], quick=True, seeds=1,
+                          episodes=1, bracket_seeds=0) if spec is None else spec(folder)
+        return reproduce(s, folder / db if isinstance(db, str) else db,
+                         out if not isinstance(out, str) else folder / out, workers=1)
+    return call
+
+
+def _missing_model(folder):
+    from rcmdp_exact.protocol import ReproduceSpec, YourModel
+    return ReproduceSpec(model=YourModel(str(folder / "missing.npz")))
+
+
+PROTOCOL = [
+    # an empty list planned no job at all (tests) or failed in plan() with an
+    # IndexError (algorithms); a number or None was a TypeError
+    Api("spec-tests-empty", _spec(tests=[]), InputError, ("tests", "empty")),
+    Api("spec-algorithms-empty", _spec(algorithms=[]), InputError, ("algorithms", "empty")),
+    Api("spec-tests-a-number", _spec(tests=5), InputError, ("tests", "int")),
+    Api("spec-algorithms-none", _spec(algorithms=None), InputError,
+        ("algorithms", "NoneType")),
+    Api("spec-tests-unknown", _spec(tests=["1C"]), rx.OptionError, ("'1C'", "'1A'")),
+    Api("spec-algorithms-twice-kept-once", _spec(tests=["1A", "1A"], algorithms="pg,pg"
+                                                 .split(",")),
+        check=lambda s, f: s.tests == ("1A",) and s.algorithms == ("pg",)),
+    # options as a string or a list were a ValueError/TypeError of dict(); the spec's
+    # own fields as options a TypeError in jobs() ("multiple values for 'seed'")
+    Api("spec-options-a-string", _spec(options="critic"), InputError,
+        ("options", "'critic'", "mapping")),
+    Api("spec-options-set-the-seed", _spec(options={"seed": 3}), InputError,
+        ("['seed']", "spec's own fields")),
+    Api("spec-options-set-the-domain", _spec(options={"domain": "nav1"}), InputError,
+        ("['domain']",)),
+    Api("your-model-unknown-support", _your_model(support="bogus"), rx.OptionError,
+        ("support", "'bogus'", "'nominal'")),
+    Api("your-model-support-a-number", _your_model(support=3), rx.OptionError,
+        ("support", "3")),
+    Api("your-model-missing-file", lambda f: _missing_model(f).jobs(), LoadError,
+        ("missing.npz", "does not exist")),
+    Api("reproduce-missing-model-file-before-any-store", lambda f: (
+        _reproduce(spec=_missing_model)(f)), LoadError, ("missing.npz",)),
+    # out=5 failed with a TypeError after every job had been computed and stored
+    Api("reproduce-out-a-number", _reproduce(out=5), InputError, ("out", "int")),
+    Api("reproduce-db-a-number", _reproduce(db=5), InputError, ("db", "int")),
+    Api("reproduce-spec-a-string", lambda f: __import__(
+        "rcmdp_exact.protocol", fromlist=["reproduce"]).reproduce("spec", f / "r.sqlite"),
+        InputError, ("spec", "ReproduceSpec")),
+]
+
+HOSTILE = [*MODELS, *TESTING, *COUNTEREXAMPLES, *LIMITS, *STORE, *PLANNERS, *SOLVERS,
+           *PROTOCOL]
 
 
 @pytest.mark.parametrize("row", rows(HOSTILE))
