@@ -35,17 +35,20 @@ import scipy.sparse as sp
 
 from .._checks import (
     MAX_INPUT_BYTES,
+    InputError,
     as_float_array,
     check_choice,
     check_int,
     check_limit,
     check_memory,
+    check_nonnegative,
     check_real,
 )
 from .._result import Result, Status
 from ._rounding import ETA, WIDEN, U, gam
 from .evaluation import rescaled_budget
 from .model import TabularCMDP, check_model
+from .model_checks import check_sparse_transitions, check_transition_rows
 
 __all__ = ["MDP_METHODS", "backward_induction", "box_policy_iteration", "greedy_box",
            "greedy_policy", "policy_iteration", "solve_mdp", "value_scale"]
@@ -403,18 +406,100 @@ def backward_induction(P, r, horizon: int, *, discount: float = 1.0, c=None, lam
         ``v`` (..., S): the scalarised value-to-go at t = 0; with ``c``, ``value``
         (..., S) and ``costs`` (..., S, K) of the greedy policy at t = 0 (``v`` =
         value - costs @ lam); with ``policy``, ``policy`` (T, ..., S, A).
+
+    Raises
+    ------
+    InputError
+        Before any step: a horizon above ``names.LIMITS``, a discount outside [0, 1], a
+        P whose rows are not distributions or whose shape is not r's then S (a sparse P:
+        (S*A, S), one problem), NaN or inf in r, c or lam, c without its cost axis K,
+        negative multipliers, ``lam`` without ``c``, a ``policy`` that is not a bool, or
+        values that float64 cannot hold (:math:`\max|g| \sum_t \delta^t` overflows).
     """
     T = check_limit(horizon, "horizon", "horizon")
     discount = check_real(discount, "discount", 0.0, 1.0,
                           hint=" (the per-step discount; 1: undiscounted)")
+    P, r, c, lam = _check_backward_inputs(P, r, c, lam, policy)
+    S, A = r.shape[-2:]
+    if policy:
+        N = int(np.prod(r.shape[:-2], dtype=np.int64))
+        check_memory(T, 8 * N * S * A, MAX_INPUT_BYTES, "horizon", "the policy of every step",
+                     "", "rcmdp_exact._checks.MAX_INPUT_BYTES")
+    # every value is at most max|g| times sum_t discount^t (rows sum to 1): refuse a
+    # problem whose values float64 cannot hold before any step
+    g_max = float(np.abs(r).max(initial=0.0))
+    if c is not None:
+        g_max += float(np.abs(c).max(initial=0.0)) * (1.0 + float(np.abs(lam).sum()))
+    steps = float(T) if discount == 1.0 else (1.0 - discount ** T) / (1.0 - discount)
+    _check_no_overflow(g_max, steps, "r (and c)", "or shorten the horizon")
+    return _backward_induction(P, r, T, discount=discount, c=c, lam=lam, policy=policy)
+
+
+def _check_no_overflow(g_max: float, steps: float, what: str, fix: str) -> None:
+    """Refuse a problem whose values, up to ``g_max * steps``, overflow float64."""
+    if not np.isfinite(g_max * steps * (1.0 + 1e-6)):
+        raise InputError(
+            f"the values of this problem overflow float64: one-step rewards up to "
+            f"{g_max:.3g} over {steps:.6g} (discounted) steps exceed "
+            f"{np.finfo(np.float64).max:.3g}; rescale {what} {fix}")
+
+
+def _check_backward_inputs(P, r, c, lam, policy):
+    """The checked (P, r, c, lam) of :func:`backward_induction` (its Parameters)."""
+    if not isinstance(policy, (bool, np.bool_)):
+        raise InputError(f"policy must be True or False, got {policy!r} "
+                         f"({type(policy).__name__})")
+    r = as_float_array(r, "r", "give the expected one-step rewards, shape (S, A) or "
+                       "(N, S, A)")
+    if r.ndim < 2 or 0 in r.shape:
+        raise InputError(f"r must have shape (S, A) or (N, S, A) with S, A >= 1, got "
+                         f"{r.shape}; give one expected reward per state and action")
+    batch, (S, A) = r.shape[:-2], r.shape[-2:]
+    if sp.issparse(P):
+        if batch:
+            raise InputError(f"a sparse P solves one problem: r must have shape (S, A), "
+                             f"got {r.shape}; give P dense (N, S, A, S) for N problems")
+        P, S_p, _ = check_sparse_transitions(P, r)
+        if S_p != S:
+            raise InputError(f"a sparse P must have shape (S*A, S) = ({S * A}, {S}) for r "
+                             f"of shape {r.shape}, got {P.shape}")
+    else:
+        P = as_float_array(P, "P", "give an (S, A, S) array of probabilities",
+                           finite=False)
+        if P.shape != (*batch, S, A, S):
+            raise InputError(f"P must have shape {(*batch, S, A, S)} (the shape of r, "
+                             f"{r.shape}, then S), got {P.shape}; give P[..., s, a, s'] "
+                             f"the probability of s' after a in s")
+        check_transition_rows(P)
+    if c is None:
+        if lam is not None:
+            raise InputError("lam is given without c: give the costs c (S, A, K) that the "
+                             "multipliers weigh, or drop lam")
+        return P, r, None, None
+    c = as_float_array(c, "c", "give the expected one-step costs, shape (S, A, K)")
+    if c.ndim != r.ndim + 1 or c.shape[:-1] != r.shape or c.shape[-1] == 0:
+        raise InputError(f"c must have shape {(*r.shape, 'K')} with K >= 1 (the shape of r, "
+                         f"then one column per cost), got {c.shape}")
+    K = c.shape[-1]
+    if lam is not None:
+        lam = as_float_array(lam, "lam", "give one multiplier per cost")
+        N = int(np.prod(batch, dtype=np.int64))
+        if lam.size not in (1, K, N * K):
+            raise InputError(f"lam must be one number, one multiplier per cost ({K},) or "
+                             f"one per problem and cost {(*batch, K)}, got shape "
+                             f"{lam.shape}")
+        check_nonnegative(lam, "lam", "Lagrange multipliers")
+    return P, r, c, lam
+
+
+def _backward_induction(P, r, T: int, *, discount: float = 1.0, c=None, lam=None,
+                        policy: bool = False) -> Result:
+    """:func:`backward_induction` on checked inputs (the package's own callers)."""
     sparse = sp.issparse(P)
     r = np.asarray(r, dtype=np.float64)
     batch = r.shape[:-2]
     S, A = r.shape[-2:]
     N = int(np.prod(batch, dtype=np.int64))
-    if policy:
-        check_memory(T, 8 * N * S * A, MAX_INPUT_BYTES, "horizon", "the policy of every step",
-                     "", "rcmdp_exact._checks.MAX_INPUT_BYTES")
     Pf = P if sparse else np.asarray(P, dtype=np.float64).reshape(N, S * A, S)
     K = 0 if c is None else np.shape(c)[-1]
     cc = None if c is None else np.asarray(c, dtype=np.float64).reshape(N, S, A, K)
@@ -1005,7 +1090,10 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
         check_memory(T, 8 * S * A, MAX_INPUT_BYTES, "horizon", "the policy of every step",
                      "; or solve the discounted problem (horizon=None)",
                      "rcmdp_exact._checks.MAX_INPUT_BYTES")
-        res = backward_induction(model.P_sparse, g, T, discount=disc, policy=True)
+        _check_no_overflow(float(np.abs(g).max(initial=0.0)),
+                           float(T) if disc == 1.0 else (1.0 - disc ** T) / (1.0 - disc),
+                           "the model's rewards and costs", "or shorten the horizon")
+        res = _backward_induction(model.P_sparse, g, T, discount=disc, policy=True)
         return Result(v=res.v, value=float(model.p0 @ res.v), policy=res.policy, horizon=T,
                       iterations=T, converged=True, success=True, status=Status.OPTIMAL,
                       message=f"backward induction over {T} steps", method="backward_induction",
@@ -1015,6 +1103,8 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
     check_real(model.gamma, "the model's gamma", 0.0, 1.0, high_open=True,
                hint="; solve_mdp's discounted methods need gamma < 1: give horizon=T for "
                     "the T-step problem")
+    _check_no_overflow(float(np.abs(g).max(initial=0.0)), 1.0 / (1.0 - model.gamma),
+                       "the model's rewards and costs", "or lower gamma")
     scale = value_scale(model)
     target = tol * scale
     bell = _Bellman(model, g)

@@ -93,13 +93,19 @@ def reproduce(spec, db, out=None, *, workers=None, backend=None, client=None,
     ``reproduce(ReproduceSpec(quick=True), "runs.sqlite", "out/")`` is ``rcmdp
     reproduce --quick --out out/``.
     """
-    from .._checks import check_type
+    from pathlib import Path
+
+    from .._checks import check_out_path, check_type
     from .backends import sweep
     from .phases import ReproduceSpec
     from .reproduction_report import write_report
     from .store import Store
 
     check_type(spec, "spec", ReproduceSpec, "give ReproduceSpec(tests=..., quick=...)")
+    check_type(db, "db", (str, Path), "give the path of the results store (runs.sqlite)")
+    if out is not None:
+        check_type(out, "out", (str, Path), "give the path of the report's folder")
+        check_out_path(out, kind="dir", name="out")
     jobs = spec.jobs()
     with Store(db) as store:
         store.request_tests(spec.tests)

@@ -168,12 +168,35 @@ class YourModel:
             check_limit(self.estimate, "estimate", "episodes")
         if self.radius is not None:
             check_real(self.radius, "radius", 0.0)
+        if self.support is not None:
+            from ..names import AROUND_SUPPORTS
+
+            check_choice(self.support, "support", AROUND_SUPPORTS)
         if (self.radius is not None or self.support is not None) and (
                 self.estimate is not None or self.set_file is not None):
             from .._checks import InputError
 
             raise InputError("radius and support shape the set built around the model "
                              "itself; they do not apply with set_file or estimate")
+
+
+def _names(value, name: str) -> tuple:
+    """``value`` (one name or a non-empty sequence of them) as a tuple of names, each
+    once."""
+    from .._checks import InputError
+
+    if isinstance(value, str):
+        return (value,)
+    try:
+        out = tuple(value)
+    except TypeError:
+        raise InputError(f"{name} must be a name or a list of names, got "
+                         f"{type(value).__name__}; give e.g. {name}=[...] or leave it "
+                         f"out for all") from None
+    if not out:
+        raise InputError(f"{name} is empty: nothing would be computed; give at least one, "
+                         f"or leave it out for all")
+    return tuple(dict.fromkeys(out))  # (each once, in the order given: as the CLI)
 
 
 @dataclass(frozen=True)
@@ -223,18 +246,15 @@ class ReproduceSpec:
     options: tuple = ()
 
     def __post_init__(self):
-        tests = (USER_TEST,) if self.model is not None else self.tests
-        if isinstance(tests, str):
-            tests = (tests,)
+        tests = (USER_TEST,) if self.model is not None else _names(self.tests, "tests")
         tests = tuple(check_choice(t, "test", tuple(TEST_DOMAIN)) for t in tests)
         if self.model is not None and tuple(self.tests) not in ((USER_TEST,), TESTS):
             from .._checks import InputError
 
             raise InputError(f"tests = {list(self.tests)} with your own model: its one "
                              f"test is {USER_TEST!r}; leave tests out")
-        algorithms = (self.algorithms,) if isinstance(self.algorithms, str) \
-            else tuple(self.algorithms)
-        algorithms = tuple(check_choice(a, "algorithm", ALGORITHMS) for a in algorithms)
+        algorithms = tuple(check_choice(a, "algorithm", ALGORITHMS)
+                           for a in _names(self.algorithms, "algorithms"))
         for name, limit in (("seeds", "seeds"), ("episodes", "episodes"),
                             ("bracket_seeds", "seeds")):
             if getattr(self, name) is not None:
@@ -250,14 +270,22 @@ class ReproduceSpec:
             raise InputError(f"trainer must be a function, got "
                              f"{type(self.trainer).__name__}; give a callable with the "
                              f"call of rcmdp_exact.learners.train")
-        opts = dict(self.options)
-        known = {f.name for f in fields(RunSpec)}
+        try:
+            opts = dict(self.options)
+        except (TypeError, ValueError):
+            from .._checks import InputError
+
+            raise InputError(f"options must be a mapping of RunSpec fields to values, got "
+                             f"{self.options!r}; give e.g. {{'critic': 'exact'}}") from None
+        known = {f.name for f in fields(RunSpec)} - {"domain", "algorithm", "seed",
+                                                     "episodes"}
         unknown = sorted(set(opts) - known)
         if unknown:
             from .._checks import InputError
 
             raise InputError(f"options {unknown} are not fields of RunSpec; give some of "
-                             f"{sorted(known - {'domain', 'algorithm', 'seed', 'episodes'})}")
+                             f"{sorted(known)} (tests, algorithms, seeds and episodes "
+                             f"are the spec's own fields)")
         for name, choices in OPTIONS.items():
             if name in opts:
                 check_choice(opts[name], name, choices)

@@ -335,7 +335,9 @@ def _call_api(row: Api, tmp_path: Path) -> None:
     if row.raises is None:
         value = row.call(tmp_path)
         if row.check is not None:
-            row.check(value, tmp_path)
+            # a check is either asserts (None) or a truth value: False fails the row
+            verdict = row.check(value, tmp_path)
+            assert verdict is None or bool(verdict), (row.id, value)
         return
     with pytest.raises(row.raises) as info:
         row.call(tmp_path)

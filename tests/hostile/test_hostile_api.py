@@ -464,6 +464,93 @@ def _agree(res, folder):
     assert abs(ev.value - a.value) <= ev.error_bound + a.error_bound
 
 
+# --------------------------------------------------------------------------- exact answers
+def _exact_optimum(P, r, gamma):
+    """v* of the MDP the float arrays define, each float an exact rational: policy
+    iteration in exact arithmetic (Gauss-Jordan over fractions), written for this test
+    (an independent method: no float, no package code)."""
+    from fractions import Fraction as F
+    S, A, _ = P.shape
+    Pf = [[[F(float(x)) for x in P[s, a]] for a in range(A)] for s in range(S)]
+    rf = [[F(float(x)) for x in r[s]] for s in range(S)]
+    g = F(float(gamma))
+    pol = [0] * S
+    while True:
+        M = [[F(int(i == j)) - g * Pf[i][pol[i]][j] for j in range(S)] + [rf[i][pol[i]]]
+             for i in range(S)]
+        for col in range(S):
+            piv = next(i for i in range(col, S) if M[i][col] != 0)
+            M[col], M[piv] = M[piv], M[col]
+            for i in range(S):
+                if i != col and M[i][col] != 0:
+                    f = M[i][col] / M[col][col]
+                    M[i] = [x - f * y for x, y in zip(M[i], M[col], strict=True)]
+        v = [M[i][S] / M[i][i] for i in range(S)]
+        q = [[rf[s][a] + g * sum(Pf[s][a][j] * v[j] for j in range(S)) for a in range(A)]
+             for s in range(S)]
+        new = [pol[s] if q[s][pol[s]] == max(q[s]) else q[s].index(max(q[s]))
+               for s in range(S)]
+        if new == pol:
+            return v
+        pol = new
+
+
+def _hard_mdp(S, A, gamma, scale, seed, sparse=False):
+    """Rows with exact zeros beside entries of 1e-15 (and larger ones), rewards of
+    ``scale``."""
+    rng = np.random.default_rng(seed)
+    P = rng.random((S, A, S))
+    P[P < 0.6] = 0.0
+    P[..., 0] += 1e-15
+    P /= P.sum(-1, keepdims=True)
+    R = rng.normal(size=(S, A)) * scale
+    return rx.TabularCMDP(sp.csr_array(P.reshape(S * A, S)) if sparse else P, R,
+                          gamma=gamma, p0=0)
+
+
+def _all_methods(S, A, gamma, scale, seed, sparse=False, **kw):
+    def call(folder):
+        m = _hard_mdp(S, A, gamma, scale, seed, sparse)
+        P = m.P_sparse.toarray().reshape(S, A, S)
+        return _exact_optimum(P, np.asarray(m.r), m.gamma), [
+            rx.solve_mdp(m, meth, **kw) for meth in
+            ("policy_iteration", "value_iteration", "modified_policy_iteration", "lp")]
+    return call
+
+
+def _within_bound(res, folder):
+    """Every method's v is within its own error_bound of the exact v*, and says so."""
+    from fractions import Fraction as F
+    vstar, results = res
+    for r in results:
+        assert r.success, (r.method, r.message)
+        err = max(abs(F(float(x)) - y) for x, y in zip(r.v, vstar, strict=True))
+        assert err <= F(float(r.error_bound)), (r.method, float(err), r.error_bound)
+        assert r.converged == (str(r.status) == "converged"), (r.method, r.status)
+
+
+def _lp_capped(folder):
+    return (_exact_optimum(*_arrays(_hard_mdp(7, 4, 0.995, 1.0, 5))),
+            [rx.solve_mdp(_hard_mdp(7, 4, 0.995, 1.0, 5), "lp", max_iter=1)])
+
+
+def _arrays(m):
+    return m.P_sparse.toarray().reshape(m.n_states, m.n_actions, m.n_states), \
+        np.asarray(m.r), m.gamma
+
+
+def _lp_capped_says_so(res, folder):
+    _within_bound(res, folder)
+    assert "iteration limit max_iter=1" in res[1][0].message, res[1][0].message
+    assert "certified policy iteration" in res[1][0].message, res[1][0].message
+
+
+def _backward(P=None, r=None, horizon=3, **kw):
+    P = np.full((3, 2, 3), 1 / 3) if P is None else P
+    r = np.ones((3, 2)) if r is None else r
+    return lambda f: rx.backward_induction(P, r, horizon, **kw)
+
+
 SOLVERS = [
     Api("solve-unknown-method", _solve("policy-iteration"), InputError,
         ("'policy-iteration'", "'policy_iteration'")),
@@ -523,9 +610,134 @@ SOLVERS = [
     Api("evaluate-finite-horizon-10^12", lambda f: rx.evaluate_finite_horizon(
         _garnet(), np.full((3, 2), 0.5), horizon=10**12), InputError,
         ("horizon", "10^6")),
+    # every method against exact policy iteration over the rationals, within its own
+    # error_bound: rows with exact zeros and 1e-15 entries, dense and sparse, S = 1,
+    # A = 1, gamma near 1, rewards of 1e6 and of 1e-300, gamma = 0
+    *[Api(f"solve-exact-{name}", _all_methods(*args, **kw), check=_within_bound)
+      for name, args, kw in [
+          ("dense", (4, 3, 0.9, 1.0, 0), {}),
+          ("sparse", (4, 3, 0.9, 1.0, 0, True), {}),
+          ("one-state", (1, 3, 0.99, 1.0, 1), {}),
+          ("one-action", (3, 1, 0.999, 1.0, 2), {}),
+          ("gamma-1-1e-9-sparse", (4, 2, 1 - 1e-9, 1.0, 2, True), {}),
+          ("rewards-1e6-gamma-1-1e-10", (5, 3, 1 - 1e-10, 1e6, 7), {}),
+          ("rewards-1e-300", (4, 3, 0.95, 1e-300, 4), {}),
+          ("gamma-0", (3, 2, 0.0, 1.0, 0), {}),
+          ("k-1", (5, 3, 0.99, 1.0, 3), {"k": 1}),
+      ]],
+    Api("solve-lp-stopped-by-max-iter-says-so", _lp_capped, check=_lp_capped_says_so),
+    # values beyond float64 came back inf and NaN, marked converged with error_bound inf
+    Api("solve-values-overflow", lambda f: rx.solve_mdp(_hard_mdp(3, 2, 0.999, 1e306, 1)),
+        InputError, ("overflow float64", "1000", "rescale")),
+    Api("solve-values-overflow-lp", lambda f: rx.solve_mdp(
+        _hard_mdp(3, 2, 0.999, 1e306, 1), "lp"), InputError, ("overflow float64",)),
+    Api("solve-horizon-values-overflow", lambda f: rx.solve_mdp(
+        _hard_mdp(3, 2, 0.5, 1e307, 1), horizon=100), InputError,
+        ("overflow float64", "100", "horizon")),
+    # backward_induction checked only horizon and discount: NaN came back as values,
+    # wrong shapes failed inside numpy, lam without c and policy="no" were ignored
+    Api("backward-r-nan", _backward(r=np.full((3, 2), np.nan)), InputError,
+        ("r[0, 0]", "nan")),
+    Api("backward-r-one-dimensional", _backward(r=np.ones(3)), InputError,
+        ("r", "(S, A)", "(3,)")),
+    Api("backward-r-no-states", _backward(P=np.zeros((0, 2, 0)), r=np.zeros((0, 2))),
+        InputError, ("r", "(0, 2)")),
+    Api("backward-P-wrong-shape", _backward(P=np.ones((2, 2))), InputError,
+        ("P", "(3, 2, 3)", "(2, 2)")),
+    Api("backward-P-nan", _backward(P=np.full((3, 2, 3), np.nan)), InputError,
+        ("P[0, 0, 0]", "nan")),
+    Api("backward-P-negative", _backward(P=np.full((3, 2, 3), -1 / 3)), InputError,
+        ("P[0, 0, 0]", "negative")),
+    Api("backward-P-rows-not-summing-to-1", _backward(P=np.full((3, 2, 3), 0.3)),
+        InputError, ("P[0, 0, :]", "not 1")),
+    Api("backward-sparse-P-wrong-rows", _backward(P=sp.csr_array(np.full((5, 3), 1 / 3))),
+        InputError, ("(6, 3)", "(5, 3)")),
+    Api("backward-P-a-string", _backward(P="P"), InputError, ("P", "str")),
+    Api("backward-c-without-cost-axis", _backward(c=np.ones((3, 2))), InputError,
+        ("c", "K", "(3, 2)")),
+    Api("backward-c-nan", _backward(c=np.full((3, 2, 1), np.nan), lam=1.0), InputError,
+        ("c[0, 0, 0]", "nan")),
+    Api("backward-lam-wrong-length", _backward(c=np.ones((3, 2, 1)), lam=[1.0, 2.0]),
+        InputError, ("lam", "(2,)")),
+    Api("backward-lam-nan", _backward(c=np.ones((3, 2, 1)), lam=np.nan), InputError,
+        ("lam", "nan")),
+    Api("backward-lam-negative", _backward(c=np.ones((3, 2, 1)), lam=-1.0), InputError,
+        ("lam", "-1.0", ">= 0")),
+    Api("backward-lam-without-c", _backward(lam=5.0), InputError, ("lam", "without c")),
+    Api("backward-policy-not-a-bool", _backward(policy="no"), InputError,
+        ("policy", "'no'", "True or False")),
+    Api("backward-values-overflow", _backward(r=np.full((3, 2), 1e308)), InputError,
+        ("overflow float64", "rescale")),
+    Api("backward-one-state-one-action", _backward(
+        P=np.ones((1, 1, 1)), r=np.full((1, 1), 2.0), horizon=5, discount=0.5,
+        policy=True),
+        check=lambda r, f: r.v[0] == 2.0 * (1 - 0.5 ** 5) / 0.5 and r.policy.shape == (5, 1, 1)),
 ]
 
-HOSTILE = [*MODELS, *TESTING, *COUNTEREXAMPLES, *LIMITS, *STORE, *PLANNERS, *SOLVERS]
+# --------------------------------------------------------------------------- the protocol's spec
+def _spec(**kw):
+    from rcmdp_exact.protocol import ReproduceSpec
+    return lambda f: ReproduceSpec(**kw)
+
+
+def _your_model(**kw):
+    from rcmdp_exact.protocol import YourModel
+    return lambda f: YourModel("mine.npz", **kw)
+
+
+def _reproduce(db="runs.sqlite", out=None, spec=None):
+    def call(folder):
+        from rcmdp_exact.protocol import ReproduceSpec, reproduce
+        s = ReproduceSpec(tests=["inventory"], algorithms=["pg"], quick=True, seeds=1,
+                          episodes=1, bracket_seeds=0) if spec is None else spec(folder)
+        return reproduce(s, folder / db if isinstance(db, str) else db,
+                         out if not isinstance(out, str) else folder / out, workers=1)
+    return call
+
+
+def _missing_model(folder):
+    from rcmdp_exact.protocol import ReproduceSpec, YourModel
+    return ReproduceSpec(model=YourModel(str(folder / "missing.npz")))
+
+
+PROTOCOL = [
+    # an empty list planned no job at all (tests) or failed in plan() with an
+    # IndexError (algorithms); a number or None was a TypeError
+    Api("spec-tests-empty", _spec(tests=[]), InputError, ("tests", "empty")),
+    Api("spec-algorithms-empty", _spec(algorithms=[]), InputError, ("algorithms", "empty")),
+    Api("spec-tests-a-number", _spec(tests=5), InputError, ("tests", "int")),
+    Api("spec-algorithms-none", _spec(algorithms=None), InputError,
+        ("algorithms", "NoneType")),
+    Api("spec-tests-unknown", _spec(tests=["1C"]), rx.OptionError, ("'1C'", "'1A'")),
+    Api("spec-algorithms-twice-kept-once", _spec(tests=["1A", "1A"], algorithms="pg,pg"
+                                                 .split(",")),
+        check=lambda s, f: s.tests == ("1A",) and s.algorithms == ("pg",)),
+    # options as a string or a list were a ValueError/TypeError of dict(); the spec's
+    # own fields as options a TypeError in jobs() ("multiple values for 'seed'")
+    Api("spec-options-a-string", _spec(options="critic"), InputError,
+        ("options", "'critic'", "mapping")),
+    Api("spec-options-set-the-seed", _spec(options={"seed": 3}), InputError,
+        ("['seed']", "spec's own fields")),
+    Api("spec-options-set-the-domain", _spec(options={"domain": "nav1"}), InputError,
+        ("['domain']",)),
+    Api("your-model-unknown-support", _your_model(support="bogus"), rx.OptionError,
+        ("support", "'bogus'", "'nominal'")),
+    Api("your-model-support-a-number", _your_model(support=3), rx.OptionError,
+        ("support", "3")),
+    Api("your-model-missing-file", lambda f: _missing_model(f).jobs(), LoadError,
+        ("missing.npz", "does not exist")),
+    Api("reproduce-missing-model-file-before-any-store", lambda f: (
+        _reproduce(spec=_missing_model)(f)), LoadError, ("missing.npz",)),
+    # out=5 failed with a TypeError after every job had been computed and stored
+    Api("reproduce-out-a-number", _reproduce(out=5), InputError, ("out", "int")),
+    Api("reproduce-db-a-number", _reproduce(db=5), InputError, ("db", "int")),
+    Api("reproduce-spec-a-string", lambda f: __import__(
+        "rcmdp_exact.protocol", fromlist=["reproduce"]).reproduce("spec", f / "r.sqlite"),
+        InputError, ("spec", "ReproduceSpec")),
+]
+
+HOSTILE = [*MODELS, *TESTING, *COUNTEREXAMPLES, *LIMITS, *STORE, *PLANNERS, *SOLVERS,
+           *PROTOCOL]
 
 
 @pytest.mark.parametrize("row", rows(HOSTILE))
