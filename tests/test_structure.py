@@ -104,6 +104,35 @@ def test_public_names_resolve(package):
     assert int(out.stdout) > 0
 
 
+def _public_modules() -> list[str]:
+    """The package and every public module in it (no ``_`` part in its dotted name)."""
+    import pkgutil
+
+    import rcmdp_exact
+
+    return ["rcmdp_exact"] + [m.name for m in pkgutil.walk_packages(rcmdp_exact.__path__,
+                                                                    "rcmdp_exact.")
+                              if not any(p.startswith("_") for p in m.name.split("."))
+                              and m.name != "rcmdp_exact.__main__"]
+
+
+def test_every_public_function_and_class_is_documented():
+    """Every function and class in a public module's ``__all__`` has a docstring (the API
+    pages are built from them)."""
+    import importlib
+    import inspect
+
+    bare = []
+    for name in _public_modules():
+        module = importlib.import_module(name)
+        for attr in getattr(module, "__all__", ()):
+            obj = getattr(module, attr, None)
+            if (inspect.isfunction(obj) or inspect.isclass(obj)) and not (
+                    obj.__doc__ or "").strip():
+                bare.append(f"{name}.{attr}")
+    assert not bare, f"public names without a docstring: {bare}"
+
+
 def test_the_top_level_names_are_one_table():
     """``rcmdp_exact.__all__`` is the table ``_EXPORTS``, ``__version__`` and the set
     classes of the built-in kinds: nothing else keeps a list of the public names."""

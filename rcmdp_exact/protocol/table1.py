@@ -131,6 +131,9 @@ def _stats(x: np.ndarray) -> dict:
 
 
 def ground_truth_index(store) -> dict:
+    """The store's ground-truth results by what they answer: ``{"suite": {(test,
+    suite): result}, "bracket": {(test, estimation): result}, "training": {...}}``, keys
+    in canonical JSON; of several brackets of one estimation the tightest is kept."""
     gts = store.ground_truth()
     idx = {"suite": {}, "bracket": {}, "training": {}}
     for g in gts:
