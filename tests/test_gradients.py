@@ -194,7 +194,9 @@ def test_theorem2_mlp_matches_finite_differences(case):
     theta, phi = pol.init(rng), adv.init(rng)
     g = adversary_gradient(model, theta, phi, lam, pol, adv)
     fd = finite_difference(model, theta, lam, pol, phi, adv, wrt="adversary")
-    _close(g, fd)
+    # a fresh example had a vanishing gradient (norm 2e-9): the order-4 difference's
+    # rounding noise, not the fixed 1e-9, bounds the absolute error there
+    _close(g, fd, floor=max(1e-9, _noise_floor(model, lam, phi)))
 
 
 def test_mlp_inputs_follow_the_protocol_scaling():
