@@ -365,6 +365,25 @@ def test_an_lp_without_optimum_is_repaired_and_said(monkeypatch):
     assert np.abs(res.v - v_ind).max() <= res.error_bound + 1e-9
 
 
+def test_a_refused_start_basis_is_retried_from_highs_own_start(monkeypatch):
+    """HiGHS may refuse the start basis (near gamma = 1 with nearly absorbing states:
+    a near-singular basis matrix); the LP is then solved again from HiGHS's own start,
+    still by the LP, and its policy is the optimal one of the policy iteration written
+    in this test."""
+    import highspy
+
+    def refuse(self, basis):
+        raise RuntimeError("basis refused (planted)")
+
+    monkeypatch.setattr(highspy.Highs, "setBasis", refuse)
+    m = garnet(12, 3, 4, n_constraints=0, seed=5).replace(gamma=0.99)
+    res = solve_mdp(m, "lp")
+    v_ind, a_ind = _independent_policy_iteration(np.asarray(m.P), np.asarray(m.r), 0.99)
+    assert res.converged and res.message.startswith("LP (HiGHS) optimal after ")
+    np.testing.assert_array_equal(res.actions, a_ind)
+    assert np.abs(res.v - v_ind).max() <= res.error_bound + 1e-9
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 def test_the_lp_is_bounded_by_max_iter_and_says_so(sparse):
     """max_iter bounds HiGHS's simplex iterations: a budget below what the LP needs
