@@ -430,9 +430,13 @@ def backward_induction(P, r, horizon: int, *, discount: float = 1.0, c=None, lam
     g_max = float(np.abs(r).max(initial=0.0))
     if c is not None:
         g_max += float(np.abs(c).max(initial=0.0)) * (1.0 + float(np.abs(lam).sum()))
-    steps = float(T) if discount == 1.0 else (1.0 - discount ** T) / (1.0 - discount)
-    _check_no_overflow(g_max, steps, "r (and c)", "or shorten the horizon")
+    _check_no_overflow(g_max, _steps(T, discount), "r (and c)", "or shorten the horizon")
     return _backward_induction(P, r, T, discount=discount, c=c, lam=lam, policy=policy)
+
+
+def _steps(T: int, discount: float) -> float:
+    r""":math:`\sum_{t<T} \delta^t`, the most a value of T steps weighs a one-step reward."""
+    return float(T) if discount == 1.0 else (1.0 - discount ** T) / (1.0 - discount)
 
 
 def _check_no_overflow(g_max: float, steps: float, what: str, fix: str) -> None:
@@ -1090,8 +1094,7 @@ def solve_mdp(model: TabularCMDP, method: str = "policy_iteration", *, lam=None,
         check_memory(T, 8 * S * A, MAX_INPUT_BYTES, "horizon", "the policy of every step",
                      "; or solve the discounted problem (horizon=None)",
                      "rcmdp_exact._checks.MAX_INPUT_BYTES")
-        _check_no_overflow(float(np.abs(g).max(initial=0.0)),
-                           float(T) if disc == 1.0 else (1.0 - disc ** T) / (1.0 - disc),
+        _check_no_overflow(float(np.abs(g).max(initial=0.0)), _steps(T, disc),
                            "the model's rewards and costs", "or shorten the horizon")
         res = _backward_induction(model.P_sparse, g, T, discount=disc, policy=True)
         return Result(v=res.v, value=float(model.p0 @ res.v), policy=res.policy, horizon=T,
