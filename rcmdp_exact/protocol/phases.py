@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from .._checks import check_choice, check_limit, check_real, check_type
+from .._checks import InputError, check_choice, check_limit, check_real, check_type
 from ..names import BRACKET_ASCENT, BRACKET_BOXES, BRACKET_SECONDS, USER_TEST
 from .spec import (
     ALGORITHMS,
@@ -174,8 +174,6 @@ class YourModel:
             check_choice(self.support, "support", AROUND_SUPPORTS)
         if (self.radius is not None or self.support is not None) and (
                 self.estimate is not None or self.set_file is not None):
-            from .._checks import InputError
-
             raise InputError("radius and support shape the set built around the model "
                              "itself; they do not apply with set_file or estimate")
 
@@ -183,8 +181,6 @@ class YourModel:
 def _names(value, name: str) -> tuple:
     """``value`` (one name or a non-empty sequence of them) as a tuple of names, each
     once."""
-    from .._checks import InputError
-
     if isinstance(value, str):
         return (value,)
     try:
@@ -249,8 +245,6 @@ class ReproduceSpec:
         tests = (USER_TEST,) if self.model is not None else _names(self.tests, "tests")
         tests = tuple(check_choice(t, "test", tuple(TEST_DOMAIN)) for t in tests)
         if self.model is not None and tuple(self.tests) not in ((USER_TEST,), TESTS):
-            from .._checks import InputError
-
             raise InputError(f"tests = {list(self.tests)} with your own model: its one "
                              f"test is {USER_TEST!r}; leave tests out")
         algorithms = tuple(check_choice(a, "algorithm", ALGORITHMS)
@@ -265,24 +259,18 @@ class ReproduceSpec:
         if self.model is not None:
             check_type(self.model, "model", YourModel, "give YourModel(path, ...)")
         if self.trainer is not None and not callable(self.trainer):
-            from .._checks import InputError
-
             raise InputError(f"trainer must be a function, got "
                              f"{type(self.trainer).__name__}; give a callable with the "
                              f"call of rcmdp_exact.learners.train")
         try:
             opts = dict(self.options)
         except (TypeError, ValueError):
-            from .._checks import InputError
-
             raise InputError(f"options must be a mapping of RunSpec fields to values, got "
                              f"{self.options!r}; give e.g. {{'critic': 'exact'}}") from None
         known = {f.name for f in fields(RunSpec)} - {"domain", "algorithm", "seed",
                                                      "episodes"}
         unknown = sorted(set(opts) - known)
         if unknown:
-            from .._checks import InputError
-
             raise InputError(f"options {unknown} are not fields of RunSpec; give some of "
                              f"{sorted(known)} (tests, algorithms, seeds and episodes "
                              f"are the spec's own fields)")
