@@ -10,6 +10,20 @@ from hostile import INPUT_FILES, Cli, rows, run_cli, setup_files
 QUICK = ("--episodes", "2", "--eval-every", "1", "--no-bracket", "--no-progress")
 
 
+#: The end of both trainers below: a signal that waited (for the compiler, or until
+#: ``__del__`` returned) is delivered again by a timer thread; once it has run, the next
+#: instructions take the interrupt (none: it was lost).
+AWAIT_THE_INTERRUPT = """\
+    for thread in threading.enumerate():
+        if isinstance(thread, threading.Timer):
+            thread.join()
+    total = 0
+    for i in range(10000):
+        total += i
+    raise RuntimeError("the interrupt was lost")
+"""
+
+
 #: A trainer that compiles a function of its own with numba and sends itself SIGINT
 #: from inside LLVM's callback to llvmlite (ctypes) that hands over the object code.
 INTERRUPTED_IN_COMPILER = """\
@@ -38,16 +52,7 @@ def train(*args, **kwargs):
         return x + 1.5
 
     one_more(1.0)
-    # a signal that waited for the compiler is delivered again by a timer thread: once
-    # it has run, the next instructions take the interrupt (none: it was lost)
-    for thread in threading.enumerate():
-        if isinstance(thread, threading.Timer):
-            thread.join()
-    total = 0
-    for i in range(10000):
-        total += i
-    raise RuntimeError("the interrupt was lost")
-"""
+""" + AWAIT_THE_INTERRUPT
 
 
 INTERRUPTED_IN_DEL = """\
@@ -65,14 +70,7 @@ class Held:
 def train(*args, **kwargs):
     held = Held()
     del held
-    for thread in threading.enumerate():  # the signal delivered again (see above)
-        if isinstance(thread, threading.Timer):
-            thread.join()
-    total = 0
-    for i in range(10000):
-        total += i
-    raise RuntimeError("the interrupt was lost")
-"""
+""" + AWAIT_THE_INTERRUPT
 
 
 def _deleting_trainer(folder):
