@@ -289,6 +289,10 @@ def run_cli(row: Cli, tmp_path: Path):
                 os.killpg(beside.pid, _signal.SIGKILL)
                 beside.wait()
         after = files_of(folder)
+        if row.moment == "busy" and proc.returncode == 0:
+            raise AssertionError(f"the signal's moment never came: the command ended without "
+                                 f"entering {row.at!r} {row.calls} time(s); name a function "
+                                 f"its work reaches (stdout: {out[-500:]!r})")
         check_outcome(row, proc.returncode, out, err)
         for name in row.unchanged:
             assert after.get(name) == before.get(name), f"{name} changed"

@@ -53,3 +53,12 @@ HOSTILE = [
 @pytest.mark.parametrize("row", rows(HOSTILE))
 def test_hostile(row, tmp_path):
     run_cli(row, tmp_path)
+
+
+def test_a_busy_moment_that_never_comes_fails_the_row(tmp_path):
+    """The harness itself: a row whose command never enters its ``at`` function (so no
+    signal is sent and the command succeeds) fails, and says why."""
+    row = Cli("never", ("evaluate", "--domain", "nav2"), code=130, signal="INT",
+              moment="busy", at="no_such_function_anywhere")
+    with pytest.raises(AssertionError, match=r"moment never came.*no_such_function_anywhere"):
+        run_cli(row, tmp_path)
