@@ -88,6 +88,7 @@ __all__ = [
     "check_nonnegative",
     "check_out_path",
     "check_real",
+    "check_room",
     "check_row_sums",
     "check_seed",
     "check_shape",
@@ -441,16 +442,20 @@ def check_memory(n: int, item_bytes: int, limit: int, name: str, what: str, fix:
             f"{where}; give {name} <= {most:,}{fix}")
 
 
-def check_sizes(need: int, sizes: dict, what: str, fix: str = "") -> None:
-    """Refuse, before any allocation, sizes (``{"n_states": S, ...}``) whose arrays would
-    hold ``need`` bytes, more than :data:`MAX_INPUT_BYTES`: the message names every size
-    and its value, the memory and the limit."""
+def check_room(need: int, who: str, of: str = "", fix: str = "") -> None:
+    """Refuse, before any allocation, arrays of ``need`` bytes above
+    :data:`MAX_INPUT_BYTES`: "``who`` would hold N GiB [of ``of``] in memory, above the
+    limit ...; give smaller sizes``fix``" (the one message of every size limit)."""
     if int(need) > MAX_INPUT_BYTES:
-        shown = ", ".join(f"{k} = {plain(v):,}" for k, v in sizes.items())
         raise InputError(
-            f"{shown} would hold {bytes_text(need)} of {what} in memory, above the limit "
-            f"of {bytes_text(MAX_INPUT_BYTES)} (rcmdp_exact._checks.MAX_INPUT_BYTES); "
-            f"give smaller sizes{fix}")
+            f"{who} would hold {bytes_text(need)}{f' of {of}' if of else ''} in memory, "
+            f"above the limit of {bytes_text(MAX_INPUT_BYTES)} "
+            f"(rcmdp_exact._checks.MAX_INPUT_BYTES); give smaller sizes{fix}")
+
+
+def check_sizes(need: int, sizes: dict, what: str, fix: str = "") -> None:
+    """:func:`check_room` naming every size (``{"n_states": S, ...}``) and its value."""
+    check_room(need, ", ".join(f"{k} = {plain(v):,}" for k, v in sizes.items()), what, fix)
 
 
 def check_choice(value, name: str, choices: Sequence[str], hint: str = ""):

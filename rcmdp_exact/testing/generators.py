@@ -30,13 +30,12 @@ import numbers
 import numpy as np
 
 from .._checks import (
-    MAX_INPUT_BYTES,
     InputError,
-    bytes_text,
     check_choice,
     check_int,
     check_limit,
     check_real,
+    check_room,
     rng_from,
 )
 from ..core.evaluation import PolicySystem
@@ -65,11 +64,7 @@ def _room(entries: int, what: str, arrays: int = 1) -> None:
     """Refuse, before any draw, ``arrays`` float64 arrays of ``entries`` entries each
     (``what`` names the arguments that set them) above
     :data:`~rcmdp_exact._checks.MAX_INPUT_BYTES`."""
-    need = 8 * int(entries) * int(arrays)
-    if need > MAX_INPUT_BYTES:
-        raise InputError(f"{what} would hold {bytes_text(need)} in memory, above the limit "
-                         f"of {bytes_text(MAX_INPUT_BYTES)} "
-                         f"(rcmdp_exact._checks.MAX_INPUT_BYTES); give smaller sizes")
+    check_room(8 * int(entries) * int(arrays), what)
 
 
 def random_cmdp(seed, S: int, A: int, K: int, gamma: float, n_outcomes: int | None = None,

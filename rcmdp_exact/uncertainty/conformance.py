@@ -823,12 +823,9 @@ SKEWED_FAMILIES = ("tiny", "zeros", "one_large", "uniform")
 
 
 def _room(entries: int, what: str) -> None:
-    from .._checks import MAX_INPUT_BYTES, bytes_text
+    from .._checks import check_room
 
-    if 8 * entries > MAX_INPUT_BYTES:
-        raise InputError(f"{what} would hold {bytes_text(8 * entries)} in memory, above "
-                         f"the limit of {bytes_text(MAX_INPUT_BYTES)} "
-                         f"(rcmdp_exact._checks.MAX_INPUT_BYTES); give smaller sizes")
+    check_room(8 * entries, what)
 
 
 def _kernel_arg(P) -> np.ndarray:
