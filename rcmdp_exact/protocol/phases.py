@@ -192,6 +192,10 @@ def _names(value, name: str) -> tuple:
     if not out:
         raise InputError(f"{name} is empty: nothing would be computed; give at least one, "
                          f"or leave it out for all")
+    bad = [v for v in out if not isinstance(v, str)]
+    if bad:
+        raise InputError(f"{name} must be names (strings), got {bad[0]!r} "
+                         f"({type(bad[0]).__name__}); give e.g. {name}=[...] of names")
     return tuple(dict.fromkeys(out))  # (each once, in the order given: as the CLI)
 
 

@@ -706,6 +706,11 @@ PROTOCOL = [
     Api("spec-tests-empty", _spec(tests=[]), InputError, ("tests", "empty")),
     Api("spec-algorithms-empty", _spec(algorithms=[]), InputError, ("algorithms", "empty")),
     Api("spec-tests-a-number", _spec(tests=5), InputError, ("tests", "int")),
+    # a list inside the list was a raw "unhashable type" TypeError
+    Api("spec-tests-a-list-of-lists", _spec(tests=[["1A"]]), InputError,
+        ("tests", "['1A']", "list")),
+    Api("spec-algorithms-a-set-inside", _spec(algorithms=[{"pg"}]), InputError,
+        ("algorithms", "set")),
     Api("spec-algorithms-none", _spec(algorithms=None), InputError,
         ("algorithms", "NoneType")),
     Api("spec-tests-unknown", _spec(tests=["1C"]), rx.OptionError, ("'1C'", "'1A'")),
