@@ -42,7 +42,7 @@ def test_every_kind_passes_on_its_own_examples(kind, terminal):
         model = _model(terminal, seed)
         uset = T.example(cls.strategy(model), seed=seed)
         res = check_set_conformance(uset, seed=seed, counts=seed == 0)
-        assert res.kind == kind and res.set == cls.__name__
+        assert res.kind == kind and res.set_type == cls.__name__
         assert {"protocol", "kind", "nominal", "files", "worst_case", "terminal"} <= set(
             res.passed)
         assert set(res.checks) == set(CHECKS)

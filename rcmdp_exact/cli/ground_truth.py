@@ -127,10 +127,10 @@ def run(args: argparse.Namespace) -> int:
 
         names = list(PAPER_DOMAINS) if args.domain in (None, "all") else [args.domain]
         check_set_kind(kind, paper_domain(names[0]), ())
-    elif own.set is not None:
+    elif own.uset is not None:
         from ..robust import check_robust_inputs
 
-        check_robust_inputs(own.model, own.set, f"--set-file {own.set_path!r}")
+        check_robust_inputs(own.model, own.uset, f"--set-file {own.set_path!r}")
     else:
         check_set_kind(kind, own.model, ())
     from ..ground_truth import BracketSettings
@@ -147,8 +147,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         from ..names import USER_ESTIMATION_EPISODES, USER_RADIUS
 
-        if own.set is not None:
-            set_spec = SetSpec(saved=own.set, delta=args.delta)
+        if own.uset is not None:
+            set_spec = SetSpec(saved=own.uset, delta=args.delta)
         elif args.estimate is not None:
             set_spec = SetSpec(kind=kind, delta=args.delta)
         else:  # judged on itself: the set around the model

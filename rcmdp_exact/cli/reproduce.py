@@ -262,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
                                 f"itself; set {kind} around it, radius "
                                 f"{options['radius']:g}; support: "
                                 f"{support_text(around, own.model)}")
-            elif own.set is not None:
+            elif own.uset is not None:
                 summary_line = (f"--model {own.path}: trained on the nominal kernel of "
                                 f"--set-file {own.set_path}, judged on the model itself")
             else:
@@ -272,9 +272,9 @@ def run(args: argparse.Namespace) -> int:
                                 f"{kind} estimated (its radii and support: report.md)")
         except InputError as exc:
             parser.error(str(exc))
-        if own.set is not None:
+        if own.uset is not None:
             check_set_kind(kind, own.model, learners, critic=critic, inner=inner,
-                           flag=f"--set-file {own.set_path!r}", uset=own.set)
+                           flag=f"--set-file {own.set_path!r}", uset=own.uset)
         else:
             check_set_kind(kind, own.model, learners, critic=critic, inner=inner)
     else:

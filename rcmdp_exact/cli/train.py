@@ -287,10 +287,10 @@ def run(args: argparse.Namespace) -> int:
     true = paper_domain(args.domain) if own is None else own.model
     kind = args.set_kind or "l1"
     learners = () if trainer is not None else (args.algorithm,)
-    around = own is not None and own.set is None and args.estimate is None
-    if own is not None and own.set is not None:
+    around = own is not None and own.uset is None and args.estimate is None
+    if own is not None and own.uset is not None:
         check_set_kind(kind, true, learners, critic=args.critic, inner=args.inner,
-                       flag=f"--set-file {own.set_path!r}", uset=own.set)
+                       flag=f"--set-file {own.set_path!r}", uset=own.uset)
     else:
         check_set_kind(kind, true, learners, critic=args.critic, inner=args.inner)
     args._interrupted = "nothing was written"
@@ -307,8 +307,8 @@ def run(args: argparse.Namespace) -> int:
         source = "no estimation: the model itself"
         set_text = (f"{kind} ({type(uset).__name__}) around the model itself, radius "
                     f"{radius:g}")
-    elif own is not None and own.set is not None:
-        uset, n_est = own.set, 0
+    elif own is not None and own.uset is not None:
+        uset, n_est = own.uset, 0
         nominal = true.with_transitions(uset.nominal)
         source = f"the nominal kernel of --set-file {own.set_path}"
         set_text = f"the saved {type(uset).__name__} of --set-file {own.set_path}"
@@ -316,7 +316,7 @@ def run(args: argparse.Namespace) -> int:
         n_est = (ESTIMATION_EPISODES[args.domain][args.estimation or "paper"] if own is None
                  else args.estimate)
         est = estimate_set(true, n_est, args.seed, 0.1, kind, progress=progress)
-        uset, nominal = est.set, est.nominal
+        uset, nominal = est.uset, est.nominal
         source = f"estimated from {n_est} episodes of the uniform random policy"
         lo, hi = est.alpha_range
         set_text = (f"{kind} ({type(uset).__name__}: {set_note(kind)}), estimated, L1 radii "

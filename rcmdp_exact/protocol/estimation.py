@@ -107,7 +107,7 @@ def estimate_set(model, n_episodes: int, seed, delta: float = 0.1,
     Returns
     -------
     Result
-        ``set`` (the uncertainty set), ``nominal`` (the model with the set's nominal
+        ``uset`` (the uncertainty set), ``nominal`` (the model with the set's nominal
         kernel: :func:`~rcmdp_exact.estimate`'s own nominal model for ``"l1"``),
         ``kind``, ``estimate`` (the result of :func:`~rcmdp_exact.estimate`, with the L1
         ball and the counts), ``alpha_range`` (of the L1 ball), ``n_episodes``.
@@ -120,7 +120,7 @@ def estimate_set(model, n_episodes: int, seed, delta: float = 0.1,
                    progress=progress_default(progress))
     uset = set_from_estimate(kind, est, model, delta)
     nominal = est.nominal if uset is est.uset else model.with_transitions(uset.nominal)
-    return Result(set=uset, nominal=nominal, kind=kind, estimate=est,
+    return Result(uset=uset, nominal=nominal, kind=kind, estimate=est,
                   alpha_range=est.alpha_range, n_episodes=int(n_episodes))
 
 

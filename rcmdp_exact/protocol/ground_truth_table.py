@@ -179,7 +179,7 @@ def _estimation(true, spec: GroundTruthTableSpec, n_ep: int, source: str) -> Res
     st = spec.set
     if st.saved is not None:
         uset = st.saved
-        return Result(nominal=true.with_transitions(uset.nominal), set=uset,
+        return Result(nominal=true.with_transitions(uset.nominal), uset=uset,
                       info={"episodes": 0, "episodes_source": "set file",
                             "set": st.label, "set_type": type(uset).__name__,
                             "seed": spec.seed, "delta": st.delta,
@@ -187,19 +187,19 @@ def _estimation(true, spec: GroundTruthTableSpec, n_ep: int, source: str) -> Res
                             "support": support_text(uset, true)})
     if st.radius is not None:  # your model judged on itself
         uset = set_around(st.kind, true, st.radius, st.support)
-        return Result(nominal=true, set=uset,
+        return Result(nominal=true, uset=uset,
                       info={"episodes": 0, "episodes_source": "none: the set is built "
                             "around the model itself", "set": st.label,
                             "set_type": type(uset).__name__, "seed": spec.seed,
                             "delta": None, "alpha_range": None, "form": None,
                             "radius": st.radius, "support": support_text(uset, true)})
     est = estimate_set(true, n_ep, spec.seed, st.delta, st.kind, progress=False)
-    return Result(nominal=est.nominal, set=est.set,
+    return Result(nominal=est.nominal, uset=est.uset,
                   info={"episodes": n_ep, "episodes_source": source,
-                        "set": st.label, "set_type": type(est.set).__name__,
+                        "set": st.label, "set_type": type(est.uset).__name__,
                         "seed": spec.seed, "delta": st.delta,
                         "alpha_range": list(est.alpha_range), "form": est.estimate.form,
-                        "support": support_text(est.set, true)})
+                        "support": support_text(est.uset, true)})
 
 
 def _domain_optima(true, est: Result, spec: GroundTruthTableSpec, bar, title: str,
@@ -208,7 +208,7 @@ def _domain_optima(true, est: Result, spec: GroundTruthTableSpec, bar, title: st
     bar.update(1)
     nom, tru, tru_T = solve_cmdp(est.nominal), solve_cmdp(true), solve_cmdp_finite_horizon(true)
     bar.update(1)
-    br = rcmdp_bracket(est.nominal, est.set, spec.bracket, progress=False, client=client)
+    br = rcmdp_bracket(est.nominal, est.uset, spec.bracket, progress=False, client=client)
     bar.update(1)
     return Result(
         title=title, horizon=true.horizon, gamma=float(true.gamma),

@@ -86,7 +86,7 @@ def _training_model_of(fields: dict):
 @functools.lru_cache(maxsize=4)
 def estimated(fields_json: str):
     """Phase 1 of the estimation fields ``fields_json`` (cached per process: a pure
-    function of its fields): ``Result(true, nominal, set, n_episodes, alpha_range)``.
+    function of its fields): ``Result(true, nominal, uset, n_episodes, alpha_range)``.
 
     The paper's domains and your own model with ``--estimate`` are estimated by
     :func:`.estimation.estimate_set` with the kind of set of the fields (the L1 ball by
@@ -106,18 +106,18 @@ def estimated(fields_json: str):
         from .estimation import set_around
 
         uset = set_around(f.get("set", "l1"), true, f["radius"], f["support"])
-        return Result(true=true, nominal=true, set=uset, n_episodes=0, alpha_range=None)
+        return Result(true=true, nominal=true, uset=uset, n_episodes=0, alpha_range=None)
     if "set_file" in f:
         from .user import set_of
 
         uset = set_of(f["set_file"])
-        return Result(true=true, nominal=true.with_transitions(uset.nominal), set=uset,
+        return Result(true=true, nominal=true.with_transitions(uset.nominal), uset=uset,
                       n_episodes=0, alpha_range=None)
     n_est = f["episodes"] if f["domain"] == USER_DOMAIN else \
         ESTIMATION_EPISODES[f["domain"]][f["estimation"]]
     est = estimate_set(true, n_est, estimation_seed(f), f["delta"], f.get("set", "l1"),
                        progress=False)
-    return Result(true=true, nominal=est.nominal, set=est.set, n_episodes=int(n_est),
+    return Result(true=true, nominal=est.nominal, uset=est.uset, n_episodes=int(n_est),
                   alpha_range=[float(a) for a in est.alpha_range])
 
 
@@ -382,7 +382,7 @@ def _bracket(spec) -> dict:
     from ..ground_truth import rcmdp_bracket
 
     est = estimated(canonical_json(dict(spec.estimation)))
-    br = rcmdp_bracket(est.nominal, est.set, progress=False, **dict(spec.bracket))
+    br = rcmdp_bracket(est.nominal, est.uset, progress=False, **dict(spec.bracket))
     lower_pol = np.asarray(br.policies["lower"], dtype=np.float64)
     pols = np.stack([lower_pol, greedy_policy(lower_pol)])
     rows = []

@@ -250,7 +250,7 @@ def run_one(spec: RunSpec, trainer=None) -> dict:
     true = est.true
     model = true if (spec.train_on == "data" and not spec.robust) else est.nominal
     t1 = time.perf_counter()
-    res = train(model, spec.algorithm, uset=est.set if spec.robust else None,
+    res = train(model, spec.algorithm, uset=est.uset if spec.robust else None,
                 seed=seeds["training"], episodes=spec.episodes, critic=spec.critic,
                 gradient=spec.gradient, inner=spec.inner,
                 multiplier_update=spec.multiplier_update, eval_every=spec.eval_every,
@@ -267,7 +267,7 @@ def run_one(spec: RunSpec, trainer=None) -> dict:
     info = {
         "seeds": seeds, "estimation_episodes": int(est.n_episodes),
         "alpha_range": est.alpha_range,
-        "set_type": type(est.set).__name__, "set_support": support_text(est.set, true),
+        "set_type": type(est.uset).__name__, "set_support": support_text(est.uset, true),
         "trained_on": "true" if model is true else "nominal",
         "steps": steps,
         "final_lambda": (None if lam is None or np.asarray(lam).size == 0

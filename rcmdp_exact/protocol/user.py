@@ -268,7 +268,7 @@ def load_problem(model, *, horizon=None, set_file=None, perturbations=None,
     Returns
     -------
     Result
-        ``model``, ``digest``, ``path``, ``set``, ``set_digest``, ``set_path``,
+        ``model``, ``digest``, ``path``, ``uset``, ``set_digest``, ``set_path``,
         ``perturbations`` (dicts with ``name``, ``group``, ``file``, ``model``,
         ``digest``), ``horizon`` (as given).
 
@@ -288,7 +288,7 @@ def load_problem(model, *, horizon=None, set_file=None, perturbations=None,
         raise InputError(f"--model {str(model)!r} has no horizon and {need_horizon} needs "
                          f"the episode length T: give --horizon T (or save the model with "
                          f"a horizon)")
-    out = Result(model=loaded, digest=digest, path=str(model), set=None, set_digest="",
+    out = Result(model=loaded, digest=digest, path=str(model), uset=None, set_digest="",
                  set_path=None, perturbations=[], horizon=horizon)
     if set_file is not None:
         from ..uncertainty import check_set
@@ -299,7 +299,7 @@ def load_problem(model, *, horizon=None, set_file=None, perturbations=None,
         except InputError as exc:
             raise InputError(f"--set-file {str(set_file)!r} does not fit --model "
                              f"{str(model)!r}: {exc}") from None
-        out.update(set=uset, set_digest=sd, set_path=str(set_file))
+        out.update(uset=uset, set_digest=sd, set_path=str(set_file))
     if perturbations is not None:
         for entry in _read_perturbations(perturbations):
             other, pd = load_model_file(entry["file"],
@@ -335,11 +335,11 @@ def spec_options(problem, estimate: int | None = None, radius: float | None = No
         sources.append(("model", p["digest"], p["file"]))
     options = {"model": problem.digest, "perturbations": tuple(perts),
                "horizon": int(problem.horizon or 0)}
-    around = problem.set is None and estimate is None
+    around = problem.uset is None and estimate is None
     if not around and (radius is not None or support is not None):
         raise InputError("radius and support shape the set built around the model itself; "
                          "they do not apply with a set file or an estimation")
-    if problem.set is not None:
+    if problem.uset is not None:
         if estimate is not None:
             raise InputError("an estimation does not apply with a set file (the saved set "
                              "replaces the estimation); give one of them")

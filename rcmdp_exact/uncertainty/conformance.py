@@ -174,7 +174,7 @@ def check_set_conformance(uset, *, seed: int = 0, tol: float = 1e-7, lp: bool = 
     -------
     Result
         ``checks`` (every check: ``"passed"`` or ``"skipped: why"``), ``passed`` (the
-        names of the checks passed), ``set`` (the class name), ``kind``.
+        names of the checks passed), ``set_type`` (the class name), ``kind``.
 
     Raises
     ------
@@ -220,7 +220,7 @@ def check_set_conformance(uset, *, seed: int = 0, tol: float = 1e-7, lp: bool = 
     if failures:
         raise ConformanceError(type(uset).__name__, failures)
     return Result(checks=checks, passed=[k for k, v in checks.items() if v == "passed"],
-                  set=type(uset).__name__, kind=type(uset).__dict__.get("kind"))
+                  set_type=type(uset).__name__, kind=type(uset).__dict__.get("kind"))
 
 
 class _Checker:
