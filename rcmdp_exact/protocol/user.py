@@ -33,8 +33,7 @@ from .._io import LoadError
 from ..names import USER_DOMAIN, USER_TEST
 
 __all__ = ["USER_DOMAIN", "USER_TEST", "PerturbationError", "check_perturbation",
-           "ensure_sources", "load_model_file", "load_problem",
-           "model_of", "set_of",
+           "ensure_sources", "load_model_file", "load_problem", "set_of",
            "spec_options", "user_settings"]
 
 _MODELS: dict = {}

@@ -53,10 +53,7 @@ __all__ = [
     "COLUMNS",
     "EXACT_TOL",
     "VerifyTable",
-    "expected_exact",
     "lagrangian_reward_depends_on_next_state",
-    "printed_theorem2_verdict",
-    "suite_models",
     "verify_suite",
     "verify_theorems",
 ]

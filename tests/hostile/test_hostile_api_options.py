@@ -281,6 +281,66 @@ def _planner_rows(name: str) -> list:
                    **{f: PLANNER_KINDS[f] for f in fields})
 
 
+def _module(name: str):
+    return importlib.import_module(f"rcmdp_exact.{name}")
+
+
+def _nn():
+    return _module("core.nn")
+
+
+def _parametrisations():
+    return _module("core.parametrisations")
+
+
+def _sampling():
+    return _module("core.sampling")
+
+
+def _evaluation():
+    return _module("core.evaluation")
+
+
+def _gym():
+    return _module("interop.gym")
+
+
+def _engine():
+    return _module("robust.engine")
+
+
+def _gt_table():
+    return _module("protocol.ground_truth_table")
+
+
+def _suite():
+    for sub in ("leaderboard", "recertify", "report", "sets"):
+        _module(f"suite.{sub}")
+    return _module("suite")
+
+
+def _suite_triple():
+    """(model, set, record) of the suite's smallest instance, as ``suite.load`` gives."""
+    loaded = _suite().load("riverswim-6")
+    return loaded.model, loaded.set, loaded.record
+
+
+def _problem():
+    """A stand-in for a problem of ``protocol.user.load_problem``: a model file without
+    a set file or perturbations (what ``spec_options`` reads of it)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(digest="0" * 16, path="mine.npz", perturbations=(), horizon=5,
+                           set=None, set_digest=None, set_path=None)
+
+
+#: A level of the suite's grid (``suite.sets.LEVELS``: 0.05, 0.1, 0.2).
+LEVEL = Kind("a level of the suite's grid (0.05, 0.1, 0.2)",
+             (0.3, 0.0, -0.1, NAN, INF, True, "0.1", None, [0.1]))
+#: Adam's averaging constants.
+HALF_OPEN_BELOW_ONE = Kind("real in [0, 1)", (-1e-3, 1.0, 1.5, NAN, INF, *_NOT_NUMBERS))
+
+
 def _bracket(**kw):
     return rx.rcmdp_bracket(model(None), ball(), **kw)
 
@@ -628,6 +688,131 @@ OPTIONS: list[Option] = [
              lambda **kw: rx.rcmdp_variant(model(None), ball(), "value", **kw),
              lam_range=Kind("(low, high) with 0 < low < high < inf",
                             ((0, 1), (-1, 1), (2, 1), (NAN, 1), (1, INF), (1,), 3.0, "x"))),
+    # ----------------------------------------------------------------- networks, sampling
+    *options("rcmdp_exact.core.nn.MLP",
+             lambda **kw: _nn().MLP(**{"n_inputs": 3, "n_outputs": 2, "hidden": 4, **kw}),
+             n_inputs=INT_POS, n_outputs=INT_POS, hidden=INT_POS, bias_scale=REAL_NONNEG),
+    *options("rcmdp_exact.core.nn.MLP.init",
+             lambda **kw: _nn().MLP(3, 2, 4).init(**kw), bias_scale=REAL_NONNEG),
+    *options("rcmdp_exact.core.nn.MLP.count_params",
+             lambda **kw: _nn().MLP.count_params(
+                 **{"n_inputs": 3, "n_outputs": 2, "hidden": 4, **kw}),
+             n_inputs=INT_POS_CAP, n_outputs=INT_POS_CAP, hidden=INT_POS_CAP),
+    *options("rcmdp_exact.core.nn.MLP.hidden_from_count",
+             lambda **kw: _nn().MLP.hidden_from_count(
+                 **{"n_params": 26, "n_inputs": 3, "n_outputs": 2, **kw}),
+             n_params=INT_POS_CAP, n_inputs=INT_POS_CAP, n_outputs=INT_POS_CAP),
+    *options("rcmdp_exact.core.nn.Adam",
+             lambda **kw: _nn().Adam(**{"n_params": 3, **kw}),
+             n_params=INT_POS, lr=REAL_POS, beta1=HALF_OPEN_BELOW_ONE,
+             beta2=HALF_OPEN_BELOW_ONE, eps=REAL_POS),
+    *options("rcmdp_exact.core.parametrisations.make_policy",
+             lambda **kw: _parametrisations().make_policy(model(), "mlp", **kw),
+             hidden=INT_POS),
+    *options("rcmdp_exact.core.parametrisations.make_adversary",
+             lambda **kw: _parametrisations().make_adversary(model(), "mlp", **kw),
+             hidden=INT_POS),
+    *options("rcmdp_exact.core.sampling.rollout",
+             lambda **kw: _sampling().rollout(
+                 model(), policy(), **{"n_episodes": 2, "seed": 0, **kw}),
+             n_episodes=INT_POS, batch_size=INT_POS_CAP),
+    *options("rcmdp_exact.core.evaluation.evaluate_finite_horizon_batch",
+             lambda **kw: _evaluation().evaluate_finite_horizon_batch(
+                 model(), policy()[None], **kw),
+             horizon=INT_POS, discount=UNIT),
+    *options("rcmdp_exact.interop.gym.TabularCMDPEnv",
+             lambda **kw: _gym().TabularCMDPEnv(model(), **kw), max_episode_steps=INT_POS_CAP),
+    *options("rcmdp_exact.interop.gym.TabularCMDPEnv.reset",
+             lambda **kw: _gym().TabularCMDPEnv(model()).reset(**kw), seed=SEED),
+    # ----------------------------------------------------------------- robust engine
+    *options("rcmdp_exact.robust.engine.RobustGame",
+             lambda **kw: _engine().RobustGame(model(None), ball(), **kw),
+             tol=REAL_POS, max_iter=INT_POS_CAP),
+    *options("rcmdp_exact.robust.engine.SafetyNet",
+             lambda **kw: _engine().SafetyNet(**kw), seconds=TIME),
+    # ----------------------------------------------------------------- learners, planners
+    *options("rcmdp_exact.learners.train",
+             lambda **kw: rx.learners.train(model(), "pg", **{"uset": ball(), "episodes": 1,
+                                                             **kw}),
+             audits="rcmdp_exact.learners.training.train", seed=SEED),
+    *options("rcmdp_exact.planners.record_duality_gap",
+             lambda **kw: _planners().record_duality_gap(
+                 *_suite_triple(), **kw),
+             tol=REAL_POS, max_evaluations=INT_POS_CAP),
+    *options("rcmdp_exact.planners.oracle.mirror_step",
+             lambda **kw: _planners().oracle.mirror_step(logits(), np.ones((3, 2)), **kw),
+             eta=REAL_POS),
+    # ----------------------------------------------------------------- protocol
+    *options("rcmdp_exact.protocol.backends.sweep",
+             lambda **kw: _protocol().backends.sweep(None, [], **kw),
+             workers=INT_POS),
+    *options("rcmdp_exact.protocol.estimation.estimate_set",
+             lambda **kw: _protocol().estimation.estimate_set(
+                 model(), **{"n_episodes": 2, "seed": 0, **kw}),
+             n_episodes=INT_POS, delta=OPEN_UNIT),
+    *options("rcmdp_exact.protocol.estimation.set_around",
+             lambda **kw: _protocol().estimation.set_around("l1", model(), **kw),
+             radius=REAL_NONNEG),
+    *options("rcmdp_exact.protocol.estimation.set_from_estimate",
+             lambda **kw: _protocol().estimation.set_from_estimate(
+                 "l1", rx.estimate(model(), n_episodes=2, seed=0), model(), **kw),
+             delta=OPEN_UNIT),
+    *options("rcmdp_exact.protocol.ground_truth_table.GroundTruthTableSpec",
+             lambda **kw: _gt_table().GroundTruthTableSpec(**kw),
+             seed=Kind("int >= 0", (-1, 2.5, NAN, True, "3", None)), n_draws=INT_POS,
+             estimation=Kind('"paper" or episodes: int >= 1', (0, -1, 2.5, NAN, True, None))),
+    *options("rcmdp_exact.protocol.ground_truth_table.GroundTruthTableSpec.options",
+             lambda **kw: _gt_table().GroundTruthTableSpec().options(**kw), gamma=UNIT),
+    *options("rcmdp_exact.protocol.ground_truth_table.SetSpec",
+             lambda **kw: _gt_table().SetSpec(**kw), delta=OPEN_UNIT),
+    *options("rcmdp_exact.protocol.ground_truth_table.SetSpec",
+             lambda **kw: _gt_table().SetSpec(**{"kind": "l1", **kw}), radius=REAL_NONNEG),
+    *options("rcmdp_exact.protocol.plan",
+             lambda **kw: _protocol().plan(**kw),
+             audits="rcmdp_exact.protocol.phases.plan",
+             seeds=INT_POS, episodes=INT_POS, bracket_seeds=INT_NONNEG),
+    *options("rcmdp_exact.protocol.GroundTruthSpec",
+             lambda **kw: _protocol().GroundTruthSpec("bracket", "nav1", **kw),
+             seed=Kind("int >= 0", (-1, 2.5, NAN, True, "3", None))),
+    *options("rcmdp_exact.protocol.user.spec_options",
+             lambda **kw: _protocol().user.spec_options(_problem(), **kw),
+             estimate=INT_POS, radius=REAL_NONNEG),
+    # ----------------------------------------------------------------- suite
+    *options("rcmdp_exact.suite.score",
+             lambda **kw: _suite().score(**{"names": ["riverswim-6"], "seeds": [0], **kw}),
+             episodes=INT_POS),
+    *options("rcmdp_exact.suite.leaderboard.score",
+             lambda **kw: _suite().leaderboard.score(
+                 **{"names": ["riverswim-6"], "seeds": [0], **kw}),
+             episodes=INT_POS, level=LEVEL),
+    *options("rcmdp_exact.suite.leaderboard.tabular_baseline",
+             lambda **kw: _suite().leaderboard.tabular_baseline(
+                 model(), **{"episodes": 2, **kw}),
+             episodes=INT_POS, seed=SEED),
+    *options("rcmdp_exact.suite.leaderboard.Scores.to_frame",
+             lambda **kw: _suite().leaderboard.Scores(rows=[]).to_frame(**kw),
+             max_size=INT_NONNEG_CAP),
+    *options("rcmdp_exact.suite.recertify.verify",
+             lambda **kw: _suite().recertify.verify(**{"names": ["riverswim-6"], **kw}),
+             tol=REAL_POS, workers=INT_POS),
+    # (a parameter named ``target``: the row is built by hand, options() takes ``target``)
+    Option("rcmdp_exact.suite.report.tightness", "target", REAL_POS,
+           lambda **kw: _suite().report.tightness(**kw)),
+    *options("rcmdp_exact.suite.load",
+             lambda **kw: _suite().load("riverswim-6", **kw),
+             audits="rcmdp_exact.suite.store.load", level=LEVEL),
+    *options("rcmdp_exact.suite.record",
+             lambda **kw: _suite().record("riverswim-6", **kw),
+             audits="rcmdp_exact.suite.store.record", level=LEVEL),
+    *options("rcmdp_exact.suite.sets.radius_of",
+             lambda **kw: _suite().sets.radius_of("l1", **kw), level=REAL_NONNEG),
+    *options("rcmdp_exact.suite.sets.set_text",
+             lambda **kw: _suite().sets.set_text("l1", **{"support": "nominal", **kw}),
+             level=REAL_NONNEG),
+    *options("rcmdp_exact.suite.sets.build_set",
+             lambda **kw: _suite().sets.build_set(model(), "l1", **{"support": "nominal",
+                                                                   **kw}),
+             level=REAL_NONNEG),
 ]
 
 
