@@ -463,6 +463,7 @@ class GroundTruthSpec:
 
     def __post_init__(self):
         check_choice(self.kind, "ground-truth kind", _GROUND_TRUTH_KINDS)
+        check_int(self.seed, "seed", 0, hint=" (the seed index of the estimation)")
         check_choice(self.domain, "domain", DOMAINS)
 
     def fields(self) -> dict:

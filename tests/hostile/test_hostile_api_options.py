@@ -701,7 +701,7 @@ OPTIONS: list[Option] = [
     *options("rcmdp_exact.core.nn.MLP.hidden_from_count",
              lambda **kw: _nn().MLP.hidden_from_count(
                  **{"n_params": 26, "n_inputs": 3, "n_outputs": 2, **kw}),
-             n_params=INT_POS_CAP, n_inputs=INT_POS_CAP, n_outputs=INT_POS_CAP),
+             n_params=INT_NONNEG_CAP, n_inputs=INT_POS_CAP, n_outputs=INT_POS_CAP),
     *options("rcmdp_exact.core.nn.Adam",
              lambda **kw: _nn().Adam(**{"n_params": 3, **kw}),
              n_params=INT_POS, lr=REAL_POS, beta1=HALF_OPEN_BELOW_ONE,
@@ -741,7 +741,7 @@ OPTIONS: list[Option] = [
              tol=REAL_POS, max_evaluations=INT_POS_CAP),
     *options("rcmdp_exact.planners.oracle.mirror_step",
              lambda **kw: _planners().oracle.mirror_step(logits(), np.ones((3, 2)), **kw),
-             eta=REAL_POS),
+             eta=REAL_NONNEG),
     # ----------------------------------------------------------------- protocol
     *options("rcmdp_exact.protocol.backends.sweep",
              lambda **kw: _protocol().backends.sweep(None, [], **kw),
@@ -794,7 +794,7 @@ OPTIONS: list[Option] = [
              max_size=INT_NONNEG_CAP),
     *options("rcmdp_exact.suite.recertify.verify",
              lambda **kw: _suite().recertify.verify(**{"names": ["riverswim-6"], **kw}),
-             tol=REAL_POS, workers=INT_POS),
+             tol=UNIT, workers=INT_POS),
     # (a parameter named ``target``: the row is built by hand, options() takes ``target``)
     Option("rcmdp_exact.suite.report.tightness", "target", REAL_POS,
            lambda **kw: _suite().report.tightness(**kw)),
