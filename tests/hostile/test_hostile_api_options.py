@@ -286,34 +286,6 @@ def _module(name: str):
     return importlib.import_module(f"rcmdp_exact.{name}")
 
 
-def _nn():
-    return _module("core.nn")
-
-
-def _parametrisations():
-    return _module("core.parametrisations")
-
-
-def _sampling():
-    return _module("core.sampling")
-
-
-def _evaluation():
-    return _module("core.evaluation")
-
-
-def _gym():
-    return _module("interop.gym")
-
-
-def _engine():
-    return _module("robust.engine")
-
-
-def _gt_table():
-    return _module("protocol.ground_truth_table")
-
-
 def _suite():
     for sub in ("leaderboard", "recertify", "report", "sets"):
         _module(f"suite.{sub}")
@@ -683,6 +655,9 @@ OPTIONS: list[Option] = [
              lambda **kw: _verify().verify_suite(**{"domains": ("nav2",), "n_random": 0, **kw}),
              n_random=INT_NONNEG, seed=SEED, hidden=INT_POS, n_episodes=INT_NONNEG,
              mc_level=OPEN_UNIT, tol=REAL_POS),
+    *options("rcmdp_exact.theory.verify.suite_models",
+             lambda **kw: _verify().suite_models(**{"domains": ("nav2",), **kw}),
+             n_random=INT_NONNEG),
     *options("rcmdp_exact.theory.differences.fd_step",
              lambda **kw: _differences().fd_step(np.ones(2), **kw), step=REAL_POS, order=ORDER),
     *options("rcmdp_exact.rcmdp_variant[lam_range]",
@@ -691,46 +666,48 @@ OPTIONS: list[Option] = [
                             ((0, 1), (-1, 1), (2, 1), (NAN, 1), (1, INF), (1,), 3.0, "x"))),
     # ----------------------------------------------------------------- networks, sampling
     *options("rcmdp_exact.core.nn.MLP",
-             lambda **kw: _nn().MLP(**{"n_inputs": 3, "n_outputs": 2, "hidden": 4, **kw}),
+             lambda **kw: _module("core.nn").MLP(
+                 **{"n_inputs": 3, "n_outputs": 2, "hidden": 4, **kw}),
              n_inputs=INT_POS, n_outputs=INT_POS, hidden=INT_POS, bias_scale=REAL_NONNEG),
     *options("rcmdp_exact.core.nn.MLP.init",
-             lambda **kw: _nn().MLP(3, 2, 4).init(**kw), bias_scale=REAL_NONNEG),
+             lambda **kw: _module("core.nn").MLP(3, 2, 4).init(**kw), bias_scale=REAL_NONNEG),
     *options("rcmdp_exact.core.nn.MLP.count_params",
-             lambda **kw: _nn().MLP.count_params(
+             lambda **kw: _module("core.nn").MLP.count_params(
                  **{"n_inputs": 3, "n_outputs": 2, "hidden": 4, **kw}),
              n_inputs=INT_POS_CAP, n_outputs=INT_POS_CAP, hidden=INT_POS_CAP),
     *options("rcmdp_exact.core.nn.MLP.hidden_from_count",
-             lambda **kw: _nn().MLP.hidden_from_count(
+             lambda **kw: _module("core.nn").MLP.hidden_from_count(
                  **{"n_params": 26, "n_inputs": 3, "n_outputs": 2, **kw}),
              n_params=INT_NONNEG_CAP, n_inputs=INT_POS_CAP, n_outputs=INT_POS_CAP),
     *options("rcmdp_exact.core.nn.Adam",
-             lambda **kw: _nn().Adam(**{"n_params": 3, **kw}),
+             lambda **kw: _module("core.nn").Adam(**{"n_params": 3, **kw}),
              n_params=INT_POS, lr=REAL_POS, beta1=HALF_OPEN_BELOW_ONE,
              beta2=HALF_OPEN_BELOW_ONE, eps=REAL_POS),
     *options("rcmdp_exact.core.parametrisations.make_policy",
-             lambda **kw: _parametrisations().make_policy(model(), "mlp", **kw),
+             lambda **kw: _module("core.parametrisations").make_policy(model(), "mlp", **kw),
              hidden=INT_POS),
     *options("rcmdp_exact.core.parametrisations.make_adversary",
-             lambda **kw: _parametrisations().make_adversary(model(), "mlp", **kw),
+             lambda **kw: _module("core.parametrisations").make_adversary(model(), "mlp", **kw),
              hidden=INT_POS),
     *options("rcmdp_exact.core.sampling.rollout",
-             lambda **kw: _sampling().rollout(
+             lambda **kw: _module("core.sampling").rollout(
                  model(), policy(), **{"n_episodes": 2, "seed": 0, **kw}),
              n_episodes=INT_POS, batch_size=INT_POS_CAP),
     *options("rcmdp_exact.core.evaluation.evaluate_finite_horizon_batch",
-             lambda **kw: _evaluation().evaluate_finite_horizon_batch(
+             lambda **kw: _module("core.evaluation").evaluate_finite_horizon_batch(
                  model(), policy()[None], **kw),
              horizon=INT_POS, discount=UNIT),
     *options("rcmdp_exact.interop.gym.TabularCMDPEnv",
-             lambda **kw: _gym().TabularCMDPEnv(model(), **kw), max_episode_steps=INT_POS_CAP),
+             lambda **kw: _module("interop.gym").TabularCMDPEnv(model(), **kw),
+             max_episode_steps=INT_POS_CAP),
     *options("rcmdp_exact.interop.gym.TabularCMDPEnv.reset",
-             lambda **kw: _gym().TabularCMDPEnv(model()).reset(**kw), seed=SEED),
+             lambda **kw: _module("interop.gym").TabularCMDPEnv(model()).reset(**kw), seed=SEED),
     # ----------------------------------------------------------------- robust engine
     *options("rcmdp_exact.robust.engine.RobustGame",
-             lambda **kw: _engine().RobustGame(model(None), ball(), **kw),
+             lambda **kw: _module("robust.engine").RobustGame(model(None), ball(), **kw),
              tol=REAL_POS, max_iter=INT_POS_CAP),
     *options("rcmdp_exact.robust.engine.SafetyNet",
-             lambda **kw: _engine().SafetyNet(**kw), seconds=TIME),
+             lambda **kw: _module("robust.engine").SafetyNet(**kw), seconds=TIME),
     # ----------------------------------------------------------------- learners, planners
     *options("rcmdp_exact.learners.train",
              lambda **kw: rx.learners.train(model(), "pg", **{"uset": ball(), "episodes": 1,
@@ -759,15 +736,17 @@ OPTIONS: list[Option] = [
                  "l1", rx.estimate(model(), n_episodes=2, seed=0), model(), **kw),
              delta=OPEN_UNIT),
     *options("rcmdp_exact.protocol.ground_truth_table.GroundTruthTableSpec",
-             lambda **kw: _gt_table().GroundTruthTableSpec(**kw),
+             lambda **kw: _module("protocol.ground_truth_table").GroundTruthTableSpec(**kw),
              seed=Kind("int >= 0", (-1, 2.5, NAN, True, "3", None)), n_draws=INT_POS,
              estimation=Kind('"paper" or episodes: int >= 1', (0, -1, 2.5, NAN, True, None))),
     *options("rcmdp_exact.protocol.ground_truth_table.GroundTruthTableSpec.options",
-             lambda **kw: _gt_table().GroundTruthTableSpec().options(**kw), gamma=UNIT),
+             lambda **kw: _module("protocol.ground_truth_table").GroundTruthTableSpec()
+             .options(**kw), gamma=UNIT),
     *options("rcmdp_exact.protocol.ground_truth_table.SetSpec",
-             lambda **kw: _gt_table().SetSpec(**kw), delta=OPEN_UNIT),
+             lambda **kw: _module("protocol.ground_truth_table").SetSpec(**kw), delta=OPEN_UNIT),
     *options("rcmdp_exact.protocol.ground_truth_table.SetSpec",
-             lambda **kw: _gt_table().SetSpec(**{"kind": "l1", **kw}), radius=REAL_NONNEG),
+             lambda **kw: _module("protocol.ground_truth_table").SetSpec(
+                 **{"kind": "l1", **kw}), radius=REAL_NONNEG),
     *options("rcmdp_exact.protocol.plan",
              lambda **kw: _protocol().plan(**kw),
              audits="rcmdp_exact.protocol.phases.plan",
