@@ -82,10 +82,8 @@ from .._checks import (
 
 __all__ = [
     "DENSE_ENTRIES",
-    "gymnasium_model_args",
     "mdptoolbox_arrays",
     "mdptoolbox_model_args",
-    "quantecon_arrays",
     "quantecon_model_args",
 ]
 

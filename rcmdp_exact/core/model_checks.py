@@ -46,21 +46,13 @@ from .._checks import (
 __all__ = [
     "TRANSITION_AXES",
     "ModelError",
-    "check_budgets",
     "check_dense_transitions",
-    "check_labels",
     "check_model_size",
-    "check_multipliers",
-    "check_outcomes",
-    "check_p0",
     "check_policy",
     "check_sparse_transitions",
-    "check_state_features",
-    "check_terminal",
     "check_terminal_absorbing",
     "check_transition_rows",
     "per_pair_or_transition",
-    "row_tolerance",
 ]
 
 #: The error of invalid models, policies and solver inputs: :class:`InputError`

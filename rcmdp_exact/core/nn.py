@@ -59,6 +59,7 @@ from .._checks import (
     check_int,
     check_real,
     check_shape,
+    check_sizes,
 )
 
 __all__ = ["MLP", "Adam", "log_softmax", "softmax"]
@@ -125,6 +126,8 @@ class MLP:
         self.n_outputs = _positive_int(n_outputs, "n_outputs")
         self.hidden = _positive_int(hidden, "hidden")
         F, H, O = self.n_inputs, self.hidden, self.n_outputs
+        check_sizes(8 * self.count_params(F, O, H),
+                    {"n_inputs": F, "n_outputs": O, "hidden": H}, "network parameters")
         self.shapes = {"W1": (F, H), "b1": (H,), "W2": (H, O), "b2": (O,)}
         sizes = [int(np.prod(s)) for s in self.shapes.values()]
         self._offsets = dict(zip(self.shapes, np.cumsum([0, *sizes[:-1]]).tolist(), strict=True))
@@ -133,13 +136,19 @@ class MLP:
 
     @staticmethod
     def count_params(n_inputs: int, n_outputs: int, hidden: int) -> int:
-        """Number of parameters :math:`FH + H + HO + O`."""
+        """Number of parameters :math:`FH + H + HO + O` (each width an int >= 1)."""
+        n_inputs, n_outputs, hidden = (_positive_int(v, k) for k, v in (
+            ("n_inputs", n_inputs), ("n_outputs", n_outputs), ("hidden", hidden)))
         return n_inputs * hidden + hidden + hidden * n_outputs + n_outputs
 
     @staticmethod
     def hidden_from_count(n_params: int, n_inputs: int, n_outputs: int) -> int | None:
-        """The hidden width H with :math:`H(F + 1 + O) + O = n`, or None if there is none."""
-        num = int(n_params) - n_outputs
+        """The hidden width H with :math:`H(F + 1 + O) + O = n`, or None if there is none
+        (``n_params`` an int >= 0, the widths ints >= 1)."""
+        n_params = check_int(n_params, "n_params", 0)
+        n_inputs = _positive_int(n_inputs, "n_inputs")
+        n_outputs = _positive_int(n_outputs, "n_outputs")
+        num = n_params - n_outputs
         den = n_inputs + 1 + n_outputs
         if num <= 0 or num % den:
             return None
@@ -419,6 +428,7 @@ class Adam:
     def __init__(self, n_params: int, lr: float = 1e-3, beta1: float = 0.9,
                  beta2: float = 0.999, eps: float = 1e-8):
         self.n_params = _positive_int(n_params, "n_params")
+        check_sizes(16 * self.n_params, {"n_params": self.n_params}, "Adam's two moments")
         check_real(lr, "lr", 0.0, low_open=True)
         check_real(beta1, "beta1", 0.0, 1.0, high_open=True)
         check_real(beta2, "beta2", 0.0, 1.0, high_open=True)

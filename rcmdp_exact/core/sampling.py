@@ -53,8 +53,6 @@ __all__ = [
     "draw_one",
     "kernel_outcomes",
     "rollout",
-    "rollout_arrays",
-    "uniforms",
 ]
 
 

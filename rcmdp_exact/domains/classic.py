@@ -58,7 +58,7 @@ from ..core.model import TabularCMDP
 __all__ = ["CLASSIC_DOMAINS",
            "TIE_RTOL", "chain", "classic_instance",
            "cliff_walking", "cliff_walking_table", "cost_levels", "frozen_lake",
-           "frozen_lake_table", "halfway_budget", "machine_replacement", "optimal_actions",
+           "frozen_lake_table", "halfway_budget", "machine_replacement",
            "riverswim", "robust_optimal_box", "taxi", "taxi_table"]
 
 #: The builders by name (``classic_instance(name, ...)``).

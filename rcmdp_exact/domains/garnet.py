@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from .._checks import InputError, check_int, check_real, check_sizes, rng_from
 from ..core.model import TabularCMDP
 
-__all__ = ["SPARSE_ABOVE", "distinct_draws", "garnet"]
+__all__ = ["SPARSE_ABOVE", "garnet"]
 
 #: ``garnet(sparse=None)`` builds a sparse model when S*A*S exceeds this (2**24 entries,
 #: 128 MB per float64 tensor) and the dense model of the permutation draw otherwise.

@@ -50,7 +50,7 @@ from .occupancy_bound import OccupancyLP
 from .search import Incumbent
 from .structure import Pseudocosts
 
-__all__ = ["BOX_BOUNDS", "OPEN_BOX_MEMORY", "bound_boxes", "branch_and_bound",
+__all__ = ["BOX_BOUNDS", "OPEN_BOX_MEMORY",
            "feasibility_bounds", "lagrangian_bounds",]
 
 #: The bounds a box may add to its Lagrangian bound: the performance-difference bound

@@ -69,7 +69,7 @@ from .settings import (
 from .variants import VARIANT_BISECT, VARIANT_ITER, lam_bounds, variant_target
 
 __all__ = ["POLICY_CLASS", "RELATIVE_FLOOR", "SMALL_BOX_BOUNDS", "SMALL_STATES",
-           "BracketSettings", "gap_scale", "gap_text",
+           "BracketSettings",
            "rcmdp_bracket", "value_range"]
 
 #: The policies over which the bracket bounds the optimum: Markov, stationary and

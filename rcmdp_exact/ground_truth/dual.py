@@ -35,7 +35,7 @@ from .._result import Result
 from ..robust.engine import RobustGame
 from .boxes import improve_lam, lagrangian_bounds
 
-__all__ = [ "BATCH_PROBLEMS", "REFINE_ROUND", "batch_size", "lagrangian_search",]
+__all__ = [ "BATCH_PROBLEMS", "REFINE_ROUND", "batch_size",]
 
 #: Sign steps per round of the refinement of :func:`lagrangian_search`.
 REFINE_ROUND = 10

@@ -75,7 +75,7 @@ from .._result import Result, Status
 from ..robust import WorstCaseObjective, check_robust_inputs
 from ..robust.engine import RobustGame, SafetyNet
 
-__all__ = [ "DUAL_GAP_TOL", "DUAL_ITER", "DUAL_TOL", "certified_dual", "dual_of_game",
+__all__ = [ "DUAL_GAP_TOL", "DUAL_ITER", "DUAL_TOL", "certified_dual",
            "duality_gap"]
 
 #: The assumptions under which ``lo`` and ``hi`` of :func:`certified_dual` bound D.

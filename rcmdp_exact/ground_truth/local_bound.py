@@ -79,7 +79,7 @@ from ..core.evaluation import PolicySystem, policy_matrix
 from ..core.mdp import box_policy_iteration, greedy_box
 from ..robust.engine import RobustGame
 
-__all__ = [ "local_bounds", "occupancy_intervals", "one_step_intervals"]
+__all__ = [ "one_step_intervals"]
 
 #: Relative widening of the solved occupancy intervals (the rounding of the solve).
 _WIDEN = 1e-12

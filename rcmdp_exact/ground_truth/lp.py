@@ -63,7 +63,6 @@ __all__ = [
     "polish_vertex",
     "solve_cmdp",
     "solve_cmdp_finite_horizon",
-    "solve_occupancy_lp",
     "value_scale",
 ]
 

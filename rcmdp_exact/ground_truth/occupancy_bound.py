@@ -57,7 +57,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["LPBasis", "LPLayout", "OccupancyLP"]
+__all__ = ["LPBasis", "OccupancyLP"]
 
 
 class LPBasis:

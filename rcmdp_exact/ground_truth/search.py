@@ -52,8 +52,7 @@ from scipy.optimize import minimize
 from ..core.evaluation import evaluate
 from ..robust.engine import RobustGame
 
-__all__ = ["ACCEPT_MARGIN", "SEARCH_MARGIN", "Incumbent", "ascend", "certify",
-           "find_feasible", "improve", "mix_to_boundary", "steepest_pair"]
+__all__ = ["ACCEPT_MARGIN", "SEARCH_MARGIN", "Incumbent", "certify", "steepest_pair"]
 
 #: A policy whose certified costs are at least this times the value scale below the
 #: budgets is accepted at once; closer to them the second certification decides

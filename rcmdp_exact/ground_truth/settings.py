@@ -54,8 +54,7 @@ from .boxes import BOX_BOUNDS
 from .variants import VARIANTS, check_lam_range
 
 __all__ = ["BRACKET_MEMORY", "GROUPS", "RELATIVE_FLOOR", "SMALL_BOX_BOUNDS", "SMALL_STATES",
-           "BracketSettings", "BranchAndBound", "LagrangianSearch", "LowerSearch", "Target",
-           "gap_scale"]
+           "BracketSettings", "BranchAndBound", "LagrangianSearch", "LowerSearch", "Target",]
 
 #: The relative gap is the gap over ``max(abs(lower), RELATIVE_FLOOR * value_range)``:
 #: relative to the value, except where the value is within a millionth of the value

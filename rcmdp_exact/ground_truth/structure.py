@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = [ "Pseudocosts", "split_on", "tighten"]
+__all__ = [ "split_on", "tighten"]
 
 #: Every coordinate's mean gain is at least this fraction of the largest.
 _FLOOR = 0.05

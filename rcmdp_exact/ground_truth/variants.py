@@ -38,7 +38,7 @@ from ..robust import check_robust_inputs
 from ..robust.engine import RobustGame
 
 __all__ = ["VARIANTS", "VARIANT_BISECT", "VARIANT_ITER", "check_lam_range", "lam_bounds",
-           "rcmdp_variant", "variant_target"]
+           "rcmdp_variant",]
 
 
 #: Bisection steps of the crossing and best-response rounds of :func:`rcmdp_variant`.

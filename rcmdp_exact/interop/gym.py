@@ -133,7 +133,10 @@ class TabularCMDPEnv(gymnasium.Env):
 
     # ----------------------------------------------------------------- Gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """Start an episode in a state drawn from p0; returns ``(obs, {"state": s})``."""
+        """Start an episode in a state drawn from p0; returns ``(obs, {"state": s})``.
+        ``seed``: an int >= 0 (or None: continue the environment's stream)."""
+        if seed is not None:
+            check_int(seed, "seed", 0, hint="; give an int >= 0 or None")
         super().reset(seed=seed)
         self._state = self._sample(self._cum_p0)
         self._t = 0

@@ -61,13 +61,10 @@ __all__ = [
     "DeviationBatch",
     "Episode",
     "KernelTables",
-    "LoopConfig",
     "LoopState",
     "MultiplierState",
     "PolicyTables",
-    "Records",
     "Workspace",
-    "loop_config",
 ]
 
 # The integer codes of LoopConfig's choices (numba compares integers; loop_config is the

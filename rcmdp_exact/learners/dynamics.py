@@ -35,7 +35,7 @@ from ..core.nn import MLP, Adam, softmax
 from ..core.parametrisations import adversary_inputs, policy_inputs
 from ..uncertainty import L1Rows, SARectangularSet
 
-__all__ = ["Problem", "build_problem", "check_learner_set", "prefit_adversary",
+__all__ = [ "build_problem", "check_learner_set", "prefit_adversary",
            "seed_generators"]
 
 

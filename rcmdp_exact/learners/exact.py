@@ -51,7 +51,7 @@ from ..core.nn import MLP, Adam, softmax
 from .dynamics import build_problem, prefit_adversary, seed_generators
 from .records import TrainResult, eval_records, evaluate_policy
 
-__all__ = [ "dense_evaluation", "exact_policy_gradient", "train_exact"]
+__all__ = []
 
 
 @dataclass

@@ -254,8 +254,10 @@ def mirror_step(logits: np.ndarray, g: np.ndarray, eta: float) -> tuple[np.ndarr
     each row's largest is 0, and the policy (their softmax).  Kept as logits, a
     probability that underflows to 0 in floating point can still come back (the map is
     the same; as probabilities it could not); an action of logit :math:`-\infty`
-    (probability exactly 0 at the start) stays at 0, as the step says.
+    (probability exactly 0 at the start) stays at 0, as the step says.  ``eta``: a
+    finite step >= 0.
     """
+    eta = check_real(eta, "eta", 0.0, hint=" (the mirror step size)")
     z = np.asarray(logits, dtype=np.float64) + eta * np.asarray(g, dtype=np.float64)
     z = z - z.max(axis=1, keepdims=True)
     pi = np.exp(z)

@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._checks import check_choice, check_client, check_int, check_real, check_type
+from .._checks import check_choice, check_client, check_int, check_limit, check_real, check_type
 from .._progress import progress_default, tqdm
 from .._result import Result
 from ..core.evaluation import (
@@ -386,11 +386,13 @@ class GroundTruthTableSpec:
         else:
             check_int(self.estimation, "estimation (episodes)", 1)
         check_int(self.seed, "seed", 0)
-        check_int(self.n_draws, "n_draws", 1, hint=" (draws per N in tests 1B and 2B)")
+        check_limit(self.n_draws, "n_draws", "draws", hint=" (draws per N in tests 1B and 2B)")
         check_choice(self.offset_on, "offset_on", ("failure", "success"))
 
     def options(self, gamma: float) -> dict:
-        """The options as the output files record them."""
+        """The options as the output files record them (``gamma``: the model's discount,
+        in [0, 1])."""
+        gamma = check_real(gamma, "gamma", 0.0, 1.0)
         b = self.bracket
         return {"estimation": self.estimation, "seed": self.seed,
                 "delta": self.set.delta, "n_draws": self.n_draws,

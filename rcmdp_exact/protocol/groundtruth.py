@@ -45,11 +45,7 @@ __all__ = [
     "PENALTY",
     "costs_of",
     "estimated",
-    "exact_test",
-    "pooled_bound",
     "run_ground_truth",
-    "setting_optima",
-    "setting_param",
     "suite_settings",
 ]
 

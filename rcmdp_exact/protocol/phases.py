@@ -30,6 +30,7 @@ from .spec import (
     TESTS,
     GroundTruthSpec,
     RunSpec,
+    check_run_numbers,
     frozen_items,
     settings_fields,
 )
@@ -281,6 +282,7 @@ class ReproduceSpec:
         for name, choices in OPTIONS.items():
             if name in opts:
                 check_choice(opts[name], name, choices)
+        check_run_numbers(opts)  # the numbers now, not at jobs()
         object.__setattr__(self, "tests", tests)
         object.__setattr__(self, "algorithms", algorithms)
         object.__setattr__(self, "options", tuple(sorted(opts.items())))

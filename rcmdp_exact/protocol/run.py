@@ -34,8 +34,7 @@ from ..core.mdp import greedy_policy
 from .groundtruth import estimated, exact_test, setting_param, suite_settings
 from .spec import RunSpec, canonical_json
 
-__all__ = [ "TrainerError", "check_result", "check_trainer",
-           "curve_rows", "run_one", "sampled_test"]
+__all__ = [ "TrainerError", "check_trainer", "run_one",]
 
 #: Points of the per-episode training curves kept in the store (block means over
 #: ``episodes // _CURVE_POINTS`` episodes: 100-episode blocks in the full protocol).

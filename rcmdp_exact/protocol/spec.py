@@ -258,21 +258,15 @@ class RunSpec:
 
     def __post_init__(self):
         check_choice(self.domain, "domain", DOMAINS)
-        check_real(self.penalty, "penalty", 0.0, low_open=True)
-        object.__setattr__(self, "penalty", float(self.penalty))
+        for name, value in check_run_numbers({n: getattr(self, n) for n in _NUMBERS}).items():
+            object.__setattr__(self, name, value)
         _check_user_fields(self)
         check_choice(self.algorithm, "algorithm", ALGORITHMS)
         check_int(self.seed, "seed", 0)
         check_limit(self.episodes, "episodes", "episodes")
-        check_real(self.delta, "delta", 0.0, 1.0, low_open=True, high_open=True)
-        check_limit(self.n_draws, "n_draws", "draws")
-        check_int(self.test_seed, "test_seed", 0)
-        check_limit(self.sampled_episodes, "sampled_episodes", "sampled_episodes", 0)
-        check_int(self.eval_every, "eval_every", 1)
         check_type(self.trainer, "trainer", str, "give a name")
         _check_options(self)
         object.__setattr__(self, "extra", _check_extra(self.extra))
-        object.__setattr__(self, "delta", float(self.delta))
 
     # ------------------------------------------------------------------ identity
     def fields(self) -> dict:
@@ -352,13 +346,33 @@ class RunSpec:
         return cls(**kw)
 
 
+#: The numeric fields of a :class:`RunSpec` and their checks, in one place: a RunSpec
+#: and the ``options`` of a :class:`~.phases.ReproduceSpec` (refused when the spec is
+#: built, before any job) both check through :func:`check_run_numbers`.
+_NUMBERS = {
+    "penalty": lambda v: check_real(v, "penalty", 0.0, low_open=True),
+    "delta": lambda v: check_real(v, "delta", 0.0, 1.0, low_open=True, high_open=True),
+    "n_draws": lambda v: check_limit(v, "n_draws", "draws"),
+    "test_seed": lambda v: check_int(v, "test_seed", 0),
+    "sampled_episodes": lambda v: check_limit(v, "sampled_episodes", "sampled_episodes", 0),
+    "eval_every": lambda v: check_int(v, "eval_every", 1),
+    "horizon": lambda v: check_int(v, "horizon", 0),
+    "estimation_episodes": lambda v: check_int(v, "estimation_episodes", 0),
+    "radius": lambda v: None if v is None else check_real(v, "radius", 0.0),
+}
+
+
+def check_run_numbers(values: dict) -> dict:
+    """The numeric RunSpec fields among ``values`` (``{name: value}``), checked: an
+    InputError naming the first bad one and its range; the others are left out."""
+    return {name: _NUMBERS[name](v) for name, v in values.items() if name in _NUMBERS}
+
+
 def _check_user_fields(spec) -> None:
     """The fields of your own model and of the kind of set (module notes)."""
     from ..uncertainty.kinds import check_kind_name
 
     check_kind_name(spec.set_kind, "set_kind")
-    check_int(spec.horizon, "horizon", 0)
-    check_int(spec.estimation_episodes, "estimation_episodes", 0)
     for name in ("model", "set_file"):
         check_type(getattr(spec, name), name, str, "give a content hash (hex) or \"\"")
     user = spec.domain == USER_DOMAIN
@@ -389,7 +403,6 @@ def _check_user_fields(spec) -> None:
                              f"set around the model itself, with support); got "
                              f"{', '.join(given) or 'none of them'}")
         if spec.radius is not None:
-            object.__setattr__(spec, "radius", check_real(spec.radius, "radius", 0.0))
             check_choice(spec.support, "support", AROUND_SUPPORTS)
         elif spec.support:
             raise InputError("support applies to the set around the model (radius), not to "
@@ -463,6 +476,7 @@ class GroundTruthSpec:
 
     def __post_init__(self):
         check_choice(self.kind, "ground-truth kind", _GROUND_TRUTH_KINDS)
+        check_int(self.seed, "seed", 0, hint=" (the seed index of the estimation)")
         check_choice(self.domain, "domain", DOMAINS)
 
     def fields(self) -> dict:

@@ -68,7 +68,7 @@ from .._checks import OutputPathError
 from .._io import LoadError
 
 __all__ = [ "DamagedJobWarning", "Store", "StoreLock",
-           "StoreLockedError", "check_store_path", "connect_readonly",
+           "StoreLockedError", "check_store_path",
            "recover_store"]
 
 _SCHEMA_VERSION = "3"

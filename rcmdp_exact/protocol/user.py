@@ -33,8 +33,7 @@ from .._io import LoadError
 from ..names import USER_DOMAIN, USER_TEST
 
 __all__ = ["USER_DOMAIN", "USER_TEST", "PerturbationError", "check_perturbation",
-           "ensure_sources", "load_model_file", "load_problem",
-           "model_of", "set_of",
+           "ensure_sources", "load_model_file", "load_problem", "set_of",
            "spec_options", "user_settings"]
 
 _MODELS: dict = {}
@@ -325,7 +324,7 @@ def spec_options(problem, estimate: int | None = None, radius: float | None = No
     default ``"nominal"``: the model is judged on itself).  ``radius`` and ``support``
     apply to the set around the model only.
     """
-    from .._checks import check_choice, check_int, check_real
+    from .._checks import check_choice, check_limit, check_real
     from ..names import AROUND_SUPPORTS, USER_RADIUS
 
     sources = [("model", problem.digest, problem.path)]
@@ -346,7 +345,8 @@ def spec_options(problem, estimate: int | None = None, radius: float | None = No
         options["set_file"] = problem.set_digest
         sources.append(("set", problem.set_digest, problem.set_path))
     elif estimate is not None:
-        options["estimation_episodes"] = check_int(estimate, "estimation episodes", 1)
+        options["estimation_episodes"] = check_limit(
+            estimate, "estimate", "episodes", hint=" (episodes of the estimation)")
     else:
         options["radius"] = check_real(USER_RADIUS if radius is None else radius, "radius",
                                        0.0)

@@ -68,7 +68,7 @@ import time
 
 import numpy as np
 
-from .._checks import InnerProblemError
+from .._checks import InnerProblemError, check_int, check_real
 from .._result import Result
 from ..core.evaluation import PolicySystem, policy_matrix, policy_values
 from ..core.mdp import box_policy_iteration, greedy_box
@@ -103,7 +103,8 @@ class SafetyNet:
     """
 
     def __init__(self, seconds: float | None = None, start: float | None = None):
-        self.seconds = None if seconds is None else float(seconds)
+        self.seconds = None if seconds is None else check_real(
+            seconds, "seconds", 0.0, low_open=True, hint=" (a time limit; None: no limit)")
         self.start = time.perf_counter() if start is None else float(start)
         self.deadline = None if seconds is None else self.start + self.seconds
         self.phase = ""  # what the run is doing (the caller's words)
@@ -297,6 +298,8 @@ class RobustGame:
     def __init__(self, model, uset, tol: float = 1e-12, max_iter: int = 200,
                  inner: str = "sort", net: SafetyNet | None = None, d=None,
                  compiled: bool = True):
+        tol = check_real(tol, "tol", 0.0, low_open=True)
+        max_iter = check_int(max_iter, "max_iter", 1)
         S, A, K = model.n_states, model.n_actions, model.n_constraints
         self.model = model
         self.S, self.A, self.K = S, A, K

@@ -34,7 +34,7 @@ import warnings
 
 import numpy as np
 
-__all__ = [ "Incumbent", "candidate_policies", "caps", "exact"]
+__all__ = [ "exact"]
 
 #: A policy is robust-feasible when each worst-case cost is at most
 #: ``d_k + _FEAS_RTOL * max(1, |d_k|)``: the rounding of an exact evaluation (about 1e-13

@@ -60,8 +60,8 @@ import numpy as np
 
 from .store import SCHEMA, key_of
 
-__all__ = ["DEFAULT_BUDGET", "SCHEMA", "assemble", "certify_job",
-           "check_budget", "extends", "finished", "job_keys", "key_of", "run_jobs",
+__all__ = ["DEFAULT_BUDGET", "SCHEMA",
+           "check_budget", "extends", "finished", "job_keys",
            "warm_up",]
 
 #: The policy class over which the bracket holds.

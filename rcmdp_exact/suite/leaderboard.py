@@ -226,9 +226,11 @@ def tabular_baseline(model, episodes: int, seed=0):
     infeasible, the policy of least estimated cost.  It knows the rewards and costs, not
     the kernel, and ignores the set.  Returns the (S, A) policy table.
     """
+    from .._checks import check_limit, rng_from
     from ..ground_truth import solve_cmdp
 
-    rng = np.random.default_rng(seed)
+    episodes = check_limit(episodes, "episodes", "episodes")
+    rng = rng_from(seed)
     S, A = model.n_states, model.n_actions
     P = np.asarray(model.P, dtype=np.float64)
     cdf = np.cumsum(P, axis=2)
@@ -331,7 +333,13 @@ class Scores(Result, kind="suite scores"):
                  max_size: int | None = None):
         """A :class:`pandas.DataFrame` with one row per run (the policy left out, the
         worst-case costs as ``worst_costs[k]``); ``form="long"`` as
-        :meth:`Result.to_frame`."""
+        :meth:`Result.to_frame`.  ``max_size`` (an int >= 0 or None) is checked as
+        there; the wide form holds no arrays (the policy is left out), so it leaves
+        nothing out."""
+        if max_size is not None:
+            from .._checks import check_int
+
+            max_size = check_int(max_size, "max_size", 0)
         if form != "wide":
             return super().to_frame(arrays, form=form, max_size=max_size)
         try:
@@ -438,7 +446,7 @@ def score(trainer=None, algorithms=("pg",), names=None, seeds=range(10),
     A run whose entrant raises is kept as a row with its ``error`` and the other runs go
     on (``failed`` counts them; ``success`` is False).
     """
-    from .._checks import InputError, check_int
+    from .._checks import InputError, check_limit
     from .._progress import progress_default, tqdm
     from .sets import KINDS
     from .store import definition, load
@@ -478,7 +486,7 @@ def score(trainer=None, algorithms=("pg",), names=None, seeds=range(10),
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise InputError("seeds is empty; give e.g. range(10)")
-    check_int(episodes, "episodes", 1)
+    check_limit(episodes, "episodes", "episodes")
     if set != "l1" and trainer is None and any(
             e.kind == "learner" and e.robust for e in entrants):
         raise InputError(f"the package's robust learners train on L1 balls (their compiled "

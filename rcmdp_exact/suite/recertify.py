@@ -301,10 +301,12 @@ def verify(names=None, *, path=None, tol: float = 1e-7, progress: bool | None = 
     """
     from .._checks import InputError, check_int, check_real
     from .._progress import progress_default, tqdm
+    from ..protocol.backends import max_workers
     from .store import data, definition
 
     check_real(tol, "tol", 0.0, 1.0)
-    check_int(workers, "workers", 1)
+    check_int(workers, "workers", 1, max_workers(),
+              hint=" (local processes: at most protocol.backends.max_workers())")
     if names is not None:
         if isinstance(names, str):
             names = [names]

@@ -324,10 +324,13 @@ def _snapshot(d: dict) -> str:
 
 def tightness(path=None, target: float = 0.01) -> str:
     """How many records are within ``target`` (relative gap), beside the file of
-    :data:`BEFORE`, by status and by kind of set."""
+    :data:`BEFORE`, by status and by kind of set (``target``: a relative gap > 0)."""
     from collections import Counter
 
+    from .._checks import check_real
     from .store import data
+
+    target = check_real(target, "target", 0.0, low_open=True, hint=" (a relative gap)")
 
     recs = data(path)["records"]
     infeasible = [r for r in recs if r["bracket"]["status"] == "infeasible"]

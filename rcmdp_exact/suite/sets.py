@@ -53,11 +53,13 @@ def radius_of(kind: str, level: float) -> float:
     """The radius of ``kind``'s set at the grid's level ``level``: the radius given to
     its ``around``, which the kind's own class says
     (:meth:`~rcmdp_exact.uncertainty.UncertaintySet.l1_level_radius`: r for l1 and s-l1,
-    r^2/2 for kl, r/2 for interval)."""
+    r^2/2 for kl, r/2 for interval).  ``level``: a real >= 0 (the grid's are
+    :data:`LEVELS`)."""
+    from .._checks import check_choice, check_real
     from ..uncertainty import set_class
 
-    if kind not in KINDS:
-        raise ValueError(f"unknown kind {kind!r}; the suite's kinds are {', '.join(KINDS)}")
+    check_choice(kind, "kind", KINDS, hint=" (the suite's kinds of set)")
+    level = check_real(level, "level", 0.0, hint=f" (the grid's levels are {LEVELS})")
     return float(set_class(kind).l1_level_radius(level))
 
 
@@ -81,7 +83,8 @@ def set_text(kind: str, level: float, support: str) -> str:
 
     own = radius_of(kind, level)
     sup = _support_of(kind, support)
-    return f"{set_class(kind).title} of radius {own:g} (level {level:g}) on the {sup} support"
+    return (f"{set_class(kind).title} of radius {own:g} (level {float(level):g}) on the "
+            f"{sup} support")
 
 
 def build_set(model, kind: str, level: float, support: str):

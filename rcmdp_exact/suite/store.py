@@ -149,10 +149,14 @@ class Loaded(NamedTuple):
 
 def _level(level) -> float:
     """The grid's level ``level`` (an InputError naming the levels otherwise)."""
+    import numbers
+
     from .._checks import InputError
     from .sets import LEVELS
 
     try:
+        if isinstance(level, bool | str) or not isinstance(level, numbers.Real):
+            raise TypeError(level)
         level = float(level)
     except (TypeError, ValueError):
         raise InputError(f"level {level!r} is not a number; give one of "

@@ -53,9 +53,7 @@ __all__ = [
     "COLUMNS",
     "EXACT_TOL",
     "VerifyTable",
-    "expected_exact",
     "lagrangian_reward_depends_on_next_state",
-    "printed_theorem2_verdict",
     "suite_models",
     "verify_suite",
     "verify_theorems",
@@ -438,6 +436,7 @@ def suite_models(domains=("inventory", "nav1", "nav2"), n_random: int = 2,
     """
     from .. import domains as dom
 
+    n_random = check_limit(n_random, "n_random", "random_models", 0)
     both = ("model", None)
     suite = []
     for name in domains:
@@ -467,7 +466,6 @@ def verify_suite(domains=("inventory", "nav1", "nav2"), n_random: int = 2,
     """Run :func:`verify_theorems` on every model of :func:`suite_models`."""
     from .._progress import progress_default, tqdm
 
-    check_limit(n_random, "n_random", "random_models", 0)
     progress = progress_default(progress)
     table = VerifyTable()
     models = suite_models(domains, n_random, variants, parametrisations)

@@ -725,6 +725,17 @@ PROTOCOL = [
         ("['seed']", "spec's own fields")),
     Api("spec-options-set-the-domain", _spec(options={"domain": "nav1"}), InputError,
         ("['domain']",)),
+    # a bad number among the options was accepted by the spec and refused only when
+    # its jobs were planned (spec.jobs(), inside reproduce); now when the spec is built
+    Api("spec-options-negative-draws", _spec(options={"n_draws": -5}), InputError,
+        ("n_draws", ">= 1", "-5")),
+    Api("spec-options-delta-out-of-range", _spec(options={"delta": 2.0}), InputError,
+        ("delta", "(0, 1)")),
+    Api("spec-options-huge-sampled-episodes",
+        _spec(options={"sampled_episodes": 10**18}), InputError,
+        ("sampled_episodes", "limit")),
+    Api("spec-options-radius-a-string", _spec(options={"radius": "0.1"}), InputError,
+        ("radius", "'0.1'")),
     Api("your-model-unknown-support", _your_model(support="bogus"), rx.OptionError,
         ("support", "'bogus'", "'nominal'")),
     Api("your-model-support-a-number", _your_model(support=3), rx.OptionError,
