@@ -58,9 +58,7 @@ __all__ = [
     "penalised_return",
     "policy_matrix",
     "policy_transition_matrix",
-    "policy_values",
     "rescaled_budget",
-    "time_dependent_values",
 ]
 
 #: The evaluation weight of the penalised return (the paper's maximal multiplier).

@@ -50,7 +50,7 @@ from .evaluation import rescaled_budget
 from .model import TabularCMDP, check_model
 from .model_checks import check_sparse_transitions, check_transition_rows
 
-__all__ = ["MDP_METHODS", "backward_induction", "box_policy_iteration", "greedy_box",
+__all__ = ["MDP_METHODS", "backward_induction", "greedy_box",
            "greedy_policy", "policy_iteration", "solve_mdp", "value_scale"]
 
 #: Methods of :func:`solve_mdp` for the discounted problem.
@@ -74,7 +74,11 @@ def greedy_policy(q) -> np.ndarray:
 
 
 def value_scale(model: TabularCMDP, horizon: int | None = None) -> float:
-    """A magnitude of values: ``max |r|, |c|`` times the effective horizon (at least 1)."""
+    """A magnitude of values: ``max |r|, |c|`` times the effective horizon (at least 1):
+    ``horizon`` steps, or 1 / (1 - gamma), or S when gamma = 1."""
+    check_model(model)
+    if horizon is not None:
+        horizon = check_limit(horizon, "horizon", "horizon")
     mag = float(np.abs(model.r).max(initial=0.0))
     if model.n_constraints:
         mag = max(mag, float(np.abs(model.c).max()))

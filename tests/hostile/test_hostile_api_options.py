@@ -304,7 +304,7 @@ def _problem():
     from types import SimpleNamespace
 
     return SimpleNamespace(digest="0" * 16, path="mine.npz", perturbations=(), horizon=5,
-                           set=None, set_digest=None, set_path=None)
+                           uset=None, set_digest=None, set_path=None)
 
 
 #: A level of the suite's grid (``suite.sets.LEVELS``: 0.05, 0.1, 0.2).
@@ -348,6 +348,8 @@ OPTIONS: list[Option] = [
              lambda **kw: rx.policy_iteration(model(), **kw), max_iter=INT_POS_CAP),
     *options("rcmdp_exact.solve_mdp", lambda **kw: rx.solve_mdp(model(), **kw),
              tol=REAL_POS, max_iter=INT_POS_CAP, k=INT_POS_CAP),
+    *options("rcmdp_exact.core.mdp.value_scale",
+             lambda **kw: rx.core.mdp.value_scale(model(), **kw), horizon=INT_POS),
     *options("rcmdp_exact.solve_mdp[horizon]",
              lambda **kw: rx.solve_mdp(model(), horizon=4, **kw),
              discount=UNIT),
@@ -861,14 +863,6 @@ INNER = {
     # The learners' per-step paths, documented as unchecked (core/nn.py): the learning
     # rate of the Settings (checked, a row of learners.Settings) and a sampled action.
     "rcmdp_exact.core.nn.Adam.step:lr", "rcmdp_exact.core.nn.MLP.grad_log_prob:y",
-    # Inner kernels of core/evaluation.py and core/mdp.py (the robust engine's and the
-    # LP's), called with a checked model's gamma and horizon.  Those two files belong to
-    # the speed helper this round: taking these names out of the files' __all__ is the
-    # follow-up (their public entry points, evaluate_* and solve_mdp, are rows).
-    "rcmdp_exact.core.evaluation.policy_values:gamma",
-    "rcmdp_exact.core.evaluation.time_dependent_values:discount",
-    *(f"rcmdp_exact.core.mdp.box_policy_iteration:{p}" for p in ("max_iter", "rtol", "atol")),
-    "rcmdp_exact.core.mdp.value_scale:horizon",
 }
 
 
