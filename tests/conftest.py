@@ -142,24 +142,44 @@ def pytest_runtest_setup(item):
 #: both workers waiting for it.  A test here that compiled something would only compile
 #: it beside the warm-up, not fail.
 _BEFORE_WARM_UP_FILES = {"test_docs.py", "test_vocabulary.py", "test_notebooks.py"}
-#: ... except these tests of those files (the docs' code blocks train learners).
-_AFTER_WARM_UP = {"test_code_blocks_run", "test_notebook_runs"}
+#: ... except these tests of those files (the docs' code blocks train learners, and the
+#: table of names trains one: run beside the warm-up, each compiled the learners' loop a
+#: second time, about 15 s of CPU).
+_AFTER_WARM_UP = {"test_code_blocks_run", "test_notebook_runs",
+                  "test_every_name_is_where_the_page_says"}
 
 
 def pytest_report_header(config):
     profile = settings.get_current_profile_name()
+    slow = "run" if runs_slow(config) else "left out (python -m pytest -m slow runs them)"
     return (f"hypothesis profile: {profile} ({settings().max_examples} examples by default); "
-            f"before a release: HYPOTHESIS_PROFILE=thorough python -m pytest (ten times the "
-            f"examples and the deep cases) and python -m pytest -m docs")
+            f"tests marked slow: {slow}; before a release: HYPOTHESIS_PROFILE=thorough "
+            f"python -m pytest (ten times the examples, the deep cases and the slow tests) "
+            f"and python -m pytest -m docs")
+
+
+def runs_slow(config) -> bool:
+    """Whether the tests marked ``slow`` run: under ``HYPOTHESIS_PROFILE=thorough`` (the
+    run a developer makes before a release), or when ``-m`` names the mark (``python -m
+    pytest -m slow`` runs them alone); the everyday test command leaves them out."""
+    return (os.environ.get("HYPOTHESIS_PROFILE") == "thorough"
+            or "slow" in (config.getoption("markexpr", "") or ""))
 
 
 def pytest_collection_modifyitems(config, items):
-    """The tests marked ``slow`` (each tens of seconds: whole command-line runs) run
-    first, the rest in their order after them: with ``--dist worksteal`` a worker that
-    runs out takes queued tests from the other, so starting the long ones first leaves
-    only short tests for the end, and both cores finish together (a long test started
-    last kept one core busy alone).  The tests that may run during the numba warm-up
-    (``before_warm_up``, and those of ``_BEFORE_WARM_UP_FILES``) come first of all."""
+    """The tests marked ``slow`` (the deep cases and whole command-line runs of a
+    release check, each several seconds of CPU) are left out unless :func:`runs_slow`;
+    when they run, they run first, the rest in their order after them: with ``--dist
+    worksteal`` a worker that runs out takes queued tests from the other, so starting
+    the long ones first leaves only short tests for the end, and both cores finish
+    together (a long test started last kept one core busy alone).  The tests that may
+    run during the numba warm-up (``before_warm_up``, and those of
+    ``_BEFORE_WARM_UP_FILES``) come first of all."""
+    if not runs_slow(config):
+        slow = [item for item in items if item.get_closest_marker("slow") is not None]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [item for item in items if item.get_closest_marker("slow") is None]
     for item in items:
         if (item.path.name in _BEFORE_WARM_UP_FILES
                 and item.originalname not in _AFTER_WARM_UP):

@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -147,6 +148,7 @@ def test_gradient_planners_converge_where_budgets_bind(name):
 
 
 # ------------------------------------------------------------------ a closed bracket
+@functools.cache
 def closed_bracket_models():
     """Robust CMDPs (L1, radius 0.2 on every next state) whose budget binds (99% of the
     worst-case cost of the robust-optimal policy) and whose bracket closes: each with
@@ -164,7 +166,7 @@ def closed_bracket_models():
         assert br.upper - br.lower <= 1e-6 * max(1.0, abs(br.upper)), (S, seed, br)
         assert br.upper < rvi.value - 1e-3  # the budget binds: OPT is below the robust optimum
         out.append((m, uset, br))
-    return out
+    return tuple(out)  # computed once per process for the six tests that use them
 
 
 def test_reference_reaches_a_closed_bracket():
