@@ -166,6 +166,21 @@ def runs_slow(config) -> bool:
             or "slow" in (config.getoption("markexpr", "") or ""))
 
 
+def _named_tests(config) -> set:
+    """The tests named on the command line (``path::test`` or ``path::test[id]``), as
+    node ids: a slow test named there runs (only whole files and folders leave it out)."""
+    out = set()
+    for arg in config.args:
+        path, sep, rest = str(arg).partition("::")
+        if sep:
+            try:
+                rel = Path(path).resolve().relative_to(config.rootpath)
+            except ValueError:
+                continue
+            out.add(f"{rel.as_posix()}::{rest}")
+    return out
+
+
 def pytest_collection_modifyitems(config, items):
     """The tests marked ``slow`` (the deep cases and whole command-line runs of a
     release check, each several seconds of CPU) are left out unless :func:`runs_slow`;
@@ -176,10 +191,13 @@ def pytest_collection_modifyitems(config, items):
     run during the numba warm-up (``before_warm_up``, and those of
     ``_BEFORE_WARM_UP_FILES``) come first of all."""
     if not runs_slow(config):
-        slow = [item for item in items if item.get_closest_marker("slow") is not None]
+        named = _named_tests(config)
+        slow = [item for item in items if item.get_closest_marker("slow") is not None
+                and item.nodeid.split("[")[0] not in named and item.nodeid not in named]
         if slow:
             config.hook.pytest_deselected(items=slow)
-            items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+            gone = {id(item) for item in slow}
+            items[:] = [item for item in items if id(item) not in gone]
     for item in items:
         if (item.path.name in _BEFORE_WARM_UP_FILES
                 and item.originalname not in _AFTER_WARM_UP):
