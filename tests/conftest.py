@@ -107,7 +107,8 @@ def pytest_sessionstart(session):
 
 def pytest_sessionfinish(session, exitstatus):
     """The run fails when a test left a new file in the checkout (tests write under
-    tmp_path only)."""
+    tmp_path only); under ``--cpu-times`` the tests' CPU seconds are written."""
+    _sessionfinish_cpu_times(session)
     before = getattr(session.config, "_rcmdp_checkout", None)
     if before is None:
         return
@@ -212,3 +213,78 @@ def _working_folder_of_its_own(tmp_path_factory, monkeypatch):
     folder the suite was started from (the README's main job writes ./reproduction there
     before the tests run)."""
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
+# --------------------------------------------------------------------------- CPU times
+def pytest_addoption(parser):
+    parser.addoption(
+        "--cpu-times", metavar="FILE", default=None,
+        help="write each test's CPU seconds (its process, and the processes it started "
+             "and waited for) to FILE, a tab-separated line per test (node id, seconds), "
+             "and print the total and the 20 most costly files: how docs/installation.md "
+             "measures the test command's CPU time")
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    waited = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + waited.ru_utime + waited.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Under ``--cpu-times``: the CPU seconds of each test, setup and teardown included
+    (a module's fixture counts in its first test)."""
+    if not item.config.getoption("cpu_times"):
+        yield
+        return
+    start = _cpu_seconds()
+    yield
+    item.config._rcmdp_cpu_times = getattr(item.config, "_rcmdp_cpu_times", [])
+    item.config._rcmdp_cpu_times.append((item.nodeid, _cpu_seconds() - start))
+
+
+def pytest_testnodedown(node, error):
+    """The controller of a run on several workers gathers the workers' CPU times."""
+    times = getattr(node, "workeroutput", {}).get("rcmdp_cpu_times")
+    if times:
+        config = node.config
+        config._rcmdp_cpu_times = getattr(config, "_rcmdp_cpu_times", []) + \
+            [tuple(t) for t in times]
+
+
+def _write_cpu_times(config) -> None:
+    """Write ``--cpu-times FILE`` atomically (in the controller, or in the one process of
+    ``-n 0``) and print the total and the 20 files that cost most."""
+    from collections import defaultdict
+
+    from rcmdp_exact._io import write_atomic
+
+    times = sorted(getattr(config, "_rcmdp_cpu_times", []), key=lambda t: -t[1])
+    text = "".join(f"{nodeid}\t{seconds:.3f}\n" for nodeid, seconds in times)
+    write_atomic(config.getoption("cpu_times"), lambda fh: fh.write(text.encode("utf-8")))
+    per_file = defaultdict(float)
+    for nodeid, seconds in times:
+        per_file[nodeid.split("::")[0]] += seconds
+    total = sum(per_file.values())
+    lines = [f"CPU seconds of the tests: {total:.0f} ({total / 60:.1f} min) in "
+             f"{len(times)} tests; the 20 files that cost most:"]
+    lines += [f"  {s:8.1f}  {f}" for f, s in sorted(per_file.items(), key=lambda x: -x[1])[:20]]
+    config._rcmdp_cpu_summary = lines
+
+
+def _sessionfinish_cpu_times(session) -> None:
+    config = session.config
+    if not config.getoption("cpu_times"):
+        return
+    if hasattr(config, "workeroutput"):  # a worker hands its times to the controller
+        config.workeroutput["rcmdp_cpu_times"] = getattr(config, "_rcmdp_cpu_times", [])
+    else:
+        _write_cpu_times(config)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    for line in getattr(config, "_rcmdp_cpu_summary", []):
+        terminalreporter.write_line(line)
