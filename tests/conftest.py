@@ -107,7 +107,8 @@ def pytest_sessionstart(session):
 
 def pytest_sessionfinish(session, exitstatus):
     """The run fails when a test left a new file in the checkout (tests write under
-    tmp_path only)."""
+    tmp_path only); under ``--cpu-times`` the tests' CPU seconds are written."""
+    _sessionfinish_cpu_times(session)
     before = getattr(session.config, "_rcmdp_checkout", None)
     if before is None:
         return
@@ -142,24 +143,62 @@ def pytest_runtest_setup(item):
 #: both workers waiting for it.  A test here that compiled something would only compile
 #: it beside the warm-up, not fail.
 _BEFORE_WARM_UP_FILES = {"test_docs.py", "test_vocabulary.py", "test_notebooks.py"}
-#: ... except these tests of those files (the docs' code blocks train learners).
-_AFTER_WARM_UP = {"test_code_blocks_run", "test_notebook_runs"}
+#: ... except these tests of those files (the docs' code blocks train learners, and the
+#: table of names trains one: run beside the warm-up, each compiled the learners' loop a
+#: second time, about 15 s of CPU).
+_AFTER_WARM_UP = {"test_code_blocks_run", "test_notebook_runs",
+                  "test_every_name_is_where_the_page_says"}
 
 
 def pytest_report_header(config):
     profile = settings.get_current_profile_name()
+    slow = "run" if runs_slow(config) else "left out (python -m pytest -m slow runs them)"
     return (f"hypothesis profile: {profile} ({settings().max_examples} examples by default); "
-            f"before a release: HYPOTHESIS_PROFILE=thorough python -m pytest (ten times the "
-            f"examples and the deep cases) and python -m pytest -m docs")
+            f"tests marked slow: {slow}; before a release: HYPOTHESIS_PROFILE=thorough "
+            f"python -m pytest (ten times the examples, the deep cases and the slow tests) "
+            f"and python -m pytest -m docs")
+
+
+def runs_slow(config) -> bool:
+    """Whether the tests marked ``slow`` run: under ``HYPOTHESIS_PROFILE=thorough`` (the
+    run a developer makes before a release), or when ``-m`` names the mark (``python -m
+    pytest -m slow`` runs them alone); the everyday test command leaves them out."""
+    return (os.environ.get("HYPOTHESIS_PROFILE") == "thorough"
+            or "slow" in (config.getoption("markexpr", "") or ""))
+
+
+def _named_tests(config) -> set:
+    """The tests named on the command line (``path::test`` or ``path::test[id]``), as
+    node ids: a slow test named there runs (only whole files and folders leave it out)."""
+    out = set()
+    for arg in config.args:
+        path, sep, rest = str(arg).partition("::")
+        if sep:
+            try:
+                rel = Path(path).resolve().relative_to(config.rootpath)
+            except ValueError:
+                continue
+            out.add(f"{rel.as_posix()}::{rest}")
+    return out
 
 
 def pytest_collection_modifyitems(config, items):
-    """The tests marked ``slow`` (each tens of seconds: whole command-line runs) run
-    first, the rest in their order after them: with ``--dist worksteal`` a worker that
-    runs out takes queued tests from the other, so starting the long ones first leaves
-    only short tests for the end, and both cores finish together (a long test started
-    last kept one core busy alone).  The tests that may run during the numba warm-up
-    (``before_warm_up``, and those of ``_BEFORE_WARM_UP_FILES``) come first of all."""
+    """The tests marked ``slow`` (the deep cases and whole command-line runs of a
+    release check, each several seconds of CPU) are left out unless :func:`runs_slow`;
+    when they run, they run first, the rest in their order after them: with ``--dist
+    worksteal`` a worker that runs out takes queued tests from the other, so starting
+    the long ones first leaves only short tests for the end, and both cores finish
+    together (a long test started last kept one core busy alone).  The tests that may
+    run during the numba warm-up (``before_warm_up``, and those of
+    ``_BEFORE_WARM_UP_FILES``) come first of all."""
+    if not runs_slow(config):
+        named = _named_tests(config)
+        slow = [item for item in items if item.get_closest_marker("slow") is not None
+                and item.nodeid.split("[")[0] not in named and item.nodeid not in named]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            gone = {id(item) for item in slow}
+            items[:] = [item for item in items if id(item) not in gone]
     for item in items:
         if (item.path.name in _BEFORE_WARM_UP_FILES
                 and item.originalname not in _AFTER_WARM_UP):
@@ -174,3 +213,78 @@ def _working_folder_of_its_own(tmp_path_factory, monkeypatch):
     folder the suite was started from (the README's main job writes ./reproduction there
     before the tests run)."""
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
+# --------------------------------------------------------------------------- CPU times
+def pytest_addoption(parser):
+    parser.addoption(
+        "--cpu-times", metavar="FILE", default=None,
+        help="write each test's CPU seconds (its process, and the processes it started "
+             "and waited for) to FILE, a tab-separated line per test (node id, seconds), "
+             "and print the total and the 20 most costly files: how docs/installation.md "
+             "measures the test command's CPU time")
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    waited = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + waited.ru_utime + waited.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Under ``--cpu-times``: the CPU seconds of each test, setup and teardown included
+    (a module's fixture counts in its first test)."""
+    if not item.config.getoption("cpu_times"):
+        yield
+        return
+    start = _cpu_seconds()
+    yield
+    item.config._rcmdp_cpu_times = getattr(item.config, "_rcmdp_cpu_times", [])
+    item.config._rcmdp_cpu_times.append((item.nodeid, _cpu_seconds() - start))
+
+
+def pytest_testnodedown(node, error):
+    """The controller of a run on several workers gathers the workers' CPU times."""
+    times = getattr(node, "workeroutput", {}).get("rcmdp_cpu_times")
+    if times:
+        config = node.config
+        config._rcmdp_cpu_times = getattr(config, "_rcmdp_cpu_times", []) + \
+            [tuple(t) for t in times]
+
+
+def _write_cpu_times(config) -> None:
+    """Write ``--cpu-times FILE`` atomically (in the controller, or in the one process of
+    ``-n 0``) and print the total and the 20 files that cost most."""
+    from collections import defaultdict
+
+    from rcmdp_exact._io import write_atomic
+
+    times = sorted(getattr(config, "_rcmdp_cpu_times", []), key=lambda t: -t[1])
+    text = "".join(f"{nodeid}\t{seconds:.3f}\n" for nodeid, seconds in times)
+    write_atomic(config.getoption("cpu_times"), lambda fh: fh.write(text.encode("utf-8")))
+    per_file = defaultdict(float)
+    for nodeid, seconds in times:
+        per_file[nodeid.split("::")[0]] += seconds
+    total = sum(per_file.values())
+    lines = [f"CPU seconds of the tests: {total:.0f} ({total / 60:.1f} min) in "
+             f"{len(times)} tests; the 20 files that cost most:"]
+    lines += [f"  {s:8.1f}  {f}" for f, s in sorted(per_file.items(), key=lambda x: -x[1])[:20]]
+    config._rcmdp_cpu_summary = lines
+
+
+def _sessionfinish_cpu_times(session) -> None:
+    config = session.config
+    if not config.getoption("cpu_times"):
+        return
+    if hasattr(config, "workeroutput"):  # a worker hands its times to the controller
+        config.workeroutput["rcmdp_cpu_times"] = getattr(config, "_rcmdp_cpu_times", [])
+    else:
+        _write_cpu_times(config)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    for line in getattr(config, "_rcmdp_cpu_summary", []):
+        terminalreporter.write_line(line)
