@@ -293,9 +293,8 @@ def peers_section(args) -> list[dict]:
     import scipy.linalg  # noqa: F401 (scipy's BLAS loaded before the limit)
     import scipy.sparse.linalg as spla
     from bench_mdp import timed
-    from threadpoolctl import threadpool_limits
-
     from reference50 import policy_reference, verdict
+    from threadpoolctl import threadpool_limits
 
     from rcmdp_exact import PolicySystem
 
