@@ -13,6 +13,9 @@ import mpmath
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from helpers import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rcmdp_exact.testing import skewed_kernel
 
@@ -140,3 +143,31 @@ def test_row_dots_are_exact_to_the_stated_error(ref50):
             assert abs(ctx.mpf(D[i]) - exact) <= ctx.mpf(float(err[i]))
             assert err[i] <= 1e-28 * max(1.0, float(abs(exact)))
     assert math.isfinite(float(err.max()))
+    # the row sums are bounded from above, tightly (the contraction factor beta)
+    ctx = mpmath.MPContext()
+    ctx.dps = 700
+    for data in (rows, sp.csr_array(rows)):
+        upper = ref50.row_sums_upper(data)
+        for i in range(rows.shape[0]):
+            exact = ctx.fsum(ctx.mpf(float(p)) for p in rows[i])
+            assert exact <= ctx.mpf(float(upper[i])) <= exact * (1 + ctx.mpf(2) ** -50) + 1e-300
+
+
+@settings(max_examples=examples(15), deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), S=st.integers(1, 10), A=st.integers(1, 3),
+       gamma=st.sampled_from([0.0, 0.5, 0.99, 0.9999, 1.0 - 1e-7]),
+       sparse=st.booleans(), magnitude=st.sampled_from([1e-12, 1.0, 1e6]))
+def test_the_reference_bound_always_holds(ref50, seed, S, A, gamma, sparse, magnitude):
+    """Invariant: |x_ref - x*| <= bound, x* by mpmath's lu_solve, on skewed rows, mixed
+    and one-hot policies, exact zeros among the rewards, gamma from 0 to 1 - 1e-7."""
+    rng = np.random.default_rng(seed)
+    P = skewed_kernel(seed, S, A)
+    R = rng.standard_normal((S, A)) * magnitude * 10.0 ** rng.uniform(-4, 0, (S, A))
+    R[rng.random((S, A)) < 0.2] = 0.0
+    pi = rng.dirichlet(np.ones(A), size=S)
+    pi[rng.random(S) < 0.3] = np.eye(A)[0]
+    data = sp.csr_array(P.reshape(S * A, S)) if sparse else P
+    ref = ref50.policy_reference(data, R, pi, gamma)
+    ctx, exact = exact_policy_values(P, R, pi, gamma)
+    x = [ctx.mpf(float(h)) + ctx.mpf(float(lo)) for h, lo in zip(ref.hi, ref.lo, strict=True)]
+    assert max(abs(xs - e) for xs, e in zip(x, exact, strict=True)) <= ref.bound
