@@ -91,7 +91,8 @@ def _row_parts(vals: np.ndarray, hi: np.ndarray, lo: np.ndarray):
     small_lo = vals * lo
     small = e.sum(axis=1) + small_lo.sum(axis=1)
     mag = np.abs(e).sum(axis=1) + np.abs(small_lo).sum(axis=1)
-    err = 2.0 * n * _U * mag / (1.0 - n * _U)
+    # (plus an underflow of each product below 2^-1022: at most 2^-1074 each)
+    err = 2.0 * n * _U * mag / (1.0 - n * _U) + 2.0 * n * 2.0 ** -1074
     if tiny.any():
         p = np.where(tiny, 0.0, p)
         err = err + _TINY_ERR * tiny.sum(axis=1)
@@ -177,6 +178,10 @@ class System:
     def __post_init__(self):
         S = self.P.shape[1]
         self.S = S
+        data = self.P.data if sp.issparse(self.P) else self.P
+        if (np.asarray(data) < 0).any() or (self.w < 0).any():
+            raise ValueError("the rows and the weights must be >= 0 (the bound "
+                             "1 / (1 - beta) needs a nonnegative matrix)")
         sums = row_sums_upper(self.P)
         per_state = [MP.mpf(0)] * S
         for s, wi, si in zip(self.owner.tolist(), self.w.tolist(), sums.tolist(),
@@ -237,11 +242,15 @@ class Reference:
 
     def error_interval(self, y) -> tuple[float, float]:
         """[lower, upper] (floats, rounded outward) of max_s |y_s - x*_s|."""
+        y = np.asarray(y, dtype=np.float64)
         D = max(abs(MP.mpf(float(ys)) - MP.mpf(float(h)) - MP.mpf(float(low)))
-                for ys, h, low in zip(np.asarray(y, dtype=np.float64), self.hi, self.lo,
+                for ys, h, low in zip(y, self.hi, self.lo,
                                       strict=True))
-        lower = max(D - self.bound, MP.mpf(0)) * (1 - MP.mpf(2) ** -50)
-        upper = (D + self.bound) * (1 + MP.mpf(2) ** -50)
+        # (D's own rounding: two operations at 169 bits on numbers up to max|y|, |x|)
+        slack = self.bound + MP.mpf(2) ** -160 * (
+            float(np.abs(y).max(initial=0.0)) + float(np.abs(self.hi).max(initial=0.0)))
+        lower = max(D - slack, MP.mpf(0)) * (1 - MP.mpf(2) ** -50)
+        upper = (D + slack) * (1 + MP.mpf(2) ** -50)
         return float(lower), float(upper)
 
 

@@ -171,3 +171,10 @@ def test_the_reference_bound_always_holds(ref50, seed, S, A, gamma, sparse, magn
     ctx, exact = exact_policy_values(P, R, pi, gamma)
     x = [ctx.mpf(float(h)) + ctx.mpf(float(lo)) for h, lo in zip(ref.hi, ref.lo, strict=True)]
     assert max(abs(xs - e) for xs, e in zip(x, exact, strict=True)) <= ref.bound
+
+
+def test_a_negative_matrix_is_refused(ref50):
+    """The bound 1 / (1 - beta) needs nonnegative rows and weights: refused, not wrong."""
+    P = np.array([[0.5, 0.5], [1.5, -0.5]])
+    with pytest.raises(ValueError, match=">= 0"):
+        ref50.policy_reference(P, np.ones(2), None, 0.9)
