@@ -43,9 +43,22 @@ fastest); columns: each time, the ratio of ours (the solve with its error bound)
 the whole ``evaluate`` (values, costs, Q-values, the occupancy by the transposed solve,
 both bounds) to the fastest peer, the same two ratios of processor times (``cpu``: on a
 loaded machine the wall time includes the time other processes held the core), the
-error of each answer against a reference
-(float64 LU or GMRES refined with residuals in extended precision, numpy.longdouble),
-our certified bound and the method chosen.  A dense matrix of 20,000 states takes 3.2 GB
+error of each answer against a certified reference, our bound and whether it holds,
+and the method chosen.
+
+The reference (``--reference 50``, the default at every size of the table: about 20 s
+a cell for dense 2,000 and sparse 20,000) is :mod:`reference50`'s: the float data taken
+as exact numbers, a solution refined to about 32 digits with residuals computed exactly
+(TwoProduct and ``math.fsum``) and carried in mpmath at 50 digits, and a rigorous bound
+B on its own error (:math:`\|r\|_\infty / (1 - \beta)`).  Two references per cell: the
+float :math:`P_\pi` as given (the system ``ours``, numpy, spsolve and GMRES solve) and
+the model's exact :math:`P_\pi = \sum_a \pi(a|s) P(s, a)` (the system ``evaluate``
+is about).  An error column prints the upper end D + B of the certified interval
+[D - B, D + B] of the answer's true error; ``holds`` says D + B <= the bound printed
+beside it (``FAILS``: D - B > the bound; ``unknown``: B too large to decide).
+``--reference longdouble``: the faster uncertified reference of before (a float64 LU or
+GMRES solve refined with residuals in numpy.longdouble; ``ok?`` where the error is
+within the bound).  A dense matrix of 20,000 states takes 3.2 GB
 and numpy's LU of it minutes, so dense models stop at ``--dense-max`` (2,000); sparse
 models are densified for numpy up to it too.
 
@@ -280,6 +293,7 @@ def peers_section(args) -> list[dict]:
     import scipy.linalg  # noqa: F401 (scipy's BLAS loaded before the limit)
     import scipy.sparse.linalg as spla
     from bench_mdp import timed
+    from reference50 import policy_reference, verdict
     from threadpoolctl import threadpool_limits
 
     from rcmdp_exact import PolicySystem
@@ -289,8 +303,9 @@ def peers_section(args) -> list[dict]:
           f"one BLAS thread; minimum of {args.repeats} interleaved repeats", flush=True)
     head = (f"{'model':<8} {'S':>6} {'gamma':>7} {'ours':>9} {'evaluate':>9} {'numpy':>9} "
             f"{'spsolve':>9} {'gmres':>9} {'x ours':>7} {'x eval':>7} {'cpu':>7} "
-            f"{'cpu ev':>7} {'ours err':>9} "
-            f"{'bound':>9} {'numpy err':>9} {'sps err':>9} {'gmres err':>9}  method")
+            f"{'cpu ev':>7} {'ours err':>9} {'bound':>9} {'':>5} {'eval err':>9} "
+            f"{'ev bound':>9} {'':>5} {'numpy err':>9} {'sps err':>9} {'gmres err':>9}  "
+            f"method")
     print(head, flush=True)
     rows = []
     # warm-up: compile and import on a small problem
@@ -305,7 +320,14 @@ def peers_section(args) -> list[dict]:
                 continue
             for gamma in (float(x) for x in args.gammas.split(",")):
                 P_pi, b, model, pi = peer_problem(kind, S, gamma)
-                ref = reference(P_pi, b, gamma)
+                if args.reference == "50":
+                    # certified: P_pi as given (ours, the peers) and the model's exact
+                    # P_pi = sum_a pi P (evaluate)
+                    ref = policy_reference(P_pi, b, None, gamma)
+                    ref_model = policy_reference(model.P_sparse if model.is_sparse
+                                                 else model.P, model.r, pi, gamma)
+                else:
+                    ref, ref_model = reference(P_pi, b, gamma), None
                 small = S <= args.dense_max
                 dense_P = (P_pi.toarray() if sp.issparse(P_pi) else P_pi) if small else None
                 csc = sp.csc_array(sp.eye_array(S, format="csc") - gamma * sp.csc_array(
@@ -350,9 +372,22 @@ def peers_section(args) -> list[dict]:
                          if isinstance(best.get(k), float)]
                 fastest = min(best[k] for k in peers) if peers else None
                 fastest_cpu = min(cpu[k] for k in peers) if peers else None
-                err = {k: float(np.abs(vals[k].astype(np.longdouble) - ref).max())
-                       for k in vals}
                 bound, method, note = info["ours"]
+                ev_bound = info["evaluate"][0]
+                if ref_model is not None:
+                    # certified intervals of the errors; the upper ends are printed
+                    cert = {k: (ref_model if k == "evaluate" else ref).error_interval(
+                        vals[k]) for k in vals}
+                    err = {k: cert[k][1] for k in vals}
+                    holds = {"ours": verdict(cert["ours"], bound),
+                             "evaluate": verdict(cert["evaluate"], ev_bound)}
+                    ref_bounds = (float(ref.bound), float(ref_model.bound))
+                else:
+                    err = {k: float(np.abs(vals[k].astype(np.longdouble) - ref).max())
+                           for k in vals}
+                    holds = {"ours": "?" if err["ours"] > bound else "ok?",
+                             "evaluate": "?"}
+                    ref_bounds = (None, None)
                 row = dict(kind=kind, S=S, gamma=gamma, **{k: best.get(k) for k in
                            ("ours", "evaluate", "numpy", "spsolve", "gmres")},
                            ratio=(best["ours"] / fastest if fastest else None),
@@ -362,6 +397,8 @@ def peers_section(args) -> list[dict]:
                                                if fastest else None),
                            cpu={k: cpu[k] for k in calls},
                            error={k: err.get(k) for k in calls}, bound=bound,
+                           evaluate_bound=ev_bound, holds=holds,
+                           reference=args.reference, reference_bounds=ref_bounds,
                            method=method, note=note)
                 rows.append(row)
 
@@ -369,14 +406,16 @@ def peers_section(args) -> list[dict]:
                      else fmt_ms(best[k]) for k in ("ours", "evaluate", "numpy", "spsolve",
                                                       "gmres")}
                 e = {k: "-" if k not in err else f"{err[k]:.1e}" for k in
-                     ("ours", "numpy", "spsolve", "gmres")}
+                     ("ours", "evaluate", "numpy", "spsolve", "gmres")}
                 ratios = " ".join(f"{fmt_ratio(row[k]):>7}" for k in
                                   ("ratio", "ratio_evaluate", "ratio_cpu",
                                    "ratio_evaluate_cpu"))
                 print(f"{kind:<8} {S:>6} {gamma:>7} {t['ours']:>9} {t['evaluate']:>9} "
                       f"{t['numpy']:>9} {t['spsolve']:>9} {t['gmres']:>9} {ratios} "
-                      f"{e['ours']:>9} {bound:>9.1e} {e['numpy']:>9} {e['spsolve']:>9} "
-                      f"{e['gmres']:>9}  {method}{' (' + note + ')' if note else ''}",
+                      f"{e['ours']:>9} {bound:>9.1e} {holds['ours']:>5} {e['evaluate']:>9} "
+                      f"{ev_bound:>9.1e} {holds['evaluate']:>5} {e['numpy']:>9} "
+                      f"{e['spsolve']:>9} {e['gmres']:>9}  "
+                      f"{method}{' (' + note + ')' if note else ''}",
                       flush=True)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return rows
@@ -405,6 +444,10 @@ def main(argv=None) -> int:
     parser.add_argument("--gammas", default="0.95,0.999,0.9999", help="--peers: discounts")
     parser.add_argument("--dense-max", type=int, default=2000,
                         help="--peers: largest S of a dense matrix (numpy, dense models)")
+    parser.add_argument("--reference", choices=("50", "longdouble"), default="50",
+                        help="--peers: the certified 50-digit reference (reference50.py, "
+                             "the default) or a float64 solve refined in longdouble "
+                             "(uncertified, faster)")
     parser.add_argument("--timeout", type=float, default=120.0,
                         help="--peers: seconds a call may take before it is stopped")
     args = parser.parse_args(argv)
