@@ -394,7 +394,11 @@ def check_real(value, name: str, low: float | None = None, high: float | None = 
     if not ok_type and numpy is not None and isinstance(value, numpy.ndarray) \
             and value.ndim == 0 and value.dtype.kind in "iuf":
         ok_type = True
-    v = float(value) if ok_type else None
+    try:
+        # an int or a Fraction beyond float64 (10**400) is not a finite float; -0.0 is 0
+        v = float(value) + 0.0 if ok_type else None
+    except OverflowError:
+        v = None
     if v is None or not math.isfinite(v) \
             or (low is not None and (v < low or (low_open and v == low))) \
             or (high is not None and (v > high or (high_open and v == high))):
@@ -416,7 +420,10 @@ def bytes_text(n: float) -> str:
     """A number of bytes for people: ``4 GiB``, ``36 TiB``, ``6.6e+21 TiB``."""
     units = ("bytes", "KiB", "MiB", "GiB", "TiB")
     k = 0
-    n = float(n)
+    try:
+        n = float(n)
+    except OverflowError:  # an int beyond float64: more than the largest float
+        return "more than 1e+308 bytes"
     while n >= 1024 and k < len(units) - 1:
         n /= 1024
         k += 1
