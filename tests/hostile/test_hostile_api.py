@@ -700,6 +700,12 @@ def _missing_model(folder):
     return ReproduceSpec(model=YourModel(str(folder / "missing.npz")))
 
 
+def _protocol_module():
+    import rcmdp_exact.protocol as protocol
+
+    return protocol
+
+
 PROTOCOL = [
     # an empty list planned no job at all (tests) or failed in plan() with an
     # IndexError (algorithms); a number or None was a TypeError
@@ -747,6 +753,22 @@ PROTOCOL = [
     # out=5 failed with a TypeError after every job had been computed and stored
     Api("reproduce-out-a-number", _reproduce(out=5), InputError, ("out", "int")),
     Api("reproduce-db-a-number", _reproduce(db=5), InputError, ("db", "int")),
+    # numpy's numbers where ints are legal were accepted and kept as they came: the
+    # store key's JSON then failed (a raw "Object of type int64 is not JSON
+    # serializable" TypeError, after the spec had been accepted)
+    Api("run-spec-numpy-seed-and-episodes-keyed", lambda f: _protocol_module().RunSpec(
+        "nav1", "pg", seed=np.int64(0), episodes=np.int64(5)).key,
+        check=lambda key, f: len(key) == 64),
+    Api("ground-truth-spec-numpy-seed-keyed", lambda f: _protocol_module().GroundTruthSpec(
+        "bracket", "nav1", seed=np.int64(3)).key, check=lambda key, f: len(key) == 64),
+    Api("reproduce-spec-numpy-numbers-keyed", lambda f: [
+        job.key for job in _protocol_module().ReproduceSpec(
+            tests=["1A"], algorithms=["pg"], seeds=np.int64(1), episodes=np.int64(2),
+            bracket_seeds=np.int64(0), options={"n_draws": np.int64(3)}).jobs()],
+        check=lambda keys, f: keys and all(len(k) == 64 for k in keys)),
+    Api("your-model-numbers-kept-plain", lambda f: _protocol_module().YourModel(
+        "m.npz", horizon=np.int64(5), radius=-0.0),
+        check=lambda m, f: type(m.horizon) is int and str(m.radius) == "0.0"),
     Api("reproduce-spec-a-string", lambda f: __import__(
         "rcmdp_exact.protocol", fromlist=["reproduce"]).reproduce("spec", f / "r.sqlite"),
         InputError, ("spec", "ReproduceSpec")),
