@@ -148,6 +148,14 @@ def _T():
 
 
 TESTING = [
+    # a tolerance of 3 let contains() pass rows summing to 2: the toolkit's own L1 ball
+    # then "failed" its optimality check (a ConformanceError against a correct set)
+    Api("conformance-tol-that-accepts-anything", lambda f: rx.check_set_conformance(
+        rx.l1_ball(rx.domains.garnet(3, 2, 2, n_constraints=1, seed=0), 0.2), tol=3.0),
+        InputError, ("tol", "[1e-12, 0.01]", "3.0")),
+    Api("conformance-tol-below-rounding", lambda f: rx.check_set_conformance(
+        rx.l1_ball(rx.domains.garnet(3, 2, 2, n_constraints=1, seed=0), 0.2), tol=5e-324),
+        InputError, ("tol", "[1e-12, 0.01]", "5e-324")),
     Api("random_cmdp-negative-S", lambda f: _T().random_cmdp(0, -1, 2, 1, 0.9), InputError,
         ("S must be an integer >= 1", "-1")),
     Api("random_cmdp-fractional-S", lambda f: _T().random_cmdp(0, 2.5, 2, 1, 0.9),
