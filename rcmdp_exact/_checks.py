@@ -348,27 +348,23 @@ def check_indices(arr, name: str, n: int, what: str = "index") -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- scalars
-#: The largest integer an option may take (int64's): see :func:`check_int`.
-INT_MAX = 2**63 - 1
-
-
 def check_int(value, name: str, low: int | None = None, high: int | None = None,
               hint: str = "") -> int:
     """``value`` as an int in ``[low, high]``; bools, floats and strings are refused.
 
-    ``high`` is at most :data:`INT_MAX` (the largest int64): numpy, scipy's solvers and
-    the float conversions of a count take no larger integer (10**400 was a raw
-    ``OverflowError`` or a ``SystemError`` from a C solver).
+    An integer of more than 1000 bits (beyond float64's range, about 1.8e308) is refused
+    whatever the range: the float conversions of a count take no such integer (10**400
+    was a raw ``OverflowError``).
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise InputError(
             f"{name} must be an integer, got {plain(value)!r} ({type(value).__name__}){hint}"
         )
     v = int(value)
-    if v > INT_MAX and (high is None or high > INT_MAX):
-        shown = f"10**{len(str(v)) - 1} or more" if v > 10**30 else str(v)
-        raise InputError(f"{name} = {shown} is above the largest integer an option takes, "
-                         f"2**63 - 1 = {INT_MAX}{hint}")
+    if v.bit_length() > 1000 and (high is None or v > high):
+        raise InputError(f"{name} = {'-' if v < 0 else ''}10**{len(str(abs(v))) - 1} or more "
+                         f"is beyond float64's range (about 1.8e308); give a smaller "
+                         f"integer{hint}")
     if (low is not None and v < low) or (high is not None and v > high):
         if high is None:
             rng = f">= {low}"

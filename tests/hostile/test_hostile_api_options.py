@@ -935,7 +935,8 @@ def probe(row: Option, value) -> str | None:
 
 
 def probe_huge(row: Option, value: int = 10**18) -> str | None:
-    """None if ``value`` (10**18, or 10**400: beyond float64) is refused before any work
+    """None if ``value`` (10**18, 10**30: beyond int64, 10**400: beyond float64) is refused
+    before any work
     (naming the parameter) or, for a cap or a size (``kind.huge``), refused by any
     one-line InputError or answered within the budgets."""
     if not row.kind.huge:
@@ -971,7 +972,7 @@ def test_bad_values_are_refused_before_any_work(row):
         bad = tuple(v for v in bad if v is not None)
     wrong = [w for v in bad if (w := probe(row, v))]
     if row.kind.huge is not None:
-        wrong += [w for v in (10**18, 10**400) if (w := probe_huge(row, v))]
+        wrong += [w for v in (10**18, 10**30, 10**400) if (w := probe_huge(row, v))]
     assert not wrong, "\n".join([f"{row.id} ({row.kind.text}):", *wrong])
 
 
