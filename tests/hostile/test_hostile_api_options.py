@@ -935,10 +935,9 @@ def probe(row: Option, value) -> str | None:
 
 
 def probe_huge(row: Option, value: int = 10**18) -> str | None:
-    """None if ``value`` (10**18, 10**30: beyond int64, 10**400: beyond float64) is refused
-    before any work
-    (naming the parameter) or, for a cap or a size (``kind.huge``), refused by any
-    one-line InputError or answered within the budgets."""
+    """None if ``value`` (10**18, 10**30: beyond int64, 10**400: beyond float64) is
+    refused before any work (naming the parameter) or, for a cap or a size
+    (``kind.huge``), refused by any one-line InputError or answered within the budgets."""
     if not row.kind.huge:
         return probe(row, value)
     shown = f"10**{len(str(value)) - 1}"
