@@ -148,6 +148,11 @@ def _T():
 
 
 TESTING = [
+    # check_seed let a sequence (or None) through and int(seed) then raised a raw
+    # TypeError ("only 0-dimensional arrays can be converted to Python scalars")
+    Api("verify-theorems-seed-an-array", lambda f: rx.verify_theorems(
+        rx.domains.garnet(3, 2, 2, n_constraints=1, seed=0), seed=np.array([1, 2])),
+        InputError, ("seed", "integer")),
     # a tolerance of 3 let contains() pass rows summing to 2: the toolkit's own L1 ball
     # then "failed" its optimality check (a ConformanceError against a correct set)
     Api("conformance-tol-that-accepts-anything", lambda f: rx.check_set_conformance(
