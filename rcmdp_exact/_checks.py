@@ -350,12 +350,21 @@ def check_indices(arr, name: str, n: int, what: str = "index") -> np.ndarray:
 # --------------------------------------------------------------------------- scalars
 def check_int(value, name: str, low: int | None = None, high: int | None = None,
               hint: str = "") -> int:
-    """``value`` as an int in ``[low, high]``; bools, floats and strings are refused."""
+    """``value`` as an int in ``[low, high]``; bools, floats and strings are refused.
+
+    An integer of more than 1000 bits (beyond float64's range, about 1.8e308) is refused
+    whatever the range: the float conversions of a count take no such integer (10**400
+    was a raw ``OverflowError``).
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise InputError(
             f"{name} must be an integer, got {plain(value)!r} ({type(value).__name__}){hint}"
         )
     v = int(value)
+    if v.bit_length() > 1000 and (high is None or v > high):
+        raise InputError(f"{name} = {'-' if v < 0 else ''}10**{len(str(abs(v))) - 1} or more "
+                         f"is beyond float64's range (about 1.8e308); give a smaller "
+                         f"integer{hint}")
     if (low is not None and v < low) or (high is not None and v > high):
         if high is None:
             rng = f">= {low}"
@@ -394,7 +403,11 @@ def check_real(value, name: str, low: float | None = None, high: float | None = 
     if not ok_type and numpy is not None and isinstance(value, numpy.ndarray) \
             and value.ndim == 0 and value.dtype.kind in "iuf":
         ok_type = True
-    v = float(value) if ok_type else None
+    try:
+        # an int or a Fraction beyond float64 (10**400) is not a finite float; -0.0 is 0
+        v = float(value) + 0.0 if ok_type else None
+    except OverflowError:
+        v = None
     if v is None or not math.isfinite(v) \
             or (low is not None and (v < low or (low_open and v == low))) \
             or (high is not None and (v > high or (high_open and v == high))):
@@ -416,7 +429,10 @@ def bytes_text(n: float) -> str:
     """A number of bytes for people: ``4 GiB``, ``36 TiB``, ``6.6e+21 TiB``."""
     units = ("bytes", "KiB", "MiB", "GiB", "TiB")
     k = 0
-    n = float(n)
+    try:
+        n = float(n)
+    except OverflowError:  # an int beyond float64: more than the largest float
+        return "more than 1e+308 bytes"
     while n >= 1024 and k < len(units) - 1:
         n /= 1024
         k += 1

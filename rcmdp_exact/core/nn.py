@@ -161,7 +161,8 @@ class MLP:
     # ------------------------------------------------------------ parameters
     def init(self, seed=None, bias_scale: float = 0.1) -> np.ndarray:
         """A fresh seeded flat parameter vector (Glorot-uniform weights, small biases)."""
-        check_real(bias_scale, "bias_scale", 0.0, hint=" (biases ~ U(-bias_scale, bias_scale))")
+        bias_scale = check_real(bias_scale, "bias_scale", 0.0, 1e300,  # (-0.0 read as 0)
+                   hint=" (biases ~ U(-bias_scale, bias_scale), whose width must be finite)")
         rng = _rng(seed)
         F, H, O = self.n_inputs, self.hidden, self.n_outputs
         a1 = np.sqrt(6.0 / (F + H))

@@ -229,7 +229,9 @@ class _Local:
 def _slsqp(fun, jac, x0, cons, bounds, n_iter: int) -> None:
     try:
         minimize(fun, x0, jac=jac, method="SLSQP", bounds=bounds, constraints=cons,
-                 options={"maxiter": n_iter, "ftol": 1e-13})
+                 # SLSQP's Fortran takes an int32 count (a larger one was a SystemError);
+                 # 2**31 - 1 iterations is no cap at all in practice
+                 options={"maxiter": min(int(n_iter), 2**31 - 1), "ftol": 1e-13})
     except _OutOfTime:
         pass
 

@@ -136,7 +136,8 @@ class TabularCMDPEnv(gymnasium.Env):
         """Start an episode in a state drawn from p0; returns ``(obs, {"state": s})``.
         ``seed``: an int >= 0 (or None: continue the environment's stream)."""
         if seed is not None:
-            check_int(seed, "seed", 0, hint="; give an int >= 0 or None")
+            # a plain int: gymnasium refuses numpy's integers
+            seed = check_int(seed, "seed", 0, hint="; give an int >= 0 or None")
         super().reset(seed=seed)
         self._state = self._sample(self._cum_p0)
         self._t = 0

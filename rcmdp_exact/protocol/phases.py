@@ -163,12 +163,14 @@ class YourModel:
             value = getattr(self, name)
             if value is not None or name == "path":
                 check_type(value, name, (str, Path), "give the path of the file")
+        # the checked values are kept: plain numbers (numpy's do not go into JSON; -0.0 is 0)
         if self.horizon is not None:
-            check_limit(self.horizon, "horizon", "horizon")
+            object.__setattr__(self, "horizon", check_limit(self.horizon, "horizon", "horizon"))
         if self.estimate is not None:
-            check_limit(self.estimate, "estimate", "episodes")
+            object.__setattr__(self, "estimate",
+                               check_limit(self.estimate, "estimate", "episodes"))
         if self.radius is not None:
-            check_real(self.radius, "radius", 0.0)
+            object.__setattr__(self, "radius", check_real(self.radius, "radius", 0.0))
         if self.support is not None:
             from ..names import AROUND_SUPPORTS
 

@@ -262,8 +262,9 @@ class RunSpec:
             object.__setattr__(self, name, value)
         _check_user_fields(self)
         check_choice(self.algorithm, "algorithm", ALGORITHMS)
-        check_int(self.seed, "seed", 0)
-        check_limit(self.episodes, "episodes", "episodes")
+        # the checked values are kept (plain ints: numpy's do not go into the key's JSON)
+        object.__setattr__(self, "seed", check_int(self.seed, "seed", 0))
+        object.__setattr__(self, "episodes", check_limit(self.episodes, "episodes", "episodes"))
         check_type(self.trainer, "trainer", str, "give a name")
         _check_options(self)
         object.__setattr__(self, "extra", _check_extra(self.extra))
@@ -476,7 +477,8 @@ class GroundTruthSpec:
 
     def __post_init__(self):
         check_choice(self.kind, "ground-truth kind", _GROUND_TRUTH_KINDS)
-        check_int(self.seed, "seed", 0, hint=" (the seed index of the estimation)")
+        object.__setattr__(self, "seed", check_int(  # a plain int, for the key's JSON
+            self.seed, "seed", 0, hint=" (the seed index of the estimation)"))
         check_choice(self.domain, "domain", DOMAINS)
 
     def fields(self) -> dict:

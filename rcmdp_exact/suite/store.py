@@ -158,7 +158,7 @@ def _level(level) -> float:
         if isinstance(level, bool | str) or not isinstance(level, numbers.Real):
             raise TypeError(level)
         level = float(level)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int past 1.8e308
         raise InputError(f"level {level!r} is not a number; give one of "
                          f"{', '.join(map(str, LEVELS))}") from None
     if not any(abs(level - r) < 1e-12 for r in LEVELS):

@@ -158,7 +158,7 @@ def find_counterexample(claim, strategy: SearchStrategy, *, tolerance: float = 0
                          f"{type(strategy).__name__}; e.g. rcmdp_exact.testing.cmdps()")
     check_real(tolerance, "tolerance")
     check_limit(max_examples, "max_examples", "examples")
-    check_int(seed, "seed", 0)
+    seed = check_int(seed, "seed", 0)  # a plain int: hypothesis refuses numpy integers
     if time_limit is not None:
         check_real(time_limit, "time_limit", 0.0, low_open=True)
     if path is not None:  # before the search: a counterexample found is never lost

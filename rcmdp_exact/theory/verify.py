@@ -31,9 +31,9 @@ from scipy.special import ndtri
 from .._checks import (
     ImproperPolicyError,
     check_choice,
+    check_int,
     check_limit,
     check_real,
-    check_seed,
 )
 from ..core.model import TabularCMDP, check_model
 from ..core.parametrisations import DEFAULT_HIDDEN, adversary_outcomes, make_adversary, make_policy
@@ -307,7 +307,7 @@ def verify_theorems(model: TabularCMDP, lam=None, *, label: str | None = None,
     check_limit(n_episodes, "n_episodes", "mc_episodes", 0)
     check_limit(hidden, "hidden", "hidden")
     check_order(order)
-    check_seed(seed)
+    seed = check_int(seed, "seed", 0)  # mixed into [seed, k] below: an int, not a Generator
     K = model.n_constraints
     lam = np.ones(K) if lam is None else model.check_multipliers(lam)
     names = list(ESTIMATORS) if estimators is None else list(estimators)

@@ -41,11 +41,12 @@ def entry_radius(n, n_entries: int, delta: float = 0.1) -> np.ndarray:
     """
     d = check_real(delta, "delta", 0.0, 1.0, low_open=True, high_open=True,
                    hint=" (the error probability)")
-    E = check_int(n_entries, "n_entries", 1)
+    E = check_int(n_entries, "n_entries", 1, 10**18)
     n = as_float_array(n, "counts n(s, a)", "give counts >= 0")
     check_nonnegative(n, "counts n(s, a)", "counts")
     with np.errstate(divide="ignore"):
-        return np.sqrt(np.log(2.0 * E / d) / (2.0 * n))
+        # ln(2E) - ln(delta): 2E / delta overflows for a subnormal delta (5e-324)
+        return np.sqrt((np.log(2.0 * E) - np.log(d)) / (2.0 * n))
 
 
 def count_frequencies(counts, pseudo_count, support, what: str):

@@ -20,6 +20,7 @@ phase 1 that collects the counts.  Terminal rows are the model's self-loop with 
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -582,9 +583,11 @@ def _radius_inputs(n, delta) -> tuple[np.ndarray, float]:
 
 
 def _sizes(n_outcomes, n_states, n_actions) -> tuple[int, int, int]:
-    """S', S and A of a radius, each an integer >= 1."""
-    return (check_int(n_outcomes, "n_outcomes", 1), check_int(n_states, "n_states", 1),
-            check_int(n_actions, "n_actions", 1))
+    """S', S and A of a radius, each an integer in 1..10^18 (a count of states or
+    actions; beyond float64's integers the radius's logarithm is not computed)."""
+    return (check_int(n_outcomes, "n_outcomes", 1, 10**18),
+            check_int(n_states, "n_states", 1, 10**18),
+            check_int(n_actions, "n_actions", 1, 10**18))
 
 
 def hoeffding_radius(n, n_outcomes: int, n_states: int, n_actions: int,
@@ -599,7 +602,7 @@ def hoeffding_radius(n, n_outcomes: int, n_states: int, n_actions: int,
     """
     n, d = _radius_inputs(n, delta)
     Sp, S, A = _sizes(n_outcomes, n_states, n_actions)
-    log_term = Sp * np.log(2.0) + np.log(S * A / d)
+    log_term = Sp * math.log(2.0) + math.log(S) + math.log(A) - math.log(d)  # no overflow
     return np.sqrt(2.0 * log_term / n)
 
 
@@ -627,7 +630,8 @@ def weissman_radius(n, n_outcomes: int, n_states: int, n_actions: int,
     Sp, S, A = _sizes(n_outcomes, n_states, n_actions)
     if Sp == 1:
         return np.zeros(n.shape)
-    log_term = Sp * np.log(2.0) + np.log1p(-(2.0 ** (1 - Sp))) + np.log(S * A / d)
+    log_term = (Sp * math.log(2.0) + math.log1p(-(2.0 ** (1 - Sp))) + math.log(S) + math.log(A)
+                - math.log(d))  # ln(S A / delta) as a sum: no overflow for a subnormal delta
     return np.sqrt(2.0 * log_term / n)
 
 

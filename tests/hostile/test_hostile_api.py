@@ -148,6 +148,19 @@ def _T():
 
 
 TESTING = [
+    # check_seed let a sequence (or None) through and int(seed) then raised a raw
+    # TypeError ("only 0-dimensional arrays can be converted to Python scalars")
+    Api("verify-theorems-seed-an-array", lambda f: rx.verify_theorems(
+        rx.domains.garnet(3, 2, 2, n_constraints=1, seed=0), seed=np.array([1, 2])),
+        InputError, ("seed", "integer")),
+    # a tolerance of 3 let contains() pass rows summing to 2: the toolkit's own L1 ball
+    # then "failed" its optimality check (a ConformanceError against a correct set)
+    Api("conformance-tol-that-accepts-anything", lambda f: rx.check_set_conformance(
+        rx.l1_ball(rx.domains.garnet(3, 2, 2, n_constraints=1, seed=0), 0.2), tol=3.0),
+        InputError, ("tol", "[1e-12, 0.01]", "3.0")),
+    Api("conformance-tol-below-rounding", lambda f: rx.check_set_conformance(
+        rx.l1_ball(rx.domains.garnet(3, 2, 2, n_constraints=1, seed=0), 0.2), tol=5e-324),
+        InputError, ("tol", "[1e-12, 0.01]", "5e-324")),
     Api("random_cmdp-negative-S", lambda f: _T().random_cmdp(0, -1, 2, 1, 0.9), InputError,
         ("S must be an integer >= 1", "-1")),
     Api("random_cmdp-fractional-S", lambda f: _T().random_cmdp(0, 2.5, 2, 1, 0.9),
@@ -700,6 +713,12 @@ def _missing_model(folder):
     return ReproduceSpec(model=YourModel(str(folder / "missing.npz")))
 
 
+def _protocol_module():
+    import rcmdp_exact.protocol as protocol
+
+    return protocol
+
+
 PROTOCOL = [
     # an empty list planned no job at all (tests) or failed in plan() with an
     # IndexError (algorithms); a number or None was a TypeError
@@ -747,6 +766,22 @@ PROTOCOL = [
     # out=5 failed with a TypeError after every job had been computed and stored
     Api("reproduce-out-a-number", _reproduce(out=5), InputError, ("out", "int")),
     Api("reproduce-db-a-number", _reproduce(db=5), InputError, ("db", "int")),
+    # numpy's numbers where ints are legal were accepted and kept as they came: the
+    # store key's JSON then failed (a raw "Object of type int64 is not JSON
+    # serializable" TypeError, after the spec had been accepted)
+    Api("run-spec-numpy-seed-and-episodes-keyed", lambda f: _protocol_module().RunSpec(
+        "nav1", "pg", seed=np.int64(0), episodes=np.int64(5)).key,
+        check=lambda key, f: len(key) == 64),
+    Api("ground-truth-spec-numpy-seed-keyed", lambda f: _protocol_module().GroundTruthSpec(
+        "bracket", "nav1", seed=np.int64(3)).key, check=lambda key, f: len(key) == 64),
+    Api("reproduce-spec-numpy-numbers-keyed", lambda f: [
+        job.key for job in _protocol_module().ReproduceSpec(
+            tests=["1A"], algorithms=["pg"], seeds=np.int64(1), episodes=np.int64(2),
+            bracket_seeds=np.int64(0), options={"n_draws": np.int64(3)}).jobs()],
+        check=lambda keys, f: keys and all(len(k) == 64 for k in keys)),
+    Api("your-model-numbers-kept-plain", lambda f: _protocol_module().YourModel(
+        "m.npz", horizon=np.int64(5), radius=-0.0),
+        check=lambda m, f: type(m.horizon) is int and str(m.radius) == "0.0"),
     Api("reproduce-spec-a-string", lambda f: __import__(
         "rcmdp_exact.protocol", fromlist=["reproduce"]).reproduce("spec", f / "r.sqlite"),
         InputError, ("spec", "ReproduceSpec")),

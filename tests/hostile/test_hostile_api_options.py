@@ -78,6 +78,9 @@ class Kind:
 
 
 NAN, INF = float("nan"), float("inf")
+#: Numbers no float64 holds (an int beyond 1.8e308: a raw OverflowError before), numpy's
+#: NaN of another width, an array of one number, a complex number.
+_BEYOND = (10**400, -(10**400), np.float32("nan"), np.array([0.5]), complex(1, 0))
 _NOT_NUMBERS = (True, "3", None, [1])
 _NOT_INTS = (2.5, NAN, INF, *_NOT_NUMBERS)
 
@@ -89,13 +92,16 @@ SIZE = Kind("int >= 1, a size the arrays given must match (10**18: they do not)"
             (0, -1, *_NOT_INTS), huge=True)
 ORDER = Kind("2 or 4", (0, 3, 6, -2, 2.0, *_NOT_INTS))
 SEED = Kind("seed: int >= 0 or None", (-1, 2.5, NAN, True, "3"))  # 10**18 is a seed
-REAL_POS = Kind("real > 0", (0.0, 0, -1e-3, -INF, NAN, INF, *_NOT_NUMBERS))
-REAL_NONNEG = Kind("real >= 0", (-1e-3, -INF, NAN, INF, *_NOT_NUMBERS))
-OPEN_UNIT = Kind("real in (0, 1)", (0.0, 1.0, -0.5, 1.5, NAN, INF, *_NOT_NUMBERS))
-UNIT = Kind("real in [0, 1]", (-1e-3, 1.001, NAN, INF, -INF, *_NOT_NUMBERS))
-HALF_OPEN_UNIT = Kind("real in (0, 1]", (0.0, -0.5, 1.5, NAN, INF, *_NOT_NUMBERS))
-REAL = Kind("a finite real", (NAN, INF, -INF, *_NOT_NUMBERS))
-TIME = Kind("seconds > 0 or None", (0.0, -1.0, NAN, INF, -INF, True, "3", [1]))
+REAL_POS = Kind("real > 0", (0.0, -0.0, 0, -1e-3, -INF, NAN, INF, *_NOT_NUMBERS, *_BEYOND))
+REAL_NONNEG = Kind("real >= 0", (-1e-3, -INF, NAN, INF, *_NOT_NUMBERS, *_BEYOND))
+OPEN_UNIT = Kind("real in (0, 1)", (0.0, -0.0, 1.0, -0.5, 1.5, NAN, INF, *_NOT_NUMBERS,
+                                     *_BEYOND))
+UNIT = Kind("real in [0, 1]", (-1e-3, 1.001, NAN, INF, -INF, *_NOT_NUMBERS, *_BEYOND))
+HALF_OPEN_UNIT = Kind("real in (0, 1]", (0.0, -0.0, -0.5, 1.5, NAN, INF, *_NOT_NUMBERS,
+                                          *_BEYOND))
+REAL = Kind("a finite real", (NAN, INF, -INF, *_NOT_NUMBERS, *_BEYOND))
+TIME = Kind("seconds > 0 or None", (0.0, -0.0, -1.0, NAN, INF, -INF, True, "3", [1],
+                                     *_BEYOND))
 
 
 # =========================================================================== tiny inputs
@@ -213,7 +219,7 @@ SETTINGS_KINDS = {
 
 
 #: A multiplier in [0, lam_max] (lam_max = 500 by default).
-LAM = Kind("real in [0, lam_max = 500]", (-1e-3, 501.0, NAN, INF, *_NOT_NUMBERS))
+LAM = Kind("real in [0, lam_max = 500]", (-1e-3, 501.0, NAN, INF, *_NOT_NUMBERS, *_BEYOND))
 
 
 def _learner_settings(**kw):
@@ -309,9 +315,10 @@ def _problem():
 
 #: A level of the suite's grid (``suite.sets.LEVELS``: 0.05, 0.1, 0.2).
 LEVEL = Kind("a level of the suite's grid (0.05, 0.1, 0.2)",
-             (0.3, 0.0, -0.1, NAN, INF, True, "0.1", None, [0.1]))
+             (0.3, 0.0, -0.1, NAN, INF, True, "0.1", None, [0.1], *_BEYOND))
 #: Adam's averaging constants.
-HALF_OPEN_BELOW_ONE = Kind("real in [0, 1)", (-1e-3, 1.0, 1.5, NAN, INF, *_NOT_NUMBERS))
+HALF_OPEN_BELOW_ONE = Kind("real in [0, 1)", (-1e-3, 1.0, 1.5, NAN, INF, *_NOT_NUMBERS,
+                                              *_BEYOND))
 
 
 def _bracket(**kw):
@@ -902,6 +909,8 @@ def budget(calls: int):
 
 
 def _shown(value) -> str:
+    if isinstance(value, int) and abs(value) > 10**20:
+        return f"{'-' if value < 0 else ''}10**{len(str(abs(value))) - 1}"
     return repr(value) if not isinstance(value, float) or math.isfinite(value) else str(value)
 
 
@@ -925,21 +934,22 @@ def probe(row: Option, value) -> str | None:
     return f"{row.param}={_shown(value)}: accepted (outside {row.kind.text})"
 
 
-def probe_huge(row: Option) -> str | None:
-    """None if 10**18 is refused before any work (naming the parameter) or, for a cap
-    or a size (``kind.huge``), refused by any one-line InputError or answered within
-    the budgets."""
+def probe_huge(row: Option, value: int = 10**18) -> str | None:
+    """None if ``value`` (10**18, 10**30: beyond int64, 10**400: beyond float64) is
+    refused before any work (naming the parameter) or, for a cap or a size
+    (``kind.huge``), refused by any one-line InputError or answered within the budgets."""
     if not row.kind.huge:
-        return probe(row, 10**18)
+        return probe(row, value)
+    shown = f"10**{len(str(value)) - 1}"
     try:
         with budget(HUGE_BUDGET):
-            row.call(**{row.param: 10**18})
+            row.call(**{row.param: value})
     except InputError as err:
-        return None if "\n" not in str(err).strip() else f"{row.param}=10**18: {err!r}"
+        return None if "\n" not in str(err).strip() else f"{row.param}={shown}: {err!r}"
     except WorkDone as err:
-        return f"{row.param}=10**18: ran on ({err})"
+        return f"{row.param}={shown}: ran on ({err})"
     except Exception as err:
-        return f"{row.param}=10**18: {type(err).__name__}: {str(err)[:160]}"
+        return f"{row.param}={shown}: {type(err).__name__}: {str(err)[:160]}"
     return None
 
 
@@ -960,8 +970,8 @@ def test_bad_values_are_refused_before_any_work(row):
     if _takes_none(row):  # None is a documented value: not a bad value here
         bad = tuple(v for v in bad if v is not None)
     wrong = [w for v in bad if (w := probe(row, v))]
-    if row.kind.huge is not None and (w := probe_huge(row)):
-        wrong.append(w)
+    if row.kind.huge is not None:
+        wrong += [w for v in (10**18, 10**30, 10**400) if (w := probe_huge(row, v))]
     assert not wrong, "\n".join([f"{row.id} ({row.kind.text}):", *wrong])
 
 
@@ -1062,3 +1072,68 @@ def test_every_numeric_parameter_is_audited():
 def test_the_table_probes_only_public_numeric_parameters():
     found = public_numeric_parameters()
     assert not [r.id for r in OPTIONS if _key(r) not in found and not _through_options(r)]
+
+
+# =========================================================================== legal edges
+def _finite(result) -> bool:
+    arrays = [np.asarray(v, dtype=float) for v in
+              (result.values() if isinstance(result, dict) else [result])
+              if isinstance(v, np.ndarray | float | int)]
+    radius = getattr(result, "radius", None)
+    if radius is not None:
+        arrays.append(np.asarray(radius, dtype=float))
+    return all(np.isfinite(a).all() for a in arrays)
+
+
+#: Legal values at the edges of a documented range (-0.0 where 0 is legal, a subnormal
+#: where any positive number is) and numpy's numbers where a Python number is legal:
+#: each must be accepted, with a finite answer (a check or a step that refuses a legal
+#: value is a fault too).  (row id, value); the row's call gives the value by keyword.
+LEGAL = [
+    # hypothesis refused numpy's integers: the L1 ball "failed" its strategy check, and
+    # example/find_counterexample raised a raw TypeError
+    ("rcmdp_exact.check_set_conformance:seed", np.int64(0)),
+    ("rcmdp_exact.testing.example:seed", np.int64(3)),
+    ("rcmdp_exact.testing.find_counterexample:seed", np.uint8(2)),
+    # U(-(-0.0), -0.0): numpy's "high - low < 0"
+    ("rcmdp_exact.core.nn.MLP:bias_scale", -0.0),
+    ("rcmdp_exact.core.nn.MLP.init:bias_scale", -0.0),
+    # ln(2^S' S A / delta) overflowed for a subnormal delta: inf radii, then "alpha[0, 0]
+    # = inf is not finite" naming no option
+    ("rcmdp_exact.estimate_l1_ball:delta", 5e-324),
+    ("rcmdp_exact.hoeffding_radius:delta", 5e-324),
+    ("rcmdp_exact.uncertainty.weissman_radius:delta", 5e-324),
+    ("rcmdp_exact.uncertainty.entry_radius:delta", 5e-324),
+    # the targets of the options audit, with numpy's numbers and their range's edges
+    ("rcmdp_exact.L1Ball.around:radius", -0.0),
+    ("rcmdp_exact.protocol.YourModel:radius", -0.0),
+    ("rcmdp_exact.protocol.YourModel:estimate", np.int64(5)),
+    ("rcmdp_exact.protocol.ReproduceSpec:seeds", np.int64(2)),
+    ("rcmdp_exact.robust.engine.RobustGame:max_iter", np.int64(10**18)),
+    ("rcmdp_exact.robust.engine.RobustGame:tol", 5e-324),
+    ("rcmdp_exact.robust.engine.SafetyNet:seconds", np.float32(0.5)),
+    ("rcmdp_exact.core.nn.Adam:n_params", np.int64(3)),
+    ("rcmdp_exact.core.nn.Adam:beta1", -0.0),
+    ("rcmdp_exact.core.nn.MLP:hidden", np.uint8(4)),
+    ("rcmdp_exact.planners.oracle.mirror_step:eta", -0.0),
+    ("rcmdp_exact.interop.gym.TabularCMDPEnv.reset:seed", np.int64(7)),
+    ("rcmdp_exact.protocol.GroundTruthSpec:seed", np.int64(0)),
+    ("rcmdp_exact.protocol.ground_truth_table.GroundTruthTableSpec:n_draws", np.int64(3)),
+    ("rcmdp_exact.suite.leaderboard.Scores.to_frame:max_size", np.int64(0)),
+    ("rcmdp_exact.suite.report.tightness:target", np.float64(0.5)),
+    ("rcmdp_exact.suite.load:level", np.float64(0.1)),
+    ("rcmdp_exact.core.mdp.value_scale:horizon", np.int64(1)),
+]
+
+
+def _row(row_id: str) -> Option:
+    found = [r for r in OPTIONS if r.id == row_id]
+    assert found, f"LEGAL names {row_id}, which is no row of OPTIONS"
+    return found[0]
+
+
+@pytest.mark.parametrize(("row_id", "value"), LEGAL,
+                         ids=[f"{r}={v!r}" for r, v in LEGAL])
+def test_legal_edge_values_are_accepted(row_id, value):
+    result = _row(row_id).call(**{row_id.rsplit(":", 1)[1]: value})
+    assert _finite(result), f"{row_id}={value!r} gave a value that is not finite: {result!r}"

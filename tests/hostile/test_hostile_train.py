@@ -127,6 +127,15 @@ HOSTILE = [
         code=130, facts=("rcmdp train: interrupted; nothing was written",),
         setup=_deleting_trainer,
         created=(f"__pycache__/deleting.{sys.implementation.cache_tag}.pyc",)),
+    # a Ctrl-C while `python -m rcmdp_exact` imports the command line (the first tenth
+    # of a second, before main's handlers): a KeyboardInterrupt traceback and the death
+    # by the signal (status -2) before; SIGTERM there was a silent death
+    Cli("sigint-while-the-command-line-imports", ("train", "nav2", "pg", *QUICK), code=130,
+        signal="INT", moment="busy", at="rcmdp_exact/cli/__init__.py:<module>",
+        facts=("rcmdp: interrupted; nothing was written",)),
+    Cli("sigterm-while-the-command-line-imports", ("train", "nav2", "pg", *QUICK),
+        code=143, signal="TERM", moment="busy", at="rcmdp_exact/cli/__init__.py:<module>",
+        facts=("rcmdp: terminated; nothing was written",)),
     Cli("sigterm-at-exit", ("train", "nav2", "pg", *QUICK, "--out", "r.npz"), code=143,
         signal="TERM", moment="exit",
         facts=("rcmdp train: terminated", "the result was written to"),
