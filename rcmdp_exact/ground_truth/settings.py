@@ -51,7 +51,7 @@ from .._checks import (
     check_seed,
 )
 from .boxes import BOX_BOUNDS
-from .variants import VARIANTS, check_lam_range
+from .variants import VARIANTS, check_feas_tol, check_lam_range
 
 __all__ = ["BRACKET_MEMORY", "GROUPS", "RELATIVE_FLOOR", "SMALL_BOX_BOUNDS", "SMALL_STATES",
            "BracketSettings", "BranchAndBound", "LagrangianSearch", "LowerSearch", "Target",]
@@ -103,7 +103,7 @@ class Target:
         check_real(self.rtol, "rtol", 0.0)
         check_real(self.atol, "atol", 0.0)
         check_real(self.tol, "tol", 0.0, low_open=True)
-        check_real(self.feas_tol, "feas_tol", 0.0)
+        check_feas_tol(self.feas_tol)
 
 
 @dataclass(frozen=True)

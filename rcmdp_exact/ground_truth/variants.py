@@ -46,6 +46,18 @@ VARIANT_BISECT = 30
 VARIANT_ITER = 25
 
 
+#: The largest slack ``feas_tol`` on the budgets: a larger one leaves no constraint (drop
+#: the constraint instead) and overflows the Lagrangian bounds.
+FEAS_TOL_MAX = 1e12
+
+
+def check_feas_tol(feas_tol) -> float:
+    """``feas_tol`` checked: a slack in [0, :data:`FEAS_TOL_MAX`] added to the budgets."""
+    return check_real(feas_tol, "feas_tol", 0.0, FEAS_TOL_MAX,
+                      hint=" (the budgets' slack; beyond 1e12 no constraint is left: remove "
+                           "the constraint from the model instead)")
+
+
 def check_lam_range(lam_range) -> tuple[float, float] | None:
     """A given range (low, high) of multipliers, validated (0 < low < high), as floats;
     None stays None (the default range of :func:`lam_bounds`)."""
@@ -85,7 +97,7 @@ def _check_search(model, uset, n_grid, lam_range, feas_tol, **counts):
                  "crossing is bisected)", "rcmdp_exact.ground_truth.variants.GRID_MEMORY")
     for name, val in counts.items():
         check_int(val, name, 0)
-    check_real(feas_tol, "feas_tol", 0.0)
+    check_feas_tol(feas_tol)
     return lam_bounds(model, check_lam_range(lam_range))
 
 

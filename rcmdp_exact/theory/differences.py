@@ -56,7 +56,8 @@ def fd_step(x, step: float | None = None, order: int = 4) -> np.ndarray:
     """
     x = np.asarray(x, dtype=np.float64)
     s = (FD_STEPS[check_order(order)] if step is None else
-         check_real(step, "finite-difference step", 0.0, low_open=True))
+         check_real(step, "finite-difference step", 0.0, 1.0, low_open=True,
+                    hint=" (a relative step, or None for the default rule)"))
     h = s * np.maximum(1.0, np.abs(x))
     return (x + h) - x
 

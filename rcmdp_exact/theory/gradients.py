@@ -250,7 +250,8 @@ def robust_policy_gradient(model: TabularCMDP, params, uset, objective: str = "v
 
     check_choice(objective, "objective", ROBUST_OBJECTIVES,
                  hint=" (the worst-case value, total cost, or Lagrangian)")
-    check_real(tie_tol, "tie_tol", 0.0)
+    check_real(tie_tol, "tie_tol", 0.0, 1.0,
+               hint=" (relative to max(1, |J|) and to max|z|: 1 already flags every pair)")
     ctx = GradientContext(model, params, lam, parametrisation, None, "softmax")
     check_set(uset, model)
     if isinstance(uset, SRectangularSet):

@@ -97,6 +97,9 @@ REAL_NONNEG = Kind("real >= 0", (-1e-3, -INF, NAN, INF, *_NOT_NUMBERS, *_BEYOND)
 OPEN_UNIT = Kind("real in (0, 1)", (0.0, -0.0, 1.0, -0.5, 1.5, NAN, INF, *_NOT_NUMBERS,
                                      *_BEYOND))
 UNIT = Kind("real in [0, 1]", (-1e-3, 1.001, NAN, INF, -INF, *_NOT_NUMBERS, *_BEYOND))
+#: The budgets' slack of the bracket (ground_truth.variants.FEAS_TOL_MAX): 1e308 was a raw
+#: scipy ValueError from the Lagrangian search's LP.
+FEAS = Kind("real in [0, 1e12]", (-1e-3, 1e13, 1e308, NAN, INF, *_NOT_NUMBERS, *_BEYOND))
 HALF_OPEN_UNIT = Kind("real in (0, 1]", (0.0, -0.0, -0.5, 1.5, NAN, INF, *_NOT_NUMBERS,
                                           *_BEYOND))
 REAL = Kind("a finite real", (NAN, INF, -INF, *_NOT_NUMBERS, *_BEYOND))
@@ -207,7 +210,7 @@ def _settings_rows(group: str) -> list:
 
 SETTINGS_KINDS = {
     "Target": {"rtol": REAL_NONNEG, "atol": REAL_NONNEG, "tol": REAL_POS,
-               "feas_tol": REAL_NONNEG},
+               "feas_tol": FEAS},
     "LagrangianSearch": {"n_grid": Kind("int >= 2", (1, 0, -1, *_NOT_INTS), huge=False),
                          "n_refine": INT_NONNEG_CAP, "n_cuts": INT_NONNEG},
     "LowerSearch": {"n_ascent": INT_NONNEG_CAP, "n_starts": INT_NONNEG,
@@ -384,7 +387,7 @@ OPTIONS: list[Option] = [
              tol=REAL_POS, max_iter=INT_POS_CAP),
     *options("rcmdp_exact.robust_policy_gradient",
              lambda **kw: rx.robust_policy_gradient(model(), logits(), ball(), **kw),
-             tie_tol=REAL_NONNEG, seed=SEED),
+             tie_tol=UNIT, seed=SEED),
     *options("rcmdp_exact.extreme_kernels",
              lambda **kw: rx.extreme_kernels(ball(), model(), **kw),
              max_kernels=INT_POS_CAP),
@@ -402,7 +405,7 @@ OPTIONS: list[Option] = [
              lambda **kw: rx.rcmdp_variant(model(None), ball(), "value", **kw),
              n_grid=Kind("int >= 2", (1, 0, -1, *_NOT_INTS), huge=False),
              n_bisect=INT_NONNEG_CAP, max_iter=INT_POS_CAP, tol=REAL_POS,
-             feas_tol=REAL_NONNEG),
+             feas_tol=FEAS),
     # ----------------------------------------------------------------- estimation
     *options("rcmdp_exact.collect_counts",
              lambda **kw: rx.collect_counts(model(), **{"n_episodes": 2, **kw}),
@@ -436,10 +439,10 @@ OPTIONS: list[Option] = [
     # ----------------------------------------------------------------- gradients
     *options("rcmdp_exact.finite_difference",
              lambda **kw: rx.finite_difference(model(), logits(), lam(), **kw),
-             step=REAL_POS, order=ORDER),
+             step=HALF_OPEN_UNIT, order=ORDER),
     *options("rcmdp_exact.central_difference",
              lambda **kw: rx.central_difference(lambda x: float(x @ x), np.ones(2), **kw),
-             step=REAL_POS, order=ORDER),
+             step=HALF_OPEN_UNIT, order=ORDER),
     *options("rcmdp_exact.monte_carlo_estimator",
              lambda **kw: rx.monte_carlo_estimator(
                  model(), logits(), "algorithm1", **{"n_episodes": 2, "seed": 0, **kw}),
@@ -668,7 +671,8 @@ OPTIONS: list[Option] = [
              lambda **kw: _verify().suite_models(**{"domains": ("nav2",), **kw}),
              n_random=INT_NONNEG),
     *options("rcmdp_exact.theory.differences.fd_step",
-             lambda **kw: _differences().fd_step(np.ones(2), **kw), step=REAL_POS, order=ORDER),
+             lambda **kw: _differences().fd_step(np.ones(2), **kw), step=HALF_OPEN_UNIT,
+             order=ORDER),
     *options("rcmdp_exact.rcmdp_variant[lam_range]",
              lambda **kw: rx.rcmdp_variant(model(None), ball(), "value", **kw),
              lam_range=Kind("(low, high) with 0 < low < high < inf",
