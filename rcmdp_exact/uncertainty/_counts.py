@@ -25,11 +25,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import as_float_array, check_int, check_nonnegative, check_real
+from .._checks import InputError, as_float_array, check_int, check_nonnegative, check_real
 from ..core.model_checks import ModelError
 from .base import support_mask
 
-__all__ = ["count_frequencies", "entry_radius", "hoeffding_box", "smoothed_counts"]
+__all__ = ["PSEUDO_COUNT_RANGE", "check_pseudo_count", "count_frequencies", "entry_radius",
+           "hoeffding_box", "smoothed_counts"]
+
+#: The pseudo-counts a set estimated from counts takes: 0, or a number in this range (a
+#: subnormal one gives infinite radii, one near 1e308 overflows the sums of the counts).
+PSEUDO_COUNT_RANGE = (1e-300, 1e12)
+
+
+def check_pseudo_count(pseudo_count, positive: bool = False, hint: str = "") -> float:
+    """``pseudo_count`` checked: 0 (unless ``positive``) or in :data:`PSEUDO_COUNT_RANGE`."""
+    low, high = PSEUDO_COUNT_RANGE
+    pc = check_real(pseudo_count, "pseudo_count", 0.0, high, low_open=positive, hint=hint)
+    if 0.0 < pc < low:
+        raise InputError(f"pseudo_count must be 0 or at least {low:g} (a smaller one makes "
+                         f"the radii of a pair without counts infinite), got {pc!r}{hint}")
+    return pc
 
 
 def entry_radius(n, n_entries: int, delta: float = 0.1) -> np.ndarray:
@@ -63,7 +78,7 @@ def count_frequencies(counts, pseudo_count, support, what: str):
                          f"next states), got {c.shape}")
     S, A, _ = c.shape
     check_nonnegative(c, "counts", "counts")
-    pc = check_real(pseudo_count, "pseudo_count", 0.0)
+    pc = check_pseudo_count(pseudo_count)
     sup = (np.ones(c.shape, dtype=bool) if support is None else
            support_mask(support, S, A, c, "counts", "enlarge the support"))
     n = c.sum(axis=2)

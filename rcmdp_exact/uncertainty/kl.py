@@ -72,7 +72,7 @@ import numpy as np
 
 from .._checks import check_choice, check_real, readonly
 from .._result import Result
-from ._counts import count_frequencies, hoeffding_box
+from ._counts import check_pseudo_count, count_frequencies, hoeffding_box
 from ._rows import (
     Frozen,
     convex_rows,
@@ -707,8 +707,8 @@ def estimate_kl_ball(counts, delta: float = 0.1, pseudo_count: float = 1.0, *,
     KLBall
     """
     check_choice(bound, "bound", _KL_BOUNDS)
-    check_real(pseudo_count, "pseudo_count", 0.0, low_open=True,
-               hint=" (a KL ball needs a centre > 0 on the support)")
+    check_pseudo_count(pseudo_count, positive=True,
+                       hint=" (a KL ball needs a centre > 0 on the support)")
     c, sup, n, f, smooth = count_frequencies(counts, pseudo_count, support, "KL ball")
     whole = np.max(np.where(sup, -np.log(np.where(sup, smooth, 1.0)), 0.0), axis=2)
     if bound == "box":

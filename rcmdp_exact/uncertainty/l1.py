@@ -41,7 +41,7 @@ from .._checks import (
 from .._result import Result
 from ..core.model import TabularCMDP, check_model
 from ..core.model_checks import ModelError, check_transition_rows
-from ._counts import smoothed_counts
+from ._counts import check_pseudo_count, smoothed_counts
 from ._rows import Frozen
 from .base import (
     SARectangularSet,
@@ -676,7 +676,7 @@ def estimate_l1_ball(counts, delta: float = 0.1, n_outcomes: int | None = None, 
         raise ModelError(f"counts must have shape (S, A, O) with S, A, O >= 1, got {c.shape}")
     S, A, O = c.shape
     check_nonnegative(c, "counts", "counts")
-    pc = check_real(pseudo_count, "pseudo_count", 0.0)
+    pc = check_pseudo_count(pseudo_count)
     if outcomes is None:
         check_shape(c, (S, A, S), "counts over next states (pass outcomes=model.outcomes "
                                   "for counts over outcomes)", ("s", "a", "s'"))

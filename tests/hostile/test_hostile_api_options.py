@@ -99,6 +99,12 @@ OPEN_UNIT = Kind("real in (0, 1)", (0.0, -0.0, 1.0, -0.5, 1.5, NAN, INF, *_NOT_N
 UNIT = Kind("real in [0, 1]", (-1e-3, 1.001, NAN, INF, -INF, *_NOT_NUMBERS, *_BEYOND))
 #: The budgets' slack of the bracket (ground_truth.variants.FEAS_TOL_MAX): 1e308 was a raw
 #: scipy ValueError from the Lagrangian search's LP.
+#: Pseudo-counts (uncertainty._counts.PSEUDO_COUNT_RANGE): a subnormal one made infinite
+#: radii ("alpha[0, 1] = inf is not finite"), 1e308 overflowed the sums of the counts.
+PSEUDO = Kind("0 or a real in [1e-300, 1e12]", (-1e-3, 5e-324, 1e-301, 1e13, 1e308, NAN, INF,
+                                                *_NOT_NUMBERS, *_BEYOND))
+PSEUDO_POS = Kind("a real in [1e-300, 1e12]", (0.0, -1e-3, 5e-324, 1e13, 1e308, NAN, INF,
+                                               *_NOT_NUMBERS, *_BEYOND))
 FEAS = Kind("real in [0, 1e12]", (-1e-3, 1e13, 1e308, NAN, INF, *_NOT_NUMBERS, *_BEYOND))
 HALF_OPEN_UNIT = Kind("real in (0, 1]", (0.0, -0.0, -0.5, 1.5, NAN, INF, *_NOT_NUMBERS,
                                           *_BEYOND))
@@ -412,20 +418,20 @@ OPTIONS: list[Option] = [
              n_episodes=INT_POS, horizon=INT_POS),
     *options("rcmdp_exact.estimate",
              lambda **kw: rx.estimate(model(), **{"n_episodes": 2, **kw}),
-             n_episodes=INT_POS, delta=OPEN_UNIT, pseudo_count=REAL_NONNEG,
+             n_episodes=INT_POS, delta=OPEN_UNIT, pseudo_count=PSEUDO,
              horizon=INT_POS, n_outcomes=INT_POS_CAP),
     *options("rcmdp_exact.estimate_l1_ball",
              lambda **kw: rx.estimate_l1_ball(counts(), **kw),
-             delta=OPEN_UNIT, pseudo_count=REAL_NONNEG, n_outcomes=INT_POS_CAP),
+             delta=OPEN_UNIT, pseudo_count=PSEUDO, n_outcomes=INT_POS_CAP),
     *options("rcmdp_exact.estimate_linf_ball",
              lambda **kw: rx.estimate_linf_ball(counts(), **kw),
-             delta=OPEN_UNIT, pseudo_count=REAL_NONNEG),
+             delta=OPEN_UNIT, pseudo_count=PSEUDO),
     *options("rcmdp_exact.estimate_interval_set",
              lambda **kw: rx.estimate_interval_set(counts(), **kw),
-             delta=OPEN_UNIT, pseudo_count=REAL_NONNEG),
+             delta=OPEN_UNIT, pseudo_count=PSEUDO),
     *options("rcmdp_exact.estimate_kl_ball",
              lambda **kw: rx.estimate_kl_ball(counts(), **kw),
-             delta=OPEN_UNIT, pseudo_count=REAL_POS),
+             delta=OPEN_UNIT, pseudo_count=PSEUDO_POS),
     *options("rcmdp_exact.hoeffding_radius",
              lambda **kw: rx.hoeffding_radius(
                  np.full((3, 2), 4.0),
