@@ -13,9 +13,12 @@ Every outcome other than success is one line on standard error (``docs/cli.md``)
 * exit status 130: an interrupt (Ctrl-C, SIGINT) of any command, with what was kept:
   a command sets ``args._interrupted`` to that text (or to a function returning it)
   as its work progresses; the default is "nothing was written".  Wherever it lands:
-  also after the command's work is done (its outputs are then complete, and flushed
-  first), while the interpreter shuts down, or as a second Ctrl-C while the first is
-  answered, never the death of the process by the signal (status -2, no word);
+  while the command line loads (:mod:`rcmdp_exact._entry`), after the command's work
+  is done (its outputs are then complete, and flushed first), or as a second Ctrl-C
+  while the first is answered, never the death of the process by the signal (status
+  -2, no word).  The one exception is the interpreter's last moments, after
+  :func:`_last_guard` (the last exit handler: no Python code runs after it, the outcome
+  is written and said): a signal there is ignored and the status is the command's own;
 * exit status 143: SIGTERM (``kill PID``), answered as an interrupt, with the same
   line;
 * warnings are printed as one line each, ``rcmdp COMMAND: warning: ...``.
