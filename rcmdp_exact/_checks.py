@@ -560,8 +560,8 @@ def check_seed(seed, name: str = "seed"):
         return tuple(int(x) for x in np.ravel(np.asarray(seed, dtype=object)))
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise InputError(
-            f"{name} must be a non-negative integer, a numpy.random.Generator or None, "
-            f"got {plain(seed)!r}"
+            f"{name} must be a non-negative integer, a non-empty sequence of them (seed "
+            f"entropy), a numpy.random.Generator or SeedSequence, or None, got {plain(seed)!r}"
         )
     return int(seed)
 

@@ -91,7 +91,9 @@ INT_NONNEG_CAP = Kind("int >= 0 (a cap)", (-1, *_NOT_INTS), huge=True)
 SIZE = Kind("int >= 1, a size the arrays given must match (10**18: they do not)",
             (0, -1, *_NOT_INTS), huge=True)
 ORDER = Kind("2 or 4", (0, 3, 6, -2, 2.0, *_NOT_INTS))
-SEED = Kind("seed: int >= 0 or None", (-1, 2.5, NAN, True, "3"))  # 10**18 is a seed
+#: a sequence of ints >= 0 is a seed too (numpy's SeedSequence entropy: check_seed)
+SEED = Kind("seed: int >= 0 (or a sequence of them, a Generator) or None",
+            (-1, 2.5, NAN, True, "3", [], [-1]))  # 10**18 is a seed
 REAL_POS = Kind("real > 0", (0.0, -0.0, 0, -1e-3, -INF, NAN, INF, *_NOT_NUMBERS, *_BEYOND))
 REAL_NONNEG = Kind("real >= 0", (-1e-3, -INF, NAN, INF, *_NOT_NUMBERS, *_BEYOND))
 OPEN_UNIT = Kind("real in (0, 1)", (0.0, -0.0, 1.0, -0.5, 1.5, NAN, INF, *_NOT_NUMBERS,
