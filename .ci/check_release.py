@@ -177,13 +177,13 @@ def check_wheel(wheel: Path, source: set[str], version: str) -> None:
         problems.append(f"License-Expression {meta['License-Expression']!r}, not 'MIT'")
     if meta.get_all("License-File") != ["LICENSE"] or f"{info}/licenses/LICENSE" not in names:
         problems.append(f"license file {meta.get_all('License-File')!r}, not ['LICENSE']")
-    if not re.search(r"^rcmdp\s*=\s*rcmdp_exact\.cli:main$", entry_points, re.M):
+    if not re.search(r"^rcmdp\s*=\s*rcmdp_exact\._entry:main$", entry_points, re.M):
         problems.append(f"no rcmdp script in entry_points.txt: {entry_points!r}")
     if problems:
         fail(f"the wheel's metadata: {'; '.join(problems)}")
     data = sorted(n for n in code if not n.endswith(".py"))
     print(f"   wheel: the package's {len(code)} files (data: {', '.join(data)}), "
-          f"License-Expression MIT, rcmdp = rcmdp_exact.cli:main")
+          f"License-Expression MIT, rcmdp = rcmdp_exact._entry:main")
 
 
 def version_of_checkout() -> str:
