@@ -23,10 +23,13 @@ def _while_starting(signum, frame):
 
 
 def main(argv=None) -> int:
-    """Install the start-up handlers, import the command line and run it."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        if signal.getsignal(sig) is not signal.SIG_IGN:  # a background job's stays ignored
-            signal.signal(sig, _while_starting)
+    """As the program (``argv`` None): install the start-up handlers, import the command
+    line and run it; with ``argv`` (a caller's own process) the handlers are left as they
+    are, as :func:`rcmdp_exact.cli.main` leaves them."""
+    if argv is None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(sig) is not signal.SIG_IGN:  # a background job's: ignored
+                signal.signal(sig, _while_starting)
     from .cli import main as cli_main
 
     return cli_main(argv)

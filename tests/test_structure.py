@@ -315,3 +315,28 @@ def test_a_run_that_writes_into_the_checkout_fails(tmp_path, writes):
     else:
         assert out.returncode == 0, out.stdout[-2000:]
         assert "into the checkout" not in out.stdout
+
+
+def test_the_entry_installs_its_handlers_before_the_command_line_is_imported():
+    """``rcmdp`` (the console script) and ``python -m rcmdp_exact`` enter through
+    ``rcmdp_exact._entry:main``, which answers a signal while the command line loads:
+    importing it loads no module of the command line and nothing heavy (its handlers
+    would come too late otherwise), and its ``main`` as a program installs them, while
+    with ``argv`` it leaves the caller's handlers alone."""
+    import tomllib
+
+    scripts = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"][
+        "scripts"]
+    assert scripts == {"rcmdp": "rcmdp_exact._entry:main"}
+    code = ("import sys, signal, contextlib; import rcmdp_exact._entry as e\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('rcmdp_exact.cli', "
+            "'numpy', 'argparse'))))\n"
+            "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(sys.stderr):\n"
+            "    e.main(['--version'])\n"
+            "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    loaded, untouched = out.stdout.split("\n")[:2]
+    assert loaded == "[]" and untouched == "True", out.stdout
+    main = (PACKAGE / "__main__.py").read_text()
+    assert "from ._entry import main" in main and "from .cli" not in main
