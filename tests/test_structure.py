@@ -340,3 +340,47 @@ def test_the_entry_installs_its_handlers_before_the_command_line_is_imported():
     assert loaded == "[]" and untouched == "True", out.stdout
     main = (PACKAGE / "__main__.py").read_text()
     assert "from ._entry import main" in main and "from .cli" not in main
+
+
+def _inner_pytest(*args, env=None) -> subprocess.CompletedProcess:
+    """``python -m pytest ARGS`` in the checkout, one process, no cache (the conftest's
+    own rules apply: the run fails if it left a file in the checkout)."""
+    import os
+
+    env = {**{k: v for k, v in os.environ.items() if k != "HYPOTHESIS_PROFILE"},
+           **(env or {})}
+    return subprocess.run([sys.executable, "-m", "pytest", "-n", "0", "-p", "no:cacheprovider",
+                           *args], capture_output=True, text=True, cwd=PACKAGE.parent,
+                          env=env, timeout=600)
+
+
+def test_the_slow_tests_are_left_out_unless_asked_for_or_named():
+    """The everyday command leaves out the tests marked slow (tests/conftest.py
+    ``runs_slow``); ``-m slow`` and the thorough profile take them, and a slow test named
+    as ``path::test`` runs."""
+    slow = "tests/test_structure.py::test_the_suite_passes_beside_the_main_jobs_output"
+    fast = "tests/test_structure.py::test_the_top_level_names_are_one_table"
+
+    def collected(*args, env=None) -> set:
+        out = _inner_pytest("--collect-only", "-q", *args, env=env)
+        return {line.strip() for line in out.stdout.splitlines() if "::" in line}
+
+    everyday = collected("tests/test_structure.py")
+    assert fast in everyday and slow not in everyday
+    assert slow in collected("-m", "slow", "tests/test_structure.py")
+    assert slow in collected("tests/test_structure.py",
+                             env={"HYPOTHESIS_PROFILE": "thorough"})
+    assert collected(slow) == {slow}
+
+
+def test_cpu_times_writes_each_tests_seconds(tmp_path):
+    """``--cpu-times FILE``: a tab-separated line per test (node id, CPU seconds > 0) and
+    the total in the summary."""
+    fast = "tests/test_structure.py::test_the_top_level_names_are_one_table"
+    out = _inner_pytest(fast, "--cpu-times", str(tmp_path / "cpu.tsv"))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    lines = (tmp_path / "cpu.tsv").read_text().splitlines()
+    assert len(lines) == 1
+    nodeid, seconds = lines[0].split("\t")
+    assert nodeid == fast and float(seconds) > 0.0
+    assert "CPU seconds of the tests:" in out.stdout and "in 1 tests" in out.stdout
