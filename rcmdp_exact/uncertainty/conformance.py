@@ -81,7 +81,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._checks import InputError, check_choice, check_int, check_real, rng_from
+from .._checks import InputError, check_choice, check_int, check_real, check_room, rng_from
 from .._result import Result
 from .base import (
     KernelSet,
@@ -840,12 +840,6 @@ class _Checker:
 SKEWED_FAMILIES = ("tiny", "zeros", "one_large", "uniform")
 
 
-def _room(entries: int, what: str) -> None:
-    from .._checks import check_room
-
-    check_room(8 * entries, what)
-
-
 def _kernel_arg(P) -> np.ndarray:
     """``P`` as a float64 array (S, A, S) with S, A >= 1 (its rows are not checked)."""
     from .._checks import as_float_array
@@ -869,7 +863,7 @@ def skewed_kernel(seed, S: int, A: int) -> np.ndarray:
     :data:`~rcmdp_exact._checks.MAX_INPUT_BYTES`).
     """
     S, A = check_int(S, "S", 1), check_int(A, "A", 1)
-    _room(S * A * S, f"skewed_kernel(S={S:,}, A={A:,})")
+    check_room(8 * S * A * S, f"skewed_kernel(S={S:,}, A={A:,})")
     rng = rng_from(seed)
     P = np.zeros((S, A, S))
     for s, a in np.ndindex(S, A):
@@ -900,7 +894,7 @@ def skewed_values(seed, J: int, P: np.ndarray) -> np.ndarray:
     J = check_int(J, "J", 1)
     P = _kernel_arg(P)
     S, A = P.shape[:2]
-    _room(J * S * A * S, f"skewed_values(J={J:,}) of a kernel {P.shape}")
+    check_room(8 * J * S * A * S, f"skewed_values(J={J:,}) of a kernel {P.shape}")
     rng = rng_from(seed)
     z = np.empty((J, S, A, S))
     for j, s, a in np.ndindex(J, S, A):
