@@ -6,9 +6,11 @@ notebooks of ``notebooks/``, converted here to ``docs/tutorials/*.ipynb`` (ignor
 and executed by myst-nb at build time; the API reference comes from the numpy-style
 docstrings (autodoc + numpydoc); the command-line page is generated from the argparse
 parser by the local extension ``_ext/rcmdp_cli.py``.  At the end of the build,
+``_ext/rcmdp_page_code.py`` runs the python blocks of the pages (each must run and print
+what its page says; ``-D rcmdp_page_code=0`` skips them) and
 ``_ext/rcmdp_site_checks.py`` checks the site (every tutorial executed without a solver's
 banner in its outputs, MathJax served offline, the command line complete) and fails the
-build otherwise: this build is where the site and the tutorials are tested.
+build otherwise: this build is where the site, the pages' code and the tutorials are tested.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ extensions = [
     "numpydoc",
     "rcmdp_cli",
     "rcmdp_api",
+    "rcmdp_page_code",  # the pages' code blocks run and print what the pages say
     "rcmdp_site_checks",  # the built site's checks: tutorials executed, maths offline, CLI
 ]
 

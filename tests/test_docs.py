@@ -1,20 +1,18 @@
 """The documentation stays true: its code runs, what it names exists, and it builds.
 
-* Every ``python`` code block of the pages below runs, in order, in one namespace per
-  page, in a folder of its own (a block preceded by a MyST comment line
-  ``% skip-test: reason`` is skipped; it must say why; a block preceded by
-  ``% file: NAME.py`` is a module of the reader's: it is written to that file in the
-  folder, which the blocks after it import from, as a reader would), and what a page
-  says the code prints (a ``text`` block or an inline literal after the word "prints")
-  is what it prints.
+* The documentation build (README command 3) runs every ``python`` code block of the
+  pages of ``docs/_ext/rcmdp_page_code.py`` (``RUN_PAGES``), in order, in one namespace
+  per page, in a folder of its own, and checks that what a page says the code prints is
+  printed; the test command checks that checker on small pages (each fault named), and
+  ``python -m pytest -m docs`` runs the pages themselves in pytest.
 * Every test (``tests/test_x.py::name``), benchmark script and ``rcmdp`` subcommand
   option a page names exists.
 * The pages cite no file outside the repository (the protocol facts live in
   ``docs/protocol.md``).
-* The checks that the documentation build (README command 3) runs on the built site
+* The checks that the documentation build runs on the built site
   (``docs/_ext/rcmdp_site_checks.py``: every tutorial executed, MathJax offline, the
-  command line complete) catch each fault.  The site itself is built, and the
-  tutorials executed, by that command, not by the test command.
+  command line complete) catch each fault.  The site itself is built, the tutorials
+  executed and the pages' code run by that command, not by the test command.
 """
 
 from __future__ import annotations
@@ -27,64 +25,87 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-#: Pages whose code blocks are executed (other pages have their own tests).
-RUN_PAGES = ("quickstart", "model", "evaluation", "mdp", "domains", "robust", "sets", "your_set",
-             "gradients", "your_learner", "theorems", "results", "README")
 PAGES = sorted(DOCS.glob("*.md")) + sorted((DOCS / "tutorials").glob("*.md"))
 #: The pages that describe the current version: all but the history of the development
 #: (docs/history.md), which names the options and tests of its time.
 CURRENT_PAGES = [p for p in PAGES if p.name != "history.md"]
 TEXT_PAGES = [*PAGES, ROOT / "README.md", *sorted((ROOT / "notebooks").glob("*"))]
 
-PRINTED = re.compile(r"^prints\n\n```text\n(?P<block>.*?)^```|prints `(?P<inline>[^`]+)`",
-                     re.S | re.M)
-FENCE = re.compile(r"^(?:(?P<skip>% skip-test:[^\n]+\n)|% file: (?P<file>\w+\.py)\n)?"
-                   r"```python\n(?P<code>.*?)^```", re.S | re.M)
 
-
-def _blocks(page: Path) -> list[tuple[str, bool, str | None]]:
-    return [(m["code"], bool(m["skip"]), m["file"])
-            for m in FENCE.finditer(page.read_text("utf-8"))]
-
-
-@pytest.mark.parametrize("name", RUN_PAGES)
-def test_code_blocks_run(name, monkeypatch, tmp_path, capsys):
-    page = ROOT / "README.md" if name == "README" else DOCS / f"{name}.md"
-    blocks = _blocks(page)
-    assert blocks, f"{page.name} has no python block"
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    namespace: dict = {"__name__": f"docs_{name}"}
-    for i, (code, skip, file) in enumerate(blocks):
-        if skip:
-            continue
-        if file:
-            (tmp_path / file).write_text(code, "utf-8")
-            continue
-        try:
-            exec(compile(code, f"{page.name} block {i + 1}", "exec"), namespace)
-        except Exception as err:  # report the page and the block
-            pytest.fail(f"{page.name}, python block {i + 1} raised {type(err).__name__}: {err}")
-    printed = capsys.readouterr().out.splitlines()
-    for m in PRINTED.finditer(page.read_text("utf-8")):
-        for line in (m["block"] or m["inline"]).strip().splitlines():
-            assert any(_same_output(line, out) for out in printed), (
-                f"{page.name} says the code prints {line!r}: {printed}")
-
-
-def _same_output(stated: str, printed: str) -> bool:
-    """Equal lines; a "label: x" line whose x is a rounding-level error (below 1e-6)
-    matches the same label with an x of the same order of magnitude (BLAS and CPU
-    change the last digits of such numbers)."""
-    if stated == printed:
-        return True
-    a, b = stated.rpartition(": "), printed.rpartition(": ")
+def _page_code():
+    """The documentation build's extension that runs the pages' code."""
+    sys.path.insert(0, str(DOCS / "_ext"))
     try:
-        x, y = float(a[2]), float(b[2])
-    except ValueError:
-        return False
-    return a[0] == b[0] and 0 < x < 1e-6 and 0 < y < 1e-6 and 0.1 < x / y < 10
+        import rcmdp_page_code
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    return rcmdp_page_code
+
+
+@pytest.mark.docs
+@pytest.mark.parametrize("name", _page_code().RUN_PAGES)
+def test_code_blocks_run(name, tmp_path):
+    """What the documentation build runs at its end (README command 3), in pytest."""
+    pc = _page_code()
+    text = pc.page_path(DOCS, name).read_text("utf-8")
+    assert pc.blocks(text), f"{name} has no python block"
+    problems, _ = pc.run_page(text, name, tmp_path)
+    assert not problems, problems
+
+
+GOOD_PAGE = """\
+% file: helper_mod.py
+```python
+VALUE = 41
+```
+
+```python
+import helper_mod
+x = helper_mod.VALUE + 1
+print('x:', x)
+```
+
+% skip-test: needs a cluster
+```python
+raise SystemExit('must not run')
+```
+
+```python
+print(f'label: {1e-9 * x / 42}')
+```
+
+prints
+
+```text
+x: 42
+label: 1.2e-09
+```
+"""
+
+
+def test_the_page_code_check_runs_blocks_in_order_and_names_each_fault(tmp_path):
+    """The build's check of the pages' code (docs/_ext/rcmdp_page_code.py), on small
+    pages: a good page passes (its module file imported, its skipped block not run, a
+    rounding-level number matched); a block that raises, a stated output not printed,
+    and a module of one page imported by the next are each caught and named."""
+    pc = _page_code()
+    for sub in "abcd":
+        (tmp_path / sub).mkdir()
+    problems, printed = pc.run_page(GOOD_PAGE, "good.md", tmp_path / "a")
+    assert problems == [] and printed[0] == "x: 42", (problems, printed)
+    assert "helper_mod" not in sys.modules  # forgotten after the page
+    raises = "```python\nx = 1\n```\n\n```python\n1 / 0\n```\n\n```python\nprint('never')\n```\n"
+    problems, printed = pc.run_page(raises, "raises.md", tmp_path / "b")
+    assert len(problems) == 1, problems
+    assert "raises.md, python block 2 raised ZeroDivisionError" in problems[0]
+    assert printed == []  # the blocks after a failure build on it: not run
+    problems, _ = pc.run_page("```python\nprint('x: 41')\n```\n\nprints `x: 42`\n", "wrong.md",
+                              tmp_path / "c")
+    assert len(problems) == 1 and "wrong.md says the code prints 'x: 42'" in problems[0]
+    problems, _ = pc.run_page("```python\nimport helper_mod\n```\n", "next.md", tmp_path / "d")
+    assert len(problems) == 1 and "ModuleNotFoundError" in problems[0], problems
+    assert not pc.same_output("label: 1e-3", "label: 1.1e-3")  # only rounding-level numbers
+    assert pc.same_output("label: 1e-9", "label: 3e-9")
 
 
 def test_named_tests_and_scripts_exist():
