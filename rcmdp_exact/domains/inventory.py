@@ -41,7 +41,6 @@ d = 6.0, horizon T = 100, no terminal state.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import ndtr
 
 from .._checks import as_float_array, check_choice, check_int, check_real, check_sizes
 from ..core.model import TabularCMDP
@@ -77,6 +76,8 @@ def _demand_cdf(k, mu: float, sigma: float, demand: str = "reference") -> np.nda
                       "round(max(0, D)))")
     mu, sigma = _check_normal(mu, sigma, "the demand distribution")
     k = as_float_array(k, "k", "give demand levels as numbers", finite=False)
+    from scipy.special import ndtr  # here: not imported by every start
+
     shift = 0.0 if demand == "reference" else 0.5
     return np.where(k < 0, 0.0, ndtr((k + shift - mu) / sigma))
 

@@ -29,7 +29,6 @@ still a bound.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linprog
 
 from .._result import Result
 from ..robust.engine import RobustGame
@@ -107,6 +106,8 @@ class _Log:
 
 
 def _kelley(log: _Log, n_cuts: int, box: float) -> None:
+    from scipy.optimize import linprog  # here: scipy.optimize costs 0.3 s of every start
+
     K = log.game.K
     for _ in range(n_cuts):
         if log.game.late():

@@ -47,7 +47,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.optimize import minimize
 
 from ..core.evaluation import evaluate
 from ..robust.engine import RobustGame
@@ -227,6 +226,8 @@ class _Local:
 
 
 def _slsqp(fun, jac, x0, cons, bounds, n_iter: int) -> None:
+    from scipy.optimize import minimize  # here: scipy.optimize costs 0.3 s of every start
+
     try:
         minimize(fun, x0, jac=jac, method="SLSQP", bounds=bounds, constraints=cons,
                  # SLSQP's Fortran takes an int32 count (a larger one was a SystemError);
