@@ -42,14 +42,25 @@ from pathlib import Path
 try:
     import rcmdp_exact as rx
     from rcmdp_exact import domains
-    from rcmdp_exact.learners import train
+    from rcmdp_exact.learners import loop, train
     from rcmdp_exact.suite.certify import warm_up
+    import numpy as np
+    from rcmdp_exact.uncertainty.weighted_l1 import worst_case_weighted_l1
     m = domains.garnet(3, 2, 2, n_constraints=1, seed=0).replace(horizon=5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        train(m, "adversarial-rcpg", uset=rx.l1_ball(m, 0.1), seed=0, episodes=2,
-              eval_every=1, progress=False)
+        res = train(m, "adversarial-rcpg", uset=rx.l1_ball(m, 0.1), seed=0, episodes=2,
+                    eval_every=1, progress=False)
+        loop.policy_table(res.policy_params, res.inputs, 100, m.n_actions)
         warm_up()
+        for sparse in (False, True):  # the certified solvers' compiled rows and Krylov
+            g = domains.garnet(6, 2, 2, n_constraints=1, seed=0, sparse=sparse)
+            for method in ("gmres", "bicgstab", "iteration"):
+                rx.evaluate(g, np.full((6, 2), 0.5), method=method)
+            for method in ("policy_iteration", "value_iteration", "modified_policy_iteration"):
+                rx.solve_mdp(g, method)
+        worst_case_weighted_l1(np.full((2, 3), 1 / 3), np.ones((2, 3)), np.full(2, 0.1),
+                               np.ones((2, 3)), backend="numba")
 finally:
     Path(sys.argv[1]).touch()
 """
@@ -59,9 +70,11 @@ _WARM_UP_DONE = "RCMDP_EXACT_TEST_WARM_UP_DONE"
 
 def pytest_configure(config):
     """In the controller of a run on several workers (``-n auto``), compile the package's
-    numba code once, in a background process, while the first worker builds the site
-    (the one long test that uses no numba code): the learners' loop (about 30 s to
-    compile) and the bracket's compiled steps.  numba caches what it compiles next to the
+    numba code once, in a background process, while the workers run the tests that use
+    none (``before_warm_up``): the learners' loop (about 30 s to compile), the bracket's
+    compiled steps, the certified solvers' rows and Krylov cycles and the weighted L1
+    rows (about 20 s more; compiled by each worker that met them first, they were
+    compiled twice).  numba caches what it compiles next to the
     package (``cache=True``), so every worker and every command the tests start loads it
     instead of compiling it again, in parallel, in a new environment.  Every other test
     waits until the warm-up is done (:func:`pytest_runtest_setup`).  A failure of the
@@ -142,7 +155,8 @@ def pytest_runtest_setup(item):
 #: vocabulary, the notebooks' format): they run while the warm-up compiles, instead of
 #: both workers waiting for it.  A test here that compiled something would only compile
 #: it beside the warm-up, not fail.
-_BEFORE_WARM_UP_FILES = {"test_docs.py", "test_vocabulary.py", "test_notebooks.py"}
+_BEFORE_WARM_UP_FILES = {"test_docs.py", "test_vocabulary.py", "test_notebooks.py",
+                         "test_bad_inputs.py", "test_layering.py"}
 #: ... except these tests of those files (the docs' code blocks train learners, and the
 #: table of names trains one: run beside the warm-up, each compiled the learners' loop a
 #: second time, about 15 s of CPU).

@@ -385,3 +385,42 @@ def test_cpu_times_writes_each_tests_seconds(tmp_path):
     nodeid, seconds = lines[0].split("\t")
     assert nodeid == fast and float(seconds) > 0.0
     assert "CPU seconds of the tests:" in out.stdout and "in 1 tests" in out.stdout
+
+
+def _numba_functions() -> set[str]:
+    """``module.function`` of every function the package compiles and caches with numba
+    on its own: decorated by ``numba.njit`` or by a module-level alias of it (``_jit =
+    numba.njit(...)``), except those inlined into their callers (``inline="always"``)."""
+    out = set()
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text("utf-8"))
+        aliases = {t.id for node in tree.body if isinstance(node, ast.Assign)
+                   for t in node.targets if isinstance(t, ast.Name)
+                   and "njit" in ast.unparse(node.value)
+                   and "inline" not in ast.unparse(node.value)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and any(
+                    ("njit" in ast.unparse(d) and "inline" not in ast.unparse(d))
+                    or ast.unparse(d).split("(")[0] in aliases
+                    for d in node.decorator_list):
+                out.add(f"{path.stem}.{node.name}")
+    return out
+
+
+@pytest.mark.slow
+def test_the_warm_up_compiles_every_numba_function(tmp_path):
+    """The test command's warm-up (tests/conftest.py ``_WARM_UP``) runs without an error
+    and compiles every numba function of the package, so that no worker compiles one a
+    second time; a function it misses is named (add a call that reaches it)."""
+    import os
+
+    from conftest import _WARM_UP
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    run = subprocess.run([sys.executable, "-c", _WARM_UP, str(tmp_path / "done")],
+                         capture_output=True, text=True, env=env, timeout=1200)
+    assert run.returncode == 0 and (tmp_path / "done").exists(), run.stderr[-3000:]
+    cached = {p.name.rsplit("-", 1)[0] for p in (tmp_path / "cache").rglob("*.nbi")}
+    wanted = _numba_functions()
+    assert len(wanted) > 25, wanted  # the scan finds the package's compiled functions
+    assert wanted <= cached, sorted(wanted - cached)
