@@ -204,7 +204,9 @@ def test_gradient_planners_approach_a_closed_bracket(name):
 
 
 # ------------------------------------------------------------------ EpiRC-PGS certificate
-@pytest.mark.parametrize("seed", range(4))
+#: Seeds 2 and 3: brackets closed within 55 boxes; seeds 0 and 1 need 1875 and 767 boxes
+#: (6 s of the test's 10) for the same check: the thorough profile adds them.
+@pytest.mark.parametrize("seed", depth((2, 3), range(4)))
 def test_epirc_lower_threshold_is_a_lower_bound(seed):
     """Every success of the bisection is an exactly evaluated robust-feasible policy
     worth at least the threshold: the final lower threshold is at most OPT (from the
