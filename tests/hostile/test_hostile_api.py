@@ -806,6 +806,26 @@ def test_hostile(row, tmp_path):
     run_api(row, tmp_path)
 
 
+def _leaves_a_file_open(cycle):
+    def call(folder):
+        fh = open(folder / "left-open.txt", "w")  # the fault the row finds
+        if cycle:  # only the collection after the call finalises it
+            holder = {"file": fh}
+            holder["self"] = holder
+        raise InputError("a refusal that leaves its file open")
+    return call
+
+
+@pytest.mark.parametrize("cycle", [False, True])
+def test_a_row_that_leaves_a_file_open_fails(cycle, tmp_path):
+    """The harness's own check: a call that leaves a file open fails its row, also when
+    the file is held only by a reference cycle made during the call (run_api freezes the
+    objects alive before the call and collects the rest)."""
+    row = Api("leaves-a-file-open", _leaves_a_file_open(cycle), InputError, ("refusal",))
+    with pytest.raises(AssertionError, match=r"left-open\.txt"):
+        run_api(row, tmp_path)
+
+
 # --------------------------------------------------------------------------- one helper
 #: Writes of output files outside rcmdp_exact/_io.py known today, in files of the suite
 #: (its own helper owns them; listed so that no new one appears unseen).
