@@ -40,6 +40,10 @@ GRADIENT = ("robust-primal-dual", "epirc-pgs", "rnpg", "rrpo", "pmd-pd")
 #: many iterations, mirror steps geometrically (the weight of the other actions falls by a
 #: factor exp(-eta gap) per step).
 DETERMINISTIC_BUDGET = {"rnpg": 2000, "pmd-pd": 2000}
+#: At radius 0 (the nominal kernel) the same planners are within 1e-6 of the LP optimum
+#: from iteration 71 on (both seeds, every kind; measured): 400 iterations, the budget of
+#: the others, leave a margin of five.
+RADIUS_ZERO_BUDGET = 400
 LEARNERS = ("rcpg-value-exact", "rcpg-constraint-exact", "rcpg-lagrangian-exact",
             "adversarial-rcpg-exact")
 KINDS = ("l1", "kl", "s-l1", "interval")
@@ -67,7 +71,7 @@ def test_every_planner_reaches_the_lp_optimum_at_radius_zero(name, kind):
         m = loose(seed, terminal=seed == 1)
         uset = build_set(m, kind, 0.0, "nominal")
         lp = rx.solve_cmdp(m)
-        r = plan(m, uset, name, iterations=DETERMINISTIC_BUDGET.get(name, 400), seed=seed)
+        r = plan(m, uset, name, iterations=RADIUS_ZERO_BUDGET, seed=seed)
         assert r.feasible
         assert abs(relgap(lp.value, r.value)) <= 1e-6, (seed, lp.value, r.value)
 
@@ -200,7 +204,9 @@ def test_gradient_planners_approach_a_closed_bracket(name):
 
 
 # ------------------------------------------------------------------ EpiRC-PGS certificate
-@pytest.mark.parametrize("seed", range(4))
+#: Seeds 2 and 3: brackets closed within 55 boxes; seeds 0 and 1 need 1875 and 767 boxes
+#: (6 s of the test's 10) for the same check: the thorough profile adds them.
+@pytest.mark.parametrize("seed", depth((2, 3), range(4)))
 def test_epirc_lower_threshold_is_a_lower_bound(seed):
     """Every success of the bisection is an exactly evaluated robust-feasible policy
     worth at least the threshold: the final lower threshold is at most OPT (from the

@@ -5,7 +5,7 @@ from functools import cache
 
 import numpy as np
 import pytest
-from helpers import examples, raises_fact
+from helpers import depth, examples, raises_fact
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -160,18 +160,21 @@ def test_estimated_nominal_converges_to_the_truth():
 def test_estimation_reproduces_the_papers_alpha_ranges(name, slack):
     """Paper: nav1 about [0.25, 0.7], nav2 [0.03, 0.085], inventory [0.3, 0.9].
 
-    Every seed 0..9 within the slack of both ends.  Measured (docs/robust.md): nav1
+    Every seed 0..9 within the slack of both ends (seeds 0..2 in the everyday run, all
+    ten under the thorough profile).  Measured (docs/robust.md): nav1
     lower 0.256-0.302, upper 0.638-0.759; nav2 lower 0.0347-0.0352, upper
     0.0830-0.0844; inventory lower 0.373-0.387 (the paper's 0.3 is not reached),
     upper 0.822-0.930.
     """
     model = paper_domain(name)
     plo, phi = PAPER_ALPHA_RANGES[name]
-    for seed in range(10):
+    first = None
+    for seed in depth(range(3), range(10)):  # the ten seeds: the thorough profile
         res = estimate(model, ESTIMATION_EPISODES[name]["paper"], seed=seed, progress=False)
         lo, hi = res.alpha_range
         assert abs(lo - plo) <= slack and abs(hi - phi) <= slack, (seed, lo, hi)
-    res = estimate(model, ESTIMATION_EPISODES[name]["paper"], seed=0, progress=False)
+        first = res if seed == 0 else first
+    res = first
     assert res.form == "outcomes"
     S_prime = model.outcomes.shape[2]
     # the radius of one pair recomputed from its counts, pseudo-counts included

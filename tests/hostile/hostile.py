@@ -327,10 +327,17 @@ def run_api(row: Api, tmp_path: Path) -> None:
     import gc
     import warnings
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ResourceWarning)
-        _call_api(row, tmp_path)
-        gc.collect()
+    # the objects alive before the call are frozen (left out of the collection): the
+    # collection after it walks only what the call made, where a file it left open is,
+    # instead of the whole heap of the test process (a tenth of a second a row)
+    gc.freeze()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            _call_api(row, tmp_path)
+            gc.collect()
+    finally:
+        gc.unfreeze()
     left_open = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
     assert not left_open, left_open
 
