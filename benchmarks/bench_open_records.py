@@ -88,7 +88,7 @@ def measure(key: str, factors, cpu_limit: float, options: dict, check: bool) -> 
     model, uset, work, cap, inc = prepare(key)
     c_prep = time.process_time() - c0
     end = work["schedule"][-1]
-    budgets = [int(round(f * end)) for f in factors]
+    budgets = [round(f * end) for f in factors]
     best = inc.best()
     cands = np.stack(best) if best else None
     opts = dict(work["bracket"], max_boxes=max(budgets), time_limit=cpu_limit)
