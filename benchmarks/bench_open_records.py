@@ -138,8 +138,17 @@ def measure(key: str, factors, cpu_limit: float, options: dict, check: bool) -> 
             need = math.exp((math.log(TARGET) - icept) / slope) if slope < -1e-3 else None
             fit = dict(exponent=float(slope), boxes_for_1pct=need,
                        from_boxes=int(rows[0, 1]), to_boxes=int(rows[-1, 1]))
+    # the first box count at which the trace is within 1%, and the trace itself
+    lo_all = np.maximum(trace[:, 2], lower_floor)
+    up_all = np.maximum(np.minimum(trace[:, 3], cap_min), lo_all)
+    rel_all = [relative_gap(u - v, v, model) for u, v in zip(up_all, lo_all, strict=True)]
+    within = [int(n) for n, r in zip(trace[:, 1], rel_all, strict=True)
+              if r is not None and r <= TARGET]
     out = dict(record=key, schedule=work["schedule"], options=opts,
                prepare_cpu_seconds=c_prep, checkpoints=points, final=last, fit=fit,
+               first_within_1pct=within[0] if within else None,
+               trace=[[int(n), float(v), float(u), r] for n, v, u, r in
+                      zip(trace[:, 1], lo_all, up_all, rel_all, strict=True)],
                load=os.getloadavg(), caps=cap)
     if check:
         rec = stored_record(key)
@@ -177,7 +186,8 @@ def main() -> None:
         f = r["final"]
         print(f"{key} final: [{f['lower']:.6g}, {f['upper']:.6g}] rel "
               f"{f['relative_gap']:.4g} boxes {f['boxes']} cpu {f['cpu_seconds']:.0f} "
-              f"stopped {f['stopped']} fit {r['fit']} stored {r.get('stored')}",
+              f"stopped {f['stopped']} fit {r['fit']} within 1% from "
+              f"{r['first_within_1pct']} boxes; stored {r.get('stored')}",
               flush=True)
         if a.out:
             from rcmdp_exact._io import save_json
