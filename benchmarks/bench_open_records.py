@@ -18,7 +18,10 @@ step (``time.process_time``: one process, ``OMP_NUM_THREADS=1`` for one core).
 ``--cpu-limit`` (default 1200 s) stops the largest run: the bracket's safety net
 ``time_limit`` is set to it (a wall-clock limit, so under load the run stops at fewer
 CPU seconds); a checkpoint not reached is reported as such.  ``--options`` adds bracket
-options as JSON (``'{"split": "incumbent"}'``), to compare an idea at the same budgets.
+options as JSON (``'{"split_point": "lp"}'``), to compare an idea at the same budgets.
+``--probe N`` instead prints, per record, every box bound of a bracket at N boxes (the
+Lagrangian bound after its sign steps, the performance-difference bound, the
+occupancy LP, the box's bound) against its upper side: which bound decides the boxes.
 
 Then a fit of log(relative gap) against log(boxes) over the trace points from the
 first factor on (least squares): the exponent, and the boxes the fit needs for a
@@ -160,6 +163,64 @@ def measure(key: str, factors, cpu_limit: float, options: dict, check: bool) -> 
     return out
 
 
+def probe(key: str, max_boxes: int) -> dict:
+    """Which box bound decides the boxes of the record ``key`` (``--probe N``): the
+    bracket with the record's options at ``N`` boxes, every box's Lagrangian bound
+    after its sign steps, its performance-difference bound and its occupancy-LP bound
+    (before the cap by the parent's bound), against the root's upper side."""
+    from rcmdp_exact.ground_truth import boxes as B
+    from rcmdp_exact.ground_truth import rcmdp_bracket
+
+    model, uset, work, cap, inc = prepare(key)
+    seen = {"lagrangian": [], "local": [], "lp": [], "box": []}
+    loc, lp, bound = B.local_bounds, B._lp_bound, B.bound_boxes
+
+    def lp_probe(*a, **k):
+        u, b = lp(*a, **k)
+        seen["lp"].append(u)
+        return u, b
+
+    def loc_probe(*a, **k):
+        r = loc(*a, **k)
+        seen["local"].extend(np.asarray(r.U).tolist())
+        return r
+
+    def bound_probe(game, lo, hi, lam, step, w, basis, threshold, **k):
+        r = bound(game, lo, hi, lam, step, w, basis, threshold, **k)
+        if "U" in r:
+            seen["box"].extend(np.asarray(r["U"]).tolist())
+        return r
+
+    def improve_probe(*a, **k):
+        res, lam, step = improve(*a, **k)
+        seen["lagrangian"].extend(np.asarray(res.U).tolist())
+        return res, lam, step
+
+    improve = B.improve_lam
+    B._lp_bound, B.local_bounds, B.bound_boxes, B.improve_lam = (
+        lp_probe, loc_probe, bound_probe, improve_probe)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            best = inc.best()
+            br = rcmdp_bracket(model, uset, candidates=np.stack(best) if best else None,
+                               progress=False, **dict(work["bracket"],
+                                                      max_boxes=max_boxes,
+                                                      time_limit=work["time_limit"]))
+    finally:
+        B._lp_bound, B.local_bounds, B.bound_boxes, B.improve_lam = lp, loc, bound, improve
+    out = dict(record=key, boxes=int(br.boxes), lower=float(br.lower),
+               upper=float(br.upper), caps=cap)
+    for name, vals in seen.items():
+        v = np.asarray(vals, dtype=np.float64)
+        v = v[np.isfinite(v)]
+        out[name] = dict(n=int(v.size), min=float(v.min()) if v.size else None,
+                         median=float(np.median(v)) if v.size else None,
+                         max=float(v.max()) if v.size else None,
+                         below_upper=int((v < float(br.upper) - 1e-12).sum()))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", required=True)
@@ -168,7 +229,13 @@ def main() -> None:
     ap.add_argument("--options", default="{}")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--out", default="")
+    ap.add_argument("--probe", type=int, default=0,
+                    help="only probe which box bound decides the boxes, at this many")
     a = ap.parse_args()
+    if a.probe:
+        for key in a.records.split(","):
+            print(json.dumps(probe(key, a.probe)), flush=True)
+        return
     factors = [float(f) for f in a.factors.split(",")]
     options = json.loads(a.options)
     results = []
