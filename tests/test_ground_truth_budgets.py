@@ -305,6 +305,7 @@ REFUSED = [
     (_mb(time_limit=float("nan")), InputError, ("time_limit", "nan", "None")),
     (_mb(kernel_rounds=2), TypeError, ("kernel_rounds",)),  # removed (issue 40)
     (_mb(box_bounds=("value",)), OptionError, ("box_bounds", "'value'", "'local', 'lp'")),
+    (_mb(split_point="corner"), OptionError, ("split_point", "'corner'", "'middle', 'lp'")),
     (lambda m, b: BracketSettings(lower=3), InputError, ("lower", "LowerSearch", "int")),
     (lambda m, b: certified_dual(m, b, max_evaluations=10**12), InputError,
      ("max_evaluations", "GiB", "give max_evaluations <=")),

@@ -192,7 +192,9 @@ def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float,
 
     Returns a dict: ``ok`` (J,) the boxes kept, and for those: ``U``, ``lam``, ``step``,
     ``w``, ``occ`` (occupancies under the maximising pair), ``pi`` (maximisers),
-    ``value``, ``costs`` (their certified robust numbers), ``basis``.
+    ``value``, ``costs`` (their certified robust numbers), ``basis``, ``lp_pi`` (the
+    occupancy LP's policy, nan where no LP gave one: a split point,
+    :mod:`.structure`).
     """
     J = lo.shape[0]
     ok = np.ones(J, dtype=bool)
@@ -213,6 +215,7 @@ def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float,
     ev = game.evaluate(res.pi)
     base = [None if basis is None else basis[i] for i in idx]
     new_basis = list(base)
+    lp_pi = np.full(lo.shape, np.nan)
     if {"local", "lp"} & set(bounds) and np.isfinite(U).any():
         n = 1 + game.K
         dlo, dhi, occ_v = occupancy_intervals(game, ev["P"], lo, hi,
@@ -231,8 +234,10 @@ def bound_boxes(game: RobustGame, lo, hi, lam, step, w, basis, threshold: float,
                                 base[i])
                 U[i] = min(U[i], u)
                 new_basis[i] = dict(new_basis[i] or {}, **b)
+                if olp.last is not None:
+                    lp_pi[i] = olp.last
     out.update(U=U, lam=lam, step=step, w=res.w, occ=res.occ, pi=res.pi,
-               value=ev["value"], costs=ev["costs"], basis=new_basis)
+               value=ev["value"], costs=ev["costs"], basis=new_basis, lp_pi=lp_pi)
     return out
 
 
@@ -242,11 +247,13 @@ def _chunk_job(recipe, lo, hi, lam, step, w, basis, threshold, bounds, n_lam_ste
                        n_lam_steps=n_lam_steps)
 
 
-_FIELDS = ("lo", "hi", "lam", "step", "U", "occ", "w")
+_FIELDS = ("lo", "hi", "lam", "step", "U", "occ", "w", "pt")
 
 
 class _Open:
-    """The open boxes, as arrays, with their LP bases (a list)."""
+    """The open boxes, as arrays, with their LP bases (a list); ``pt`` (n, S, A) the
+    points their splits take (``split_point="lp"``: the box's LP policy), (n, 0)
+    otherwise."""
 
     def __init__(self, **arrays):
         for key in _FIELDS:
@@ -311,8 +318,10 @@ class _GameRecipe:
 class _Runner:
     """Runs the chunks of a round, serially or on a Dask client, in a fixed order."""
 
-    def __init__(self, game, client, bounds, n_lam_steps, model=None):
+    def __init__(self, game, client, bounds, n_lam_steps, model=None,
+                 split_point="middle"):
         self.game, self.client = game, client
+        self.split_point = split_point
         self.bounds, self.n_lam_steps = tuple(bounds), n_lam_steps
         self.remote = None
         if client is not None:
@@ -363,14 +372,34 @@ def _wait(futures, timeout) -> None:
         pass
 
 
-def _children(runner, boxes: _Open, take, *, threshold, lam_unit, chunk):
+def _points(runner, boxes: _Open, take, incumbent):
+    """The policies whose values split the boxes ``take`` (``runner.split_point``), or
+    None (the middle)."""
+    if runner.split_point == "lp":
+        return boxes.pt[take]
+    if runner.split_point == "incumbent" and incumbent is not None:
+        return np.broadcast_to(incumbent, boxes.lo[take].shape)
+    return None
+
+
+def _point_field(runner, res_pt, n: int, shape):
+    """The ``pt`` of n new boxes: their LP policies with ``split_point="lp"``, else an
+    empty (n, 0) array."""
+    if runner.split_point != "lp":
+        return np.zeros((n, 0))
+    return np.full((n, *shape), np.nan) if res_pt is None else res_pt
+
+
+def _children(runner, boxes: _Open, take, *, threshold, lam_unit, chunk, incumbent=None):
     """Split the boxes ``take`` and bound the children; a new _Open and the number of
     children.  Children whose chunk did not run (the safety net expired) keep their
-    parent's bound (valid: a child is a subset of its parent)."""
-    # the split rule: pseudocosts (structure.py)
+    parent's bound (valid: a child is a subset of its parent).  ``incumbent``: the lower
+    side's policy (a split point with ``split_point="incumbent"``)."""
+    # the split rule: pseudocosts (structure.py), at the point of runner.split_point
     pseudo = runner.pseudo
     lo, hi, parent, ok = pseudo.split(boxes.lo[take], boxes.hi[take], boxes.occ[take],
-                                      boxes.U[take])
+                                      boxes.U[take],
+                                      points=_points(runner, boxes, take, incumbent))
     kids_of = np.flatnonzero(ok)  # each bounded child's place among all children
     child_U = np.where(ok, np.nan, -np.inf)
     lo, hi, parent = lo[ok], hi[ok], take[parent[ok]]
@@ -392,7 +421,8 @@ def _children(runner, boxes: _Open, take, *, threshold, lam_unit, chunk):
         if res is None:  # not bounded (the safety net): the parent's bound holds
             p = parent[sl]
             parts.append(dict(lo=lo[sl], hi=hi[sl], lam=lam[sl], step=step[sl],
-                              U=boxes.U[p], occ=boxes.occ[p], w=w[sl], basis=basis[sl]))
+                              U=boxes.U[p], occ=boxes.occ[p], w=w[sl], basis=basis[sl],
+                              pt=_point_field(runner, None, p.size, lo.shape[1:])))
             continue
         keep = res["ok"]
         child_U[kids_of[sl]] = -np.inf  # for the pseudocosts: dropped, or its bound below
@@ -402,7 +432,9 @@ def _children(runner, boxes: _Open, take, *, threshold, lam_unit, chunk):
             U = np.minimum(res["U"], boxes.U[parent[sl][keep]])
             parts.append(dict(lo=lo[sl][keep], hi=hi[sl][keep], lam=res["lam"],
                               step=res["step"], U=U, occ=res["occ"], w=res["w"],
-                              basis=res["basis"]))
+                              basis=res["basis"],
+                              pt=_point_field(runner, res.get("lp_pi"), int(keep.sum()),
+                                              lo.shape[1:])))
             found.append(res)
     pseudo.update(child_U, threshold)  # the gains of this round's splits
     if not parts:
@@ -416,7 +448,7 @@ def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
                      max_boxes: int, gap_tol, batch: int = 32,
                      chunk: int = 16, n_lam_steps: int | None = None, bounds=BOX_BOUNDS,
                      client=None, bar=None, t0: float | None = None, state=None,
-                     model=None, scale_of=None) -> Result:
+                     model=None, scale_of=None, split_point: str = "middle") -> Result:
     """Best-first branch and bound from the full box at ``lam0``; feeds ``inc``.
 
     ``lam_unit``: a typical size of lam; a box's lam step is at least 1% of
@@ -434,15 +466,19 @@ def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
     ``state``: pass it back as ``state`` (with a larger ``max_boxes``) to go on from
     where this call stopped (the boxes count on).  ``scale_of(lower)``: the denominator
     of the relative gap the progress bar shows (default max(1, |lower|)).
+    ``split_point``: where a chosen interval is split (:data:`.structure.SPLIT_POINTS`:
+    its middle, the box's LP policy, the incumbent's policy; the order of the search
+    only).
     """
     S, A = game.S, game.A
     t0 = time.perf_counter() if t0 is None else t0
     if n_lam_steps is None:
         n_lam_steps = 2
-    runner = _Runner(game, client, bounds, n_lam_steps, model)
+    runner = _Runner(game, client, bounds, n_lam_steps, model, split_point=split_point)
     runner.pseudo = Pseudocosts(S, A)
     runner.scale_of = scale_of or (lambda v: max(1.0, abs(v)))
-    runner.box_bytes = _open_box_bytes(S, A, game.K)
+    runner.box_bytes = _open_box_bytes(S, A, game.K) + (
+        8 * S * A if split_point == "lp" else 0)
     if state is not None:
         boxes, pruned, n_boxes, trace = state
         runner.pseudo = boxes.pseudo  # the pseudocosts' records go on
@@ -461,11 +497,13 @@ def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
         inc.take(root["pi"], root["value"], root["costs"], "branch and bound")
         boxes = _Open(lo=np.zeros((1, S, A)), hi=np.ones((1, S, A)), lam=root["lam"],
                       step=root["step"], U=root["U"], occ=root["occ"], w=root["w"],
-                      basis=root["basis"])
+                      basis=root["basis"],
+                      pt=_point_field(runner, root.get("lp_pi"), 1, (S, A)))
     else:
         boxes = _Open(lo=np.zeros((0, S, A)), hi=np.zeros((0, S, A)),
                       lam=np.zeros((0, game.K)), step=np.zeros((0, game.K)), U=np.zeros(0),
-                      occ=np.zeros((0, S)), w=np.zeros((0, S)), basis=[])
+                      occ=np.zeros((0, S)), w=np.zeros((0, S)), basis=[],
+                      pt=_point_field(runner, None, 0, (S, A)))
     return _search(runner, inc, boxes, -np.inf, n_boxes, [], lam_unit=lam_unit,
                    max_boxes=max_boxes, gap_tol=gap_tol, batch=batch,
                    chunk=chunk, bar=bar, t0=t0)
@@ -504,7 +542,8 @@ def _search(runner, inc, boxes: _Open, pruned, n_boxes, trace, *, lam_unit, max_
             break
         take = np.argsort(-boxes.U, kind="stable")[:batch]
         kids, found, n_new = _children(runner, boxes, take, lam_unit=lam_unit, chunk=chunk,
-                                       threshold=inc.value + 0.5 * tol)
+                                       threshold=inc.value + 0.5 * tol,
+                                       incumbent=inc.policy)
         boxes.keep(np.isin(np.arange(boxes.U.size), take, invert=True))
         for res in found:
             inc.take(res["pi"], res["value"], res["costs"], "branch and bound")

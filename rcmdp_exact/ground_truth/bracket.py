@@ -482,6 +482,12 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
         where the performance-difference bound never cut a box the LP had not (the same
         boxes on the 24 small models of the benchmark) and took 30% of the time, and
         ``("local", "lp")`` beyond.  The result's ``box_bounds`` says which were used.
+    split_point : {"middle", "lp", "incumbent"}
+        *The branch and bound*.  Where the chosen interval of a box is split: its middle
+        (the default), the value of the box's occupancy-LP policy (the relaxation's
+        maximiser), or that of the lower side's policy; the last two kept at least a
+        fifth of the width from either end (:mod:`.structure`).  The order of the
+        search only: every choice gives a valid bracket.
     variants : sequence of {"value", "constraint", "lagrangian"}
         RCPG variant targets to compute (:func:`rcmdp_variant`; also candidates of the
         lower side).  None by default: they are reference points (of the ground-truth
@@ -576,7 +582,7 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
 
     bb_kw = dict(lam_unit=max(10.0 * low, float(dual.lam.max(initial=0.0))),
                  gap_tol=tol_of, bounds=bounds, client=client, t0=net.start, model=model,
-                 scale_of=lambda v: gap_scale(v, span))
+                 scale_of=lambda v: gap_scale(v, span), split_point=st.boxes.split_point)
     net.phase = "the search of the lower side"
     _lower_search(game, inc, dual, lps, st.lower, cands, tol_of)
     with tqdm(desc="rcmdp bracket: boxes", disable=not progress_default(progress),

@@ -14,7 +14,8 @@ group               options (defaults)
 ``lower``           :class:`LowerSearch`: ``n_ascent`` (60), ``n_starts`` (2),
                     ``mix_steps`` (40), ``n_partners`` (4), ``deep_after`` (2000),
                     ``deep_starts`` (12), ``deep_ascent`` (300), ``seed`` (0)
-``boxes``           :class:`BranchAndBound`: ``max_boxes`` (2000), ``box_bounds`` (None)
+``boxes``           :class:`BranchAndBound`: ``max_boxes`` (2000), ``box_bounds`` (None),
+                    ``split_point`` ("middle")
 (own)               ``variants`` (()): the RCPG variants' targets to compute;
                     ``dual_evaluations`` (200): the certified dual's budget;
                     ``time_limit`` (600 s): the safety net
@@ -51,6 +52,7 @@ from .._checks import (
     check_seed,
 )
 from .boxes import BOX_BOUNDS
+from .structure import SPLIT_POINTS
 from .variants import VARIANTS, check_feas_tol, check_lam_range
 
 __all__ = ["BRACKET_MEMORY", "GROUPS", "RELATIVE_FLOOR", "SMALL_BOX_BOUNDS", "SMALL_STATES",
@@ -157,13 +159,17 @@ class LowerSearch:
 class BranchAndBound:
     """The branch and bound (:mod:`.boxes`): at most ``max_boxes`` boxes, each bounded
     by its Lagrangian bound and the ``box_bounds`` (a sequence of "local" and "lp";
-    None: ``("lp",)`` up to :data:`SMALL_STATES` states, ``("local", "lp")`` beyond)."""
+    None: ``("lp",)`` up to :data:`SMALL_STATES` states, ``("local", "lp")`` beyond),
+    a chosen interval split at ``split_point`` (:data:`~.structure.SPLIT_POINTS`: its
+    middle, the box's occupancy-LP policy or the incumbent's policy)."""
 
     max_boxes: int = 2000
     box_bounds: tuple | None = None
+    split_point: str = "middle"
 
     def __post_init__(self):
         check_limit(self.max_boxes, "max_boxes", "boxes")
+        check_choice(self.split_point, "split_point", SPLIT_POINTS)
         bounds = None if self.box_bounds is None else tuple(self.box_bounds)
         for b in bounds or ():
             check_choice(b, "box_bounds entry", BOX_BOUNDS)

@@ -32,16 +32,35 @@ the order of the search, never a bound: any split gives a valid branch and bound
 
 Deterministic: the records are updated after every round in the order of the
 children, the same serially or on a Dask cluster.
+
+**The split point** (``split_point``, :data:`SPLIT_POINTS`).  ``"middle"`` (the default)
+splits the chosen interval :math:`[l, u]` at its middle.  ``"lp"`` splits it at the
+value :math:`t` of the box's occupancy-LP policy (the relaxation's maximiser, as spatial
+branch and bound splits at the relaxation point: the McCormick envelopes are exact on
+the new faces, so that point is cut from both children's relaxations);
+``"incumbent"`` at the value of the lower side's policy (the best robust-feasible
+policy known).  Either point is clamped to :math:`[l + f w, u - f w]`
+(:data:`SPLIT_CLAMP` f = 0.2, w = u - l), so every split still shrinks the interval by
+at least a fifth and every box shrinks to a point: the bracket converges as with the
+middle.  A box without such a point (no LP was solved for it, the incumbent is not
+known) is split at the middle.  Like the coordinate, the point orders the search only:
+any split gives a valid branch and bound.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = [ "split_on", "tighten"]
+__all__ = ["SPLIT_POINTS", "split_on", "tighten"]
 
 #: Every coordinate's mean gain is at least this fraction of the largest.
 _FLOOR = 0.05
+#: Where a chosen interval is split (module notes): its middle, the box's LP policy, the
+#: incumbent's policy.
+SPLIT_POINTS = ("middle", "lp", "incumbent")
+#: A split point other than the middle is kept at least this fraction of the interval's
+#: width from either end.
+SPLIT_CLAMP = 0.2
 
 
 def tighten(lo: np.ndarray, hi: np.ndarray):
@@ -53,14 +72,22 @@ def tighten(lo: np.ndarray, hi: np.ndarray):
     return new_lo, np.maximum(new_hi, new_lo), ok
 
 
-def split_on(lo, hi, s, a):
-    """Split boxes (n, S, A) on the intervals (s, a) (n,) at their middle.
+def split_on(lo, hi, s, a, at=None):
+    """Split boxes (n, S, A) on the intervals (s, a) (n,) at their middle, or at the
+    points ``at`` (n,) where they are finite (clamped to :data:`SPLIT_CLAMP` of the
+    width from either end).
 
     Returns the children (2n, S, A) lo, hi, the index of each child's parent (2n,) and a
     mask of the non-empty children (the first n are the lower halves)."""
     n = lo.shape[0]
     rows = np.arange(n)
-    mid = 0.5 * (lo[rows, s, a] + hi[rows, s, a])
+    left, right = lo[rows, s, a], hi[rows, s, a]
+    mid = 0.5 * (left + right)
+    if at is not None:
+        at = np.asarray(at, dtype=np.float64)
+        width = right - left
+        clamped = np.clip(at, left + SPLIT_CLAMP * width, right - SPLIT_CLAMP * width)
+        mid = np.where(np.isfinite(at), clamped, mid)
     lo2, hi2 = np.concatenate([lo, lo]), np.concatenate([hi, hi])
     hi2[rows, s, a] = mid
     lo2[n + rows, s, a] = mid
@@ -90,12 +117,14 @@ class Pseudocosts:
             return None
         return np.maximum(mean, _FLOOR * top)
 
-    def split(self, lo, hi, occ, U):
+    def split(self, lo, hi, occ, U, points=None):
         """Split boxes (n, S, A) of bounds U (n,), with occupancies ``occ`` (n, S) under
         their maximising pairs (the weight before any record: occupancy plus 10% of the
-        box's largest, so that every state is split in the end).  Returns the children
-        (2n, S, A) lo, hi, the index of each child's parent (2n,) and a mask of the
-        non-empty children."""
+        box's largest, so that every state is split in the end).  ``points`` (n, S, A)
+        or None: the policies whose value splits the chosen interval (nan: the middle;
+        None: the middle everywhere; module notes).  Returns the children (2n, S, A) lo,
+        hi, the index of each child's parent (2n,) and a mask of the non-empty
+        children."""
         n, S, A = lo.shape
         mean = self.means()
         width = hi - lo
@@ -108,7 +137,8 @@ class Pseudocosts:
         s, a = flat // A, flat % A
         rows = np.arange(n)
         self.pending = (s, a, width[rows, s, a], np.asarray(U, dtype=np.float64).copy())
-        return split_on(lo, hi, s, a)
+        at = None if points is None else np.asarray(points)[rows, s, a]
+        return split_on(lo, hi, s, a, at)
 
     def update(self, child_U, lower: float):
         """Record the gains of the last :meth:`split` from the children's bounds

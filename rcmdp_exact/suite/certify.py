@@ -709,6 +709,11 @@ def write_data(path, payload: dict) -> None:
     write_atomic(path, write)
 
 
+#: Bracket options newer than the shipped file, with their defaults (see
+#: :func:`bracket_options`).
+_LATER_OPTIONS = {"split_point": "middle"}
+
+
 def bracket_options(bracket: dict) -> dict:
     """Every option of :func:`~rcmdp_exact.rcmdp_bracket` that a record's runs were given,
     flat (:meth:`~rcmdp_exact.ground_truth.settings.BracketSettings.options` of the work
@@ -719,6 +724,12 @@ def bracket_options(bracket: dict) -> dict:
     opts = BracketSettings(**bracket).options()
     for name in ("max_boxes", "time_limit"):
         opts.pop(name, None)
+    # options added after the shipped file was certified are stored only when not at
+    # their default, so that a record made before them and one made after agree (the
+    # settings rebuilt from either are the same)
+    for name, default in _LATER_OPTIONS.items():
+        if opts.get(name) == default:
+            opts.pop(name)
     return {k: list(v) if isinstance(v, tuple) else v for k, v in opts.items()}
 
 
