@@ -99,6 +99,8 @@ REAL_NONNEG = Kind("real >= 0", (-1e-3, -INF, NAN, INF, *_NOT_NUMBERS, *_BEYOND)
 OPEN_UNIT = Kind("real in (0, 1)", (0.0, -0.0, 1.0, -0.5, 1.5, NAN, INF, *_NOT_NUMBERS,
                                      *_BEYOND))
 UNIT = Kind("real in [0, 1]", (-1e-3, 1.001, NAN, INF, -INF, *_NOT_NUMBERS, *_BEYOND))
+#: A discount of a discounted-only domain: 1 (no discount) is refused as well.
+DISCOUNT = Kind("real in [0, 1)", (-1e-3, 1.0, 1.001, NAN, INF, -INF, *_NOT_NUMBERS, *_BEYOND))
 #: The budgets' slack of the bracket (ground_truth.variants.FEAS_TOL_MAX): 1e308 was a raw
 #: scipy ValueError from the Lagrangian search's LP.
 #: Pseudo-counts (uncertainty._counts.PSEUDO_COUNT_RANGE): a subnormal one made infinite
@@ -491,15 +493,15 @@ OPTIONS: list[Option] = [
              span=REAL_NONNEG),
     # ----------------------------------------------------------------- domains
     *options("rcmdp_exact.domains.chain", lambda **kw: D.chain(**kw),
-             n=Kind("int >= 2", (1, 0, -1, *_NOT_INTS), huge=False), gamma=UNIT,
+             n=Kind("int >= 2", (1, 0, -1, *_NOT_INTS), huge=False), gamma=DISCOUNT,
              slip=UNIT, small=REAL, large=REAL),
     *options("rcmdp_exact.domains.riverswim", lambda **kw: D.riverswim(**kw),
-             n=Kind("int >= 2", (1, 0, -1, *_NOT_INTS), huge=False), gamma=UNIT,
+             n=Kind("int >= 2", (1, 0, -1, *_NOT_INTS), huge=False), gamma=DISCOUNT,
              upstream=UNIT, stay=UNIT, back=UNIT, bank_up=UNIT, end_back=UNIT,
              left_reward=REAL, right_reward=REAL),
     *options("rcmdp_exact.domains.machine_replacement",
              lambda **kw: D.machine_replacement(**kw),
-             n=Kind("int >= 2", (1, 0, -1, *_NOT_INTS), huge=False), gamma=UNIT,
+             n=Kind("int >= 2", (1, 0, -1, *_NOT_INTS), huge=False), gamma=DISCOUNT,
              wear=UNIT, repair_fail=UNIT, to_r1=UNIT, to_r2=UNIT, operating_cost=REAL,
              r1_cost=REAL, r2_cost=REAL),
     *options("rcmdp_exact.domains.garnet",
@@ -508,11 +510,11 @@ OPTIONS: list[Option] = [
              n_states=INT_POS, n_actions=INT_POS, branching=INT_POS,
              n_constraints=INT_NONNEG, gamma=UNIT, horizon=INT_POS),
     *options("rcmdp_exact.domains.cliff_walking", lambda **kw: D.cliff_walking(**kw),
-             gamma=UNIT),
+             gamma=DISCOUNT),
     *options("rcmdp_exact.domains.frozen_lake", lambda **kw: D.frozen_lake(**kw),
-             gamma=UNIT),
+             gamma=DISCOUNT),
     *options("rcmdp_exact.domains.classic.taxi", lambda **kw: C.taxi(**kw),
-             gamma=UNIT, horizon=INT_POS),
+             gamma=DISCOUNT, horizon=INT_POS),
     *options("rcmdp_exact.domains.classic.frozen_lake_table",
              lambda **kw: C.frozen_lake_table(**kw), success=UNIT),
     *options("rcmdp_exact.domains.classic.taxi_table",
@@ -665,11 +667,11 @@ OPTIONS: list[Option] = [
              horizon=INT_NONNEG, estimation_episodes=INT_NONNEG, radius=REAL_NONNEG),
     *options("rcmdp_exact.suite.instances.forest",
              lambda **kw: _instances().forest(**kw),
-             n=Kind("int >= 2", (1, 0, -1, *_NOT_INTS), huge=False), gamma=UNIT, r1=REAL,
+             n=Kind("int >= 2", (1, 0, -1, *_NOT_INTS), huge=False), gamma=DISCOUNT, r1=REAL,
              r2=REAL, p=UNIT, horizon=INT_POS),
     *options("rcmdp_exact.suite.instances.gridworld",
              lambda **kw: _instances().gridworld(**kw),
-             size=Kind("int >= 2", (1, 0, -1, *_NOT_INTS), huge=False), gamma=UNIT,
+             size=Kind("int >= 2", (1, 0, -1, *_NOT_INTS), huge=False), gamma=DISCOUNT,
              success=UNIT, horizon=INT_POS),
     *options("rcmdp_exact.theory.verify.verify_suite",
              lambda **kw: _verify().verify_suite(**{"domains": ("nav2",), "n_random": 0, **kw}),
