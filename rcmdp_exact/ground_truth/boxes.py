@@ -63,13 +63,15 @@ BOX_BOUNDS = ("local", "lp")
 OPEN_BOX_MEMORY = 2 * 2**30
 
 
-def _open_box_bytes(S: int, A: int, K: int) -> int:
+def _open_box_bytes(S: int, A: int, K: int, split_point: str = "middle") -> int:
     """The memory one open box holds, about: its bounds lo, hi (S, A), lam and step (K,),
     U, the occupancies and values (S,), the occupancy values its children start from,
-    (1 + K, 2, S, S) float32, and an LP basis (a byte per column and row)."""
+    (1 + K, 2, S, S) float32, an LP basis (a byte per column and row), and with
+    ``split_point="lp"`` its LP policy (S, A)."""
     n = S * A
     lp = n * (2 + K) + 1 + S + (1 + K) * (S + 4 * n + 1)
-    return 8 * (2 * n + 2 * K + 1 + 2 * S) + 4 * (1 + K) * 2 * S * S + lp + 512
+    point = n if split_point == "lp" else 0
+    return 8 * (2 * n + point + 2 * K + 1 + 2 * S) + 4 * (1 + K) * 2 * S * S + lp + 512
 
 
 def lagrangian_bounds(game: RobustGame, lo, hi, lam, w=None) -> Result:
@@ -477,8 +479,7 @@ def branch_and_bound(game: RobustGame, inc: Incumbent, lam0, *, lam_unit: float,
     runner = _Runner(game, client, bounds, n_lam_steps, model, split_point=split_point)
     runner.pseudo = Pseudocosts(S, A)
     runner.scale_of = scale_of or (lambda v: max(1.0, abs(v)))
-    runner.box_bytes = _open_box_bytes(S, A, game.K) + (
-        8 * S * A if split_point == "lp" else 0)
+    runner.box_bytes = _open_box_bytes(S, A, game.K, split_point)
     if state is not None:
         boxes, pruned, n_boxes, trace = state
         runner.pseudo = boxes.pseudo  # the pseudocosts' records go on

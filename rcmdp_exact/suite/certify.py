@@ -709,9 +709,8 @@ def write_data(path, payload: dict) -> None:
     write_atomic(path, write)
 
 
-#: Bracket options newer than the shipped file, with their defaults (see
-#: :func:`bracket_options`).
-_LATER_OPTIONS = {"split_point": "middle"}
+#: Bracket options newer than the shipped file (see :func:`bracket_options`).
+_LATER_OPTIONS = ("split_point",)
 
 
 def bracket_options(bracket: dict) -> dict:
@@ -725,10 +724,11 @@ def bracket_options(bracket: dict) -> dict:
     for name in ("max_boxes", "time_limit"):
         opts.pop(name, None)
     # options added after the shipped file was certified are stored only when not at
-    # their default, so that a record made before them and one made after agree (the
-    # settings rebuilt from either are the same)
-    for name, default in _LATER_OPTIONS.items():
-        if opts.get(name) == default:
+    # their default (the settings' own), so that a record made before them and one made
+    # after agree (the settings rebuilt from either are the same)
+    defaults = BracketSettings().options()
+    for name in _LATER_OPTIONS:
+        if name in opts and opts[name] == defaults[name]:
             opts.pop(name)
     return {k: list(v) if isinstance(v, tuple) else v for k, v in opts.items()}
 
