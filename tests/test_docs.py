@@ -108,6 +108,58 @@ def test_the_page_code_check_runs_blocks_in_order_and_names_each_fault(tmp_path)
     assert pc.same_output("label: 1e-9", "label: 3e-9")
 
 
+#: The import name of each third-party module a page may import, and its distribution.
+DISTRIBUTION = {"mdptoolbox": "pymdptoolbox", "sklearn": "scikit-learn"}
+
+
+def _docs_install() -> set[str]:
+    """The distributions README command 3 installs: the core's and the docs extra's."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    names = project["dependencies"] + project["optional-dependencies"]["docs"]
+    return {re.split(r"[<>=!~\[ ;]", n, maxsplit=1)[0].lower() for n in names}
+
+
+def _page_imports(text: str) -> set[str]:
+    """The top-level modules that a page's run blocks import, less the standard
+    library, the toolkit and the page's own module files."""
+    import ast
+
+    pc = _page_code()
+    found, own = set(), {"rcmdp_exact"}
+    for code, skipped, file in pc.blocks(text):
+        if file:
+            own.add(file.removesuffix(".py"))
+        if skipped or file:
+            continue
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.Import):
+                found |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                found.add(node.module.split(".")[0])
+    return found - own - set(sys.stdlib_module_names)
+
+
+def test_the_docs_extra_installs_what_the_pages_code_imports():
+    """README command 3 installs only ``.[docs]`` and runs the pages' code: every module
+    a run page imports is a core dependency or in the docs extra (a page importing
+    quantecon, pandas or mdptoolbox failed CI's documentation build when they were only
+    in the test extra).  The check itself is checked on a planted import."""
+    pc = _page_code()
+    have = _docs_install()
+    assert "numpy" in have and "sphinx" in have
+    missing = {}
+    for name in pc.RUN_PAGES:
+        for mod in _page_imports(pc.page_path(DOCS, name).read_text("utf-8")):
+            if DISTRIBUTION.get(mod, mod).lower() not in have:
+                missing.setdefault(name, []).append(mod)
+    assert not missing, f"add to the docs extra of pyproject.toml: {missing}"
+    planted = "```python\nimport sklearn.linear_model\nfrom os import path\n```\n"
+    assert _page_imports(planted) == {"sklearn"}
+    assert DISTRIBUTION["sklearn"] not in have
+
+
 def test_named_tests_and_scripts_exist():
     missing = []
     for page in CURRENT_PAGES:
