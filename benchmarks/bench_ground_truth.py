@@ -7,6 +7,11 @@ Sections (``--section``, default all):
   metrics of every policy on every test setting), and the share of each step.
 * ``lp``: the occupancy LP (discounted, and finite horizon with the T-step budget) by
   HiGHS and by CLARABEL on each training model, side by side with the ratio.
+* ``riverswim20``: the lower side of RiverSwim-20 (Strehl and Littman's bank) with one
+  box and no dual evaluations: the defaults, ``n_ascent=300``, ``n_starts=12`` and both,
+  SLSQP restarted every ``search.RESTART_EVERY`` iterations and in one run (the
+  restarts switched off), and the defaults' share of the best policy found apart
+  (0.0635314) for seeds 0 to 3 (docs/ground_truth.md, "RiverSwim-20's lower side").
 * ``gaps``: ``rcmdp_bracket`` with its default arguments on small random RCMDPs (S <= 4,
   A <= 3, K <= 2, gamma in {0.8, 0.85, 0.9}, radii in [0.1, 0.6], budgets between the
   least and the unconstrained worst-case cost): the gap ``upper - lower`` of every model,
@@ -77,6 +82,7 @@ Sections (``--section``, default all):
     python benchmarks/bench_ground_truth.py --section load [--sizes 10] [--boxes 400]
     python benchmarks/bench_ground_truth.py --section dask --sizes 50 --boxes 400
     python benchmarks/bench_ground_truth.py --section anatomy [--only frozenlake8]
+    python benchmarks/bench_ground_truth.py --section riverswim20
 """
 
 from __future__ import annotations
@@ -96,7 +102,7 @@ from rcmdp_exact.testing import budget_levels, dense_binding_cmdp
 from rcmdp_exact.uncertainty import l1_ball
 
 SECTIONS = ("pipeline", "lp", "gaps", "garnets", "bounds", "small", "inventory", "deadline",
-            "load", "dask", "domains", "alpha0", "structured", "anatomy")
+            "load", "dask", "domains", "alpha0", "structured", "anatomy", "riverswim20")
 
 #: The instances of ``--section structured``: (name, builder keywords, set, seconds of
 #: the goal).  Sets: ("l1", support) or ("kl", None), radius 0.1.
@@ -634,6 +640,28 @@ def section_anatomy(only=None, sets=None) -> None:
               f"({time.process_time() - t0:.1f} s CPU)", flush=True)
 
 
+
+def section_riverswim20() -> None:
+    """The lower side of RiverSwim-20 with one box, with and without SLSQP's restarts."""
+    from rcmdp_exact.domains import classic_instance
+    from rcmdp_exact.ground_truth import search
+
+    best = 0.0635314  # found apart (tests/test_ground_truth_bracket.py)
+    m, uset = classic_instance("riverswim", n=20, bank_up=0.4)
+    every = search.RESTART_EVERY
+    print("\n== RiverSwim-20's lower side (max_boxes=1, dual_evaluations=0)")
+    for restart, label in ((every, f"restarted every {every}"), (10**9, "one run")):
+        search.RESTART_EVERY = restart
+        for kw in ({}, {"n_ascent": 300}, {"n_starts": 12}, {"n_ascent": 300, "n_starts": 12}):
+            res = rcmdp_bracket(m, uset, progress=False, max_boxes=1, time_limit=None,
+                                dual_evaluations=0, **kw)
+            print(f"  {label:<22} {kw or 'defaults'!s:<36} lower {res.lower:.7f}")
+        shares = [rcmdp_bracket(m, uset, progress=False, max_boxes=1, time_limit=None,
+                                seed=s).lower / best for s in range(4)]
+        print(f"  {label:<22} defaults, seeds 0-3: " +
+              ", ".join(f"{x:.1%}" for x in shares) + " of 0.0635314")
+    search.RESTART_EVERY = every
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--section", choices=SECTIONS, action="append",
@@ -690,6 +718,8 @@ def main() -> None:
     for sec in args.section or SECTIONS:
         if sec == "pipeline":
             section_pipeline()
+        elif sec == "riverswim20":
+            section_riverswim20()
         elif sec == "lp":
             section_lp(args.repeats)
         elif sec == "gaps":
