@@ -521,7 +521,8 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
         ``upper_policy_costs``; ``min_robust_costs`` (K,) certified lower bounds on the
         least worst-case costs; ``history`` {"lam", "g"}; ``n_candidates``; ``boxes``,
         ``open_boxes``, ``closed``, ``stopped`` ("gap", "boxes", "memory", "time",
-        "empty" or "infeasible"), ``box_bounds`` (the box bounds used), ``trace``
+        "empty" or "infeasible"), ``box_bounds`` (the box bounds used),
+        ``split_point`` (where the chosen intervals were split), ``trace``
         (rounds, 4) of seconds, boxes, lower and upper over the branch and bound,
         ``seconds``; ``variants`` {name: the target of each variant asked for} ({} by
         default); ``reproducible`` (False when the safety net stopped the run),
@@ -556,7 +557,8 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
     least, safest = _least_costs(game)
     var_out, cut = _variant_targets(game, st, low, high, progress)
     bounds = st.boxes.bounds_for(game.S)
-    extra = dict(min_robust_costs=least, variants=var_out, box_bounds=bounds)
+    extra = dict(min_robust_costs=least, variants=var_out, box_bounds=bounds,
+                 split_point=st.boxes.split_point)
     net.phase = "the infeasibility certificate"
     proof = _infeasibility(game, model, least, safest)
     if proof is not None:
