@@ -838,6 +838,28 @@ def _split_point_kept(pair, folder):
     assert res["split_point"] == "incumbent" and back["split_point"] == "incumbent"
 
 
+def _budget_at_the_least_cost(folder):
+    """The bracket of a model whose budget is the exact worst-case cost of its cheapest
+    deterministic policy (found apart: every one evaluated by ``robust_evaluate``), as a
+    budget rule "d = least" gives it: that policy is feasible, but costs that equal the
+    budget to the last bit cannot be certified below it."""
+    import itertools
+
+    m = rx.domains.garnet(3, 2, 2, n_constraints=1, seed=9)
+    uset = rx.L1Ball(m.P, 0.1)
+    costs = [rx.robust_evaluate(m, np.eye(2)[list(acts)], uset).costs_worst[0]
+             for acts in itertools.product(range(2), repeat=3)]
+    return rx.rcmdp_bracket(m.replace(d=[min(costs)]), uset, progress=False, max_boxes=40,
+                            dual_evaluations=0)
+
+
+def _says_feas_tol(res, folder):
+    # more boxes do not help (2,000 end the same way): the message said "raise
+    # time_limit or max_boxes"
+    assert res.status == "no_feasible_policy", res.message
+    assert "feas_tol" in res.message and "max_boxes" not in res.message, res.message
+
+
 SPLIT_POINT = ("split_point", "'middle', 'lp', 'incumbent'")
 
 BRACKET = [
@@ -893,6 +915,8 @@ BRACKET = [
         check=_split_point_kept),
     Api("bracket-split-point-recorded-npz", _bracket_saved(".npz"),
         check=_split_point_kept),
+    Api("bracket-budget-at-the-least-cost-says-feas-tol", _budget_at_the_least_cost,
+        check=_says_feas_tol),
 ]
 
 HOSTILE = [*MODELS, *TESTING, *COUNTEREXAMPLES, *LIMITS, *STORE, *PLANNERS, *SOLVERS,
