@@ -180,7 +180,8 @@ class BranchAndBound:
     by its Lagrangian bound and the ``box_bounds`` (a sequence of "local" and "lp";
     None: ``("lp",)`` up to :data:`SMALL_STATES` states, ``("local", "lp")`` beyond),
     a chosen interval split at ``split_point`` (:data:`~.structure.SPLIT_POINTS`: its
-    middle, the box's occupancy-LP policy or the incumbent's policy)."""
+    middle, the box's occupancy-LP policy or the incumbent's policy; ``"lp"`` needs the
+    LP among the box bounds)."""
 
     max_boxes: int = 2000
     box_bounds: tuple | None = None
@@ -193,6 +194,14 @@ class BranchAndBound:
                            str(check_choice(self.split_point, "split_point", SPLIT_POINTS)))
         bounds = None if self.box_bounds is None else _names(self.box_bounds, "box_bounds",
                                                              BOX_BOUNDS, "box_bounds entry")
+        if self.split_point == "lp" and bounds is not None and "lp" not in bounds:
+            from .._checks import InputError
+
+            raise InputError(
+                f"split_point='lp' splits a box at its occupancy-LP policy, which "
+                f"box_bounds={bounds!r} does not compute (every box would be split at "
+                f"its middle); add 'lp' to box_bounds (or give None) or choose "
+                f"split_point 'middle' or 'incumbent'")
         object.__setattr__(self, "box_bounds", bounds)
 
     def bounds_for(self, n_states: int) -> tuple:

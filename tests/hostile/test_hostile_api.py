@@ -905,6 +905,18 @@ BRACKET = [
         ("box_bounds", "int")),
     Api("settings-variants-a-number", _settings(variants=5), InputError,
         ("variants", "int")),
+    # the LP split point with box bounds that solve no LP was accepted and split every
+    # box at its middle, silently (and the result said split_point "lp")
+    Api("settings-lp-split-point-without-the-lp-bound", _settings(
+        split_point="lp", box_bounds=("local",)), InputError,
+        ("split_point='lp'", "box_bounds", "('local',)", "'middle'")),
+    Api("bracket-lp-split-point-with-no-box-bound", _bracket_refuses(
+        split_point="lp", box_bounds=()), InputError, ("split_point='lp'", "box_bounds")),
+    Api("replace-box-bounds-under-an-lp-split-point", lambda f: __import__(
+        "dataclasses").replace(rx.BracketSettings(split_point="lp"), box_bounds=()),
+        InputError, ("split_point='lp'", "box_bounds")),
+    Api("settings-lp-split-point-with-default-bounds", _settings(split_point="lp"),
+        check=lambda s, f: s.split_point == "lp" and s.box_bounds is None),
     # the docstring of rcmdp_bracket says variants is None by default; None was a raw
     # "'NoneType' object is not iterable" TypeError
     Api("settings-variants-none-is-none", _settings(variants=None),
