@@ -83,9 +83,9 @@ def gap_scale(lower: float, span: float) -> float:
 
 
 def _names(value, name: str, choices, entry: str) -> tuple:
-    """A sequence of names of ``choices`` as a tuple of plain strings; a bare string (a
-    name given without its sequence, which a tuple would split into letters) or
-    anything not iterable is an :class:`~rcmdp_exact.InputError`."""
+    """A sequence of names of ``choices`` as a tuple of plain strings, each once; a bare
+    string (a name given without its sequence, which a tuple would split into letters)
+    or anything not iterable is an :class:`~rcmdp_exact.InputError`."""
     from .._checks import InputError, shown
 
     if isinstance(value, (str, bytes)):
@@ -98,7 +98,8 @@ def _names(value, name: str, choices, entry: str) -> tuple:
         raise InputError(f"{name} must be a sequence of names from "
                          f"{', '.join(map(repr, choices))}, got {type(value).__name__}; "
                          f"give e.g. {choices[:1]!r}") from None
-    return tuple(str(check_choice(v, entry, choices)) for v in items)
+    # each name once, in the order given (a name twice would be computed twice)
+    return tuple(dict.fromkeys(str(check_choice(v, entry, choices)) for v in items))
 
 
 def _counts(obj, names, low=0) -> None:

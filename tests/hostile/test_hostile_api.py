@@ -917,6 +917,14 @@ BRACKET = [
         InputError, ("split_point='lp'", "box_bounds")),
     Api("settings-lp-split-point-with-default-bounds", _settings(split_point="lp"),
         check=lambda s, f: s.split_point == "lp" and s.box_bounds is None),
+    # a variant named twice was computed twice (20 names: 20 equal targets, each a
+    # tenth of a small model's bracket), and counted twice by the memory check
+    Api("settings-variants-named-twice-kept-once", _settings(
+        variants=["value", "lagrangian"] * 10), check=lambda s, f: s.variants == (
+            "value", "lagrangian")),
+    Api("settings-box-bounds-named-twice-kept-once", _settings(
+        box_bounds=("lp", "local", "lp")), check=lambda s, f: s.box_bounds == (
+            "lp", "local")),
     # the docstring of rcmdp_bracket says variants is None by default; None was a raw
     # "'NoneType' object is not iterable" TypeError
     Api("settings-variants-none-is-none", _settings(variants=None),
