@@ -474,15 +474,35 @@ def check_sizes(need: int, sizes: dict, what: str, fix: str = "") -> None:
     check_room(need, ", ".join(f"{k} = {plain(v):,}" for k, v in sizes.items()), what, fix)
 
 
+#: The longest text of a refused value a message repeats (a megabyte of it would be
+#: the message).
+_SHOWN = 80
+
+
+def shown(value) -> str:
+    """``repr`` of a refused value for a one-line message: an array by its shape and
+    type, anything else cut to :data:`_SHOWN` characters."""
+    numpy = _numpy_loaded()
+    if numpy is not None and isinstance(value, numpy.ndarray):
+        return f"an array of shape {value.shape} ({value.dtype})"
+    text = repr(plain(value))
+    return text if len(text) <= _SHOWN else f"{text[:_SHOWN]}... ({len(text):,} characters)"
+
+
 def check_choice(value, name: str, choices: Sequence[str], hint: str = ""):
-    """``value`` if it is one of ``choices``, else an :class:`OptionError` listing them."""
+    """``value`` if it is one of ``choices``, else an :class:`OptionError` listing them.
+
+    An array is never a choice (numpy compares it element by element: one of one name
+    would pass, one of two raise numpy's own error)."""
+    numpy = _numpy_loaded()
     try:
-        ok = value in choices
-    except TypeError:  # unhashable
+        ok = not (numpy is not None and isinstance(value, numpy.ndarray)) \
+            and value in choices
+    except (TypeError, ValueError):  # unhashable, or a comparison that is no bool
         ok = False
     if not ok or isinstance(value, bool):
         raise OptionError(
-            f"unknown {name} {plain(value)!r}; choose one of "
+            f"unknown {name} {shown(value)}; choose one of "
             f"{', '.join(repr(c) for c in choices)}{hint}"
         )
     return value

@@ -57,7 +57,14 @@ from .boxes import branch_and_bound
 from .dual import batch_size, lagrangian_search
 from .dual_certificate import DUAL_GAP_TOL, DUAL_ITER, DUAL_TOL, dual_of_game, duality_gap
 from .lp import cost_name, fmt, max_slack_policy, solve_cmdp
-from .search import Incumbent, certify, improve, mix_to_boundary, steepest_pair
+from .search import (
+    SEARCH_MARGIN,
+    Incumbent,
+    certify,
+    improve,
+    mix_to_boundary,
+    steepest_pair,
+)
 from .settings import (
     RELATIVE_FLOOR,
     SMALL_BOX_BOUNDS,
@@ -347,15 +354,38 @@ def gap_text(lower: float, upper: float, span: float) -> str:
     return f"gap {gap:.3g} = {100.0 * rel:.3g}% {of} ({scale:.4g})"
 
 
+def _at_the_least_cost(game, least) -> str | None:
+    """What to do when a budget is within :data:`~.search.SEARCH_MARGIN` x scale of its
+    certified least worst-case cost (a budget set to that cost, as the rule "d = least"
+    sets it): a policy at the budget may exist, but costs that equal it to the last
+    bits cannot be certified below it, and the search aims below the budget by more;
+    None otherwise."""
+    close = [k for k in range(game.K)
+             if game.d[k] - least[k] <= SEARCH_MARGIN * game.scale]
+    if not close:
+        return None
+    k = close[0]
+    return (f"the least worst-case cost of constraint {k} ({least[k]:.12g}) is within "
+            f"{max(game.d[k] - least[k], 0.0):.2g} of its budget d[{k}] = "
+            f"{game.d[k]:.12g}, closer than the lower side's search aims below a budget "
+            f"({SEARCH_MARGIN:g} x the value scale; at the cost itself the costs cannot be "
+            f"certified below it): give a small feas_tol (e.g. "
+            f"{SEARCH_MARGIN * game.scale:.1g}), the bracket at budgets d + feas_tol; "
+            f"more boxes rarely help")
+
+
 def _status(pol, upper, lower, bb, cut: list, st: BracketSettings, closed: bool,
-            span: float) -> tuple[str, str]:
+            span: float, game, least) -> tuple[str, str]:
     if pol is None and upper == -np.inf:
         return "infeasible", ("infeasible: branch and bound found no box that meets every "
                               "budget; no policy is robust-feasible")
     if pol is None:
-        return "no_feasible_policy", (f"no robust-feasible policy found; upper bound "
-                                      f"{upper:.6g} on the optimum over {POLICY_CLASS} "
-                                      f"policies; raise time_limit or max_boxes")
+        head = (f"no robust-feasible policy found; upper bound {upper:.6g} on the optimum "
+                f"over {POLICY_CLASS} policies")
+        at = _at_the_least_cost(game, least)
+        if at is not None:
+            return "no_feasible_policy", f"{head}; {at}"
+        return "no_feasible_policy", f"{head}; raise time_limit or max_boxes"
     text = (f"certified bracket [{lower:.10g}, {upper:.10g}] on the optimum over "
             f"{POLICY_CLASS} policies, {gap_text(lower, upper, span)}, {bb.boxes} boxes")
     if closed:
@@ -380,7 +410,8 @@ def _bracket_result(game, inc, dual, bb, extra: dict, cut: list,
     upper = min(dual.U, bb.upper)
     # closed by the one stated rule: the gap at most max(atol, rtol * the gap's scale)
     closed = bool(upper - lower <= st.gap_tol(lower, span))
-    status, msg = _status(pol, upper, lower, bb, cut, st, closed, span)
+    status, msg = _status(pol, upper, lower, bb, cut, st, closed, span, game,
+                          extra["min_robust_costs"])
     up = game.replace(net=None).evaluate(dual.pi[None])
     pol = dual.pi if pol is None else pol
     return Result(
@@ -521,7 +552,8 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
         ``upper_policy_costs``; ``min_robust_costs`` (K,) certified lower bounds on the
         least worst-case costs; ``history`` {"lam", "g"}; ``n_candidates``; ``boxes``,
         ``open_boxes``, ``closed``, ``stopped`` ("gap", "boxes", "memory", "time",
-        "empty" or "infeasible"), ``box_bounds`` (the box bounds used), ``trace``
+        "empty" or "infeasible"), ``box_bounds`` (the box bounds used),
+        ``split_point`` (where the chosen intervals were split), ``trace``
         (rounds, 4) of seconds, boxes, lower and upper over the branch and bound,
         ``seconds``; ``variants`` {name: the target of each variant asked for} ({} by
         default); ``reproducible`` (False when the safety net stopped the run),
@@ -556,7 +588,8 @@ def rcmdp_bracket(model, uset, settings: BracketSettings | None = None, *, candi
     least, safest = _least_costs(game)
     var_out, cut = _variant_targets(game, st, low, high, progress)
     bounds = st.boxes.bounds_for(game.S)
-    extra = dict(min_robust_costs=least, variants=var_out, box_bounds=bounds)
+    extra = dict(min_robust_costs=least, variants=var_out, box_bounds=bounds,
+                 split_point=st.boxes.split_point)
     net.phase = "the infeasibility certificate"
     proof = _infeasibility(game, model, least, safest)
     if proof is not None:

@@ -82,6 +82,26 @@ def gap_scale(lower: float, span: float) -> float:
     return max(low, RELATIVE_FLOOR * span)
 
 
+def _names(value, name: str, choices, entry: str) -> tuple:
+    """A sequence of names of ``choices`` as a tuple of plain strings, each once; a bare
+    string (a name given without its sequence, which a tuple would split into letters)
+    or anything not iterable is an :class:`~rcmdp_exact.InputError`."""
+    from .._checks import InputError, shown
+
+    if isinstance(value, (str, bytes)):
+        fix = f"({value!r},) for one name" if len(value) <= 80 else repr(choices[:1])
+        raise InputError(f"{name} must be a sequence of names, got the string "
+                         f"{shown(value)}; give {fix}")
+    try:
+        items = tuple(value)
+    except TypeError:
+        raise InputError(f"{name} must be a sequence of names from "
+                         f"{', '.join(map(repr, choices))}, got {type(value).__name__}; "
+                         f"give e.g. {choices[:1]!r}") from None
+    # each name once, in the order given (a name twice would be computed twice)
+    return tuple(dict.fromkeys(str(check_choice(v, entry, choices)) for v in items))
+
+
 def _counts(obj, names, low=0) -> None:
     for name in names:
         check_int(getattr(obj, name), name, low)
@@ -161,7 +181,8 @@ class BranchAndBound:
     by its Lagrangian bound and the ``box_bounds`` (a sequence of "local" and "lp";
     None: ``("lp",)`` up to :data:`SMALL_STATES` states, ``("local", "lp")`` beyond),
     a chosen interval split at ``split_point`` (:data:`~.structure.SPLIT_POINTS`: its
-    middle, the box's occupancy-LP policy or the incumbent's policy)."""
+    middle, the box's occupancy-LP policy or the incumbent's policy; ``"lp"`` needs the
+    LP among the box bounds)."""
 
     max_boxes: int = 2000
     box_bounds: tuple | None = None
@@ -169,10 +190,19 @@ class BranchAndBound:
 
     def __post_init__(self):
         check_limit(self.max_boxes, "max_boxes", "boxes")
-        check_choice(self.split_point, "split_point", SPLIT_POINTS)
-        bounds = None if self.box_bounds is None else tuple(self.box_bounds)
-        for b in bounds or ():
-            check_choice(b, "box_bounds entry", BOX_BOUNDS)
+        # a numpy string kept as the plain one (a record's options are JSON)
+        object.__setattr__(self, "split_point",
+                           str(check_choice(self.split_point, "split_point", SPLIT_POINTS)))
+        bounds = None if self.box_bounds is None else _names(self.box_bounds, "box_bounds",
+                                                             BOX_BOUNDS, "box_bounds entry")
+        if self.split_point == "lp" and bounds is not None and "lp" not in bounds:
+            from .._checks import InputError
+
+            raise InputError(
+                f"split_point='lp' splits a box at its occupancy-LP policy, which "
+                f"box_bounds={bounds!r} does not compute (every box would be split at "
+                f"its middle); add 'lp' to box_bounds (or give None) or choose "
+                f"split_point 'middle' or 'incumbent'")
         object.__setattr__(self, "box_bounds", bounds)
 
     def bounds_for(self, n_states: int) -> tuple:
@@ -232,9 +262,9 @@ class BracketSettings:
             mine = {k: v for k, v in options.items() if _GROUP_OF[k] == name}
             object.__setattr__(self, name, dataclasses.replace(group, **mine) if mine
                                else group)
-        variants = tuple(variants)
-        for v in variants:
-            check_choice(v, "variant", VARIANTS)
+        # None: none (as the bracket's docstring says)
+        variants = () if variants is None else _names(variants, "variants", VARIANTS,
+                                                      "variant")
         check_int(dual_evaluations, "dual_evaluations", 0)
         if time_limit is not None:
             time_limit = check_real(time_limit, "time_limit", 0.0, low_open=True,

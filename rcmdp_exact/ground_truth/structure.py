@@ -42,9 +42,10 @@ the new faces, so that point is cut from both children's relaxations);
 policy known).  Either point is clamped to :math:`[l + f w, u - f w]`
 (:data:`SPLIT_CLAMP` f = 0.2, w = u - l), so every split still shrinks the interval by
 at least a fifth and every box shrinks to a point: the bracket converges as with the
-middle.  A box without such a point (no LP was solved for it, the incumbent is not
-known) is split at the middle.  Like the coordinate, the point orders the search only:
-any split gives a valid branch and bound.
+middle.  A box without such a point (its LP failed or was not solved, the incumbent
+is not known) is split at the middle; ``"lp"`` with box bounds that solve no LP is
+refused (:class:`~.settings.BranchAndBound`).  Like the coordinate, the point orders
+the search only: any split gives a valid branch and bound.
 """
 
 from __future__ import annotations

@@ -797,8 +797,150 @@ PROTOCOL = [
         InputError, ("spec", "ReproduceSpec")),
 ]
 
+# --------------------------------------------------------------------------- the bracket's options
+def _bracket_case():
+    m = rx.domains.garnet(3, 2, 2, n_constraints=1, seed=0)
+    return m, rx.L1Ball(m.P, 0.1)
+
+
+def _bracket_refuses(**options):
+    """``rcmdp_bracket`` with ``options``, where building its game (the first work)
+    fails the row: a refusal must come before it."""
+    def call(folder):
+        m, uset = _bracket_case()
+        with mock.patch("rcmdp_exact.ground_truth.bracket.RobustGame",
+                        side_effect=AssertionError("the bracket started work")):
+            rx.rcmdp_bracket(m, uset, progress=False, **options)
+    return call
+
+
+def _settings(**options):
+    return lambda folder: rx.BracketSettings(**options)
+
+
+def _replaced(**options):
+    import dataclasses
+
+    return lambda folder: dataclasses.replace(rx.BracketSettings(), **options)
+
+
+def _bracket_saved(suffix):
+    def call(folder):
+        m, uset = _bracket_case()
+        res = rx.rcmdp_bracket(m, uset, progress=False, split_point="incumbent",
+                               max_boxes=3, dual_evaluations=0)
+        return res, rx.Result.load(res.save(folder / f"bracket{suffix}"))
+    return call
+
+
+def _split_point_kept(pair, folder):
+    res, back = pair
+    assert res["split_point"] == "incumbent" and back["split_point"] == "incumbent"
+
+
+def _budget_at_the_least_cost(folder):
+    """The bracket of a model whose budget is the exact worst-case cost of its cheapest
+    deterministic policy (found apart: every one evaluated by ``robust_evaluate``), as a
+    budget rule "d = least" gives it: that policy is feasible, but costs that equal the
+    budget to the last bit cannot be certified below it."""
+    import itertools
+
+    m = rx.domains.garnet(3, 2, 2, n_constraints=1, seed=9)
+    uset = rx.L1Ball(m.P, 0.1)
+    costs = [rx.robust_evaluate(m, np.eye(2)[list(acts)], uset).costs_worst[0]
+             for acts in itertools.product(range(2), repeat=3)]
+    return rx.rcmdp_bracket(m.replace(d=[min(costs)]), uset, progress=False, max_boxes=40,
+                            dual_evaluations=0)
+
+
+def _says_feas_tol(res, folder):
+    # more boxes do not help (2,000 end the same way): the message said "raise
+    # time_limit or max_boxes"
+    assert res.status == "no_feasible_policy", res.message
+    assert "feas_tol" in res.message and "max_boxes" not in res.message, res.message
+
+
+SPLIT_POINT = ("split_point", "'middle', 'lp', 'incumbent'")
+
+BRACKET = [
+    # numpy's == compares an array element by element: an array of two names was a raw
+    # "truth value of an array ... is ambiguous" ValueError that named no option, and
+    # an array of one name (or a 0-d one) was accepted and kept: the settings were then
+    # unhashable and a suite record's options not JSON (bracket_options)
+    Api("bracket-split-point-an-array-of-two", _bracket_refuses(
+        split_point=np.array(["lp", "lp"])), rx.OptionError, (*SPLIT_POINT, "array")),
+    Api("bracket-split-point-an-array-of-one", _bracket_refuses(
+        split_point=np.array(["lp"])), rx.OptionError, (*SPLIT_POINT, "array")),
+    Api("settings-split-point-an-array-of-one", _settings(split_point=np.array(["lp"])),
+        rx.OptionError, SPLIT_POINT),
+    Api("settings-split-point-a-0d-array", _settings(split_point=np.array("lp")),
+        rx.OptionError, SPLIT_POINT),
+    Api("replace-split-point-an-array", _replaced(split_point=np.array(["lp", "x"])),
+        rx.OptionError, SPLIT_POINT),
+    Api("settings-split-point-an-array-of-1000", _settings(split_point=np.array(
+        ["lp"] * 1000)), rx.OptionError, SPLIT_POINT),
+    # a megabyte of text was repeated whole in the one-line message
+    Api("settings-split-point-a-megabyte", _settings(split_point="x" * 10**6),
+        rx.OptionError, SPLIT_POINT, absent=("x" * 1000,)),
+    Api("bracket-split-point-bytes", _bracket_refuses(split_point=b"lp"), rx.OptionError,
+        (*SPLIT_POINT, "b'lp'")),
+    Api("bracket-split-point-upper-case", _bracket_refuses(split_point="LP"),
+        rx.OptionError, (*SPLIT_POINT, "'LP'")),
+    Api("bracket-split-point-a-list", _bracket_refuses(split_point=["lp"]), rx.OptionError,
+        (*SPLIT_POINT, "['lp']")),
+    Api("bracket-split-point-none", _bracket_refuses(split_point=None), rx.OptionError,
+        (*SPLIT_POINT, "None")),
+    Api("bracket-split-point-a-number", _bracket_refuses(split_point=3), rx.OptionError,
+        (*SPLIT_POINT, "3")),
+    Api("settings-split-point-numpy-str-kept-plain", _settings(split_point=np.str_("lp")),
+        check=lambda s, f: type(s.split_point) is str and s.split_point == "lp"),
+    # a name given as a bare string was iterated letter by letter: "unknown box_bounds
+    # entry 'l'" for box_bounds="lp", "unknown variant 'v'" for variants="value"
+    Api("settings-box-bounds-a-string", _settings(box_bounds="lp"), InputError,
+        ("box_bounds", "'lp'", "('lp',)")),
+    Api("bracket-variants-a-string", _bracket_refuses(variants="value"), InputError,
+        ("variants", "'value'", "('value',)")),
+    # a number was a raw "'int' object is not iterable" TypeError
+    Api("settings-box-bounds-a-number", _settings(box_bounds=5), InputError,
+        ("box_bounds", "int")),
+    Api("settings-variants-a-number", _settings(variants=5), InputError,
+        ("variants", "int")),
+    # the LP split point with box bounds that solve no LP was accepted and split every
+    # box at its middle, silently (and the result said split_point "lp")
+    Api("settings-lp-split-point-without-the-lp-bound", _settings(
+        split_point="lp", box_bounds=("local",)), InputError,
+        ("split_point='lp'", "box_bounds", "('local',)", "'middle'")),
+    Api("bracket-lp-split-point-with-no-box-bound", _bracket_refuses(
+        split_point="lp", box_bounds=()), InputError, ("split_point='lp'", "box_bounds")),
+    Api("replace-box-bounds-under-an-lp-split-point", lambda f: __import__(
+        "dataclasses").replace(rx.BracketSettings(split_point="lp"), box_bounds=()),
+        InputError, ("split_point='lp'", "box_bounds")),
+    Api("settings-lp-split-point-with-default-bounds", _settings(split_point="lp"),
+        check=lambda s, f: s.split_point == "lp" and s.box_bounds is None),
+    # a variant named twice was computed twice (20 names: 20 equal targets, each a
+    # tenth of a small model's bracket), and counted twice by the memory check
+    Api("settings-variants-named-twice-kept-once", _settings(
+        variants=["value", "lagrangian"] * 10), check=lambda s, f: s.variants == (
+            "value", "lagrangian")),
+    Api("settings-box-bounds-named-twice-kept-once", _settings(
+        box_bounds=("lp", "local", "lp")), check=lambda s, f: s.box_bounds == (
+            "lp", "local")),
+    # the docstring of rcmdp_bracket says variants is None by default; None was a raw
+    # "'NoneType' object is not iterable" TypeError
+    Api("settings-variants-none-is-none", _settings(variants=None),
+        check=lambda s, f: s.variants == ()),
+    # the result said which box bounds were used but not where boxes were split, which
+    # changes the bracket reached for the same budget; nor did the saved result
+    Api("bracket-split-point-recorded-json", _bracket_saved(".json"),
+        check=_split_point_kept),
+    Api("bracket-split-point-recorded-npz", _bracket_saved(".npz"),
+        check=_split_point_kept),
+    Api("bracket-budget-at-the-least-cost-says-feas-tol", _budget_at_the_least_cost,
+        check=_says_feas_tol),
+]
+
 HOSTILE = [*MODELS, *TESTING, *COUNTEREXAMPLES, *LIMITS, *STORE, *PLANNERS, *SOLVERS,
-           *PROTOCOL]
+           *PROTOCOL, *BRACKET]
 
 
 @pytest.mark.parametrize("row", rows(HOSTILE))
