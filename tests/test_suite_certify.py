@@ -157,6 +157,75 @@ def test_a_resume_may_add_box_budgets_after_the_schedule(tmp_path, capsys):
     assert e.value.code == 2 and "only add box budgets" in capsys.readouterr().err
 
 
+def test_resume_from_a_data_file_on_another_machine(tmp_path, capsys):
+    """--resume-from DATA starts a new work folder from DATA's records (the folder that
+    made DATA is gone): with a longer schedule it runs only the open record and gives
+    the records a run in place gives; the folder names DATA's budget as extended."""
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir(), there.mkdir()
+    made = here / "v.json.gz"
+    assert main(["suite", "certify", "--out", str(made), *EXTEND, "--max-boxes", "2"]) == 0
+    capsys.readouterr()
+    out = there / "w.json.gz"
+    assert main(["suite", "certify", "--out", str(out), *EXTEND, "--max-boxes", "2,400",
+                 "--resume-from", str(made)]) == 0
+    captured = capsys.readouterr()
+    assert "1 run, 1 kept" in captured.out, captured
+    assert "2 finished jobs taken from" in captured.err, captured
+    settings = json.loads((Path(str(out) + ".work") / "settings.json").read_text())
+    assert [b["schedule"] for b in settings["extends"]] == [[2]]
+    assert main(["suite", "certify", "--out", str(made), *EXTEND, "--max-boxes", "2,400",
+                 "--force"]) == 0  # the same extension in place
+    a = {r["key"]: r for r in suite.data(out)["records"]}
+    b = {r["key"]: r for r in suite.data(made)["records"]}
+    assert a.keys() == b.keys()
+    for key in a:
+        for field in ("lower", "upper", "status", "boxes", "lower_policy"):
+            assert a[key]["bracket"][field] == b[key]["bracket"][field], (key, field)
+        assert a[key]["work"] == b[key]["work"]
+
+
+def test_the_shipped_file_seeds_a_work_folder_that_gives_it_back(tmp_path):
+    """The shipped data file, seeded into a work folder, is assembled back record for
+    record (filled from itself where it was filled); extended to the default budget,
+    the folder sets aside exactly the records whose last run ended open with their whole
+    schedule spent and whose schedule the default makes longer (every record above the
+    1% target among them), and keeps every other."""
+    from rcmdp_exact.suite import certify as C
+    from rcmdp_exact.suite.store import data
+
+    shipped = suite.data()
+    source = tmp_path / "shipped.json.gz"
+    C.write_data(source, shipped)
+    work = tmp_path / "v.json.gz.work"
+    old = C.check_budget(shipped["budget"])
+    filled = set((shipped.get("filled") or {}).get("keys", []))
+    assert C.seed_folder(work, source, old) == len(shipped["records"]) - len(filled)
+    C.assemble(work, tmp_path / "back.json.gz", fill=source)
+    assert data(tmp_path / "back.json.gz")["records"] == shipped["records"]
+    C._check_settings(work, C.check_budget(C.DEFAULT_BUDGET))
+    aside = {json.loads(p.read_text())["key"] for p in work.glob("*.json.superseded")}
+    kept = C.finished(work)
+    for rec in shipped["records"]:
+        key = rec["key"]
+        if key in filled:
+            assert key not in kept and key not in aside
+            continue
+        if not rec["work"]:  # an instance without a bracket: nothing to extend
+            assert key in kept, key
+            continue
+        longer = (C._work_budget(rec["instance"], rec["kind"], rec["level"])["schedule"]
+                  != rec["work"]["schedule"])
+        b, runs = rec["bracket"], rec["bracket"]["runs"]
+        spent = bool(runs) and len(runs) == len(rec["work"]["schedule"]) and not \
+            b.get("failure") and runs[-1]["status"] not in ("bracket", "infeasible",
+                                                              "no_feasible_policy")
+        assert (key in aside) == (spent and longer), key
+        assert (key in kept) != (key in aside), key
+        if longer and runs and b["relative_gap"] is not None and b["relative_gap"] > 0.01:
+            assert key in aside, key
+
+
 def test_a_damaged_job_file_is_said_and_recomputed(tmp_path, capsys):
     out = tmp_path / "v.json.gz"
     assert _certify(out) == 0

@@ -126,6 +126,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "FILE.work (the same work budget), each unfinished one taken from "
                         "the data file DATA (e.g. one made with --max-boxes 0), which the "
                         "header names; to ship a file while a long run goes on")
+    p.add_argument("--resume-from", metavar="DATA", default=None,
+                   help="start FILE.work (which must not exist) from the data file DATA "
+                        "(e.g. the shipped one): its certified records are kept as "
+                        "finished jobs of its work budget, and this run's budget, the "
+                        "same or longer schedules, runs only what that changes (its open "
+                        "records, DATA's stand-ins)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--workers", type=workers_arg, default=1,
                    help="local worker processes (default 1)")
@@ -395,7 +401,19 @@ def _certify(parser, args) -> int:
     levels = None if args.levels is None else [float(r) for r in args.levels]
     jobs = job_keys(args.only, args.kinds, levels)
     if args.fill is not None:
+        if args.resume_from is not None:
+            parser.error("--fill runs no job and --resume-from starts a run: give one")
         return _fill(parser, args, out, work, jobs, budget)
+    if args.resume_from is not None:
+        from .._io import LoadError
+        from ..suite.certify import seed_folder
+
+        try:
+            n = seed_folder(work, args.resume_from, budget)
+        except (InputError, LoadError) as exc:
+            parser.error(f"--resume-from {args.resume_from!r}: {exc}")
+        print(f"rcmdp suite certify: {n} finished jobs taken from {args.resume_from} "
+              f"into {work}", file=sys.stderr)
     args._interrupted = f"the finished jobs are kept in {work}: run the same command again " \
                         f"to resume"
     t0 = time.perf_counter()

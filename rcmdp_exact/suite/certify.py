@@ -579,6 +579,74 @@ def _check_settings(work: Path, budget: dict, echo=None) -> None:
     save_json(path, json.dumps(mine, indent=1))
 
 
+def seed_folder(work, source, budget: dict) -> int:
+    """Make the work folder ``work`` (which must not exist) from the data file
+    ``source`` (e.g. the shipped one, on a machine without the folder that made it):
+    each record certified there, not one of its header's ``filled`` stand-ins, becomes a
+    finished job, and ``source``'s work budget the folder's, so that a run with
+    ``budget`` (``source``'s, or one that :func:`extends` it) keeps what it does not
+    change and runs the rest.  The folder is written beside ``work`` and renamed into
+    place last: an interrupted seeding leaves none.  Returns the number of jobs.
+
+    A LoadError names a ``source`` that is not a data file; an InputError one of other
+    instances (their checksums differ from the frozen ones) or of a work budget that
+    ``budget`` does not extend."""
+    import shutil
+
+    from .._checks import InputError
+    from .._io import save_json
+    from .frozen import CHECKSUMS
+    from .store import data
+
+    work, source = Path(work), Path(source)
+    if work.exists():
+        raise InputError(f"the work folder {str(work)!r} exists: resume from it (the same "
+                         f"command without --resume-from), or give another --out")
+    payload = data(source)
+    frozen = json.loads(CHECKSUMS.read_text())["sha256"]
+    other = sorted(n for n, h in (payload.get("instances_sha256") or {}).items()
+                   if frozen.get(n) != h)
+    if other:
+        raise InputError(f"{str(source)!r} was certified on other instances than this "
+                         f"version's ({', '.join(other)} differ from the frozen tables); "
+                         f"certify them anew without --resume-from")
+    try:
+        theirs = check_budget(payload["budget"])
+    except (InputError, KeyError, TypeError) as exc:
+        raise InputError(f"{str(source)!r} has no valid work budget ({exc}); give a data "
+                         f"file written by rcmdp suite certify") from None
+    if theirs != budget and not extends(budget, theirs):
+        raise InputError(
+            f"this run's work budget ({json.dumps(budget)}) does not extend the one of "
+            f"{str(source)!r} ({json.dumps(theirs)}): a resume may only add box budgets "
+            f"after each schedule; give the same settings or more boxes at the end")
+    filled = set((payload.get("filled") or {}).get("keys", []))
+    tmp = work.with_name(f".{work.name}.seeding")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        n = 0
+        for rec in payload["records"]:
+            if rec["key"] in filled:
+                continue
+            rec = json.loads(json.dumps(rec))  # a copy
+            lower = rec["bracket"].pop("lower_policy", None)
+            pols = {"lower": lower, "free": rec.pop("free_policy"),
+                    "least": rec.pop("least_policy")}
+            if rec.get("work"):
+                rec["work"].pop("options", None)  # assemble adds them
+            _write_job(tmp, rec, pols)
+            n += 1
+        save_json(tmp / SETTINGS_FILE, json.dumps(
+            {"format": "rcmdp_exact.suite.CertifySettings/1", "schema": SCHEMA,
+             "budget": theirs, "extends": payload.get("extends", [])}, indent=1))
+        tmp.rename(work)
+    except BaseException:  # a full disk, a signal: no half folder left
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return n
+
+
 def _line(rec: dict, done: int, total: int) -> str:
     b = rec["bracket"]
     lo = "-inf" if b["lower"] is None else f"{b['lower']:.6g}"

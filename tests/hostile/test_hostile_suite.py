@@ -58,6 +58,39 @@ def setup_plain(folder: Path) -> None:
     (folder / "mine.txt").write_text("the user's own file")
 
 
+def setup_other_instances(folder: Path) -> None:
+    """The tiny certification, and ``other.json.gz``: its data file claiming another
+    table of riverswim-6 (a checksum that is not the frozen one)."""
+    from rcmdp_exact.suite.certify import write_data
+    from rcmdp_exact.suite.store import data
+
+    setup_certified(folder)
+    payload = data(folder / "v.json.gz")
+    payload["instances_sha256"] = dict(payload["instances_sha256"], **{"riverswim-6": "0" * 64})
+    write_data(folder / "other.json.gz", payload)
+
+
+def _same_records(name, source):
+    """The data file ``name`` holds the records of ``source``, each with its bracket,
+    optima and policies unchanged (its ``work`` may name a longer schedule)."""
+    def check(folder, out, err):
+        from rcmdp_exact.suite.store import data
+
+        a, b = data(folder / name)["records"], data(folder / source)["records"]
+        assert [r["key"] for r in a] == [r["key"] for r in b]
+        for x, y in zip(a, b, strict=True):
+            assert {k: v for k, v in x.items() if k != "work"} == \
+                {k: v for k, v in y.items() if k != "work"}, x["key"]
+    return check
+
+
+def _no_work_folder(name):
+    def check(folder, out, err):
+        left = [p.name for p in folder.iterdir() if name in p.name]
+        assert not left, left
+    return check
+
+
 WORK = ("v.json.gz.work/settings.json", "v.json.gz.work/riverswim-6__l1__0.05.json",
         "v.json.gz.work/riverswim-6__l1__0.05.npz")
 CERTIFIED = ("v.json.gz", *WORK, "notdata.json.gz", "mine.txt")
@@ -144,6 +177,45 @@ CERTIFY = [
                                 "v.json.gz", "--force", *TINY),
         facts=("x.json.gz",), disk="full", setup=setup_certified, unchanged=CERTIFIED,
         created=None, after=_no_output("x.json.gz")),
+    # --resume-from: a work folder started from a data file
+    Cli("resume-from-a-finished-file", ("suite", "certify", "--out", "w.json.gz",
+                                        "--resume-from", "v.json.gz", *TINY),
+        code=0, setup=setup_certified, unchanged=CERTIFIED, created=None,
+        after=_same_records("w.json.gz", "v.json.gz")),
+    Cli("resume-from-into-an-existing-work-folder", ("suite", "certify", "--out",
+                                                     "v.json.gz", "--resume-from",
+                                                     "v.json.gz", "--force", *TINY),
+        facts=("--resume-from", "exists", "without --resume-from"), setup=setup_certified,
+        unchanged=CERTIFIED),
+    Cli("resume-from-a-file-that-is-not-data", ("suite", "certify", "--out", "w.json.gz",
+                                                "--resume-from", "notdata.json.gz", *TINY),
+        facts=("--resume-from", "notdata.json.gz", "not a suite data file"),
+        setup=setup_certified, unchanged=CERTIFIED),
+    Cli("resume-from-a-missing-file", ("suite", "certify", "--out", "w.json.gz",
+                                       "--resume-from", "nothere.json.gz", *TINY),
+        facts=("--resume-from", "nothere.json.gz", "no suite data file"),
+        setup=setup_certified,
+        unchanged=CERTIFIED),
+    Cli("resume-from-with-another-time-limit", ("suite", "certify", "--out", "w.json.gz",
+                                                "--resume-from", "v.json.gz",
+                                                "--time-limit", "5", *TINY),
+        facts=("--resume-from", "does not extend"), setup=setup_certified,
+        unchanged=CERTIFIED),
+    Cli("resume-from-a-file-of-other-instances", ("suite", "certify", "--out", "w.json.gz",
+                                                  "--resume-from", "other.json.gz", *TINY),
+        facts=("--resume-from", "other instances", "riverswim-6"),
+        setup=setup_other_instances, unchanged=CERTIFIED),
+    Cli("resume-from-and-fill", ("suite", "certify", "--out", "w.json.gz", "--resume-from",
+                                 "v.json.gz", "--fill", "v.json.gz", *TINY),
+        facts=("--fill", "--resume-from", "give one"), setup=setup_certified,
+        unchanged=CERTIFIED),
+    Cli("resume-from-on-a-full-disk", ("suite", "certify", "--out", "w.json.gz",
+                                       "--resume-from", "v.json.gz", *TINY),
+        facts=("w.json.gz",), disk="full", setup=setup_certified, unchanged=CERTIFIED,
+        created=None, after=_no_work_folder("w.json.gz")),
+    Cli("resume-from-into-a-read-only-folder", ("suite", "certify", "--out", "w.json.gz",
+                                                "--resume-from", "v.json.gz", *TINY),
+        facts=("w.json.gz",), disk="readonly", setup=setup_certified, unchanged=CERTIFIED),
     # a signal once the data file is written says so (it said "run the same command
     # again to resume", as if nothing were finished)
     Cli("certify-sigterm-as-it-returns", ("suite", "certify", "--out", "v.json.gz",
