@@ -123,9 +123,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 DASK_SCHEMES = ("tcp", "tls", "ucx", "ws", "wss")
 
 
-def connect_dask(parser: argparse.ArgumentParser, address: str | None):
+def connect_dask(parser: argparse.ArgumentParser, address: str | None,
+                 option: str = "--dask"):
     """A ``distributed.Client`` of the scheduler at ``address`` (None for None), or a
-    one-line parser error when it cannot be reached within 10 s."""
+    one-line parser error naming the command's ``option`` when it cannot be reached
+    within 10 s."""
     if address is None:
         return None
     from distributed import Client
@@ -133,7 +135,7 @@ def connect_dask(parser: argparse.ArgumentParser, address: str | None):
     try:
         return Client(address, timeout="10s")
     except (OSError, TimeoutError) as exc:
-        parser.error(f"cannot reach the Dask scheduler at --dask {address!r}: {exc}")
+        parser.error(f"cannot reach the Dask scheduler at {option} {address!r}: {exc}")
 
 
 def dask_address(text: str) -> str:

@@ -385,7 +385,7 @@ def _certify(parser, args) -> int:
             address = dask_address(args.scheduler)
         except argparse.ArgumentTypeError as exc:
             parser.error(f"--scheduler: {exc}")
-        client = connect_dask(parser, address)
+        client = connect_dask(parser, address, "--scheduler")
     import time
 
     from .._checks import InputError
@@ -414,8 +414,9 @@ def _certify(parser, args) -> int:
             parser.error(f"--resume-from {args.resume_from!r}: {exc}")
         print(f"rcmdp suite certify: {n} finished jobs taken from {args.resume_from} "
               f"into {work}", file=sys.stderr)
-    args._interrupted = f"the finished jobs are kept in {work}: run the same command again " \
-                        f"to resume"
+    again = "the same command" if args.resume_from is None else \
+        "the same command without --resume-from"  # the folder it made exists now
+    args._interrupted = f"the finished jobs are kept in {work}: run {again} to resume"
     t0 = time.perf_counter()
     try:
         info = run_jobs(work, jobs, budget=budget, workers=args.workers, client=client,

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 import warnings
 from pathlib import Path
@@ -579,6 +580,118 @@ def _check_settings(work: Path, budget: dict, echo=None) -> None:
     save_json(path, json.dumps(mine, indent=1))
 
 
+def _seeded(payload: dict, source: Path) -> list:
+    """The records of the data file ``payload`` (read from ``source``) that
+    :func:`seed_folder` makes finished jobs of, each as ``(record, policies)``, all
+    checked before any is written: the header's ``filled`` and ``extends``, each
+    record's key (its instance, kind and level of the grid, once in the file) and the
+    fields a finished job needs (its bracket, its ``work``, its seconds, its policies:
+    finite (S, A) distributions of its instance's model).  An InputError naming the
+    record and the field otherwise."""
+    import numbers
+
+    from .._checks import InputError, as_float_array, check_distributions
+    from .instances import INSTANCES
+    from .sets import LEVELS
+
+    def bad(what):
+        return InputError(f"{str(source)!r} is damaged: {what}; give a data file written by "
+                          f"rcmdp suite certify")
+
+    filled = payload.get("filled")
+    if filled is None:
+        filled = {"keys": []}
+    if not isinstance(filled, dict) or not isinstance(filled.get("keys"), list) or \
+            not all(isinstance(k, str) for k in filled["keys"]):
+        raise bad(f"its header's 'filled' is not {{'keys': [KEY, ...], ...}} (got "
+                  f"{json.dumps(filled)[:80]})")
+    extends = payload.get("extends", [])
+    if not isinstance(extends, list) or not all(isinstance(e, dict) for e in extends):
+        raise bad(f"its header's 'extends' is not a list of work budgets (got "
+                  f"{json.dumps(extends)[:80]})")
+    levels = {f"{r:g}" for r in LEVELS}
+    seen, out, models = set(), [], {}
+    for i, rec in enumerate(payload["records"]):
+        key, name, kind, level = (rec.get(f) for f in ("key", "instance", "kind", "level"))
+        if not isinstance(name, str) or name not in INSTANCES:
+            raise bad(f"its record {i} ({key!r}) is of the instance {name!r}, not one of "
+                      f"the suite's")
+        if not isinstance(kind, str) or kind not in INSTANCES[name].kinds:
+            raise bad(f"its record {i} ({key!r}) has the set kind {kind!r}; {name} has "
+                      f"{', '.join(INSTANCES[name].kinds)}")
+        if isinstance(level, bool) or not isinstance(level, numbers.Real) or \
+                f"{level:g}" not in levels:
+            raise bad(f"its record {i} ({key!r}) has the level {level!r}, not one of the "
+                      f"grid's ({', '.join(sorted(levels))})")
+        if key != key_of(name, kind, level):
+            raise bad(f"its record {i} has the key {key!r} but is of "
+                      f"{key_of(name, kind, level)} (its instance, kind and level)")
+        if key in seen:
+            raise bad(f"the record {key} is in it twice")
+        seen.add(key)
+        if key in filled["keys"]:
+            continue
+        b = rec["bracket"]
+        if not isinstance(b, dict) or not isinstance(b.get("status"), str) or \
+                not isinstance(b.get("runs", []), list) or \
+                not all(isinstance(r, dict) and "status" in r for r in b.get("runs", [])):
+            raise bad(f"the record {key} has no bracket of rcmdp suite certify (a dict "
+                      f"with its status and runs)")
+        missing = [f for f in ("free_policy", "least_policy", "seconds") if f not in rec]
+        missing += ["bracket's lower_policy"] * ("lower_policy" not in b)
+        if missing:
+            raise bad(f"the record {key} lacks its {', '.join(missing)}")
+        sec = rec["seconds"]
+        if isinstance(sec, bool) or not isinstance(sec, numbers.Real) or \
+                not math.isfinite(sec) or sec < 0:
+            raise bad(f"the record {key} has seconds {sec!r}, not a number of seconds")
+        work = rec.get("work")
+        if work:
+            try:
+                if not isinstance(work, dict):
+                    raise InputError(f"it is a {type(work).__name__}")
+                check_budget({k: v for k, v in work.items() if k != "options"})
+            except InputError as exc:
+                raise bad(f"the record {key} has no valid work budget ({exc})") from None
+        if name not in models:
+            m = INSTANCES[name].build()
+            models[name] = (m.S, m.A)
+        S, A = models[name]
+        pols = {}
+        for what, field in (("lower", "lower_policy"), ("free", "free_policy"),
+                            ("least", "least_policy")):
+            pol = b[field] if what == "lower" else rec[field]
+            if pol is None and what == "lower":
+                if b.get("lower") is not None:
+                    raise bad(f"the record {key} has a lower side {b['lower']!r} but no "
+                              f"lower_policy")
+                pols[what] = None
+                continue
+            try:
+                arr = as_float_array(pol, f"{key} {field}", "it holds (S, A) nested lists",
+                                     shape=(S, A), axes=("state", "action"))
+                pols[what] = check_distributions(arr, f"{key} {field}", ("state",))
+            except InputError as exc:
+                raise bad(str(exc)) from None
+        out.append((rec, pols))
+    stray = sorted(set(filled["keys"]) - seen)
+    if stray:
+        raise bad(f"its header's 'filled' names {len(stray)} keys that are none of its "
+                  f"records (first: {stray[0]!r})")
+    return out
+
+
+def _alive(pid: int) -> bool:
+    """Whether the process ``pid`` runs (on this machine)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # another user's, or no such number: keep its folder
+        return True
+    return True
+
+
 def seed_folder(work, source, budget: dict) -> int:
     """Make the work folder ``work`` (which must not exist) from the data file
     ``source`` (e.g. the shipped one, on a machine without the folder that made it):
@@ -602,15 +715,31 @@ def seed_folder(work, source, budget: dict) -> int:
     if work.exists():
         raise InputError(f"the work folder {str(work)!r} exists: resume from it (the same "
                          f"command without --resume-from), or give another --out")
+    stem = f".{work.name}.seeding"
+    inside = [q for q in Path(os.path.abspath(source)).parents
+              if q.parent == Path(os.path.abspath(work)).parent and q.name.startswith(stem)]
+    if inside:
+        raise InputError(f"{str(source)!r} lies in {str(inside[0])!r}, the folder an "
+                         f"interrupted --resume-from left and the next one deletes; move "
+                         f"the file out of it")
     payload = data(source)
     frozen = json.loads(CHECKSUMS.read_text())["sha256"]
-    other = sorted(n for n, h in (payload.get("instances_sha256") or {}).items()
-                   if frozen.get(n) != h)
+    sha = payload.get("instances_sha256")
+    if not isinstance(sha, dict):
+        raise InputError(f"{str(source)!r} is damaged: its header has no instances_sha256 "
+                         f"(the checksums of the instances it was certified on); give a "
+                         f"data file written by rcmdp suite certify")
+    other = sorted(n for n, h in sha.items() if frozen.get(n) != h)
     if other:
         raise InputError(f"{str(source)!r} was certified on other instances than this "
-                         f"version's ({', '.join(other)} differ from the frozen tables); "
-                         f"certify them anew without --resume-from")
+                         f"version's ({', '.join(map(str, other))} differ from the frozen "
+                         f"tables); certify them anew without --resume-from")
     try:
+        if not isinstance(payload["budget"], dict):
+            raise InputError(f"it is {json.dumps(payload['budget'])[:80]}, not a dict")
+        if set(payload["budget"]) != set(DEFAULT_BUDGET):
+            raise InputError(f"it has the keys {sorted(payload['budget'])}, not "
+                             f"{', '.join(DEFAULT_BUDGET)}")
         theirs = check_budget(payload["budget"])
     except (InputError, KeyError, TypeError) as exc:
         raise InputError(f"{str(source)!r} has no valid work budget ({exc}); give a data "
@@ -620,19 +749,28 @@ def seed_folder(work, source, budget: dict) -> int:
             f"this run's work budget ({json.dumps(budget)}) does not extend the one of "
             f"{str(source)!r} ({json.dumps(theirs)}): a resume may only add box budgets "
             f"after each schedule; give the same settings or more boxes at the end")
-    filled = set((payload.get("filled") or {}).get("keys", []))
-    tmp = work.with_name(f".{work.name}.seeding")
+    seeded = _seeded(payload, source)
+    unsigned = sorted({rec["instance"] for rec, _ in seeded} - set(sha))
+    if unsigned:
+        raise InputError(f"{str(source)!r} is damaged: its header has no checksum of "
+                         f"{', '.join(unsigned)}, whose records it holds; give a data file "
+                         f"written by rcmdp suite certify")
+    # one seeding folder per process (two resumes of one --out at once do not write
+    # into each other's); those of processes that are gone (a SIGKILL) are deleted
+    for old in work.parent.glob(f"{stem}*"):
+        pid = old.name[len(stem) + 1:]
+        if old.name == stem or (pid.isdigit() and not _alive(int(pid))):
+            shutil.rmtree(old, ignore_errors=True)
+    tmp = work.with_name(f"{stem}.{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
         n = 0
-        for rec in payload["records"]:
-            if rec["key"] in filled:
-                continue
+        for rec, pols in seeded:
             rec = json.loads(json.dumps(rec))  # a copy
-            lower = rec["bracket"].pop("lower_policy", None)
-            pols = {"lower": lower, "free": rec.pop("free_policy"),
-                    "least": rec.pop("least_policy")}
+            for field in ("free_policy", "least_policy"):
+                rec.pop(field)
+            rec["bracket"].pop("lower_policy")
             if rec.get("work"):
                 rec["work"].pop("options", None)  # assemble adds them
             _write_job(tmp, rec, pols)
@@ -640,8 +778,16 @@ def seed_folder(work, source, budget: dict) -> int:
         save_json(tmp / SETTINGS_FILE, json.dumps(
             {"format": "rcmdp_exact.suite.CertifySettings/1", "schema": SCHEMA,
              "budget": theirs, "extends": payload.get("extends", [])}, indent=1))
-        tmp.rename(work)
-    except BaseException:  # a full disk, a signal: no half folder left
+        try:
+            tmp.rename(work)
+        except OSError:
+            if not work.exists():
+                raise
+            raise InputError(f"the work folder {str(work)!r} was made by another run while "
+                             f"this one read {str(source)!r}: resume from it (the same "
+                             f"command without --resume-from), or give another --out"
+                             ) from None
+    except BaseException:  # a full disk, a signal, another run: no half folder left
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return n

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from helpers import HANG_GUARD
-from hostile import Cli, rows, run_cli
+from hostile import SIGNAL_SITE, Cli, env, rows, run_cli
 
 #: One tiny job: the instance, set and level of every certify row.
 TINY = ("--only", "riverswim-6", "--kinds", "l1", "--levels", "0.05", "--max-boxes", "0",
@@ -132,6 +132,218 @@ INTERRUPTED = ("suite", "certify", "--out", "w.json.gz", "--only", "riverswim-6"
 
 def _settings_of(folder):
     return json.loads((folder / "v.json.gz.work" / "settings.json").read_text())
+
+
+def _damaged(change):
+    """A setup: the tiny certification and ``d.json.gz``, its data file with
+    ``change(payload)`` applied (a data file damaged where the loader does not look)."""
+    def setup(folder: Path) -> None:
+        import copy
+
+        from rcmdp_exact.suite.certify import write_data
+        from rcmdp_exact.suite.store import data
+
+        setup_certified(folder)
+        payload = copy.deepcopy(data(folder / "v.json.gz"))
+        change(payload)
+        write_data(folder / "d.json.gz", payload)
+    return setup
+
+
+def _rec(payload):
+    return payload["records"][0]
+
+
+def _set(obj, field, value):
+    obj[field] = value
+
+
+def _without(obj, field):
+    del obj[field]
+
+
+def setup_truncated(folder: Path) -> None:
+    setup_certified(folder)
+    raw = (folder / "v.json.gz").read_bytes()
+    (folder / "d.json.gz").write_bytes(raw[: len(raw) // 2])
+
+
+def setup_stale_seeding(folder: Path) -> None:
+    """The tiny certification and the seeding folders a SIGKILL left (the name of
+    before one per process, and one of a process that is gone)."""
+    setup_certified(folder)
+    for name in (".w.json.gz.work.seeding", f".w.json.gz.work.seeding.{2**31 - 1}"):
+        (folder / name).mkdir()
+        (folder / name / "settings.json").write_text("{")
+
+
+def setup_data_in_seeding(folder: Path) -> None:
+    setup_certified(folder)
+    (folder / ".w.json.gz.work.seeding").mkdir()
+    shutil.copy(folder / "v.json.gz", folder / ".w.json.gz.work.seeding" / "d.json.gz")
+
+
+def _seeding_again(folder, out, err):
+    """After an interrupted seeding: no folder left, and the same command then works."""
+    _no_work_folder("w.json.gz")(folder, out, err)
+    proc = subprocess.run([sys.executable, "-m", "rcmdp_exact", "suite", "certify", "--out",
+                           "w.json.gz", "--resume-from", "v.json.gz", *TINY], cwd=folder,
+                          capture_output=True, text=True, timeout=HANG_GUARD)
+    assert proc.returncode == 0, proc.stderr
+    _same_records("w.json.gz", "v.json.gz")(folder, out, err)
+
+
+def _verified(name):
+    """``rcmdp suite verify --file name`` passes on the written file."""
+    def check(folder, out, err):
+        proc = subprocess.run([sys.executable, "-m", "rcmdp_exact", "suite", "verify",
+                               "--file", name, "riverswim-6", "--no-progress"], cwd=folder,
+                              capture_output=True, text=True, timeout=HANG_GUARD)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "0 failed" in proc.stdout, proc.stdout
+    return check
+
+
+def _no_seeding_left(folder, out, err):
+    left = [p.name for p in folder.iterdir() if ".seeding" in p.name]
+    assert not left, left
+
+
+#: The tiny job and one more (level 0.1, not in the tiny data file): a job runs after
+#: the seeding.
+RESUMED = (*TINY[:4], "--levels", "0.05,0.1", *TINY[6:])
+DAMAGED = (*CERTIFIED, "d.json.gz")
+
+
+def _resume_damaged(id, change, *facts):
+    """A row: --resume-from a data file damaged by ``change``: refused in one line
+    naming the option, the file and ``facts``, before any folder is made."""
+    return Cli(id, ("suite", "certify", "--out", "w.json.gz", "--resume-from", "d.json.gz",
+                    *TINY),
+               facts=("--resume-from", "d.json.gz", *facts), setup=_damaged(change),
+               unchanged=DAMAGED)
+
+
+RESUME_DAMAGED = [
+    _resume_damaged("resume-from-a-record-without-its-free-policy",
+                    lambda d: _without(_rec(d), "free_policy"), "riverswim-6/l1/0.05",
+                    "free_policy"),
+    _resume_damaged("resume-from-a-record-without-its-least-policy",
+                    lambda d: _without(_rec(d), "least_policy"), "riverswim-6/l1/0.05",
+                    "least_policy"),
+    _resume_damaged("resume-from-a-record-without-its-lower-policy",
+                    lambda d: _without(_rec(d)["bracket"], "lower_policy"),
+                    "riverswim-6/l1/0.05", "lower_policy"),
+    _resume_damaged("resume-from-a-lower-side-without-its-policy",
+                    lambda d: _set(_rec(d)["bracket"], "lower_policy", None),
+                    "riverswim-6/l1/0.05", "lower_policy"),
+    _resume_damaged("resume-from-a-bracket-that-is-a-list",
+                    lambda d: _set(_rec(d), "bracket", []), "riverswim-6/l1/0.05",
+                    "bracket"),
+    _resume_damaged("resume-from-a-lower-policy-of-another-shape",
+                    lambda d: _set(_rec(d)["bracket"], "lower_policy", [[0.5, 0.5]]),
+                    "riverswim-6/l1/0.05", "lower_policy", "(6, 2)", "(1, 2)"),
+    _resume_damaged("resume-from-a-lower-policy-with-nan",
+                    lambda d: _set(_rec(d)["bracket"]["lower_policy"][2], 1, float("nan")),
+                    "riverswim-6/l1/0.05", "lower_policy[2, 1]", "nan"),
+    _resume_damaged("resume-from-a-free-policy-that-is-no-distribution",
+                    lambda d: _set(_rec(d), "free_policy",
+                                   [[0.25, 0.25]] * len(_rec(d)["free_policy"])),
+                    "riverswim-6/l1/0.05", "free_policy", "sums to 0.5"),
+    _resume_damaged("resume-from-a-free-policy-of-text",
+                    lambda d: _set(_rec(d), "free_policy", "abc"), "riverswim-6/l1/0.05",
+                    "free_policy"),
+    _resume_damaged("resume-from-a-record-under-another-key",
+                    lambda d: _set(_rec(d), "key", "riverswim-6/l1/0.1"),
+                    "riverswim-6/l1/0.1", "riverswim-6/l1/0.05"),
+    _resume_damaged("resume-from-a-record-of-another-instance-than-its-key",
+                    lambda d: _set(_rec(d), "instance", "chain-10"), "riverswim-6/l1/0.05",
+                    "chain-10/l1/0.05"),
+    _resume_damaged("resume-from-a-record-of-an-unknown-instance",
+                    lambda d: (_set(_rec(d), "instance", "nosuch"),
+                               _set(_rec(d), "key", "nosuch/l1/0.05")), "'nosuch'"),
+    _resume_damaged("resume-from-a-record-of-a-level-off-the-grid",
+                    lambda d: (_set(_rec(d), "level", 0.07),
+                               _set(_rec(d), "key", "riverswim-6/l1/0.07")), "0.07"),
+    _resume_damaged("resume-from-a-key-that-is-a-number",
+                    lambda d: _set(_rec(d), "key", 5), "key 5"),
+    _resume_damaged("resume-from-a-record-twice",
+                    lambda d: d["records"].append(dict(_rec(d))), "riverswim-6/l1/0.05",
+                    "twice"),
+    _resume_damaged("resume-from-filled-keys-that-are-no-records",
+                    lambda d: _set(d, "filled", {"keys": ["riverswim-6/kl/0.1"]}),
+                    "filled", "riverswim-6/kl/0.1"),
+    _resume_damaged("resume-from-a-filled-header-that-is-a-list",
+                    lambda d: _set(d, "filled", ["riverswim-6/l1/0.05"]), "filled"),
+    _resume_damaged("resume-from-an-extends-that-is-a-number",
+                    lambda d: _set(d, "extends", 5), "extends"),
+    _resume_damaged("resume-from-a-header-without-checksums",
+                    lambda d: _without(d, "instances_sha256"), "instances_sha256"),
+    _resume_damaged("resume-from-a-header-without-the-checksum-of-its-records",
+                    lambda d: _set(d, "instances_sha256", {}), "checksum", "riverswim-6"),
+    _resume_damaged("resume-from-checksums-that-are-a-list",
+                    lambda d: _set(d, "instances_sha256", ["x"]), "instances_sha256"),
+    _resume_damaged("resume-from-a-budget-without-its-schedule",
+                    lambda d: _without(d["budget"], "schedule"), "no valid work budget",
+                    "schedule"),
+    _resume_damaged("resume-from-a-budget-that-is-text",
+                    lambda d: _set(d, "budget", "x"), "no valid work budget"),
+    _resume_damaged("resume-from-a-record-of-seconds-in-text",
+                    lambda d: _set(_rec(d), "seconds", "x"), "riverswim-6/l1/0.05",
+                    "seconds"),
+    _resume_damaged("resume-from-a-record-whose-work-is-a-list",
+                    lambda d: _set(_rec(d), "work", [1]), "riverswim-6/l1/0.05",
+                    "work budget"),
+    _resume_damaged("resume-from-a-run-that-is-a-number",
+                    lambda d: _set(_rec(d)["bracket"], "runs", [5]), "riverswim-6/l1/0.05",
+                    "bracket"),
+    Cli("resume-from-a-truncated-file", ("suite", "certify", "--out", "w.json.gz",
+                                         "--resume-from", "d.json.gz", *TINY),
+        facts=("--resume-from", "d.json.gz", "not a suite data file"),
+        setup=setup_truncated, unchanged=DAMAGED),
+    Cli("resume-from-a-directory", ("suite", "certify", "--out", "w.json.gz",
+                                    "--resume-from", "v.json.gz.work", *TINY),
+        facts=("--resume-from", "v.json.gz.work", "no suite data file"),
+        setup=setup_certified, unchanged=CERTIFIED),
+    Cli("resume-from-a-file-in-the-seeding-folder",
+        ("suite", "certify", "--out", "w.json.gz", "--resume-from",
+         ".w.json.gz.work.seeding/d.json.gz", *TINY),
+        facts=("--resume-from", ".w.json.gz.work.seeding", "move the file out"),
+        setup=setup_data_in_seeding,
+        unchanged=(*CERTIFIED, ".w.json.gz.work.seeding/d.json.gz")),
+    Cli("resume-from-the-file-it-replaces", ("suite", "certify", "--out", "v.json.gz",
+                                             "--resume-from", "v.json.gz", "--force",
+                                             *TINY),
+        code=0, setup=lambda f: (setup_certified(f), shutil.rmtree(f / "v.json.gz.work")),
+        unchanged=("mine.txt",), created=None,
+        after=lambda f, o, e: (_data_file_whole("v.json.gz")(f, o, e),
+                               _verified("v.json.gz")(f, o, e))),
+    Cli("resume-from-then-verify", ("suite", "certify", "--out", "w.json.gz",
+                                    "--resume-from", "v.json.gz", "--workers", "2",
+                                    *RESUMED),
+        code=0, setup=setup_certified, unchanged=CERTIFIED, created=None,
+        after=lambda f, o, e: (_data_file_whole("w.json.gz", (
+            "riverswim-6/l1/0.05", "riverswim-6/l1/0.1"))(f, o, e),
+            _verified("w.json.gz")(f, o, e))),
+    Cli("resume-from-beside-seeding-folders-a-sigkill-left",
+        ("suite", "certify", "--out", "w.json.gz", "--resume-from", "v.json.gz", *TINY),
+        code=0, setup=setup_stale_seeding, unchanged=CERTIFIED, created=None,
+        after=lambda f, o, e: (_no_seeding_left(f, o, e),
+                               _same_records("w.json.gz", "v.json.gz")(f, o, e))),
+    Cli("resume-from-an-unreachable-scheduler",
+        ("suite", "certify", "--out", "w.json.gz", "--resume-from", "v.json.gz",
+         "--scheduler", "tcp://127.0.0.1:1", *TINY),
+        facts=("--scheduler", "tcp://127.0.0.1:1", "cannot reach"), absent=("--dask",),
+        setup=setup_certified, unchanged=CERTIFIED),
+    Cli("resume-from-sigint-while-seeding", ("suite", "certify", "--out", "w.json.gz",
+                                             "--resume-from", "v.json.gz", *TINY),
+        code=130, signal="INT", moment="busy", at="certify.py:_write_job",
+        setup=setup_certified, unchanged=CERTIFIED, created=None, after=_seeding_again),
+    Cli("resume-from-sigterm-while-seeding", ("suite", "certify", "--out", "w.json.gz",
+                                              "--resume-from", "v.json.gz", *TINY),
+        code=143, signal="TERM", moment="busy", at="certify.py:_write_job",
+        setup=setup_certified, unchanged=CERTIFIED, created=None, after=_seeding_again),
+]
 
 
 CERTIFY = [
@@ -281,7 +493,7 @@ OTHERS = [
         facts=("notdata.json.gz",), setup=setup_certified, unchanged=CERTIFIED),
 ]
 
-HOSTILE = [*CERTIFY, *SCORE, *OTHERS]
+HOSTILE = [*CERTIFY, *RESUME_DAMAGED, *SCORE, *OTHERS]
 
 
 @pytest.mark.parametrize("row", rows(HOSTILE))
@@ -306,3 +518,56 @@ def test_two_certifications_of_one_file(tmp_path):
     assert codes[0] == 0, outs
     _data_file_whole("v.json.gz")(tmp_path, "", "")
     assert _settings_of(tmp_path)["budget"]["schedule"] == []
+
+
+def test_two_resumes_of_one_file(tmp_path):
+    """Two ``certify --out w.json.gz --resume-from v.json.gz`` at once: each seeds a
+    folder of its own (they wrote into one and both failed, "No such file or
+    directory"); one makes the work folder, the other finishes from it or is refused
+    with one line; the data file holds the records of v.json.gz and no seeding folder
+    is left.  The shipped file (its 200 records take long enough to seed that the two
+    overlap) with its own budget: the tiny job is one of its records, kept."""
+    from rcmdp_exact.suite.store import DATA_FILE
+
+    shutil.copy(DATA_FILE, tmp_path / "v.json.gz")
+    argv = [sys.executable, "-m", "rcmdp_exact", "suite", "certify", "--out", "w.json.gz",
+            "--resume-from", "v.json.gz", *TINY[:6], "--no-progress"]
+    procs = [subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=HANG_GUARD) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    for p, (_, err) in zip(procs, outs, strict=True):
+        assert "Traceback" not in err, err
+        if p.returncode:
+            assert p.returncode == 2 and len(err.strip().splitlines()) == 1, err
+            assert "without --resume-from" in err, err
+    assert codes[0] == 0, outs
+    _data_file_whole("w.json.gz")(tmp_path, "", "")
+    _no_seeding_left(tmp_path, "", "")
+
+
+def test_an_interrupt_after_seeding_says_how_to_resume(tmp_path):
+    """SIGINT in the first job a --resume-from run runs (after the folder is seeded):
+    exit 130, and the interrupt's line says to run the command without --resume-from
+    (it said "run the same command again", which is refused: the folder exists now);
+    that command then finishes from the folder."""
+    setup_certified(tmp_path)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SIGNAL_SITE)
+    argv = [sys.executable, "-m", "rcmdp_exact", "suite", "certify", "--out", "w.json.gz",
+            *RESUMED]
+    proc = subprocess.run([*argv, "--resume-from", "v.json.gz"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=HANG_GUARD,
+                          env=env([site], HOSTILE_MOMENT="busy", HOSTILE_SIGNAL="INT",
+                                  HOSTILE_AT="certify.py:certify_job", HOSTILE_CALLS=1),
+                          start_new_session=True)
+    assert proc.returncode == 130, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "interrupted" in last and "without --resume-from" in last, proc.stderr
+    again = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True,
+                           timeout=HANG_GUARD)
+    assert again.returncode == 0, again.stderr
+    _data_file_whole("w.json.gz", ("riverswim-6/l1/0.05", "riverswim-6/l1/0.1"))(
+        tmp_path, "", "")
