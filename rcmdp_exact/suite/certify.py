@@ -580,13 +580,14 @@ def _check_settings(work: Path, budget: dict, echo=None) -> None:
     save_json(path, json.dumps(mine, indent=1))
 
 
-def _seeded(payload: dict, source: Path) -> list:
+def _seeded(payload: dict, source: Path, budget: dict) -> list:
     """The records of the data file ``payload`` (read from ``source``) that
     :func:`seed_folder` makes finished jobs of, each as ``(record, policies)``, all
     checked before any is written: the header's ``filled`` and ``extends``, each
     record's key (its instance, kind and level of the grid, once in the file) and the
-    fields a finished job needs (its bracket, its ``work``, its seconds, its policies:
-    finite (S, A) distributions of its instance's model).  An InputError naming the
+    fields a finished job needs (its bracket, its ``work``: the one the file's work budget
+    ``budget`` gives it, its seconds, its policies: finite (S, A) distributions of its
+    instance's model).  An InputError naming the
     record and the field otherwise."""
     import numbers
 
@@ -646,13 +647,15 @@ def _seeded(payload: dict, source: Path) -> list:
                 not math.isfinite(sec) or sec < 0:
             raise bad(f"the record {key} has seconds {sec!r}, not a number of seconds")
         work = rec.get("work")
-        if work:
-            try:
-                if not isinstance(work, dict):
-                    raise InputError(f"it is a {type(work).__name__}")
-                check_budget({k: v for k, v in work.items() if k != "options"})
-            except InputError as exc:
-                raise bad(f"the record {key} has no valid work budget ({exc})") from None
+        if not isinstance(work, dict):
+            raise bad(f"the record {key} has no valid work budget (its work is "
+                      f"{json.dumps(work)[:80]}, not a dict)")
+        work = {k: v for k, v in work.items() if k != "options"}
+        own = _work_budget(name, kind, level, budget) if INSTANCES[name].bracket else {}
+        if work != own:
+            raise bad(f"the record {key} was certified with the work budget "
+                      f"{json.dumps(work)[:200]}, not the one the file's budget gives it "
+                      f"({json.dumps(own)})")
         if name not in models:
             m = INSTANCES[name].build()
             models[name] = (m.S, m.A)
@@ -702,8 +705,9 @@ def seed_folder(work, source, budget: dict) -> int:
     place last: an interrupted seeding leaves none.  Returns the number of jobs.
 
     A LoadError names a ``source`` that is not a data file; an InputError one of other
-    instances (their checksums differ from the frozen ones) or of a work budget that
-    ``budget`` does not extend."""
+    instances (their checksums differ from the frozen ones), of a work budget that
+    ``budget`` does not extend, a damaged one (:func:`_seeded`: a record, a field), one
+    inside a seeding folder, or a work folder another run made meanwhile."""
     import shutil
 
     from .._checks import InputError
@@ -749,7 +753,7 @@ def seed_folder(work, source, budget: dict) -> int:
             f"this run's work budget ({json.dumps(budget)}) does not extend the one of "
             f"{str(source)!r} ({json.dumps(theirs)}): a resume may only add box budgets "
             f"after each schedule; give the same settings or more boxes at the end")
-    seeded = _seeded(payload, source)
+    seeded = _seeded(payload, source, theirs)
     unsigned = sorted({rec["instance"] for rec, _ in seeded} - set(sha))
     if unsigned:
         raise InputError(f"{str(source)!r} is damaged: its header has no checksum of "
