@@ -607,9 +607,13 @@ def _seeded(payload: dict, source: Path, budget: dict) -> list:
         raise bad(f"its header's 'filled' is not {{'keys': [KEY, ...], ...}} (got "
                   f"{json.dumps(filled)[:80]})")
     extends = payload.get("extends", [])
-    if not isinstance(extends, list) or not all(isinstance(e, dict) for e in extends):
-        raise bad(f"its header's 'extends' is not a list of work budgets (got "
-                  f"{json.dumps(extends)[:80]})")
+    try:
+        if not isinstance(extends, list):
+            raise InputError(f"got {json.dumps(extends)[:80]}")
+        for e in extends:
+            check_budget(e)
+    except InputError as exc:
+        raise bad(f"its header's 'extends' is not a list of work budgets ({exc})") from None
     levels = {f"{r:g}" for r in LEVELS}
     seen, out, models = set(), [], {}
     for i, rec in enumerate(payload["records"]):
@@ -709,6 +713,7 @@ def seed_folder(work, source, budget: dict) -> int:
     ``budget`` does not extend, a damaged one (:func:`_seeded`: a record, a field), one
     inside a seeding folder, or a work folder another run made meanwhile."""
     import shutil
+    import socket
 
     from .._checks import InputError
     from .._io import save_json
@@ -760,12 +765,14 @@ def seed_folder(work, source, budget: dict) -> int:
                          f"{', '.join(unsigned)}, whose records it holds; give a data file "
                          f"written by rcmdp suite certify")
     # one seeding folder per process (two resumes of one --out at once do not write
-    # into each other's); those of processes that are gone (a SIGKILL) are deleted
+    # into each other's); those of this machine's processes that are gone (a SIGKILL)
+    # are deleted (another machine's, on a shared folder, are not: its pids are not ours)
+    host = socket.gethostname()
     for old in work.parent.glob(f"{stem}*"):
-        pid = old.name[len(stem) + 1:]
-        if old.name == stem or (pid.isdigit() and not _alive(int(pid))):
+        where, _, pid = old.name[len(stem) + 1:].rpartition(".")
+        if old.name == stem or (where == host and pid.isdigit() and not _alive(int(pid))):
             shutil.rmtree(old, ignore_errors=True)
-    tmp = work.with_name(f"{stem}.{os.getpid()}")
+    tmp = work.with_name(f"{stem}.{host}.{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:

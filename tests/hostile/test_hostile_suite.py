@@ -171,8 +171,11 @@ def setup_truncated(folder: Path) -> None:
 def setup_stale_seeding(folder: Path) -> None:
     """The tiny certification and the seeding folders a SIGKILL left (the name of
     before one per process, and one of a process that is gone)."""
+    import socket
+
     setup_certified(folder)
-    for name in (".w.json.gz.work.seeding", f".w.json.gz.work.seeding.{2**31 - 1}"):
+    for name in (".w.json.gz.work.seeding",
+                 f".w.json.gz.work.seeding.{socket.gethostname()}.{2**31 - 1}"):
         (folder / name).mkdir()
         (folder / name / "settings.json").write_text("{")
 
@@ -277,6 +280,9 @@ RESUME_DAMAGED = [
                     lambda d: _set(d, "filled", ["riverswim-6/l1/0.05"]), "filled"),
     _resume_damaged("resume-from-an-extends-that-is-a-number",
                     lambda d: _set(d, "extends", 5), "extends"),
+    _resume_damaged("resume-from-an-extends-of-no-budgets",
+                    lambda d: _set(d, "extends", [{"schedule": "x"}]), "extends",
+                    "schedule"),
     _resume_damaged("resume-from-a-header-without-checksums",
                     lambda d: _without(d, "instances_sha256"), "instances_sha256"),
     _resume_damaged("resume-from-a-header-without-the-checksum-of-its-records",
