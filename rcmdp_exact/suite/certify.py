@@ -720,6 +720,7 @@ def seed_folder(work, source, budget: dict) -> int:
     from .frozen import CHECKSUMS
     from .store import data
 
+    budget = check_budget(budget)
     work, source = Path(work), Path(source)
     if work.exists():
         raise InputError(f"the work folder {str(work)!r} exists: resume from it (the same "
