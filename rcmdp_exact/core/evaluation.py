@@ -629,7 +629,11 @@ class PolicySystem:
         res, target, worst = check(None if x0 is None else x)
         best, best_res = x, res
         spent, why = 0, ""
-        while res > target:
+        # done when the bound on the exact residual (the computed one and its rounding)
+        # meets the target, not the computed residual alone: a residual just under the
+        # target beside a rounding floor near half of it left the error bound up to 1.5
+        # times the accuracy the target stands for
+        while worst > target:
             # the solvers are asked for half the target: a residual that lands just
             # under the target would leave the bound (the residual, its rounding, over
             # 1 - beta) just above the accuracy the target stands for
@@ -662,17 +666,17 @@ class PolicySystem:
             new_res, new_target, new_worst = check(new)
             if new_res < best_res:
                 best, best_res = new, new_res
-            if new_res <= new_target:
+            if new_worst <= new_target:
                 x, res, target, worst = new, new_res, new_target, new_worst
                 break
             if k == 0 or new_res > STALL_RATIO * res:
                 why = (f"it stalled (a cycle of {k} iterations took the residual from "
                        f"{res:.2e} to {new_res:.2e})")
-                x, res = new, new_res
+                x, res, worst = new, new_res, new_worst
                 break
             rate = (new_res / res) ** (1.0 / k)
             ahead = np.log(new_target / new_res) / np.log(rate)
-            x, res, target = new, new_res, new_target
+            x, res, target, worst = new, new_res, new_target, new_worst
             if self.method == "gmres" and spent + ahead > self._cap:
                 why = (f"at its measured rate ({rate:.3f} per iteration) it would need "
                        f"{spent + ahead:.0f} iterations, more than a factorisation costs")
@@ -680,7 +684,7 @@ class PolicySystem:
             if spent >= self._cap:
                 why = f"it reached its work cap of {self._cap} iterations"
                 break
-        if res <= target:
+        if worst <= target:
             self._record(worst, transpose)
             return x
         name = self.method

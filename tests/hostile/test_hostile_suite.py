@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from helpers import HANG_GUARD
-from hostile import SIGNAL_SITE, Cli, env, rows, run_cli
+from hostile import SIGNAL_SITE, Cli, _child, env, rows, run_cli
 
 #: One tiny job: the instance, set and level of every certify row.
 TINY = ("--only", "riverswim-6", "--kinds", "l1", "--levels", "0.05", "--max-boxes", "0",
@@ -573,7 +573,9 @@ def test_an_interrupt_after_seeding_says_how_to_resume(tmp_path):
                           capture_output=True, text=True, timeout=HANG_GUARD,
                           env=env([site], HOSTILE_MOMENT="busy", HOSTILE_SIGNAL="INT",
                                   HOSTILE_AT="certify.py:certify_job", HOSTILE_CALLS=1),
-                          start_new_session=True)
+                          # Ctrl-C's default action: a shell that started the tests in
+                          # the background ignores SIGINT, and its children inherit that
+                          preexec_fn=_child(), start_new_session=True)
     assert proc.returncode == 130, proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
