@@ -108,9 +108,17 @@ def test_the_regeneration_paragraph_of_a_snapshot_counts_each_budget(tmp_path):
     text = report.regeneration(path)
     assert "snapshot of a certification in progress" in text
     assert f"the {len(recs) - 5} records the run had finished" in text
-    assert "the 5 others from the interim file `interim.json.gz`" in text
+    assert "the 5 others from the file `interim.json.gz`" in text
+    assert "made with the schedule [] (no branch and bound" in text
     assert "5 records with the schedule []" in text
     assert f"{len(recs) - 5} records with the schedule [7, 70]" in text
+    # a snapshot filled from an earlier pass (a schedule of its own) is not said to
+    # have had no branch and bound
+    payload["filled"]["budget"] = dict(payload["budget"], schedule=[2, 20])
+    path.write_bytes(gzip.compress(json.dumps(payload).encode()))
+    text = report.regeneration(path)
+    assert "made with the schedule [2, 20] (an earlier pass" in text
+    assert "no branch and bound" not in text
     del payload["filled"]
     path.write_bytes(gzip.compress(json.dumps(payload).encode()))
     assert "snapshot" not in report.regeneration(path)

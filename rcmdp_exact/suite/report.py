@@ -295,14 +295,18 @@ def _snapshot(d: dict) -> str:
         f"box schedule {b['schedule']}" + (f", and {more}" if more else "") +
         f"; the bracket's options {json.dumps(b['bracket'])}; a safety net of "
         f"{b['time_limit']:g} s per bracket run), and the {len(keys)} others from the "
-        f"interim file `{filled['file']}` (generated {filled.get('generated')}), made "
-        f"with the schedule {filled['budget']['schedule']} (no branch and bound: the "
-        f"closures, the candidates and the caps alone).",
+        f"file `{filled['file']}` (generated {filled.get('generated')}), made with the "
+        f"schedule {filled['budget']['schedule']} " + (
+            "(no branch and bound: the closures, the candidates and the caps alone)."
+            if not filled["budget"]["schedule"] else
+            "(an earlier pass, itself possibly a snapshot; each record keeps the `work` "
+            "it was certified with)."),
         f"By work budget: {counts}; each record's `work` gives its own (every option of "
         f"its bracket), and `certify --only` with that budget recomputes it.",
         f"The {len(done)} finished jobs took {secs:,.0f} s ({_hours(secs)}), "
         f"{mean:,.0f} s each on average, one process each on the reference machine (2 "
-        f"CPU cores shared with other work); the interim records {rest:,.0f} s.  At that "
+        f"CPU cores shared with other work); the records from `{filled['file']}` "
+        f"{rest:,.0f} s.  At that "
         f"average the whole grid under the run's budget needs about "
         f"{_hours(mean * len(recs))} of job time: {_hours(mean * len(recs) / 2)} on two "
         f"cores (`--workers 2`), about {_hours(mean * len(recs) / 16)} on a Dask cluster "
@@ -311,8 +315,10 @@ def _snapshot(d: dict) -> str:
         f"finished ones.",
         "The certification continues with `rcmdp suite certify --out values.json.gz "
         f"--time-limit {b['time_limit']:g} --workers 2` (the same settings: it resumes "
-        "from `values.json.gz.work`, keeping every finished job) and writes the whole "
-        "file under the one budget when the last job ends; meanwhile the same command "
+        "from `values.json.gz.work`, keeping every finished job; on a machine without "
+        "that folder, `--resume-from` this file starts one from its finished records) "
+        "and writes the whole file under the one budget when the last job ends; "
+        "meanwhile the same command "
         "with `--fill INTERIM` (a file made with `--max-boxes 0`) writes a snapshot like "
         "this one.",
         "Every record was decided by its work budget (no safety net reached)."
