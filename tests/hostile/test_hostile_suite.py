@@ -513,21 +513,26 @@ def test_hostile(row, tmp_path):
     run_cli(row, tmp_path)
 
 
-def test_two_certifications_of_one_file(tmp_path):
-    """Two ``certify --out`` of the same file at once: both finish or one is refused
-    with one line; the data file is whole either way and the work folder holds one
-    job."""
-    argv = [sys.executable, "-m", "rcmdp_exact", "suite", "certify", "--out", "v.json.gz",
-            *TINY]
-    procs = [subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE,
+def _two_at_once(args, cwd, refusal: str = "") -> None:
+    """``rcmdp ARGS`` twice at once in ``cwd``: no traceback, at least one finishes, and
+    one refused says so in one line (exit 2; naming ``refusal``)."""
+    argv = [sys.executable, "-m", "rcmdp_exact", *args]
+    procs = [subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=HANG_GUARD) for p in procs]
-    codes = sorted(p.returncode for p in procs)
     for p, (_, err) in zip(procs, outs, strict=True):
         assert "Traceback" not in err, err
         if p.returncode:
             assert p.returncode == 2 and len(err.strip().splitlines()) == 1, err
-    assert codes[0] == 0, outs
+            assert refusal in err, err
+    assert min(p.returncode for p in procs) == 0, outs
+
+
+def test_two_certifications_of_one_file(tmp_path):
+    """Two ``certify --out`` of the same file at once: both finish or one is refused
+    with one line; the data file is whole either way and the work folder holds one
+    job."""
+    _two_at_once(["suite", "certify", "--out", "v.json.gz", *TINY], tmp_path)
     _data_file_whole("v.json.gz")(tmp_path, "", "")
     assert _settings_of(tmp_path)["budget"]["schedule"] == []
 
@@ -542,18 +547,8 @@ def test_two_resumes_of_one_file(tmp_path):
     from rcmdp_exact.suite.store import DATA_FILE
 
     shutil.copy(DATA_FILE, tmp_path / "v.json.gz")
-    argv = [sys.executable, "-m", "rcmdp_exact", "suite", "certify", "--out", "w.json.gz",
-            "--resume-from", "v.json.gz", *TINY[:6], "--no-progress"]
-    procs = [subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    outs = [p.communicate(timeout=HANG_GUARD) for p in procs]
-    codes = sorted(p.returncode for p in procs)
-    for p, (_, err) in zip(procs, outs, strict=True):
-        assert "Traceback" not in err, err
-        if p.returncode:
-            assert p.returncode == 2 and len(err.strip().splitlines()) == 1, err
-            assert "without --resume-from" in err, err
-    assert codes[0] == 0, outs
+    _two_at_once(["suite", "certify", "--out", "w.json.gz", "--resume-from", "v.json.gz",
+                  *TINY[:6], "--no-progress"], tmp_path, refusal="without --resume-from")
     _data_file_whole("w.json.gz")(tmp_path, "", "")
     _no_seeding_left(tmp_path, "", "")
 
