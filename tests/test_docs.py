@@ -32,14 +32,20 @@ CURRENT_PAGES = [p for p in PAGES if p.name != "history.md"]
 TEXT_PAGES = [*PAGES, ROOT / "README.md", *sorted((ROOT / "notebooks").glob("*"))]
 
 
-def _page_code():
-    """The documentation build's extension that runs the pages' code."""
+def _ext(name: str):
+    """A module of the documentation build's extensions (docs/_ext)."""
+    import importlib
+
     sys.path.insert(0, str(DOCS / "_ext"))
     try:
-        import rcmdp_page_code
+        return importlib.import_module(name)
     finally:
         sys.path.remove(str(DOCS / "_ext"))
-    return rcmdp_page_code
+
+
+def _page_code():
+    """The documentation build's extension that runs the pages' code."""
+    return _ext("rcmdp_page_code")
 
 
 @pytest.mark.docs
@@ -219,12 +225,8 @@ def test_no_citation_of_files_outside_the_repository(page):
 
 
 def _site_checks():
-    sys.path.insert(0, str(DOCS / "_ext"))
-    try:
-        import rcmdp_site_checks
-    finally:
-        sys.path.remove(str(DOCS / "_ext"))
-    return rcmdp_site_checks
+    """The documentation build's checks of the built site."""
+    return _ext("rcmdp_site_checks")
 
 
 def _site(tmp_path: Path, pages: dict[str, str]) -> Path:
