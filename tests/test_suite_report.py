@@ -122,3 +122,22 @@ def test_the_regeneration_paragraph_of_a_snapshot_counts_each_budget(tmp_path):
     del payload["filled"]
     path.write_bytes(gzip.compress(json.dumps(payload).encode()))
     assert "snapshot" not in report.regeneration(path)
+
+
+def _open_record(upper_method: str, runs: list) -> dict:
+    return {"bracket": {"upper_method": upper_method,
+                        "runs": [{"lower": lo, "upper": up} for lo, up in runs]}}
+
+
+@pytest.mark.parametrize(("method", "runs", "side"), [
+    # the branch and bound never cut below the Lagrangian dual: the upper side holds the
+    # gap although only the lower side moved (garnet-15x5-s0/l1/0.1 said "lower")
+    ("lagrangian", [(12.0, 12.39), (12.09, 12.39)], "upper (the Lagrangian dual, never cut)"),
+    ("cap: robust", [(1.0, 2.0), (1.5, 2.0)], "upper (at a cap)"),
+    ("branch and bound", [(1.0, 3.0), (1.1, 2.0)], "upper (still falling)"),
+    ("branch and bound", [(1.0, 3.0), (2.0, 2.9)], "lower (still rising)"),
+    ("branch and bound", [(1.0, 3.0), (1.5, 2.5)], "both"),
+    ("branch and bound", [(1.0, 3.0)], "both"),
+])
+def test_the_side_that_holds_the_gap(method, runs, side):
+    assert report.holder(_open_record(method, runs)) == side

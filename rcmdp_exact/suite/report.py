@@ -184,12 +184,16 @@ def _open_problems(path=None, target: float = 0.01) -> str:
 
 def holder(rec: dict) -> str:
     """Which side of an open record holds the gap, as far as the runs tell: "upper"
-    when the upper side is a cap (the branch and bound never cut below it) or, over the
-    schedule's runs, moved more than the lower side (it was still falling); "lower" when
-    the lower side moved more; "both" otherwise."""
+    when the upper side is a cap or the Lagrangian dual (the branch and bound never cut
+    below it, however the lower side moved) or, over the schedule's runs, moved more
+    than the lower side (it was still falling); "lower" when the lower side moved more;
+    "both" otherwise."""
     b = rec["bracket"]
-    if str(b.get("upper_method", "")).startswith("cap"):
+    method = str(b.get("upper_method", ""))
+    if method.startswith("cap"):
         return "upper (at a cap)"
+    if method == "lagrangian":
+        return "upper (the Lagrangian dual, never cut)"
     runs = [r for r in b.get("runs") or [] if r.get("lower") is not None]
     if len(runs) >= 2:
         d_up = (runs[0]["upper"] or 0.0) - (runs[-1]["upper"] or 0.0)
