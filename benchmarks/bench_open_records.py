@@ -314,9 +314,7 @@ def main() -> None:
                   f"{r['infeasible_ends']} with no feasible policy; upper "
                   f"{r['upper']:.10g} ({r['upper_method']}); cpu {r['cpu_seconds']:.0f} s",
                   flush=True)
-            if a.out:
-                from rcmdp_exact._io import save_json
-                save_json(a.out, json.dumps(out, indent=1, default=float))
+            _save(a.out, out)
         return
     if a.probe:
         for key in a.records.split(","):
@@ -342,9 +340,14 @@ def main() -> None:
               f"stopped {f['stopped']} fit {r['fit']} within 1% from "
               f"{r['first_within_1pct']} boxes; stored {r.get('stored')}",
               flush=True)
-        if a.out:
-            from rcmdp_exact._io import save_json
-            save_json(a.out, json.dumps(results, indent=1, default=float))
+        _save(a.out, results)
+
+
+def _save(path: str, rows: list) -> None:
+    """Write the rows measured so far to ``path`` (atomically), if one is given."""
+    if path:
+        from rcmdp_exact._io import save_json
+        save_json(path, json.dumps(rows, indent=1, default=float))
 
 
 if __name__ == "__main__":
