@@ -7,6 +7,11 @@ Sections (``--section``, default all):
   metrics of every policy on every test setting), and the share of each step.
 * ``lp``: the occupancy LP (discounted, and finite horizon with the T-step budget) by
   HiGHS and by CLARABEL on each training model, side by side with the ratio.
+* ``s-rect``: the s-rectangular ball's box update (the chord search of
+  ``bellman_max_min(method="dual")``) compiled against its numpy oracle: the time of
+  one call on the box updates of machine-10/s-l1/0.1's bracket (300 boxes), and the
+  whole bracket at 1,000 boxes (``deep_after`` 0) with either, its bounds beside
+  (the same to rounding), and the ratios.
 * ``riverswim20``: the lower side of RiverSwim-20 (Strehl and Littman's bank) with one
   box and no dual evaluations: the defaults, ``n_ascent=300``, ``n_starts=12`` and both,
   SLSQP restarted every ``search.RESTART_EVERY`` iterations and in one run (the
@@ -83,6 +88,7 @@ Sections (``--section``, default all):
     python benchmarks/bench_ground_truth.py --section dask --sizes 50 --boxes 400
     python benchmarks/bench_ground_truth.py --section anatomy [--only frozenlake8]
     python benchmarks/bench_ground_truth.py --section riverswim20
+    python benchmarks/bench_ground_truth.py --section s-rect
 """
 
 from __future__ import annotations
@@ -102,7 +108,7 @@ from rcmdp_exact.testing import budget_levels, dense_binding_cmdp
 from rcmdp_exact.uncertainty import l1_ball
 
 SECTIONS = ("pipeline", "lp", "gaps", "garnets", "bounds", "small", "inventory", "deadline",
-            "load", "dask", "domains", "alpha0", "structured", "anatomy", "riverswim20")
+            "load", "dask", "domains", "alpha0", "structured", "anatomy", "riverswim20", "s-rect")
 
 #: The instances of ``--section structured``: (name, builder keywords, set, seconds of
 #: the goal).  Sets: ("l1", support) or ("kl", None), radius 0.1.
@@ -662,6 +668,42 @@ def section_riverswim20() -> None:
               ", ".join(f"{x:.1%}" for x in shares) + " of 0.0635314")
     search.RESTART_EVERY = every
 
+
+def section_s_rect() -> None:
+    """The s-rectangular ball's chord search, compiled and numpy, on a real bracket."""
+    from unittest import mock
+
+    from rcmdp_exact import suite
+    from rcmdp_exact.uncertainty import s_l1
+
+    model, uset, _ = suite.load("machine-10", set="s-l1", level=0.1)
+    kw = dict(n_ascent=20, dual_evaluations=0, progress=False, deep_after=0,
+              time_limit=None)
+    calls = []
+
+    def keep(*args):
+        calls.append(args)
+        return s_l1._dual_numpy(*args)
+
+    with mock.patch.object(s_l1, "_dual", keep):
+        rcmdp_bracket(model, uset, max_boxes=300, **kw)
+    s_l1._dual(*calls[0])  # compiled before it is timed
+    t_np = best_of(lambda: [s_l1._dual_numpy(*c) for c in calls], 3) / len(calls)
+    t_nb = best_of(lambda: [s_l1._dual(*c) for c in calls], 3) / len(calls)
+    print(f"\n== The s-rectangular chord search: {len(calls)} calls of machine-10/s-l1/0.1's "
+          f"box updates ({calls[0][0].shape[0]} rows each)")
+    print(f"  numpy {1e3 * t_np:.3f} ms a call, compiled {1e3 * t_nb:.3f} ms: "
+          f"ratio {t_np / t_nb:.1f}")
+    rows = {}
+    for name, fn in (("numpy", s_l1._dual_numpy), ("compiled", s_l1._dual)):
+        with mock.patch.object(s_l1, "_dual", fn):
+            t0 = time.process_time()
+            res = rcmdp_bracket(model, uset, max_boxes=1000, **kw)
+            rows[name] = time.process_time() - t0
+        print(f"  the bracket at 1,000 boxes, {name:<8}: [{res.lower!r}, {res.upper!r}] "
+              f"{res.boxes} boxes, {rows[name]:.1f} s of CPU")
+    print(f"  ratio {rows['numpy'] / rows['compiled']:.2f}")
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--section", choices=SECTIONS, action="append",
@@ -720,6 +762,8 @@ def main() -> None:
             section_pipeline()
         elif sec == "riverswim20":
             section_riverswim20()
+        elif sec == "s-rect":
+            section_s_rect()
         elif sec == "lp":
             section_lp(args.repeats)
         elif sec == "gaps":

@@ -829,13 +829,16 @@ def warm_up() -> None:
         return
     from ..domains import riverswim
     from ..ground_truth import rcmdp_bracket
-    from ..uncertainty import l1_ball
+    from ..uncertainty import SRectL1Ball, l1_ball
 
     m = riverswim(4, d=[2.0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rcmdp_bracket(m, l1_ball(m, 0.1, support="nominal"), max_boxes=20,
                       progress=False)
+        # the s-rectangular ball's compiled box update (the chord search)
+        box = np.full((m.n_states, m.n_actions), 0.25)
+        SRectL1Ball(m.P, 0.1).bellman_max_min(m.R, 0.5 * box, 2.0 * box, method="dual")
     _WARM.append(True)
 
 

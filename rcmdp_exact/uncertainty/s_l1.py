@@ -524,7 +524,21 @@ def _envelope(lam, val):
 
 
 def _dual(Q, X, sig, kappa, lo, hi):
-    r"""Any box: the maximum of the concave piecewise-linear :math:`\Psi(\lambda)`.
+    r"""Any box: the maximum of the concave piecewise-linear :math:`\Psi(\lambda)`, by
+    the compiled search (:func:`~rcmdp_exact.uncertainty.s_l1_numba.dual_rows`, the
+    algorithm of :func:`_dual_numpy` row by row, with its order of the pieces).  Returns
+    what :func:`_dual_numpy` returns."""
+    from .s_l1_numba import dual_rows
+
+    R = Q.shape[0]
+    order = np.argsort(-Q.reshape(R, -1), axis=1)
+    return dual_rows(*(np.ascontiguousarray(a, dtype=np.float64)
+                       for a in (Q, X, sig, kappa, lo, hi)), order, _MAX_STEPS)
+
+
+def _dual_numpy(Q, X, sig, kappa, lo, hi):
+    r"""Any box: the maximum of the concave piecewise-linear :math:`\Psi(\lambda)` (the
+    numpy oracle of :func:`_dual`).
 
     :math:`\Psi` is evaluated exactly at chosen points of :math:`[0, \lambda_{\max}]`
     (beyond :math:`\lambda_{\max} = \max_a h_a \mathrm{sig}_{a,0}` no spending pays,
