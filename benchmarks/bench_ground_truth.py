@@ -11,7 +11,7 @@ Sections (``--section``, default all):
   ``bellman_max_min(method="dual")``) compiled against its numpy oracle: the time of
   one call on the box updates of machine-10/s-l1/0.1's bracket (300 boxes), and the
   whole bracket at 1,000 boxes (``deep_after`` 0) with either, its bounds beside
-  (the same to rounding), and the ratios.
+  (the same bits), and the ratios.
 * ``riverswim20``: the lower side of RiverSwim-20 (Strehl and Littman's bank) with one
   box and no dual evaluations: the defaults, ``n_ascent=300``, ``n_starts=12`` and both,
   SLSQP restarted every ``search.RESTART_EVERY`` iterations and in one run (the

@@ -1,8 +1,8 @@
 r"""The s-rectangular L1 ball's chord search compiled by numba.
 
 The same algorithm as :func:`rcmdp_exact.uncertainty.s_l1._dual_numpy` (its numpy
-oracle; ``tests/test_s_rect.py`` compares them on drawn sets, boxes and values: the
-same answers to rounding, the fills bit for bit), written once as a loop over one row
+oracle; ``tests/test_s_rect.py`` compares them on drawn sets, boxes and values; every
+sum in the oracle's order, so the same bits), written once as a loop over one row
 (:func:`dual_rows`): the pieces of every action are filled in the order of
 decreasing slope (the order is the oracle's own ``np.argsort``, computed in numpy and
 passed in, so that ties are broken the same way), :math:`\Psi(\lambda)` is evaluated at
@@ -35,7 +35,8 @@ def _psi_row(Q, X, rs, re, lo_p, hi_p, pair, lo, mass, kappa, lam, d):
     decreasing slope, clipped to the box and filled with the mass left above ``lo``."""
     A, n1 = Q.shape
     d[:] = 0.0  # the fills first, then lo: the oracle's lo + bincount(fills), bit for bit
-    before = 0.0
+    total = 0.0  # the oracle's cumsum of the lengths; the mass before a piece is
+    # total - its length, as the oracle computes it (not the sum of the earlier lengths)
     for k in range(rs.size):
         s = lam * rs[k]
         e = lam * re[k]
@@ -46,9 +47,9 @@ def _psi_row(Q, X, rs, re, lo_p, hi_p, pair, lo, mass, kappa, lam, d):
         s = max(s, lo_p[k])
         e = min(e, hi_p[k])
         ls = max(e - s, 0.0)
-        fill = min(max(mass - before, 0.0), ls)
+        total += ls
+        fill = min(max(mass - (total - ls), 0.0), ls)
         d[pair[k]] += fill
-        before += ls
     for a in range(A):
         d[a] = lo[a] + d[a]
     H = 0.0
