@@ -84,7 +84,7 @@ _TARGET_GAP = 0.01
 #: s-rectangular sets, where they stay flat: docs/ground_truth.md, section 3.10), so a
 #: resume runs the records the first pass left open again; inventory-50 (an hour a
 #: record already) keeps its own.  The s-rectangular sets' schedule ends at 2100 boxes
-#: (2026-12-08) for the lower side, not the upper: the bracket's deeper search of the
+#: (2026-12-07) for the lower side, not the upper: the bracket's deeper search of the
 #: lower side (``deep_after``: 2000 boxes) never ran within [200, 600], and local
 #: searches from random policies found better policies than 5 of the 7 open
 #: s-rectangular records measured store (``benchmarks/bench_open_records.py
