@@ -81,7 +81,8 @@ _TARGET_GAP = 0.01
 #: (``"machine-20/s-l1"``), the most specific winning: a box of an s-rectangular or a
 #: KL set costs tens of times one of an L1 ball.  The schedules end at ten times the
 #: first pass's end (2026-12-07: the open records' gaps fall with more boxes, except on
-#: s-rectangular sets, where they stay flat: docs/ground_truth.md, section 3.10), so a
+#: the two s-rectangular records measured first, which stayed flat: docs/ground_truth.md,
+#: section 3.10, with its addendum on machine replacement's, which fall), so a
 #: resume runs the records the first pass left open again; inventory-50 (an hour a
 #: record already) keeps its own.  The s-rectangular sets' schedule ends at 2100 boxes
 #: (2026-12-07) for the lower side, not the upper: the bracket's deeper search of the
