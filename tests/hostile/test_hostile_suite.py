@@ -218,13 +218,18 @@ RESUMED = (*TINY[:4], "--levels", "0.05,0.1", *TINY[6:])
 DAMAGED = (*CERTIFIED, "d.json.gz")
 
 
+def _resume(id, source, *flags, **row):
+    """A row: ``rcmdp suite certify --out w.json.gz --resume-from SOURCE FLAGS`` on the
+    tiny budget (``row``: the rest of the :class:`Cli` row)."""
+    return Cli(id, ("suite", "certify", "--out", "w.json.gz", "--resume-from", source,
+                    *flags, *TINY), **row)
+
+
 def _resume_damaged(id, change, *facts):
     """A row: --resume-from a data file damaged by ``change``: refused in one line
     naming the option, the file and ``facts``, before any folder is made."""
-    return Cli(id, ("suite", "certify", "--out", "w.json.gz", "--resume-from", "d.json.gz",
-                    *TINY),
-               facts=("--resume-from", "d.json.gz", *facts), setup=_damaged(change),
-               unchanged=DAMAGED)
+    return _resume(id, "d.json.gz", facts=("--resume-from", "d.json.gz", *facts),
+                   setup=_damaged(change), unchanged=DAMAGED)
 
 
 RESUME_DAMAGED = [
@@ -309,12 +314,10 @@ RESUME_DAMAGED = [
     _resume_damaged("resume-from-a-run-that-is-a-number",
                     lambda d: _set(_rec(d)["bracket"], "runs", [5]), "riverswim-6/l1/0.05",
                     "bracket"),
-    Cli("resume-from-a-truncated-file", ("suite", "certify", "--out", "w.json.gz",
-                                         "--resume-from", "d.json.gz", *TINY),
+    _resume("resume-from-a-truncated-file", "d.json.gz",
         facts=("--resume-from", "d.json.gz", "not a suite data file"),
         setup=setup_truncated, unchanged=DAMAGED),
-    Cli("resume-from-a-directory", ("suite", "certify", "--out", "w.json.gz",
-                                    "--resume-from", "v.json.gz.work", *TINY),
+    _resume("resume-from-a-directory", "v.json.gz.work",
         facts=("--resume-from", "v.json.gz.work", "no suite data file"),
         setup=setup_certified, unchanged=CERTIFIED),
     Cli("resume-from-a-file-in-the-seeding-folder",
@@ -337,22 +340,18 @@ RESUME_DAMAGED = [
         after=lambda f, o, e: (_data_file_whole("w.json.gz", (
             "riverswim-6/l1/0.05", "riverswim-6/l1/0.1"))(f, o, e),
             _verified("w.json.gz")(f, o, e))),
-    Cli("resume-from-beside-seeding-folders-a-sigkill-left",
-        ("suite", "certify", "--out", "w.json.gz", "--resume-from", "v.json.gz", *TINY),
+    _resume("resume-from-beside-seeding-folders-a-sigkill-left", "v.json.gz",
         code=0, setup=setup_stale_seeding, unchanged=CERTIFIED, created=None,
         after=lambda f, o, e: (_no_seeding_left(f, o, e),
                                _same_records("w.json.gz", "v.json.gz")(f, o, e))),
-    Cli("resume-from-an-unreachable-scheduler",
-        ("suite", "certify", "--out", "w.json.gz", "--resume-from", "v.json.gz",
-         "--scheduler", "tcp://127.0.0.1:1", *TINY),
+    _resume("resume-from-an-unreachable-scheduler", "v.json.gz",
+            "--scheduler", "tcp://127.0.0.1:1",
         facts=("--scheduler", "tcp://127.0.0.1:1", "cannot reach"), absent=("--dask",),
         setup=setup_certified, unchanged=CERTIFIED),
-    Cli("resume-from-sigint-while-seeding", ("suite", "certify", "--out", "w.json.gz",
-                                             "--resume-from", "v.json.gz", *TINY),
+    _resume("resume-from-sigint-while-seeding", "v.json.gz",
         code=130, signal="INT", moment="busy", at="certify.py:_write_job",
         setup=setup_certified, unchanged=CERTIFIED, created=None, after=_seeding_again),
-    Cli("resume-from-sigterm-while-seeding", ("suite", "certify", "--out", "w.json.gz",
-                                              "--resume-from", "v.json.gz", *TINY),
+    _resume("resume-from-sigterm-while-seeding", "v.json.gz",
         code=143, signal="TERM", moment="busy", at="certify.py:_write_job",
         setup=setup_certified, unchanged=CERTIFIED, created=None, after=_seeding_again),
 ]
@@ -402,8 +401,7 @@ CERTIFY = [
         facts=("x.json.gz",), disk="full", setup=setup_certified, unchanged=CERTIFIED,
         created=None, after=_no_output("x.json.gz")),
     # --resume-from: a work folder started from a data file
-    Cli("resume-from-a-finished-file", ("suite", "certify", "--out", "w.json.gz",
-                                        "--resume-from", "v.json.gz", *TINY),
+    _resume("resume-from-a-finished-file", "v.json.gz",
         code=0, setup=setup_certified, unchanged=CERTIFIED, created=None,
         after=_same_records("w.json.gz", "v.json.gz")),
     Cli("resume-from-into-an-existing-work-folder", ("suite", "certify", "--out",
@@ -411,34 +409,27 @@ CERTIFY = [
                                                      "v.json.gz", "--force", *TINY),
         facts=("--resume-from", "exists", "without --resume-from"), setup=setup_certified,
         unchanged=CERTIFIED),
-    Cli("resume-from-a-file-that-is-not-data", ("suite", "certify", "--out", "w.json.gz",
-                                                "--resume-from", "notdata.json.gz", *TINY),
+    _resume("resume-from-a-file-that-is-not-data", "notdata.json.gz",
         facts=("--resume-from", "notdata.json.gz", "not a suite data file"),
         setup=setup_certified, unchanged=CERTIFIED),
-    Cli("resume-from-a-missing-file", ("suite", "certify", "--out", "w.json.gz",
-                                       "--resume-from", "nothere.json.gz", *TINY),
+    _resume("resume-from-a-missing-file", "nothere.json.gz",
         facts=("--resume-from", "nothere.json.gz", "no suite data file"),
         setup=setup_certified,
         unchanged=CERTIFIED),
-    Cli("resume-from-with-another-time-limit", ("suite", "certify", "--out", "w.json.gz",
-                                                "--resume-from", "v.json.gz",
-                                                "--time-limit", "5", *TINY),
+    _resume("resume-from-with-another-time-limit", "v.json.gz", "--time-limit", "5",
         facts=("--resume-from", "does not extend"), setup=setup_certified,
         unchanged=CERTIFIED),
-    Cli("resume-from-a-file-of-other-instances", ("suite", "certify", "--out", "w.json.gz",
-                                                  "--resume-from", "other.json.gz", *TINY),
+    _resume("resume-from-a-file-of-other-instances", "other.json.gz",
         facts=("--resume-from", "other instances", "riverswim-6"),
         setup=setup_other_instances, unchanged=CERTIFIED),
     Cli("resume-from-and-fill", ("suite", "certify", "--out", "w.json.gz", "--resume-from",
                                  "v.json.gz", "--fill", "v.json.gz", *TINY),
         facts=("--fill", "--resume-from", "give one"), setup=setup_certified,
         unchanged=CERTIFIED),
-    Cli("resume-from-on-a-full-disk", ("suite", "certify", "--out", "w.json.gz",
-                                       "--resume-from", "v.json.gz", *TINY),
+    _resume("resume-from-on-a-full-disk", "v.json.gz",
         facts=("w.json.gz",), disk="full", setup=setup_certified, unchanged=CERTIFIED,
         created=None, after=_no_work_folder("w.json.gz")),
-    Cli("resume-from-into-a-read-only-folder", ("suite", "certify", "--out", "w.json.gz",
-                                                "--resume-from", "v.json.gz", *TINY),
+    _resume("resume-from-into-a-read-only-folder", "v.json.gz",
         facts=("w.json.gz",), disk="readonly", setup=setup_certified, unchanged=CERTIFIED),
     # a signal once the data file is written says so (it said "run the same command
     # again to resume", as if nothing were finished)
