@@ -567,3 +567,32 @@ def test_the_compiled_chord_search_is_its_numpy_oracle(case, boxed):
                              (fast.value, ref.value), (fast.gap, ref.gap)):
             np.testing.assert_array_equal(mine, oracle)
     check_bellman(uset, z, fast, lo, hi)
+
+
+def test_a_chord_search_cut_short_says_so_in_both_forms():
+    """With one step allowed, a search that needs more ends unfinished: the compiled
+    search and its numpy oracle both say so, with the same (valid, looser) upper bounds,
+    and the public update then reports no success."""
+    from unittest import mock
+
+    from rcmdp_exact.uncertainty import s_l1
+
+    rng = np.random.default_rng(3)
+    S, A = 6, 4
+    P, sup = random_kernel(rng, S, A)
+    uset = SRectL1Ball(P, 0.7, sup)
+    z = rng.normal(size=(S, A, S))
+    lo, hi = np.full((S, A), 0.05), np.full((S, A), 0.6)
+    seen = {}
+    for name, fn in (("compiled", s_l1._dual), ("numpy", s_l1._dual_numpy)):
+        def run(*args, fn=fn, name=name):
+            seen[name] = fn(*args)
+            return seen[name]
+        with mock.patch.object(s_l1, "_MAX_STEPS", 1), mock.patch.object(s_l1, "_dual", run):
+            short = uset.bellman_max_min(z, lo, hi, method="dual")
+        assert not seen[name][2], name
+        assert not short.success
+    np.testing.assert_array_equal(seen["compiled"][1], seen["numpy"][1])
+    full = uset.bellman_max_min(z, lo, hi, method="dual")
+    assert full.success
+    assert (seen["compiled"][1] >= full.value + full.gap - 1e-12 * scale(z)).all()
