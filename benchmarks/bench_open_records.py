@@ -36,6 +36,15 @@ a string).  A best value at the stored lower from every start says the lower sid
 the robust local optimum the search reaches from anywhere: the gap then lies in the
 upper side (or in a region no local search reaches).
 
+``--shrink {lower,lagrangian}`` instead asks how small a box must be for its bounds to
+decide it: boxes of half-width w (every policy entry within w, clipped to [0, 1]) around
+the stored lower policy (``lower``) or around the maximiser of the root's Lagrangian
+bound (``lagrangian``: the best of a grid of 62 multipliers, 0 and 1e-3 to 1e3), for w
+from 1 to 3e-4; per box, each bound's excess over the stored lower side: the Lagrangian
+bound at the best multiplier of the same grid, the performance-difference bound and the
+occupancy LP, each with the worst-case kernels of the centre policy, and whether the box
+is dropped as infeasible (its least worst-case cost above the budget).
+
 Then a fit of log(relative gap) against log(boxes) over the trace points from the
 first factor on (least squares): the exponent, and the boxes the fit needs for a
 relative gap of 1% (``None`` when the gap does not fall: the record stalls).
@@ -44,6 +53,7 @@ relative gap of 1% (``None`` when the gap does not fall: the record stalls).
         --records frozenlake-4x4/l1/0.05,machine-20/kl/0.1 --out open.json
     OMP_NUM_THREADS=1 python benchmarks/bench_open_records.py --records open \
         --match garnet --restarts 20
+    python benchmarks/bench_open_records.py --records grid-5x5/s-l1/0.1 --shrink lower
 """
 
 from __future__ import annotations
@@ -285,6 +295,55 @@ def restarts(key: str, n: int, n_iter: int, seed: int) -> dict:
             "cpu_seconds": time.process_time() - c0}
 
 
+SHRINK_WIDTHS = (1.0, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001, 0.0003)
+
+
+def shrink(key: str, around: str) -> dict:
+    """The box bounds of boxes shrinking around one policy of the record ``key`` (module
+    notes, ``--shrink``)."""
+    from rcmdp_exact import suite
+    from rcmdp_exact.ground_truth import boxes as B
+    from rcmdp_exact.ground_truth.local_bound import local_bounds, occupancy_intervals
+    from rcmdp_exact.robust.engine import RobustGame
+
+    name, kind, level = key.split("/")
+    model, uset, rec = suite.load(name, set=kind, level=float(level))
+    game = RobustGame(model, uset, tol=1e-12, d=np.asarray(model.d, dtype=np.float64))
+    lower = float(rec["bracket"]["lower"])
+    pi = np.asarray(rec["bracket"]["lower_policy"], dtype=np.float64)
+    lams = np.concatenate([[0.0], np.logspace(-3, 3, 61)])[:, None] * np.ones(game.K)
+    S, A = pi.shape
+    out = {"key": key, "around": around, "lower": lower, "S": S, "A": A,
+           "free_coordinates": int(S * (A - 1))}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if around == "lagrangian":
+            root = B.lagrangian_bounds(game, np.zeros((len(lams), S, A)),
+                                       np.ones((len(lams), S, A)), lams)
+            j = int(np.argmin(root.U))
+            pi = root.pi[j]
+            out.update(root_lam=float(lams[j, 0]), root_bound=float(root.U[j]))
+        centre = game.evaluate(pi[None])
+        out.update(centre_value=float(centre["value"][0]),
+                   centre_costs=[float(c) for c in centre["costs"][0]],
+                   budget=[float(x) for x in model.d], rows=[])
+        n = 1 + game.K
+        for w in SHRINK_WIDTHS:
+            lo, hi = np.clip(pi - w, 0, 1)[None], np.clip(pi + w, 0, 1)[None]
+            lag = B.lagrangian_bounds(game, np.repeat(lo, len(lams), 0),
+                                      np.repeat(hi, len(lams), 0), lams)
+            dropped = bool(np.any(B.feasibility_bounds(game, lo, hi)[0] > game.d_bound))
+            dlo, dhi = occupancy_intervals(game, centre["P"], lo, hi)
+            loc = float(local_bounds(game, lo, hi, centre, dlo, dhi).U[0])
+            lp, _ = B._lp_bound(game, B._box_lp(game), lo[0], hi[0],
+                                centre["P"][0].reshape(n, *centre["P"].shape[2:]),
+                                dlo[0], dhi[0], None)
+            out["rows"].append({"w": w, "dropped": dropped,
+                                "lagrangian": float(lag.U.min()) - lower,
+                                "local": loc - lower, "lp": float(lp) - lower})
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", required=True)
@@ -297,6 +356,8 @@ def main() -> None:
                     help="only probe which box bound decides the boxes, at this many")
     ap.add_argument("--restarts", type=int, default=0,
                     help="only run local searches from this many random policies")
+    ap.add_argument("--shrink", choices=("lower", "lagrangian"), default=None,
+                    help="only bound boxes shrinking around this policy")
     ap.add_argument("--ascent", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--match", default="")
@@ -314,6 +375,21 @@ def main() -> None:
                   f"{r['infeasible_ends']} with no feasible policy; upper "
                   f"{r['upper']:.10g} ({r['upper_method']}); cpu {r['cpu_seconds']:.0f} s",
                   flush=True)
+            _save(a.out, out)
+        return
+    if a.shrink:
+        out = []
+        for key in a.records.split(","):
+            r = shrink(key, a.shrink)
+            out.append(r)
+            print(f"{key}: around the {a.shrink} policy (value {r['centre_value']:.8g}, "
+                  f"costs {r['centre_costs']}, budget {r['budget']}); excess over the "
+                  f"stored lower {r['lower']:.8g} ({r['free_coordinates']} free "
+                  f"coordinates)", flush=True)
+            for row in r["rows"]:
+                print(f"  w {row['w']:<7g} lagrangian {row['lagrangian']:+.3e} local "
+                      f"{row['local']:+.3e} lp {row['lp']:+.3e}"
+                      f"{'  dropped (infeasible)' if row['dropped'] else ''}", flush=True)
             _save(a.out, out)
         return
     if a.probe:
