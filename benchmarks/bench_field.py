@@ -31,7 +31,11 @@ met.  The curve of each run is stored.
 **Duality.**  For every record of the data file (every radius and kind),
 ``rcmdp_exact.planners.record_duality_gap`` with a budget of ``--duality-evaluations``
 robust fixed points: the certified interval on the Lagrangian dual beside the bracket,
-and the verdict on strong duality.
+and the verdict on strong duality.  On every record whose verdict is "fails" (the dual's
+lower end above the bracket's upper side: a certified duality gap), on the leaderboard or
+not, the primal-dual planners (``PRIMAL_DUAL``: the robust primal-dual method, PMD-PD and
+the Lagrangian RCPG variant) run with the same iterations and seeds, once the duality
+jobs have finished: where they end, against OPT's bracket and the dual.
 
 **Outputs** (in ``--out``): ``field.json`` (every run's numbers, the tables' rows, the
 duality verdicts, the settings and the times), ``policies.npz`` (every run's final
@@ -59,6 +63,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 RADIUS = 0.1
+#: The planners with a Lagrange multiplier, run also on the records with a certified
+#: duality gap (where their multiplier cannot close the gap).
+PRIMAL_DUAL = ("robust-primal-dual", "pmd-pd", "rcpg-lagrangian-exact")
 KINDS = ("l1", "kl", "s-l1", "interval")
 WITHIN = 0.01  # the bracket's relative gap of a certified record, and the 1% of the scores
 FEAS_TOL = 1e-9
@@ -160,8 +167,8 @@ def _problem_digest(instance: str, kind: str, level: float) -> str:
     return _DIGESTS[key]
 
 
-def run_one(key: str, instance: str, kind: str, planner: str, seed: int, iterations: int,
-            path: str) -> str:
+def run_one(key: str, instance: str, kind: str, level: float, planner: str, seed: int,
+            iterations: int, path: str) -> str:
     """Run one planner on one record and write its raw numbers (atomically); the scores
     are derived from them and the record when the report is written."""
     _one_thread()
@@ -169,7 +176,7 @@ def run_one(key: str, instance: str, kind: str, planner: str, seed: int, iterati
     from rcmdp_exact._io import save_json
     from rcmdp_exact.planners import plan
 
-    model, uset, _ = load(instance, kind, RADIUS)
+    model, uset, _ = load(instance, kind, level)
     out = dict(format="rcmdp_exact field run", key=key, instance=instance, kind=kind,
                planner=planner, seed=seed, iterations=iterations,
                budget=np.atleast_1d(np.asarray(model.d, dtype=np.float64)).tolist())
@@ -261,6 +268,28 @@ def run_path(work: Path, iterations: int, rec: dict, planner: str, seed: int) ->
             f"{planner}-{fingerprint(rec, planner)}" / f"{seed}.json")
 
 
+def duality_path(work: Path, evaluations: int, rec: dict) -> Path:
+    return work / "duality" / f"E{evaluations}" / f"{safe(rec['key'])}.json"
+
+
+def gap_records(args, records) -> list[dict]:
+    """The records of the data file off the leaderboard (any level, any bracket) whose
+    certified dual is above their bracket's upper side: a certified duality gap (their
+    duality job says "fails").  The primal-dual planners run on them too (module notes)."""
+    from rcmdp_exact import suite
+
+    work, on = Path(args.work), {rec["key"] for rec in records}
+    only = set(args.only.split(",")) if args.only else None
+    out = []
+    for rec in suite.data()["records"]:
+        if rec["key"] in on or (only and rec["instance"] not in only):
+            continue
+        d = read(duality_path(work, args.duality_evaluations, rec))
+        if d is not None and d["strong_duality"] == "fails":
+            out.append(rec)
+    return out
+
+
 def read(path: Path):
     try:
         return json.loads(path.read_text())
@@ -272,26 +301,43 @@ def run_all(args, records, planners) -> None:
     from rcmdp_exact import suite
 
     work = Path(args.work)
-    jobs = []
-    for rec in records:
-        for p in planners:
-            for s in range(args.seeds):
-                path = run_path(work, args.iterations, rec, p, s)
-                if read(path) is None:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    jobs.append((run_one, (rec["key"], rec["instance"], rec["kind"], p, s,
-                                           args.iterations, str(path))))
+    jobs = _run_jobs(args, records, planners)
     for rec in suite.data()["records"]:
         if args.only and rec["instance"] not in set(args.only.split(",")):
             continue
-        path = work / "duality" / f"E{args.duality_evaluations}" / f"{safe(rec['key'])}.json"
+        path = duality_path(work, args.duality_evaluations, rec)
         if read(path) is None:
             path.parent.mkdir(parents=True, exist_ok=True)
             jobs.append((duality_one, (rec["key"], rec["instance"], rec["kind"], level_of(rec),
                                        args.duality_evaluations, str(path))))
     print(f"{len(jobs)} jobs to run ({args.workers} workers); work folder {work}", flush=True)
+    _execute(jobs, args.workers)
+    # then the primal-dual planners on the records with a certified duality gap
+    gaps = gap_records(args, records)
+    jobs = _run_jobs(args, gaps, [p for p in planners if p in PRIMAL_DUAL])
+    if jobs:
+        print(f"{len(jobs)} runs of the primal-dual planners on the {len(gaps)} records with "
+              f"a certified duality gap off the leaderboard", flush=True)
+        _execute(jobs, args.workers)
+
+
+def _run_jobs(args, records, planners) -> list:
+    """The runs of ``planners`` on ``records`` not yet in the work folder."""
+    jobs = []
+    for rec in records:
+        for p in planners:
+            for s in range(args.seeds):
+                path = run_path(Path(args.work), args.iterations, rec, p, s)
+                if read(path) is None:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    jobs.append((run_one, (rec["key"], rec["instance"], rec["kind"],
+                                           level_of(rec), p, s, args.iterations, str(path))))
+    return jobs
+
+
+def _execute(jobs, workers: int) -> None:
     t0 = time.perf_counter()
-    if args.workers <= 1:
+    if workers <= 1:
         for i, (fn, a) in enumerate(jobs):
             fn(*a)
             if (i + 1) % 20 == 0:
@@ -299,7 +345,7 @@ def run_all(args, records, planners) -> None:
         return
     from rcmdp_exact._workers import pool_initializer
 
-    with ProcessPoolExecutor(args.workers, **pool_initializer()) as ex:
+    with ProcessPoolExecutor(workers, **pool_initializer()) as ex:
         futs = [ex.submit(fn, *a) for fn, a in jobs]
         for i, f in enumerate(as_completed(futs)):
             f.result()
@@ -314,7 +360,7 @@ def check_runs(runs, records) -> None:
     value and costs to 1e-9 (relative), the feasibility flag; raise on any mismatch."""
     from rcmdp_exact import robust_evaluate
 
-    loaded = {rec["key"]: load(rec["instance"], rec["kind"], RADIUS) for rec in records}
+    loaded = {rec["key"]: load(rec["instance"], rec["kind"], level_of(rec)) for rec in records}
     bad = []
     for r in runs:
         if not has_policy(r):
@@ -373,9 +419,21 @@ def report(args, records, planners) -> None:
     for rec in suite.data()["records"]:
         if args.only and rec["instance"] not in set(args.only.split(",")):
             continue
-        d = read(work / "duality" / f"E{args.duality_evaluations}" / f"{safe(rec['key'])}.json")
+        d = read(duality_path(work, args.duality_evaluations, rec))
         if d is not None:
             duals.append(d)
+    gaps = gap_records(args, records)
+    gap_runs = []
+    for rec in gaps:
+        for p in planners:
+            if p not in PRIMAL_DUAL:
+                continue
+            for s in range(args.seeds):
+                r = read(run_path(work, args.iterations, rec, p, s))
+                if r is None:
+                    missing += 1
+                else:
+                    gap_runs.append(scores(r, rec, args.seconds))
     # per (record, planner) rows
     rows = []
     for rec in records:
@@ -419,14 +477,17 @@ def report(args, records, planners) -> None:
             best_by_time=median([r["best_share_by_time"] for r in rs]),
             seconds=median([r["seconds"] / max(1, r["iterations"]) for r in rs])))
     policies = {f"{r['key']}|{r['planner']}|{r['seed']}": np.asarray(r["policy"])
-                for r in runs if has_policy(r)}
-    check_runs(runs, records)
+                for r in runs + gap_runs if has_policy(r)}
+    check_runs(runs + gap_runs, records + gaps)
     summary = dict(format="rcmdp_exact field", iterations=args.iterations, seeds=args.seeds,
                    wall_clock_budget=args.seconds,
                    radius=RADIUS, planners=planners, records=[r["key"] for r in records],
                    missing_runs=missing, totals=totals, rows=rows,
                    runs=[{k: v for k, v in r.items() if k not in ("policy", "curve")}
                          for r in runs],
+                   gap_records=[r["key"] for r in gaps],
+                   gap_runs=[{k: v for k, v in r.items() if k not in ("policy", "curve")}
+                             for r in gap_runs],
                    data_file=dict(generated=suite_header("generated"),
                                   toolkit=suite_header("toolkit")),
                    duality=duals, duality_evaluations=args.duality_evaluations)
@@ -434,7 +495,7 @@ def report(args, records, planners) -> None:
     if policies:
         save_npz(out / "policies.npz", policies, "rcmdp_exact field policies", compressed=True)
         curves = {}
-        for r in runs:
+        for r in runs + gap_runs:
             if has_policy(r):
                 key = f"{r['key']}|{r['planner']}|{r['seed']}"
                 curves[key] = np.array([r["curve"]["iteration"], r["curve"]["value"],
@@ -442,7 +503,8 @@ def report(args, records, planners) -> None:
         save_npz(out / "curves.npz", curves, "rcmdp_exact field curves", compressed=True)
     write_tables(out / "tables.md", summary, records)
     figures(out, runs, records, planners)
-    print(f"wrote {out}: {len(runs)} runs ({missing} missing), {len(duals)} duality records")
+    print(f"wrote {out}: {len(runs)} runs and {len(gap_runs)} on records with a certified "
+          f"duality gap ({missing} missing), {len(duals)} duality records")
 
 
 def write_tables(path: Path, s: dict, records) -> None:
@@ -521,23 +583,29 @@ def write_tables(path: Path, s: dict, records) -> None:
                          f"[{fmt(d['gap_lo'], '.4g')}, {fmt(d['gap_hi'], '.4g')}] |")
     else:
         lines.append("none.")
-    on_board = [d for d in fails if any(d["key"] == rec["key"] for rec in records)]
-    lines += ["", "On the leaderboard's records with a certified gap, the primal-dual "
-              "planners:", ""]
-    pd = ("robust-primal-dual", "pmd-pd", "rcpg-lagrangian-exact")
-    if on_board:
-        lines += ["| record | planner | feasible | median value | OPT (upper) | D (lo) |",
-                  "|---|---|---|---|---|---|"]
-        for d in on_board:
-            for p in pd:
-                rs = [r for r in s["runs"] if r["key"] == d["key"] and r["planner"] == p
-                      and has_policy(r)]
-                if rs:
-                    lines.append(f"| {d['key']} | {p} | {sum(r['feasible'] for r in rs)}/"
-                                 f"{len(rs)} | {fmt(median([r['value'] for r in rs]), '.6g')}"
-                                 f" | {fmt(d['upper'], '.6g')} | {fmt(d['dual_lo'], '.6g')} |")
+    lines += ["", "On every record with a certified gap (on the leaderboard or not), the "
+              "primal-dual planners, each run for the same iterations and seeds: how many "
+              "outputs are robust-feasible, the median worst-case value of those, the best of "
+              "them, against the bracket on OPT and the dual's lower end (a feasible output "
+              "is worth at most OPT <= upper < D).", ""]
+    fate = []
+    for d in fails:
+        for p in PRIMAL_DUAL:
+            rs = [r for r in s["runs"] + s["gap_runs"] if r["key"] == d["key"]
+                  and r["planner"] == p and has_policy(r)]
+            if rs:
+                feas = [r["value"] for r in rs if r["feasible"]]
+                fate.append(f"| {d['key']} | {p} | {len(feas)}/{len(rs)} | "
+                            f"{fmt(median(feas), '.6g')} | "
+                            f"{fmt(max(feas) if feas else None, '.6g')} | "
+                            f"[{fmt(d['lower'], '.6g')}, {fmt(d['upper'], '.6g')}] | "
+                            f"{fmt(d['dual_lo'], '.6g')} |")
+    if fate:
+        lines += ["| record | planner | robust-feasible | median value (feasible) | best "
+                  "feasible value | OPT in | D at least |", "|---|---|---|---|---|---|---|",
+                  *fate]
     else:
-        lines.append("none of the leaderboard's records has a certified gap.")
+        lines.append("no record with a certified gap has runs of the primal-dual planners.")
     text = ("\n".join(lines) + "\n").encode("utf-8")
     write_atomic(path, lambda fh: fh.write(text))
 
