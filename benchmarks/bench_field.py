@@ -31,11 +31,13 @@ met.  The curve of each run is stored.
 **Duality.**  For every record of the data file (every radius and kind),
 ``rcmdp_exact.planners.record_duality_gap`` with a budget of ``--duality-evaluations``
 robust fixed points: the certified interval on the Lagrangian dual beside the bracket,
-and the verdict on strong duality.  On every record whose verdict is "fails" (the dual's
-lower end above the bracket's upper side: a certified duality gap), on the leaderboard or
-not, the primal-dual planners (``PRIMAL_DUAL``: the robust primal-dual method, PMD-PD and
-the Lagrangian RCPG variant) run with the same iterations and seeds, once the duality
-jobs have finished: where they end, against OPT's bracket and the dual.
+and the verdict on strong duality (redone when the data file's bracket of the record is
+not the one the stored verdict was computed against).  On every record whose verdict is
+"fails" (the dual's lower end above the bracket's upper side: a certified duality gap),
+on the leaderboard or not, the primal-dual planners (``PRIMAL_DUAL``: the robust
+primal-dual method, PMD-PD and the Lagrangian RCPG variant) run with the same iterations
+and seeds, once the duality jobs have finished: where they end, against OPT's bracket
+and the dual.
 
 **Outputs** (in ``--out``): ``field.json`` (every run's numbers, the tables' rows, the
 duality verdicts, the settings and the times), ``policies.npz`` (every run's final
@@ -272,6 +274,22 @@ def duality_path(work: Path, evaluations: int, rec: dict) -> Path:
     return work / "duality" / f"E{evaluations}" / f"{safe(rec['key'])}.json"
 
 
+def _duality_current(d, rec: dict) -> bool:
+    """Whether a stored duality job ``d`` (or None) was computed against the record's
+    bracket as it stands in the data file (a new data file with a tighter bracket
+    changes the verdict: the job is redone)."""
+    if d is None:
+        return False
+    b = rec["bracket"]
+
+    def same(x, y):
+        x = None if x is None or not math.isfinite(float(x)) else float(x)
+        y = None if y is None or not math.isfinite(float(y)) else float(y)
+        return x == y
+
+    return same(d.get("lower"), b.get("lower")) and same(d.get("upper"), b.get("upper"))
+
+
 def gap_records(args, records) -> list[dict]:
     """The records of the data file off the leaderboard (any level, any bracket) whose
     certified dual is above their bracket's upper side: a certified duality gap (their
@@ -285,7 +303,7 @@ def gap_records(args, records) -> list[dict]:
         if rec["key"] in on or (only and rec["instance"] not in only):
             continue
         d = read(duality_path(work, args.duality_evaluations, rec))
-        if d is not None and d["strong_duality"] == "fails":
+        if _duality_current(d, rec) and d["strong_duality"] == "fails":
             out.append(rec)
     return out
 
@@ -306,7 +324,7 @@ def run_all(args, records, planners) -> None:
         if args.only and rec["instance"] not in set(args.only.split(",")):
             continue
         path = duality_path(work, args.duality_evaluations, rec)
-        if read(path) is None:
+        if not _duality_current(read(path), rec):
             path.parent.mkdir(parents=True, exist_ok=True)
             jobs.append((duality_one, (rec["key"], rec["instance"], rec["kind"], level_of(rec),
                                        args.duality_evaluations, str(path))))
@@ -415,13 +433,15 @@ def report(args, records, planners) -> None:
                     missing += 1
                 else:
                     runs.append(scores(r, rec, args.seconds))
-    duals = []
+    duals, missing_duals = [], 0
     for rec in suite.data()["records"]:
         if args.only and rec["instance"] not in set(args.only.split(",")):
             continue
         d = read(duality_path(work, args.duality_evaluations, rec))
-        if d is not None:
+        if _duality_current(d, rec):
             duals.append(d)
+        else:
+            missing_duals += 1
     gaps = gap_records(args, records)
     gap_runs = []
     for rec in gaps:
@@ -504,7 +524,8 @@ def report(args, records, planners) -> None:
     write_tables(out / "tables.md", summary, records)
     figures(out, runs, records, planners)
     print(f"wrote {out}: {len(runs)} runs and {len(gap_runs)} on records with a certified "
-          f"duality gap ({missing} missing), {len(duals)} duality records")
+          f"duality gap ({missing} missing), {len(duals)} duality records "
+          f"({missing_duals} missing or computed against another bracket)")
 
 
 def write_tables(path: Path, s: dict, records) -> None:
