@@ -90,7 +90,7 @@ _TARGET_GAP = 0.01
 #: searches from random policies found better policies than 5 of the 7 open
 #: s-rectangular records measured store (``benchmarks/bench_open_records.py
 #: --restarts``; docs/suite.md, "Open problems").  It goes on to 6000 boxes
-#: (2026-12-08): after the compiled chord search halved an s-rectangular box's cost,
+#: (2026-12-07): after the compiled chord search halved an s-rectangular box's cost,
 #: machine replacement's upper sides were still falling at 2100 (section 3.10's addendum).
 DEFAULT_BUDGET = {
     "schedule": [2000, 6000, 20000, 60000],
