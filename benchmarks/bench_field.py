@@ -43,7 +43,8 @@ and the dual.
 duality verdicts, the settings and the times), ``policies.npz`` (every run's final
 policy, keys ``"<record>|<planner>|<seed>"``: anyone can evaluate them again),
 ``curves.npz`` (each run's curve, the same keys: rows iteration, worst-case value,
-violation), the report checks first that every stored value, cost and feasibility flag
+violation, in float32: for the figures; the policies and field.json keep every digit),
+the report checks first that every stored value, cost and feasibility flag
 equals ``robust_evaluate`` of the stored policy (a second exact evaluation),
 ``tables.md`` (included by ``docs/field.md``) and the figures ``summary.png`` and
 ``curves.png``.
@@ -511,7 +512,7 @@ def report(args, records, planners) -> None:
                    data_file=dict(generated=suite_header("generated"),
                                   toolkit=suite_header("toolkit")),
                    duality=duals, duality_evaluations=args.duality_evaluations)
-    save_json(out / "field.json", json.dumps(summary, indent=1))
+    save_json(out / "field.json", json.dumps(summary, separators=(",", ":")))
     if policies:
         save_npz(out / "policies.npz", policies, "rcmdp_exact field policies", compressed=True)
         curves = {}
@@ -519,7 +520,7 @@ def report(args, records, planners) -> None:
             if has_policy(r):
                 key = f"{r['key']}|{r['planner']}|{r['seed']}"
                 curves[key] = np.array([r["curve"]["iteration"], r["curve"]["value"],
-                                        r["curve"]["violation"]], dtype=np.float64)
+                                        r["curve"]["violation"]], dtype=np.float32)
         save_npz(out / "curves.npz", curves, "rcmdp_exact field curves", compressed=True)
     write_tables(out / "tables.md", summary, records)
     figures(out, runs, records, planners)
