@@ -605,6 +605,14 @@ def write_tables(path: Path, s: dict, records) -> None:
                          f"[{fmt(d['gap_lo'], '.4g')}, {fmt(d['gap_hi'], '.4g')}] |")
     else:
         lines.append("none.")
+    lines += ["", "Every record: the bracket on OPT, the certified interval on D and the verdict "
+              "(undecided: the interval on D and the bracket overlap at this budget; "
+              "no_primal: the record has no robust-feasible policy).", "",
+              "| record | OPT in | D in | strong duality |", "|---|---|---|---|"]
+    for d in duals:
+        lines.append(f"| {d['key']} | [{fmt(d['lower'], '.6g')}, {fmt(d['upper'], '.6g')}] | "
+                     f"[{fmt(d['dual_lo'], '.6g')}, {fmt(d['dual_hi'], '.6g')}] | "
+                     f"{d['strong_duality']} |")
     lines += ["", "On every record with a certified gap (on the leaderboard or not), the "
               "primal-dual planners, each run for the same iterations and seeds: how many "
               "outputs are robust-feasible, the median worst-case value of those, the best of "
