@@ -418,6 +418,21 @@ def median(xs):
     return float(np.median(xs)) if xs else None
 
 
+def _stored_runs(args, records, planners):
+    """The scored runs of ``planners`` on ``records`` in the work folder, and how many are
+    missing."""
+    runs, missing = [], 0
+    for rec in records:
+        for p in planners:
+            for s in range(args.seeds):
+                r = read(run_path(Path(args.work), args.iterations, rec, p, s))
+                if r is None:
+                    missing += 1
+                else:
+                    runs.append(scores(r, rec, args.seconds))
+    return runs, missing
+
+
 def report(args, records, planners) -> None:
     from rcmdp_exact import suite
     from rcmdp_exact._io import save_json, save_npz
@@ -425,15 +440,7 @@ def report(args, records, planners) -> None:
     work = Path(args.work)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    runs, missing = [], 0
-    for rec in records:
-        for p in planners:
-            for s in range(args.seeds):
-                r = read(run_path(work, args.iterations, rec, p, s))
-                if r is None:
-                    missing += 1
-                else:
-                    runs.append(scores(r, rec, args.seconds))
+    runs, missing = _stored_runs(args, records, planners)
     duals, missing_duals = [], 0
     for rec in suite.data()["records"]:
         if args.only and rec["instance"] not in set(args.only.split(",")):
@@ -444,17 +451,8 @@ def report(args, records, planners) -> None:
         else:
             missing_duals += 1
     gaps = gap_records(args, records)
-    gap_runs = []
-    for rec in gaps:
-        for p in planners:
-            if p not in PRIMAL_DUAL:
-                continue
-            for s in range(args.seeds):
-                r = read(run_path(work, args.iterations, rec, p, s))
-                if r is None:
-                    missing += 1
-                else:
-                    gap_runs.append(scores(r, rec, args.seconds))
+    gap_runs, gap_missing = _stored_runs(args, gaps, [p for p in planners if p in PRIMAL_DUAL])
+    missing += gap_missing
     # per (record, planner) rows
     rows = []
     for rec in records:
