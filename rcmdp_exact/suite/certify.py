@@ -476,10 +476,7 @@ def finished(work, jobs=None, echo=None) -> set[str]:
         except LoadError as exc:
             if echo is not None:
                 echo(f"rcmdp suite certify: {exc}; recomputing the job {key}")
-            for suffix in (".json", ".npz"):
-                p = work / f"{stem}{suffix}"
-                if p.exists():
-                    p.replace(p.with_name(p.name + ".damaged"))
+            _set_aside(work / f"{stem}.json", ".damaged")
     return out
 
 
@@ -541,20 +538,36 @@ def _extend_folder(work: Path, old: dict, new: dict, echo=None) -> list[str]:
         new_work = _work_budget(name, kind, level, new) if INSTANCES[name].bracket else {}
         if rec.get("work") == new_work:
             continue
-        if _same_under(rec, new_work):
+        try:
+            same = _same_under(rec, new_work)
+        except (TypeError, KeyError, AttributeError, IndexError) as exc:
+            # its bracket's runs are not what a job writes: recomputed, as finished()
+            # treats a damaged job file
+            if echo is not None:
+                echo(f"rcmdp suite certify: {str(path)!r} is not a finished job of rcmdp "
+                     f"suite certify (its bracket's runs: {type(exc).__name__}: {exc}); "
+                     f"recomputing the job {rec['key']}")
+            _set_aside(path, ".damaged")
+            continue
+        if same:
             rec["work"] = new_work
             save_json(path, json.dumps(rec, indent=1))
             continue
         redo.append(rec["key"])
-        for suffix in (".npz", ".json"):  # the .json last: it marks the job done
-            p = path.with_suffix(suffix)
-            if p.exists():
-                p.replace(p.with_name(p.name + ".superseded"))
+        _set_aside(path, ".superseded")
     if echo is not None and redo:
         echo(f"rcmdp suite certify: the work budget of {str(work)!r} extended; "
              f"{len(redo)} open records run again with their longer schedules "
              f"({', '.join(redo)})")
     return redo
+
+
+def _set_aside(path: Path, suffix: str) -> None:
+    """Move a job's files aside (their names end in ``suffix``): the job is run again."""
+    for ext in (".npz", ".json"):  # the .json last: it marks the job done
+        p = path.with_suffix(ext)
+        if p.exists():
+            p.replace(p.with_name(p.name + suffix))
 
 
 def _check_settings(work: Path, budget: dict, echo=None) -> None:

@@ -218,6 +218,53 @@ RESUMED = (*TINY[:4], "--levels", "0.05,0.1", *TINY[6:])
 DAMAGED = (*CERTIFIED, "d.json.gz")
 
 
+#: One tiny job with a branch and bound of 2 boxes (open after it), and its extension.
+BOXED = ("--only", "riverswim-6", "--kinds", "l1", "--levels", "0.05", "--time-limit",
+         "120", "--no-progress")
+
+
+def _extend_damaged(id, change):
+    """A row: a work folder certified with the schedule [2] whose job file's bracket was
+    damaged by ``change`` (where only the extension looks), then extended to [2, 400]:
+    the job is said to be damaged, moved aside (``.damaged``) and recomputed; the file
+    written verifies."""
+    def setup(folder: Path) -> None:
+        proc = subprocess.run([sys.executable, "-m", "rcmdp_exact", "suite", "certify",
+                               "--out", "v.json.gz", *BOXED, "--max-boxes", "2"],
+                              cwd=folder, capture_output=True, text=True, timeout=HANG_GUARD)
+        assert proc.returncode == 0, proc.stderr
+        job = folder / "v.json.gz.work" / "riverswim-6__l1__0.05.json"
+        rec = json.loads(job.read_text())
+        change(rec)
+        job.write_text(json.dumps(rec))
+        (folder / "mine.txt").write_text("the user's own file")
+
+    def after(folder, out, err):
+        assert "is not a finished job" in err and \
+            "recomputing the job riverswim-6/l1/0.05" in err, err
+        work = folder / "v.json.gz.work"
+        assert (work / "riverswim-6__l1__0.05.json.damaged").exists()
+        assert (work / "riverswim-6__l1__0.05.npz.damaged").exists()
+        _verified("v.json.gz")(folder, out, err)
+
+    return Cli(id, ("suite", "certify", "--out", "v.json.gz", *BOXED, "--max-boxes",
+                    "2,400", "--force"),
+               code=0, setup=setup, unchanged=("mine.txt",), created=None, after=after)
+
+
+def _last_run(rec):
+    return rec["bracket"]["runs"][-1]
+
+
+EXTEND_DAMAGED = [
+    _extend_damaged("extend-a-job-whose-last-run-has-a-text-gap",
+                    lambda r: _set(_last_run(r), "relative_gap", "x")),
+    _extend_damaged("extend-a-job-whose-runs-are-numbers",
+                    lambda r: _set(r["bracket"], "runs", [5])),
+    _extend_damaged("extend-a-job-without-its-bracket", lambda r: r.pop("bracket")),
+]
+
+
 def _resume(id, source, *flags, **row):
     """A row: ``rcmdp suite certify --out w.json.gz --resume-from SOURCE FLAGS`` on the
     tiny budget (``row``: the rest of the :class:`Cli` row)."""
@@ -496,7 +543,7 @@ OTHERS = [
         facts=("notdata.json.gz",), setup=setup_certified, unchanged=CERTIFIED),
 ]
 
-HOSTILE = [*CERTIFY, *RESUME_DAMAGED, *SCORE, *OTHERS]
+HOSTILE = [*CERTIFY, *RESUME_DAMAGED, *EXTEND_DAMAGED, *SCORE, *OTHERS]
 
 
 @pytest.mark.parametrize("row", rows(HOSTILE))
