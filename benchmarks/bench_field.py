@@ -45,7 +45,8 @@ policy, keys ``"<record>|<planner>|<seed>"``: anyone can evaluate them again),
 ``curves.npz`` (each run's curve, the same keys: rows iteration, worst-case value,
 violation, in float32: for the figures; the policies and field.json keep every digit),
 the report checks first that every stored value, cost and feasibility flag
-equals ``robust_evaluate`` of the stored policy (a second exact evaluation),
+equals ``robust_evaluate`` of the stored policy (a second exact evaluation) and
+re-derives every certified duality gap by robust value iteration (``check_gaps``),
 ``tables.md`` (included by ``docs/field.md``) and the figures ``summary.png`` and
 ``curves.png``.
 """
@@ -291,22 +292,36 @@ def _duality_current(d, rec: dict) -> bool:
     return same(d.get("lower"), b.get("lower")) and same(d.get("upper"), b.get("upper"))
 
 
-def gap_records(args, records) -> list[dict]:
-    """The records of the data file off the leaderboard (any level, any bracket) whose
-    certified dual is above their bracket's upper side: a certified duality gap (their
-    duality job says "fails").  The primal-dual planners run on them too (module notes)."""
+def suite_records(args) -> list[dict]:
+    """The data file's records of the ``--only`` instances (all without it)."""
     from rcmdp_exact import suite
 
-    work, on = Path(args.work), {rec["key"] for rec in records}
     only = set(args.only.split(",")) if args.only else None
-    out = []
-    for rec in suite.data()["records"]:
-        if rec["key"] in on or (only and rec["instance"] not in only):
-            continue
-        d = read(duality_path(work, args.duality_evaluations, rec))
-        if _duality_current(d, rec) and d["strong_duality"] == "fails":
-            out.append(rec)
-    return out
+    return [rec for rec in suite.data()["records"] if not only or rec["instance"] in only]
+
+
+def current_duals(args) -> tuple[dict, int]:
+    """The duality jobs of the work folder computed against their record's bracket as
+    the data file has it, by record key (in the data file's order), and how many of
+    :func:`suite_records` lack one."""
+    out, missing = {}, 0
+    for rec in suite_records(args):
+        d = read(duality_path(Path(args.work), args.duality_evaluations, rec))
+        if _duality_current(d, rec):
+            out[rec["key"]] = d
+        else:
+            missing += 1
+    return out, missing
+
+
+def gap_records(args, records, duals: dict) -> list[dict]:
+    """The records of the data file off the leaderboard ``records`` (any level, any
+    bracket) whose certified dual is above their bracket's upper side: a certified
+    duality gap (their duality job in ``duals`` says "fails").  The primal-dual planners
+    run on them too (module notes)."""
+    on = {rec["key"] for rec in records}
+    return [rec for rec in suite_records(args) if rec["key"] not in on
+            and duals.get(rec["key"], {}).get("strong_duality") == "fails"]
 
 
 def read(path: Path):
@@ -317,13 +332,9 @@ def read(path: Path):
 
 
 def run_all(args, records, planners) -> None:
-    from rcmdp_exact import suite
-
     work = Path(args.work)
     jobs = _run_jobs(args, records, planners)
-    for rec in suite.data()["records"]:
-        if args.only and rec["instance"] not in set(args.only.split(",")):
-            continue
+    for rec in suite_records(args):
         path = duality_path(work, args.duality_evaluations, rec)
         if not _duality_current(read(path), rec):
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -332,7 +343,7 @@ def run_all(args, records, planners) -> None:
     print(f"{len(jobs)} jobs to run ({args.workers} workers); work folder {work}", flush=True)
     _execute(jobs, args.workers)
     # then the primal-dual planners on the records with a certified duality gap
-    gaps = gap_records(args, records)
+    gaps = gap_records(args, records, current_duals(args)[0])
     jobs = _run_jobs(args, gaps, [p for p in planners if p in PRIMAL_DUAL])
     if jobs:
         print(f"{len(jobs)} runs of the primal-dual planners on the {len(gaps)} records with "
@@ -402,6 +413,45 @@ def check_runs(runs, records) -> None:
           f"robust_evaluate of their policies", flush=True)
 
 
+def check_gaps(duals, grid: int = 25) -> None:
+    """Every certified duality gap checked apart from ``certified_dual``: the Lagrangian
+    g(lam) = max_pi min_P [V_r - lam C] + lam d by robust value iteration (a second
+    solver, s-rectangular sets included) at the dual's multiplier, at most the certified
+    upper end of D (which bounds g there; equal to it, within 1e-8, where the dual's
+    search converged), and at ``grid`` multipliers from 0 to three times it, none below
+    the certified lower end of D (D = min g), which is above the bracket's upper side,
+    OPT's bound.  Raise on any mismatch; print how many upper ends g met."""
+    from rcmdp_exact import robust_value_iteration
+
+    bad, n, tight = [], 0, 0
+    for d in duals:
+        if d["strong_duality"] != "fails":
+            continue
+        model, uset, _ = load(d["instance"], d["kind"], float(d["r"]))
+        lam = np.asarray(d["lam"], dtype=np.float64)
+        dd = np.atleast_1d(np.asarray(model.d, dtype=np.float64))
+
+        def g(x, model=model, uset=uset, dd=dd):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                return float(robust_value_iteration(model, uset, x).value + x @ dd)
+
+        tol = 1e-8 * max(1.0, abs(d["dual_hi"]))
+        at = g(lam)
+        low = min(g(lam * f) for f in np.linspace(0.0, 3.0, grid)) if lam.any() else at
+        tight += abs(at - d["dual_hi"]) <= tol
+        if at > d["dual_hi"] + tol or low < d["dual_lo"] - tol or \
+                not d["dual_lo"] > d["upper"]:
+            bad.append(f"{d['key']} (g at lam {at!r}, D in [{d['dual_lo']!r}, "
+                       f"{d['dual_hi']!r}], grid min {low!r})")
+        n += 1
+    if bad:
+        raise SystemExit(f"{len(bad)} certified duality gaps disagree with robust value "
+                         f"iteration: {'; '.join(bad[:5])}")
+    print(f"checked: {n} certified duality gaps against robust value iteration (at the "
+          f"dual's multiplier g is the certified upper end of D on {tight})", flush=True)
+
+
 def suite_header(field):
     from rcmdp_exact import suite
 
@@ -434,23 +484,14 @@ def _stored_runs(args, records, planners):
 
 
 def report(args, records, planners) -> None:
-    from rcmdp_exact import suite
     from rcmdp_exact._io import save_json, save_npz
 
-    work = Path(args.work)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     runs, missing = _stored_runs(args, records, planners)
-    duals, missing_duals = [], 0
-    for rec in suite.data()["records"]:
-        if args.only and rec["instance"] not in set(args.only.split(",")):
-            continue
-        d = read(duality_path(work, args.duality_evaluations, rec))
-        if _duality_current(d, rec):
-            duals.append(d)
-        else:
-            missing_duals += 1
-    gaps = gap_records(args, records)
+    by_key, missing_duals = current_duals(args)
+    duals = list(by_key.values())
+    gaps = gap_records(args, records, by_key)
     gap_runs, gap_missing = _stored_runs(args, gaps, [p for p in planners if p in PRIMAL_DUAL])
     missing += gap_missing
     # per (record, planner) rows
@@ -498,6 +539,7 @@ def report(args, records, planners) -> None:
     policies = {f"{r['key']}|{r['planner']}|{r['seed']}": np.asarray(r["policy"])
                 for r in runs + gap_runs if has_policy(r)}
     check_runs(runs + gap_runs, records + gaps)
+    check_gaps(duals)
     summary = dict(format="rcmdp_exact field", iterations=args.iterations, seeds=args.seeds,
                    wall_clock_budget=args.seconds,
                    radius=RADIUS, planners=planners, records=[r["key"] for r in records],
