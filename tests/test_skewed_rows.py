@@ -358,16 +358,21 @@ def test_polyhedral_sets_are_exact_on_skewed_rows(kind, seed):
             assert abs(res.p[j, s, a] @ zz - res.value[j, s, a]) <= 1e-12 * np.abs(zz).max()
 
 
+def skewed_s_rect(rng, S, A):
+    """A skewed kernel, a support beyond its positive entries, s-rectangular radii from
+    near 0 to the whole simplex, the ball and skewed values: (P, sup, radius, uset, z)."""
+    P = skewed_kernel(rng, S, A)
+    sup = (P > 0) | (rng.random(P.shape) < 0.5)
+    radius = skewed_radii(rng, P, "l1")[:, 0] * A
+    return P, sup, radius, SRectL1Ball(P, radius, sup), skewed_values(rng, 1, P)[0]
+
+
 @settings(max_examples=examples(12))
 @given(SEEDS)
 def test_s_rectangular_l1_is_exact_on_skewed_rows(seed):
     rng = np.random.default_rng(seed)
     S, A = int(rng.integers(1, 6)), int(rng.integers(1, 4))
-    P = skewed_kernel(rng, S, A)
-    sup = (P > 0) | (rng.random(P.shape) < 0.5)
-    radius = skewed_radii(rng, P, "l1")[:, 0] * A
-    uset = SRectL1Ball(P, radius, sup)
-    z = skewed_values(rng, 1, P)[0]
+    P, sup, radius, uset, z = skewed_s_rect(rng, S, A)
     pi = rng.dirichlet(np.ones(A), S)
     pi[rng.random(S) < 0.3, 0] = 1.0
     pi /= pi.sum(axis=1, keepdims=True)
@@ -561,11 +566,7 @@ def test_s_rectangular_box_update_is_exact_on_skewed_rows(seed, width):
 
     rng = np.random.default_rng(seed)
     S, A = int(rng.integers(1, 5)), int(rng.integers(1, 5))
-    P = skewed_kernel(rng, S, A)
-    sup = (P > 0) | (rng.random(P.shape) < 0.5)
-    radius = skewed_radii(rng, P, "l1")[:, 0] * A
-    uset = SRectL1Ball(P, radius, sup)
-    z = skewed_values(rng, 1, P)[0]
+    P, sup, radius, uset, z = skewed_s_rect(rng, S, A)
     lo, hi = random_box(rng, S, A, width)
     seen = {}
     for name, fn in (("compiled", s_l1._dual), ("numpy", s_l1._dual_numpy)):
